@@ -1,0 +1,189 @@
+// Package ssecheck parses Server-Sent Event streams of the Responses API
+// and checks their invariants: schema validity, one response.created and
+// response.in_progress first, exactly one terminal event last, strictly
+// increasing sequence numbers, and the item lifecycle order (item added →
+// content part added → deltas → done → item done) with increasing
+// output_index.
+package ssecheck
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/lambent/lambent/internal/schema"
+)
+
+// Event is one parsed SSE event.
+type Event struct {
+	// Name is the "event:" field.
+	Name string
+	// Data is the "data:" payload.
+	Data json.RawMessage
+	// Type, Seq, OutputIndex, ItemID are read from Data.
+	Type        string
+	Seq         int64
+	OutputIndex *int
+	ItemID      string
+	Item        *struct {
+		ID     string `json:"id"`
+		Type   string `json:"type"`
+		Status string `json:"status"`
+	}
+	ContentIndex *int
+	Response     *struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+	}
+}
+
+// Parse reads a whole stream: events, and whether it ended with [DONE].
+func Parse(r io.Reader) ([]Event, bool, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	var evs []Event
+	var name string
+	var data []byte
+	done := false
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if data == nil {
+				name = ""
+				continue
+			}
+			if string(data) == "[DONE]" {
+				done = true
+			} else {
+				ev, err := Decode(data)
+				if err != nil {
+					return evs, done, err
+				}
+				ev.Name = name
+				evs = append(evs, ev)
+			}
+			name, data = "", nil
+		case strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(line, "event: "):
+			name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			if data != nil {
+				return evs, done, fmt.Errorf("ssecheck: multi-line data field")
+			}
+			data = []byte(strings.TrimPrefix(line, "data: "))
+		default:
+			return evs, done, fmt.Errorf("ssecheck: unexpected line %q", line)
+		}
+	}
+	return evs, done, sc.Err()
+}
+
+// Decode parses one event payload.
+func Decode(data []byte) (Event, error) {
+	var ev struct {
+		Type           string `json:"type"`
+		SequenceNumber *int64 `json:"sequence_number"`
+		OutputIndex    *int   `json:"output_index"`
+		ItemID         string `json:"item_id"`
+		ContentIndex   *int   `json:"content_index"`
+		Item           *struct {
+			ID     string `json:"id"`
+			Type   string `json:"type"`
+			Status string `json:"status"`
+		} `json:"item"`
+		Response *struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"response"`
+	}
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return Event{}, fmt.Errorf("ssecheck: event is not JSON: %w: %s", err, data)
+	}
+	if ev.SequenceNumber == nil {
+		return Event{}, fmt.Errorf("ssecheck: event %s has no sequence_number", ev.Type)
+	}
+	return Event{Data: bytes.Clone(data), Type: ev.Type, Seq: *ev.SequenceNumber, OutputIndex: ev.OutputIndex,
+		ItemID: ev.ItemID, Item: ev.Item, ContentIndex: ev.ContentIndex, Response: ev.Response}, nil
+}
+
+var terminal = map[string]bool{"response.completed": true, "response.incomplete": true, "response.failed": true, "response.cancelled": true, "error": true}
+
+// Check validates every event against the schema and the stream invariants.
+func Check(v *schema.Validator, evs []Event) error {
+	if len(evs) < 3 {
+		return fmt.Errorf("ssecheck: only %d events", len(evs))
+	}
+	if evs[0].Type != "response.created" || evs[1].Type != "response.in_progress" {
+		return fmt.Errorf("ssecheck: stream starts with %s, %s", evs[0].Type, evs[1].Type)
+	}
+	nextIndex := 0
+	open := map[int]string{} // output index → item id, while open
+	parts := map[string]bool{}
+	for i, ev := range evs {
+		if v != nil {
+			if err := v.ValidateEvent(ev.Data); err != nil {
+				return fmt.Errorf("ssecheck: event %d (%s): %w", i, ev.Type, err)
+			}
+		}
+		if ev.Name != "" && ev.Name != ev.Type {
+			return fmt.Errorf("ssecheck: event %d: event field %q but type %q", i, ev.Name, ev.Type)
+		}
+		if i > 0 && ev.Seq <= evs[i-1].Seq {
+			return fmt.Errorf("ssecheck: event %d: sequence_number %d after %d", i, ev.Seq, evs[i-1].Seq)
+		}
+		if i > 1 && (ev.Type == "response.created" || ev.Type == "response.in_progress") {
+			return fmt.Errorf("ssecheck: event %d: second %s", i, ev.Type)
+		}
+		if terminal[ev.Type] != (i == len(evs)-1) {
+			return fmt.Errorf("ssecheck: event %d: %s (terminal events must be exactly the last one)", i, ev.Type)
+		}
+		switch ev.Type {
+		case "response.output_item.added":
+			if *ev.OutputIndex != nextIndex {
+				return fmt.Errorf("ssecheck: event %d: item added at output_index %d, want %d", i, *ev.OutputIndex, nextIndex)
+			}
+			nextIndex++
+			open[*ev.OutputIndex] = ev.Item.ID
+		case "response.output_item.done":
+			if open[*ev.OutputIndex] != ev.Item.ID {
+				return fmt.Errorf("ssecheck: event %d: done for item %s at %d that is not open", i, ev.Item.ID, *ev.OutputIndex)
+			}
+			for k := range parts {
+				if strings.HasPrefix(k, ev.Item.ID+"/") {
+					return fmt.Errorf("ssecheck: event %d: item %s done with part %s still open", i, ev.Item.ID, k)
+				}
+			}
+			delete(open, *ev.OutputIndex)
+		case "response.content_part.added", "response.content_part.done":
+			if open[*ev.OutputIndex] != ev.ItemID {
+				return fmt.Errorf("ssecheck: event %d: %s for item %s that is not open", i, ev.Type, ev.ItemID)
+			}
+			key := fmt.Sprintf("%s/%d", ev.ItemID, *ev.ContentIndex)
+			if ev.Type == "response.content_part.added" {
+				parts[key] = true
+			} else {
+				if !parts[key] {
+					return fmt.Errorf("ssecheck: event %d: part %s done but not added", i, key)
+				}
+				delete(parts, key)
+			}
+		default:
+			if ev.OutputIndex != nil && ev.ItemID != "" {
+				if open[*ev.OutputIndex] != ev.ItemID {
+					return fmt.Errorf("ssecheck: event %d: %s for item %s that is not open", i, ev.Type, ev.ItemID)
+				}
+				if ev.ContentIndex != nil && !parts[fmt.Sprintf("%s/%d", ev.ItemID, *ev.ContentIndex)] {
+					return fmt.Errorf("ssecheck: event %d: %s outside an open content part", i, ev.Type)
+				}
+			}
+		}
+	}
+	if len(open) > 0 && evs[len(evs)-1].Type != "response.cancelled" && evs[len(evs)-1].Type != "response.failed" && evs[len(evs)-1].Type != "error" {
+		return fmt.Errorf("ssecheck: items left open at the end: %v", open)
+	}
+	return nil
+}

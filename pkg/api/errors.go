@@ -1,0 +1,104 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Error types, as the OpenAI API names them.
+const (
+	ErrTypeInvalidRequest = "invalid_request_error"
+	ErrTypeNotFound       = "not_found_error"
+	ErrTypeServer         = "server_error"
+	ErrTypeUpstream       = "upstream_error"
+	ErrTypeRateLimit      = "rate_limit_error"
+	ErrTypeConflict       = "conflict_error"
+)
+
+// Error is an API error with the HTTP status it maps to. Its JSON form is
+// the OpenAI error object: {"message","type","param","code"}.
+type Error struct {
+	// Status is the HTTP status code.
+	Status int `json:"-"`
+	// Type is the error type, e.g. invalid_request_error.
+	Type string `json:"type"`
+	// Code is a machine-readable code, empty when none.
+	Code string `json:"code,omitempty"`
+	// Param names the offending parameter path, empty when none.
+	Param string `json:"param,omitempty"`
+	// Message is a human-readable description.
+	Message string `json:"message"`
+	// Err is the wrapped cause, if any; never serialized.
+	Err error `json:"-"`
+}
+
+// Error implements the error interface.
+func (e *Error) Error() string {
+	if e.Param != "" {
+		return fmt.Sprintf("%s (param %s): %s", e.Type, e.Param, e.Message)
+	}
+	return e.Type + ": " + e.Message
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// MarshalJSON writes the error object with param and code as null when empty.
+func (e *Error) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
+	}{e.Message, e.Type, nilIfEmpty(e.Param), nilIfEmpty(e.Code)})
+}
+
+// ErrorBody is the envelope of an error response: {"error":{...}}.
+type ErrorBody struct {
+	Error *Error `json:"error"`
+}
+
+func nilIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// InvalidRequest is a 400 naming the offending parameter.
+func InvalidRequest(param, format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Type: ErrTypeInvalidRequest, Param: param, Message: fmt.Sprintf(format, args...)}
+}
+
+// InvalidRequestCode is a 400 with a machine-readable code.
+func InvalidRequestCode(param, code, format string, args ...any) *Error {
+	e := InvalidRequest(param, format, args...)
+	e.Code = code
+	return e
+}
+
+// NotFound is a 404.
+func NotFound(param, code, format string, args ...any) *Error {
+	return &Error{Status: http.StatusNotFound, Type: ErrTypeInvalidRequest, Param: param, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Conflict is a 409.
+func Conflict(code, format string, args ...any) *Error {
+	return &Error{Status: http.StatusConflict, Type: ErrTypeInvalidRequest, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ServerError is a 500 wrapping err; the message stays generic unless given.
+func ServerError(err error, format string, args ...any) *Error {
+	return &Error{Status: http.StatusInternalServerError, Type: ErrTypeServer, Code: "server_error", Message: fmt.Sprintf(format, args...), Err: err}
+}
+
+// AsError finds an *Error in err's chain, or wraps err as a 500.
+func AsError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return ServerError(err, "internal error: %v", err)
+}

@@ -1,0 +1,94 @@
+package api
+
+// Streaming event types: every event of the OpenResponses spec, plus
+// response.cancelled.
+const (
+	EventResponseCreated          = "response.created"
+	EventResponseQueued           = "response.queued"
+	EventResponseInProgress       = "response.in_progress"
+	EventResponseCompleted        = "response.completed"
+	EventResponseFailed           = "response.failed"
+	EventResponseIncomplete       = "response.incomplete"
+	EventResponseCancelled        = "response.cancelled"
+	EventOutputItemAdded          = "response.output_item.added"
+	EventOutputItemDone           = "response.output_item.done"
+	EventContentPartAdded         = "response.content_part.added"
+	EventContentPartDone          = "response.content_part.done"
+	EventOutputTextDelta          = "response.output_text.delta"
+	EventOutputTextDone           = "response.output_text.done"
+	EventOutputTextAnnotation     = "response.output_text.annotation.added"
+	EventRefusalDelta             = "response.refusal.delta"
+	EventRefusalDone              = "response.refusal.done"
+	EventReasoningDelta           = "response.reasoning.delta"
+	EventReasoningDone            = "response.reasoning.done"
+	EventReasoningSummaryPartAdd  = "response.reasoning_summary_part.added"
+	EventReasoningSummaryPartDone = "response.reasoning_summary_part.done"
+	EventReasoningSummaryDelta    = "response.reasoning_summary_text.delta"
+	EventReasoningSummaryDone     = "response.reasoning_summary_text.done"
+	EventFunctionCallArgsDelta    = "response.function_call_arguments.delta"
+	EventFunctionCallArgsDone     = "response.function_call_arguments.done"
+	EventError                    = "error"
+)
+
+// TerminalEvent returns the lifecycle event that ends a stream for status s:
+// response.completed for completed and requires_action (the status is in
+// the payload, so the SDKs' stream helpers accept the pause),
+// response.incomplete, response.failed or response.cancelled.
+func TerminalEvent(s Status) string {
+	switch s {
+	case StatusIncomplete:
+		return EventResponseIncomplete
+	case StatusFailed:
+		return EventResponseFailed
+	case StatusCancelled:
+		return EventResponseCancelled
+	}
+	return EventResponseCompleted
+}
+
+// IsTerminalEvent reports whether t ends a stream.
+func IsTerminalEvent(t string) bool {
+	switch t {
+	case EventResponseCompleted, EventResponseIncomplete, EventResponseFailed, EventResponseCancelled, EventError:
+		return true
+	}
+	return false
+}
+
+// StreamEvent is one server-sent event. Only the fields of its type are
+// set; index fields are pointers so that a zero index is still written.
+type StreamEvent struct {
+	Type            string        `json:"type"`
+	SequenceNumber  int64         `json:"sequence_number"`
+	Response        *Response     `json:"response,omitempty"`
+	OutputIndex     *int          `json:"output_index,omitempty"`
+	ItemID          string        `json:"item_id,omitempty"`
+	ContentIndex    *int          `json:"content_index,omitempty"`
+	SummaryIndex    *int          `json:"summary_index,omitempty"`
+	AnnotationIndex *int          `json:"annotation_index,omitempty"`
+	Item            *Item         `json:"item,omitempty"`
+	Part            *ContentPart  `json:"part,omitempty"`
+	Delta           *string       `json:"delta,omitempty"`
+	Text            *string       `json:"text,omitempty"`
+	Arguments       *string       `json:"arguments,omitempty"`
+	Refusal         *string       `json:"refusal,omitempty"`
+	Annotation      any           `json:"annotation,omitempty"`
+	Logprobs        []any         `json:"logprobs,omitempty"`
+	Error           *ErrorPayload `json:"error,omitempty"`
+}
+
+// ErrorPayload is the payload of an "error" streaming event.
+type ErrorPayload struct {
+	Type    string  `json:"type"`
+	Code    *string `json:"code"`
+	Message string  `json:"message"`
+	Param   *string `json:"param"`
+}
+
+// NewErrorEvent builds the "error" event for err.
+func NewErrorEvent(e *Error) StreamEvent {
+	return StreamEvent{Type: EventError, Error: &ErrorPayload{Type: e.Type, Code: nilIfEmpty(e.Code), Message: e.Message, Param: nilIfEmpty(e.Param)}}
+}
+
+// Ptr returns a pointer to v.
+func Ptr[T any](v T) *T { return &v }

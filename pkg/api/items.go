@@ -1,0 +1,374 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// Item types.
+const (
+	ItemMessage            = "message"
+	ItemFunctionCall       = "function_call"
+	ItemFunctionCallOutput = "function_call_output"
+	ItemReasoning          = "reasoning"
+	ItemReference          = "item_reference"
+)
+
+// Content part types.
+const (
+	PartInputText     = "input_text"
+	PartOutputText    = "output_text"
+	PartRefusal       = "refusal"
+	PartInputImage    = "input_image"
+	PartInputFile     = "input_file"
+	PartSummaryText   = "summary_text"
+	PartReasoningText = "reasoning_text"
+	PartText          = "text"
+)
+
+// Message roles.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleSystem    = "system"
+	RoleDeveloper = "developer"
+)
+
+// Item statuses.
+const (
+	ItemInProgress = "in_progress"
+	ItemCompleted  = "completed"
+	ItemIncomplete = "incomplete"
+)
+
+// Item is one element of a conversation: a message, a function call, a
+// function call's output, reasoning, or (in input only) a reference to a
+// stored item. It is a flat struct; MarshalJSON writes only the fields of
+// its type.
+type Item struct {
+	Type   string
+	ID     string
+	Status string
+
+	// message
+	Role    string
+	Content []ContentPart
+	Phase   string
+
+	// function_call and function_call_output
+	CallID    string
+	Name      string
+	Arguments string
+	// Output is the function_call_output text; OutputParts its array form.
+	Output      string
+	OutputParts []ContentPart
+	// IsError marks a function_call_output produced from a failed tool
+	// execution (a Lambent extension field, written only when true).
+	IsError bool
+
+	// reasoning
+	Summary          []ContentPart
+	EncryptedContent string
+}
+
+// ContentPart is one part of a message's content.
+type ContentPart struct {
+	Type        string
+	Text        string
+	Refusal     string
+	Annotations []json.RawMessage
+	Logprobs    []json.RawMessage
+	// input_image
+	ImageURL string
+	Detail   string
+	// input_file
+	FileID   string
+	FileData string
+	FileURL  string
+	Filename string
+}
+
+// Text returns the concatenated text of an item's text-bearing content.
+func (it *Item) Text() string {
+	var b []byte
+	for _, p := range it.Content {
+		switch p.Type {
+		case PartInputText, PartOutputText, PartText, PartSummaryText, PartReasoningText:
+			b = append(b, p.Text...)
+		}
+	}
+	return string(b)
+}
+
+// OutputText returns the function_call_output's text, joining array parts.
+func (it *Item) OutputText() string {
+	if it.OutputParts == nil {
+		return it.Output
+	}
+	var b []byte
+	for _, p := range it.OutputParts {
+		b = append(b, p.Text...)
+	}
+	return string(b)
+}
+
+type wireMessage struct {
+	Type    string        `json:"type"`
+	ID      string        `json:"id"`
+	Status  string        `json:"status"`
+	Role    string        `json:"role"`
+	Content []ContentPart `json:"content"`
+	Phase   string        `json:"phase,omitempty"`
+}
+
+type wireFunctionCall struct {
+	Type      string `json:"type"`
+	ID        string `json:"id"`
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+	Status    string `json:"status"`
+}
+
+type wireFunctionCallOutput struct {
+	Type    string `json:"type"`
+	ID      string `json:"id"`
+	CallID  string `json:"call_id"`
+	Output  any    `json:"output"`
+	Status  string `json:"status"`
+	IsError bool   `json:"is_error,omitempty"`
+}
+
+type wireReasoning struct {
+	Type             string        `json:"type"`
+	ID               string        `json:"id"`
+	Summary          []ContentPart `json:"summary"`
+	Content          []ContentPart `json:"content,omitempty"`
+	EncryptedContent string        `json:"encrypted_content,omitempty"`
+	Status           string        `json:"status,omitempty"`
+}
+
+func orEmpty(p []ContentPart) []ContentPart {
+	if p == nil {
+		return []ContentPart{}
+	}
+	return p
+}
+
+// MarshalJSON writes the item in the shape of its type.
+func (it Item) MarshalJSON() ([]byte, error) {
+	switch it.Type {
+	case ItemMessage:
+		return json.Marshal(wireMessage{it.Type, it.ID, it.Status, it.Role, orEmpty(it.Content), it.Phase})
+	case ItemFunctionCall:
+		return json.Marshal(wireFunctionCall{it.Type, it.ID, it.CallID, it.Name, it.Arguments, it.Status})
+	case ItemFunctionCallOutput:
+		var out any = it.Output
+		if it.OutputParts != nil {
+			out = it.OutputParts
+		}
+		return json.Marshal(wireFunctionCallOutput{it.Type, it.ID, it.CallID, out, it.Status, it.IsError})
+	case ItemReasoning:
+		return json.Marshal(wireReasoning{it.Type, it.ID, orEmpty(it.Summary), it.Content, it.EncryptedContent, it.Status})
+	case ItemReference:
+		return json.Marshal(struct {
+			Type string `json:"type"`
+			ID   string `json:"id"`
+		}{it.Type, it.ID})
+	}
+	return nil, fmt.Errorf("api: cannot marshal item of type %q", it.Type)
+}
+
+// wireItemIn is the union of every input item's fields.
+type wireItemIn struct {
+	Type             *string         `json:"type"`
+	ID               string          `json:"id"`
+	Status           string          `json:"status"`
+	Role             string          `json:"role"`
+	Content          json.RawMessage `json:"content"`
+	Phase            string          `json:"phase"`
+	CallID           string          `json:"call_id"`
+	Name             string          `json:"name"`
+	Arguments        *string         `json:"arguments"`
+	Output           json.RawMessage `json:"output"`
+	IsError          bool            `json:"is_error"`
+	Summary          []ContentPart   `json:"summary"`
+	EncryptedContent *string         `json:"encrypted_content"`
+}
+
+// UnmarshalJSON decodes an item in any of its accepted input shapes. A
+// message may omit "type" (the "easy input message" form) and give content
+// as a plain string. Shape errors are returned as *Error with the param
+// relative to the item (the caller prefixes the path).
+func (it *Item) UnmarshalJSON(data []byte) error {
+	var w wireItemIn
+	if err := json.Unmarshal(data, &w); err != nil {
+		return InvalidRequest("", "invalid item: %s", jsonErrText(err))
+	}
+	typ := ItemMessage
+	if w.Type != nil {
+		typ = *w.Type
+	}
+	*it = Item{Type: typ, ID: w.ID, Status: w.Status}
+	switch typ {
+	case ItemMessage:
+		it.Role, it.Phase = w.Role, w.Phase
+		parts, err := decodeContent(w.Content, "content")
+		if err != nil {
+			return err
+		}
+		it.Content = parts
+	case ItemFunctionCall:
+		it.CallID, it.Name = w.CallID, w.Name
+		if w.Arguments != nil {
+			it.Arguments = *w.Arguments
+		}
+	case ItemFunctionCallOutput:
+		it.CallID, it.IsError = w.CallID, w.IsError
+		if len(w.Output) == 0 || bytes.Equal(w.Output, []byte("null")) {
+			return InvalidRequest("output", "missing required parameter: output")
+		}
+		if w.Output[0] == '"' {
+			if err := json.Unmarshal(w.Output, &it.Output); err != nil {
+				return InvalidRequest("output", "invalid output: %s", jsonErrText(err))
+			}
+		} else {
+			parts, err := decodeContent(w.Output, "output")
+			if err != nil {
+				return err
+			}
+			it.OutputParts = parts
+		}
+	case ItemReasoning:
+		it.Summary = w.Summary
+		if w.EncryptedContent != nil {
+			it.EncryptedContent = *w.EncryptedContent
+		}
+		if len(w.Content) > 0 && !bytes.Equal(w.Content, []byte("null")) {
+			parts, err := decodeContent(w.Content, "content")
+			if err != nil {
+				return err
+			}
+			it.Content = parts
+		}
+	case ItemReference:
+	default:
+		return InvalidRequest("type", "unsupported item type %q; supported: message, function_call, function_call_output, reasoning, item_reference", typ)
+	}
+	return nil
+}
+
+func decodeContent(raw json.RawMessage, param string) ([]ContentPart, error) {
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, InvalidRequest(param, "missing required parameter: %s", param)
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, InvalidRequest(param, "invalid %s: %s", param, jsonErrText(err))
+		}
+		return []ContentPart{{Type: PartInputText, Text: s}}, nil
+	}
+	if raw[0] != '[' {
+		return nil, InvalidRequest(param, "invalid type for %s: expected a string or an array of content parts", param)
+	}
+	var parts []ContentPart
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		if e, ok := err.(*Error); ok {
+			return nil, e
+		}
+		return nil, InvalidRequest(param, "invalid %s: %s", param, jsonErrText(err))
+	}
+	return parts, nil
+}
+
+type wirePartIn struct {
+	Type        string            `json:"type"`
+	Text        *string           `json:"text"`
+	Refusal     *string           `json:"refusal"`
+	Annotations []json.RawMessage `json:"annotations"`
+	Logprobs    []json.RawMessage `json:"logprobs"`
+	ImageURL    string            `json:"image_url"`
+	Detail      string            `json:"detail"`
+	FileID      string            `json:"file_id"`
+	FileData    string            `json:"file_data"`
+	FileURL     string            `json:"file_url"`
+	Filename    string            `json:"filename"`
+}
+
+// UnmarshalJSON decodes a content part, checking its type and required fields.
+func (p *ContentPart) UnmarshalJSON(data []byte) error {
+	var w wirePartIn
+	if err := json.Unmarshal(data, &w); err != nil {
+		return InvalidRequest("", "invalid content part: %s", jsonErrText(err))
+	}
+	*p = ContentPart{Type: w.Type, Annotations: w.Annotations, Logprobs: w.Logprobs,
+		ImageURL: w.ImageURL, Detail: w.Detail, FileID: w.FileID, FileData: w.FileData, FileURL: w.FileURL, Filename: w.Filename}
+	switch w.Type {
+	case PartInputText, PartOutputText, PartText, PartSummaryText, PartReasoningText:
+		if w.Text == nil {
+			return InvalidRequest("text", "missing required parameter: text")
+		}
+		p.Text = *w.Text
+	case PartRefusal:
+		if w.Refusal == nil {
+			return InvalidRequest("refusal", "missing required parameter: refusal")
+		}
+		p.Refusal = *w.Refusal
+	case PartInputImage:
+		if w.ImageURL == "" && w.FileID == "" {
+			return InvalidRequest("image_url", "input_image needs image_url or file_id")
+		}
+	case PartInputFile:
+	default:
+		return InvalidRequest("type", "unsupported content part type %q", w.Type)
+	}
+	return nil
+}
+
+// MarshalJSON writes the part in the shape of its type.
+func (p ContentPart) MarshalJSON() ([]byte, error) {
+	switch p.Type {
+	case PartOutputText:
+		ann := p.Annotations
+		if ann == nil {
+			ann = []json.RawMessage{}
+		}
+		return json.Marshal(struct {
+			Type        string            `json:"type"`
+			Text        string            `json:"text"`
+			Annotations []json.RawMessage `json:"annotations"`
+			Logprobs    []json.RawMessage `json:"logprobs,omitempty"`
+		}{p.Type, p.Text, ann, p.Logprobs})
+	case PartRefusal:
+		return json.Marshal(struct {
+			Type    string `json:"type"`
+			Refusal string `json:"refusal"`
+		}{p.Type, p.Refusal})
+	case PartInputImage:
+		detail := p.Detail
+		if detail == "" {
+			detail = "auto"
+		}
+		return json.Marshal(struct {
+			Type     string `json:"type"`
+			ImageURL string `json:"image_url,omitempty"`
+			FileID   string `json:"file_id,omitempty"`
+			Detail   string `json:"detail"`
+		}{p.Type, p.ImageURL, p.FileID, detail})
+	case PartInputFile:
+		return json.Marshal(struct {
+			Type     string `json:"type"`
+			FileID   string `json:"file_id,omitempty"`
+			FileData string `json:"file_data,omitempty"`
+			FileURL  string `json:"file_url,omitempty"`
+			Filename string `json:"filename,omitempty"`
+		}{p.Type, p.FileID, p.FileData, p.FileURL, p.Filename})
+	default:
+		return json.Marshal(struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}{p.Type, p.Text})
+	}
+}

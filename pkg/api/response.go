@@ -1,0 +1,140 @@
+package api
+
+import "encoding/json"
+
+// Response is the response object (ResponseResource). Every field the spec
+// requires is always written; nullable ones are pointers.
+type Response struct {
+	ID                 string             `json:"id"`
+	Object             string             `json:"object"`
+	CreatedAt          int64              `json:"created_at"`
+	CompletedAt        *int64             `json:"completed_at"`
+	Status             Status             `json:"status"`
+	IncompleteDetails  *IncompleteDetails `json:"incomplete_details"`
+	Model              string             `json:"model"`
+	PreviousResponseID *string            `json:"previous_response_id"`
+	Instructions       *string            `json:"instructions"`
+	Output             []Item             `json:"output"`
+	Error              *ResponseError     `json:"error"`
+	Tools              []Tool             `json:"tools"`
+	ToolChoice         ToolChoice         `json:"tool_choice"`
+	Truncation         string             `json:"truncation"`
+	ParallelToolCalls  bool               `json:"parallel_tool_calls"`
+	Text               TextConfig         `json:"text"`
+	TopP               float64            `json:"top_p"`
+	PresencePenalty    float64            `json:"presence_penalty"`
+	FrequencyPenalty   float64            `json:"frequency_penalty"`
+	TopLogprobs        int                `json:"top_logprobs"`
+	Temperature        float64            `json:"temperature"`
+	Reasoning          *Reasoning         `json:"reasoning"`
+	Usage              *Usage             `json:"usage"`
+	MaxOutputTokens    *int               `json:"max_output_tokens"`
+	MaxToolCalls       *int               `json:"max_tool_calls"`
+	Store              bool               `json:"store"`
+	Background         bool               `json:"background"`
+	ServiceTier        string             `json:"service_tier"`
+	Metadata           map[string]string  `json:"metadata"`
+	SafetyIdentifier   *string            `json:"safety_identifier"`
+	PromptCacheKey     *string            `json:"prompt_cache_key"`
+}
+
+// MarshalJSON writes nil slices and maps as empty ones, as the schema requires.
+func (r *Response) MarshalJSON() ([]byte, error) {
+	type plain Response
+	c := (*plain)(r)
+	if c.Output == nil || c.Tools == nil || c.Metadata == nil {
+		cp := *c
+		if cp.Output == nil {
+			cp.Output = []Item{}
+		}
+		if cp.Tools == nil {
+			cp.Tools = []Tool{}
+		}
+		if cp.Metadata == nil {
+			cp.Metadata = map[string]string{}
+		}
+		c = &cp
+	}
+	return json.Marshal(c)
+}
+
+// Clone returns a copy of r whose Output slice can be appended to without
+// touching r's.
+func (r *Response) Clone() *Response {
+	c := *r
+	c.Output = append([]Item(nil), r.Output...)
+	if r.Usage != nil {
+		u := *r.Usage
+		c.Usage = &u
+	}
+	return &c
+}
+
+// IncompleteDetails says why a response is incomplete.
+type IncompleteDetails struct {
+	Reason string `json:"reason"`
+}
+
+// Incomplete reasons.
+const (
+	ReasonMaxOutputTokens = "max_output_tokens"
+	ReasonContentFilter   = "content_filter"
+	ReasonMaxTurns        = "max_turns"
+	ReasonDeadline        = "deadline"
+)
+
+// ResponseError is the error of a failed response.
+type ResponseError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Reasoning is the reasoning configuration (request and response).
+type Reasoning struct {
+	Effort  *string `json:"effort"`
+	Summary *string `json:"summary"`
+}
+
+// Usage is token usage, summed over every model call of a response.
+type Usage struct {
+	InputTokens         int                 `json:"input_tokens"`
+	OutputTokens        int                 `json:"output_tokens"`
+	TotalTokens         int                 `json:"total_tokens"`
+	InputTokensDetails  InputTokensDetails  `json:"input_tokens_details"`
+	OutputTokensDetails OutputTokensDetails `json:"output_tokens_details"`
+}
+
+// InputTokensDetails breaks down input tokens.
+type InputTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+// OutputTokensDetails breaks down output tokens.
+type OutputTokensDetails struct {
+	ReasoningTokens int `json:"reasoning_tokens"`
+}
+
+// Add adds o to u.
+func (u *Usage) Add(o Usage) {
+	u.InputTokens += o.InputTokens
+	u.OutputTokens += o.OutputTokens
+	u.TotalTokens += o.TotalTokens
+	u.InputTokensDetails.CachedTokens += o.InputTokensDetails.CachedTokens
+	u.OutputTokensDetails.ReasoningTokens += o.OutputTokensDetails.ReasoningTokens
+}
+
+// DeleteResult is the body of DELETE /v1/responses/{id}.
+type DeleteResult struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Deleted bool   `json:"deleted"`
+}
+
+// ItemList is the body of GET /v1/responses/{id}/input_items.
+type ItemList struct {
+	Object  string  `json:"object"`
+	Data    []Item  `json:"data"`
+	FirstID *string `json:"first_id"`
+	LastID  *string `json:"last_id"`
+	HasMore bool    `json:"has_more"`
+}

@@ -1,0 +1,218 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
+
+// Tool types.
+const (
+	ToolFunction = "function"
+	ToolMCP      = "mcp"
+)
+
+// Tool is a tool declared in a request: a client-executed function, an MCP
+// server, or a hosted tool named by a prefixed type such as
+// "lambent:calculator".
+type Tool struct {
+	Type        string
+	Name        string
+	Description *string
+	Parameters  json.RawMessage
+	Strict      *bool
+
+	// MCP fields.
+	ServerLabel       string
+	ServerURL         string
+	ServerDescription string
+	Headers           map[string]string
+	AllowedTools      json.RawMessage
+	RequireApproval   json.RawMessage
+	Authorization     string
+}
+
+// HostedPrefix is the type prefix of Lambent's hosted tools.
+const HostedPrefix = "lambent:"
+
+// IsHosted reports whether t names a hosted tool.
+func (t *Tool) IsHosted() bool { return strings.HasPrefix(t.Type, HostedPrefix) }
+
+// HostedName is the tool name of a hosted tool ("lambent:calculator" → "calculator").
+func (t *Tool) HostedName() string { return strings.TrimPrefix(t.Type, HostedPrefix) }
+
+type wireTool struct {
+	Type              string            `json:"type"`
+	Name              string            `json:"name,omitempty"`
+	Description       *string           `json:"description,omitempty"`
+	Parameters        json.RawMessage   `json:"parameters,omitempty"`
+	Strict            *bool             `json:"strict,omitempty"`
+	ServerLabel       string            `json:"server_label,omitempty"`
+	ServerURL         string            `json:"server_url,omitempty"`
+	ServerDescription string            `json:"server_description,omitempty"`
+	Headers           map[string]string `json:"headers,omitempty"`
+	AllowedTools      json.RawMessage   `json:"allowed_tools,omitempty"`
+	RequireApproval   json.RawMessage   `json:"require_approval,omitempty"`
+	Authorization     string            `json:"authorization,omitempty"`
+}
+
+// UnmarshalJSON decodes a tool declaration.
+func (t *Tool) UnmarshalJSON(data []byte) error {
+	var w wireTool
+	if err := json.Unmarshal(data, &w); err != nil {
+		return InvalidRequest("", "invalid tool: %s", jsonErrText(err))
+	}
+	*t = Tool(w)
+	if bytes.Equal(t.Parameters, []byte("null")) {
+		t.Parameters = nil
+	}
+	return nil
+}
+
+// MarshalJSON writes the tool as the response echoes it. A function tool
+// has every FunctionTool field (null when absent); hosted tools are echoed
+// by their type and MCP tools by their server fields (the Authorization
+// secret is never echoed).
+func (t Tool) MarshalJSON() ([]byte, error) {
+	if t.Type == ToolFunction {
+		params := t.Parameters
+		if len(params) == 0 {
+			params = json.RawMessage("null")
+		}
+		return json.Marshal(struct {
+			Type        string          `json:"type"`
+			Name        string          `json:"name"`
+			Description *string         `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+			Strict      *bool           `json:"strict"`
+		}{t.Type, t.Name, t.Description, params, t.Strict})
+	}
+	w := wireTool(t)
+	w.Authorization = ""
+	w.Headers = nil
+	return json.Marshal(w)
+}
+
+// Tool choice modes.
+const (
+	ToolChoiceAuto     = "auto"
+	ToolChoiceNone     = "none"
+	ToolChoiceRequired = "required"
+)
+
+// ToolChoice is the request's tool_choice in any of its forms: a mode
+// string ("auto", "none", "required"), a forced function
+// {"type":"function","name"}, or {"type":"allowed_tools","mode","tools"}.
+type ToolChoice struct {
+	// Type is "" for the string form, "function" or "allowed_tools".
+	Type string
+	// Mode is the string form's value, or the allowed_tools mode.
+	Mode string
+	// Name is the forced function's name.
+	Name string
+	// Tools lists the allowed tools of the allowed_tools form.
+	Tools []ToolRef
+}
+
+// ToolRef names one tool in an allowed_tools list.
+type ToolRef struct {
+	Type string `json:"type"`
+	Name string `json:"name,omitempty"`
+}
+
+// Forced reports whether the choice forces one named function.
+func (c ToolChoice) Forced() bool { return c.Type == ToolFunction }
+
+// EffectiveMode is the mode the model runs in: auto, none or required
+// (a forced function counts as required).
+func (c ToolChoice) EffectiveMode() string {
+	switch {
+	case c.Type == ToolFunction:
+		return ToolChoiceRequired
+	case c.Mode == "":
+		return ToolChoiceAuto
+	}
+	return c.Mode
+}
+
+// UnmarshalJSON decodes any tool_choice form.
+func (c *ToolChoice) UnmarshalJSON(data []byte) error {
+	*c = ToolChoice{}
+	if len(data) > 0 && data[0] == '"' {
+		if err := json.Unmarshal(data, &c.Mode); err != nil {
+			return InvalidRequest("tool_choice", "invalid tool_choice: %s", jsonErrText(err))
+		}
+		switch c.Mode {
+		case ToolChoiceAuto, ToolChoiceNone, ToolChoiceRequired:
+			return nil
+		}
+		return InvalidRequest("tool_choice", "invalid value %q for tool_choice; expected one of \"auto\", \"none\", \"required\" or an object", c.Mode)
+	}
+	var w struct {
+		Type  string    `json:"type"`
+		Name  string    `json:"name"`
+		Mode  string    `json:"mode"`
+		Tools []ToolRef `json:"tools"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return InvalidRequest("tool_choice", "invalid type for tool_choice: expected a string or an object")
+	}
+	switch w.Type {
+	case ToolFunction:
+		if w.Name == "" {
+			return InvalidRequest("tool_choice.name", "missing required parameter: tool_choice.name")
+		}
+		c.Type, c.Name = w.Type, w.Name
+	case "allowed_tools":
+		if w.Mode != ToolChoiceAuto && w.Mode != ToolChoiceRequired {
+			return InvalidRequest("tool_choice.mode", "invalid value %q for tool_choice.mode; expected \"auto\" or \"required\"", w.Mode)
+		}
+		if len(w.Tools) == 0 {
+			return InvalidRequest("tool_choice.tools", "tool_choice.tools must list at least one tool")
+		}
+		c.Type, c.Mode, c.Tools = w.Type, w.Mode, w.Tools
+	default:
+		return InvalidRequest("tool_choice.type", "unsupported tool_choice type %q; expected \"function\" or \"allowed_tools\"", w.Type)
+	}
+	return nil
+}
+
+// MarshalJSON writes the form the choice was given in.
+func (c ToolChoice) MarshalJSON() ([]byte, error) {
+	switch c.Type {
+	case ToolFunction:
+		return json.Marshal(struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+		}{c.Type, c.Name})
+	case "allowed_tools":
+		return json.Marshal(struct {
+			Type  string    `json:"type"`
+			Mode  string    `json:"mode"`
+			Tools []ToolRef `json:"tools"`
+		}{c.Type, c.Mode, c.Tools})
+	}
+	return json.Marshal(c.EffectiveMode())
+}
+
+// TextConfig is the text output configuration.
+type TextConfig struct {
+	Format    TextFormat `json:"format"`
+	Verbosity string     `json:"verbosity,omitempty"`
+}
+
+// Text format types.
+const (
+	FormatText       = "text"
+	FormatJSONObject = "json_object"
+	FormatJSONSchema = "json_schema"
+)
+
+// TextFormat is text.format: text, json_object or json_schema.
+type TextFormat struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name,omitempty"`
+	Description *string         `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
+}

@@ -1,0 +1,144 @@
+// Package app reads Lambent's configuration from the environment and wires
+// the parts together (provider, store, tools, engine, HTTP handler), so
+// that every main only calls it.
+package app
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is Lambent's configuration. The environment names are in the
+// comments (and in README.md and template.yaml).
+type Config struct {
+	// Addr is the local listen address (LAMBENT_ADDR, default 127.0.0.1:8080).
+	Addr string
+	// ProviderURL is the OpenAI-compatible API base URL including /v1
+	// (LAMBENT_PROVIDER_URL, default http://127.0.0.1:11434/v1).
+	ProviderURL string
+	// ProviderAPIKey is its bearer token (LAMBENT_PROVIDER_API_KEY).
+	ProviderAPIKey string
+	// DefaultModel is used when a request names none (LAMBENT_DEFAULT_MODEL).
+	DefaultModel string
+	// Store is "memory" or "dynamodb" (LAMBENT_STORE; default memory
+	// locally, dynamodb in Lambda).
+	Store string
+	// Table is the DynamoDB table (LAMBENT_TABLE, default lambent-responses).
+	Table string
+	// CreateTable creates the table when missing (LAMBENT_CREATE_TABLE).
+	CreateTable bool
+	// Retention is how long responses are kept (LAMBENT_RETENTION, default 720h).
+	Retention time.Duration
+	// MaxTurns bounds the agentic loop (LAMBENT_MAX_TURNS, default 10).
+	MaxTurns int
+	// Tools is the hosted tool manifest, JSON or a path (LAMBENT_TOOLS;
+	// default: the built-in tools run in-process).
+	Tools string
+	// OpenAICompat reports client-tool pauses as status completed
+	// (LAMBENT_OPENAI_COMPAT).
+	OpenAICompat bool
+	// MaxBody is the request body limit in bytes (LAMBENT_MAX_BODY, default 8 MiB).
+	MaxBody int64
+	// LogLevel is debug, info, warn or error (LAMBENT_LOG_LEVEL, default info).
+	LogLevel string
+	// FetchAllowHosts lets fetch_url reach these hosts despite its SSRF guard
+	// (LAMBENT_FETCH_ALLOW_HOSTS, comma-separated; for tests).
+	FetchAllowHosts []string
+	// InLambda is true when AWS_LAMBDA_RUNTIME_API is set.
+	InLambda bool
+}
+
+// FromEnv reads the configuration with getenv (os.Getenv in mains).
+func FromEnv(getenv func(string) string) (Config, error) {
+	c := Config{
+		Addr:           or(getenv("LAMBENT_ADDR"), "127.0.0.1:8080"),
+		ProviderURL:    strings.TrimSuffix(or(getenv("LAMBENT_PROVIDER_URL"), "http://127.0.0.1:11434/v1"), "/"),
+		ProviderAPIKey: getenv("LAMBENT_PROVIDER_API_KEY"),
+		DefaultModel:   getenv("LAMBENT_DEFAULT_MODEL"),
+		Table:          or(getenv("LAMBENT_TABLE"), "lambent-responses"),
+		Tools:          getenv("LAMBENT_TOOLS"),
+		LogLevel:       or(getenv("LAMBENT_LOG_LEVEL"), "info"),
+		InLambda:       getenv("AWS_LAMBDA_RUNTIME_API") != "",
+	}
+	c.Store = getenv("LAMBENT_STORE")
+	if c.Store == "" {
+		c.Store = "memory"
+		if c.InLambda {
+			c.Store = "dynamodb"
+		}
+	}
+	if c.Store != "memory" && c.Store != "dynamodb" {
+		return c, fmt.Errorf("LAMBENT_STORE: unknown store %q (want memory or dynamodb)", c.Store)
+	}
+	var err error
+	if c.CreateTable, err = parseBool(getenv, "LAMBENT_CREATE_TABLE", false); err != nil {
+		return c, err
+	}
+	if c.OpenAICompat, err = parseBool(getenv, "LAMBENT_OPENAI_COMPAT", false); err != nil {
+		return c, err
+	}
+	if c.MaxTurns, err = parseInt(getenv, "LAMBENT_MAX_TURNS", 10); err != nil {
+		return c, err
+	}
+	maxBody, err := parseInt(getenv, "LAMBENT_MAX_BODY", 8<<20)
+	if err != nil {
+		return c, err
+	}
+	c.MaxBody = int64(maxBody)
+	if c.Retention, err = parseDuration(getenv, "LAMBENT_RETENTION", 30*24*time.Hour); err != nil {
+		return c, err
+	}
+	if v := getenv("LAMBENT_FETCH_ALLOW_HOSTS"); v != "" {
+		for _, h := range strings.Split(v, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				c.FetchAllowHosts = append(c.FetchAllowHosts, h)
+			}
+		}
+	}
+	return c, nil
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+func parseBool(getenv func(string) string, name string, def bool) (bool, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return def, fmt.Errorf("%s: %q is not a boolean", name, v)
+	}
+	return b, nil
+}
+
+func parseInt(getenv func(string) string, name string, def int) (int, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return def, fmt.Errorf("%s: %q is not a positive integer", name, v)
+	}
+	return n, nil
+}
+
+func parseDuration(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return def, fmt.Errorf("%s: %q is not a positive duration (e.g. 720h)", name, v)
+	}
+	return d, nil
+}

@@ -1,0 +1,225 @@
+package engine
+
+import (
+	"sync"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/provider"
+)
+
+// emitter numbers and writes the events of one response. One counter per
+// response, safe for concurrent use; a no-op for non-stream requests.
+type emitter struct {
+	mu     sync.Mutex
+	w      ResponseWriter
+	stream bool
+	seq    int64
+	err    error
+}
+
+// emit stamps ev with the next sequence number and writes it. After the
+// first write error (the client went away) events are dropped; the request
+// context's cancellation stops the loop.
+func (m *emitter) emit(ev *api.StreamEvent) {
+	if !m.stream {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ev.SequenceNumber = m.seq
+	m.seq++
+	if m.err == nil {
+		m.err = m.w.WriteEvent(ev)
+	}
+}
+
+func (m *emitter) lifecycle(typ string, r *api.Response) {
+	m.emit(&api.StreamEvent{Type: typ, Response: r})
+}
+
+func (m *emitter) itemEvent(typ string, idx int, it *api.Item) {
+	m.emit(&api.StreamEvent{Type: typ, OutputIndex: &idx, Item: it})
+}
+
+// assembler turns one model call's deltas into output items, emitting the
+// item, content part and delta events as it goes. Streaming and
+// non-streaming calls share it: a completed call is replayed as deltas.
+type assembler struct {
+	r         *run
+	reasoning int // output index of the open reasoning item, -1 if none
+	message   int // output index of the open message, -1 if none
+	part      int // content index of the open part in the message, -1 if none
+	calls     []int
+	byIndex   map[int]int // provider tool index → position in calls
+}
+
+func newAssembler(r *run) *assembler {
+	return &assembler{r: r, reasoning: -1, message: -1, part: -1}
+}
+
+func (a *assembler) out(i int) *api.Item { return &a.r.resp.Output[i] }
+
+func (a *assembler) open(it api.Item) int {
+	idx := len(a.r.resp.Output)
+	a.r.resp.Output = append(a.r.resp.Output, it)
+	a.r.em.itemEvent(api.EventOutputItemAdded, idx, a.out(idx))
+	return idx
+}
+
+// delta handles one increment of the model's answer.
+func (a *assembler) delta(d provider.Delta) error {
+	switch d.Kind {
+	case provider.DeltaReasoning:
+		if a.reasoning < 0 {
+			a.reasoning = a.open(api.Item{Type: api.ItemReasoning, ID: api.NewID(api.PrefixReasoning), Status: api.ItemInProgress})
+			it := a.out(a.reasoning)
+			it.Content = []api.ContentPart{{Type: api.PartReasoningText}}
+			a.partEvent(api.EventContentPartAdded, a.reasoning, 0, &api.ContentPart{Type: api.PartReasoningText})
+		}
+		it := a.out(a.reasoning)
+		it.Content[0].Text += d.Text
+		a.textEvent(api.EventReasoningDelta, a.reasoning, 0, d.Text)
+	case provider.DeltaText, provider.DeltaRefusal:
+		a.closeReasoning()
+		typ := api.PartOutputText
+		if d.Kind == provider.DeltaRefusal {
+			typ = api.PartRefusal
+		}
+		if a.message < 0 {
+			a.message = a.open(api.Item{Type: api.ItemMessage, ID: api.NewID(api.PrefixMessage), Status: api.ItemInProgress, Role: api.RoleAssistant, Content: []api.ContentPart{}})
+		}
+		it := a.out(a.message)
+		if a.part >= 0 && it.Content[a.part].Type != typ {
+			a.closePart()
+		}
+		if a.part < 0 {
+			a.part = len(it.Content)
+			it.Content = append(it.Content, api.ContentPart{Type: typ})
+			empty := api.ContentPart{Type: typ}
+			a.partEvent(api.EventContentPartAdded, a.message, a.part, &empty)
+		}
+		p := &it.Content[a.part]
+		if typ == api.PartRefusal {
+			p.Refusal += d.Text
+			a.textEvent(api.EventRefusalDelta, a.message, a.part, d.Text)
+		} else {
+			p.Text += d.Text
+			a.textEvent(api.EventOutputTextDelta, a.message, a.part, d.Text)
+		}
+	case provider.DeltaToolCall:
+		a.closeReasoning()
+		a.closeMessage(api.ItemCompleted)
+		pos, ok := a.byIndex[d.ToolIndex]
+		if !ok {
+			if a.byIndex == nil {
+				a.byIndex = map[int]int{}
+			}
+			callID := d.ToolCallID
+			if callID == "" {
+				callID = api.NewID("call_")
+			}
+			idx := a.open(api.Item{Type: api.ItemFunctionCall, ID: api.NewID(api.PrefixFunctionCall), Status: api.ItemInProgress, CallID: callID, Name: d.ToolName})
+			pos = len(a.calls)
+			a.calls = append(a.calls, idx)
+			a.byIndex[d.ToolIndex] = pos
+		}
+		idx := a.calls[pos]
+		it := a.out(idx)
+		if it.Name == "" && d.ToolName != "" {
+			it.Name = d.ToolName
+		}
+		if d.Text != "" {
+			it.Arguments += d.Text
+			delta := d.Text
+			a.r.em.emit(&api.StreamEvent{Type: api.EventFunctionCallArgsDelta, ItemID: it.ID, OutputIndex: &idx, Delta: &delta})
+		}
+	}
+	return nil
+}
+
+func (a *assembler) partEvent(typ string, idx, part int, p *api.ContentPart) {
+	a.r.em.emit(&api.StreamEvent{Type: typ, ItemID: a.out(idx).ID, OutputIndex: &idx, ContentIndex: &part, Part: p})
+}
+
+func (a *assembler) textEvent(typ string, idx, part int, text string) {
+	a.r.em.emit(&api.StreamEvent{Type: typ, ItemID: a.out(idx).ID, OutputIndex: &idx, ContentIndex: &part, Delta: &text})
+}
+
+func (a *assembler) closeReasoning() {
+	if a.reasoning < 0 {
+		return
+	}
+	idx := a.reasoning
+	a.reasoning = -1
+	it := a.out(idx)
+	zero := 0
+	text := it.Content[0].Text
+	a.r.em.emit(&api.StreamEvent{Type: api.EventReasoningDone, ItemID: it.ID, OutputIndex: &idx, ContentIndex: &zero, Text: &text})
+	a.partEvent(api.EventContentPartDone, idx, 0, &it.Content[0])
+	it.Status = api.ItemCompleted
+	a.r.em.itemEvent(api.EventOutputItemDone, idx, it)
+}
+
+func (a *assembler) closePart() {
+	if a.part < 0 {
+		return
+	}
+	idx, part := a.message, a.part
+	a.part = -1
+	it := a.out(idx)
+	p := &it.Content[part]
+	if p.Type == api.PartRefusal {
+		a.r.em.emit(&api.StreamEvent{Type: api.EventRefusalDone, ItemID: it.ID, OutputIndex: &idx, ContentIndex: &part, Refusal: &p.Refusal})
+	} else {
+		a.r.em.emit(&api.StreamEvent{Type: api.EventOutputTextDone, ItemID: it.ID, OutputIndex: &idx, ContentIndex: &part, Text: &p.Text})
+	}
+	a.partEvent(api.EventContentPartDone, idx, part, p)
+}
+
+func (a *assembler) closeMessage(status string) {
+	if a.message < 0 {
+		return
+	}
+	a.closePart()
+	idx := a.message
+	a.message = -1
+	it := a.out(idx)
+	it.Status = status
+	a.r.em.itemEvent(api.EventOutputItemDone, idx, it)
+}
+
+// finish closes every open item of the turn and returns the function_call
+// items it produced, in order.
+func (a *assembler) finish(itemStatus string) []api.Item {
+	a.closeReasoning()
+	a.closeMessage(itemStatus)
+	calls := make([]api.Item, 0, len(a.calls))
+	for _, idx := range a.calls {
+		it := a.out(idx)
+		if it.Arguments == "" {
+			it.Arguments = "{}"
+		}
+		args := it.Arguments
+		a.r.em.emit(&api.StreamEvent{Type: api.EventFunctionCallArgsDone, ItemID: it.ID, OutputIndex: &idx, Arguments: &args})
+		it.Status = api.ItemCompleted
+		a.r.em.itemEvent(api.EventOutputItemDone, idx, it)
+		calls = append(calls, *it)
+	}
+	return calls
+}
+
+// replay feeds a completed model call through the assembler.
+func (a *assembler) replay(res *provider.Result) {
+	if res.Reasoning != "" {
+		_ = a.delta(provider.Delta{Kind: provider.DeltaReasoning, Text: res.Reasoning})
+	}
+	if res.Text != "" {
+		_ = a.delta(provider.Delta{Kind: provider.DeltaText, Text: res.Text})
+	}
+	if res.Refusal != "" {
+		_ = a.delta(provider.Delta{Kind: provider.DeltaRefusal, Text: res.Refusal})
+	}
+	for i, c := range res.ToolCalls {
+		_ = a.delta(provider.Delta{Kind: provider.DeltaToolCall, ToolIndex: i, ToolCallID: c.ID, ToolName: c.Name, Text: c.Arguments})
+	}
+}

@@ -1,0 +1,181 @@
+// Package engine creates responses: it validates a request against the
+// conversation stored before it, runs the agentic loop (model call, tool
+// calls executed concurrently, results fed back, repeat), streams events
+// through a ResponseWriter and stores every terminal response.
+//
+// The engine depends only on interfaces: provider.Provider,
+// store.ResponseStore and tools.ToolExecutor. It knows nothing of AWS.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/provider"
+	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/tools"
+)
+
+// ResponseWriter receives what the engine produces. Implementations must
+// not retain events or responses after the call returns (the engine reuses
+// and mutates them).
+type ResponseWriter interface {
+	// WriteEvent sends one streaming event (stream requests only).
+	WriteEvent(ev *api.StreamEvent) error
+	// WriteResponse sends the final response (non-stream requests only).
+	WriteResponse(r *api.Response) error
+}
+
+// Catalog resolves hosted tool names ("lambent:<name>") to definitions.
+type Catalog interface {
+	Lookup(name string) (tools.Definition, bool)
+}
+
+// Config configures an Engine. Provider is required; the rest have working
+// zero values.
+type Config struct {
+	Provider provider.Provider
+	// Store keeps responses; nil disables storing (and continuations).
+	Store store.ResponseStore
+	// Executors run tool calls. Nil means single-shot behaviour: tool calls
+	// are returned to the client and the response is completed.
+	Executors []tools.ToolExecutor
+	// Hosted resolves hosted tool types; nil means no hosted tools.
+	Hosted Catalog
+	// DefaultModel is used when a request names none.
+	DefaultModel string
+	// MaxTurns bounds model calls per response (default 10).
+	MaxTurns int
+	// OpenAICompat reports client-tool pauses as the OpenAI API does:
+	// status completed instead of requires_action.
+	OpenAICompat bool
+	// Logger receives structured logs (default slog.Default()).
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Engine creates responses. It is safe for concurrent use.
+type Engine struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns an engine for cfg.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Provider == nil {
+		return nil, errors.New("engine: a provider is required")
+	}
+	if cfg.MaxTurns <= 0 {
+		cfg.MaxTurns = 10
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Engine{cfg: cfg, log: cfg.Logger}, nil
+}
+
+// GetResponse returns a stored response.
+func (e *Engine) GetResponse(ctx context.Context, id string) (*api.Response, error) {
+	rec, err := e.get(ctx, id, "id")
+	if err != nil {
+		return nil, err
+	}
+	return rec.Response, nil
+}
+
+// DeleteResponse deletes a stored response.
+func (e *Engine) DeleteResponse(ctx context.Context, id string) (*api.DeleteResult, error) {
+	if e.cfg.Store == nil {
+		return nil, notFound(id, "id")
+	}
+	if err := e.cfg.Store.Delete(ctx, id); err != nil {
+		return nil, e.storeErr(err, id, "id")
+	}
+	return &api.DeleteResult{ID: id, Object: "response", Deleted: true}, nil
+}
+
+// ListInputItems pages through a stored response's input items.
+func (e *Engine) ListInputItems(ctx context.Context, id string, opts store.ListOptions) (*api.ItemList, error) {
+	if e.cfg.Store == nil {
+		return nil, notFound(id, "id")
+	}
+	page, err := e.cfg.Store.ListInputItems(ctx, id, opts)
+	if err != nil {
+		return nil, e.storeErr(err, id, "id")
+	}
+	list := &api.ItemList{Object: "list", Data: page.Items, HasMore: page.HasMore}
+	if list.Data == nil {
+		list.Data = []api.Item{}
+	}
+	if n := len(page.Items); n > 0 {
+		list.FirstID, list.LastID = &page.Items[0].ID, &page.Items[n-1].ID
+	}
+	return list, nil
+}
+
+// CancelResponse cancels a background response. Only background responses
+// can be cancelled.
+func (e *Engine) CancelResponse(ctx context.Context, id string) (*api.Response, error) {
+	rec, err := e.get(ctx, id, "id")
+	if err != nil {
+		return nil, err
+	}
+	if !rec.Response.Background {
+		return nil, api.InvalidRequest("", "Only responses created with background=true can be cancelled.")
+	}
+	if rec.Response.Status.Terminal() {
+		if rec.Response.Status == api.StatusCancelled {
+			return rec.Response, nil
+		}
+		return nil, api.InvalidRequest("", "Cannot cancel a response with status %s.", rec.Response.Status)
+	}
+	prev := rec.Response.Status
+	next := *rec
+	r := rec.Response.Clone()
+	r.Status = api.StatusCancelled
+	next.Response = r
+	if err := e.cfg.Store.Update(ctx, &next, prev); err != nil {
+		return nil, e.storeErr(err, id, "id")
+	}
+	return r, nil
+}
+
+func (e *Engine) get(ctx context.Context, id, param string) (*store.Record, error) {
+	if e.cfg.Store == nil {
+		return nil, notFound(id, param)
+	}
+	rec, err := e.cfg.Store.Get(ctx, id)
+	if err != nil {
+		return nil, e.storeErr(err, id, param)
+	}
+	return rec, nil
+}
+
+func notFound(id, param string) *api.Error {
+	if param == "previous_response_id" {
+		return api.NotFound(param, "previous_response_not_found", "Previous response with id '%s' not found.", id)
+	}
+	return api.NotFound(param, "response_not_found", "Response with id '%s' not found.", id)
+}
+
+func (e *Engine) storeErr(err error, id, param string) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return notFound(id, param)
+	case errors.Is(err, store.ErrConflict):
+		return api.Conflict("response_conflict", "Response '%s' was changed concurrently.", id)
+	}
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return api.ServerError(err, "the response store failed: %v", fmt.Sprint(err))
+}

@@ -1,0 +1,393 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/provider"
+	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/tools"
+)
+
+// storeTimeout bounds the final store write, which runs even after the
+// request context is cancelled so that cancelled responses are kept.
+const storeTimeout = 15 * time.Second
+
+// outcome is how the loop ended.
+type outcome struct {
+	status api.Status
+	reason string     // incomplete reason
+	err    *api.Error // failure
+}
+
+// CreateResponse creates a response for req and writes it to w: as events
+// when req.Stream is set, else as one final response. Errors returned
+// before anything was written are client errors (*api.Error) for the
+// transport to send as an HTTP error.
+func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequest, w ResponseWriter) error {
+	if req.Background {
+		return api.InvalidRequestCode("background", "unsupported_parameter", "background responses are not supported by this gateway yet")
+	}
+	r, err := e.prepare(ctx, req)
+	if err != nil {
+		return err
+	}
+	r.em = &emitter{w: w, stream: req.Stream}
+	r.em.lifecycle(api.EventResponseCreated, r.resp)
+	r.em.lifecycle(api.EventResponseInProgress, r.resp)
+
+	out := e.loop(ctx, r)
+	e.finalize(r, out)
+	log := e.log.With("response_id", r.resp.ID, "status", r.resp.Status, "model", r.resp.Model, "output_items", len(r.resp.Output))
+	if err := e.save(ctx, r); err != nil {
+		log.Error("store failed", "err", err)
+		se := api.ServerError(err, "The response %s was generated but could not be stored: %v", r.resp.ID, err)
+		se.Code = "store_failed"
+		if req.Stream {
+			ev := api.NewErrorEvent(se)
+			r.em.emit(&ev)
+			return nil
+		}
+		return se
+	}
+	log.Info("response done")
+	if req.Stream {
+		r.em.lifecycle(api.TerminalEvent(r.resp.Status), r.resp)
+		return nil
+	}
+	if out.err != nil && out.status == api.StatusFailed {
+		fe := *out.err
+		fe.Message = fmt.Sprintf("%s (response %s failed)", fe.Message, r.resp.ID)
+		return &fe
+	}
+	if out.status == api.StatusCancelled {
+		return ctx.Err()
+	}
+	return w.WriteResponse(r.resp)
+}
+
+func (e *Engine) save(ctx context.Context, r *run) error {
+	if e.cfg.Store == nil || !r.req.Stores() {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	return e.cfg.Store.Create(sctx, &store.Record{Response: r.resp, Input: r.input, Context: r.history})
+}
+
+// finalize sets the terminal status and its details on the response.
+func (e *Engine) finalize(r *run, out outcome) {
+	resp := r.resp
+	if resp.Usage == nil {
+		resp.Usage = &api.Usage{}
+	}
+	resp.Status = out.status
+	if e.cfg.OpenAICompat && out.status == api.StatusRequiresAction {
+		resp.Status = api.StatusCompleted
+	}
+	switch resp.Status {
+	case api.StatusCompleted, api.StatusRequiresAction:
+		now := e.cfg.Now().Unix()
+		resp.CompletedAt = &now
+	case api.StatusIncomplete:
+		resp.IncompleteDetails = &api.IncompleteDetails{Reason: out.reason}
+	case api.StatusFailed:
+		code := out.err.Code
+		if code == "" {
+			code = out.err.Type
+		}
+		resp.Error = &api.ResponseError{Code: code, Message: out.err.Message}
+	}
+}
+
+// loop is the agentic loop: resolve calls left pending by the previous
+// response, then call the model and run its tool calls until it answers,
+// pauses for the client, or a limit ends it.
+func (e *Engine) loop(ctx context.Context, r *run) outcome {
+	if pending := r.pendingCalls(); len(pending) > 0 {
+		if out, stop := e.runTools(ctx, r, pending, true); stop {
+			return out
+		}
+	}
+	for turn := 0; ; turn++ {
+		if ctx.Err() != nil {
+			return outcome{status: api.StatusCancelled}
+		}
+		if turn >= e.cfg.MaxTurns {
+			return outcome{status: api.StatusIncomplete, reason: api.ReasonMaxTurns}
+		}
+		res, err := e.callModel(ctx, r, turn)
+		if err != nil {
+			if ctx.Err() != nil {
+				return outcome{status: api.StatusCancelled}
+			}
+			return outcome{status: api.StatusFailed, err: api.AsError(err)}
+		}
+		r.addUsage(res.Usage)
+		a := r.asm
+		itemStatus := api.ItemCompleted
+		if res.FinishReason == provider.FinishLength {
+			itemStatus = api.ItemIncomplete
+		}
+		calls := a.finish(itemStatus)
+		switch res.FinishReason {
+		case provider.FinishLength:
+			return outcome{status: api.StatusIncomplete, reason: api.ReasonMaxOutputTokens}
+		case provider.FinishContentFilter:
+			return outcome{status: api.StatusIncomplete, reason: api.ReasonContentFilter}
+		}
+		if len(calls) == 0 || len(e.cfg.Executors) == 0 || r.toolChoiceMode() == api.ToolChoiceNone {
+			return outcome{status: api.StatusCompleted}
+		}
+		if out, stop := e.runTools(ctx, r, calls, false); stop {
+			return out
+		}
+	}
+}
+
+func (r *run) addUsage(u api.Usage) {
+	if r.resp.Usage == nil {
+		r.resp.Usage = &api.Usage{}
+	}
+	if u.TotalTokens == 0 {
+		u.TotalTokens = u.InputTokens + u.OutputTokens
+	}
+	r.resp.Usage.Add(u)
+}
+
+func (r *run) toolChoiceMode() string {
+	if r.req.ToolChoice == nil {
+		return api.ToolChoiceAuto
+	}
+	return r.req.ToolChoice.EffectiveMode()
+}
+
+// callModel runs one model call, streaming its deltas through a fresh
+// assembler (kept on the run for finish).
+func (e *Engine) callModel(ctx context.Context, r *run, turn int) (*provider.Result, error) {
+	preq := r.providerRequest(turn)
+	r.asm = newAssembler(r)
+	if r.req.Stream {
+		return e.cfg.Provider.Stream(ctx, preq, r.asm.delta)
+	}
+	res, err := e.cfg.Provider.Complete(ctx, preq)
+	if err != nil {
+		return nil, err
+	}
+	r.asm.replay(res)
+	return res, nil
+}
+
+// providerRequest builds the model call of a turn.
+func (r *run) providerRequest(turn int) *provider.Request {
+	items := make([]api.Item, 0, len(r.history)+len(r.input)+len(r.resp.Output))
+	items = append(items, r.history...)
+	items = append(items, r.input...)
+	items = append(items, r.resp.Output...)
+	q := &provider.Request{
+		Model:             r.resp.Model,
+		Instructions:      r.req.Instructions,
+		Items:             items,
+		Tools:             r.defList,
+		ParallelToolCalls: r.req.ParallelToolCalls,
+		MaxOutputTokens:   r.req.MaxOutputTokens,
+		Temperature:       r.req.Temperature,
+		TopP:              r.req.TopP,
+		PresencePenalty:   r.req.PresencePenalty,
+		FrequencyPenalty:  r.req.FrequencyPenalty,
+		TopLogprobs:       r.req.TopLogprobs,
+		Text:              r.req.Text,
+		User:              r.req.SafetyIdentifier,
+		PromptCacheKey:    r.req.PromptCacheKey,
+		ServiceTier:       r.req.ServiceTier,
+	}
+	if q.User == "" {
+		q.User = r.req.User
+	}
+	if r.req.Reasoning != nil && r.req.Reasoning.Effort != nil {
+		q.ReasoningEffort = *r.req.Reasoning.Effort
+	}
+	if len(r.defList) > 0 {
+		q.ToolChoice = r.toolChoiceMode()
+		// A forced or required choice applies to the first model call of a
+		// response only; afterwards the model must be free to answer.
+		if turn > 0 && q.ToolChoice == api.ToolChoiceRequired {
+			q.ToolChoice = api.ToolChoiceAuto
+		} else if c := r.req.ToolChoice; c != nil && c.Forced() {
+			q.ForcedTool = c.Name
+		}
+	}
+	return q
+}
+
+// plannedCall is a tool call with what will happen to it.
+type plannedCall struct {
+	call tools.ToolCall
+	exec tools.ToolExecutor
+	// errText, when set, is fed back as an is_error result without running.
+	errText string
+	client  bool
+}
+
+// plan decides, for each call, which executor runs it, or whether the
+// client must, or which error is fed back. unanswered marks calls left
+// without output by a previous response: client calls among them get an
+// error result instead of pausing again.
+func (e *Engine) plan(r *run, calls []api.Item, unanswered bool) []plannedCall {
+	plans := make([]plannedCall, len(calls))
+	for i, c := range calls {
+		p := plannedCall{call: tools.ToolCall{ID: c.CallID, Name: c.Name, Arguments: c.Arguments, ResponseID: r.resp.ID}}
+		def, ok := r.defs[c.Name]
+		switch {
+		case !ok:
+			p.errText = fmt.Sprintf("Error: tool %q does not exist. Available tools: %s.", c.Name, r.toolNames())
+		case !r.filter.Allowed(c.Name):
+			p.errText = fmt.Sprintf("Error: tool %q is not allowed for this request.", c.Name)
+		default:
+			for _, ex := range e.cfg.Executors {
+				if ex.CanExecute(def) {
+					p.exec = ex
+					break
+				}
+			}
+			if p.exec == nil || p.exec.Kind() == tools.KindFunction {
+				p.exec = nil
+				p.client = true
+				if unanswered {
+					p.client = false
+					p.errText = fmt.Sprintf("Error: no output was provided for the call to %q (call_id %s).", c.Name, c.CallID)
+				}
+			} else if max := r.req.MaxToolCalls; max != nil && r.hostedCalls >= *max {
+				p.exec = nil
+				p.errText = fmt.Sprintf("Error: the limit of %d tool calls for this response was reached; answer with what you have.", *max)
+			} else {
+				r.hostedCalls++
+			}
+		}
+		plans[i] = p
+	}
+	return plans
+}
+
+func (r *run) toolNames() string {
+	s := ""
+	for i, d := range r.defList {
+		if i > 0 {
+			s += ", "
+		}
+		s += d.Name
+	}
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// runTools executes a turn's tool calls: when any must run on the client,
+// the whole turn pauses (only calls that cannot run get their error
+// results); otherwise every executable call runs, concurrently unless
+// parallel_tool_calls is false, and the results are appended in call order.
+func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswered bool) (outcome, bool) {
+	plans := e.plan(r, calls, unanswered)
+	pause := false
+	for _, p := range plans {
+		if p.client {
+			pause = true
+		}
+	}
+	results := make([]*tools.ToolResult, len(plans))
+	var wg sync.WaitGroup
+	parallel := r.req.ParallelToolCalls == nil || *r.req.ParallelToolCalls
+	for i := range plans {
+		p := &plans[i]
+		switch {
+		case p.errText != "":
+			results[i] = &tools.ToolResult{CallID: p.call.ID, Output: p.errText, IsError: true}
+		case p.client:
+		case pause:
+			// Server-side calls of a paused turn run when it continues.
+			if p.exec != nil {
+				r.hostedCalls--
+			}
+		case parallel:
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i] = e.execute(ctx, p)
+			}()
+		default:
+			results[i] = e.execute(ctx, p)
+		}
+	}
+	wg.Wait()
+	for _, res := range results {
+		if res == nil {
+			continue
+		}
+		idx := len(r.resp.Output)
+		r.resp.Output = append(r.resp.Output, api.Item{Type: api.ItemFunctionCallOutput, ID: api.NewID(api.PrefixFuncOutput), Status: api.ItemCompleted, CallID: res.CallID, Output: res.Output, IsError: res.IsError})
+		it := &r.resp.Output[idx]
+		r.em.itemEvent(api.EventOutputItemAdded, idx, it)
+		r.em.itemEvent(api.EventOutputItemDone, idx, it)
+	}
+	if pause {
+		return outcome{status: api.StatusRequiresAction}, true
+	}
+	if ctx.Err() != nil {
+		return outcome{status: api.StatusCancelled}, true
+	}
+	return outcome{}, false
+}
+
+// execute runs one call on its executor; every failure becomes an
+// is_error result.
+func (e *Engine) execute(ctx context.Context, p *plannedCall) *tools.ToolResult {
+	res, err := p.exec.Execute(ctx, p.call)
+	if err == nil && res == nil {
+		err = errors.New("the tool returned no result")
+	}
+	if err != nil {
+		e.log.Warn("tool call failed", "tool", p.call.Name, "call_id", p.call.ID, "response_id", p.call.ResponseID, "err", err)
+		return &tools.ToolResult{CallID: p.call.ID, Output: "Error: " + err.Error(), IsError: true}
+	}
+	if res.IsError {
+		e.log.Info("tool returned an error", "tool", p.call.Name, "call_id", p.call.ID, slog.String("output", truncate(res.Output, 200)))
+	}
+	res.CallID = p.call.ID
+	return res
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// pendingCalls returns the function calls of the conversation that have no
+// output yet (neither stored nor in this request's input).
+func (r *run) pendingCalls() []api.Item {
+	answered := map[string]bool{}
+	for _, list := range [][]api.Item{r.history, r.input} {
+		for i := range list {
+			if list[i].Type == api.ItemFunctionCallOutput {
+				answered[list[i].CallID] = true
+			}
+		}
+	}
+	var pending []api.Item
+	for _, list := range [][]api.Item{r.history, r.input} {
+		for _, it := range list {
+			if it.Type == api.ItemFunctionCall && !answered[it.CallID] {
+				pending = append(pending, it)
+				answered[it.CallID] = true
+			}
+		}
+	}
+	return pending
+}

@@ -1,0 +1,228 @@
+package engine
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/tools"
+)
+
+// run is the state of one response being created.
+type run struct {
+	req  *api.CreateResponseRequest
+	resp *api.Response
+	// history is the conversation before this request's input.
+	history []api.Item
+	// input is this request's input, references resolved and ids assigned.
+	input []api.Item
+	// defs are the tools the model sees, by name.
+	defs    map[string]tools.Definition
+	defList []tools.Definition
+	filter  tools.Filter
+	// hostedCalls counts executed hosted tool calls (max_tool_calls).
+	hostedCalls int
+	em          *emitter
+	asm         *assembler
+}
+
+// prepare validates req against the stored conversation and builds the run.
+// Every error is a client error (*api.Error).
+func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest) (*run, error) {
+	model := req.Model
+	if model == "" {
+		model = e.cfg.DefaultModel
+	}
+	if model == "" {
+		return nil, api.InvalidRequest("model", "missing required parameter: 'model'")
+	}
+	r := &run{req: req}
+	var prev *store.Record
+	if req.PreviousResponseID != "" {
+		rec, err := e.get(ctx, req.PreviousResponseID, "previous_response_id")
+		if err != nil {
+			return nil, err
+		}
+		if !rec.Response.Status.Terminal() {
+			return nil, api.InvalidRequest("previous_response_id", "Previous response '%s' is still %s; continue it once it has finished.", req.PreviousResponseID, rec.Response.Status)
+		}
+		prev = rec
+		r.history = rec.Conversation()
+	}
+	if err := r.resolveInput(); err != nil {
+		return nil, err
+	}
+	if err := r.resolveTools(e.cfg.Hosted); err != nil {
+		return nil, err
+	}
+	r.resp = e.newResponse(req, model)
+	_ = prev
+	return r, nil
+}
+
+// resolveInput resolves item references, checks that every
+// function_call_output answers a call of the conversation, and assigns ids.
+func (r *run) resolveInput() error {
+	calls := map[string]bool{}
+	byID := map[string]*api.Item{}
+	for i := range r.history {
+		it := &r.history[i]
+		if it.ID != "" {
+			byID[it.ID] = it
+		}
+		if it.Type == api.ItemFunctionCall {
+			calls[it.CallID] = true
+		}
+	}
+	r.input = make([]api.Item, 0, len(r.req.Input))
+	for i, it := range r.req.Input {
+		p := "input[" + strconv.Itoa(i) + "]"
+		switch it.Type {
+		case api.ItemReference:
+			ref, ok := byID[it.ID]
+			if !ok {
+				return api.InvalidRequest(p+".id", "Item with id '%s' not found in the conversation of previous_response_id.", it.ID)
+			}
+			it = *ref
+		case api.ItemFunctionCall:
+			calls[it.CallID] = true
+		case api.ItemFunctionCallOutput:
+			if !calls[it.CallID] {
+				if r.req.PreviousResponseID != "" {
+					return api.InvalidRequest(p+".call_id", "No tool call found for function call output with call_id '%s' in previous response '%s'.", it.CallID, r.req.PreviousResponseID)
+				}
+				return api.InvalidRequest(p+".call_id", "No tool call found for function call output with call_id '%s'.", it.CallID)
+			}
+		}
+		if it.ID == "" {
+			it.ID = api.NewID(idPrefix(it.Type))
+		}
+		if it.Status == "" && it.Type != api.ItemReference {
+			it.Status = api.ItemCompleted
+		}
+		r.input = append(r.input, it)
+	}
+	return nil
+}
+
+func idPrefix(typ string) string {
+	switch typ {
+	case api.ItemFunctionCall:
+		return api.PrefixFunctionCall
+	case api.ItemFunctionCallOutput:
+		return api.PrefixFuncOutput
+	case api.ItemReasoning:
+		return api.PrefixReasoning
+	}
+	return api.PrefixMessage
+}
+
+// resolveTools turns the request's tools into the definitions the model
+// sees and the allowed-tools filter.
+func (r *run) resolveTools(hosted Catalog) error {
+	r.defs = make(map[string]tools.Definition, len(r.req.Tools))
+	for i := range r.req.Tools {
+		t := &r.req.Tools[i]
+		p := "tools[" + strconv.Itoa(i) + "]"
+		var def tools.Definition
+		switch {
+		case t.Type == api.ToolFunction:
+			def = tools.Definition{Name: t.Name, Parameters: t.Parameters, Strict: t.Strict, Kind: tools.KindFunction}
+			if t.Description != nil {
+				def.Description = *t.Description
+			}
+		case t.IsHosted():
+			var ok bool
+			if hosted != nil {
+				def, ok = hosted.Lookup(t.HostedName())
+			}
+			if !ok {
+				return api.InvalidRequestCode(p+".type", "unknown_hosted_tool", "Unknown hosted tool %q: this gateway's tool manifest has no tool named %q.", t.Type, t.HostedName())
+			}
+			def.Kind = tools.KindHosted
+		case t.Type == api.ToolMCP:
+			return api.InvalidRequestCode(p+".type", "unsupported_tool", "MCP tools are not supported by this gateway yet.")
+		}
+		r.defs[def.Name] = def
+		r.defList = append(r.defList, def)
+	}
+	names := r.req.AllowedTools
+	if c := r.req.ToolChoice; c != nil && c.Type == "allowed_tools" {
+		for _, t := range c.Tools {
+			n := t.Name
+			if n == "" {
+				n = (&api.Tool{Type: t.Type}).HostedName()
+			}
+			names = append(names, n)
+		}
+	}
+	r.filter = tools.NewFilter(names)
+	return nil
+}
+
+// newResponse builds the in_progress response object echoing the request.
+func (e *Engine) newResponse(req *api.CreateResponseRequest, model string) *api.Response {
+	resp := &api.Response{
+		ID:                api.NewID(api.PrefixResponse),
+		Object:            "response",
+		CreatedAt:         e.cfg.Now().Unix(),
+		Status:            api.StatusInProgress,
+		Model:             model,
+		Output:            []api.Item{},
+		Tools:             req.Tools,
+		ToolChoice:        api.ToolChoice{Mode: api.ToolChoiceAuto},
+		Truncation:        "disabled",
+		ParallelToolCalls: req.ParallelToolCalls == nil || *req.ParallelToolCalls,
+		Text:              api.TextConfig{Format: api.TextFormat{Type: api.FormatText}},
+		TopP:              1,
+		Temperature:       1,
+		Reasoning:         req.Reasoning,
+		MaxOutputTokens:   req.MaxOutputTokens,
+		MaxToolCalls:      req.MaxToolCalls,
+		Store:             req.Stores(),
+		Background:        req.Background,
+		ServiceTier:       "default",
+		Metadata:          req.Metadata,
+	}
+	if req.PreviousResponseID != "" {
+		resp.PreviousResponseID = &req.PreviousResponseID
+	}
+	if req.Instructions != "" {
+		resp.Instructions = &req.Instructions
+	}
+	if req.ToolChoice != nil {
+		resp.ToolChoice = *req.ToolChoice
+	}
+	if req.Truncation != "" {
+		resp.Truncation = req.Truncation
+	}
+	if req.Text != nil {
+		resp.Text = *req.Text
+	}
+	if req.TopP != nil {
+		resp.TopP = *req.TopP
+	}
+	if req.Temperature != nil {
+		resp.Temperature = *req.Temperature
+	}
+	if req.PresencePenalty != nil {
+		resp.PresencePenalty = *req.PresencePenalty
+	}
+	if req.FrequencyPenalty != nil {
+		resp.FrequencyPenalty = *req.FrequencyPenalty
+	}
+	if req.TopLogprobs != nil {
+		resp.TopLogprobs = *req.TopLogprobs
+	}
+	if req.ServiceTier != "" && req.ServiceTier != "auto" {
+		resp.ServiceTier = req.ServiceTier
+	}
+	if req.SafetyIdentifier != "" {
+		resp.SafetyIdentifier = &req.SafetyIdentifier
+	}
+	if req.PromptCacheKey != "" {
+		resp.PromptCacheKey = &req.PromptCacheKey
+	}
+	return resp
+}

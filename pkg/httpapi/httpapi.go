@@ -1,0 +1,253 @@
+// Package httpapi serves the OpenResponses HTTP API over net/http: routes,
+// request decoding, the SSE writer and error mapping. The same handler runs
+// as a local server and inside Lambda.
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/engine"
+	"github.com/lambent/lambent/pkg/store"
+)
+
+// Service is what the HTTP API needs of the engine.
+type Service interface {
+	CreateResponse(ctx context.Context, req *api.CreateResponseRequest, w engine.ResponseWriter) error
+	GetResponse(ctx context.Context, id string) (*api.Response, error)
+	DeleteResponse(ctx context.Context, id string) (*api.DeleteResult, error)
+	ListInputItems(ctx context.Context, id string, opts store.ListOptions) (*api.ItemList, error)
+	CancelResponse(ctx context.Context, id string) (*api.Response, error)
+}
+
+// DefaultMaxBody is the default request body limit (8 MiB).
+const DefaultMaxBody = 8 << 20
+
+// Config configures the handler.
+type Config struct {
+	Service Service
+	// MaxBody limits request bodies (default DefaultMaxBody); larger is 413.
+	MaxBody int64
+	// Logger receives access and error logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Handler is the HTTP API.
+type Handler struct {
+	svc     Service
+	maxBody int64
+	log     *slog.Logger
+	bufs    sync.Pool
+}
+
+// New returns the API handler.
+func New(cfg Config) *Handler {
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	h := &Handler{svc: cfg.Service, maxBody: cfg.MaxBody, log: cfg.Logger}
+	h.bufs.New = func() any { return new(bytes.Buffer) }
+	return h
+}
+
+// ServeHTTP routes a request. Panics are recovered into a 500 in the
+// OpenAI error shape.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			h.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p)
+			h.writeError(w, api.ServerError(nil, "internal error"))
+		}
+	}()
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	switch {
+	case path == "/healthz":
+		h.only(w, r, http.MethodGet, func() { h.writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
+	case path == "/v1/responses":
+		h.only(w, r, http.MethodPost, func() { h.create(w, r) })
+	case strings.HasPrefix(path, "/v1/responses/"):
+		rest := strings.TrimPrefix(path, "/v1/responses/")
+		id, sub, _ := strings.Cut(rest, "/")
+		if id == "" || strings.Contains(sub, "/") {
+			h.notFoundRoute(w, r)
+			return
+		}
+		switch sub {
+		case "":
+			switch r.Method {
+			case http.MethodGet:
+				h.get(w, r, id)
+			case http.MethodDelete:
+				h.delete(w, r, id)
+			default:
+				h.methodNotAllowed(w, r, "GET, DELETE")
+			}
+		case "input_items":
+			h.only(w, r, http.MethodGet, func() { h.inputItems(w, r, id) })
+		case "cancel":
+			h.only(w, r, http.MethodPost, func() { h.cancel(w, r, id) })
+		default:
+			h.notFoundRoute(w, r)
+		}
+	default:
+		h.notFoundRoute(w, r)
+	}
+}
+
+func (h *Handler) only(w http.ResponseWriter, r *http.Request, method string, fn func()) {
+	if r.Method != method {
+		h.methodNotAllowed(w, r, method)
+		return
+	}
+	fn()
+}
+
+func (h *Handler) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
+	w.Header().Set("Allow", allow)
+	h.writeError(w, &api.Error{Status: http.StatusMethodNotAllowed, Type: api.ErrTypeInvalidRequest, Code: "method_not_allowed",
+		Message: "Method " + r.Method + " is not allowed for " + r.URL.Path + "; allowed: " + allow + "."})
+}
+
+func (h *Handler) notFoundRoute(w http.ResponseWriter, r *http.Request) {
+	h.writeError(w, &api.Error{Status: http.StatusNotFound, Type: api.ErrTypeInvalidRequest, Code: "unknown_url",
+		Message: "Unknown request URL: " + r.Method + " " + r.URL.Path + "."})
+}
+
+func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" {
+			h.writeError(w, &api.Error{Status: http.StatusUnsupportedMediaType, Type: api.ErrTypeInvalidRequest, Code: "unsupported_media_type",
+				Message: "Unsupported Content-Type " + strconv.Quote(ct) + "; send application/json."})
+			return
+		}
+	}
+	body, err := api.ReadLimited(http.MaxBytesReader(w, r.Body, h.maxBody+1), h.maxBody)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	req, err := api.DecodeCreateRequest(body)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	rw := &responseWriter{h: h, w: w}
+	if err := h.svc.CreateResponse(r.Context(), req, rw); err != nil {
+		if rw.started {
+			h.log.Warn("error after the response started", "err", err)
+			return
+		}
+		if errors.Is(err, context.Canceled) {
+			return
+		}
+		h.writeError(w, err)
+		return
+	}
+	if rw.started && req.Stream {
+		rw.done()
+	}
+}
+
+func (h *Handler) get(w http.ResponseWriter, r *http.Request, id string) {
+	if r.URL.Query().Get("stream") == "true" {
+		h.writeError(w, api.InvalidRequestCode("stream", "unsupported_parameter", "streaming a stored response is only available for background responses, which this gateway does not support yet"))
+		return
+	}
+	resp, err := h.svc.GetResponse(r.Context(), id)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	h.writeJSON(w, http.StatusOK, resp)
+}
+
+func (h *Handler) delete(w http.ResponseWriter, r *http.Request, id string) {
+	res, err := h.svc.DeleteResponse(r.Context(), id)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	h.writeJSON(w, http.StatusOK, res)
+}
+
+func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, id string) {
+	res, err := h.svc.CancelResponse(r.Context(), id)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	h.writeJSON(w, http.StatusOK, res)
+}
+
+func (h *Handler) inputItems(w http.ResponseWriter, r *http.Request, id string) {
+	q := r.URL.Query()
+	opts := store.ListOptions{After: q.Get("after"), Order: q.Get("order"), Limit: 20}
+	switch opts.Order {
+	case "":
+		opts.Order = "desc"
+	case "asc", "desc":
+	default:
+		h.writeError(w, api.InvalidRequest("order", "invalid value %q for order; expected \"asc\" or \"desc\"", opts.Order))
+		return
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 100 {
+			h.writeError(w, api.InvalidRequest("limit", "limit must be an integer between 1 and 100"))
+			return
+		}
+		opts.Limit = n
+	}
+	list, err := h.svc.ListInputItems(r.Context(), id, opts)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	h.writeJSON(w, http.StatusOK, list)
+}
+
+func (h *Handler) writeJSON(w http.ResponseWriter, status int, v any) {
+	buf := h.bufs.Get().(*bytes.Buffer)
+	defer h.putBuf(buf)
+	buf.Reset()
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
+		h.log.Error("encode response", "err", err)
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"error":{"message":"internal error: could not encode the response","type":"server_error","param":null,"code":"server_error"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+func (h *Handler) putBuf(b *bytes.Buffer) {
+	if b.Cap() <= 1<<20 {
+		h.bufs.Put(b)
+	}
+}
+
+func (h *Handler) writeError(w http.ResponseWriter, err error) {
+	e := api.AsError(err)
+	if e.Status >= 500 {
+		h.log.Error("request failed", "status", e.Status, "code", e.Code, "err", err)
+	}
+	h.writeJSON(w, e.Status, api.ErrorBody{Error: e})
+}

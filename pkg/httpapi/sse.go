@@ -1,0 +1,74 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+
+	"github.com/lambent/lambent/pkg/api"
+)
+
+// responseWriter adapts an http.ResponseWriter to engine.ResponseWriter:
+// events as Server-Sent Events (each written in one Write, then flushed),
+// the final response as JSON.
+type responseWriter struct {
+	h       *Handler
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	started bool
+	buf     bytes.Buffer
+}
+
+func (rw *responseWriter) start() {
+	hd := rw.w.Header()
+	hd.Set("Content-Type", "text/event-stream; charset=utf-8")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("X-Accel-Buffering", "no")
+	rw.w.WriteHeader(http.StatusOK)
+	rw.rc = http.NewResponseController(rw.w)
+	rw.started = true
+}
+
+// WriteEvent writes "event: <type>\ndata: <json>\n\n" in one write and flushes.
+func (rw *responseWriter) WriteEvent(ev *api.StreamEvent) error {
+	if !rw.started {
+		rw.start()
+	}
+	b := &rw.buf
+	b.Reset()
+	b.WriteString("event: ")
+	b.WriteString(ev.Type)
+	b.WriteString("\ndata: ")
+	if err := json.NewEncoder(b).Encode(ev); err != nil {
+		return err
+	}
+	b.WriteByte('\n')
+	return rw.flush(b.Bytes())
+}
+
+// WriteComment writes an SSE comment line (a keep-alive).
+func (rw *responseWriter) WriteComment(text string) error {
+	if !rw.started {
+		rw.start()
+	}
+	return rw.flush([]byte(": " + text + "\n\n"))
+}
+
+func (rw *responseWriter) flush(p []byte) error {
+	if _, err := rw.w.Write(p); err != nil {
+		return err
+	}
+	return rw.rc.Flush()
+}
+
+// done ends the stream with the [DONE] sentinel.
+func (rw *responseWriter) done() {
+	_ = rw.flush([]byte("data: [DONE]\n\n"))
+}
+
+// WriteResponse writes the final response as JSON.
+func (rw *responseWriter) WriteResponse(r *api.Response) error {
+	rw.started = true
+	rw.h.writeJSON(rw.w, http.StatusOK, r)
+	return nil
+}

@@ -1,0 +1,98 @@
+// Package provider defines how Lambent talks to a model: the Provider
+// interface with a blocking Complete and a streaming Stream call, in terms of
+// OpenResponses items. Implementations live in sub-packages (openai: any
+// OpenAI-compatible Chat Completions API).
+package provider
+
+import (
+	"context"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/tools"
+)
+
+// Provider calls a model for one turn.
+type Provider interface {
+	// Complete runs one model call and returns its whole result.
+	Complete(ctx context.Context, req *Request) (*Result, error)
+	// Stream runs one model call, passing every delta to fn as it arrives,
+	// and returns the accumulated result. An error from fn aborts the call
+	// and is returned.
+	Stream(ctx context.Context, req *Request, fn func(Delta) error) (*Result, error)
+}
+
+// Request is one model call.
+type Request struct {
+	Model string
+	// Instructions become the leading system message.
+	Instructions string
+	// Items is the conversation in order: input messages, previous
+	// outputs, function calls and their outputs.
+	Items []api.Item
+	// Tools are the functions the model may call (hosted tools included).
+	Tools []tools.Definition
+	// ToolChoice is "auto", "none" or "required" (empty: provider default);
+	// ForcedTool names one function the model must call.
+	ToolChoice string
+	ForcedTool string
+
+	ParallelToolCalls *bool
+	MaxOutputTokens   *int
+	Temperature       *float64
+	TopP              *float64
+	PresencePenalty   *float64
+	FrequencyPenalty  *float64
+	TopLogprobs       *int
+	Text              *api.TextConfig
+	ReasoningEffort   string
+	// User is the end-user identifier (safety_identifier).
+	User           string
+	PromptCacheKey string
+	ServiceTier    string
+}
+
+// Finish reasons.
+const (
+	FinishStop          = "stop"
+	FinishLength        = "length"
+	FinishToolCalls     = "tool_calls"
+	FinishContentFilter = "content_filter"
+)
+
+// Result is what one model call produced.
+type Result struct {
+	Text      string
+	Refusal   string
+	Reasoning string
+	ToolCalls []tools.ToolCall
+	Usage     api.Usage
+	// FinishReason is one of the Finish constants.
+	FinishReason string
+	// Model is the model that answered.
+	Model string
+}
+
+// DeltaKind says what a Delta carries.
+type DeltaKind int
+
+// Delta kinds.
+const (
+	DeltaText DeltaKind = iota + 1
+	DeltaRefusal
+	DeltaReasoning
+	DeltaToolCall
+)
+
+// Delta is one increment of a streamed model call.
+type Delta struct {
+	Kind DeltaKind
+	// Text is the text, refusal or reasoning increment, or for DeltaToolCall
+	// the arguments increment.
+	Text string
+	// ToolIndex identifies the tool call a DeltaToolCall belongs to (0-based,
+	// in order of first appearance).
+	ToolIndex int
+	// ToolCallID and ToolName are set on the first delta of each tool call.
+	ToolCallID string
+	ToolName   string
+}
