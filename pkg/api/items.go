@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 )
 
 // Item types.
@@ -273,12 +274,15 @@ func decodeContent(raw json.RawMessage, param string) ([]ContentPart, error) {
 	if raw[0] != '[' {
 		return nil, InvalidRequest(param, "invalid type for %s: expected a string or an array of content parts", param)
 	}
-	var parts []ContentPart
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		if e, ok := err.(*Error); ok {
-			return nil, e
-		}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(raw, &raws); err != nil {
 		return nil, InvalidRequest(param, "invalid %s: %s", param, jsonErrText(err))
+	}
+	parts := make([]ContentPart, len(raws))
+	for j, r := range raws {
+		if err := json.Unmarshal(r, &parts[j]); err != nil {
+			return nil, prefixParam(err, param+"["+strconv.Itoa(j)+"]")
+		}
 	}
 	return parts, nil
 }

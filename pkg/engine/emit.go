@@ -201,7 +201,7 @@ func (a *assembler) finish(itemStatus string) []api.Item {
 		}
 		args := it.Arguments
 		a.r.em.emit(&api.StreamEvent{Type: api.EventFunctionCallArgsDone, ItemID: it.ID, OutputIndex: &idx, Arguments: &args})
-		it.Status = api.ItemCompleted
+		it.Status = itemStatus
 		a.r.em.itemEvent(api.EventOutputItemDone, idx, it)
 		calls = append(calls, *it)
 	}

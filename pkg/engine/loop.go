@@ -123,6 +123,7 @@ func (e *Engine) loop(ctx context.Context, r *run) outcome {
 		}
 		res, err := e.callModel(ctx, r, turn)
 		if err != nil {
+			r.asm.finish(api.ItemIncomplete)
 			if ctx.Err() != nil {
 				return outcome{status: api.StatusCancelled}
 			}

@@ -1,0 +1,53 @@
+# Lambent — see README.md. `make run` starts the gateway locally; `make test`
+# runs every test (it installs and starts DynamoDB Local itself).
+
+GO        ?= go
+GOFLAGS   ?=
+ARTIFACTS_DIR ?= bin
+CACHE_DIR ?= $(CURDIR)/.cache
+export LAMBENT_CACHE ?= $(CACHE_DIR)
+
+LAMBDA_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w"
+
+.PHONY: run test test-go lint bench build fuzz clean
+
+## run: start the gateway on LAMBENT_ADDR (default 127.0.0.1:8080), memory store, hosted tools in-process
+run:
+	$(GO) run ./functions/gateway
+
+## test: lint, then every test with -race against DynamoDB Local (started and stopped here)
+test: lint
+	@set -e; \
+	eval "$$(scripts/dynamodb-local.sh start)"; \
+	trap 'scripts/dynamodb-local.sh stop' EXIT; \
+	export AWS_ENDPOINT_URL_DYNAMODB; \
+	$(GO) test -race -count=1 $(GOFLAGS) ./...
+
+## test-go: the Go tests only (DynamoDB Local must already run, or the DynamoDB tests start it)
+test-go:
+	$(GO) test -race -count=1 $(GOFLAGS) ./...
+
+## lint: gofmt check and go vet
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+## bench: gateway overhead against a fake backend on loopback, and the engine's per-turn cost
+bench:
+	$(GO) run ./internal/cmd/bench
+	$(GO) test -run='^$$' -bench=BenchmarkLoopTurn -benchmem ./pkg/engine/
+
+## fuzz: run each fuzz target for a short while
+fuzz:
+	$(GO) test -run='^$$' -fuzz=FuzzDecodeCreateRequest -fuzztime=30s ./pkg/api/
+	$(GO) test -run='^$$' -fuzz=FuzzEvaluate -fuzztime=30s ./pkg/tools/calculator/
+
+## build: linux/arm64 bootstraps of every function under $(ARTIFACTS_DIR)/<function>/bootstrap
+build:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/gateway/bootstrap ./functions/gateway
+
+clean:
+	rm -rf bin .aws-sam
+
+-include mk/*.mk
