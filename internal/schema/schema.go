@@ -25,9 +25,10 @@ type Validator struct {
 	cache    map[string]*jsonschema.Schema
 }
 
-// New loads the OpenAPI document. Two deliberate widenings follow the spec's
-// extension rules: a response's tools may hold implementor-prefixed tool
-// types (e.g. "lambent:calculator") and MCP tools next to function tools,
+// New loads the OpenAPI document. Deliberate widenings follow the spec's
+// extension rules: a response's tools (and an allowed_tools tool_choice)
+// may hold implementor-prefixed tool types (e.g. "lambent:calculator") and
+// MCP tools next to function tools,
 // and a json_schema text format may echo its schema object (the document
 // allows only null there, which no server can echo faithfully).
 func New() (*Validator, error) {
@@ -45,6 +46,12 @@ func New() (*Validator, error) {
 		},
 	})
 	delete(tool, "discriminator")
+	allowed := schemas["AllowedToolChoice"].(map[string]any)["properties"].(map[string]any)["tools"].(map[string]any)["items"].(map[string]any)
+	allowed["oneOf"] = append(allowed["oneOf"].([]any), map[string]any{
+		"type":       "object",
+		"required":   []any{"type"},
+		"properties": map[string]any{"type": map[string]any{"type": "string", "pattern": "^[a-z0-9_-]+:[a-zA-Z0-9_-]+$"}},
+	})
 	if js, ok := schemas["JsonSchemaResponseFormat"].(map[string]any); ok {
 		js["properties"].(map[string]any)["schema"] = map[string]any{"type": []any{"object", "null"}}
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -252,8 +253,13 @@ func types(items []api.Item) []string {
 // newEngine builds an engine over a memory store.
 func newEngine(t *testing.T, p provider.Provider, execs []tools.ToolExecutor, hosted Catalog, mut ...func(*Config)) (*Engine, store.ResponseStore) {
 	t.Helper()
+	return newEngineB(t, p, execs, hosted, mut...)
+}
+
+func newEngineB(t testing.TB, p provider.Provider, execs []tools.ToolExecutor, hosted Catalog, mut ...func(*Config)) (*Engine, store.ResponseStore) {
+	t.Helper()
 	st := store.NewMemory(store.MemoryConfig{})
-	cfg := Config{Provider: p, Store: st, Executors: execs, Hosted: hosted, DefaultModel: "test-model"}
+	cfg := Config{Provider: p, Store: st, Executors: execs, Hosted: hosted, DefaultModel: "test-model", Logger: slog.New(slog.DiscardHandler)}
 	for _, m := range mut {
 		m(&cfg)
 	}
