@@ -104,7 +104,9 @@ func calls(in, out int, cs ...tools.ToolCall) step {
 	return step{res: provider.Result{ToolCalls: cs, FinishReason: provider.FinishToolCalls, Usage: api.Usage{InputTokens: in, OutputTokens: out}}}
 }
 
-func call(id, name, args string) tools.ToolCall { return tools.ToolCall{ID: id, Name: name, Arguments: args} }
+func call(id, name, args string) tools.ToolCall {
+	return tools.ToolCall{ID: id, Name: name, Arguments: args}
+}
 
 // mockExec executes hosted tools with fn.
 type mockExec struct {

@@ -140,7 +140,9 @@ func TestUS2_3_ConcurrentCallsBarrier(t *testing.T) {
 	defer cancel()
 	rec := &recorder{}
 	done := make(chan error, 1)
-	go func() { done <- e.CreateResponse(ctx, decodeReq(t, `{"input":"x","tools":[{"type":"lambent:slow"}]}`), rec) }()
+	go func() {
+		done <- e.CreateResponse(ctx, decodeReq(t, `{"input":"x","tools":[{"type":"lambent:slow"}]}`), rec)
+	}()
 	select {
 	case <-all:
 	case err := <-done:
