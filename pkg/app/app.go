@@ -49,14 +49,16 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, storeOverride stor
 		}
 	}
 	eng, err := engine.New(engine.Config{
-		Provider:     openai.New(openai.Config{BaseURL: cfg.ProviderURL, APIKey: cfg.ProviderAPIKey, Logger: log}),
-		Store:        st,
-		Executors:    []tools.ToolExecutor{tools.FunctionExecutor{}, tools.LocalExecutor{Registry: reg}},
-		Hosted:       reg,
-		DefaultModel: cfg.DefaultModel,
-		MaxTurns:     cfg.MaxTurns,
-		OpenAICompat: cfg.OpenAICompat,
-		Logger:       log,
+		Provider:        openai.New(openai.Config{BaseURL: cfg.ProviderURL, APIKey: cfg.ProviderAPIKey, Logger: log}),
+		Store:           st,
+		Executors:       []tools.ToolExecutor{tools.FunctionExecutor{}, tools.LocalExecutor{Registry: reg}},
+		Hosted:          reg,
+		DefaultModel:    cfg.DefaultModel,
+		MaxTurns:        cfg.MaxTurns,
+		OpenAICompat:    cfg.OpenAICompat,
+		Logger:          log,
+		DeadlineReserve: cfg.DeadlineReserve,
+		KeepAlive:       cfg.KeepAlive,
 	})
 	if err != nil {
 		return nil, err

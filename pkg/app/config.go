@@ -46,6 +46,12 @@ type Config struct {
 	// FetchAllowHosts lets fetch_url reach these hosts despite its SSRF guard
 	// (LAMBENT_FETCH_ALLOW_HOSTS, comma-separated; for tests).
 	FetchAllowHosts []string
+	// DeadlineReserve is kept free before a Lambda invocation's deadline
+	// (LAMBENT_DEADLINE_RESERVE, default 10s).
+	DeadlineReserve time.Duration
+	// KeepAlive is the SSE keep-alive comment interval (LAMBENT_SSE_KEEPALIVE,
+	// default 15s).
+	KeepAlive time.Duration
 	// InLambda is true when AWS_LAMBDA_RUNTIME_API is set.
 	InLambda bool
 }
@@ -88,6 +94,12 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	c.MaxBody = int64(maxBody)
 	if c.Retention, err = parseDuration(getenv, "LAMBENT_RETENTION", 30*24*time.Hour); err != nil {
+		return c, err
+	}
+	if c.DeadlineReserve, err = parseDuration(getenv, "LAMBENT_DEADLINE_RESERVE", 10*time.Second); err != nil {
+		return c, err
+	}
+	if c.KeepAlive, err = parseDuration(getenv, "LAMBENT_SSE_KEEPALIVE", 15*time.Second); err != nil {
 		return c, err
 	}
 	if v := getenv("LAMBENT_FETCH_ALLOW_HOSTS"); v != "" {

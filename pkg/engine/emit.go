@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync"
+	"time"
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
@@ -15,6 +16,50 @@ type emitter struct {
 	stream bool
 	seq    int64
 	err    error
+	last   time.Time // of the last write, for keep-alives
+}
+
+// CommentWriter is implemented by ResponseWriters that can send SSE
+// comments; the engine sends keep-alive comments through it.
+type CommentWriter interface {
+	WriteComment(text string) error
+}
+
+// keepAlive writes a keep-alive comment whenever nothing was written for
+// interval, until the returned stop function is called.
+func (m *emitter) keepAlive(interval time.Duration) (stop func()) {
+	cw, ok := m.w.(CommentWriter)
+	if !m.stream || !ok || interval <= 0 {
+		return func() {}
+	}
+	m.mu.Lock()
+	m.last = time.Now()
+	m.mu.Unlock()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(interval / 2)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				m.mu.Lock()
+				if m.err == nil && now.Sub(m.last) >= interval {
+					m.err = cw.WriteComment("keep-alive")
+					m.last = now
+				}
+				m.mu.Unlock()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
 }
 
 // emit stamps ev with the next sequence number and writes it. After the
@@ -30,6 +75,7 @@ func (m *emitter) emit(ev *api.StreamEvent) {
 	m.seq++
 	if m.err == nil {
 		m.err = m.w.WriteEvent(ev)
+		m.last = time.Now()
 	}
 }
 

@@ -55,8 +55,17 @@ type Config struct {
 	OpenAICompat bool
 	// Logger receives structured logs (default slog.Default()).
 	Logger *slog.Logger
-	// Now is the clock (default time.Now).
+	// Now is the clock (default time.Now). The deadline budget measures
+	// model calls and tool batches with it.
 	Now func() time.Time
+	// DeadlineReserve is kept free before the context deadline (a Lambda
+	// invocation's) for storing and closing the stream (default 10s). The
+	// loop stops with incomplete/"deadline" when the next model call or tool
+	// batch would not fit in the time left.
+	DeadlineReserve time.Duration
+	// KeepAlive is the interval of SSE keep-alive comments while the loop
+	// waits on the model or tools (default 15s; negative disables).
+	KeepAlive time.Duration
 }
 
 // Engine creates responses. It is safe for concurrent use.
@@ -78,6 +87,12 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.DeadlineReserve == 0 {
+		cfg.DeadlineReserve = 10 * time.Second
+	}
+	if cfg.KeepAlive == 0 {
+		cfg.KeepAlive = 15 * time.Second
 	}
 	return &Engine{cfg: cfg, log: cfg.Logger}, nil
 }

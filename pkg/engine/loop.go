@@ -38,10 +38,13 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 		return err
 	}
 	r.em = &emitter{w: w, stream: req.Stream}
+	r.budget = newBudget(ctx, e.cfg.Now, e.cfg.DeadlineReserve)
 	r.em.lifecycle(api.EventResponseCreated, r.resp)
 	r.em.lifecycle(api.EventResponseInProgress, r.resp)
 
+	stopKeepAlive := r.em.keepAlive(e.cfg.KeepAlive)
 	out := e.loop(ctx, r)
+	stopKeepAlive()
 	e.finalize(r, out)
 	log := e.log.With("response_id", r.resp.ID, "status", r.resp.Status, "model", r.resp.Model, "output_items", len(r.resp.Output))
 	if err := e.save(ctx, r); err != nil {
@@ -121,11 +124,17 @@ func (e *Engine) loop(ctx context.Context, r *run) outcome {
 		if turn >= e.cfg.MaxTurns {
 			return outcome{status: api.StatusIncomplete, reason: api.ReasonMaxTurns}
 		}
+		if !r.budget.fits(r.budget.maxModel) {
+			return outcome{status: api.StatusIncomplete, reason: api.ReasonDeadline}
+		}
 		res, err := e.callModel(ctx, r, turn)
 		if err != nil {
 			r.asm.finish(api.ItemIncomplete)
-			if ctx.Err() != nil {
+			switch {
+			case ctx.Err() != nil:
 				return outcome{status: api.StatusCancelled}
+			case r.budget.left() <= 0:
+				return outcome{status: api.StatusIncomplete, reason: api.ReasonDeadline}
 			}
 			return outcome{status: api.StatusFailed, err: api.AsError(err)}
 		}
@@ -170,9 +179,14 @@ func (r *run) toolChoiceMode() string {
 
 // callModel runs one model call, streaming its deltas through a fresh
 // assembler (kept on the run for finish).
+// The call is bounded by the deadline budget and measured for it.
 func (e *Engine) callModel(ctx context.Context, r *run, turn int) (*provider.Result, error) {
 	preq := r.providerRequest(turn)
 	r.asm = newAssembler(r)
+	ctx, cancel := r.budget.bound(ctx)
+	defer cancel()
+	start := e.cfg.Now()
+	defer func() { measure(&r.budget.maxModel, e.cfg.Now().Sub(start)) }()
 	if r.req.Stream {
 		return e.cfg.Provider.Stream(ctx, preq, r.asm.delta)
 	}
@@ -295,13 +309,24 @@ func (r *run) toolNames() string {
 // parallel_tool_calls is false, and the results are appended in call order.
 func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswered bool) (outcome, bool) {
 	plans := e.plan(r, calls, unanswered)
-	pause := false
+	pause, hosted := false, 0
 	for _, p := range plans {
 		if p.client {
 			pause = true
 		}
+		if p.exec != nil {
+			hosted++
+		}
+	}
+	if !pause && hosted > 0 && !r.budget.fits(r.budget.maxTools) {
+		// The calls stay unanswered; a continuation runs them.
+		r.hostedCalls -= hosted
+		return outcome{status: api.StatusIncomplete, reason: api.ReasonDeadline}, true
 	}
 	results := make([]*tools.ToolResult, len(plans))
+	tctx, cancel := r.budget.bound(ctx)
+	defer cancel()
+	start := e.cfg.Now()
 	var wg sync.WaitGroup
 	parallel := r.req.ParallelToolCalls == nil || *r.req.ParallelToolCalls
 	for i := range plans {
@@ -319,13 +344,14 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				results[i] = e.execute(ctx, p)
+				results[i] = e.execute(tctx, p)
 			}()
 		default:
-			results[i] = e.execute(ctx, p)
+			results[i] = e.execute(tctx, p)
 		}
 	}
 	wg.Wait()
+	measure(&r.budget.maxTools, e.cfg.Now().Sub(start))
 	for _, res := range results {
 		if res == nil {
 			continue

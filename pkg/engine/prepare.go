@@ -25,6 +25,7 @@ type run struct {
 	hostedCalls int
 	em          *emitter
 	asm         *assembler
+	budget      *budget
 }
 
 // prepare validates req against the stored conversation and builds the run.
