@@ -1,0 +1,71 @@
+package fakellm
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain", "q\"b\\s/", "\n\r\t\b\f\x00\x1f\x7f", "日本語 ünï", "\u2028\u2029", "bad \xff\xfe utf8 \xe6\x97", "<&>"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := appendString(nil, s)
+		if !json.Valid(got) {
+			t.Fatalf("invalid JSON %q for %q", got, s)
+		}
+		want, _ := json.Marshal(s)
+		var a, b string
+		if err := json.Unmarshal(got, &a); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(want, &b); err != nil {
+			t.Fatal(err)
+		}
+		if a != b {
+			t.Fatalf("appendString(%q) decodes to %q, encoding/json to %q", s, a, b)
+		}
+		if strings.ContainsAny(string(got), "\u2028\u2029") {
+			t.Fatalf("unescaped line separator in %q", got)
+		}
+	})
+}
+
+func TestSplit(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want []string
+	}{
+		{"", 0, nil},
+		{"one", 0, []string{"one"}},
+		{"Hello world,  how\nare", 0, []string{"Hello", " world,", "  how", "\nare"}},
+		{" lead trail ", 0, []string{" lead", " trail", " "}},
+		{"abcdef", 3, []string{"ab", "cd", "ef"}},
+		{"abcdefg", 3, []string{"abc", "def", "g"}},
+		{"ab", 5, []string{"a", "b"}},
+		{"日本語", 2, []string{"日本", "語"}}, // 9 bytes, pieces of 5 extended to rune starts
+		{"whole", 1, []string{"whole"}},
+	} {
+		got := slices.Collect(split(tc.s, tc.n))
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("split(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
+	args := `{"city":"Zürich","note":"✓✓✓"}`
+	var b strings.Builder
+	n := 0
+	for p := range splitArguments(args, 0) {
+		if !utf8.ValidString(p) || p == "" {
+			t.Errorf("bad piece %q", p)
+		}
+		b.WriteString(p)
+		n++
+	}
+	if b.String() != args || n < 3 {
+		t.Errorf("splitArguments: %d pieces, joined %q", n, b.String())
+	}
+}

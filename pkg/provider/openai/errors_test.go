@@ -1,0 +1,239 @@
+package openai_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/provider"
+	"github.com/lambent/lambent/pkg/provider/openai"
+)
+
+// call runs the request through Complete or Stream.
+func call(p *openai.Provider, ctx context.Context, stream bool) (*provider.Result, error) {
+	if stream {
+		return p.Stream(ctx, hi, func(provider.Delta) error { return nil })
+	}
+	return p.Complete(ctx, hi)
+}
+
+func bothModes(t *testing.T, f func(t *testing.T, stream bool)) {
+	t.Run("complete", func(t *testing.T) { f(t, false) })
+	t.Run("stream", func(t *testing.T) { f(t, true) })
+}
+
+func TestUpstreamStatusErrors(t *testing.T) {
+	cases := []struct {
+		name       string
+		status     int
+		body       string
+		wantStatus int
+		wantType   string
+		wantCode   string
+		wantMsg    string
+	}{
+		{"400 openai", 400, `{"error":{"message":"Invalid 'messages[1].content': string too long.","type":"invalid_request_error","param":"messages[1].content","code":"string_above_max_length"}}`,
+			400, api.ErrTypeInvalidRequest, "string_above_max_length", "model provider rejected the request: Invalid 'messages[1].content': string too long."},
+		{"400 ollama", 400, `{"error":{"message":"invalid tool call arguments","type":"invalid_request_error","param":null,"code":null}}`,
+			400, api.ErrTypeInvalidRequest, openai.CodeUpstreamError, "model provider rejected the request: invalid tool call arguments"},
+		{"400 vllm", 400, `{"object":"error","message":"This model's maximum context length is 4096 tokens.","type":"BadRequestError","param":null,"code":400}`,
+			400, api.ErrTypeInvalidRequest, openai.CodeUpstreamError, "model provider rejected the request: This model's maximum context length is 4096 tokens."},
+		{"404 model", 404, `{"error":{"message":"The model 'nope' does not exist","type":"invalid_request_error","param":"model","code":"model_not_found"}}`,
+			404, api.ErrTypeInvalidRequest, "model_not_found", "model provider rejected the request: The model 'nope' does not exist"},
+		{"422 fastapi", 422, `{"detail":"field required"}`,
+			422, api.ErrTypeInvalidRequest, openai.CodeUpstreamError, "model provider rejected the request: field required"},
+		{"401", 401, `{"error":{"message":"Incorrect API key provided: sk-xxx.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`,
+			502, api.ErrTypeUpstream, openai.CodeUpstreamAuthFailed, "the model provider rejected the gateway's credentials (HTTP 401)"},
+		{"403", 403, `forbidden`, 502, api.ErrTypeUpstream, openai.CodeUpstreamAuthFailed, ""},
+		{"429", 429, `{"error":{"message":"Rate limit reached for requests","type":"requests","param":null,"code":"rate_limit_exceeded"}}`,
+			429, api.ErrTypeRateLimit, openai.CodeRateLimitExceeded, "the model provider is rate limiting requests: Rate limit reached for requests"},
+		{"500", 500, `{"error":{"message":"The server had an error while processing your request.","type":"server_error"}}`,
+			502, api.ErrTypeUpstream, openai.CodeUpstreamError, "model provider error (HTTP 500): The server had an error while processing your request."},
+		{"503 plain", 503, "", 502, api.ErrTypeUpstream, openai.CodeUpstreamError, "model provider error (HTTP 503): Service Unavailable"},
+		{"413", 413, `{"error":"too big"}`, 502, api.ErrTypeUpstream, openai.CodeUpstreamError, "model provider error (HTTP 413): too big"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			bothModes(t, func(t *testing.T, stream bool) {
+				p, _ := newBackend(t, openai.Config{}, jsonReply(tc.status, tc.body))
+				_, err := call(p, context.Background(), stream)
+				e := apiErr(t, err, tc.wantStatus, tc.wantType, tc.wantCode)
+				if tc.wantMsg != "" && e.Message != tc.wantMsg {
+					t.Errorf("message = %q, want %q", e.Message, tc.wantMsg)
+				}
+			})
+		})
+	}
+}
+
+func TestConnectionRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	bothModes(t, func(t *testing.T, stream bool) {
+		p := openai.New(openai.Config{BaseURL: "http://" + addr + "/v1"})
+		defer p.CloseIdleConnections()
+		_, err := call(p, context.Background(), stream)
+		apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, openai.CodeUpstreamUnreachable)
+	})
+}
+
+// The backend never answers; the caller's deadline ends the call.
+func TestDeadline(t *testing.T) {
+	bothModes(t, func(t *testing.T, stream bool) {
+		p, _ := newBackend(t, openai.Config{}, func(w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done()
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		_, err := call(p, ctx, stream)
+		apiErr(t, err, http.StatusGatewayTimeout, api.ErrTypeUpstream, openai.CodeUpstreamTimeout)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("err = %v, want it to wrap context.DeadlineExceeded", err)
+		}
+	})
+}
+
+// The deadline passes mid-stream, after the headers.
+func TestDeadlineMidStream(t *testing.T) {
+	p, _ := newBackend(t, openai.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		sseHeaders(w)
+		writeSSE(w, chunk(`{"index":0,"delta":{"content":"slow"},"finish_reason":null}`))
+		<-r.Context().Done()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := p.Stream(ctx, hi, func(provider.Delta) error { return nil })
+	apiErr(t, err, http.StatusGatewayTimeout, api.ErrTypeUpstream, openai.CodeUpstreamTimeout)
+}
+
+func TestCancelled(t *testing.T) {
+	bothModes(t, func(t *testing.T, stream bool) {
+		started := make(chan struct{})
+		p, _ := newBackend(t, openai.Config{}, func(w http.ResponseWriter, r *http.Request) {
+			close(started)
+			<-r.Context().Done()
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			<-started
+			cancel()
+		}()
+		_, err := call(p, ctx, stream)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+		apiErr(t, err, openai.StatusClientClosedRequest, api.ErrTypeServer, openai.CodeRequestCancelled)
+	})
+}
+
+func TestAlreadyCancelled(t *testing.T) {
+	p, b := newBackend(t, openai.Config{}, jsonReply(200, okCompletion))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := p.Complete(ctx, hi)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if len(b.bodies) != 0 {
+		t.Errorf("backend called with a cancelled context")
+	}
+}
+
+func TestStreamCut(t *testing.T) {
+	first := chunk(`{"index":0,"delta":{"content":"par"},"finish_reason":null}`)
+	cases := map[string]http.HandlerFunc{
+		// The handler aborts: the chunked body ends without its terminator.
+		"abort": func(w http.ResponseWriter, r *http.Request) {
+			sseHeaders(w)
+			writeSSE(w, first)
+			panic(http.ErrAbortHandler)
+		},
+		// The connection is closed under the response.
+		"hijack": func(w http.ResponseWriter, r *http.Request) {
+			sseHeaders(w)
+			writeSSE(w, first)
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_ = conn.Close()
+		},
+		// The body ends cleanly but the answer never finished.
+		"eof": func(w http.ResponseWriter, r *http.Request) {
+			sseHeaders(w)
+			writeSSE(w, first)
+		},
+		// Content-Length framing, closed early.
+		"short body": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Content-Length", "10000")
+			w.WriteHeader(200)
+			_, _ = io.WriteString(w, "data: "+first+"\n\n")
+		},
+	}
+	for name, h := range cases {
+		t.Run(name, func(t *testing.T) {
+			p, _ := newBackend(t, openai.Config{}, h)
+			var ds []provider.Delta
+			_, err := p.Stream(context.Background(), hi, collect(&ds))
+			apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, openai.CodeUpstreamStreamCut)
+			if len(ds) != 1 || ds[0].Text != "par" {
+				t.Errorf("deltas before the cut = %+v", ds)
+			}
+		})
+	}
+}
+
+func TestCompleteCut(t *testing.T) {
+	p, _ := newBackend(t, openai.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "10000")
+		w.WriteHeader(200)
+		_, _ = io.WriteString(w, `{"choices":[`)
+	})
+	_, err := p.Complete(context.Background(), hi)
+	apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, openai.CodeUpstreamStreamCut)
+}
+
+func TestMalformedJSON(t *testing.T) {
+	t.Run("complete", func(t *testing.T) {
+		p, _ := newBackend(t, openai.Config{}, jsonReply(200, `{"choices":[{"index":0,"message":{"content":"x"`))
+		_, err := p.Complete(context.Background(), hi)
+		apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, openai.CodeUpstreamBadResponse)
+	})
+	t.Run("complete no choices", func(t *testing.T) {
+		p, _ := newBackend(t, openai.Config{}, jsonReply(200, `{"choices":[]}`))
+		_, err := p.Complete(context.Background(), hi)
+		apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, openai.CodeUpstreamBadResponse)
+	})
+	t.Run("complete wrong type", func(t *testing.T) {
+		p, _ := newBackend(t, openai.Config{}, jsonReply(200, `{"choices":"nope"}`))
+		_, err := p.Complete(context.Background(), hi)
+		apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, openai.CodeUpstreamBadResponse)
+	})
+	t.Run("complete error with 200", func(t *testing.T) {
+		p, _ := newBackend(t, openai.Config{}, jsonReply(200, `{"error":{"message":"model crashed"}}`))
+		_, err := p.Complete(context.Background(), hi)
+		e := apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, openai.CodeUpstreamError)
+		contains(t, "message", e.Message, "model crashed")
+	})
+	t.Run("stream", func(t *testing.T) {
+		p, _ := newBackend(t, openai.Config{}, sseReply(
+			chunk(`{"index":0,"delta":{"content":"ok"},"finish_reason":null}`),
+			`{"choices":[{"index":0,"delta":{"content":`,
+		))
+		_, err := p.Stream(context.Background(), hi, func(provider.Delta) error { return nil })
+		apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, openai.CodeUpstreamBadResponse)
+	})
+}

@@ -1,0 +1,363 @@
+// Package openai is a provider.Provider for any OpenAI-compatible Chat
+// Completions API: OpenAI itself, Ollama, vLLM and the like. It is written
+// on net/http and encoding/json only.
+//
+// Translation choices made for broad compatibility (documented here because
+// they are visible to the model backend):
+//
+//   - Request.Instructions becomes a leading "system" message.
+//   - "developer" messages are sent with role "system": most open-weight chat
+//     templates (Ollama, vLLM) do not know the developer role, and OpenAI
+//     treats a system message as a developer message for reasoning models.
+//   - Message content is sent as a plain string (text parts joined with "\n")
+//     unless it contains an image, in which case it is an array of parts.
+//     input_file parts are rejected with a 400: Chat Completions backends
+//     do not take them portably.
+//   - MaxOutputTokens is sent as "max_tokens", which OpenAI (non-reasoning
+//     models), Ollama and vLLM all honour; Ollama ignores
+//     "max_completion_tokens". Set Config.MaxCompletionTokens to send
+//     "max_completion_tokens" instead (OpenAI reasoning models require it).
+//     Exactly one of the two is sent.
+//   - Reasoning items of earlier turns are not sent back.
+//   - top_logprobs is sent (with logprobs:true) only when it is above zero;
+//     log probabilities are not decoded.
+//
+// Errors are *api.Error values wrapping their cause (see the Code
+// constants). A cancelled context gives a 499 request_cancelled error and a
+// passed deadline a 504 upstream_timeout, both wrapping ctx.Err(), so
+// errors.Is(err, context.Canceled) tells a cancellation. The provider never
+// retries.
+//
+// Responses and stream chunks are decoded by a small hand-written decoder
+// into typed structs (fastjson.go), falling back to encoding/json for
+// anything it does not handle exactly as encoding/json would.
+package openai
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/provider"
+)
+
+// Config configures a Provider.
+type Config struct {
+	// BaseURL is the API base URL including /v1, e.g.
+	// http://127.0.0.1:11434/v1. Requests go to BaseURL + "/chat/completions".
+	BaseURL string
+	// APIKey is sent as a bearer token; no Authorization header when empty.
+	APIKey string
+	// HTTPClient overrides the default client (optional). It should have no
+	// Client.Timeout: the caller's context bounds each call, and a client
+	// timeout would cut long streams.
+	HTTPClient *http.Client
+	// Logger receives debug logs (optional; default discards).
+	Logger *slog.Logger
+	// MaxCompletionTokens sends MaxOutputTokens as "max_completion_tokens"
+	// instead of "max_tokens" (needed by OpenAI reasoning models; ignored by
+	// Ollama, which is why it is not the default).
+	MaxCompletionTokens bool
+}
+
+// Provider calls an OpenAI-compatible Chat Completions API. It is safe for
+// concurrent use. It never retries.
+type Provider struct {
+	url       string
+	auth      string
+	client    *http.Client
+	ownClient bool
+	log       *slog.Logger
+	maxComp   bool
+}
+
+var _ provider.Provider = (*Provider)(nil)
+
+// New returns a Provider for cfg. Without cfg.HTTPClient it builds one
+// shared client with a transport tuned for many concurrent calls to one
+// backend and no overall timeout.
+func New(cfg Config) *Provider {
+	p := &Provider{
+		url:     strings.TrimRight(cfg.BaseURL, "/") + "/chat/completions",
+		client:  cfg.HTTPClient,
+		log:     cfg.Logger,
+		maxComp: cfg.MaxCompletionTokens,
+	}
+	if cfg.APIKey != "" {
+		p.auth = "Bearer " + cfg.APIKey
+	}
+	if p.client == nil {
+		p.client = newHTTPClient()
+		p.ownClient = true
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	return p
+}
+
+func newHTTPClient() *http.Client {
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Client{Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		// No ResponseHeaderTimeout: a non-streaming completion sends its
+		// headers only when generation is done, which can take minutes.
+		// The caller's context bounds every call.
+	}}
+}
+
+// CloseIdleConnections closes the idle connections of the provider's own
+// HTTP client (a client passed in Config is left alone).
+func (p *Provider) CloseIdleConnections() {
+	if p.ownClient {
+		p.client.CloseIdleConnections()
+	}
+}
+
+// maxResponseBody bounds a non-streaming response body.
+const maxResponseBody = 64 << 20
+
+// maxErrorBody bounds how much of an error response is read.
+const maxErrorBody = 64 << 10
+
+// Complete runs one model call with a non-streaming request.
+func (p *Provider) Complete(ctx context.Context, req *provider.Request) (*provider.Result, error) {
+	resp, err := p.post(ctx, req, false)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := readBody(resp)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctxError(ctx)
+		}
+		return nil, streamCut(err, "reading the model provider's response failed: %v", err)
+	}
+	return decodeCompletion(body, req.Model)
+}
+
+// Stream runs one model call with a streaming request, passing deltas to fn.
+func (p *Provider) Stream(ctx context.Context, req *provider.Request, fn func(provider.Delta) error) (*provider.Result, error) {
+	resp, err := p.post(ctx, req, true)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if isJSON(resp.Header.Get("Content-Type")) {
+		// The backend ignored stream:true and answered in one piece.
+		body, err := readBody(resp)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctxError(ctx)
+			}
+			return nil, streamCut(err, "reading the model provider's response failed: %v", err)
+		}
+		res, err := decodeCompletion(body, req.Model)
+		if err != nil {
+			return nil, err
+		}
+		if err := replay(res, fn); err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	res, err := decodeStream(resp.Body, req.Model, fn)
+	if err != nil {
+		if re, ok := err.(*readError); ok {
+			if ctx.Err() != nil {
+				return nil, ctxError(ctx)
+			}
+			return nil, streamCut(re.err, "the model provider's stream was cut: %v", re.err)
+		}
+		return nil, err
+	}
+	if res.warn != "" {
+		p.log.DebugContext(ctx, "openai: accepted a stream without [DONE]", "reason", res.warn)
+	}
+	return &res.Result, nil
+}
+
+// post sends the request and returns a 2xx response; every failure is
+// mapped to an *api.Error.
+func (p *Provider) post(ctx context.Context, req *provider.Request, stream bool) (*http.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, ctxError(ctx)
+	}
+	body, err := buildRequest(req, stream, p.maxComp)
+	if err != nil {
+		return nil, err
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, &api.Error{Status: http.StatusBadGateway, Type: api.ErrTypeUpstream, Code: "upstream_unreachable",
+			Message: "invalid model provider URL: " + err.Error(), Err: err}
+	}
+	h := hreq.Header
+	h["Content-Type"] = jsonContentType
+	if stream {
+		h["Accept"] = sseAccept
+	} else {
+		h["Accept"] = jsonContentType
+	}
+	h["User-Agent"] = userAgent
+	if p.auth != "" {
+		h["Authorization"] = []string{p.auth}
+	}
+	resp, err := p.client.Do(hreq)
+	if err != nil {
+		return nil, transportError(ctx, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		e := statusError(resp.StatusCode, b)
+		p.log.DebugContext(ctx, "openai: model provider error", "status", resp.StatusCode, "error", e.Err)
+		return nil, e
+	}
+	return resp, nil
+}
+
+var (
+	jsonContentType = []string{"application/json"}
+	sseAccept       = []string{"text/event-stream"}
+	userAgent       = []string{"lambent"}
+)
+
+func isJSON(ct string) bool {
+	if ct == "" {
+		return false
+	}
+	if strings.HasPrefix(ct, "application/json") {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
+}
+
+var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// readBody reads a whole response body (bounded). The returned slice is
+// owned by the caller.
+func readBody(resp *http.Response) ([]byte, error) {
+	if n := resp.ContentLength; n > 0 && n <= maxResponseBody {
+		b := make([]byte, n)
+		_, err := io.ReadFull(resp.Body, b)
+		return b, err
+	}
+	buf := bodyPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer bodyPool.Put(buf)
+	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, maxResponseBody)); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(buf.Bytes()), nil
+}
+
+// replay passes a whole result to fn as deltas.
+func replay(res *provider.Result, fn func(provider.Delta) error) error {
+	if res.Reasoning != "" {
+		if err := fn(provider.Delta{Kind: provider.DeltaReasoning, Text: res.Reasoning}); err != nil {
+			return err
+		}
+	}
+	if res.Text != "" {
+		if err := fn(provider.Delta{Kind: provider.DeltaText, Text: res.Text}); err != nil {
+			return err
+		}
+	}
+	if res.Refusal != "" {
+		if err := fn(provider.Delta{Kind: provider.DeltaRefusal, Text: res.Refusal}); err != nil {
+			return err
+		}
+	}
+	for i, c := range res.ToolCalls {
+		if err := fn(provider.Delta{Kind: provider.DeltaToolCall, ToolIndex: i, ToolCallID: c.ID, ToolName: c.Name, Text: c.Arguments}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeCompletion decodes a non-streaming chat completion.
+func decodeCompletion(body []byte, model string) (*provider.Result, error) {
+	var cr chatPayload
+	if err := decodePayload(body, &cr); err != nil {
+		return nil, badResponse(err, "the model provider sent a malformed response: %v", err)
+	}
+	if hasError(cr.Error) {
+		return nil, embeddedError(cr.Error)
+	}
+	var ch *chatChoice
+	for i := range cr.Choices {
+		if cr.Choices[i].Index == 0 {
+			ch = &cr.Choices[i]
+			break
+		}
+	}
+	if ch == nil {
+		return nil, badResponse(errors.New("no choices"), "the model provider's response has no choices")
+	}
+	res := &provider.Result{
+		Text:    ch.Message.Content,
+		Refusal: ch.Message.Refusal,
+		Model:   cr.Model,
+	}
+	res.Reasoning = ch.Message.reasoning()
+	if res.Model == "" {
+		res.Model = model
+	}
+	if len(ch.Message.ToolCalls) > 0 {
+		res.ToolCalls = make([]toolCall, 0, len(ch.Message.ToolCalls))
+		for _, tc := range ch.Message.ToolCalls {
+			id := tc.ID
+			if id == "" {
+				id = api.NewID("call_")
+			}
+			args := string(tc.Function.Arguments)
+			if args == "" {
+				args = "{}"
+			}
+			res.ToolCalls = append(res.ToolCalls, toolCall{ID: id, Name: tc.Function.Name, Arguments: args})
+		}
+	}
+	if cr.Usage != nil {
+		res.Usage = cr.Usage.toAPI()
+	}
+	res.FinishReason = mapFinish(ch.FinishReason, len(res.ToolCalls) > 0)
+	return res, nil
+}
+
+// mapFinish maps a Chat Completions finish_reason to a provider.Finish
+// constant. OpenAI answers "stop" to a forced tool call, and some backends
+// never say "tool_calls": tool calls present mean FinishToolCalls.
+func mapFinish(r string, hasCalls bool) string {
+	switch r {
+	case "length":
+		return provider.FinishLength
+	case "content_filter":
+		return provider.FinishContentFilter
+	case "tool_calls", "function_call":
+		return provider.FinishToolCalls
+	}
+	if hasCalls {
+		return provider.FinishToolCalls
+	}
+	return provider.FinishStop
+}

@@ -1,0 +1,254 @@
+package openai_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/provider"
+	"github.com/lambent/lambent/pkg/provider/openai"
+	"github.com/lambent/lambent/pkg/tools"
+)
+
+const okCompletion = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
+
+func msg(role string, parts ...api.ContentPart) api.Item {
+	return api.Item{Type: api.ItemMessage, Role: role, Content: parts}
+}
+
+func text(s string) api.ContentPart    { return api.ContentPart{Type: api.PartInputText, Text: s} }
+func outText(s string) api.ContentPart { return api.ContentPart{Type: api.PartOutputText, Text: s} }
+
+func TestTranslateConversation(t *testing.T) {
+	p, b := newBackend(t, openai.Config{APIKey: "sk-test"}, jsonReply(200, okCompletion))
+	req := &provider.Request{
+		Model:        "llama3.2",
+		Instructions: "Be brief.",
+		Items: []api.Item{
+			msg(api.RoleDeveloper, text("Use metric units.")),
+			msg(api.RoleUser, text("Weather in Paris"), text("and Rome?")),
+			msg(api.RoleUser, text("Look:"), api.ContentPart{Type: api.PartInputImage, ImageURL: "https://x/img.png", Detail: "low"}),
+			{Type: api.ItemReasoning, ID: "rs_1", Content: []api.ContentPart{{Type: api.PartReasoningText, Text: "thinking"}}},
+			msg(api.RoleAssistant, outText("Let me check.")),
+			{Type: api.ItemFunctionCall, CallID: "call_a", Name: "weather", Arguments: `{"city":"Paris"}`},
+			{Type: api.ItemFunctionCall, CallID: "call_b", Name: "weather", Arguments: `{"city":"Rome"}`},
+			{Type: api.ItemFunctionCallOutput, CallID: "call_a", Output: "18C"},
+			{Type: api.ItemFunctionCallOutput, CallID: "call_b", OutputParts: []api.ContentPart{{Type: api.PartInputText, Text: "21"}, {Type: api.PartInputText, Text: "C"}}},
+			{Type: api.ItemFunctionCall, CallID: "call_c", Name: "now"},
+			{Type: api.ItemFunctionCallOutput, CallID: "call_c", Output: "noon", IsError: false},
+			msg(api.RoleAssistant, outText("Paris 18C, "), api.ContentPart{Type: api.PartRefusal, Refusal: "no more"}),
+			msg(api.RoleSystem, text("sys")),
+			msg(api.RoleUser, text("Thanks")),
+		},
+	}
+	if _, err := p.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.paths[0]; got != "/v1/chat/completions" {
+		t.Errorf("path = %q", got)
+	}
+	h := b.header(0)
+	if got := h.Get("Authorization"); got != "Bearer sk-test" {
+		t.Errorf("Authorization = %q", got)
+	}
+	if got := h.Get("Content-Type"); got != "application/json" {
+		t.Errorf("Content-Type = %q", got)
+	}
+	body := b.body(0)
+	if body["model"] != "llama3.2" {
+		t.Errorf("model = %v", body["model"])
+	}
+	for _, k := range []string{"stream", "stream_options", "tools", "tool_choice", "parallel_tool_calls", "max_tokens",
+		"max_completion_tokens", "response_format", "temperature", "logprobs", "top_logprobs", "user", "service_tier",
+		"prompt_cache_key", "reasoning_effort"} {
+		if _, ok := body[k]; ok {
+			t.Errorf("%s sent although not set: %v", k, body[k])
+		}
+	}
+	assertJSON(t, "messages", body["messages"], `[
+		{"role":"system","content":"Be brief."},
+		{"role":"system","content":"Use metric units."},
+		{"role":"user","content":"Weather in Paris\nand Rome?"},
+		{"role":"user","content":[{"type":"text","text":"Look:"},{"type":"image_url","image_url":{"url":"https://x/img.png","detail":"low"}}]},
+		{"role":"assistant","content":"Let me check.","tool_calls":[
+			{"id":"call_a","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}},
+			{"id":"call_b","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Rome\"}"}}]},
+		{"role":"tool","tool_call_id":"call_a","content":"18C"},
+		{"role":"tool","tool_call_id":"call_b","content":"21C"},
+		{"role":"assistant","content":null,"tool_calls":[
+			{"id":"call_c","type":"function","function":{"name":"now","arguments":"{}"}}]},
+		{"role":"tool","tool_call_id":"call_c","content":"noon"},
+		{"role":"assistant","content":"Paris 18C, no more"},
+		{"role":"system","content":"sys"},
+		{"role":"user","content":"Thanks"}
+	]`)
+}
+
+func TestTranslateNoAPIKey(t *testing.T) {
+	p, b := newBackend(t, openai.Config{}, jsonReply(200, okCompletion))
+	if _, err := p.Complete(context.Background(), &provider.Request{Model: "m", Items: []api.Item{msg(api.RoleUser, text("hi"))}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.header(0)["Authorization"]; ok {
+		t.Errorf("Authorization sent without an API key: %q", b.header(0).Get("Authorization"))
+	}
+}
+
+func TestTranslateInputFileRejected(t *testing.T) {
+	p, b := newBackend(t, openai.Config{}, jsonReply(200, okCompletion))
+	_, err := p.Complete(context.Background(), &provider.Request{Model: "m", Items: []api.Item{
+		msg(api.RoleUser, text("read"), api.ContentPart{Type: api.PartInputFile, FileData: "data:application/pdf;base64,AA=="}),
+	}})
+	var e *api.Error
+	if !errors.As(err, &e) || e.Status != http.StatusBadRequest || e.Type != api.ErrTypeInvalidRequest || e.Code != "unsupported_content" {
+		t.Fatalf("err = %#v", err)
+	}
+	contains(t, "message", e.Message, "input_file")
+	if len(b.bodies) != 0 {
+		t.Errorf("backend was called")
+	}
+}
+
+var weatherParams = json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)
+
+func TestTranslateToolsAndChoice(t *testing.T) {
+	defs := []tools.Definition{
+		{Name: "weather", Description: "Weather by city", Parameters: weatherParams, Strict: ptr(true)},
+		{Name: "now"},
+	}
+	wantTools := `[
+		{"type":"function","function":{"name":"weather","description":"Weather by city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]},"strict":true}},
+		{"type":"function","function":{"name":"now","parameters":{"type":"object","properties":{}}}}
+	]`
+	cases := []struct {
+		name       string
+		tools      []tools.Definition
+		choice     string
+		forced     string
+		parallel   *bool
+		wantChoice string // JSON; "" means absent
+	}{
+		{name: "auto", tools: defs, choice: "auto", wantChoice: `"auto"`},
+		{name: "none", tools: defs, choice: "none", wantChoice: `"none"`},
+		{name: "required", tools: defs, choice: "required", parallel: ptr(false), wantChoice: `"required"`},
+		{name: "forced", tools: defs, choice: "required", forced: "weather", wantChoice: `{"type":"function","function":{"name":"weather"}}`},
+		{name: "default", tools: defs, wantChoice: ""},
+		{name: "no tools", choice: "required", forced: "weather", parallel: ptr(true), wantChoice: ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, b := newBackend(t, openai.Config{}, jsonReply(200, okCompletion))
+			_, err := p.Complete(context.Background(), &provider.Request{
+				Model: "m", Items: []api.Item{msg(api.RoleUser, text("hi"))},
+				Tools: tc.tools, ToolChoice: tc.choice, ForcedTool: tc.forced, ParallelToolCalls: tc.parallel,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := b.body(0)
+			if tc.wantChoice == "" {
+				if v, ok := body["tool_choice"]; ok {
+					t.Errorf("tool_choice = %v, want absent", v)
+				}
+			} else {
+				assertJSON(t, "tool_choice", body["tool_choice"], tc.wantChoice)
+			}
+			if len(tc.tools) == 0 {
+				for _, k := range []string{"tools", "parallel_tool_calls"} {
+					if v, ok := body[k]; ok {
+						t.Errorf("%s = %v without tools", k, v)
+					}
+				}
+				return
+			}
+			assertJSON(t, "tools", body["tools"], wantTools)
+			if tc.parallel == nil {
+				if v, ok := body["parallel_tool_calls"]; ok {
+					t.Errorf("parallel_tool_calls = %v, want absent", v)
+				}
+			} else if body["parallel_tool_calls"] != *tc.parallel {
+				t.Errorf("parallel_tool_calls = %v, want %v", body["parallel_tool_calls"], *tc.parallel)
+			}
+		})
+	}
+}
+
+func TestTranslateResponseFormat(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":false}`)
+	cases := []struct {
+		name string
+		text *api.TextConfig
+		want string
+	}{
+		{"json_schema", &api.TextConfig{Format: api.TextFormat{Type: "json_schema", Name: "out", Description: ptr("the output"), Schema: schema, Strict: ptr(true)}},
+			`{"type":"json_schema","json_schema":{"name":"out","description":"the output","schema":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":false},"strict":true}}`},
+		{"json_object", &api.TextConfig{Format: api.TextFormat{Type: "json_object"}}, `{"type":"json_object"}`},
+		{"text", &api.TextConfig{Format: api.TextFormat{Type: "text"}}, ""},
+		{"unset", nil, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, b := newBackend(t, openai.Config{}, jsonReply(200, okCompletion))
+			if _, err := p.Complete(context.Background(), &provider.Request{Model: "m", Items: []api.Item{msg(api.RoleUser, text("hi"))}, Text: tc.text}); err != nil {
+				t.Fatal(err)
+			}
+			got, ok := b.body(0)["response_format"]
+			if tc.want == "" {
+				if ok {
+					t.Errorf("response_format = %v, want absent", got)
+				}
+				return
+			}
+			assertJSON(t, "response_format", got, tc.want)
+		})
+	}
+}
+
+func TestTranslateSamplingAndStream(t *testing.T) {
+	req := &provider.Request{
+		Model: "m", Items: []api.Item{msg(api.RoleUser, text("hi"))},
+		MaxOutputTokens: ptr(256), Temperature: ptr(0.2), TopP: ptr(0.9), PresencePenalty: ptr(0.5), FrequencyPenalty: ptr(-0.5),
+		TopLogprobs: ptr(3), ReasoningEffort: "low", User: "user-1", PromptCacheKey: "pck", ServiceTier: "flex",
+	}
+	t.Run("complete", func(t *testing.T) {
+		p, b := newBackend(t, openai.Config{}, jsonReply(200, okCompletion))
+		if _, err := p.Complete(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		body := b.body(0)
+		delete(body, "messages")
+		assertJSON(t, "body", body, `{"model":"m","max_tokens":256,"temperature":0.2,"top_p":0.9,"presence_penalty":0.5,
+			"frequency_penalty":-0.5,"logprobs":true,"top_logprobs":3,"reasoning_effort":"low","user":"user-1",
+			"prompt_cache_key":"pck","service_tier":"flex"}`)
+	})
+	t.Run("max_completion_tokens", func(t *testing.T) {
+		p, b := newBackend(t, openai.Config{MaxCompletionTokens: true}, jsonReply(200, okCompletion))
+		if _, err := p.Complete(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		body := b.body(0)
+		if body["max_completion_tokens"] != 256.0 {
+			t.Errorf("max_completion_tokens = %v", body["max_completion_tokens"])
+		}
+		if v, ok := body["max_tokens"]; ok {
+			t.Errorf("max_tokens = %v sent too", v)
+		}
+	})
+	t.Run("stream", func(t *testing.T) {
+		p, b := newBackend(t, openai.Config{}, sseReply(`{"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}`))
+		if _, err := p.Stream(context.Background(), req, func(provider.Delta) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		body := b.body(0)
+		if body["stream"] != true {
+			t.Errorf("stream = %v", body["stream"])
+		}
+		assertJSON(t, "stream_options", body["stream_options"], `{"include_usage":true}`)
+		if got := b.header(0).Get("Accept"); got != "text/event-stream" {
+			t.Errorf("Accept = %q", got)
+		}
+	})
+}

@@ -1,0 +1,280 @@
+package openai_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/provider"
+	"github.com/lambent/lambent/pkg/provider/openai"
+	"github.com/lambent/lambent/pkg/tools"
+)
+
+// collect returns a delta callback that records every delta.
+func collect(ds *[]provider.Delta) func(provider.Delta) error {
+	return func(d provider.Delta) error {
+		*ds = append(*ds, d)
+		return nil
+	}
+}
+
+const chunkHead = `"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","system_fingerprint":"fp"`
+
+func chunk(choice string) string {
+	return `{` + chunkHead + `,"choices":[` + choice + `],"usage":null}`
+}
+
+func TestStreamTextReasoningUsage(t *testing.T) {
+	p, _ := newBackend(t, openai.Config{}, sseReply(
+		chunk(`{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}`),
+		chunk(`{"index":0,"delta":{"reasoning_content":"Think"},"finish_reason":null}`),
+		chunk(`{"index":0,"delta":{"reasoning_content":"ing."},"finish_reason":null}`),
+		chunk(`{"index":0,"delta":{"content":"Hel"},"finish_reason":null}`),
+		chunk(`{"index":0,"delta":{"content":"lo"},"finish_reason":null}`),
+		chunk(`{"index":0,"delta":{},"finish_reason":"length"}`),
+		`{`+chunkHead+`,"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2,"total_tokens":11,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":1}}}`,
+	))
+	var ds []provider.Delta
+	res, err := p.Stream(context.Background(), hi, collect(&ds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDs := []provider.Delta{
+		{Kind: provider.DeltaReasoning, Text: "Think"},
+		{Kind: provider.DeltaReasoning, Text: "ing."},
+		{Kind: provider.DeltaText, Text: "Hel"},
+		{Kind: provider.DeltaText, Text: "lo"},
+	}
+	if !reflect.DeepEqual(ds, wantDs) {
+		t.Errorf("deltas = %+v\nwant %+v", ds, wantDs)
+	}
+	want := &provider.Result{Text: "Hello", Reasoning: "Thinking.", FinishReason: provider.FinishLength, Model: "gpt-4o-mini",
+		Usage: api.Usage{InputTokens: 9, OutputTokens: 2, TotalTokens: 11,
+			InputTokensDetails: api.InputTokensDetails{CachedTokens: 4}, OutputTokensDetails: api.OutputTokensDetails{ReasoningTokens: 1}}}
+	if !reflect.DeepEqual(res, want) {
+		t.Errorf("result = %+v\nwant %+v", res, want)
+	}
+}
+
+func TestStreamParallelToolCalls(t *testing.T) {
+	p, _ := newBackend(t, openai.Config{}, sseReply(
+		chunk(`{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}`),
+		chunk(`{"index":0,"delta":{"content":"Checking."},"finish_reason":null}`),
+		chunk(`{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_P","type":"function","function":{"name":"weather","arguments":""}}]},"finish_reason":null}`),
+		chunk(`{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"ci"}}]},"finish_reason":null}`),
+		chunk(`{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_R","type":"function","function":{"name":"weather","arguments":"{\"city\""}}]},"finish_reason":null}`),
+		chunk(`{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"ty\":\"Paris\"}"}}]},"finish_reason":null}`),
+		chunk(`{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":":\"Rome\"}"}}]},"finish_reason":null}`),
+		chunk(`{"index":0,"delta":{},"finish_reason":"tool_calls"}`),
+		`{`+chunkHead+`,"choices":[],"usage":{"prompt_tokens":30,"completion_tokens":12,"total_tokens":42}}`,
+	))
+	var ds []provider.Delta
+	res, err := p.Stream(context.Background(), hi, collect(&ds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDs := []provider.Delta{
+		{Kind: provider.DeltaText, Text: "Checking."},
+		{Kind: provider.DeltaToolCall, ToolIndex: 0, ToolCallID: "call_P", ToolName: "weather"},
+		{Kind: provider.DeltaToolCall, ToolIndex: 0, Text: `{"ci`},
+		{Kind: provider.DeltaToolCall, ToolIndex: 1, ToolCallID: "call_R", ToolName: "weather", Text: `{"city"`},
+		{Kind: provider.DeltaToolCall, ToolIndex: 0, Text: `ty":"Paris"}`},
+		{Kind: provider.DeltaToolCall, ToolIndex: 1, Text: `:"Rome"}`},
+	}
+	if !reflect.DeepEqual(ds, wantDs) {
+		t.Errorf("deltas:\n got  %+v\n want %+v", ds, wantDs)
+	}
+	want := &provider.Result{
+		Text: "Checking.",
+		ToolCalls: []tools.ToolCall{
+			{ID: "call_P", Name: "weather", Arguments: `{"city":"Paris"}`},
+			{ID: "call_R", Name: "weather", Arguments: `{"city":"Rome"}`},
+		},
+		FinishReason: provider.FinishToolCalls, Model: "gpt-4o-mini",
+		Usage: api.Usage{InputTokens: 30, OutputTokens: 12, TotalTokens: 42},
+	}
+	if !reflect.DeepEqual(res, want) {
+		t.Errorf("result = %+v\nwant %+v", res, want)
+	}
+}
+
+// Ollama sends each tool call whole, in one chunk; some backends number
+// every call 0 and tell them apart by id only.
+func TestStreamToolCallsSameIndex(t *testing.T) {
+	p, _ := newBackend(t, openai.Config{}, sseReply(
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{"role":"assistant","content":"","reasoning":"ok","tool_calls":[{"id":"call_a","index":0,"type":"function","function":{"name":"a","arguments":"{}"}}]},"finish_reason":null}]}`,
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{"role":"assistant","content":"","tool_calls":[{"id":"call_b","index":0,"type":"function","function":{"name":"b","arguments":"{\"x\":1}"}}]},"finish_reason":null}]}`,
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":"stop"}]}`,
+	))
+	var ds []provider.Delta
+	res, err := p.Stream(context.Background(), hi, collect(&ds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDs := []provider.Delta{
+		{Kind: provider.DeltaReasoning, Text: "ok"},
+		{Kind: provider.DeltaToolCall, ToolIndex: 0, ToolCallID: "call_a", ToolName: "a", Text: "{}"},
+		{Kind: provider.DeltaToolCall, ToolIndex: 1, ToolCallID: "call_b", ToolName: "b", Text: `{"x":1}`},
+	}
+	if !reflect.DeepEqual(ds, wantDs) {
+		t.Errorf("deltas = %+v\nwant %+v", ds, wantDs)
+	}
+	if len(res.ToolCalls) != 2 || res.FinishReason != provider.FinishToolCalls || res.ToolCalls[1].Arguments != `{"x":1}` {
+		t.Errorf("result = %+v", res)
+	}
+}
+
+func TestStreamRefusal(t *testing.T) {
+	p, _ := newBackend(t, openai.Config{}, sseReply(
+		chunk(`{"index":0,"delta":{"role":"assistant","refusal":"I can't"},"finish_reason":null}`),
+		chunk(`{"index":0,"delta":{"refusal":" help."},"finish_reason":"stop"}`),
+	))
+	var ds []provider.Delta
+	res, err := p.Stream(context.Background(), hi, collect(&ds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 2 || ds[0].Kind != provider.DeltaRefusal || res.Refusal != "I can't help." {
+		t.Errorf("deltas = %+v, result = %+v", ds, res)
+	}
+}
+
+// SSE framing: comments, other fields, CRLF line endings, multi-line data
+// and a final event without a trailing blank line.
+func TestStreamFraming(t *testing.T) {
+	p, _ := newBackend(t, openai.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		sseHeaders(w)
+		_, _ = io.WriteString(w, ": keep-alive\r\n\r\nretry: 100\r\nid: 1\r\nevent: message\r\n"+
+			"data: "+chunk(`{"index":0,"delta":{"content":"a"},"finish_reason":null}`)+"\r\n\r\n"+
+			"data: {\"choices\":[{\"index\":0,\n"+
+			"data: \"delta\":{\"content\":\"b\"},\"finish_reason\":\"stop\"}]}\n\n"+
+			": done soon\n\n"+
+			"data:[DONE]")
+	})
+	var ds []provider.Delta
+	res, err := p.Stream(context.Background(), hi, collect(&ds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != "ab" || len(ds) != 2 || res.FinishReason != provider.FinishStop {
+		t.Errorf("deltas = %+v, result = %+v", ds, res)
+	}
+}
+
+func TestStreamLargeLine(t *testing.T) {
+	big := strings.Repeat("x", 5<<20)
+	p, _ := newBackend(t, openai.Config{}, sseReply(
+		chunk(`{"index":0,"delta":{"content":"`+big+`"},"finish_reason":null}`),
+		chunk(`{"index":0,"delta":{"content":"!"},"finish_reason":"stop"}`),
+	))
+	var ds []provider.Delta
+	res, err := p.Stream(context.Background(), hi, collect(&ds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 2 || len(ds[0].Text) != len(big) || res.Text != big+"!" {
+		t.Errorf("got %d deltas, text length %d", len(ds), len(res.Text))
+	}
+}
+
+// A stream that finished its answer but was closed without [DONE] is
+// accepted.
+func TestStreamFinishWithoutDone(t *testing.T) {
+	p, _ := newBackend(t, openai.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		sseHeaders(w)
+		writeSSE(w, chunk(`{"index":0,"delta":{"content":"done"},"finish_reason":"stop"}`))
+	})
+	res, err := p.Stream(context.Background(), hi, collect(new([]provider.Delta)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != "done" || res.FinishReason != provider.FinishStop {
+		t.Errorf("result = %+v", res)
+	}
+}
+
+// A backend that ignores stream:true and answers with JSON still works.
+func TestStreamJSONAnswer(t *testing.T) {
+	p, _ := newBackend(t, openai.Config{}, jsonReply(200, `{"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"whole","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`))
+	var ds []provider.Delta
+	res, err := p.Stream(context.Background(), hi, collect(&ds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDs := []provider.Delta{
+		{Kind: provider.DeltaText, Text: "whole"},
+		{Kind: provider.DeltaToolCall, ToolCallID: "c1", ToolName: "f", Text: "{}"},
+	}
+	if !reflect.DeepEqual(ds, wantDs) || res.Text != "whole" || len(res.ToolCalls) != 1 {
+		t.Errorf("deltas = %+v, result = %+v", ds, res)
+	}
+}
+
+// An error from fn aborts the stream: it is returned as is and the body is
+// closed, so the backend sees the client go away.
+func TestStreamCallbackErrorAborts(t *testing.T) {
+	gone := make(chan struct{})
+	p, _ := newBackend(t, openai.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		sseHeaders(w)
+		writeSSE(w, chunk(`{"index":0,"delta":{"content":"one"},"finish_reason":null}`),
+			chunk(`{"index":0,"delta":{"content":"two"},"finish_reason":null}`))
+		<-r.Context().Done()
+		close(gone)
+	})
+	stop := errors.New("client went away")
+	calls := 0
+	res, err := p.Stream(context.Background(), hi, func(d provider.Delta) error {
+		calls++
+		return stop
+	})
+	if err != stop {
+		t.Fatalf("err = %v, want the callback's error as is", err)
+	}
+	if res != nil || calls != 1 {
+		t.Errorf("res = %v, calls = %d", res, calls)
+	}
+	<-gone // the handler only returns once the connection is closed
+}
+
+// Cancelling the context mid-stream returns an error that says so.
+func TestStreamCancelMidStream(t *testing.T) {
+	p, _ := newBackend(t, openai.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		sseHeaders(w)
+		writeSSE(w, chunk(`{"index":0,"delta":{"content":"one"},"finish_reason":null}`))
+		<-r.Context().Done()
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := p.Stream(ctx, hi, func(d provider.Delta) error {
+		cancel()
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	apiErr(t, err, openai.StatusClientClosedRequest, api.ErrTypeServer, openai.CodeRequestCancelled)
+}
+
+func TestStreamMidStreamErrorEvent(t *testing.T) {
+	for name, ev := range map[string]string{
+		"data":  `data: {"error":{"message":"The server is overloaded","type":"server_error","code":null}}` + "\n\n",
+		"event": "event: error\ndata: {\"message\":\"The server is overloaded\"}\n\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, _ := newBackend(t, openai.Config{}, func(w http.ResponseWriter, r *http.Request) {
+				sseHeaders(w)
+				writeSSE(w, chunk(`{"index":0,"delta":{"content":"par"},"finish_reason":null}`))
+				_, _ = fmt.Fprint(w, ev)
+			})
+			_, err := p.Stream(context.Background(), hi, collect(new([]provider.Delta)))
+			e := apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, openai.CodeUpstreamError)
+			contains(t, "message", e.Message, "The server is overloaded")
+		})
+	}
+}
