@@ -66,6 +66,22 @@ type Config struct {
 	// KeepAlive is the interval of SSE keep-alive comments while the loop
 	// waits on the model or tools (default 15s; negative disables).
 	KeepAlive time.Duration
+
+	// Queue runs background responses; nil disables background=true.
+	Queue Queue
+	// Publisher announces terminal background responses; optional.
+	Publisher Publisher
+	// WorkerID names this process in background leases (default random).
+	WorkerID string
+	// Lease is how long a worker owns a background response after each
+	// checkpoint (default 15m, the Lambda maximum).
+	Lease time.Duration
+	// PollInterval paces following a background stream and checking for
+	// cancel requests (default 250ms).
+	PollInterval time.Duration
+	// CancelWait bounds how long POST /cancel waits for the worker to stop
+	// (default 5s).
+	CancelWait time.Duration
 }
 
 // Engine creates responses. It is safe for concurrent use.
@@ -93,6 +109,18 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.KeepAlive == 0 {
 		cfg.KeepAlive = 15 * time.Second
+	}
+	if cfg.WorkerID == "" {
+		cfg.WorkerID = api.NewID("worker_")
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 15 * time.Minute
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 250 * time.Millisecond
+	}
+	if cfg.CancelWait <= 0 {
+		cfg.CancelWait = 5 * time.Second
 	}
 	return &Engine{cfg: cfg, log: cfg.Logger}, nil
 }
@@ -143,7 +171,7 @@ func (e *Engine) CancelResponse(ctx context.Context, id string) (*api.Response, 
 	if err != nil {
 		return nil, err
 	}
-	if !rec.Response.Background {
+	if !rec.Response.Background || rec.Job == nil {
 		return nil, api.InvalidRequest("", "Only responses created with background=true can be cancelled.")
 	}
 	if rec.Response.Status.Terminal() {
@@ -152,15 +180,7 @@ func (e *Engine) CancelResponse(ctx context.Context, id string) (*api.Response, 
 		}
 		return nil, api.InvalidRequest("", "Cannot cancel a response with status %s.", rec.Response.Status)
 	}
-	prev := rec.Response.Status
-	next := *rec
-	r := rec.Response.Clone()
-	r.Status = api.StatusCancelled
-	next.Response = r
-	if err := e.cfg.Store.Update(ctx, &next, prev); err != nil {
-		return nil, e.storeErr(err, id, "id")
-	}
-	return r, nil
+	return e.cancelBackground(ctx, rec)
 }
 
 func (e *Engine) get(ctx context.Context, id, param string) (*store.Record, error) {

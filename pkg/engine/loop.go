@@ -31,7 +31,7 @@ type outcome struct {
 // transport to send as an HTTP error.
 func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequest, w ResponseWriter) error {
 	if req.Background {
-		return api.InvalidRequestCode("background", "unsupported_parameter", "background responses are not supported by this gateway yet")
+		return e.createBackground(ctx, req, w)
 	}
 	r, err := e.prepare(ctx, req)
 	if err != nil {
@@ -117,10 +117,16 @@ func (e *Engine) loop(ctx context.Context, r *run) outcome {
 			return out
 		}
 	}
-	for turn := 0; ; turn++ {
+	for ; ; r.turns++ {
+		if r.onTurn != nil {
+			if err := r.onTurn(); err != nil {
+				return outcome{status: api.StatusFailed, err: api.AsError(err)}
+			}
+		}
 		if ctx.Err() != nil {
 			return outcome{status: api.StatusCancelled}
 		}
+		turn := r.turns
 		if turn >= e.cfg.MaxTurns {
 			return outcome{status: api.StatusIncomplete, reason: api.ReasonMaxTurns}
 		}
@@ -397,10 +403,11 @@ func truncate(s string, n int) string {
 }
 
 // pendingCalls returns the function calls of the conversation that have no
-// output yet (neither stored nor in this request's input).
+// output yet (neither stored, nor in this request's input, nor in the output
+// so far — which a resumed background response already has).
 func (r *run) pendingCalls() []api.Item {
 	answered := map[string]bool{}
-	for _, list := range [][]api.Item{r.history, r.input} {
+	for _, list := range [][]api.Item{r.history, r.input, r.resp.Output} {
 		for i := range list {
 			if list[i].Type == api.ItemFunctionCallOutput {
 				answered[list[i].CallID] = true
@@ -408,7 +415,7 @@ func (r *run) pendingCalls() []api.Item {
 		}
 	}
 	var pending []api.Item
-	for _, list := range [][]api.Item{r.history, r.input} {
+	for _, list := range [][]api.Item{r.history, r.input, r.resp.Output} {
 		for _, it := range list {
 			if it.Type == api.ItemFunctionCall && !answered[it.CallID] {
 				pending = append(pending, it)

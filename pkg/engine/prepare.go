@@ -26,6 +26,11 @@ type run struct {
 	em          *emitter
 	asm         *assembler
 	budget      *budget
+	// turns counts model calls, over every invocation of a background response.
+	turns int
+	// onTurn, when set, runs before every model call (background
+	// checkpoints); an error fails the response.
+	onTurn func() error
 }
 
 // prepare validates req against the stored conversation and builds the run.

@@ -27,6 +27,7 @@ type Service interface {
 	DeleteResponse(ctx context.Context, id string) (*api.DeleteResult, error)
 	ListInputItems(ctx context.Context, id string, opts store.ListOptions) (*api.ItemList, error)
 	CancelResponse(ctx context.Context, id string) (*api.Response, error)
+	StreamResponse(ctx context.Context, id string, after int64, w engine.ResponseWriter) error
 }
 
 // DefaultMaxBody is the default request body limit (8 MiB).
@@ -165,8 +166,27 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) get(w http.ResponseWriter, r *http.Request, id string) {
-	if r.URL.Query().Get("stream") == "true" {
-		h.writeError(w, api.InvalidRequestCode("stream", "unsupported_parameter", "streaming a stored response is only available for background responses, which this gateway does not support yet"))
+	q := r.URL.Query()
+	if q.Get("stream") == "true" {
+		after := int64(-1)
+		if v := q.Get("starting_after"); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				h.writeError(w, api.InvalidRequest("starting_after", "starting_after must be a non-negative integer"))
+				return
+			}
+			after = n
+		}
+		rw := &responseWriter{h: h, w: w}
+		if err := h.svc.StreamResponse(r.Context(), id, after, rw); err != nil {
+			if !rw.started {
+				h.writeError(w, err)
+			}
+			return
+		}
+		if rw.started {
+			rw.done()
+		}
 		return
 	}
 	resp, err := h.svc.GetResponse(r.Context(), id)

@@ -46,6 +46,21 @@ func (rw *responseWriter) WriteEvent(ev *api.StreamEvent) error {
 	return rw.flush(b.Bytes())
 }
 
+// WriteRawEvent writes a stored event's JSON as one SSE event.
+func (rw *responseWriter) WriteRawEvent(typ string, data []byte) error {
+	if !rw.started {
+		rw.start()
+	}
+	b := &rw.buf
+	b.Reset()
+	b.WriteString("event: ")
+	b.WriteString(typ)
+	b.WriteString("\ndata: ")
+	b.Write(data)
+	b.WriteString("\n\n")
+	return rw.flush(b.Bytes())
+}
+
 // WriteComment writes an SSE comment line (a keep-alive).
 func (rw *responseWriter) WriteComment(text string) error {
 	if !rw.started {

@@ -32,6 +32,52 @@ type Record struct {
 	// ExpiresAt is when the record stops being readable; zero means the
 	// store's default retention.
 	ExpiresAt time.Time
+	// Version counts the record's writes: Create stores version 0, every
+	// Update requires the stored version to equal rec.Version and stores
+	// rec.Version+1 (updating rec on success). It is what makes concurrent
+	// read-modify-write cycles safe (leases, cancel flags, checkpoints).
+	Version int64
+	// Job is the state of a background response; nil for others.
+	Job *Job
+}
+
+// Job is the state of a background response that workers share.
+type Job struct {
+	// Request is the create request the worker runs.
+	Request *api.CreateResponseRequest `json:"request"`
+	// Owner is the worker holding the lease, empty when none does.
+	Owner string `json:"owner,omitempty"`
+	// LeaseUntil is when the owner's lease ends; a worker may take over a
+	// response whose lease has ended (its owner crashed).
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+	// CancelRequested is set by POST /cancel; the running worker stops.
+	CancelRequested bool `json:"cancel_requested,omitempty"`
+	// Turns counts the model calls made so far, over every invocation.
+	Turns int `json:"turns"`
+	// NextSeq is the sequence number of the next stream event.
+	NextSeq int64 `json:"next_seq"`
+	// Invocations counts the worker invocations that ran the loop.
+	Invocations int `json:"invocations"`
+}
+
+// Event is one stored stream event of a background response.
+type Event struct {
+	// Seq is the event's sequence_number.
+	Seq int64
+	// Type is the event type.
+	Type string
+	// Data is the event's JSON.
+	Data []byte
+}
+
+// EventLog keeps the stream events of background responses so that a
+// client can follow them and resume a dropped stream.
+type EventLog interface {
+	// AppendEvents stores events (a later write of the same Seq replaces
+	// the earlier one, so a resumed worker can re-emit).
+	AppendEvents(ctx context.Context, id string, events []Event) error
+	// Events returns the stored events with Seq > after, in order.
+	Events(ctx context.Context, id string, after int64) ([]Event, error)
 }
 
 // Conversation returns the full conversation of the record: Context, Input
@@ -65,10 +111,11 @@ type ResponseStore interface {
 	Create(ctx context.Context, rec *Record) error
 	// Get returns the record; ErrNotFound when absent or expired.
 	Get(ctx context.Context, id string) (*Record, error)
-	// Update replaces the record if its stored status is still expect and
-	// the transition expect → rec.Response.Status is allowed (or the status
-	// is unchanged and not terminal, for progress checkpoints); else
-	// ErrConflict (ErrNotFound when absent).
+	// Update replaces the record if its stored status is still expect, its
+	// stored Version equals rec.Version, and the transition expect →
+	// rec.Response.Status is allowed (or the status is unchanged and not
+	// terminal, for progress checkpoints); else ErrConflict (ErrNotFound when
+	// absent). On success rec.Version is incremented.
 	Update(ctx context.Context, rec *Record, expect api.Status) error
 	// Delete removes the record and every part of it; ErrNotFound when absent.
 	Delete(ctx context.Context, id string) error

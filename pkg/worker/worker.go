@@ -1,0 +1,198 @@
+// Package worker runs background responses: the Lambda handler of the
+// worker function (SQS batches, EventBridge events, direct invocations),
+// the in-process queue of local runs, and the AWS queue and publisher
+// (SQS, EventBridge) the engine uses in Lambda.
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/engine"
+	"github.com/lambent/lambent/pkg/store"
+)
+
+// Runner is what the worker needs of the engine.
+type Runner interface {
+	RunBackground(ctx context.Context, id string) error
+	StartBackground(ctx context.Context, req *api.CreateResponseRequest, id string) (string, error)
+}
+
+// Handler handles the worker function's invocations.
+type Handler struct {
+	Runner Runner
+	Logger *slog.Logger
+}
+
+// Invoke handles one invocation, whatever triggered it: an SQS batch
+// (answered with partial batch failures), an EventBridge event, or a
+// direct payload (a job {"response_id"} or a create request).
+func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, error) {
+	var probe struct {
+		Records    []json.RawMessage `json:"Records"`
+		DetailType string            `json:"detail-type"`
+		Source     string            `json:"source"`
+	}
+	_ = json.Unmarshal(payload, &probe)
+	switch {
+	case len(probe.Records) > 0:
+		var ev events.SQSEvent
+		if err := json.Unmarshal(payload, &ev); err != nil {
+			return nil, fmt.Errorf("worker: SQS event: %w", err)
+		}
+		return h.SQS(ctx, ev), nil
+	case probe.DetailType != "" && probe.Source != "":
+		var ev events.EventBridgeEvent
+		if err := json.Unmarshal(payload, &ev); err != nil {
+			return nil, fmt.Errorf("worker: EventBridge event: %w", err)
+		}
+		return nil, h.message(ctx, ev.Detail)
+	}
+	return nil, h.message(ctx, payload)
+}
+
+// SQS runs every message of a batch concurrently and reports the ones
+// that failed, so only they are redelivered.
+func (h *Handler) SQS(ctx context.Context, ev events.SQSEvent) events.SQSEventResponse {
+	var (
+		mu   sync.Mutex
+		resp events.SQSEventResponse
+		wg   sync.WaitGroup
+	)
+	for _, m := range ev.Records {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := h.message(ctx, json.RawMessage(m.Body)); err != nil {
+				h.log().Error("message failed", "message_id", m.MessageId, "err", err)
+				mu.Lock()
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return resp
+}
+
+// message runs one message: a job {"response_id","tenant"} resumes a
+// stored background response; anything else is a create request with an
+// optional caller-chosen "id" (and "tenant"). Client errors in a request
+// are logged and dropped (redelivery cannot fix them); other errors are
+// returned so the message is retried.
+func (h *Handler) message(ctx context.Context, body json.RawMessage) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		h.log().Error("dropping a message that is not a JSON object", "err", err)
+		return nil
+	}
+	tenant := stringField(fields, "tenant")
+	delete(fields, "tenant")
+	if tenant != "" {
+		ctx = store.WithTenant(ctx, tenant)
+	}
+	if id := stringField(fields, "response_id"); id != "" && len(fields) == 1 {
+		return h.Runner.RunBackground(ctx, id)
+	}
+	id := stringField(fields, "id")
+	delete(fields, "id")
+	raw, err := json.Marshal(fields)
+	if err != nil {
+		return err
+	}
+	req, err := api.DecodeCreateRequest(raw)
+	if err == nil {
+		_, err = h.Runner.StartBackground(ctx, req, id)
+	}
+	var ae *api.Error
+	if errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500 && ae.Status != 429 {
+		h.log().Error("dropping an invalid create request", "id", id, "status", ae.Status, "param", ae.Param, "err", ae.Message)
+		return nil
+	}
+	return err
+}
+
+func stringField(fields map[string]json.RawMessage, k string) string {
+	v, ok := fields[k]
+	if !ok || bytes.Equal(v, []byte("null")) {
+		return ""
+	}
+	var s string
+	_ = json.Unmarshal(v, &s)
+	return s
+}
+
+func (h *Handler) log() *slog.Logger {
+	if h.Logger != nil {
+		return h.Logger
+	}
+	return slog.Default()
+}
+
+// Local is an in-process queue for local runs: Enqueue hands the job to a
+// pool of goroutines that run it through the same worker code as Lambda.
+type Local struct {
+	jobs   chan engine.Job
+	wg     sync.WaitGroup
+	cancel context.CancelFunc
+	run    func(ctx context.Context, id string) error
+	log    *slog.Logger
+}
+
+// NewLocal starts n workers running jobs with run (engine.RunBackground).
+// Close stops them.
+func NewLocal(n int, run func(ctx context.Context, id string) error, log *slog.Logger) *Local {
+	if n <= 0 {
+		n = 4
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &Local{jobs: make(chan engine.Job, 1024), cancel: cancel, run: run, log: log}
+	for i := 0; i < n; i++ {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case j := <-l.jobs:
+					jctx := ctx
+					if j.Tenant != "" {
+						jctx = store.WithTenant(ctx, j.Tenant)
+					}
+					if err := l.run(jctx, j.ResponseID); err != nil && ctx.Err() == nil {
+						l.log.Error("background job failed", "response_id", j.ResponseID, "err", err)
+					}
+				}
+			}
+		}()
+	}
+	return l
+}
+
+// Enqueue queues a job; it fails when the queue is full or closed.
+func (l *Local) Enqueue(ctx context.Context, j engine.Job) error {
+	select {
+	case l.jobs <- j:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	default:
+		return errors.New("worker: local queue is full")
+	}
+}
+
+// Close stops the workers, cancelling running jobs (their responses resume
+// when enqueued again).
+func (l *Local) Close() {
+	l.cancel()
+	l.wg.Wait()
+}
