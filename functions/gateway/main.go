@@ -30,17 +30,21 @@ func run() error {
 	log := app.Logger(cfg, os.Stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if err := app.ResolveProviderKey(ctx, &cfg, os.Getenv); err != nil {
+		return err
+	}
 	a, err := app.Build(ctx, cfg, log, nil)
 	if err != nil {
 		return err
 	}
+	defer a.Close()
 	if cfg.InLambda {
 		return serveLambda(a)
 	}
 	srv := &http.Server{Addr: cfg.Addr, Handler: a.Handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
-	log.Info("lambent gateway listening", "addr", "http://"+cfg.Addr, "provider", cfg.ProviderURL, "store", cfg.Store, "tools", a.Tools.List())
+	log.Info("lambent gateway listening", "addr", "http://"+cfg.Addr, "provider", cfg.ProviderURL, "store", cfg.Store, "tools", toolNames(a))
 	select {
 	case err := <-errc:
 		return err
@@ -52,5 +56,13 @@ func run() error {
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	return a.Tools.Shutdown(sctx)
+	return nil
+}
+
+func toolNames(a *app.App) []string {
+	names := make([]string, len(a.Tools))
+	for i, d := range a.Tools {
+		names[i] = d.Name
+	}
+	return names
 }

@@ -112,12 +112,20 @@ func Decode(data []byte) (Event, error) {
 
 var terminal = map[string]bool{"response.completed": true, "response.incomplete": true, "response.failed": true, "response.cancelled": true, "error": true}
 
-// Check validates every event against the schema and the stream invariants.
+// Check validates every event against the schema and the stream invariants
+// (a background response's stream has response.queued after
+// response.created, and may end before response.in_progress when it is
+// cancelled while queued).
 func Check(v *schema.Validator, evs []Event) error {
 	if len(evs) < 3 {
 		return fmt.Errorf("ssecheck: only %d events", len(evs))
 	}
-	if evs[0].Type != "response.created" || evs[1].Type != "response.in_progress" {
+	// A background stream has response.queued between the two.
+	start := 2
+	if evs[1].Type == "response.queued" {
+		start = 3
+	}
+	if evs[0].Type != "response.created" || evs[start-1].Type != "response.in_progress" && !terminal[evs[start-1].Type] {
 		return fmt.Errorf("ssecheck: stream starts with %s, %s", evs[0].Type, evs[1].Type)
 	}
 	nextIndex := 0
@@ -135,7 +143,7 @@ func Check(v *schema.Validator, evs []Event) error {
 		if i > 0 && ev.Seq <= evs[i-1].Seq {
 			return fmt.Errorf("ssecheck: event %d: sequence_number %d after %d", i, ev.Seq, evs[i-1].Seq)
 		}
-		if i > 1 && (ev.Type == "response.created" || ev.Type == "response.in_progress") {
+		if i >= start && (ev.Type == "response.created" || ev.Type == "response.in_progress" || ev.Type == "response.queued") {
 			return fmt.Errorf("ssecheck: event %d: second %s", i, ev.Type)
 		}
 		if terminal[ev.Type] != (i == len(evs)-1) {

@@ -2,30 +2,61 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/lambent/lambent/pkg/engine"
 	"github.com/lambent/lambent/pkg/httpapi"
 	"github.com/lambent/lambent/pkg/provider/openai"
 	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/store/dynamodb"
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/lambent/lambent/pkg/tools/builtin"
 	"github.com/lambent/lambent/pkg/tools/fetchurl"
+	"github.com/lambent/lambent/pkg/tools/lambdatool"
+	"github.com/lambent/lambent/pkg/worker"
 )
 
-// App is a wired gateway.
+// App is a wired gateway (or worker).
 type App struct {
 	Engine  *engine.Engine
 	Handler http.Handler
 	Store   store.ResponseStore
-	Tools   *tools.Registry
+	// Tools lists the hosted tools on offer.
+	Tools []tools.Definition
+	close []func()
 }
 
-// Build wires the parts described by cfg. storeOverride, when non-nil,
-// replaces the configured store (tests and multi-instance setups).
-func Build(ctx context.Context, cfg Config, log *slog.Logger, storeOverride store.ResponseStore) (*App, error) {
+// Close releases what Build started (the in-process worker pool).
+func (a *App) Close() {
+	for i := len(a.close) - 1; i >= 0; i-- {
+		a.close[i]()
+	}
+}
+
+// Options override parts of the wiring (tests, multi-instance setups).
+type Options struct {
+	// Store replaces the configured store.
+	Store store.ResponseStore
+	// Queue replaces the configured queue.
+	Queue engine.Queue
+	// Publisher replaces the configured publisher.
+	Publisher engine.Publisher
+}
+
+// Build wires the parts described by cfg.
+func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*App, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	a := &App{}
 	manifest := builtin.DefaultManifest()
 	if cfg.Tools != "" {
 		m, err := tools.LoadManifest(cfg.Tools)
@@ -34,45 +65,131 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, storeOverride stor
 		}
 		manifest = m
 	}
-	reg, err := builtin.Registry(manifest, builtin.Config{Fetch: fetchurl.Config{AllowHosts: cfg.FetchAllowHosts}})
+	bcfg := builtin.Config{Fetch: fetchurl.Config{AllowHosts: cfg.FetchAllowHosts}}
+	reg, err := builtin.Registry(manifest, bcfg)
 	if err != nil {
 		return nil, fmt.Errorf("LAMBENT_TOOLS: %w", err)
 	}
 	if err := reg.Initialize(ctx); err != nil {
 		return nil, err
 	}
-	st := storeOverride
-	if st == nil {
-		st, err = buildStore(ctx, cfg)
+	a.close = append(a.close, func() { _ = reg.Shutdown(context.Background()) })
+	executors := []tools.ToolExecutor{tools.FunctionExecutor{}, tools.LocalExecutor{Registry: reg}}
+	catalog := catalogs{reg}
+	a.Tools = reg.List()
+	if remote := lambdaTools(manifest); len(remote) > 0 {
+		client, err := lambdatool.NewClient(ctx)
 		if err != nil {
+			return nil, fmt.Errorf("lambda client: %w", err)
+		}
+		fallback := map[string]tools.Definition{}
+		for name, h := range builtin.Tools(bcfg) {
+			fallback[name] = h.Definition
+		}
+		ex, err := lambdatool.New(client, lambdatool.Config{Logger: log}, remote, fallback)
+		if err != nil {
+			return nil, fmt.Errorf("LAMBENT_TOOLS: %w", err)
+		}
+		executors = append(executors, ex)
+		catalog = append(catalog, ex)
+		a.Tools = append(a.Tools, ex.List()...)
+	}
+	st := opts.Store
+	if st == nil {
+		if st, err = buildStore(ctx, cfg); err != nil {
 			return nil, err
 		}
 	}
-	eng, err := engine.New(engine.Config{
+	a.Store = st
+	var eng *engine.Engine
+	queue, publisher := opts.Queue, opts.Publisher
+	if queue == nil {
+		if cfg.QueueURL != "" {
+			awsCfg, err := config.LoadDefaultConfig(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("aws config: %w", err)
+			}
+			queue = &worker.SQSQueue{Client: sqs.NewFromConfig(awsCfg), QueueURL: cfg.QueueURL}
+		} else {
+			local := worker.NewLocal(cfg.LocalWorkers, func(ctx context.Context, id string) error { return eng.RunBackground(ctx, id) }, log)
+			a.close = append(a.close, local.Close)
+			queue = local
+		}
+	}
+	if publisher == nil && cfg.EventBus != "" {
+		awsCfg, err := config.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("aws config: %w", err)
+		}
+		publisher = &worker.Publisher{Client: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}
+	}
+	eng, err = engine.New(engine.Config{
 		Provider:        openai.New(openai.Config{BaseURL: cfg.ProviderURL, APIKey: cfg.ProviderAPIKey, Logger: log}),
 		Store:           st,
-		Executors:       []tools.ToolExecutor{tools.FunctionExecutor{}, tools.LocalExecutor{Registry: reg}},
-		Hosted:          reg,
+		Executors:       executors,
+		Hosted:          catalog,
 		DefaultModel:    cfg.DefaultModel,
 		MaxTurns:        cfg.MaxTurns,
 		OpenAICompat:    cfg.OpenAICompat,
 		Logger:          log,
 		DeadlineReserve: cfg.DeadlineReserve,
 		KeepAlive:       cfg.KeepAlive,
+		Queue:           queue,
+		Publisher:       publisher,
 	})
 	if err != nil {
+		a.Close()
 		return nil, err
 	}
-	h := httpapi.New(httpapi.Config{Service: eng, MaxBody: cfg.MaxBody, Logger: log})
-	return &App{Engine: eng, Handler: h, Store: st, Tools: reg}, nil
+	a.Engine = eng
+	a.Handler = httpapi.New(httpapi.Config{Service: eng, MaxBody: cfg.MaxBody, Logger: log})
+	return a, nil
+}
+
+// lambdaTools returns the manifest's Lambda-backed tools.
+func lambdaTools(m *tools.Manifest) []tools.ManifestTool {
+	var out []tools.ManifestTool
+	for _, t := range m.Tools {
+		if t.Backing.Type == tools.BackingLambda {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// catalogs looks a hosted tool up in each catalog in turn.
+type catalogs []engine.Catalog
+
+func (c catalogs) Lookup(name string) (tools.Definition, bool) {
+	for _, cat := range c {
+		if d, ok := cat.Lookup(name); ok {
+			return d, true
+		}
+	}
+	return tools.Definition{}, false
 }
 
 func buildStore(ctx context.Context, cfg Config) (store.ResponseStore, error) {
 	switch cfg.Store {
 	case "memory":
 		return store.NewMemory(store.MemoryConfig{TTL: cfg.Retention}), nil
+	case "dynamodb":
+		awsCfg, err := config.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("aws config: %w", err)
+		}
+		st, err := dynamodb.New(ddb.NewFromConfig(awsCfg), dynamodb.Config{Table: cfg.Table, Retention: cfg.Retention})
+		if err != nil {
+			return nil, err
+		}
+		if cfg.CreateTable {
+			if err := st.EnsureTable(ctx); err != nil {
+				return nil, fmt.Errorf("create table %s: %w", cfg.Table, err)
+			}
+		}
+		return st, nil
 	}
-	return nil, fmt.Errorf("LAMBENT_STORE=%s is not available yet", cfg.Store)
+	return nil, errors.New("unknown store " + cfg.Store)
 }
 
 // Logger returns a JSON slog logger at cfg's level.

@@ -52,6 +52,15 @@ type Config struct {
 	// KeepAlive is the SSE keep-alive comment interval (LAMBENT_SSE_KEEPALIVE,
 	// default 15s).
 	KeepAlive time.Duration
+	// QueueURL is the SQS queue of background jobs (LAMBENT_QUEUE_URL); when
+	// empty, background responses run on an in-process queue (local runs).
+	QueueURL string
+	// EventBus is the EventBridge bus terminal background responses are
+	// announced on (LAMBENT_EVENT_BUS); empty disables publishing.
+	EventBus string
+	// LocalWorkers is the size of the in-process worker pool
+	// (LAMBENT_LOCAL_WORKERS, default 4).
+	LocalWorkers int
 	// InLambda is true when AWS_LAMBDA_RUNTIME_API is set.
 	InLambda bool
 }
@@ -67,6 +76,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		Tools:          getenv("LAMBENT_TOOLS"),
 		LogLevel:       or(getenv("LAMBENT_LOG_LEVEL"), "info"),
 		InLambda:       getenv("AWS_LAMBDA_RUNTIME_API") != "",
+		QueueURL:       getenv("LAMBENT_QUEUE_URL"),
+		EventBus:       getenv("LAMBENT_EVENT_BUS"),
 	}
 	c.Store = getenv("LAMBENT_STORE")
 	if c.Store == "" {
@@ -86,6 +97,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	if c.MaxTurns, err = parseInt(getenv, "LAMBENT_MAX_TURNS", 10); err != nil {
+		return c, err
+	}
+	if c.LocalWorkers, err = parseInt(getenv, "LAMBENT_LOCAL_WORKERS", 4); err != nil {
 		return c, err
 	}
 	maxBody, err := parseInt(getenv, "LAMBENT_MAX_BODY", 8<<20)

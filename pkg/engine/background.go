@@ -241,6 +241,7 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 	}
 	buf := &eventBuffer{}
 	r.em = &emitter{w: buf, stream: true, seq: job.NextSeq}
+	r.budget = newBudget(ctx, e.cfg.Now, e.cfg.DeadlineReserve)
 	expect := rec.Response.Status
 	claimed := *rec
 	cj := *job

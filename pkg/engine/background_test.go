@@ -1,0 +1,206 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/tools"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// jobQueue records enqueued jobs; tests run them explicitly.
+type jobQueue struct {
+	mu   sync.Mutex
+	jobs []Job
+	c    chan Job
+}
+
+func newJobQueue() *jobQueue { return &jobQueue{c: make(chan Job, 100)} }
+
+func (q *jobQueue) Enqueue(_ context.Context, j Job) error {
+	q.mu.Lock()
+	q.jobs = append(q.jobs, j)
+	q.mu.Unlock()
+	q.c <- j
+	return nil
+}
+
+// rawRecorder records forwarded stored events.
+type rawRecorder struct {
+	recorder
+}
+
+func (r *rawRecorder) WriteRawEvent(_ string, data []byte) error {
+	r.mu.Lock()
+	r.events = append(r.events, append([]byte(nil), data...))
+	r.mu.Unlock()
+	return nil
+}
+
+func bgEngine(t *testing.T, p *scripted, execs []tools.ToolExecutor, hosted Catalog, mut ...func(*Config)) (*Engine, store.ResponseStore, *jobQueue) {
+	q := newJobQueue()
+	e, st := newEngine(t, p, execs, hosted, append([]func(*Config){func(c *Config) {
+		c.Queue = q
+		c.PollInterval = time.Millisecond
+	}}, mut...)...)
+	return e, st, q
+}
+
+// Background create → queued; the worker run (driven by the job) completes
+// it; the same job delivered twice runs the loop once.
+func TestBackgroundCreateRunIdempotent(t *testing.T) {
+	m := newMock(echoTool, "t")
+	p := script(calls(1, 1, call("c1", "t", `{}`)), text("done", 2, 2))
+	e, _, q := bgEngine(t, p, allExecs(m), hostedCatalog("t"))
+	rec, err := run1(t, e, `{"input":"x","background":true,"tools":[{"type":"lambent:t"}]}`)
+	require.NoError(t, err)
+	queued := rec.response(t)
+	assert.Equal(t, api.StatusQueued, queued.Status)
+	job := <-q.c
+	assert.Equal(t, queued.ID, job.ResponseID)
+
+	got, err := e.GetResponse(context.Background(), queued.ID)
+	require.NoError(t, err)
+	assert.Equal(t, api.StatusQueued, got.Status)
+
+	require.NoError(t, e.RunBackground(context.Background(), job.ResponseID))
+	require.NoError(t, e.RunBackground(context.Background(), job.ResponseID), "redelivery")
+	got, err = e.GetResponse(context.Background(), queued.ID)
+	require.NoError(t, err)
+	assert.Equal(t, api.StatusCompleted, got.Status)
+	assert.Equal(t, []string{"function_call:t", "function_call_output", "message"}, types(got.Output))
+	assert.Equal(t, 6, got.Usage.TotalTokens)
+	assert.Len(t, p.requests(), 2, "the loop ran once")
+	assert.True(t, got.Background)
+}
+
+// background+stream follows the worker's events to the end; a resumed
+// stream after event N yields exactly N+1..end.
+func TestBackgroundStreamAndResume(t *testing.T) {
+	m := newMock(echoTool, "t")
+	p := script(calls(1, 1, call("c1", "t", `{"a":1}`)), text("all done now", 1, 1))
+	e, _, q := bgEngine(t, p, allExecs(m), hostedCatalog("t"))
+	go func() {
+		j := <-q.c
+		_ = e.RunBackground(context.Background(), j.ResponseID)
+	}()
+	rec := &rawRecorder{}
+	require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, `{"input":"x","background":true,"stream":true,"tools":[{"type":"lambent:t"}]}`), rec))
+	final := rec.checkStream(t)
+	assert.Equal(t, api.StatusCompleted, final.Status)
+	all := rec.parsed(t)
+	assert.Equal(t, "response.queued", all[1].Type)
+	assert.Equal(t, "response.in_progress", all[2].Type)
+
+	const n = 5
+	resumed := &rawRecorder{}
+	require.NoError(t, e.StreamResponse(context.Background(), final.ID, n, resumed))
+	got := resumed.parsed(t)
+	require.Len(t, got, len(all)-n-1)
+	for i, ev := range got {
+		assert.Equal(t, all[n+1+i].Seq, ev.Seq)
+		assert.JSONEq(t, string(all[n+1+i].Data), string(ev.Data))
+	}
+}
+
+// Cancel while a tool runs: the response ends cancelled, stored, with a
+// terminal event.
+func TestBackgroundCancelWhileToolRuns(t *testing.T) {
+	started := make(chan struct{})
+	m := newMock(func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}, "slow")
+	p := script(calls(1, 1, call("c1", "slow", `{}`)), text("never", 1, 1))
+	e, st, q := bgEngine(t, p, allExecs(m), hostedCatalog("slow"))
+	rec, err := run1(t, e, `{"input":"x","background":true,"tools":[{"type":"lambent:slow"}]}`)
+	require.NoError(t, err)
+	id := rec.response(t).ID
+	done := make(chan error, 1)
+	go func() { j := <-q.c; done <- e.RunBackground(context.Background(), j.ResponseID) }()
+	<-started
+	resp, err := e.CancelResponse(context.Background(), id)
+	require.NoError(t, err)
+	require.NoError(t, <-done)
+	assert.Equal(t, api.StatusCancelled, resp.Status)
+	stored, err := st.Get(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, api.StatusCancelled, stored.Response.Status)
+	evs, err := st.(store.EventLog).Events(context.Background(), id, -1)
+	require.NoError(t, err)
+	assert.Equal(t, "response.cancelled", evs[len(evs)-1].Type)
+	assert.Len(t, p.requests(), 1)
+
+	// A queued response is cancelled at once.
+	rec, err = run1(t, e, `{"input":"y","background":true}`)
+	require.NoError(t, err)
+	<-q.c
+	resp, err = e.CancelResponse(context.Background(), rec.response(t).ID)
+	require.NoError(t, err)
+	assert.Equal(t, api.StatusCancelled, resp.Status)
+}
+
+// A five-turn task with a deadline per invocation that fits two model
+// calls hands itself over and completes over several invocations, with
+// every item and the usage of every turn.
+func TestBackgroundHandoff(t *testing.T) {
+	clock := &fakeClock{t: time.Now()}
+	slow := func(s step) step {
+		s.hook = func(context.Context) { clock.advance(15 * time.Minute) }
+		return s
+	}
+	m := newMock(echoTool, "t")
+	p := script(
+		slow(calls(10, 1, call("c1", "t", `{"n":1}`))),
+		slow(calls(10, 1, call("c2", "t", `{"n":2}`))),
+		slow(calls(10, 1, call("c3", "t", `{"n":3}`))),
+		slow(calls(10, 1, call("c4", "t", `{"n":4}`))),
+		slow(text("all five done", 10, 1)),
+	)
+	e, _, q := bgEngine(t, p, allExecs(m), hostedCatalog("t"), func(c *Config) { c.Now = clock.Now })
+	rec, err := run1(t, e, `{"input":"five steps","background":true,"tools":[{"type":"lambent:t"}]}`)
+	require.NoError(t, err)
+	id := rec.response(t).ID
+	invocations := 0
+	for len(q.c) > 0 {
+		j := <-q.c
+		invocations++
+		ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(40*time.Minute))
+		require.NoError(t, e.RunBackground(ctx, j.ResponseID))
+		cancel()
+	}
+	assert.Equal(t, 3, invocations)
+	got, err := e.GetResponse(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, api.StatusCompleted, got.Status)
+	assert.Len(t, got.Output, 9)
+	assert.Equal(t, 50, got.Usage.InputTokens)
+	assert.Equal(t, 5, got.Usage.OutputTokens)
+	assert.Len(t, m.calls(), 4)
+}
+
+// Responses started by events (SQS, EventBridge) run with a caller-chosen
+// id; a second delivery does not create or run it again.
+func TestStartBackgroundIdempotent(t *testing.T) {
+	p := script(text("hi", 1, 1))
+	e, _, _ := bgEngine(t, p, nil, nil)
+	req := decodeReq(t, `{"input":"hello"}`)
+	id, err := e.StartBackground(context.Background(), req, "resp_event_1")
+	require.NoError(t, err)
+	assert.Equal(t, "resp_event_1", id)
+	_, err = e.StartBackground(context.Background(), decodeReq(t, `{"input":"hello"}`), "resp_event_1")
+	require.NoError(t, err)
+	got, err := e.GetResponse(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, api.StatusCompleted, got.Status)
+	assert.Len(t, p.requests(), 1)
+	b, _ := json.Marshal(got)
+	assert.Contains(t, string(b), `"background":true`)
+}
