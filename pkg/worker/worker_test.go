@@ -1,0 +1,240 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/lambent/lambent/internal/fakellm"
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/app"
+	"github.com/lambent/lambent/pkg/engine"
+	"github.com/lambent/lambent/pkg/worker"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// captureQueue keeps enqueued jobs for the test to deliver.
+type captureQueue struct {
+	mu   sync.Mutex
+	jobs []engine.Job
+}
+
+func (q *captureQueue) Enqueue(_ context.Context, j engine.Job) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.jobs = append(q.jobs, j)
+	return nil
+}
+
+// recordingBus is an EventBridge endpoint that records PutEvents.
+type recordingBus struct {
+	mu      sync.Mutex
+	entries []map[string]any
+}
+
+func (b *recordingBus) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("X-Amz-Target") != "AWSEvents.PutEvents" {
+		http.Error(w, "unexpected target "+r.Header.Get("X-Amz-Target"), http.StatusBadRequest)
+		return
+	}
+	var in struct {
+		Entries []map[string]any `json:"Entries"`
+	}
+	body, _ := io.ReadAll(r.Body)
+	if err := json.Unmarshal(body, &in); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	b.mu.Lock()
+	b.entries = append(b.entries, in.Entries...)
+	b.mu.Unlock()
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	_, _ = w.Write([]byte(`{"FailedEntryCount":0,"Entries":[{"EventId":"e-1"}]}`))
+}
+
+func (b *recordingBus) all() []map[string]any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]map[string]any(nil), b.entries...)
+}
+
+type env struct {
+	app   *app.App
+	fake  *fakellm.Server
+	queue *captureQueue
+	bus   *recordingBus
+	h     *worker.Handler
+}
+
+func newEnv(t *testing.T, turns ...fakellm.Turn) *env {
+	t.Helper()
+	fake := fakellm.New(turns...)
+	t.Cleanup(fake.Close)
+	bus := &recordingBus{}
+	bsrv := httptest.NewServer(bus)
+	t.Cleanup(bsrv.Close)
+	eb := eventbridge.New(eventbridge.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(bsrv.URL),
+		Credentials:  credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
+		HTTPClient:   bsrv.Client(),
+	})
+	vars := map[string]string{"LAMBENT_PROVIDER_URL": fake.URL, "LAMBENT_DEFAULT_MODEL": "test-model", "LAMBENT_LOG_LEVEL": "error"}
+	cfg, err := app.FromEnv(func(k string) string { return vars[k] })
+	require.NoError(t, err)
+	q := &captureQueue{}
+	a, err := app.Build(context.Background(), cfg, app.Logger(cfg, io.Discard), &app.Options{Queue: q, Publisher: &worker.Publisher{Client: eb, Bus: "lambent-bus"}})
+	require.NoError(t, err)
+	t.Cleanup(a.Close)
+	return &env{app: a, fake: fake, queue: q, bus: bus, h: &worker.Handler{Runner: a.Engine, Logger: app.Logger(cfg, io.Discard)}}
+}
+
+func sample(t *testing.T, name, id string) json.RawMessage {
+	t.Helper()
+	b, err := os.ReadFile("../../events/" + name)
+	require.NoError(t, err)
+	return json.RawMessage(strings.ReplaceAll(string(b), "RESPONSE_ID", id))
+}
+
+type discard struct{ resp *api.Response }
+
+func (d *discard) WriteEvent(*api.StreamEvent) error   { return nil }
+func (d *discard) WriteResponse(r *api.Response) error { d.resp = r; return nil }
+
+// Background create → worker run driven by the events/ SQS sample → GET
+// shows completed with all items; the same message twice runs the loop once.
+func TestSQSJobSample(t *testing.T) {
+	e := newEnv(t,
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "calculator", Arguments: `{"expression":"6*7"}`}}, Usage: fakellm.Usage{PromptTokens: 5, CompletionTokens: 2}},
+		fakellm.Turn{Text: "It is 42.", Usage: fakellm.Usage{PromptTokens: 9, CompletionTokens: 3}},
+	)
+	req, err := api.DecodeCreateRequest([]byte(`{"input":"6*7?","background":true,"tools":[{"type":"lambent:calculator"}]}`))
+	require.NoError(t, err)
+	d := &discard{}
+	require.NoError(t, e.app.Engine.CreateResponse(context.Background(), req, d))
+	require.Equal(t, api.StatusQueued, d.resp.Status)
+	require.Len(t, e.queue.jobs, 1)
+	id := e.queue.jobs[0].ResponseID
+
+	payload := sample(t, "worker-sqs-job.json", id)
+	for i := 0; i < 2; i++ {
+		out, err := e.h.Invoke(context.Background(), payload)
+		require.NoError(t, err)
+		assert.Empty(t, out.(events.SQSEventResponse).BatchItemFailures)
+	}
+	got, err := e.app.Engine.GetResponse(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, api.StatusCompleted, got.Status)
+	require.Len(t, got.Output, 3)
+	assert.Equal(t, "42", got.Output[1].Output)
+	assert.Equal(t, 19, got.Usage.TotalTokens)
+	assert.Equal(t, 2, e.fake.Calls(), "the loop ran once")
+
+	// The direct-invocation sample is the same job: nothing runs again.
+	_, err = e.h.Invoke(context.Background(), sample(t, "worker-direct-job.json", id))
+	require.NoError(t, err)
+	assert.Equal(t, 2, e.fake.Calls())
+}
+
+// A create request in an SQS message runs under its caller-chosen id; an
+// invalid one is dropped (redelivery cannot fix it), not retried.
+func TestSQSCreateSample(t *testing.T) {
+	e := newEnv(t,
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "calculator", Arguments: `{"expression":"6*7"}`}}},
+		fakellm.Turn{Text: "42"},
+	)
+	out, err := e.h.Invoke(context.Background(), sample(t, "worker-sqs-create.json", ""))
+	require.NoError(t, err)
+	assert.Empty(t, out.(events.SQSEventResponse).BatchItemFailures)
+	got, err := e.app.Engine.GetResponse(context.Background(), "resp_sqs_order_1234")
+	require.NoError(t, err)
+	assert.Equal(t, api.StatusCompleted, got.Status)
+	assert.Equal(t, "1234", got.Metadata["order"])
+	// Delivered again: not created or run again.
+	_, err = e.h.Invoke(context.Background(), sample(t, "worker-sqs-create.json", ""))
+	require.NoError(t, err)
+	assert.Equal(t, 2, e.fake.Calls())
+}
+
+// An EventBridge-triggered response runs and its completion is published.
+func TestEventBridgeSampleAndPublish(t *testing.T) {
+	e := newEnv(t, fakellm.Turn{Text: "Export is broken on Safari.", Usage: fakellm.Usage{PromptTokens: 20, CompletionTokens: 6}})
+	_, err := e.h.Invoke(context.Background(), sample(t, "worker-eventbridge-create.json", ""))
+	require.NoError(t, err)
+	got, err := e.app.Engine.GetResponse(context.Background(), "resp_eventbridge_ticket_42")
+	require.NoError(t, err)
+	assert.Equal(t, api.StatusCompleted, got.Status)
+	entries := e.bus.all()
+	require.Len(t, entries, 1)
+	assert.Equal(t, "lambent.response.completed", entries[0]["DetailType"])
+	assert.Equal(t, "lambent", entries[0]["Source"])
+	assert.Equal(t, "lambent-bus", entries[0]["EventBusName"])
+	var detail worker.Detail
+	require.NoError(t, json.Unmarshal([]byte(entries[0]["Detail"].(string)), &detail))
+	assert.Equal(t, "resp_eventbridge_ticket_42", detail.ID)
+	assert.Equal(t, api.StatusCompleted, detail.Status)
+	assert.Equal(t, 26, detail.Usage.TotalTokens)
+	assert.Equal(t, "42", detail.Metadata["ticket"])
+}
+
+// failingRunner fails for one id, to check partial batch failures.
+type failingRunner struct{ bad string }
+
+func (f failingRunner) RunBackground(_ context.Context, id string) error {
+	if id == f.bad {
+		return errors.New("store unavailable")
+	}
+	return nil
+}
+
+func (f failingRunner) StartBackground(context.Context, *api.CreateResponseRequest, string) (string, error) {
+	return "", nil
+}
+
+func TestSQSPartialBatchFailure(t *testing.T) {
+	h := &worker.Handler{Runner: failingRunner{bad: "resp_bad"}, Logger: app.Logger(app.Config{LogLevel: "error"}, io.Discard)}
+	ev := events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "m1", Body: `{"response_id":"resp_ok"}`, EventSource: "aws:sqs"},
+		{MessageId: "m2", Body: `{"response_id":"resp_bad"}`, EventSource: "aws:sqs"},
+		{MessageId: "m3", Body: `not json`, EventSource: "aws:sqs"},
+	}}
+	resp := h.SQS(context.Background(), ev)
+	assert.Equal(t, []events.SQSBatchItemFailure{{ItemIdentifier: "m2"}}, resp.BatchItemFailures)
+}
+
+// The in-process queue runs jobs on its goroutines and stops cleanly.
+func TestLocalQueue(t *testing.T) {
+	ran := make(chan string, 3)
+	l := worker.NewLocal(2, func(ctx context.Context, id string) error { ran <- id; return nil }, app.Logger(app.Config{LogLevel: "error"}, io.Discard))
+	for _, id := range []string{"a", "b", "c"} {
+		require.NoError(t, l.Enqueue(context.Background(), engine.Job{ResponseID: id}))
+	}
+	got := map[string]bool{}
+	for i := 0; i < 3; i++ {
+		select {
+		case id := <-ran:
+			got[id] = true
+		case <-time.After(10 * time.Second):
+			t.Fatal("jobs did not run")
+		}
+	}
+	assert.Len(t, got, 3)
+	l.Close()
+}
