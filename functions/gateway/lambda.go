@@ -1,13 +1,28 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 
+	"github.com/aws/aws-lambda-go/lambda"
+
 	"github.com/lambent/lambent/pkg/app"
+	"github.com/lambent/lambent/pkg/lambdaio"
 )
 
-// serveLambda runs the handler inside AWS Lambda.
+// serveLambda runs the gateway inside AWS Lambda: every invocation, from
+// the function URL (response streaming), the REST API (streaming, or
+// buffered when its stage says so) or an HTTP API (buffered), is served by
+// the app's HTTP handler through lambdaio. Like lambda.Start it does not
+// return: a failing runtime loop ends the process.
 func serveLambda(a *app.App) error {
-	_ = a
-	return errors.New("running inside AWS Lambda is not supported by this build yet")
+	lambda.Start(lambdaHandler(a))
+	return errors.New("lambda runtime loop ended")
+}
+
+// lambdaHandler is the function's Lambda handler: the event's shape picks
+// the adapter (see lambdaio.Detect).
+func lambdaHandler(a *app.App) func(context.Context, json.RawMessage) (any, error) {
+	return lambdaio.New(a.Handler, lambdaio.Config{}).Handle
 }

@@ -1,0 +1,324 @@
+package main
+
+// Every sample event under events/ (gateway-*.json) goes through the real
+// Lambda handler (lambdaHandler: lambdaio over the app built by app.Build,
+// memory store, a fake Chat Completions model speaking real HTTP), and the
+// test checks status, headers and body of what Lambda would send on.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/lambent/lambent/internal/fakellm"
+	"github.com/lambent/lambent/internal/schema"
+	"github.com/lambent/lambent/internal/ssecheck"
+	"github.com/lambent/lambent/pkg/app"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// answer is the fake model's reply, streamed word by word.
+const answer = "Hello from Lambda, one word at a time."
+
+// eventsDir holds the sample events, relative to this package.
+const eventsDir = "../../events"
+
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// newApp builds the gateway as main does, in local configuration (memory
+// store) against fake.
+func newApp(t *testing.T, fake *fakellm.Server) *app.App {
+	t.Helper()
+	env := map[string]string{
+		"LAMBENT_PROVIDER_URL": fake.URL,
+		"LAMBENT_STORE":        "memory",
+		"LAMBENT_LOG_LEVEL":    "error",
+	}
+	cfg, err := app.FromEnv(func(k string) string { return env[k] })
+	require.NoError(t, err)
+	a, err := app.Build(testCtx(t), cfg, app.Logger(cfg, io.Discard), nil)
+	require.NoError(t, err)
+	t.Cleanup(a.Close)
+	return a
+}
+
+func readEvent(t *testing.T, name string) json.RawMessage {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(eventsDir, name))
+	require.NoError(t, err)
+	require.True(t, json.Valid(b), "%s is not JSON", name)
+	return b
+}
+
+type handler = func(context.Context, json.RawMessage) (any, error)
+
+// streamed is a streamed reply as Lambda's runtime client reads it: the
+// prelude (JSON, then 8 zero bytes) in the first read, then one read per
+// flush of the handler.
+type streamed struct {
+	prelude struct {
+		StatusCode        int                 `json:"statusCode"`
+		Headers           map[string]string   `json:"headers"`
+		MultiValueHeaders map[string][]string `json:"multiValueHeaders"`
+		Cookies           []string            `json:"cookies"`
+	}
+	chunks [][]byte
+}
+
+func (s *streamed) body() []byte { return bytes.Join(s.chunks, nil) }
+
+func readStreamed(t *testing.T, r io.ReadCloser) *streamed {
+	t.Helper()
+	defer r.Close()
+	var s streamed
+	buf := make([]byte, 64<<10)
+	n, err := r.Read(buf)
+	require.NoError(t, err)
+	first := buf[:n]
+	require.True(t, bytes.HasSuffix(first, make([]byte, 8)), "the first read is the prelude and its 8 zero bytes: %q", first)
+	require.NoError(t, json.Unmarshal(first[:n-8], &s.prelude), "prelude %q", first)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			s.chunks = append(s.chunks, bytes.Clone(buf[:n]))
+		}
+		if errors.Is(err, io.EOF) {
+			return &s
+		}
+		require.NoError(t, err)
+	}
+}
+
+// responseBody is the part of a Response object the tests read.
+type responseBody struct {
+	ID     string `json:"id"`
+	Object string `json:"object"`
+	Status string `json:"status"`
+	Model  string `json:"model"`
+	Output []struct {
+		Type    string `json:"type"`
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"output"`
+}
+
+func decodeResponse(t *testing.T, b []byte) responseBody {
+	t.Helper()
+	var r responseBody
+	require.NoError(t, json.Unmarshal(b, &r), "%s", b)
+	return r
+}
+
+func (r responseBody) text() string {
+	var sb strings.Builder
+	for _, it := range r.Output {
+		for _, c := range it.Content {
+			if c.Type == "output_text" {
+				sb.WriteString(c.Text)
+			}
+		}
+	}
+	return sb.String()
+}
+
+// requireCompleted checks a non-streamed Response body.
+func requireCompleted(t *testing.T, b []byte) responseBody {
+	t.Helper()
+	r := decodeResponse(t, b)
+	require.Equal(t, "response", r.Object)
+	require.Equal(t, "completed", r.Status)
+	require.True(t, strings.HasPrefix(r.ID, "resp_"), r.ID)
+	require.Equal(t, "gpt-4.1-mini", r.Model)
+	require.Equal(t, answer, r.text())
+	return r
+}
+
+// requireSSE checks a streamed Responses API body: one SSE event per chunk,
+// valid against the schema and the stream invariants, the text deltas
+// making up the answer, a completed response, then [DONE].
+func requireSSE(t *testing.T, s *streamed) {
+	t.Helper()
+	for i, c := range s.chunks {
+		require.True(t, bytes.HasSuffix(c, []byte("\n\n")), "chunk %d is not whole SSE events: %q", i, c)
+		require.Equal(t, 1, bytes.Count(c, []byte("\n\n")), "chunk %d is not exactly one SSE event: %q", i, c)
+	}
+	require.Equal(t, "data: [DONE]\n\n", string(s.chunks[len(s.chunks)-1]))
+	evs, done, err := ssecheck.Parse(bytes.NewReader(s.body()))
+	require.NoError(t, err)
+	require.True(t, done, "the stream ends with [DONE]")
+	v, err := schema.New()
+	require.NoError(t, err)
+	require.NoError(t, ssecheck.Check(v, evs))
+	require.Len(t, s.chunks, len(evs)+1, "one chunk per event, plus [DONE]")
+	var text strings.Builder
+	for _, ev := range evs {
+		if ev.Type == "response.output_text.delta" {
+			var d struct {
+				Delta string `json:"delta"`
+			}
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			text.WriteString(d.Delta)
+		}
+	}
+	require.Equal(t, answer, text.String())
+	last := evs[len(evs)-1]
+	require.Equal(t, "response.completed", last.Type)
+	require.Equal(t, "completed", last.Response.Status)
+}
+
+func requireSSEHeaders(t *testing.T, h map[string]string) {
+	t.Helper()
+	require.Equal(t, "text/event-stream; charset=utf-8", h["Content-Type"])
+	require.Equal(t, "no-cache", h["Cache-Control"])
+	require.NotContains(t, h, "Content-Length")
+}
+
+// eventCases maps each sample event to its check.
+func eventCases() map[string]func(t *testing.T, h handler, fake *fakellm.Server, ev json.RawMessage) {
+	return map[string]func(t *testing.T, h handler, fake *fakellm.Server, ev json.RawMessage){
+		"gateway-url-create.json": func(t *testing.T, h handler, fake *fakellm.Server, ev json.RawMessage) {
+			out, err := h(testCtx(t), ev)
+			require.NoError(t, err)
+			resp, ok := out.(*events.LambdaFunctionURLStreamingResponse)
+			require.True(t, ok, "a function URL gets a streaming response, got %T", out)
+			require.Equal(t, 200, resp.StatusCode)
+			s := readStreamed(t, resp)
+			require.Equal(t, 200, s.prelude.StatusCode)
+			require.Equal(t, "application/json", s.prelude.Headers["Content-Type"])
+			require.NotContains(t, s.prelude.Headers, "Content-Length")
+			requireCompleted(t, s.body())
+			reqs := fake.Requests()
+			require.Len(t, reqs, 1)
+			require.Equal(t, "gpt-4.1-mini", reqs[0].Model)
+			require.Equal(t, "Say hello from Lambda in one short sentence.", reqs[0].Messages[len(reqs[0].Messages)-1].Content.Text)
+		},
+		"gateway-url-create-stream.json": func(t *testing.T, h handler, fake *fakellm.Server, ev json.RawMessage) {
+			out, err := h(testCtx(t), ev)
+			require.NoError(t, err)
+			resp, ok := out.(*events.LambdaFunctionURLStreamingResponse)
+			require.True(t, ok, "got %T", out)
+			require.Equal(t, "application/vnd.awslambda.http-integration-response", resp.ContentType())
+			s := readStreamed(t, resp)
+			require.Equal(t, 200, s.prelude.StatusCode)
+			requireSSEHeaders(t, s.prelude.Headers)
+			requireSSE(t, s)
+			require.True(t, fake.Requests()[0].Stream, "the model is streamed too")
+		},
+		"gateway-rest-create-stream.json": func(t *testing.T, h handler, fake *fakellm.Server, ev json.RawMessage) {
+			out, err := h(testCtx(t), ev)
+			require.NoError(t, err)
+			resp, ok := out.(*events.APIGatewayProxyStreamingResponse)
+			require.True(t, ok, "a REST API request gets a streaming response by default, got %T", out)
+			require.Equal(t, "application/vnd.awslambda.http-integration-response", resp.ContentType())
+			s := readStreamed(t, resp)
+			require.Equal(t, 200, s.prelude.StatusCode)
+			requireSSEHeaders(t, s.prelude.Headers)
+			requireSSE(t, s)
+		},
+		"gateway-httpapi-create.json": func(t *testing.T, h handler, fake *fakellm.Server, ev json.RawMessage) {
+			out, err := h(testCtx(t), ev)
+			require.NoError(t, err)
+			resp, ok := out.(events.APIGatewayV2HTTPResponse)
+			require.True(t, ok, "an HTTP API gets a buffered payload 2.0 response, got %T", out)
+			require.Equal(t, 200, resp.StatusCode)
+			require.Equal(t, "application/json", resp.Headers["Content-Type"])
+			require.False(t, resp.IsBase64Encoded)
+			requireCompleted(t, []byte(resp.Body))
+		},
+		"gateway-url-get.json": func(t *testing.T, h handler, fake *fakellm.Server, ev json.RawMessage) {
+			// The sample's id is not stored here: the error body.
+			out, err := h(testCtx(t), ev)
+			require.NoError(t, err)
+			s := readStreamed(t, out.(*events.LambdaFunctionURLStreamingResponse))
+			require.Equal(t, 404, s.prelude.StatusCode)
+			require.Equal(t, "application/json", s.prelude.Headers["Content-Type"])
+			var e struct {
+				Error struct {
+					Message string  `json:"message"`
+					Type    string  `json:"type"`
+					Param   *string `json:"param"`
+					Code    *string `json:"code"`
+				} `json:"error"`
+			}
+			require.NoError(t, json.Unmarshal(s.body(), &e), "%s", s.body())
+			require.Equal(t, "invalid_request_error", e.Error.Type)
+			require.NotEmpty(t, e.Error.Message)
+
+			// Create one through the function URL, then get it by the
+			// sample's path with the new id.
+			out, err = h(testCtx(t), readEvent(t, "gateway-url-create.json"))
+			require.NoError(t, err)
+			created := requireCompleted(t, readStreamed(t, out.(*events.LambdaFunctionURLStreamingResponse)).body())
+			var sample struct {
+				RawPath string `json:"rawPath"`
+			}
+			require.NoError(t, json.Unmarshal(ev, &sample))
+			oldID := strings.TrimPrefix(sample.RawPath, "/v1/responses/")
+			require.True(t, strings.HasPrefix(oldID, "resp_"), sample.RawPath)
+			out, err = h(testCtx(t), json.RawMessage(strings.ReplaceAll(string(ev), oldID, created.ID)))
+			require.NoError(t, err)
+			s = readStreamed(t, out.(*events.LambdaFunctionURLStreamingResponse))
+			require.Equal(t, 200, s.prelude.StatusCode)
+			require.Equal(t, "application/json", s.prelude.Headers["Content-Type"])
+			got := requireCompleted(t, s.body())
+			require.Equal(t, created.ID, got.ID)
+		},
+		"gateway-url-healthz.json": func(t *testing.T, h handler, fake *fakellm.Server, ev json.RawMessage) {
+			out, err := h(testCtx(t), ev)
+			require.NoError(t, err)
+			s := readStreamed(t, out.(*events.LambdaFunctionURLStreamingResponse))
+			require.Equal(t, 200, s.prelude.StatusCode)
+			require.Equal(t, "application/json", s.prelude.Headers["Content-Type"])
+			require.JSONEq(t, `{"status":"ok"}`, string(s.body()))
+			require.Zero(t, fake.Calls(), "healthz does not call the model")
+		},
+	}
+}
+
+// TestSampleEvents pushes every events/gateway-*.json through the Lambda
+// handler; a sample without a check here fails.
+func TestSampleEvents(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(eventsDir, "gateway-*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	cases := eventCases()
+	var names []string
+	for _, f := range files {
+		names = append(names, filepath.Base(f))
+	}
+	sort.Strings(names)
+	for name := range cases {
+		require.Contains(t, names, name, "a checked sample event is missing")
+	}
+	for _, name := range names {
+		t.Run(strings.TrimSuffix(name, ".json"), func(t *testing.T) {
+			check, ok := cases[name]
+			require.True(t, ok, "sample event %s has no test", name)
+			fake := fakellm.NewHandler(func(fakellm.Request) fakellm.Turn {
+				return fakellm.Turn{Text: answer, Usage: fakellm.Usage{PromptTokens: 12, CompletionTokens: 9}}
+			})
+			defer fake.Close()
+			check(t, lambdaHandler(newApp(t, fake)), fake, readEvent(t, name))
+		})
+	}
+}

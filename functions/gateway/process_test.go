@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lambent/lambent/internal/fakellm"
+	"github.com/lambent/lambent/internal/lambdarun"
+)
+
+// TestBootstrapStreamsUnderRuntimeAPI builds the real gateway bootstrap and
+// runs it as a process against the fake Lambda Runtime API, as Lambda runs
+// it. The streamed function URL reply must be the JSON prelude, 8 zero
+// bytes, then SSE events, each its own chunk, arriving while the invocation
+// is still running: the first event is read while the fake model still
+// holds its answer back, so the reply cannot have been complete.
+func TestBootstrapStreamsUnderRuntimeAPI(t *testing.T) {
+	ctx := testCtx(t)
+	bin := filepath.Join(t.TempDir(), "bootstrap")
+	require.NoError(t, lambdarun.Build(ctx, ".", ".", bin, nil))
+
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	unblock := func() { releaseOnce.Do(func() { close(release) }) }
+	defer unblock()
+	fake := fakellm.New(
+		fakellm.Turn{Text: answer, Block: release},
+		fakellm.Turn{Text: answer},
+	)
+	defer fake.Close()
+
+	rt := lambdarun.New(lambdarun.Options{FunctionName: "lambent-gateway"})
+	defer rt.Close()
+	stderr := new(lockedBuffer)
+	p, err := rt.Start(bin, lambdarun.ProcessConfig{
+		Env: []string{
+			"LAMBENT_PROVIDER_URL=" + fake.URL,
+			"LAMBENT_STORE=memory",
+			"LAMBENT_LOG_LEVEL=warn",
+		},
+		Stderr: stderr,
+	})
+	require.NoError(t, err)
+	defer p.Stop()
+
+	inv := rt.Invoke(readEvent(t, "gateway-url-create-stream.json"), lambdarun.InvokeOptions{})
+	first, err := inv.NextChunk(ctx)
+	require.NoError(t, err, "stderr: %s", stderr)
+	prelude, rest, err := lambdarun.SplitPrelude(first)
+	require.NoError(t, err)
+	require.Empty(t, rest, "the prelude is a chunk of its own")
+	var head struct {
+		StatusCode int               `json:"statusCode"`
+		Headers    map[string]string `json:"headers"`
+	}
+	require.NoError(t, json.Unmarshal(prelude, &head))
+	require.Equal(t, 200, head.StatusCode)
+	require.Equal(t, "text/event-stream; charset=utf-8", head.Headers["Content-Type"])
+
+	created, err := inv.NextChunk(ctx)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(created), "event: response.created\ndata: "), "%q", created)
+	require.True(t, strings.HasSuffix(string(created), "\n\n"))
+	select {
+	case <-inv.Done():
+		t.Fatal("the invocation ended while the model was still holding its answer")
+	default:
+	}
+	unblock()
+
+	chunks := [][]byte{created}
+	for {
+		c, err := inv.NextChunk(ctx)
+		if err != nil {
+			require.ErrorIs(t, err, io.EOF)
+			break
+		}
+		chunks = append(chunks, c)
+	}
+	res, err := inv.Wait(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "response", res.Kind)
+	require.Nil(t, res.Error)
+	require.Equal(t, lambdarun.ContentTypeHTTPIntegration, res.ContentType)
+	require.True(t, res.Chunked)
+	require.Equal(t, append([]byte(nil), first...), res.Chunks[0])
+	requireSSE(t, &streamed{chunks: chunks})
+
+	// The same process serves the next invocation: the HTTP API, buffered.
+	inv = rt.Invoke(readEvent(t, "gateway-httpapi-create.json"), lambdarun.InvokeOptions{})
+	res, err = inv.Wait(ctx)
+	require.NoError(t, err, "stderr: %s", stderr)
+	require.Equal(t, "response", res.Kind, "stderr: %s", stderr)
+	require.Equal(t, "application/json", res.ContentType)
+	var v2 struct {
+		StatusCode int               `json:"statusCode"`
+		Headers    map[string]string `json:"headers"`
+		Body       string            `json:"body"`
+	}
+	require.NoError(t, json.Unmarshal(res.Body(), &v2), "%s", res.Body())
+	require.Equal(t, 200, v2.StatusCode)
+	require.Equal(t, "application/json", v2.Headers["Content-Type"])
+	requireCompleted(t, []byte(v2.Body))
+	require.Equal(t, 2, fake.Calls())
+}
+
+// lockedBuffer collects a process's output while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

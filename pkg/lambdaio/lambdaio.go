@@ -1,0 +1,220 @@
+// Package lambdaio serves an [http.Handler] inside AWS Lambda, for one
+// function that may be invoked by any HTTP front door:
+//
+//   - a Lambda function URL with InvokeMode RESPONSE_STREAM: the reply is an
+//     [events.LambdaFunctionURLStreamingResponse] whose body streams what the
+//     handler writes, each Flush reaching Lambda as one chunk at once;
+//   - an API Gateway REST API (payload 1.0) whose integration has
+//     ResponseTransferMode STREAM: the reply is an
+//     [events.APIGatewayProxyStreamingResponse], streamed the same way;
+//   - a buffered REST API, an HTTP API with payload 2.0 or 1.0: the whole
+//     response is collected and returned as one proxy response, through
+//     github.com/awslabs/aws-lambda-go-api-proxy's httpadapter.
+//
+// [Handler.Handle] tells the shapes apart from the raw event ([Detect]). A
+// REST API sends the same event whether its integration streams or not, so
+// the deployment says which: see [Config.BufferedREST].
+//
+// Streaming runs the handler in a goroutine that writes into an [io.Pipe]
+// read by the Lambda runtime client. The status code and headers go first
+// (the JSON prelude, then 8 zero bytes), so Handle returns once the handler
+// has written its header (its first Write or Flush, or its return). The
+// request's context is the invocation's: its deadline is the Lambda
+// deadline, and it is cancelled when the runtime closes the response (the
+// runtime client does so before it asks for the next invocation, whether the
+// response was sent or the send failed). Closing the response also waits for
+// the handler goroutine, so none outlives its invocation.
+package lambdaio
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+)
+
+// TransferModeStageVariable is the API Gateway stage variable that
+// [DefaultBufferedREST] reads: a REST API stage whose integrations use the
+// buffered response transfer mode sets it to "BUFFERED". Any other value, or
+// none, means the integration streams (ResponseTransferMode STREAM).
+const TransferModeStageVariable = "lambentTransferMode"
+
+// Config configures a [Handler]. The zero Config is ready to use.
+type Config struct {
+	// BufferedREST reports whether a REST API request (payload 1.0) came
+	// through an integration with the default BUFFERED response transfer
+	// mode, to be answered with one APIGatewayProxyResponse, rather than a
+	// streaming one (ResponseTransferMode STREAM, answered with a response
+	// stream). API Gateway sends the same event in both modes and each needs
+	// its own reply, so the deployment must say. Nil means
+	// [DefaultBufferedREST].
+	BufferedREST func(*events.APIGatewayProxyRequest) bool
+	// Logger receives panics recovered from the handler (default
+	// slog.Default()).
+	Logger *slog.Logger
+}
+
+// DefaultBufferedREST is the default [Config.BufferedREST]: a REST API
+// request is buffered when its stage variable [TransferModeStageVariable] is
+// "BUFFERED" (any case), else streamed.
+func DefaultBufferedREST(ev *events.APIGatewayProxyRequest) bool {
+	return strings.EqualFold(ev.StageVariables[TransferModeStageVariable], "BUFFERED")
+}
+
+// Handler serves an http.Handler to Lambda invocations. Create it with
+// [New]; it is safe for concurrent use (Lambda managed instances run several
+// invocations at once).
+type Handler struct {
+	h            http.Handler
+	bufferedREST func(*events.APIGatewayProxyRequest) bool
+	log          *slog.Logger
+}
+
+// New returns a Handler serving h.
+func New(h http.Handler, cfg Config) *Handler {
+	if cfg.BufferedREST == nil {
+		cfg.BufferedREST = DefaultBufferedREST
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Handler{h: h, bufferedREST: cfg.BufferedREST, log: cfg.Logger}
+}
+
+// Start serves h to Lambda invocations with [lambda.StartWithOptions]. Like
+// [lambda.Start] it does not return: when the runtime loop fails it logs the
+// error and exits the process.
+func Start(h http.Handler, cfg Config, opts ...lambda.Option) {
+	lambda.StartWithOptions(New(h, cfg).Handle, opts...)
+}
+
+// Handle serves one invocation whose event is payload. The reply is a
+// *events.LambdaFunctionURLStreamingResponse for a function URL, a
+// *events.APIGatewayProxyStreamingResponse for a streamed REST API request,
+// an events.APIGatewayProxyResponse for a buffered REST API or an HTTP API
+// payload 1.0 request, and an events.APIGatewayV2HTTPResponse for an HTTP
+// API payload 2.0 request. An event of any other shape is an error.
+//
+// A streamed reply must be read to its end or closed: closing it cancels the
+// request's context and waits for the handler to return. The Lambda runtime
+// client does both.
+func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (any, error) {
+	kind := Detect(payload)
+	switch kind {
+	case EventFunctionURL:
+		var ev events.LambdaFunctionURLRequest
+		if err := json.Unmarshal(payload, &ev); err != nil {
+			return nil, fmt.Errorf("lambdaio: decoding %s event: %w", kind, err)
+		}
+		return h.serveFunctionURL(ctx, &ev)
+	case EventREST, EventHTTPAPIV1:
+		var ev events.APIGatewayProxyRequest
+		if err := json.Unmarshal(payload, &ev); err != nil {
+			return nil, fmt.Errorf("lambdaio: decoding %s event: %w", kind, err)
+		}
+		if kind == EventREST && !h.bufferedREST(&ev) {
+			return h.serveRESTStream(ctx, &ev)
+		}
+		return h.serveV1(ctx, &ev)
+	case EventHTTPAPIV2:
+		var ev events.APIGatewayV2HTTPRequest
+		if err := json.Unmarshal(payload, &ev); err != nil {
+			return nil, fmt.Errorf("lambdaio: decoding %s event: %w", kind, err)
+		}
+		return h.serveV2(ctx, &ev)
+	}
+	return nil, errors.New("lambdaio: unsupported event: not a function URL, API Gateway REST API or HTTP API request")
+}
+
+// EventKind is the shape of an invocation event, as told by [Detect].
+type EventKind int
+
+const (
+	// EventUnknown is any other event.
+	EventUnknown EventKind = iota
+	// EventFunctionURL is a Lambda function URL request (payload 2.0 whose
+	// requestContext.domainName is a "<url-id>.lambda-url.<region>.on.aws"
+	// name).
+	EventFunctionURL
+	// EventREST is an API Gateway REST API proxy request (payload 1.0
+	// without a "version" field).
+	EventREST
+	// EventHTTPAPIV1 is an API Gateway HTTP API request with payload format
+	// 1.0 ("version": "1.0").
+	EventHTTPAPIV1
+	// EventHTTPAPIV2 is an API Gateway HTTP API request with payload format
+	// 2.0 (requestContext.http set, any other domain name).
+	EventHTTPAPIV2
+)
+
+// String returns a short name of k.
+func (k EventKind) String() string {
+	switch k {
+	case EventFunctionURL:
+		return "function URL"
+	case EventREST:
+		return "REST API"
+	case EventHTTPAPIV1:
+		return "HTTP API payload 1.0"
+	case EventHTTPAPIV2:
+		return "HTTP API payload 2.0"
+	}
+	return "unknown"
+}
+
+// probe is the part of an event Detect reads.
+type probe struct {
+	Version        string `json:"version"`
+	HTTPMethod     string `json:"httpMethod"`
+	RequestContext struct {
+		DomainName string          `json:"domainName"`
+		HTTP       json.RawMessage `json:"http"`
+		ELB        json.RawMessage `json:"elb"`
+	} `json:"requestContext"`
+}
+
+// Detect tells the shape of a raw invocation event. Function URL and HTTP
+// API payload 2.0 events share their shape; they differ by the domain name
+// (function URLs have no custom domains, so theirs is always a
+// "lambda-url" one).
+func Detect(payload []byte) EventKind {
+	var p probe
+	if err := json.Unmarshal(payload, &p); err != nil {
+		return EventUnknown
+	}
+	rc := &p.RequestContext
+	switch {
+	case present(rc.HTTP):
+		if strings.Contains(rc.DomainName, ".lambda-url.") {
+			return EventFunctionURL
+		}
+		return EventHTTPAPIV2
+	case p.HTTPMethod != "" && !present(rc.ELB):
+		if p.Version == "1.0" {
+			return EventHTTPAPIV1
+		}
+		return EventREST
+	}
+	return EventUnknown
+}
+
+func present(raw json.RawMessage) bool {
+	return len(raw) > 0 && string(raw) != "null"
+}
+
+// panicError records a panic recovered from the handler, logging it unless
+// it is http.ErrAbortHandler (the handler's way to abort a response quietly).
+func (h *Handler) panicError(p any, r *http.Request) error {
+	if p == http.ErrAbortHandler {
+		return http.ErrAbortHandler
+	}
+	h.log.Error("lambdaio: panic serving request", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+	return fmt.Errorf("lambdaio: handler panicked: %v", p)
+}
