@@ -32,19 +32,12 @@ const root = ".."
 // tolerates a missing directory only when it is listed here, and fails once a
 // listed directory exists, so that the entry is removed: delete each line
 // when its directory lands, and the whole list when it is empty.
-var pendingFunctionDirs = []string{
-	"functions/worker",           // issue 7: background and event-driven responses
-	"functions/tools/calculator", // issue 6: hosted tools as Lambda functions
-	"functions/tools/fetch_url",  // issue 6
-}
+var pendingFunctionDirs = []string{}
 
 // pendingEnvNames lists environment names template.yaml sets that no code
 // in pkg/app or functions/ reads yet. Same rule as pendingFunctionDirs: an
 // entry must go once the code reads the name.
-var pendingEnvNames = []string{
-	"LAMBENT_QUEUE_URL", // issue 7: the gateway enqueues background responses, the worker its continuations
-	"LAMBENT_EVENT_BUS", // issue 7: the worker publishes lambent.response.* events
-}
+var pendingEnvNames = []string{}
 
 // The functions the product needs, and the streaming routes of the REST API.
 var (

@@ -110,7 +110,13 @@ func Decode(data []byte) (Event, error) {
 		ItemID: ev.ItemID, Item: ev.Item, ContentIndex: ev.ContentIndex, Response: ev.Response}, nil
 }
 
-var terminal = map[string]bool{"response.completed": true, "response.incomplete": true, "response.failed": true, "response.cancelled": true, "error": true}
+func isTerminal(t string) bool {
+	switch t {
+	case "response.completed", "response.incomplete", "response.failed", "response.cancelled", "error":
+		return true
+	}
+	return false
+}
 
 // Check validates every event against the schema and the stream invariants
 // (a background response's stream has response.queued after
@@ -125,7 +131,7 @@ func Check(v *schema.Validator, evs []Event) error {
 	if evs[1].Type == "response.queued" {
 		start = 3
 	}
-	if evs[0].Type != "response.created" || evs[start-1].Type != "response.in_progress" && !terminal[evs[start-1].Type] {
+	if evs[0].Type != "response.created" || evs[start-1].Type != "response.in_progress" && !isTerminal(evs[start-1].Type) {
 		return fmt.Errorf("ssecheck: stream starts with %s, %s", evs[0].Type, evs[1].Type)
 	}
 	nextIndex := 0
@@ -146,7 +152,7 @@ func Check(v *schema.Validator, evs []Event) error {
 		if i >= start && (ev.Type == "response.created" || ev.Type == "response.in_progress" || ev.Type == "response.queued") {
 			return fmt.Errorf("ssecheck: event %d: second %s", i, ev.Type)
 		}
-		if terminal[ev.Type] != (i == len(evs)-1) {
+		if isTerminal(ev.Type) != (i == len(evs)-1) {
 			return fmt.Errorf("ssecheck: event %d: %s (terminal events must be exactly the last one)", i, ev.Type)
 		}
 		switch ev.Type {

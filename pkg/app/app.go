@@ -7,11 +7,12 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/lambent/lambent/pkg/awsconf"
 	"github.com/lambent/lambent/pkg/engine"
 	"github.com/lambent/lambent/pkg/httpapi"
 	"github.com/lambent/lambent/pkg/provider/openai"
@@ -65,6 +66,15 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 		}
 		manifest = m
 	}
+	if cfg.Tools == "" && cfg.LambdaEndpoint != "" {
+		// `make lambdas` (or sam local start-lambda) serves the built-in
+		// tools: call them through the Lambda client path.
+		names := make([]string, len(manifest.Tools))
+		for i, t := range manifest.Tools {
+			names[i] = t.Name
+		}
+		manifest = lambdatool.LocalManifest(names...)
+	}
 	bcfg := builtin.Config{Fetch: fetchurl.Config{AllowHosts: cfg.FetchAllowHosts}}
 	reg, err := builtin.Registry(manifest, bcfg)
 	if err != nil {
@@ -105,11 +115,11 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 	queue, publisher := opts.Queue, opts.Publisher
 	if queue == nil {
 		if cfg.QueueURL != "" {
-			awsCfg, err := config.LoadDefaultConfig(ctx)
+			awsCfg, err := awsconf.Load(ctx)
 			if err != nil {
-				return nil, fmt.Errorf("aws config: %w", err)
+				return nil, err
 			}
-			queue = &worker.SQSQueue{Client: sqs.NewFromConfig(awsCfg), QueueURL: cfg.QueueURL}
+			queue = &worker.SQSQueue{Client: sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { endpoint(&o.BaseEndpoint, "SQS") }), QueueURL: cfg.QueueURL}
 		} else {
 			local := worker.NewLocal(cfg.LocalWorkers, func(ctx context.Context, id string) error { return eng.RunBackground(ctx, id) }, log)
 			a.close = append(a.close, local.Close)
@@ -117,11 +127,11 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 		}
 	}
 	if publisher == nil && cfg.EventBus != "" {
-		awsCfg, err := config.LoadDefaultConfig(ctx)
+		awsCfg, err := awsconf.Load(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("aws config: %w", err)
+			return nil, err
 		}
-		publisher = &worker.Publisher{Client: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}
+		publisher = &worker.Publisher{Client: eventbridge.NewFromConfig(awsCfg, func(o *eventbridge.Options) { endpoint(&o.BaseEndpoint, "EVENTBRIDGE") }), Bus: cfg.EventBus}
 	}
 	eng, err = engine.New(engine.Config{
 		Provider:        openai.New(openai.Config{BaseURL: cfg.ProviderURL, APIKey: cfg.ProviderAPIKey, Logger: log}),
@@ -174,11 +184,12 @@ func buildStore(ctx context.Context, cfg Config) (store.ResponseStore, error) {
 	case "memory":
 		return store.NewMemory(store.MemoryConfig{TTL: cfg.Retention}), nil
 	case "dynamodb":
-		awsCfg, err := config.LoadDefaultConfig(ctx)
+		awsCfg, err := awsconf.Load(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("aws config: %w", err)
+			return nil, err
 		}
-		st, err := dynamodb.New(ddb.NewFromConfig(awsCfg), dynamodb.Config{Table: cfg.Table, Retention: cfg.Retention})
+		client := ddb.NewFromConfig(awsCfg, func(o *ddb.Options) { endpoint(&o.BaseEndpoint, "DYNAMODB") })
+		st, err := dynamodb.New(client, dynamodb.Config{Table: cfg.Table, Retention: cfg.Retention})
 		if err != nil {
 			return nil, err
 		}
@@ -190,6 +201,18 @@ func buildStore(ctx context.Context, cfg Config) (store.ResponseStore, error) {
 		return st, nil
 	}
 	return nil, errors.New("unknown store " + cfg.Store)
+}
+
+// endpoint applies the AWS_ENDPOINT_URL_<SERVICE> override to a client.
+func endpoint(dst **string, service string) {
+	if ep := awsconf.Endpoint(service); ep != nil {
+		*dst = ep
+	}
+}
+
+// endpointOverride is the AWS_ENDPOINT_URL_<SERVICE> override, or "".
+func endpointOverride(service string) string {
+	return aws.ToString(awsconf.Endpoint(service))
 }
 
 // Logger returns a JSON slog logger at cfg's level.

@@ -61,6 +61,10 @@ type Config struct {
 	// LocalWorkers is the size of the in-process worker pool
 	// (LAMBENT_LOCAL_WORKERS, default 4).
 	LocalWorkers int
+	// LambdaEndpoint is AWS_ENDPOINT_URL_LAMBDA: with no LAMBENT_TOOLS, the
+	// built-in tools are then invoked through it as Lambda functions (`make
+	// lambdas`, `sam local start-lambda`).
+	LambdaEndpoint string
 	// InLambda is true when AWS_LAMBDA_RUNTIME_API is set.
 	InLambda bool
 }
@@ -77,6 +81,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		LogLevel:       or(getenv("LAMBENT_LOG_LEVEL"), "info"),
 		InLambda:       getenv("AWS_LAMBDA_RUNTIME_API") != "",
 		QueueURL:       getenv("LAMBENT_QUEUE_URL"),
+		LambdaEndpoint: getenv("AWS_ENDPOINT_URL_LAMBDA"),
 		EventBus:       getenv("LAMBENT_EVENT_BUS"),
 	}
 	c.Store = getenv("LAMBENT_STORE")

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/lambent/lambent/pkg/awsconf"
 )
 
 // Environment names of the provider's API key.
@@ -21,13 +19,10 @@ const (
 	EnvProviderAPIKeySSM = "LAMBENT_PROVIDER_API_KEY_SSM"
 )
 
-// SSMGetParameterAPI is the part of the SSM client ResolveProviderKeyWith
-// uses; *ssm.Client implements it.
-type SSMGetParameterAPI interface {
-	GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
+// ParameterGetter reads the decrypted value of an SSM parameter.
+type ParameterGetter interface {
+	GetParameter(ctx context.Context, name string) (string, error)
 }
-
-var _ SSMGetParameterAPI = (*ssm.Client)(nil)
 
 // ResolveProviderKey fills cfg.ProviderAPIKey from SSM Parameter Store when
 // LAMBENT_PROVIDER_API_KEY is empty and LAMBENT_PROVIDER_API_KEY_SSM names a
@@ -41,16 +36,16 @@ func ResolveProviderKey(ctx context.Context, cfg *Config, getenv func(string) st
 	if !ok {
 		return nil
 	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	awsCfg, err := awsconf.Load(ctx)
 	if err != nil {
 		return fmt.Errorf("%s=%s: load AWS configuration: %w", EnvProviderAPIKeySSM, name, err)
 	}
-	return resolveProviderKey(ctx, cfg, name, ssm.NewFromConfig(awsCfg))
+	return resolveProviderKey(ctx, cfg, name, newSignedSSM(awsCfg))
 }
 
 // ResolveProviderKeyWith is ResolveProviderKey with the SSM client given
 // (tests, or a caller that already has one).
-func ResolveProviderKeyWith(ctx context.Context, cfg *Config, getenv func(string) string, client SSMGetParameterAPI) error {
+func ResolveProviderKeyWith(ctx context.Context, cfg *Config, getenv func(string) string, client ParameterGetter) error {
 	name, ok := providerKeyParameter(cfg, getenv)
 	if !ok {
 		return nil
@@ -68,17 +63,14 @@ func providerKeyParameter(cfg *Config, getenv func(string) string) (string, bool
 	return name, name != ""
 }
 
-func resolveProviderKey(ctx context.Context, cfg *Config, name string, client SSMGetParameterAPI) error {
-	out, err := client.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name), WithDecryption: aws.Bool(true)})
+func resolveProviderKey(ctx context.Context, cfg *Config, name string, client ParameterGetter) error {
+	value, err := client.GetParameter(ctx, name)
 	if err != nil {
 		return fmt.Errorf("%s=%s: get parameter: %w", EnvProviderAPIKeySSM, name, err)
 	}
-	if out.Parameter == nil {
-		return fmt.Errorf("%s=%s: %w", EnvProviderAPIKeySSM, name, errNoParameter)
-	}
 	// A value stored from a file often ends in a newline; a bearer token
 	// never contains whitespace.
-	key := strings.TrimSpace(aws.ToString(out.Parameter.Value))
+	key := strings.TrimSpace(value)
 	if key == "" {
 		return fmt.Errorf("%s=%s: %w", EnvProviderAPIKeySSM, name, errEmptyParameter)
 	}

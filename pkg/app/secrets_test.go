@@ -14,8 +14,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	"github.com/aws/aws-sdk-go-v2/service/ssm/types"
 )
 
 // fakeSSM speaks the SSM JSON 1.1 protocol for GetParameter: POST / with
@@ -85,14 +83,12 @@ func newFakeSSM(t *testing.T, params map[string]string) (*fakeSSM, *httptest.Ser
 	return f, srv
 }
 
-func ssmClient(srv *httptest.Server) *ssm.Client {
-	return ssm.New(ssm.Options{
-		Region:           "us-east-1",
-		BaseEndpoint:     aws.String(srv.URL),
-		Credentials:      credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
-		HTTPClient:       srv.Client(),
-		RetryMaxAttempts: 1,
-	})
+func ssmClient(srv *httptest.Server) *signedSSM {
+	return &signedSSM{
+		cfg:      aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "")},
+		endpoint: srv.URL,
+		client:   srv.Client(),
+	}
 }
 
 func envOf(m map[string]string) func(string) string {
@@ -206,9 +202,8 @@ func TestResolveProviderKeyParameterNotFound(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error for a missing parameter")
 	}
-	var notFound *types.ParameterNotFound
-	if !errors.As(err, &notFound) {
-		t.Fatalf("error %v (%T) does not wrap *types.ParameterNotFound", err, err)
+	if !errors.Is(err, ErrParameterNotFound) {
+		t.Fatalf("error %v (%T) does not wrap ErrParameterNotFound", err, err)
 	}
 	if !strings.Contains(err.Error(), EnvProviderAPIKeySSM) || !strings.Contains(err.Error(), "/lambent/missing") {
 		t.Errorf("error %q does not name the variable and the parameter", err)

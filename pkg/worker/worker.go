@@ -64,7 +64,7 @@ func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 func (h *Handler) SQS(ctx context.Context, ev events.SQSEvent) events.SQSEventResponse {
 	var (
 		mu   sync.Mutex
-		resp events.SQSEventResponse
+		resp = events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 		wg   sync.WaitGroup
 	)
 	for _, m := range ev.Records {

@@ -10,7 +10,6 @@
 package fetchurl
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,9 +20,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
 
-	"golang.org/x/net/html/charset"
 
 	"github.com/lambent/lambent/pkg/tools"
 )
@@ -311,34 +308,6 @@ func (f *fetcher) render(contentType string, body []byte) (title, text string, e
 	default:
 		return "", "", fmt.Errorf("unsupported content type %q: only HTML, text and JSON can be fetched", mediaType)
 	}
-}
-
-// decodeHTML converts an HTML body to UTF-8 using the BOM, the declared
-// charset or a <meta> tag; without any of them, valid UTF-8 is assumed.
-func decodeHTML(body []byte, contentType string) string {
-	enc, name, certain := charset.DetermineEncoding(body, contentType)
-	if name == "utf-8" || (!certain && name == "windows-1252" && utf8.Valid(body)) {
-		return strings.ToValidUTF8(string(bytes.TrimPrefix(body, []byte("\uFEFF"))), "\uFFFD")
-	}
-	out, err := enc.NewDecoder().Bytes(body)
-	if err != nil {
-		return strings.ToValidUTF8(string(body), "\uFFFD")
-	}
-	return strings.ToValidUTF8(string(out), "\uFFFD")
-}
-
-// decodeText converts a text body to UTF-8 using its declared charset.
-func decodeText(body []byte, label string) string {
-	body = bytes.TrimPrefix(body, []byte("\uFEFF"))
-	if label != "" {
-		if enc, name := charset.Lookup(label); enc != nil && name != "utf-8" {
-			if out, err := enc.NewDecoder().Bytes(body); err == nil {
-				body = out
-			}
-		}
-	}
-	s := strings.ReplaceAll(string(body), "\r\n", "\n")
-	return strings.TrimSpace(strings.ToValidUTF8(s, "\uFFFD"))
 }
 
 // format assembles the tool output and enforces MaxOutput.

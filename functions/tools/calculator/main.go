@@ -1,0 +1,12 @@
+// Command calculator is the "calculator" hosted tool as its own Lambda
+// function (payload: DESIGN.md, "Tool Lambda payload").
+package main
+
+import (
+	"github.com/lambent/lambent/pkg/tools/calculator"
+	"github.com/lambent/lambent/pkg/tools/lambdatool"
+)
+
+func main() {
+	lambdatool.Serve(calculator.Tool())
+}

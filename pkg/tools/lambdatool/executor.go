@@ -1,0 +1,393 @@
+package lambdatool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/lambent/lambent/pkg/tools"
+)
+
+// LambdaInvoker is the part of *lambda.Client the Executor uses.
+type LambdaInvoker interface {
+	Invoke(ctx context.Context, params *lambda.InvokeInput, optFns ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
+}
+
+// Defaults applied to zero Config fields.
+const (
+	// DefaultMaxOutput is the default cut-off of a tool's output, in bytes.
+	DefaultMaxOutput = 64 << 10
+	// DefaultMaxRetries is how often a throttled invocation is retried by default.
+	DefaultMaxRetries = 5
+	// DefaultBaseDelay is the default first backoff delay after a throttle.
+	DefaultBaseDelay = 100 * time.Millisecond
+	// DefaultMaxDelay is the default longest backoff delay.
+	DefaultMaxDelay = 2 * time.Second
+)
+
+// Config configures an Executor. The zero value uses the defaults.
+type Config struct {
+	// MaxOutput is the most bytes of a tool's output passed to the model;
+	// longer output is cut with a visible note (default DefaultMaxOutput).
+	MaxOutput int
+	// MaxRetries is how often an invocation throttled by Lambda
+	// (TooManyRequestsException) is retried, as long as the call's deadline
+	// leaves room for the backoff (default DefaultMaxRetries; negative: never).
+	MaxRetries int
+	// BaseDelay is the backoff before the first retry; it doubles with each
+	// retry up to MaxDelay, with jitter (defaults DefaultBaseDelay and
+	// DefaultMaxDelay). A Retry-After from Lambda lengthens it.
+	BaseDelay time.Duration
+	// MaxDelay caps the backoff.
+	MaxDelay time.Duration
+	// Logger receives failures (warn) and retries (debug); nil discards.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxOutput <= 0 {
+		c.MaxOutput = DefaultMaxOutput
+	}
+	if c.MaxRetries == 0 {
+		c.MaxRetries = DefaultMaxRetries
+	}
+	if c.MaxRetries < 0 {
+		c.MaxRetries = 0
+	}
+	if c.BaseDelay <= 0 {
+		c.BaseDelay = DefaultBaseDelay
+	}
+	if c.MaxDelay <= 0 {
+		c.MaxDelay = DefaultMaxDelay
+	}
+	if c.MaxDelay < c.BaseDelay {
+		c.MaxDelay = c.BaseDelay
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// target is one Lambda-backed tool.
+type target struct {
+	def       tools.Definition
+	function  string
+	qualifier string
+}
+
+// Executor runs hosted tools that are Lambda functions: a tools.ToolExecutor
+// (kind hosted) and an engine.Catalog of those tools' definitions. It is
+// safe for concurrent use; the engine runs all calls of a turn at once, each
+// in its own goroutine, and every call is its own Invoke.
+//
+// Wiring in pkg/app, when the manifest has lambda backings:
+//
+//	client, err := lambdatool.NewClient(ctx) // honours AWS_ENDPOINT_URL_LAMBDA
+//	ex, err := lambdatool.New(client, lambdatool.Config{Logger: log}, manifest.Tools, fallback)
+//	// fallback: the built-in definitions by name (builtin.Tools(cfg): name -> h.Definition)
+//	engine.Config{
+//		Executors: []tools.ToolExecutor{tools.FunctionExecutor{}, tools.LocalExecutor{Registry: reg}, ex},
+//		Hosted:    catalogs{reg, ex}, // Lookup in reg, then in ex
+//	}
+//
+// builtin.Registry skips lambda-backed tools and New skips local ones, so
+// the manifest can mix both and each tool has exactly one executor. For
+// local runs against `make lambdas` or `sam local start-lambda`
+// (AWS_ENDPOINT_URL_LAMBDA set, LAMBENT_TOOLS not), the manifest is
+// LocalManifest of the built-in tool names.
+type Executor struct {
+	client  LambdaInvoker
+	cfg     Config
+	log     *slog.Logger
+	targets map[string]target
+	defs    []tools.Definition
+}
+
+// New returns an Executor for the lambda-backed tools of manifest (tools
+// with other backings are skipped). A tool's description and parameters
+// come from the manifest; where it leaves them out they are taken from
+// fallback[name] (typically the built-in tool of that name). A tool that
+// ends up with neither a description nor parameters is an error.
+func New(client LambdaInvoker, cfg Config, manifest []tools.ManifestTool, fallback map[string]tools.Definition) (*Executor, error) {
+	if client == nil {
+		return nil, errors.New("lambdatool: New needs a Lambda client")
+	}
+	cfg = cfg.withDefaults()
+	e := &Executor{client: client, cfg: cfg, log: cfg.Logger, targets: map[string]target{}}
+	for _, t := range manifest {
+		if t.Backing.Type != tools.BackingLambda {
+			continue
+		}
+		if t.Name == "" {
+			return nil, errors.New("lambdatool: a manifest tool has no name")
+		}
+		if t.Backing.Function == "" {
+			return nil, fmt.Errorf("lambdatool: tool %q: a lambda backing needs a function", t.Name)
+		}
+		if _, dup := e.targets[t.Name]; dup {
+			return nil, fmt.Errorf("lambdatool: tool %q listed twice", t.Name)
+		}
+		def := t.Definition(fallback[t.Name])
+		if def.Description == "" && len(def.Parameters) == 0 {
+			return nil, fmt.Errorf("lambdatool: tool %q has no definition: give its description and parameters in the manifest", t.Name)
+		}
+		e.targets[t.Name] = target{def: def, function: t.Backing.Function, qualifier: t.Backing.Qualifier}
+		e.defs = append(e.defs, def)
+	}
+	sort.Slice(e.defs, func(i, j int) bool { return e.defs[i].Name < e.defs[j].Name })
+	return e, nil
+}
+
+// Kind returns tools.KindHosted.
+func (e *Executor) Kind() tools.ToolKind { return tools.KindHosted }
+
+// CanExecute reports whether def is a hosted tool this executor maps to a
+// Lambda function.
+func (e *Executor) CanExecute(def tools.Definition) bool {
+	if def.Kind != tools.KindHosted {
+		return false
+	}
+	_, ok := e.targets[def.Name]
+	return ok
+}
+
+// Lookup returns the definition of a Lambda-backed tool (engine.Catalog).
+func (e *Executor) Lookup(name string) (tools.Definition, bool) {
+	t, ok := e.targets[name]
+	return t.def, ok
+}
+
+// List returns the definitions of every Lambda-backed tool, sorted by name.
+func (e *Executor) List() []tools.Definition {
+	return append([]tools.Definition(nil), e.defs...)
+}
+
+// Function returns the function name or ARN and qualifier a tool invokes.
+func (e *Executor) Function(name string) (function, qualifier string, ok bool) {
+	t, ok := e.targets[name]
+	return t.function, t.qualifier, ok
+}
+
+// Execute invokes the tool's function with the call and returns its reply.
+// ctx's deadline (the loop's remaining time budget) is the invocation's
+// deadline. Every failure is an is_error result for the model; the only
+// error returned is ctx's when ctx is cancelled (not timed out).
+func (e *Executor) Execute(ctx context.Context, call tools.ToolCall) (*tools.ToolResult, error) {
+	growStack(len(call.ID))
+	t, ok := e.targets[call.Name]
+	if !ok {
+		return e.failure(call, "Error: tool %q is not served by a Lambda function here.", call.Name), nil
+	}
+	payload, err := json.Marshal(Request{CallID: call.ID, Name: call.Name, Arguments: call.Arguments, ResponseID: call.ResponseID})
+	if err != nil {
+		return e.failure(call, "Error: could not encode the call to tool %s: %v", call.Name, err), nil
+	}
+	if len(payload) > MaxPayloadBytes {
+		e.log.Warn("tool request over the Invoke payload limit", "tool", call.Name, "call_id", call.ID, "bytes", len(payload))
+		return e.failure(call, "Error: the arguments of this call to %s are too large to send to its Lambda function (%d bytes; the limit is %d). Call it with smaller arguments.", call.Name, len(payload), MaxPayloadBytes), nil
+	}
+	in := &lambda.InvokeInput{
+		FunctionName:   aws.String(t.function),
+		InvocationType: types.InvocationTypeRequestResponse,
+		Payload:        payload,
+	}
+	if t.qualifier != "" {
+		in.Qualifier = aws.String(t.qualifier)
+	}
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
+		out, err := e.client.Invoke(ctx, in)
+		if err == nil {
+			return e.reply(call, t, out), nil
+		}
+		if ctx.Err() != nil {
+			return e.stopped(ctx, call, t, start)
+		}
+		retryAfter, throttled := throttle(err)
+		if !throttled {
+			e.log.Warn("tool invocation failed", "tool", call.Name, "call_id", call.ID, "function", t.function, "err", err)
+			return e.failure(call, "Error: could not invoke the Lambda function of tool %s: %s", call.Name, describe(err)), nil
+		}
+		if attempt >= e.cfg.MaxRetries {
+			e.log.Warn("tool invocation throttled, retries exhausted", "tool", call.Name, "call_id", call.ID, "function", t.function, "attempts", attempt+1)
+			return e.failure(call, "Error: tool %s is throttled by AWS Lambda (TooManyRequestsException after %d attempts); try again later.", call.Name, attempt+1), nil
+		}
+		delay := e.backoff(attempt, retryAfter)
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= delay {
+			e.log.Warn("tool invocation throttled, no time left to retry", "tool", call.Name, "call_id", call.ID, "function", t.function, "attempts", attempt+1)
+			return e.failure(call, "Error: tool %s is throttled by AWS Lambda (TooManyRequestsException) and this response has no time left to retry it.", call.Name), nil
+		}
+		e.log.Debug("tool invocation throttled, retrying", "tool", call.Name, "call_id", call.ID, "attempt", attempt+1, "delay", delay)
+		timer := time.NewTimer(delay)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return e.stopped(ctx, call, t, start)
+		}
+	}
+}
+
+// reply turns a completed Invoke into the tool result.
+func (e *Executor) reply(call tools.ToolCall, t target, out *lambda.InvokeOutput) *tools.ToolResult {
+	if out.FunctionError != nil {
+		var fe struct {
+			ErrorType    string `json:"errorType"`
+			ErrorMessage string `json:"errorMessage"`
+		}
+		detail := ""
+		if json.Unmarshal(out.Payload, &fe) == nil && (fe.ErrorType != "" || fe.ErrorMessage != "") {
+			detail = fe.ErrorMessage
+			if fe.ErrorType != "" {
+				detail = fe.ErrorType + ": " + fe.ErrorMessage
+			}
+		} else {
+			detail = strings.TrimSpace(string(out.Payload))
+		}
+		e.log.Warn("tool function error", "tool", call.Name, "call_id", call.ID, "function", t.function, "function_error", *out.FunctionError, "error_type", fe.ErrorType)
+		return e.failure(call, "Error: tool %s failed (Lambda function error, %s): %s", call.Name, *out.FunctionError, detail)
+	}
+	var r struct {
+		Output  *string `json:"output"`
+		IsError bool    `json:"is_error"`
+	}
+	if err := json.Unmarshal(out.Payload, &r); err != nil || r.Output == nil {
+		e.log.Warn("tool function returned a malformed reply", "tool", call.Name, "call_id", call.ID, "function", t.function, "bytes", len(out.Payload))
+		return e.failure(call, `Error: tool %s returned a malformed reply (want {"output": string, "is_error": bool}): %s`, call.Name, snippet(out.Payload, 200))
+	}
+	return &tools.ToolResult{CallID: call.ID, Output: e.cut(*r.Output), IsError: r.IsError}
+}
+
+// stopped is the result of a call whose ctx ended: a timeout is an
+// is_error result, a cancellation returns ctx's error.
+func (e *Executor) stopped(ctx context.Context, call tools.ToolCall, t target, start time.Time) (*tools.ToolResult, error) {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		elapsed := time.Since(start).Round(time.Millisecond)
+		e.log.Warn("tool invocation timed out", "tool", call.Name, "call_id", call.ID, "function", t.function, "elapsed", elapsed)
+		return e.failure(call, "Error: tool %s timed out after %s: this response's time budget ran out before its Lambda function answered.", call.Name, elapsed), nil
+	}
+	return nil, fmt.Errorf("lambdatool: tool %s: %w", call.Name, ctx.Err())
+}
+
+func (e *Executor) failure(call tools.ToolCall, format string, a ...any) *tools.ToolResult {
+	return &tools.ToolResult{CallID: call.ID, Output: e.cut(fmt.Sprintf(format, a...)), IsError: true}
+}
+
+// cut limits s to MaxOutput bytes (on a UTF-8 boundary) plus a note.
+func (e *Executor) cut(s string) string {
+	return Truncate(s, e.cfg.MaxOutput)
+}
+
+// Truncate returns s when it has at most max bytes, else its first max
+// bytes (backed off to a UTF-8 boundary) followed by a visible note:
+// "\n[output truncated: <len(s)> bytes, showing the first <n>]".
+func Truncate(s string, max int) string {
+	if max <= 0 || len(s) <= max {
+		return s
+	}
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s\n[output truncated: %d bytes, showing the first %d]", s[:n], len(s), n)
+}
+
+// backoff is the delay before retry attempt+1: exponential from BaseDelay,
+// capped at MaxDelay, with equal jitter (half fixed, half random), and at
+// least retryAfter.
+func (e *Executor) backoff(attempt int, retryAfter time.Duration) time.Duration {
+	d := e.cfg.BaseDelay
+	for i := 0; i < attempt && d < e.cfg.MaxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, e.cfg.MaxDelay)
+	half := d / 2
+	d = half + time.Duration(rand.Int64N(int64(half)+1))
+	return max(d, retryAfter)
+}
+
+// isThrottleCode reports the Invoke error codes that mean the function did
+// not run because of a rate or concurrency limit: safe to retry.
+func isThrottleCode(code string) bool {
+	return code == "TooManyRequestsException" || code == "EC2ThrottledException"
+}
+
+// throttle reports whether err is a throttle, with Lambda's Retry-After.
+func throttle(err error) (retryAfter time.Duration, ok bool) {
+	var tm *types.TooManyRequestsException
+	if errors.As(err, &tm) {
+		if tm.RetryAfterSeconds != nil {
+			if s, perr := strconv.ParseFloat(strings.TrimSpace(*tm.RetryAfterSeconds), 64); perr == nil && s > 0 {
+				retryAfter = time.Duration(s * float64(time.Second))
+			}
+		}
+		return retryAfter, true
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) && isThrottleCode(api.ErrorCode()) {
+		return 0, true
+	}
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && re.HTTPStatusCode() == http.StatusTooManyRequests {
+		return 0, true
+	}
+	return 0, false
+}
+
+// describe renders an SDK error for the model: the API error code and
+// message when there is one, else the error text.
+func describe(err error) string {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		if msg := api.ErrorMessage(); msg != "" {
+			return api.ErrorCode() + ": " + msg
+		}
+		return api.ErrorCode()
+	}
+	return err.Error()
+}
+
+func snippet(b []byte, n int) string {
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "(empty payload)"
+	}
+	if len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "…"
+	}
+	return s
+}
+
+// growStack grows the calling goroutine's stack once, while it is shallow,
+// to the size an Invoke through the SDK's middleware needs, instead of the
+// several copies of an ever deeper stack the runtime would make on the
+// way. The engine runs every call on a fresh goroutine, so this is paid on
+// every call.
+//
+//go:noinline
+func growStack(i int) byte {
+	var pad [stackPad]byte
+	pad[i%stackPad] = 1
+	return pad[(i*7)%stackPad]
+}
+
+const stackPad = 32 << 10
