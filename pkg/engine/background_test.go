@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lambent/lambent/internal/dynamotest"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/tools"
@@ -43,9 +44,24 @@ func (r *rawRecorder) WriteRawEvent(_ string, data []byte) error {
 	return nil
 }
 
-func bgEngine(t *testing.T, p *scripted, execs []tools.ToolExecutor, hosted Catalog, mut ...func(*Config)) (*Engine, store.ResponseStore, *jobQueue) {
+// storeMaker makes the store a background test runs on.
+type storeMaker func(t *testing.T) store.ResponseStore
+
+// forStores runs a background test on the memory store and on DynamoDB Local.
+func forStores(t *testing.T, fn func(t *testing.T, mk storeMaker)) {
+	t.Run("memory", func(t *testing.T) {
+		fn(t, func(*testing.T) store.ResponseStore { return store.NewMemory(store.MemoryConfig{}) })
+	})
+	t.Run("dynamodb", func(t *testing.T) {
+		fn(t, func(t *testing.T) store.ResponseStore { return dynamotest.NewStore(t, "") })
+	})
+}
+
+func bgEngine(t *testing.T, mk storeMaker, p *scripted, execs []tools.ToolExecutor, hosted Catalog, mut ...func(*Config)) (*Engine, store.ResponseStore, *jobQueue) {
 	q := newJobQueue()
-	e, st := newEngine(t, p, execs, hosted, append([]func(*Config){func(c *Config) {
+	st := mk(t)
+	e, _ := newEngine(t, p, execs, hosted, append([]func(*Config){func(c *Config) {
+		c.Store = st
 		c.Queue = q
 		c.PollInterval = time.Millisecond
 	}}, mut...)...)
@@ -54,10 +70,12 @@ func bgEngine(t *testing.T, p *scripted, execs []tools.ToolExecutor, hosted Cata
 
 // Background create → queued; the worker run (driven by the job) completes
 // it; the same job delivered twice runs the loop once.
-func TestBackgroundCreateRunIdempotent(t *testing.T) {
+func TestBackgroundCreateRunIdempotent(t *testing.T) { forStores(t, testBackgroundCreateRunIdempotent) }
+
+func testBackgroundCreateRunIdempotent(t *testing.T, mk storeMaker) {
 	m := newMock(echoTool, "t")
 	p := script(calls(1, 1, call("c1", "t", `{}`)), text("done", 2, 2))
-	e, _, q := bgEngine(t, p, allExecs(m), hostedCatalog("t"))
+	e, _, q := bgEngine(t, mk, p, allExecs(m), hostedCatalog("t"))
 	rec, err := run1(t, e, `{"input":"x","background":true,"tools":[{"type":"lambent:t"}]}`)
 	require.NoError(t, err)
 	queued := rec.response(t)
@@ -82,10 +100,12 @@ func TestBackgroundCreateRunIdempotent(t *testing.T) {
 
 // background+stream follows the worker's events to the end; a resumed
 // stream after event N yields exactly N+1..end.
-func TestBackgroundStreamAndResume(t *testing.T) {
+func TestBackgroundStreamAndResume(t *testing.T) { forStores(t, testBackgroundStreamAndResume) }
+
+func testBackgroundStreamAndResume(t *testing.T, mk storeMaker) {
 	m := newMock(echoTool, "t")
 	p := script(calls(1, 1, call("c1", "t", `{"a":1}`)), text("all done now", 1, 1))
-	e, _, q := bgEngine(t, p, allExecs(m), hostedCatalog("t"))
+	e, _, q := bgEngine(t, mk, p, allExecs(m), hostedCatalog("t"))
 	go func() {
 		j := <-q.c
 		_ = e.RunBackground(context.Background(), j.ResponseID)
@@ -111,7 +131,9 @@ func TestBackgroundStreamAndResume(t *testing.T) {
 
 // Cancel while a tool runs: the response ends cancelled, stored, with a
 // terminal event.
-func TestBackgroundCancelWhileToolRuns(t *testing.T) {
+func TestBackgroundCancelWhileToolRuns(t *testing.T) { forStores(t, testBackgroundCancelWhileToolRuns) }
+
+func testBackgroundCancelWhileToolRuns(t *testing.T, mk storeMaker) {
 	started := make(chan struct{})
 	m := newMock(func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
 		close(started)
@@ -119,7 +141,7 @@ func TestBackgroundCancelWhileToolRuns(t *testing.T) {
 		return nil, ctx.Err()
 	}, "slow")
 	p := script(calls(1, 1, call("c1", "slow", `{}`)), text("never", 1, 1))
-	e, st, q := bgEngine(t, p, allExecs(m), hostedCatalog("slow"))
+	e, st, q := bgEngine(t, mk, p, allExecs(m), hostedCatalog("slow"))
 	rec, err := run1(t, e, `{"input":"x","background":true,"tools":[{"type":"lambent:slow"}]}`)
 	require.NoError(t, err)
 	id := rec.response(t).ID
@@ -150,7 +172,9 @@ func TestBackgroundCancelWhileToolRuns(t *testing.T) {
 // A five-turn task with a deadline per invocation that fits two model
 // calls hands itself over and completes over several invocations, with
 // every item and the usage of every turn.
-func TestBackgroundHandoff(t *testing.T) {
+func TestBackgroundHandoff(t *testing.T) { forStores(t, testBackgroundHandoff) }
+
+func testBackgroundHandoff(t *testing.T, mk storeMaker) {
 	clock := &fakeClock{t: time.Now()}
 	slow := func(s step) step {
 		s.hook = func(context.Context) { clock.advance(15 * time.Minute) }
@@ -164,7 +188,7 @@ func TestBackgroundHandoff(t *testing.T) {
 		slow(calls(10, 1, call("c4", "t", `{"n":4}`))),
 		slow(text("all five done", 10, 1)),
 	)
-	e, _, q := bgEngine(t, p, allExecs(m), hostedCatalog("t"), func(c *Config) { c.Now = clock.Now })
+	e, _, q := bgEngine(t, mk, p, allExecs(m), hostedCatalog("t"), func(c *Config) { c.Now = clock.Now })
 	rec, err := run1(t, e, `{"input":"five steps","background":true,"tools":[{"type":"lambent:t"}]}`)
 	require.NoError(t, err)
 	id := rec.response(t).ID
@@ -188,9 +212,11 @@ func TestBackgroundHandoff(t *testing.T) {
 
 // Responses started by events (SQS, EventBridge) run with a caller-chosen
 // id; a second delivery does not create or run it again.
-func TestStartBackgroundIdempotent(t *testing.T) {
+func TestStartBackgroundIdempotent(t *testing.T) { forStores(t, testStartBackgroundIdempotent) }
+
+func testStartBackgroundIdempotent(t *testing.T, mk storeMaker) {
 	p := script(text("hi", 1, 1))
-	e, _, _ := bgEngine(t, p, nil, nil)
+	e, _, _ := bgEngine(t, mk, p, nil, nil)
 	req := decodeReq(t, `{"input":"hello"}`)
 	id, err := e.StartBackground(context.Background(), req, "resp_event_1")
 	require.NoError(t, err)

@@ -1,0 +1,157 @@
+// Package dynamodb is the store.ResponseStore on Amazon DynamoDB, so that
+// any Lambda instance can read, continue, cancel or delete a response
+// another instance made.
+//
+// # Table
+//
+// One table, on-demand capacity (PAY_PER_REQUEST), TTL on expires_at:
+//
+//	pk (S, partition key)  <tenant>#<response id>; '%' and '#' in the tenant are
+//	                       escaped (%25, %23), so no id reaches another tenant
+//	sk (S, sort key)       "response" for the head item, "chunk#<gen>#<00000>" for
+//	                       chunks, "event#<last seq>#<first seq>" for stream events
+//
+// A response is one record: the JSON object {"response","input","context"}
+// (the response as the client sees it, this request's input items, the
+// conversation before them — the whole previous chain, so that continuing
+// needs one read — and a background response's job), gzip-compressed. Its
+// head item holds:
+//
+//	status      (S)  the response status, for conditional updates
+//	created_at  (N)  the response's created_at
+//	expires_at  (N)  epoch seconds; the TTL attribute
+//	version     (N)  store.Record.Version, for conditional updates
+//	gen         (S)  random per write: names the write's chunks, and lets a
+//	                 retried write recognise its own earlier success
+//	job       (BOOL) true for a background response (it may have events)
+//	format      (S)  "json+gzip"
+//	size        (N)  bytes of JSON
+//	body        (B)  the compressed record, when it is at most 350 KiB
+//	chunks      (N)  otherwise: the number of chunk items holding it
+//
+// and each chunk item holds body (B, at most 350 KiB, leaving room under
+// DynamoDB's 400 KB item limit) and the same expires_at, so that DynamoDB's
+// TTL removes every part of a response.
+//
+// # What a response costs
+//
+// Measured against DynamoDB Local (TestCallBudget reports calls and the
+// capacity units DynamoDB returns; reads are strongly consistent, so an
+// instance reads what another has just written):
+//
+//	record (JSON → compressed)          items  create                       get
+//	normal (2.5 KB → 0.95 KB)           1      1 PutItem, 2 WCU              1 GetItem, 1 RCU
+//	background, 50 events appended      +1     GetItem + PutItem, 1 WCU     Events: 1 Query (+1 GetItem when none new)
+//	50-turn chain (430 KB → 116 KB)     1      1 PutItem, 114 WCU            1 GetItem, 29 RCU
+//	300 KB tool output (→ 59 KB)        1      1 PutItem, 58 WCU             1 GetItem, 15 RCU
+//	1 MB random text (→ 0.8 MB)         4      1 TransactWriteItems, ~800 WCU 1 GetItem + 1 BatchGetItem, 199 RCU
+//	5 MB random text (→ 4 MB)           13     1 BatchWriteItem + 1 PutItem, 1 GetItem + 1 BatchGetItem, 986 RCU
+//	                                           3929 WCU
+//
+// (AWS bills transactional writes at twice the units, ~1,600 WCU for the
+// 1 MB case; DynamoDB Local reports single units.) So a normal create is
+// one call, a get one call, a continuation one read plus the writes of the
+// new response, an update one call and a delete one call; BatchWriteItem
+// and BatchGetItem take up to 25 and 100 items a call.
+//
+// Why compress: JSON of conversations compresses 3–5× (random text, the
+// worst case, 1.33×), and capacity units are per KB written and per 4 KB
+// read. gzip rather than raw DEFLATE: the same size plus 18 bytes, and its
+// CRC-32 and length check that a record reassembled from chunks is the
+// record written. Level 4: measured (BenchmarkCodec), it writes records
+// 6–9% larger than level 6 in a third of the time, and 15–20% smaller than
+// level 1 at about the same total encoding time (the JSON encoding
+// dominates); on normal records every level gives the same units.
+//
+// # Writes and their integrity
+//
+// Create is conditional (attribute_not_exists(pk) OR expires_at <= now), so
+// it never overwrites a live response. A record that fits is one PutItem.
+// A larger one is written in one TransactWriteItems (chunks and head, up to
+// 10 chunks: under the 4 MB transaction limit), or, larger still, its
+// chunks first (BatchWriteItem, unprocessed items resent with backoff) and
+// its head last by a conditional PutItem. Readers reach chunks only through
+// a head that names their generation, so nobody ever sees part of a
+// record.
+//
+// Update checks the state machine (store.UpdateAllowed: a legal
+// transition, or an unchanged non-terminal status as a checkpoint) and
+// writes the new head, as version rec.Version+1, with the condition status
+// = expect AND version = rec.Version AND expires_at > now: a terminal
+// response is never rewritten, and of concurrent writers that read the same
+// version exactly one wins (whether they change the status or only
+// checkpoint, renew a lease or set a cancel flag). New chunks are written
+// first; the replaced head comes back (ReturnValues ALL_OLD) and its chunks
+// are deleted afterwards. A reader that read the replaced head and finds
+// its chunks gone reads the head again.
+//
+// A failed condition comes back with the item that failed it
+// (ReturnValuesOnConditionCheckFailure) and becomes store.ErrConflict or
+// store.ErrNotFound — or success, when the item is this write's own (same
+// gen): a retry of a write whose answer was lost. Transactions carry the
+// SDK's idempotency token.
+//
+// Delete is a DeleteItem of the head conditional on a live record (from
+// then on no reader finds it), then a BatchWriteItem deleting its chunks
+// (and, for a background response, a Query of its event items and a
+// BatchWriteItem deleting them).
+//
+// Throttling and transient errors are retried by the SDK's standard
+// retryer (NewClient sets 8 attempts, 50 ms–2 s jittered backoff, no retry
+// quota) within the request's deadline. What still fails is returned: the
+// response is then not stored and not readable. Chunks of a failed write
+// are deleted when the failure is definite (the service refused); after an
+// ambiguous failure (timeout, lost connection) they are left, invisible, for
+// TTL, since the head may have been written after all.
+//
+// # Expiry
+//
+// expires_at is ExpiresAt, or now + Config.Retention (default 30 days).
+// Reads treat expires_at <= now as absent, before DynamoDB's TTL deletes the
+// items (which can take days); a new record may take an expired record's
+// id.
+//
+// # Input items
+//
+// Input items live inside the record, and ListInputItems reads the record
+// (one GetItem for a normal response) and pages in memory
+// (store.PageItems; the cursor is an item id). Storing each input item as
+// its own item would make a page one Query, but every create would then
+// write one item per input item (more calls and at least 1 WCU each, past
+// the budget of 2 calls), while continuations still need the whole record
+// in one read. The cost is that each page of a large record reads the
+// whole record.
+//
+// # Stream events of background responses (store.EventLog)
+//
+// Each AppendEvents call is one item: its events, gzip-compressed JSON
+// (inline, or in chunks like a record's body), with the first and last
+// sequence numbers in the sort key and a write stamp. An append is a
+// consistent read of the head (the response must exist; its expires_at is
+// copied) and one PutItem: 50 text deltas cost 1 WCU, not 50. Events(after)
+// is one consistent Query of the items whose last number is past `after`
+// (their key range), merged by sequence number with the later write
+// winning, which is how a resumed worker's re-emitted events replace the
+// earlier ones; when it finds nothing it reads the head too, to tell
+// "nothing new" from "gone" (ErrNotFound). Event data that is compact JSON
+// is stored as JSON, anything else as base64, so events read back byte for
+// byte. Events expire with the response as it was when they were appended.
+//
+// # Largest response
+//
+// Config.MaxRecordBytes (default 64 MiB of JSON: response, input and
+// context together) bounds a record; past it Create and Update fail with
+// ErrTooLarge before any call. The layout itself allows MaxChunks × 350 KiB
+// (about 342 MiB compressed). In practice all items of a response share a
+// partition, which sustains about 1,000 WCU/s: a 5 MB incompressible
+// response (4k WCU) takes seconds of it, and records of tens of MB take
+// tens of seconds, absorbed by the retryer only within the request's
+// deadline.
+//
+// # Table creation
+//
+// In AWS the table belongs to template.yaml (the key schema and TTL above).
+// For local runs and tests, EnsureTable creates it when missing, waits for
+// it, and enables TTL (DynamoDB Local accepts the setting; it does not
+// expire items, which is why reads check expires_at themselves).
+package dynamodb

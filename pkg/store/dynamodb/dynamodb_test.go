@@ -1,0 +1,481 @@
+package dynamodb
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	mrand "math/rand/v2"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/store/storetest"
+)
+
+// newClient returns a client for DynamoDB Local with dummy credentials, the
+// store's retryer, and optFns.
+func newClient(tb testing.TB, optFns ...func(*ddb.Options)) *ddb.Client {
+	tb.Helper()
+	cfg := aws.Config{
+		Region:       "us-east-1",
+		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+		BaseEndpoint: aws.String(endpoint(tb)),
+	}
+	return NewClient(cfg, optFns...)
+}
+
+var tableChars = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
+
+// newTable creates a fresh table for tb and deletes it afterwards.
+func newTable(tb testing.TB) string {
+	tb.Helper()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := tableChars.ReplaceAllString(tb.Name(), "-")
+	if len(name) > 200 {
+		name = name[len(name)-200:]
+	}
+	name = "lambent-" + name + "-" + hex.EncodeToString(b[:])
+	c := newClient(tb)
+	s, err := New(c, Config{Table: name})
+	require.NoError(tb, err)
+	require.NoError(tb, s.EnsureTable(tb.Context()))
+	tb.Cleanup(func() {
+		_, _ = c.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: aws.String(name)})
+	})
+	return name
+}
+
+// newStore returns a store on a fresh table; optFns configure its client.
+func newStore(tb testing.TB, optFns ...func(*ddb.Options)) *Store {
+	tb.Helper()
+	s, err := New(newClient(tb, optFns...), Config{Table: newTable(tb)})
+	require.NoError(tb, err)
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.ResponseStore { return newStore(t) })
+}
+
+// TestConformanceSmallChunks runs the suite with tiny items, so that the
+// records of the suite's large tests have up to a few hundred chunks:
+// several BatchWriteItem and BatchGetItem calls per record, and
+// transactions of 3 chunks. (The 5 MB and 50-turn tests add nothing here
+// but time.)
+func TestConformanceSmallChunks(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.ResponseStore {
+		s := newStore(t)
+		s.inlineMax, s.chunkSize, s.maxTxChunks = 2<<10, 8<<10, 3
+		return s
+	}, storetest.Skip("BigOutput5MB", "Chain50Turns"))
+}
+
+// countItems returns the number of items in s's table (a Scan).
+func countItems(t *testing.T, s *Store) int {
+	t.Helper()
+	pager := ddb.NewScanPaginator(s.api.(*ddb.Client), &ddb.ScanInput{TableName: s.table, Select: types.SelectCount, ConsistentRead: aws.Bool(true)})
+	n := 0
+	for pager.HasMorePages() {
+		out, err := pager.NextPage(t.Context())
+		require.NoError(t, err)
+		n += int(out.Count)
+	}
+	return n
+}
+
+func TestPartitionKeyEscapesTenant(t *testing.T) {
+	require.Equal(t, "default#resp_1", pk("default", "resp_1"))
+	require.Equal(t, "t%231#x", pk("t#1", "x"))
+	require.Equal(t, "t%25231#x", pk("t%231", "x"))
+	require.NotEqual(t, pk("a#b", "c"), pk("a", "b#c"))
+}
+
+// TestLayout checks which items each size of record becomes.
+func TestLayout(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	rng := mrand.New(mrand.NewPCG(1, 2))
+	cases := []struct {
+		name   string
+		text   int
+		chunks int
+	}{
+		{"normal", 0, 0},
+		{"tx", 1 << 20, 3}, // ~0.8 MB compressed: 3 chunks in one transaction
+		// (5 MB of random text, ~4 MB compressed, is 12 chunks written
+		// first and the head last: see TestCallBudget.)
+	}
+	for _, c := range cases {
+		rec := storetest.NewRecord(api.NewID(api.PrefixResponse), api.StatusCompleted)
+		if c.text > 0 {
+			rec.Response.Output = append(rec.Response.Output, api.Item{Type: api.ItemMessage, ID: "msg_big", Role: api.RoleAssistant,
+				Content: []api.ContentPart{{Type: api.PartOutputText, Text: storetest.RandomText(rng, c.text)}}})
+		}
+		rec.ExpiresAt = time.Now().Add(time.Hour).Truncate(time.Second)
+		require.NoError(t, s.Create(ctx, rec))
+		out, err := s.api.(*ddb.Client).GetItem(ctx, &ddb.GetItemInput{TableName: s.table, Key: keyOf(pk(store.DefaultTenant, rec.Response.ID), skHead)})
+		require.NoError(t, err)
+		var h head
+		require.NoError(t, attributevalue.UnmarshalMap(out.Item, &h))
+		require.Equal(t, c.chunks, h.Chunks, c.name)
+		require.Equal(t, rec.ExpiresAt.Unix(), h.ExpiresAt, "TTL attribute")
+		require.Equal(t, string(api.StatusCompleted), h.Status)
+		require.Equal(t, rec.Response.CreatedAt, h.CreatedAt)
+		require.Equal(t, c.chunks == 0, len(h.Body) > 0)
+		t.Logf("%s: %d bytes of JSON → %d items (%d chunks)", c.name, h.Size, h.Chunks+1, h.Chunks)
+	}
+	require.Equal(t, 1+(1+3), countItems(t, s))
+}
+
+func TestEnsureTable(t *testing.T) {
+	name := newTable(t)
+	c := newClient(t)
+	s, err := New(c, Config{Table: name})
+	require.NoError(t, err)
+	// Again, and concurrently: all succeed.
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range errs {
+		wg.Go(func() { errs[i] = s.EnsureTable(t.Context()) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	ttl, err := c.DescribeTimeToLive(t.Context(), &ddb.DescribeTimeToLiveInput{TableName: aws.String(name)})
+	require.NoError(t, err)
+	require.Equal(t, attrExpiresAt, aws.ToString(ttl.TimeToLiveDescription.AttributeName))
+	require.Equal(t, types.TimeToLiveStatusEnabled, ttl.TimeToLiveDescription.TimeToLiveStatus)
+	d, err := c.DescribeTable(t.Context(), &ddb.DescribeTableInput{TableName: aws.String(name)})
+	require.NoError(t, err)
+	require.Equal(t, types.BillingModePayPerRequest, d.Table.BillingModeSummary.BillingMode)
+
+	// A table created concurrently by several stores.
+	fresh := "lambent-ensure-" + api.NewID("")[32:]
+	t.Cleanup(func() {
+		_, _ = c.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: aws.String(fresh)})
+	})
+	for i := range errs {
+		wg.Go(func() {
+			st, err := New(c, Config{Table: fresh})
+			if err == nil {
+				err = st.EnsureTable(t.Context())
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	_, err := New(nil, Config{Table: "x"})
+	require.Error(t, err)
+	_, err = New(&ddb.Client{}, Config{})
+	require.Error(t, err)
+}
+
+func TestTooLarge(t *testing.T) {
+	s, err := New(newClient(t), Config{Table: newTable(t), MaxRecordBytes: 64 << 10})
+	require.NoError(t, err)
+	rec := storetest.NewRecord(api.NewID(api.PrefixResponse), api.StatusCompleted)
+	rec.Input = append(rec.Input, api.Item{Type: api.ItemMessage, ID: "msg_x", Role: api.RoleUser,
+		Content: []api.ContentPart{{Type: api.PartInputText, Text: storetest.Words(mrand.New(mrand.NewPCG(1, 1)), 100<<10)}}})
+	require.ErrorIs(t, s.Create(t.Context(), rec), ErrTooLarge)
+	require.Equal(t, 0, countItems(t, s))
+}
+
+func TestCorruptRecordIsAServerError(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	// A head whose body is not gzip.
+	id := api.NewID(api.PrefixResponse)
+	item, err := attributevalue.MarshalMap(head{PK: pk(store.DefaultTenant, id), SK: skHead, Status: "completed",
+		ExpiresAt: time.Now().Add(time.Hour).Unix(), Gen: "g", Format: formatJSONGzip, Body: []byte("not gzip")})
+	require.NoError(t, err)
+	_, err = s.api.PutItem(ctx, &ddb.PutItemInput{TableName: s.table, Item: item})
+	require.NoError(t, err)
+	_, err = s.Get(ctx, id)
+	require.ErrorIs(t, err, store.ErrCorrupt)
+	var ae *api.Error
+	require.NotErrorAs(t, err, &ae, "a broken record must not look like a client error")
+
+	// A chunked record missing a chunk.
+	s.inlineMax, s.chunkSize = 1<<10, 1<<10
+	rec := storetest.NewRecord(api.NewID(api.PrefixResponse), api.StatusCompleted)
+	rec.Response.Output = append(rec.Response.Output, api.Item{Type: api.ItemMessage, ID: "m", Role: api.RoleAssistant,
+		Content: []api.ContentPart{{Type: api.PartOutputText, Text: storetest.RandomText(mrand.New(mrand.NewPCG(1, 1)), 8<<10)}}})
+	require.NoError(t, s.Create(ctx, rec))
+	out, err := s.api.(*ddb.Client).GetItem(ctx, &ddb.GetItemInput{TableName: s.table, Key: keyOf(pk(store.DefaultTenant, rec.Response.ID), skHead)})
+	require.NoError(t, err)
+	var h head
+	require.NoError(t, attributevalue.UnmarshalMap(out.Item, &h))
+	require.Greater(t, h.Chunks, 2)
+	_, err = s.api.DeleteItem(ctx, &ddb.DeleteItemInput{TableName: s.table, Key: keyOf(h.PK, chunkSK(h.Gen, 1))})
+	require.NoError(t, err)
+	_, err = s.Get(ctx, rec.Response.ID)
+	require.ErrorIs(t, err, store.ErrCorrupt)
+}
+
+// TestReadersDuringUpdates reads a large record while it is replaced again
+// and again: every read returns one complete version, never an error, even
+// though each update deletes the chunks of the version it replaces.
+func TestReadersDuringUpdates(t *testing.T) {
+	s := newStore(t)
+	s.inlineMax, s.chunkSize = 4<<10, 4<<10
+	ctx := t.Context()
+	rng := mrand.New(mrand.NewPCG(3, 3))
+	id := api.NewID(api.PrefixResponse)
+	version := func(i int) *store.Record {
+		rec := storetest.NewRecord(id, api.StatusInProgress)
+		rec.Response.Metadata["version"] = fmt.Sprint(i)
+		rec.Response.Output = append(rec.Response.Output, api.Item{Type: api.ItemMessage, ID: "m", Role: api.RoleAssistant,
+			Content: []api.ContentPart{{Type: api.PartOutputText, Text: storetest.RandomText(rng, 40<<10)}}})
+		return rec
+	}
+	const versions = 15
+	recs := make([]*store.Record, versions)
+	for i := range recs {
+		recs[i] = version(i)
+	}
+	require.NoError(t, s.Create(ctx, recs[0]))
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	reads := make([]int, 3)
+	for r := range reads {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				got, err := s.Get(ctx, id)
+				if err != nil {
+					t.Errorf("reader %d: %v", r, err)
+					return
+				}
+				var v int
+				_, _ = fmt.Sscan(got.Response.Metadata["version"], &v)
+				storetest.RequireSameRecord(t, recs[v], got)
+				reads[r]++
+			}
+		})
+	}
+	var err error
+	for i := 1; i < versions && err == nil; i++ {
+		recs[i].Version = recs[i-1].Version
+		err = s.Update(ctx, recs[i], api.StatusInProgress)
+	}
+	close(done)
+	wg.Wait()
+	require.NoError(t, err)
+	t.Logf("reads during %d updates: %v", versions-1, reads)
+	// Only the last version's items remain.
+	got, err := s.Get(ctx, id)
+	require.NoError(t, err)
+	storetest.RequireSameRecord(t, recs[versions-1], got)
+	out, err := s.api.(*ddb.Client).GetItem(ctx, &ddb.GetItemInput{TableName: s.table, Key: keyOf(pk(store.DefaultTenant, id), skHead)})
+	require.NoError(t, err)
+	var h head
+	require.NoError(t, attributevalue.UnmarshalMap(out.Item, &h))
+	require.Equal(t, h.Chunks+1, countItems(t, s), "chunks of replaced versions are deleted")
+}
+
+// counter counts DynamoDB calls per operation (and attempts, retries
+// included) and sums the capacity units DynamoDB reports for them.
+type counter struct {
+	mu       sync.Mutex
+	calls    map[string]int
+	attempts map[string]int
+	wcu, rcu float64
+}
+
+func newCounter() *counter {
+	return &counter{calls: map[string]int{}, attempts: map[string]int{}}
+}
+
+func (c *counter) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.calls)
+	clear(c.attempts)
+	c.wcu, c.rcu = 0, 0
+}
+
+func (c *counter) total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, v := range c.calls {
+		n += v
+	}
+	return n
+}
+
+func (c *counter) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return fmt.Sprintf("calls %v, WCU %.0f, RCU %.1f", c.calls, c.wcu, c.rcu)
+}
+
+// options installs the counting middleware on a client.
+func (c *counter) options(o *ddb.Options) {
+	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+		err := st.Initialize.Add(middleware.InitializeMiddlewareFunc("lambentCountCalls", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			op := middleware.GetOperationName(ctx)
+			askCapacity(in.Parameters)
+			c.mu.Lock()
+			c.calls[op]++
+			c.mu.Unlock()
+			out, md, err := next.HandleInitialize(ctx, in)
+			w, r := capacity(out.Result)
+			c.mu.Lock()
+			c.wcu += w
+			c.rcu += r
+			c.mu.Unlock()
+			return out, md, err
+		}), middleware.Before)
+		if err != nil {
+			return err
+		}
+		return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("lambentCountAttempts", func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+			c.mu.Lock()
+			c.attempts[middleware.GetOperationName(ctx)]++
+			c.mu.Unlock()
+			return next.HandleFinalize(ctx, in)
+		}), middleware.After)
+	})
+}
+
+func askCapacity(params any) {
+	total := types.ReturnConsumedCapacityTotal
+	switch p := params.(type) {
+	case *ddb.GetItemInput:
+		p.ReturnConsumedCapacity = total
+	case *ddb.PutItemInput:
+		p.ReturnConsumedCapacity = total
+	case *ddb.DeleteItemInput:
+		p.ReturnConsumedCapacity = total
+	case *ddb.BatchGetItemInput:
+		p.ReturnConsumedCapacity = total
+	case *ddb.BatchWriteItemInput:
+		p.ReturnConsumedCapacity = total
+	case *ddb.TransactWriteItemsInput:
+		p.ReturnConsumedCapacity = total
+	}
+}
+
+func capacity(result any) (wcu, rcu float64) {
+	add := func(cs ...types.ConsumedCapacity) {
+		for _, c := range cs {
+			wcu += aws.ToFloat64(c.WriteCapacityUnits)
+			rcu += aws.ToFloat64(c.ReadCapacityUnits)
+			if c.WriteCapacityUnits == nil && c.ReadCapacityUnits == nil {
+				wcu += aws.ToFloat64(c.CapacityUnits) // DynamoDB Local reports only the total
+			}
+		}
+	}
+	switch r := result.(type) {
+	case *ddb.GetItemOutput:
+		if r.ConsumedCapacity != nil {
+			rcu += aws.ToFloat64(r.ConsumedCapacity.CapacityUnits)
+		}
+	case *ddb.PutItemOutput:
+		if r.ConsumedCapacity != nil {
+			add(*r.ConsumedCapacity)
+		}
+	case *ddb.DeleteItemOutput:
+		if r.ConsumedCapacity != nil {
+			add(*r.ConsumedCapacity)
+		}
+	case *ddb.BatchGetItemOutput:
+		for _, c := range r.ConsumedCapacity {
+			rcu += aws.ToFloat64(c.CapacityUnits)
+		}
+	case *ddb.BatchWriteItemOutput:
+		add(r.ConsumedCapacity...)
+	case *ddb.TransactWriteItemsOutput:
+		add(r.ConsumedCapacity...)
+	}
+	return wcu, rcu
+}
+
+// TestCallBudget counts the DynamoDB calls of every operation: issue 5's
+// budget is create ≤ 2 calls and get ≤ 1 call for a normal response, and a
+// continuation ≤ 1 read + the writes of the new response.
+func TestCallBudget(t *testing.T) {
+	c := newCounter()
+	s := newStore(t, c.options)
+	ctx := t.Context()
+
+	measure := func(name string, budget int, fn func() error) {
+		t.Helper()
+		c.reset()
+		require.NoError(t, fn(), name)
+		t.Logf("%-28s %s", name+":", c)
+		if budget > 0 {
+			require.LessOrEqual(t, c.total(), budget, name)
+		}
+	}
+	normal := storetest.NewRecord(api.NewID(api.PrefixResponse), api.StatusRequiresAction)
+	id := normal.Response.ID
+	measure("create (normal)", 2, func() error { return s.Create(ctx, normal) })
+	measure("get (normal)", 1, func() error { _, err := s.Get(ctx, id); return err })
+	measure("list input items (normal)", 1, func() error { _, err := s.ListInputItems(ctx, id, store.ListOptions{}); return err })
+	var next *store.Record
+	measure("continuation (get + create)", 2, func() error {
+		prev, err := s.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		next = storetest.NewRecord(api.NewID(api.PrefixResponse), api.StatusCompleted)
+		next.Context = prev.Conversation()
+		return s.Create(ctx, next)
+	})
+	bg := storetest.NewRecord(api.NewID(api.PrefixResponse), api.StatusQueued)
+	require.NoError(t, s.Create(ctx, bg))
+	measure("update (normal)", 1, func() error {
+		return s.Update(ctx, storetest.NewRecord(bg.Response.ID, api.StatusInProgress), api.StatusQueued)
+	})
+	measure("delete (normal)", 1, func() error { return s.Delete(ctx, id) })
+
+	// A background response: its job in the record, its stream events in
+	// one item per AppendEvents.
+	job := storetest.NewRecord(api.NewID(api.PrefixResponse), api.StatusQueued)
+	job.Job = &store.Job{NextSeq: 2}
+	jid := job.Response.ID
+	measure("create (background)", 2, func() error { return s.Create(ctx, job) })
+	var evs []store.Event
+	for seq := range int64(50) {
+		evs = append(evs, store.Event{Seq: seq, Type: "response.output_text.delta",
+			Data: fmt.Appendf(nil, `{"type":"response.output_text.delta","sequence_number":%d,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"word "}`, seq)})
+	}
+	measure("append 50 events", 2, func() error { return s.AppendEvents(ctx, jid, evs) })
+	measure("events: poll, 50 new", 1, func() error { _, err := s.Events(ctx, jid, -1); return err })
+	measure("events: poll, none new", 2, func() error { _, err := s.Events(ctx, jid, 49); return err })
+	measure("delete (background)", 3, func() error { return s.Delete(ctx, jid) })
+
+	for _, r := range benchRecords() {
+		rec := r.rec
+		budget := 2
+		measure("create ("+r.name+")", budget, func() error { return s.Create(ctx, rec) })
+		measure("get ("+r.name+")", budget, func() error { _, err := s.Get(ctx, rec.Response.ID); return err })
+		measure("delete ("+r.name+")", budget, func() error { return s.Delete(ctx, rec.Response.ID) })
+	}
+}

@@ -1,0 +1,319 @@
+package store
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/lambent/lambent/pkg/api"
+)
+
+// Memory defaults.
+const (
+	// DefaultMemoryMaxEntries bounds a Memory store without MaxEntries.
+	DefaultMemoryMaxEntries = 10000
+	// DefaultMemoryTTL is the retention of a Memory store without TTL.
+	DefaultMemoryTTL = 24 * time.Hour
+)
+
+// MemoryConfig configures NewMemory. The zero value works.
+type MemoryConfig struct {
+	// MaxEntries bounds the number of records (default 10000); when full,
+	// Create evicts the oldest record.
+	MaxEntries int
+	// TTL is the retention of records stored without ExpiresAt (default 24h).
+	TTL time.Duration
+	// Now is the clock (default time.Now); tests set it.
+	Now func() time.Time
+}
+
+// Memory is a ResponseStore in process memory: bounded, with expiry, keyed
+// by (tenant, id), safe for concurrent use. It keeps its own copies of the
+// Response struct and of the record's slices and maps, so a caller that
+// changes its Record (or a Record returned by Get) after the call does not
+// change what is stored. Items and content parts are values and are shared;
+// stored records are treated as immutable.
+//
+// Expired records are absent on every read and are removed lazily: when
+// read, and from the oldest end of the store on every Create. It is also
+// the store.EventLog of background responses: their events live and go
+// with the record.
+type Memory struct {
+	maxEntries int
+	ttl        time.Duration
+	now        func() time.Time
+
+	mu      sync.Mutex
+	entries map[memKey]*list.Element // values are *memEntry
+	order   *list.List               // oldest first
+}
+
+type memKey struct{ tenant, id string }
+
+type memEntry struct {
+	key    memKey
+	rec    Record // ExpiresAt always set
+	events []Event
+}
+
+var _ ResponseStore = (*Memory)(nil)
+
+// NewMemory returns an empty memory store.
+func NewMemory(cfg MemoryConfig) *Memory {
+	if cfg.MaxEntries <= 0 {
+		cfg.MaxEntries = DefaultMemoryMaxEntries
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = DefaultMemoryTTL
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Memory{
+		maxEntries: cfg.MaxEntries,
+		ttl:        cfg.TTL,
+		now:        cfg.Now,
+		entries:    make(map[memKey]*list.Element),
+		order:      list.New(),
+	}
+}
+
+// Len returns the number of records held, expired ones not yet swept included.
+func (m *Memory) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.entries)
+}
+
+// Create stores a copy of rec as version 0 (setting rec.Version to 0);
+// ErrConflict when a live record has its id.
+func (m *Memory) Create(ctx context.Context, rec *Record) error {
+	if err := CheckRecord(rec); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store: create %s: %w", rec.Response.ID, err)
+	}
+	now := m.now()
+	e := &memEntry{key: memKey{Tenant(ctx), rec.Response.ID}, rec: copyRecord(rec)}
+	e.rec.Version = 0
+	rec.Version = 0
+	if e.rec.ExpiresAt.IsZero() {
+		e.rec.ExpiresAt = now.Add(m.ttl)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if el, ok := m.entries[e.key]; ok {
+		if live(el, now) {
+			return fmt.Errorf("store: create %s: %w", e.key.id, ErrConflict)
+		}
+		m.remove(el)
+	}
+	m.sweep(now)
+	for len(m.entries) >= m.maxEntries {
+		m.remove(m.order.Front())
+	}
+	m.entries[e.key] = m.order.PushBack(e)
+	return nil
+}
+
+// Get returns a copy of the record; ErrNotFound when absent or expired.
+func (m *Memory) Get(ctx context.Context, id string) (*Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	el, err := m.lookup(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	rec := copyRecord(&el.Value.(*memEntry).rec)
+	return &rec, nil
+}
+
+// Update replaces the record if its stored status is expect, its stored
+// version is rec.Version and store.UpdateAllowed(expect,
+// rec.Response.Status); else ErrConflict (ErrNotFound when absent). On
+// success the stored version and rec.Version are incremented. A zero
+// rec.ExpiresAt restarts the retention.
+func (m *Memory) Update(ctx context.Context, rec *Record, expect api.Status) error {
+	if err := CheckRecord(rec); err != nil {
+		return err
+	}
+	id := rec.Response.ID
+	cp := copyRecord(rec)
+	now := m.now()
+	if cp.ExpiresAt.IsZero() {
+		cp.ExpiresAt = now.Add(m.ttl)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	el, err := m.lookup(ctx, id)
+	if err != nil {
+		return err
+	}
+	e := el.Value.(*memEntry)
+	if cur := e.rec.Response.Status; cur != expect {
+		return fmt.Errorf("store: update %s: status is %s, not %s: %w", id, cur, expect, ErrConflict)
+	}
+	if next := cp.Response.Status; !UpdateAllowed(expect, next) {
+		return fmt.Errorf("store: update %s: status %s cannot become %s: %w", id, expect, next, ErrConflict)
+	}
+	if e.rec.Version != rec.Version {
+		return fmt.Errorf("store: update %s: version is %d, not %d: %w", id, e.rec.Version, rec.Version, ErrConflict)
+	}
+	cp.Version = rec.Version + 1
+	e.rec = cp
+	rec.Version = cp.Version
+	return nil
+}
+
+// Delete removes the record; ErrNotFound when absent or expired.
+func (m *Memory) Delete(ctx context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	el, err := m.lookup(ctx, id)
+	if err != nil {
+		return err
+	}
+	m.remove(el)
+	return nil
+}
+
+// ListInputItems pages through the record's Input (see PageItems).
+func (m *Memory) ListInputItems(ctx context.Context, id string, opts ListOptions) (*ItemPage, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	el, err := m.lookup(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	page, err := PageItems(el.Value.(*memEntry).rec.Input, opts)
+	if err != nil {
+		return nil, fmt.Errorf("store: list input items of %s: %w", id, err)
+	}
+	return page, nil
+}
+
+var _ EventLog = (*Memory)(nil)
+
+// AppendEvents stores events of the record id (a repeated Seq replaces the
+// earlier event); ErrNotFound when the record is absent.
+func (m *Memory) AppendEvents(ctx context.Context, id string, events []Event) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	el, err := m.lookup(ctx, id)
+	if err != nil {
+		return err
+	}
+	e := el.Value.(*memEntry)
+	for _, ev := range events {
+		ev.Data = slices.Clone(ev.Data)
+		i, found := slices.BinarySearchFunc(e.events, ev.Seq, func(x Event, seq int64) int { return cmpInt(x.Seq, seq) })
+		if found {
+			e.events[i] = ev
+		} else {
+			e.events = slices.Insert(e.events, i, ev)
+		}
+	}
+	return nil
+}
+
+// Events returns the record's events with Seq > after, in order.
+func (m *Memory) Events(ctx context.Context, id string, after int64) ([]Event, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	el, err := m.lookup(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	evs := el.Value.(*memEntry).events
+	i, found := slices.BinarySearchFunc(evs, after, func(x Event, seq int64) int { return cmpInt(x.Seq, seq) })
+	if found {
+		i++
+	}
+	return slices.Clone(evs[i:]), nil
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// lookup finds the live entry of (ctx's tenant, id), removing it when
+// expired. m.mu must be held.
+func (m *Memory) lookup(ctx context.Context, id string) (*list.Element, error) {
+	el, ok := m.entries[memKey{Tenant(ctx), id}]
+	if !ok {
+		return nil, fmt.Errorf("store: %s: %w", id, ErrNotFound)
+	}
+	if !live(el, m.now()) {
+		m.remove(el)
+		return nil, fmt.Errorf("store: %s: %w", id, ErrNotFound)
+	}
+	return el, nil
+}
+
+// sweep removes expired entries from the oldest end until it meets a live
+// one. Entries expire in creation order unless callers set ExpiresAt; those
+// that do not are removed when read or when they reach the oldest end.
+// m.mu must be held.
+func (m *Memory) sweep(now time.Time) {
+	for el := m.order.Front(); el != nil && !live(el, now); el = m.order.Front() {
+		m.remove(el)
+	}
+}
+
+func (m *Memory) remove(el *list.Element) {
+	delete(m.entries, el.Value.(*memEntry).key)
+	m.order.Remove(el)
+}
+
+func live(el *list.Element, now time.Time) bool {
+	return now.Before(el.Value.(*memEntry).rec.ExpiresAt)
+}
+
+// copyRecord copies rec deeply enough that neither side can change the
+// other through the Response struct, its pointers, slices and maps, or the
+// record's item slices. Items are copied by value.
+func copyRecord(rec *Record) Record {
+	r := *rec.Response
+	r.Output = slices.Clone(r.Output)
+	r.Tools = slices.Clone(r.Tools)
+	r.Metadata = maps.Clone(r.Metadata)
+	r.ToolChoice.Tools = slices.Clone(r.ToolChoice.Tools)
+	r.CompletedAt = clonePtr(r.CompletedAt)
+	r.IncompleteDetails = clonePtr(r.IncompleteDetails)
+	r.PreviousResponseID = clonePtr(r.PreviousResponseID)
+	r.Instructions = clonePtr(r.Instructions)
+	r.Error = clonePtr(r.Error)
+	r.Reasoning = clonePtr(r.Reasoning)
+	r.Usage = clonePtr(r.Usage)
+	r.MaxOutputTokens = clonePtr(r.MaxOutputTokens)
+	r.MaxToolCalls = clonePtr(r.MaxToolCalls)
+	r.SafetyIdentifier = clonePtr(r.SafetyIdentifier)
+	r.PromptCacheKey = clonePtr(r.PromptCacheKey)
+	return Record{
+		Response:  &r,
+		Input:     slices.Clone(rec.Input),
+		Context:   slices.Clone(rec.Context),
+		ExpiresAt: rec.ExpiresAt,
+		Version:   rec.Version,
+		Job:       clonePtr(rec.Job),
+	}
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
