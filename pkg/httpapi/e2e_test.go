@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"io"
 	"net"
 	"net/http"
@@ -29,13 +30,26 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/lambent/lambent/internal/dynamotest"
 	"github.com/lambent/lambent/internal/fakellm"
 	"github.com/lambent/lambent/internal/schema"
 	"github.com/lambent/lambent/internal/ssecheck"
 	"github.com/lambent/lambent/pkg/app"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	os.Exit(dynamotest.Main(func() int {
+		if code := m.Run(); code != 0 {
+			return code
+		}
+		// The DynamoDB client's idle keep-alive connections are pooled, not leaked.
+		if err := goleak.Find(goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"), goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"), goleak.IgnoreTopFunction("internal/poll.runtime_pollWait")); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			return 1
+		}
+		return 0
+	}))
+}
 
 var (
 	validatorOnce sync.Once
@@ -65,6 +79,12 @@ type gateway struct {
 // app.Build) against fake; env entries override the defaults.
 func newGateway(t *testing.T, fake *fakellm.Server, env map[string]string) *gateway {
 	t.Helper()
+	return newGatewayWith(t, fake, env, nil)
+}
+
+// newGatewayWith is newGateway with parts of the wiring replaced.
+func newGatewayWith(t *testing.T, fake *fakellm.Server, env map[string]string, opts *app.Options) *gateway {
+	t.Helper()
 	t.Cleanup(fake.Close)
 	vars := map[string]string{
 		"LAMBENT_PROVIDER_URL":  fake.URL,
@@ -83,7 +103,7 @@ func newGateway(t *testing.T, fake *fakellm.Server, env map[string]string) *gate
 	require.Equal(t, "memory", cfg.Store)
 	require.Equal(t, time.Hour, cfg.Retention)
 	ctx := context.Background()
-	a, err := app.Build(ctx, cfg, app.Logger(cfg, io.Discard), nil)
+	a, err := app.Build(ctx, cfg, app.Logger(cfg, io.Discard), opts)
 	require.NoError(t, err)
 	t.Cleanup(a.Close)
 	srv := httptest.NewServer(a.Handler)

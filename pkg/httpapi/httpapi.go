@@ -167,7 +167,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) get(w http.ResponseWriter, r *http.Request, id string) {
 	q := r.URL.Query()
-	if q.Get("stream") == "true" {
+	if q.Get("stream") == "true" || streamInBody(r) {
 		after := int64(-1)
 		if v := q.Get("starting_after"); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
@@ -195,6 +195,19 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, id string) {
 		return
 	}
 	h.writeJSON(w, http.StatusOK, resp)
+}
+
+// streamInBody reports whether a GET carries {"stream": true} as a JSON
+// body, as the official SDKs' retrieve-streaming helpers send it.
+func streamInBody(r *http.Request) bool {
+	if r.Body == nil || r.ContentLength == 0 {
+		return false
+	}
+	var b struct {
+		Stream bool `json:"stream"`
+	}
+	data, err := api.ReadLimited(r.Body, 4096)
+	return err == nil && json.Unmarshal(data, &b) == nil && b.Stream
 }
 
 func (h *Handler) delete(w http.ResponseWriter, r *http.Request, id string) {
@@ -242,11 +255,32 @@ func (h *Handler) inputItems(w http.ResponseWriter, r *http.Request, id string) 
 	h.writeJSON(w, http.StatusOK, list)
 }
 
+// writeJSON writes v as the JSON body (followed by a newline, as
+// json.Encoder writes it) with its Content-Length. The API's own bodies
+// are encoded by their AppendJSON methods into a pooled buffer; anything
+// else goes through encoding/json.
 func (h *Handler) writeJSON(w http.ResponseWriter, status int, v any) {
 	buf := h.bufs.Get().(*bytes.Buffer)
 	defer h.putBuf(buf)
 	buf.Reset()
-	if err := json.NewEncoder(buf).Encode(v); err != nil {
+	var b []byte
+	switch v := v.(type) {
+	case *api.Response:
+		b = v.AppendJSON(buf.AvailableBuffer())
+	case *api.ErrorBody:
+		b = v.AppendJSON(buf.AvailableBuffer())
+	case api.ErrorBody:
+		b = v.AppendJSON(buf.AvailableBuffer())
+	case *api.ItemList:
+		b = v.AppendJSON(buf.AvailableBuffer())
+	case *api.DeleteResult:
+		b = v.AppendJSON(buf.AvailableBuffer())
+	}
+	if b != nil {
+		// b is in buf's free space unless it outgrew it; Write adopts it
+		// either way (growing the pooled buffer for the next response).
+		buf.Write(append(b, '\n'))
+	} else if err := json.NewEncoder(buf).Encode(v); err != nil {
 		h.log.Error("encode response", "err", err)
 		status = http.StatusInternalServerError
 		buf.Reset()
