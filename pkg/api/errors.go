@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -45,14 +44,10 @@ func (e *Error) Error() string {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-// MarshalJSON writes the error object with param and code as null when empty.
+// MarshalJSON writes the error object {message, type, param, code} with
+// param and code as null when empty (AppendJSON, encode.go).
 func (e *Error) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Message string  `json:"message"`
-		Type    string  `json:"type"`
-		Param   *string `json:"param"`
-		Code    *string `json:"code"`
-	}{e.Message, e.Type, nilIfEmpty(e.Param), nilIfEmpty(e.Code)})
+	return e.AppendJSON(nil), nil
 }
 
 // ErrorBody is the envelope of an error response: {"error":{...}}.

@@ -114,71 +114,27 @@ func (it *Item) OutputText() string {
 	return string(b)
 }
 
-type wireMessage struct {
-	Type    string        `json:"type"`
-	ID      string        `json:"id"`
-	Status  string        `json:"status"`
-	Role    string        `json:"role"`
-	Content []ContentPart `json:"content"`
-	Phase   string        `json:"phase,omitempty"`
-}
-
-type wireFunctionCall struct {
-	Type      string `json:"type"`
-	ID        string `json:"id"`
-	CallID    string `json:"call_id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-	Status    string `json:"status"`
-}
-
-type wireFunctionCallOutput struct {
-	Type    string `json:"type"`
-	ID      string `json:"id"`
-	CallID  string `json:"call_id"`
-	Output  any    `json:"output"`
-	Status  string `json:"status"`
-	IsError bool   `json:"is_error,omitempty"`
-}
-
-type wireReasoning struct {
-	Type             string        `json:"type"`
-	ID               string        `json:"id"`
-	Summary          []ContentPart `json:"summary"`
-	Content          []ContentPart `json:"content,omitempty"`
-	EncryptedContent string        `json:"encrypted_content,omitempty"`
-	Status           string        `json:"status,omitempty"`
-}
-
-func orEmpty(p []ContentPart) []ContentPart {
-	if p == nil {
-		return []ContentPart{}
-	}
-	return p
-}
-
-// MarshalJSON writes the item in the shape of its type.
+// MarshalJSON writes the item in the shape of its type (AppendJSON,
+// encode.go):
+//
+//	message:              type, id, status, role, content ([] when nil), phase (omitted when empty)
+//	function_call:        type, id, call_id, name, arguments, status
+//	function_call_output: type, id, call_id, output (OutputParts when non-nil, else Output), status, is_error (only when true)
+//	reasoning:            type, id, summary ([] when nil), then content, encrypted_content and status when non-empty
+//	item_reference:       type, id
+//
+// Any other type is an error.
 func (it Item) MarshalJSON() ([]byte, error) {
-	switch it.Type {
-	case ItemMessage:
-		return json.Marshal(wireMessage{it.Type, it.ID, it.Status, it.Role, orEmpty(it.Content), it.Phase})
-	case ItemFunctionCall:
-		return json.Marshal(wireFunctionCall{it.Type, it.ID, it.CallID, it.Name, it.Arguments, it.Status})
-	case ItemFunctionCallOutput:
-		var out any = it.Output
-		if it.OutputParts != nil {
-			out = it.OutputParts
-		}
-		return json.Marshal(wireFunctionCallOutput{it.Type, it.ID, it.CallID, out, it.Status, it.IsError})
-	case ItemReasoning:
-		return json.Marshal(wireReasoning{it.Type, it.ID, orEmpty(it.Summary), it.Content, it.EncryptedContent, it.Status})
-	case ItemReference:
-		return json.Marshal(struct {
-			Type string `json:"type"`
-			ID   string `json:"id"`
-		}{it.Type, it.ID})
+	var err error
+	b := it.appendJSON(nil, &err)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("api: cannot marshal item of type %q", it.Type)
+	return b, nil
+}
+
+func errItemType(typ string) error {
+	return fmt.Errorf("api: cannot marshal item of type %q", typ)
 }
 
 // wireItemIn is the union of every input item's fields.
@@ -331,48 +287,19 @@ func (p *ContentPart) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// MarshalJSON writes the part in the shape of its type.
+// MarshalJSON writes the part in the shape of its type (AppendJSON,
+// encode.go):
+//
+//	output_text: type, text, annotations ([] when nil), logprobs (omitted when empty)
+//	refusal:     type, refusal
+//	input_image: type, image_url and file_id (omitted when empty), detail ("auto" when empty)
+//	input_file:  type, file_id, file_data, file_url, filename (each omitted when empty)
+//	other:       type, text
 func (p ContentPart) MarshalJSON() ([]byte, error) {
-	switch p.Type {
-	case PartOutputText:
-		ann := p.Annotations
-		if ann == nil {
-			ann = []json.RawMessage{}
-		}
-		return json.Marshal(struct {
-			Type        string            `json:"type"`
-			Text        string            `json:"text"`
-			Annotations []json.RawMessage `json:"annotations"`
-			Logprobs    []json.RawMessage `json:"logprobs,omitempty"`
-		}{p.Type, p.Text, ann, p.Logprobs})
-	case PartRefusal:
-		return json.Marshal(struct {
-			Type    string `json:"type"`
-			Refusal string `json:"refusal"`
-		}{p.Type, p.Refusal})
-	case PartInputImage:
-		detail := p.Detail
-		if detail == "" {
-			detail = "auto"
-		}
-		return json.Marshal(struct {
-			Type     string `json:"type"`
-			ImageURL string `json:"image_url,omitempty"`
-			FileID   string `json:"file_id,omitempty"`
-			Detail   string `json:"detail"`
-		}{p.Type, p.ImageURL, p.FileID, detail})
-	case PartInputFile:
-		return json.Marshal(struct {
-			Type     string `json:"type"`
-			FileID   string `json:"file_id,omitempty"`
-			FileData string `json:"file_data,omitempty"`
-			FileURL  string `json:"file_url,omitempty"`
-			Filename string `json:"filename,omitempty"`
-		}{p.Type, p.FileID, p.FileData, p.FileURL, p.Filename})
-	default:
-		return json.Marshal(struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}{p.Type, p.Text})
+	var err error
+	b := p.appendJSON(nil, &err)
+	if err != nil {
+		return nil, err
 	}
+	return b, nil
 }

@@ -1,7 +1,5 @@
 package api
 
-import "encoding/json"
-
 // Response is the response object (ResponseResource). Every field the spec
 // requires is always written; nullable ones are pointers.
 type Response struct {
@@ -38,24 +36,15 @@ type Response struct {
 	PromptCacheKey     *string            `json:"prompt_cache_key"`
 }
 
-// MarshalJSON writes nil slices and maps as empty ones, as the schema requires.
+// MarshalJSON writes every field, nil slices and maps as empty ones, as
+// the schema requires (AppendJSON, encode.go).
 func (r *Response) MarshalJSON() ([]byte, error) {
-	type plain Response
-	c := (*plain)(r)
-	if c.Output == nil || c.Tools == nil || c.Metadata == nil {
-		cp := *c
-		if cp.Output == nil {
-			cp.Output = []Item{}
-		}
-		if cp.Tools == nil {
-			cp.Tools = []Tool{}
-		}
-		if cp.Metadata == nil {
-			cp.Metadata = map[string]string{}
-		}
-		c = &cp
+	var err error
+	b := r.appendJSON(nil, &err)
+	if err != nil {
+		return nil, err
 	}
-	return json.Marshal(c)
+	return b, nil
 }
 
 // Clone returns a copy of r whose Output slice can be appended to without

@@ -46,9 +46,11 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 	out := e.loop(ctx, r)
 	stopKeepAlive()
 	e.finalize(r, out)
-	log := e.log.With("response_id", r.resp.ID, "status", r.resp.Status, "model", r.resp.Model, "output_items", len(r.resp.Output))
 	if err := e.save(ctx, r); err != nil {
-		log.Error("store failed", "err", err)
+		if e.log.Enabled(ctx, slog.LevelError) {
+			e.log.LogAttrs(ctx, slog.LevelError, "store failed", slog.String("response_id", r.resp.ID), slog.String("status", string(r.resp.Status)),
+				slog.String("model", r.resp.Model), slog.Int("output_items", len(r.resp.Output)), slog.Any("err", err))
+		}
 		se := api.ServerError(err, "The response %s was generated but could not be stored: %v", r.resp.ID, err)
 		se.Code = "store_failed"
 		if req.Stream {
@@ -58,7 +60,12 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 		}
 		return se
 	}
-	log.Info("response done")
+	// The record is built only when it is logged (benchmarks and busy
+	// gateways run above info).
+	if e.log.Enabled(ctx, slog.LevelInfo) {
+		e.log.LogAttrs(ctx, slog.LevelInfo, "response done", slog.String("response_id", r.resp.ID), slog.String("status", string(r.resp.Status)),
+			slog.String("model", r.resp.Model), slog.Int("output_items", len(r.resp.Output)))
+	}
 	if req.Stream {
 		r.em.lifecycle(api.TerminalEvent(r.resp.Status), r.resp)
 		return nil

@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 
 	"github.com/lambent/lambent/pkg/api"
@@ -16,7 +14,8 @@ type responseWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	started bool
-	buf     bytes.Buffer
+	// buf holds the event being written, reused for every event.
+	buf []byte
 }
 
 func (rw *responseWriter) start() {
@@ -29,21 +28,21 @@ func (rw *responseWriter) start() {
 	rw.started = true
 }
 
-// WriteEvent writes "event: <type>\ndata: <json>\n\n" in one write and flushes.
+// WriteEvent writes "event: <type>\ndata: <json>\n\n" in one write and
+// flushes. The JSON is what json.Marshal writes for ev, appended by
+// ev.AppendJSON into the writer's reused buffer.
 func (rw *responseWriter) WriteEvent(ev *api.StreamEvent) error {
 	if !rw.started {
 		rw.start()
 	}
-	b := &rw.buf
-	b.Reset()
-	b.WriteString("event: ")
-	b.WriteString(ev.Type)
-	b.WriteString("\ndata: ")
-	if err := json.NewEncoder(b).Encode(ev); err != nil {
-		return err
-	}
-	b.WriteByte('\n')
-	return rw.flush(b.Bytes())
+	b := rw.eventBuf()
+	b = append(b, "event: "...)
+	b = append(b, ev.Type...)
+	b = append(b, "\ndata: "...)
+	b = ev.AppendJSON(b)
+	b = append(b, "\n\n"...)
+	rw.buf = b
+	return rw.flush(b)
 }
 
 // WriteRawEvent writes a stored event's JSON as one SSE event.
@@ -51,14 +50,22 @@ func (rw *responseWriter) WriteRawEvent(typ string, data []byte) error {
 	if !rw.started {
 		rw.start()
 	}
-	b := &rw.buf
-	b.Reset()
-	b.WriteString("event: ")
-	b.WriteString(typ)
-	b.WriteString("\ndata: ")
-	b.Write(data)
-	b.WriteString("\n\n")
-	return rw.flush(b.Bytes())
+	b := rw.eventBuf()
+	b = append(b, "event: "...)
+	b = append(b, typ...)
+	b = append(b, "\ndata: "...)
+	b = append(b, data...)
+	b = append(b, "\n\n"...)
+	rw.buf = b
+	return rw.flush(b)
+}
+
+// eventBuf returns the emptied event buffer, sized for a response event.
+func (rw *responseWriter) eventBuf() []byte {
+	if rw.buf == nil {
+		rw.buf = make([]byte, 0, 4096)
+	}
+	return rw.buf[:0]
 }
 
 // WriteComment writes an SSE comment line (a keep-alive).

@@ -23,7 +23,6 @@
 //	version     (N)  store.Record.Version, for conditional updates
 //	gen         (S)  random per write: names the write's chunks, and lets a
 //	                 retried write recognise its own earlier success
-//	job       (BOOL) true for a background response (it may have events)
 //	format      (S)  "json+gzip"
 //	size        (N)  bytes of JSON
 //	body        (B)  the compressed record, when it is at most 350 KiB
@@ -51,7 +50,8 @@
 // (AWS bills transactional writes at twice the units, ~1,600 WCU for the
 // 1 MB case; DynamoDB Local reports single units.) So a normal create is
 // one call, a get one call, a continuation one read plus the writes of the
-// new response, an update one call and a delete one call; BatchWriteItem
+// new response, an update one call and a delete two (DeleteItem and a Query
+// for event items); BatchWriteItem
 // and BatchGetItem take up to 25 and 100 items a call.
 //
 // Why compress: JSON of conversations compresses 3–5× (random text, the
@@ -92,9 +92,9 @@
 // SDK's idempotency token.
 //
 // Delete is a DeleteItem of the head conditional on a live record (from
-// then on no reader finds it), then a BatchWriteItem deleting its chunks
-// (and, for a background response, a Query of its event items and a
-// BatchWriteItem deleting them).
+// then on no reader finds it), then a BatchWriteItem deleting its chunks,
+// and a Query for event items (an empty one for all but background
+// responses) with a BatchWriteItem deleting those it finds.
 //
 // Throttling and transient errors are retried by the SDK's standard
 // retryer (NewClient sets 8 attempts, 50 ms–2 s jittered backoff, no retry

@@ -156,11 +156,8 @@ type head struct {
 	// retried write recognise its own earlier success.
 	Gen string `dynamodbav:"gen"`
 	// Version is the record's store.Record.Version.
-	Version int64 `dynamodbav:"version"`
-	// Job marks a background response (Record.Job set): it may have
-	// event items.
-	Job    bool   `dynamodbav:"job,omitempty"`
-	Format string `dynamodbav:"format"`
+	Version int64  `dynamodbav:"version"`
+	Format  string `dynamodbav:"format"`
 	// Size is the length of the record's JSON.
 	Size int `dynamodbav:"size"`
 	// Body is the compressed record when it fits here (Chunks == 0).
@@ -233,7 +230,6 @@ func (s *Store) encode(ctx context.Context, rec *store.Record, version int64) (*
 		ExpiresAt: exp.Unix(),
 		Gen:       newGen(),
 		Version:   version,
-		Job:       rec.Job != nil,
 		Format:    formatJSONGzip,
 		Size:      size,
 	}}
@@ -676,8 +672,9 @@ func (s *Store) readChunks(ctx context.Context, pk, gen string, n int) (parts []
 }
 
 // Delete removes the record: a conditional DeleteItem of the head (so no
-// reader finds it from then on), then a BatchWriteItem of its chunks.
-// ErrNotFound when absent or expired.
+// reader finds it from then on), a BatchWriteItem of its chunks if it has
+// any, and a Query for its event items (deleted by BatchWriteItem if there
+// are any). ErrNotFound when absent or expired.
 func (s *Store) Delete(ctx context.Context, id string) error {
 	if id == "" {
 		return fmt.Errorf("dynamodb: delete: empty id: %w", store.ErrNotFound)
@@ -713,10 +710,9 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 			return fmt.Errorf("dynamodb: delete %s: the response is deleted, but some of its %d chunk items remain until they expire: %w", id, h.Chunks, err)
 		}
 	}
-	if h.Job {
-		if err := s.deleteEvents(ctx, p); err != nil {
-			return fmt.Errorf("dynamodb: delete %s: the response is deleted, but some of its event items remain until they expire: %w", id, err)
-		}
+	// Any response may have events (AppendEvents does not ask), so look.
+	if err := s.deleteEvents(ctx, p); err != nil {
+		return fmt.Errorf("dynamodb: delete %s: the response is deleted, but some of its event items remain until they expire: %w", id, err)
 	}
 	return nil
 }

@@ -945,6 +945,16 @@ func testEventLog(t *testing.T, s store.ResponseStore) {
 	require.NoError(t, err)
 	require.Empty(t, got)
 
+	// Whatever the record, its events go with it.
+	plain := NewRecord(newID(), api.StatusCompleted)
+	create(t, s, ctx, plain)
+	require.NoError(t, l.AppendEvents(ctx, plain.Response.ID, events(0, 1, "g")))
+	require.NoError(t, s.Delete(ctx, plain.Response.ID))
+	create(t, s, ctx, NewRecord(plain.Response.ID, api.StatusCompleted))
+	got, err = l.Events(ctx, plain.Response.ID, -1)
+	require.NoError(t, err)
+	require.Empty(t, got)
+
 	// Events of an expired record are gone with it.
 	exp := NewRecord(newID(), api.StatusQueued)
 	exp.Job = &store.Job{}
