@@ -44,8 +44,13 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzEvaluate -fuzztime=30s ./pkg/tools/calculator/
 
 ## build: linux/arm64 bootstraps of every function under $(ARTIFACTS_DIR)/<function>/bootstrap
+FUNCTIONS = gateway worker tools/calculator tools/fetch_url
+
 build:
-	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/gateway/bootstrap ./functions/gateway
+	@set -e; for fn in $(FUNCTIONS); do \
+		echo "build $$fn -> $(ARTIFACTS_DIR)/$$fn/bootstrap"; \
+		$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/$$fn/bootstrap ./functions/$$fn; \
+	done
 
 clean:
 	rm -rf bin .aws-sam
