@@ -18,8 +18,9 @@ run:
 ## test: lint, then every test with -race against DynamoDB Local (started and stopped here)
 test: lint
 	@set -e; \
+	export LAMBENT_DYNAMODB_RUN_DIR=$$(mktemp -d); \
 	eval "$$(scripts/dynamodb-local.sh start)"; \
-	trap 'scripts/dynamodb-local.sh stop' EXIT; \
+	trap 'scripts/dynamodb-local.sh stop; rm -rf "$$LAMBENT_DYNAMODB_RUN_DIR"' EXIT; \
 	export AWS_ENDPOINT_URL_DYNAMODB; \
 	$(GO) test -race -count=1 $(GOFLAGS) ./...
 

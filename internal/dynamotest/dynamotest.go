@@ -138,6 +138,8 @@ func NewStore(tb testing.TB, table string) *dynamodb.Store {
 	if err := st.EnsureTable(ctx); err != nil {
 		tb.Fatalf("create table %s: %v", table, err)
 	}
-	tb.Cleanup(func() { _, _ = c.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: aws.String(table)}) })
+	tb.Cleanup(func() {
+		_, _ = c.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: aws.String(table)})
+	})
 	return st
 }

@@ -188,7 +188,7 @@ func buildStore(ctx context.Context, cfg Config) (store.ResponseStore, error) {
 		if err != nil {
 			return nil, err
 		}
-		client := ddb.NewFromConfig(awsCfg, func(o *ddb.Options) { endpoint(&o.BaseEndpoint, "DYNAMODB") })
+		client := dynamodb.NewClient(awsCfg, func(o *ddb.Options) { endpoint(&o.BaseEndpoint, "DYNAMODB") })
 		st, err := dynamodb.New(client, dynamodb.Config{Table: cfg.Table, Retention: cfg.Retention})
 		if err != nil {
 			return nil, err

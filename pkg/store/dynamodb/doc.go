@@ -38,23 +38,23 @@
 // capacity units DynamoDB returns; reads are strongly consistent, so an
 // instance reads what another has just written):
 //
-//	record (JSON → compressed)          items  create                       get
-//	normal (2.5 KB → 0.95 KB)           1      1 PutItem, 2 WCU              1 GetItem, 1 RCU
-//	background, 50 events appended      +1     GetItem + PutItem, 1 WCU     Events: 1 Query (+1 GetItem when none new)
-//	50-turn chain (430 KB → 116 KB)     1      1 PutItem, 114 WCU            1 GetItem, 29 RCU
-//	300 KB tool output (→ 59 KB)        1      1 PutItem, 58 WCU             1 GetItem, 15 RCU
-//	1 MB random text (→ 0.8 MB)         4      1 TransactWriteItems, ~800 WCU 1 GetItem + 1 BatchGetItem, 199 RCU
-//	5 MB random text (→ 4 MB)           13     1 BatchWriteItem + 1 PutItem, 1 GetItem + 1 BatchGetItem, 986 RCU
-//	                                           3929 WCU
+//	record (JSON → gzip)              items  create                            get
+//	normal (2.5 KB → 0.95 KB)         1      PutItem: 2 WCU                    GetItem: 1 RCU
+//	50-turn chain (430 KB → 116 KB)   1      PutItem: 114 WCU                  GetItem: 29 RCU
+//	300 KB tool output (→ 59 KB)      1      PutItem: 58 WCU                   GetItem: 15 RCU
+//	1 MB random text (→ 0.8 MB)       4      TransactWriteItems: 874 WCU *     GetItem + BatchGetItem: 199 RCU
+//	5 MB random text (→ 4 MB)         13     BatchWriteItem + PutItem: 3929 WCU GetItem + BatchGetItem: 986 RCU
 //
-// (AWS bills transactional writes at twice the units, ~1,600 WCU for the
-// 1 MB case; DynamoDB Local reports single units.) So a normal create is
-// one call, a get one call, a continuation one read plus the writes of the
-// new response, an update one call and a delete two (DeleteItem and a Query
-// for event items); BatchWriteItem
-// and BatchGetItem take up to 25 and 100 items a call.
+// (* DynamoDB Local reports single units; AWS bills transactional writes
+// double.) A normal response: create 1 call, get 1, continuation 1 read
+// plus the new response's writes, update 1, delete 2 (DeleteItem, and a
+// Query for event items); a large one adds the calls of its chunks
+// (BatchWriteItem and BatchGetItem take up to 25 and 100 items a call).
+// Appending 50 stream events of a background response costs a GetItem of
+// the head and one PutItem of 1 WCU; following them, one Query per poll
+// (plus a GetItem of the head when nothing is new).
 //
-// Why compress: JSON of conversations compresses 3–5× (random text, the
+// Why compress: the JSON of responses compresses 2.5–5× (random text, the
 // worst case, 1.33×), and capacity units are per KB written and per 4 KB
 // read. gzip rather than raw DEFLATE: the same size plus 18 bytes, and its
 // CRC-32 and length check that a record reassembled from chunks is the

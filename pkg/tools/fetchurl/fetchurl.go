@@ -21,7 +21,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/lambent/lambent/pkg/tools"
 )
 
