@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/lambent/lambent/internal/dynamotest"
+	"github.com/lambent/lambent/internal/dynamolocal"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/store"
@@ -20,7 +20,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(dynamotest.Main(func() int {
+	os.Exit(dynamolocal.Main(func() int {
 		if code := m.Run(); code != 0 {
 			return code
 		}

@@ -30,7 +30,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/lambent/lambent/internal/dynamotest"
+	"github.com/lambent/lambent/internal/dynamolocal"
 	"github.com/lambent/lambent/internal/fakellm"
 	"github.com/lambent/lambent/internal/schema"
 	"github.com/lambent/lambent/internal/ssecheck"
@@ -38,7 +38,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(dynamotest.Main(func() int {
+	os.Exit(dynamolocal.Main(func() int {
 		if code := m.Run(); code != 0 {
 			return code
 		}
