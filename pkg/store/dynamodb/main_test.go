@@ -7,7 +7,6 @@ import (
 	"github.com/lambent/lambent/internal/dynamolocal"
 )
 
-
 // TestMain makes DynamoDB Local available (see internal/dynamolocal): in
 // CI without AWS_ENDPOINT_URL_DYNAMODB every test fails; it never skips.
 func TestMain(m *testing.M) {
