@@ -147,7 +147,7 @@ func (e LocalExecutor) CanExecute(def Definition) bool {
 
 // Execute runs the tool's handler. A handler error becomes an is_error
 // result; a panic is recovered into one.
-func (e LocalExecutor) Execute(ctx context.Context, call ToolCall) (res *ToolResult, err error) {
+func (e LocalExecutor) Execute(ctx context.Context, call ToolCall) (*ToolResult, error) {
 	h, ok := e.Registry.Get(call.Name)
 	if !ok {
 		return nil, fmt.Errorf("unknown hosted tool %q", call.Name)
