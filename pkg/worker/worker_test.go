@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/lambent/lambent/internal/dynamolocal"
+	"github.com/lambent/lambent/internal/dynamotest"
 	"github.com/lambent/lambent/internal/fakellm"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/app"
@@ -28,7 +31,19 @@ import (
 	"github.com/lambent/lambent/pkg/worker"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	os.Exit(dynamolocal.Main(func() int {
+		if code := m.Run(); code != 0 {
+			return code
+		}
+		// The AWS clients' idle keep-alive connections are pooled, not leaked.
+		if err := goleak.Find(goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"), goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"), goleak.IgnoreTopFunction("internal/poll.runtime_pollWait")); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			return 1
+		}
+		return 0
+	}))
+}
 
 // captureQueue keeps enqueued jobs for the test to deliver.
 type captureQueue struct {
@@ -100,7 +115,8 @@ func newEnv(t *testing.T, turns ...fakellm.Turn) *env {
 	cfg, err := app.FromEnv(func(k string) string { return vars[k] })
 	require.NoError(t, err)
 	q := &captureQueue{}
-	a, err := app.Build(context.Background(), cfg, app.Logger(cfg, io.Discard), &app.Options{Queue: q, Publisher: &worker.Publisher{Client: eb, Bus: "lambent-bus"}})
+	// The responses live in DynamoDB Local, as in AWS.
+	a, err := app.Build(context.Background(), cfg, app.Logger(cfg, io.Discard), &app.Options{Store: dynamotest.NewStore(t, ""), Queue: q, Publisher: &worker.Publisher{Client: eb, Bus: "lambent-bus"}})
 	require.NoError(t, err)
 	t.Cleanup(a.Close)
 	return &env{app: a, fake: fake, queue: q, bus: bus, h: &worker.Handler{Runner: a.Engine, Logger: app.Logger(cfg, io.Discard)}}
