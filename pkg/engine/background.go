@@ -37,9 +37,11 @@ type rawEventWriter interface {
 	WriteRawEvent(typ string, data []byte) error
 }
 
-// ErrBackgroundUnavailable: background responses need a store with an
+// errBackgroundUnavailable: background responses need a store with an
 // event log and a queue.
-var errBackgroundUnavailable = api.InvalidRequestCode("background", "unsupported_parameter", "background responses are not available: this gateway has no queue or no event log configured")
+func errBackgroundUnavailable() error {
+	return api.InvalidRequestCode("background", "unsupported_parameter", "background responses are not available: this gateway has no queue or no event log configured")
+}
 
 func (e *Engine) eventLog() store.EventLog {
 	l, _ := e.cfg.Store.(store.EventLog)
@@ -51,7 +53,7 @@ func (e *Engine) eventLog() store.EventLog {
 // produces them.
 func (e *Engine) createBackground(ctx context.Context, req *api.CreateResponseRequest, w ResponseWriter) error {
 	if e.cfg.Queue == nil {
-		return errBackgroundUnavailable
+		return errBackgroundUnavailable()
 	}
 	rec, err := e.storeQueued(ctx, req, "")
 	if err != nil {
@@ -93,7 +95,7 @@ func (e *Engine) StartBackground(ctx context.Context, req *api.CreateResponseReq
 func (e *Engine) storeQueued(ctx context.Context, req *api.CreateResponseRequest, id string) (*store.Record, error) {
 	log := e.eventLog()
 	if e.cfg.Store == nil || log == nil {
-		return nil, errBackgroundUnavailable
+		return nil, errBackgroundUnavailable()
 	}
 	if id != "" && !strings.HasPrefix(id, api.PrefixResponse) {
 		return nil, api.InvalidRequest("id", "a caller-chosen response id must start with %q", api.PrefixResponse)
@@ -216,7 +218,7 @@ func (b *eventBuffer) take() []store.Event {
 func (e *Engine) RunBackground(ctx context.Context, id string) error {
 	log := e.eventLog()
 	if e.cfg.Store == nil || log == nil {
-		return errBackgroundUnavailable
+		return errBackgroundUnavailable()
 	}
 	rec, err := e.cfg.Store.Get(ctx, id)
 	if err != nil {
