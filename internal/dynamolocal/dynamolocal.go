@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // EnvEndpoint is the SDK's endpoint override for DynamoDB.
@@ -102,4 +104,25 @@ func Endpoint(tb testing.TB) string {
 		tb.Fatalf("%s is not set: DynamoDB Local must be running (make test starts it)", EnvEndpoint)
 	}
 	return ep
+}
+
+// MainLeakChecked is Main for packages that spawn goroutines: after the
+// tests pass it fails the binary if goroutines leaked (go.uber.org/goleak),
+// ignoring the AWS SDK's pooled keep-alive connections, which are idle,
+// not leaked. Use it as `os.Exit(dynamolocal.MainLeakChecked(m))`.
+func MainLeakChecked(m *testing.M) int {
+	return Main(func() int {
+		if code := m.Run(); code != 0 {
+			return code
+		}
+		if err := goleak.Find(
+			goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+			goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+		); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			return 1
+		}
+		return 0
+	})
 }

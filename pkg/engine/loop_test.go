@@ -16,23 +16,9 @@ import (
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) {
-	os.Exit(dynamolocal.Main(func() int {
-		if code := m.Run(); code != 0 {
-			return code
-		}
-		// Idle keep-alive connections of the DynamoDB client are pooled,
-		// not leaked.
-		if err := goleak.Find(goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"), goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"), goleak.IgnoreTopFunction("internal/poll.runtime_pollWait")); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			return 1
-		}
-		return 0
-	}))
-}
+func TestMain(m *testing.M) { os.Exit(dynamolocal.MainLeakChecked(m)) }
 
 const clientTool = `{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}`
 

@@ -28,7 +28,6 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/lambent/lambent/internal/dynamolocal"
 	"github.com/lambent/lambent/internal/fakellm"
@@ -37,19 +36,7 @@ import (
 	"github.com/lambent/lambent/pkg/app"
 )
 
-func TestMain(m *testing.M) {
-	os.Exit(dynamolocal.Main(func() int {
-		if code := m.Run(); code != 0 {
-			return code
-		}
-		// The DynamoDB client's idle keep-alive connections are pooled, not leaked.
-		if err := goleak.Find(goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"), goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"), goleak.IgnoreTopFunction("internal/poll.runtime_pollWait")); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			return 1
-		}
-		return 0
-	}))
-}
+func TestMain(m *testing.M) { os.Exit(dynamolocal.MainLeakChecked(m)) }
 
 var (
 	validatorOnce sync.Once

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,7 +19,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/lambent/lambent/internal/dynamolocal"
 	"github.com/lambent/lambent/internal/dynamotest"
@@ -31,19 +29,7 @@ import (
 	"github.com/lambent/lambent/pkg/worker"
 )
 
-func TestMain(m *testing.M) {
-	os.Exit(dynamolocal.Main(func() int {
-		if code := m.Run(); code != 0 {
-			return code
-		}
-		// The AWS clients' idle keep-alive connections are pooled, not leaked.
-		if err := goleak.Find(goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"), goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"), goleak.IgnoreTopFunction("internal/poll.runtime_pollWait")); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			return 1
-		}
-		return 0
-	}))
-}
+func TestMain(m *testing.M) { os.Exit(dynamolocal.MainLeakChecked(m)) }
 
 // captureQueue keeps enqueued jobs for the test to deliver.
 type captureQueue struct {
