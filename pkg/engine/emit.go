@@ -62,7 +62,8 @@ func (m *emitter) keepAlive(interval time.Duration) (stop func()) {
 	}
 }
 
-// emit stamps ev with the next sequence number and writes it. After the
+// emit stamps ev with the next sequence number and writes it (callers
+// check m.stream first, so non-stream requests build no events). After the
 // first write error (the client went away) events are dropped; the request
 // context's cancellation stops the loop.
 func (m *emitter) emit(ev *api.StreamEvent) {
@@ -80,10 +81,16 @@ func (m *emitter) emit(ev *api.StreamEvent) {
 }
 
 func (m *emitter) lifecycle(typ string, r *api.Response) {
+	if !m.stream {
+		return
+	}
 	m.emit(&api.StreamEvent{Type: typ, Response: r})
 }
 
 func (m *emitter) itemEvent(typ string, idx int, it *api.Item) {
+	if !m.stream {
+		return
+	}
 	m.emit(&api.StreamEvent{Type: typ, OutputIndex: &idx, Item: it})
 }
 
@@ -177,18 +184,24 @@ func (a *assembler) delta(d provider.Delta) error {
 		if d.Text != "" {
 			it.Arguments += d.Text
 			delta := d.Text
-			a.r.em.emit(&api.StreamEvent{Type: api.EventFunctionCallArgsDelta, ItemID: it.ID, OutputIndex: &idx, Delta: &delta})
+			if a.r.em.stream {
+				a.r.em.emit(&api.StreamEvent{Type: api.EventFunctionCallArgsDelta, ItemID: it.ID, OutputIndex: &idx, Delta: &delta})
+			}
 		}
 	}
 	return nil
 }
 
 func (a *assembler) partEvent(typ string, idx, part int, p *api.ContentPart) {
-	a.r.em.emit(&api.StreamEvent{Type: typ, ItemID: a.out(idx).ID, OutputIndex: &idx, ContentIndex: &part, Part: p})
+	if a.r.em.stream {
+		a.r.em.emit(&api.StreamEvent{Type: typ, ItemID: a.out(idx).ID, OutputIndex: &idx, ContentIndex: &part, Part: p})
+	}
 }
 
 func (a *assembler) textEvent(typ string, idx, part int, text string) {
-	a.r.em.emit(&api.StreamEvent{Type: typ, ItemID: a.out(idx).ID, OutputIndex: &idx, ContentIndex: &part, Delta: &text})
+	if a.r.em.stream {
+		a.r.em.emit(&api.StreamEvent{Type: typ, ItemID: a.out(idx).ID, OutputIndex: &idx, ContentIndex: &part, Delta: &text})
+	}
 }
 
 func (a *assembler) closeReasoning() {
@@ -200,7 +213,9 @@ func (a *assembler) closeReasoning() {
 	it := a.out(idx)
 	zero := 0
 	text := it.Content[0].Text
-	a.r.em.emit(&api.StreamEvent{Type: api.EventReasoningDone, ItemID: it.ID, OutputIndex: &idx, ContentIndex: &zero, Text: &text})
+	if a.r.em.stream {
+		a.r.em.emit(&api.StreamEvent{Type: api.EventReasoningDone, ItemID: it.ID, OutputIndex: &idx, ContentIndex: &zero, Text: &text})
+	}
 	a.partEvent(api.EventContentPartDone, idx, 0, &it.Content[0])
 	it.Status = api.ItemCompleted
 	a.r.em.itemEvent(api.EventOutputItemDone, idx, it)
@@ -215,9 +230,13 @@ func (a *assembler) closePart() {
 	it := a.out(idx)
 	p := &it.Content[part]
 	if p.Type == api.PartRefusal {
-		a.r.em.emit(&api.StreamEvent{Type: api.EventRefusalDone, ItemID: it.ID, OutputIndex: &idx, ContentIndex: &part, Refusal: &p.Refusal})
+		if a.r.em.stream {
+			a.r.em.emit(&api.StreamEvent{Type: api.EventRefusalDone, ItemID: it.ID, OutputIndex: &idx, ContentIndex: &part, Refusal: &p.Refusal})
+		}
 	} else {
-		a.r.em.emit(&api.StreamEvent{Type: api.EventOutputTextDone, ItemID: it.ID, OutputIndex: &idx, ContentIndex: &part, Text: &p.Text})
+		if a.r.em.stream {
+			a.r.em.emit(&api.StreamEvent{Type: api.EventOutputTextDone, ItemID: it.ID, OutputIndex: &idx, ContentIndex: &part, Text: &p.Text})
+		}
 	}
 	a.partEvent(api.EventContentPartDone, idx, part, p)
 }
@@ -246,7 +265,9 @@ func (a *assembler) finish(itemStatus string) []api.Item {
 			it.Arguments = "{}"
 		}
 		args := it.Arguments
-		a.r.em.emit(&api.StreamEvent{Type: api.EventFunctionCallArgsDone, ItemID: it.ID, OutputIndex: &idx, Arguments: &args})
+		if a.r.em.stream {
+			a.r.em.emit(&api.StreamEvent{Type: api.EventFunctionCallArgsDone, ItemID: it.ID, OutputIndex: &idx, Arguments: &args})
+		}
 		it.Status = itemStatus
 		a.r.em.itemEvent(api.EventOutputItemDone, idx, it)
 		calls = append(calls, *it)
