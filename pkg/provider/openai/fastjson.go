@@ -66,16 +66,11 @@ func (d *fastDec) payloadField(k []byte, p *chatPayload) bool {
 			p.Usage = nil
 			return true
 		}
-		start := d.i
-		if d.peek() != '{' || !d.skip() {
-			return false
+		// Like encoding/json, a repeated key decodes into what is there.
+		if p.Usage == nil {
+			p.Usage = &chatUsage{}
 		}
-		var u chatUsage
-		if json.Unmarshal(d.b[start:d.i], &u) != nil {
-			return false
-		}
-		p.Usage = &u
-		return true
+		return d.object(func(k []byte) bool { return d.usageField(k, p.Usage) })
 	case "error":
 		start := d.i
 		if !d.skip() {
@@ -83,6 +78,51 @@ func (d *fastDec) payloadField(k []byte, p *chatPayload) bool {
 		}
 		p.Error = json.RawMessage(append([]byte(nil), d.b[start:d.i]...))
 		return true
+	}
+	return d.skip()
+}
+
+// usageField decodes one field of a usage object.
+func (d *fastDec) usageField(k []byte, u *chatUsage) bool {
+	switch string(k) {
+	case "prompt_tokens":
+		return d.intField(&u.PromptTokens)
+	case "completion_tokens":
+		return d.intField(&u.CompletionTokens)
+	case "total_tokens":
+		return d.intField(&u.TotalTokens)
+	case "prompt_tokens_details":
+		if d.null() {
+			u.PromptTokensDetails = nil
+			return true
+		}
+		if u.PromptTokensDetails == nil {
+			u.PromptTokensDetails = &struct {
+				CachedTokens int `json:"cached_tokens"`
+			}{}
+		}
+		return d.object(func(k []byte) bool {
+			if string(k) == "cached_tokens" {
+				return d.intField(&u.PromptTokensDetails.CachedTokens)
+			}
+			return d.skip()
+		})
+	case "completion_tokens_details":
+		if d.null() {
+			u.CompletionTokensDetails = nil
+			return true
+		}
+		if u.CompletionTokensDetails == nil {
+			u.CompletionTokensDetails = &struct {
+				ReasoningTokens int `json:"reasoning_tokens"`
+			}{}
+		}
+		return d.object(func(k []byte) bool {
+			if string(k) == "reasoning_tokens" {
+				return d.intField(&u.CompletionTokensDetails.ReasoningTokens)
+			}
+			return d.skip()
+		})
 	}
 	return d.skip()
 }
