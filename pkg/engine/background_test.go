@@ -230,3 +230,71 @@ func testStartBackgroundIdempotent(t *testing.T, mk storeMaker) {
 	b, _ := json.Marshal(got)
 	assert.Contains(t, string(b), `"background":true`)
 }
+
+// A worker that dies mid-turn leaves its lease; a redelivery before the
+// lease ends does nothing, one after it resumes from the last checkpoint
+// (the turns before the crash are kept, not re-run).
+func TestBackgroundCrashResumesFromCheckpoint(t *testing.T) {
+	forStores(t, testBackgroundCrashResumesFromCheckpoint)
+}
+
+func testBackgroundCrashResumesFromCheckpoint(t *testing.T, mk storeMaker) {
+	clock := &fakeClock{t: time.Now()}
+	crashed := make(chan struct{})
+	var slowCalls int
+	var mu sync.Mutex
+	m := newMock(func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
+		if c.Name == "slow" {
+			mu.Lock()
+			slowCalls++
+			first := slowCalls == 1
+			mu.Unlock()
+			if first {
+				close(crashed)
+				<-ctx.Done() // the invocation dies while the tool runs
+				return nil, ctx.Err()
+			}
+		}
+		return &tools.ToolResult{Output: "ok " + c.ID}, nil
+	}, "fast", "slow")
+	p := script(
+		calls(1, 1, call("c1", "fast", `{}`)),
+		calls(1, 1, call("c2", "slow", `{}`)),
+		calls(1, 1, call("c3", "slow", `{}`)),
+		text("done", 1, 1),
+	)
+	e, _, q := bgEngine(t, mk, p, allExecs(m), hostedCatalog("fast", "slow"), func(c *Config) {
+		c.Now = clock.Now
+		c.Lease = time.Minute
+	})
+	rec, err := run1(t, e, `{"input":"x","background":true,"tools":[{"type":"lambent:fast"},{"type":"lambent:slow"}]}`)
+	require.NoError(t, err)
+	id := rec.response(t).ID
+	<-q.c
+
+	ctx, die := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- e.RunBackground(ctx, id) }()
+	<-crashed
+	die()
+	require.ErrorIs(t, <-errc, context.Canceled)
+	got, err := e.GetResponse(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, api.StatusInProgress, got.Status)
+	assert.Equal(t, []string{"function_call:fast", "function_call_output"}, types(got.Output), "the checkpoint after turn 1")
+
+	require.NoError(t, e.RunBackground(context.Background(), id), "redelivered within the lease")
+	assert.Len(t, p.requests(), 2, "nothing ran while the lease was live")
+
+	clock.advance(2 * time.Minute)
+	require.NoError(t, e.RunBackground(context.Background(), id))
+	got, err = e.GetResponse(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, api.StatusCompleted, got.Status)
+	assert.Equal(t, []string{"function_call:fast", "function_call_output", "function_call:slow", "function_call_output", "message"}, types(got.Output))
+	assert.Equal(t, "c3", got.Output[2].CallID)
+	assert.Len(t, p.requests(), 4)
+	// Usage covers the turns whose items the response keeps: the model call
+	// of the crashed turn died with its invocation (before a checkpoint).
+	assert.Equal(t, 3, got.Usage.InputTokens)
+}
