@@ -5,61 +5,14 @@ import (
 	"net/http"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/lambent/lambent/pkg/api"
 )
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s as a JSON string. It escapes what JSON requires
-// (quote, backslash, control characters), U+2028 and U+2029 like
-// encoding/json, and replaces invalid UTF-8 with U+FFFD like encoding/json.
-// Unlike encoding/json it leaves <, > and & alone.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// appendString appends s as a JSON string, escaped as encoding/json does.
+func appendString(b []byte, s string) []byte { return api.AppendString(b, s) }
 
 // appendNullableString appends s as a JSON string, or null when s is empty.
 func appendNullableString(b []byte, s string) []byte {

@@ -44,6 +44,10 @@ var jsonSafe = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
+// AppendString appends s as a JSON string, escaped exactly as
+// encoding/json escapes it (HTML characters, U+2028/U+2029, invalid UTF-8).
+func AppendString(b []byte, s string) []byte { return appendString(b, s) }
+
 // appendString appends s as a JSON string, escaped like encoding/json.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
