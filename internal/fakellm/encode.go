@@ -9,8 +9,6 @@ import (
 	"github.com/lambent/lambent/pkg/api"
 )
 
-const hexDigits = "0123456789abcdef"
-
 // appendString appends s as a JSON string, escaped as encoding/json does.
 func appendString(b []byte, s string) []byte { return api.AppendString(b, s) }
 
