@@ -92,39 +92,30 @@ func (d *fastDec) usageField(k []byte, u *chatUsage) bool {
 	case "total_tokens":
 		return d.intField(&u.TotalTokens)
 	case "prompt_tokens_details":
-		if d.null() {
-			u.PromptTokensDetails = nil
-			return true
-		}
-		if u.PromptTokensDetails == nil {
-			u.PromptTokensDetails = &struct {
-				CachedTokens int `json:"cached_tokens"`
-			}{}
-		}
-		return d.object(func(k []byte) bool {
-			if string(k) == "cached_tokens" {
-				return d.intField(&u.PromptTokensDetails.CachedTokens)
-			}
-			return d.skip()
-		})
+		return detailsField(d, &u.PromptTokensDetails, "cached_tokens", func(p *promptDetails) *int { return &p.CachedTokens })
 	case "completion_tokens_details":
-		if d.null() {
-			u.CompletionTokensDetails = nil
-			return true
-		}
-		if u.CompletionTokensDetails == nil {
-			u.CompletionTokensDetails = &struct {
-				ReasoningTokens int `json:"reasoning_tokens"`
-			}{}
-		}
-		return d.object(func(k []byte) bool {
-			if string(k) == "reasoning_tokens" {
-				return d.intField(&u.CompletionTokensDetails.ReasoningTokens)
-			}
-			return d.skip()
-		})
+		return detailsField(d, &u.CompletionTokensDetails, "reasoning_tokens", func(c *completionDetails) *int { return &c.ReasoningTokens })
 	}
 	return d.skip()
+}
+
+// detailsField decodes a usage details object holding one counter into
+// *dst (null clears it; a repeated key decodes into what is there, as
+// encoding/json does).
+func detailsField[T any](d *fastDec, dst **T, key string, counter func(*T) *int) bool {
+	if d.null() {
+		*dst = nil
+		return true
+	}
+	if *dst == nil {
+		*dst = new(T)
+	}
+	return d.object(func(k []byte) bool {
+		if string(k) == key {
+			return d.intField(counter(*dst))
+		}
+		return d.skip()
+	})
 }
 
 func (d *fastDec) choiceField(k []byte, c *chatChoice) bool {
