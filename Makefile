@@ -39,10 +39,17 @@ bench:
 	$(GO) run ./internal/cmd/bench
 	$(GO) test -run='^$$' -bench=BenchmarkLoopTurn -benchmem ./pkg/engine/
 
-## fuzz: run each fuzz target for a short while
+## fuzz: run each fuzz target for FUZZTIME (default 20s)
+FUZZTIME ?= 20s
+FUZZ_TARGETS = FuzzDecodeCreateRequest:./pkg/api/ FuzzAppendString:./pkg/api/ FuzzAppendItem:./pkg/api/ \
+	FuzzAppendRaw:./pkg/api/ FuzzAppendFloat:./pkg/api/ FuzzFastDecode:./pkg/provider/openai/ \
+	FuzzEvaluate:./pkg/tools/calculator/ FuzzAppendString:./internal/fakellm/
+
 fuzz:
-	$(GO) test -run='^$$' -fuzz=FuzzDecodeCreateRequest -fuzztime=30s ./pkg/api/
-	$(GO) test -run='^$$' -fuzz=FuzzEvaluate -fuzztime=30s ./pkg/tools/calculator/
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t%%:*} in $${t#*:}"; \
+		$(GO) test -run='^$$' -fuzz="^$${t%%:*}$$" -fuzztime=$(FUZZTIME) "$${t#*:}"; \
+	done
 
 ## build: linux/arm64 bootstraps of every function under $(ARTIFACTS_DIR)/<function>/bootstrap
 FUNCTIONS = gateway worker tools/calculator tools/fetch_url
