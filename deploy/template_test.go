@@ -810,7 +810,7 @@ func TestToolManifestMatchesToolFunctions(t *testing.T) {
 // allowedResources is every resource a function's policies may name; the
 // service of each action must match its resource's.
 var allowedResources = map[string][]string{
-	"GatewayFunction": {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "ssm-parameter", "kms-key"},
+	"GatewayFunction": {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "ssm-parameter", "api-keys-parameter", "kms-key"},
 	"WorkerFunction":  {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "LambentBus", "ssm-parameter", "kms-key"},
 }
 
@@ -822,10 +822,14 @@ var serviceOf = map[string]string{
 	"ResponsesQueue":         "sqs",
 	"LambentBus":             "events",
 	"ssm-parameter":          "ssm",
+	"api-keys-parameter":     "ssm",
 	"kms-key":                "kms",
 }
 
-const ssmParameterArn = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${ProviderApiKeyParameter}"
+const (
+	ssmParameterArn     = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${ProviderApiKeyParameter}"
+	apiKeysParameterArn = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${ApiKeysParameter}"
+)
 
 // classify names the resource an IAM Resource value stands for, or "".
 func classify(v any) string {
@@ -837,6 +841,9 @@ func classify(v any) string {
 	}
 	if s, ok := sub(v); ok && s == ssmParameterArn {
 		return "ssm-parameter"
+	}
+	if s, ok := sub(v); ok && s == apiKeysParameterArn {
+		return "api-keys-parameter"
 	}
 	return ""
 }

@@ -33,6 +33,9 @@ func run() error {
 	if err := app.ResolveProviderKey(ctx, &cfg, os.Getenv); err != nil {
 		return err
 	}
+	if err := app.ResolveAPIKeys(ctx, &cfg, os.Getenv); err != nil {
+		return err
+	}
 	a, err := app.Build(ctx, cfg, log, nil)
 	if err != nil {
 		return err

@@ -152,7 +152,7 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 		return nil, err
 	}
 	a.Engine = eng
-	a.Handler = httpapi.New(httpapi.Config{Service: eng, MaxBody: cfg.MaxBody, Logger: log})
+	a.Handler = httpapi.New(httpapi.Config{Service: eng, MaxBody: cfg.MaxBody, Logger: log, APIKeys: cfg.APIKeys})
 	return a, nil
 }
 

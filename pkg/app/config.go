@@ -65,6 +65,10 @@ type Config struct {
 	// built-in tools are then invoked through it as Lambda functions (`make
 	// lambdas`, `sam local start-lambda`).
 	LambdaEndpoint string
+	// APIKeys maps the accepted bearer keys to their tenants; empty means
+	// no key is required. Filled by ResolveAPIKeys (LAMBENT_API_KEYS or
+	// LAMBENT_API_KEYS_SSM).
+	APIKeys map[string]string
 	// InLambda is true when AWS_LAMBDA_RUNTIME_API is set.
 	InLambda bool
 }

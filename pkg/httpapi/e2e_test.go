@@ -85,8 +85,10 @@ func newGatewayWith(t *testing.T, fake *fakellm.Server, env map[string]string, o
 	for k, v := range env {
 		vars[k] = v
 	}
-	cfg, err := app.FromEnv(func(k string) string { return vars[k] })
+	getenv := func(k string) string { return vars[k] }
+	cfg, err := app.FromEnv(getenv)
 	require.NoError(t, err)
+	require.NoError(t, app.ResolveAPIKeys(context.Background(), &cfg, getenv))
 	require.Equal(t, "memory", cfg.Store)
 	require.Equal(t, time.Hour, cfg.Retention)
 	ctx := context.Background()

@@ -40,6 +40,11 @@ type Config struct {
 	MaxBody int64
 	// Logger receives access and error logs (default slog.Default()).
 	Logger *slog.Logger
+	// APIKeys maps each accepted bearer key to its tenant. When empty, no
+	// key is required (local runs; in AWS the function URL's or API
+	// Gateway's IAM auth guards the API). Every response is stored under
+	// the tenant of the key that created it and is invisible to others.
+	APIKeys map[string]string
 }
 
 // Handler is the HTTP API.
@@ -47,6 +52,7 @@ type Handler struct {
 	svc     Service
 	maxBody int64
 	log     *slog.Logger
+	keys    keyring
 	bufs    sync.Pool
 }
 
@@ -58,7 +64,7 @@ func New(cfg Config) *Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	h := &Handler{svc: cfg.Service, maxBody: cfg.MaxBody, log: cfg.Logger}
+	h := &Handler{svc: cfg.Service, maxBody: cfg.MaxBody, log: cfg.Logger, keys: newKeyring(cfg.APIKeys)}
 	h.bufs.New = func() any { return new(bytes.Buffer) }
 	return h
 }
@@ -76,6 +82,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	path := strings.TrimSuffix(r.URL.Path, "/")
+	if path != "/healthz" {
+		var ok bool
+		if r, ok = h.authenticate(w, r); !ok {
+			return
+		}
+	}
 	switch {
 	case path == "/healthz":
 		h.only(w, r, http.MethodGet, func() { h.writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })

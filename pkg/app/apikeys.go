@@ -1,0 +1,93 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/lambent/lambent/pkg/awsconf"
+	"github.com/lambent/lambent/pkg/store"
+)
+
+// Environment names of the gateway's own API keys.
+const (
+	// EnvAPIKeys lists the accepted bearer keys (local runs, tests).
+	EnvAPIKeys = "LAMBENT_API_KEYS"
+	// EnvAPIKeysSSM names an SSM SecureString parameter holding that list.
+	EnvAPIKeysSSM = "LAMBENT_API_KEYS_SSM"
+)
+
+// ParseAPIKeys reads an API key list: entries separated by commas or
+// newlines, each "key" (tenant "default") or "tenant=key". Tenants are
+// letters, digits, '_' and '-'; keys at least 16 characters.
+func ParseAPIKeys(list string) (map[string]string, error) {
+	keys := map[string]string{}
+	for _, entry := range strings.FieldsFunc(list, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' }) {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		tenant, key, found := strings.Cut(entry, "=")
+		if !found {
+			tenant, key = store.DefaultTenant, entry
+		}
+		tenant, key = strings.TrimSpace(tenant), strings.TrimSpace(key)
+		if !validTenant(tenant) {
+			return nil, fmt.Errorf("API keys: invalid tenant %q (letters, digits, '_' and '-')", tenant)
+		}
+		if len(key) < 16 || strings.ContainsAny(key, " \t") {
+			return nil, fmt.Errorf("API keys: the key of tenant %q is shorter than 16 characters or has spaces", tenant)
+		}
+		if other, dup := keys[key]; dup && other != tenant {
+			return nil, fmt.Errorf("API keys: one key is listed for tenants %q and %q", other, tenant)
+		}
+		keys[key] = tenant
+	}
+	return keys, nil
+}
+
+func validTenant(t string) bool {
+	if t == "" || len(t) > 64 {
+		return false
+	}
+	for _, c := range t {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ResolveAPIKeys fills cfg.APIKeys from LAMBENT_API_KEYS, or from the SSM
+// parameter LAMBENT_API_KEYS_SSM names. With neither, the API needs no key.
+func ResolveAPIKeys(ctx context.Context, cfg *Config, getenv func(string) string) error {
+	return resolveAPIKeys(ctx, cfg, getenv, func() (ParameterGetter, error) {
+		awsCfg, err := awsconf.Load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return newSignedSSM(awsCfg), nil
+	})
+}
+
+func resolveAPIKeys(ctx context.Context, cfg *Config, getenv func(string) string, client func() (ParameterGetter, error)) error {
+	list := getenv(EnvAPIKeys)
+	if name := strings.TrimSpace(getenv(EnvAPIKeysSSM)); list == "" && name != "" {
+		c, err := client()
+		if err != nil {
+			return fmt.Errorf("%s=%s: load AWS configuration: %w", EnvAPIKeysSSM, name, err)
+		}
+		if list, err = c.GetParameter(ctx, name); err != nil {
+			return fmt.Errorf("%s=%s: get parameter: %w", EnvAPIKeysSSM, name, err)
+		}
+		if strings.TrimSpace(list) == "" {
+			return fmt.Errorf("%s=%s: %w", EnvAPIKeysSSM, name, errEmptyParameter)
+		}
+	}
+	keys, err := ParseAPIKeys(list)
+	if err != nil {
+		return err
+	}
+	cfg.APIKeys = keys
+	return nil
+}

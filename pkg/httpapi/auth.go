@@ -1,0 +1,45 @@
+package httpapi
+
+import (
+	"crypto/sha256"
+	"net/http"
+	"strings"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/store"
+)
+
+// keyring maps the SHA-256 of each API key to its tenant, so a lookup
+// neither keeps nor compares the keys themselves.
+type keyring map[[sha256.Size]byte]string
+
+func newKeyring(keys map[string]string) keyring {
+	if len(keys) == 0 {
+		return nil
+	}
+	k := make(keyring, len(keys))
+	for key, tenant := range keys {
+		k[sha256.Sum256([]byte(key))] = tenant
+	}
+	return k
+}
+
+// authenticate checks the request's bearer key when keys are configured
+// and scopes the request to the key's tenant. It writes the 401 itself.
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	if h.keys == nil {
+		return r, true
+	}
+	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	tenant, known := h.keys[sha256.Sum256([]byte(strings.TrimSpace(key)))]
+	if !ok || !known {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="lambent"`)
+		msg := "Incorrect API key provided."
+		if !ok {
+			msg = "You didn't provide an API key. Send it in the Authorization header as 'Bearer YOUR_KEY'."
+		}
+		h.writeError(w, &api.Error{Status: http.StatusUnauthorized, Type: api.ErrTypeInvalidRequest, Code: "invalid_api_key", Message: msg})
+		return r, false
+	}
+	return r.WithContext(store.WithTenant(r.Context(), tenant)), true
+}
