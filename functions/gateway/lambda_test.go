@@ -170,17 +170,9 @@ func requireSSE(t *testing.T, s *streamed) {
 	require.NoError(t, err)
 	require.NoError(t, ssecheck.Check(v, evs))
 	require.Len(t, s.chunks, len(evs)+1, "one chunk per event, plus [DONE]")
-	var text strings.Builder
-	for _, ev := range evs {
-		if ev.Type == "response.output_text.delta" {
-			var d struct {
-				Delta string `json:"delta"`
-			}
-			require.NoError(t, json.Unmarshal(ev.Data, &d))
-			text.WriteString(d.Delta)
-		}
-	}
-	require.Equal(t, answer, text.String())
+	text, err := ssecheck.OutputText(evs)
+	require.NoError(t, err)
+	require.Equal(t, answer, text)
 	last := evs[len(evs)-1]
 	require.Equal(t, "response.completed", last.Type)
 	require.Equal(t, "completed", last.Response.Status)

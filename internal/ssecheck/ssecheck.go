@@ -201,3 +201,21 @@ func Check(v *schema.Validator, evs []Event) error {
 	}
 	return nil
 }
+
+// OutputText joins the deltas of every response.output_text.delta event.
+func OutputText(evs []Event) (string, error) {
+	var b strings.Builder
+	for _, ev := range evs {
+		if ev.Type != "response.output_text.delta" {
+			continue
+		}
+		var d struct {
+			Delta string `json:"delta"`
+		}
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return "", fmt.Errorf("ssecheck: delta event: %w", err)
+		}
+		b.WriteString(d.Delta)
+	}
+	return b.String(), nil
+}

@@ -43,6 +43,9 @@ func TestParseAndCheck(t *testing.T) {
 	if err := Check(nil, evs); err != nil {
 		t.Fatalf("a valid stream fails: %v", err)
 	}
+	if text, err := OutputText(evs); err != nil || text != "hi" {
+		t.Fatalf("output text %q, %v", text, err)
+	}
 }
 
 // Each broken stream is caught.

@@ -274,14 +274,9 @@ func (r *Response) appendJSON(b []byte, e *error) []byte {
 	b = appendNullString(b, r.PreviousResponseID)
 	b = append(b, `,"instructions":`...)
 	b = appendNullString(b, r.Instructions)
-	b = append(b, `,"output":[`...)
-	for i := range r.Output {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = r.Output[i].appendJSON(b, e)
-	}
-	b = append(b, `],"error":`...)
+	b = append(b, `,"output":`...)
+	b = appendList(b, r.Output, (*Item).appendJSON, e)
+	b = append(b, `,"error":`...)
 	if r.Error == nil {
 		b = append(b, "null"...)
 	} else {
@@ -291,14 +286,9 @@ func (r *Response) appendJSON(b []byte, e *error) []byte {
 		b = appendString(b, r.Error.Message)
 		b = append(b, '}')
 	}
-	b = append(b, `,"tools":[`...)
-	for i := range r.Tools {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = r.Tools[i].appendJSON(b, e)
-	}
-	b = append(b, `],"tool_choice":`...)
+	b = append(b, `,"tools":`...)
+	b = appendList(b, r.Tools, (*Tool).appendJSON, e)
+	b = append(b, `,"tool_choice":`...)
 	b = r.ToolChoice.AppendJSON(b)
 	b = append(b, `,"truncation":`...)
 	b = appendString(b, r.Truncation)
@@ -512,12 +502,17 @@ func (it *Item) appendJSON(b []byte, e *error) []byte {
 
 // appendParts appends parts as an array; nil is written as [].
 func appendParts(b []byte, parts []ContentPart, e *error) []byte {
+	return appendList(b, parts, (*ContentPart).appendJSON, e)
+}
+
+// appendList appends xs as a JSON array (nil as []), each element by enc.
+func appendList[T any](b []byte, xs []T, enc func(*T, []byte, *error) []byte, e *error) []byte {
 	b = append(b, '[')
-	for i := range parts {
+	for i := range xs {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = parts[i].appendJSON(b, e)
+		b = enc(&xs[i], b, e)
 	}
 	return append(b, ']')
 }
@@ -762,14 +757,7 @@ func (l *ItemList) appendJSON(b []byte, e *error) []byte {
 	if l.Data == nil {
 		b = append(b, "null"...)
 	} else {
-		b = append(b, '[')
-		for i := range l.Data {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = l.Data[i].appendJSON(b, e)
-		}
-		b = append(b, ']')
+		b = appendList(b, l.Data, (*Item).appendJSON, e)
 	}
 	b = append(b, `,"first_id":`...)
 	b = appendNullString(b, l.FirstID)

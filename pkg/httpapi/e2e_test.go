@@ -422,17 +422,9 @@ func TestE2ECreateStreaming(t *testing.T) {
 		require.NoError(t, ssecheck.Check(validator(t), evs))
 		require.Len(t, evs, len(chunks)-1)
 		require.Equal(t, "response.completed", evs[len(evs)-1].Type)
-		var text strings.Builder
-		for _, ev := range evs {
-			if ev.Type == "response.output_text.delta" {
-				var d struct {
-					Delta string `json:"delta"`
-				}
-				require.NoError(t, json.Unmarshal(ev.Data, &d))
-				text.WriteString(d.Delta)
-			}
-		}
-		require.Equal(t, answer, text.String())
+		text, err := ssecheck.OutputText(evs)
+		require.NoError(t, err)
+		require.Equal(t, answer, text)
 	})
 
 	t.Run("one-write-per-event", func(t *testing.T) {

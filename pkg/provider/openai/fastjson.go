@@ -48,19 +48,7 @@ func (d *fastDec) payloadField(k []byte, p *chatPayload) bool {
 		}
 		return d.strField(&p.Model)
 	case "choices":
-		if d.null() {
-			p.Choices = nil
-			return true
-		}
-		p.Choices = p.Choices[:0]
-		return d.array(func() bool {
-			var c chatChoice
-			if !d.object(func(k []byte) bool { return d.choiceField(k, &c) }) {
-				return false
-			}
-			p.Choices = append(p.Choices, c)
-			return true
-		})
+		return objectList(d, &p.Choices, d.choiceField)
 	case "usage":
 		if d.null() {
 			p.Usage = nil
@@ -97,6 +85,24 @@ func (d *fastDec) usageField(k []byte, u *chatUsage) bool {
 		return detailsField(d, &u.CompletionTokensDetails, "reasoning_tokens", func(c *completionDetails) *int { return &c.ReasoningTokens })
 	}
 	return d.skip()
+}
+
+// objectList decodes an array of objects (or null) into *dst, each
+// object's fields by field.
+func objectList[T any](d *fastDec, dst *[]T, field func(k []byte, x *T) bool) bool {
+	if d.null() {
+		*dst = nil
+		return true
+	}
+	*dst = (*dst)[:0]
+	return d.array(func() bool {
+		var x T
+		if !d.object(func(k []byte) bool { return field(k, &x) }) {
+			return false
+		}
+		*dst = append(*dst, x)
+		return true
+	})
 }
 
 // detailsField decodes a usage details object holding one counter into
@@ -147,19 +153,7 @@ func (d *fastDec) msgObject(m *chatOutMessage) bool {
 		case "reasoning":
 			return d.strField(&m.Reasoning)
 		case "tool_calls":
-			if d.null() {
-				m.ToolCalls = nil
-				return true
-			}
-			m.ToolCalls = m.ToolCalls[:0]
-			return d.array(func() bool {
-				var tc chatOutCall
-				if !d.object(func(k []byte) bool { return d.callField(k, &tc) }) {
-					return false
-				}
-				m.ToolCalls = append(m.ToolCalls, tc)
-				return true
-			})
+			return objectList(d, &m.ToolCalls, d.callField)
 		}
 		return d.skip()
 	})

@@ -443,32 +443,12 @@ func testConcurrentCheckpoints(t *testing.T, s store.ResponseStore) {
 	id := rec.Response.ID
 	create(t, s, ctx, rec)
 	const n = 8
-	errs := make([]error, n)
 	recs := make([]*store.Record, n)
 	for i := range recs {
 		recs[i] = NewRecord(id, api.StatusInProgress)
 		recs[i].Job = &store.Job{Owner: fmt.Sprintf("worker-%d", i), Turns: i}
 	}
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			errs[i] = s.Update(ctx, recs[i], api.StatusInProgress)
-		})
-	}
-	close(start)
-	wg.Wait()
-	winner := -1
-	for i, err := range errs {
-		if err == nil {
-			require.Equal(t, -1, winner, "writers %d and %d both won", winner, i)
-			winner = i
-			continue
-		}
-		require.ErrorIs(t, err, store.ErrConflict, "writer %d", i)
-	}
-	require.NotEqual(t, -1, winner)
+	winner := raceUpdates(ctx, t, s, recs)
 	got, err := s.Get(ctx, id)
 	require.NoError(t, err)
 	RequireSameRecord(t, recs[winner], got)
@@ -563,27 +543,7 @@ func testConcurrentStatusWrites(t *testing.T, s store.ResponseStore) {
 					recs[i].Response.Output = append(recs[i].Response.Output, textMessage("msg_big", RandomText(rng, size)))
 				}
 			}
-			errs := make([]error, n)
-			start := make(chan struct{})
-			var wg sync.WaitGroup
-			for i := range n {
-				wg.Go(func() {
-					<-start
-					errs[i] = s.Update(ctx, recs[i], api.StatusInProgress)
-				})
-			}
-			close(start)
-			wg.Wait()
-			winner := -1
-			for i, err := range errs {
-				if err == nil {
-					require.Equal(t, -1, winner, "writers %d and %d both won", winner, i)
-					winner = i
-					continue
-				}
-				require.ErrorIs(t, err, store.ErrConflict, "writer %d", i)
-			}
-			require.NotEqual(t, -1, winner, "no writer won")
+			winner := raceUpdates(ctx, t, s, recs)
 			got, err := s.Get(ctx, id)
 			require.NoError(t, err)
 			RequireSameRecord(t, recs[winner], got)
@@ -1038,4 +998,33 @@ func Words(rng *rand.Rand, n int) string {
 		}
 	}
 	return b.String()
+}
+
+// raceUpdates starts one Update of in_progress per record at once (a start
+// barrier) and requires that exactly one wins and the others get
+// ErrConflict; it returns the winner's index.
+func raceUpdates(ctx context.Context, t *testing.T, s store.ResponseStore, recs []*store.Record) int {
+	t.Helper()
+	errs := make([]error, len(recs))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range recs {
+		wg.Go(func() {
+			<-start
+			errs[i] = s.Update(ctx, recs[i], api.StatusInProgress)
+		})
+	}
+	close(start)
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		if err == nil {
+			require.Equal(t, -1, winner, "writers %d and %d both won", winner, i)
+			winner = i
+			continue
+		}
+		require.ErrorIs(t, err, store.ErrConflict, "writer %d", i)
+	}
+	require.NotEqual(t, -1, winner, "no writer won")
+	return winner
 }
