@@ -22,7 +22,8 @@ func TestMain(m *testing.M) { os.Exit(dynamolocal.MainLeakChecked(m)) }
 
 const clientTool = `{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}`
 
-// US1.1: no executors → tool calls returned as function_call items, completed.
+// US1.1: no executors (no hosted tool catalog) → tool calls returned as
+// function_call items, completed.
 func TestUS1_1_NoExecutorsSingleShot(t *testing.T) {
 	p := script(calls(5, 3, call("call_1", "get_weather", `{"city":"Oslo"}`)))
 	e, _ := newEngine(t, p, nil)
