@@ -16,7 +16,7 @@ import (
 
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/lambent/lambent/pkg/tools/builtin"
-	"github.com/lambent/lambent/pkg/tools/lambdatool"
+	"github.com/lambent/lambent/pkg/tools/lambdaexec"
 )
 
 // repoRoot is the repository root, seen from this package's directory.
@@ -29,9 +29,9 @@ const repoRoot = ".."
 //
 //   - a tool function is a function whose build (`make -n
 //     build-<LogicalId>`, mk/sam.mk) or CodeUri is functions/tools/<tool>,
-//     and its logical ID is lambdatool.FunctionLogicalID(<tool>) (the name
+//     and its logical ID is lambdaexec.FunctionLogicalID(<tool>) (the name
 //     `sam local start-lambda` serves it under, which `make lambdas` serves
-//     too, so lambdatool.LocalManifest works against either);
+//     too, so lambdaexec.LocalManifest works against either);
 //   - every functions/tools/<dir> main is deployed as a tool function;
 //   - every built-in tool (builtin.DefaultManifest) has a tool function;
 //   - the manifest of every function that has one lists every tool function
@@ -74,8 +74,8 @@ func checkToolFunctions(tpl template, root string) (problems []string) {
 		}
 		tool = strings.Trim(tool, "/")
 		toolOf[id] = tool
-		if want := lambdatool.FunctionLogicalID(tool); id != want {
-			errorf("%s builds functions/tools/%s: name it %s (lambdatool.FunctionLogicalID), the name local endpoints serve it under", id, tool, want)
+		if want := lambdaexec.FunctionLogicalID(tool); id != want {
+			errorf("%s builds functions/tools/%s: name it %s (lambdaexec.FunctionLogicalID), the name local endpoints serve it under", id, tool, want)
 		}
 		if !hasMain(filepath.Join(root, dir)) {
 			errorf("%s builds %s, which holds no main package", id, dir)
@@ -100,7 +100,7 @@ func checkToolFunctions(tpl template, root string) (problems []string) {
 	for _, e := range entries {
 		if e.IsDir() && hasMain(filepath.Join(root, "functions", "tools", e.Name())) {
 			if _, ok := functionOf[e.Name()]; !ok {
-				errorf("functions/tools/%s is no function of template.yaml: add %s", e.Name(), lambdatool.FunctionLogicalID(e.Name()))
+				errorf("functions/tools/%s is no function of template.yaml: add %s", e.Name(), lambdaexec.FunctionLogicalID(e.Name()))
 			}
 		}
 	}
@@ -112,7 +112,7 @@ func checkToolFunctions(tpl template, root string) (problems []string) {
 			errorf("builtin.DefaultManifest lists %s, which builtin.Tools lacks", mt.Name)
 		}
 		if _, ok := functionOf[mt.Name]; !ok {
-			errorf("built-in tool %s has no tool function: add functions/tools/%s and %s to template.yaml", mt.Name, mt.Name, lambdatool.FunctionLogicalID(mt.Name))
+			errorf("built-in tool %s has no tool function: add functions/tools/%s and %s to template.yaml", mt.Name, mt.Name, lambdaexec.FunctionLogicalID(mt.Name))
 		}
 	}
 

@@ -12,4 +12,4 @@ lambdas:
 
 ## bench-lambdas: a turn's tool phase (16 concurrent calls) against one call, through the local endpoint and the SDK
 bench-lambdas:
-	$(GO) test -run='^$$' -bench=BenchmarkToolPhase -benchtime=2s ./pkg/tools/lambdatool/
+	$(GO) test -run='^$$' -bench=BenchmarkToolPhase -benchtime=2s ./pkg/tools/lambdaexec/

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/awsconf"
 	"github.com/lambent/lambent/pkg/engine"
 	"github.com/lambent/lambent/pkg/httpapi"
@@ -21,7 +22,7 @@ import (
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/lambent/lambent/pkg/tools/builtin"
 	"github.com/lambent/lambent/pkg/tools/fetchurl"
-	"github.com/lambent/lambent/pkg/tools/lambdatool"
+	"github.com/lambent/lambent/pkg/tools/lambdaexec"
 	"github.com/lambent/lambent/pkg/worker"
 )
 
@@ -31,7 +32,7 @@ type App struct {
 	Handler http.Handler
 	Store   store.ResponseStore
 	// Tools lists the hosted tools on offer.
-	Tools []tools.Definition
+	Tools []api.ToolDefinition
 	close []func()
 }
 
@@ -73,7 +74,7 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 		for i, t := range manifest.Tools {
 			names[i] = t.Name
 		}
-		manifest = lambdatool.LocalManifest(names...)
+		manifest = lambdaexec.LocalManifest(names...)
 	}
 	bcfg := builtin.Config{Fetch: fetchurl.Config{AllowHosts: cfg.FetchAllowHosts}}
 	reg, err := builtin.Registry(manifest, bcfg)
@@ -84,23 +85,21 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 		return nil, err
 	}
 	a.close = append(a.close, func() { _ = reg.Shutdown(context.Background()) })
-	executors := []tools.ToolExecutor{tools.FunctionExecutor{}, tools.LocalExecutor{Registry: reg}}
-	catalog := catalogs{reg}
+	catalog := tools.Catalogs{reg}
 	a.Tools = reg.List()
 	if remote := lambdaTools(manifest); len(remote) > 0 {
-		client, err := lambdatool.NewClient(ctx)
+		client, err := lambdaexec.NewClient(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("lambda client: %w", err)
 		}
-		fallback := map[string]tools.Definition{}
+		fallback := map[string]api.ToolDefinition{}
 		for name, h := range builtin.Tools(bcfg) {
 			fallback[name] = h.Definition
 		}
-		ex, err := lambdatool.New(client, lambdatool.Config{Logger: log}, remote, fallback)
+		ex, err := lambdaexec.New(client, lambdaexec.Config{Logger: log}, remote, fallback)
 		if err != nil {
 			return nil, fmt.Errorf("LAMBENT_TOOLS: %w", err)
 		}
-		executors = append(executors, ex)
 		catalog = append(catalog, ex)
 		a.Tools = append(a.Tools, ex.List()...)
 	}
@@ -136,7 +135,6 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 	eng, err = engine.New(engine.Config{
 		Provider:        openai.New(openai.Config{BaseURL: cfg.ProviderURL, APIKey: cfg.ProviderAPIKey, Logger: log}),
 		Store:           st,
-		Executors:       executors,
 		Hosted:          catalog,
 		DefaultModel:    cfg.DefaultModel,
 		MaxTurns:        cfg.MaxTurns,
@@ -165,18 +163,6 @@ func lambdaTools(m *tools.Manifest) []tools.ManifestTool {
 		}
 	}
 	return out
-}
-
-// catalogs looks a hosted tool up in each catalog in turn.
-type catalogs []engine.Catalog
-
-func (c catalogs) Lookup(name string) (tools.Definition, bool) {
-	for _, cat := range c {
-		if d, ok := cat.Lookup(name); ok {
-			return d, true
-		}
-	}
-	return tools.Definition{}, false
 }
 
 func buildStore(ctx context.Context, cfg Config) (store.ResponseStore, error) {

@@ -57,10 +57,10 @@ func forStores(t *testing.T, fn func(t *testing.T, mk storeMaker)) {
 	})
 }
 
-func bgEngine(t *testing.T, mk storeMaker, p *scripted, execs []tools.ToolExecutor, hosted Catalog, mut ...func(*Config)) (*Engine, store.ResponseStore, *jobQueue) {
+func bgEngine(t *testing.T, mk storeMaker, p *scripted, hosted tools.Catalog, mut ...func(*Config)) (*Engine, store.ResponseStore, *jobQueue) {
 	q := newJobQueue()
 	st := mk(t)
-	e, _ := newEngine(t, p, execs, hosted, append([]func(*Config){func(c *Config) {
+	e, _ := newEngine(t, p, hosted, append([]func(*Config){func(c *Config) {
 		c.Store = st
 		c.Queue = q
 		c.PollInterval = time.Millisecond
@@ -75,7 +75,7 @@ func TestBackgroundCreateRunIdempotent(t *testing.T) { forStores(t, testBackgrou
 func testBackgroundCreateRunIdempotent(t *testing.T, mk storeMaker) {
 	m := newMock(echoTool, "t")
 	p := script(calls(1, 1, call("c1", "t", `{}`)), text("done", 2, 2))
-	e, _, q := bgEngine(t, mk, p, allExecs(m), hostedCatalog("t"))
+	e, _, q := bgEngine(t, mk, p, m)
 	rec, err := run1(t, e, `{"input":"x","background":true,"tools":[{"type":"lambent:t"}]}`)
 	require.NoError(t, err)
 	queued := rec.response(t)
@@ -105,7 +105,7 @@ func TestBackgroundStreamAndResume(t *testing.T) { forStores(t, testBackgroundSt
 func testBackgroundStreamAndResume(t *testing.T, mk storeMaker) {
 	m := newMock(echoTool, "t")
 	p := script(calls(1, 1, call("c1", "t", `{"a":1}`)), text("all done now", 1, 1))
-	e, _, q := bgEngine(t, mk, p, allExecs(m), hostedCatalog("t"))
+	e, _, q := bgEngine(t, mk, p, m)
 	go func() {
 		j := <-q.c
 		_ = e.RunBackground(context.Background(), j.ResponseID)
@@ -141,7 +141,7 @@ func testBackgroundCancelWhileToolRuns(t *testing.T, mk storeMaker) {
 		return nil, ctx.Err()
 	}, "slow")
 	p := script(calls(1, 1, call("c1", "slow", `{}`)), text("never", 1, 1))
-	e, st, q := bgEngine(t, mk, p, allExecs(m), hostedCatalog("slow"))
+	e, st, q := bgEngine(t, mk, p, m)
 	rec, err := run1(t, e, `{"input":"x","background":true,"tools":[{"type":"lambent:slow"}]}`)
 	require.NoError(t, err)
 	id := rec.response(t).ID
@@ -188,7 +188,7 @@ func testBackgroundHandoff(t *testing.T, mk storeMaker) {
 		slow(calls(10, 1, call("c4", "t", `{"n":4}`))),
 		slow(text("all five done", 10, 1)),
 	)
-	e, _, q := bgEngine(t, mk, p, allExecs(m), hostedCatalog("t"), func(c *Config) { c.Now = clock.Now })
+	e, _, q := bgEngine(t, mk, p, m, func(c *Config) { c.Now = clock.Now })
 	rec, err := run1(t, e, `{"input":"five steps","background":true,"tools":[{"type":"lambent:t"}]}`)
 	require.NoError(t, err)
 	id := rec.response(t).ID
@@ -216,7 +216,7 @@ func TestStartBackgroundIdempotent(t *testing.T) { forStores(t, testStartBackgro
 
 func testStartBackgroundIdempotent(t *testing.T, mk storeMaker) {
 	p := script(text("hi", 1, 1))
-	e, _, _ := bgEngine(t, mk, p, nil, nil)
+	e, _, _ := bgEngine(t, mk, p, nil)
 	req := decodeReq(t, `{"input":"hello"}`)
 	id, err := e.StartBackground(context.Background(), req, "resp_event_1")
 	require.NoError(t, err)
@@ -263,7 +263,7 @@ func testBackgroundCrashResumesFromCheckpoint(t *testing.T, mk storeMaker) {
 		calls(1, 1, call("c3", "slow", `{}`)),
 		text("done", 1, 1),
 	)
-	e, _, q := bgEngine(t, mk, p, allExecs(m), hostedCatalog("fast", "slow"), func(c *Config) {
+	e, _, q := bgEngine(t, mk, p, m, func(c *Config) {
 		c.Now = clock.Now
 		c.Lease = time.Minute
 	})

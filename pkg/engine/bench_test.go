@@ -23,7 +23,7 @@ func (p loopProvider) Complete(_ context.Context, req *provider.Request) (*provi
 	if outputs >= p.turns-1 {
 		return &provider.Result{Text: "done", FinishReason: provider.FinishStop, Usage: api.Usage{InputTokens: 10, OutputTokens: 2}}, nil
 	}
-	return &provider.Result{ToolCalls: []tools.ToolCall{{ID: "call_x", Name: "t", Arguments: `{"a":1}`}}, FinishReason: provider.FinishToolCalls, Usage: api.Usage{InputTokens: 10, OutputTokens: 2}}, nil
+	return &provider.Result{ToolCalls: []api.Item{call("call_x", "t", `{"a":1}`)}, FinishReason: provider.FinishToolCalls, Usage: api.Usage{InputTokens: 10, OutputTokens: 2}}, nil
 }
 
 func (p loopProvider) Stream(ctx context.Context, req *provider.Request, fn func(provider.Delta) error) (*provider.Result, error) {
@@ -32,7 +32,7 @@ func (p loopProvider) Stream(ctx context.Context, req *provider.Request, fn func
 		_ = fn(provider.Delta{Kind: provider.DeltaText, Text: res.Text})
 	}
 	for i, c := range res.ToolCalls {
-		_ = fn(provider.Delta{Kind: provider.DeltaToolCall, ToolIndex: i, ToolCallID: c.ID, ToolName: c.Name, Text: c.Arguments})
+		_ = fn(provider.Delta{Kind: provider.DeltaToolCall, ToolIndex: i, ToolCallID: c.CallID, ToolName: c.Name, Text: c.Arguments})
 	}
 	return res, nil
 }
@@ -56,7 +56,7 @@ func BenchmarkLoopTurn(b *testing.B) {
 			name = "stream"
 		}
 		b.Run(name, func(b *testing.B) {
-			e, _ := newEngineB(b, loopProvider{turns: turns}, []tools.ToolExecutor{tools.FunctionExecutor{}, m}, hostedCatalog("t"))
+			e, _ := newEngineB(b, loopProvider{turns: turns}, m)
 			body := `{"input":"compute","tools":[{"type":"lambent:t"}]}`
 			if stream {
 				body = `{"input":"compute","stream":true,"tools":[{"type":"lambent:t"}]}`

@@ -49,7 +49,7 @@ func TestDeadlineStopsAndContinues(t *testing.T) {
 		slow(calls(10, 1, call("c4", "t", `{"n":4}`))),
 		slow(text("all five done", 10, 1)),
 	)
-	e, st := newEngine(t, p, allExecs(m), hostedCatalog("t"), func(c *Config) {
+	e, st := newEngine(t, p, m, func(c *Config) {
 		c.Now = clock.Now
 		c.DeadlineReserve = 10 * time.Second
 	})
@@ -93,7 +93,7 @@ func TestDeadlineBeforeToolBatch(t *testing.T) {
 		return &tools.ToolResult{Output: "ok"}, nil
 	}, "t")
 	p := script(calls(1, 1, call("c1", "t", `{}`)), calls(1, 1, call("c2", "t", `{}`)), text("done", 1, 1))
-	e, _ := newEngine(t, p, allExecs(m), hostedCatalog("t"), func(c *Config) { c.Now = clock.Now })
+	e, _ := newEngine(t, p, m, func(c *Config) { c.Now = clock.Now })
 	tl := `"tools":[{"type":"lambent:t"}]`
 	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(45*time.Minute))
 	defer cancel()
@@ -135,7 +135,7 @@ func TestKeepAliveWhileWaiting(t *testing.T) {
 		case <-ctx.Done():
 		}
 	}})
-	e, _ := newEngine(t, p, nil, nil, func(c *Config) { c.KeepAlive = time.Millisecond })
+	e, _ := newEngine(t, p, nil, func(c *Config) { c.KeepAlive = time.Millisecond })
 	require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, `{"input":"x","stream":true}`), rec))
 	r := rec.checkStream(t)
 	assert.Equal(t, api.StatusCompleted, r.Status, "the model answered only after a keep-alive was written")

@@ -287,6 +287,6 @@ func (a *assembler) replay(res *provider.Result) {
 		_ = a.delta(provider.Delta{Kind: provider.DeltaRefusal, Text: res.Refusal})
 	}
 	for i, c := range res.ToolCalls {
-		_ = a.delta(provider.Delta{Kind: provider.DeltaToolCall, ToolIndex: i, ToolCallID: c.ID, ToolName: c.Name, Text: c.Arguments})
+		_ = a.delta(provider.Delta{Kind: provider.DeltaToolCall, ToolIndex: i, ToolCallID: c.CallID, ToolName: c.Name, Text: c.Arguments})
 	}
 }

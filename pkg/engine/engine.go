@@ -4,7 +4,8 @@
 // through a ResponseWriter and stores every terminal response.
 //
 // The engine depends only on interfaces: provider.Provider,
-// store.ResponseStore and tools.ToolExecutor. It knows nothing of AWS.
+// store.ResponseStore, tools.Catalog and tools.ToolExecutor. It knows
+// nothing of AWS.
 package engine
 
 import (
@@ -30,22 +31,18 @@ type ResponseWriter interface {
 	WriteResponse(r *api.Response) error
 }
 
-// Catalog resolves hosted tool names ("lambent:<name>") to definitions.
-type Catalog interface {
-	Lookup(name string) (tools.Definition, bool)
-}
-
 // Config configures an Engine. Provider is required; the rest have working
 // zero values.
 type Config struct {
 	Provider provider.Provider
 	// Store keeps responses; nil disables storing (and continuations).
 	Store store.ResponseStore
-	// Executors run tool calls. Nil means single-shot behaviour: tool calls
-	// are returned to the client and the response is completed.
-	Executors []tools.ToolExecutor
-	// Hosted resolves hosted tool types; nil means no hosted tools.
-	Hosted Catalog
+	// Hosted resolves hosted tools ("lambent:<name>" in a request) to the
+	// definition the model sees and the executor that runs their calls;
+	// {"type":"function"} tools are executed by the client. Nil means no
+	// hosted tools and single-shot behaviour: the model's tool calls are
+	// returned to the client and the response is completed.
+	Hosted tools.Catalog
 	// DefaultModel is used when a request names none.
 	DefaultModel string
 	// MaxTurns bounds model calls per response (default 10).

@@ -80,7 +80,7 @@ func (s *scripted) Stream(ctx context.Context, req *provider.Request, fn func(pr
 	}
 	for i, c := range res.ToolCalls {
 		half := len(c.Arguments) / 2
-		if err := fn(provider.Delta{Kind: provider.DeltaToolCall, ToolIndex: i, ToolCallID: c.ID, ToolName: c.Name, Text: c.Arguments[:half]}); err != nil {
+		if err := fn(provider.Delta{Kind: provider.DeltaToolCall, ToolIndex: i, ToolCallID: c.CallID, ToolName: c.Name, Text: c.Arguments[:half]}); err != nil {
 			return nil, err
 		}
 		if err := fn(provider.Delta{Kind: provider.DeltaToolCall, ToolIndex: i, Text: c.Arguments[half:]}); err != nil {
@@ -100,15 +100,15 @@ func text(t string, in, out int) step {
 	return step{res: provider.Result{Text: t, FinishReason: provider.FinishStop, Usage: api.Usage{InputTokens: in, OutputTokens: out}}}
 }
 
-func calls(in, out int, cs ...tools.ToolCall) step {
+func calls(in, out int, cs ...api.Item) step {
 	return step{res: provider.Result{ToolCalls: cs, FinishReason: provider.FinishToolCalls, Usage: api.Usage{InputTokens: in, OutputTokens: out}}}
 }
 
-func call(id, name, args string) tools.ToolCall {
-	return tools.ToolCall{ID: id, Name: name, Arguments: args}
+func call(id, name, args string) api.Item {
+	return api.Item{Type: api.ItemFunctionCall, CallID: id, Name: name, Arguments: args}
 }
 
-// mockExec executes hosted tools with fn.
+// mockExec is a hosted tool catalog of names whose calls it executes with fn.
 type mockExec struct {
 	names map[string]bool
 	fn    func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error)
@@ -124,9 +124,11 @@ func newMock(fn func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, 
 	return m
 }
 
-func (m *mockExec) Kind() tools.ToolKind { return tools.KindHosted }
-func (m *mockExec) CanExecute(d tools.Definition) bool {
-	return d.Kind == tools.KindHosted && m.names[d.Name]
+func (m *mockExec) Lookup(name string) (api.ToolDefinition, tools.ToolExecutor, bool) {
+	if !m.names[name] {
+		return api.ToolDefinition{}, nil, false
+	}
+	return api.ToolDefinition{Name: name, Description: "hosted " + name, Parameters: json.RawMessage(`{"type":"object"}`)}, m, true
 }
 func (m *mockExec) Execute(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
 	m.mu.Lock()
@@ -142,19 +144,6 @@ func (m *mockExec) calls() []tools.ToolCall {
 
 func echoTool(_ context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
 	return &tools.ToolResult{Output: "result of " + c.Name + " " + c.Arguments}, nil
-}
-
-// catalog is a fixed hosted tool catalog.
-type catalog map[string]tools.Definition
-
-func (c catalog) Lookup(name string) (tools.Definition, bool) { d, ok := c[name]; return d, ok }
-
-func hostedCatalog(names ...string) catalog {
-	c := catalog{}
-	for _, n := range names {
-		c[n] = tools.Definition{Name: n, Description: "hosted " + n, Parameters: json.RawMessage(`{"type":"object"}`), Kind: tools.KindHosted}
-	}
-	return c
 }
 
 // recorder is a ResponseWriter that keeps what it is given, as JSON.
@@ -252,16 +241,18 @@ func types(items []api.Item) []string {
 	return out
 }
 
-// newEngine builds an engine over a memory store.
-func newEngine(t *testing.T, p provider.Provider, execs []tools.ToolExecutor, hosted Catalog, mut ...func(*Config)) (*Engine, store.ResponseStore) {
+// newEngine builds an engine over a memory store. A nil hosted catalog is
+// the single-shot engine; a mock without names offers no hosted tools but
+// runs the loop (client calls pause it).
+func newEngine(t *testing.T, p provider.Provider, hosted tools.Catalog, mut ...func(*Config)) (*Engine, store.ResponseStore) {
 	t.Helper()
-	return newEngineB(t, p, execs, hosted, mut...)
+	return newEngineB(t, p, hosted, mut...)
 }
 
-func newEngineB(t testing.TB, p provider.Provider, execs []tools.ToolExecutor, hosted Catalog, mut ...func(*Config)) (*Engine, store.ResponseStore) {
+func newEngineB(t testing.TB, p provider.Provider, hosted tools.Catalog, mut ...func(*Config)) (*Engine, store.ResponseStore) {
 	t.Helper()
 	st := store.NewMemory(store.MemoryConfig{})
-	cfg := Config{Provider: p, Store: st, Executors: execs, Hosted: hosted, DefaultModel: "test-model", Logger: slog.New(slog.DiscardHandler)}
+	cfg := Config{Provider: p, Store: st, Hosted: hosted, DefaultModel: "test-model", Logger: slog.New(slog.DiscardHandler)}
 	for _, m := range mut {
 		m(&cfg)
 	}

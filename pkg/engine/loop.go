@@ -164,7 +164,7 @@ func (e *Engine) loop(ctx context.Context, r *run) outcome {
 		case provider.FinishContentFilter:
 			return outcome{status: api.StatusIncomplete, reason: api.ReasonContentFilter}
 		}
-		if len(calls) == 0 || len(e.cfg.Executors) == 0 || r.toolChoiceMode() == api.ToolChoiceNone {
+		if len(calls) == 0 || e.cfg.Hosted == nil || r.toolChoiceMode() == api.ToolChoiceNone {
 			return outcome{status: api.StatusCompleted}
 		}
 		if out, stop := e.runTools(ctx, r, calls, false); stop {
@@ -262,40 +262,29 @@ type plannedCall struct {
 	client  bool
 }
 
-// plan decides, for each call, which executor runs it, or whether the
-// client must, or which error is fed back. unanswered marks calls left
-// without output by a previous response: client calls among them get an
-// error result instead of pausing again.
+// plan decides, for each call, which executor runs it (the hosted tool's),
+// or whether the client must (a function tool), or which error is fed
+// back. unanswered marks calls left without output by a previous response:
+// client calls among them get an error result instead of pausing again.
 func (e *Engine) plan(r *run, calls []api.Item, unanswered bool) []plannedCall {
 	plans := make([]plannedCall, len(calls))
 	for i, c := range calls {
 		p := plannedCall{call: tools.ToolCall{ID: c.CallID, Name: c.Name, Arguments: c.Arguments, ResponseID: r.resp.ID}}
-		def, ok := r.defs[c.Name]
+		t, ok := r.defs[c.Name]
 		switch {
 		case !ok:
 			p.errText = fmt.Sprintf("Error: tool %q does not exist. Available tools: %s.", c.Name, r.toolNames())
 		case !r.filter.Allowed(c.Name):
 			p.errText = fmt.Sprintf("Error: tool %q is not allowed for this request.", c.Name)
+		case t.exec == nil && unanswered:
+			p.errText = fmt.Sprintf("Error: no output was provided for the call to %q (call_id %s).", c.Name, c.CallID)
+		case t.exec == nil:
+			p.client = true
+		case r.req.MaxToolCalls != nil && r.hostedCalls >= *r.req.MaxToolCalls:
+			p.errText = fmt.Sprintf("Error: the limit of %d tool calls for this response was reached; answer with what you have.", *r.req.MaxToolCalls)
 		default:
-			for _, ex := range e.cfg.Executors {
-				if ex.CanExecute(def) {
-					p.exec = ex
-					break
-				}
-			}
-			if p.exec == nil || p.exec.Kind() == tools.KindFunction {
-				p.exec = nil
-				p.client = true
-				if unanswered {
-					p.client = false
-					p.errText = fmt.Sprintf("Error: no output was provided for the call to %q (call_id %s).", c.Name, c.CallID)
-				}
-			} else if max := r.req.MaxToolCalls; max != nil && r.hostedCalls >= *max {
-				p.exec = nil
-				p.errText = fmt.Sprintf("Error: the limit of %d tool calls for this response was reached; answer with what you have.", *max)
-			} else {
-				r.hostedCalls++
-			}
+			p.exec = t.exec
+			r.hostedCalls++
 		}
 		plans[i] = p
 	}

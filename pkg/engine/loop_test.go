@@ -22,14 +22,11 @@ func TestMain(m *testing.M) { os.Exit(dynamolocal.MainLeakChecked(m)) }
 
 const clientTool = `{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}`
 
-func allExecs(m *mockExec) []tools.ToolExecutor {
-	return []tools.ToolExecutor{tools.FunctionExecutor{}, m}
-}
-
-// US1.1: no executors → tool calls returned as function_call items, completed.
+// US1.1: no executors (no hosted tool catalog) → tool calls returned as
+// function_call items, completed.
 func TestUS1_1_NoExecutorsSingleShot(t *testing.T) {
 	p := script(calls(5, 3, call("call_1", "get_weather", `{"city":"Oslo"}`)))
-	e, _ := newEngine(t, p, nil, nil)
+	e, _ := newEngine(t, p, nil)
 	rec, err := run1(t, e, `{"input":"weather?","tools":[`+clientTool+`]}`)
 	require.NoError(t, err)
 	r := rec.response(t)
@@ -43,7 +40,7 @@ func TestUS1_1_NoExecutorsSingleShot(t *testing.T) {
 func TestUS1_2_ToolChoiceNoneSkipsLoop(t *testing.T) {
 	m := newMock(echoTool, "search")
 	p := script(calls(1, 1, call("c1", "search", `{}`)))
-	e, _ := newEngine(t, p, allExecs(m), hostedCatalog("search"))
+	e, _ := newEngine(t, p, m)
 	rec, err := run1(t, e, `{"input":"x","tools":[{"type":"lambent:search"}],"tool_choice":"none"}`)
 	require.NoError(t, err)
 	r := rec.response(t)
@@ -60,7 +57,7 @@ func TestUS1_2_ToolChoiceNoneSkipsLoop(t *testing.T) {
 func TestUS1_3_RequiredWithoutCallsIsRespected(t *testing.T) {
 	m := newMock(echoTool, "search")
 	p := script(text("no tools needed", 2, 3))
-	e, _ := newEngine(t, p, allExecs(m), hostedCatalog("search"))
+	e, _ := newEngine(t, p, m)
 	rec, err := run1(t, e, `{"input":"x","tools":[{"type":"lambent:search"}],"tool_choice":"required"}`)
 	require.NoError(t, err)
 	r := rec.response(t)
@@ -73,7 +70,7 @@ func TestUS1_3_RequiredWithoutCallsIsRespected(t *testing.T) {
 func TestUS2_1_ExecutesToolAndFeedsBack(t *testing.T) {
 	m := newMock(echoTool, "search")
 	p := script(calls(10, 2, call("c1", "search", `{"q":"go"}`)), text("The answer.", 20, 4))
-	e, _ := newEngine(t, p, allExecs(m), hostedCatalog("search"))
+	e, _ := newEngine(t, p, m)
 	rec, err := run1(t, e, `{"input":"find go","tools":[{"type":"lambent:search"}],"tool_choice":"required"}`)
 	require.NoError(t, err)
 	r := rec.response(t)
@@ -93,7 +90,7 @@ func TestUS2_1_ExecutesToolAndFeedsBack(t *testing.T) {
 func TestUS2_2_StreamingThreeTurnsOneStream(t *testing.T) {
 	m := newMock(echoTool, "a", "b")
 	p := script(calls(1, 1, call("ca", "a", `{"x":1}`)), calls(1, 1, call("cb", "b", `{"y":2}`)), text("final answer here", 1, 1))
-	e, _ := newEngine(t, p, allExecs(m), hostedCatalog("a", "b"))
+	e, _ := newEngine(t, p, m)
 	rec, err := run1(t, e, `{"input":"go","stream":true,"tools":[{"type":"lambent:a"},{"type":"lambent:b"}]}`)
 	require.NoError(t, err)
 	r := rec.checkStream(t)
@@ -131,12 +128,12 @@ func TestUS2_3_ConcurrentCallsBarrier(t *testing.T) {
 			return nil, ctx.Err()
 		}
 	}, "slow")
-	var cs []tools.ToolCall
+	var cs []api.Item
 	for i := 0; i < n; i++ {
 		cs = append(cs, call(fmt.Sprintf("c%d", i), "slow", `{}`))
 	}
 	p := script(calls(1, 1, cs...), text("ok", 1, 1))
-	e, _ := newEngine(t, p, allExecs(m), hostedCatalog("slow"))
+	e, _ := newEngine(t, p, m)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rec := &recorder{}
@@ -166,7 +163,7 @@ func TestUS2_4_ToolErrorFedBack(t *testing.T) {
 		return nil, errors.New("backend exploded")
 	}, "search")
 	p := script(calls(1, 1, call("c1", "search", `{}`)), text("sorry, search failed", 1, 1))
-	e, _ := newEngine(t, p, allExecs(m), hostedCatalog("search"))
+	e, _ := newEngine(t, p, m)
 	rec, err := run1(t, e, `{"input":"x","tools":[{"type":"lambent:search"}]}`)
 	require.NoError(t, err)
 	r := rec.response(t)
@@ -181,7 +178,7 @@ func TestUS2_4_ToolErrorFedBack(t *testing.T) {
 func TestUS3_1_RequiresAction(t *testing.T) {
 	m := newMock(echoTool, "search")
 	p := script(calls(1, 1, call("cw", "get_weather", `{"city":"Oslo"}`)))
-	e, st := newEngine(t, p, allExecs(m), hostedCatalog("search"))
+	e, st := newEngine(t, p, m)
 	rec, err := run1(t, e, `{"input":"x","tools":[`+clientTool+`,{"type":"lambent:search"}]}`)
 	require.NoError(t, err)
 	r := rec.response(t)
@@ -195,7 +192,7 @@ func TestUS3_1_RequiresAction(t *testing.T) {
 // US3.2: the continuation rebuilds the conversation with the stored calls.
 func TestUS3_2_ContinuationRebuildsConversation(t *testing.T) {
 	p := script(calls(1, 1, call("cw", "get_weather", `{"city":"Oslo"}`)), text("It is sunny.", 1, 1))
-	e, _ := newEngine(t, p, allExecs(newMock(echoTool)), nil)
+	e, _ := newEngine(t, p, newMock(echoTool))
 	rec, err := run1(t, e, `{"input":"weather in Oslo?","instructions":"be brief","tools":[`+clientTool+`]}`)
 	require.NoError(t, err)
 	first := rec.response(t)
@@ -213,7 +210,7 @@ func TestUS3_2_ContinuationRebuildsConversation(t *testing.T) {
 // US3.3: a streamed pause ends with response.completed carrying requires_action.
 func TestUS3_3_StreamingRequiresActionTerminal(t *testing.T) {
 	p := script(calls(1, 1, call("cw", "get_weather", `{"city":"Oslo"}`)))
-	e, _ := newEngine(t, p, allExecs(newMock(echoTool)), nil)
+	e, _ := newEngine(t, p, newMock(echoTool))
 	rec, err := run1(t, e, `{"input":"x","stream":true,"tools":[`+clientTool+`]}`)
 	require.NoError(t, err)
 	r := rec.checkStream(t)
@@ -225,7 +222,7 @@ func TestUS3_3_StreamingRequiresActionTerminal(t *testing.T) {
 func allowedToolsRun(t *testing.T, body string, called string) (*api.Response, *mockExec) {
 	m := newMock(echoTool, "A", "B", "C")
 	p := script(calls(1, 1, call("c1", called, `{}`)), text("done", 1, 1))
-	e, _ := newEngine(t, p, allExecs(m), hostedCatalog("A", "B", "C"))
+	e, _ := newEngine(t, p, m)
 	rec, err := run1(t, e, body)
 	require.NoError(t, err)
 	reqs := p.requests()
@@ -271,7 +268,7 @@ func TestUS4_3_NoRestriction(t *testing.T) {
 func TestUS5_1_MaxTurns(t *testing.T) {
 	m := newMock(echoTool, "loop")
 	p := script(calls(1, 1, call("c1", "loop", `{}`)), calls(1, 1, call("c2", "loop", `{}`)), calls(1, 1, call("c3", "loop", `{}`)))
-	e, st := newEngine(t, p, allExecs(m), hostedCatalog("loop"), func(c *Config) { c.MaxTurns = 2 })
+	e, st := newEngine(t, p, m, func(c *Config) { c.MaxTurns = 2 })
 	rec, err := run1(t, e, `{"input":"x","tools":[{"type":"lambent:loop"}]}`)
 	require.NoError(t, err)
 	r := rec.response(t)
@@ -293,7 +290,7 @@ func TestUS5_2_CancelMidTurnStreaming(t *testing.T) {
 		return nil, ctx.Err()
 	}, "slow")
 	p := script(calls(1, 1, call("c1", "slow", `{}`)), text("never", 1, 1))
-	e, st := newEngine(t, p, allExecs(m), hostedCatalog("slow"))
+	e, st := newEngine(t, p, m)
 	rec := &recorder{}
 	err := e.CreateResponse(ctx, decodeReq(t, `{"input":"x","stream":true,"tools":[{"type":"lambent:slow"}]}`), rec)
 	require.NoError(t, err)
@@ -312,7 +309,7 @@ func TestUS5_3_ProviderErrorMidLoop(t *testing.T) {
 	m := newMock(echoTool, "search")
 	upstream := &api.Error{Status: 502, Type: api.ErrTypeUpstream, Code: "upstream_error", Message: "model provider returned 500"}
 	p := script(calls(1, 1, call("c1", "search", `{}`)), step{err: upstream})
-	e, st := newEngine(t, p, allExecs(m), hostedCatalog("search"))
+	e, st := newEngine(t, p, m)
 	rec, err := run1(t, e, `{"input":"x","stream":true,"tools":[{"type":"lambent:search"}]}`)
 	require.NoError(t, err)
 	r := rec.checkStream(t)
@@ -328,18 +325,19 @@ func TestUS5_3_ProviderErrorMidLoop(t *testing.T) {
 
 	// Non-streaming: the client gets the upstream error; the failed response is stored.
 	p = script(step{err: upstream})
-	e, _ = newEngine(t, p, allExecs(m), hostedCatalog("search"))
+	e, _ = newEngine(t, p, m)
 	_, err = run1(t, e, `{"input":"x"}`)
 	var ae *api.Error
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, 502, ae.Status)
 }
 
-// Edge: an executor registered but unable to run the tool → client-executed.
-func TestEdge_CanExecuteFalseIsClientExecuted(t *testing.T) {
-	m := newMock(echoTool, "other")
+// Edge: the request's definition decides who executes a tool: a function
+// tool is client-executed even when a hosted tool of the same name exists.
+func TestEdge_FunctionToolIsClientExecuted(t *testing.T) {
+	m := newMock(echoTool, "get_weather")
 	p := script(calls(1, 1, call("c1", "get_weather", `{}`)))
-	e, _ := newEngine(t, p, []tools.ToolExecutor{m}, nil)
+	e, _ := newEngine(t, p, m)
 	rec, err := run1(t, e, `{"input":"x","tools":[`+clientTool+`]}`)
 	require.NoError(t, err)
 	assert.Equal(t, api.StatusRequiresAction, rec.response(t).Status)
@@ -350,7 +348,7 @@ func TestEdge_CanExecuteFalseIsClientExecuted(t *testing.T) {
 func TestEdge_UnknownToolFedBack(t *testing.T) {
 	m := newMock(echoTool, "search")
 	p := script(calls(1, 1, call("c1", "nope", `{}`)), text("ok", 1, 1))
-	e, _ := newEngine(t, p, allExecs(m), hostedCatalog("search"))
+	e, _ := newEngine(t, p, m)
 	rec, err := run1(t, e, `{"input":"x","tools":[{"type":"lambent:search"}]}`)
 	require.NoError(t, err)
 	r := rec.response(t)
@@ -365,7 +363,7 @@ func TestEdge_AllToolsFailLoopContinues(t *testing.T) {
 		return &tools.ToolResult{Output: "bad input", IsError: true}, nil
 	}, "search")
 	p := script(calls(1, 1, call("c1", "search", `{}`), call("c2", "search", `{}`)), calls(1, 1, call("c3", "search", `{}`)), text("gave up", 1, 1))
-	e, _ := newEngine(t, p, allExecs(m), hostedCatalog("search"))
+	e, _ := newEngine(t, p, m)
 	rec, err := run1(t, e, `{"input":"x","tools":[{"type":"lambent:search"}]}`)
 	require.NoError(t, err)
 	r := rec.response(t)
@@ -379,7 +377,7 @@ func TestEdge_TextAndToolCalls(t *testing.T) {
 	st := calls(1, 1, call("c1", "search", `{}`))
 	st.res.Text = "Let me look that up."
 	p := script(st, text("Found it.", 1, 1))
-	e, _ := newEngine(t, p, allExecs(m), hostedCatalog("search"))
+	e, _ := newEngine(t, p, m)
 	rec, err := run1(t, e, `{"input":"x","stream":true,"tools":[{"type":"lambent:search"}]}`)
 	require.NoError(t, err)
 	r := rec.checkStream(t)
@@ -390,7 +388,7 @@ func TestEdge_TextAndToolCalls(t *testing.T) {
 // conversation (unanswered calls get an error result) and answers.
 func TestEdge_ContinuationWithoutOutputs(t *testing.T) {
 	p := script(calls(1, 1, call("cw", "get_weather", `{}`)), text("Let me answer without it.", 1, 1))
-	e, _ := newEngine(t, p, allExecs(newMock(echoTool)), nil)
+	e, _ := newEngine(t, p, newMock(echoTool))
 	rec, err := run1(t, e, `{"input":"x","tools":[`+clientTool+`]}`)
 	require.NoError(t, err)
 	first := rec.response(t)
@@ -407,7 +405,7 @@ func TestEdge_ContinuationWithoutOutputs(t *testing.T) {
 func TestMixedTurnPausesAndHostedRunsOnContinuation(t *testing.T) {
 	m := newMock(echoTool, "search")
 	p := script(calls(1, 1, call("cs", "search", `{}`), call("cw", "get_weather", `{}`)), text("both done", 1, 1))
-	e, _ := newEngine(t, p, allExecs(m), hostedCatalog("search"))
+	e, _ := newEngine(t, p, m)
 	tl := `"tools":[` + clientTool + `,{"type":"lambent:search"}]`
 	rec, err := run1(t, e, `{"input":"x",`+tl+`}`)
 	require.NoError(t, err)
@@ -438,7 +436,7 @@ func TestParallelToolCallsFalseIsSequential(t *testing.T) {
 		return &tools.ToolResult{Output: "ok"}, nil
 	}, "t")
 	p := script(calls(1, 1, call("c1", "t", `{}`), call("c2", "t", `{}`), call("c3", "t", `{}`)), text("ok", 1, 1))
-	e, _ := newEngine(t, p, allExecs(m), hostedCatalog("t"))
+	e, _ := newEngine(t, p, m)
 	_, err := run1(t, e, `{"input":"x","parallel_tool_calls":false,"tools":[{"type":"lambent:t"}]}`)
 	require.NoError(t, err)
 	assert.Equal(t, int32(1), peak.Load())
@@ -450,7 +448,7 @@ func TestParallelToolCallsFalseIsSequential(t *testing.T) {
 func TestMaxToolCalls(t *testing.T) {
 	m := newMock(echoTool, "t")
 	p := script(calls(1, 1, call("c1", "t", `{}`), call("c2", "t", `{}`)), calls(1, 1, call("c3", "t", `{}`)), text("ok", 1, 1))
-	e, _ := newEngine(t, p, allExecs(m), hostedCatalog("t"))
+	e, _ := newEngine(t, p, m)
 	rec, err := run1(t, e, `{"input":"x","max_tool_calls":2,"tools":[{"type":"lambent:t"}]}`)
 	require.NoError(t, err)
 	r := rec.response(t)
@@ -464,7 +462,7 @@ func TestMaxToolCalls(t *testing.T) {
 // A continuation naming a call_id the previous response never produced is a 400.
 func TestContinuationUnknownCallIDIs400(t *testing.T) {
 	p := script(calls(1, 1, call("cw", "get_weather", `{}`)))
-	e, _ := newEngine(t, p, allExecs(newMock(echoTool)), nil)
+	e, _ := newEngine(t, p, newMock(echoTool))
 	rec, err := run1(t, e, `{"input":"x","tools":[`+clientTool+`]}`)
 	require.NoError(t, err)
 	first := rec.response(t)
@@ -477,7 +475,7 @@ func TestContinuationUnknownCallIDIs400(t *testing.T) {
 
 // An unknown previous_response_id is a 404 previous_response_not_found.
 func TestPreviousResponseNotFound(t *testing.T) {
-	e, _ := newEngine(t, script(), nil, nil)
+	e, _ := newEngine(t, script(), nil)
 	_, err := run1(t, e, `{"previous_response_id":"resp_nope","input":"x"}`)
 	var ae *api.Error
 	require.ErrorAs(t, err, &ae)
@@ -488,7 +486,7 @@ func TestPreviousResponseNotFound(t *testing.T) {
 // OpenAI compatibility reports client pauses as completed.
 func TestOpenAICompatPause(t *testing.T) {
 	p := script(calls(1, 1, call("cw", "get_weather", `{}`)))
-	e, _ := newEngine(t, p, allExecs(newMock(echoTool)), nil, func(c *Config) { c.OpenAICompat = true })
+	e, _ := newEngine(t, p, newMock(echoTool), func(c *Config) { c.OpenAICompat = true })
 	rec, err := run1(t, e, `{"input":"x","tools":[`+clientTool+`]}`)
 	require.NoError(t, err)
 	assert.Equal(t, api.StatusCompleted, rec.response(t).Status)
@@ -497,7 +495,7 @@ func TestOpenAICompatPause(t *testing.T) {
 // finish_reason length → incomplete/max_output_tokens with the item incomplete.
 func TestLengthIsIncomplete(t *testing.T) {
 	p := script(step{res: provider.Result{Text: "cut off", FinishReason: provider.FinishLength}})
-	e, _ := newEngine(t, p, nil, nil)
+	e, _ := newEngine(t, p, nil)
 	rec, err := run1(t, e, `{"input":"x","stream":true}`)
 	require.NoError(t, err)
 	r := rec.checkStream(t)
@@ -509,7 +507,7 @@ func TestLengthIsIncomplete(t *testing.T) {
 // store=false responses are not stored; stored ones can be fetched, listed and deleted.
 func TestStoreFlagAndAccessors(t *testing.T) {
 	p := script(text("a", 1, 1), text("b", 1, 1))
-	e, st := newEngine(t, p, nil, nil)
+	e, st := newEngine(t, p, nil)
 	rec, err := run1(t, e, `{"input":"x","store":false}`)
 	require.NoError(t, err)
 	_, err = st.Get(context.Background(), rec.response(t).ID)
@@ -545,7 +543,7 @@ func TestConcurrentResponses(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		steps = append(steps, calls(1, 1, call("c", "t", `{}`)), text("ok", 1, 1))
 	}
-	e, _ := newEngine(t, &alternating{}, allExecs(m), hostedCatalog("t"))
+	e, _ := newEngine(t, &alternating{}, m)
 	_ = steps
 	var wg sync.WaitGroup
 	for i := 0; i < 10; i++ {
@@ -573,7 +571,7 @@ func (alternating) Complete(ctx context.Context, req *provider.Request) (*provid
 	if last.Type == api.ItemFunctionCallOutput {
 		return &provider.Result{Text: "done", FinishReason: provider.FinishStop}, nil
 	}
-	return &provider.Result{ToolCalls: []tools.ToolCall{call("c", "t", `{}`)}, FinishReason: provider.FinishToolCalls}, nil
+	return &provider.Result{ToolCalls: []api.Item{call("c", "t", `{}`)}, FinishReason: provider.FinishToolCalls}, nil
 }
 
 func (a alternating) Stream(ctx context.Context, req *provider.Request, fn func(provider.Delta) error) (*provider.Result, error) {
@@ -582,7 +580,7 @@ func (a alternating) Stream(ctx context.Context, req *provider.Request, fn func(
 		_ = fn(provider.Delta{Kind: provider.DeltaText, Text: res.Text})
 	}
 	for i, c := range res.ToolCalls {
-		_ = fn(provider.Delta{Kind: provider.DeltaToolCall, ToolIndex: i, ToolCallID: c.ID, ToolName: c.Name, Text: c.Arguments})
+		_ = fn(provider.Delta{Kind: provider.DeltaToolCall, ToolIndex: i, ToolCallID: c.CallID, ToolName: c.Name, Text: c.Arguments})
 	}
 	return res, nil
 }

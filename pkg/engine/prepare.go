@@ -17,9 +17,10 @@ type run struct {
 	history []api.Item
 	// input is this request's input, references resolved and ids assigned.
 	input []api.Item
-	// defs are the tools the model sees, by name.
-	defs    map[string]tools.Definition
-	defList []tools.Definition
+	// defs are the tools of the request by name: what the model sees and,
+	// for hosted tools, the executor.
+	defs    map[string]requestTool
+	defList []api.ToolDefinition
 	filter  tools.Filter
 	// hostedCalls counts executed hosted tool calls (max_tool_calls).
 	hostedCalls int
@@ -124,34 +125,42 @@ func idPrefix(typ string) string {
 	return api.PrefixMessage
 }
 
+// requestTool is one tool of a request: the definition the model sees and
+// the executor of its calls, nil for a client-executed function tool.
+type requestTool struct {
+	def  api.ToolDefinition
+	exec tools.ToolExecutor
+}
+
 // resolveTools turns the request's tools into the definitions the model
-// sees and the allowed-tools filter.
-func (r *run) resolveTools(hosted Catalog) error {
-	r.defs = make(map[string]tools.Definition, len(r.req.Tools))
+// sees, each with who executes it, and the allowed-tools filter. The tool's
+// type decides: "function" is client-executed, "lambent:<name>" is hosted
+// and resolved through the catalog.
+func (r *run) resolveTools(hosted tools.Catalog) error {
+	r.defs = make(map[string]requestTool, len(r.req.Tools))
 	for i := range r.req.Tools {
 		t := &r.req.Tools[i]
 		p := "tools[" + strconv.Itoa(i) + "]"
-		var def tools.Definition
+		var rt requestTool
 		switch {
 		case t.Type == api.ToolFunction:
-			def = tools.Definition{Name: t.Name, Parameters: t.Parameters, Strict: t.Strict, Kind: tools.KindFunction}
+			rt.def = api.ToolDefinition{Name: t.Name, Parameters: t.Parameters, Strict: t.Strict}
 			if t.Description != nil {
-				def.Description = *t.Description
+				rt.def.Description = *t.Description
 			}
 		case t.IsHosted():
-			var ok bool
+			ok := false
 			if hosted != nil {
-				def, ok = hosted.Lookup(t.HostedName())
+				rt.def, rt.exec, ok = hosted.Lookup(t.HostedName())
 			}
-			if !ok {
+			if !ok || rt.exec == nil {
 				return api.InvalidRequestCode(p+".type", "unknown_hosted_tool", "Unknown hosted tool %q: this gateway's tool manifest has no tool named %q.", t.Type, t.HostedName())
 			}
-			def.Kind = tools.KindHosted
 		case t.Type == api.ToolMCP:
 			return api.InvalidRequestCode(p+".type", "unsupported_tool", "MCP tools are not supported by this gateway yet.")
 		}
-		r.defs[def.Name] = def
-		r.defList = append(r.defList, def)
+		r.defs[rt.def.Name] = rt
+		r.defList = append(r.defList, rt.def)
 	}
 	names := r.req.AllowedTools
 	if c := r.req.ToolChoice; c != nil && c.Type == "allowed_tools" {

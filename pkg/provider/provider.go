@@ -8,7 +8,6 @@ import (
 	"context"
 
 	"github.com/lambent/lambent/pkg/api"
-	"github.com/lambent/lambent/pkg/tools"
 )
 
 // Provider calls a model for one turn.
@@ -30,7 +29,7 @@ type Request struct {
 	// outputs, function calls and their outputs.
 	Items []api.Item
 	// Tools are the functions the model may call (hosted tools included).
-	Tools []tools.Definition
+	Tools []api.ToolDefinition
 	// ToolChoice is "auto", "none" or "required" (empty: provider default);
 	// ForcedTool names one function the model must call.
 	ToolChoice string
@@ -64,7 +63,10 @@ type Result struct {
 	Text      string
 	Refusal   string
 	Reasoning string
-	ToolCalls []tools.ToolCall
+	// ToolCalls are the model's tool calls, in order: function_call items
+	// with CallID, Name and Arguments (a JSON object text, "{}" when the
+	// model sent none) set.
+	ToolCalls []api.Item
 	Usage     api.Usage
 	// FinishReason is one of the Finish constants.
 	FinishReason string

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/lambent/lambent/pkg/api"
 )
 
 // Manifest lists the hosted tools a gateway offers (LAMBENT_TOOLS): each
@@ -91,8 +93,8 @@ func ParseManifest(data []byte) (*Manifest, error) {
 
 // Definition returns the tool's definition, filling description and
 // parameters from fallback where the manifest leaves them out.
-func (t ManifestTool) Definition(fallback Definition) Definition {
-	d := Definition{Name: t.Name, Description: t.Description, Parameters: t.Parameters, Kind: KindHosted}
+func (t ManifestTool) Definition(fallback api.ToolDefinition) api.ToolDefinition {
+	d := api.ToolDefinition{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
 	if d.Description == "" {
 		d.Description = fallback.Description
 	}

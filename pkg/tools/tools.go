@@ -1,60 +1,72 @@
 // Package tools defines how Lambent executes the tools a model calls: the
-// ToolExecutor contract, tool kinds, calls and results, the tool_choice /
-// allowed_tools filter, and the registry of hosted tools.
+// call and result every executor and the tool Lambda payload share, the
+// ToolExecutor contract, the Catalog of hosted tools, the tool_choice /
+// allowed_tools filter, and the registry of in-process hosted tools.
+//
+// Whether a call runs on the client or on the server follows from the
+// request's tool definition: a {"type":"function"} tool is executed by the
+// client; a hosted tool ({"type":"lambent:<name>"}) is resolved through a
+// Catalog to its definition and the executor that runs it.
 package tools
 
 import (
 	"context"
-	"encoding/json"
+
+	"github.com/lambent/lambent/pkg/api"
 )
 
-// ToolKind classifies how a tool is hosted and executed.
-type ToolKind string
-
-// Tool kinds.
-const (
-	// KindFunction tools are executed by the client: the loop pauses with requires_action.
-	KindFunction ToolKind = "function"
-	// KindMCP tools are executed on an MCP server.
-	KindMCP ToolKind = "mcp"
-	// KindHosted tools are executed by Lambent itself (in-process or as a Lambda function).
-	KindHosted ToolKind = "hosted"
-)
-
-// Definition describes a tool as the model sees it: an ordinary function.
-type Definition struct {
-	// Name is the function name the model calls.
-	Name string `json:"name"`
-	// Description tells the model what the tool does.
-	Description string `json:"description,omitempty"`
-	// Parameters is the JSON Schema of the arguments object.
-	Parameters json.RawMessage `json:"parameters,omitempty"`
-	// Strict asks the model for strict schema adherence when set.
-	Strict *bool `json:"strict,omitempty"`
-	// Kind says who executes the tool.
-	Kind ToolKind `json:"-"`
-}
-
-// ToolCall is a model's request to invoke a tool.
+// ToolCall is a model's request to invoke a tool. Its JSON form is the
+// request payload of a tool Lambda (DESIGN.md, "Tool Lambda payload"):
+// {"call_id","name","arguments","response_id"}.
 type ToolCall struct {
 	// ID is the call_id the model generated.
 	ID string `json:"call_id"`
 	// Name is the function name.
 	Name string `json:"name"`
-	// Arguments is the JSON-encoded arguments object.
+	// Arguments is the JSON-encoded arguments object, as a string.
 	Arguments string `json:"arguments"`
 	// ResponseID is the response the call belongs to.
-	ResponseID string `json:"response_id,omitempty"`
+	ResponseID string `json:"response_id"`
 }
 
-// ToolResult is the output of one tool execution.
+// ToolResult is the output of one tool execution. Its JSON form is the
+// reply payload of a tool Lambda: {"output","is_error"}.
 type ToolResult struct {
-	// CallID matches the originating ToolCall.ID.
-	CallID string `json:"call_id"`
+	// CallID matches the originating ToolCall.ID. It is not part of the
+	// reply payload: the executor sets it from the call.
+	CallID string `json:"-"`
 	// Output is the text the model receives.
 	Output string `json:"output"`
 	// IsError marks Output as an error message.
 	IsError bool `json:"is_error"`
+}
+
+// ToolExecutor is a backend that runs the calls of hosted tools.
+type ToolExecutor interface {
+	// Execute runs one call. A returned error is fed back to the model as
+	// an is_error result; it never fails the response.
+	Execute(ctx context.Context, call ToolCall) (*ToolResult, error)
+}
+
+// Catalog resolves the name of a hosted tool ("lambent:<name>" in a
+// request) to the definition the model sees and the executor that runs its
+// calls. When ok is true, exec is not nil.
+type Catalog interface {
+	Lookup(name string) (def api.ToolDefinition, exec ToolExecutor, ok bool)
+}
+
+// Catalogs looks a hosted tool up in each catalog in turn: the first that
+// knows the name wins.
+type Catalogs []Catalog
+
+// Lookup implements Catalog.
+func (cs Catalogs) Lookup(name string) (api.ToolDefinition, ToolExecutor, bool) {
+	for _, c := range cs {
+		if def, exec, ok := c.Lookup(name); ok {
+			return def, exec, true
+		}
+	}
+	return api.ToolDefinition{}, nil, false
 }
 
 // Handler runs one hosted tool call and returns its text output. A returned
@@ -63,6 +75,6 @@ type Handler func(ctx context.Context, call ToolCall) (string, error)
 
 // Hosted is a hosted tool: its definition and the handler that runs it.
 type Hosted struct {
-	Definition Definition
+	Definition api.ToolDefinition
 	Handler    Handler
 }

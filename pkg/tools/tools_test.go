@@ -2,6 +2,7 @@ package tools_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -9,13 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func hosted(name string, h tools.Handler) tools.Hosted {
-	return tools.Hosted{Definition: tools.Definition{Name: name, Description: "d"}, Handler: h}
+	return tools.Hosted{Definition: api.ToolDefinition{Name: name, Description: "d"}, Handler: h}
 }
 
 type life struct{ inits, shutdowns int }
@@ -30,12 +32,17 @@ func TestRegistry(t *testing.T) {
 	require.NoError(t, r.Register(hosted("b", ok), nil))
 	require.NoError(t, r.Register(hosted("a", ok), lc))
 	require.Error(t, r.Register(hosted("a", ok), nil), "duplicate")
-	require.Error(t, r.Register(tools.Hosted{Definition: tools.Definition{Name: "x"}}, nil), "no handler")
+	require.Error(t, r.Register(tools.Hosted{Definition: api.ToolDefinition{Name: "x"}}, nil), "no handler")
 	h, found := r.Get("a")
 	require.True(t, found)
-	assert.Equal(t, tools.KindHosted, h.Definition.Kind)
-	_, found = r.Lookup("missing")
+	assert.Equal(t, "a", h.Definition.Name)
+	def, exec, found := r.Lookup("a")
+	require.True(t, found)
+	assert.Equal(t, h.Definition, def)
+	assert.Same(t, r, exec, "the registry runs its own tools")
+	_, exec, found = r.Lookup("missing")
 	assert.False(t, found)
+	assert.Nil(t, exec)
 	var names []string
 	for _, d := range r.List() {
 		names = append(names, d.Name)
@@ -47,15 +54,12 @@ func TestRegistry(t *testing.T) {
 	assert.Equal(t, 1, lc.shutdowns)
 }
 
-func TestLocalExecutor(t *testing.T) {
+func TestRegistryExecute(t *testing.T) {
 	r := tools.NewRegistry()
 	require.NoError(t, r.Register(hosted("echo", func(_ context.Context, c tools.ToolCall) (string, error) { return c.Arguments, nil }), nil))
 	require.NoError(t, r.Register(hosted("fail", func(context.Context, tools.ToolCall) (string, error) { return "", errors.New("bad input") }), nil))
 	require.NoError(t, r.Register(hosted("boom", func(context.Context, tools.ToolCall) (string, error) { panic("kaboom") }), nil))
-	ex := tools.LocalExecutor{Registry: r}
-	assert.True(t, ex.CanExecute(tools.Definition{Name: "echo", Kind: tools.KindHosted}))
-	assert.False(t, ex.CanExecute(tools.Definition{Name: "echo", Kind: tools.KindFunction}))
-	assert.False(t, ex.CanExecute(tools.Definition{Name: "nope", Kind: tools.KindHosted}))
+	var ex tools.ToolExecutor = r
 
 	res, err := ex.Execute(context.Background(), tools.ToolCall{ID: "c1", Name: "echo", Arguments: `{"a":1}`})
 	require.NoError(t, err)
@@ -71,13 +75,35 @@ func TestLocalExecutor(t *testing.T) {
 	require.Error(t, err)
 }
 
-func TestFunctionExecutor(t *testing.T) {
-	var fe tools.FunctionExecutor
-	assert.Equal(t, tools.KindFunction, fe.Kind())
-	assert.True(t, fe.CanExecute(tools.Definition{Name: "f", Kind: tools.KindFunction}))
-	assert.False(t, fe.CanExecute(tools.Definition{Name: "f", Kind: tools.KindHosted}))
-	_, err := fe.Execute(context.Background(), tools.ToolCall{})
-	require.ErrorIs(t, err, tools.ErrClientExecuted)
+func TestCatalogs(t *testing.T) {
+	ok := func(context.Context, tools.ToolCall) (string, error) { return "ok", nil }
+	first, second := tools.NewRegistry(), tools.NewRegistry()
+	require.NoError(t, first.Register(hosted("a", ok), nil))
+	require.NoError(t, second.Register(tools.Hosted{Definition: api.ToolDefinition{Name: "a", Description: "shadowed"}, Handler: ok}, nil))
+	require.NoError(t, second.Register(hosted("b", ok), nil))
+	cs := tools.Catalogs{first, second}
+	def, exec, found := cs.Lookup("a")
+	require.True(t, found)
+	assert.Equal(t, "d", def.Description, "the first catalog that knows a name wins")
+	assert.Same(t, first, exec)
+	_, exec, found = cs.Lookup("b")
+	require.True(t, found)
+	assert.Same(t, second, exec)
+	_, exec, found = cs.Lookup("c")
+	assert.False(t, found)
+	assert.Nil(t, exec)
+}
+
+// TestPayloadJSON holds ToolCall and ToolResult to the tool Lambda payload
+// of DESIGN.md: request {"call_id","name","arguments","response_id"},
+// reply {"output","is_error"}.
+func TestPayloadJSON(t *testing.T) {
+	b, err := json.Marshal(tools.ToolCall{ID: "c1", Name: "calc", Arguments: `{"x":1}`})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"call_id":"c1","name":"calc","arguments":"{\"x\":1}","response_id":""}`, string(b))
+	b, err = json.Marshal(tools.ToolResult{CallID: "c1", Output: "2"})
+	require.NoError(t, err)
+	assert.Equal(t, `{"output":"2","is_error":false}`, string(b))
 }
 
 func TestFilter(t *testing.T) {
@@ -96,9 +122,9 @@ func TestManifest(t *testing.T) {
 		{"name":"search","description":"Search","parameters":{"type":"object"},"backing":{"type":"lambda","function":"arn:aws:lambda:us-east-1:1:function:search","qualifier":"live"}}]}`))
 	require.NoError(t, err)
 	require.Len(t, m.Tools, 2)
-	d := m.Tools[0].Definition(tools.Definition{Description: "fallback", Parameters: []byte(`{"type":"object"}`)})
+	d := m.Tools[0].Definition(api.ToolDefinition{Description: "fallback", Parameters: []byte(`{"type":"object"}`)})
 	assert.Equal(t, "fallback", d.Description)
-	assert.Equal(t, tools.KindHosted, d.Kind)
+	assert.Equal(t, "calculator", d.Name)
 	assert.Equal(t, "live", m.Tools[1].Backing.Qualifier)
 
 	for _, bad := range []string{

@@ -11,10 +11,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"go.uber.org/goleak"
 
+	"github.com/lambent/lambent/internal/localinvoke"
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/lambent/lambent/pkg/tools/calculator"
-	"github.com/lambent/lambent/pkg/tools/lambdatool"
-	"github.com/lambent/lambent/pkg/tools/lambdatool/localinvoke"
+	"github.com/lambent/lambent/pkg/tools/lambdaexec"
 )
 
 func TestMain(m *testing.M) {
@@ -31,7 +31,7 @@ func TestSampleEvent(t *testing.T) {
 	}
 	ts := httptest.NewServer(localinvoke.New(map[string]tools.Hosted{"CalculatorToolFunction": calculator.Tool()}))
 	defer ts.Close()
-	hc := lambdatool.NewHTTPClient()
+	hc := lambdaexec.NewHTTPClient()
 	defer hc.CloseIdleConnections()
 	client := lambda.New(lambda.Options{
 		BaseEndpoint: aws.String(ts.URL),

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/lambent/lambent/pkg/tools"
 	"github.com/lambent/lambent/pkg/tools/fetchurl"
 	"github.com/lambent/lambent/pkg/tools/lambdatool"
 )
@@ -49,7 +50,7 @@ func TestSampleEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var reply lambdatool.Reply
+	var reply tools.ToolResult
 	if err := json.Unmarshal(out, &reply); err != nil {
 		t.Fatal(err)
 	}

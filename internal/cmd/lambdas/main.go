@@ -8,7 +8,7 @@
 // makes the gateway call its tools through the real Lambda client path.
 // Each tool is served under its tool name ("calculator") and its
 // template.yaml logical ID ("CalculatorToolFunction"), so the manifest of
-// lambdatool.LocalManifest works against this command and against `sam
+// lambdaexec.LocalManifest works against this command and against `sam
 // local start-lambda` alike.
 //
 // Environment: LAMBENT_LAMBDAS_ADDR (default 127.0.0.1:3001),
@@ -30,11 +30,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lambent/lambent/internal/localinvoke"
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/lambent/lambent/pkg/tools/builtin"
 	"github.com/lambent/lambent/pkg/tools/fetchurl"
-	"github.com/lambent/lambent/pkg/tools/lambdatool"
-	"github.com/lambent/lambent/pkg/tools/lambdatool/localinvoke"
+	"github.com/lambent/lambent/pkg/tools/lambdaexec"
 )
 
 func main() {
@@ -70,7 +70,7 @@ func run() error {
 	names := make([]string, 0, len(builtins))
 	for name, h := range builtins {
 		hosted[name] = h
-		hosted[lambdatool.FunctionLogicalID(name)] = h
+		hosted[lambdaexec.FunctionLogicalID(name)] = h
 		names = append(names, name)
 	}
 	sort.Strings(names)
@@ -79,7 +79,7 @@ func run() error {
 		Handler:           localinvoke.New(hosted, localinvoke.WithFunctionTimeout(timeout), localinvoke.WithLogger(log)),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
-	manifest, err := json.Marshal(lambdatool.LocalManifest(names...))
+	manifest, err := json.Marshal(lambdaexec.LocalManifest(names...))
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/provider/openai"
-	"github.com/lambent/lambent/pkg/tools"
 )
 
 var hi = &provider.Request{Model: "req-model", Items: []api.Item{{Type: api.ItemMessage, Role: api.RoleUser, Content: []api.ContentPart{{Type: api.PartInputText, Text: "hi"}}}}}
@@ -50,9 +49,9 @@ func TestCompleteToolCalls(t *testing.T) {
 	}
 	want := &provider.Result{
 		Reasoning: "Two cities.",
-		ToolCalls: []tools.ToolCall{
-			{ID: "call_1", Name: "weather", Arguments: `{"city":"Paris"}`},
-			{ID: "call_2", Name: "weather", Arguments: `{"city":"Rome"}`},
+		ToolCalls: []api.Item{
+			{Type: api.ItemFunctionCall, CallID: "call_1", Name: "weather", Arguments: `{"city":"Paris"}`},
+			{Type: api.ItemFunctionCall, CallID: "call_2", Name: "weather", Arguments: `{"city":"Rome"}`},
 		},
 		FinishReason: provider.FinishToolCalls, Model: "qwen3",
 		Usage: api.Usage{InputTokens: 50, OutputTokens: 20, TotalTokens: 70},
@@ -77,10 +76,10 @@ func TestCompleteToolCallVariants(t *testing.T) {
 	if len(res.ToolCalls) != 2 {
 		t.Fatalf("tool calls = %+v", res.ToolCalls)
 	}
-	if c := res.ToolCalls[0]; !strings.HasPrefix(c.ID, "call_") || c.Name != "weather" || c.Arguments != `{"city":"Paris"}` {
+	if c := res.ToolCalls[0]; !strings.HasPrefix(c.CallID, "call_") || c.Name != "weather" || c.Arguments != `{"city":"Paris"}` {
 		t.Errorf("call 0 = %+v", c)
 	}
-	if c := res.ToolCalls[1]; c.ID != "call_9" || c.Arguments != "{}" {
+	if c := res.ToolCalls[1]; c.CallID != "call_9" || c.Arguments != "{}" {
 		t.Errorf("call 1 = %+v", c)
 	}
 	if res.FinishReason != provider.FinishToolCalls {

@@ -8,13 +8,13 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/iotest"
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
-	"github.com/lambent/lambent/pkg/tools"
 )
 
 func TestTransportErrorMapping(t *testing.T) {
@@ -65,11 +65,11 @@ func TestDecodeStreamReadSizes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if got.Text != want.Text || len(got.ToolCalls) != 3 || got.ToolCalls[2] != want.ToolCalls[2] || got.Usage != want.Usage {
+		if got.Text != want.Text || len(got.ToolCalls) != 3 || !reflect.DeepEqual(got.ToolCalls[2], want.ToolCalls[2]) || got.Usage != want.Usage {
 			t.Errorf("%s: result differs: %+v", name, got)
 		}
 	}
-	if want.ToolCalls[1] != (tools.ToolCall{ID: "call_1", Name: "lookup", Arguments: `{"query":"item 1","limit":10}`}) {
+	if !reflect.DeepEqual(want.ToolCalls[1], api.Item{Type: api.ItemFunctionCall, CallID: "call_1", Name: "lookup", Arguments: `{"query":"item 1","limit":10}`}) {
 		t.Errorf("tool call = %+v", want.ToolCalls[1])
 	}
 }
@@ -141,7 +141,7 @@ func BenchmarkStreamDecode(b *testing.B) {
 // a mid-sized agentic conversation.
 func BenchmarkBuildRequest(b *testing.B) {
 	req := &provider.Request{Model: "m", Instructions: "You are a helpful assistant.",
-		Tools:      []tools.Definition{{Name: "lookup", Description: "Look something up", Parameters: []byte(`{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer"}},"required":["query"]}`)}},
+		Tools:      []api.ToolDefinition{{Name: "lookup", Description: "Look something up", Parameters: []byte(`{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer"}},"required":["query"]}`)}},
 		ToolChoice: "auto", MaxOutputTokens: new(int), Temperature: new(float64)}
 	for i := range 5 {
 		req.Items = append(req.Items,

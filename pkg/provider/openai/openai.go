@@ -288,7 +288,7 @@ func replay(res *provider.Result, fn func(provider.Delta) error) error {
 		}
 	}
 	for i, c := range res.ToolCalls {
-		if err := fn(provider.Delta{Kind: provider.DeltaToolCall, ToolIndex: i, ToolCallID: c.ID, ToolName: c.Name, Text: c.Arguments}); err != nil {
+		if err := fn(provider.Delta{Kind: provider.DeltaToolCall, ToolIndex: i, ToolCallID: c.CallID, ToolName: c.Name, Text: c.Arguments}); err != nil {
 			return err
 		}
 	}
@@ -324,7 +324,7 @@ func decodeCompletion(body []byte, model string) (*provider.Result, error) {
 		res.Model = model
 	}
 	if len(ch.Message.ToolCalls) > 0 {
-		res.ToolCalls = make([]toolCall, 0, len(ch.Message.ToolCalls))
+		res.ToolCalls = make([]api.Item, 0, len(ch.Message.ToolCalls))
 		for _, tc := range ch.Message.ToolCalls {
 			id := tc.ID
 			if id == "" {
@@ -334,7 +334,7 @@ func decodeCompletion(body []byte, model string) (*provider.Result, error) {
 			if args == "" {
 				args = "{}"
 			}
-			res.ToolCalls = append(res.ToolCalls, toolCall{ID: id, Name: tc.Function.Name, Arguments: args})
+			res.ToolCalls = append(res.ToolCalls, api.Item{Type: api.ItemFunctionCall, CallID: id, Name: tc.Function.Name, Arguments: args})
 		}
 	}
 	if cr.Usage != nil {

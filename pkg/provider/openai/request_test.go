@@ -10,7 +10,6 @@ import (
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/provider/openai"
-	"github.com/lambent/lambent/pkg/tools"
 )
 
 const okCompletion = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
@@ -115,7 +114,7 @@ func TestTranslateInputFileRejected(t *testing.T) {
 var weatherParams = json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)
 
 func TestTranslateToolsAndChoice(t *testing.T) {
-	defs := []tools.Definition{
+	defs := []api.ToolDefinition{
 		{Name: "weather", Description: "Weather by city", Parameters: weatherParams, Strict: ptr(true)},
 		{Name: "now"},
 	}
@@ -125,7 +124,7 @@ func TestTranslateToolsAndChoice(t *testing.T) {
 	]`
 	cases := []struct {
 		name       string
-		tools      []tools.Definition
+		tools      []api.ToolDefinition
 		choice     string
 		forced     string
 		parallel   *bool

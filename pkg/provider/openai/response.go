@@ -4,10 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/lambent/lambent/pkg/api"
-	"github.com/lambent/lambent/pkg/tools"
 )
-
-type toolCall = tools.ToolCall
 
 // chatPayload is a chat completion or one streamed chat.completion.chunk:
 // only the fields Lambent uses. It is decoded by decodePayload.

@@ -309,13 +309,13 @@ func (st *streamState) result(warn string) *streamResult {
 	r.Reasoning = st.reasoning.String()
 	r.Model = st.model
 	if len(st.calls) > 0 {
-		r.ToolCalls = make([]toolCall, len(st.calls))
+		r.ToolCalls = make([]api.Item, len(st.calls))
 		for i, c := range st.calls {
 			args := c.args.String()
 			if args == "" {
 				args = "{}"
 			}
-			r.ToolCalls[i] = toolCall{ID: c.id, Name: c.name, Arguments: args}
+			r.ToolCalls[i] = api.Item{Type: api.ItemFunctionCall, CallID: c.id, Name: c.name, Arguments: args}
 		}
 	}
 	if st.usage != nil {

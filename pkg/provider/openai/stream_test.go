@@ -13,7 +13,6 @@ import (
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/provider/openai"
-	"github.com/lambent/lambent/pkg/tools"
 )
 
 // collect returns a delta callback that records every delta.
@@ -92,9 +91,9 @@ func TestStreamParallelToolCalls(t *testing.T) {
 	}
 	want := &provider.Result{
 		Text: "Checking.",
-		ToolCalls: []tools.ToolCall{
-			{ID: "call_P", Name: "weather", Arguments: `{"city":"Paris"}`},
-			{ID: "call_R", Name: "weather", Arguments: `{"city":"Rome"}`},
+		ToolCalls: []api.Item{
+			{Type: api.ItemFunctionCall, CallID: "call_P", Name: "weather", Arguments: `{"city":"Paris"}`},
+			{Type: api.ItemFunctionCall, CallID: "call_R", Name: "weather", Arguments: `{"city":"Rome"}`},
 		},
 		FinishReason: provider.FinishToolCalls, Model: "gpt-4o-mini",
 		Usage: api.Usage{InputTokens: 30, OutputTokens: 12, TotalTokens: 42},

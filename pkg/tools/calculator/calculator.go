@@ -14,6 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -52,11 +53,10 @@ const parameters = `{
 // The handler takes {"expression": string} and returns the formatted result.
 func Tool() tools.Hosted {
 	return tools.Hosted{
-		Definition: tools.Definition{
+		Definition: api.ToolDefinition{
 			Name:        Name,
 			Description: description,
 			Parameters:  json.RawMessage(parameters),
-			Kind:        tools.KindHosted,
 		},
 		Handler: handle,
 	}

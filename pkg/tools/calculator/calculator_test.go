@@ -232,7 +232,7 @@ func TestFormat(t *testing.T) {
 func TestToolDefinition(t *testing.T) {
 	tool := Tool()
 	d := tool.Definition
-	if d.Name != Name || d.Kind != tools.KindHosted || d.Description == "" || tool.Handler == nil {
+	if d.Name != Name || d.Description == "" || tool.Handler == nil {
 		t.Fatalf("unexpected definition: %+v", d)
 	}
 	var schema struct {

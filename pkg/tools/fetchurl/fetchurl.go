@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -86,11 +87,10 @@ func Tool(cfg Config) tools.Hosted {
 func newTool(cfg Config, lookup lookupFunc) tools.Hosted {
 	f := newFetcher(cfg, lookup)
 	return tools.Hosted{
-		Definition: tools.Definition{
+		Definition: api.ToolDefinition{
 			Name:        Name,
 			Description: description,
 			Parameters:  json.RawMessage(parameters),
-			Kind:        tools.KindHosted,
 		},
 		Handler: f.handle,
 	}

@@ -394,7 +394,7 @@ func TestFetchWithTLSClient(t *testing.T) {
 func TestToolDefinition(t *testing.T) {
 	tool := Tool(Config{})
 	d := tool.Definition
-	if d.Name != Name || d.Kind != tools.KindHosted || d.Description == "" || tool.Handler == nil {
+	if d.Name != Name || d.Description == "" || tool.Handler == nil {
 		t.Fatalf("unexpected definition: %+v", d)
 	}
 	var schema struct {

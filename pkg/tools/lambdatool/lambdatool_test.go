@@ -4,17 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/lambent/lambent/pkg/tools/calculator"
 	"github.com/lambent/lambent/pkg/tools/lambdatool"
-	"github.com/lambent/lambent/pkg/tools/lambdatool/localinvoke"
 )
 
-func handle(t *testing.T, h tools.Hosted, payload string) lambdatool.Reply {
+// hosted returns a hosted tool named name with handler h.
+func hosted(name string, h tools.Handler) tools.Hosted {
+	return tools.Hosted{Definition: api.ToolDefinition{Name: name, Description: "test tool " + name}, Handler: h}
+}
+
+func handle(t *testing.T, h tools.Hosted, payload string) tools.ToolResult {
 	t.Helper()
 	out, err := lambdatool.Handle(context.Background(), h, []byte(payload))
 	if err != nil {
@@ -24,7 +28,7 @@ func handle(t *testing.T, h tools.Hosted, payload string) lambdatool.Reply {
 	if err := json.Unmarshal(out, &r); err != nil || len(r) != 2 || r["output"] == nil || r["is_error"] == nil {
 		t.Fatalf("reply %s is not {\"output\",\"is_error\"}", out)
 	}
-	var reply lambdatool.Reply
+	var reply tools.ToolResult
 	_ = json.Unmarshal(out, &reply)
 	return reply
 }
@@ -66,7 +70,7 @@ func TestHandle(t *testing.T) {
 	if r := handle(t, panicking, `{"call_id":"c","name":"p","arguments":"{}"}`); !r.IsError || !strings.Contains(r.Output, "panicked: boom") {
 		t.Errorf("handler panic: %+v", r)
 	}
-	if r := handle(t, tools.Hosted{Definition: tools.Definition{Name: "x"}}, `{"call_id":"c","name":"x","arguments":"{}"}`); !r.IsError {
+	if r := handle(t, tools.Hosted{Definition: api.ToolDefinition{Name: "x"}}, `{"call_id":"c","name":"x","arguments":"{}"}`); !r.IsError {
 		t.Errorf("no handler: %+v", r)
 	}
 }
@@ -76,40 +80,4 @@ func TestLambdaHandler(t *testing.T) {
 	if err != nil || string(out) != `{"output":"9","is_error":false}` {
 		t.Fatalf("Invoke = %s, %v", out, err)
 	}
-}
-
-// TestNewClient checks the client `make run` builds from the environment:
-// AWS_ENDPOINT_URL_LAMBDA (honoured by the SDK itself) pointing at a local
-// endpoint, no credentials and no region configured.
-func TestNewClient(t *testing.T) {
-	ts := httptest.NewServer(localinvoke.New(map[string]tools.Hosted{"CalculatorToolFunction": calculator.Tool()}))
-	defer ts.Close()
-	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ENDPOINT_URL"} {
-		t.Setenv(k, "")
-	}
-	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", ts.URL)
-	client, err := lambdatool.NewClient(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if client.Options().Region != "us-east-1" {
-		t.Errorf("region = %q, want the local default us-east-1", client.Options().Region)
-	}
-	if _, ok := client.Options().HTTPClient.(*lambdatool.HTTPClient); !ok {
-		t.Errorf("HTTP client is %T, want *lambdatool.HTTPClient", client.Options().HTTPClient)
-	}
-	if n := client.Options().Retryer.MaxAttempts(); n != 1 {
-		t.Errorf("SDK retry attempts = %d, want 1 (the executor retries throttles itself)", n)
-	}
-	ex, err := lambdatool.New(client, lambdatool.Config{}, lambdatool.LocalManifest("calculator").Tools, map[string]tools.Definition{"calculator": calculator.Tool().Definition})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res := execute(t, ex, "calculator", `{"expression":"40+2"}`); res.IsError || res.Output != "42" {
-		t.Fatalf("result = %+v", res)
-	}
-	client.Options().HTTPClient.(*lambdatool.HTTPClient).CloseIdleConnections()
 }

@@ -1,4 +1,15 @@
-package lambdatool
+// Package lambdaexec is the gateway's executor of hosted tools that run as
+// their own AWS Lambda functions (built with package lambdatool): a
+// tools.ToolExecutor that invokes those functions with the Lambda Invoke
+// API (RequestResponse), all calls of a turn concurrently, and maps every
+// failure (function error, timeout, throttling, oversize payloads,
+// malformed replies) to an is_error tool result for the model rather than a
+// failed response. The payload is DESIGN.md's "Tool Lambda payload": a
+// tools.ToolCall in, a tools.ToolResult out.
+//
+// Package internal/localinvoke serves tool functions on a local Lambda
+// Invoke endpoint, so the whole path runs without AWS.
+package lambdaexec
 
 import (
 	"context"
@@ -20,8 +31,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/tools"
 )
+
+// MaxPayloadBytes is the Lambda limit on a synchronous (RequestResponse)
+// invocation's request and response payloads: 6 MB.
+const MaxPayloadBytes = 6 << 20
 
 // LambdaInvoker is the part of *lambda.Client the Executor uses.
 type LambdaInvoker interface {
@@ -86,25 +102,23 @@ func (c Config) withDefaults() Config {
 
 // target is one Lambda-backed tool.
 type target struct {
-	def       tools.Definition
+	def       api.ToolDefinition
 	function  string
 	qualifier string
 }
 
-// Executor runs hosted tools that are Lambda functions: a tools.ToolExecutor
-// (kind hosted) and an engine.Catalog of those tools' definitions. It is
-// safe for concurrent use; the engine runs all calls of a turn at once, each
-// in its own goroutine, and every call is its own Invoke.
+// Executor runs hosted tools that are Lambda functions: a tools.Catalog of
+// those tools (each resolving to the Executor itself) and their
+// tools.ToolExecutor. It is safe for concurrent use; the engine runs all
+// calls of a turn at once, each in its own goroutine, and every call is its
+// own Invoke.
 //
 // Wiring in pkg/app, when the manifest has lambda backings:
 //
-//	client, err := lambdatool.NewClient(ctx) // honours AWS_ENDPOINT_URL_LAMBDA
-//	ex, err := lambdatool.New(client, lambdatool.Config{Logger: log}, manifest.Tools, fallback)
+//	client, err := lambdaexec.NewClient(ctx) // honours AWS_ENDPOINT_URL_LAMBDA
+//	ex, err := lambdaexec.New(client, lambdaexec.Config{Logger: log}, manifest.Tools, fallback)
 //	// fallback: the built-in definitions by name (builtin.Tools(cfg): name -> h.Definition)
-//	engine.Config{
-//		Executors: []tools.ToolExecutor{tools.FunctionExecutor{}, tools.LocalExecutor{Registry: reg}, ex},
-//		Hosted:    catalogs{reg, ex}, // Lookup in reg, then in ex
-//	}
+//	engine.Config{Hosted: tools.Catalogs{reg, ex}} // Lookup in reg, then in ex
 //
 // builtin.Registry skips lambda-backed tools and New skips local ones, so
 // the manifest can mix both and each tool has exactly one executor. For
@@ -116,7 +130,7 @@ type Executor struct {
 	cfg     Config
 	log     *slog.Logger
 	targets map[string]target
-	defs    []tools.Definition
+	defs    []api.ToolDefinition
 }
 
 // New returns an Executor for the lambda-backed tools of manifest (tools
@@ -124,9 +138,9 @@ type Executor struct {
 // come from the manifest; where it leaves them out they are taken from
 // fallback[name] (typically the built-in tool of that name). A tool that
 // ends up with neither a description nor parameters is an error.
-func New(client LambdaInvoker, cfg Config, manifest []tools.ManifestTool, fallback map[string]tools.Definition) (*Executor, error) {
+func New(client LambdaInvoker, cfg Config, manifest []tools.ManifestTool, fallback map[string]api.ToolDefinition) (*Executor, error) {
 	if client == nil {
-		return nil, errors.New("lambdatool: New needs a Lambda client")
+		return nil, errors.New("lambdaexec: New needs a Lambda client")
 	}
 	cfg = cfg.withDefaults()
 	e := &Executor{client: client, cfg: cfg, log: cfg.Logger, targets: map[string]target{}}
@@ -135,17 +149,17 @@ func New(client LambdaInvoker, cfg Config, manifest []tools.ManifestTool, fallba
 			continue
 		}
 		if t.Name == "" {
-			return nil, errors.New("lambdatool: a manifest tool has no name")
+			return nil, errors.New("lambdaexec: a manifest tool has no name")
 		}
 		if t.Backing.Function == "" {
-			return nil, fmt.Errorf("lambdatool: tool %q: a lambda backing needs a function", t.Name)
+			return nil, fmt.Errorf("lambdaexec: tool %q: a lambda backing needs a function", t.Name)
 		}
 		if _, dup := e.targets[t.Name]; dup {
-			return nil, fmt.Errorf("lambdatool: tool %q listed twice", t.Name)
+			return nil, fmt.Errorf("lambdaexec: tool %q listed twice", t.Name)
 		}
 		def := t.Definition(fallback[t.Name])
 		if def.Description == "" && len(def.Parameters) == 0 {
-			return nil, fmt.Errorf("lambdatool: tool %q has no definition: give its description and parameters in the manifest", t.Name)
+			return nil, fmt.Errorf("lambdaexec: tool %q has no definition: give its description and parameters in the manifest", t.Name)
 		}
 		e.targets[t.Name] = target{def: def, function: t.Backing.Function, qualifier: t.Backing.Qualifier}
 		e.defs = append(e.defs, def)
@@ -154,28 +168,19 @@ func New(client LambdaInvoker, cfg Config, manifest []tools.ManifestTool, fallba
 	return e, nil
 }
 
-// Kind returns tools.KindHosted.
-func (e *Executor) Kind() tools.ToolKind { return tools.KindHosted }
-
-// CanExecute reports whether def is a hosted tool this executor maps to a
-// Lambda function.
-func (e *Executor) CanExecute(def tools.Definition) bool {
-	if def.Kind != tools.KindHosted {
-		return false
-	}
-	_, ok := e.targets[def.Name]
-	return ok
-}
-
-// Lookup returns the definition of a Lambda-backed tool (engine.Catalog).
-func (e *Executor) Lookup(name string) (tools.Definition, bool) {
+// Lookup returns the definition of a Lambda-backed tool and the Executor
+// as the executor of its calls (tools.Catalog).
+func (e *Executor) Lookup(name string) (api.ToolDefinition, tools.ToolExecutor, bool) {
 	t, ok := e.targets[name]
-	return t.def, ok
+	if !ok {
+		return api.ToolDefinition{}, nil, false
+	}
+	return t.def, e, true
 }
 
 // List returns the definitions of every Lambda-backed tool, sorted by name.
-func (e *Executor) List() []tools.Definition {
-	return append([]tools.Definition(nil), e.defs...)
+func (e *Executor) List() []api.ToolDefinition {
+	return append([]api.ToolDefinition(nil), e.defs...)
 }
 
 // Function returns the function name or ARN and qualifier a tool invokes.
@@ -194,7 +199,7 @@ func (e *Executor) Execute(ctx context.Context, call tools.ToolCall) (*tools.Too
 	if !ok {
 		return e.failure(call, "Error: tool %q is not served by a Lambda function here.", call.Name), nil
 	}
-	payload, err := json.Marshal(Request{CallID: call.ID, Name: call.Name, Arguments: call.Arguments, ResponseID: call.ResponseID})
+	payload, err := json.Marshal(call)
 	if err != nil {
 		return e.failure(call, "Error: could not encode the call to tool %s: %v", call.Name, err), nil
 	}
@@ -282,7 +287,7 @@ func (e *Executor) stopped(ctx context.Context, call tools.ToolCall, t target, s
 		e.log.Warn("tool invocation timed out", "tool", call.Name, "call_id", call.ID, "function", t.function, "elapsed", elapsed)
 		return e.failure(call, "Error: tool %s timed out after %s: this response's time budget ran out before its Lambda function answered.", call.Name, elapsed), nil
 	}
-	return nil, fmt.Errorf("lambdatool: tool %s: %w", call.Name, ctx.Err())
+	return nil, fmt.Errorf("lambdaexec: tool %s: %w", call.Name, ctx.Err())
 }
 
 func (e *Executor) failure(call tools.ToolCall, format string, a ...any) *tools.ToolResult {

@@ -6,38 +6,9 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/lambent/lambent/pkg/api"
 )
-
-// ToolExecutor is a backend that runs tool calls.
-type ToolExecutor interface {
-	// Kind is the kind of tools this executor handles.
-	Kind() ToolKind
-	// CanExecute reports whether this executor handles the tool.
-	CanExecute(def Definition) bool
-	// Execute runs one call. A returned error is fed back to the model as
-	// an is_error result; it never fails the response.
-	Execute(ctx context.Context, call ToolCall) (*ToolResult, error)
-}
-
-// ErrClientExecuted is returned by FunctionExecutor.Execute: function tools
-// run on the client, never on the server.
-var ErrClientExecuted = errors.New("function tools are executed by the client")
-
-// FunctionExecutor is the built-in executor of client-executed function
-// tools. It claims every function tool so the loop knows to pause with
-// requires_action, and refuses to execute them.
-type FunctionExecutor struct{}
-
-// Kind returns KindFunction.
-func (FunctionExecutor) Kind() ToolKind { return KindFunction }
-
-// CanExecute reports whether def is a function tool.
-func (FunctionExecutor) CanExecute(def Definition) bool { return def.Kind == KindFunction }
-
-// Execute always fails with ErrClientExecuted.
-func (FunctionExecutor) Execute(context.Context, ToolCall) (*ToolResult, error) {
-	return nil, ErrClientExecuted
-}
 
 // Lifecycle is implemented by hosted tools that hold resources.
 type Lifecycle interface {
@@ -45,8 +16,9 @@ type Lifecycle interface {
 	Shutdown(ctx context.Context) error
 }
 
-// Registry holds the hosted tools by name. The zero value is not usable;
-// use NewRegistry.
+// Registry holds the hosted tools that run in-process, by name: a Catalog
+// of them and their ToolExecutor. The zero value is not usable; use
+// NewRegistry.
 type Registry struct {
 	mu    sync.RWMutex
 	tools map[string]Hosted
@@ -69,7 +41,6 @@ func (r *Registry) Register(h Hosted, lc Lifecycle) error {
 	if _, dup := r.tools[h.Definition.Name]; dup {
 		return fmt.Errorf("tools: hosted tool %q registered twice", h.Definition.Name)
 	}
-	h.Definition.Kind = KindHosted
 	r.tools[h.Definition.Name] = h
 	if lc != nil {
 		r.life[h.Definition.Name] = lc
@@ -85,17 +56,21 @@ func (r *Registry) Get(name string) (Hosted, bool) {
 	return h, ok
 }
 
-// Lookup returns the named tool's definition.
-func (r *Registry) Lookup(name string) (Definition, bool) {
+// Lookup returns the named tool's definition and the registry as its
+// executor (Catalog).
+func (r *Registry) Lookup(name string) (api.ToolDefinition, ToolExecutor, bool) {
 	h, ok := r.Get(name)
-	return h.Definition, ok
+	if !ok {
+		return api.ToolDefinition{}, nil, false
+	}
+	return h.Definition, r, true
 }
 
 // List returns every definition, sorted by name.
-func (r *Registry) List() []Definition {
+func (r *Registry) List() []api.ToolDefinition {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make([]Definition, 0, len(r.tools))
+	out := make([]api.ToolDefinition, 0, len(r.tools))
 	for _, h := range r.tools {
 		out = append(out, h.Definition)
 	}
@@ -128,27 +103,10 @@ func (r *Registry) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// LocalExecutor runs the registry's hosted tools in-process.
-type LocalExecutor struct {
-	Registry *Registry
-}
-
-// Kind returns KindHosted.
-func (LocalExecutor) Kind() ToolKind { return KindHosted }
-
-// CanExecute reports whether def is a hosted tool in the registry.
-func (e LocalExecutor) CanExecute(def Definition) bool {
-	if def.Kind != KindHosted {
-		return false
-	}
-	_, ok := e.Registry.Get(def.Name)
-	return ok
-}
-
-// Execute runs the tool's handler. A handler error becomes an is_error
-// result; a panic is recovered into one.
-func (e LocalExecutor) Execute(ctx context.Context, call ToolCall) (*ToolResult, error) {
-	h, ok := e.Registry.Get(call.Name)
+// Execute runs the named tool's handler in-process (ToolExecutor). A
+// handler error becomes an is_error result; a panic is recovered into one.
+func (r *Registry) Execute(ctx context.Context, call ToolCall) (*ToolResult, error) {
+	h, ok := r.Get(call.Name)
 	if !ok {
 		return nil, fmt.Errorf("unknown hosted tool %q", call.Name)
 	}

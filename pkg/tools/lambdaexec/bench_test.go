@@ -1,4 +1,4 @@
-package lambdatool_test
+package lambdaexec_test
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/lambent/lambent/pkg/tools"
-	"github.com/lambent/lambent/pkg/tools/lambdatool"
+	"github.com/lambent/lambent/pkg/tools/lambdaexec"
 )
 
 // BenchmarkToolPhase measures a turn's tool phase through the real SDK
@@ -55,7 +55,7 @@ func benchToolPhase(b *testing.B, delay time.Duration) {
 		return "ok", nil
 	})
 	ep := newEndpoint(b, map[string]tools.Hosted{"NoopToolFunction": tool})
-	ex := ep.executor(b, lambdatool.Config{}, manifestOf(map[string]string{"noop": "NoopToolFunction"}))
+	ex := ep.executor(b, lambdaexec.Config{}, manifestOf(map[string]string{"noop": "NoopToolFunction"}))
 	ctx := context.Background()
 	call := tools.ToolCall{ID: "call_1", Name: "noop", Arguments: `{}`, ResponseID: "resp_1"}
 
@@ -76,9 +76,9 @@ func benchToolPhase(b *testing.B, delay time.Duration) {
 		}
 		wg.Wait()
 	}
-	rawClient := lambdatool.NewHTTPClient()
+	rawClient := lambdaexec.NewHTTPClient()
 	defer rawClient.CloseIdleConnections()
-	payload, _ := json.Marshal(lambdatool.Request{CallID: call.ID, Name: call.Name, Arguments: call.Arguments, ResponseID: call.ResponseID})
+	payload, _ := json.Marshal(call)
 	url := ep.url + "/2015-03-31/functions/NoopToolFunction/invocations"
 	raw := func() {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
@@ -94,7 +94,7 @@ func benchToolPhase(b *testing.B, delay time.Duration) {
 		if err != nil || resp.StatusCode != 200 {
 			b.Fatalf("raw POST: %d %s %v", resp.StatusCode, body, err)
 		}
-		var r lambdatool.Reply
+		var r tools.ToolResult
 		if err := json.Unmarshal(body, &r); err != nil || r.Output != "ok" {
 			b.Fatalf("raw POST reply %s", body)
 		}

@@ -1,4 +1,4 @@
-package lambdatool
+package lambdaexec
 
 import (
 	"bytes"
@@ -72,7 +72,7 @@ func (c *HTTPClient) Do(req *http.Request) (*http.Response, error) {
 		body, err := io.ReadAll(req.Body)
 		_ = req.Body.Close()
 		if err != nil {
-			return nil, fmt.Errorf("lambdatool: read request body: %w", err)
+			return nil, fmt.Errorf("lambdaexec: read request body: %w", err)
 		}
 		req = req.Clone(req.Context())
 		req.ContentLength = int64(len(body))
@@ -110,7 +110,7 @@ func NewClient(ctx context.Context) (*lambda.Client, error) {
 	} else {
 		var err error
 		if cfg, err = awsconf.Load(ctx); err != nil {
-			return nil, fmt.Errorf("lambdatool: load AWS config: %w", err)
+			return nil, fmt.Errorf("lambdaexec: load AWS config: %w", err)
 		}
 	}
 	cfg.Retryer = func() aws.Retryer { return aws.NopRetryer{} }

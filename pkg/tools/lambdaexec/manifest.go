@@ -1,4 +1,4 @@
-package lambdatool
+package lambdaexec
 
 import (
 	"sort"

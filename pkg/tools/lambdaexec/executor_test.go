@@ -1,4 +1,4 @@
-package lambdatool_test
+package lambdaexec_test
 
 import (
 	"context"
@@ -17,10 +17,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
+	"github.com/lambent/lambent/internal/localinvoke"
+	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/lambent/lambent/pkg/tools/calculator"
-	"github.com/lambent/lambent/pkg/tools/lambdatool"
-	"github.com/lambent/lambent/pkg/tools/lambdatool/localinvoke"
+	"github.com/lambent/lambent/pkg/tools/lambdaexec"
 )
 
 func TestExecuteSuccess(t *testing.T) {
@@ -31,7 +32,7 @@ func TestExecuteSuccess(t *testing.T) {
 		"arn:aws:lambda:us-east-1:123456789012:function:CalculatorToolFunction:live",
 	} {
 		t.Run(fn, func(t *testing.T) {
-			ex := ep.executor(t, lambdatool.Config{}, lambdatool.ManifestFor(map[string]string{"calculator": fn}))
+			ex := ep.executor(t, lambdaexec.Config{}, lambdaexec.ManifestFor(map[string]string{"calculator": fn}))
 			res := execute(t, ex, "calculator", `{"expression":"2*(3+4)"}`)
 			if res.IsError || res.Output != "14" {
 				t.Fatalf("result = %+v, want output 14", res)
@@ -39,9 +40,9 @@ func TestExecuteSuccess(t *testing.T) {
 		})
 	}
 	t.Run("qualifier", func(t *testing.T) {
-		m := lambdatool.ManifestFor(map[string]string{"calculator": "CalculatorToolFunction"})
+		m := lambdaexec.ManifestFor(map[string]string{"calculator": "CalculatorToolFunction"})
 		m.Tools[0].Backing.Qualifier = "7"
-		res := execute(t, ep.executor(t, lambdatool.Config{}, m), "calculator", `{"expression":"1+1"}`)
+		res := execute(t, ep.executor(t, lambdaexec.Config{}, m), "calculator", `{"expression":"1+1"}`)
 		if res.IsError || res.Output != "2" {
 			t.Fatalf("result = %+v, want output 2", res)
 		}
@@ -51,7 +52,7 @@ func TestExecuteSuccess(t *testing.T) {
 func TestExecuteToolError(t *testing.T) {
 	// A handler error is the tool's own is_error reply, not a function error.
 	ep := newEndpoint(t, map[string]tools.Hosted{"CalculatorToolFunction": calculator.Tool()})
-	ex := ep.executor(t, lambdatool.Config{}, lambdatool.ManifestFor(map[string]string{"calculator": "CalculatorToolFunction"}))
+	ex := ep.executor(t, lambdaexec.Config{}, lambdaexec.ManifestFor(map[string]string{"calculator": "CalculatorToolFunction"}))
 	res := execute(t, ex, "calculator", `{"expression":"1/0"}`)
 	if !res.IsError || !strings.Contains(res.Output, "division by zero") {
 		t.Fatalf("result = %+v, want the calculator's division error", res)
@@ -65,7 +66,7 @@ func TestExecuteFunctionError(t *testing.T) {
 	t.Run("injected", func(t *testing.T) {
 		ep := newEndpoint(t, map[string]tools.Hosted{"fn": calculator.Tool()},
 			localinvoke.WithFunctionError("Runtime.ExitError", "RequestId: 42 Error: Runtime exited with error: exit status 2"))
-		ex := ep.executor(t, lambdatool.Config{}, lambdatool.ManifestFor(map[string]string{"calculator": "fn"}))
+		ex := ep.executor(t, lambdaexec.Config{}, lambdaexec.ManifestFor(map[string]string{"calculator": "fn"}))
 		res := execute(t, ex, "calculator", `{"expression":"1"}`)
 		want := "Error: tool calculator failed (Lambda function error, Unhandled): Runtime.ExitError: RequestId: 42 Error: Runtime exited with error: exit status 2"
 		if !res.IsError || res.Output != want {
@@ -76,7 +77,7 @@ func TestExecuteFunctionError(t *testing.T) {
 		ep := newEndpoint(t, nil, localinvoke.WithFunction("fn", func(context.Context, []byte) ([]byte, error) {
 			return nil, &localinvoke.FunctionError{Type: "Custom.Failure", Message: "disk on fire"}
 		}))
-		ex := ep.executor(t, lambdatool.Config{}, manifestOf(map[string]string{"t": "fn"}))
+		ex := ep.executor(t, lambdaexec.Config{}, manifestOf(map[string]string{"t": "fn"}))
 		res := execute(t, ex, "t", `{}`)
 		if !res.IsError || !strings.Contains(res.Output, "Custom.Failure: disk on fire") {
 			t.Fatalf("result = %+v, want errorType and errorMessage", res)
@@ -86,7 +87,7 @@ func TestExecuteFunctionError(t *testing.T) {
 		ep := newEndpoint(t, nil, localinvoke.WithFunction("fn", func(context.Context, []byte) ([]byte, error) {
 			panic(errors.New("nil map write"))
 		}))
-		ex := ep.executor(t, lambdatool.Config{}, manifestOf(map[string]string{"t": "fn"}))
+		ex := ep.executor(t, lambdaexec.Config{}, manifestOf(map[string]string{"t": "fn"}))
 		res := execute(t, ex, "t", `{}`)
 		if !res.IsError || !strings.Contains(res.Output, "errorString: nil map write") {
 			t.Fatalf("result = %+v, want the panic as function error", res)
@@ -97,7 +98,7 @@ func TestExecuteFunctionError(t *testing.T) {
 func TestExecuteTimeout(t *testing.T) {
 	release := make(chan struct{}) // never released: the invocation is held
 	ep := newEndpoint(t, map[string]tools.Hosted{"fn": calculator.Tool()}, localinvoke.WithHold(release))
-	ex := ep.executor(t, lambdatool.Config{}, lambdatool.ManifestFor(map[string]string{"calculator": "fn"}))
+	ex := ep.executor(t, lambdaexec.Config{}, lambdaexec.ManifestFor(map[string]string{"calculator": "fn"}))
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	res, err := ex.Execute(ctx, tools.ToolCall{ID: "call_t", Name: "calculator", Arguments: `{"expression":"1"}`})
@@ -115,7 +116,7 @@ func TestExecuteTimeout(t *testing.T) {
 func TestExecuteCancelled(t *testing.T) {
 	release := make(chan struct{})
 	ep := newEndpoint(t, map[string]tools.Hosted{"fn": calculator.Tool()}, localinvoke.WithHold(release))
-	ex := ep.executor(t, lambdatool.Config{}, lambdatool.ManifestFor(map[string]string{"calculator": "fn"}))
+	ex := ep.executor(t, lambdaexec.Config{}, lambdaexec.ManifestFor(map[string]string{"calculator": "fn"}))
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		for ep.srv.Stats().Requests == 0 {
@@ -132,8 +133,8 @@ func TestExecuteCancelled(t *testing.T) {
 func TestExecuteThrottleThenSuccess(t *testing.T) {
 	const throttles = 3
 	ep := newEndpoint(t, map[string]tools.Hosted{"fn": calculator.Tool()}, localinvoke.WithThrottle(throttles))
-	ex := ep.executor(t, lambdatool.Config{BaseDelay: time.Millisecond, MaxDelay: 4 * time.Millisecond},
-		lambdatool.ManifestFor(map[string]string{"calculator": "fn"}))
+	ex := ep.executor(t, lambdaexec.Config{BaseDelay: time.Millisecond, MaxDelay: 4 * time.Millisecond},
+		lambdaexec.ManifestFor(map[string]string{"calculator": "fn"}))
 	res := execute(t, ex, "calculator", `{"expression":"6*7"}`)
 	if res.IsError || res.Output != "42" {
 		t.Fatalf("result = %+v, want 42 after the throttles", res)
@@ -146,8 +147,8 @@ func TestExecuteThrottleThenSuccess(t *testing.T) {
 
 func TestExecuteThrottleRetriesExhausted(t *testing.T) {
 	ep := newEndpoint(t, map[string]tools.Hosted{"fn": calculator.Tool()}, localinvoke.WithThrottle(1000))
-	ex := ep.executor(t, lambdatool.Config{MaxRetries: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond},
-		lambdatool.ManifestFor(map[string]string{"calculator": "fn"}))
+	ex := ep.executor(t, lambdaexec.Config{MaxRetries: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond},
+		lambdaexec.ManifestFor(map[string]string{"calculator": "fn"}))
 	res := execute(t, ex, "calculator", `{"expression":"1"}`)
 	if !res.IsError || !strings.Contains(res.Output, "TooManyRequestsException after 3 attempts") {
 		t.Fatalf("result = %+v, want an is_error throttle", res)
@@ -161,8 +162,8 @@ func TestExecuteThrottleBeyondBudget(t *testing.T) {
 	// The backoff (at least 5 s) does not fit in the call's 2 s budget: the
 	// executor gives up at once instead of sleeping past the deadline.
 	ep := newEndpoint(t, map[string]tools.Hosted{"fn": calculator.Tool()}, localinvoke.WithThrottle(1000))
-	ex := ep.executor(t, lambdatool.Config{BaseDelay: 10 * time.Second, MaxDelay: 10 * time.Second},
-		lambdatool.ManifestFor(map[string]string{"calculator": "fn"}))
+	ex := ep.executor(t, lambdaexec.Config{BaseDelay: 10 * time.Second, MaxDelay: 10 * time.Second},
+		lambdaexec.ManifestFor(map[string]string{"calculator": "fn"}))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	res, err := ex.Execute(ctx, tools.ToolCall{ID: "call_1", Name: "calculator", Arguments: `{"expression":"1"}`})
@@ -184,7 +185,7 @@ func TestExecuteOversizeOutput(t *testing.T) {
 	big := strings.Repeat("x", 100_000)
 	ep := newEndpoint(t, map[string]tools.Hosted{"fn": hosted("big", func(context.Context, tools.ToolCall) (string, error) { return big, nil })})
 	t.Run("default", func(t *testing.T) {
-		ex := ep.executor(t, lambdatool.Config{}, manifestOf(map[string]string{"big": "fn"}))
+		ex := ep.executor(t, lambdaexec.Config{}, manifestOf(map[string]string{"big": "fn"}))
 		res := execute(t, ex, "big", `{}`)
 		want := big[:65536] + "\n[output truncated: 100000 bytes, showing the first 65536]"
 		if res.IsError || res.Output != want {
@@ -192,7 +193,7 @@ func TestExecuteOversizeOutput(t *testing.T) {
 		}
 	})
 	t.Run("setting", func(t *testing.T) {
-		ex := ep.executor(t, lambdatool.Config{MaxOutput: 10}, manifestOf(map[string]string{"big": "fn"}))
+		ex := ep.executor(t, lambdaexec.Config{MaxOutput: 10}, manifestOf(map[string]string{"big": "fn"}))
 		res := execute(t, ex, "big", `{}`)
 		if want := "xxxxxxxxxx\n[output truncated: 100000 bytes, showing the first 10]"; res.Output != want {
 			t.Fatalf("output = %q, want %q", res.Output, want)
@@ -212,7 +213,7 @@ func TestTruncate(t *testing.T) {
 		{"aé", 2, "a\n[output truncated: 3 bytes, showing the first 1]"}, // no split rune
 		{"日本", 4, "日\n[output truncated: 6 bytes, showing the first 3]"},
 	} {
-		if got := lambdatool.Truncate(tc.in, tc.max); got != tc.want {
+		if got := lambdaexec.Truncate(tc.in, tc.max); got != tc.want {
 			t.Errorf("Truncate(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
 		}
 	}
@@ -220,8 +221,8 @@ func TestTruncate(t *testing.T) {
 
 func TestExecuteOversizeRequest(t *testing.T) {
 	ep := newEndpoint(t, map[string]tools.Hosted{"fn": calculator.Tool()})
-	ex := ep.executor(t, lambdatool.Config{}, lambdatool.ManifestFor(map[string]string{"calculator": "fn"}))
-	args := `{"expression":"` + strings.Repeat("1", lambdatool.MaxPayloadBytes) + `"}`
+	ex := ep.executor(t, lambdaexec.Config{}, lambdaexec.ManifestFor(map[string]string{"calculator": "fn"}))
+	args := `{"expression":"` + strings.Repeat("1", lambdaexec.MaxPayloadBytes) + `"}`
 	res := execute(t, ex, "calculator", args)
 	if !res.IsError || !strings.Contains(res.Output, "too large") {
 		t.Fatalf("result = %.200s, want an is_error refusal", res.Output)
@@ -242,7 +243,7 @@ func TestExecuteMalformedReply(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			ep := newEndpoint(t, nil, localinvoke.WithFunction("fn", func(context.Context, []byte) ([]byte, error) { return []byte(payload), nil }))
-			ex := ep.executor(t, lambdatool.Config{}, manifestOf(map[string]string{"t": "fn"}))
+			ex := ep.executor(t, lambdaexec.Config{}, manifestOf(map[string]string{"t": "fn"}))
 			res := execute(t, ex, "t", `{}`)
 			if !res.IsError || !strings.Contains(res.Output, "malformed reply") {
 				t.Fatalf("result = %+v, want an is_error malformed reply", res)
@@ -255,7 +256,7 @@ func TestExecuteReplyIsError(t *testing.T) {
 	ep := newEndpoint(t, nil, localinvoke.WithFunction("fn", func(context.Context, []byte) ([]byte, error) {
 		return []byte(`{"output":"no such city","is_error":true,"extra":1}`), nil
 	}))
-	ex := ep.executor(t, lambdatool.Config{}, manifestOf(map[string]string{"t": "fn"}))
+	ex := ep.executor(t, lambdaexec.Config{}, manifestOf(map[string]string{"t": "fn"}))
 	if res := execute(t, ex, "t", `{}`); !res.IsError || res.Output != "no such city" {
 		t.Fatalf("result = %+v", res)
 	}
@@ -263,7 +264,7 @@ func TestExecuteReplyIsError(t *testing.T) {
 
 func TestExecuteSDKErrors(t *testing.T) {
 	ep := newEndpoint(t, map[string]tools.Hosted{"fn": calculator.Tool()})
-	ex := ep.executor(t, lambdatool.Config{}, lambdatool.ManifestFor(map[string]string{"calculator": "Missing"}))
+	ex := ep.executor(t, lambdaexec.Config{}, lambdaexec.ManifestFor(map[string]string{"calculator": "Missing"}))
 	res := execute(t, ex, "calculator", `{"expression":"1"}`)
 	if !res.IsError || !strings.Contains(res.Output, "ResourceNotFoundException: Function not found: arn:aws:lambda:us-east-1:000000000000:function:Missing") {
 		t.Fatalf("result = %+v, want ResourceNotFoundException", res)
@@ -277,10 +278,10 @@ func TestExecuteSDKErrors(t *testing.T) {
 		Region:       "us-east-1",
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDLOCAL", "secret", ""),
 		Retryer:      aws.NopRetryer{},
-		HTTPClient:   lambdatool.NewHTTPClient(),
+		HTTPClient:   lambdaexec.NewHTTPClient(),
 	})
-	ex, err := lambdatool.New(client, lambdatool.Config{}, lambdatool.ManifestFor(map[string]string{"calculator": "fn"}).Tools,
-		map[string]tools.Definition{"calculator": calculator.Tool().Definition})
+	ex, err := lambdaexec.New(client, lambdaexec.Config{}, lambdaexec.ManifestFor(map[string]string{"calculator": "fn"}).Tools,
+		map[string]api.ToolDefinition{"calculator": calculator.Tool().Definition})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +293,7 @@ func TestExecuteSDKErrors(t *testing.T) {
 
 func TestExecuteUnknownTool(t *testing.T) {
 	ep := newEndpoint(t, nil)
-	ex := ep.executor(t, lambdatool.Config{}, lambdatool.ManifestFor(map[string]string{"calculator": "fn"}))
+	ex := ep.executor(t, lambdaexec.Config{}, lambdaexec.ManifestFor(map[string]string{"calculator": "fn"}))
 	if res := execute(t, ex, "nope", `{}`); !res.IsError {
 		t.Fatalf("result = %+v, want is_error", res)
 	}
@@ -309,7 +310,7 @@ func TestRequestPayload(t *testing.T) {
 		got <- m
 		return []byte(`{"output":"ok","is_error":false}`), nil
 	}))
-	ex := ep.executor(t, lambdatool.Config{}, manifestOf(map[string]string{"t": "fn"}))
+	ex := ep.executor(t, lambdaexec.Config{}, manifestOf(map[string]string{"t": "fn"}))
 	execute(t, ex, "t", `{"a":1}`)
 	want := map[string]any{"call_id": "call_1", "name": "t", "arguments": `{"a":1}`, "response_id": "resp_1"}
 	if m := <-got; fmt.Sprint(m) != fmt.Sprint(want) {
@@ -324,7 +325,7 @@ func TestRequestPayload(t *testing.T) {
 // client's pool is sized for. The context timeout only guards against a
 // hang; nothing is timed.
 func TestConcurrentInvocations(t *testing.T) {
-	for _, n := range []int{16, lambdatool.MaxConcurrentInvocations} {
+	for _, n := range []int{16, lambdaexec.MaxConcurrentInvocations} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) { testConcurrentInvocations(t, n) })
 	}
 }
@@ -344,7 +345,7 @@ func testConcurrentInvocations(t *testing.T, n int) {
 		}
 	}
 	ep := newEndpoint(t, map[string]tools.Hosted{"BarrierToolFunction": hosted("barrier", barrier)})
-	ex := ep.executor(t, lambdatool.Config{}, manifestOf(map[string]string{"barrier": "BarrierToolFunction"}))
+	ex := ep.executor(t, lambdaexec.Config{}, manifestOf(map[string]string{"barrier": "BarrierToolFunction"}))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	results := make([]*tools.ToolResult, n)
@@ -379,31 +380,26 @@ func TestNewDefinitions(t *testing.T) {
 		{Name: "custom", Description: "Custom tool.", Parameters: json.RawMessage(`{"type":"object"}`), Backing: tools.Backing{Type: tools.BackingLambda, Function: "arn:aws:lambda:eu-west-1:1:function:custom", Qualifier: "live"}},
 		{Name: "inproc", Backing: tools.Backing{Type: tools.BackingLocal}},
 	}}
-	ex, err := lambdatool.New(ep.client, lambdatool.Config{}, m.Tools, map[string]tools.Definition{"calculator": calc.Definition})
+	ex, err := lambdaexec.New(ep.client, lambdaexec.Config{}, m.Tools, map[string]api.ToolDefinition{"calculator": calc.Definition})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ex.Kind() != tools.KindHosted {
-		t.Errorf("Kind = %q", ex.Kind())
-	}
-	def, ok := ex.Lookup("calculator")
-	if !ok || def.Description != calc.Definition.Description || string(def.Parameters) != string(calc.Definition.Parameters) || def.Kind != tools.KindHosted {
+	def, exec, ok := ex.Lookup("calculator")
+	if !ok || def.Description != calc.Definition.Description || string(def.Parameters) != string(calc.Definition.Parameters) {
 		t.Errorf("calculator definition = %+v, %v; want the built-in's", def, ok)
 	}
-	def, ok = ex.Lookup("custom")
-	if !ok || def.Description != "Custom tool." || string(def.Parameters) != `{"type":"object"}` {
-		t.Errorf("custom definition = %+v, %v; want the manifest's", def, ok)
+	if exec != ex {
+		t.Errorf("calculator executor = %v, want the Lambda executor", exec)
+	}
+	def, exec, ok = ex.Lookup("custom")
+	if !ok || def.Description != "Custom tool." || string(def.Parameters) != `{"type":"object"}` || exec != ex {
+		t.Errorf("custom definition = %+v, %v, %v; want the manifest's, run by the Lambda executor", def, exec, ok)
 	}
 	if fn, q, _ := ex.Function("custom"); fn != "arn:aws:lambda:eu-west-1:1:function:custom" || q != "live" {
 		t.Errorf("Function(custom) = %q, %q", fn, q)
 	}
-	if _, ok := ex.Lookup("inproc"); ok {
+	if _, exec, ok := ex.Lookup("inproc"); ok || exec != nil {
 		t.Error("a local tool is served by the Lambda executor")
-	}
-	if !ex.CanExecute(tools.Definition{Name: "custom", Kind: tools.KindHosted}) ||
-		ex.CanExecute(tools.Definition{Name: "custom", Kind: tools.KindFunction}) ||
-		ex.CanExecute(tools.Definition{Name: "inproc", Kind: tools.KindHosted}) {
-		t.Error("CanExecute answers wrongly")
 	}
 	if l := ex.List(); len(l) != 2 || l[0].Name != "calculator" || l[1].Name != "custom" {
 		t.Errorf("List = %+v", l)
@@ -417,22 +413,22 @@ func TestNewDefinitions(t *testing.T) {
 			{Name: "calculator", Backing: tools.Backing{Type: tools.BackingLambda, Function: "g"}},
 		},
 	} {
-		if _, err := lambdatool.New(ep.client, lambdatool.Config{}, bad, map[string]tools.Definition{"calculator": calc.Definition}); err == nil {
+		if _, err := lambdaexec.New(ep.client, lambdaexec.Config{}, bad, map[string]api.ToolDefinition{"calculator": calc.Definition}); err == nil {
 			t.Errorf("%s: New succeeded", name)
 		}
 	}
-	if _, err := lambdatool.New(nil, lambdatool.Config{}, nil, nil); err == nil {
+	if _, err := lambdaexec.New(nil, lambdaexec.Config{}, nil, nil); err == nil {
 		t.Error("New without client succeeded")
 	}
 }
 
 func TestManifestHelpers(t *testing.T) {
 	for tool, want := range map[string]string{"calculator": "CalculatorToolFunction", "fetch_url": "FetchUrlToolFunction", "a-b.c": "ABCToolFunction"} {
-		if got := lambdatool.FunctionLogicalID(tool); got != want {
+		if got := lambdaexec.FunctionLogicalID(tool); got != want {
 			t.Errorf("FunctionLogicalID(%q) = %q, want %q", tool, got, want)
 		}
 	}
-	m := lambdatool.LocalManifest("fetch_url", "calculator")
+	m := lambdaexec.LocalManifest("fetch_url", "calculator")
 	b, _ := json.Marshal(m)
 	want := `{"tools":[{"name":"calculator","backing":{"type":"lambda","function":"CalculatorToolFunction"}},{"name":"fetch_url","backing":{"type":"lambda","function":"FetchUrlToolFunction"}}]}`
 	if string(b) != want {
@@ -447,9 +443,9 @@ func TestManifestHelpers(t *testing.T) {
 // copy: with the SDK's own body, a reply larger than a few KiB fails now and
 // then with "use of closed network connection" (aws/aws-sdk-go-v2#2737).
 func TestLargeRepliesOnPooledConnections(t *testing.T) {
-	reply, _ := json.Marshal(lambdatool.Reply{Output: strings.Repeat("y", 50_000)})
+	reply, _ := json.Marshal(tools.ToolResult{Output: strings.Repeat("y", 50_000)})
 	ep := newEndpoint(t, nil, localinvoke.WithFunction("fn", func(context.Context, []byte) ([]byte, error) { return reply, nil }))
-	ex := ep.executor(t, lambdatool.Config{}, manifestOf(map[string]string{"t": "fn"}))
+	ex := ep.executor(t, lambdaexec.Config{}, manifestOf(map[string]string{"t": "fn"}))
 	for i := range 200 {
 		if res := execute(t, ex, "t", `{}`); res.IsError || len(res.Output) != 50_000 {
 			t.Fatalf("call %d: %.300s", i, res.Output)

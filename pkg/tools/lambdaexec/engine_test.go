@@ -1,4 +1,4 @@
-package lambdatool_test
+package lambdaexec_test
 
 import (
 	"context"
@@ -14,21 +14,8 @@ import (
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/lambent/lambent/pkg/tools/builtin"
 	"github.com/lambent/lambent/pkg/tools/calculator"
-	"github.com/lambent/lambent/pkg/tools/lambdatool"
+	"github.com/lambent/lambent/pkg/tools/lambdaexec"
 )
-
-// catalogs looks a hosted tool up in each catalog in turn: the wiring
-// pkg/app needs for a manifest that mixes local and lambda backings.
-type catalogs []engine.Catalog
-
-func (cs catalogs) Lookup(name string) (tools.Definition, bool) {
-	for _, c := range cs {
-		if d, ok := c.Lookup(name); ok {
-			return d, true
-		}
-	}
-	return tools.Definition{}, false
-}
 
 type responseRecorder struct {
 	mu   sync.Mutex
@@ -73,11 +60,11 @@ func TestEngineTurnThroughLambda(t *testing.T) {
 		}
 		return inner(ctx, call)
 	}
-	ep := newEndpoint(t, map[string]tools.Hosted{lambdatool.FunctionLogicalID("calculator"): calc})
+	ep := newEndpoint(t, map[string]tools.Hosted{lambdaexec.FunctionLogicalID("calculator"): calc})
 
-	manifest := lambdatool.LocalManifest("calculator")
+	manifest := lambdaexec.LocalManifest("calculator")
 	manifest.Tools = append(manifest.Tools, tools.ManifestTool{Name: "fetch_url", Backing: tools.Backing{Type: tools.BackingLocal}})
-	fallback := map[string]tools.Definition{}
+	fallback := map[string]api.ToolDefinition{}
 	for name, h := range builtin.Tools(builtin.Config{}) {
 		fallback[name] = h.Definition
 	}
@@ -85,7 +72,7 @@ func TestEngineTurnThroughLambda(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex, err := lambdatool.New(ep.client, lambdatool.Config{}, manifest.Tools, fallback)
+	ex, err := lambdaexec.New(ep.client, lambdaexec.Config{}, manifest.Tools, fallback)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,11 +87,10 @@ func TestEngineTurnThroughLambda(t *testing.T) {
 	)
 	defer fake.Close()
 	eng, err := engine.New(engine.Config{
-		Provider:  openai.New(openai.Config{BaseURL: fake.URL, HTTPClient: fake.Client()}),
-		Store:     store.NewMemory(store.MemoryConfig{}),
-		Executors: []tools.ToolExecutor{tools.FunctionExecutor{}, tools.LocalExecutor{Registry: reg}, ex},
-		Hosted:    catalogs{reg, ex},
-		Logger:    slog.New(slog.DiscardHandler),
+		Provider: openai.New(openai.Config{BaseURL: fake.URL, HTTPClient: fake.Client()}),
+		Store:    store.NewMemory(store.MemoryConfig{}),
+		Hosted:   tools.Catalogs{reg, ex},
+		Logger:   slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -17,10 +17,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"go.uber.org/goleak"
 
+	"github.com/lambent/lambent/internal/localinvoke"
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/lambent/lambent/pkg/tools/calculator"
-	"github.com/lambent/lambent/pkg/tools/lambdatool"
-	"github.com/lambent/lambent/pkg/tools/lambdatool/localinvoke"
+	"github.com/lambent/lambent/pkg/tools/lambdaexec"
 )
 
 func TestMain(m *testing.M) {
@@ -101,7 +101,7 @@ func TestInvokeHostedTool(t *testing.T) {
 }
 
 func TestInvokeErrors(t *testing.T) {
-	big := []byte(`"` + strings.Repeat("x", lambdatool.MaxPayloadBytes) + `"`)
+	big := []byte(`"` + strings.Repeat("x", lambdaexec.MaxPayloadBytes) + `"`)
 	base := serve(t, localinvoke.New(map[string]tools.Hosted{"calc": calculator.Tool()},
 		localinvoke.WithFunction("big", func(context.Context, []byte) ([]byte, error) {
 			return big, nil
@@ -126,7 +126,7 @@ func TestInvokeErrors(t *testing.T) {
 	}
 	awsErr("unknown", post(t, invocations(base, "nope"), calcEvent), 404, "ResourceNotFoundException")
 	awsErr("invalid json", post(t, invocations(base, "calc"), `{"call_id":`), 400, "InvalidRequestContentException")
-	awsErr("too large", post(t, invocations(base, "calc"), `"`+strings.Repeat("x", lambdatool.MaxPayloadBytes)+`"`), 413, "RequestTooLargeException")
+	awsErr("too large", post(t, invocations(base, "calc"), `"`+strings.Repeat("x", lambdaexec.MaxPayloadBytes)+`"`), 413, "RequestTooLargeException")
 	awsErr("unknown operation", post(t, base+"/2015-03-31/functions", ""), 404, "UnknownOperationException")
 
 	fnErr := func(fn, errorType, msg string) {

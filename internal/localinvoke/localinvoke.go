@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/lambent/lambent/pkg/tools"
+	"github.com/lambent/lambent/pkg/tools/lambdaexec"
 	"github.com/lambent/lambent/pkg/tools/lambdatool"
 )
 
@@ -202,11 +203,11 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		s.awsError(w, http.StatusTooManyRequests, "TooManyRequestsException", "Rate Exceeded.", "Reason", "ReservedFunctionConcurrentInvocationLimitExceeded")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, lambdatool.MaxPayloadBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, lambdaexec.MaxPayloadBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			s.awsError(w, http.StatusRequestEntityTooLarge, "RequestTooLargeException", fmt.Sprintf("Request must be smaller than %d bytes for the InvokeFunction operation", lambdatool.MaxPayloadBytes))
+			s.awsError(w, http.StatusRequestEntityTooLarge, "RequestTooLargeException", fmt.Sprintf("Request must be smaller than %d bytes for the InvokeFunction operation", lambdaexec.MaxPayloadBytes))
 			return
 		}
 		s.awsError(w, http.StatusBadRequest, "InvalidRequestContentException", "Could not read request body: "+err.Error())
@@ -238,8 +239,8 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	s.invocations.Add(1)
 	s.log.Debug("invoke", "function", name, "qualifier", qualifier)
 	out, ferr := s.run(r.Context(), f, body)
-	if ferr == nil && len(out) > lambdatool.MaxPayloadBytes {
-		ferr = &FunctionError{Type: "Function.ResponseSizeTooLarge", Message: fmt.Sprintf("Response payload size exceeded maximum allowed payload size (%d bytes).", lambdatool.MaxPayloadBytes)}
+	if ferr == nil && len(out) > lambdaexec.MaxPayloadBytes {
+		ferr = &FunctionError{Type: "Function.ResponseSizeTooLarge", Message: fmt.Sprintf("Response payload size exceeded maximum allowed payload size (%d bytes).", lambdaexec.MaxPayloadBytes)}
 	}
 	version := "$LATEST"
 	if isVersion(qualifier) {
