@@ -46,23 +46,31 @@ func zippedSize(path string) (raw, zipped int64, err error) {
 	}
 	defer f.Close()
 	var n counter
-	zw := zip.NewWriter(&n)
+	if raw, err = writeZip(&n, f); err != nil {
+		return 0, 0, fmt.Errorf("zip %s: %w", path, err)
+	}
+	return raw, int64(n), nil
+}
+
+// writeZip writes to w a zip archive holding r's bytes as the executable
+// bootstrap, Deflate-compressed at the best compression, and returns how
+// many bytes it read.
+func writeZip(w io.Writer, r io.Reader) (int64, error) {
+	zw := zip.NewWriter(w)
 	zw.RegisterCompressor(zip.Deflate, func(w io.Writer) (io.WriteCloser, error) {
 		return flate.NewWriter(w, flate.BestCompression)
 	})
 	hdr := &zip.FileHeader{Name: "bootstrap", Method: zip.Deflate}
 	hdr.SetMode(0o755)
-	w, err := zw.CreateHeader(hdr)
+	fw, err := zw.CreateHeader(hdr)
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
-	if raw, err = io.Copy(w, f); err != nil {
-		return 0, 0, fmt.Errorf("zip %s: %w", path, err)
+	n, err := io.Copy(fw, r)
+	if err != nil {
+		return n, err
 	}
-	if err := zw.Close(); err != nil {
-		return 0, 0, fmt.Errorf("zip %s: %w", path, err)
-	}
-	return raw, int64(n), nil
+	return n, zw.Close()
 }
 
 // counter is an io.Writer that counts the bytes written to it.
