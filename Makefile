@@ -22,8 +22,7 @@ test: lint
 	eval "$$(scripts/dynamodb-local.sh start)"; \
 	trap 'scripts/dynamodb-local.sh stop; rm -rf "$$LAMBENT_DYNAMODB_RUN_DIR"' EXIT; \
 	export AWS_ENDPOINT_URL_DYNAMODB; \
-	$(GO) test -race -count=1 $(GOFLAGS) ./...; \
-	$(GO) test -count=1 -tags lambda.norpc ./pkg/awsconf/
+	$(GO) test -race -count=1 $(GOFLAGS) ./...
 
 ## test-go: the Go tests only (DynamoDB Local must already run, or the DynamoDB tests start it)
 test-go:

@@ -30,10 +30,7 @@ func run() error {
 	log := app.Logger(cfg, os.Stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := app.ResolveProviderKey(ctx, &cfg, os.Getenv); err != nil {
-		return err
-	}
-	if err := app.ResolveAPIKeys(ctx, &cfg, os.Getenv); err != nil {
+	if err := app.ResolveSecrets(ctx, &cfg, os.Getenv); err != nil {
 		return err
 	}
 	a, err := app.Build(ctx, cfg, log, nil)

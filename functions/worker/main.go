@@ -31,7 +31,7 @@ func run() error {
 		return errors.New("the worker runs inside AWS Lambda (AWS_LAMBDA_RUNTIME_API is not set); locally, `make run` runs background responses in-process")
 	}
 	ctx := context.Background()
-	if err := app.ResolveProviderKey(ctx, &cfg, os.Getenv); err != nil {
+	if err := app.ResolveSecrets(ctx, &cfg, os.Getenv); err != nil {
 		return err
 	}
 	log := app.Logger(cfg, os.Stderr)

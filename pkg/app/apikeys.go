@@ -1,11 +1,9 @@
 package app
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
-	"github.com/lambent/lambent/pkg/awsconf"
 	"github.com/lambent/lambent/pkg/store"
 )
 
@@ -56,38 +54,4 @@ func validTenant(t string) bool {
 		}
 	}
 	return true
-}
-
-// ResolveAPIKeys fills cfg.APIKeys from LAMBENT_API_KEYS, or from the SSM
-// parameter LAMBENT_API_KEYS_SSM names. With neither, the API needs no key.
-func ResolveAPIKeys(ctx context.Context, cfg *Config, getenv func(string) string) error {
-	return resolveAPIKeys(ctx, cfg, getenv, func() (ParameterGetter, error) {
-		awsCfg, err := awsconf.Load(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return newSignedSSM(awsCfg), nil
-	})
-}
-
-func resolveAPIKeys(ctx context.Context, cfg *Config, getenv func(string) string, client func() (ParameterGetter, error)) error {
-	list := getenv(EnvAPIKeys)
-	if name := strings.TrimSpace(getenv(EnvAPIKeysSSM)); list == "" && name != "" {
-		c, err := client()
-		if err != nil {
-			return fmt.Errorf("%s=%s: load AWS configuration: %w", EnvAPIKeysSSM, name, err)
-		}
-		if list, err = c.GetParameter(ctx, name); err != nil {
-			return fmt.Errorf("%s=%s: get parameter: %w", EnvAPIKeysSSM, name, err)
-		}
-		if strings.TrimSpace(list) == "" {
-			return fmt.Errorf("%s=%s: %w", EnvAPIKeysSSM, name, errEmptyParameter)
-		}
-	}
-	keys, err := ParseAPIKeys(list)
-	if err != nil {
-		return err
-	}
-	cfg.APIKeys = keys
-	return nil
 }

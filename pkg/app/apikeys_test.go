@@ -30,10 +30,10 @@ func TestParseAPIKeys(t *testing.T) {
 }
 
 func TestResolveAPIKeysFromSSM(t *testing.T) {
-	_, srv := newFakeSSM(t, map[string]string{"/lambent/api-keys": "acme=sk-acme-0123456789ab\n"})
+	srv := newFakeSSM(t, map[string]string{"/lambent/api-keys": "acme=sk-acme-0123456789ab\n"})
 	cfg := &Config{}
 	env := envOf(map[string]string{EnvAPIKeysSSM: "/lambent/api-keys"})
-	if err := resolveAPIKeys(context.Background(), cfg, env, func() (ParameterGetter, error) { return ssmClient(srv), nil }); err != nil {
+	if err := ResolveSecretsWith(context.Background(), cfg, env, ssmClient(srv)); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.APIKeys["sk-acme-0123456789ab"] != "acme" {
@@ -42,7 +42,7 @@ func TestResolveAPIKeysFromSSM(t *testing.T) {
 	// The plain variable wins and needs no SSM call.
 	cfg = &Config{}
 	env = envOf(map[string]string{EnvAPIKeys: "sk-local-0123456789ab", EnvAPIKeysSSM: "/lambent/api-keys"})
-	if err := resolveAPIKeys(context.Background(), cfg, env, func() (ParameterGetter, error) { t.Fatal("SSM used"); return nil, nil }); err != nil {
+	if err := resolveSecrets(context.Background(), cfg, env, noSSM(t)); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.APIKeys["sk-local-0123456789ab"] != "default" {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -194,11 +193,6 @@ func endpoint(dst **string, service string) {
 	if ep := awsconf.Endpoint(service); ep != nil {
 		*dst = ep
 	}
-}
-
-// endpointOverride is the AWS_ENDPOINT_URL_<SERVICE> override, or "".
-func endpointOverride(service string) string {
-	return aws.ToString(awsconf.Endpoint(service))
 }
 
 // Logger returns a JSON slog logger at cfg's level.

@@ -18,7 +18,8 @@ type Config struct {
 	// ProviderURL is the OpenAI-compatible API base URL including /v1
 	// (LAMBENT_PROVIDER_URL, default http://127.0.0.1:11434/v1).
 	ProviderURL string
-	// ProviderAPIKey is its bearer token (LAMBENT_PROVIDER_API_KEY).
+	// ProviderAPIKey is its bearer token (LAMBENT_PROVIDER_API_KEY, or from
+	// SSM through ResolveSecrets).
 	ProviderAPIKey string
 	// DefaultModel is used when a request names none (LAMBENT_DEFAULT_MODEL).
 	DefaultModel string
@@ -66,7 +67,7 @@ type Config struct {
 	// lambdas`, `sam local start-lambda`).
 	LambdaEndpoint string
 	// APIKeys maps the accepted bearer keys to their tenants; empty means
-	// no key is required. Filled by ResolveAPIKeys (LAMBENT_API_KEYS or
+	// no key is required. Filled by ResolveSecrets (LAMBENT_API_KEYS or
 	// LAMBENT_API_KEYS_SSM).
 	APIKeys map[string]string
 	// InLambda is true when AWS_LAMBDA_RUNTIME_API is set.

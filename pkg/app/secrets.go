@@ -2,11 +2,7 @@ package app
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
-
-	"github.com/lambent/lambent/pkg/awsconf"
 )
 
 // Environment names of the provider's API key.
@@ -19,66 +15,50 @@ const (
 	EnvProviderAPIKeySSM = "LAMBENT_PROVIDER_API_KEY_SSM"
 )
 
-// ParameterGetter reads the decrypted value of an SSM parameter.
-type ParameterGetter interface {
-	GetParameter(ctx context.Context, name string) (string, error)
+// ResolveSecrets fills in the secrets FromEnv leaves to start-up; mains call
+// it after FromEnv:
+//
+//   - cfg.ProviderAPIKey: LAMBENT_PROVIDER_API_KEY, else the SSM parameter
+//     LAMBENT_PROVIDER_API_KEY_SSM names;
+//   - cfg.APIKeys: LAMBENT_API_KEYS, else the SSM parameter
+//     LAMBENT_API_KEYS_SSM names (see ParseAPIKeys); with neither, the API
+//     needs no key.
+//
+// The parameters are read in parallel, with decryption, through one SSM
+// client from the SDK's default configuration (awsconf.Load: region,
+// partition, credentials, FIPS and dual-stack endpoints, retries, and
+// AWS_ENDPOINT_URL_SSM). No AWS configuration is loaded when there is no
+// parameter to read. On error cfg is left unchanged.
+func ResolveSecrets(ctx context.Context, cfg *Config, getenv func(string) string) error {
+	return resolveSecrets(ctx, cfg, getenv, newSSMClient)
 }
 
-// ResolveProviderKey fills cfg.ProviderAPIKey from SSM Parameter Store when
-// LAMBENT_PROVIDER_API_KEY is empty and LAMBENT_PROVIDER_API_KEY_SSM names a
-// parameter: GetParameter with decryption, through an SSM client from the
-// SDK's default configuration (region, credentials, and AWS_ENDPOINT_URL_SSM
-// from the environment). It does nothing, and loads no AWS configuration,
-// when a key is already set or no parameter is named. Mains call it after
-// FromEnv.
-func ResolveProviderKey(ctx context.Context, cfg *Config, getenv func(string) string) error {
-	name, ok := providerKeyParameter(cfg, getenv)
-	if !ok {
-		return nil
+// ResolveSecretsWith is ResolveSecrets with the SSM client given (tests, or
+// a caller that already has one).
+func ResolveSecretsWith(ctx context.Context, cfg *Config, getenv func(string) string, client SSMClient) error {
+	return resolveSecrets(ctx, cfg, getenv, func(context.Context) (SSMClient, error) { return client, nil })
+}
+
+func resolveSecrets(ctx context.Context, cfg *Config, getenv func(string) string, newClient func(context.Context) (SSMClient, error)) error {
+	var params []parameter
+	key := cfg.ProviderAPIKey
+	if name := strings.TrimSpace(getenv(EnvProviderAPIKeySSM)); key == "" && getenv(EnvProviderAPIKey) == "" && name != "" {
+		params = append(params, parameter{env: EnvProviderAPIKeySSM, name: name, dst: &key})
 	}
-	awsCfg, err := awsconf.Load(ctx)
+	list := getenv(EnvAPIKeys)
+	if name := strings.TrimSpace(getenv(EnvAPIKeysSSM)); list == "" && name != "" {
+		params = append(params, parameter{env: EnvAPIKeysSSM, name: name, dst: &list})
+	}
+	if err := readParameters(ctx, params, newClient); err != nil {
+		return err
+	}
+	keys, err := ParseAPIKeys(list)
 	if err != nil {
-		return fmt.Errorf("%s=%s: load AWS configuration: %w", EnvProviderAPIKeySSM, name, err)
-	}
-	return resolveProviderKey(ctx, cfg, name, newSignedSSM(awsCfg))
-}
-
-// ResolveProviderKeyWith is ResolveProviderKey with the SSM client given
-// (tests, or a caller that already has one).
-func ResolveProviderKeyWith(ctx context.Context, cfg *Config, getenv func(string) string, client ParameterGetter) error {
-	name, ok := providerKeyParameter(cfg, getenv)
-	if !ok {
-		return nil
-	}
-	return resolveProviderKey(ctx, cfg, name, client)
-}
-
-// providerKeyParameter returns the parameter to read, if the key must come
-// from SSM at all.
-func providerKeyParameter(cfg *Config, getenv func(string) string) (string, bool) {
-	if cfg.ProviderAPIKey != "" || getenv(EnvProviderAPIKey) != "" {
-		return "", false
-	}
-	name := strings.TrimSpace(getenv(EnvProviderAPIKeySSM))
-	return name, name != ""
-}
-
-func resolveProviderKey(ctx context.Context, cfg *Config, name string, client ParameterGetter) error {
-	value, err := client.GetParameter(ctx, name)
-	if err != nil {
-		return fmt.Errorf("%s=%s: get parameter: %w", EnvProviderAPIKeySSM, name, err)
+		return err
 	}
 	// A value stored from a file often ends in a newline; a bearer token
 	// never contains whitespace.
-	key := strings.TrimSpace(value)
-	if key == "" {
-		return fmt.Errorf("%s=%s: %w", EnvProviderAPIKeySSM, name, errEmptyParameter)
-	}
-	cfg.ProviderAPIKey = key
+	cfg.ProviderAPIKey = strings.TrimSpace(key)
+	cfg.APIKeys = keys
 	return nil
 }
-
-var (
-	errNoParameter    = errors.New("SSM returned no parameter")
-	errEmptyParameter = errors.New("the parameter's value is empty")
-)

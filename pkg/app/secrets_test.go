@@ -2,93 +2,38 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/aws/aws-sdk-go-v2/service/ssm/types"
+	"go.uber.org/goleak"
+
+	"github.com/lambent/lambent/internal/fakessm"
 )
 
-// fakeSSM speaks the SSM JSON 1.1 protocol for GetParameter: POST / with
-// X-Amz-Target AmazonSSM.GetParameter, errors as {"__type","message"}.
-type fakeSSM struct {
-	params map[string]string // name -> value
-
-	mu       sync.Mutex
-	requests []fakeSSMRequest
-}
-
-type fakeSSMRequest struct {
-	Target, ContentType, Authorization string
-	Name                               string
-	WithDecryption                     bool
-}
-
-func (f *fakeSSM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	var in struct {
-		Name           string
-		WithDecryption bool
-	}
-	_ = json.Unmarshal(body, &in)
-	f.mu.Lock()
-	f.requests = append(f.requests, fakeSSMRequest{
-		Target:         r.Header.Get("X-Amz-Target"),
-		ContentType:    r.Header.Get("Content-Type"),
-		Authorization:  r.Header.Get("Authorization"),
-		Name:           in.Name,
-		WithDecryption: in.WithDecryption,
-	})
-	f.mu.Unlock()
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	if r.Method != http.MethodPost || r.Header.Get("X-Amz-Target") != "AmazonSSM.GetParameter" {
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = io.WriteString(w, `{"__type":"UnknownOperationException","message":"unexpected request"}`)
-		return
-	}
-	value, ok := f.params[in.Name]
-	if !ok {
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = io.WriteString(w, `{"__type":"ParameterNotFound","message":"Parameter `+in.Name+` not found."}`)
-		return
-	}
-	_ = json.NewEncoder(w).Encode(map[string]any{"Parameter": map[string]any{
-		"Name":     in.Name,
-		"Type":     "SecureString",
-		"Value":    value,
-		"Version":  1,
-		"ARN":      "arn:aws:ssm:us-east-1:123456789012:parameter" + in.Name,
-		"DataType": "text",
-	}})
-}
-
-func (f *fakeSSM) calls() []fakeSSMRequest {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]fakeSSMRequest(nil), f.requests...)
-}
-
-func newFakeSSM(t *testing.T, params map[string]string) (*fakeSSM, *httptest.Server) {
+func newFakeSSM(t *testing.T, params map[string]string) *fakessm.Server {
 	t.Helper()
-	f := &fakeSSM{params: params}
-	srv := httptest.NewServer(f)
+	srv := fakessm.Start(fakessm.Options{Params: params})
 	t.Cleanup(srv.Close)
-	return f, srv
+	return srv
 }
 
-func ssmClient(srv *httptest.Server) *signedSSM {
-	return &signedSSM{
-		cfg:      aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "")},
-		endpoint: srv.URL,
-		client:   srv.Client(),
-	}
+// ssmClient is the SDK's SSM client pointed at srv, as NewFromConfig makes
+// it (standard retries, SigV4) but with fixed credentials and region.
+func ssmClient(srv *fakessm.Server) *ssm.Client {
+	return ssm.New(ssm.Options{
+		Region:       "us-east-1",
+		Credentials:  credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
+		BaseEndpoint: aws.String(srv.URL),
+		HTTPClient:   srv.Client(),
+	})
 }
 
 func envOf(m map[string]string) func(string) string {
@@ -96,16 +41,16 @@ func envOf(m map[string]string) func(string) string {
 }
 
 func TestResolveProviderKeyReadsSecureString(t *testing.T) {
-	f, srv := newFakeSSM(t, map[string]string{"/lambent/provider-api-key": "sk-from-ssm\n"})
+	srv := newFakeSSM(t, map[string]string{"/lambent/provider-api-key": "sk-from-ssm\n"})
 	cfg := &Config{}
 	env := envOf(map[string]string{EnvProviderAPIKeySSM: "/lambent/provider-api-key"})
-	if err := ResolveProviderKeyWith(context.Background(), cfg, env, ssmClient(srv)); err != nil {
+	if err := ResolveSecretsWith(context.Background(), cfg, env, ssmClient(srv)); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.ProviderAPIKey != "sk-from-ssm" {
 		t.Fatalf("ProviderAPIKey = %q, want sk-from-ssm (trailing newline trimmed)", cfg.ProviderAPIKey)
 	}
-	calls := f.calls()
+	calls := srv.Requests()
 	if len(calls) != 1 {
 		t.Fatalf("%d SSM requests, want 1", len(calls))
 	}
@@ -116,48 +61,68 @@ func TestResolveProviderKeyReadsSecureString(t *testing.T) {
 	if c.Name != "/lambent/provider-api-key" || !c.WithDecryption {
 		t.Errorf("request Name %q WithDecryption %v, want the parameter with decryption", c.Name, c.WithDecryption)
 	}
-	if !strings.HasPrefix(c.Authorization, "AWS4-HMAC-SHA256 ") || !strings.Contains(c.Authorization, "/ssm/aws4_request") {
-		t.Errorf("request not SigV4-signed for ssm: %q", c.Authorization)
+	if !strings.HasPrefix(c.Authorization, "AWS4-HMAC-SHA256 ") || !strings.Contains(c.Authorization, "/us-east-1/ssm/aws4_request") {
+		t.Errorf("request not SigV4-signed for ssm in us-east-1: %q", c.Authorization)
 	}
 }
 
 // The exported entry point: the SSM client comes from the SDK's default
-// configuration, here pointed at the fake through AWS_ENDPOINT_URL_SSM.
+// configuration, here pointed at the fake through AWS_ENDPOINT_URL_SSM, and
+// retries a throttled request with the SDK's standard retryer.
 func TestResolveProviderKeyDefaultConfig(t *testing.T) {
-	f, srv := newFakeSSM(t, map[string]string{"/lambent/key": "sk-default-config"})
+	var throttled atomic.Bool
+	srv := fakessm.Start(fakessm.Options{
+		Params: map[string]string{"/lambent/key": "sk-default-config"},
+		Before: func(fakessm.Request) string {
+			if throttled.CompareAndSwap(false, true) {
+				return "ThrottlingException"
+			}
+			return ""
+		},
+	})
+	t.Cleanup(srv.Close)
 	dir := t.TempDir()
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
 	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_REGION", "eu-west-3")
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
 	t.Setenv("AWS_SESSION_TOKEN", "")
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	t.Setenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "")
+	t.Setenv("AWS_RETRY_MODE", "")
+	t.Setenv("AWS_MAX_ATTEMPTS", "")
+	t.Setenv("AWS_ENDPOINT_URL", "")
 	t.Setenv("AWS_ENDPOINT_URL_SSM", srv.URL)
 
 	cfg := &Config{}
 	env := envOf(map[string]string{EnvProviderAPIKeySSM: "/lambent/key"})
-	if err := ResolveProviderKey(context.Background(), cfg, env); err != nil {
+	if err := ResolveSecrets(context.Background(), cfg, env); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.ProviderAPIKey != "sk-default-config" {
 		t.Fatalf("ProviderAPIKey = %q", cfg.ProviderAPIKey)
 	}
-	if n := len(f.calls()); n != 1 {
-		t.Fatalf("%d SSM requests, want 1", n)
+	calls := srv.Requests()
+	if len(calls) != 2 {
+		t.Fatalf("%d SSM requests, want 2 (a throttled one and its retry)", len(calls))
+	}
+	for _, c := range calls {
+		if c.Name != "/lambent/key" || !strings.Contains(c.Authorization, "/eu-west-3/ssm/aws4_request") {
+			t.Errorf("request %+v: want the parameter, signed for ssm in AWS_REGION", c)
+		}
 	}
 }
 
 func TestResolveProviderKeyExplicitKeyWins(t *testing.T) {
-	f, srv := newFakeSSM(t, map[string]string{"/lambent/key": "sk-from-ssm"})
+	srv := newFakeSSM(t, map[string]string{"/lambent/key": "sk-from-ssm"})
 	ctx := context.Background()
 
 	// Set in the configuration (FromEnv read LAMBENT_PROVIDER_API_KEY).
 	cfg := &Config{ProviderAPIKey: "sk-explicit"}
 	env := envOf(map[string]string{EnvProviderAPIKey: "sk-explicit", EnvProviderAPIKeySSM: "/lambent/key"})
-	if err := ResolveProviderKeyWith(ctx, cfg, env, ssmClient(srv)); err != nil {
+	if err := ResolveSecretsWith(ctx, cfg, env, ssmClient(srv)); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.ProviderAPIKey != "sk-explicit" {
@@ -166,44 +131,61 @@ func TestResolveProviderKeyExplicitKeyWins(t *testing.T) {
 	// Set in the environment only: still no SSM call, and the exported entry
 	// point loads no AWS configuration either.
 	cfg = &Config{}
-	if err := ResolveProviderKey(ctx, cfg, env); err != nil {
+	if err := resolveSecrets(ctx, cfg, env, noSSM(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ResolveSecrets(ctx, cfg, env); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.ProviderAPIKey != "" {
 		t.Fatalf("ProviderAPIKey = %q, want it left alone", cfg.ProviderAPIKey)
 	}
-	if n := len(f.calls()); n != 0 {
+	if n := len(srv.Requests()); n != 0 {
 		t.Fatalf("%d SSM requests, want none when a key is set", n)
 	}
 }
 
+// noSSM is a client factory that fails the test when called.
+func noSSM(t *testing.T) func(context.Context) (SSMClient, error) {
+	return func(context.Context) (SSMClient, error) {
+		t.Fatal("an SSM client was made with nothing to read")
+		return nil, errors.New("unreachable")
+	}
+}
+
 func TestResolveProviderKeyNoParameterNamed(t *testing.T) {
-	f, srv := newFakeSSM(t, nil)
+	srv := newFakeSSM(t, nil)
 	cfg := &Config{}
 	for _, v := range []string{"", "  "} {
 		env := envOf(map[string]string{EnvProviderAPIKeySSM: v})
-		if err := ResolveProviderKeyWith(context.Background(), cfg, env, ssmClient(srv)); err != nil {
+		if err := ResolveSecretsWith(context.Background(), cfg, env, ssmClient(srv)); err != nil {
 			t.Fatal(err)
 		}
-		if err := ResolveProviderKey(context.Background(), cfg, env); err != nil {
+		if err := resolveSecrets(context.Background(), cfg, env, noSSM(t)); err != nil {
+			t.Fatal(err)
+		}
+		if err := ResolveSecrets(context.Background(), cfg, env); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if cfg.ProviderAPIKey != "" || len(f.calls()) != 0 {
-		t.Fatalf("key %q after %d requests, want nothing done", cfg.ProviderAPIKey, len(f.calls()))
+	if cfg.ProviderAPIKey != "" || len(srv.Requests()) != 0 {
+		t.Fatalf("key %q after %d requests, want nothing done", cfg.ProviderAPIKey, len(srv.Requests()))
 	}
 }
 
 func TestResolveProviderKeyParameterNotFound(t *testing.T) {
-	_, srv := newFakeSSM(t, map[string]string{})
+	srv := newFakeSSM(t, map[string]string{})
 	cfg := &Config{}
 	env := envOf(map[string]string{EnvProviderAPIKeySSM: "/lambent/missing"})
-	err := ResolveProviderKeyWith(context.Background(), cfg, env, ssmClient(srv))
+	err := ResolveSecretsWith(context.Background(), cfg, env, ssmClient(srv))
 	if err == nil {
 		t.Fatal("no error for a missing parameter")
 	}
 	if !errors.Is(err, ErrParameterNotFound) {
 		t.Fatalf("error %v (%T) does not wrap ErrParameterNotFound", err, err)
+	}
+	if nf := (*types.ParameterNotFound)(nil); !errors.As(err, &nf) {
+		t.Errorf("error %v does not wrap the SDK's ParameterNotFound", err)
 	}
 	if !strings.Contains(err.Error(), EnvProviderAPIKeySSM) || !strings.Contains(err.Error(), "/lambent/missing") {
 		t.Errorf("error %q does not name the variable and the parameter", err)
@@ -211,26 +193,88 @@ func TestResolveProviderKeyParameterNotFound(t *testing.T) {
 	if cfg.ProviderAPIKey != "" {
 		t.Errorf("ProviderAPIKey = %q after a failure", cfg.ProviderAPIKey)
 	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("%d SSM requests, want 1 (a missing parameter is not retried)", n)
+	}
 }
 
 func TestResolveProviderKeyEmptyValue(t *testing.T) {
-	_, srv := newFakeSSM(t, map[string]string{"/lambent/empty": " \n"})
+	srv := newFakeSSM(t, map[string]string{"/lambent/empty": " \n"})
 	cfg := &Config{}
 	env := envOf(map[string]string{EnvProviderAPIKeySSM: "/lambent/empty"})
-	err := ResolveProviderKeyWith(context.Background(), cfg, env, ssmClient(srv))
+	err := ResolveSecretsWith(context.Background(), cfg, env, ssmClient(srv))
 	if !errors.Is(err, errEmptyParameter) {
 		t.Fatalf("error %v, want errEmptyParameter", err)
 	}
 }
 
 func TestResolveProviderKeyCanceledContext(t *testing.T) {
-	_, srv := newFakeSSM(t, map[string]string{"/lambent/key": "sk"})
+	srv := newFakeSSM(t, map[string]string{"/lambent/key": "sk"})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	cfg := &Config{}
 	env := envOf(map[string]string{EnvProviderAPIKeySSM: "/lambent/key"})
-	err := ResolveProviderKeyWith(ctx, cfg, env, ssmClient(srv))
+	err := ResolveSecretsWith(ctx, cfg, env, ssmClient(srv))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want it to wrap context.Canceled", err)
+	}
+}
+
+// The provider key and the API keys are read at once: the fake holds each
+// request until both have arrived, so sequential reads never complete.
+func TestResolveSecretsReadsInParallel(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var arrived atomic.Int32
+	both, abandon := make(chan struct{}), make(chan struct{})
+	srv := fakessm.Start(fakessm.Options{
+		Params: map[string]string{"/lambent/provider-api-key": "sk-provider", "/lambent/api-keys": "acme=sk-acme-0123456789ab"},
+		Before: func(fakessm.Request) string {
+			if arrived.Add(1) == 2 {
+				close(both)
+			}
+			select {
+			case <-both:
+				return ""
+			case <-abandon:
+				return "InternalServerError"
+			}
+		},
+	})
+	defer srv.Close()
+	defer close(abandon) // before Close: a held request must end for Close to return
+
+	// The deadline only ends a hang (reads made one after the other); it
+	// measures nothing.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := &Config{}
+	env := envOf(map[string]string{EnvProviderAPIKeySSM: "/lambent/provider-api-key", EnvAPIKeysSSM: "/lambent/api-keys"})
+	if err := ResolveSecretsWith(ctx, cfg, env, ssmClient(srv)); err != nil {
+		t.Fatalf("the reads were not in flight together: %v", err)
+	}
+	if cfg.ProviderAPIKey != "sk-provider" || cfg.APIKeys["sk-acme-0123456789ab"] != "acme" {
+		t.Fatalf("provider key %q, API keys %v", cfg.ProviderAPIKey, cfg.APIKeys)
+	}
+	if n := len(srv.Requests()); n != 2 {
+		t.Fatalf("%d SSM requests, want 2", n)
+	}
+}
+
+// Both failing reads are reported, and cfg is left as it was.
+func TestResolveSecretsReportsEveryFailure(t *testing.T) {
+	srv := newFakeSSM(t, map[string]string{"/lambent/api-keys": "\n"})
+	cfg := &Config{}
+	env := envOf(map[string]string{EnvProviderAPIKeySSM: "/lambent/missing", EnvAPIKeysSSM: "/lambent/api-keys"})
+	err := ResolveSecretsWith(context.Background(), cfg, env, ssmClient(srv))
+	if !errors.Is(err, ErrParameterNotFound) || !errors.Is(err, errEmptyParameter) {
+		t.Fatalf("error %v, want both the missing and the empty parameter", err)
+	}
+	for _, s := range []string{EnvProviderAPIKeySSM + "=/lambent/missing", EnvAPIKeysSSM + "=/lambent/api-keys"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not name %s", err, s)
+		}
+	}
+	if cfg.ProviderAPIKey != "" || cfg.APIKeys != nil {
+		t.Errorf("cfg changed by a failure: %+v", cfg)
 	}
 }

@@ -1,91 +1,98 @@
 package app
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"time"
+	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/aws/aws-sdk-go-v2/service/ssm/types"
+
+	"github.com/lambent/lambent/pkg/awsconf"
 )
 
-// ErrParameterNotFound: SSM has no parameter of that name.
-var ErrParameterNotFound = errors.New("ssm: parameter not found")
-
-// signedSSM calls SSM GetParameter with one SigV4-signed HTTP request. The
-// gateway reads one parameter once per cold start; the full SSM client
-// would add about 0.65 MB to every bootstrap for that.
-type signedSSM struct {
-	cfg      aws.Config
-	endpoint string // e.g. https://ssm.us-east-1.amazonaws.com
-	client   *http.Client
+// SSMClient is the part of the SDK's SSM client (*ssm.Client) that reads
+// Lambent's start-up parameters.
+type SSMClient interface {
+	GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
 }
 
-func newSignedSSM(cfg aws.Config) *signedSSM {
-	ep := "https://ssm." + cfg.Region + ".amazonaws.com"
-	if e := endpointOverride("SSM"); e != "" {
-		ep = e
+// ErrParameterNotFound: SSM has no parameter of that name in the client's
+// region.
+var ErrParameterNotFound = errors.New("SSM parameter not found (check its name, and that it lives in the function's region and account)")
+
+var (
+	errNoParameter    = errors.New("SSM returned no parameter")
+	errEmptyParameter = errors.New("the parameter's value is empty")
+)
+
+// newSSMClient returns an SSM client from the SDK's default configuration.
+func newSSMClient(ctx context.Context) (SSMClient, error) {
+	cfg, err := awsconf.Load(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load AWS configuration: %w", err)
 	}
-	return &signedSSM{cfg: cfg, endpoint: ep, client: &http.Client{Timeout: 10 * time.Second}}
+	return ssm.NewFromConfig(cfg), nil
 }
 
-// GetParameter returns the decrypted value of the parameter name.
-func (s *signedSSM) GetParameter(ctx context.Context, name string) (string, error) {
-	body, err := json.Marshal(map[string]any{"Name": name, "WithDecryption": true})
+// parameter is an SSM parameter to read, named by the environment variable
+// env; its value goes to dst.
+type parameter struct {
+	env, name string
+	dst       *string
+}
+
+func (p parameter) String() string { return p.env + "=" + p.name }
+
+// readParameters reads params, decrypted, in parallel through one client,
+// made by newClient only when there is something to read. An empty value is
+// an error. Every failure is reported, each naming its variable.
+func readParameters(ctx context.Context, params []parameter, newClient func(context.Context) (SSMClient, error)) error {
+	if len(params) == 0 {
+		return nil
+	}
+	client, err := newClient(ctx)
+	if err != nil {
+		names := make([]string, len(params))
+		for i, p := range params {
+			names[i] = p.String()
+		}
+		return fmt.Errorf("%s: %w", strings.Join(names, ", "), err)
+	}
+	errs := make([]error, len(params))
+	var wg sync.WaitGroup
+	for i, p := range params {
+		wg.Go(func() {
+			v, err := getParameter(ctx, client, p.name)
+			if err != nil {
+				errs[i] = fmt.Errorf("%s: get parameter: %w", p, err)
+				return
+			}
+			*p.dst = v
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// getParameter returns the decrypted, non-empty value of the parameter name.
+func getParameter(ctx context.Context, client SSMClient, name string) (string, error) {
+	out, err := client.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name), WithDecryption: aws.Bool(true)})
+	if nf := (*types.ParameterNotFound)(nil); errors.As(err, &nf) {
+		return "", fmt.Errorf("%w: %w", ErrParameterNotFound, err)
+	}
 	if err != nil {
 		return "", err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.endpoint+"/", bytes.NewReader(body))
-	if err != nil {
-		return "", fmt.Errorf("ssm: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/x-amz-json-1.1")
-	req.Header.Set("X-Amz-Target", "AmazonSSM.GetParameter")
-	creds, err := s.cfg.Credentials.Retrieve(ctx)
-	if err != nil {
-		return "", fmt.Errorf("ssm: credentials: %w", err)
-	}
-	sum := sha256.Sum256(body)
-	if err := v4.NewSigner().SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "ssm", s.cfg.Region, time.Now()); err != nil {
-		return "", fmt.Errorf("ssm: sign: %w", err)
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("ssm: %w", err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return "", fmt.Errorf("ssm: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Type    string `json:"__type"`
-			Message string `json:"message"`
-		}
-		_ = json.Unmarshal(data, &e)
-		if e.Type == "ParameterNotFound" {
-			return "", fmt.Errorf("%w: %s", ErrParameterNotFound, e.Message)
-		}
-		return "", fmt.Errorf("ssm: GetParameter: HTTP %d %s: %s", resp.StatusCode, e.Type, e.Message)
-	}
-	var out struct {
-		Parameter *struct {
-			Value string `json:"Value"`
-		} `json:"Parameter"`
-	}
-	if err := json.Unmarshal(data, &out); err != nil {
-		return "", fmt.Errorf("ssm: GetParameter: bad reply: %w", err)
-	}
-	if out.Parameter == nil {
+	if out.Parameter == nil || out.Parameter.Value == nil {
 		return "", errNoParameter
 	}
-	return out.Parameter.Value, nil
+	v := aws.ToString(out.Parameter.Value)
+	if strings.TrimSpace(v) == "" {
+		return "", errEmptyParameter
+	}
+	return v, nil
 }

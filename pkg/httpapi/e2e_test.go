@@ -88,7 +88,7 @@ func newGatewayWith(t *testing.T, fake *fakellm.Server, env map[string]string, o
 	getenv := func(k string) string { return vars[k] }
 	cfg, err := app.FromEnv(getenv)
 	require.NoError(t, err)
-	require.NoError(t, app.ResolveAPIKeys(context.Background(), &cfg, getenv))
+	require.NoError(t, app.ResolveSecrets(context.Background(), &cfg, getenv))
 	require.Equal(t, "memory", cfg.Store)
 	require.Equal(t, time.Hour, cfg.Retention)
 	ctx := context.Background()

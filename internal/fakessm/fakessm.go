@@ -1,0 +1,113 @@
+// Package fakessm is an AWS Systems Manager Parameter Store endpoint on
+// loopback for tests and local measurements: it answers GetParameter over
+// the SSM JSON 1.1 protocol (POST / with X-Amz-Target
+// AmazonSSM.GetParameter; errors as {"__type","message"} with HTTP 400), as
+// the SDK's SSM client speaks it (point the client at Server.URL with
+// AWS_ENDPOINT_URL_SSM or its BaseEndpoint).
+package fakessm
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+)
+
+// Request is a GetParameter request as the server received it.
+type Request struct {
+	// Target, ContentType and Authorization are the request's headers.
+	Target, ContentType, Authorization string
+	// Name and WithDecryption are the request's fields.
+	Name           string
+	WithDecryption bool
+}
+
+// Options configure a Server.
+type Options struct {
+	// Params maps parameter names to their values.
+	Params map[string]string
+	// Before, when set, is called with each GetParameter request before it
+	// is answered. It may block (a barrier); a non-empty return is an SSM
+	// error code, such as ThrottlingException, the request then fails with.
+	Before func(Request) (errorCode string)
+}
+
+// Server is a running fake SSM endpoint: URL is its address, Client an
+// HTTP client for it, Close stops it.
+type Server struct {
+	*httptest.Server
+
+	opts     Options
+	mu       sync.Mutex
+	requests []Request
+}
+
+// Start starts a Server on a loopback port.
+func Start(opts Options) *Server {
+	s := &Server{opts: opts}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
+	return s
+}
+
+// Requests returns the requests received so far, in order of arrival.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Name           string
+		WithDecryption bool
+	}
+	body, err := io.ReadAll(r.Body)
+	if err == nil {
+		err = json.Unmarshal(body, &in)
+	}
+	req := Request{
+		Target:         r.Header.Get("X-Amz-Target"),
+		ContentType:    r.Header.Get("Content-Type"),
+		Authorization:  r.Header.Get("Authorization"),
+		Name:           in.Name,
+		WithDecryption: in.WithDecryption,
+	}
+	s.mu.Lock()
+	s.requests = append(s.requests, req)
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	switch {
+	case r.Method != http.MethodPost || req.Target != "AmazonSSM.GetParameter":
+		fail(w, "UnknownOperationException", "unexpected request "+r.Method+" "+req.Target)
+		return
+	case err != nil:
+		fail(w, "SerializationException", "bad request body: "+err.Error())
+		return
+	}
+	if s.opts.Before != nil {
+		if code := s.opts.Before(req); code != "" {
+			fail(w, code, "injected by fakessm")
+			return
+		}
+	}
+	value, ok := s.opts.Params[in.Name]
+	if !ok {
+		fail(w, "ParameterNotFound", "Parameter "+in.Name+" not found.")
+		return
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"Parameter": map[string]any{
+		"Name":     in.Name,
+		"Type":     "SecureString",
+		"Value":    value,
+		"Version":  1,
+		"ARN":      "arn:aws:ssm:us-east-1:123456789012:parameter" + in.Name,
+		"DataType": "text",
+	}})
+}
+
+// fail answers with an SSM error.
+func fail(w http.ResponseWriter, code, message string) {
+	w.WriteHeader(http.StatusBadRequest)
+	_ = json.NewEncoder(w).Encode(map[string]string{"__type": code, "message": message})
+}
