@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 
-	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -117,7 +116,7 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 			if err != nil {
 				return nil, err
 			}
-			queue = &worker.SQSQueue{Client: sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { endpoint(&o.BaseEndpoint, "SQS") }), QueueURL: cfg.QueueURL}
+			queue = &worker.SQSQueue{Client: sqs.NewFromConfig(awsCfg), QueueURL: cfg.QueueURL}
 		} else {
 			local := worker.NewLocal(cfg.LocalWorkers, func(ctx context.Context, id string) error { return eng.RunBackground(ctx, id) }, log)
 			a.close = append(a.close, local.Close)
@@ -129,7 +128,7 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 		if err != nil {
 			return nil, err
 		}
-		publisher = &worker.Publisher{Client: eventbridge.NewFromConfig(awsCfg, func(o *eventbridge.Options) { endpoint(&o.BaseEndpoint, "EVENTBRIDGE") }), Bus: cfg.EventBus}
+		publisher = &worker.Publisher{Client: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}
 	}
 	eng, err = engine.New(engine.Config{
 		Provider:        openai.New(openai.Config{BaseURL: cfg.ProviderURL, APIKey: cfg.ProviderAPIKey, Logger: log}),
@@ -173,7 +172,7 @@ func buildStore(ctx context.Context, cfg Config) (store.ResponseStore, error) {
 		if err != nil {
 			return nil, err
 		}
-		client := dynamodb.NewClient(awsCfg, func(o *ddb.Options) { endpoint(&o.BaseEndpoint, "DYNAMODB") })
+		client := dynamodb.NewClient(awsCfg)
 		st, err := dynamodb.New(client, dynamodb.Config{Table: cfg.Table, Retention: cfg.Retention})
 		if err != nil {
 			return nil, err
@@ -186,13 +185,6 @@ func buildStore(ctx context.Context, cfg Config) (store.ResponseStore, error) {
 		return st, nil
 	}
 	return nil, errors.New("unknown store " + cfg.Store)
-}
-
-// endpoint applies the AWS_ENDPOINT_URL_<SERVICE> override to a client.
-func endpoint(dst **string, service string) {
-	if ep := awsconf.Endpoint(service); ep != nil {
-		*dst = ep
-	}
 }
 
 // Logger returns a JSON slog logger at cfg's level.
