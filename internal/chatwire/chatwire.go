@@ -46,7 +46,7 @@ type Request struct {
 
 // IncludeUsage reports whether the request asks for a usage chunk at the
 // end of the stream (stream_options.include_usage).
-func (r *Request) IncludeUsage() bool { return r.StreamOptions != nil && r.StreamOptions.IncludeUsage }
+func (r Request) IncludeUsage() bool { return r.StreamOptions != nil && r.StreamOptions.IncludeUsage }
 
 // StreamOptions is "stream_options".
 type StreamOptions struct {
@@ -293,11 +293,11 @@ type ErrorBody struct {
 	Error Error `json:"error"`
 }
 
-// Error is an error body's "error" object.
+// Error is an error body's "error" object. Param and Code are strings or
+// null in OpenAI's bodies; other backends send numbers too.
 type Error struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	// Code is a string, null, or (some backends) a number.
-	Code any `json:"code"`
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Param   any    `json:"param"`
+	Code    any    `json:"code"`
 }

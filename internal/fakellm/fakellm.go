@@ -242,7 +242,10 @@ func readBody(r *http.Request) ([]byte, error) {
 
 // writeError writes an OpenAI error body; empty param and code are null.
 func writeError(w http.ResponseWriter, status int, message, typ, param, code string) {
-	e := chatwire.Error{Message: message, Type: typ, Param: optional(param)}
+	e := chatwire.Error{Message: message, Type: typ}
+	if param != "" {
+		e.Param = param
+	}
 	if code != "" {
 		e.Code = code
 	}
