@@ -244,7 +244,7 @@ type ResponseMessage struct {
 	Role    string  `json:"role"`
 	Content *string `json:"content"`
 	Refusal *string `json:"refusal"`
-	// ReasoningContent (DeepSeek, vLLM before 0.9) and Reasoning (Ollama,
+	// ReasoningContent (DeepSeek, older vLLM) and Reasoning (Ollama,
 	// newer vLLM, OpenRouter) carry the model's reasoning text.
 	ReasoningContent string     `json:"reasoning_content,omitempty"`
 	Reasoning        string     `json:"reasoning,omitempty"`

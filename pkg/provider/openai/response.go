@@ -27,6 +27,7 @@ func str(s *string) string {
 	return *s
 }
 
+// usageToAPI converts a usage object; a missing total is the sum.
 func usageToAPI(u *chatwire.Usage) api.Usage {
 	out := api.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
 	if out.TotalTokens == 0 {
