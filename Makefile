@@ -42,8 +42,8 @@ bench:
 ## fuzz: run each fuzz target for FUZZTIME (default 20s)
 FUZZTIME ?= 20s
 FUZZ_TARGETS = FuzzDecodeCreateRequest:./pkg/api/ FuzzAppendString:./pkg/api/ FuzzAppendItem:./pkg/api/ \
-	FuzzAppendRaw:./pkg/api/ FuzzAppendFloat:./pkg/api/ FuzzFastDecode:./pkg/provider/openai/ \
-	FuzzEvaluate:./pkg/tools/calculator/ FuzzAppendString:./internal/fakellm/
+	FuzzAppendRaw:./pkg/api/ FuzzAppendFloat:./pkg/api/ FuzzDecodeChunk:./pkg/provider/openai/ \
+	FuzzEvaluate:./pkg/tools/calculator/
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -15,6 +15,7 @@
 package fakellm
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,6 +28,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lambent/lambent/internal/chatwire"
 )
 
 // Path is the route the fake serves, relative to the server root.
@@ -139,18 +142,6 @@ func (s *Server) next(req *Request) (Turn, bool) {
 	return Turn{}, false
 }
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
-
-func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
-
-func putBuf(b *[]byte) {
-	if cap(*b) > 1<<20 {
-		return
-	}
-	*b = (*b)[:0]
-	bufPool.Put(b)
-}
-
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != Path {
 		writeError(w, http.StatusNotFound, "Invalid URL ("+r.Method+" "+r.URL.Path+")", "invalid_request_error", "", "")
@@ -249,16 +240,57 @@ func readBody(r *http.Request) ([]byte, error) {
 	return io.ReadAll(r.Body)
 }
 
+// writeError writes an OpenAI error body; empty param and code are null.
 func writeError(w http.ResponseWriter, status int, message, typ, param, code string) {
-	bp := getBuf()
-	b := appendError(*bp, message, typ, param, code)
+	e := chatwire.Error{Message: message, Type: typ}
+	if param != "" {
+		e.Param = param
+	}
+	if code != "" {
+		e.Code = code
+	}
+	writeJSON(w, status, chatwire.ErrorBody{Error: e})
+}
+
+// errorKind returns the error type and code OpenAI uses for an HTTP status.
+func errorKind(status int) (typ, code string) {
+	switch {
+	case status == http.StatusUnauthorized:
+		return "invalid_request_error", "invalid_api_key"
+	case status == http.StatusForbidden:
+		return "permission_error", ""
+	case status == http.StatusNotFound:
+		return "invalid_request_error", "model_not_found"
+	case status == http.StatusTooManyRequests:
+		return "requests", "rate_limit_exceeded"
+	case status >= 500:
+		return "server_error", ""
+	default:
+		return "invalid_request_error", ""
+	}
+}
+
+// writeJSON writes v as a JSON body with a trailing newline.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "fakellm: encoding the reply: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	b = append(b, '\n')
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
-	*bp = b
-	putBuf(bp)
+}
+
+// optional is s, or nil (null) when s is empty.
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // reply writes one successful answer.
@@ -288,106 +320,98 @@ func (r *reply) callID(i int) string {
 	return "call_" + r.server.idBase + strconv.FormatUint(r.server.ids.Add(1), 36)
 }
 
-// head appends the fields every object starts with, up to `"choices":[`.
-func (r *reply) head(b []byte, object string) []byte {
-	b = append(b, `{"id":`...)
-	b = appendString(b, r.id)
-	b = append(b, `,"object":"`...)
-	b = append(b, object...)
-	b = append(b, `","created":`...)
-	b = strconv.AppendInt(b, r.created, 10)
-	b = append(b, `,"model":`...)
-	b = appendString(b, r.req.Model)
-	b = append(b, `,"service_tier":"default","system_fingerprint":"`+SystemFingerprint+`","choices":[`...)
-	return b
+// head is a reply's envelope, without choices.
+func (r *reply) head(object string) chatwire.Completion {
+	return chatwire.Completion{
+		ID:                r.id,
+		Object:            object,
+		Created:           r.created,
+		Model:             r.req.Model,
+		ServiceTier:       "default",
+		SystemFingerprint: SystemFingerprint,
+	}
+}
+
+// contentNull reports whether the message content is null rather than a
+// string: an empty text next to tool calls or a refusal.
+func (r *reply) contentNull() bool {
+	t := r.turn
+	return t.Text == "" && (len(t.ToolCalls) > 0 || t.Refusal != "")
+}
+
+// toolCall is the i-th call of the turn with its id; args is its arguments
+// (in a stream, the first, empty, fragment).
+func (r *reply) toolCall(i int, args string) chatwire.ToolCall {
+	return chatwire.ToolCall{ID: r.callID(i), Type: "function",
+		Function: chatwire.FunctionCall{Name: r.turn.ToolCalls[i].Name, Arguments: chatwire.Arguments(args)}}
 }
 
 // complete writes a non-streaming chat.completion.
 func (r *reply) complete(w http.ResponseWriter) {
 	t := r.turn
-	bp := getBuf()
-	defer putBuf(bp)
-	b := r.head(*bp, "chat.completion")
-	b = append(b, `{"index":0,"message":{"role":"assistant","content":`...)
-	if t.Text == "" && (len(t.ToolCalls) > 0 || t.Refusal != "") {
-		b = append(b, "null"...)
-	} else {
-		b = appendString(b, t.Text)
+	msg := &chatwire.ResponseMessage{
+		Role:             "assistant",
+		Refusal:          optional(t.Refusal),
+		ReasoningContent: t.Reasoning,
+		Annotations:      []json.RawMessage{},
 	}
-	b = append(b, `,"refusal":`...)
-	b = appendNullableString(b, t.Refusal)
-	if t.Reasoning != "" {
-		b = append(b, `,"reasoning_content":`...)
-		b = appendString(b, t.Reasoning)
+	if !r.contentNull() {
+		msg.Content = &t.Text
 	}
-	if len(t.ToolCalls) > 0 {
-		b = append(b, `,"tool_calls":[`...)
-		for i, c := range t.ToolCalls {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"id":`...)
-			b = appendString(b, r.callID(i))
-			b = append(b, `,"type":"function","function":{"name":`...)
-			b = appendString(b, c.Name)
-			b = append(b, `,"arguments":`...)
-			b = appendString(b, c.Arguments)
-			b = append(b, "}}"...)
-		}
-		b = append(b, ']')
+	for i, c := range t.ToolCalls {
+		msg.ToolCalls = append(msg.ToolCalls, r.toolCall(i, c.Arguments))
 	}
-	b = append(b, `,"annotations":[]},"logprobs":null,"finish_reason":`...)
-	b = appendString(b, r.finishReason())
-	b = append(b, `}],"usage":`...)
-	b = appendUsage(b, t.Usage)
-	b = append(b, "}\n"...)
-	*bp = b
-
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b)
+	c := r.head("chat.completion")
+	c.Choices = []chatwire.Choice{{Message: msg, FinishReason: optional(r.finishReason())}}
+	c.Usage = t.Usage.wire()
+	writeJSON(w, http.StatusOK, &c)
 }
 
 // sse writes the chunks of one stream.
 type sse struct {
 	w         http.ResponseWriter
 	rc        *http.ResponseController
-	buf       []byte
-	prefix    []byte // "data: " and the chunk head up to `"choices":[`
-	usageNull bool   // include_usage: every chunk but the last has "usage":null
-	n         int    // chunks written
+	buf       bytes.Buffer
+	enc       *json.Encoder // writes to buf
+	head      chatwire.Completion
+	usageNull bool // include_usage: every chunk but the last has "usage":null
+	n         int  // chunks written
 	cut       int
 	failed    bool
 }
 
-// begin starts a chunk with one choice, up to its `"delta":`.
-func (e *sse) begin() []byte {
-	b := append(e.buf[:0], e.prefix...)
-	return append(b, `{"index":0,"delta":`...)
+// nullUsage is a chunk with "usage":null, as OpenAI sends every chunk but
+// the last when stream_options.include_usage is set.
+type nullUsage struct {
+	*chatwire.Completion
+	Usage *chatwire.Usage `json:"usage"`
 }
 
-// end closes a chunk begun with begin and writes it.
-func (e *sse) end(b []byte, finish string) bool {
-	b = append(b, `,"logprobs":null,"finish_reason":`...)
-	b = appendNullableString(b, finish)
-	b = append(b, "}]"...)
-	if e.usageNull {
-		b = append(b, `,"usage":null`...)
-	}
-	b = append(b, "}\n\n"...)
-	return e.write(b)
+// delta writes a chunk with one choice.
+func (e *sse) delta(d *chatwire.Delta, finish string) bool {
+	c := e.head
+	c.Choices = []chatwire.Choice{{Delta: d, FinishReason: optional(finish)}}
+	return e.write(&c)
 }
 
 // write sends one chunk in one Write, flushes it, and cuts the connection
 // when the turn says so.
-func (e *sse) write(b []byte) bool {
-	e.buf = b
+func (e *sse) write(c *chatwire.Completion) bool {
 	if e.failed {
 		return false
 	}
-	if _, err := e.w.Write(b); err != nil {
+	var v any = c
+	if e.usageNull && c.Usage == nil {
+		v = nullUsage{Completion: c}
+	}
+	e.buf.Reset()
+	e.buf.WriteString("data: ")
+	if err := e.enc.Encode(v); err != nil { // JSON and a newline
+		e.failed = true
+		return false
+	}
+	e.buf.WriteByte('\n')
+	if _, err := e.w.Write(e.buf.Bytes()); err != nil {
 		e.failed = true
 		return false
 	}
@@ -404,53 +428,27 @@ func (e *sse) write(b []byte) bool {
 	return true
 }
 
-// text streams the deltas of one text field ("content", "refusal",
-// "reasoning_content").
-func (e *sse) text(field, s string, n int) bool {
+// text streams the deltas of one text field, each made by delta.
+func (e *sse) text(s string, n int, delta func(string) *chatwire.Delta) bool {
 	for p := range split(s, n) {
-		b := e.begin()
-		b = append(b, `{"`...)
-		b = append(b, field...)
-		b = append(b, `":`...)
-		b = appendString(b, p)
-		b = append(b, '}')
-		if !e.end(b, "") {
+		if !e.delta(delta(p), "") {
 			return false
 		}
 	}
 	return true
 }
 
-// appendToolStart appends the first delta of a tool call: index, id, type,
-// name and empty arguments.
-func appendToolStart(b []byte, index int, id, name string) []byte {
-	b = append(b, `[{"index":`...)
-	b = strconv.AppendInt(b, int64(index), 10)
-	b = append(b, `,"id":`...)
-	b = appendString(b, id)
-	b = append(b, `,"type":"function","function":{"name":`...)
-	b = appendString(b, name)
-	return append(b, `,"arguments":""}}]`...)
-}
-
 // stream writes a text/event-stream of chat.completion.chunk objects.
 func (r *reply) stream(w http.ResponseWriter) {
 	t := r.turn
-	bp := getBuf()
-	pp := getBuf()
-	defer func() { putBuf(bp); putBuf(pp) }()
-	prefix := append((*pp)[:0], "data: "...)
-	prefix = r.head(prefix, "chat.completion.chunk")
-	*pp = prefix
 	e := &sse{
 		w:         w,
 		rc:        http.NewResponseController(w),
-		buf:       *bp,
-		prefix:    prefix,
+		head:      r.head("chat.completion.chunk"),
 		usageNull: r.req.IncludeUsage(),
 		cut:       t.CutAfterChunks,
 	}
-	defer func() { *bp = e.buf }()
+	e.enc = json.NewEncoder(&e.buf)
 
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
@@ -459,63 +457,48 @@ func (r *reply) stream(w http.ResponseWriter) {
 
 	// The first chunk carries the role. When the reply is only tool calls it
 	// also carries the first call's first delta, as OpenAI does.
-	toolsOnly := t.Text == "" && t.Reasoning == "" && t.Refusal == "" && len(t.ToolCalls) > 0
-	b := e.begin()
-	b = append(b, `{"role":"assistant","content":`...)
-	if t.Text == "" && (len(t.ToolCalls) > 0 || t.Refusal != "") {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, `""`...)
+	first := &chatwire.Delta{Role: "assistant"}
+	if !r.contentNull() {
+		first.Content = new(string)
 	}
 	firstCall := 0
-	if toolsOnly {
-		b = append(b, `,"tool_calls":`...)
-		b = appendToolStart(b, 0, r.callID(0), t.ToolCalls[0].Name)
+	if t.Text == "" && t.Reasoning == "" && t.Refusal == "" && len(t.ToolCalls) > 0 {
+		first.ToolCalls = []chatwire.ToolCall{r.toolCall(0, "")}
+		first.ToolCalls[0].Index = new(int)
 		firstCall = 1
 	}
-	b = append(b, `,"refusal":null}`...)
-	if !e.end(b, "") {
+	if !e.delta(first, "") {
 		return
 	}
 
-	if !e.text("reasoning_content", t.Reasoning, t.Chunks) ||
-		!e.text("refusal", t.Refusal, t.Chunks) ||
-		!e.text("content", t.Text, t.Chunks) {
+	if !e.text(t.Reasoning, t.Chunks, func(p string) *chatwire.Delta { return &chatwire.Delta{ReasoningContent: p} }) ||
+		!e.text(t.Refusal, t.Chunks, func(p string) *chatwire.Delta { return &chatwire.Delta{Refusal: p} }) ||
+		!e.text(t.Text, t.Chunks, func(p string) *chatwire.Delta { return &chatwire.Delta{Content: &p} }) {
 		return
 	}
 	for i, c := range t.ToolCalls {
 		if i >= firstCall {
-			b := e.begin()
-			b = append(b, `{"tool_calls":`...)
-			b = appendToolStart(b, i, r.callID(i), c.Name)
-			b = append(b, '}')
-			if !e.end(b, "") {
+			tc := r.toolCall(i, "")
+			tc.Index = &i
+			if !e.delta(&chatwire.Delta{ToolCalls: []chatwire.ToolCall{tc}}, "") {
 				return
 			}
 		}
 		for p := range splitArguments(c.Arguments, t.Chunks) {
-			b := e.begin()
-			b = append(b, `{"tool_calls":[{"index":`...)
-			b = strconv.AppendInt(b, int64(i), 10)
-			b = append(b, `,"function":{"arguments":`...)
-			b = appendString(b, p)
-			b = append(b, "}}]}"...)
-			if !e.end(b, "") {
+			tc := chatwire.ToolCall{Index: &i, Function: chatwire.FunctionCall{Arguments: chatwire.Arguments(p)}}
+			if !e.delta(&chatwire.Delta{ToolCalls: []chatwire.ToolCall{tc}}, "") {
 				return
 			}
 		}
 	}
-	b = e.begin()
-	b = append(b, "{}"...)
-	if !e.end(b, r.finishReason()) {
+	if !e.delta(&chatwire.Delta{}, r.finishReason()) {
 		return
 	}
 	if e.usageNull {
-		b = append(e.buf[:0], e.prefix...)
-		b = append(b, `],"usage":`...)
-		b = appendUsage(b, t.Usage)
-		b = append(b, "}\n\n"...)
-		if !e.write(b) {
+		c := e.head
+		c.Choices = []chatwire.Choice{}
+		c.Usage = t.Usage.wire()
+		if !e.write(&c) {
 			return
 		}
 	}

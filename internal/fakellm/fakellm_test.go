@@ -18,6 +18,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 	"go.uber.org/goleak"
 
+	"github.com/lambent/lambent/internal/chatwire"
 	"github.com/lambent/lambent/internal/fakellm"
 )
 
@@ -187,7 +188,8 @@ func TestHistoryDecoding(t *testing.T) {
 	}
 	a := r.Messages[1]
 	if a.Role != "assistant" || len(a.ToolCalls) != 1 ||
-		a.ToolCalls[0] != (fakellm.ToolCall{ID: "call_1", Name: "get_weather", Arguments: `{"city":"Rome"}`}) {
+		a.ToolCalls[0] != (chatwire.ToolCall{ID: "call_1", Type: "function",
+			Function: chatwire.FunctionCall{Name: "get_weather", Arguments: `{"city":"Rome"}`}}) {
 		t.Errorf("assistant: %+v", a)
 	}
 	if tm := r.Messages[2]; tm.Role != "tool" || tm.ToolCallID != "call_1" || tm.Content.String() != "sunny" {

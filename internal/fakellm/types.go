@@ -1,9 +1,6 @@
 package fakellm
 
-import (
-	"bytes"
-	"encoding/json"
-)
+import "github.com/lambent/lambent/internal/chatwire"
 
 // Turn scripts one model reply: the answer the fake gives to one
 // Chat Completions request.
@@ -65,10 +62,7 @@ type Turn struct {
 	Chunks int
 }
 
-// ToolCall is one function call: in a Turn, a call the model makes; in a
-// Request message, a call from the conversation history. It marshals to and
-// from the Chat Completions wire shape
-// {"id","type":"function","function":{"name","arguments"}}.
+// ToolCall is one function call the model makes in a Turn.
 type ToolCall struct {
 	// ID is the call's id ("call_...").
 	ID string
@@ -76,32 +70,6 @@ type ToolCall struct {
 	Name string
 	// Arguments is the JSON-encoded arguments string, sent verbatim.
 	Arguments string
-}
-
-type wireToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-// MarshalJSON encodes the call in the Chat Completions wire shape.
-func (c ToolCall) MarshalJSON() ([]byte, error) {
-	var w wireToolCall
-	w.ID, w.Type, w.Function.Name, w.Function.Arguments = c.ID, "function", c.Name, c.Arguments
-	return json.Marshal(w)
-}
-
-// UnmarshalJSON decodes a call from the Chat Completions wire shape.
-func (c *ToolCall) UnmarshalJSON(b []byte) error {
-	var w wireToolCall
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*c = ToolCall{ID: w.ID, Name: w.Function.Name, Arguments: w.Function.Arguments}
-	return nil
 }
 
 // Usage is the token usage a Turn reports. The wire total_tokens is
@@ -120,37 +88,21 @@ type Usage struct {
 // TotalTokens is PromptTokens + CompletionTokens, as sent in total_tokens.
 func (u Usage) TotalTokens() int { return u.PromptTokens + u.CompletionTokens }
 
+// wire is the usage object of a reply.
+func (u Usage) wire() *chatwire.Usage {
+	return &chatwire.Usage{
+		PromptTokens:            u.PromptTokens,
+		CompletionTokens:        u.CompletionTokens,
+		TotalTokens:             u.TotalTokens(),
+		PromptTokensDetails:     &chatwire.PromptTokensDetails{CachedTokens: u.CachedTokens},
+		CompletionTokensDetails: &chatwire.CompletionTokensDetails{ReasoningTokens: u.ReasoningTokens},
+	}
+}
+
 // Request is one Chat Completions request as the fake received and decoded
-// it. Fields not modelled here are in Body.
+// it. Fields not modelled by chatwire.Request are in Body.
 type Request struct {
-	// Model is "model".
-	Model string `json:"model"`
-	// Messages is "messages".
-	Messages []Message `json:"messages"`
-	// Tools is "tools".
-	Tools []Tool `json:"tools,omitempty"`
-	// ToolChoice is "tool_choice" as raw JSON (a string or an object), nil when absent.
-	ToolChoice json.RawMessage `json:"tool_choice,omitempty"`
-	// ParallelToolCalls is "parallel_tool_calls", nil when absent.
-	ParallelToolCalls *bool `json:"parallel_tool_calls,omitempty"`
-	// ResponseFormat is "response_format" as raw JSON, nil when absent.
-	ResponseFormat json.RawMessage `json:"response_format,omitempty"`
-	// Stream is "stream".
-	Stream bool `json:"stream,omitempty"`
-	// StreamOptions is "stream_options", nil when absent.
-	StreamOptions *StreamOptions `json:"stream_options,omitempty"`
-	// MaxTokens is the deprecated "max_tokens", nil when absent.
-	MaxTokens *int `json:"max_tokens,omitempty"`
-	// MaxCompletionTokens is "max_completion_tokens", nil when absent.
-	MaxCompletionTokens *int `json:"max_completion_tokens,omitempty"`
-	// Temperature is "temperature", nil when absent.
-	Temperature *float64 `json:"temperature,omitempty"`
-	// TopP is "top_p", nil when absent.
-	TopP *float64 `json:"top_p,omitempty"`
-	// ReasoningEffort is "reasoning_effort".
-	ReasoningEffort string `json:"reasoning_effort,omitempty"`
-	// User is "user".
-	User string `json:"user,omitempty"`
+	chatwire.Request
 
 	// Seq is the request's zero-based arrival number on its Server.
 	Seq int `json:"-"`
@@ -158,129 +110,4 @@ type Request struct {
 	Body []byte `json:"-"`
 	// Authorization is the request's Authorization header ("Bearer ...").
 	Authorization string `json:"-"`
-}
-
-// IncludeUsage reports whether the request asked for a usage chunk
-// (stream_options.include_usage).
-func (r Request) IncludeUsage() bool { return r.StreamOptions != nil && r.StreamOptions.IncludeUsage }
-
-// StreamOptions is "stream_options".
-type StreamOptions struct {
-	// IncludeUsage is "include_usage".
-	IncludeUsage bool `json:"include_usage"`
-}
-
-// Message is one entry of "messages".
-type Message struct {
-	// Role is "role": system, developer, user, assistant or tool.
-	Role string `json:"role"`
-	// Content is "content": a string or an array of parts.
-	Content Content `json:"content"`
-	// Name is "name".
-	Name string `json:"name,omitempty"`
-	// ToolCalls is an assistant message's "tool_calls".
-	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
-	// ToolCallID is a tool message's "tool_call_id".
-	ToolCallID string `json:"tool_call_id,omitempty"`
-	// Refusal is an assistant message's "refusal".
-	Refusal string `json:"refusal,omitempty"`
-	// ReasoningContent is an assistant message's "reasoning_content", the
-	// non-standard field some backends accept back in the history.
-	ReasoningContent string `json:"reasoning_content,omitempty"`
-}
-
-// Content is a message's "content", which the wire sends either as a
-// string or as an array of parts. Exactly one of Text and Parts is used:
-// Parts is non-nil when the content was an array; otherwise Text holds the
-// string (empty for null or absent content).
-type Content struct {
-	// Text is the content when it was a string.
-	Text string
-	// Parts is the content when it was an array of parts.
-	Parts []ContentPart
-}
-
-// String returns the content's text: Text, or the concatenated text of
-// the text (and refusal) parts.
-func (c Content) String() string {
-	if c.Parts == nil {
-		return c.Text
-	}
-	var b bytes.Buffer
-	for _, p := range c.Parts {
-		b.WriteString(p.Text)
-		b.WriteString(p.Refusal)
-	}
-	return b.String()
-}
-
-// UnmarshalJSON accepts a string, an array of parts or null.
-func (c *Content) UnmarshalJSON(b []byte) error {
-	*c = Content{}
-	b = bytes.TrimSpace(b)
-	switch {
-	case len(b) == 0 || string(b) == "null":
-		return nil
-	case b[0] == '[':
-		parts := []ContentPart{}
-		if err := json.Unmarshal(b, &parts); err != nil {
-			return err
-		}
-		c.Parts = parts
-		return nil
-	default:
-		return json.Unmarshal(b, &c.Text)
-	}
-}
-
-// MarshalJSON encodes Parts as an array when non-nil, otherwise Text as a string.
-func (c Content) MarshalJSON() ([]byte, error) {
-	if c.Parts != nil {
-		return json.Marshal(c.Parts)
-	}
-	return json.Marshal(c.Text)
-}
-
-// ContentPart is one element of an array "content".
-type ContentPart struct {
-	// Type is "type": text, image_url, input_audio, file, refusal.
-	Type string `json:"type"`
-	// Text is a text part's "text".
-	Text string `json:"text,omitempty"`
-	// Refusal is a refusal part's "refusal".
-	Refusal string `json:"refusal,omitempty"`
-	// ImageURL is an image_url part's "image_url".
-	ImageURL *ImageURL `json:"image_url,omitempty"`
-	// InputAudio is an input_audio part's "input_audio", raw.
-	InputAudio json.RawMessage `json:"input_audio,omitempty"`
-	// File is a file part's "file", raw.
-	File json.RawMessage `json:"file,omitempty"`
-}
-
-// ImageURL is an image_url part's "image_url".
-type ImageURL struct {
-	// URL is "url": an https URL or a data: URL.
-	URL string `json:"url"`
-	// Detail is "detail": auto, low or high.
-	Detail string `json:"detail,omitempty"`
-}
-
-// Tool is one entry of "tools".
-type Tool struct {
-	// Type is "type", "function" for function tools.
-	Type string `json:"type"`
-	// Function is "function".
-	Function FunctionDef `json:"function"`
-}
-
-// FunctionDef is a function tool's "function".
-type FunctionDef struct {
-	// Name is "name".
-	Name string `json:"name"`
-	// Description is "description".
-	Description string `json:"description,omitempty"`
-	// Parameters is the JSON Schema in "parameters", raw.
-	Parameters json.RawMessage `json:"parameters,omitempty"`
-	// Strict is "strict", nil when absent.
-	Strict *bool `json:"strict,omitempty"`
 }

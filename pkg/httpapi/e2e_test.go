@@ -29,6 +29,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lambent/lambent/internal/chatwire"
 	"github.com/lambent/lambent/internal/dynamolocal"
 	"github.com/lambent/lambent/internal/fakellm"
 	"github.com/lambent/lambent/internal/schema"
@@ -1014,7 +1015,8 @@ func TestE2ERequiresActionRoundTrip(t *testing.T) {
 			require.Equal(t, "user", msgs[0].Role)
 			require.Equal(t, "assistant", msgs[1].Role)
 			require.Len(t, msgs[1].ToolCalls, 1)
-			require.Equal(t, fakellm.ToolCall{ID: "call_w1", Name: "get_weather", Arguments: `{"city":"Paris"}`}, msgs[1].ToolCalls[0])
+			require.Equal(t, chatwire.ToolCall{ID: "call_w1", Type: "function",
+				Function: chatwire.FunctionCall{Name: "get_weather", Arguments: `{"city":"Paris"}`}}, msgs[1].ToolCalls[0])
 			require.Equal(t, "tool", msgs[2].Role)
 			require.Equal(t, "call_w1", msgs[2].ToolCallID)
 			require.Equal(t, `{"sky":"sunny","celsius":22}`, msgs[2].Content.String())

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/lambent/lambent/internal/chatwire"
 	"github.com/lambent/lambent/pkg/api"
 )
 
@@ -79,13 +80,6 @@ func transportError(ctx context.Context, err error) *api.Error {
 	return upstreamErr(http.StatusBadGateway, CodeUpstreamError, err, "calling the model provider failed: %v", inner)
 }
 
-// upstreamError is the error object of an OpenAI-style error body.
-type upstreamError struct {
-	Message string          `json:"message"`
-	Type    string          `json:"type"`
-	Code    json.RawMessage `json:"code"`
-}
-
 // errorBody covers the error bodies of OpenAI-compatible servers:
 // {"error":{"message",...}} (OpenAI, Ollama's /v1), {"error":"..."},
 // {"object":"error","message":...,"code":400} (vLLM) and {"detail":...}
@@ -93,7 +87,7 @@ type upstreamError struct {
 type errorBody struct {
 	Error   json.RawMessage `json:"error"`
 	Message string          `json:"message"`
-	Code    json.RawMessage `json:"code"`
+	Code    any             `json:"code"`
 	Detail  json.RawMessage `json:"detail"`
 }
 
@@ -108,7 +102,7 @@ func parseErrorBody(b []byte) (msg, code string) {
 	if len(eb.Error) > 0 {
 		switch eb.Error[0] {
 		case '{':
-			var ue upstreamError
+			var ue chatwire.Error
 			if json.Unmarshal(eb.Error, &ue) == nil {
 				return ue.Message, codeString(ue.Code)
 			}
@@ -134,14 +128,8 @@ func parseErrorBody(b []byte) (msg, code string) {
 
 // codeString is a string error code; numeric codes (an HTTP status
 // repeated) are dropped.
-func codeString(raw json.RawMessage) string {
-	if len(raw) == 0 || raw[0] != '"' {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return ""
-	}
+func codeString(code any) string {
+	s, _ := code.(string)
 	return s
 }
 

@@ -28,14 +28,14 @@
 // errors.Is(err, context.Canceled) tells a cancellation. The provider never
 // retries.
 //
-// Responses and stream chunks are decoded by a small hand-written decoder
-// into typed structs (fastjson.go), falling back to encoding/json for
-// anything it does not handle exactly as encoding/json would.
+// Requests, responses and stream chunks are encoded and decoded with
+// encoding/json in the wire types of internal/chatwire.
 package openai
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -46,6 +46,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lambent/lambent/internal/chatwire"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
 )
@@ -297,14 +298,14 @@ func replay(res *provider.Result, fn func(provider.Delta) error) error {
 
 // decodeCompletion decodes a non-streaming chat completion.
 func decodeCompletion(body []byte, model string) (*provider.Result, error) {
-	var cr chatPayload
-	if err := decodePayload(body, &cr); err != nil {
+	var cr chatwire.Completion
+	if err := json.Unmarshal(body, &cr); err != nil {
 		return nil, badResponse(err, "the model provider sent a malformed response: %v", err)
 	}
 	if hasError(cr.Error) {
 		return nil, embeddedError(cr.Error)
 	}
-	var ch *chatChoice
+	var ch *chatwire.Choice
 	for i := range cr.Choices {
 		if cr.Choices[i].Index == 0 {
 			ch = &cr.Choices[i]
@@ -314,33 +315,33 @@ func decodeCompletion(body []byte, model string) (*provider.Result, error) {
 	if ch == nil {
 		return nil, badResponse(errors.New("no choices"), "the model provider's response has no choices")
 	}
-	res := &provider.Result{
-		Text:    ch.Message.Content,
-		Refusal: ch.Message.Refusal,
-		Model:   cr.Model,
+	res := &provider.Result{Model: cr.Model}
+	if m := ch.Message; m != nil {
+		res.Text = str(m.Content)
+		res.Refusal = str(m.Refusal)
+		res.Reasoning = reasoning(m.ReasoningContent, m.Reasoning)
+		if len(m.ToolCalls) > 0 {
+			res.ToolCalls = make([]api.Item, 0, len(m.ToolCalls))
+			for _, tc := range m.ToolCalls {
+				id := tc.ID
+				if id == "" {
+					id = api.NewID("call_")
+				}
+				args := string(tc.Function.Arguments)
+				if args == "" {
+					args = "{}"
+				}
+				res.ToolCalls = append(res.ToolCalls, api.Item{Type: api.ItemFunctionCall, CallID: id, Name: tc.Function.Name, Arguments: args})
+			}
+		}
 	}
-	res.Reasoning = ch.Message.reasoning()
 	if res.Model == "" {
 		res.Model = model
 	}
-	if len(ch.Message.ToolCalls) > 0 {
-		res.ToolCalls = make([]api.Item, 0, len(ch.Message.ToolCalls))
-		for _, tc := range ch.Message.ToolCalls {
-			id := tc.ID
-			if id == "" {
-				id = api.NewID("call_")
-			}
-			args := string(tc.Function.Arguments)
-			if args == "" {
-				args = "{}"
-			}
-			res.ToolCalls = append(res.ToolCalls, api.Item{Type: api.ItemFunctionCall, CallID: id, Name: tc.Function.Name, Arguments: args})
-		}
-	}
 	if cr.Usage != nil {
-		res.Usage = cr.Usage.toAPI()
+		res.Usage = usageToAPI(cr.Usage)
 	}
-	res.FinishReason = mapFinish(ch.FinishReason, len(res.ToolCalls) > 0)
+	res.FinishReason = mapFinish(str(ch.FinishReason), len(res.ToolCalls) > 0)
 	return res, nil
 }
 

@@ -2,104 +2,13 @@ package openai
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
+	"github.com/lambent/lambent/internal/chatwire"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
 )
-
-// chatRequest is the body of POST /chat/completions.
-type chatRequest struct {
-	Model               string          `json:"model"`
-	Messages            []chatMessage   `json:"messages"`
-	Tools               []chatTool      `json:"tools,omitempty"`
-	ToolChoice          any             `json:"tool_choice,omitempty"`
-	ParallelToolCalls   *bool           `json:"parallel_tool_calls,omitempty"`
-	MaxTokens           *int            `json:"max_tokens,omitempty"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens,omitempty"`
-	Temperature         *float64        `json:"temperature,omitempty"`
-	TopP                *float64        `json:"top_p,omitempty"`
-	PresencePenalty     *float64        `json:"presence_penalty,omitempty"`
-	FrequencyPenalty    *float64        `json:"frequency_penalty,omitempty"`
-	Logprobs            bool            `json:"logprobs,omitempty"`
-	TopLogprobs         *int            `json:"top_logprobs,omitempty"`
-	ResponseFormat      *responseFormat `json:"response_format,omitempty"`
-	Verbosity           string          `json:"verbosity,omitempty"`
-	ReasoningEffort     string          `json:"reasoning_effort,omitempty"`
-	User                string          `json:"user,omitempty"`
-	PromptCacheKey      string          `json:"prompt_cache_key,omitempty"`
-	ServiceTier         string          `json:"service_tier,omitempty"`
-	Stream              bool            `json:"stream,omitempty"`
-	StreamOptions       *streamOptions  `json:"stream_options,omitempty"`
-}
-
-type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
-// chatMessage is one message. Content is a string, a []chatPart, or nil
-// (null: an assistant message that only carries tool calls).
-type chatMessage struct {
-	Role       string         `json:"role"`
-	Content    any            `json:"content"`
-	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string         `json:"tool_call_id,omitempty"`
-}
-
-type chatPart struct {
-	Type     string    `json:"type"`
-	Text     string    `json:"text,omitempty"`
-	ImageURL *imageURL `json:"image_url,omitempty"`
-}
-
-type imageURL struct {
-	URL    string `json:"url"`
-	Detail string `json:"detail,omitempty"`
-}
-
-type chatToolCall struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function chatFunction `json:"function"`
-}
-
-type chatFunction struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-type chatTool struct {
-	Type     string      `json:"type"`
-	Function chatToolDef `json:"function"`
-}
-
-type chatToolDef struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters"`
-	Strict      *bool           `json:"strict,omitempty"`
-}
-
-type forcedChoice struct {
-	Type     string    `json:"type"`
-	Function namedFunc `json:"function"`
-}
-
-type namedFunc struct {
-	Name string `json:"name"`
-}
-
-type responseFormat struct {
-	Type       string      `json:"type"`
-	JSONSchema *jsonSchema `json:"json_schema,omitempty"`
-}
-
-type jsonSchema struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Schema      json.RawMessage `json:"schema,omitempty"`
-	Strict      *bool           `json:"strict,omitempty"`
-}
 
 var emptyParams = json.RawMessage(`{"type":"object","properties":{}}`)
 
@@ -110,7 +19,7 @@ func buildRequest(req *provider.Request, stream, maxCompletion bool) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	cr := chatRequest{
+	cr := chatwire.Request{
 		Model:            req.Model,
 		Messages:         msgs,
 		Temperature:      req.Temperature,
@@ -134,41 +43,47 @@ func buildRequest(req *provider.Request, stream, maxCompletion bool) ([]byte, er
 		cr.TopLogprobs = req.TopLogprobs
 	}
 	if len(req.Tools) > 0 {
-		cr.Tools = make([]chatTool, len(req.Tools))
+		cr.Tools = make([]chatwire.Tool, len(req.Tools))
 		for i := range req.Tools {
 			d := &req.Tools[i]
 			params := d.Parameters
 			if len(params) == 0 || string(params) == "null" {
 				params = emptyParams
 			}
-			cr.Tools[i] = chatTool{Type: "function", Function: chatToolDef{
+			cr.Tools[i] = chatwire.Tool{Type: "function", Function: chatwire.FunctionDef{
 				Name: d.Name, Description: d.Description, Parameters: params, Strict: d.Strict,
 			}}
 		}
+		var choice any
 		switch {
 		case req.ForcedTool != "":
-			cr.ToolChoice = forcedChoice{Type: "function", Function: namedFunc{Name: req.ForcedTool}}
+			choice = chatwire.NamedToolChoice{Type: "function", Function: chatwire.FunctionName{Name: req.ForcedTool}}
 		case req.ToolChoice != "":
-			cr.ToolChoice = req.ToolChoice
+			choice = req.ToolChoice
+		}
+		if choice != nil {
+			if cr.ToolChoice, err = json.Marshal(choice); err != nil {
+				return nil, fmt.Errorf("encoding tool_choice: %w", err)
+			}
 		}
 		cr.ParallelToolCalls = req.ParallelToolCalls
 	}
 	if t := req.Text; t != nil {
 		switch t.Format.Type {
 		case api.FormatJSONObject:
-			cr.ResponseFormat = &responseFormat{Type: api.FormatJSONObject}
+			cr.ResponseFormat = &chatwire.ResponseFormat{Type: api.FormatJSONObject}
 		case api.FormatJSONSchema:
-			js := &jsonSchema{Name: t.Format.Name, Schema: t.Format.Schema, Strict: t.Format.Strict}
+			js := &chatwire.JSONSchema{Name: t.Format.Name, Schema: t.Format.Schema, Strict: t.Format.Strict}
 			if t.Format.Description != nil {
 				js.Description = *t.Format.Description
 			}
-			cr.ResponseFormat = &responseFormat{Type: api.FormatJSONSchema, JSONSchema: js}
+			cr.ResponseFormat = &chatwire.ResponseFormat{Type: api.FormatJSONSchema, JSONSchema: js}
 		}
 		cr.Verbosity = t.Verbosity
 	}
 	if stream {
 		cr.Stream = true
-		cr.StreamOptions = &streamOptions{IncludeUsage: true}
+		cr.StreamOptions = &chatwire.StreamOptions{IncludeUsage: true}
 	}
 	b, err := json.Marshal(&cr)
 	if err != nil {
@@ -179,10 +94,10 @@ func buildRequest(req *provider.Request, stream, maxCompletion bool) ([]byte, er
 }
 
 // buildMessages translates the instructions and items into messages.
-func buildMessages(req *provider.Request) ([]chatMessage, error) {
-	msgs := make([]chatMessage, 0, len(req.Items)+1)
+func buildMessages(req *provider.Request) ([]chatwire.Message, error) {
+	msgs := make([]chatwire.Message, 0, len(req.Items)+1)
 	if req.Instructions != "" {
-		msgs = append(msgs, chatMessage{Role: api.RoleSystem, Content: req.Instructions})
+		msgs = append(msgs, chatwire.Message{Role: api.RoleSystem, Content: &chatwire.Content{Text: req.Instructions}})
 	}
 	// open is the index of the assistant message the next function_call
 	// items join (-1: none): an assistant message of the current turn, or
@@ -195,7 +110,7 @@ func buildMessages(req *provider.Request) ([]chatMessage, error) {
 			open = -1
 			switch it.Role {
 			case api.RoleAssistant:
-				msgs = append(msgs, chatMessage{Role: api.RoleAssistant, Content: assistantText(it)})
+				msgs = append(msgs, chatwire.Message{Role: api.RoleAssistant, Content: assistantText(it)})
 				open = len(msgs) - 1
 			default:
 				role := it.Role
@@ -209,11 +124,11 @@ func buildMessages(req *provider.Request) ([]chatMessage, error) {
 				if err != nil {
 					return nil, err
 				}
-				msgs = append(msgs, chatMessage{Role: role, Content: content})
+				msgs = append(msgs, chatwire.Message{Role: role, Content: content})
 			}
 		case api.ItemFunctionCall:
 			if open < 0 {
-				msgs = append(msgs, chatMessage{Role: api.RoleAssistant})
+				msgs = append(msgs, chatwire.Message{Role: api.RoleAssistant})
 				open = len(msgs) - 1
 			}
 			args := it.Arguments
@@ -221,11 +136,11 @@ func buildMessages(req *provider.Request) ([]chatMessage, error) {
 				args = "{}"
 			}
 			m := &msgs[open]
-			m.ToolCalls = append(m.ToolCalls, chatToolCall{ID: it.CallID, Type: "function",
-				Function: chatFunction{Name: it.Name, Arguments: args}})
+			m.ToolCalls = append(m.ToolCalls, chatwire.ToolCall{ID: it.CallID, Type: "function",
+				Function: chatwire.FunctionCall{Name: it.Name, Arguments: chatwire.Arguments(args)}})
 		case api.ItemFunctionCallOutput:
 			open = -1
-			msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: it.CallID, Content: it.OutputText()})
+			msgs = append(msgs, chatwire.Message{Role: "tool", ToolCallID: it.CallID, Content: &chatwire.Content{Text: it.OutputText()}})
 		default:
 			// Reasoning items are not sent back; item references are
 			// resolved before a model call.
@@ -234,7 +149,7 @@ func buildMessages(req *provider.Request) ([]chatMessage, error) {
 	for i := range msgs {
 		// content may only be null when tool_calls are present.
 		if msgs[i].Content == nil && len(msgs[i].ToolCalls) == 0 {
-			msgs[i].Content = ""
+			msgs[i].Content = &chatwire.Content{}
 		}
 	}
 	return msgs, nil
@@ -242,16 +157,16 @@ func buildMessages(req *provider.Request) ([]chatMessage, error) {
 
 // assistantText is the text of an assistant message (output_text and
 // refusal parts), or nil when it has none.
-func assistantText(it *api.Item) any {
+func assistantText(it *api.Item) *chatwire.Content {
 	switch len(it.Content) {
 	case 0:
 		return nil
 	case 1:
 		p := &it.Content[0]
 		if p.Type == api.PartRefusal {
-			return p.Refusal
+			return &chatwire.Content{Text: p.Refusal}
 		}
-		return p.Text
+		return &chatwire.Content{Text: p.Text}
 	}
 	var b strings.Builder
 	for i := range it.Content {
@@ -262,12 +177,12 @@ func assistantText(it *api.Item) any {
 			b.WriteString(p.Text)
 		}
 	}
-	return b.String()
+	return &chatwire.Content{Text: b.String()}
 }
 
 // userContent is the content of a user or system message: a string, or
 // parts when it has images.
-func userContent(it *api.Item) (any, error) {
+func userContent(it *api.Item) (*chatwire.Content, error) {
 	images := false
 	for i := range it.Content {
 		switch it.Content[i].Type {
@@ -284,7 +199,7 @@ func userContent(it *api.Item) (any, error) {
 	}
 	if !images {
 		if len(it.Content) == 1 {
-			return it.Content[0].Text, nil
+			return &chatwire.Content{Text: it.Content[0].Text}, nil
 		}
 		var b strings.Builder
 		for i := range it.Content {
@@ -293,16 +208,16 @@ func userContent(it *api.Item) (any, error) {
 			}
 			b.WriteString(it.Content[i].Text)
 		}
-		return b.String(), nil
+		return &chatwire.Content{Text: b.String()}, nil
 	}
-	parts := make([]chatPart, len(it.Content))
+	parts := make([]chatwire.ContentPart, len(it.Content))
 	for i := range it.Content {
 		p := &it.Content[i]
 		if p.Type == api.PartInputImage {
-			parts[i] = chatPart{Type: "image_url", ImageURL: &imageURL{URL: p.ImageURL, Detail: p.Detail}}
+			parts[i] = chatwire.ContentPart{Type: "image_url", ImageURL: &chatwire.ImageURL{URL: p.ImageURL, Detail: p.Detail}}
 		} else {
-			parts[i] = chatPart{Type: "text", Text: p.Text}
+			parts[i] = chatwire.ContentPart{Type: "text", Text: p.Text}
 		}
 	}
-	return parts, nil
+	return &chatwire.Content{Parts: parts}, nil
 }

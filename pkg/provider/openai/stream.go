@@ -3,11 +3,13 @@ package openai
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
 	"sync"
 
+	"github.com/lambent/lambent/internal/chatwire"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
 )
@@ -150,12 +152,10 @@ type streamState struct {
 	refusal   strings.Builder
 	reasoning strings.Builder
 	calls     []*callAcc
-	usage     *chatUsage
+	usage     *chatwire.Usage
 	model     string
 	finish    string
 	done      bool
-	// payload is reused for every chunk.
-	payload chatPayload
 }
 
 var doneMarker = []byte("[DONE]")
@@ -205,8 +205,8 @@ func decodeStream(body io.Reader, model string, fn func(provider.Delta) error) (
 }
 
 func (st *streamState) chunk(data []byte) error {
-	c := &st.payload
-	if err := decodePayload(data, c); err != nil {
+	var c chatwire.Completion
+	if err := json.Unmarshal(data, &c); err != nil {
 		return badResponse(err, "the model provider sent a malformed stream chunk: %v", err)
 	}
 	if hasError(c.Error) {
@@ -223,16 +223,19 @@ func (st *streamState) chunk(data []byte) error {
 		if ch.Index != 0 {
 			continue
 		}
-		d := &ch.Delta
-		if r := d.reasoning(); r != "" {
+		d := ch.Delta
+		if d == nil {
+			d = &chatwire.Delta{}
+		}
+		if r := reasoning(d.ReasoningContent, d.Reasoning); r != "" {
 			st.reasoning.WriteString(r)
 			if err := st.fn(provider.Delta{Kind: provider.DeltaReasoning, Text: r}); err != nil {
 				return err
 			}
 		}
-		if d.Content != "" {
-			st.text.WriteString(d.Content)
-			if err := st.fn(provider.Delta{Kind: provider.DeltaText, Text: d.Content}); err != nil {
+		if t := str(d.Content); t != "" {
+			st.text.WriteString(t)
+			if err := st.fn(provider.Delta{Kind: provider.DeltaText, Text: t}); err != nil {
 				return err
 			}
 		}
@@ -247,8 +250,8 @@ func (st *streamState) chunk(data []byte) error {
 				return err
 			}
 		}
-		if ch.FinishReason != "" {
-			st.finish = ch.FinishReason
+		if f := str(ch.FinishReason); f != "" {
+			st.finish = f
 		}
 	}
 	return nil
@@ -257,7 +260,7 @@ func (st *streamState) chunk(data []byte) error {
 // toolCall accumulates one tool-call fragment. Calls are keyed by the
 // backend's index; a new id at a known index (backends that number every
 // call 0) or at no index starts a new call.
-func (st *streamState) toolCall(tc *chatOutCall) error {
+func (st *streamState) toolCall(tc *chatwire.ToolCall) error {
 	up := -1
 	if tc.Index != nil {
 		up = *tc.Index
@@ -319,7 +322,7 @@ func (st *streamState) result(warn string) *streamResult {
 		}
 	}
 	if st.usage != nil {
-		r.Usage = st.usage.toAPI()
+		r.Usage = usageToAPI(st.usage)
 	}
 	r.FinishReason = mapFinish(st.finish, len(st.calls) > 0)
 	return r

@@ -1,38 +1,11 @@
 package fakellm
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
 )
-
-func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"", "plain", "q\"b\\s/", "\n\r\t\b\f\x00\x1f\x7f", "日本語 ünï", "\u2028\u2029", "bad \xff\xfe utf8 \xe6\x97", "<&>"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got := appendString(nil, s)
-		if !json.Valid(got) {
-			t.Fatalf("invalid JSON %q for %q", got, s)
-		}
-		want, _ := json.Marshal(s)
-		var a, b string
-		if err := json.Unmarshal(got, &a); err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(want, &b); err != nil {
-			t.Fatal(err)
-		}
-		if a != b {
-			t.Fatalf("appendString(%q) decodes to %q, encoding/json to %q", s, a, b)
-		}
-		if strings.ContainsAny(string(got), "\u2028\u2029") {
-			t.Fatalf("unescaped line separator in %q", got)
-		}
-	})
-}
 
 func TestSplit(t *testing.T) {
 	for _, tc := range []struct {

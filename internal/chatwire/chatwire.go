@@ -1,0 +1,303 @@
+// Package chatwire declares the wire types of the OpenAI Chat Completions
+// API (POST /v1/chat/completions): the request, the completion, the stream
+// chunk and the error body. The openai provider encodes requests and decodes
+// answers with them; the fake model (internal/fakellm) decodes requests and
+// encodes answers with them, so both speak one protocol.
+//
+// Fields are the ones Lambent and its tests use. A field that the API
+// documents as "string or null" is a *string where the two must be told
+// apart when encoding (nil is null); elsewhere a null decodes as "". Values
+// are encoded and decoded with encoding/json; only the unions (message
+// content, function arguments) have their own methods.
+package chatwire
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
+
+// Request is the body of POST /chat/completions.
+type Request struct {
+	Model    string    `json:"model"`
+	Messages []Message `json:"messages"`
+	Tools    []Tool    `json:"tools,omitempty"`
+	// ToolChoice is "tool_choice" as raw JSON: a mode string ("auto",
+	// "none", "required") or an object such as a NamedToolChoice.
+	ToolChoice          json.RawMessage `json:"tool_choice,omitempty"`
+	ParallelToolCalls   *bool           `json:"parallel_tool_calls,omitempty"`
+	MaxTokens           *int            `json:"max_tokens,omitempty"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens,omitempty"`
+	Temperature         *float64        `json:"temperature,omitempty"`
+	TopP                *float64        `json:"top_p,omitempty"`
+	PresencePenalty     *float64        `json:"presence_penalty,omitempty"`
+	FrequencyPenalty    *float64        `json:"frequency_penalty,omitempty"`
+	Logprobs            bool            `json:"logprobs,omitempty"`
+	TopLogprobs         *int            `json:"top_logprobs,omitempty"`
+	ResponseFormat      *ResponseFormat `json:"response_format,omitempty"`
+	Verbosity           string          `json:"verbosity,omitempty"`
+	ReasoningEffort     string          `json:"reasoning_effort,omitempty"`
+	User                string          `json:"user,omitempty"`
+	PromptCacheKey      string          `json:"prompt_cache_key,omitempty"`
+	ServiceTier         string          `json:"service_tier,omitempty"`
+	Stream              bool            `json:"stream,omitempty"`
+	StreamOptions       *StreamOptions  `json:"stream_options,omitempty"`
+}
+
+// IncludeUsage reports whether the request asks for a usage chunk at the
+// end of the stream (stream_options.include_usage).
+func (r Request) IncludeUsage() bool { return r.StreamOptions != nil && r.StreamOptions.IncludeUsage }
+
+// StreamOptions is "stream_options".
+type StreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// Message is one entry of a request's "messages".
+type Message struct {
+	// Role is system, developer, user, assistant or tool.
+	Role string `json:"role"`
+	// Content is nil (null) only in an assistant message that carries
+	// tool calls.
+	Content    *Content   `json:"content"`
+	Name       string     `json:"name,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Refusal    string     `json:"refusal,omitempty"`
+	// ReasoningContent is the non-standard field some backends accept back
+	// in an assistant message of the history.
+	ReasoningContent string `json:"reasoning_content,omitempty"`
+}
+
+// Content is a message's "content": a string, or an array of parts when
+// Parts is non-nil.
+type Content struct {
+	Text  string
+	Parts []ContentPart
+}
+
+// String returns the content's text: Text, or the text (and refusal) of
+// the parts. A nil Content (null) is "".
+func (c *Content) String() string {
+	if c == nil {
+		return ""
+	}
+	if c.Parts == nil {
+		return c.Text
+	}
+	var b strings.Builder
+	for _, p := range c.Parts {
+		b.WriteString(p.Text)
+		b.WriteString(p.Refusal)
+	}
+	return b.String()
+}
+
+// MarshalJSON encodes Parts as an array when non-nil, otherwise Text as a
+// string.
+func (c *Content) MarshalJSON() ([]byte, error) {
+	if c.Parts != nil {
+		return json.Marshal(c.Parts)
+	}
+	return json.Marshal(c.Text)
+}
+
+// UnmarshalJSON accepts a string or an array of parts.
+func (c *Content) UnmarshalJSON(b []byte) error {
+	*c = Content{}
+	if b = bytes.TrimSpace(b); len(b) > 0 && b[0] == '[' {
+		c.Parts = []ContentPart{}
+		return json.Unmarshal(b, &c.Parts)
+	}
+	return json.Unmarshal(b, &c.Text)
+}
+
+// ContentPart is one element of an array "content".
+type ContentPart struct {
+	// Type is text, image_url, input_audio, file or refusal.
+	Type       string          `json:"type"`
+	Text       string          `json:"text,omitempty"`
+	Refusal    string          `json:"refusal,omitempty"`
+	ImageURL   *ImageURL       `json:"image_url,omitempty"`
+	InputAudio json.RawMessage `json:"input_audio,omitempty"`
+	File       json.RawMessage `json:"file,omitempty"`
+}
+
+// ImageURL is an image_url part's "image_url".
+type ImageURL struct {
+	// URL is an https URL or a data: URL.
+	URL string `json:"url"`
+	// Detail is auto, low or high.
+	Detail string `json:"detail,omitempty"`
+}
+
+// ToolCall is a function call: in an assistant message of the history, in
+// a completion's message, or a fragment of one in a stream chunk (which
+// has Index, and ID, Type and Name in the first fragment only).
+type ToolCall struct {
+	Index    *int         `json:"index,omitempty"`
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type,omitempty"`
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall is a tool call's "function".
+type FunctionCall struct {
+	Name      string    `json:"name,omitempty"`
+	Arguments Arguments `json:"arguments"`
+}
+
+// Arguments is a function's arguments: a JSON string as the API specifies
+// (encoded so), or when decoding, from some backends, the arguments object
+// itself, kept as its JSON text. Null decodes as "".
+type Arguments string
+
+// UnmarshalJSON accepts a string, null or any other JSON value.
+func (a *Arguments) UnmarshalJSON(b []byte) error {
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*a = Arguments(s)
+	case string(b) == "null":
+		*a = ""
+	default:
+		*a = Arguments(b)
+	}
+	return nil
+}
+
+// Tool is one entry of "tools".
+type Tool struct {
+	// Type is "function" for function tools.
+	Type     string      `json:"type"`
+	Function FunctionDef `json:"function"`
+}
+
+// FunctionDef is a function tool's "function".
+type FunctionDef struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Parameters is the JSON Schema of the arguments.
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+	Strict     *bool           `json:"strict,omitempty"`
+}
+
+// NamedToolChoice is a "tool_choice" that makes the model call one function.
+type NamedToolChoice struct {
+	Type     string       `json:"type"`
+	Function FunctionName `json:"function"`
+}
+
+// FunctionName names a function.
+type FunctionName struct {
+	Name string `json:"name"`
+}
+
+// ResponseFormat is "response_format".
+type ResponseFormat struct {
+	// Type is text, json_object or json_schema.
+	Type       string      `json:"type"`
+	JSONSchema *JSONSchema `json:"json_schema,omitempty"`
+}
+
+// JSONSchema is a json_schema response format's "json_schema".
+type JSONSchema struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
+}
+
+// Completion is a chat completion ("chat.completion") or one chunk of a
+// streamed one ("chat.completion.chunk").
+type Completion struct {
+	ID                string   `json:"id"`
+	Object            string   `json:"object"`
+	Created           int64    `json:"created"`
+	Model             string   `json:"model"`
+	ServiceTier       string   `json:"service_tier,omitempty"`
+	SystemFingerprint string   `json:"system_fingerprint,omitempty"`
+	Choices           []Choice `json:"choices"`
+	Usage             *Usage   `json:"usage,omitempty"`
+	// Error is set by backends that report an error with a 2xx status or
+	// mid-stream: an error object, or (some backends) a string.
+	Error json.RawMessage `json:"error,omitempty"`
+}
+
+// Choice is one of a completion's or a chunk's "choices".
+type Choice struct {
+	Index int `json:"index"`
+	// Message is set in a completion, Delta in a chunk.
+	Message *ResponseMessage `json:"message,omitempty"`
+	Delta   *Delta           `json:"delta,omitempty"`
+	// Logprobs is kept raw (nil is null).
+	Logprobs json.RawMessage `json:"logprobs"`
+	// FinishReason is null in a chunk until the last one.
+	FinishReason *string `json:"finish_reason"`
+}
+
+// ResponseMessage is a completion's "message".
+type ResponseMessage struct {
+	Role    string  `json:"role"`
+	Content *string `json:"content"`
+	Refusal *string `json:"refusal"`
+	// ReasoningContent (DeepSeek, older vLLM) and Reasoning (Ollama,
+	// newer vLLM, OpenRouter) carry the model's reasoning text.
+	ReasoningContent string     `json:"reasoning_content,omitempty"`
+	Reasoning        string     `json:"reasoning,omitempty"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
+	// Annotations is encoded when non-nil (an empty array as OpenAI sends).
+	Annotations []json.RawMessage `json:"annotations,omitzero"`
+}
+
+// Delta is a chunk's "delta".
+type Delta struct {
+	Role string `json:"role,omitempty"`
+	// Content is a pointer so that the first delta can carry "" as OpenAI
+	// sends it.
+	Content          *string    `json:"content,omitempty"`
+	Refusal          string     `json:"refusal,omitempty"`
+	ReasoningContent string     `json:"reasoning_content,omitempty"`
+	Reasoning        string     `json:"reasoning,omitempty"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
+}
+
+// Usage is a completion's or the last chunk's "usage".
+type Usage struct {
+	PromptTokens            int                      `json:"prompt_tokens"`
+	CompletionTokens        int                      `json:"completion_tokens"`
+	TotalTokens             int                      `json:"total_tokens"`
+	PromptTokensDetails     *PromptTokensDetails     `json:"prompt_tokens_details,omitempty"`
+	CompletionTokensDetails *CompletionTokensDetails `json:"completion_tokens_details,omitempty"`
+}
+
+// PromptTokensDetails is usage "prompt_tokens_details".
+type PromptTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+	AudioTokens  int `json:"audio_tokens"`
+}
+
+// CompletionTokensDetails is usage "completion_tokens_details".
+type CompletionTokensDetails struct {
+	ReasoningTokens          int `json:"reasoning_tokens"`
+	AudioTokens              int `json:"audio_tokens"`
+	AcceptedPredictionTokens int `json:"accepted_prediction_tokens"`
+	RejectedPredictionTokens int `json:"rejected_prediction_tokens"`
+}
+
+// ErrorBody is an OpenAI error response body.
+type ErrorBody struct {
+	Error Error `json:"error"`
+}
+
+// Error is an error body's "error" object. Param and Code are strings or
+// null in OpenAI's bodies; other backends send numbers too.
+type Error struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Param   any    `json:"param"`
+	Code    any    `json:"code"`
+}

@@ -1,0 +1,79 @@
+package chatwire_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/lambent/lambent/internal/chatwire"
+)
+
+func TestMessageContent(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want *chatwire.Content
+		text string
+	}{
+		{`{"role":"user","content":"hi"}`, &chatwire.Content{Text: "hi"}, "hi"},
+		{`{"role":"user","content":""}`, &chatwire.Content{}, ""},
+		{`{"role":"assistant","content":null}`, nil, ""},
+		{`{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"u"}},{"type":"refusal","refusal":"r"}]}`,
+			&chatwire.Content{Parts: []chatwire.ContentPart{{Type: "text", Text: "a"}, {Type: "image_url", ImageURL: &chatwire.ImageURL{URL: "u"}}, {Type: "refusal", Refusal: "r"}}}, "ar"},
+		{`{"role":"user","content":[]}`, &chatwire.Content{Parts: []chatwire.ContentPart{}}, ""},
+	} {
+		var m chatwire.Message
+		if err := json.Unmarshal([]byte(tc.in), &m); err != nil {
+			t.Fatalf("%s: %v", tc.in, err)
+		}
+		if !reflect.DeepEqual(m.Content, tc.want) || m.Content.String() != tc.text {
+			t.Errorf("%s: content %+v %q", tc.in, m.Content, m.Content.String())
+		}
+		out, err := json.Marshal(&m)
+		if err != nil || string(out) != tc.in {
+			t.Errorf("%s: encoded as %s %v", tc.in, out, err)
+		}
+	}
+	var m chatwire.Message
+	if err := json.Unmarshal([]byte(`{"content":7}`), &m); err == nil {
+		t.Errorf("content 7 decoded: %+v", m.Content)
+	}
+}
+
+func TestArguments(t *testing.T) {
+	for in, want := range map[string]chatwire.Arguments{
+		`{"arguments":"{\"a\":1}"}`: `{"a":1}`,
+		`{"arguments":{"a": [1]}}`:  `{"a": [1]}`,
+		`{"arguments":null}`:        "",
+		`{"arguments":""}`:          "",
+		`{}`:                        "",
+	} {
+		var f chatwire.FunctionCall
+		if err := json.Unmarshal([]byte(in), &f); err != nil || f.Arguments != want {
+			t.Errorf("%s: %q %v", in, f.Arguments, err)
+		}
+	}
+	out, _ := json.Marshal(chatwire.FunctionCall{Name: "f", Arguments: `{"a":1}`})
+	if string(out) != `{"name":"f","arguments":"{\"a\":1}"}` {
+		t.Errorf("encoded as %s", out)
+	}
+}
+
+// Nulls the API requires are encoded; optional fields are left out.
+func TestCompletionEncoding(t *testing.T) {
+	stop := "stop"
+	c := chatwire.Completion{ID: "c", Object: "chat.completion", Model: "m", Choices: []chatwire.Choice{
+		{Message: &chatwire.ResponseMessage{Role: "assistant", Annotations: []json.RawMessage{}}, FinishReason: &stop},
+		{Index: 1, Delta: &chatwire.Delta{}},
+	}}
+	out, err := json.Marshal(&c)
+	want := `{"id":"c","object":"chat.completion","created":0,"model":"m","choices":[` +
+		`{"index":0,"message":{"role":"assistant","content":null,"refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"},` +
+		`{"index":1,"delta":{},"logprobs":null,"finish_reason":null}]}`
+	if err != nil || string(out) != want {
+		t.Errorf("encoded as\n%s\nwant\n%s", out, want)
+	}
+	r := chatwire.Request{StreamOptions: &chatwire.StreamOptions{IncludeUsage: true}}
+	if !r.IncludeUsage() || (chatwire.Request{}).IncludeUsage() {
+		t.Error("IncludeUsage")
+	}
+}
