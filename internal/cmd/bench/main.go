@@ -143,9 +143,16 @@ func run(o options) error {
 	rp := &httputil.ReverseProxy{
 		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(backend); pr.Out.URL.Path = pr.In.URL.Path },
 		Transport: proxyTransport,
-		ErrorLog:  log.New(io.Discard, "", 0),
+		ErrorLog:  log.New(os.Stderr, "proxy: ", 0),
 	}
-	proxyAddr, stopProxy, err := serve(rp)
+	// Full duplex: the transport may still read the request body (its
+	// check for bytes past Content-Length) after the backend has answered
+	// and the proxy has written the response head, which under HTTP/1
+	// closes the inbound body and so cuts the stream (golang/go#40747).
+	proxyAddr, stopProxy, err := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		rp.ServeHTTP(w, r)
+	}))
 	if err != nil {
 		return err
 	}
