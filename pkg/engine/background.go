@@ -11,6 +11,7 @@ import (
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/tenant"
 )
 
 // Job is the message that asks a worker to run (or continue) a background
@@ -60,7 +61,7 @@ func (e *Engine) createBackground(ctx context.Context, req *api.CreateResponseRe
 		return err
 	}
 	id := rec.Response.ID
-	if err := e.cfg.Queue.Enqueue(ctx, Job{ResponseID: id, Tenant: store.Tenant(ctx)}); err != nil {
+	if err := e.cfg.Queue.Enqueue(ctx, Job{ResponseID: id, Tenant: tenant.From(ctx)}); err != nil {
 		e.log.Error("enqueue failed", "response_id", id, "err", err)
 		_ = e.failBackground(ctx, rec, &api.Error{Type: api.ErrTypeServer, Code: "enqueue_failed", Message: err.Error()})
 		return api.ServerError(err, "the background job could not be queued: %v", err)
@@ -377,7 +378,7 @@ func (e *Engine) handOff(ctx context.Context, r *run, rec *store.Record, buf *ev
 	if err := e.cfg.Store.Update(sctx, &next, api.StatusInProgress); err != nil {
 		return fmt.Errorf("engine: hand-off %s: %w", id, err)
 	}
-	if err := e.cfg.Queue.Enqueue(sctx, Job{ResponseID: id, Tenant: store.Tenant(ctx)}); err != nil {
+	if err := e.cfg.Queue.Enqueue(sctx, Job{ResponseID: id, Tenant: tenant.From(ctx)}); err != nil {
 		return fmt.Errorf("engine: hand-off %s: enqueue: %w", id, err)
 	}
 	e.log.Info("background response handed off", "response_id", id, "turns", r.turns, "invocation", j.Invocations)

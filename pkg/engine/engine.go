@@ -146,7 +146,7 @@ func (e *Engine) DeleteResponse(ctx context.Context, id string) (*api.DeleteResu
 }
 
 // ListInputItems pages through a stored response's input items.
-func (e *Engine) ListInputItems(ctx context.Context, id string, opts store.ListOptions) (*api.ItemList, error) {
+func (e *Engine) ListInputItems(ctx context.Context, id string, opts api.ListOptions) (*api.ItemList, error) {
 	if e.cfg.Store == nil {
 		return nil, notFound(id, "id")
 	}

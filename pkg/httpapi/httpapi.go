@@ -17,7 +17,6 @@ import (
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine"
-	"github.com/lambent/lambent/pkg/store"
 )
 
 // Service is what the HTTP API needs of the engine.
@@ -25,7 +24,7 @@ type Service interface {
 	CreateResponse(ctx context.Context, req *api.CreateResponseRequest, w engine.ResponseWriter) error
 	GetResponse(ctx context.Context, id string) (*api.Response, error)
 	DeleteResponse(ctx context.Context, id string) (*api.DeleteResult, error)
-	ListInputItems(ctx context.Context, id string, opts store.ListOptions) (*api.ItemList, error)
+	ListInputItems(ctx context.Context, id string, opts api.ListOptions) (*api.ItemList, error)
 	CancelResponse(ctx context.Context, id string) (*api.Response, error)
 	StreamResponse(ctx context.Context, id string, after int64, w engine.ResponseWriter) error
 }
@@ -242,7 +241,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, id string) {
 
 func (h *Handler) inputItems(w http.ResponseWriter, r *http.Request, id string) {
 	q := r.URL.Query()
-	opts := store.ListOptions{After: q.Get("after"), Order: q.Get("order"), Limit: 20}
+	opts := api.ListOptions{After: q.Get("after"), Order: q.Get("order"), Limit: api.DefaultListLimit}
 	switch opts.Order {
 	case "":
 		opts.Order = "desc"
@@ -253,8 +252,8 @@ func (h *Handler) inputItems(w http.ResponseWriter, r *http.Request, id string) 
 	}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 100 {
-			h.writeError(w, api.InvalidRequest("limit", "limit must be an integer between 1 and 100"))
+		if err != nil || n < 1 || n > api.MaxListLimit {
+			h.writeError(w, api.InvalidRequest("limit", "limit must be an integer between 1 and %d", api.MaxListLimit))
 			return
 		}
 		opts.Limit = n
