@@ -49,10 +49,12 @@ func (e *Engine) eventLog() store.EventLog {
 	return l
 }
 
-// createBackground stores a queued response, enqueues its job and answers
-// at once: the queued response, or (stream) the events as the worker
-// produces them.
-func (e *Engine) createBackground(ctx context.Context, req *api.CreateResponseRequest, w ResponseWriter) error {
+// CreateBackground creates a response for a request with background=true:
+// it stores the response queued, enqueues its job for a worker
+// (RunBackground) and answers at once with the queued response, or (stream)
+// the events as the worker produces them. Without a queue and an event log
+// it is a 400.
+func (e *Engine) CreateBackground(ctx context.Context, req *api.CreateResponseRequest, w ResponseWriter) error {
 	if e.cfg.Queue == nil {
 		return errBackgroundUnavailable()
 	}
@@ -140,12 +142,15 @@ func (e *Engine) StreamResponse(ctx context.Context, id string, after int64, w R
 	return e.follow(ctx, id, after, w)
 }
 
-// follow writes stored events as they appear, polling the log.
+// follow writes stored events as they appear, polling the log. A buffering
+// writer is flushed after each batch, before the next poll; the batch with
+// the terminal event is left to the caller, who ends the stream.
 func (e *Engine) follow(ctx context.Context, id string, after int64, w ResponseWriter) error {
 	raw, ok := w.(rawEventWriter)
 	if !ok {
 		return errors.New("engine: the writer cannot forward stored events")
 	}
+	fl, _ := w.(Flusher)
 	log := e.eventLog()
 	idle := 0
 	for {
@@ -167,6 +172,11 @@ func (e *Engine) follow(ctx context.Context, id string, after int64, w ResponseW
 		}
 		if len(evs) > 0 {
 			idle = 0
+			if fl != nil {
+				if err := fl.Flush(); err != nil {
+					return nil // the client went away
+				}
+			}
 		} else if idle++; idle%20 == 0 {
 			// A terminal record without its terminal event (a worker
 			// died between the two writes) still ends the stream.

@@ -21,7 +21,10 @@ import (
 
 // Service is what the HTTP API needs of the engine.
 type Service interface {
+	// CreateResponse runs a request within the call.
 	CreateResponse(ctx context.Context, req *api.CreateResponseRequest, w engine.ResponseWriter) error
+	// CreateBackground queues a request with background=true for a worker.
+	CreateBackground(ctx context.Context, req *api.CreateResponseRequest, w engine.ResponseWriter) error
 	GetResponse(ctx context.Context, id string) (*api.Response, error)
 	DeleteResponse(ctx context.Context, id string) (*api.DeleteResult, error)
 	ListInputItems(ctx context.Context, id string, opts api.ListOptions) (*api.ItemList, error)
@@ -159,10 +162,15 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
+	create := h.svc.CreateResponse
+	if req.Background {
+		create = h.svc.CreateBackground
+	}
 	rw := &responseWriter{h: h, w: w}
-	if err := h.svc.CreateResponse(r.Context(), req, rw); err != nil {
+	if err := create(r.Context(), req, rw); err != nil {
 		if rw.started {
 			h.log.Warn("error after the response started", "err", err)
+			_ = rw.Flush()
 			return
 		}
 		if errors.Is(err, context.Canceled) {
@@ -190,7 +198,9 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, id string) {
 		}
 		rw := &responseWriter{h: h, w: w}
 		if err := h.svc.StreamResponse(r.Context(), id, after, rw); err != nil {
-			if !rw.started {
+			if rw.started {
+				_ = rw.Flush()
+			} else {
 				h.writeError(w, err)
 			}
 			return
