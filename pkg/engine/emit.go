@@ -111,7 +111,7 @@ func (m *emitter) pace(keepAlive time.Duration) (stop func()) {
 		close(done)
 		wg.Wait()
 		m.mu.Lock()
-		m.wake = nil
+		m.wake, m.due = nil, time.Time{}
 		m.mu.Unlock()
 	}
 }
