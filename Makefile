@@ -34,7 +34,7 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-## bench: gateway overhead against a fake backend on loopback, and the engine's per-turn cost
+## bench: gateway overhead against a fake backend on loopback, beside a bare reverse proxy (the floor), and the engine's per-turn cost
 bench:
 	$(GO) run ./internal/cmd/bench
 	$(GO) test -run='^$$' -bench=BenchmarkLoopTurn -benchmem ./pkg/engine/

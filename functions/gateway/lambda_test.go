@@ -153,23 +153,28 @@ func requireCompleted(t *testing.T, b []byte) responseBody {
 	return r
 }
 
-// requireSSE checks a streamed Responses API body: one SSE event per chunk,
-// valid against the schema and the stream invariants, the text deltas
-// making up the answer, a completed response, then [DONE].
+// requireSSE checks a streamed Responses API body: every chunk holds only
+// whole SSE events, valid against the schema and the stream invariants, the
+// text deltas making up the answer, a completed response, then [DONE] at the
+// end of the last chunk.
 func requireSSE(t *testing.T, s *streamed) {
 	t.Helper()
+	inChunks := 0
 	for i, c := range s.chunks {
 		require.True(t, bytes.HasSuffix(c, []byte("\n\n")), "chunk %d is not whole SSE events: %q", i, c)
-		require.Equal(t, 1, bytes.Count(c, []byte("\n\n")), "chunk %d is not exactly one SSE event: %q", i, c)
+		evs, done, err := ssecheck.Parse(bytes.NewReader(c))
+		require.NoError(t, err, "chunk %d is not whole SSE events: %q", i, c)
+		require.Equal(t, i == len(s.chunks)-1, done, "chunk %d: only the last chunk, and it always, ends with [DONE]", i)
+		inChunks += len(evs)
 	}
-	require.Equal(t, "data: [DONE]\n\n", string(s.chunks[len(s.chunks)-1]))
+	require.True(t, bytes.HasSuffix(s.chunks[len(s.chunks)-1], []byte("data: [DONE]\n\n")))
 	evs, done, err := ssecheck.Parse(bytes.NewReader(s.body()))
 	require.NoError(t, err)
 	require.True(t, done, "the stream ends with [DONE]")
 	v, err := schema.New()
 	require.NoError(t, err)
 	require.NoError(t, ssecheck.Check(v, evs))
-	require.Len(t, s.chunks, len(evs)+1, "one chunk per event, plus [DONE]")
+	require.Equal(t, len(evs), inChunks, "every event is whole in one chunk")
 	text, err := ssecheck.OutputText(evs)
 	require.NoError(t, err)
 	require.Equal(t, answer, text)

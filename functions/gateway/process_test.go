@@ -18,9 +18,10 @@ import (
 // TestBootstrapStreamsUnderRuntimeAPI builds the real gateway bootstrap and
 // runs it as a process against the fake Lambda Runtime API, as Lambda runs
 // it. The streamed function URL reply must be the JSON prelude, 8 zero
-// bytes, then SSE events, each its own chunk, arriving while the invocation
-// is still running: the first event is read while the fake model still
-// holds its answer back, so the reply cannot have been complete.
+// bytes, then SSE events, every chunk only whole events, arriving while the
+// invocation is still running: the first events (response.created, then
+// response.in_progress) are read while the fake model still holds its
+// answer back, so the reply cannot have been complete.
 func TestBootstrapStreamsUnderRuntimeAPI(t *testing.T) {
 	ctx := testCtx(t)
 	bin := filepath.Join(t.TempDir(), "bootstrap")

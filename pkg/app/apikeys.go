@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/tenant"
 )
 
 // Environment names of the gateway's own API keys.
@@ -25,21 +25,21 @@ func ParseAPIKeys(list string) (map[string]string, error) {
 		if entry == "" {
 			continue
 		}
-		tenant, key, found := strings.Cut(entry, "=")
+		name, key, found := strings.Cut(entry, "=")
 		if !found {
-			tenant, key = store.DefaultTenant, entry
+			name, key = tenant.Default, entry
 		}
-		tenant, key = strings.TrimSpace(tenant), strings.TrimSpace(key)
-		if !validTenant(tenant) {
-			return nil, fmt.Errorf("API keys: invalid tenant %q (letters, digits, '_' and '-')", tenant)
+		name, key = strings.TrimSpace(name), strings.TrimSpace(key)
+		if !validTenant(name) {
+			return nil, fmt.Errorf("API keys: invalid tenant %q (letters, digits, '_' and '-')", name)
 		}
 		if len(key) < 16 || strings.ContainsAny(key, " \t") {
-			return nil, fmt.Errorf("API keys: the key of tenant %q is shorter than 16 characters or has spaces", tenant)
+			return nil, fmt.Errorf("API keys: the key of tenant %q is shorter than 16 characters or has spaces", name)
 		}
-		if other, dup := keys[key]; dup && other != tenant {
-			return nil, fmt.Errorf("API keys: one key is listed for tenants %q and %q", other, tenant)
+		if other, dup := keys[key]; dup && other != name {
+			return nil, fmt.Errorf("API keys: one key is listed for tenants %q and %q", other, name)
 		}
-		keys[key] = tenant
+		keys[key] = name
 	}
 	return keys, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/tenant"
 )
 
 // Job is the message that asks a worker to run (or continue) a background
@@ -48,10 +49,12 @@ func (e *Engine) eventLog() store.EventLog {
 	return l
 }
 
-// createBackground stores a queued response, enqueues its job and answers
-// at once: the queued response, or (stream) the events as the worker
-// produces them.
-func (e *Engine) createBackground(ctx context.Context, req *api.CreateResponseRequest, w ResponseWriter) error {
+// CreateBackground creates a response for a request with background=true:
+// it stores the response queued, enqueues its job for a worker
+// (RunBackground) and answers at once with the queued response, or (stream)
+// the events as the worker produces them. Without a queue and an event log
+// it is a 400.
+func (e *Engine) CreateBackground(ctx context.Context, req *api.CreateResponseRequest, w ResponseWriter) error {
 	if e.cfg.Queue == nil {
 		return errBackgroundUnavailable()
 	}
@@ -60,7 +63,7 @@ func (e *Engine) createBackground(ctx context.Context, req *api.CreateResponseRe
 		return err
 	}
 	id := rec.Response.ID
-	if err := e.cfg.Queue.Enqueue(ctx, Job{ResponseID: id, Tenant: store.Tenant(ctx)}); err != nil {
+	if err := e.cfg.Queue.Enqueue(ctx, Job{ResponseID: id, Tenant: tenant.From(ctx)}); err != nil {
 		e.log.Error("enqueue failed", "response_id", id, "err", err)
 		_ = e.failBackground(ctx, rec, &api.Error{Type: api.ErrTypeServer, Code: "enqueue_failed", Message: err.Error()})
 		return api.ServerError(err, "the background job could not be queued: %v", err)
@@ -139,12 +142,15 @@ func (e *Engine) StreamResponse(ctx context.Context, id string, after int64, w R
 	return e.follow(ctx, id, after, w)
 }
 
-// follow writes stored events as they appear, polling the log.
+// follow writes stored events as they appear, polling the log. A buffering
+// writer is flushed after each batch, before the next poll; the batch with
+// the terminal event is left to the caller, who ends the stream.
 func (e *Engine) follow(ctx context.Context, id string, after int64, w ResponseWriter) error {
 	raw, ok := w.(rawEventWriter)
 	if !ok {
 		return errors.New("engine: the writer cannot forward stored events")
 	}
+	fl, _ := w.(Flusher)
 	log := e.eventLog()
 	idle := 0
 	for {
@@ -166,6 +172,11 @@ func (e *Engine) follow(ctx context.Context, id string, after int64, w ResponseW
 		}
 		if len(evs) > 0 {
 			idle = 0
+			if fl != nil {
+				if err := fl.Flush(); err != nil {
+					return nil // the client went away
+				}
+			}
 		} else if idle++; idle%20 == 0 {
 			// A terminal record without its terminal event (a worker
 			// died between the two writes) still ends the stream.
@@ -377,7 +388,7 @@ func (e *Engine) handOff(ctx context.Context, r *run, rec *store.Record, buf *ev
 	if err := e.cfg.Store.Update(sctx, &next, api.StatusInProgress); err != nil {
 		return fmt.Errorf("engine: hand-off %s: %w", id, err)
 	}
-	if err := e.cfg.Queue.Enqueue(sctx, Job{ResponseID: id, Tenant: store.Tenant(ctx)}); err != nil {
+	if err := e.cfg.Queue.Enqueue(sctx, Job{ResponseID: id, Tenant: tenant.From(ctx)}); err != nil {
 		return fmt.Errorf("engine: hand-off %s: enqueue: %w", id, err)
 	}
 	e.log.Info("background response handed off", "response_id", id, "turns", r.turns, "invocation", j.Invocations)

@@ -44,6 +44,14 @@ func (r *rawRecorder) WriteRawEvent(_ string, data []byte) error {
 	return nil
 }
 
+// runBackground creates a background response from a JSON request body.
+func runBackground(t *testing.T, e *Engine, body string) (*recorder, error) {
+	t.Helper()
+	rec := &recorder{}
+	err := e.CreateBackground(context.Background(), decodeReq(t, body), rec)
+	return rec, err
+}
+
 // storeMaker makes the store a background test runs on.
 type storeMaker func(t *testing.T) store.ResponseStore
 
@@ -76,7 +84,7 @@ func testBackgroundCreateRunIdempotent(t *testing.T, mk storeMaker) {
 	m := newMock(echoTool, "t")
 	p := script(calls(1, 1, call("c1", "t", `{}`)), text("done", 2, 2))
 	e, _, q := bgEngine(t, mk, p, m)
-	rec, err := run1(t, e, `{"input":"x","background":true,"tools":[{"type":"lambent:t"}]}`)
+	rec, err := runBackground(t, e, `{"input":"x","background":true,"tools":[{"type":"lambent:t"}]}`)
 	require.NoError(t, err)
 	queued := rec.response(t)
 	assert.Equal(t, api.StatusQueued, queued.Status)
@@ -111,7 +119,7 @@ func testBackgroundStreamAndResume(t *testing.T, mk storeMaker) {
 		_ = e.RunBackground(context.Background(), j.ResponseID)
 	}()
 	rec := &rawRecorder{}
-	require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, `{"input":"x","background":true,"stream":true,"tools":[{"type":"lambent:t"}]}`), rec))
+	require.NoError(t, e.CreateBackground(context.Background(), decodeReq(t, `{"input":"x","background":true,"stream":true,"tools":[{"type":"lambent:t"}]}`), rec))
 	final := rec.checkStream(t)
 	assert.Equal(t, api.StatusCompleted, final.Status)
 	all := rec.parsed(t)
@@ -142,7 +150,7 @@ func testBackgroundCancelWhileToolRuns(t *testing.T, mk storeMaker) {
 	}, "slow")
 	p := script(calls(1, 1, call("c1", "slow", `{}`)), text("never", 1, 1))
 	e, st, q := bgEngine(t, mk, p, m)
-	rec, err := run1(t, e, `{"input":"x","background":true,"tools":[{"type":"lambent:slow"}]}`)
+	rec, err := runBackground(t, e, `{"input":"x","background":true,"tools":[{"type":"lambent:slow"}]}`)
 	require.NoError(t, err)
 	id := rec.response(t).ID
 	done := make(chan error, 1)
@@ -161,7 +169,7 @@ func testBackgroundCancelWhileToolRuns(t *testing.T, mk storeMaker) {
 	assert.Len(t, p.requests(), 1)
 
 	// A queued response is cancelled at once.
-	rec, err = run1(t, e, `{"input":"y","background":true}`)
+	rec, err = runBackground(t, e, `{"input":"y","background":true}`)
 	require.NoError(t, err)
 	<-q.c
 	resp, err = e.CancelResponse(context.Background(), rec.response(t).ID)
@@ -189,7 +197,7 @@ func testBackgroundHandoff(t *testing.T, mk storeMaker) {
 		slow(text("all five done", 10, 1)),
 	)
 	e, _, q := bgEngine(t, mk, p, m, func(c *Config) { c.Now = clock.Now })
-	rec, err := run1(t, e, `{"input":"five steps","background":true,"tools":[{"type":"lambent:t"}]}`)
+	rec, err := runBackground(t, e, `{"input":"five steps","background":true,"tools":[{"type":"lambent:t"}]}`)
 	require.NoError(t, err)
 	id := rec.response(t).ID
 	invocations := 0
@@ -267,7 +275,7 @@ func testBackgroundCrashResumesFromCheckpoint(t *testing.T, mk storeMaker) {
 		c.Now = clock.Now
 		c.Lease = time.Minute
 	})
-	rec, err := run1(t, e, `{"input":"x","background":true,"tools":[{"type":"lambent:fast"},{"type":"lambent:slow"}]}`)
+	rec, err := runBackground(t, e, `{"input":"x","background":true,"tools":[{"type":"lambent:fast"},{"type":"lambent:slow"}]}`)
 	require.NoError(t, err)
 	id := rec.response(t).ID
 	<-q.c

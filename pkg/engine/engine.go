@@ -63,6 +63,14 @@ type Config struct {
 	// KeepAlive is the interval of SSE keep-alive comments while the loop
 	// waits on the model or tools (default 15s; negative disables).
 	KeepAlive time.Duration
+	// FlushDelay bounds how long a streamed event other than a delta waits
+	// in a buffering writer (a Flusher) for the events after it, so that
+	// events ready together share one write: response.created,
+	// response.in_progress and the first item events go out with the first
+	// delta when the model answers within it, else when it has passed
+	// (default 1ms; negative flushes after every event). Deltas are flushed
+	// at once.
+	FlushDelay time.Duration
 
 	// Queue runs background responses; nil disables background=true.
 	Queue Queue
@@ -107,6 +115,9 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.KeepAlive == 0 {
 		cfg.KeepAlive = 15 * time.Second
 	}
+	if cfg.FlushDelay == 0 {
+		cfg.FlushDelay = time.Millisecond
+	}
 	if cfg.WorkerID == "" {
 		cfg.WorkerID = api.NewID("worker_")
 	}
@@ -143,7 +154,7 @@ func (e *Engine) DeleteResponse(ctx context.Context, id string) (*api.DeleteResu
 }
 
 // ListInputItems pages through a stored response's input items.
-func (e *Engine) ListInputItems(ctx context.Context, id string, opts store.ListOptions) (*api.ItemList, error) {
+func (e *Engine) ListInputItems(ctx context.Context, id string, opts api.ListOptions) (*api.ItemList, error) {
 	if e.cfg.Store == nil {
 		return nil, notFound(id, "id")
 	}

@@ -25,28 +25,28 @@ type outcome struct {
 	err    *api.Error // failure
 }
 
-// CreateResponse creates a response for req and writes it to w: as events
-// when req.Stream is set, else as one final response. Errors returned
-// before anything was written are client errors (*api.Error) for the
-// transport to send as an HTTP error.
+// CreateResponse creates a response for req, running the loop within this
+// call, and writes it to w: as events when req.Stream is set, else as one
+// final response. Errors returned before anything was written are client
+// errors (*api.Error) for the transport to send as an HTTP error. Requests
+// with background=true go to CreateBackground instead: the transport picks.
 func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequest, w ResponseWriter) error {
-	if req.Background {
-		return e.createBackground(ctx, req, w)
-	}
 	r, err := e.prepare(ctx, req)
 	if err != nil {
 		return err
 	}
-	r.em = &emitter{w: w, stream: req.Stream}
+	r.em = &emitter{w: w, stream: req.Stream, delay: e.cfg.FlushDelay}
 	r.budget = newBudget(ctx, e.cfg.Now, e.cfg.DeadlineReserve)
+	stopPacing := r.em.pace(e.cfg.KeepAlive)
 	r.em.lifecycle(api.EventResponseCreated, r.resp)
 	r.em.lifecycle(api.EventResponseInProgress, r.resp)
-
-	stopKeepAlive := r.em.keepAlive(e.cfg.KeepAlive)
 	out := e.loop(ctx, r)
-	stopKeepAlive()
 	e.finalize(r, out)
-	if err := e.save(ctx, r); err != nil {
+	err = e.save(ctx, r)
+	// The terminal event stays buffered: the transport sends it with the
+	// end of the stream.
+	stopPacing()
+	if err != nil {
 		if e.log.Enabled(ctx, slog.LevelError) {
 			e.log.LogAttrs(ctx, slog.LevelError, "store failed", slog.String("response_id", r.resp.ID), slog.String("status", string(r.resp.Status)),
 				slog.String("model", r.resp.Model), slog.Int("output_items", len(r.resp.Output)), slog.Any("err", err))

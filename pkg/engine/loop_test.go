@@ -9,13 +9,14 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/lambent/lambent/internal/dynamolocal"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/tools"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestMain(m *testing.M) { os.Exit(dynamolocal.MainLeakChecked(m)) }
@@ -519,7 +520,7 @@ func TestStoreFlagAndAccessors(t *testing.T) {
 	got, err := e.GetResponse(context.Background(), id)
 	require.NoError(t, err)
 	assert.Equal(t, id, got.ID)
-	list, err := e.ListInputItems(context.Background(), id, store.ListOptions{Order: "asc", Limit: 20})
+	list, err := e.ListInputItems(context.Background(), id, api.ListOptions{Order: "asc", Limit: 20})
 	require.NoError(t, err)
 	require.Len(t, list.Data, 2)
 	assert.Equal(t, "one", list.Data[0].Text())

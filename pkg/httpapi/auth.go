@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/lambent/lambent/pkg/api"
-	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/tenant"
 )
 
 // keyring maps the SHA-256 of each API key to its tenant, so a lookup
@@ -31,7 +31,7 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (*http.Re
 		return r, true
 	}
 	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	tenant, known := h.keys[sha256.Sum256([]byte(strings.TrimSpace(key)))]
+	name, known := h.keys[sha256.Sum256([]byte(strings.TrimSpace(key)))]
 	if !ok || !known {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="lambent"`)
 		msg := "Incorrect API key provided."
@@ -41,5 +41,5 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (*http.Re
 		h.writeError(w, &api.Error{Status: http.StatusUnauthorized, Type: api.ErrTypeInvalidRequest, Code: "invalid_api_key", Message: msg})
 		return r, false
 	}
-	return r.WithContext(store.WithTenant(r.Context(), tenant)), true
+	return r.WithContext(tenant.With(r.Context(), name)), true
 }

@@ -400,35 +400,34 @@ func TestE2ECreateStreaming(t *testing.T) {
 
 	t.Run("raw-tcp-frames", func(t *testing.T) {
 		chunks := rawStream(t, g.srv.Listener.Addr().String(), `{"input":"Tell me something","stream":true}`)
-		frame := regexp.MustCompile(`\Aevent: ([a-z_.]+)\ndata: (\{[^\n]*\})\n\n\z`)
 		var all bytes.Buffer
+		frames := 0
 		for i, c := range chunks {
 			all.Write(c)
-			if i == len(chunks)-1 {
-				require.Equal(t, "data: [DONE]\n\n", string(c), "the stream must end with data: [DONE]")
-				continue
+			fs, done := sseFrames(t, c)
+			require.Equalf(t, i == len(chunks)-1, done, "chunk %d: only the last chunk, and it always, ends with data: [DONE]", i)
+			for _, f := range fs {
+				var head struct {
+					Type string `json:"type"`
+				}
+				require.NoError(t, json.Unmarshal(f.data, &head))
+				require.Equal(t, f.event, head.Type, "event field and payload type differ")
+				require.NotContains(t, string(f.data), `{"error":`, "no top-level error key on non-error events")
 			}
-			m := frame.FindSubmatch(c)
-			require.NotNilf(t, m, "chunk %d is not exactly one SSE event frame: %q", i, c)
-			var head struct {
-				Type string `json:"type"`
-			}
-			require.NoError(t, json.Unmarshal(m[2], &head))
-			require.Equal(t, string(m[1]), head.Type, "event field and payload type differ")
-			require.NotContains(t, string(m[2]), `{"error":`, "no top-level error key on non-error events")
+			frames += len(fs)
 		}
 		evs, done, err := ssecheck.Parse(&all)
 		require.NoError(t, err)
 		require.True(t, done, "stream must end with data: [DONE]")
 		require.NoError(t, ssecheck.Check(validator(t), evs))
-		require.Len(t, evs, len(chunks)-1)
+		require.Len(t, evs, frames)
 		require.Equal(t, "response.completed", evs[len(evs)-1].Type)
 		text, err := ssecheck.OutputText(evs)
 		require.NoError(t, err)
 		require.Equal(t, answer, text)
 	})
 
-	t.Run("one-write-per-event", func(t *testing.T) {
+	t.Run("whole-events-per-write", func(t *testing.T) {
 		rec := &writeRecorder{header: http.Header{}}
 		req := httptest.NewRequest(http.MethodPost, "/v1/responses", strings.NewReader(`{"input":"Tell me something","stream":true}`))
 		req.Header.Set("Content-Type", "application/json")
@@ -442,11 +441,36 @@ func TestE2ECreateStreaming(t *testing.T) {
 				continue
 			}
 			require.NotEqualf(t, "flush", op, "op %d: a flush without a write", i)
-			require.Truef(t, strings.HasSuffix(op, "\n\n") && strings.Count(op, "\n\n") == 1,
-				"op %d: a write must hold exactly one whole SSE frame: %q", i, op)
+			_, done := sseFrames(t, []byte(op))
+			require.Equalf(t, i == len(rec.ops)-2, done, "op %d: only the last write, and it always, ends with data: [DONE]", i)
 		}
-		require.Equal(t, "data: [DONE]\n\n", rec.ops[len(rec.ops)-2])
 	})
+}
+
+// sseFrame is one SSE event frame of the Responses API.
+type sseFrame struct {
+	event string
+	data  []byte
+}
+
+// sseFrames splits one write (or chunk) of a stream into its frames,
+// failing unless it holds only whole "event: <type>\ndata: <json>\n\n"
+// frames, optionally followed by the closing "data: [DONE]\n\n".
+func sseFrames(t *testing.T, b []byte) (frames []sseFrame, done bool) {
+	t.Helper()
+	frame := regexp.MustCompile(`\Aevent: ([a-z_.]+)\ndata: (\{[^\n]*\})\n\n`)
+	rest := b
+	for len(rest) > 0 {
+		if string(rest) == "data: [DONE]\n\n" {
+			return frames, true
+		}
+		m := frame.FindSubmatch(rest)
+		require.NotNilf(t, m, "not whole SSE event frames at byte %d: %q", len(b)-len(rest), b)
+		frames = append(frames, sseFrame{event: string(m[1]), data: m[2]})
+		rest = rest[len(m[0]):]
+	}
+	require.NotEmpty(t, frames, "an empty write")
+	return frames, false
 }
 
 // writeRecorder is an http.ResponseWriter recording each Write and Flush

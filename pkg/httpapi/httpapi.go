@@ -17,15 +17,17 @@ import (
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine"
-	"github.com/lambent/lambent/pkg/store"
 )
 
 // Service is what the HTTP API needs of the engine.
 type Service interface {
+	// CreateResponse runs a request within the call.
 	CreateResponse(ctx context.Context, req *api.CreateResponseRequest, w engine.ResponseWriter) error
+	// CreateBackground queues a request with background=true for a worker.
+	CreateBackground(ctx context.Context, req *api.CreateResponseRequest, w engine.ResponseWriter) error
 	GetResponse(ctx context.Context, id string) (*api.Response, error)
 	DeleteResponse(ctx context.Context, id string) (*api.DeleteResult, error)
-	ListInputItems(ctx context.Context, id string, opts store.ListOptions) (*api.ItemList, error)
+	ListInputItems(ctx context.Context, id string, opts api.ListOptions) (*api.ItemList, error)
 	CancelResponse(ctx context.Context, id string) (*api.Response, error)
 	StreamResponse(ctx context.Context, id string, after int64, w engine.ResponseWriter) error
 }
@@ -160,10 +162,15 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
+	create := h.svc.CreateResponse
+	if req.Background {
+		create = h.svc.CreateBackground
+	}
 	rw := &responseWriter{h: h, w: w}
-	if err := h.svc.CreateResponse(r.Context(), req, rw); err != nil {
+	if err := create(r.Context(), req, rw); err != nil {
 		if rw.started {
 			h.log.Warn("error after the response started", "err", err)
+			_ = rw.Flush()
 			return
 		}
 		if errors.Is(err, context.Canceled) {
@@ -191,7 +198,9 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, id string) {
 		}
 		rw := &responseWriter{h: h, w: w}
 		if err := h.svc.StreamResponse(r.Context(), id, after, rw); err != nil {
-			if !rw.started {
+			if rw.started {
+				_ = rw.Flush()
+			} else {
 				h.writeError(w, err)
 			}
 			return
@@ -242,7 +251,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, id string) {
 
 func (h *Handler) inputItems(w http.ResponseWriter, r *http.Request, id string) {
 	q := r.URL.Query()
-	opts := store.ListOptions{After: q.Get("after"), Order: q.Get("order"), Limit: 20}
+	opts := api.ListOptions{After: q.Get("after"), Order: q.Get("order"), Limit: api.DefaultListLimit}
 	switch opts.Order {
 	case "":
 		opts.Order = "desc"
@@ -253,8 +262,8 @@ func (h *Handler) inputItems(w http.ResponseWriter, r *http.Request, id string) 
 	}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 100 {
-			h.writeError(w, api.InvalidRequest("limit", "limit must be an integer between 1 and 100"))
+		if err != nil || n < 1 || n > api.MaxListLimit {
+			h.writeError(w, api.InvalidRequest("limit", "limit must be an integer between 1 and %d", api.MaxListLimit))
 			return
 		}
 		opts.Limit = n

@@ -7,14 +7,17 @@ import (
 )
 
 // responseWriter adapts an http.ResponseWriter to engine.ResponseWriter:
-// events as Server-Sent Events (each written in one Write, then flushed),
-// the final response as JSON.
+// events as Server-Sent Events, the final response as JSON. Events are
+// collected in a buffer; Flush (engine.Flusher) sends them in one Write and
+// flushes it, so every write holds only whole events and events that are
+// ready together share one write.
 type responseWriter struct {
 	h       *Handler
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	started bool
-	// buf holds the event being written, reused for every event.
+	// buf holds the whole SSE frames not yet written, reused after each
+	// flush.
 	buf []byte
 }
 
@@ -25,67 +28,72 @@ func (rw *responseWriter) start() {
 	hd.Set("X-Accel-Buffering", "no")
 	rw.w.WriteHeader(http.StatusOK)
 	rw.rc = http.NewResponseController(rw.w)
+	rw.buf = make([]byte, 0, 4096)
 	rw.started = true
 }
 
-// WriteEvent writes "event: <type>\ndata: <json>\n\n" in one write and
-// flushes. The JSON is what json.Marshal writes for ev, appended by
-// ev.AppendJSON into the writer's reused buffer.
+// WriteEvent buffers "event: <type>\ndata: <json>\n\n" until the next
+// Flush. The JSON is what json.Marshal writes for ev, appended by
+// ev.AppendJSON to the buffer.
 func (rw *responseWriter) WriteEvent(ev *api.StreamEvent) error {
 	if !rw.started {
 		rw.start()
 	}
-	b := rw.eventBuf()
+	b := rw.buf
 	b = append(b, "event: "...)
 	b = append(b, ev.Type...)
 	b = append(b, "\ndata: "...)
 	b = ev.AppendJSON(b)
 	b = append(b, "\n\n"...)
 	rw.buf = b
-	return rw.flush(b)
+	return nil
 }
 
-// WriteRawEvent writes a stored event's JSON as one SSE event.
+// WriteRawEvent buffers a stored event's JSON as one SSE event until the
+// next Flush.
 func (rw *responseWriter) WriteRawEvent(typ string, data []byte) error {
 	if !rw.started {
 		rw.start()
 	}
-	b := rw.eventBuf()
+	b := rw.buf
 	b = append(b, "event: "...)
 	b = append(b, typ...)
 	b = append(b, "\ndata: "...)
 	b = append(b, data...)
 	b = append(b, "\n\n"...)
 	rw.buf = b
-	return rw.flush(b)
+	return nil
 }
 
-// eventBuf returns the emptied event buffer, sized for a response event.
-func (rw *responseWriter) eventBuf() []byte {
-	if rw.buf == nil {
-		rw.buf = make([]byte, 0, 4096)
-	}
-	return rw.buf[:0]
-}
-
-// WriteComment writes an SSE comment line (a keep-alive).
+// WriteComment sends an SSE comment line (a keep-alive) with the events
+// buffered before it.
 func (rw *responseWriter) WriteComment(text string) error {
 	if !rw.started {
 		rw.start()
 	}
-	return rw.flush([]byte(": " + text + "\n\n"))
+	rw.buf = append(append(append(rw.buf, ": "...), text...), "\n\n"...)
+	return rw.Flush()
 }
 
-func (rw *responseWriter) flush(p []byte) error {
-	if _, err := rw.w.Write(p); err != nil {
+// Flush writes the buffered events in one Write and flushes them to the
+// client. Nothing buffered is nothing to do.
+func (rw *responseWriter) Flush() error {
+	if len(rw.buf) == 0 {
+		return nil
+	}
+	_, err := rw.w.Write(rw.buf)
+	rw.buf = rw.buf[:0]
+	if err != nil {
 		return err
 	}
 	return rw.rc.Flush()
 }
 
-// done ends the stream with the [DONE] sentinel.
+// done ends the stream: the buffered events and the [DONE] sentinel, in
+// one write.
 func (rw *responseWriter) done() {
-	_ = rw.flush([]byte("data: [DONE]\n\n"))
+	rw.buf = append(rw.buf, "data: [DONE]\n\n"...)
+	_ = rw.Flush()
 }
 
 // WriteResponse writes the final response as JSON.

@@ -9,7 +9,7 @@ import (
 
 // More domain errors, next to ErrNotFound and ErrConflict.
 var (
-	// ErrInvalidCursor: ListOptions.After names no input item of the
+	// ErrInvalidCursor: api.ListOptions.After names no input item of the
 	// response. The error returned with it also carries an *api.Error (400,
 	// param "after"), so code that maps errors with errors.As answers the
 	// client with a 400 rather than a 500.
@@ -19,7 +19,7 @@ var (
 	ErrCorrupt = errors.New("stored response is unreadable")
 )
 
-// InvalidCursorError returns the error for an unknown ListOptions.After: it
+// InvalidCursorError returns the error for an unknown api.ListOptions.After: it
 // matches both ErrInvalidCursor (errors.Is) and an *api.Error with status
 // 400 and param "after" (errors.As).
 func InvalidCursorError(after string) error {

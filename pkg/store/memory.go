@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/tenant"
 )
 
 // Memory defaults.
@@ -99,7 +100,7 @@ func (m *Memory) Create(ctx context.Context, rec *Record) error {
 		return fmt.Errorf("store: create %s: %w", rec.Response.ID, err)
 	}
 	now := m.now()
-	e := &memEntry{key: memKey{Tenant(ctx), rec.Response.ID}, rec: copyRecord(rec)}
+	e := &memEntry{key: memKey{tenant.From(ctx), rec.Response.ID}, rec: copyRecord(rec)}
 	e.rec.Version = 0
 	rec.Version = 0
 	if e.rec.ExpiresAt.IsZero() {
@@ -183,7 +184,7 @@ func (m *Memory) Delete(ctx context.Context, id string) error {
 }
 
 // ListInputItems pages through the record's Input (see PageItems).
-func (m *Memory) ListInputItems(ctx context.Context, id string, opts ListOptions) (*ItemPage, error) {
+func (m *Memory) ListInputItems(ctx context.Context, id string, opts api.ListOptions) (*ItemPage, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	el, err := m.lookup(ctx, id)
@@ -250,7 +251,7 @@ func cmpInt(a, b int64) int {
 // lookup finds the live entry of (ctx's tenant, id), removing it when
 // expired. m.mu must be held.
 func (m *Memory) lookup(ctx context.Context, id string) (*list.Element, error) {
-	el, ok := m.entries[memKey{Tenant(ctx), id}]
+	el, ok := m.entries[memKey{tenant.From(ctx), id}]
 	if !ok {
 		return nil, fmt.Errorf("store: %s: %w", id, ErrNotFound)
 	}

@@ -97,7 +97,7 @@ func TestMemoryConcurrentUse(t *testing.T) {
 				}
 				_, _ = m.Get(ctx, id)
 				_ = m.Update(ctx, storetest.NewRecord(id, api.StatusCompleted), api.StatusInProgress)
-				_, _ = m.ListInputItems(ctx, id, store.ListOptions{Limit: 1})
+				_, _ = m.ListInputItems(ctx, id, api.ListOptions{Limit: 1})
 				if i%3 == 0 {
 					_ = m.Delete(ctx, id)
 				}

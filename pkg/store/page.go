@@ -4,26 +4,18 @@ import (
 	"github.com/lambent/lambent/pkg/api"
 )
 
-// Page limits of ListOptions.Limit.
-const (
-	// DefaultListLimit is the page size when ListOptions.Limit is zero.
-	DefaultListLimit = 20
-	// MaxListLimit is the largest page; larger limits are clamped to it.
-	MaxListLimit = 100
-)
-
 // PageItems returns one page of items (in stored order, oldest first) as
 // ListInputItems defines it: Order "asc" or "desc" (default "desc"), After an
 // item id to start after (unknown → InvalidCursorError), Limit 1..100
 // (default 20, larger values clamped). The page's Items slice is new; the
 // items themselves are shared with the argument.
-func PageItems(items []api.Item, opts ListOptions) (*ItemPage, error) {
+func PageItems(items []api.Item, opts api.ListOptions) (*ItemPage, error) {
 	limit := opts.Limit
 	switch {
 	case limit <= 0:
-		limit = DefaultListLimit
-	case limit > MaxListLimit:
-		limit = MaxListLimit
+		limit = api.DefaultListLimit
+	case limit > api.MaxListLimit:
+		limit = api.MaxListLimit
 	}
 	desc := opts.Order != "asc"
 	n := len(items)

@@ -1,6 +1,7 @@
 // Package store defines where responses are kept: the ResponseStore
-// interface, its domain errors, and tenant scoping. Implementations: memory
-// (this package) and dynamodb (sub-package).
+// interface and its domain errors. Records are scoped to the tenant of the
+// context (package tenant). Implementations: memory (this package) and
+// dynamodb (sub-package).
 package store
 
 import (
@@ -89,16 +90,6 @@ func (r *Record) Conversation() []api.Item {
 	return append(out, r.Response.Output...)
 }
 
-// ListOptions page through input items.
-type ListOptions struct {
-	// After is an item id; listing starts after it.
-	After string
-	// Limit is the page size (1..100, default 20).
-	Limit int
-	// Order is "asc" or "desc" (default "desc", as the OpenAI API).
-	Order string
-}
-
 // ItemPage is one page of input items.
 type ItemPage struct {
 	Items   []api.Item
@@ -120,23 +111,5 @@ type ResponseStore interface {
 	// Delete removes the record and every part of it; ErrNotFound when absent.
 	Delete(ctx context.Context, id string) error
 	// ListInputItems pages through the record's Input.
-	ListInputItems(ctx context.Context, id string, opts ListOptions) (*ItemPage, error)
-}
-
-type tenantKey struct{}
-
-// DefaultTenant is the tenant of requests without one.
-const DefaultTenant = "default"
-
-// WithTenant scopes ctx to a tenant: stores key records by it.
-func WithTenant(ctx context.Context, tenant string) context.Context {
-	return context.WithValue(ctx, tenantKey{}, tenant)
-}
-
-// Tenant returns ctx's tenant, DefaultTenant when none.
-func Tenant(ctx context.Context) string {
-	if t, ok := ctx.Value(tenantKey{}).(string); ok && t != "" {
-		return t
-	}
-	return DefaultTenant
+	ListInputItems(ctx context.Context, id string, opts api.ListOptions) (*ItemPage, error)
 }

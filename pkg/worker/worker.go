@@ -17,7 +17,7 @@ import (
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine"
-	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/tenant"
 )
 
 // Runner is what the worker needs of the engine.
@@ -94,10 +94,10 @@ func (h *Handler) message(ctx context.Context, body json.RawMessage) error {
 		h.log().Error("dropping a message that is not a JSON object", "err", err)
 		return nil
 	}
-	tenant := stringField(fields, "tenant")
+	t := stringField(fields, "tenant")
 	delete(fields, "tenant")
-	if tenant != "" {
-		ctx = store.WithTenant(ctx, tenant)
+	if t != "" {
+		ctx = tenant.With(ctx, t)
 	}
 	if id := stringField(fields, "response_id"); id != "" && len(fields) == 1 {
 		return h.Runner.RunBackground(ctx, id)
@@ -166,7 +166,7 @@ func NewLocal(n int, run func(ctx context.Context, id string) error, log *slog.L
 				case j := <-l.jobs:
 					jctx := ctx
 					if j.Tenant != "" {
-						jctx = store.WithTenant(ctx, j.Tenant)
+						jctx = tenant.With(ctx, j.Tenant)
 					}
 					if err := l.run(jctx, j.ResponseID); err != nil && ctx.Err() == nil {
 						l.log.Error("background job failed", "response_id", j.ResponseID, "err", err)

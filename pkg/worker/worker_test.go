@@ -130,7 +130,7 @@ func TestSQSJobSample(t *testing.T) {
 	req, err := api.DecodeCreateRequest([]byte(`{"input":"6*7?","background":true,"tools":[{"type":"lambent:calculator"}]}`))
 	require.NoError(t, err)
 	d := &discard{}
-	require.NoError(t, e.app.Engine.CreateResponse(context.Background(), req, d))
+	require.NoError(t, e.app.Engine.CreateBackground(context.Background(), req, d))
 	require.Equal(t, api.StatusQueued, d.resp.Status)
 	require.Len(t, e.queue.jobs, 1)
 	id := e.queue.jobs[0].ResponseID

@@ -22,6 +22,7 @@ import (
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/store/storetest"
+	"github.com/lambent/lambent/pkg/tenant"
 )
 
 // newClient returns a client for DynamoDB Local with dummy credentials, the
@@ -126,7 +127,7 @@ func TestLayout(t *testing.T) {
 		}
 		rec.ExpiresAt = time.Now().Add(time.Hour).Truncate(time.Second)
 		require.NoError(t, s.Create(ctx, rec))
-		out, err := s.api.(*ddb.Client).GetItem(ctx, &ddb.GetItemInput{TableName: s.table, Key: keyOf(pk(store.DefaultTenant, rec.Response.ID), skHead)})
+		out, err := s.api.(*ddb.Client).GetItem(ctx, &ddb.GetItemInput{TableName: s.table, Key: keyOf(pk(tenant.Default, rec.Response.ID), skHead)})
 		require.NoError(t, err)
 		var h head
 		require.NoError(t, attributevalue.UnmarshalMap(out.Item, &h))
@@ -205,7 +206,7 @@ func TestCorruptRecordIsAServerError(t *testing.T) {
 	ctx := t.Context()
 	// A head whose body is not gzip.
 	id := api.NewID(api.PrefixResponse)
-	item, err := attributevalue.MarshalMap(head{PK: pk(store.DefaultTenant, id), SK: skHead, Status: "completed",
+	item, err := attributevalue.MarshalMap(head{PK: pk(tenant.Default, id), SK: skHead, Status: "completed",
 		ExpiresAt: time.Now().Add(time.Hour).Unix(), Gen: "g", Format: formatJSONGzip, Body: []byte("not gzip")})
 	require.NoError(t, err)
 	_, err = s.api.PutItem(ctx, &ddb.PutItemInput{TableName: s.table, Item: item})
@@ -221,7 +222,7 @@ func TestCorruptRecordIsAServerError(t *testing.T) {
 	rec.Response.Output = append(rec.Response.Output, api.Item{Type: api.ItemMessage, ID: "m", Role: api.RoleAssistant,
 		Content: []api.ContentPart{{Type: api.PartOutputText, Text: storetest.RandomText(mrand.New(mrand.NewPCG(1, 1)), 8<<10)}}})
 	require.NoError(t, s.Create(ctx, rec))
-	out, err := s.api.(*ddb.Client).GetItem(ctx, &ddb.GetItemInput{TableName: s.table, Key: keyOf(pk(store.DefaultTenant, rec.Response.ID), skHead)})
+	out, err := s.api.(*ddb.Client).GetItem(ctx, &ddb.GetItemInput{TableName: s.table, Key: keyOf(pk(tenant.Default, rec.Response.ID), skHead)})
 	require.NoError(t, err)
 	var h head
 	require.NoError(t, attributevalue.UnmarshalMap(out.Item, &h))
@@ -290,7 +291,7 @@ func TestReadersDuringUpdates(t *testing.T) {
 	got, err := s.Get(ctx, id)
 	require.NoError(t, err)
 	storetest.RequireSameRecord(t, recs[versions-1], got)
-	out, err := s.api.(*ddb.Client).GetItem(ctx, &ddb.GetItemInput{TableName: s.table, Key: keyOf(pk(store.DefaultTenant, id), skHead)})
+	out, err := s.api.(*ddb.Client).GetItem(ctx, &ddb.GetItemInput{TableName: s.table, Key: keyOf(pk(tenant.Default, id), skHead)})
 	require.NoError(t, err)
 	var h head
 	require.NoError(t, attributevalue.UnmarshalMap(out.Item, &h))
@@ -437,7 +438,7 @@ func TestCallBudget(t *testing.T) {
 	id := normal.Response.ID
 	measure("create (normal)", 2, func() error { return s.Create(ctx, normal) })
 	measure("get (normal)", 1, func() error { _, err := s.Get(ctx, id); return err })
-	measure("list input items (normal)", 1, func() error { _, err := s.ListInputItems(ctx, id, store.ListOptions{}); return err })
+	measure("list input items (normal)", 1, func() error { _, err := s.ListInputItems(ctx, id, api.ListOptions{}); return err })
 	var next *store.Record
 	measure("continuation (get + create)", 2, func() error {
 		prev, err := s.Get(ctx, id)

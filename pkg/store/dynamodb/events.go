@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/tenant"
 )
 
 // Event items: one per AppendEvents call, under the response's partition
@@ -94,7 +95,7 @@ func (s *Store) AppendEvents(ctx context.Context, id string, events []store.Even
 	if id == "" {
 		return fmt.Errorf("dynamodb: append events: empty id: %w", store.ErrNotFound)
 	}
-	p := pk(store.Tenant(ctx), id)
+	p := pk(tenant.From(ctx), id)
 	h, err := s.readHead(ctx, p, id, true)
 	if err != nil {
 		return err
@@ -159,7 +160,7 @@ func (s *Store) Events(ctx context.Context, id string, after int64) ([]store.Eve
 	if id == "" {
 		return nil, fmt.Errorf("dynamodb: events: empty id: %w", store.ErrNotFound)
 	}
-	p := pk(store.Tenant(ctx), id)
+	p := pk(tenant.From(ctx), id)
 	const attempts = 4
 	for attempt := 1; ; attempt++ {
 		evs, missing, err := s.readEvents(ctx, p, id, after)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/tenant"
 )
 
 // ErrTooLarge: the record's JSON is larger than Config.MaxRecordBytes.
@@ -223,7 +224,7 @@ func (s *Store) encode(ctx context.Context, rec *store.Record, version int64) (*
 		exp = s.now().Add(s.retention)
 	}
 	e := &encoded{id: rec.Response.ID, head: head{
-		PK:        pk(store.Tenant(ctx), rec.Response.ID),
+		PK:        pk(tenant.From(ctx), rec.Response.ID),
 		SK:        skHead,
 		Status:    string(rec.Response.Status),
 		CreatedAt: rec.Response.CreatedAt,
@@ -299,7 +300,7 @@ func (s *Store) Update(ctx context.Context, rec *store.Record, expect api.Status
 	id := rec.Response.ID
 	if next := rec.Response.Status; !store.UpdateAllowed(expect, next) {
 		// Illegal whatever is stored; only "absent" needs a read.
-		if _, err := s.readHead(ctx, pk(store.Tenant(ctx), id), id, true); err != nil {
+		if _, err := s.readHead(ctx, pk(tenant.From(ctx), id), id, true); err != nil {
 			return err
 		}
 		return fmt.Errorf("dynamodb: update %s: status %s cannot become %s: %w", id, expect, next, store.ErrConflict)
@@ -582,7 +583,7 @@ func (s *Store) Get(ctx context.Context, id string) (*store.Record, error) {
 	if id == "" {
 		return nil, fmt.Errorf("dynamodb: get: empty id: %w", store.ErrNotFound)
 	}
-	p := pk(store.Tenant(ctx), id)
+	p := pk(tenant.From(ctx), id)
 	// A concurrent Update or Delete may remove the chunks of the head just
 	// read; then the head has changed too, and reading again sees it.
 	const attempts = 4
@@ -679,7 +680,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if id == "" {
 		return fmt.Errorf("dynamodb: delete: empty id: %w", store.ErrNotFound)
 	}
-	p := pk(store.Tenant(ctx), id)
+	p := pk(tenant.From(ctx), id)
 	cond := expression.AttributeExists(expression.Name(attrPK)).
 		And(expression.Name(attrExpiresAt).GreaterThan(expression.Value(s.nowUnix())))
 	ex, err := expression.NewBuilder().WithCondition(cond).Build()
@@ -719,7 +720,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 
 // ListInputItems pages through the record's Input. The input items live in
 // the record, so a page costs the record's one read (see the package doc).
-func (s *Store) ListInputItems(ctx context.Context, id string, opts store.ListOptions) (*store.ItemPage, error) {
+func (s *Store) ListInputItems(ctx context.Context, id string, opts api.ListOptions) (*store.ItemPage, error) {
 	rec, err := s.Get(ctx, id)
 	if err != nil {
 		return nil, err

@@ -27,6 +27,7 @@ import (
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/tenant"
 )
 
 // Option adjusts Run.
@@ -262,7 +263,7 @@ func testNotFound(t *testing.T, s store.ResponseStore) {
 	_, err := s.Get(ctx, id)
 	require.ErrorIs(t, err, store.ErrNotFound)
 	require.ErrorIs(t, s.Delete(ctx, id), store.ErrNotFound)
-	_, err = s.ListInputItems(ctx, id, store.ListOptions{})
+	_, err = s.ListInputItems(ctx, id, api.ListOptions{})
 	require.ErrorIs(t, err, store.ErrNotFound)
 	rec := NewRecord(id, api.StatusCompleted)
 	require.ErrorIs(t, s.Update(ctx, rec, api.StatusInProgress), store.ErrNotFound)
@@ -286,7 +287,7 @@ func testDelete(t *testing.T, s store.ResponseStore) {
 
 			_, err := s.Get(ctx, id)
 			require.ErrorIs(t, err, store.ErrNotFound)
-			_, err = s.ListInputItems(ctx, id, store.ListOptions{})
+			_, err = s.ListInputItems(ctx, id, api.ListOptions{})
 			require.ErrorIs(t, err, store.ErrNotFound)
 			upd := NewRecord(id, api.StatusCompleted)
 			require.ErrorIs(t, s.Update(ctx, upd, api.StatusInProgress), store.ErrNotFound)
@@ -599,7 +600,7 @@ func testExpiry(t *testing.T, s store.ResponseStore) {
 	create(t, s, ctx, old)
 	_, err := s.Get(ctx, id)
 	require.ErrorIs(t, err, store.ErrNotFound)
-	_, err = s.ListInputItems(ctx, id, store.ListOptions{})
+	_, err = s.ListInputItems(ctx, id, api.ListOptions{})
 	require.ErrorIs(t, err, store.ErrNotFound)
 	require.ErrorIs(t, s.Update(ctx, NewRecord(id, api.StatusCompleted), api.StatusInProgress), store.ErrNotFound)
 	require.ErrorIs(t, s.Delete(ctx, id), store.ErrNotFound)
@@ -625,7 +626,7 @@ func testExpiry(t *testing.T, s store.ResponseStore) {
 
 func testTenantIsolation(t *testing.T, s store.ResponseStore) {
 	ctx := t.Context()
-	alice, bob := store.WithTenant(ctx, "alice"), store.WithTenant(ctx, "bob")
+	alice, bob := tenant.With(ctx, "alice"), tenant.With(ctx, "bob")
 	id := newID()
 	ra := NewRecord(id, api.StatusCompleted)
 	ra.Response.Metadata["owner"] = "alice"
@@ -652,14 +653,14 @@ func testTenantIsolation(t *testing.T, s store.ResponseStore) {
 	require.NoError(t, err)
 	RequireSameRecord(t, rb, got)
 	require.NoError(t, s.Update(bob, NewRecord(id, api.StatusCompleted), api.StatusInProgress))
-	page, err := s.ListInputItems(bob, id, store.ListOptions{})
+	page, err := s.ListInputItems(bob, id, api.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, page.Items, 2)
 
 	// Separators in tenants or ids cannot reach another tenant's records.
-	odd := store.WithTenant(ctx, "t#1")
+	odd := tenant.With(ctx, "t#1")
 	create(t, s, odd, NewRecord("x", api.StatusCompleted))
-	_, err = s.Get(store.WithTenant(ctx, "t"), "1#x")
+	_, err = s.Get(tenant.With(ctx, "t"), "1#x")
 	require.ErrorIs(t, err, store.ErrNotFound)
 	_, err = s.Get(odd, "x")
 	require.NoError(t, err)
@@ -683,22 +684,22 @@ func testPagination(t *testing.T, s store.ResponseStore) {
 		return strings.Join(out, ",")
 	}
 	cases := []struct {
-		opts    store.ListOptions
+		opts    api.ListOptions
 		want    string
 		hasMore bool
 	}{
-		{store.ListOptions{}, "7,6,5,4,3,2,1", false},
-		{store.ListOptions{Order: "desc", Limit: 3}, "7,6,5", true},
-		{store.ListOptions{Order: "desc", Limit: 3, After: "in_5"}, "4,3,2", true},
-		{store.ListOptions{Order: "desc", Limit: 3, After: "in_2"}, "1", false},
-		{store.ListOptions{Order: "desc", Limit: 3, After: "in_1"}, "", false},
-		{store.ListOptions{Order: "asc"}, "1,2,3,4,5,6,7", false},
-		{store.ListOptions{Order: "asc", Limit: 3}, "1,2,3", true},
-		{store.ListOptions{Order: "asc", Limit: 3, After: "in_3"}, "4,5,6", true},
-		{store.ListOptions{Order: "asc", Limit: 3, After: "in_6"}, "7", false},
-		{store.ListOptions{Order: "asc", Limit: 4, After: "in_3"}, "4,5,6,7", false},
-		{store.ListOptions{Order: "asc", Limit: 1}, "1", true},
-		{store.ListOptions{Limit: 100}, "7,6,5,4,3,2,1", false},
+		{api.ListOptions{}, "7,6,5,4,3,2,1", false},
+		{api.ListOptions{Order: "desc", Limit: 3}, "7,6,5", true},
+		{api.ListOptions{Order: "desc", Limit: 3, After: "in_5"}, "4,3,2", true},
+		{api.ListOptions{Order: "desc", Limit: 3, After: "in_2"}, "1", false},
+		{api.ListOptions{Order: "desc", Limit: 3, After: "in_1"}, "", false},
+		{api.ListOptions{Order: "asc"}, "1,2,3,4,5,6,7", false},
+		{api.ListOptions{Order: "asc", Limit: 3}, "1,2,3", true},
+		{api.ListOptions{Order: "asc", Limit: 3, After: "in_3"}, "4,5,6", true},
+		{api.ListOptions{Order: "asc", Limit: 3, After: "in_6"}, "7", false},
+		{api.ListOptions{Order: "asc", Limit: 4, After: "in_3"}, "4,5,6,7", false},
+		{api.ListOptions{Order: "asc", Limit: 1}, "1", true},
+		{api.ListOptions{Limit: 100}, "7,6,5,4,3,2,1", false},
 	}
 	for _, c := range cases {
 		p, err := s.ListInputItems(ctx, id, c.opts)
@@ -707,12 +708,12 @@ func testPagination(t *testing.T, s store.ResponseStore) {
 		assert.Equal(t, c.hasMore, p.HasMore, "has_more of %+v", c.opts)
 	}
 	// Listed items are the stored items.
-	p, err := s.ListInputItems(ctx, id, store.ListOptions{Order: "asc"})
+	p, err := s.ListInputItems(ctx, id, api.ListOptions{Order: "asc"})
 	require.NoError(t, err)
 	require.Equal(t, string(MustJSON(t, rec.Input)), string(MustJSON(t, p.Items)))
 
 	// An unknown cursor is a client error the HTTP layer can map to 400.
-	_, err = s.ListInputItems(ctx, id, store.ListOptions{After: "in_nope"})
+	_, err = s.ListInputItems(ctx, id, api.ListOptions{After: "in_nope"})
 	require.ErrorIs(t, err, store.ErrInvalidCursor)
 	var ae *api.Error
 	require.True(t, errors.As(err, &ae), "%v", err)
@@ -726,16 +727,16 @@ func testPagination(t *testing.T, s store.ResponseStore) {
 		many.Input = append(many.Input, textInput(fmt.Sprintf("in_%03d", i), "x"))
 	}
 	create(t, s, ctx, many)
-	p, err = s.ListInputItems(ctx, many.Response.ID, store.ListOptions{})
+	p, err = s.ListInputItems(ctx, many.Response.ID, api.ListOptions{})
 	require.NoError(t, err)
-	require.Len(t, p.Items, store.DefaultListLimit)
+	require.Len(t, p.Items, api.DefaultListLimit)
 	require.Equal(t, "in_149", p.Items[0].ID)
 	require.True(t, p.HasMore)
-	p, err = s.ListInputItems(ctx, many.Response.ID, store.ListOptions{Order: "asc", Limit: 1000})
+	p, err = s.ListInputItems(ctx, many.Response.ID, api.ListOptions{Order: "asc", Limit: 1000})
 	require.NoError(t, err)
-	require.Len(t, p.Items, store.MaxListLimit)
+	require.Len(t, p.Items, api.MaxListLimit)
 	require.True(t, p.HasMore)
-	p, err = s.ListInputItems(ctx, many.Response.ID, store.ListOptions{Order: "asc", Limit: 100, After: p.Items[99].ID})
+	p, err = s.ListInputItems(ctx, many.Response.ID, api.ListOptions{Order: "asc", Limit: 100, After: p.Items[99].ID})
 	require.NoError(t, err)
 	require.Len(t, p.Items, 50)
 	require.Equal(t, "in_149", p.Items[49].ID)
@@ -745,7 +746,7 @@ func testPagination(t *testing.T, s store.ResponseStore) {
 	empty := NewRecord(newID(), api.StatusCompleted)
 	empty.Input = nil
 	create(t, s, ctx, empty)
-	p, err = s.ListInputItems(ctx, empty.Response.ID, store.ListOptions{})
+	p, err = s.ListInputItems(ctx, empty.Response.ID, api.ListOptions{})
 	require.NoError(t, err)
 	require.Empty(t, p.Items)
 	require.False(t, p.HasMore)
@@ -766,7 +767,7 @@ func testBigOutput(t *testing.T, s store.ResponseStore) {
 	require.Len(t, last.Content, 1)
 	require.True(t, last.Content[0].Text == text, "the 5 MB output text changed (%d bytes read)", len(last.Content[0].Text))
 	RequireSameRecord(t, rec, got)
-	p, err := s.ListInputItems(ctx, rec.Response.ID, store.ListOptions{})
+	p, err := s.ListInputItems(ctx, rec.Response.ID, api.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, p.Items, len(rec.Input))
 }
@@ -887,7 +888,7 @@ func testEventLog(t *testing.T, s store.ResponseStore) {
 	requireEvents(t, odd, got)
 
 	// Tenants do not share events.
-	other := store.WithTenant(ctx, "other")
+	other := tenant.With(ctx, "other")
 	orec := NewRecord(id, api.StatusQueued)
 	orec.Job = &store.Job{}
 	create(t, s, other, orec)

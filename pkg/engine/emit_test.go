@@ -1,0 +1,157 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/tools"
+)
+
+// flushRecorder buffers events as the HTTP transport does (a Flusher) and
+// hands the event types of each flush to the test.
+type flushRecorder struct {
+	recorder
+	pending []string
+	flushes chan []string
+}
+
+func newFlushRecorder() *flushRecorder { return &flushRecorder{flushes: make(chan []string, 100)} }
+
+func (f *flushRecorder) WriteEvent(ev *api.StreamEvent) error {
+	if err := f.recorder.WriteEvent(ev); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.pending = append(f.pending, ev.Type)
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *flushRecorder) Flush() error {
+	f.mu.Lock()
+	batch := f.pending
+	f.pending = nil
+	f.mu.Unlock()
+	if len(batch) > 0 {
+		f.flushes <- batch
+	}
+	return nil
+}
+
+// next returns the next flushed batch; false when none came while ctx
+// lived.
+func (f *flushRecorder) next(ctx context.Context) ([]string, bool) {
+	select {
+	case b := <-f.flushes:
+		return b, true
+	case <-ctx.Done():
+		return nil, false
+	}
+}
+
+// rest returns the batches flushed so far and what is still buffered (the
+// caller's to send when it ends the stream).
+func (f *flushRecorder) rest() (batches [][]string, buffered []string) {
+	for {
+		select {
+		case b := <-f.flushes:
+			batches = append(batches, b)
+		default:
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return batches, f.pending
+		}
+	}
+}
+
+// While the engine waits on the model, the events written before the wait
+// are flushed once the flush delay has passed: the scripted model answers
+// only after it saw response.created and response.in_progress flushed
+// together. Deltas are flushed at once; what follows the last one stays
+// buffered for the transport to send with the end of the stream.
+func TestEventsFlushedWhileWaitingOnTheModel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rec := newFlushRecorder()
+	var first []string
+	p := script(step{res: text("one two", 1, 1).res, hook: func(context.Context) { first, _ = rec.next(ctx) }})
+	e, _ := newEngine(t, p, nil, func(c *Config) { c.FlushDelay = time.Nanosecond })
+	require.NoError(t, e.CreateResponse(ctx, decodeReq(t, `{"input":"x","stream":true}`), rec))
+	assert.Equal(t, []string{"response.created", "response.in_progress"}, first)
+	batches, buffered := rec.rest()
+	require.GreaterOrEqual(t, len(batches), 2)
+	assert.Equal(t, [][]string{
+		{"response.output_item.added", "response.content_part.added", "response.output_text.delta"},
+		{"response.output_text.delta"},
+	}, batches[:2])
+	for _, b := range batches[2:] {
+		assert.NotContains(t, b, "response.output_text.delta")
+	}
+	require.NotEmpty(t, buffered)
+	assert.Equal(t, "response.completed", buffered[len(buffered)-1])
+	assert.Equal(t, api.StatusCompleted, rec.checkStream(t).Status)
+}
+
+// While hosted tools run, the events of the turn that asked for them are
+// flushed: the tool answers only after it saw its call's
+// output_item.done go out.
+func TestEventsFlushedWhileToolsRun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rec := newFlushRecorder()
+	var seen []string
+	m := newMock(func(_ context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
+		for !containsDone(seen) {
+			b, ok := rec.next(ctx)
+			if !ok {
+				return nil, errors.New("the turn's events were not flushed while the tool ran")
+			}
+			seen = append(seen, b...)
+		}
+		return echoTool(ctx, c)
+	}, "t")
+	p := script(calls(1, 1, call("c1", "t", `{}`)), text("done", 1, 1))
+	e, _ := newEngine(t, p, m, func(c *Config) { c.FlushDelay = time.Nanosecond })
+	require.NoError(t, e.CreateResponse(ctx, decodeReq(t, `{"input":"x","stream":true,"tools":[{"type":"lambent:t"}]}`), rec))
+	assert.Contains(t, seen, "response.function_call_arguments.done")
+	r := rec.checkStream(t)
+	require.Len(t, r.Output, 3)
+	assert.False(t, r.Output[1].IsError, r.Output[1].Output)
+	assert.Equal(t, api.StatusCompleted, r.Status)
+	assert.Equal(t, []string{"function_call:t", "function_call_output", "message"}, types(r.Output))
+}
+
+func containsDone(types []string) bool {
+	for _, t := range types {
+		if t == api.EventOutputItemDone {
+			return true
+		}
+	}
+	return false
+}
+
+// With a negative flush delay every event is flushed on its own, and the
+// sequence numbers still count up from 0 without a gap.
+func TestNoFlushDelayFlushesEachEvent(t *testing.T) {
+	rec := newFlushRecorder()
+	e, _ := newEngine(t, script(text("a b c", 1, 1)), nil, func(c *Config) { c.FlushDelay = -1 })
+	require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, `{"input":"x","stream":true}`), rec))
+	batches, buffered := rec.rest()
+	assert.Empty(t, buffered)
+	require.Len(t, batches, len(rec.events))
+	for i, raw := range rec.events {
+		assert.Len(t, batches[i], 1)
+		var ev struct {
+			Seq int64 `json:"sequence_number"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &ev))
+		assert.Equal(t, int64(i), ev.Seq)
+	}
+}

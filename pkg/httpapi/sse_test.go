@@ -1,0 +1,68 @@
+package httpapi_test
+
+import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lambent/lambent/internal/fakellm"
+	"github.com/lambent/lambent/pkg/engine"
+	"github.com/lambent/lambent/pkg/httpapi"
+	"github.com/lambent/lambent/pkg/provider/openai"
+	"github.com/lambent/lambent/pkg/store"
+)
+
+// The events that are ready together go out in one write: response.created,
+// response.in_progress, output_item.added, content_part.added and the first
+// delta in the first; every later delta in its own, as it comes; the done
+// events, the terminal event and [DONE] in the last. The flush delay is
+// longer than the test, so the grouping does not depend on how fast the
+// fake model answers.
+func TestSSEWritesWholeEventsReadyTogether(t *testing.T) {
+	fake := fakellm.New(fakellm.Turn{Text: "one two three"})
+	t.Cleanup(fake.Close)
+	p := openai.New(openai.Config{BaseURL: fake.URL, HTTPClient: fake.Client()})
+	e, err := engine.New(engine.Config{
+		Provider:     p,
+		Store:        store.NewMemory(store.MemoryConfig{}),
+		DefaultModel: "test-model",
+		Logger:       slog.New(slog.DiscardHandler),
+		FlushDelay:   time.Hour,
+	})
+	require.NoError(t, err)
+	h := httpapi.New(httpapi.Config{Service: e, Logger: slog.New(slog.DiscardHandler)})
+
+	rec := &writeRecorder{header: http.Header{}}
+	req := httptest.NewRequest(http.MethodPost, "/v1/responses", strings.NewReader(`{"input":"count","stream":true}`))
+	req.Header.Set("Content-Type", "application/json")
+	h.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusOK, rec.status)
+
+	var writes [][]string
+	for i, op := range rec.ops {
+		if i%2 == 1 {
+			require.Equalf(t, "flush", op, "op %d: every write must be followed by a flush (ops %v)", i, rec.opNames())
+			continue
+		}
+		frames, done := sseFrames(t, []byte(op))
+		var w []string
+		for _, f := range frames {
+			w = append(w, f.event)
+		}
+		if done {
+			w = append(w, "[DONE]")
+		}
+		writes = append(writes, w)
+	}
+	require.Equal(t, [][]string{
+		{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added", "response.output_text.delta"},
+		{"response.output_text.delta"},
+		{"response.output_text.delta"},
+		{"response.output_text.done", "response.content_part.done", "response.output_item.done", "response.completed", "[DONE]"},
+	}, writes)
+}
