@@ -50,7 +50,7 @@ func TestBootstrapStreamsUnderRuntimeAPI(t *testing.T) {
 	require.NoError(t, err)
 	defer p.Stop()
 
-	inv := rt.Invoke(readEvent(t, "gateway-url-create-stream.json"), lambdarun.InvokeOptions{})
+	inv := rt.Invoke(readEvent(t, "gateway-url-create-stream.json"), lambdarun.InvokeOptions{Stream: true})
 	first, err := inv.NextChunk(ctx)
 	require.NoError(t, err, "stderr: %s", stderr)
 	prelude, rest, err := lambdarun.SplitPrelude(first)
