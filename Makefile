@@ -9,11 +9,15 @@ export LAMBENT_CACHE ?= $(CACHE_DIR)
 
 LAMBDA_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w"
 
-.PHONY: run test test-go lint bench build fuzz clean
+.PHONY: run demo test test-go lint bench build fuzz clean
 
 ## run: start the gateway on LAMBENT_ADDR (default 127.0.0.1:8080), memory store, hosted tools in-process
 run:
 	$(GO) run ./functions/gateway
+
+## demo: the gateway with a scripted fake model (no model, no AWS) on LAMBENT_ADDR, and curl commands to try
+demo:
+	$(GO) run ./internal/cmd/demo
 
 ## test: lint, then every test with -race against DynamoDB Local (started and stopped here)
 test: lint

@@ -209,6 +209,30 @@ func isRef(v any, name string) bool {
 	return len(m) == 1 && m["Ref"] == name
 }
 
+// refs returns the names v refers to with Ref, directly or in the branches
+// of an Fn::If.
+func refs(v any) []string {
+	if name, ok := asMap(v)["Ref"].(string); ok && len(asMap(v)) == 1 {
+		return []string{name}
+	}
+	var out []string
+	if branches := asList(asMap(v)["Fn::If"]); len(branches) == 3 {
+		for _, b := range branches[1:] {
+			out = append(out, refs(b)...)
+		}
+	}
+	return out
+}
+
+// ifCond returns the condition and branches of {"Fn::If": [c, a, b]}.
+func ifCond(v any) (cond string, yes, no any, ok bool) {
+	l := asList(asMap(v)["Fn::If"])
+	if len(asMap(v)) != 1 || len(l) != 3 {
+		return "", nil, nil, false
+	}
+	return asString(l[0]), l[1], l[2], true
+}
+
 // getAtt returns the resource and attribute of {"Fn::GetAtt": [r, a]}.
 func getAtt(v any) (res, attr string, ok bool) {
 	m := asMap(v)
@@ -564,12 +588,17 @@ func TestRestAPIStreams(t *testing.T) {
 		t.Fatalf("stages %v, want one", stages)
 	}
 	stage := asMap(get(tpl.resources()[stages[0]], "Properties"))
-	depID, _ := asMap(stage["DeploymentId"])["Ref"].(string)
-	dep := tpl.resource(t, depID, "AWS::ApiGateway::Deployment")
-	dependsOn := asStrings(dep["DependsOn"])
-	for _, id := range routes {
-		if !slices.Contains(dependsOn, id) {
-			t.Errorf("deployment %s does not depend on %s: the stage may be deployed without it", depID, id)
+	depIDs := refs(stage["DeploymentId"])
+	if len(depIDs) == 0 {
+		t.Errorf("stage DeploymentId = %v, want references to deployments", stage["DeploymentId"])
+	}
+	for _, depID := range depIDs {
+		dep := tpl.resource(t, depID, "AWS::ApiGateway::Deployment")
+		dependsOn := asStrings(dep["DependsOn"])
+		for _, id := range routes {
+			if !slices.Contains(dependsOn, id) {
+				t.Errorf("deployment %s does not depend on %s: the stage may be deployed without it", depID, id)
+			}
 		}
 	}
 
@@ -1069,6 +1098,17 @@ func TestQueueAndWorkerTriggers(t *testing.T) {
 		}
 		if !slices.Contains(asStrings(p["FunctionResponseTypes"]), "ReportBatchItemFailures") {
 			t.Errorf("%s: FunctionResponseTypes = %v, want ReportBatchItemFailures", id, p["FunctionResponseTypes"])
+		}
+		// Messages beyond this wait in the queue rather than being throttled.
+		if got := get(p, "ScalingConfig", "MaximumConcurrency"); !isRef(got, "WorkerQueueMaxConcurrency") {
+			t.Errorf("%s: ScalingConfig.MaximumConcurrency = %v, want !Ref WorkerQueueMaxConcurrency", id, got)
+		}
+		mc := tpl.param(t, "WorkerQueueMaxConcurrency")
+		if lo, _ := asInt(mc["MinValue"]); lo < 2 {
+			t.Errorf("WorkerQueueMaxConcurrency MinValue = %v, want at least 2 (the SQS event source minimum)", mc["MinValue"])
+		}
+		if hi, ok := asInt(mc["MaxValue"]); !ok || hi > 1000 {
+			t.Errorf("WorkerQueueMaxConcurrency MaxValue = %v, want at most 1000 (the SQS event source maximum)", mc["MaxValue"])
 		}
 	}
 	if !sqsTrigger {

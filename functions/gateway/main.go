@@ -4,13 +4,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
+	"net"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
-	"time"
 
 	"github.com/lambent/lambent/pkg/app"
 )
@@ -41,22 +40,23 @@ func run() error {
 	if cfg.InLambda {
 		return serveLambda(a)
 	}
-	srv := &http.Server{Addr: cfg.Addr, Handler: a.Handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	log.Info("lambent gateway listening", "addr", "http://"+cfg.Addr, "provider", cfg.ProviderURL, "store", cfg.Store, "tools", toolNames(a))
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
+	// Local runs check the provider once, in the background: a missing
+	// model is reported with what to do, and never delays or fails start-up.
+	var checks sync.WaitGroup
+	defer checks.Wait()
+	err = app.Serve(ctx, cfg.Addr, a.Handler, func(addr net.Addr) {
+		log.Info("lambent gateway listening", "addr", "http://"+addr.String(), "provider", cfg.ProviderURL, "store", cfg.Store, "tools", toolNames(a))
+		checks.Add(1)
+		go func() {
+			defer checks.Done()
+			c := app.CheckProvider(ctx, cfg, nil)
+			log.Log(ctx, c.Level, c.Message, c.LogAttrs(cfg)...)
+		}()
+	})
+	if err == nil {
+		log.Info("shut down")
 	}
-	log.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return err
 }
 
 func toolNames(a *app.App) []string {

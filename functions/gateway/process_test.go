@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -51,7 +55,7 @@ func TestBootstrapStreamsUnderRuntimeAPI(t *testing.T) {
 	require.NoError(t, err)
 	defer p.Stop()
 
-	inv := rt.Invoke(readEvent(t, "gateway-url-create-stream.json"), lambdarun.InvokeOptions{})
+	inv := rt.Invoke(readEvent(t, "gateway-url-create-stream.json"), lambdarun.InvokeOptions{Stream: true})
 	first, err := inv.NextChunk(ctx)
 	require.NoError(t, err, "stderr: %s", stderr)
 	prelude, rest, err := lambdarun.SplitPrelude(first)
@@ -128,4 +132,42 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestLocalStartChecksProvider runs the gateway as `make run` does, with
+// no model at LAMBENT_PROVIDER_URL: it starts anyway, logs what to do, and
+// shuts down cleanly on an interrupt.
+func TestLocalStartChecksProvider(t *testing.T) {
+	ctx := testCtx(t)
+	bin := filepath.Join(t.TempDir(), "gateway")
+	require.NoError(t, lambdarun.Build(ctx, ".", ".", bin, nil))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := "http://" + ln.Addr().String() + "/v1"
+	require.NoError(t, ln.Close())
+
+	cmd := exec.CommandContext(ctx, bin)
+	cmd.Env = []string{"LAMBENT_ADDR=127.0.0.1:0", "LAMBENT_PROVIDER_URL=" + closed, "PATH=" + os.Getenv("PATH")}
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	lines := bufio.NewScanner(stderr)
+	var seen []string
+	for lines.Scan() {
+		seen = append(seen, lines.Text())
+		if strings.Contains(lines.Text(), "no model provider reachable at "+closed) {
+			break
+		}
+	}
+	require.NotEmpty(t, seen)
+	last := seen[len(seen)-1]
+	require.Contains(t, last, `"level":"WARN"`, "log: %s", strings.Join(seen, "\n"))
+	require.Contains(t, last, "LAMBENT_PROVIDER_URL")
+	require.Contains(t, strings.Join(seen, "\n"), "lambent gateway listening")
+
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	rest, err := io.ReadAll(stderr)
+	require.NoError(t, err)
+	require.NoError(t, cmd.Wait(), "%s", rest)
+	require.Contains(t, string(rest), `"msg":"shut down"`)
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -79,7 +78,8 @@ func (rt *Runtime) Start(bin string, cfg ProcessConfig) (*Process, error) {
 	}
 	var sfx [16]byte
 	_, _ = rand.Read(sfx[:])
-	api := httptest.NewServer(http.HandlerFunc(rt.serveHTTP))
+	p := &Process{rt: rt, exited: make(chan struct{})}
+	api := httptest.NewServer(rt.handler(p))
 	addr := strings.TrimPrefix(api.URL, "http://")
 	env := map[string]string{
 		"AWS_LAMBDA_RUNTIME_API":          addr,
@@ -108,7 +108,7 @@ func (rt *Runtime) Start(bin string, cfg ProcessConfig) (*Process, error) {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.Stdout, cmd.Stderr = cfg.Stdout, cfg.Stderr
-	p := &Process{Addr: addr, rt: rt, api: api, cmd: cmd, exited: make(chan struct{})}
+	p.Addr, p.api, p.cmd = addr, api, cmd
 	rt.mu.Lock()
 	if rt.closed || isClosed(rt.closing) {
 		rt.mu.Unlock()
@@ -149,18 +149,24 @@ func (p *Process) Err() error {
 	return p.err
 }
 
+// kill sends the process SIGKILL without waiting for it (an invocation's
+// deadline passed).
+func (p *Process) kill() {
+	select {
+	case <-p.exited:
+	default:
+		_ = p.cmd.Process.Kill()
+	}
+}
+
 // Stop kills the process, as Lambda does when it shuts an execution
 // environment down, and waits for it to exit and for the Runtime API
 // requests it left pending to end, so an event queued after Stop goes to
 // the next process.
 func (p *Process) Stop() {
 	p.stop.Do(func() {
-		select {
-		case <-p.exited:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
+		p.kill()
+		<-p.exited
 		p.forget()
 	})
 }

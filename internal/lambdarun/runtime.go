@@ -24,6 +24,20 @@
 // the chunks are the ones on the wire, not a reassembly. For a function URL
 // or a streaming REST API the body is the JSON prelude, 8 zero bytes, then
 // the response body ([SplitPrelude]).
+//
+// The fake enforces what Lambda enforces, so that a test catches a function
+// that would fail there:
+//
+//   - the deadline: when an invocation's deadline passes before its reply is
+//     complete, the function's process is killed (as Lambda ends the
+//     execution environment) and the invocation is reported timed out
+//     ([ErrorTypeTimeout], [Result.TimedOut]);
+//   - the size of a buffered (RequestResponse) reply: one over
+//     [MaxBufferedReply] bytes is refused with the Runtime API's 413 and
+//     reported as Lambda reports it ([ErrorTypeResponseTooLarge]); a
+//     streamed invocation ([InvokeOptions.Stream]) has no such limit;
+//   - a client that goes away ([Invocation.Disconnect]) does not stop the
+//     function: the runtime reads its reply to the end, up to the deadline.
 package lambdarun
 
 import (
@@ -66,6 +80,21 @@ const (
 	HeaderResponseMode    = "Lambda-Runtime-Function-Response-Mode"
 	HeaderErrorType       = "Lambda-Runtime-Function-Error-Type"
 	HeaderErrorBody       = "Lambda-Runtime-Function-Error-Body"
+)
+
+// MaxBufferedReply is the largest reply, in bytes, of a buffered
+// (RequestResponse) invocation: Lambda's 6 MB invocation payload limit, as
+// its Runtime API counts it.
+const MaxBufferedReply = 6291556
+
+// Error types of the invocation errors the fake reports itself, as Lambda
+// reports them to the invoker.
+const (
+	// ErrorTypeTimeout is the error of an invocation whose deadline passed.
+	ErrorTypeTimeout = "Sandbox.Timedout"
+	// ErrorTypeResponseTooLarge is the error of a buffered invocation whose
+	// reply was over MaxBufferedReply.
+	ErrorTypeResponseTooLarge = "Function.ResponseSizeTooLarge"
 )
 
 // ContentTypeHTTPIntegration is the content type of a streamed function URL
@@ -118,7 +147,7 @@ func New(opts Options) *Runtime {
 		procs:        make(map[*Process]struct{}),
 		initCh:       make(chan struct{}),
 	}
-	rt.srv = httptest.NewServer(http.HandlerFunc(rt.serveHTTP))
+	rt.srv = httptest.NewServer(rt.handler(nil))
 	rt.Addr = strings.TrimPrefix(rt.srv.URL, "http://")
 	return rt
 }
@@ -128,9 +157,17 @@ func (rt *Runtime) FunctionARN() string {
 	return "arn:aws:lambda:" + rt.Region + ":" + rt.AccountID + ":function:" + rt.FunctionName
 }
 
-// ErrClosed is the error of an invocation the function had not answered
-// when the Runtime was closed.
-var ErrClosed = errors.New("lambdarun: runtime closed before the invocation was answered")
+// Errors an invocation's reply can end with ([Result.Err], [Invocation.NextChunk]).
+var (
+	// ErrClosed is the error of an invocation the function had not answered
+	// when the Runtime was closed.
+	ErrClosed = errors.New("lambdarun: runtime closed before the invocation was answered")
+	// ErrTimedOut is the error of an invocation whose deadline passed before
+	// its reply was complete.
+	ErrTimedOut = errors.New("lambdarun: the invocation's deadline passed before its reply was complete")
+	// ErrDisconnected is what NextChunk returns after Disconnect.
+	ErrDisconnected = errors.New("lambdarun: the client disconnected")
+)
 
 // Close ends pending /next requests (they get a 500, as the runtime is going
 // away), stops the processes started with [Runtime.Start], cuts replies
@@ -171,8 +208,16 @@ func (rt *Runtime) Close() {
 // InvokeOptions configures one invocation. The zero value is usable.
 type InvokeOptions struct {
 	// Timeout sets the deadline sent with the event (default 60 s from when
-	// the function takes the event).
+	// the function takes the event). When it passes before the reply is
+	// complete, the process that took the event is killed and the
+	// invocation ends timed out.
 	Timeout time.Duration
+	// Stream makes the invocation a streamed one (InvokeWithResponseStream,
+	// as a function URL with InvokeMode RESPONSE_STREAM or a REST API
+	// integration with ResponseTransferMode STREAM invoke); otherwise it is
+	// buffered (RequestResponse) and its reply is limited to
+	// MaxBufferedReply bytes.
+	Stream bool
 	// ClientContext and CognitoIdentity, when set, are sent as the
 	// Lambda-Runtime-Client-Context and -Cognito-Identity headers (JSON).
 	ClientContext, CognitoIdentity string
@@ -238,10 +283,16 @@ type FunctionError struct {
 	Body []byte
 }
 
-func (rt *Runtime) serveHTTP(w http.ResponseWriter, r *http.Request) {
+// handler serves the Runtime API to the process p (nil: any client of
+// Runtime.Addr).
+func (rt *Runtime) handler(p *Process) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { rt.serveHTTP(w, r, p) })
+}
+
+func (rt *Runtime) serveHTTP(w http.ResponseWriter, r *http.Request, p *Process) {
 	switch {
 	case r.URL.Path == nextPath && r.Method == http.MethodGet:
-		rt.next(w, r)
+		rt.next(w, r, p)
 	case r.URL.Path == initErrors && r.Method == http.MethodPost:
 		fe := readFunctionError(r)
 		rt.mu.Lock()
@@ -272,8 +323,9 @@ func (rt *Runtime) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// next hands the next queued invocation to the function.
-func (rt *Runtime) next(w http.ResponseWriter, r *http.Request) {
+// next hands the next queued invocation to the function (the process p,
+// when it is one Start started) and arms its deadline.
+func (rt *Runtime) next(w http.ResponseWriter, r *http.Request, p *Process) {
 	var inv *Invocation
 	select {
 	case inv = <-rt.queue:
@@ -297,6 +349,8 @@ func (rt *Runtime) next(w http.ResponseWriter, r *http.Request) {
 	inv.mu.Lock()
 	inv.res.Taken = now
 	inv.res.Deadline = deadline
+	inv.proc = p
+	inv.timer = time.AfterFunc(inv.opts.Timeout, inv.expire)
 	inv.mu.Unlock()
 	h := w.Header()
 	h.Set(HeaderRequestID, inv.ID)
@@ -333,7 +387,10 @@ type Invocation struct {
 	answered bool          // a reply started
 	arrival  chan struct{} // closed and replaced on each chunk and at the end
 	res      Result
-	read     int // chunks returned by NextChunk
+	read     int         // chunks returned by NextChunk
+	proc     *Process    // the process that took the event, if Start started it
+	conn     net.Conn    // the hijacked connection of a chunked reply
+	timer    *time.Timer // fires at the deadline
 }
 
 // Result is an invocation's outcome.
@@ -359,9 +416,18 @@ type Result struct {
 	// Lambda-Runtime-Function-Error-Type and -Body trailers of a stream that
 	// failed midway.
 	Error *FunctionError
-	// Err is set when the reply broke off (the connection ended mid-body)
-	// or the runtime shut down before the reply.
+	// Err is set when the reply broke off (the connection ended mid-body),
+	// the deadline passed first (ErrTimedOut) or the runtime shut down
+	// before the reply (ErrClosed).
 	Err error
+	// TimedOut reports that the deadline passed before the reply was
+	// complete: the process was killed, Error is the ErrorTypeTimeout error
+	// and Kind is "error" unless a reply had started (its chunks so far are
+	// kept).
+	TimedOut bool
+	// Disconnected reports that the client disconnected (Disconnect) before
+	// the reply was complete; the runtime kept reading it.
+	Disconnected bool
 	// Taken is when the function received the event, Deadline the deadline
 	// it was given, Finished when its reply was complete.
 	Taken, Deadline, Finished time.Time
@@ -397,12 +463,31 @@ func (inv *Invocation) Snapshot() Result {
 	return res
 }
 
+// Disconnect is the client going away, as a function URL or API Gateway
+// client that closes its connection: NextChunk returns ErrDisconnected from
+// now on, while the runtime goes on reading the function's reply to its end
+// (the function notices nothing, as on Lambda) and its deadline still
+// applies. The Result, once Done, records the whole reply.
+func (inv *Invocation) Disconnect() {
+	inv.mu.Lock()
+	if !isClosed(inv.done) {
+		inv.res.Disconnected = true
+	}
+	close(inv.arrival)
+	inv.arrival = make(chan struct{})
+	inv.mu.Unlock()
+}
+
 // NextChunk returns the reply's next body chunk, waiting for it to arrive.
 // After the last one it returns io.EOF, or the error the reply broke off
-// with; an /error reply has no chunks.
+// with (ErrDisconnected after Disconnect); an /error reply has no chunks.
 func (inv *Invocation) NextChunk(ctx context.Context) ([]byte, error) {
 	for {
 		inv.mu.Lock()
+		if inv.res.Disconnected {
+			inv.mu.Unlock()
+			return nil, ErrDisconnected
+		}
 		if inv.read < len(inv.res.Chunks) {
 			c := inv.res.Chunks[inv.read]
 			inv.read++
@@ -427,11 +512,12 @@ func (inv *Invocation) NextChunk(ctx context.Context) ([]byte, error) {
 	}
 }
 
-// begin marks the reply as started; false when one already was.
+// begin marks the reply as started; false when one already was or the
+// invocation has ended (timed out).
 func (inv *Invocation) begin(kind string, r *http.Request, chunked bool) bool {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
-	if inv.answered {
+	if inv.answered || isClosed(inv.done) {
 		return false
 	}
 	inv.answered = true
@@ -454,18 +540,80 @@ func (inv *Invocation) addChunk(b []byte) {
 // finish completes the reply, once.
 func (inv *Invocation) finish(fe *FunctionError, trailer http.Header, err error) {
 	inv.mu.Lock()
+	defer inv.mu.Unlock()
 	if isClosed(inv.done) {
-		inv.mu.Unlock()
 		return
 	}
 	inv.res.Error = fe
 	inv.res.Trailer = trailer
 	inv.res.Err = err
+	inv.finishLocked()
+}
+
+// finishLocked closes the invocation; inv.mu is held.
+func (inv *Invocation) finishLocked() {
+	if inv.timer != nil {
+		inv.timer.Stop()
+	}
 	inv.res.Finished = time.Now()
 	close(inv.done)
 	close(inv.arrival)
 	inv.arrival = make(chan struct{})
+}
+
+// expire ends an invocation whose deadline passed before its reply was
+// complete, as Lambda does: the invocation fails with a timeout error, the
+// process that had the event is killed and a reply being streamed is cut.
+func (inv *Invocation) expire() {
+	inv.mu.Lock()
+	if isClosed(inv.done) {
+		inv.mu.Unlock()
+		return
+	}
+	timeout := inv.res.Deadline.Sub(inv.res.Taken)
+	msg := fmt.Sprintf("%s %s Task timed out after %.2f seconds",
+		inv.res.Deadline.UTC().Format("2006-01-02T15:04:05.000Z"), inv.ID, timeout.Seconds())
+	body, _ := json.Marshal(errorDoc{Message: msg, Type: ErrorTypeTimeout})
+	if !inv.answered {
+		inv.answered = true
+		inv.res.Kind = "error"
+	}
+	inv.res.Error = &FunctionError{Type: ErrorTypeTimeout, Message: msg, Body: body}
+	inv.res.Err = ErrTimedOut
+	inv.res.TimedOut = true
+	inv.finishLocked()
+	p, conn := inv.proc, inv.conn
 	inv.mu.Unlock()
+	if p != nil {
+		p.kill()
+	}
+	if conn != nil {
+		_ = conn.Close()
+	}
+}
+
+// tooLarge ends a buffered invocation whose reply was over
+// MaxBufferedReply, as Lambda reports it to the invoker.
+func (inv *Invocation) tooLarge() {
+	msg := fmt.Sprintf("Response payload size exceeded maximum allowed payload size (%d bytes).", MaxBufferedReply)
+	body, _ := json.Marshal(errorDoc{Message: msg, Type: ErrorTypeResponseTooLarge})
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	if isClosed(inv.done) {
+		return
+	}
+	inv.res.Kind = "error"
+	inv.res.Chunks = nil
+	inv.res.Error = &FunctionError{Type: ErrorTypeResponseTooLarge, Message: msg, Body: body}
+	inv.finishLocked()
+}
+
+// limit returns the reply size limit of the invocation (0: none).
+func (inv *Invocation) limit() int {
+	if inv.opts.Stream {
+		return 0
+	}
+	return MaxBufferedReply
 }
 
 func (inv *Invocation) serveError(w http.ResponseWriter, r *http.Request) {
@@ -481,11 +629,26 @@ func (inv *Invocation) serveError(w http.ResponseWriter, r *http.Request) {
 func (rt *Runtime) serveResponse(w http.ResponseWriter, r *http.Request, inv *Invocation) {
 	chunked := len(r.TransferEncoding) > 0 && r.TransferEncoding[0] == "chunked"
 	if !inv.begin("response", r, chunked) {
-		apiError(w, http.StatusBadRequest, "InvalidStateTransition", "invocation "+inv.ID+" was already answered")
+		apiError(w, http.StatusBadRequest, "InvalidStateTransition", "invocation "+inv.ID+" was already answered or has timed out")
 		return
 	}
+	limit := inv.limit()
 	if !chunked {
-		b, err := io.ReadAll(r.Body)
+		var (
+			b   []byte
+			err error
+		)
+		if limit > 0 {
+			b, err = io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
+		} else {
+			b, err = io.ReadAll(r.Body)
+		}
+		if err == nil && limit > 0 && len(b) > limit {
+			_, _ = io.Copy(io.Discard, r.Body)
+			inv.tooLarge()
+			apiError(w, http.StatusRequestEntityTooLarge, payloadTooLarge.Type, payloadTooLarge.Message)
+			return
+		}
 		if len(b) > 0 {
 			inv.addChunk(b)
 		}
@@ -509,13 +672,36 @@ func (rt *Runtime) serveResponse(w http.ResponseWriter, r *http.Request, inv *In
 	}
 	rt.conns[conn] = struct{}{}
 	rt.mu.Unlock()
+	inv.mu.Lock()
+	inv.conn = conn
+	if isClosed(inv.done) { // timed out while the reply was starting
+		_ = conn.Close()
+	}
+	inv.mu.Unlock()
 	defer func() {
 		rt.mu.Lock()
 		delete(rt.conns, conn)
 		rt.mu.Unlock()
 		_ = conn.Close()
 	}()
-	trailer, err := readChunks(brw.Reader, inv.addChunk)
+	// A buffered reply over the limit is read on to its end (discarded),
+	// then refused, as the Runtime API does.
+	var total int
+	over := false
+	trailer, err := readChunks(brw.Reader, func(b []byte) {
+		total += len(b)
+		if over = over || (limit > 0 && total > limit); !over {
+			inv.addChunk(b)
+		}
+	})
+	if over && err == nil {
+		inv.tooLarge()
+		body, _ := json.Marshal(payloadTooLarge)
+		_, _ = brw.WriteString("HTTP/1.1 413 Request Entity Too Large\r\nContent-Type: application/json\r\nContent-Length: " +
+			strconv.Itoa(len(body)) + "\r\nConnection: close\r\n\r\n" + string(body))
+		_ = brw.Flush()
+		return
+	}
 	var fe *FunctionError
 	if typ := trailer.Get(HeaderErrorType); typ != "" {
 		fe = &FunctionError{Type: typ}
@@ -531,6 +717,13 @@ func (rt *Runtime) serveResponse(w http.ResponseWriter, r *http.Request, inv *In
 			strconv.Itoa(len(body)) + "\r\nConnection: close\r\n\r\n" + body)
 		_ = brw.Flush()
 	}
+}
+
+// payloadTooLarge is the Runtime API's answer to a buffered reply over
+// MaxBufferedReply.
+var payloadTooLarge = errorDoc{
+	Message: fmt.Sprintf("Exceeded maximum allowed payload size (%d bytes).", MaxBufferedReply),
+	Type:    "RequestEntityTooLarge",
 }
 
 // readChunks reads a chunked body (RFC 9112 section 7.1), passing each

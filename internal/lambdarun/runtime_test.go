@@ -136,7 +136,7 @@ func TestChunksAreTheWireChunks(t *testing.T) {
 	rt := New(Options{})
 	defer rt.Close()
 	c := newClient(t, rt)
-	inv := rt.Invoke([]byte(`{}`), InvokeOptions{})
+	inv := rt.Invoke([]byte(`{}`), InvokeOptions{Stream: true})
 	c.next()
 	pr, pw := io.Pipe()
 	posted := make(chan int, 1)
@@ -185,8 +185,7 @@ func TestSplitPrelude(t *testing.T) {
 // client (testdata/echo) as a process against the fake.
 func TestEchoProcess(t *testing.T) {
 	ctx := testCtx(t)
-	bin := filepath.Join(t.TempDir(), "bootstrap")
-	require.NoError(t, Build(ctx, ".", "./testdata/echo", bin, nil))
+	bin := buildEcho(t)
 	rt := New(Options{FunctionName: "echo"})
 	defer rt.Close()
 	stderr := new(syncBuffer)
@@ -216,23 +215,9 @@ func TestEchoProcess(t *testing.T) {
 	})
 
 	t.Run("streamed", func(t *testing.T) {
-		release := make(chan struct{})
-		gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-		}))
-		defer gate.Close()
-		defer func() {
-			select {
-			case <-release:
-			default:
-				close(release)
-			}
-		}()
-		ev, _ := json.Marshal(map[string]any{"mode": "stream", "chunks": []string{"one", "two", "three"}, "gate": gate.URL})
-		inv := rt.Invoke(ev, InvokeOptions{})
+		g := newGate(t)
+		ev, _ := json.Marshal(map[string]any{"mode": "stream", "chunks": []string{"one", "two", "three"}, "gate": g.URL()})
+		inv := rt.Invoke(ev, InvokeOptions{Stream: true})
 		prelude, err := inv.NextChunk(ctx)
 		require.NoError(t, err, stderr.String())
 		p, rest, err := SplitPrelude(prelude)
@@ -243,7 +228,7 @@ func TestEchoProcess(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "one", string(first))
 		require.False(t, isClosed(inv.Done()), "the function is held at the gate; its reply cannot be complete")
-		close(release)
+		g.open()
 		for _, want := range []string{"two", "three"} {
 			got, err := inv.NextChunk(ctx)
 			require.NoError(t, err)
@@ -301,6 +286,228 @@ func TestEchoProcess(t *testing.T) {
 		require.Contains(t, string(res.Body()), inv.ID)
 		p2.Stop()
 	}
+}
+
+// buildEcho builds testdata/echo, the function built with aws-lambda-go.
+func buildEcho(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "bootstrap")
+	require.NoError(t, Build(testCtx(t), ".", "./testdata/echo", bin, nil))
+	return bin
+}
+
+// startEcho starts a process of bin (testdata/echo) under rt, stopped at
+// the end of the test.
+func startEcho(t *testing.T, rt *Runtime, bin string) (*Process, *syncBuffer) {
+	t.Helper()
+	stderr := new(syncBuffer)
+	p, err := rt.Start(bin, ProcessConfig{Stderr: stderr})
+	require.NoError(t, err)
+	t.Cleanup(p.Stop)
+	return p, stderr
+}
+
+// gate is an endpoint the echo function GETs to wait: each request is
+// held until open is called or the request ends (its process died).
+type gate struct {
+	srv     *httptest.Server
+	release chan struct{}
+	once    sync.Once
+}
+
+func newGate(t *testing.T) *gate {
+	g := &gate{release: make(chan struct{})}
+	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-g.release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() {
+		g.open()
+		g.srv.Close()
+	})
+	return g
+}
+
+func (g *gate) URL() string { return g.srv.URL }
+func (g *gate) open()       { g.once.Do(func() { close(g.release) }) }
+
+// waitExit waits for the process to exit.
+func waitExit(t *testing.T, p *Process) {
+	t.Helper()
+	select {
+	case <-p.Exited():
+	case <-testCtx(t).Done():
+		t.Fatal("the process is still running")
+	}
+}
+
+// TestDeadlineKillsTheFunction: a function that overruns its deadline is
+// killed and its invocation reported timed out, as on Lambda; the short
+// deadline passes while the function waits at a gate that never opens.
+func TestDeadlineKillsTheFunction(t *testing.T) {
+	ctx := testCtx(t)
+	bin := buildEcho(t)
+	rt := New(Options{FunctionName: "echo"})
+	defer rt.Close()
+
+	t.Run("buffered", func(t *testing.T) {
+		g := newGate(t)
+		p, stderr := startEcho(t, rt, bin)
+		ev, _ := json.Marshal(map[string]any{"mode": "buffered", "gate": g.URL(), "ignoreDeadline": true})
+		inv := rt.Invoke(ev, InvokeOptions{Timeout: 200 * time.Millisecond})
+		res, err := inv.Wait(ctx)
+		require.NoError(t, err)
+		require.True(t, res.TimedOut, stderr.String())
+		require.Equal(t, "error", res.Kind)
+		require.ErrorIs(t, res.Err, ErrTimedOut)
+		require.Equal(t, ErrorTypeTimeout, res.Error.Type)
+		require.Contains(t, res.Error.Message, inv.ID+" Task timed out after 0.20 seconds")
+		require.JSONEq(t, `{"errorMessage":`+strconv.Quote(res.Error.Message)+`,"errorType":"Sandbox.Timedout"}`, string(res.Error.Body))
+		_, err = inv.NextChunk(ctx)
+		require.ErrorIs(t, err, ErrTimedOut)
+		waitExit(t, p)
+		require.Error(t, p.Err(), "killed")
+	})
+
+	t.Run("streamed, after the client disconnected", func(t *testing.T) {
+		g := newGate(t)
+		p, stderr := startEcho(t, rt, bin)
+		ev, _ := json.Marshal(map[string]any{"mode": "stream", "chunks": []string{"one", "two"}, "gate": g.URL(), "ignoreDeadline": true})
+		inv := rt.Invoke(ev, InvokeOptions{Timeout: 200 * time.Millisecond, Stream: true})
+		<-inv.Taken()
+		inv.Disconnect()
+		res, err := inv.Wait(ctx)
+		require.NoError(t, err)
+		require.True(t, res.TimedOut, stderr.String())
+		require.True(t, res.Disconnected)
+		require.Equal(t, ErrorTypeTimeout, res.Error.Type)
+		require.NotContains(t, string(res.Body()), "two", "the gate never opened")
+		waitExit(t, p)
+	})
+
+	t.Run("the next process serves the next event", func(t *testing.T) {
+		startEcho(t, rt, bin)
+		inv := rt.Invoke([]byte(`{"mode":"buffered"}`), InvokeOptions{})
+		res, err := inv.Wait(ctx)
+		require.NoError(t, err)
+		require.Equal(t, "response", res.Kind)
+		require.False(t, res.TimedOut)
+	})
+}
+
+// TestDisconnectedStreamGoesOn: a streamed invocation whose client went
+// away still runs to its end, as on Lambda: the runtime reads the rest of
+// the reply, the function's POST succeeds and it takes the next event.
+func TestDisconnectedStreamGoesOn(t *testing.T) {
+	ctx := testCtx(t)
+	bin := buildEcho(t)
+	rt := New(Options{FunctionName: "echo"})
+	defer rt.Close()
+	p, stderr := startEcho(t, rt, bin)
+	g := newGate(t)
+	ev, _ := json.Marshal(map[string]any{"mode": "stream", "chunks": []string{"one", "two", "three"}, "gate": g.URL()})
+	inv := rt.Invoke(ev, InvokeOptions{Stream: true})
+	_, err := inv.NextChunk(ctx) // the prelude
+	require.NoError(t, err, stderr.String())
+	first, err := inv.NextChunk(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "one", string(first))
+	inv.Disconnect()
+	_, err = inv.NextChunk(ctx)
+	require.ErrorIs(t, err, ErrDisconnected)
+	require.False(t, isClosed(inv.Done()), "the function is held at the gate")
+	g.open()
+	res, err := inv.Wait(ctx)
+	require.NoError(t, err)
+	require.True(t, res.Disconnected)
+	require.NoError(t, res.Err)
+	require.Nil(t, res.Error)
+	require.False(t, res.TimedOut)
+	_, rest, err := SplitPrelude(res.Body())
+	require.NoError(t, err)
+	require.Equal(t, "onetwothree", string(rest))
+
+	inv = rt.Invoke([]byte(`{"mode":"buffered"}`), InvokeOptions{})
+	res, err = inv.Wait(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "response", res.Kind)
+	require.False(t, isClosed(p.Exited()), "the same process took the next event")
+}
+
+// TestBufferedReplyLimit: a buffered reply is limited to MaxBufferedReply
+// bytes, a streamed one is not. aws-lambda-go treats the Runtime API's 413
+// as fatal, as it does on Lambda, so its process exits.
+func TestBufferedReplyLimit(t *testing.T) {
+	ctx := testCtx(t)
+	bin := buildEcho(t)
+	rt := New(Options{FunctionName: "echo"})
+	defer rt.Close()
+	p, stderr := startEcho(t, rt, bin)
+	big := func(size int, stream bool) *Result {
+		t.Helper()
+		ev, _ := json.Marshal(map[string]any{"mode": "big", "size": size})
+		res, err := rt.Invoke(ev, InvokeOptions{Stream: stream}).Wait(ctx)
+		require.NoError(t, err)
+		return res
+	}
+	// The reply is the JSON string: size + 2 bytes.
+	res := big(MaxBufferedReply-2, false)
+	require.Equal(t, "response", res.Kind, stderr.String())
+	require.Len(t, res.Body(), MaxBufferedReply)
+	res = big(MaxBufferedReply, true)
+	require.Equal(t, "response", res.Kind)
+	require.Len(t, res.Body(), MaxBufferedReply+2)
+
+	res = big(MaxBufferedReply-1, false)
+	require.Equal(t, "error", res.Kind)
+	require.Equal(t, ErrorTypeResponseTooLarge, res.Error.Type)
+	require.Equal(t, "Response payload size exceeded maximum allowed payload size (6291556 bytes).", res.Error.Message)
+	require.Empty(t, res.Chunks)
+	waitExit(t, p)
+	require.Contains(t, stderr.String(), "413")
+}
+
+// TestRuntimeAPILimitsByHand drives the Runtime API as a custom runtime
+// would: the 413 of a buffered reply over the limit (with a Content-Length
+// or chunked), and an answer after the deadline.
+func TestRuntimeAPILimitsByHand(t *testing.T) {
+	rt := New(Options{})
+	defer rt.Close()
+	c := newClient(t, rt)
+	ctx := testCtx(t)
+	answer := func(opts InvokeOptions, body io.Reader) (int, *Result) {
+		t.Helper()
+		inv := rt.Invoke([]byte(`{}`), opts)
+		c.next()
+		code := c.post("invocation/"+inv.ID+"/response", body, nil)
+		res, err := inv.Wait(ctx)
+		require.NoError(t, err)
+		return code, res
+	}
+	chunked := func(n int) io.Reader { return io.MultiReader(strings.NewReader(strings.Repeat("x", n))) }
+
+	code, res := answer(InvokeOptions{}, bytes.NewReader(make([]byte, MaxBufferedReply)))
+	require.Equal(t, http.StatusAccepted, code)
+	require.Len(t, res.Body(), MaxBufferedReply)
+	code, res = answer(InvokeOptions{}, bytes.NewReader(make([]byte, MaxBufferedReply+1)))
+	require.Equal(t, http.StatusRequestEntityTooLarge, code)
+	require.Equal(t, ErrorTypeResponseTooLarge, res.Error.Type)
+	code, res = answer(InvokeOptions{}, chunked(MaxBufferedReply+1))
+	require.Equal(t, http.StatusRequestEntityTooLarge, code)
+	require.Equal(t, "error", res.Kind)
+	require.True(t, res.Chunked)
+	code, res = answer(InvokeOptions{Stream: true}, chunked(MaxBufferedReply+1))
+	require.Equal(t, http.StatusAccepted, code)
+	require.Len(t, res.Body(), MaxBufferedReply+1)
+
+	inv := rt.Invoke([]byte(`{}`), InvokeOptions{Timeout: time.Millisecond})
+	c.next()
+	res, err := inv.Wait(ctx)
+	require.NoError(t, err)
+	require.True(t, res.TimedOut)
+	require.Equal(t, http.StatusBadRequest, c.post("invocation/"+inv.ID+"/response", strings.NewReader(`{}`), nil))
 }
 
 // syncBuffer is a bytes.Buffer safe for a process writing while the test

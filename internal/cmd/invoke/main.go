@@ -40,6 +40,7 @@ import (
 	"github.com/lambent/lambent/internal/fakellm"
 	"github.com/lambent/lambent/internal/fakessm"
 	"github.com/lambent/lambent/internal/lambdarun"
+	"github.com/lambent/lambent/pkg/lambdaio"
 )
 
 func main() {
@@ -142,7 +143,7 @@ func invokeOnce(ctx context.Context, o options, rt *lambdarun.Runtime, bin strin
 		return err
 	}
 	defer p.Stop()
-	inv := rt.Invoke(payload, lambdarun.InvokeOptions{Timeout: o.timeout})
+	inv := rt.Invoke(payload, invokeOptions(o, payload))
 	fmt.Printf("== invoke %s with %s (request %s)\n", o.fn, o.event, inv.ID)
 
 	ctx, cancel := context.WithTimeout(ctx, o.timeout+10*time.Second)
@@ -228,6 +229,14 @@ func invokeOnce(ctx context.Context, o options, rt *lambdarun.Runtime, bin strin
 	return nil
 }
 
+// invokeOptions invokes a function URL or REST API event streamed, as the
+// template's front doors do (InvokeMode RESPONSE_STREAM, ResponseTransferMode
+// STREAM), and any other event buffered, with Lambda's reply size limit.
+func invokeOptions(o options, payload []byte) lambdarun.InvokeOptions {
+	k := lambdaio.Detect(payload)
+	return lambdarun.InvokeOptions{Timeout: o.timeout, Stream: k == lambdaio.EventFunctionURL || k == lambdaio.EventREST}
+}
+
 func exitState(p *lambdarun.Process) string {
 	select {
 	case <-p.Exited():
@@ -255,7 +264,7 @@ func measure(ctx context.Context, o options, rt *lambdarun.Runtime, bin string, 
 	}, env...)
 	var served, taken []time.Duration
 	for i := 0; i < o.runs; i++ {
-		inv := rt.Invoke(payload, lambdarun.InvokeOptions{Timeout: o.timeout})
+		inv := rt.Invoke(payload, invokeOptions(o, payload))
 		var logs bytes.Buffer
 		p, err := rt.Start(bin, lambdarun.ProcessConfig{Env: env, Stdout: &logs, Stderr: &logs})
 		if err != nil {

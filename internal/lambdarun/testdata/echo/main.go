@@ -1,10 +1,12 @@
 // Command echo is a small Lambda function for the lambdarun tests, built
 // with the real aws-lambda-go runtime client. Its event says what to do:
-// {"mode":"buffered"} echoes the invocation's context as JSON;
-// {"mode":"stream","chunks":[...],"gate":URL} streams the chunks as a
-// function URL response, GETting gate before each chunk after the first;
-// {"mode":"fail-midway"} streams one chunk then fails; {"mode":"error"}
-// returns an error.
+// {"mode":"buffered"} echoes the invocation's context as JSON (after a GET
+// of "gate", when set); {"mode":"stream","chunks":[...],"gate":URL} streams
+// the chunks as a function URL response, GETting gate before each chunk
+// after the first; {"mode":"fail-midway"} streams one chunk then fails;
+// {"mode":"error"} returns an error; {"mode":"big","size":N} returns a
+// string of N bytes. With "ignoreDeadline": true the gate is waited for
+// past the invocation's deadline (a function that overruns).
 package main
 
 import (
@@ -13,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -21,23 +24,31 @@ import (
 )
 
 type event struct {
-	Mode   string   `json:"mode"`
-	Chunks []string `json:"chunks"`
-	Gate   string   `json:"gate"`
+	Mode           string   `json:"mode"`
+	Chunks         []string `json:"chunks"`
+	Gate           string   `json:"gate"`
+	Size           int      `json:"size"`
+	IgnoreDeadline bool     `json:"ignoreDeadline"`
 }
 
 func main() { lambda.Start(handle) }
 
 func handle(ctx context.Context, ev event) (any, error) {
+	gateCtx := ctx
+	if ev.IgnoreDeadline {
+		gateCtx = context.WithoutCancel(ctx)
+	}
 	switch ev.Mode {
 	case "error":
 		return nil, errors.New("requested failure")
+	case "big":
+		return strings.Repeat("x", ev.Size), nil
 	case "stream":
 		pr, pw := io.Pipe()
 		go func() {
 			for i, c := range ev.Chunks {
 				if i > 0 && ev.Gate != "" {
-					if err := get(ctx, ev.Gate); err != nil {
+					if err := get(gateCtx, ev.Gate); err != nil {
 						_ = pw.CloseWithError(err)
 						return
 					}
@@ -60,6 +71,11 @@ func handle(ctx context.Context, ev event) (any, error) {
 			_ = pw.CloseWithError(errors.New("failed midway"))
 		}()
 		return &events.LambdaFunctionURLStreamingResponse{StatusCode: http.StatusOK, Body: pr}, nil
+	}
+	if ev.Gate != "" {
+		if err := get(gateCtx, ev.Gate); err != nil {
+			return nil, err
+		}
 	}
 	lc, _ := lambdacontext.FromContext(ctx)
 	deadline, _ := ctx.Deadline()

@@ -1,0 +1,537 @@
+package deploy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// ------------------------------------------------- REST API deployment
+
+// apiDefinitionTypes are the resource types a REST API deployment
+// snapshots: a change to any of them needs a new deployment.
+var apiDefinitionTypes = []string{
+	"AWS::ApiGateway::RestApi", "AWS::ApiGateway::Resource", "AWS::ApiGateway::Method",
+	"AWS::ApiGateway::GatewayResponse", "AWS::ApiGateway::Model", "AWS::ApiGateway::RequestValidator",
+	"AWS::ApiGateway::Authorizer",
+}
+
+// apiHash is a short hash of the REST API's definition: the logical ids,
+// types and properties of its resources.
+func (tpl cfnTemplate) apiHash(t *testing.T) string {
+	t.Helper()
+	def := map[string]any{}
+	for _, typ := range apiDefinitionTypes {
+		for _, id := range tpl.ofType(typ) {
+			def[id] = map[string]any{"Type": typ, "Properties": get(tpl.resources()[id], "Properties")}
+		}
+	}
+	b, err := json.Marshal(def) // map keys sorted: canonical
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:4])
+}
+
+// TestRestAPIDeploymentTracksTheAPI: the stage serves a deployment whose
+// logical id carries the hash of the API's definition, so any change to
+// the API makes CloudFormation create a new deployment (and the stage serve
+// it); the auth type, a parameter, picks one of two deployments.
+func TestRestAPIDeploymentTracksTheAPI(t *testing.T) {
+	tpl := loadTemplate(t)
+	h := tpl.apiHash(t)
+	want := map[string]string{"RestApiDeploymentIam" + h: "IsIamRestApi", "RestApiDeploymentNone" + h: "IsPublicRestApi"}
+	var wantIDs []string
+	for id := range want {
+		wantIDs = append(wantIDs, id)
+	}
+	sort.Strings(wantIDs)
+	got := tpl.ofType("AWS::ApiGateway::Deployment")
+	if !reflect.DeepEqual(got, wantIDs) {
+		t.Fatalf("REST API deployments %v, want %v: the API's definition changed, so the stage needs a new deployment; "+
+			"replace the old hash with %s everywhere in template.yaml", got, wantIDs, h)
+	}
+	for id, cond := range want {
+		r := asMap(tpl.resources()[id])
+		if r["Condition"] != cond {
+			t.Errorf("%s: Condition = %v, want %s", id, r["Condition"], cond)
+		}
+		if !isRef(get(r, "Properties", "RestApiId"), "RestApi") {
+			t.Errorf("%s: RestApiId = %v, want !Ref RestApi", id, get(r, "Properties", "RestApiId"))
+		}
+		if d := asString(get(r, "Properties", "Description")); !strings.Contains(d, h) {
+			t.Errorf("%s: Description %q does not name the API hash %s", id, d, h)
+		}
+	}
+	conds := asMap(tpl["Conditions"])
+	if c := conds["IsPublicRestApi"]; !reflect.DeepEqual(c, map[string]any{"Fn::Equals": []any{map[string]any{"Ref": "RestApiAuthType"}, "NONE"}}) {
+		t.Errorf("IsPublicRestApi = %v, want RestApiAuthType equals NONE", c)
+	}
+	if c := conds["IsIamRestApi"]; !reflect.DeepEqual(c, map[string]any{"Fn::Not": []any{map[string]any{"Condition": "IsPublicRestApi"}}}) {
+		t.Errorf("IsIamRestApi = %v, want the negation of IsPublicRestApi", c)
+	}
+	stage := asMap(get(tpl.resources()["RestApiStage"], "Properties"))
+	wantDep := map[string]any{"Fn::If": []any{"IsPublicRestApi",
+		map[string]any{"Ref": "RestApiDeploymentNone" + h}, map[string]any{"Ref": "RestApiDeploymentIam" + h}}}
+	if !reflect.DeepEqual(stage["DeploymentId"], wantDep) {
+		t.Errorf("RestApiStage DeploymentId = %v, want %v", stage["DeploymentId"], wantDep)
+	}
+
+	// The hash sees a change of any method.
+	changed := loadTemplate(t)
+	in := asMap(get(changed.resources()["RestApiGetResponseMethod"], "Properties", "Integration"))
+	in["TimeoutInMillis"] = 600000
+	if changed.apiHash(t) == h {
+		t.Error("changing a method's integration did not change the API hash")
+	}
+}
+
+// TestRestAPIStageThrottlingAndAccessLogs: the stage throttles every
+// method with the documented parameters and writes JSON access logs to a
+// log group with the stack's retention.
+func TestRestAPIStageThrottlingAndAccessLogs(t *testing.T) {
+	tpl := loadTemplate(t)
+	stage := asMap(get(tpl.resource(t, "RestApiStage", "AWS::ApiGateway::Stage"), "Properties"))
+	settings := asList(stage["MethodSettings"])
+	if len(settings) != 1 {
+		t.Fatalf("MethodSettings = %v, want one entry for every method", settings)
+	}
+	ms := asMap(settings[0])
+	if ms["ResourcePath"] != "/*" || ms["HttpMethod"] != "*" {
+		t.Errorf("MethodSettings applies to %v %v, want every method (/* and *)", ms["HttpMethod"], ms["ResourcePath"])
+	}
+	for prop, param := range map[string]string{"ThrottlingRateLimit": "RestApiThrottleRateLimit", "ThrottlingBurstLimit": "RestApiThrottleBurstLimit"} {
+		if !isRef(ms[prop], param) {
+			t.Errorf("MethodSettings %s = %v, want !Ref %s", prop, ms[prop], param)
+		}
+		p := tpl.param(t, param)
+		if min, ok := asInt(p["MinValue"]); !ok || min < 1 {
+			t.Errorf("%s MinValue = %v, want at least 1 (0 refuses every request)", param, p["MinValue"])
+		}
+		if def, ok := asInt(p["Default"]); !ok || def < 1 {
+			t.Errorf("%s Default = %v, want a positive number", param, p["Default"])
+		}
+	}
+
+	cond, yes, no, ok := ifCond(stage["AccessLogSetting"])
+	if !ok || cond != "HasRestApiAccessLogs" || !isRef(no, "AWS::NoValue") {
+		t.Fatalf("AccessLogSetting = %v, want !If [HasRestApiAccessLogs, {...}, !Ref AWS::NoValue]", stage["AccessLogSetting"])
+	}
+	if c := get(tpl, "Conditions", cond); !reflect.DeepEqual(c, map[string]any{"Fn::Equals": []any{map[string]any{"Ref": "RestApiAccessLogs"}, "Enabled"}}) {
+		t.Errorf("%s = %v, want RestApiAccessLogs equals Enabled", cond, c)
+	}
+	if p := tpl.param(t, "RestApiAccessLogs"); p["Default"] != "Enabled" || !reflect.DeepEqual(p["AllowedValues"], []any{"Enabled", "Disabled"}) {
+		t.Errorf("RestApiAccessLogs: Default %v, AllowedValues %v, want Enabled of [Enabled Disabled]", p["Default"], p["AllowedValues"])
+	}
+	als := asMap(yes)
+	group, attr, _ := getAtt(als["DestinationArn"])
+	if attr != "Arn" {
+		t.Fatalf("access log DestinationArn = %v, want !GetAtt <log group>.Arn", als["DestinationArn"])
+	}
+	lg := tpl.resource(t, group, "AWS::Logs::LogGroup")
+	if lg["Condition"] != cond {
+		t.Errorf("%s: Condition = %v, want %s", group, lg["Condition"], cond)
+	}
+	if got := get(lg, "Properties", "RetentionInDays"); !isRef(got, "LogRetentionInDays") {
+		t.Errorf("%s: RetentionInDays = %v, want !Ref LogRetentionInDays", group, got)
+	}
+	format := asString(als["Format"])
+	var fields map[string]string
+	if err := json.Unmarshal([]byte(format), &fields); err != nil {
+		t.Fatalf("access log Format is not one JSON object of strings: %v\n%s", err, format)
+	}
+	contextVar := regexp.MustCompile(`^\$context\.[A-Za-z.]+$`)
+	for k, v := range fields {
+		if !contextVar.MatchString(v) {
+			t.Errorf("access log field %s = %q, want a $context variable", k, v)
+		}
+	}
+	for _, v := range []string{"$context.requestId", "$context.status", "$context.identity.sourceIp", "$context.httpMethod",
+		"$context.resourcePath", "$context.integration.error", "$context.error.responseType"} {
+		if !slices.Contains(slices.Collect(mapValues(fields)), v) {
+			t.Errorf("access log Format lacks %s", v)
+		}
+	}
+}
+
+func mapValues(m map[string]string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for _, v := range m {
+			if !yield(v) {
+				return
+			}
+		}
+	}
+}
+
+// ------------------------------------------------------------- Rules
+
+// evalRule evaluates a Rules condition or assertion for the parameter
+// values.
+func evalRule(t *testing.T, v any, params map[string]string) any {
+	t.Helper()
+	m := asMap(v)
+	if m == nil {
+		return fmt.Sprint(v)
+	}
+	args := asList(m[firstKey(m)])
+	bools := func() []bool {
+		var out []bool
+		for _, a := range args {
+			b, ok := evalRule(t, a, params).(bool)
+			if !ok {
+				t.Fatalf("%v: operand %v is not a condition", v, a)
+			}
+			out = append(out, b)
+		}
+		return out
+	}
+	switch firstKey(m) {
+	case "Ref":
+		val, ok := params[asString(m["Ref"])]
+		if !ok {
+			t.Fatalf("Ref to %v, which is no parameter", m["Ref"])
+		}
+		return val
+	case "Fn::Equals":
+		return evalRule(t, args[0], params) == evalRule(t, args[1], params)
+	case "Fn::Not":
+		return !bools()[0]
+	case "Fn::And":
+		return !slices.Contains(bools(), false)
+	case "Fn::Or":
+		return slices.Contains(bools(), true)
+	}
+	t.Fatalf("evalRule does not know %v", v)
+	return nil
+}
+
+func firstKey(m map[string]any) string {
+	for k := range m {
+		return k
+	}
+	return ""
+}
+
+// refused reports whether the template's Rules refuse the parameters (the
+// defaults, overridden by set), and the descriptions of failed assertions.
+func (tpl cfnTemplate) refused(t *testing.T, set map[string]string) []string {
+	t.Helper()
+	params := map[string]string{}
+	for name, p := range asMap(tpl["Parameters"]) {
+		params[name] = fmt.Sprint(get(p, "Default"))
+	}
+	for k, v := range set {
+		params[k] = v
+	}
+	var failed []string
+	for name, rule := range asMap(tpl["Rules"]) {
+		if c := get(rule, "RuleCondition"); c != nil && !evalRule(t, c, params).(bool) {
+			continue
+		}
+		for _, a := range asList(get(rule, "Assertions")) {
+			if !evalRule(t, get(a, "Assert"), params).(bool) {
+				failed = append(failed, name+": "+asString(get(a, "AssertDescription")))
+			}
+		}
+	}
+	return failed
+}
+
+// TestPublicFrontDoorsNeedAPIKeys: CloudFormation refuses a function URL
+// or REST API without IAM auth unless ApiKeysParameter names the keys.
+func TestPublicFrontDoorsNeedAPIKeys(t *testing.T) {
+	tpl := loadTemplate(t)
+	for _, url := range []string{"AWS_IAM", "NONE"} {
+		for _, rest := range []string{"AWS_IAM", "NONE"} {
+			for _, keys := range []string{"", "/lambent/api-keys"} {
+				failed := tpl.refused(t, map[string]string{"FunctionUrlAuthType": url, "RestApiAuthType": rest, "ApiKeysParameter": keys})
+				want := (url == "NONE" || rest == "NONE") && keys == ""
+				if (len(failed) > 0) != want {
+					t.Errorf("FunctionUrlAuthType=%s RestApiAuthType=%s ApiKeysParameter=%q: refused %v, want refused: %v", url, rest, keys, failed, want)
+				}
+				for _, f := range failed {
+					if !strings.Contains(f, "ApiKeysParameter") {
+						t.Errorf("assertion %q does not say to set ApiKeysParameter", f)
+					}
+				}
+			}
+		}
+	}
+}
+
+// ------------------------------------------------ concurrency, alarms
+
+func TestReservedConcurrency(t *testing.T) {
+	tpl := loadTemplate(t)
+	for fn, param := range map[string]string{"GatewayFunction": "GatewayReservedConcurrency", "WorkerFunction": "WorkerReservedConcurrency"} {
+		v := get(tpl.resources()[fn], "Properties", "ReservedConcurrentExecutions")
+		cond, yes, no, ok := ifCond(v)
+		if !ok || !isRef(yes, param) || !isRef(no, "AWS::NoValue") {
+			t.Errorf("%s: ReservedConcurrentExecutions = %v, want !If [<cond>, !Ref %s, !Ref AWS::NoValue]", fn, v, param)
+			continue
+		}
+		want := map[string]any{"Fn::Not": []any{map[string]any{"Fn::Equals": []any{map[string]any{"Ref": param}, "0"}}}}
+		if c := get(tpl, "Conditions", cond); !reflect.DeepEqual(c, want) {
+			t.Errorf("%s = %v, want %s not 0 (0 reserves nothing; Lambda's own 0 would stop the function)", cond, c, param)
+		}
+		p := tpl.param(t, param)
+		if p["Type"] != "Number" || p["Default"] != 0 || p["MinValue"] != 0 {
+			t.Errorf("%s: Type %v, Default %v, MinValue %v, want Number, 0, 0", param, p["Type"], p["Default"], p["MinValue"])
+		}
+	}
+}
+
+func TestAlarms(t *testing.T) {
+	tpl := loadTemplate(t)
+	type watch struct{ namespace, metric, target string }
+	found := map[watch]string{}
+	wantActions := map[string]any{"Fn::If": []any{"HasAlarmTopic", []any{map[string]any{"Ref": "AlarmTopicArn"}}, map[string]any{"Ref": "AWS::NoValue"}}}
+	for _, id := range tpl.ofType("AWS::CloudWatch::Alarm") {
+		p := asMap(get(tpl.resources()[id], "Properties"))
+		dims := asList(p["Dimensions"])
+		if len(dims) != 1 {
+			t.Errorf("%s: Dimensions = %v, want one", id, dims)
+			continue
+		}
+		target, _ := asMap(get(dims[0], "Value"))["Ref"].(string)
+		if r, attr, ok := getAtt(get(dims[0], "Value")); ok && attr == "QueueName" {
+			target = r
+		}
+		found[watch{asString(p["Namespace"]), asString(p["MetricName"]), target}] = id
+		if n, _ := asInt(p["Threshold"]); n != 0 || p["ComparisonOperator"] != "GreaterThanThreshold" {
+			t.Errorf("%s: %v %v, want GreaterThanThreshold 0 (any occurrence)", id, p["ComparisonOperator"], p["Threshold"])
+		}
+		if p["TreatMissingData"] != "notBreaching" {
+			t.Errorf("%s: TreatMissingData = %v, want notBreaching (no data is no failure)", id, p["TreatMissingData"])
+		}
+		if n, _ := asInt(p["EvaluationPeriods"]); n < 1 {
+			t.Errorf("%s: EvaluationPeriods = %v", id, p["EvaluationPeriods"])
+		}
+		if n, _ := asInt(p["Period"]); n < 60 {
+			t.Errorf("%s: Period = %v, want at least 60 s", id, p["Period"])
+		}
+		for _, a := range []string{"AlarmActions", "OKActions"} {
+			if !reflect.DeepEqual(p[a], wantActions) {
+				t.Errorf("%s: %s = %v, want %v", id, a, p[a], wantActions)
+			}
+		}
+	}
+	want := []watch{{"AWS/SQS", "ApproximateNumberOfMessagesVisible", "ResponsesDLQ"}}
+	for _, fn := range tpl.functions() {
+		want = append(want, watch{"AWS/Lambda", "Errors", fn}, watch{"AWS/Lambda", "Throttles", fn})
+	}
+	for _, w := range want {
+		if _, ok := found[w]; !ok {
+			t.Errorf("no alarm on %s %s of %s", w.namespace, w.metric, w.target)
+		}
+	}
+	if dlq := found[want[0]]; dlq != "" {
+		if name := get(asList(get(tpl.resources()[dlq], "Properties", "Dimensions"))[0], "Name"); name != "QueueName" {
+			t.Errorf("%s: dimension %v, want QueueName", dlq, name)
+		}
+	}
+
+	p := tpl.param(t, "AlarmTopicArn")
+	if p["Default"] != "" {
+		t.Errorf("AlarmTopicArn Default = %v, want empty (no topic)", p["Default"])
+	}
+	re, err := regexp.Compile(asString(p["AllowedPattern"]))
+	if err != nil {
+		t.Fatalf("AlarmTopicArn AllowedPattern: %v", err)
+	}
+	for v, ok := range map[string]bool{"": true, "arn:aws:sns:eu-west-1:123456789012:lambent-alarms": true,
+		"arn:aws-us-gov:sns:us-gov-west-1:123456789012:ops": true, "lambent-alarms": false, "arn:aws:sqs:eu-west-1:123456789012:q": false} {
+		if re.MatchString(v) != ok {
+			t.Errorf("AlarmTopicArn AllowedPattern matches %q: %v, want %v", v, !ok, ok)
+		}
+	}
+	if c := get(tpl, "Conditions", "HasAlarmTopic"); !reflect.DeepEqual(c, map[string]any{"Fn::Not": []any{map[string]any{"Fn::Equals": []any{map[string]any{"Ref": "AlarmTopicArn"}, ""}}}}) {
+		t.Errorf("HasAlarmTopic = %v, want AlarmTopicArn not empty", c)
+	}
+}
+
+// ---------------------------------------------------- IAM against code
+
+// grantUse says where the deployed code uses an IAM action on a kind of
+// resource, and when.
+type grantUse struct {
+	// env (and value, when not empty) is the environment under which the
+	// function runs that code.
+	env, value string
+	// dir and code: a non-test Go file under dir (of the module) matches
+	// code where the API is called (its input struct, which paginators
+	// and waiters take too).
+	dir, code string
+	// poller marks a grant the event source mapping polling the resource
+	// for the function uses.
+	poller bool
+	// optional marks a use that needs the grant only in some
+	// configurations (kms:Decrypt: only with a customer-managed key).
+	optional bool
+}
+
+// grantUses lists, by "<resource kind> <action>", every grant the
+// functions may hold and what uses it. DynamoDB table management
+// (CreateTable, DescribeTable, ...: pkg/store/dynamodb/table.go) runs only
+// with LAMBENT_CREATE_TABLE, which the template never sets, so table.go is
+// not scanned.
+var grantUses = map[string]grantUse{
+	"ResponsesTable dynamodb:GetItem":            {env: "LAMBENT_STORE", value: "dynamodb", dir: "pkg/store/dynamodb", code: `GetItemInput\{`},
+	"ResponsesTable dynamodb:PutItem":            {env: "LAMBENT_STORE", value: "dynamodb", dir: "pkg/store/dynamodb", code: `PutItemInput\{|types\.Put\{`},
+	"ResponsesTable dynamodb:UpdateItem":         {env: "LAMBENT_STORE", value: "dynamodb", dir: "pkg/store/dynamodb", code: `UpdateItemInput\{|types\.Update\{`},
+	"ResponsesTable dynamodb:DeleteItem":         {env: "LAMBENT_STORE", value: "dynamodb", dir: "pkg/store/dynamodb", code: `DeleteItemInput\{|types\.Delete\{`},
+	"ResponsesTable dynamodb:ConditionCheckItem": {env: "LAMBENT_STORE", value: "dynamodb", dir: "pkg/store/dynamodb", code: `types\.ConditionCheck\{`},
+	"ResponsesTable dynamodb:BatchGetItem":       {env: "LAMBENT_STORE", value: "dynamodb", dir: "pkg/store/dynamodb", code: `BatchGetItemInput\{`},
+	"ResponsesTable dynamodb:BatchWriteItem":     {env: "LAMBENT_STORE", value: "dynamodb", dir: "pkg/store/dynamodb", code: `BatchWriteItemInput\{`},
+	"ResponsesTable dynamodb:Query":              {env: "LAMBENT_STORE", value: "dynamodb", dir: "pkg/store/dynamodb", code: `QueryInput\{`},
+	"ResponsesTable dynamodb:Scan":               {env: "LAMBENT_STORE", value: "dynamodb", dir: "pkg/store/dynamodb", code: `ScanInput\{`},
+	"ResponsesTable dynamodb:DescribeTable":      {env: "LAMBENT_STORE", value: "dynamodb", dir: "pkg/store/dynamodb", code: `DescribeTableInput\{`},
+	"ResponsesTable dynamodb:DescribeTimeToLive": {env: "LAMBENT_STORE", value: "dynamodb", dir: "pkg/store/dynamodb", code: `DescribeTimeToLiveInput\{`},
+	"tool-function lambda:InvokeFunction":        {env: "LAMBENT_TOOLS", dir: "pkg", code: `lambda\.InvokeInput`},
+	"ResponsesQueue sqs:SendMessage":             {env: "LAMBENT_QUEUE_URL", dir: "pkg", code: `SendMessageInput\{`},
+	"ResponsesQueue sqs:ReceiveMessage":          {poller: true},
+	"ResponsesQueue sqs:DeleteMessage":           {poller: true},
+	"ResponsesQueue sqs:GetQueueAttributes":      {poller: true},
+	"LambentBus events:PutEvents":                {env: "LAMBENT_EVENT_BUS", dir: "pkg", code: `PutEventsInput\{`},
+	"ssm-parameter ssm:GetParameter":             {env: "LAMBENT_PROVIDER_API_KEY_SSM", dir: "pkg/app", code: `AmazonSSM\.GetParameter|ssm\.GetParameterInput`},
+	"api-keys-parameter ssm:GetParameter":        {env: "LAMBENT_API_KEYS_SSM", dir: "pkg/app", code: `AmazonSSM\.GetParameter|ssm\.GetParameterInput`},
+	"kms-key kms:Decrypt":                        {env: "LAMBENT_PROVIDER_API_KEY_SSM", dir: "pkg/app", code: `"WithDecryption":\s*true|WithDecryption:\s*aws\.Bool\(true\)`, optional: true},
+}
+
+// notScanned are the files whose API calls never run in a deployed
+// function (see grantUses).
+var notScanned = []string{"pkg/store/dynamodb/table.go"}
+
+// codeUses reports whether non-test Go code under dir matches code.
+func codeUses(t *testing.T, dir, code string) bool {
+	t.Helper()
+	re := regexp.MustCompile(code)
+	found := false
+	err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || found {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || slices.Contains(notScanned, filepath.ToSlash(rel)) {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		found = re.Match(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// TestIAMGrantsMatchTheCode audits each function's policy against the code
+// it runs: every granted action is one the function's code calls in its
+// deployed configuration (or its event source mapping uses), and every
+// such call is granted.
+func TestIAMGrantsMatchTheCode(t *testing.T) {
+	tpl := loadTemplate(t)
+	for _, id := range tpl.functions() {
+		if tpl.env(id)["LAMBENT_CREATE_TABLE"] != nil {
+			t.Errorf("%s sets LAMBENT_CREATE_TABLE: table management is not granted (and the table belongs to the template)", id)
+		}
+	}
+	kindOf := func(r any) string {
+		k := classify(r)
+		if strings.HasSuffix(k, "ToolFunction") {
+			return "tool-function"
+		}
+		return k
+	}
+	polls := func(fn, res string) bool {
+		for _, id := range tpl.ofType("AWS::Lambda::EventSourceMapping") {
+			p := asMap(get(tpl.resources()[id], "Properties"))
+			if r, _, _ := getAtt(p["EventSourceArn"]); r == res && isRef(p["FunctionName"], fn) {
+				return true
+			}
+		}
+		return false
+	}
+	used := func(fn, key string) bool {
+		u := grantUses[key]
+		if u.poller {
+			kind, _, _ := strings.Cut(key, " ")
+			return polls(fn, kind)
+		}
+		v, set := tpl.env(fn)[u.env]
+		if !set || (u.value != "" && v != u.value) {
+			return false
+		}
+		return codeUses(t, u.dir, u.code)
+	}
+	for _, fn := range tpl.functions() {
+		granted := map[string]bool{}
+		for _, p := range asList(get(tpl.resources()[fn], "Properties", "Policies")) {
+			for _, st := range statements(get(p, "Statement")) {
+				resources := asList(st["Resource"])
+				if resources == nil {
+					resources = []any{st["Resource"]}
+				}
+				for _, r := range resources {
+					for _, a := range asStrings(st["Action"]) {
+						granted[kindOf(r)+" "+a] = true
+					}
+				}
+			}
+		}
+		for key := range granted {
+			if _, known := grantUses[key]; !known {
+				t.Errorf("%s is granted %s, which no code of Lambent uses (or add it to grantUses with its use)", fn, key)
+			} else if u := grantUses[key]; !used(fn, key) {
+				t.Errorf("%s is granted %s, which the code it runs never uses in its configuration (environment %s=%s, code under %s matching %s): "+
+					"remove the grant (or, if the call moved, update grantUses)", fn, key, u.env, u.value, u.dir, u.code)
+			}
+		}
+		for key, u := range grantUses {
+			if !u.optional && !granted[key] && used(fn, key) {
+				t.Errorf("%s runs code that needs %s, which its policy does not grant", fn, key)
+			}
+		}
+	}
+}
+
+// ---------------------------------------------------------- README
+
+// TestParametersDocumented: the README's deployment section names every
+// template parameter.
+func TestParametersDocumented(t *testing.T) {
+	tpl := loadTemplate(t)
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	start := strings.Index(readme, "\n## On AWS")
+	if start < 0 {
+		t.Fatal(`README.md has no "## On AWS" section`)
+	}
+	section := readme[start+1:]
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	for name := range asMap(tpl["Parameters"]) {
+		if !strings.Contains(section, "`"+name+"`") {
+			t.Errorf("README.md's \"On AWS\" section does not document the parameter `%s`", name)
+		}
+	}
+}
