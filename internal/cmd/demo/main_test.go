@@ -154,9 +154,8 @@ func TestDemoRequests(t *testing.T) {
 // user pastes them.
 func TestPrintedCommands(t *testing.T) {
 	for _, tool := range []string{"sh", "curl", "jq"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed: %v", tool, err)
-		}
+		_, err := exec.LookPath(tool)
+		require.NoError(t, err, "the demo's printed commands need %s", tool)
 	}
 	srv, _ := gateway(t)
 	var script bytes.Buffer
