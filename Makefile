@@ -42,8 +42,7 @@ bench:
 
 ## fuzz: run each fuzz target for FUZZTIME (default 20s)
 FUZZTIME ?= 20s
-FUZZ_TARGETS = FuzzDecodeCreateRequest:./pkg/api/ FuzzAppendString:./pkg/api/ FuzzAppendItem:./pkg/api/ \
-	FuzzAppendRaw:./pkg/api/ FuzzAppendFloat:./pkg/api/ FuzzFastDecode:./pkg/provider/openai/ \
+FUZZ_TARGETS = FuzzDecodeCreateRequest:./pkg/api/ FuzzFastDecode:./pkg/provider/openai/ \
 	FuzzEvaluate:./pkg/tools/calculator/ FuzzAppendString:./internal/fakellm/
 
 fuzz:

@@ -1,16 +1,18 @@
 package fakellm
 
 import (
+	"encoding/json"
 	"iter"
 	"net/http"
 	"strconv"
 	"unicode/utf8"
-
-	"github.com/lambent/lambent/pkg/api"
 )
 
-// appendString appends s as a JSON string, escaped as encoding/json does.
-func appendString(b []byte, s string) []byte { return api.AppendString(b, s) }
+// appendString appends s as a JSON string, escaped by encoding/json.
+func appendString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always encodes
+	return append(b, q...)
+}
 
 // appendNullableString appends s as a JSON string, or null when s is empty.
 func appendNullableString(b []byte, s string) []byte {

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/lambent/lambent/pkg/api"
@@ -29,8 +31,7 @@ func (rw *responseWriter) start() {
 }
 
 // WriteEvent writes "event: <type>\ndata: <json>\n\n" in one write and
-// flushes. The JSON is what json.Marshal writes for ev, appended by
-// ev.AppendJSON into the writer's reused buffer.
+// flushes. The data line is json.Marshal of ev.
 func (rw *responseWriter) WriteEvent(ev *api.StreamEvent) error {
 	if !rw.started {
 		rw.start()
@@ -39,7 +40,11 @@ func (rw *responseWriter) WriteEvent(ev *api.StreamEvent) error {
 	b = append(b, "event: "...)
 	b = append(b, ev.Type...)
 	b = append(b, "\ndata: "...)
-	b = ev.AppendJSON(b)
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode %s event: %w", ev.Type, err)
+	}
+	b = append(b, data...)
 	b = append(b, "\n\n"...)
 	rw.buf = b
 	return rw.flush(b)
