@@ -1,10 +1,11 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/lambent/lambent/internal/wirejson"
 )
 
 // Error types, as the OpenAI API names them.
@@ -48,7 +49,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // MarshalJSON writes the error object {message, type, param, code} with
 // param and code as null when empty.
 func (e *Error) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
+	return wirejson.Marshal(struct {
 		Message string  `json:"message"`
 		Type    string  `json:"type"`
 		Param   *string `json:"param"`

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/lambent/lambent/internal/wirejson"
 )
 
 // Item types.
@@ -126,7 +128,7 @@ func (it *Item) OutputText() string {
 func (it Item) MarshalJSON() ([]byte, error) {
 	switch it.Type {
 	case ItemMessage:
-		return json.Marshal(struct {
+		return wirejson.Marshal(struct {
 			Type    string        `json:"type"`
 			ID      string        `json:"id"`
 			Status  string        `json:"status"`
@@ -135,7 +137,7 @@ func (it Item) MarshalJSON() ([]byte, error) {
 			Phase   string        `json:"phase,omitempty"`
 		}{it.Type, it.ID, it.Status, it.Role, orEmpty(it.Content), it.Phase})
 	case ItemFunctionCall:
-		return json.Marshal(struct {
+		return wirejson.Marshal(struct {
 			Type      string `json:"type"`
 			ID        string `json:"id"`
 			CallID    string `json:"call_id"`
@@ -148,7 +150,7 @@ func (it Item) MarshalJSON() ([]byte, error) {
 		if it.OutputParts != nil {
 			output = it.OutputParts
 		}
-		return json.Marshal(struct {
+		return wirejson.Marshal(struct {
 			Type    string `json:"type"`
 			ID      string `json:"id"`
 			CallID  string `json:"call_id"`
@@ -157,7 +159,7 @@ func (it Item) MarshalJSON() ([]byte, error) {
 			IsError bool   `json:"is_error,omitempty"`
 		}{it.Type, it.ID, it.CallID, output, it.Status, it.IsError})
 	case ItemReasoning:
-		return json.Marshal(struct {
+		return wirejson.Marshal(struct {
 			Type             string        `json:"type"`
 			ID               string        `json:"id"`
 			Summary          []ContentPart `json:"summary"`
@@ -166,7 +168,7 @@ func (it Item) MarshalJSON() ([]byte, error) {
 			Status           string        `json:"status,omitempty"`
 		}{it.Type, it.ID, orEmpty(it.Summary), it.Content, it.EncryptedContent, it.Status})
 	case ItemReference:
-		return json.Marshal(struct {
+		return wirejson.Marshal(struct {
 			Type string `json:"type"`
 			ID   string `json:"id"`
 		}{it.Type, it.ID})
@@ -343,14 +345,14 @@ func (p *ContentPart) UnmarshalJSON(data []byte) error {
 func (p ContentPart) MarshalJSON() ([]byte, error) {
 	switch p.Type {
 	case PartOutputText:
-		return json.Marshal(struct {
+		return wirejson.Marshal(struct {
 			Type        string            `json:"type"`
 			Text        string            `json:"text"`
 			Annotations []json.RawMessage `json:"annotations"`
 			Logprobs    []json.RawMessage `json:"logprobs,omitempty"`
 		}{p.Type, p.Text, orEmpty(p.Annotations), p.Logprobs})
 	case PartRefusal:
-		return json.Marshal(struct {
+		return wirejson.Marshal(struct {
 			Type    string `json:"type"`
 			Refusal string `json:"refusal"`
 		}{p.Type, p.Refusal})
@@ -359,14 +361,14 @@ func (p ContentPart) MarshalJSON() ([]byte, error) {
 		if detail == "" {
 			detail = "auto"
 		}
-		return json.Marshal(struct {
+		return wirejson.Marshal(struct {
 			Type     string `json:"type"`
 			ImageURL string `json:"image_url,omitempty"`
 			FileID   string `json:"file_id,omitempty"`
 			Detail   string `json:"detail"`
 		}{p.Type, p.ImageURL, p.FileID, detail})
 	case PartInputFile:
-		return json.Marshal(struct {
+		return wirejson.Marshal(struct {
 			Type     string `json:"type"`
 			FileID   string `json:"file_id,omitempty"`
 			FileData string `json:"file_data,omitempty"`
@@ -374,7 +376,7 @@ func (p ContentPart) MarshalJSON() ([]byte, error) {
 			Filename string `json:"filename,omitempty"`
 		}{p.Type, p.FileID, p.FileData, p.FileURL, p.Filename})
 	}
-	return json.Marshal(struct {
+	return wirejson.Marshal(struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	}{p.Type, p.Text})

@@ -33,31 +33,39 @@ func benchResponse() *Response {
 	}
 }
 
-// BenchmarkMarshal measures encoding/json on the gateway's hot values: a
-// whole response (non-streaming body, response.completed) and an
-// output_text.delta event (one per streamed token).
+// BenchmarkMarshal measures the encoding of the gateway's hot values: a
+// whole response (non-streaming body, response.completed), the
+// response.created event (twice per stream before the first token) and an
+// output_text.delta event (one per streamed token), by wirejson (the HTTP
+// and SSE writers) and by encoding/json at the top (everything else).
 func BenchmarkMarshal(b *testing.B) {
-	idx := 0
-	delta := "word "
+	r := benchResponse()
+	created := &Response{ID: r.ID, Object: "response", CreatedAt: r.CreatedAt, Status: StatusInProgress, Model: r.Model,
+		ToolChoice: r.ToolChoice, Truncation: r.Truncation, ParallelToolCalls: true, Text: r.Text, TopP: 1, Temperature: 1,
+		Store: true, ServiceTier: "auto"}
 	for _, bc := range []struct {
 		name string
 		v    any
 	}{
-		{"response", benchResponse()},
-		{"output_text.delta", &StreamEvent{Type: EventOutputTextDelta, SequenceNumber: 7, ItemID: PrefixMessage + "18a2b3c4d5e6f708a1b2c3d4e5f60718293a4b5c6d7e8f90",
-			OutputIndex: &idx, ContentIndex: &idx, Delta: &delta}},
+		{"response", r},
+		{"response.created", &StreamEvent{Type: EventResponseCreated, Response: created}},
+		{"output_text.delta", &StreamEvent{Type: EventOutputTextDelta, SequenceNumber: 7, ItemID: r.Output[2].ID,
+			OutputIndex: Ptr(2), ContentIndex: Ptr(0), Delta: Ptr("word ")}},
 	} {
-		b.Run(bc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			var n int
-			for b.Loop() {
-				out, err := json.Marshal(bc.v)
-				if err != nil {
-					b.Fatal(err)
+		for _, enc := range []string{"wirejson", "encoding/json"} {
+			marshal := encoders[enc]
+			b.Run(bc.name+"/"+enc, func(b *testing.B) {
+				b.ReportAllocs()
+				var n int
+				for b.Loop() {
+					out, err := marshal(bc.v)
+					if err != nil {
+						b.Fatal(err)
+					}
+					n = len(out)
 				}
-				n = len(out)
-			}
-			b.SetBytes(int64(n))
-		})
+				b.SetBytes(int64(n))
+			})
+		}
 	}
 }

@@ -5,7 +5,13 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/lambent/lambent/internal/wirejson"
 )
+
+// encoders are the two ways wire values are encoded: wirejson on the
+// gateway's hot paths, encoding/json elsewhere. Both must agree.
+var encoders = map[string]func(any) ([]byte, error){"encoding/json": json.Marshal, "wirejson": wirejson.Marshal}
 
 // TestMarshalShapes: every union is written in the shape of its type,
 // with the null, [] and omission rules the wire spec needs.
@@ -62,13 +68,15 @@ func TestMarshalShapes(t *testing.T) {
 		{"item list", &ItemList{Object: "list", Data: []Item{{Type: ItemReference, ID: "x"}}, FirstID: Ptr("x"), LastID: Ptr("x")},
 			`{"object":"list","data":[{"type":"item_reference","id":"x"}],"first_id":"x","last_id":"x","has_more":false}`},
 	} {
-		got, err := json.Marshal(tc.v)
-		if err != nil {
-			t.Errorf("%s: %v", tc.name, err)
-			continue
-		}
-		if string(got) != tc.want {
-			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
+		for enc, marshal := range encoders {
+			got, err := marshal(tc.v)
+			if err != nil {
+				t.Errorf("%s, %s: %v", tc.name, enc, err)
+				continue
+			}
+			if string(got) != tc.want {
+				t.Errorf("%s, %s:\n got %s\nwant %s", tc.name, enc, got, tc.want)
+			}
 		}
 	}
 }
@@ -79,39 +87,43 @@ func TestMarshalShapes(t *testing.T) {
 func TestMarshalResponse(t *testing.T) {
 	r := &Response{ID: "resp_1", Object: "response", Status: StatusInProgress, ToolChoice: ToolChoice{Mode: ToolChoiceNone},
 		Text: TextConfig{Format: TextFormat{Type: FormatText}}, TopP: 1}
-	got, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const want = `{"id":"resp_1","object":"response","created_at":0,"completed_at":null,"status":"in_progress","incomplete_details":null,` +
 		`"model":"","previous_response_id":null,"instructions":null,"output":[],"error":null,"tools":[],"tool_choice":"none",` +
 		`"truncation":"","parallel_tool_calls":false,"text":{"format":{"type":"text"}},"top_p":1,"presence_penalty":0,` +
 		`"frequency_penalty":0,"top_logprobs":0,"temperature":0,"reasoning":null,"usage":null,"max_output_tokens":null,` +
 		`"max_tool_calls":null,"store":false,"background":false,"service_tier":"","metadata":{},"safety_identifier":null,"prompt_cache_key":null}`
-	if string(got) != want {
-		t.Fatalf("got  %s\nwant %s", got, want)
-	}
-	if r.Output != nil || r.Tools != nil || r.Metadata != nil {
-		t.Fatal("MarshalJSON changed the response")
-	}
-	ev, err := json.Marshal(&StreamEvent{Type: EventResponseCreated, Response: r})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w := `{"type":"response.created","sequence_number":0,"response":` + want + `}`; string(ev) != w {
-		t.Fatalf("event:\n got %s\nwant %s", ev, w)
+	for enc, marshal := range encoders {
+		got, err := marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != want {
+			t.Fatalf("%s:\n got %s\nwant %s", enc, got, want)
+		}
+		if r.Output != nil || r.Tools != nil || r.Metadata != nil {
+			t.Fatal("MarshalJSON changed the response")
+		}
+		ev, err := marshal(&StreamEvent{Type: EventResponseCreated, Response: r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := `{"type":"response.created","sequence_number":0,"response":` + want + `}`; string(ev) != w {
+			t.Fatalf("%s event:\n got %s\nwant %s", enc, ev, w)
+		}
 	}
 }
 
 // TestMarshalErrors: values the wire cannot carry fail to encode.
 func TestMarshalErrors(t *testing.T) {
-	if _, err := json.Marshal(Item{Type: "bogus"}); err == nil || !strings.Contains(err.Error(), `cannot marshal item of type "bogus"`) {
-		t.Errorf("unknown item type: %v", err)
-	}
-	if _, err := json.Marshal(&Response{Temperature: math.NaN()}); err == nil {
-		t.Error("NaN temperature encoded")
-	}
-	if _, err := json.Marshal(Tool{Type: ToolFunction, Parameters: json.RawMessage("{")}); err == nil {
-		t.Error("invalid parameters encoded")
+	for enc, marshal := range encoders {
+		if _, err := marshal(Item{Type: "bogus"}); err == nil || !strings.Contains(err.Error(), `cannot marshal item of type "bogus"`) {
+			t.Errorf("%s, unknown item type: %v", enc, err)
+		}
+		if _, err := marshal(&Response{Temperature: math.NaN()}); err == nil {
+			t.Errorf("%s: NaN temperature encoded", enc)
+		}
+		if _, err := marshal(Tool{Type: ToolFunction, Parameters: json.RawMessage("{")}); err == nil {
+			t.Errorf("%s: invalid parameters encoded", enc)
+		}
 	}
 }

@@ -1,6 +1,6 @@
 package api
 
-import "encoding/json"
+import "github.com/lambent/lambent/internal/wirejson"
 
 // Response is the response object (ResponseResource). Every field the spec
 // requires is always written; nullable ones are pointers.
@@ -47,7 +47,7 @@ func (r *Response) MarshalJSON() ([]byte, error) {
 	if c.Metadata == nil {
 		c.Metadata = map[string]string{}
 	}
-	return json.Marshal(&c)
+	return wirejson.Marshal(&c)
 }
 
 // Clone returns a copy of r whose Output slice can be appended to without

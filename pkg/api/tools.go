@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/lambent/lambent/internal/wirejson"
 )
 
 // Tool types.
@@ -80,7 +82,7 @@ func (t Tool) MarshalJSON() ([]byte, error) {
 		if len(params) == 0 {
 			params = nil // written as null
 		}
-		return json.Marshal(struct {
+		return wirejson.Marshal(struct {
 			Type        string          `json:"type"`
 			Name        string          `json:"name"`
 			Description *string         `json:"description"`
@@ -90,7 +92,7 @@ func (t Tool) MarshalJSON() ([]byte, error) {
 	}
 	w := wireTool(t)
 	w.Headers, w.Authorization = nil, ""
-	return json.Marshal(w)
+	return wirejson.Marshal(w)
 }
 
 // Tool choice modes.
@@ -183,18 +185,18 @@ func (c *ToolChoice) UnmarshalJSON(data []byte) error {
 func (c ToolChoice) MarshalJSON() ([]byte, error) {
 	switch c.Type {
 	case ToolFunction:
-		return json.Marshal(struct {
+		return wirejson.Marshal(struct {
 			Type string `json:"type"`
 			Name string `json:"name"`
 		}{c.Type, c.Name})
 	case "allowed_tools":
-		return json.Marshal(struct {
+		return wirejson.Marshal(struct {
 			Type  string    `json:"type"`
 			Mode  string    `json:"mode"`
 			Tools []ToolRef `json:"tools"`
 		}{c.Type, c.Mode, c.Tools})
 	}
-	return json.Marshal(c.EffectiveMode())
+	return wirejson.Marshal(c.EffectiveMode())
 }
 
 // TextConfig is the text output configuration.

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine"
 	"github.com/lambent/lambent/pkg/store"
@@ -265,7 +266,7 @@ func (h *Handler) inputItems(w http.ResponseWriter, r *http.Request, id string) 
 // writeJSON writes v as the JSON body (followed by a newline, as
 // json.Encoder writes it) with its Content-Length.
 func (h *Handler) writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	b, err := wirejson.Marshal(v)
 	if err != nil {
 		h.log.Error("encode response", "err", err)
 		status = http.StatusInternalServerError

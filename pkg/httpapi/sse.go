@@ -1,10 +1,10 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 
+	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
 )
 
@@ -40,7 +40,7 @@ func (rw *responseWriter) WriteEvent(ev *api.StreamEvent) error {
 	b = append(b, "event: "...)
 	b = append(b, ev.Type...)
 	b = append(b, "\ndata: "...)
-	data, err := json.Marshal(ev)
+	data, err := wirejson.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("encode %s event: %w", ev.Type, err)
 	}
