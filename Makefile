@@ -45,8 +45,7 @@ bench:
 
 ## fuzz: run each fuzz target for FUZZTIME (default 20s)
 FUZZTIME ?= 20s
-FUZZ_TARGETS = FuzzDecodeCreateRequest:./pkg/api/ FuzzAppendString:./pkg/api/ FuzzAppendItem:./pkg/api/ \
-	FuzzAppendRaw:./pkg/api/ FuzzAppendFloat:./pkg/api/ FuzzDecodeChunk:./pkg/provider/openai/ \
+FUZZ_TARGETS = FuzzDecodeCreateRequest:./pkg/api/ FuzzDecodeChunk:./pkg/provider/openai/ \
 	FuzzEvaluate:./pkg/tools/calculator/
 
 fuzz:

@@ -2,6 +2,6 @@
 // and its validation, the response object, items and content parts, streaming
 // events, the response status state machine, IDs and API errors.
 //
-// It imports only the standard library; every other package of Lambent builds
-// on it.
+// It imports only the standard library and internal/wirejson (the encoder
+// its MarshalJSON methods use); every other package of Lambent builds on it.
 package api

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/lambent/lambent/internal/wirejson"
 )
 
 // Error types, as the OpenAI API names them.
@@ -45,9 +47,14 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // MarshalJSON writes the error object {message, type, param, code} with
-// param and code as null when empty (AppendJSON, encode.go).
+// param and code as null when empty.
 func (e *Error) MarshalJSON() ([]byte, error) {
-	return e.AppendJSON(nil), nil
+	return wirejson.Marshal(struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
+	}{e.Message, e.Type, nilIfEmpty(e.Param), nilIfEmpty(e.Code)})
 }
 
 // ErrorBody is the envelope of an error response: {"error":{...}}.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/lambent/lambent/internal/wirejson"
 )
 
 // Item types.
@@ -114,8 +116,7 @@ func (it *Item) OutputText() string {
 	return string(b)
 }
 
-// MarshalJSON writes the item in the shape of its type (AppendJSON,
-// encode.go):
+// MarshalJSON writes the item in the shape of its type:
 //
 //	message:              type, id, status, role, content ([] when nil), phase (omitted when empty)
 //	function_call:        type, id, call_id, name, arguments, status
@@ -125,16 +126,63 @@ func (it *Item) OutputText() string {
 //
 // Any other type is an error.
 func (it Item) MarshalJSON() ([]byte, error) {
-	var err error
-	b := it.appendJSON(nil, &err)
-	if err != nil {
-		return nil, err
+	switch it.Type {
+	case ItemMessage:
+		return wirejson.Marshal(struct {
+			Type    string        `json:"type"`
+			ID      string        `json:"id"`
+			Status  string        `json:"status"`
+			Role    string        `json:"role"`
+			Content []ContentPart `json:"content"`
+			Phase   string        `json:"phase,omitempty"`
+		}{it.Type, it.ID, it.Status, it.Role, orEmpty(it.Content), it.Phase})
+	case ItemFunctionCall:
+		return wirejson.Marshal(struct {
+			Type      string `json:"type"`
+			ID        string `json:"id"`
+			CallID    string `json:"call_id"`
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+			Status    string `json:"status"`
+		}{it.Type, it.ID, it.CallID, it.Name, it.Arguments, it.Status})
+	case ItemFunctionCallOutput:
+		var output any = it.Output
+		if it.OutputParts != nil {
+			output = it.OutputParts
+		}
+		return wirejson.Marshal(struct {
+			Type    string `json:"type"`
+			ID      string `json:"id"`
+			CallID  string `json:"call_id"`
+			Output  any    `json:"output"`
+			Status  string `json:"status"`
+			IsError bool   `json:"is_error,omitempty"`
+		}{it.Type, it.ID, it.CallID, output, it.Status, it.IsError})
+	case ItemReasoning:
+		return wirejson.Marshal(struct {
+			Type             string        `json:"type"`
+			ID               string        `json:"id"`
+			Summary          []ContentPart `json:"summary"`
+			Content          []ContentPart `json:"content,omitempty"`
+			EncryptedContent string        `json:"encrypted_content,omitempty"`
+			Status           string        `json:"status,omitempty"`
+		}{it.Type, it.ID, orEmpty(it.Summary), it.Content, it.EncryptedContent, it.Status})
+	case ItemReference:
+		return wirejson.Marshal(struct {
+			Type string `json:"type"`
+			ID   string `json:"id"`
+		}{it.Type, it.ID})
 	}
-	return b, nil
+	return nil, fmt.Errorf("api: cannot marshal item of type %q", it.Type)
 }
 
-func errItemType(typ string) error {
-	return fmt.Errorf("api: cannot marshal item of type %q", typ)
+// orEmpty returns s, or an empty slice when s is nil, so that it is
+// written as [] rather than null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 // wireItemIn is the union of every input item's fields.
@@ -287,8 +335,7 @@ func (p *ContentPart) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// MarshalJSON writes the part in the shape of its type (AppendJSON,
-// encode.go):
+// MarshalJSON writes the part in the shape of its type:
 //
 //	output_text: type, text, annotations ([] when nil), logprobs (omitted when empty)
 //	refusal:     type, refusal
@@ -296,10 +343,41 @@ func (p *ContentPart) UnmarshalJSON(data []byte) error {
 //	input_file:  type, file_id, file_data, file_url, filename (each omitted when empty)
 //	other:       type, text
 func (p ContentPart) MarshalJSON() ([]byte, error) {
-	var err error
-	b := p.appendJSON(nil, &err)
-	if err != nil {
-		return nil, err
+	switch p.Type {
+	case PartOutputText:
+		return wirejson.Marshal(struct {
+			Type        string            `json:"type"`
+			Text        string            `json:"text"`
+			Annotations []json.RawMessage `json:"annotations"`
+			Logprobs    []json.RawMessage `json:"logprobs,omitempty"`
+		}{p.Type, p.Text, orEmpty(p.Annotations), p.Logprobs})
+	case PartRefusal:
+		return wirejson.Marshal(struct {
+			Type    string `json:"type"`
+			Refusal string `json:"refusal"`
+		}{p.Type, p.Refusal})
+	case PartInputImage:
+		detail := p.Detail
+		if detail == "" {
+			detail = "auto"
+		}
+		return wirejson.Marshal(struct {
+			Type     string `json:"type"`
+			ImageURL string `json:"image_url,omitempty"`
+			FileID   string `json:"file_id,omitempty"`
+			Detail   string `json:"detail"`
+		}{p.Type, p.ImageURL, p.FileID, detail})
+	case PartInputFile:
+		return wirejson.Marshal(struct {
+			Type     string `json:"type"`
+			FileID   string `json:"file_id,omitempty"`
+			FileData string `json:"file_data,omitempty"`
+			FileURL  string `json:"file_url,omitempty"`
+			Filename string `json:"filename,omitempty"`
+		}{p.Type, p.FileID, p.FileData, p.FileURL, p.Filename})
 	}
-	return b, nil
+	return wirejson.Marshal(struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}{p.Type, p.Text})
 }

@@ -1,5 +1,7 @@
 package api
 
+import "github.com/lambent/lambent/internal/wirejson"
+
 // Response is the response object (ResponseResource). Every field the spec
 // requires is always written; nullable ones are pointers.
 type Response struct {
@@ -36,15 +38,16 @@ type Response struct {
 	PromptCacheKey     *string            `json:"prompt_cache_key"`
 }
 
-// MarshalJSON writes every field, nil slices and maps as empty ones, as
-// the schema requires (AppendJSON, encode.go).
+// MarshalJSON writes every field, nil output, tools and metadata as empty
+// ones, as the schema requires.
 func (r *Response) MarshalJSON() ([]byte, error) {
-	var err error
-	b := r.appendJSON(nil, &err)
-	if err != nil {
-		return nil, err
+	type plain Response // Response's fields without its methods
+	c := plain(*r)
+	c.Output, c.Tools = orEmpty(c.Output), orEmpty(c.Tools)
+	if c.Metadata == nil {
+		c.Metadata = map[string]string{}
 	}
-	return b, nil
+	return wirejson.Marshal(&c)
 }
 
 // Clone returns a copy of r whose Output slice can be appended to without

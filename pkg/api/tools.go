@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/lambent/lambent/internal/wirejson"
 )
 
 // Tool types.
@@ -70,18 +72,27 @@ func (t *Tool) UnmarshalJSON(data []byte) error {
 }
 
 // MarshalJSON writes the tool as the response echoes it. A function tool
-// has every FunctionTool field (null when absent); hosted tools are echoed
-// by their type and MCP tools by their server fields (the Authorization
-// secret is never echoed, nor are the headers). The function form is
-// {type, name, description, parameters, strict}; other tools have the
-// fields of wireTool, each omitted when empty (AppendJSON, encode.go).
+// is {type, name, description, parameters, strict}, every field present
+// (null when absent); other tools have the fields of wireTool, each
+// omitted when empty, except the headers and the authorization secret,
+// which are never echoed.
 func (t Tool) MarshalJSON() ([]byte, error) {
-	var err error
-	b := t.appendJSON(nil, &err)
-	if err != nil {
-		return nil, err
+	if t.Type == ToolFunction {
+		params := t.Parameters
+		if len(params) == 0 {
+			params = nil // written as null
+		}
+		return wirejson.Marshal(struct {
+			Type        string          `json:"type"`
+			Name        string          `json:"name"`
+			Description *string         `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+			Strict      *bool           `json:"strict"`
+		}{t.Type, t.Name, t.Description, params, t.Strict})
 	}
-	return b, nil
+	w := wireTool(t)
+	w.Headers, w.Authorization = nil, ""
+	return wirejson.Marshal(w)
 }
 
 // Tool choice modes.
@@ -170,9 +181,22 @@ func (c *ToolChoice) UnmarshalJSON(data []byte) error {
 
 // MarshalJSON writes the form the choice was given in: {type, name} for a
 // forced function, {type, mode, tools} for allowed_tools, else the
-// effective mode as a string (AppendJSON, encode.go).
+// effective mode as a string.
 func (c ToolChoice) MarshalJSON() ([]byte, error) {
-	return c.AppendJSON(nil), nil
+	switch c.Type {
+	case ToolFunction:
+		return wirejson.Marshal(struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+		}{c.Type, c.Name})
+	case "allowed_tools":
+		return wirejson.Marshal(struct {
+			Type  string    `json:"type"`
+			Mode  string    `json:"mode"`
+			Tools []ToolRef `json:"tools"`
+		}{c.Type, c.Mode, c.Tools})
+	}
+	return wirejson.Marshal(c.EffectiveMode())
 }
 
 // TextConfig is the text output configuration.

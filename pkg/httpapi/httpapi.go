@@ -4,7 +4,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,8 +12,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 
+	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine"
 )
@@ -55,7 +54,6 @@ type Handler struct {
 	maxBody int64
 	log     *slog.Logger
 	keys    keyring
-	bufs    sync.Pool
 }
 
 // New returns the API handler.
@@ -66,9 +64,7 @@ func New(cfg Config) *Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	h := &Handler{svc: cfg.Service, maxBody: cfg.MaxBody, log: cfg.Logger, keys: newKeyring(cfg.APIKeys)}
-	h.bufs.New = func() any { return new(bytes.Buffer) }
-	return h
+	return &Handler{svc: cfg.Service, maxBody: cfg.MaxBody, log: cfg.Logger, keys: newKeyring(cfg.APIKeys)}
 }
 
 // ServeHTTP routes a request. Panics are recovered into a 500 in the
@@ -277,46 +273,19 @@ func (h *Handler) inputItems(w http.ResponseWriter, r *http.Request, id string) 
 }
 
 // writeJSON writes v as the JSON body (followed by a newline, as
-// json.Encoder writes it) with its Content-Length. The API's own bodies
-// are encoded by their AppendJSON methods into a pooled buffer; anything
-// else goes through encoding/json.
+// json.Encoder writes it) with its Content-Length.
 func (h *Handler) writeJSON(w http.ResponseWriter, status int, v any) {
-	buf := h.bufs.Get().(*bytes.Buffer)
-	defer h.putBuf(buf)
-	buf.Reset()
-	var b []byte
-	switch v := v.(type) {
-	case *api.Response:
-		b = v.AppendJSON(buf.AvailableBuffer())
-	case *api.ErrorBody:
-		b = v.AppendJSON(buf.AvailableBuffer())
-	case api.ErrorBody:
-		b = v.AppendJSON(buf.AvailableBuffer())
-	case *api.ItemList:
-		b = v.AppendJSON(buf.AvailableBuffer())
-	case *api.DeleteResult:
-		b = v.AppendJSON(buf.AvailableBuffer())
-	}
-	if b != nil {
-		// b is in buf's free space unless it outgrew it; Write adopts it
-		// either way (growing the pooled buffer for the next response).
-		buf.Write(append(b, '\n'))
-	} else if err := json.NewEncoder(buf).Encode(v); err != nil {
+	b, err := wirejson.Marshal(v)
+	if err != nil {
 		h.log.Error("encode response", "err", err)
 		status = http.StatusInternalServerError
-		buf.Reset()
-		buf.WriteString(`{"error":{"message":"internal error: could not encode the response","type":"server_error","param":null,"code":"server_error"}}`)
+		b = []byte(`{"error":{"message":"internal error: could not encode the response","type":"server_error","param":null,"code":"server_error"}}`)
 	}
+	b = append(b, '\n')
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
-}
-
-func (h *Handler) putBuf(b *bytes.Buffer) {
-	if b.Cap() <= 1<<20 {
-		h.bufs.Put(b)
-	}
+	_, _ = w.Write(b)
 }
 
 func (h *Handler) writeError(w http.ResponseWriter, err error) {

@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 
+	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
 )
 
@@ -33,8 +35,7 @@ func (rw *responseWriter) start() {
 }
 
 // WriteEvent buffers "event: <type>\ndata: <json>\n\n" until the next
-// Flush. The JSON is what json.Marshal writes for ev, appended by
-// ev.AppendJSON to the buffer.
+// Flush. The data line is the wire JSON of ev.
 func (rw *responseWriter) WriteEvent(ev *api.StreamEvent) error {
 	if !rw.started {
 		rw.start()
@@ -43,7 +44,11 @@ func (rw *responseWriter) WriteEvent(ev *api.StreamEvent) error {
 	b = append(b, "event: "...)
 	b = append(b, ev.Type...)
 	b = append(b, "\ndata: "...)
-	b = ev.AppendJSON(b)
+	data, err := wirejson.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode %s event: %w", ev.Type, err)
+	}
+	b = append(b, data...)
 	b = append(b, "\n\n"...)
 	rw.buf = b
 	return nil

@@ -1,0 +1,129 @@
+package api
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/lambent/lambent/internal/wirejson"
+)
+
+// encoders are the two ways wire values are encoded: wirejson on the
+// gateway's hot paths, encoding/json elsewhere. Both must agree.
+var encoders = map[string]func(any) ([]byte, error){"encoding/json": json.Marshal, "wirejson": wirejson.Marshal}
+
+// TestMarshalShapes: every union is written in the shape of its type,
+// with the null, [] and omission rules the wire spec needs.
+func TestMarshalShapes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    any
+		want string
+	}{
+		{"message nil content", Item{Type: ItemMessage, ID: "m", Status: ItemCompleted, Role: RoleAssistant},
+			`{"type":"message","id":"m","status":"completed","role":"assistant","content":[]}`},
+		{"message with phase", Item{Type: ItemMessage, ID: "m", Status: ItemCompleted, Role: RoleAssistant, Phase: "final_answer",
+			Content: []ContentPart{{Type: PartOutputText, Text: "<hi>"}}},
+			`{"type":"message","id":"m","status":"completed","role":"assistant","content":[{"type":"output_text","text":"\u003chi\u003e","annotations":[]}],"phase":"final_answer"}`},
+		{"function call", Item{Type: ItemFunctionCall, ID: "fc", CallID: "c", Name: "f", Status: ItemCompleted},
+			`{"type":"function_call","id":"fc","call_id":"c","name":"f","arguments":"","status":"completed"}`},
+		{"function call output text", Item{Type: ItemFunctionCallOutput, ID: "o", CallID: "c", Output: "84", Status: ItemCompleted, IsError: true},
+			`{"type":"function_call_output","id":"o","call_id":"c","output":"84","status":"completed","is_error":true}`},
+		{"function call output parts", Item{Type: ItemFunctionCallOutput, ID: "o", CallID: "c", Output: "ignored", OutputParts: []ContentPart{}},
+			`{"type":"function_call_output","id":"o","call_id":"c","output":[],"status":""}`},
+		{"reasoning bare", Item{Type: ItemReasoning, ID: "r"}, `{"type":"reasoning","id":"r","summary":[]}`},
+		{"reasoning full", Item{Type: ItemReasoning, ID: "r", Content: []ContentPart{{Type: PartReasoningText, Text: "t"}}, EncryptedContent: "e", Status: ItemCompleted},
+			`{"type":"reasoning","id":"r","summary":[],"content":[{"type":"reasoning_text","text":"t"}],"encrypted_content":"e","status":"completed"}`},
+		{"item reference", Item{Type: ItemReference, ID: "x", Status: "ignored"}, `{"type":"item_reference","id":"x"}`},
+
+		{"output text logprobs", ContentPart{Type: PartOutputText, Text: "a", Annotations: []json.RawMessage{json.RawMessage(`{"type": "x"}`)}, Logprobs: []json.RawMessage{json.RawMessage(`1`)}},
+			`{"type":"output_text","text":"a","annotations":[{"type":"x"}],"logprobs":[1]}`},
+		{"refusal", ContentPart{Type: PartRefusal, Refusal: "no", Text: "ignored"}, `{"type":"refusal","refusal":"no"}`},
+		{"input image default detail", ContentPart{Type: PartInputImage, ImageURL: "u"}, `{"type":"input_image","image_url":"u","detail":"auto"}`},
+		{"input image file", ContentPart{Type: PartInputImage, FileID: "f", Detail: "low"}, `{"type":"input_image","file_id":"f","detail":"low"}`},
+		{"input file", ContentPart{Type: PartInputFile, Filename: "a.txt", FileData: "d"}, `{"type":"input_file","file_data":"d","filename":"a.txt"}`},
+		{"input text", ContentPart{Type: PartInputText, Text: "", ImageURL: "ignored"}, `{"type":"input_text","text":""}`},
+
+		{"function tool bare", Tool{Type: ToolFunction, Name: "f"}, `{"type":"function","name":"f","description":null,"parameters":null,"strict":null}`},
+		{"function tool full", Tool{Type: ToolFunction, Name: "f", Description: Ptr("d"), Parameters: json.RawMessage("{\n \"type\": \"object\"}"), Strict: Ptr(true)},
+			`{"type":"function","name":"f","description":"d","parameters":{"type":"object"},"strict":true}`},
+		{"hosted tool", Tool{Type: "lambent:calculator"}, `{"type":"lambent:calculator"}`},
+		{"mcp tool hides secrets", Tool{Type: ToolMCP, ServerLabel: "l", ServerURL: "https://x", Headers: map[string]string{"k": "v"}, Authorization: "secret",
+			RequireApproval: json.RawMessage(`"never"`)},
+			`{"type":"mcp","server_label":"l","server_url":"https://x","require_approval":"never"}`},
+
+		{"tool choice default", ToolChoice{}, `"auto"`},
+		{"tool choice mode", ToolChoice{Mode: ToolChoiceRequired}, `"required"`},
+		{"tool choice function", ToolChoice{Type: ToolFunction, Name: "f", Mode: "ignored"}, `{"type":"function","name":"f"}`},
+		{"tool choice allowed", ToolChoice{Type: "allowed_tools", Mode: ToolChoiceAuto, Tools: []ToolRef{{Type: ToolFunction, Name: "f"}, {Type: "lambent:calculator"}}},
+			`{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"f"},{"type":"lambent:calculator"}]}`},
+
+		{"error body", ErrorBody{Error: InvalidRequest("", "bad")}, `{"error":{"message":"bad","type":"invalid_request_error","param":null,"code":null}}`},
+		{"error with code", NotFound("id", "not_found", "gone"), `{"message":"gone","type":"invalid_request_error","param":"id","code":"not_found"}`},
+		{"delta event", &StreamEvent{Type: EventOutputTextDelta, SequenceNumber: 3, ItemID: "m", OutputIndex: Ptr(0), ContentIndex: Ptr(0), Delta: Ptr("")},
+			`{"type":"response.output_text.delta","sequence_number":3,"output_index":0,"item_id":"m","content_index":0,"delta":""}`},
+		{"error event", Ptr(NewErrorEvent(ServerError(nil, "boom"))),
+			`{"type":"error","sequence_number":0,"error":{"type":"server_error","code":"server_error","message":"boom","param":null}}`},
+		{"item list", &ItemList{Object: "list", Data: []Item{{Type: ItemReference, ID: "x"}}, FirstID: Ptr("x"), LastID: Ptr("x")},
+			`{"object":"list","data":[{"type":"item_reference","id":"x"}],"first_id":"x","last_id":"x","has_more":false}`},
+	} {
+		for enc, marshal := range encoders {
+			got, err := marshal(tc.v)
+			if err != nil {
+				t.Errorf("%s, %s: %v", tc.name, enc, err)
+				continue
+			}
+			if string(got) != tc.want {
+				t.Errorf("%s, %s:\n got %s\nwant %s", tc.name, enc, got, tc.want)
+			}
+		}
+	}
+}
+
+// TestMarshalResponse: a response writes every field of ResponseResource,
+// nil output, tools and metadata as empty ones, and embedded in an event
+// the same bytes.
+func TestMarshalResponse(t *testing.T) {
+	r := &Response{ID: "resp_1", Object: "response", Status: StatusInProgress, ToolChoice: ToolChoice{Mode: ToolChoiceNone},
+		Text: TextConfig{Format: TextFormat{Type: FormatText}}, TopP: 1}
+	const want = `{"id":"resp_1","object":"response","created_at":0,"completed_at":null,"status":"in_progress","incomplete_details":null,` +
+		`"model":"","previous_response_id":null,"instructions":null,"output":[],"error":null,"tools":[],"tool_choice":"none",` +
+		`"truncation":"","parallel_tool_calls":false,"text":{"format":{"type":"text"}},"top_p":1,"presence_penalty":0,` +
+		`"frequency_penalty":0,"top_logprobs":0,"temperature":0,"reasoning":null,"usage":null,"max_output_tokens":null,` +
+		`"max_tool_calls":null,"store":false,"background":false,"service_tier":"","metadata":{},"safety_identifier":null,"prompt_cache_key":null}`
+	for enc, marshal := range encoders {
+		got, err := marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != want {
+			t.Fatalf("%s:\n got %s\nwant %s", enc, got, want)
+		}
+		if r.Output != nil || r.Tools != nil || r.Metadata != nil {
+			t.Fatal("MarshalJSON changed the response")
+		}
+		ev, err := marshal(&StreamEvent{Type: EventResponseCreated, Response: r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := `{"type":"response.created","sequence_number":0,"response":` + want + `}`; string(ev) != w {
+			t.Fatalf("%s event:\n got %s\nwant %s", enc, ev, w)
+		}
+	}
+}
+
+// TestMarshalErrors: values the wire cannot carry fail to encode.
+func TestMarshalErrors(t *testing.T) {
+	for enc, marshal := range encoders {
+		if _, err := marshal(Item{Type: "bogus"}); err == nil || !strings.Contains(err.Error(), `cannot marshal item of type "bogus"`) {
+			t.Errorf("%s, unknown item type: %v", enc, err)
+		}
+		if _, err := marshal(&Response{Temperature: math.NaN()}); err == nil {
+			t.Errorf("%s: NaN temperature encoded", enc)
+		}
+		if _, err := marshal(Tool{Type: ToolFunction, Parameters: json.RawMessage("{")}); err == nil {
+			t.Errorf("%s: invalid parameters encoded", enc)
+		}
+	}
+}
