@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/tenant"
@@ -202,7 +203,7 @@ type eventBuffer struct {
 }
 
 func (b *eventBuffer) WriteEvent(ev *api.StreamEvent) error {
-	data, err := json.Marshal(ev)
+	data, err := wirejson.Marshal(ev)
 	if err != nil {
 		return err
 	}
