@@ -200,7 +200,8 @@ func TestClientAgentsSDK(t *testing.T) {
 	require.Equal(t, "Result: 391", got.Hosted.Text)
 	var sawCall bool
 	for _, it := range got.Hosted.Items {
-		require.NotEqual(t, "tool_call_item", it.Type, "the SDK must not run a hosted tool: %+v", got.Hosted.Items)
+		require.NotEqual(t, "function_call", it.Raw, "the SDK must not run a hosted tool: %+v", got.Hosted.Items)
+		require.NotEqual(t, "tool_call_output_item", it.Type, "the SDK must not run a hosted tool: %+v", got.Hosted.Items)
 		if it.Raw == "hosted_tool_call" {
 			sawCall = true
 			require.Equal(t, "391", it.Output)
@@ -253,4 +254,47 @@ func TestClientLangChain(t *testing.T) {
 	require.Equal(t, "Earlier results: 391", got.HostedHistory.Text)
 	require.Equal(t, "Result: 391", got.HostedStream.Text)
 	require.Zero(t, got.HostedStream.ToolCallChunks)
+}
+
+// The npm `openai` SDK decodes a hosted tool loop in both item modes,
+// streamed (its accumulator applies every event) and not.
+func TestClientOpenAIHostedItems(t *testing.T) {
+	dir := jsClients(t)
+	for mode, want := range map[string][]string{
+		"mcp_call":      {"mcp_call", "message"},
+		"function_call": {"function_call", "function_call_output", "message"},
+	} {
+		t.Run(mode, func(t *testing.T) {
+			g := newGateway(t, clientModel(), map[string]string{"LAMBENT_HOSTED_TOOL_ITEMS": mode})
+			type item struct {
+				Type   string
+				Output *string
+			}
+			var got struct {
+				Plain, Streamed struct {
+					Status, Text string
+					Items        []item
+					Events       []string
+				}
+			}
+			runJS(t, dir, "openai_hosted.mjs", g.srv.URL+"/v1", &got)
+			for _, r := range []struct {
+				Status, Text string
+				Items        []item
+				Events       []string
+			}{got.Plain, got.Streamed} {
+				require.Equal(t, "completed", r.Status)
+				require.Equal(t, "Result: 391", r.Text)
+				var types []string
+				for _, it := range r.Items {
+					types = append(types, it.Type)
+				}
+				require.Equal(t, want, types)
+			}
+			if mode == "mcp_call" {
+				require.Equal(t, "391", *got.Streamed.Items[0].Output)
+				require.Contains(t, got.Streamed.Events, "response.mcp_call.completed")
+			}
+		})
+	}
 }
