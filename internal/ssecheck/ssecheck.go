@@ -14,6 +14,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/openai/openai-go/v3/responses"
+
 	"github.com/lambent/lambent/internal/schema"
 )
 
@@ -218,4 +220,77 @@ func OutputText(evs []Event) (string, error) {
 		b.WriteString(d.Delta)
 	}
 	return b.String(), nil
+}
+
+// openAIToolTypes are the tool types of OpenAI's ToolUnion (openai-go).
+var openAIToolTypes = map[string]bool{
+	"function": true, "file_search": true, "computer": true, "computer_use_preview": true, "web_search": true,
+	"web_search_2025_08_26": true, "mcp": true, "code_interpreter": true, "programmatic_tool_calling": true,
+	"image_generation": true, "local_shell": true, "shell": true, "custom": true, "namespace": true,
+	"tool_search": true, "web_search_preview": true, "web_search_preview_2025_03_11": true, "apply_patch": true,
+}
+
+// CheckOpenAIResponse checks a response body against OpenAI's own types,
+// through the official Go SDK: it decodes, every output item is a type the
+// SDK knows, every tool is one of OpenAI's tool types (an mcp tool with its
+// server_label).
+func CheckOpenAIResponse(data []byte) error {
+	var r responses.Response
+	if err := json.Unmarshal(data, &r); err != nil {
+		return fmt.Errorf("ssecheck: openai-go cannot decode the response: %w", err)
+	}
+	for i, it := range r.Output {
+		if it.AsAny() == nil {
+			return fmt.Errorf("ssecheck: output[%d]: openai-go does not know item type %q", i, it.Type)
+		}
+	}
+	for i, t := range r.Tools {
+		if !openAIToolTypes[t.Type] {
+			return fmt.Errorf("ssecheck: tools[%d]: %q is not an OpenAI tool type", i, t.Type)
+		}
+		if t.Type == "mcp" && t.AsMcp().ServerLabel == "" {
+			return fmt.Errorf("ssecheck: tools[%d]: mcp tool without server_label", i)
+		}
+	}
+	return nil
+}
+
+// CheckOpenAI checks every event against OpenAI's own types, through the
+// official Go SDK: each decodes as an event type the SDK knows, its item
+// (if any) is an item type the SDK knows, and its response (if any) passes
+// CheckOpenAIResponse. response.cancelled, Lambent's extension, is checked
+// as response.completed.
+func CheckOpenAI(evs []Event) error {
+	for i, ev := range evs {
+		data := ev.Data
+		if ev.Type == "response.cancelled" {
+			data = bytes.Replace(data, []byte(`"response.cancelled"`), []byte(`"response.completed"`), 1)
+		}
+		var u responses.ResponseStreamEventUnion
+		if err := json.Unmarshal(data, &u); err != nil {
+			return fmt.Errorf("ssecheck: event %d (%s): openai-go cannot decode it: %w", i, ev.Type, err)
+		}
+		if u.AsAny() == nil {
+			return fmt.Errorf("ssecheck: event %d: openai-go does not know event type %q", i, ev.Type)
+		}
+		var body struct {
+			Item     json.RawMessage `json:"item"`
+			Response json.RawMessage `json:"response"`
+		}
+		if err := json.Unmarshal(data, &body); err != nil {
+			return err
+		}
+		if len(body.Item) > 0 {
+			var it responses.ResponseOutputItemUnion
+			if err := json.Unmarshal(body.Item, &it); err != nil || it.AsAny() == nil {
+				return fmt.Errorf("ssecheck: event %d (%s): openai-go does not know its item %s (%v)", i, ev.Type, body.Item, err)
+			}
+		}
+		if len(body.Response) > 0 {
+			if err := CheckOpenAIResponse(body.Response); err != nil {
+				return fmt.Errorf("ssecheck: event %d (%s): %w", i, ev.Type, err)
+			}
+		}
+	}
+	return nil
 }

@@ -1,7 +1,8 @@
 package api
 
 // Streaming event types: every event of the OpenResponses spec, plus
-// response.cancelled.
+// response.cancelled and OpenAI's events of server-executed (mcp_call)
+// tool calls.
 const (
 	EventResponseCreated          = "response.created"
 	EventResponseQueued           = "response.queued"
@@ -27,6 +28,11 @@ const (
 	EventReasoningSummaryDone     = "response.reasoning_summary_text.done"
 	EventFunctionCallArgsDelta    = "response.function_call_arguments.delta"
 	EventFunctionCallArgsDone     = "response.function_call_arguments.done"
+	EventMCPCallInProgress        = "response.mcp_call.in_progress"
+	EventMCPCallCompleted         = "response.mcp_call.completed"
+	EventMCPCallFailed            = "response.mcp_call.failed"
+	EventMCPCallArgsDelta         = "response.mcp_call_arguments.delta"
+	EventMCPCallArgsDone          = "response.mcp_call_arguments.done"
 	EventError                    = "error"
 )
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/lambent/lambent/internal/wirejson"
 )
@@ -16,7 +17,17 @@ const (
 	ItemFunctionCallOutput = "function_call_output"
 	ItemReasoning          = "reasoning"
 	ItemReference          = "item_reference"
+	// ItemMCPCall is OpenAI's item for a tool call the server executed:
+	// Lambent's hosted tools (server_label "lambent") and MCP tools.
+	ItemMCPCall = "mcp_call"
 )
+
+// HostedServerLabel is the server_label of the mcp_call items of Lambent's
+// hosted tools.
+const HostedServerLabel = "lambent"
+
+// PrefixMCPCall is the id prefix of mcp_call items.
+const PrefixMCPCall = "mcp_"
 
 // Content part types.
 const (
@@ -43,6 +54,8 @@ const (
 	ItemInProgress = "in_progress"
 	ItemCompleted  = "completed"
 	ItemIncomplete = "incomplete"
+	// ItemFailed is the status of an mcp_call whose execution failed.
+	ItemFailed = "failed"
 )
 
 // Item is one element of a conversation: a message, a function call, a
@@ -73,6 +86,19 @@ type Item struct {
 	// reasoning
 	Summary          []ContentPart
 	EncryptedContent string
+
+	// mcp_call (Name, Arguments and Output above): ServerLabel names the
+	// server that ran the call; Error is the failure message of a failed
+	// call (status "failed"), written as OpenAI's error object.
+	ServerLabel       string
+	Error             string
+	ApprovalRequestID string
+}
+
+// Executed reports whether an mcp_call has its result: an output
+// (completed) or an error (failed).
+func (it *Item) Executed() bool {
+	return it.Status == ItemCompleted || it.Status == ItemFailed || it.Error != ""
 }
 
 // ContentPart is one part of a message's content.
@@ -172,8 +198,67 @@ func (it Item) MarshalJSON() ([]byte, error) {
 			Type string `json:"type"`
 			ID   string `json:"id"`
 		}{it.Type, it.ID})
+	case ItemMCPCall:
+		var output *string
+		if it.Output != "" || it.Status == ItemCompleted {
+			output = &it.Output
+		}
+		var mcpErr *mcpError
+		if it.Error != "" {
+			mcpErr = &mcpError{Type: "mcp_tool_execution_error", Content: []mcpErrorText{{Type: "text", Text: it.Error}}}
+		}
+		return wirejson.Marshal(struct {
+			Type              string    `json:"type"`
+			ID                string    `json:"id"`
+			ServerLabel       string    `json:"server_label"`
+			Name              string    `json:"name"`
+			Arguments         string    `json:"arguments"`
+			Output            *string   `json:"output"`
+			Error             *mcpError `json:"error"`
+			ApprovalRequestID *string   `json:"approval_request_id"`
+			Status            string    `json:"status"`
+		}{it.Type, it.ID, it.ServerLabel, it.Name, it.Arguments, output, mcpErr, nilIfEmpty(it.ApprovalRequestID), it.Status})
 	}
 	return nil, fmt.Errorf("api: cannot marshal item of type %q", it.Type)
+}
+
+// mcpError is OpenAI's error object of a failed mcp_call
+// (McpToolCallErrorMcpToolExecutionError).
+type mcpError struct {
+	Type    string         `json:"type"`
+	Content []mcpErrorText `json:"content"`
+}
+
+type mcpErrorText struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// mcpErrorMessage reads an mcp_call's error in any form clients send back:
+// a string, or an object with a message or text content.
+func mcpErrorMessage(raw json.RawMessage) string {
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var o struct {
+		Message string         `json:"message"`
+		Content []mcpErrorText `json:"content"`
+	}
+	if json.Unmarshal(raw, &o) == nil {
+		var b strings.Builder
+		b.WriteString(o.Message)
+		for _, c := range o.Content {
+			b.WriteString(c.Text)
+		}
+		if b.Len() > 0 {
+			return b.String()
+		}
+	}
+	return string(raw)
 }
 
 // orEmpty returns s, or an empty slice when s is nil, so that it is
@@ -200,6 +285,9 @@ type wireItemIn struct {
 	IsError          bool            `json:"is_error"`
 	Summary          []ContentPart   `json:"summary"`
 	EncryptedContent *string         `json:"encrypted_content"`
+	ServerLabel      string          `json:"server_label"`
+	Error            json.RawMessage `json:"error"`
+	ApprovalRequest  *string         `json:"approval_request_id"`
 }
 
 // UnmarshalJSON decodes an item in any of its accepted input shapes. A
@@ -258,8 +346,27 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 			it.Content = parts
 		}
 	case ItemReference:
+	case ItemMCPCall:
+		it.ServerLabel, it.Name, it.Error = w.ServerLabel, w.Name, mcpErrorMessage(w.Error)
+		if w.Arguments != nil {
+			it.Arguments = *w.Arguments
+		}
+		if w.ApprovalRequest != nil {
+			it.ApprovalRequestID = *w.ApprovalRequest
+		}
+		if len(w.Output) > 0 && w.Output[0] == '"' {
+			if err := json.Unmarshal(w.Output, &it.Output); err != nil {
+				return InvalidRequest("output", "invalid output: %s", jsonErrText(err))
+			}
+			if it.Status == "" || it.Status == ItemInProgress {
+				it.Status = ItemCompleted
+			}
+		}
+		if it.Error != "" {
+			it.Status = ItemFailed
+		}
 	default:
-		return InvalidRequest("type", "unsupported item type %q; supported: message, function_call, function_call_output, reasoning, item_reference", typ)
+		return InvalidRequest("type", "unsupported item type %q; supported: message, function_call, function_call_output, reasoning, item_reference, mcp_call", typ)
 	}
 	return nil
 }

@@ -137,6 +137,7 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 		DefaultModel:    cfg.DefaultModel,
 		MaxTurns:        cfg.MaxTurns,
 		OpenAICompat:    cfg.OpenAICompat,
+		HostedToolItems: cfg.HostedToolItems,
 		Logger:          log,
 		DeadlineReserve: cfg.DeadlineReserve,
 		KeepAlive:       cfg.KeepAlive,

@@ -37,6 +37,9 @@ type Config struct {
 	// Tools is the hosted tool manifest, JSON or a path (LAMBENT_TOOLS;
 	// default: the built-in tools run in-process).
 	Tools string
+	// HostedToolItems is how server-executed calls appear in output:
+	// "mcp_call" (default) or "function_call" (LAMBENT_HOSTED_TOOL_ITEMS).
+	HostedToolItems string
 	// OpenAICompat reports client-tool pauses as status completed
 	// (LAMBENT_OPENAI_COMPAT).
 	OpenAICompat bool
@@ -105,6 +108,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.OpenAICompat, err = parseBool(getenv, "LAMBENT_OPENAI_COMPAT", false); err != nil {
 		return c, err
+	}
+	switch c.HostedToolItems = getenv("LAMBENT_HOSTED_TOOL_ITEMS"); c.HostedToolItems {
+	case "", "mcp_call", "function_call":
+	default:
+		return c, fmt.Errorf("LAMBENT_HOSTED_TOOL_ITEMS: unknown value %q (want mcp_call or function_call)", c.HostedToolItems)
 	}
 	if c.MaxTurns, err = parseInt(getenv, "LAMBENT_MAX_TURNS", 10); err != nil {
 		return c, err

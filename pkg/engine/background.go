@@ -249,7 +249,7 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 		e.log.Info("background response leased by another worker", "response_id", id, "owner", job.Owner)
 		return nil
 	}
-	r := &run{req: job.Request, resp: rec.Response, history: rec.Context, input: rec.Input, turns: job.Turns}
+	r := &run{req: job.Request, resp: rec.Response, history: rec.Context, input: rec.Input, turns: job.Turns, mcpItems: e.mcpItems()}
 	if err := r.resolveTools(e.cfg.Hosted); err != nil {
 		return e.failBackground(ctx, rec, api.AsError(err))
 	}

@@ -173,6 +173,14 @@ func (m *emitter) itemEvent(typ string, idx int, it *api.Item) {
 	m.emit(&api.StreamEvent{Type: typ, OutputIndex: &idx, Item: it})
 }
 
+// mcpEvent emits one of the response.mcp_call.* events of the item id.
+func (m *emitter) mcpEvent(typ string, idx int, id string) {
+	if !m.stream {
+		return
+	}
+	m.emit(&api.StreamEvent{Type: typ, OutputIndex: &idx, ItemID: id})
+}
+
 // assembler turns one model call's deltas into output items, emitting the
 // item, content part and delta events as it goes. Streaming and
 // non-streaming calls share it: a completed call is replayed as deltas.
@@ -246,11 +254,17 @@ func (a *assembler) delta(d provider.Delta) error {
 			if a.byIndex == nil {
 				a.byIndex = map[int]int{}
 			}
-			callID := d.ToolCallID
-			if callID == "" {
-				callID = api.NewID("call_")
+			var idx int
+			if a.r.serverExecuted(d.ToolName) {
+				idx = a.open(api.Item{Type: api.ItemMCPCall, ID: api.NewID(api.PrefixMCPCall), Status: api.ItemInProgress, ServerLabel: api.HostedServerLabel, Name: d.ToolName})
+				a.r.em.mcpEvent(api.EventMCPCallInProgress, idx, a.out(idx).ID)
+			} else {
+				callID := d.ToolCallID
+				if callID == "" {
+					callID = api.NewID("call_")
+				}
+				idx = a.open(api.Item{Type: api.ItemFunctionCall, ID: api.NewID(api.PrefixFunctionCall), Status: api.ItemInProgress, CallID: callID, Name: d.ToolName})
 			}
-			idx := a.open(api.Item{Type: api.ItemFunctionCall, ID: api.NewID(api.PrefixFunctionCall), Status: api.ItemInProgress, CallID: callID, Name: d.ToolName})
 			pos = len(a.calls)
 			a.calls = append(a.calls, idx)
 			a.byIndex[d.ToolIndex] = pos
@@ -264,7 +278,11 @@ func (a *assembler) delta(d provider.Delta) error {
 			it.Arguments += d.Text
 			delta := d.Text
 			if a.r.em.stream {
-				a.r.em.emit(&api.StreamEvent{Type: api.EventFunctionCallArgsDelta, ItemID: it.ID, OutputIndex: &idx, Delta: &delta})
+				typ := api.EventFunctionCallArgsDelta
+				if it.Type == api.ItemMCPCall {
+					typ = api.EventMCPCallArgsDelta
+				}
+				a.r.em.emit(&api.StreamEvent{Type: typ, ItemID: it.ID, OutputIndex: &idx, Delta: &delta})
 			}
 		}
 	}
@@ -333,7 +351,9 @@ func (a *assembler) closeMessage(status string) {
 }
 
 // finish closes every open item of the turn and returns the function_call
-// items it produced, in order.
+// and mcp_call items it produced, in order. An mcp_call of a completed turn
+// stays open until its tool has answered (completeServerCall) or the turn
+// ends without running it (closeUnexecuted).
 func (a *assembler) finish(itemStatus string) []api.Item {
 	a.closeReasoning()
 	a.closeMessage(itemStatus)
@@ -344,6 +364,17 @@ func (a *assembler) finish(itemStatus string) []api.Item {
 			it.Arguments = "{}"
 		}
 		args := it.Arguments
+		if it.Type == api.ItemMCPCall {
+			if a.r.em.stream {
+				a.r.em.emit(&api.StreamEvent{Type: api.EventMCPCallArgsDone, ItemID: it.ID, OutputIndex: &idx, Arguments: &args})
+			}
+			if itemStatus != api.ItemCompleted {
+				it.Status = itemStatus
+				a.r.em.itemEvent(api.EventOutputItemDone, idx, it)
+			}
+			calls = append(calls, *it)
+			continue
+		}
 		if a.r.em.stream {
 			a.r.em.emit(&api.StreamEvent{Type: api.EventFunctionCallArgsDone, ItemID: it.ID, OutputIndex: &idx, Arguments: &args})
 		}

@@ -47,6 +47,12 @@ type Config struct {
 	DefaultModel string
 	// MaxTurns bounds model calls per response (default 10).
 	MaxTurns int
+	// HostedToolItems says how calls the server executes appear in output:
+	// HostedItemsMCPCall (the default: OpenAI's mcp_call item, which every
+	// OpenAI client treats as already executed) or HostedItemsFunctionCall
+	// (function_call + function_call_output, for strict OpenResponses
+	// clients).
+	HostedToolItems string
 	// OpenAICompat reports client-tool pauses as the OpenAI API does:
 	// status completed instead of requires_action.
 	OpenAICompat bool
@@ -89,6 +95,12 @@ type Config struct {
 	CancelWait time.Duration
 }
 
+// Values of Config.HostedToolItems.
+const (
+	HostedItemsMCPCall      = "mcp_call"
+	HostedItemsFunctionCall = "function_call"
+)
+
 // Engine creates responses. It is safe for concurrent use.
 type Engine struct {
 	cfg Config
@@ -99,6 +111,13 @@ type Engine struct {
 func New(cfg Config) (*Engine, error) {
 	if cfg.Provider == nil {
 		return nil, errors.New("engine: a provider is required")
+	}
+	switch cfg.HostedToolItems {
+	case "":
+		cfg.HostedToolItems = HostedItemsMCPCall
+	case HostedItemsMCPCall, HostedItemsFunctionCall:
+	default:
+		return nil, fmt.Errorf("engine: hosted tool items %q: want %q or %q", cfg.HostedToolItems, HostedItemsMCPCall, HostedItemsFunctionCall)
 	}
 	if cfg.MaxTurns <= 0 {
 		cfg.MaxTurns = 10

@@ -252,7 +252,9 @@ func newEngine(t *testing.T, p provider.Provider, hosted tools.Catalog, mut ...f
 func newEngineB(t testing.TB, p provider.Provider, hosted tools.Catalog, mut ...func(*Config)) (*Engine, store.ResponseStore) {
 	t.Helper()
 	st := store.NewMemory(store.MemoryConfig{})
-	cfg := Config{Provider: p, Store: st, Hosted: hosted, DefaultModel: "test-model", Logger: slog.New(slog.DiscardHandler)}
+	// The loop tests assert function_call items; mcp_test.go covers the
+	// default mcp_call items.
+	cfg := Config{Provider: p, Store: st, Hosted: hosted, DefaultModel: "test-model", Logger: slog.New(slog.DiscardHandler), HostedToolItems: HostedItemsFunctionCall}
 	for _, m := range mut {
 		m(&cfg)
 	}

@@ -213,10 +213,7 @@ func (e *Engine) callModel(ctx context.Context, r *run, turn int) (*provider.Res
 
 // providerRequest builds the model call of a turn.
 func (r *run) providerRequest(turn int) *provider.Request {
-	items := make([]api.Item, 0, len(r.history)+len(r.input)+len(r.resp.Output))
-	items = append(items, r.history...)
-	items = append(items, r.input...)
-	items = append(items, r.resp.Output...)
+	items := modelItems(r.history, r.input, r.resp.Output)
 	q := &provider.Request{
 		Model:             r.resp.Model,
 		Instructions:      r.req.Instructions,
@@ -269,7 +266,7 @@ type plannedCall struct {
 func (e *Engine) plan(r *run, calls []api.Item, unanswered bool) []plannedCall {
 	plans := make([]plannedCall, len(calls))
 	for i, c := range calls {
-		p := plannedCall{call: tools.ToolCall{ID: c.CallID, Name: c.Name, Arguments: c.Arguments, ResponseID: r.resp.ID}}
+		p := plannedCall{call: tools.ToolCall{ID: callID(&c), Name: c.Name, Arguments: c.Arguments, ResponseID: r.resp.ID}}
 		t, ok := r.defs[c.Name]
 		switch {
 		case !ok:
@@ -322,6 +319,7 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 	}
 	if !pause && hosted > 0 && !r.budget.fits(r.budget.maxTools) {
 		// The calls stay unanswered; a continuation runs them.
+		r.closeUnexecuted(calls)
 		r.hostedCalls -= hosted
 		return outcome{status: api.StatusIncomplete, reason: api.ReasonDeadline}, true
 	}
@@ -354,8 +352,12 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 	}
 	wg.Wait()
 	measure(&r.budget.maxTools, e.cfg.Now().Sub(start))
-	for _, res := range results {
+	for i, res := range results {
 		if res == nil {
+			continue
+		}
+		if calls[i].Type == api.ItemMCPCall {
+			r.completeServerCall(&calls[i], res)
 			continue
 		}
 		idx := len(r.resp.Output)
@@ -364,6 +366,7 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 		r.em.itemEvent(api.EventOutputItemAdded, idx, it)
 		r.em.itemEvent(api.EventOutputItemDone, idx, it)
 	}
+	r.closeUnexecuted(calls)
 	if pause {
 		return outcome{status: api.StatusRequiresAction}, true
 	}
@@ -398,24 +401,30 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// pendingCalls returns the function calls of the conversation that have no
-// output yet (neither stored, nor in this request's input, nor in the output
-// so far — which a resumed background response already has).
+// pendingCalls returns the tool calls of the conversation that have no
+// result yet (neither stored, nor in this request's input, nor in the output
+// so far — which a resumed background response already has): function
+// calls without a function_call_output and mcp_call items not yet executed.
 func (r *run) pendingCalls() []api.Item {
 	answered := map[string]bool{}
-	for _, list := range [][]api.Item{r.history, r.input, r.resp.Output} {
+	lists := [][]api.Item{r.history, r.input, r.resp.Output}
+	for _, list := range lists {
 		for i := range list {
-			if list[i].Type == api.ItemFunctionCallOutput {
-				answered[list[i].CallID] = true
+			switch it := &list[i]; {
+			case it.Type == api.ItemFunctionCallOutput:
+				answered[it.CallID] = true
+			case it.Type == api.ItemMCPCall && it.Executed():
+				answered[it.ID] = true
 			}
 		}
 	}
 	var pending []api.Item
-	for _, list := range [][]api.Item{r.history, r.input, r.resp.Output} {
-		for _, it := range list {
-			if it.Type == api.ItemFunctionCall && !answered[it.CallID] {
-				pending = append(pending, it)
-				answered[it.CallID] = true
+	for _, list := range lists {
+		for i := range list {
+			it := &list[i]
+			if (it.Type == api.ItemFunctionCall || it.Type == api.ItemMCPCall) && !answered[callID(it)] {
+				pending = append(pending, *it)
+				answered[callID(it)] = true
 			}
 		}
 	}

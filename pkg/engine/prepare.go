@@ -22,6 +22,9 @@ type run struct {
 	defs    map[string]requestTool
 	defList []api.ToolDefinition
 	filter  tools.Filter
+	// mcpItems shows server-executed calls as mcp_call items
+	// (Config.HostedToolItems).
+	mcpItems bool
 	// hostedCalls counts executed hosted tool calls (max_tool_calls).
 	hostedCalls int
 	em          *emitter
@@ -34,6 +37,11 @@ type run struct {
 	onTurn func() error
 }
 
+// mcpItems reports whether server-executed calls appear as mcp_call items.
+func (e *Engine) mcpItems() bool {
+	return e.cfg.HostedToolItems == HostedItemsMCPCall && e.cfg.Hosted != nil
+}
+
 // prepare validates req against the stored conversation and builds the run.
 // Every error is a client error (*api.Error).
 func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest) (*run, error) {
@@ -44,7 +52,7 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest) (*
 	if model == "" {
 		return nil, api.InvalidRequest("model", "missing required parameter: 'model'")
 	}
-	r := &run{req: req}
+	r := &run{req: req, mcpItems: e.mcpItems()}
 	var prev *store.Record
 	if req.PreviousResponseID != "" {
 		rec, err := e.get(ctx, req.PreviousResponseID, "previous_response_id")
@@ -64,6 +72,7 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest) (*
 		return nil, err
 	}
 	r.resp = e.newResponse(req, model)
+	r.resp.Tools = r.echoTools()
 	_ = prev
 	return r, nil
 }
@@ -94,6 +103,17 @@ func (r *run) resolveInput() error {
 			it = *ref
 		case api.ItemFunctionCall:
 			calls[it.CallID] = true
+		case api.ItemMCPCall:
+			// Clients send executed calls back, some without the output
+			// (the Agents SDK): the stored item has it. A call Lambent never
+			// stored is shown to the model as one whose result is unknown.
+			if !it.Executed() {
+				if ref, ok := byID[it.ID]; ok && ref.Type == api.ItemMCPCall {
+					it = *ref
+				} else {
+					it.Status, it.Error = api.ItemFailed, "The result of this call is not available."
+				}
+			}
 		case api.ItemFunctionCallOutput:
 			if !calls[it.CallID] {
 				if r.req.PreviousResponseID != "" {
@@ -119,6 +139,8 @@ func idPrefix(typ string) string {
 		return api.PrefixFunctionCall
 	case api.ItemFunctionCallOutput:
 		return api.PrefixFuncOutput
+	case api.ItemMCPCall:
+		return api.PrefixMCPCall
 	case api.ItemReasoning:
 		return api.PrefixReasoning
 	}

@@ -331,7 +331,18 @@ func readSDKStream(t *testing.T, stream interface {
 		checked = append(checked, dec)
 	}
 	require.NoError(t, stream.Err())
-	require.NoError(t, ssecheck.Check(validator(t), checked))
+	require.NoError(t, ssecheck.Check(nil, checked))
+	// Every stream decodes as OpenAI's types; one without server-executed
+	// (mcp) items — every stream in the function_call item mode — also
+	// validates against the OpenResponses document.
+	require.NoError(t, ssecheck.CheckOpenAI(checked))
+	mcp := false
+	for _, e := range evs {
+		mcp = mcp || bytes.Contains(e.raw, []byte(`"mcp`))
+	}
+	if !mcp {
+		require.NoError(t, ssecheck.Check(validator(t), checked))
+	}
 	return evs
 }
 
@@ -788,6 +799,10 @@ func TestE2ESDKDelete(t *testing.T) {
 // ---------------------------------------------------------------------------
 // The agentic loop over HTTP with the built-in calculator.
 
+// fnItems runs a gateway in the function_call item mode (strict
+// OpenResponses: every body and event validates against openapi.json).
+var fnItems = map[string]string{"LAMBENT_HOSTED_TOOL_ITEMS": "function_call"}
+
 func TestE2EAgenticLoopCalculatorStream(t *testing.T) {
 	g := newGateway(t, fakellm.New(
 		fakellm.Turn{ToolCalls: []fakellm.ToolCall{
@@ -798,7 +813,7 @@ func TestE2EAgenticLoopCalculatorStream(t *testing.T) {
 			{ID: "call_add", Name: "calculator", Arguments: `{"expression":"1024 + 42 / 4"}`},
 		}, Usage: fakellm.Usage{PromptTokens: 20, CompletionTokens: 6, CachedTokens: 4}},
 		fakellm.Turn{Text: "6*7 is 42, 2^10 is 1024 and the sum is 1034.5.", Usage: fakellm.Usage{PromptTokens: 30, CompletionTokens: 7}},
-	), nil)
+	), fnItems)
 	ctx := context.Background()
 
 	evs := readSDKStream(t, g.client.Responses.NewStreaming(ctx, textParams("Compute 6*7 and 2^10, then 1024 + 42/4."),
@@ -900,7 +915,7 @@ func TestE2EAgenticLoopCalculatorNonStreaming(t *testing.T) {
 	g := newGateway(t, fakellm.New(
 		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "call_div", Name: "calculator", Arguments: `{"expression":"1/0"}`}}},
 		fakellm.Turn{Text: "Division by zero is undefined."},
-	), nil)
+	), fnItems)
 	status, _, raw := g.postJSON(`{"input":"What is 1/0?","tools":[{"type":"lambent:calculator"}]}`)
 	require.Equal(t, http.StatusOK, status, "%s", raw)
 	w := validResponse(t, raw)
@@ -909,6 +924,75 @@ func TestE2EAgenticLoopCalculatorNonStreaming(t *testing.T) {
 	require.Equal(t, "call_div", w.Output[1].CallID)
 	require.Contains(t, strings.ToLower(w.Output[1].Output), "zero", "a tool error is fed back to the model")
 	require.Contains(t, string(raw), `"is_error":true`)
+}
+
+// In the default item mode a hosted tool's calls are mcp_call items
+// (server_label "lambent") that the official SDK decodes, streaming and
+// not, with OpenAI's mcp_call events; the model saw ordinary function calls.
+func TestE2EHostedToolAsMCPCall(t *testing.T) {
+	for _, streaming := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", streaming), func(t *testing.T) {
+			g := newGateway(t, fakellm.New(
+				fakellm.Turn{ToolCalls: []fakellm.ToolCall{
+					{ID: "call_mul", Name: "calculator", Arguments: `{"expression":"6*7"}`},
+					{ID: "call_div", Name: "calculator", Arguments: `{"expression":"1/0"}`},
+				}},
+				fakellm.Turn{Text: "42, and 1/0 is undefined."},
+			), nil)
+			ctx := context.Background()
+			params := textParams("Compute 6*7 and 1/0.")
+			tools := option.WithJSONSet("tools", []map[string]any{{"type": "lambent:calculator"}})
+			var final responses.Response
+			if streaming {
+				evs := readSDKStream(t, g.client.Responses.NewStreaming(ctx, params, tools))
+				n := countTypes(evs)
+				require.Equal(t, 2, n["response.mcp_call.in_progress"])
+				require.Equal(t, 2, n["response.mcp_call_arguments.done"])
+				require.Equal(t, 1, n["response.mcp_call.completed"])
+				require.Equal(t, 1, n["response.mcp_call.failed"])
+				require.Zero(t, n["response.function_call_arguments.done"])
+				for _, e := range evs {
+					if e.ev.Type == "response.mcp_call_arguments.done" {
+						require.Contains(t, e.ev.AsResponseMcpCallArgumentsDone().Arguments, "expression")
+					}
+				}
+				final = evs[len(evs)-1].ev.AsResponseCompleted().Response
+			} else {
+				r, err := g.client.Responses.New(ctx, params, tools)
+				require.NoError(t, err)
+				require.NoError(t, ssecheck.CheckOpenAIResponse([]byte(r.RawJSON())))
+				final = *r
+			}
+			require.Equal(t, responses.ResponseStatusCompleted, final.Status)
+			require.Len(t, final.Output, 3)
+			ok, failed := final.Output[0].AsMcpCall(), final.Output[1].AsMcpCall()
+			require.Equal(t, "lambent", ok.ServerLabel)
+			require.Equal(t, "calculator", ok.Name)
+			require.Equal(t, "42", ok.Output)
+			require.Equal(t, "completed", ok.Status)
+			require.Equal(t, "failed", failed.Status)
+			require.Equal(t, "mcp_tool_execution_error", failed.Error.Type)
+			require.Equal(t, "42, and 1/0 is undefined.", final.OutputText())
+			require.Len(t, final.Tools, 1)
+			require.Equal(t, "lambent", final.Tools[0].AsMcp().ServerLabel)
+
+			got, err := g.client.Responses.Get(ctx, final.ID, responses.ResponseGetParams{})
+			require.NoError(t, err)
+			require.NoError(t, ssecheck.CheckOpenAIResponse([]byte(got.RawJSON())))
+			require.Equal(t, ok.ID, got.Output[0].AsMcpCall().ID)
+
+			reqs := g.fake.Requests()
+			require.Len(t, reqs, 2)
+			tool := map[string]string{}
+			for _, m := range reqs[1].Messages {
+				if m.Role == "tool" {
+					tool[m.ToolCallID] = m.Content.String()
+				}
+			}
+			require.Equal(t, "42", tool[ok.ID])
+			require.Contains(t, strings.ToLower(tool[failed.ID]), "zero")
+		})
+	}
 }
 
 // ---------------------------------------------------------------------------

@@ -144,8 +144,9 @@ func TestSQSJobSample(t *testing.T) {
 	got, err := e.app.Engine.GetResponse(context.Background(), id)
 	require.NoError(t, err)
 	assert.Equal(t, api.StatusCompleted, got.Status)
-	require.Len(t, got.Output, 3)
-	assert.Equal(t, "42", got.Output[1].Output)
+	require.Len(t, got.Output, 2)
+	assert.Equal(t, api.ItemMCPCall, got.Output[0].Type)
+	assert.Equal(t, "42", got.Output[0].Output)
 	assert.Equal(t, 19, got.Usage.TotalTokens)
 	assert.Equal(t, 2, e.fake.Calls(), "the loop ran once")
 

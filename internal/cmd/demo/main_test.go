@@ -103,11 +103,10 @@ func TestDemoRequests(t *testing.T) {
 		for _, o := range r.Output {
 			types = append(types, o.Type)
 		}
-		require.Equal(t, []string{"function_call", "function_call_output", "message"}, types)
+		require.Equal(t, []string{"mcp_call", "message"}, types, "the hosted call is one server-executed mcp_call item")
 		require.Equal(t, calculatorTool, r.Output[0].Name)
 		require.JSONEq(t, `{"expression":"17 * 23"}`, r.Output[0].Arguments)
-		require.Equal(t, r.Output[0].CallID, r.Output[1].CallID)
-		require.Equal(t, "391", r.Output[1].Output)
+		require.Equal(t, "391", r.Output[0].Output)
 		require.Equal(t, "17 * 23 = 391 (worked out with the calculator tool).", r.text())
 	})
 

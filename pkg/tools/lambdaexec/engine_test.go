@@ -113,15 +113,17 @@ func TestEngineTurnThroughLambda(t *testing.T) {
 	}
 	var got []out
 	for _, it := range r.Output {
-		got = append(got, out{string(it.Type), it.CallID, it.Output, it.IsError})
+		o := out{string(it.Type), it.Name, it.Output, it.Error != ""}
+		if it.Error != "" {
+			o.output = it.Error
+		}
+		got = append(got, o)
 	}
+	// Server-executed calls are mcp_call items (name in callID's place).
 	want := []out{
-		{"function_call", "call_a", "", false},
-		{"function_call", "call_b", "", false},
-		{"function_call", "call_c", "", false},
-		{"function_call_output", "call_a", "42", false},
-		{"function_call_output", "call_b", "1024", false},
-		{"function_call_output", "call_c", "division by zero", true},
+		{"mcp_call", "calculator", "42", false},
+		{"mcp_call", "calculator", "1024", false},
+		{"mcp_call", "calculator", "division by zero", true},
 		{"message", "", "", false},
 	}
 	if len(got) != len(want) {
