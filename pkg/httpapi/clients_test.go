@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -38,6 +39,12 @@ func jsClients(t *testing.T) string {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644))
 	}
+	// Test binaries of several packages may install at once: one at a time.
+	lf, err := os.OpenFile(filepath.Join(dir, ".install.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	require.NoError(t, err)
+	defer lf.Close()
+	require.NoError(t, syscall.Flock(int(lf.Fd()), syscall.LOCK_EX))
+	defer syscall.Flock(int(lf.Fd()), syscall.LOCK_UN) //nolint:errcheck // released on close too
 	installed, _ := os.ReadFile(filepath.Join(dir, "node_modules", ".package-lock.json.src"))
 	if !bytes.Equal(installed, lock) {
 		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
