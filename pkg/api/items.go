@@ -16,6 +16,9 @@ const (
 	ItemFunctionCallOutput = "function_call_output"
 	ItemReasoning          = "reasoning"
 	ItemReference          = "item_reference"
+	// ItemCompaction carries a summary of earlier turns, sealed by the
+	// gateway in EncryptedContent (POST /v1/responses/compact).
+	ItemCompaction = "compaction"
 )
 
 // Content part types.
@@ -46,8 +49,8 @@ const (
 )
 
 // Item is one element of a conversation: a message, a function call, a
-// function call's output, reasoning, or (in input only) a reference to a
-// stored item. It is a flat struct; MarshalJSON writes only the fields of
+// function call's output, reasoning, a compaction (a sealed summary of
+// earlier turns), or (in input only) a reference to a stored item. It is a flat struct; MarshalJSON writes only the fields of
 // its type.
 type Item struct {
 	Type   string
@@ -71,7 +74,9 @@ type Item struct {
 	IsError bool
 
 	// reasoning
-	Summary          []ContentPart
+	Summary []ContentPart
+	// EncryptedContent is a reasoning item's opaque state, or a compaction
+	// item's sealed summary.
 	EncryptedContent string
 }
 
@@ -123,6 +128,7 @@ func (it *Item) OutputText() string {
 //	function_call_output: type, id, call_id, output (OutputParts when non-nil, else Output), status, is_error (only when true)
 //	reasoning:            type, id, summary ([] when nil), then content, encrypted_content and status when non-empty
 //	item_reference:       type, id
+//	compaction:           type, id, encrypted_content
 //
 // Any other type is an error.
 func (it Item) MarshalJSON() ([]byte, error) {
@@ -172,6 +178,12 @@ func (it Item) MarshalJSON() ([]byte, error) {
 			Type string `json:"type"`
 			ID   string `json:"id"`
 		}{it.Type, it.ID})
+	case ItemCompaction:
+		return wirejson.Marshal(struct {
+			Type             string `json:"type"`
+			ID               string `json:"id"`
+			EncryptedContent string `json:"encrypted_content"`
+		}{it.Type, it.ID, it.EncryptedContent})
 	}
 	return nil, fmt.Errorf("api: cannot marshal item of type %q", it.Type)
 }
@@ -258,8 +270,13 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 			it.Content = parts
 		}
 	case ItemReference:
+	case ItemCompaction:
+		if w.EncryptedContent == nil || *w.EncryptedContent == "" {
+			return InvalidRequest("encrypted_content", "missing required parameter: encrypted_content")
+		}
+		it.EncryptedContent = *w.EncryptedContent
 	default:
-		return InvalidRequest("type", "unsupported item type %q; supported: message, function_call, function_call_output, reasoning, item_reference", typ)
+		return InvalidRequest("type", "unsupported item type %q; supported: message, function_call, function_call_output, reasoning, item_reference, compaction", typ)
 	}
 	return nil
 }

@@ -217,6 +217,7 @@ func (r *run) providerRequest(turn int) *provider.Request {
 	items = append(items, r.history...)
 	items = append(items, r.input...)
 	items = append(items, r.resp.Output...)
+	items = r.withSummaries(items)
 	q := &provider.Request{
 		Model:             r.resp.Model,
 		Instructions:      r.req.Instructions,

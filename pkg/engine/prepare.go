@@ -22,6 +22,9 @@ type run struct {
 	defs    map[string]requestTool
 	defList []api.ToolDefinition
 	filter  tools.Filter
+	// summaries are the opened summaries of the conversation's compaction
+	// items, by blob (openSummaries).
+	summaries map[string]string
 	// hostedCalls counts executed hosted tool calls (max_tool_calls).
 	hostedCalls int
 	em          *emitter
@@ -58,6 +61,9 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest) (*
 		r.history = rec.Conversation()
 	}
 	if err := r.resolveInput(); err != nil {
+		return nil, err
+	}
+	if err := e.openSummaries(ctx, r); err != nil {
 		return nil, err
 	}
 	if err := r.resolveTools(e.cfg.Hosted); err != nil {
@@ -121,6 +127,8 @@ func idPrefix(typ string) string {
 		return api.PrefixFuncOutput
 	case api.ItemReasoning:
 		return api.PrefixReasoning
+	case api.ItemCompaction:
+		return api.PrefixCompaction
 	}
 	return api.PrefixMessage
 }
