@@ -48,6 +48,7 @@ var (
 		"DELETE /v1/responses/{id}",
 		"GET /v1/responses/{id}/input_items",
 		"POST /v1/responses/{id}/cancel",
+		"POST /v1/responses/compact",
 	}
 )
 
@@ -839,25 +840,27 @@ func TestToolManifestMatchesToolFunctions(t *testing.T) {
 // allowedResources is every resource a function's policies may name; the
 // service of each action must match its resource's.
 var allowedResources = map[string][]string{
-	"GatewayFunction": {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "ssm-parameter", "api-keys-parameter", "kms-key"},
-	"WorkerFunction":  {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "LambentBus", "ssm-parameter", "kms-key"},
+	"GatewayFunction": {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "ssm-parameter", "api-keys-parameter", "compaction-keys-parameter", "kms-key"},
+	"WorkerFunction":  {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "LambentBus", "ssm-parameter", "compaction-keys-parameter", "kms-key"},
 }
 
 // serviceOf is the IAM service prefix each kind of resource goes with.
 var serviceOf = map[string]string{
-	"ResponsesTable":         "dynamodb",
-	"CalculatorToolFunction": "lambda",
-	"FetchUrlToolFunction":   "lambda",
-	"ResponsesQueue":         "sqs",
-	"LambentBus":             "events",
-	"ssm-parameter":          "ssm",
-	"api-keys-parameter":     "ssm",
-	"kms-key":                "kms",
+	"ResponsesTable":            "dynamodb",
+	"CalculatorToolFunction":    "lambda",
+	"FetchUrlToolFunction":      "lambda",
+	"ResponsesQueue":            "sqs",
+	"LambentBus":                "events",
+	"ssm-parameter":             "ssm",
+	"api-keys-parameter":        "ssm",
+	"compaction-keys-parameter": "ssm",
+	"kms-key":                   "kms",
 }
 
 const (
 	ssmParameterArn     = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${ProviderApiKeyParameter}"
 	apiKeysParameterArn = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${ApiKeysParameter}"
+	compactionKeysArn   = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${CompactionKeysParameter}"
 )
 
 // classify names the resource an IAM Resource value stands for, or "".
@@ -873,6 +876,9 @@ func classify(v any) string {
 	}
 	if s, ok := sub(v); ok && s == apiKeysParameterArn {
 		return "api-keys-parameter"
+	}
+	if s, ok := sub(v); ok && s == compactionKeysArn {
+		return "compaction-keys-parameter"
 	}
 	return ""
 }

@@ -183,6 +183,45 @@ func requireSSE(t *testing.T, s *streamed) {
 	require.Equal(t, "completed", last.Response.Status)
 }
 
+// requireCompacted checks a POST /v1/responses/compact reply to the
+// compact samples (valid CompactResource: the user message kept, then one
+// compaction item; usage of the one model call, whose last message asks
+// for the summary) and returns its output items.
+func requireCompacted(t *testing.T, b []byte, fake *fakellm.Server) []json.RawMessage {
+	t.Helper()
+	v, err := schema.New()
+	require.NoError(t, err)
+	require.NoError(t, v.Validate("CompactResource", b), "%s", b)
+	var c struct {
+		Object string            `json:"object"`
+		Output []json.RawMessage `json:"output"`
+		Usage  struct {
+			TotalTokens int `json:"total_tokens"`
+		} `json:"usage"`
+	}
+	require.NoError(t, json.Unmarshal(b, &c))
+	require.Equal(t, "response.compaction", c.Object)
+	require.Equal(t, 21, c.Usage.TotalTokens)
+	require.Len(t, c.Output, 2, "%s", b)
+	require.Contains(t, string(c.Output[0]), `"role":"user"`)
+	require.Contains(t, string(c.Output[1]), `"type":"compaction"`)
+	require.NotContains(t, string(b), answer, "the summary is sealed")
+	reqs := fake.Requests()
+	require.Len(t, reqs, 1)
+	msgs := reqs[0].Messages
+	require.Len(t, msgs, 3)
+	require.Equal(t, "Nice to meet you, Ada.", msgs[1].Content.String())
+	require.Contains(t, msgs[2].Content.String(), "summary")
+	return c.Output
+}
+
+func mustJSON(t *testing.T, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
+
 func requireSSEHeaders(t *testing.T, h map[string]string) {
 	t.Helper()
 	require.Equal(t, "text/event-stream; charset=utf-8", h["Content-Type"])
@@ -279,6 +318,50 @@ func eventCases() map[string]func(t *testing.T, h handler, fake *fakellm.Server,
 			require.Equal(t, "application/json", s.prelude.Headers["Content-Type"])
 			got := requireCompleted(t, s.body())
 			require.Equal(t, created.ID, got.ID)
+		},
+		"gateway-url-compact.json": func(t *testing.T, h handler, fake *fakellm.Server, ev json.RawMessage) {
+			out, err := h(testCtx(t), ev)
+			require.NoError(t, err)
+			s := readStreamed(t, out.(*events.LambdaFunctionURLStreamingResponse))
+			require.Equal(t, 200, s.prelude.StatusCode)
+			require.Equal(t, "application/json", s.prelude.Headers["Content-Type"])
+			window := requireCompacted(t, s.body(), fake)
+
+			// The compacted window as the next request's input, through the
+			// function URL: the model sees the summary.
+			var create map[string]any
+			require.NoError(t, json.Unmarshal(readEvent(t, "gateway-url-create.json"), &create))
+			body, err := json.Marshal(map[string]any{"model": "gpt-4.1-mini", "input": append(window, json.RawMessage(`{"role":"user","content":"Who am I?"}`))})
+			require.NoError(t, err)
+			create["body"] = string(body)
+			out, err = h(testCtx(t), mustJSON(t, create))
+			require.NoError(t, err)
+			requireCompleted(t, readStreamed(t, out.(*events.LambdaFunctionURLStreamingResponse)).body())
+			reqs := fake.Requests()
+			require.Len(t, reqs, 2)
+			var seen []string
+			for _, m := range reqs[1].Messages {
+				seen = append(seen, m.Role+": "+m.Content.String())
+			}
+			require.Equal(t, []string{"user: My name is Ada and I like tea.", "system: Summary of the earlier conversation:\n\n" + answer, "user: Who am I?"}, seen)
+		},
+		"gateway-rest-compact.json": func(t *testing.T, h handler, fake *fakellm.Server, ev json.RawMessage) {
+			out, err := h(testCtx(t), ev)
+			require.NoError(t, err)
+			resp, ok := out.(*events.APIGatewayProxyStreamingResponse)
+			require.True(t, ok, "got %T", out)
+			s := readStreamed(t, resp)
+			require.Equal(t, 200, s.prelude.StatusCode)
+			requireCompacted(t, s.body(), fake)
+		},
+		"gateway-httpapi-compact.json": func(t *testing.T, h handler, fake *fakellm.Server, ev json.RawMessage) {
+			out, err := h(testCtx(t), ev)
+			require.NoError(t, err)
+			resp, ok := out.(events.APIGatewayV2HTTPResponse)
+			require.True(t, ok, "got %T", out)
+			require.Equal(t, 200, resp.StatusCode)
+			require.Equal(t, "application/json", resp.Headers["Content-Type"])
+			requireCompacted(t, []byte(resp.Body), fake)
 		},
 		"gateway-url-healthz.json": func(t *testing.T, h handler, fake *fakellm.Server, ev json.RawMessage) {
 			out, err := h(testCtx(t), ev)

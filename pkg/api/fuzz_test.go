@@ -15,6 +15,7 @@ func FuzzDecodeCreateRequest(f *testing.F) {
 		`{"input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"x"}]}],"previous_response_id":"resp_1"}`,
 		`{"input":"x","tools":[{"type":"function","name":"f","parameters":{"type":"object"}},{"type":"lambent:calculator"}],"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"f"}]}}`,
 		`{"input":"x","text":{"format":{"type":"json_schema","name":"n","schema":{"type":"object"}}},"metadata":{"a":"b"}}`,
+		`{"input":[{"role":"user","content":"x"},{"type":"compaction","id":"cmp_1","encrypted_content":"k.AAAA"}]}`,
 		`{"input":42}`, `{"input":"x","tools":{}}`, `[]`, `null`, `{"input":[{"type":"nope"}]}`, `{"input":"x","tool_choice":{"type":"function"}}`,
 	} {
 		f.Add([]byte(s))

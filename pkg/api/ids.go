@@ -13,6 +13,7 @@ const (
 	PrefixFunctionCall = "fc_"
 	PrefixFuncOutput   = "fco_"
 	PrefixReasoning    = "rs_"
+	PrefixCompaction   = "cmp_"
 )
 
 // NewID returns prefix followed by 48 hex characters: 16 of the creation time

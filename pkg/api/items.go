@@ -20,6 +20,9 @@ const (
 	// ItemMCPCall is OpenAI's item for a tool call the server executed:
 	// Lambent's hosted tools (server_label "lambent") and MCP tools.
 	ItemMCPCall = "mcp_call"
+	// ItemCompaction carries a summary of earlier turns, sealed by the
+	// gateway in EncryptedContent (POST /v1/responses/compact).
+	ItemCompaction = "compaction"
 )
 
 // HostedServerLabel is the server_label of the mcp_call items of Lambent's
@@ -59,8 +62,8 @@ const (
 )
 
 // Item is one element of a conversation: a message, a function call, a
-// function call's output, reasoning, or (in input only) a reference to a
-// stored item. It is a flat struct; MarshalJSON writes only the fields of
+// function call's output, reasoning, a compaction (a sealed summary of
+// earlier turns), or (in input only) a reference to a stored item. It is a flat struct; MarshalJSON writes only the fields of
 // its type.
 type Item struct {
 	Type   string
@@ -84,7 +87,9 @@ type Item struct {
 	IsError bool
 
 	// reasoning
-	Summary          []ContentPart
+	Summary []ContentPart
+	// EncryptedContent is a reasoning item's opaque state, or a compaction
+	// item's sealed summary.
 	EncryptedContent string
 
 	// mcp_call (Name, Arguments and Output above): ServerLabel names the
@@ -149,6 +154,7 @@ func (it *Item) OutputText() string {
 //	function_call_output: type, id, call_id, output (OutputParts when non-nil, else Output), status, is_error (only when true)
 //	reasoning:            type, id, summary ([] when nil), then content, encrypted_content and status when non-empty
 //	item_reference:       type, id
+//	compaction:           type, id, encrypted_content
 //
 // Any other type is an error.
 func (it Item) MarshalJSON() ([]byte, error) {
@@ -218,6 +224,12 @@ func (it Item) MarshalJSON() ([]byte, error) {
 			ApprovalRequestID *string   `json:"approval_request_id"`
 			Status            string    `json:"status"`
 		}{it.Type, it.ID, it.ServerLabel, it.Name, it.Arguments, output, mcpErr, nilIfEmpty(it.ApprovalRequestID), it.Status})
+	case ItemCompaction:
+		return wirejson.Marshal(struct {
+			Type             string `json:"type"`
+			ID               string `json:"id"`
+			EncryptedContent string `json:"encrypted_content"`
+		}{it.Type, it.ID, it.EncryptedContent})
 	}
 	return nil, fmt.Errorf("api: cannot marshal item of type %q", it.Type)
 }
@@ -365,8 +377,13 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 		if it.Error != "" {
 			it.Status = ItemFailed
 		}
+	case ItemCompaction:
+		if w.EncryptedContent == nil || *w.EncryptedContent == "" {
+			return InvalidRequest("encrypted_content", "missing required parameter: encrypted_content")
+		}
+		it.EncryptedContent = *w.EncryptedContent
 	default:
-		return InvalidRequest("type", "unsupported item type %q; supported: message, function_call, function_call_output, reasoning, item_reference, mcp_call", typ)
+		return InvalidRequest("type", "unsupported item type %q; supported: message, function_call, function_call_output, reasoning, item_reference, mcp_call, compaction", typ)
 	}
 	return nil
 }

@@ -36,6 +36,8 @@ func TestMarshalShapes(t *testing.T) {
 		{"reasoning full", Item{Type: ItemReasoning, ID: "r", Content: []ContentPart{{Type: PartReasoningText, Text: "t"}}, EncryptedContent: "e", Status: ItemCompleted},
 			`{"type":"reasoning","id":"r","summary":[],"content":[{"type":"reasoning_text","text":"t"}],"encrypted_content":"e","status":"completed"}`},
 		{"item reference", Item{Type: ItemReference, ID: "x", Status: "ignored"}, `{"type":"item_reference","id":"x"}`},
+		{"compaction", Item{Type: ItemCompaction, ID: "cmp_1", Status: "ignored", Role: "ignored", EncryptedContent: "k.abc"},
+			`{"type":"compaction","id":"cmp_1","encrypted_content":"k.abc"}`},
 
 		{"output text logprobs", ContentPart{Type: PartOutputText, Text: "a", Annotations: []json.RawMessage{json.RawMessage(`{"type": "x"}`)}, Logprobs: []json.RawMessage{json.RawMessage(`1`)}},
 			`{"type":"output_text","text":"a","annotations":[{"type":"x"}],"logprobs":[1]}`},

@@ -69,16 +69,9 @@ func knownParam(k string) bool {
 // DecodeCreateRequest reads, decodes and validates a create-response body.
 // Every failure is an *Error with status 400 naming the parameter.
 func DecodeCreateRequest(body []byte) (*CreateResponseRequest, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		var ute *json.UnmarshalTypeError
-		if errors.As(err, &ute) {
-			return nil, InvalidRequest("", "the request body must be a JSON object")
-		}
-		return nil, InvalidRequestCode("", "invalid_json", "could not parse the JSON body of your request: %s", jsonErrText(err))
-	}
-	if fields == nil {
-		return nil, InvalidRequest("", "the request body must be a JSON object")
+	fields, err := decodeObject(body)
+	if err != nil {
+		return nil, err
 	}
 	for k := range fields {
 		if !knownParam(k) {
@@ -103,6 +96,23 @@ func DecodeCreateRequest(body []byte) (*CreateResponseRequest, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// decodeObject decodes a request body that must be a JSON object into its
+// fields.
+func decodeObject(body []byte) (map[string]json.RawMessage, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) {
+			return nil, InvalidRequest("", "the request body must be a JSON object")
+		}
+		return nil, InvalidRequestCode("", "invalid_json", "could not parse the JSON body of your request: %s", jsonErrText(err))
+	}
+	if fields == nil {
+		return nil, InvalidRequest("", "the request body must be a JSON object")
+	}
+	return fields, nil
 }
 
 func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }

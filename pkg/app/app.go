@@ -12,6 +12,7 @@ import (
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/awsconf"
+	"github.com/lambent/lambent/pkg/compaction"
 	"github.com/lambent/lambent/pkg/engine"
 	"github.com/lambent/lambent/pkg/httpapi"
 	"github.com/lambent/lambent/pkg/provider/openai"
@@ -130,8 +131,14 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 		}
 		publisher = &worker.Publisher{Client: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}
 	}
+	keys, err := compactionKeys(cfg, log)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
 	eng, err = engine.New(engine.Config{
 		Provider:        openai.New(openai.Config{BaseURL: cfg.ProviderURL, APIKey: cfg.ProviderAPIKey, Logger: log}),
+		Compaction:      keys,
 		Store:           st,
 		Hosted:          catalog,
 		DefaultModel:    cfg.DefaultModel,
@@ -151,6 +158,26 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 	a.Engine = eng
 	a.Handler = httpapi.New(httpapi.Config{Service: eng, MaxBody: cfg.MaxBody, Logger: log, APIKeys: cfg.APIKeys})
 	return a, nil
+}
+
+// compactionKeys returns the configured compaction keys; without any, a
+// key generated for this process in local runs (its compaction items do
+// not survive a restart), and none in Lambda, where every instance would
+// generate its own (compaction then answers 501).
+func compactionKeys(cfg Config, log *slog.Logger) (*compaction.Keyring, error) {
+	switch {
+	case cfg.CompactionKeys != nil:
+		return cfg.CompactionKeys, nil
+	case cfg.InLambda:
+		log.Warn("compaction disabled: no compaction keys (set the template parameter CompactionKeysParameter, LAMBENT_COMPACTION_KEYS_SSM)")
+		return nil, nil
+	}
+	keys, err := compaction.NewDevKeyring()
+	if err != nil {
+		return nil, err
+	}
+	log.Warn("no compaction keys (LAMBENT_COMPACTION_KEYS, LAMBENT_COMPACTION_KEYS_SSM): compaction summaries are sealed with a key generated for this process, so compaction items will not open after a restart")
+	return keys, nil
 }
 
 // lambdaTools returns the manifest's Lambda-backed tools.

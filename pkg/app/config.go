@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lambent/lambent/pkg/compaction"
 )
 
 // Config is Lambent's configuration. The environment names are in the
@@ -73,6 +75,11 @@ type Config struct {
 	// no key is required. Filled by ResolveSecrets (LAMBENT_API_KEYS or
 	// LAMBENT_API_KEYS_SSM).
 	APIKeys map[string]string
+	// CompactionKeys seal and open compaction summaries; nil when none are
+	// configured (Build then generates a per-process key locally and
+	// disables compaction in Lambda). Filled by ResolveSecrets
+	// (LAMBENT_COMPACTION_KEYS or LAMBENT_COMPACTION_KEYS_SSM).
+	CompactionKeys *compaction.Keyring
 	// InLambda is true when AWS_LAMBDA_RUNTIME_API is set.
 	InLambda bool
 }

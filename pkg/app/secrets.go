@@ -2,7 +2,10 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"strings"
+
+	"github.com/lambent/lambent/pkg/compaction"
 )
 
 // Environment names of the provider's API key.
@@ -15,6 +18,17 @@ const (
 	EnvProviderAPIKeySSM = "LAMBENT_PROVIDER_API_KEY_SSM"
 )
 
+// Environment names of the compaction keys.
+const (
+	// EnvCompactionKeys lists the keys that seal compaction summaries:
+	// comma- or newline-separated "id=base64key" entries (32-byte AES-256
+	// keys); the first seals, every one opens (see compaction.ParseKeys).
+	EnvCompactionKeys = "LAMBENT_COMPACTION_KEYS"
+	// EnvCompactionKeysSSM names an SSM SecureString parameter holding that
+	// list.
+	EnvCompactionKeysSSM = "LAMBENT_COMPACTION_KEYS_SSM"
+)
+
 // ResolveSecrets fills in the secrets FromEnv leaves to start-up; mains call
 // it after FromEnv:
 //
@@ -22,7 +36,10 @@ const (
 //     LAMBENT_PROVIDER_API_KEY_SSM names;
 //   - cfg.APIKeys: LAMBENT_API_KEYS, else the SSM parameter
 //     LAMBENT_API_KEYS_SSM names (see ParseAPIKeys); with neither, the API
-//     needs no key.
+//     needs no key;
+//   - cfg.CompactionKeys: LAMBENT_COMPACTION_KEYS, else the SSM parameter
+//     LAMBENT_COMPACTION_KEYS_SSM names (see compaction.ParseKeys); with
+//     neither it stays nil.
 //
 // The parameters are read in parallel, with decryption, through one SSM
 // client from the SDK's default configuration (awsconf.Load: region,
@@ -49,6 +66,11 @@ func resolveSecrets(ctx context.Context, cfg *Config, getenv func(string) string
 	if name := strings.TrimSpace(getenv(EnvAPIKeysSSM)); list == "" && name != "" {
 		params = append(params, parameter{env: EnvAPIKeysSSM, name: name, dst: &list})
 	}
+	compactionKeys, compactionSource := getenv(EnvCompactionKeys), EnvCompactionKeys
+	if name := strings.TrimSpace(getenv(EnvCompactionKeysSSM)); compactionKeys == "" && name != "" {
+		params = append(params, parameter{env: EnvCompactionKeysSSM, name: name, dst: &compactionKeys})
+		compactionSource = EnvCompactionKeysSSM + "=" + name
+	}
 	if err := readParameters(ctx, params, newClient); err != nil {
 		return err
 	}
@@ -56,9 +78,14 @@ func resolveSecrets(ctx context.Context, cfg *Config, getenv func(string) string
 	if err != nil {
 		return err
 	}
+	ring, err := compaction.ParseKeys(compactionKeys)
+	if err != nil {
+		return fmt.Errorf("%s: %w", compactionSource, err)
+	}
 	// A value stored from a file often ends in a newline; a bearer token
 	// never contains whitespace.
 	cfg.ProviderAPIKey = strings.TrimSpace(key)
 	cfg.APIKeys = keys
+	cfg.CompactionKeys = ring
 	return nil
 }

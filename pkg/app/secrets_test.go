@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -220,16 +221,18 @@ func TestResolveProviderKeyCanceledContext(t *testing.T) {
 	}
 }
 
-// The provider key and the API keys are read at once: the fake holds each
-// request until both have arrived, so sequential reads never complete.
+// The provider key, the API keys and the compaction keys are read at once:
+// the fake holds each request until all three have arrived, so sequential
+// reads never complete.
 func TestResolveSecretsReadsInParallel(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	var arrived atomic.Int32
 	both, abandon := make(chan struct{}), make(chan struct{})
 	srv := fakessm.Start(fakessm.Options{
-		Params: map[string]string{"/lambent/provider-api-key": "sk-provider", "/lambent/api-keys": "acme=sk-acme-0123456789ab"},
+		Params: map[string]string{"/lambent/provider-api-key": "sk-provider", "/lambent/api-keys": "acme=sk-acme-0123456789ab",
+			"/lambent/compaction-keys": "k2=" + compactionKey + "\n"},
 		Before: func(fakessm.Request) string {
-			if arrived.Add(1) == 2 {
+			if arrived.Add(1) == 3 {
 				close(both)
 			}
 			select {
@@ -248,15 +251,18 @@ func TestResolveSecretsReadsInParallel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cfg := &Config{}
-	env := envOf(map[string]string{EnvProviderAPIKeySSM: "/lambent/provider-api-key", EnvAPIKeysSSM: "/lambent/api-keys"})
+	env := envOf(map[string]string{EnvProviderAPIKeySSM: "/lambent/provider-api-key", EnvAPIKeysSSM: "/lambent/api-keys", EnvCompactionKeysSSM: "/lambent/compaction-keys"})
 	if err := ResolveSecretsWith(ctx, cfg, env, ssmClient(srv)); err != nil {
 		t.Fatalf("the reads were not in flight together: %v", err)
 	}
 	if cfg.ProviderAPIKey != "sk-provider" || cfg.APIKeys["sk-acme-0123456789ab"] != "acme" {
 		t.Fatalf("provider key %q, API keys %v", cfg.ProviderAPIKey, cfg.APIKeys)
 	}
-	if n := len(srv.Requests()); n != 2 {
-		t.Fatalf("%d SSM requests, want 2", n)
+	if cfg.CompactionKeys == nil || cfg.CompactionKeys.SealingKeyID() != "k2" {
+		t.Fatalf("compaction keys %v, want the SSM list (sealing key k2)", cfg.CompactionKeys)
+	}
+	if n := len(srv.Requests()); n != 3 {
+		t.Fatalf("%d SSM requests, want 3", n)
 	}
 }
 
@@ -276,5 +282,59 @@ func TestResolveSecretsReportsEveryFailure(t *testing.T) {
 	}
 	if cfg.ProviderAPIKey != "" || cfg.APIKeys != nil {
 		t.Errorf("cfg changed by a failure: %+v", cfg)
+	}
+}
+
+// compactionKey is a 32-byte key in base64.
+var compactionKey = base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+
+// Compaction keys come from LAMBENT_COMPACTION_KEYS (no SSM read then) or
+// the SSM parameter; a bad list is an error naming its source, never its
+// key material; none leaves them nil.
+func TestResolveCompactionKeys(t *testing.T) {
+	ctx := context.Background()
+	srv := newFakeSSM(t, map[string]string{"/lambent/ck": "new=" + compactionKey + ",old=" + compactionKey[:43], "/lambent/bad": "k=c2hvcnQ="})
+
+	cfg := &Config{}
+	env := envOf(map[string]string{EnvCompactionKeys: "env=" + compactionKey, EnvCompactionKeysSSM: "/lambent/ck"})
+	if err := resolveSecrets(ctx, cfg, env, noSSM(t)); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.CompactionKeys == nil || cfg.CompactionKeys.SealingKeyID() != "env" {
+		t.Fatalf("compaction keys %v, want the environment's", cfg.CompactionKeys)
+	}
+
+	cfg = &Config{}
+	if err := ResolveSecretsWith(ctx, cfg, envOf(map[string]string{EnvCompactionKeysSSM: "/lambent/ck"}), ssmClient(srv)); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.CompactionKeys == nil || cfg.CompactionKeys.SealingKeyID() != "new" {
+		t.Fatalf("compaction keys %v, want the parameter's (first key seals)", cfg.CompactionKeys)
+	}
+	blob, err := cfg.CompactionKeys.Seal("t", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := cfg.CompactionKeys.Open("t", blob); err != nil || got != "s" {
+		t.Fatalf("round trip %q, %v", got, err)
+	}
+
+	for env, source := range map[string]map[string]string{
+		EnvCompactionKeysSSM + "=/lambent/bad": {EnvCompactionKeysSSM: "/lambent/bad"},
+		EnvCompactionKeys:                      {EnvCompactionKeys: "k=c2hvcnQ="},
+	} {
+		cfg = &Config{}
+		err := ResolveSecretsWith(ctx, cfg, envOf(source), ssmClient(srv))
+		if err == nil || !strings.Contains(err.Error(), env) || strings.Contains(err.Error(), "c2hvcnQ") {
+			t.Errorf("error %v: want one naming %s without the key", err, env)
+		}
+		if cfg.CompactionKeys != nil {
+			t.Errorf("compaction keys set by a failure")
+		}
+	}
+
+	cfg = &Config{}
+	if err := resolveSecrets(ctx, cfg, envOf(nil), noSSM(t)); err != nil || cfg.CompactionKeys != nil {
+		t.Fatalf("no keys configured: %v, %v", cfg.CompactionKeys, err)
 	}
 }

@@ -253,6 +253,9 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 	if err := r.resolveTools(e.cfg.Hosted); err != nil {
 		return e.failBackground(ctx, rec, api.AsError(err))
 	}
+	if err := e.openSummaries(ctx, r); err != nil {
+		return e.failBackground(ctx, rec, api.AsError(err))
+	}
 	buf := &eventBuffer{}
 	r.em = &emitter{w: buf, stream: true, seq: job.NextSeq}
 	r.budget = newBudget(ctx, e.cfg.Now, e.cfg.DeadlineReserve)

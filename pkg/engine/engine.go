@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/compaction"
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/tools"
@@ -43,6 +44,10 @@ type Config struct {
 	// hosted tools and single-shot behaviour: the model's tool calls are
 	// returned to the client and the response is completed.
 	Hosted tools.Catalog
+	// Compaction seals the summaries of POST /v1/responses/compact and
+	// opens the compaction items requests send back; nil disables
+	// compaction (both answer 501).
+	Compaction *compaction.Keyring
 	// DefaultModel is used when a request names none.
 	DefaultModel string
 	// MaxTurns bounds model calls per response (default 10).

@@ -214,6 +214,7 @@ func (e *Engine) callModel(ctx context.Context, r *run, turn int) (*provider.Res
 // providerRequest builds the model call of a turn.
 func (r *run) providerRequest(turn int) *provider.Request {
 	items := modelItems(r.history, r.input, r.resp.Output)
+	items = r.withSummaries(items)
 	q := &provider.Request{
 		Model:             r.resp.Model,
 		Instructions:      r.req.Instructions,

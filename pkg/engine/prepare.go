@@ -25,6 +25,9 @@ type run struct {
 	// mcpItems shows server-executed calls as mcp_call items
 	// (Config.HostedToolItems).
 	mcpItems bool
+	// summaries are the opened summaries of the conversation's compaction
+	// items, by blob (openSummaries).
+	summaries map[string]string
 	// hostedCalls counts executed hosted tool calls (max_tool_calls).
 	hostedCalls int
 	em          *emitter
@@ -66,6 +69,9 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest) (*
 		r.history = rec.Conversation()
 	}
 	if err := r.resolveInput(); err != nil {
+		return nil, err
+	}
+	if err := e.openSummaries(ctx, r); err != nil {
 		return nil, err
 	}
 	if err := r.resolveTools(e.cfg.Hosted); err != nil {
@@ -143,6 +149,8 @@ func idPrefix(typ string) string {
 		return api.PrefixMCPCall
 	case api.ItemReasoning:
 		return api.PrefixReasoning
+	case api.ItemCompaction:
+		return api.PrefixCompaction
 	}
 	return api.PrefixMessage
 }

@@ -29,6 +29,8 @@ type Service interface {
 	ListInputItems(ctx context.Context, id string, opts api.ListOptions) (*api.ItemList, error)
 	CancelResponse(ctx context.Context, id string) (*api.Response, error)
 	StreamResponse(ctx context.Context, id string, after int64, w engine.ResponseWriter) error
+	// Compact summarises a conversation into a compacted window.
+	Compact(ctx context.Context, req *api.CompactRequest) (*api.CompactResource, error)
 }
 
 // DefaultMaxBody is the default request body limit (8 MiB).
@@ -91,6 +93,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.only(w, r, http.MethodGet, func() { h.writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
 	case path == "/v1/responses":
 		h.only(w, r, http.MethodPost, func() { h.create(w, r) })
+	case path == "/v1/responses/compact":
+		h.only(w, r, http.MethodPost, func() { h.compact(w, r) })
 	case strings.HasPrefix(path, "/v1/responses/"):
 		rest := strings.TrimPrefix(path, "/v1/responses/")
 		id, sub, _ := strings.Cut(rest, "/")
@@ -139,18 +143,28 @@ func (h *Handler) notFoundRoute(w http.ResponseWriter, r *http.Request) {
 		Message: "Unknown request URL: " + r.Method + " " + r.URL.Path + "."})
 }
 
-func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
+// body reads a JSON request body within the size limit; on failure it
+// writes the error (415, 413, 400) and returns false.
+func (h *Handler) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || mt != "application/json" {
 			h.writeError(w, &api.Error{Status: http.StatusUnsupportedMediaType, Type: api.ErrTypeInvalidRequest, Code: "unsupported_media_type",
 				Message: "Unsupported Content-Type " + strconv.Quote(ct) + "; send application/json."})
-			return
+			return nil, false
 		}
 	}
 	body, err := api.ReadLimited(http.MaxBytesReader(w, r.Body, h.maxBody+1), h.maxBody)
 	if err != nil {
 		h.writeError(w, err)
+		return nil, false
+	}
+	return body, true
+}
+
+func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
+	body, ok := h.body(w, r)
+	if !ok {
 		return
 	}
 	req, err := api.DecodeCreateRequest(body)
@@ -178,6 +192,26 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 	if rw.started && req.Stream {
 		rw.done()
 	}
+}
+
+func (h *Handler) compact(w http.ResponseWriter, r *http.Request) {
+	body, ok := h.body(w, r)
+	if !ok {
+		return
+	}
+	req, err := api.DecodeCompactRequest(body)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	res, err := h.svc.Compact(r.Context(), req)
+	if err != nil {
+		if !errors.Is(err, context.Canceled) {
+			h.writeError(w, err)
+		}
+		return
+	}
+	h.writeJSON(w, http.StatusOK, res)
 }
 
 func (h *Handler) get(w http.ResponseWriter, r *http.Request, id string) {

@@ -1,0 +1,65 @@
+package api
+
+// CompactRequest is the body of POST /v1/responses/compact: the
+// conversation to compact (input and/or previous_response_id) and the
+// model that summarises it.
+type CompactRequest struct {
+	Model              string
+	Instructions       string
+	Input              []Item
+	PreviousResponseID string
+	PromptCacheKey     string
+	ServiceTier        string
+}
+
+// knownCompactParam lists the parameters POST /v1/responses/compact accepts.
+func knownCompactParam(k string) bool {
+	switch k {
+	case "model", "input", "previous_response_id", "instructions", "prompt_cache_key", "service_tier":
+		return true
+	}
+	return false
+}
+
+// DecodeCompactRequest reads, decodes and validates a compact body with
+// the create request's decoders and rules (input items, their params in
+// errors, input or previous_response_id required). Every failure is an
+// *Error with status 400 naming the parameter.
+func DecodeCompactRequest(body []byte) (*CompactRequest, error) {
+	fields, err := decodeObject(body)
+	if err != nil {
+		return nil, err
+	}
+	r := &CreateResponseRequest{}
+	for k, v := range fields {
+		if !knownCompactParam(k) {
+			return nil, InvalidRequestCode(k, "unknown_parameter", "Unknown parameter: '%s'.", k)
+		}
+		if isNull(v) {
+			continue
+		}
+		if err := r.decodeField(k, v); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	return &CompactRequest{Model: r.Model, Instructions: r.Instructions, Input: r.Input, PreviousResponseID: r.PreviousResponseID,
+		PromptCacheKey: r.PromptCacheKey, ServiceTier: r.ServiceTier}, nil
+}
+
+// ObjectCompaction is the object type of a CompactResource.
+const ObjectCompaction = "response.compaction"
+
+// CompactResource is the reply of POST /v1/responses/compact: the
+// compacted window to send as the next request's input (the user messages
+// of the conversation, then one compaction item) and the summarising
+// call's usage.
+type CompactResource struct {
+	ID        string `json:"id"`
+	Object    string `json:"object"`
+	CreatedAt int64  `json:"created_at"`
+	Output    []Item `json:"output"`
+	Usage     Usage  `json:"usage"`
+}

@@ -1,0 +1,67 @@
+package api
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A compaction item is accepted as create input, with or without its id,
+// and written back in its wire shape.
+func TestCompactionItemInput(t *testing.T) {
+	r, err := DecodeCreateRequest([]byte(`{"input":[
+		{"type":"message","role":"user","content":"first"},
+		{"type":"compaction","id":"cmp_1","encrypted_content":"k1.AAAA"},
+		{"type":"compaction","encrypted_content":"k1.BBBB","id":null},
+		{"role":"user","content":"next"}]}`))
+	require.NoError(t, err)
+	require.Len(t, r.Input, 4)
+	assert.Equal(t, Item{Type: ItemCompaction, ID: "cmp_1", EncryptedContent: "k1.AAAA"}, r.Input[1])
+	assert.Equal(t, Item{Type: ItemCompaction, EncryptedContent: "k1.BBBB"}, r.Input[2])
+	b, err := json.Marshal(r.Input[1])
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"type":"compaction","id":"cmp_1","encrypted_content":"k1.AAAA"}`, string(b))
+
+	for _, bad := range []string{`{"type":"compaction"}`, `{"type":"compaction","encrypted_content":""}`, `{"type":"compaction","encrypted_content":null}`} {
+		_, err := DecodeCreateRequest([]byte(`{"input":[` + bad + `]}`))
+		e := AsError(err)
+		require.Error(t, err, bad)
+		assert.Equal(t, 400, e.Status, bad)
+		assert.Equal(t, "input[0].encrypted_content", e.Param, bad)
+	}
+	_, err = DecodeCreateRequest([]byte(`{"input":[{"type":"compaction","encrypted_content":7}]}`))
+	assert.Equal(t, 400, AsError(err).Status)
+}
+
+func TestDecodeCompactRequest(t *testing.T) {
+	r, err := DecodeCompactRequest([]byte(`{"model":"m","input":"hello","instructions":"be brief","prompt_cache_key":"pk","service_tier":"flex","previous_response_id":null}`))
+	require.NoError(t, err)
+	assert.Equal(t, &CompactRequest{Model: "m", Instructions: "be brief", PromptCacheKey: "pk", ServiceTier: "flex",
+		Input: []Item{{Type: ItemMessage, Role: RoleUser, Content: []ContentPart{{Type: PartInputText, Text: "hello"}}}}}, r)
+
+	r, err = DecodeCompactRequest([]byte(`{"model":"m","previous_response_id":"resp_1"}`))
+	require.NoError(t, err)
+	assert.Equal(t, "resp_1", r.PreviousResponseID)
+	assert.Empty(t, r.Input)
+
+	for _, tc := range []struct{ body, param string }{
+		{`{"model":"m"}`, "input"},
+		{`{"model":"m","input":[]}`, "input"},
+		{`{"model":"m","input":"x","tools":[]}`, "tools"},
+		{`{"model":"m","input":"x","stream":true}`, "stream"},
+		{`{"model":"m","input":[{"type":"compaction"}]}`, "input[0].encrypted_content"},
+		{`{"model":"m","input":[{"role":"wizard","content":"x"}]}`, "input[0].role"},
+		{`{"model":"m","input":"x","service_tier":"cheap"}`, "service_tier"},
+		{`{"model":7,"input":"x"}`, "model"},
+		{`[]`, ""},
+		{`{"model":`, ""},
+	} {
+		_, err := DecodeCompactRequest([]byte(tc.body))
+		require.Error(t, err, tc.body)
+		e := AsError(err)
+		assert.Equal(t, 400, e.Status, tc.body)
+		assert.Equal(t, tc.param, e.Param, tc.body)
+	}
+}

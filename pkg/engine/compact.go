@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/provider"
+	"github.com/lambent/lambent/pkg/tenant"
+)
+
+// compactPrompt ends the conversation the model summarises in Compact.
+const compactPrompt = "Compact the conversation above: write a summary that lets you continue it without the turns before this message. " +
+	"Keep the goals, constraints and preferences stated, the decisions made, the facts and tool results gathered, " +
+	"the work done and what is still open, with names, numbers and identifiers exact. " +
+	"Fold in any earlier summary. The user's messages are kept verbatim next to the summary, so do not repeat them. " +
+	"Reply with the summary only."
+
+// summaryIntro starts the message that stands for a compaction item in a
+// model call.
+const summaryIntro = "Summary of the earlier conversation:\n\n"
+
+// Compact summarises a conversation (req.Input after the conversation of
+// req.PreviousResponseID, resolved as CreateResponse resolves it) with one
+// model call and returns the compacted window: the conversation's user
+// messages, then a compaction item whose encrypted_content is the summary
+// sealed for the request's tenant. Nothing is stored.
+func (e *Engine) Compact(ctx context.Context, req *api.CompactRequest) (*api.CompactResource, error) {
+	if e.cfg.Compaction == nil {
+		return nil, compactionUnavailable()
+	}
+	r, err := e.prepare(ctx, &api.CreateResponseRequest{Model: req.Model, Instructions: req.Instructions, Input: req.Input,
+		PreviousResponseID: req.PreviousResponseID, PromptCacheKey: req.PromptCacheKey, ServiceTier: req.ServiceTier})
+	if err != nil {
+		return nil, err
+	}
+	conv := slices.Concat(r.history, r.input)
+	items := r.withSummaries(slices.Clone(conv))
+	items = append(items, api.Item{Type: api.ItemMessage, Role: api.RoleUser, Content: []api.ContentPart{{Type: api.PartInputText, Text: compactPrompt}}})
+	res, err := e.cfg.Provider.Complete(ctx, &provider.Request{Model: r.resp.Model, Instructions: req.Instructions, Items: items,
+		PromptCacheKey: req.PromptCacheKey, ServiceTier: req.ServiceTier})
+	if err != nil {
+		return nil, api.AsError(err)
+	}
+	if res.Text == "" {
+		return nil, &api.Error{Status: http.StatusBadGateway, Type: api.ErrTypeUpstream, Code: "empty_summary",
+			Message: "The model returned no summary of the conversation (finish reason " + strconv.Quote(res.FinishReason) + ")."}
+	}
+	blob, err := e.cfg.Compaction.Seal(tenant.From(ctx), res.Text)
+	if err != nil {
+		return nil, api.ServerError(err, "could not seal the summary")
+	}
+	r.addUsage(res.Usage)
+	out := &api.CompactResource{ID: api.NewID(api.PrefixResponse), Object: api.ObjectCompaction, CreatedAt: e.cfg.Now().Unix(), Usage: *r.resp.Usage}
+	for _, it := range conv {
+		if it.Type == api.ItemMessage && it.Role == api.RoleUser {
+			out.Output = append(out.Output, it)
+		}
+	}
+	out.Output = append(out.Output, api.Item{Type: api.ItemCompaction, ID: api.NewID(api.PrefixCompaction), EncryptedContent: blob})
+	if e.log.Enabled(ctx, slog.LevelInfo) {
+		e.log.LogAttrs(ctx, slog.LevelInfo, "conversation compacted", slog.String("id", out.ID), slog.String("model", r.resp.Model),
+			slog.Int("items", len(conv)), slog.Int("summary_bytes", len(res.Text)), slog.String("key_id", e.cfg.Compaction.SealingKeyID()))
+	}
+	return out, nil
+}
+
+// openSummaries opens the compaction items of the conversation (the stored
+// history and this request's input) for the model, keeping each summary by
+// its blob for withSummaries. A blob that does not open for the request's
+// tenant (altered, another tenant's, or sealed with a key this gateway no
+// longer holds) is a 400 naming it.
+func (e *Engine) openSummaries(ctx context.Context, r *run) error {
+	for _, part := range []struct {
+		items []api.Item
+		input bool
+	}{{r.history, false}, {r.input, true}} {
+		for i := range part.items {
+			it := &part.items[i]
+			if it.Type != api.ItemCompaction {
+				continue
+			}
+			if _, ok := r.summaries[it.EncryptedContent]; ok {
+				continue
+			}
+			param := "previous_response_id"
+			if part.input {
+				param = "input[" + strconv.Itoa(i) + "].encrypted_content"
+			}
+			if e.cfg.Compaction == nil {
+				err := compactionUnavailable()
+				err.Param = param
+				return err
+			}
+			s, err := e.cfg.Compaction.Open(tenant.From(ctx), it.EncryptedContent)
+			if err != nil {
+				return api.InvalidRequestCode(param, "invalid_encrypted_content",
+					"The encrypted_content of the compaction item could not be verified (%v): send compaction items back unchanged, to the gateway and organization that created them.", err)
+			}
+			if r.summaries == nil {
+				r.summaries = map[string]string{}
+			}
+			r.summaries[it.EncryptedContent] = s
+		}
+	}
+	return nil
+}
+
+// withSummaries replaces, in place, every compaction item of items with
+// what the model sees of it: a developer message carrying its summary
+// (opened by openSummaries). It returns items.
+func (r *run) withSummaries(items []api.Item) []api.Item {
+	for i := range items {
+		if it := &items[i]; it.Type == api.ItemCompaction {
+			*it = api.Item{Type: api.ItemMessage, ID: it.ID, Status: api.ItemCompleted, Role: api.RoleDeveloper,
+				Content: []api.ContentPart{{Type: api.PartInputText, Text: summaryIntro + r.summaries[it.EncryptedContent]}}}
+		}
+	}
+	return items
+}
+
+// compactionUnavailable is the error of compaction on a gateway without
+// compaction keys.
+func compactionUnavailable() *api.Error {
+	return &api.Error{Status: http.StatusNotImplemented, Type: api.ErrTypeInvalidRequest, Code: "compaction_unavailable",
+		Message: "Compaction is not configured on this gateway: set LAMBENT_COMPACTION_KEYS or LAMBENT_COMPACTION_KEYS_SSM (template parameter CompactionKeysParameter)."}
+}

@@ -1,0 +1,268 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/lambent/lambent/internal/schema"
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/compaction"
+	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/tenant"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func testKeyring(t *testing.T, ids ...string) *compaction.Keyring {
+	t.Helper()
+	keys := make([]compaction.Key, len(ids))
+	for i, id := range ids {
+		keys[i] = compaction.Key{ID: id, Secret: bytes.Repeat([]byte(id[:1]), compaction.KeySize)}
+	}
+	k, err := compaction.NewKeyring(keys...)
+	require.NoError(t, err)
+	return k
+}
+
+func withKeys(k *compaction.Keyring) func(*Config) { return func(c *Config) { c.Compaction = k } }
+
+func compactReq(t *testing.T, body string) *api.CompactRequest {
+	t.Helper()
+	req, err := api.DecodeCompactRequest([]byte(body))
+	require.NoError(t, err)
+	return req
+}
+
+// compactedInput is the JSON input array of a create request: the
+// compacted window, then more.
+func compactedInput(t *testing.T, out *api.CompactResource, more ...string) string {
+	t.Helper()
+	b, err := json.Marshal(out.Output)
+	require.NoError(t, err)
+	s := strings.TrimSuffix(string(b), "]")
+	for _, m := range more {
+		s += "," + m
+	}
+	return s + "]"
+}
+
+// modelText is everything a provider request shows the model, one line
+// per item: role or type, then text.
+func modelText(items []api.Item) string {
+	var b strings.Builder
+	for _, it := range items {
+		b.WriteString(it.Type + "/" + it.Role + ": " + it.Text() + it.OutputText() + "\n")
+	}
+	return b.String()
+}
+
+const theSummary = "The user is Ada; she asked for 6*7 and got 42."
+
+// Compact → CompactResource (user messages kept, one sealed compaction
+// item, usage) → a new response with the window as input: the model sees
+// the summary as a developer message in the compaction item's place, and
+// so does every continuation of that response.
+func TestCompactRoundTrip(t *testing.T) {
+	p := script(text("Hello Ada.", 3, 2), text(theSummary, 20, 9), text("You are Ada.", 5, 3), text("Still Ada.", 5, 3))
+	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")))
+	rec, err := run1(t, e, `{"instructions":"be kind","input":[{"role":"user","content":"I am Ada."},{"role":"developer","content":"dev note"}]}`)
+	require.NoError(t, err)
+	first := rec.response(t)
+
+	out, err := e.Compact(context.Background(), compactReq(t, `{"model":"m","previous_response_id":"`+first.ID+`","input":"What is 6*7?","instructions":"summary rules"}`))
+	require.NoError(t, err)
+	b, err := json.Marshal(out)
+	require.NoError(t, err)
+	v, err := schema.New()
+	require.NoError(t, err)
+	require.NoError(t, v.Validate("CompactResource", b), string(b))
+
+	assert.Equal(t, api.ObjectCompaction, out.Object)
+	assert.True(t, strings.HasPrefix(out.ID, api.PrefixResponse))
+	assert.Equal(t, api.Usage{InputTokens: 20, OutputTokens: 9, TotalTokens: 29}, out.Usage)
+	require.Len(t, out.Output, 3, string(b))
+	assert.Equal(t, "I am Ada.", out.Output[0].Text())
+	assert.Equal(t, "What is 6*7?", out.Output[1].Text())
+	cmp := out.Output[2]
+	assert.Equal(t, api.ItemCompaction, cmp.Type)
+	assert.True(t, strings.HasPrefix(cmp.ID, api.PrefixCompaction))
+	assert.True(t, strings.HasPrefix(cmp.EncryptedContent, "k1."))
+	assert.NotContains(t, string(b), "Ada;", "the summary is sealed")
+
+	// The summarising call saw the whole conversation and the compaction
+	// prompt, under the request's instructions.
+	reqs := p.requests()
+	require.Len(t, reqs, 2)
+	sum := reqs[1]
+	assert.Equal(t, "m", sum.Model)
+	assert.Equal(t, "summary rules", sum.Instructions)
+	assert.Equal(t, "message/user: I am Ada.\nmessage/developer: dev note\nmessage/assistant: Hello Ada.\nmessage/user: What is 6*7?\nmessage/user: "+compactPrompt+"\n", modelText(sum.Items))
+
+	rec, err = run1(t, e, `{"input":`+compactedInput(t, out, `{"role":"user","content":"Who am I?"}`)+`}`)
+	require.NoError(t, err)
+	second := rec.response(t)
+	reqs = p.requests()
+	require.Len(t, reqs, 3)
+	want := "message/user: I am Ada.\nmessage/user: What is 6*7?\nmessage/developer: " + summaryIntro + theSummary + "\nmessage/user: Who am I?\n"
+	assert.Equal(t, want, modelText(reqs[2].Items))
+
+	// The compaction item is stored as sent and opened again for a
+	// continuation.
+	items, err := e.ListInputItems(context.Background(), second.ID, api.ListOptions{Order: "asc", Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, items.Data, 4)
+	want2, err := json.Marshal(cmp)
+	require.NoError(t, err)
+	got2, err := json.Marshal(items.Data[2])
+	require.NoError(t, err)
+	assert.JSONEq(t, string(want2), string(got2))
+	_, err = run1(t, e, `{"previous_response_id":"`+second.ID+`","input":"Again?"}`)
+	require.NoError(t, err)
+	reqs = p.requests()
+	require.Len(t, reqs, 4)
+	assert.Equal(t, want+"message/assistant: You are Ada.\nmessage/user: Again?\n", modelText(reqs[3].Items))
+}
+
+// Compacting a conversation that holds a compaction item folds the earlier
+// summary in: the model sees it, and the new window keeps only the new
+// compaction item.
+func TestCompactAgain(t *testing.T) {
+	p := script(text(theSummary, 1, 1), text("Ada, 42, and she likes tea.", 1, 1))
+	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")))
+	out, err := e.Compact(context.Background(), compactReq(t, `{"input":"I am Ada."}`))
+	require.NoError(t, err)
+	out2, err := e.Compact(context.Background(), compactReq(t, `{"input":`+compactedInput(t, out, `{"role":"user","content":"I like tea."}`)+`}`))
+	require.NoError(t, err)
+	assert.Contains(t, modelText(p.requests()[1].Items), summaryIntro+theSummary)
+	assert.Equal(t, []string{"message", "message", "compaction"}, types(out2.Output))
+	assert.NotEqual(t, out.Output[1].EncryptedContent, out2.Output[2].EncryptedContent)
+}
+
+// An altered blob, another tenant's blob, and a blob of a retired key are
+// 400s naming the item's encrypted_content; the model is never called.
+func TestCompactionItemRejected(t *testing.T) {
+	p := script(text(theSummary, 1, 1))
+	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")))
+	acme := tenant.With(context.Background(), "acme")
+	out, err := e.Compact(acme, compactReq(t, `{"input":"hi"}`))
+	require.NoError(t, err)
+	blob := out.Output[1].EncryptedContent
+
+	tampered := []byte(blob)
+	tampered[len(tampered)-5] ^= 0x02
+	retired, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k2")))
+	for name, tc := range map[string]struct {
+		e    *Engine
+		ctx  context.Context
+		blob string
+	}{
+		"tampered":      {e, acme, string(tampered)},
+		"other tenant":  {e, tenant.With(context.Background(), "globex"), blob},
+		"default":       {e, context.Background(), blob},
+		"retired key":   {retired, acme, blob},
+		"garbage":       {e, acme, "k1.%%%"},
+		"truncated":     {e, acme, blob[:len(blob)/2]},
+		"no key id":     {e, acme, "garbage"},
+		"compact input": {e, acme, string(tampered)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			item := `{"type":"compaction","encrypted_content":"` + tc.blob + `"}`
+			var err error
+			if name == "compact input" {
+				_, err = tc.e.Compact(tc.ctx, compactReq(t, `{"input":[{"role":"user","content":"x"},`+item+`]}`))
+			} else {
+				err = tc.e.CreateResponse(tc.ctx, decodeReq(t, `{"input":[{"role":"user","content":"x"},`+item+`]}`), &recorder{})
+			}
+			ae := api.AsError(err)
+			require.Error(t, err)
+			assert.Equal(t, 400, ae.Status)
+			assert.Equal(t, api.ErrTypeInvalidRequest, ae.Type)
+			assert.Equal(t, "input[1].encrypted_content", ae.Param)
+			assert.Equal(t, "invalid_encrypted_content", ae.Code)
+		})
+	}
+	assert.Len(t, p.requests(), 1, "only the compaction called the model")
+
+	// The owner's blob still works, on the gateway holding the key in a
+	// rotated keyring too.
+	rotated, _ := newEngine(t, script(text("ok", 1, 1)), nil, withKeys(testKeyring(t, "k2", "k1")))
+	require.NoError(t, rotated.CreateResponse(acme, decodeReq(t, `{"input":`+compactedInput(t, out)+`}`), &recorder{}))
+}
+
+// A stored conversation whose compaction item no longer opens (its key was
+// retired) is a 400 naming previous_response_id.
+func TestCompactionItemInHistoryRejected(t *testing.T) {
+	st := store.NewMemory(store.MemoryConfig{})
+	onStore := func(c *Config) { c.Store = st }
+	old, _ := newEngine(t, script(text(theSummary, 1, 1), text("ok", 1, 1)), nil, withKeys(testKeyring(t, "k1")), onStore)
+	out, err := old.Compact(context.Background(), compactReq(t, `{"input":"hi"}`))
+	require.NoError(t, err)
+	rec, err := run1(t, old, `{"input":`+compactedInput(t, out)+`}`)
+	require.NoError(t, err)
+	id := rec.response(t).ID
+
+	p := script()
+	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k2")), onStore)
+	_, err = run1(t, e, `{"previous_response_id":"`+id+`","input":"more"}`)
+	ae := api.AsError(err)
+	assert.Equal(t, 400, ae.Status)
+	assert.Equal(t, "previous_response_id", ae.Param)
+	assert.Equal(t, "invalid_encrypted_content", ae.Code)
+	assert.Empty(t, p.requests())
+}
+
+// Without keys, compaction answers 501 and names what to configure.
+func TestCompactionUnavailable(t *testing.T) {
+	p := script()
+	e, _ := newEngine(t, p, nil)
+	_, err := e.Compact(context.Background(), compactReq(t, `{"input":"hi"}`))
+	ae := api.AsError(err)
+	assert.Equal(t, 501, ae.Status)
+	assert.Contains(t, ae.Message, "LAMBENT_COMPACTION_KEYS")
+	_, err = run1(t, e, `{"input":[{"type":"compaction","encrypted_content":"k1.AAAA"}]}`)
+	ae = api.AsError(err)
+	assert.Equal(t, 501, ae.Status)
+	assert.Equal(t, "input[0].encrypted_content", ae.Param)
+	assert.Empty(t, p.requests())
+}
+
+// The summarising call's failures are the request's: an upstream error
+// passes through, an empty summary is a 502, a missing previous response
+// a 404.
+func TestCompactErrors(t *testing.T) {
+	upstream := &api.Error{Status: 429, Type: api.ErrTypeRateLimit, Message: "slow down"}
+	e, _ := newEngine(t, script(step{err: upstream}, text("", 1, 0)), nil, withKeys(testKeyring(t, "k1")))
+	_, err := e.Compact(context.Background(), compactReq(t, `{"input":"hi"}`))
+	assert.Equal(t, 429, api.AsError(err).Status)
+	_, err = e.Compact(context.Background(), compactReq(t, `{"input":"hi"}`))
+	assert.Equal(t, 502, api.AsError(err).Status)
+	assert.Equal(t, "empty_summary", api.AsError(err).Code)
+	_, err = e.Compact(context.Background(), compactReq(t, `{"previous_response_id":"resp_nope"}`))
+	ae := api.AsError(err)
+	assert.Equal(t, 404, ae.Status)
+	assert.Equal(t, "previous_response_id", ae.Param)
+}
+
+// A background response with a compaction item: the worker opens it again
+// (under the job's tenant) and the model sees the summary.
+func TestBackgroundCompactionItem(t *testing.T) { forStores(t, testBackgroundCompactionItem) }
+
+func testBackgroundCompactionItem(t *testing.T, mk storeMaker) {
+	p := script(text(theSummary, 1, 1), text("bg done", 1, 1))
+	e, _, q := bgEngine(t, mk, p, nil, withKeys(testKeyring(t, "k1")))
+	acme := tenant.With(context.Background(), "acme")
+	out, err := e.Compact(acme, compactReq(t, `{"input":"hi"}`))
+	require.NoError(t, err)
+	require.NoError(t, e.CreateBackground(acme, decodeReq(t, `{"background":true,"input":`+compactedInput(t, out)+`}`), &recorder{}))
+	job := <-q.c
+	require.NoError(t, e.RunBackground(tenant.With(context.Background(), job.Tenant), job.ResponseID))
+	got, err := e.GetResponse(acme, job.ResponseID)
+	require.NoError(t, err)
+	assert.Equal(t, api.StatusCompleted, got.Status)
+	reqs := p.requests()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, "message/user: hi\nmessage/developer: "+summaryIntro+theSummary+"\n", modelText(reqs[1].Items))
+}
