@@ -203,7 +203,7 @@ func (a *assembler) delta(d provider.Delta) error {
 	switch d.Kind {
 	case provider.DeltaReasoning:
 		if a.reasoning < 0 {
-			a.reasoning = a.open(api.Item{Type: api.ItemReasoning, ID: api.NewID(api.PrefixReasoning), Status: api.ItemInProgress})
+			a.reasoning = a.open(api.Item{Type: api.ItemReasoning, ID: a.r.newItemID(api.PrefixReasoning), Status: api.ItemInProgress})
 			it := a.out(a.reasoning)
 			it.Content = []api.ContentPart{{Type: api.PartReasoningText}}
 			a.partEvent(api.EventContentPartAdded, a.reasoning, 0, &api.ContentPart{Type: api.PartReasoningText})
@@ -218,7 +218,7 @@ func (a *assembler) delta(d provider.Delta) error {
 			typ = api.PartRefusal
 		}
 		if a.message < 0 {
-			a.message = a.open(api.Item{Type: api.ItemMessage, ID: api.NewID(api.PrefixMessage), Status: api.ItemInProgress, Role: api.RoleAssistant, Content: []api.ContentPart{}})
+			a.message = a.open(api.Item{Type: api.ItemMessage, ID: a.r.newItemID(api.PrefixMessage), Status: api.ItemInProgress, Role: api.RoleAssistant, Content: []api.ContentPart{}})
 		}
 		it := a.out(a.message)
 		if a.part >= 0 && it.Content[a.part].Type != typ {
@@ -250,7 +250,7 @@ func (a *assembler) delta(d provider.Delta) error {
 			if callID == "" {
 				callID = api.NewID("call_")
 			}
-			idx := a.open(api.Item{Type: api.ItemFunctionCall, ID: api.NewID(api.PrefixFunctionCall), Status: api.ItemInProgress, CallID: callID, Name: d.ToolName})
+			idx := a.open(api.Item{Type: api.ItemFunctionCall, ID: a.r.newItemID(api.PrefixFunctionCall), Status: api.ItemInProgress, CallID: callID, Name: d.ToolName})
 			pos = len(a.calls)
 			a.calls = append(a.calls, idx)
 			a.byIndex[d.ToolIndex] = pos
