@@ -37,8 +37,8 @@ type run struct {
 }
 
 // prepare validates req against the stored conversation and builds the run.
-// id is the response's id, empty for a new one. Every error is a client
-// error (*api.Error) but a failing store's.
+// id is the response's id, empty for a new one. Every error is an
+// *api.Error: a client error, or a server error when the store fails.
 func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id string) (*run, error) {
 	model := req.Model
 	if model == "" {
@@ -88,7 +88,7 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 			calls[it.CallID] = true
 		}
 	}
-	if err := e.fetchReferenced(ctx, r.req.Input, byID); err != nil {
+	if err := e.fetchReferenced(ctx, r.req, byID); err != nil {
 		return err
 	}
 	r.input = make([]api.Item, 0, len(r.req.Input))
@@ -127,19 +127,20 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 // item references.
 const maxReferenceReads = 8
 
-// fetchReferenced reads the stored responses that input's item references
-// name (api.ResponseIDOf) and byID does not already resolve, one Get per
-// response and concurrently, and adds their items (input, output and
-// context) to byID without replacing any. A response that is not found
-// (absent, expired, deleted, another tenant's: the store is tenant-scoped)
-// adds nothing; ids of other forms name no response.
-func (e *Engine) fetchReferenced(ctx context.Context, input []api.Item, byID map[string]*api.Item) error {
+// fetchReferenced reads the stored responses that req's item references
+// name (api.ResponseIDOf) and byID (the previous chain) does not already
+// resolve, one Get per response and concurrently, and adds their items
+// (input, output and context) to byID without replacing any. A response
+// that is not found (absent, expired, deleted, another tenant's: the store
+// is tenant-scoped) adds nothing; ids of other forms name no response, and
+// the previous response, read already, is not read again.
+func (e *Engine) fetchReferenced(ctx context.Context, req *api.CreateResponseRequest, byID map[string]*api.Item) error {
 	if e.cfg.Store == nil {
 		return nil
 	}
 	var ids []string
-	seen := map[string]bool{}
-	for _, it := range input {
+	seen := map[string]bool{req.PreviousResponseID: true}
+	for _, it := range req.Input {
 		if it.Type != api.ItemReference || byID[it.ID] != nil {
 			continue
 		}

@@ -97,6 +97,13 @@ func TestCallBudgetItemReferences(t *testing.T) {
 	require.Equal(t, 1, c.op("GetItem"))
 	require.LessOrEqual(t, n, 2)
 
+	c.reset()
+	missing := api.NewItemID(api.PrefixMessage, prev.id)
+	_, err = create(`{"previous_response_id":"` + prev.id + `","input":[` + ref(missing) + `]}`)
+	require.Error(t, err)
+	t.Logf("%-52s %s", "continuation, unknown item of the previous (400):", c)
+	require.Equal(t, 1, c.total(), "the previous response is not read twice")
+
 	for _, others := range []int{1, 3} {
 		ids := stored(others)
 		var refs []string
