@@ -3,6 +3,7 @@ package api
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"strings"
 	"time"
 )
 
@@ -15,6 +16,13 @@ const (
 	PrefixReasoning    = "rs_"
 	PrefixCompaction   = "cmp_"
 )
+
+// MaxResponseIDLen bounds the length of a response id, generated or chosen
+// by the caller of a background event.
+const MaxResponseIDLen = 128
+
+// itemSuffixLen is the number of random hex characters that end an item id.
+const itemSuffixLen = 12
 
 // NewID returns prefix followed by 48 hex characters: 16 of the creation time
 // in nanoseconds (so IDs sort by time) and 32 of crypto randomness.
@@ -30,4 +38,68 @@ func NewID(prefix string) string {
 	copy(buf, prefix)
 	hex.Encode(buf[len(prefix):], raw[:])
 	return string(buf)
+}
+
+// NewItemID returns a new id for an item of response responseID (a
+// well-formed response id): prefix, the response id without its "resp_",
+// "_" and 12 random hex characters. The id is opaque to clients; the
+// gateway reads the response back from it (ResponseIDOf), so that an
+// item_reference is resolved with one read of that response.
+func NewItemID(prefix, responseID string) string {
+	var raw [itemSuffixLen / 2]byte
+	_, _ = rand.Read(raw[:])
+	body := strings.TrimPrefix(responseID, PrefixResponse)
+	buf := make([]byte, 0, len(prefix)+len(body)+1+itemSuffixLen)
+	buf = append(buf, prefix...)
+	buf = append(buf, body...)
+	buf = append(buf, '_')
+	return string(hex.AppendEncode(buf, raw[:]))
+}
+
+// ResponseIDOf returns the id of the response an item id made by NewItemID
+// belongs to. It reports false for ids of other forms: those of older
+// gateway versions (prefix and 48 hex characters) and ids chosen by clients
+// that do not carry a well-formed response id.
+func ResponseIDOf(itemID string) (string, bool) {
+	_, rest, ok := strings.Cut(itemID, "_")
+	if !ok {
+		return "", false
+	}
+	i := strings.LastIndexByte(rest, '_')
+	if i <= 0 || len(rest)-i-1 != itemSuffixLen || !isHex(rest[i+1:]) {
+		return "", false
+	}
+	id := PrefixResponse + rest[:i]
+	if !ValidResponseID(id) {
+		return "", false
+	}
+	return id, true
+}
+
+// ValidResponseID reports whether id is a well-formed response id:
+// "resp_" followed by letters, digits, '_' or '-', at most MaxResponseIDLen
+// characters in all. Generated ids ("resp_" and 48 hex characters) and ids
+// chosen by the caller of a background event both have this form.
+func ValidResponseID(id string) bool {
+	body, ok := strings.CutPrefix(id, PrefixResponse)
+	if !ok || body == "" || len(id) > MaxResponseIDLen {
+		return false
+	}
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

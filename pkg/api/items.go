@@ -304,7 +304,7 @@ type wireItemIn struct {
 
 // UnmarshalJSON decodes an item in any of its accepted input shapes. A
 // message may omit "type" (the "easy input message" form) and give content
-// as a plain string. Shape errors are returned as *Error with the param
+// as a plain string; so may an item reference ({"id"} alone). Shape errors are returned as *Error with the param
 // relative to the item (the caller prefixes the path).
 func (it *Item) UnmarshalJSON(data []byte) error {
 	var w wireItemIn
@@ -312,8 +312,11 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 		return InvalidRequest("", "invalid item: %s", jsonErrText(err))
 	}
 	typ := ItemMessage
-	if w.Type != nil {
+	switch {
+	case w.Type != nil:
 		typ = *w.Type
+	case w.ID != "" && w.Role == "" && len(w.Content) == 0:
+		typ = ItemReference // an item reference may omit its type (openai-go does)
 	}
 	*it = Item{Type: typ, ID: w.ID, Status: w.Status}
 	switch typ {

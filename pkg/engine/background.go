@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -101,15 +100,12 @@ func (e *Engine) storeQueued(ctx context.Context, req *api.CreateResponseRequest
 	if e.cfg.Store == nil || log == nil {
 		return nil, errBackgroundUnavailable()
 	}
-	if id != "" && !strings.HasPrefix(id, api.PrefixResponse) {
-		return nil, api.InvalidRequest("id", "a caller-chosen response id must start with %q", api.PrefixResponse)
+	if id != "" && !api.ValidResponseID(id) {
+		return nil, api.InvalidRequest("id", "a caller-chosen response id must be %q followed by letters, digits, '_' or '-', at most %d characters in all", api.PrefixResponse, api.MaxResponseIDLen)
 	}
-	r, err := e.prepare(ctx, req)
+	r, err := e.prepare(ctx, req, id)
 	if err != nil {
 		return nil, err
-	}
-	if id != "" {
-		r.resp.ID = id
 	}
 	r.resp.Status = api.StatusQueued
 	buf := &eventBuffer{}

@@ -33,12 +33,12 @@ func (e *Engine) Compact(ctx context.Context, req *api.CompactRequest) (*api.Com
 		return nil, compactionUnavailable()
 	}
 	r, err := e.prepare(ctx, &api.CreateResponseRequest{Model: req.Model, Instructions: req.Instructions, Input: req.Input,
-		PreviousResponseID: req.PreviousResponseID, PromptCacheKey: req.PromptCacheKey, ServiceTier: req.ServiceTier})
+		PreviousResponseID: req.PreviousResponseID, PromptCacheKey: req.PromptCacheKey, ServiceTier: req.ServiceTier}, "")
 	if err != nil {
 		return nil, err
 	}
 	conv := slices.Concat(r.history, r.input)
-	items := r.withSummaries(slices.Clone(conv))
+	items := r.withSummaries(modelItems(conv))
 	items = append(items, api.Item{Type: api.ItemMessage, Role: api.RoleUser, Content: []api.ContentPart{{Type: api.PartInputText, Text: compactPrompt}}})
 	res, err := e.cfg.Provider.Complete(ctx, &provider.Request{Model: r.resp.Model, Instructions: req.Instructions, Items: items,
 		PromptCacheKey: req.PromptCacheKey, ServiceTier: req.ServiceTier})
@@ -54,13 +54,13 @@ func (e *Engine) Compact(ctx context.Context, req *api.CompactRequest) (*api.Com
 		return nil, api.ServerError(err, "could not seal the summary")
 	}
 	r.addUsage(res.Usage)
-	out := &api.CompactResource{ID: api.NewID(api.PrefixResponse), Object: api.ObjectCompaction, CreatedAt: e.cfg.Now().Unix(), Usage: *r.resp.Usage}
+	out := &api.CompactResource{ID: r.resp.ID, Object: api.ObjectCompaction, CreatedAt: e.cfg.Now().Unix(), Usage: *r.resp.Usage}
 	for _, it := range conv {
 		if it.Type == api.ItemMessage && it.Role == api.RoleUser {
 			out.Output = append(out.Output, it)
 		}
 	}
-	out.Output = append(out.Output, api.Item{Type: api.ItemCompaction, ID: api.NewID(api.PrefixCompaction), EncryptedContent: blob})
+	out.Output = append(out.Output, api.Item{Type: api.ItemCompaction, ID: r.newItemID(api.PrefixCompaction), EncryptedContent: blob})
 	if e.log.Enabled(ctx, slog.LevelInfo) {
 		e.log.LogAttrs(ctx, slog.LevelInfo, "conversation compacted", slog.String("id", out.ID), slog.String("model", r.resp.Model),
 			slog.Int("items", len(conv)), slog.Int("summary_bytes", len(res.Text)), slog.String("key_id", e.cfg.Compaction.SealingKeyID()))

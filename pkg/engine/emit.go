@@ -211,7 +211,7 @@ func (a *assembler) delta(d provider.Delta) error {
 	switch d.Kind {
 	case provider.DeltaReasoning:
 		if a.reasoning < 0 {
-			a.reasoning = a.open(api.Item{Type: api.ItemReasoning, ID: api.NewID(api.PrefixReasoning), Status: api.ItemInProgress})
+			a.reasoning = a.open(api.Item{Type: api.ItemReasoning, ID: a.r.newItemID(api.PrefixReasoning), Status: api.ItemInProgress})
 			it := a.out(a.reasoning)
 			it.Content = []api.ContentPart{{Type: api.PartReasoningText}}
 			a.partEvent(api.EventContentPartAdded, a.reasoning, 0, &api.ContentPart{Type: api.PartReasoningText})
@@ -226,7 +226,7 @@ func (a *assembler) delta(d provider.Delta) error {
 			typ = api.PartRefusal
 		}
 		if a.message < 0 {
-			a.message = a.open(api.Item{Type: api.ItemMessage, ID: api.NewID(api.PrefixMessage), Status: api.ItemInProgress, Role: api.RoleAssistant, Content: []api.ContentPart{}})
+			a.message = a.open(api.Item{Type: api.ItemMessage, ID: a.r.newItemID(api.PrefixMessage), Status: api.ItemInProgress, Role: api.RoleAssistant, Content: []api.ContentPart{}})
 		}
 		it := a.out(a.message)
 		if a.part >= 0 && it.Content[a.part].Type != typ {
@@ -256,14 +256,14 @@ func (a *assembler) delta(d provider.Delta) error {
 			}
 			var idx int
 			if a.r.serverExecuted(d.ToolName) {
-				idx = a.open(api.Item{Type: api.ItemMCPCall, ID: api.NewID(api.PrefixMCPCall), Status: api.ItemInProgress, ServerLabel: api.HostedServerLabel, Name: d.ToolName})
+				idx = a.open(api.Item{Type: api.ItemMCPCall, ID: a.r.newItemID(api.PrefixMCPCall), Status: api.ItemInProgress, ServerLabel: api.HostedServerLabel, Name: d.ToolName})
 				a.r.em.mcpEvent(api.EventMCPCallInProgress, idx, a.out(idx).ID)
 			} else {
 				callID := d.ToolCallID
 				if callID == "" {
 					callID = api.NewID("call_")
 				}
-				idx = a.open(api.Item{Type: api.ItemFunctionCall, ID: api.NewID(api.PrefixFunctionCall), Status: api.ItemInProgress, CallID: callID, Name: d.ToolName})
+				idx = a.open(api.Item{Type: api.ItemFunctionCall, ID: a.r.newItemID(api.PrefixFunctionCall), Status: api.ItemInProgress, CallID: callID, Name: d.ToolName})
 			}
 			pos = len(a.calls)
 			a.calls = append(a.calls, idx)

@@ -31,7 +31,7 @@ type outcome struct {
 // errors (*api.Error) for the transport to send as an HTTP error. Requests
 // with background=true go to CreateBackground instead: the transport picks.
 func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequest, w ResponseWriter) error {
-	r, err := e.prepare(ctx, req)
+	r, err := e.prepare(ctx, req, "")
 	if err != nil {
 		return err
 	}
@@ -362,7 +362,7 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 			continue
 		}
 		idx := len(r.resp.Output)
-		r.resp.Output = append(r.resp.Output, api.Item{Type: api.ItemFunctionCallOutput, ID: api.NewID(api.PrefixFuncOutput), Status: api.ItemCompleted, CallID: res.CallID, Output: res.Output, IsError: res.IsError})
+		r.resp.Output = append(r.resp.Output, api.Item{Type: api.ItemFunctionCallOutput, ID: r.newItemID(api.PrefixFuncOutput), Status: api.ItemCompleted, CallID: res.CallID, Output: res.Output, IsError: res.IsError})
 		it := &r.resp.Output[idx]
 		r.em.itemEvent(api.EventOutputItemAdded, idx, it)
 		r.em.itemEvent(api.EventOutputItemDone, idx, it)

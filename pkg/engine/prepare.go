@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"strconv"
+	"sync"
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/store"
@@ -46,8 +48,9 @@ func (e *Engine) mcpItems() bool {
 }
 
 // prepare validates req against the stored conversation and builds the run.
-// Every error is a client error (*api.Error).
-func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest) (*run, error) {
+// id is the response's id, empty for a new one. Every error is an
+// *api.Error: a client error, or a server error when the store fails.
+func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id string) (*run, error) {
 	model := req.Model
 	if model == "" {
 		model = e.cfg.DefaultModel
@@ -55,8 +58,11 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest) (*
 	if model == "" {
 		return nil, api.InvalidRequest("model", "missing required parameter: 'model'")
 	}
-	r := &run{req: req, mcpItems: e.mcpItems()}
-	var prev *store.Record
+	// The response id comes first: the ids of the input items carry it.
+	r := &run{req: req, resp: e.newResponse(req, model), mcpItems: e.mcpItems()}
+	if id != "" {
+		r.resp.ID = id
+	}
 	if req.PreviousResponseID != "" {
 		rec, err := e.get(ctx, req.PreviousResponseID, "previous_response_id")
 		if err != nil {
@@ -65,10 +71,9 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest) (*
 		if !rec.Response.Status.Terminal() {
 			return nil, api.InvalidRequest("previous_response_id", "Previous response '%s' is still %s; continue it once it has finished.", req.PreviousResponseID, rec.Response.Status)
 		}
-		prev = rec
 		r.history = rec.Conversation()
 	}
-	if err := r.resolveInput(); err != nil {
+	if err := e.resolveInput(ctx, r); err != nil {
 		return nil, err
 	}
 	if err := e.openSummaries(ctx, r); err != nil {
@@ -77,15 +82,16 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest) (*
 	if err := r.resolveTools(e.cfg.Hosted); err != nil {
 		return nil, err
 	}
-	r.resp = e.newResponse(req, model)
 	r.resp.Tools = r.echoTools()
-	_ = prev
 	return r, nil
 }
 
 // resolveInput resolves item references, checks that every
 // function_call_output answers a call of the conversation, and assigns ids.
-func (r *run) resolveInput() error {
+// A reference resolves to an item of the previous_response_id chain (read
+// already), else to an item of the stored response its id names (see
+// fetchReferenced); it becomes that item, id included.
+func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 	calls := map[string]bool{}
 	byID := map[string]*api.Item{}
 	for i := range r.history {
@@ -97,16 +103,20 @@ func (r *run) resolveInput() error {
 			calls[it.CallID] = true
 		}
 	}
+	if err := e.fetchReferenced(ctx, r.req, byID); err != nil {
+		return err
+	}
 	r.input = make([]api.Item, 0, len(r.req.Input))
 	for i, it := range r.req.Input {
 		p := "input[" + strconv.Itoa(i) + "]"
-		switch it.Type {
-		case api.ItemReference:
+		if it.Type == api.ItemReference {
 			ref, ok := byID[it.ID]
 			if !ok {
-				return api.InvalidRequest(p+".id", "Item with id '%s' not found in the conversation of previous_response_id.", it.ID)
+				return api.InvalidRequest(p+".id", "Item with id '%s' not found.", it.ID)
 			}
 			it = *ref
+		}
+		switch it.Type {
 		case api.ItemFunctionCall:
 			calls[it.CallID] = true
 		case api.ItemMCPCall:
@@ -129,15 +139,74 @@ func (r *run) resolveInput() error {
 			}
 		}
 		if it.ID == "" {
-			it.ID = api.NewID(idPrefix(it.Type))
+			it.ID = r.newItemID(idPrefix(it.Type))
 		}
-		if it.Status == "" && it.Type != api.ItemReference {
+		if it.Status == "" {
 			it.Status = api.ItemCompleted
 		}
 		r.input = append(r.input, it)
 	}
 	return nil
 }
+
+// maxReferenceReads bounds the concurrent store reads of one request's
+// item references.
+const maxReferenceReads = 8
+
+// fetchReferenced reads the stored responses that req's item references
+// name (api.ResponseIDOf) and byID (the previous chain) does not already
+// resolve, one Get per response and concurrently, and adds their items
+// (input, output and context) to byID without replacing any. A response
+// that is not found (absent, expired, deleted, another tenant's: the store
+// is tenant-scoped) adds nothing; ids of other forms name no response, and
+// the previous response, read already, is not read again.
+func (e *Engine) fetchReferenced(ctx context.Context, req *api.CreateResponseRequest, byID map[string]*api.Item) error {
+	if e.cfg.Store == nil {
+		return nil
+	}
+	var ids []string
+	seen := map[string]bool{req.PreviousResponseID: true}
+	for _, it := range req.Input {
+		if it.Type != api.ItemReference || byID[it.ID] != nil {
+			continue
+		}
+		if id, ok := api.ResponseIDOf(it.ID); ok && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	recs := make([]*store.Record, len(ids))
+	errs := make([]error, len(ids))
+	sem := make(chan struct{}, maxReferenceReads)
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			recs[i], errs[i] = e.cfg.Store.Get(ctx, id)
+		})
+	}
+	wg.Wait()
+	for i, rec := range recs {
+		if errors.Is(errs[i], store.ErrNotFound) {
+			continue
+		}
+		if errs[i] != nil {
+			return e.storeErr(errs[i], ids[i], "input")
+		}
+		for _, items := range [][]api.Item{rec.Input, rec.Response.Output, rec.Context} {
+			for j := range items {
+				if _, ok := byID[items[j].ID]; !ok && items[j].ID != "" {
+					byID[items[j].ID] = &items[j]
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// newItemID returns a new id for an item of r's response.
+func (r *run) newItemID(prefix string) string { return api.NewItemID(prefix, r.resp.ID) }
 
 func idPrefix(typ string) string {
 	switch typ {

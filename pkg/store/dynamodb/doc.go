@@ -52,7 +52,12 @@
 // (BatchWriteItem and BatchGetItem take up to 25 and 100 items a call).
 // Appending 50 stream events of a background response costs a GetItem of
 // the head and one PutItem of 1 WCU; following them, one Query per poll
-// (plus a GetItem of the head when nothing is new).
+// (plus a GetItem of the head when nothing is new). A create whose input
+// holds item references (TestCallBudgetItemReferences): references into
+// the previous response cost nothing more (1 GetItem + 1 PutItem); every
+// other referenced response costs one GetItem (plus its chunks' reads if
+// it is large), however many of its items are referenced; nothing more is
+// written.
 //
 // Why compress: the JSON of responses compresses 2.5–5× (random text, the
 // worst case, 1.33×), and capacity units are per KB written and per 4 KB
