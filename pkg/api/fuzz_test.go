@@ -7,7 +7,9 @@ import (
 )
 
 // FuzzDecodeCreateRequest: any body either decodes into a valid request
-// that re-validates and marshals, or fails with a 4xx *Error; never a panic.
+// that re-validates and marshals, or fails with a 4xx *Error in the OpenAI
+// error shape; never a panic. The corpus holds the shapes the OpenAI API
+// accepts and the bodies official clients send.
 func FuzzDecodeCreateRequest(f *testing.F) {
 	for _, s := range []string{
 		`{"model":"m","input":"hello"}`,
@@ -17,8 +19,27 @@ func FuzzDecodeCreateRequest(f *testing.F) {
 		`{"input":"x","text":{"format":{"type":"json_schema","name":"n","schema":{"type":"object"}}},"metadata":{"a":"b"}}`,
 		`{"input":[{"role":"user","content":"x"},{"type":"compaction","id":"cmp_1","encrypted_content":"k.AAAA"}]}`,
 		`{"input":42}`, `{"input":"x","tools":{}}`, `[]`, `null`, `{"input":[{"type":"nope"}]}`, `{"input":"x","tool_choice":{"type":"function"}}`,
+		// Shapes the OpenAI API accepts: empty objects, nulls, every parameter.
+		`{"input":"x","text":{},"reasoning":{},"stream_options":{},"prompt_cache_options":{},"context_management":[]}`,
+		`{"input":"x","text":{"format":null,"verbosity":"low"},"reasoning":{"effort":null,"generate_summary":"auto"},"conversation":null,"prompt":null,"moderation":null}`,
+		`{"input":"x","text":{"format":{}}}`, `{"input":"x","text":{"format":{"type":"text","name":"n"}}}`,
+		`{"input":"x","include":["message.input_image.image_url"],"prompt_cache_key":"k","prompt_cache_retention":"24h","safety_identifier":"s",` +
+			`"service_tier":"fast","truncation":"auto","top_logprobs":20,"stream":true,"stream_options":{"include_obfuscation":false},"max_tool_calls":1,` +
+			`"metadata":{"k":"v"},"user":"u","background":true,"store":true,"instructions":"i","presence_penalty":-2,"frequency_penalty":2,"max_output_tokens":16}`,
+		`{"input":"x","temperature":2.5}`, `{"input":"x","max_output_tokens":15}`, `{"input":"x","conversation":{"id":"c"}}`,
+		`{"input":"x","prompt":{"id":"p"}}`, `{"input":"x","prompt_cache_options":{"prewarm":true}}`, `{"input":"x","access_programs":{"cyber":"standard"},"image":{"context_compression":"auto"}}`,
+		`{"input":"x","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"mcp","server_label":"s"}}`,
+		`{"input":[{"id":"msg_1"},{"type":null,"id":"msg_2"},{"type":"item_reference","id":"msg_3"}]}`,
+		`{"input":[{"role":"user","content":[{"type":"input_image","file_id":"f","detail":"original"},{"type":"input_file","file_url":"https://x","detail":"low"}]}]}`,
+		`{"input":[{"type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"t","annotations":[],"logprobs":[]},{"type":"refusal","refusal":"r"}]}]}`,
+		`{"input":[{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"s"}],"encrypted_content":"e"},{"type":"function_call","call_id":"c","name":"f","arguments":"{}","status":"completed"},` +
+			`{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"o"}]}]}`,
+		`{"input":[{"type":"computer_call","call_id":"c"}]}`, `{"input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}","status":"done"}]}`,
 	} {
 		f.Add([]byte(s))
+	}
+	for _, c := range clientBodies(f) {
+		f.Add([]byte(c.Body))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := DecodeCreateRequest(body)
@@ -26,6 +47,13 @@ func FuzzDecodeCreateRequest(f *testing.F) {
 			var ae *Error
 			if !errors.As(err, &ae) || ae.Status < 400 || ae.Status > 499 {
 				t.Fatalf("error is not a 4xx *Error: %#v", err)
+			}
+			var env struct {
+				Error struct{ Message, Type string } `json:"error"`
+			}
+			b, err := json.Marshal(ErrorBody{Error: ae})
+			if err != nil || json.Unmarshal(b, &env) != nil || env.Error.Message == "" || env.Error.Type == "" {
+				t.Fatalf("error is not in the OpenAI error shape: %s (%v)", b, err)
 			}
 			return
 		}

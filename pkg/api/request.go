@@ -2,33 +2,51 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/lambent/lambent/internal/wirejson"
 )
 
 // CreateResponseRequest is the body of POST /v1/responses.
+//
+// DecodeCreateRequest accepts every parameter the OpenAI API documents for
+// it (openai-go's ResponseNewParams, npm openai's ResponseCreateParams, the
+// OpenResponses CreateResponseBody), with null meaning absent throughout.
+// Parameters that only steer OpenAI's own infrastructure are checked and
+// then ignored: prompt_cache_options (except prewarm), access_programs,
+// image, reasoning.context and reasoning.mode. Features this server does not
+// have are a 400 naming the parameter: conversation, prompt,
+// context_management, moderation and prompt_cache_options.prewarm.
 type CreateResponseRequest struct {
 	Model        string `json:"model,omitempty"`
 	Instructions string `json:"instructions,omitempty"`
 	// Input is the request's input items; a string input becomes one user message.
 	Input []Item `json:"input,omitempty"`
 	// InputString records that input was given as a plain string.
-	InputString        bool              `json:"-"`
-	Tools              []Tool            `json:"tools,omitempty"`
-	ToolChoice         *ToolChoice       `json:"tool_choice,omitempty"`
-	AllowedTools       []string          `json:"allowed_tools,omitempty"`
-	ParallelToolCalls  *bool             `json:"parallel_tool_calls,omitempty"`
-	MaxToolCalls       *int              `json:"max_tool_calls,omitempty"`
-	MaxOutputTokens    *int              `json:"max_output_tokens,omitempty"`
-	Temperature        *float64          `json:"temperature,omitempty"`
-	TopP               *float64          `json:"top_p,omitempty"`
-	PresencePenalty    *float64          `json:"presence_penalty,omitempty"`
-	FrequencyPenalty   *float64          `json:"frequency_penalty,omitempty"`
-	TopLogprobs        *int              `json:"top_logprobs,omitempty"`
+	InputString       bool        `json:"-"`
+	Tools             []Tool      `json:"tools,omitempty"`
+	ToolChoice        *ToolChoice `json:"tool_choice,omitempty"`
+	AllowedTools      []string    `json:"allowed_tools,omitempty"`
+	ParallelToolCalls *bool       `json:"parallel_tool_calls,omitempty"`
+	MaxToolCalls      *int        `json:"max_tool_calls,omitempty"`
+	MaxOutputTokens   *int        `json:"max_output_tokens,omitempty"`
+	Temperature       *float64    `json:"temperature,omitempty"`
+	TopP              *float64    `json:"top_p,omitempty"`
+	PresencePenalty   *float64    `json:"presence_penalty,omitempty"`
+	FrequencyPenalty  *float64    `json:"frequency_penalty,omitempty"`
+	TopLogprobs       *int        `json:"top_logprobs,omitempty"`
+	// Text is the text configuration; when given, its format type is always
+	// set (text when the request left it out).
 	Text               *TextConfig       `json:"text,omitempty"`
 	Reasoning          *Reasoning        `json:"reasoning,omitempty"`
 	PreviousResponseID string            `json:"previous_response_id,omitempty"`
@@ -41,8 +59,12 @@ type CreateResponseRequest struct {
 	Truncation         string            `json:"truncation,omitempty"`
 	SafetyIdentifier   string            `json:"safety_identifier,omitempty"`
 	PromptCacheKey     string            `json:"prompt_cache_key,omitempty"`
-	ServiceTier        string            `json:"service_tier,omitempty"`
-	User               string            `json:"user,omitempty"`
+	// PromptCacheRetention is "in_memory" or "24h" (a caching hint).
+	PromptCacheRetention string `json:"prompt_cache_retention,omitempty"`
+	// ServiceTier is the requested tier; "fast" arrives as "priority", as
+	// OpenAI reports it.
+	ServiceTier string `json:"service_tier,omitempty"`
+	User        string `json:"user,omitempty"`
 }
 
 // StreamOptions are the request's stream_options.
@@ -53,43 +75,150 @@ type StreamOptions struct {
 // Stores reports whether the response is to be stored (default true).
 func (r *CreateResponseRequest) Stores() bool { return r.Store == nil || *r.Store }
 
-// knownParam lists the accepted top-level parameters.
-func knownParam(k string) bool {
-	switch k {
-	case "model", "instructions", "input", "tools", "tool_choice", "allowed_tools", "parallel_tool_calls",
-		"max_tool_calls", "max_output_tokens", "temperature", "top_p", "presence_penalty", "frequency_penalty",
-		"top_logprobs", "text", "reasoning", "previous_response_id", "store", "background", "stream",
-		"stream_options", "metadata", "include", "truncation", "safety_identifier", "prompt_cache_key",
-		"service_tier", "user", "conversation", "prompt":
-		return true
+// paramDecoder returns the decoder of the top-level parameter k, nil when
+// k is not a parameter of POST /v1/responses. A decoder is only called
+// with a non-null value.
+func paramDecoder(k string) func(r *CreateResponseRequest, v json.RawMessage) error {
+	field := func(target func(r *CreateResponseRequest) any) func(*CreateResponseRequest, json.RawMessage) error {
+		return func(r *CreateResponseRequest, v json.RawMessage) error { return into(k, v, target(r)) }
 	}
-	return false
+	unsupported := func(why string) func(*CreateResponseRequest, json.RawMessage) error {
+		return func(*CreateResponseRequest, json.RawMessage) error {
+			return InvalidRequestCode(k, "unsupported_parameter", "Unsupported parameter: '%s'. %s", k, why)
+		}
+	}
+	switch k {
+	case "input":
+		return (*CreateResponseRequest).decodeInput
+	case "tools":
+		return (*CreateResponseRequest).decodeTools
+	case "tool_choice":
+		return func(r *CreateResponseRequest, v json.RawMessage) error {
+			r.ToolChoice = &ToolChoice{}
+			return into(k, v, r.ToolChoice)
+		}
+	case "text":
+		return (*CreateResponseRequest).decodeText
+	case "reasoning":
+		return (*CreateResponseRequest).decodeReasoning
+	case "stream_options":
+		return func(r *CreateResponseRequest, v json.RawMessage) error {
+			return object(k, v, &r.StreamOptions, "include_obfuscation")
+		}
+	case "service_tier":
+		return func(r *CreateResponseRequest, v json.RawMessage) error {
+			if err := into(k, v, &r.ServiceTier); err != nil {
+				return err
+			}
+			if r.ServiceTier == "fast" {
+				r.ServiceTier = "priority"
+			}
+			return nil
+		}
+	case "model":
+		return field(func(r *CreateResponseRequest) any { return &r.Model })
+	case "instructions":
+		return field(func(r *CreateResponseRequest) any { return &r.Instructions })
+	case "allowed_tools":
+		return field(func(r *CreateResponseRequest) any { return &r.AllowedTools })
+	case "parallel_tool_calls":
+		return field(func(r *CreateResponseRequest) any { return &r.ParallelToolCalls })
+	case "max_tool_calls":
+		return field(func(r *CreateResponseRequest) any { return &r.MaxToolCalls })
+	case "max_output_tokens":
+		return field(func(r *CreateResponseRequest) any { return &r.MaxOutputTokens })
+	case "temperature":
+		return field(func(r *CreateResponseRequest) any { return &r.Temperature })
+	case "top_p":
+		return field(func(r *CreateResponseRequest) any { return &r.TopP })
+	case "presence_penalty":
+		return field(func(r *CreateResponseRequest) any { return &r.PresencePenalty })
+	case "frequency_penalty":
+		return field(func(r *CreateResponseRequest) any { return &r.FrequencyPenalty })
+	case "top_logprobs":
+		return field(func(r *CreateResponseRequest) any { return &r.TopLogprobs })
+	case "previous_response_id":
+		return field(func(r *CreateResponseRequest) any { return &r.PreviousResponseID })
+	case "store":
+		return field(func(r *CreateResponseRequest) any { return &r.Store })
+	case "background":
+		return field(func(r *CreateResponseRequest) any { return &r.Background })
+	case "stream":
+		return field(func(r *CreateResponseRequest) any { return &r.Stream })
+	case "metadata":
+		return field(func(r *CreateResponseRequest) any { return &r.Metadata })
+	case "include":
+		return field(func(r *CreateResponseRequest) any { return &r.Include })
+	case "truncation":
+		return field(func(r *CreateResponseRequest) any { return &r.Truncation })
+	case "safety_identifier":
+		return field(func(r *CreateResponseRequest) any { return &r.SafetyIdentifier })
+	case "prompt_cache_key":
+		return field(func(r *CreateResponseRequest) any { return &r.PromptCacheKey })
+	case "prompt_cache_retention":
+		return field(func(r *CreateResponseRequest) any { return &r.PromptCacheRetention })
+	case "user":
+		return field(func(r *CreateResponseRequest) any { return &r.User })
+	case "prompt_cache_options":
+		return func(_ *CreateResponseRequest, v json.RawMessage) error { return checkPromptCacheOptions(v) }
+	case "access_programs":
+		return func(_ *CreateResponseRequest, v json.RawMessage) error {
+			var w struct {
+				Cyber *string `json:"cyber"`
+			}
+			if err := object(k, v, &w, "cyber"); err != nil {
+				return err
+			}
+			return oneOf("access_programs.cyber", w.Cyber, "standard", "daybreak_blue", "daybreak_red")
+		}
+	case "image":
+		return func(_ *CreateResponseRequest, v json.RawMessage) error {
+			var w struct {
+				ContextCompression *string `json:"context_compression"`
+			}
+			if err := object(k, v, &w, "context_compression"); err != nil {
+				return err
+			}
+			return oneOf("image.context_compression", w.ContextCompression, "auto", "enabled", "disabled")
+		}
+	case "context_management":
+		return func(r *CreateResponseRequest, v json.RawMessage) error {
+			var entries []json.RawMessage
+			if err := into(k, v, &entries); err != nil || len(entries) == 0 {
+				return err
+			}
+			return unsupported("Automatic context compaction is not supported by this server.")(r, v)
+		}
+	case "conversation":
+		return unsupported("Conversations are not supported by this server yet; use previous_response_id or send the history in input.")
+	case "prompt":
+		return unsupported("This server has no stored prompts; send instructions and input instead.")
+	case "moderation":
+		return unsupported("This server does not run moderation.")
+	}
+	return nil
 }
 
 // DecodeCreateRequest reads, decodes and validates a create-response body.
-// Every failure is an *Error with status 400 naming the parameter.
+// Every failure is an *Error with status 400 naming the parameter; when a
+// body has several faults, the one reported is the same for every call.
 func DecodeCreateRequest(body []byte) (*CreateResponseRequest, error) {
 	fields, err := decodeObject(body)
 	if err != nil {
 		return nil, err
 	}
-	for k := range fields {
-		if !knownParam(k) {
-			return nil, InvalidRequestCode(k, "unknown_parameter", "Unknown parameter: '%s'.", k)
-		}
-	}
-	for _, k := range []string{"conversation", "prompt"} {
-		if v, ok := fields[k]; ok && !isNull(v) {
-			return nil, InvalidRequestCode(k, "unsupported_parameter", "Unsupported parameter: '%s' is not supported by this server.", k)
+	keys := slices.Sorted(maps.Keys(fields))
+	for _, k := range keys {
+		if paramDecoder(k) == nil {
+			return nil, unknownParam(k)
 		}
 	}
 	r := &CreateResponseRequest{}
-	for k, v := range fields {
-		if isNull(v) {
-			continue
-		}
-		if err := r.decodeField(k, v); err != nil {
-			return nil, err
+	for _, k := range keys {
+		if v := fields[k]; !isNull(v) {
+			if err := paramDecoder(k)(r, v); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := r.Validate(); err != nil {
@@ -117,86 +246,172 @@ func decodeObject(body []byte) (map[string]json.RawMessage, error) {
 
 func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }
 
-func (r *CreateResponseRequest) decodeField(k string, v json.RawMessage) error {
-	var target any
-	switch k {
-	case "input":
-		return r.decodeInput(v)
-	case "tools":
-		if v[0] != '[' {
-			return InvalidRequest("tools", "invalid type for 'tools': expected an array of tools")
-		}
-		var raws []json.RawMessage
-		if err := json.Unmarshal(v, &raws); err != nil {
-			return InvalidRequest("tools", "invalid tools: %s", jsonErrText(err))
-		}
-		r.Tools = make([]Tool, len(raws))
-		for i, raw := range raws {
-			if err := json.Unmarshal(raw, &r.Tools[i]); err != nil {
-				return prefixParam(err, "tools["+strconv.Itoa(i)+"]")
-			}
-		}
-		return nil
-	case "tool_choice":
-		r.ToolChoice = &ToolChoice{}
-		target = r.ToolChoice
-	case "model":
-		target = &r.Model
-	case "instructions":
-		target = &r.Instructions
-	case "allowed_tools":
-		target = &r.AllowedTools
-	case "parallel_tool_calls":
-		target = &r.ParallelToolCalls
-	case "max_tool_calls":
-		target = &r.MaxToolCalls
-	case "max_output_tokens":
-		target = &r.MaxOutputTokens
-	case "temperature":
-		target = &r.Temperature
-	case "top_p":
-		target = &r.TopP
-	case "presence_penalty":
-		target = &r.PresencePenalty
-	case "frequency_penalty":
-		target = &r.FrequencyPenalty
-	case "top_logprobs":
-		target = &r.TopLogprobs
-	case "text":
-		target = &r.Text
-	case "reasoning":
-		target = &r.Reasoning
-	case "previous_response_id":
-		target = &r.PreviousResponseID
-	case "store":
-		target = &r.Store
-	case "background":
-		target = &r.Background
-	case "stream":
-		target = &r.Stream
-	case "stream_options":
-		target = &r.StreamOptions
-	case "metadata":
-		target = &r.Metadata
-	case "include":
-		target = &r.Include
-	case "truncation":
-		target = &r.Truncation
-	case "safety_identifier":
-		target = &r.SafetyIdentifier
-	case "prompt_cache_key":
-		target = &r.PromptCacheKey
-	case "service_tier":
-		target = &r.ServiceTier
-	case "user":
-		target = &r.User
-	default:
-		return nil
-	}
+func unknownParam(p string) *Error {
+	return InvalidRequestCode(p, "unknown_parameter", "Unknown parameter: '%s'.", p)
+}
+
+// into decodes v into target; a failure is a 400 naming param.
+func into(param string, v json.RawMessage, target any) error {
 	if err := json.Unmarshal(v, target); err != nil {
-		return prefixParam(typeError(k, err), k)
+		return prefixParam(typeError(param, err), param)
 	}
 	return nil
+}
+
+// object decodes the JSON object v into target after checking that each
+// of its keys is one of keys; any other key is a 400 naming param.key.
+func object(param string, v json.RawMessage, target any, keys ...string) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(v, &fields); err != nil || fields == nil {
+		return InvalidRequestCode(param, "invalid_type", "Invalid type for '%s': expected an object.", param)
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if !slices.Contains(keys, k) {
+			return unknownParam(param + "." + k)
+		}
+	}
+	return into(param, v, target)
+}
+
+// oneOf checks that v, when set, is one of allowed.
+func oneOf(param string, v *string, allowed ...string) error {
+	if v == nil || slices.Contains(allowed, *v) {
+		return nil
+	}
+	return InvalidRequestCode(param, "invalid_value", "Invalid value for '%s': %q. Supported values are: %s.", param, *v, quoteList(allowed))
+}
+
+func quoteList(vs []string) string {
+	q := make([]string, len(vs))
+	for i, v := range vs {
+		q[i] = "'" + v + "'"
+	}
+	return strings.Join(q, ", ")
+}
+
+func (r *CreateResponseRequest) decodeTools(v json.RawMessage) error {
+	if v[0] != '[' {
+		return InvalidRequest("tools", "invalid type for 'tools': expected an array of tools")
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(v, &raws); err != nil {
+		return InvalidRequest("tools", "invalid tools: %s", jsonErrText(err))
+	}
+	r.Tools = make([]Tool, len(raws))
+	for i, raw := range raws {
+		if err := json.Unmarshal(raw, &r.Tools[i]); err != nil {
+			return prefixParam(err, "tools["+strconv.Itoa(i)+"]")
+		}
+	}
+	return nil
+}
+
+// decodeText decodes text; a missing or null format is {"type":"text"}.
+func (r *CreateResponseRequest) decodeText(v json.RawMessage) error {
+	var w struct {
+		Format    json.RawMessage `json:"format"`
+		Verbosity *string         `json:"verbosity"`
+	}
+	if err := object("text", v, &w, "format", "verbosity"); err != nil {
+		return err
+	}
+	t := &TextConfig{Format: TextFormat{Type: FormatText}}
+	if w.Verbosity != nil {
+		t.Verbosity = *w.Verbosity
+	}
+	if len(w.Format) > 0 && !isNull(w.Format) {
+		if err := decodeFormat(w.Format, &t.Format); err != nil {
+			return err
+		}
+	}
+	r.Text = t
+	return nil
+}
+
+// decodeFormat decodes text.format: text and json_object take no options,
+// json_schema takes name, description, schema and strict (false when left
+// out, as OpenAI defaults it).
+func decodeFormat(raw json.RawMessage, f *TextFormat) error {
+	keys := []string{"type", "name", "description", "schema", "strict"}
+	var head struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(raw, &head) == nil && (head.Type == FormatText || head.Type == FormatJSONObject) {
+		keys = keys[:1]
+	}
+	*f = TextFormat{}
+	if err := object("text.format", raw, f, keys...); err != nil {
+		return err
+	}
+	if f.Type == FormatJSONSchema && f.Strict == nil {
+		f.Strict = new(false)
+	}
+	return nil
+}
+
+// MarshalJSON writes the format as the response echoes it: a json_schema
+// format has every field (description null when absent, strict false when
+// unset), the others only their type.
+func (f TextFormat) MarshalJSON() ([]byte, error) {
+	if f.Type != FormatJSONSchema {
+		return wirejson.Marshal(struct {
+			Type string `json:"type"`
+		}{f.Type})
+	}
+	return wirejson.Marshal(struct {
+		Type        string          `json:"type"`
+		Name        string          `json:"name"`
+		Description *string         `json:"description"`
+		Schema      json.RawMessage `json:"schema"`
+		Strict      bool            `json:"strict"`
+	}{f.Type, f.Name, f.Description, f.Schema, f.Strict != nil && *f.Strict})
+}
+
+// decodeReasoning decodes reasoning; the deprecated generate_summary stands
+// in for summary.
+func (r *CreateResponseRequest) decodeReasoning(v json.RawMessage) error {
+	var w struct {
+		Effort          *string `json:"effort"`
+		Summary         *string `json:"summary"`
+		GenerateSummary *string `json:"generate_summary"`
+		Context         *string `json:"context"`
+		Mode            *string `json:"mode"`
+	}
+	if err := object("reasoning", v, &w, "effort", "summary", "generate_summary", "context", "mode"); err != nil {
+		return err
+	}
+	if err := cmp.Or(
+		oneOf("reasoning.generate_summary", w.GenerateSummary, reasoningSummaries()...),
+		oneOf("reasoning.context", w.Context, "auto", "current_turn", "all_turns"),
+		oneOf("reasoning.mode", w.Mode, "standard", "pro"),
+	); err != nil {
+		return err
+	}
+	r.Reasoning = &Reasoning{Effort: w.Effort, Summary: cmp.Or(w.Summary, w.GenerateSummary)}
+	return nil
+}
+
+func reasoningSummaries() []string { return []string{"auto", "concise", "detailed"} }
+
+// checkPromptCacheOptions checks prompt_cache_options, a caching hint;
+// prewarm (cache without generating) is not supported.
+func checkPromptCacheOptions(v json.RawMessage) error {
+	var w struct {
+		ComparisonResponseID *string `json:"comparison_response_id"`
+		Mode                 *string `json:"mode"`
+		Prewarm              *bool   `json:"prewarm"`
+		TTL                  *string `json:"ttl"`
+	}
+	if err := object("prompt_cache_options", v, &w, "comparison_response_id", "mode", "prewarm", "ttl"); err != nil {
+		return err
+	}
+	if w.Prewarm != nil && *w.Prewarm {
+		return InvalidRequestCode("prompt_cache_options.prewarm", "unsupported_parameter", "Unsupported parameter: 'prompt_cache_options.prewarm'. This server always generates output.")
+	}
+	return cmp.Or(
+		oneOf("prompt_cache_options.mode", w.Mode, "implicit", "explicit"),
+		oneOf("prompt_cache_options.ttl", w.TTL, "30m", "12h"),
+	)
 }
 
 func (r *CreateResponseRequest) decodeInput(v json.RawMessage) error {
@@ -217,12 +432,37 @@ func (r *CreateResponseRequest) decodeInput(v json.RawMessage) error {
 		r.Input = make([]Item, len(raws))
 		for i, raw := range raws {
 			if err := json.Unmarshal(raw, &r.Input[i]); err != nil {
-				return prefixParam(typeError("", err), "input["+strconv.Itoa(i)+"]")
+				id, ok := implicitReference(raw)
+				if !ok {
+					return prefixParam(typeError("", err), "input["+strconv.Itoa(i)+"]")
+				}
+				r.Input[i] = Item{Type: ItemReference, ID: id}
 			}
 		}
 		return nil
 	}
 	return InvalidRequest("input", "invalid type for 'input': expected a string or an array of input items")
+}
+
+// implicitReference reports whether raw is an item reference without its
+// type ({"id":"msg_1"}, type absent or null), which OpenAI accepts.
+func implicitReference(raw json.RawMessage) (string, bool) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return "", false
+	}
+	var id string
+	for k, v := range fields {
+		switch {
+		case k == "id":
+			if json.Unmarshal(v, &id) != nil {
+				return "", false
+			}
+		case k != "type" || !isNull(v):
+			return "", false
+		}
+	}
+	return id, id != ""
 }
 
 // typeError turns encoding/json errors into *Error; *Error passes through.
@@ -250,7 +490,9 @@ func goTypeName(k string) string {
 		return "a string"
 	case "bool":
 		return "a boolean"
-	case "int", "int64", "float64":
+	case "int", "int64":
+		return "an integer"
+	case "float64":
 		return "a number"
 	case "slice":
 		return "an array"
@@ -342,51 +584,119 @@ func (r *CreateResponseRequest) Validate() error {
 			return InvalidRequest(fmt.Sprintf("allowed_tools[%d]", i), "allowed tool %q is not in tools", n)
 		}
 	}
-	if r.MaxToolCalls != nil && *r.MaxToolCalls < 1 {
-		return InvalidRequest("max_tool_calls", "max_tool_calls must be at least 1")
+	if err := r.validateValues(); err != nil {
+		return err
 	}
-	if r.MaxOutputTokens != nil && *r.MaxOutputTokens < 16 {
-		return InvalidRequest("max_output_tokens", "max_output_tokens must be at least 16")
+	if r.Stores() == false && r.Background {
+		return InvalidRequest("background", "background responses must be stored (store=false is not allowed)")
 	}
-	if r.Temperature != nil && (*r.Temperature < 0 || *r.Temperature > 2) {
-		return InvalidRequest("temperature", "temperature must be between 0 and 2")
-	}
-	if r.TopP != nil && (*r.TopP < 0 || *r.TopP > 1) {
-		return InvalidRequest("top_p", "top_p must be between 0 and 1")
-	}
-	if r.TopLogprobs != nil && (*r.TopLogprobs < 0 || *r.TopLogprobs > 20) {
-		return InvalidRequest("top_logprobs", "top_logprobs must be between 0 and 20")
+	return nil
+}
+
+// validateValues checks each parameter's value on its own: numeric ranges,
+// string lengths and enumerations, as the OpenAI API checks them.
+func (r *CreateResponseRequest) validateValues() error {
+	if err := cmp.Or(
+		intRange("max_output_tokens", r.MaxOutputTokens, 16, math.MaxInt),
+		intRange("max_tool_calls", r.MaxToolCalls, 1, math.MaxInt),
+		intRange("top_logprobs", r.TopLogprobs, 0, 20),
+		decimalRange("temperature", r.Temperature, 0, 2),
+		decimalRange("top_p", r.TopP, 0, 1),
+		decimalRange("presence_penalty", r.PresencePenalty, -2, 2),
+		decimalRange("frequency_penalty", r.FrequencyPenalty, -2, 2),
+		maxLength("prompt_cache_key", r.PromptCacheKey, 64),
+		maxLength("safety_identifier", r.SafetyIdentifier, 128),
+		oneOf("truncation", optional(r.Truncation), "auto", "disabled"),
+		oneOf("service_tier", optional(r.ServiceTier), "auto", "default", "flex", "scale", "priority", "ultrafast"),
+		oneOf("prompt_cache_retention", optional(r.PromptCacheRetention), "in_memory", "24h"),
+	); err != nil {
+		return err
 	}
 	if r.Text != nil {
-		if err := validateFormat(&r.Text.Format); err != nil {
+		if err := cmp.Or(validateFormat(&r.Text.Format),
+			oneOf("text.verbosity", optional(r.Text.Verbosity), "low", "medium", "high")); err != nil {
+			return err
+		}
+	}
+	if rs := r.Reasoning; rs != nil {
+		if err := cmp.Or(
+			oneOf("reasoning.effort", rs.Effort, "none", "minimal", "low", "medium", "high", "xhigh", "max"),
+			oneOf("reasoning.summary", rs.Summary, reasoningSummaries()...),
+		); err != nil {
 			return err
 		}
 	}
 	if len(r.Metadata) > 16 {
-		return InvalidRequest("metadata", "metadata may hold at most 16 pairs")
+		return InvalidRequestCode("metadata", "object_above_max_properties", "Invalid 'metadata': too many properties. Expected an object with at most 16 properties, but got an object with %d properties instead.", len(r.Metadata))
 	}
-	for k, v := range r.Metadata {
-		if len(k) > 64 || len(v) > 512 {
-			return InvalidRequest("metadata", "metadata keys are at most 64 and values at most 512 characters")
+	for _, k := range slices.Sorted(maps.Keys(r.Metadata)) {
+		if l := utf8.RuneCountInString(k); l > 64 {
+			return InvalidRequestCode("metadata", "string_above_max_length", "Invalid 'metadata': key too long. Expected keys of at most 64 characters, but got a key of length %d instead.", l)
+		}
+		if err := maxLength("metadata."+k, r.Metadata[k], 512); err != nil {
+			return err
 		}
 	}
 	for i, inc := range r.Include {
-		if inc != "reasoning.encrypted_content" && inc != "message.output_text.logprobs" {
-			return InvalidRequest(fmt.Sprintf("include[%d]", i), "unsupported include value %q", inc)
+		if err := oneOf(fmt.Sprintf("include[%d]", i), &inc, "reasoning.encrypted_content", "message.output_text.logprobs",
+			"message.input_image.image_url", "file_search_call.results", "web_search_call.results", "web_search_call.action.sources",
+			"computer_call_output.output.image_url", "code_interpreter_call.outputs"); err != nil {
+			return err
 		}
 	}
-	switch r.Truncation {
-	case "", "auto", "disabled":
-	default:
-		return InvalidRequest("truncation", "invalid value %q for truncation; expected \"auto\" or \"disabled\"", r.Truncation)
+	return nil
+}
+
+// optional is s as an optional enumeration value: nil when empty.
+func optional(s string) *string {
+	if s == "" {
+		return nil
 	}
-	switch r.ServiceTier {
-	case "", "auto", "default", "flex", "priority":
-	default:
-		return InvalidRequest("service_tier", "invalid value %q for service_tier", r.ServiceTier)
+	return &s
+}
+
+// intRange checks that v, when set, is within [lo, hi].
+func intRange(param string, v *int, lo, hi int) error {
+	if v == nil {
+		return nil
 	}
-	if r.Stores() == false && r.Background {
-		return InvalidRequest("background", "background responses must be stored (store=false is not allowed)")
+	return checkRange(param, "integer", float64(*v), float64(lo), float64(hi))
+}
+
+// decimalRange checks that v, when set, is within [lo, hi].
+func decimalRange(param string, v *float64, lo, hi float64) error {
+	if v == nil {
+		return nil
+	}
+	return checkRange(param, "decimal", *v, lo, hi)
+}
+
+// checkRange is the 400 OpenAI answers for a number out of its range, e.g.
+// "Invalid 'temperature': decimal above maximum value." with code
+// decimal_above_max_value.
+func checkRange(param, kind string, v, lo, hi float64) error {
+	var side, bound string
+	switch {
+	case v < lo:
+		side, bound = "below_min", "below minimum"
+	case v > hi:
+		side, bound = "above_max", "above maximum"
+	default:
+		return nil
+	}
+	want := "of at least " + num(lo)
+	if hi < math.MaxInt {
+		want = "between " + num(lo) + " and " + num(hi)
+	}
+	return InvalidRequestCode(param, kind+"_"+side+"_value", "Invalid '%s': %s %s value. Expected a value %s, but got %s instead.", param, kind, bound, want, num(v))
+}
+
+func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// maxLength checks that s has at most n characters.
+func maxLength(param, s string, n int) error {
+	if l := utf8.RuneCountInString(s); l > n {
+		return InvalidRequestCode(param, "string_above_max_length", "Invalid '%s': string too long. Expected a string with maximum length %d, but got a string with length %d instead.", param, n, l)
 	}
 	return nil
 }
@@ -440,20 +750,26 @@ func validateFormat(f *TextFormat) error {
 	case FormatText, FormatJSONObject:
 	case FormatJSONSchema:
 		if f.Name == "" {
-			return InvalidRequest("text.format.name", "missing required parameter: 'text.format.name'")
+			return InvalidRequestCode("text.format.name", "missing_required_parameter", "Missing required parameter: 'text.format.name'.")
+		}
+		if !validName(f.Name) {
+			return InvalidRequest("text.format.name", "Invalid 'text.format.name': %q; use a-z, A-Z, 0-9, underscores and dashes, at most 64 characters.", f.Name)
 		}
 		if len(f.Schema) == 0 || f.Schema[0] != '{' {
 			return InvalidRequest("text.format.schema", "text.format.schema must be a JSON Schema object")
 		}
 	case "":
-		return InvalidRequest("text.format.type", "missing required parameter: 'text.format.type'")
+		return InvalidRequestCode("text.format.type", "missing_required_parameter", "Missing required parameter: 'text.format.type'.")
 	default:
-		return InvalidRequest("text.format.type", "invalid value %q for text.format.type; expected text, json_object or json_schema", f.Type)
+		return InvalidRequestCode("text.format.type", "invalid_value", "Invalid value for 'text.format.type': %q. Supported values are: 'text', 'json_object', 'json_schema'.", f.Type)
 	}
 	return nil
 }
 
 func validateInputItem(it *Item) error {
+	if err := oneOf("status", optional(it.Status), ItemInProgress, ItemCompleted, ItemIncomplete); err != nil {
+		return err
+	}
 	switch it.Type {
 	case ItemMessage:
 		switch it.Role {
@@ -474,6 +790,7 @@ func validateInputItem(it *Item) error {
 		default:
 			return InvalidRequest("role", "invalid role %q; expected user, assistant, system or developer", it.Role)
 		}
+		return validateDetails("content", it.Content)
 	case ItemFunctionCall:
 		if it.CallID == "" {
 			return InvalidRequest("call_id", "missing required parameter: call_id")
@@ -485,9 +802,34 @@ func validateInputItem(it *Item) error {
 		if it.CallID == "" {
 			return InvalidRequest("call_id", "missing required parameter: call_id")
 		}
+		return validateDetails("output", it.OutputParts)
+	case ItemReasoning:
+		for j, p := range it.Summary {
+			if p.Type != PartSummaryText {
+				return InvalidRequestCode(fmt.Sprintf("summary[%d].type", j), "invalid_value", "Invalid value for 'summary[%d].type': %q. Supported values are: 'summary_text'.", j, p.Type)
+			}
+		}
 	case ItemReference:
 		if it.ID == "" {
 			return InvalidRequest("id", "missing required parameter: id")
+		}
+	}
+	return nil
+}
+
+// validateDetails checks the detail of image and file parts.
+func validateDetails(param string, parts []ContentPart) error {
+	for j, p := range parts {
+		d := fmt.Sprintf("%s[%d].detail", param, j)
+		switch p.Type {
+		case PartInputImage:
+			if err := oneOf(d, optional(p.Detail), "auto", "low", "high", "original"); err != nil {
+				return err
+			}
+		case PartInputFile:
+			if err := oneOf(d, optional(p.Detail), "auto", "low", "high"); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
