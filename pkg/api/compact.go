@@ -1,5 +1,10 @@
 package api
 
+import (
+	"maps"
+	"slices"
+)
+
 // CompactRequest is the body of POST /v1/responses/compact: the
 // conversation to compact (input and/or previous_response_id) and the
 // model that summarises it.
@@ -31,15 +36,17 @@ func DecodeCompactRequest(body []byte) (*CompactRequest, error) {
 		return nil, err
 	}
 	r := &CreateResponseRequest{}
-	for k, v := range fields {
+	keys := slices.Sorted(maps.Keys(fields))
+	for _, k := range keys {
 		if !knownCompactParam(k) {
-			return nil, InvalidRequestCode(k, "unknown_parameter", "Unknown parameter: '%s'.", k)
+			return nil, unknownParam(k)
 		}
-		if isNull(v) {
-			continue
-		}
-		if err := r.decodeField(k, v); err != nil {
-			return nil, err
+	}
+	for _, k := range keys {
+		if v := fields[k]; !isNull(v) {
+			if err := paramDecoder(k)(r, v); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := r.Validate(); err != nil {

@@ -312,11 +312,8 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 		return InvalidRequest("", "invalid item: %s", jsonErrText(err))
 	}
 	typ := ItemMessage
-	switch {
-	case w.Type != nil:
+	if w.Type != nil {
 		typ = *w.Type
-	case w.ID != "" && w.Role == "" && len(w.Content) == 0:
-		typ = ItemReference // an item reference may omit its type (openai-go does)
 	}
 	*it = Item{Type: typ, ID: w.ID, Status: w.Status}
 	switch typ {

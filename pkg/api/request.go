@@ -767,7 +767,11 @@ func validateFormat(f *TextFormat) error {
 }
 
 func validateInputItem(it *Item) error {
-	if err := oneOf("status", optional(it.Status), ItemInProgress, ItemCompleted, ItemIncomplete); err != nil {
+	statuses := []string{ItemInProgress, ItemCompleted, ItemIncomplete}
+	if it.Type == ItemMCPCall {
+		statuses = append(statuses, "calling", ItemFailed)
+	}
+	if err := oneOf("status", optional(it.Status), statuses...); err != nil {
 		return err
 	}
 	switch it.Type {
