@@ -34,6 +34,9 @@ func FuzzDecodeCreateRequest(f *testing.F) {
 		`{"input":[{"type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"t","annotations":[],"logprobs":[]},{"type":"refusal","refusal":"r"}]}]}`,
 		`{"input":[{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"s"}],"encrypted_content":"e"},{"type":"function_call","call_id":"c","name":"f","arguments":"{}","status":"completed"},` +
 			`{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"o"}]}]}`,
+		`{"input":[{"type":"mcp_call","id":"mcp_1","server_label":"lambent","name":"calculator","arguments":"{}","output":"2","error":null,"status":"completed"},` +
+			`{"type":"mcp_call","id":"mcp_2","server_label":"lambent","name":"c","arguments":"{}","error":{"type":"mcp_tool_execution_error","content":[{"type":"text","text":"e"}]},"status":"failed"},` +
+			`{"type":"mcp_call","id":"mcp_3","name":"c","error":"boom","status":"calling"}]}`,
 		`{"input":[{"type":"computer_call","call_id":"c"}]}`, `{"input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}","status":"done"}]}`,
 	} {
 		f.Add([]byte(s))
