@@ -30,8 +30,8 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (*http.Re
 	if h.keys == nil {
 		return r, true
 	}
-	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	name, known := h.keys[sha256.Sum256([]byte(strings.TrimSpace(key)))]
+	key, ok := bearer(r.Header.Get("Authorization"))
+	name, known := h.keys[sha256.Sum256([]byte(key))]
 	if !ok || !known {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="lambent"`)
 		msg := "Incorrect API key provided."
@@ -42,4 +42,15 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (*http.Re
 		return r, false
 	}
 	return r.WithContext(tenant.With(r.Context(), name)), true
+}
+
+// bearer returns the token of an Authorization header with the Bearer
+// scheme, whose name is case-insensitive (RFC 7235 section 2.1) and may be
+// followed by more than one space.
+func bearer(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(token), true
 }

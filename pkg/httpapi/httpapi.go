@@ -86,6 +86,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if !h.identityEncoding(w, r) {
+		return
+	}
 	switch {
 	case path == "/healthz":
 		h.only(w, r, http.MethodGet, func() { h.writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
@@ -118,6 +121,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		h.notFoundRoute(w, r)
 	}
+}
+
+// identityEncoding refuses a request body with a Content-Encoding other
+// than identity (the gateway decodes none: a gzip body would otherwise be
+// read as JSON) with a 415. It writes the error itself.
+func (h *Handler) identityEncoding(w http.ResponseWriter, r *http.Request) bool {
+	ce := strings.TrimSpace(r.Header.Get("Content-Encoding"))
+	if ce == "" || strings.EqualFold(ce, "identity") || r.ContentLength == 0 {
+		return true
+	}
+	w.Header().Set("Accept-Encoding", "identity")
+	h.writeError(w, &api.Error{Status: http.StatusUnsupportedMediaType, Type: api.ErrTypeInvalidRequest, Code: "unsupported_content_encoding",
+		Message: "Unsupported Content-Encoding " + strconv.Quote(ce) + "; send the request body uncompressed."})
+	return false
 }
 
 func (h *Handler) only(w http.ResponseWriter, r *http.Request, method string, fn func()) {
