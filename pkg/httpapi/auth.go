@@ -24,9 +24,16 @@ func newKeyring(keys map[string]string) keyring {
 	return k
 }
 
-// authenticate checks the request's bearer key when keys are configured
-// and scopes the request to the key's tenant. It writes the 401 itself.
+// authenticate scopes the request to its tenant. A request the front door
+// authenticated with AWS IAM (it carries a tenant.Caller) belongs to the
+// caller's IAM ARN and needs no key: API keys guard the front doors whose
+// auth is NONE. Otherwise, when keys are configured, the request's bearer
+// key must be one of them and its tenant is the key's. It writes the 401
+// itself.
 func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	if arn, ok := tenant.Caller(r.Context()); ok {
+		return r.WithContext(tenant.With(r.Context(), arn)), true
+	}
 	if h.keys == nil {
 		return r, true
 	}

@@ -45,6 +45,8 @@ type Config struct {
 	// key is required (local runs; in AWS the function URL's or API
 	// Gateway's IAM auth guards the API). Every response is stored under
 	// the tenant of the key that created it and is invisible to others.
+	// Requests that a front door authenticated with AWS IAM need no key:
+	// their tenant is the caller's IAM ARN (tenant.Caller).
 	APIKeys map[string]string
 }
 
