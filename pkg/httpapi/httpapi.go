@@ -220,9 +220,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, id string) {
 			}
 			return
 		}
-		if rw.started {
-			rw.done()
-		}
+		rw.done()
 		return
 	}
 	resp, err := h.svc.GetResponse(r.Context(), id)
