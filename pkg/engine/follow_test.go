@@ -111,7 +111,9 @@ func (f *followRecorder) has(t *testing.T, typ string) bool {
 // A follower sees a model turn as it streams (the worker appends its
 // events every PollInterval, not only at checkpoints) and gets keep-alives
 // while the worker is quiet; the stream ends with the terminal event.
-func TestFollowerSeesProgressAndKeepAlives(t *testing.T) { forStores(t, testFollowerSeesProgressAndKeepAlives) }
+func TestFollowerSeesProgressAndKeepAlives(t *testing.T) {
+	forStores(t, testFollowerSeesProgressAndKeepAlives)
+}
 
 func testFollowerSeesProgressAndKeepAlives(t *testing.T, mk storeMaker) {
 	model := &gatedModel{release: make(chan struct{})}
@@ -315,7 +317,9 @@ func (p *pubRecorder) of(id string) []string {
 // the log holds exactly one terminal event, the stored state's. A cancel
 // racing the worker's claim is either a cancel of the queued response (the
 // worker then does nothing) or a cancel request the worker obeys.
-func TestBackgroundTerminalPublishedOnce(t *testing.T) { forStores(t, testBackgroundTerminalPublishedOnce) }
+func TestBackgroundTerminalPublishedOnce(t *testing.T) {
+	forStores(t, testBackgroundTerminalPublishedOnce)
+}
 
 func testBackgroundTerminalPublishedOnce(t *testing.T, mk storeMaker) {
 	st := mk(t)
