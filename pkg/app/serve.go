@@ -27,8 +27,9 @@ const (
 // graceful shutdown. ready, when not nil, is called with the bound address
 // once the server accepts connections (LAMBENT_ADDR may name port 0).
 //
-// Reading a request's header is bounded by 10 s and reading its body by
-// 60 s. Writes are not bounded: a stream lasts as long as its response.
+// Reading a request's header is bounded by 10 s, and reading the whole
+// request, body included, by 70 s. Writes are not bounded: a stream lasts
+// as long as its response.
 func Serve(ctx context.Context, addr string, h http.Handler, ready func(net.Addr)) error {
 	return serve(ctx, addr, h, ready, headerTimeout, bodyTimeout)
 }
