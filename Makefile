@@ -9,7 +9,7 @@ export LAMBENT_CACHE ?= $(CACHE_DIR)
 
 LAMBDA_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w"
 
-.PHONY: run demo test test-go lint bench build fuzz clean
+.PHONY: run demo test test-go lint bench load build fuzz clean
 
 ## run: start the gateway on LAMBENT_ADDR (default 127.0.0.1:8080), memory store, hosted tools in-process
 run:
@@ -42,6 +42,13 @@ lint:
 bench:
 	$(GO) run ./internal/cmd/bench
 	$(GO) test -run='^$$' -bench=BenchmarkLoopTurn -benchmem ./pkg/engine/
+
+## load: 200 concurrent streamed agentic responses through the gateway binary on the memory store and DynamoDB (Local unless AWS_ENDPOINT_URL_DYNAMODB is set), nothing lost, and its RSS at 100 streams; loopback only, stops by itself
+LOAD_FLAGS ?=
+load:
+	@set -e; dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
+	$(GO) build -o "$$dir/gateway" ./functions/gateway; \
+	$(GO) run ./internal/cmd/bench -load -gateway "$$dir/gateway" $(LOAD_FLAGS)
 
 ## fuzz: run each fuzz target for FUZZTIME (default 20s)
 FUZZTIME ?= 20s

@@ -741,8 +741,12 @@ func TestEnvironmentNamesMatchConfig(t *testing.T) {
 			t.Errorf("%s: LAMBENT_QUEUE_URL = %v, want !Ref ResponsesQueue", id, env["LAMBENT_QUEUE_URL"])
 		}
 	}
-	if env := tpl.env("WorkerFunction"); !isRef(env["LAMBENT_EVENT_BUS"], "LambentBus") {
-		t.Errorf("WorkerFunction: LAMBENT_EVENT_BUS = %v, want !Ref LambentBus", env["LAMBENT_EVENT_BUS"])
+	// Both publish the terminal background states they reach: the worker
+	// those it runs to the end, the gateway the queued responses it cancels.
+	for _, id := range []string{"GatewayFunction", "WorkerFunction"} {
+		if env := tpl.env(id); !isRef(env["LAMBENT_EVENT_BUS"], "LambentBus") {
+			t.Errorf("%s: LAMBENT_EVENT_BUS = %v, want !Ref LambentBus", id, env["LAMBENT_EVENT_BUS"])
+		}
 	}
 }
 
@@ -840,7 +844,7 @@ func TestToolManifestMatchesToolFunctions(t *testing.T) {
 // allowedResources is every resource a function's policies may name; the
 // service of each action must match its resource's.
 var allowedResources = map[string][]string{
-	"GatewayFunction": {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "ssm-parameter", "api-keys-parameter", "compaction-keys-parameter", "kms-key"},
+	"GatewayFunction": {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "LambentBus", "ssm-parameter", "api-keys-parameter", "compaction-keys-parameter", "kms-key"},
 	"WorkerFunction":  {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "LambentBus", "ssm-parameter", "compaction-keys-parameter", "kms-key"},
 }
 

@@ -47,13 +47,24 @@ func testCtx(t *testing.T) context.Context {
 // store) against fake.
 func newApp(t *testing.T, fake *fakellm.Server) *app.App {
 	t.Helper()
+	return newAppEnv(t, fake, nil)
+}
+
+// newAppEnv is newApp with more environment variables.
+func newAppEnv(t *testing.T, fake *fakellm.Server, more map[string]string) *app.App {
+	t.Helper()
 	env := map[string]string{
 		"LAMBENT_PROVIDER_URL": fake.URL,
 		"LAMBENT_STORE":        "memory",
 		"LAMBENT_LOG_LEVEL":    "error",
 	}
-	cfg, err := app.FromEnv(func(k string) string { return env[k] })
+	for k, v := range more {
+		env[k] = v
+	}
+	getenv := func(k string) string { return env[k] }
+	cfg, err := app.FromEnv(getenv)
 	require.NoError(t, err)
+	require.NoError(t, app.ResolveSecrets(testCtx(t), &cfg, getenv))
 	a, err := app.Build(testCtx(t), cfg, app.Logger(cfg, io.Discard), nil)
 	require.NoError(t, err)
 	t.Cleanup(a.Close)
@@ -231,7 +242,7 @@ func requireSSEHeaders(t *testing.T, h map[string]string) {
 
 // eventCases maps each sample event to its check.
 func eventCases() map[string]func(t *testing.T, h handler, fake *fakellm.Server, ev json.RawMessage) {
-	return map[string]func(t *testing.T, h handler, fake *fakellm.Server, ev json.RawMessage){
+	cases := map[string]func(t *testing.T, h handler, fake *fakellm.Server, ev json.RawMessage){
 		"gateway-url-create.json": func(t *testing.T, h handler, fake *fakellm.Server, ev json.RawMessage) {
 			out, err := h(testCtx(t), ev)
 			require.NoError(t, err)
@@ -373,6 +384,11 @@ func eventCases() map[string]func(t *testing.T, h handler, fake *fakellm.Server,
 			require.Zero(t, fake.Calls(), "healthz does not call the model")
 		},
 	}
+	// The SigV4-signed requests of AWS_IAM front doors answer as their
+	// NONE-auth twins.
+	cases["gateway-rest-create-iam.json"] = cases["gateway-rest-create-stream.json"]
+	cases["gateway-httpapi-create-iam.json"] = cases["gateway-httpapi-create.json"]
+	return cases
 }
 
 // TestSampleEvents pushes every events/gateway-*.json through the Lambda

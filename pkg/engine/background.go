@@ -2,9 +2,9 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -71,7 +71,7 @@ func (e *Engine) CreateBackground(ctx context.Context, req *api.CreateResponseRe
 	if !req.Stream {
 		return w.WriteResponse(rec.Response)
 	}
-	return e.follow(ctx, id, -1, w)
+	return e.follow(ctx, rec, -1, w)
 }
 
 // StartBackground runs a create request that arrived as an event (SQS,
@@ -127,7 +127,9 @@ func (e *Engine) storeQueued(ctx context.Context, req *api.CreateResponseRequest
 }
 
 // StreamResponse follows a background response's stored events after
-// sequence number `after` until its terminal event.
+// sequence number `after` until its terminal event (see follow). A stream
+// that starts at or after the terminal event of a finished response ends at
+// once, with no event.
 func (e *Engine) StreamResponse(ctx context.Context, id string, after int64, w ResponseWriter) error {
 	rec, err := e.get(ctx, id, "id")
 	if err != nil {
@@ -136,21 +138,60 @@ func (e *Engine) StreamResponse(ctx context.Context, id string, after int64, w R
 	if rec.Job == nil || e.eventLog() == nil {
 		return api.InvalidRequest("stream", "Only background responses can be streamed after they were created.")
 	}
-	return e.follow(ctx, id, after, w)
+	return e.follow(ctx, rec, after, w)
 }
 
-// follow writes stored events as they appear, polling the log. A buffering
-// writer is flushed after each batch, before the next poll; the batch with
-// the terminal event is left to the caller, who ends the stream.
-func (e *Engine) follow(ctx context.Context, id string, after int64, w ResponseWriter) error {
+// followCheckEvery is how many polls of the event log without a new event
+// pass between two reads of the record, which tell a follower that the
+// response has finished.
+const followCheckEvery = 4
+
+// ResumeComment is the SSE comment that ends a followed stream (background
+// and stream, or GET ?stream=true) which reached the gateway's own deadline
+// before the response finished: "resume starting_after=<N>", N being the
+// sequence number of the last event sent. No terminal event precedes it;
+// the client resumes with GET /v1/responses/{id}?stream=true&starting_after=N.
+const ResumeComment = "resume starting_after="
+
+// follow writes the stored events of the background response rec after
+// sequence number `after`, polling the log every PollInterval (the worker
+// appends its events at that pace), until the terminal event. A buffering
+// writer is flushed after each batch; the batch with the terminal event is
+// left to the caller, who ends the stream.
+//
+// While no event comes, a writer that takes comments gets a keep-alive
+// every KeepAlive. When the context has a deadline (a Lambda invocation's),
+// the stream ends DeadlineReserve before it with the ResumeComment instead
+// of being cut. The record, read every few idle polls, marks the end: a
+// finished response's terminal event is its last (events a worker that
+// lost its lease wrote after it are not sent), and when that event is
+// missing from the log (its append failed after the terminal state was
+// stored) it is sent as stored, rebuilt from the record.
+func (e *Engine) follow(ctx context.Context, rec *store.Record, after int64, w ResponseWriter) error {
 	raw, ok := w.(rawEventWriter)
 	if !ok {
 		return errors.New("engine: the writer cannot forward stored events")
 	}
 	fl, _ := w.(Flusher)
+	cw, _ := w.(CommentWriter)
+	id := rec.Response.ID
 	log := e.eventLog()
+	end := int64(-1) // the terminal event's sequence number, once known
+	if rec.Response.Status.Terminal() {
+		end = rec.Job.NextSeq - 1
+	}
+	var stop time.Time
+	if d, ok := ctx.Deadline(); ok {
+		stop = d.Add(-e.cfg.DeadlineReserve)
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	lastWrite := time.Now()
 	idle := 0
 	for {
+		if end >= 0 && after >= end {
+			return nil
+		}
 		evs, err := log.Events(ctx, id, after)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -158,38 +199,81 @@ func (e *Engine) follow(ctx context.Context, id string, after int64, w ResponseW
 			}
 			return e.storeErr(err, id, "id")
 		}
+		sent := 0
 		for _, ev := range evs {
+			if end >= 0 && ev.Seq > end {
+				break
+			}
 			if err := raw.WriteRawEvent(ev.Type, ev.Data); err != nil {
 				return nil // the client went away
 			}
 			after = ev.Seq
+			sent++
 			if api.IsTerminalEvent(ev.Type) {
 				return nil
 			}
 		}
-		if len(evs) > 0 {
+		now := time.Now()
+		if sent > 0 {
 			idle = 0
+			lastWrite = now
 			if fl != nil {
 				if err := fl.Flush(); err != nil {
 					return nil // the client went away
 				}
 			}
-		} else if idle++; idle%20 == 0 {
-			// A terminal record without its terminal event (a worker
-			// died between the two writes) still ends the stream.
-			rec, err := e.get(ctx, id, "id")
-			if err == nil && rec.Response.Status.Terminal() {
-				ev := api.StreamEvent{Type: api.TerminalEvent(rec.Response.Status), SequenceNumber: after + 1, Response: rec.Response}
-				data, _ := json.Marshal(&ev)
-				return raw.WriteRawEvent(ev.Type, data)
+		} else if idle++; idle%followCheckEvery == 0 {
+			cur, err := e.get(ctx, id, "id")
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			if cur.Response.Status.Terminal() {
+				if end >= 0 {
+					return writeTerminal(raw, cur)
+				}
+				end = cur.Job.NextSeq - 1
+				continue
 			}
 		}
+		if cw != nil && e.cfg.KeepAlive > 0 && now.Sub(lastWrite) >= e.cfg.KeepAlive {
+			if err := cw.WriteComment("keep-alive"); err != nil {
+				return nil
+			}
+			lastWrite = now
+		}
+		wait := e.cfg.PollInterval
+		if !stop.IsZero() {
+			left := stop.Sub(e.cfg.Now())
+			if left <= 0 {
+				if cw != nil {
+					_ = cw.WriteComment(ResumeComment + strconv.FormatInt(after, 10))
+				}
+				return nil
+			}
+			wait = min(wait, left)
+		}
+		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(e.cfg.PollInterval):
+		case <-timer.C:
 		}
 	}
+}
+
+// writeTerminal writes the terminal event of the finished response rec as
+// its worker stored it (or would have): its type, the sequence number
+// reserved for it and the stored response.
+func writeTerminal(raw rawEventWriter, rec *store.Record) error {
+	ev := api.StreamEvent{Type: api.TerminalEvent(rec.Response.Status), SequenceNumber: rec.Job.NextSeq - 1, Response: rec.Response}
+	data, err := wirejson.Marshal(&ev)
+	if err != nil {
+		return fmt.Errorf("engine: encode the terminal event of %s: %w", rec.Response.ID, err)
+	}
+	return raw.WriteRawEvent(ev.Type, data)
 }
 
 // eventBuffer collects events between checkpoints.
@@ -217,6 +301,13 @@ func (b *eventBuffer) take() []store.Event {
 	evs := b.evs
 	b.evs = nil
 	return evs
+}
+
+// restore puts back events taken but not stored, before those written since.
+func (b *eventBuffer) restore(evs []store.Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.evs = append(evs, b.evs...)
 }
 
 // RunBackground runs (or resumes) the background response id: the worker's
@@ -247,10 +338,10 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 	}
 	r := &run{req: job.Request, resp: rec.Response, history: rec.Context, input: rec.Input, turns: job.Turns, mcpItems: e.mcpItems()}
 	if err := r.resolveTools(e.cfg.Hosted); err != nil {
-		return e.failBackground(ctx, rec, api.AsError(err))
+		return e.finishedElsewhere(id, e.failBackground(ctx, rec, api.AsError(err)))
 	}
 	if err := e.openSummaries(ctx, r); err != nil {
-		return e.failBackground(ctx, rec, api.AsError(err))
+		return e.finishedElsewhere(id, e.failBackground(ctx, rec, api.AsError(err)))
 	}
 	buf := &eventBuffer{}
 	r.em = &emitter{w: buf, stream: true, seq: job.NextSeq}
@@ -268,7 +359,7 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 		r.em.lifecycle(api.EventResponseInProgress, resp)
 	}
 	if job.CancelRequested {
-		return e.finishBackground(ctx, r, &claimed, expect, buf, outcome{status: api.StatusCancelled})
+		return e.finishedElsewhere(id, e.finishBackground(ctx, r, &claimed, expect, buf, outcome{status: api.StatusCancelled}))
 	}
 	cj.NextSeq = r.em.seq
 	if err := e.cfg.Store.Update(ctx, &claimed, expect); err != nil {
@@ -285,22 +376,34 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 }
 
 // runClaimed runs the loop of a claimed background response with
-// checkpoints, cancel polling and handoff.
+// checkpoints, cancel polling, event appends and handoff.
 func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf *eventBuffer) error {
 	id := r.resp.ID
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var mu sync.Mutex // guards rec against the cancel watcher
-	lost := false     // another worker took the lease over
-	checkpoint := func() error {
-		mu.Lock()
-		defer mu.Unlock()
+	// mu guards rec against the watcher and keeps appends in order: a
+	// follower that has read an event has read every event before it.
+	var mu sync.Mutex
+	lost := false // another worker took the lease over
+	appendPending := func() error {
 		evs := buf.take()
 		if len(evs) == 0 {
 			return nil
 		}
 		if err := e.eventLog().AppendEvents(ctx, id, evs); err != nil {
-			return fmt.Errorf("engine: checkpoint events of %s: %w", id, err)
+			buf.restore(evs)
+			return fmt.Errorf("engine: events of %s: %w", id, err)
+		}
+		return nil
+	}
+	checkpoint := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if err := appendPending(); err != nil {
+			return err
+		}
+		if r.em.seq == rec.Job.NextSeq {
+			return nil // nothing happened since the last checkpoint
 		}
 		next := *rec
 		j := *rec.Job
@@ -326,7 +429,13 @@ func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf 
 		return nil
 	}
 	r.onTurn = checkpoint
-	stopWatch := e.watchCancel(runCtx, id, cancel)
+	stopWatch := e.watch(runCtx, id, cancel, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if err := appendPending(); err != nil && runCtx.Err() == nil {
+			e.log.Warn("appending events failed; retrying", "response_id", id, "err", err)
+		}
+	})
 	out := e.loop(runCtx, r)
 	stopWatch()
 	if lost {
@@ -343,11 +452,14 @@ func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf 
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	return e.finishBackground(ctx, r, rec, api.StatusInProgress, buf, out)
+	return e.finishedElsewhere(id, e.finishBackground(ctx, r, rec, api.StatusInProgress, buf, out))
 }
 
-// watchCancel polls the record for a cancel request until stopped.
-func (e *Engine) watchCancel(ctx context.Context, id string, cancel context.CancelFunc) (stop func()) {
+// watch runs until stopped: every PollInterval it calls appendEvents (the
+// events the loop emitted since the last append go to the log, so that
+// followers see a model turn as it streams, not only at checkpoints), then
+// reads the record and cancels the run when a cancel was requested.
+func (e *Engine) watch(ctx context.Context, id string, cancel context.CancelFunc, appendEvents func()) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -362,6 +474,7 @@ func (e *Engine) watchCancel(ctx context.Context, id string, cancel context.Canc
 			case <-ctx.Done():
 				return
 			case <-t.C:
+				appendEvents()
 				rec, err := e.cfg.Store.Get(ctx, id)
 				if err == nil && rec.Job != nil && (rec.Job.CancelRequested || rec.Response.Status == api.StatusCancelled) {
 					cancel()
@@ -395,8 +508,31 @@ func (e *Engine) handOff(ctx context.Context, r *run, rec *store.Record, buf *ev
 	return nil
 }
 
-// finishBackground stores the terminal state, its terminal event, and
-// publishes it.
+// errFinishedElsewhere: finishBackground stored nothing because the
+// response reached a terminal state elsewhere, or changed under another
+// owner (a worker's claim, whose run will end it).
+var errFinishedElsewhere = fmt.Errorf("engine: the response finished or changed elsewhere: %w", store.ErrConflict)
+
+// finishedElsewhere logs and drops errFinishedElsewhere, for a worker: the
+// response is in other hands, there is nothing to retry.
+func (e *Engine) finishedElsewhere(id string, err error) error {
+	if errors.Is(err, errFinishedElsewhere) {
+		e.log.Info("background response finished elsewhere", "response_id", id)
+		return nil
+	}
+	return err
+}
+
+// finishBackground ends a background response: it stores the terminal
+// state, then appends the remaining events (the terminal one last), then
+// publishes the response. The stored record is the commit point: only the
+// caller whose terminal update succeeded appends a terminal event and
+// publishes, so each terminal state is published once and the log never
+// holds the terminal event of a response that did not end so. When the
+// record changed, the update is retried on the new version if only a flag
+// moved (a cancel request on the caller's own response); a response that
+// finished elsewhere, changed status or is leased by another worker gives
+// errFinishedElsewhere.
 func (e *Engine) finishBackground(ctx context.Context, r *run, rec *store.Record, expect api.Status, buf *eventBuffer, out outcome) error {
 	id := r.resp.ID
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
@@ -407,9 +543,6 @@ func (e *Engine) finishBackground(ctx context.Context, r *run, rec *store.Record
 	j := *rec.Job
 	j.Turns, j.NextSeq, j.Owner, j.LeaseUntil = r.turns, r.em.seq, "", time.Time{}
 	next.Job, next.Response = &j, r.resp
-	if err := e.eventLog().AppendEvents(sctx, id, buf.take()); err != nil {
-		return fmt.Errorf("engine: final events of %s: %w", id, err)
-	}
 	for attempt := 0; ; attempt++ {
 		err := e.cfg.Store.Update(sctx, &next, expect)
 		if err == nil {
@@ -418,22 +551,22 @@ func (e *Engine) finishBackground(ctx context.Context, r *run, rec *store.Record
 		if !errors.Is(err, store.ErrConflict) || attempt == 3 {
 			return fmt.Errorf("engine: finish %s: %w", id, err)
 		}
-		// A cancel request (or a checkpoint) bumped the version: retry on
-		// the current one unless another worker now owns the response.
 		cur, gerr := e.cfg.Store.Get(sctx, id)
 		if gerr != nil {
 			return fmt.Errorf("engine: finish %s: %w", id, gerr)
 		}
-		if cur.Response.Status.Terminal() {
-			return nil
+		if cur.Response.Status != expect || cur.Job == nil ||
+			cur.Job.Owner != "" && cur.Job.Owner != e.cfg.WorkerID && e.cfg.Now().Before(cur.Job.LeaseUntil) {
+			return errFinishedElsewhere
 		}
-		if cur.Job != nil && cur.Job.Owner != "" && cur.Job.Owner != e.cfg.WorkerID && e.cfg.Now().Before(cur.Job.LeaseUntil) {
-			return nil
-		}
-		next.Version, expect = cur.Version, cur.Response.Status
-		j.CancelRequested = cur.Job != nil && cur.Job.CancelRequested
+		next.Version = cur.Version
+		j.CancelRequested = cur.Job.CancelRequested
 	}
 	*rec = next
+	if err := e.eventLog().AppendEvents(sctx, id, buf.take()); err != nil {
+		// Followers send the terminal event rebuilt from the record.
+		e.log.Warn("the final events were not stored", "response_id", id, "err", err)
+	}
 	e.log.Info("background response done", "response_id", id, "status", r.resp.Status, "turns", r.turns, "invocations", j.Invocations)
 	if e.cfg.Publisher != nil {
 		if err := e.cfg.Publisher.Publish(sctx, r.resp); err != nil {

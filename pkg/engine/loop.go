@@ -190,7 +190,7 @@ func (r *run) toolChoiceMode() string {
 	return r.req.ToolChoice.EffectiveMode()
 }
 
-// callModel runs one model call, streaming its deltas through a fresh
+// callModel runs one model call, its deltas going through a fresh
 // assembler (kept on the run for finish).
 // The call is bounded by the deadline budget and measured for it.
 func (e *Engine) callModel(ctx context.Context, r *run, turn int) (*provider.Result, error) {
@@ -200,7 +200,9 @@ func (e *Engine) callModel(ctx context.Context, r *run, turn int) (*provider.Res
 	defer cancel()
 	start := e.cfg.Now()
 	defer func() { measure(&r.budget.maxModel, e.cfg.Now().Sub(start)) }()
-	if r.req.Stream {
+	if r.em.stream {
+		// Streamed responses, and every background run (its followers see
+		// the model's answer as it comes), stream the model call.
 		return e.cfg.Provider.Stream(ctx, preq, r.asm.delta)
 	}
 	res, err := e.cfg.Provider.Complete(ctx, preq)

@@ -47,6 +47,8 @@ type Config struct {
 	// key is required (local runs; in AWS the function URL's or API
 	// Gateway's IAM auth guards the API). Every response is stored under
 	// the tenant of the key that created it and is invisible to others.
+	// Requests that a front door authenticated with AWS IAM need no key:
+	// their tenant is the caller's IAM ARN (tenant.Caller).
 	APIKeys map[string]string
 }
 
@@ -88,6 +90,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if !h.identityEncoding(w, r) {
+		return
+	}
 	switch {
 	case path == "/healthz":
 		h.only(w, r, http.MethodGet, func() { h.writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
@@ -122,6 +127,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		h.notFoundRoute(w, r)
 	}
+}
+
+// identityEncoding refuses a request body with a Content-Encoding other
+// than identity (the gateway decodes none: a gzip body would otherwise be
+// read as JSON) with a 415. It writes the error itself.
+func (h *Handler) identityEncoding(w http.ResponseWriter, r *http.Request) bool {
+	ce := strings.TrimSpace(r.Header.Get("Content-Encoding"))
+	if ce == "" || strings.EqualFold(ce, "identity") || r.ContentLength == 0 {
+		return true
+	}
+	w.Header().Set("Accept-Encoding", "identity")
+	h.writeError(w, &api.Error{Status: http.StatusUnsupportedMediaType, Type: api.ErrTypeInvalidRequest, Code: "unsupported_content_encoding",
+		Message: "Unsupported Content-Encoding " + strconv.Quote(ce) + "; send the request body uncompressed."})
+	return false
 }
 
 func (h *Handler) only(w http.ResponseWriter, r *http.Request, method string, fn func()) {
@@ -235,9 +254,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, id string) {
 			}
 			return
 		}
-		if rw.started {
-			rw.done()
-		}
+		rw.done()
 		return
 	}
 	resp, err := h.svc.GetResponse(r.Context(), id)

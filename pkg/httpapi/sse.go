@@ -95,8 +95,12 @@ func (rw *responseWriter) Flush() error {
 }
 
 // done ends the stream: the buffered events and the [DONE] sentinel, in
-// one write.
+// one write. A stream with nothing before it (a resumed stream that starts
+// past the end) is just the sentinel.
 func (rw *responseWriter) done() {
+	if !rw.started {
+		rw.start()
+	}
 	rw.buf = append(rw.buf, "data: [DONE]\n\n"...)
 	_ = rw.Flush()
 }

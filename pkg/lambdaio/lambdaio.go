@@ -24,9 +24,13 @@
 // runtime client does so before it asks for the next invocation, whether the
 // response was sent or the send failed). Closing the response also waits for
 // the handler goroutine, so none outlives its invocation.
+//
+// A request that the front door authenticated with AWS_IAM carries the
+// caller's IAM ARN in its context ([tenant.Caller]), taken from the event.
 package lambdaio
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,6 +42,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/lambent/lambent/pkg/tenant"
 )
 
 // TransferModeStageVariable is the API Gateway stage variable that
@@ -113,12 +119,13 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (any, err
 		if err := json.Unmarshal(payload, &ev); err != nil {
 			return nil, fmt.Errorf("lambdaio: decoding %s event: %w", kind, err)
 		}
-		return h.serveFunctionURL(ctx, &ev)
+		return h.serveFunctionURL(withCaller(ctx, functionURLCaller(&ev)), &ev)
 	case EventREST, EventHTTPAPIV1:
 		var ev events.APIGatewayProxyRequest
 		if err := json.Unmarshal(payload, &ev); err != nil {
 			return nil, fmt.Errorf("lambdaio: decoding %s event: %w", kind, err)
 		}
+		ctx = withCaller(ctx, restCaller(&ev))
 		if kind == EventREST && !h.bufferedREST(&ev) {
 			return h.serveRESTStream(ctx, &ev)
 		}
@@ -128,9 +135,45 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (any, err
 		if err := json.Unmarshal(payload, &ev); err != nil {
 			return nil, fmt.Errorf("lambdaio: decoding %s event: %w", kind, err)
 		}
-		return h.serveV2(ctx, &ev)
+		return h.serveV2(withCaller(ctx, httpAPICaller(&ev)), &ev)
 	}
 	return nil, errors.New("lambdaio: unsupported event: not a function URL, API Gateway REST API or HTTP API request")
+}
+
+// The caller's IAM identity, when the front door authenticated the request
+// with AWS_IAM (SigV4), is in the event's request context; it becomes the
+// request's [tenant.Caller]. An event from a front door with auth NONE
+// carries none.
+
+// functionURLCaller is requestContext.authorizer.iam of a function URL event.
+func functionURLCaller(ev *events.LambdaFunctionURLRequest) string {
+	if a := ev.RequestContext.Authorizer; a != nil && a.IAM != nil {
+		return cmp.Or(a.IAM.UserARN, a.IAM.CallerID)
+	}
+	return ""
+}
+
+// restCaller is requestContext.identity of a REST API (or HTTP API payload
+// 1.0) event.
+func restCaller(ev *events.APIGatewayProxyRequest) string {
+	id := &ev.RequestContext.Identity
+	return cmp.Or(id.UserArn, id.Caller)
+}
+
+// httpAPICaller is requestContext.authorizer.iam of an HTTP API payload 2.0
+// event.
+func httpAPICaller(ev *events.APIGatewayV2HTTPRequest) string {
+	if a := ev.RequestContext.Authorizer; a != nil && a.IAM != nil {
+		return cmp.Or(a.IAM.UserARN, a.IAM.CallerID)
+	}
+	return ""
+}
+
+func withCaller(ctx context.Context, arn string) context.Context {
+	if arn == "" {
+		return ctx
+	}
+	return tenant.WithCaller(ctx, arn)
 }
 
 // EventKind is the shape of an invocation event, as told by [Detect].

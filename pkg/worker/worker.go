@@ -54,13 +54,18 @@ func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 		if err := json.Unmarshal(payload, &ev); err != nil {
 			return nil, fmt.Errorf("worker: EventBridge event: %w", err)
 		}
-		return nil, h.message(ctx, ev.Detail)
+		payload = ev.Detail
 	}
-	return nil, h.message(ctx, payload)
+	if err := h.message(ctx, payload); err != nil {
+		h.log().Error("invocation failed", "invalid", errors.Is(err, ErrInvalidMessage), "err", err)
+		return nil, err
+	}
+	return nil, nil
 }
 
 // SQS runs every message of a batch concurrently and reports the ones
-// that failed, so only they are redelivered.
+// that failed, so only they are redelivered (and, once the queue's
+// maxReceiveCount is reached, moved to its dead-letter queue).
 func (h *Handler) SQS(ctx context.Context, ev events.SQSEvent) events.SQSEventResponse {
 	var (
 		mu   sync.Mutex
@@ -72,7 +77,8 @@ func (h *Handler) SQS(ctx context.Context, ev events.SQSEvent) events.SQSEventRe
 		go func() {
 			defer wg.Done()
 			if err := h.message(ctx, json.RawMessage(m.Body)); err != nil {
-				h.log().Error("message failed", "message_id", m.MessageId, "err", err)
+				h.log().Error("message failed", "message_id", m.MessageId, "invalid", errors.Is(err, ErrInvalidMessage),
+					"receive_count", m.Attributes["ApproximateReceiveCount"], "err", err)
 				mu.Lock()
 				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
 				mu.Unlock()
@@ -83,16 +89,24 @@ func (h *Handler) SQS(ctx context.Context, ev events.SQSEvent) events.SQSEventRe
 	return resp
 }
 
+// ErrInvalidMessage marks a message no redelivery can run: not a JSON
+// object, or a create request the API refuses (a 4xx other than 429). It is
+// still an error, so that the message is not lost: an SQS message is
+// reported as a batch item failure and, after the queue's maxReceiveCount
+// deliveries, moved to its dead-letter queue; an asynchronous invocation
+// (EventBridge, async Invoke) fails and, after Lambda's retries, goes to the
+// function's on-failure destination; a synchronous Invoke returns it.
+var ErrInvalidMessage = errors.New("worker: invalid message")
+
 // message runs one message: a job {"response_id","tenant"} resumes a
 // stored background response; anything else is a create request with an
-// optional caller-chosen "id" (and "tenant"). Client errors in a request
-// are logged and dropped (redelivery cannot fix them); other errors are
-// returned so the message is retried.
+// optional caller-chosen "id" (and "tenant"). Every failure is returned
+// (an invalid message wrapped in ErrInvalidMessage), so that nothing is
+// dropped without a trace.
 func (h *Handler) message(ctx context.Context, body json.RawMessage) error {
 	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		h.log().Error("dropping a message that is not a JSON object", "err", err)
-		return nil
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		return fmt.Errorf("%w: not a JSON object", ErrInvalidMessage)
 	}
 	t := stringField(fields, "tenant")
 	delete(fields, "tenant")
@@ -114,8 +128,7 @@ func (h *Handler) message(ctx context.Context, body json.RawMessage) error {
 	}
 	var ae *api.Error
 	if errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500 && ae.Status != 429 {
-		h.log().Error("dropping an invalid create request", "id", id, "status", ae.Status, "param", ae.Param, "err", ae.Message)
-		return nil
+		return fmt.Errorf("%w: create request (id %q): %d %s (param %q)", ErrInvalidMessage, id, ae.Status, ae.Message, ae.Param)
 	}
 	return err
 }

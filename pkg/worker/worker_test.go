@@ -156,23 +156,26 @@ func TestSQSJobSample(t *testing.T) {
 	assert.Equal(t, 2, e.fake.Calls())
 }
 
-// A create request in an SQS message runs under its caller-chosen id; an
-// invalid one is dropped (redelivery cannot fix it), not retried.
+// A create request in an SQS message runs under its caller-chosen id; the
+// invalid one in the same batch is a batch item failure (on its way to the
+// dead-letter queue), never dropped.
 func TestSQSCreateSample(t *testing.T) {
 	e := newEnv(t,
 		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "calculator", Arguments: `{"expression":"6*7"}`}}},
 		fakellm.Turn{Text: "42"},
 	)
+	invalid := []events.SQSBatchItemFailure{{ItemIdentifier: "a1f0c2d3-0000-4bad-9c0d-000000000bad"}}
 	out, err := e.h.Invoke(context.Background(), sample(t, "worker-sqs-create.json", ""))
 	require.NoError(t, err)
-	assert.Empty(t, out.(events.SQSEventResponse).BatchItemFailures)
+	assert.Equal(t, invalid, out.(events.SQSEventResponse).BatchItemFailures)
 	got, err := e.app.Engine.GetResponse(context.Background(), "resp_sqs_order_1234")
 	require.NoError(t, err)
 	assert.Equal(t, api.StatusCompleted, got.Status)
 	assert.Equal(t, "1234", got.Metadata["order"])
 	// Delivered again: not created or run again.
-	_, err = e.h.Invoke(context.Background(), sample(t, "worker-sqs-create.json", ""))
+	out, err = e.h.Invoke(context.Background(), sample(t, "worker-sqs-create.json", ""))
 	require.NoError(t, err)
+	assert.Equal(t, invalid, out.(events.SQSEventResponse).BatchItemFailures)
 	assert.Equal(t, 2, e.fake.Calls())
 }
 
@@ -219,7 +222,61 @@ func TestSQSPartialBatchFailure(t *testing.T) {
 		{MessageId: "m3", Body: `not json`, EventSource: "aws:sqs"},
 	}}
 	resp := h.SQS(context.Background(), ev)
-	assert.Equal(t, []events.SQSBatchItemFailure{{ItemIdentifier: "m2"}}, resp.BatchItemFailures)
+	assert.ElementsMatch(t, []events.SQSBatchItemFailure{{ItemIdentifier: "m2"}, {ItemIdentifier: "m3"}}, resp.BatchItemFailures,
+		"a failed run is retried; a message that is not JSON goes to the dead-letter queue, never dropped")
+}
+
+// An invalid message is never lost without a trace: an SQS record is a
+// batch item failure (redelivered, then moved to the dead-letter queue by
+// the queue's redrive policy), an EventBridge event or a direct invocation
+// fails (Lambda's retries, then the on-failure destination). Nothing is
+// stored or run for it.
+func TestInvalidMessagesAreNotDropped(t *testing.T) {
+	e := newEnv(t)
+	invalid := map[string]string{
+		"not JSON":           `not json`,
+		"JSON array":         `["hi"]`,
+		"JSON null":          `null`,
+		"unknown parameter":  `{"input":"hi","frobnicate":true}`,
+		"no input":           `{"model":"m"}`,
+		"with id, bad input": `{"id":"resp_sqs_invalid_1","input":42}`,
+		"unknown previous":   `{"id":"resp_sqs_invalid_2","input":"hi","previous_response_id":"resp_doesnotexist"}`,
+	}
+	var records []events.SQSMessage
+	var want []events.SQSBatchItemFailure
+	for name, body := range invalid {
+		records = append(records, events.SQSMessage{MessageId: name, Body: body, EventSource: "aws:sqs"})
+		want = append(want, events.SQSBatchItemFailure{ItemIdentifier: name})
+	}
+	out, err := e.h.Invoke(context.Background(), json.RawMessage(mustMarshal(t, events.SQSEvent{Records: records})))
+	require.NoError(t, err)
+	assert.ElementsMatch(t, want, out.(events.SQSEventResponse).BatchItemFailures)
+
+	for name, body := range invalid {
+		ev := events.EventBridgeEvent{Version: "0", ID: "ev-1", DetailType: "lambent.response.create", Source: "lambent.requests", Detail: json.RawMessage(`{}`)}
+		if json.Valid([]byte(body)) {
+			ev.Detail = json.RawMessage(body)
+		} else {
+			ev.Detail = mustMarshal(t, body) // a JSON string, not an object
+		}
+		_, err := e.h.Invoke(context.Background(), mustMarshal(t, ev))
+		require.ErrorIs(t, err, worker.ErrInvalidMessage, "EventBridge %s", name)
+	}
+	_, err = e.h.Invoke(context.Background(), json.RawMessage(`{"input":"hi","frobnicate":true}`))
+	require.ErrorIs(t, err, worker.ErrInvalidMessage, "direct invocation")
+
+	for _, id := range []string{"resp_sqs_invalid_1", "resp_sqs_invalid_2"} {
+		_, err := e.app.Engine.GetResponse(context.Background(), id)
+		require.Error(t, err, "nothing is stored for an invalid request")
+	}
+	assert.Zero(t, e.fake.Calls())
+}
+
+func mustMarshal(t *testing.T, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
 }
 
 // The in-process queue runs jobs on its goroutines and stops cleanly.

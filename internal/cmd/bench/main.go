@@ -13,6 +13,10 @@
 //	(c) requests/s at concurrency 16, non-streaming and streaming, and the
 //	    gateway/proxy and gateway/direct ratios.
 //
+// With -load (`make load`, load.go) it loads the gateway binary instead:
+// concurrent streamed agentic responses on each store, with nothing lost,
+// and the gateway's resident memory while they are open.
+//
 // Everything stays on 127.0.0.1, every phase is bounded in requests and
 // time, and the command stops by itself.
 package main
@@ -50,8 +54,17 @@ func main() {
 	flag.DurationVar(&o.dur, "duration", 5*time.Second, "time cap per throughput run")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.BoolVar(&o.sequential, "sequential", false, "measure each latency series on its own instead of interleaving direct, proxy and gateway calls")
+	load := flag.Bool("load", false, "load mode (`make load`): concurrent streamed agentic responses through the gateway binary, on each store")
+	var lo loadOptions
+	lo.register(flag.CommandLine)
 	flag.Parse()
-	if err := run(o); err != nil {
+	var err error
+	if *load {
+		err = runLoad(lo)
+	} else {
+		err = run(o)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
