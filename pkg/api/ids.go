@@ -3,6 +3,7 @@ package api
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"strings"
 	"time"
 )
 
@@ -29,4 +30,28 @@ func NewID(prefix string) string {
 	copy(buf, prefix)
 	hex.Encode(buf[len(prefix):], raw[:])
 	return string(buf)
+}
+
+// MaxResponseIDLength bounds the length of a response id: longer ones are
+// never stored, so no store is asked for them.
+const MaxResponseIDLength = 128
+
+// ValidResponseID reports whether id is a well-formed response id:
+// PrefixResponse followed by 1 to MaxResponseIDLength-len(PrefixResponse)
+// ASCII letters, digits, '_' or '-'. Every id NewID(PrefixResponse)
+// returns is one, and so must be the ids callers choose for event-started
+// background responses.
+func ValidResponseID(id string) bool {
+	rest, ok := strings.CutPrefix(id, PrefixResponse)
+	if !ok || rest == "" || len(id) > MaxResponseIDLength {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		switch c := rest[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -101,8 +100,9 @@ func (e *Engine) storeQueued(ctx context.Context, req *api.CreateResponseRequest
 	if e.cfg.Store == nil || log == nil {
 		return nil, errBackgroundUnavailable()
 	}
-	if id != "" && !strings.HasPrefix(id, api.PrefixResponse) {
-		return nil, api.InvalidRequest("id", "a caller-chosen response id must start with %q", api.PrefixResponse)
+	if id != "" && !api.ValidResponseID(id) {
+		return nil, api.InvalidRequest("id", "a caller-chosen response id must be %q followed by up to %d letters, digits, '_' or '-'",
+			api.PrefixResponse, api.MaxResponseIDLength-len(api.PrefixResponse))
 	}
 	r, err := e.prepare(ctx, req)
 	if err != nil {
@@ -121,7 +121,7 @@ func (e *Engine) storeQueued(ctx context.Context, req *api.CreateResponseRequest
 		if errors.Is(err, store.ErrConflict) {
 			return nil, fmt.Errorf("engine: response %s exists: %w", r.resp.ID, err)
 		}
-		return nil, e.storeErr(err, r.resp.ID, "id")
+		return nil, e.storeErr(tooLarge(req, err), r.resp.ID, "id")
 	}
 	if err := log.AppendEvents(ctx, r.resp.ID, buf.take()); err != nil {
 		_ = e.failBackground(ctx, rec, &api.Error{Type: api.ErrTypeServer, Code: "store_failed", Message: err.Error()})
@@ -251,7 +251,7 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 	}
 	r := &run{req: job.Request, resp: rec.Response, history: rec.Context, input: rec.Input, turns: job.Turns}
 	if err := r.resolveTools(e.cfg.Hosted); err != nil {
-		return e.failBackground(ctx, rec, api.AsError(err))
+		return e.unlessDeleted(id, e.failBackground(ctx, rec, api.AsError(err)))
 	}
 	buf := &eventBuffer{}
 	r.em = &emitter{w: buf, stream: true, seq: job.NextSeq}
@@ -269,7 +269,7 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 		r.em.lifecycle(api.EventResponseInProgress, resp)
 	}
 	if job.CancelRequested {
-		return e.finishBackground(ctx, r, &claimed, expect, buf, outcome{status: api.StatusCancelled})
+		return e.unlessDeleted(id, e.finishBackground(ctx, r, &claimed, expect, buf, outcome{status: api.StatusCancelled}))
 	}
 	cj.NextSeq = r.em.seq
 	if err := e.cfg.Store.Update(ctx, &claimed, expect); err != nil {
@@ -277,12 +277,23 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 			e.log.Info("background response claimed concurrently", "response_id", id)
 			return nil
 		}
-		return fmt.Errorf("engine: claim %s: %w", id, err)
+		return e.unlessDeleted(id, fmt.Errorf("engine: claim %s: %w", id, err))
 	}
 	if err := log.AppendEvents(ctx, id, buf.take()); err != nil {
-		return fmt.Errorf("engine: events of %s: %w", id, err)
+		return e.unlessDeleted(id, fmt.Errorf("engine: events of %s: %w", id, err))
 	}
-	return e.runClaimed(ctx, r, &claimed, buf)
+	return e.unlessDeleted(id, e.runClaimed(ctx, r, &claimed, buf))
+}
+
+// unlessDeleted returns err, or nil when err says that the background
+// response id is gone: deleting a running response is an ordinary
+// outcome, its worker just stops.
+func (e *Engine) unlessDeleted(id string, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		e.log.Info("background response deleted while it ran", "response_id", id)
+		return nil
+	}
+	return err
 }
 
 // runClaimed runs the loop of a claimed background response with
@@ -301,6 +312,10 @@ func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf 
 			return nil
 		}
 		if err := e.eventLog().AppendEvents(ctx, id, evs); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				cancel() // deleted: stop, and finishing reports it
+				return nil
+			}
 			return fmt.Errorf("engine: checkpoint events of %s: %w", id, err)
 		}
 		next := *rec
@@ -308,7 +323,11 @@ func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf 
 		j.Turns, j.NextSeq, j.LeaseUntil = r.turns, r.em.seq, e.cfg.Now().Add(e.cfg.Lease)
 		next.Job, next.Response = &j, r.resp.Clone()
 		if err := e.cfg.Store.Update(ctx, &next, api.StatusInProgress); err != nil {
-			if errors.Is(err, store.ErrConflict) {
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				cancel() // deleted: stop, and finishing reports it
+				return nil
+			case errors.Is(err, store.ErrConflict):
 				// Someone else wrote: a cancel request, or a worker that
 				// took the lease over. Reload and decide.
 				cur, gerr := e.cfg.Store.Get(ctx, id)
@@ -317,7 +336,7 @@ func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf 
 					cancel()
 					return nil
 				}
-				lost = true
+				lost = !errors.Is(gerr, store.ErrNotFound)
 				cancel()
 				return nil
 			}
@@ -347,7 +366,8 @@ func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf 
 	return e.finishBackground(ctx, r, rec, api.StatusInProgress, buf, out)
 }
 
-// watchCancel polls the record for a cancel request until stopped.
+// watchCancel polls the record for a cancel request, or its deletion, until
+// stopped.
 func (e *Engine) watchCancel(ctx context.Context, id string, cancel context.CancelFunc) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -364,7 +384,7 @@ func (e *Engine) watchCancel(ctx context.Context, id string, cancel context.Canc
 				return
 			case <-t.C:
 				rec, err := e.cfg.Store.Get(ctx, id)
-				if err == nil && rec.Job != nil && (rec.Job.CancelRequested || rec.Response.Status == api.StatusCancelled) {
+				if errors.Is(err, store.ErrNotFound) || err == nil && rec.Job != nil && (rec.Job.CancelRequested || rec.Response.Status == api.StatusCancelled) {
 					cancel()
 					return
 				}
@@ -476,7 +496,7 @@ func (e *Engine) cancelBackground(ctx context.Context, rec *store.Record) (*api.
 				return r.resp, nil
 			}
 			if !errors.Is(err, store.ErrConflict) {
-				return nil, err
+				return nil, e.storeErr(err, id, "id") // a concurrent delete: 404
 			}
 		case api.StatusInProgress:
 			j.CancelRequested = true
