@@ -62,16 +62,17 @@ type Memory struct {
 	mu      sync.Mutex
 	entries map[memKey]*list.Element // values are *memEntry
 	order   *list.List               // oldest first
-	bytes   int64                    // sum of the entries' size
+	bytes   int64                    // sum of the entries' recSize+evSize
 }
 
 type memKey struct{ tenant, id string }
 
 type memEntry struct {
-	key    memKey
-	rec    Record // ExpiresAt always set
-	events []Event
-	size   int64 // recordBytes(&rec) + the events' eventBytes
+	key     memKey
+	rec     Record // ExpiresAt always set
+	events  []Event
+	recSize int64 // recordBytes(&rec)
+	evSize  int64 // sum of the events' eventBytes
 }
 
 var (
@@ -145,8 +146,8 @@ func (m *Memory) Create(ctx context.Context, rec *Record) error {
 	}
 	now := m.now()
 	e := &memEntry{key: memKey{tenant.From(ctx), rec.Response.ID}, rec: copyRecord(rec)}
-	e.size = recordBytes(&e.rec)
-	if err := m.fits(e.size); err != nil {
+	e.recSize = recordBytes(&e.rec)
+	if err := m.fits(e.recSize); err != nil {
 		return fmt.Errorf("store: create %s: %w", e.key.id, err)
 	}
 	e.rec.Version = 0
@@ -166,9 +167,10 @@ func (m *Memory) Create(ctx context.Context, rec *Record) error {
 	for len(m.entries) >= m.maxEntries {
 		m.remove(m.order.Front())
 	}
-	m.entries[e.key] = m.order.PushBack(e)
-	m.bytes += e.size
-	m.shrink(m.entries[e.key])
+	el := m.order.PushBack(e)
+	m.entries[e.key] = el
+	m.bytes += e.recSize
+	m.shrink(el)
 	return nil
 }
 
@@ -195,6 +197,7 @@ func (m *Memory) Update(ctx context.Context, rec *Record, expect api.Status) err
 	}
 	id := rec.Response.ID
 	cp := copyRecord(rec)
+	recSize := recordBytes(&cp)
 	now := m.now()
 	if cp.ExpiresAt.IsZero() {
 		cp.ExpiresAt = now.Add(m.ttl)
@@ -215,14 +218,13 @@ func (m *Memory) Update(ctx context.Context, rec *Record, expect api.Status) err
 	if e.rec.Version != rec.Version {
 		return fmt.Errorf("store: update %s: version is %d, not %d: %w", id, e.rec.Version, rec.Version, ErrConflict)
 	}
-	size := recordBytes(&cp) + e.eventBytes()
-	if err := m.fits(size); err != nil {
+	if err := m.fits(recSize + e.evSize); err != nil {
 		return fmt.Errorf("store: update %s: %w", id, err)
 	}
 	cp.Version = rec.Version + 1
 	e.rec = cp
 	rec.Version = cp.Version
-	m.resize(el, size)
+	m.resize(el, recSize, e.evSize)
 	return nil
 }
 
@@ -258,6 +260,12 @@ var _ EventLog = (*Memory)(nil)
 // AppendEvents stores events of the record id (a repeated Seq replaces the
 // earlier event); ErrNotFound when the record is absent.
 func (m *Memory) AppendEvents(ctx context.Context, id string, events []Event) error {
+	events = slices.Clone(events)
+	var added int64
+	for i := range events {
+		events[i].Data = slices.Clone(events[i].Data)
+		added += eventBytes(events[i])
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	el, err := m.lookup(ctx, id)
@@ -265,23 +273,22 @@ func (m *Memory) AppendEvents(ctx context.Context, id string, events []Event) er
 		return err
 	}
 	e := el.Value.(*memEntry)
-	size := e.size
-	for _, ev := range events {
-		size += eventBytes(ev)
-	}
-	if err := m.fits(size); err != nil {
+	// The check counts events this batch replaces twice: it errs on the
+	// safe side.
+	if err := m.fits(e.recSize + e.evSize + added); err != nil {
 		return fmt.Errorf("store: append events of %s: %w", id, err)
 	}
+	evSize := e.evSize + added
 	for _, ev := range events {
-		ev.Data = slices.Clone(ev.Data)
 		i, found := slices.BinarySearchFunc(e.events, ev.Seq, func(x Event, seq int64) int { return cmpInt(x.Seq, seq) })
 		if found {
+			evSize -= eventBytes(e.events[i])
 			e.events[i] = ev
 		} else {
 			e.events = slices.Insert(e.events, i, ev)
 		}
 	}
-	m.resize(el, recordBytes(&e.rec)+e.eventBytes())
+	m.resize(el, e.recSize, evSize)
 	return nil
 }
 
@@ -339,15 +346,15 @@ func (m *Memory) remove(el *list.Element) {
 	e := el.Value.(*memEntry)
 	delete(m.entries, e.key)
 	m.order.Remove(el)
-	m.bytes -= e.size
+	m.bytes -= e.recSize + e.evSize
 }
 
-// resize sets the size of el's entry and evicts others while the store
+// resize sets the sizes of el's entry and evicts others while the store
 // holds too much. m.mu must be held.
-func (m *Memory) resize(el *list.Element, size int64) {
+func (m *Memory) resize(el *list.Element, recSize, evSize int64) {
 	e := el.Value.(*memEntry)
-	m.bytes += size - e.size
-	e.size = size
+	m.bytes += recSize + evSize - e.recSize - e.evSize
+	e.recSize, e.evSize = recSize, evSize
 	m.shrink(el)
 }
 
@@ -365,14 +372,6 @@ func (m *Memory) shrink(keep *list.Element) {
 		}
 		m.remove(el)
 	}
-}
-
-func (e *memEntry) eventBytes() int64 {
-	var n int64
-	for _, ev := range e.events {
-		n += eventBytes(ev)
-	}
-	return n
 }
 
 func live(el *list.Element, now time.Time) bool {
