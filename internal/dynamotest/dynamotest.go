@@ -28,11 +28,19 @@ func Client(tb testing.TB) *ddb.Client {
 // Two stores built with the same table name share it (two instances).
 func NewStore(tb testing.TB, table string) *dynamodb.Store {
 	tb.Helper()
+	return NewStoreWith(tb, dynamodb.Config{Table: table})
+}
+
+// NewStoreWith is NewStore with the store's configuration; an empty
+// cfg.Table is a fresh table.
+func NewStoreWith(tb testing.TB, cfg dynamodb.Config) *dynamodb.Store {
+	tb.Helper()
 	c := Client(tb)
-	if table == "" {
-		table = "lambent_test_" + api.NewID("")[24:]
+	if cfg.Table == "" {
+		cfg.Table = "lambent_test_" + api.NewID("")[24:]
 	}
-	st, err := dynamodb.New(c, dynamodb.Config{Table: table})
+	table := cfg.Table
+	st, err := dynamodb.New(c, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

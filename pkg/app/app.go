@@ -194,7 +194,7 @@ func lambdaTools(m *tools.Manifest) []tools.ManifestTool {
 func buildStore(ctx context.Context, cfg Config) (store.ResponseStore, error) {
 	switch cfg.Store {
 	case "memory":
-		return store.NewMemory(store.MemoryConfig{TTL: cfg.Retention}), nil
+		return store.NewMemory(store.MemoryConfig{TTL: cfg.Retention, MaxBytes: cfg.MemoryMaxBytes}), nil
 	case "dynamodb":
 		awsCfg, err := awsconf.Load(ctx)
 		if err != nil {

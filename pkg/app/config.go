@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lambent/lambent/pkg/compaction"
+	"github.com/lambent/lambent/pkg/store"
 )
 
 // Config is Lambent's configuration. The environment names are in the
@@ -34,6 +35,9 @@ type Config struct {
 	CreateTable bool
 	// Retention is how long responses are kept (LAMBENT_RETENTION, default 720h).
 	Retention time.Duration
+	// MemoryMaxBytes bounds the bytes the memory store holds, evicting the
+	// oldest responses first (LAMBENT_MEMORY_MAX_BYTES, default 256 MiB).
+	MemoryMaxBytes int64
 	// MaxTurns bounds the agentic loop (LAMBENT_MAX_TURNS, default 10).
 	MaxTurns int
 	// Tools is the hosted tool manifest, JSON or a path (LAMBENT_TOOLS;
@@ -132,6 +136,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	c.MaxBody = int64(maxBody)
+	memMax, err := parseInt(getenv, "LAMBENT_MEMORY_MAX_BYTES", store.DefaultMemoryMaxBytes)
+	if err != nil {
+		return c, err
+	}
+	c.MemoryMaxBytes = int64(memMax)
 	if c.Retention, err = parseDuration(getenv, "LAMBENT_RETENTION", 30*24*time.Hour); err != nil {
 		return c, err
 	}

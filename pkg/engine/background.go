@@ -117,7 +117,7 @@ func (e *Engine) storeQueued(ctx context.Context, req *api.CreateResponseRequest
 		if errors.Is(err, store.ErrConflict) {
 			return nil, fmt.Errorf("engine: response %s exists: %w", r.resp.ID, err)
 		}
-		return nil, e.storeErr(err, r.resp.ID, "id")
+		return nil, e.storeErr(tooLarge(req, err), r.resp.ID, "id")
 	}
 	if err := log.AppendEvents(ctx, r.resp.ID, buf.take()); err != nil {
 		_ = e.failBackground(ctx, rec, &api.Error{Type: api.ErrTypeServer, Code: "store_failed", Message: err.Error()})
@@ -367,12 +367,12 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 			e.log.Info("background response claimed concurrently", "response_id", id)
 			return nil
 		}
-		return fmt.Errorf("engine: claim %s: %w", id, err)
+		return e.finishedElsewhere(id, fmt.Errorf("engine: claim %s: %w", id, err))
 	}
 	if err := log.AppendEvents(ctx, id, buf.take()); err != nil {
-		return fmt.Errorf("engine: events of %s: %w", id, err)
+		return e.finishedElsewhere(id, fmt.Errorf("engine: events of %s: %w", id, err))
 	}
-	return e.runClaimed(ctx, r, &claimed, buf)
+	return e.finishedElsewhere(id, e.runClaimed(ctx, r, &claimed, buf))
 }
 
 // runClaimed runs the loop of a claimed background response with
@@ -391,6 +391,10 @@ func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf 
 			return nil
 		}
 		if err := e.eventLog().AppendEvents(ctx, id, evs); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				cancel() // deleted: stop, and finishing reports it
+				return nil
+			}
 			buf.restore(evs)
 			return fmt.Errorf("engine: events of %s: %w", id, err)
 		}
@@ -410,7 +414,11 @@ func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf 
 		j.Turns, j.NextSeq, j.LeaseUntil = r.turns, r.em.seq, e.cfg.Now().Add(e.cfg.Lease)
 		next.Job, next.Response = &j, r.resp.Clone()
 		if err := e.cfg.Store.Update(ctx, &next, api.StatusInProgress); err != nil {
-			if errors.Is(err, store.ErrConflict) {
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				cancel() // deleted: stop, and finishing reports it
+				return nil
+			case errors.Is(err, store.ErrConflict):
 				// Someone else wrote: a cancel request, or a worker that
 				// took the lease over. Reload and decide.
 				cur, gerr := e.cfg.Store.Get(ctx, id)
@@ -419,7 +427,7 @@ func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf 
 					cancel()
 					return nil
 				}
-				lost = true
+				lost = !errors.Is(gerr, store.ErrNotFound)
 				cancel()
 				return nil
 			}
@@ -476,7 +484,7 @@ func (e *Engine) watch(ctx context.Context, id string, cancel context.CancelFunc
 			case <-t.C:
 				appendEvents()
 				rec, err := e.cfg.Store.Get(ctx, id)
-				if err == nil && rec.Job != nil && (rec.Job.CancelRequested || rec.Response.Status == api.StatusCancelled) {
+				if errors.Is(err, store.ErrNotFound) || err == nil && rec.Job != nil && (rec.Job.CancelRequested || rec.Response.Status == api.StatusCancelled) {
 					cancel()
 					return
 				}
@@ -513,11 +521,16 @@ func (e *Engine) handOff(ctx context.Context, r *run, rec *store.Record, buf *ev
 // owner (a worker's claim, whose run will end it).
 var errFinishedElsewhere = fmt.Errorf("engine: the response finished or changed elsewhere: %w", store.ErrConflict)
 
-// finishedElsewhere logs and drops errFinishedElsewhere, for a worker: the
-// response is in other hands, there is nothing to retry.
+// finishedElsewhere logs and drops errFinishedElsewhere and store.ErrNotFound,
+// for a worker: the response is in other hands or was deleted while it ran
+// (an ordinary outcome: the worker just stops), there is nothing to retry.
 func (e *Engine) finishedElsewhere(id string, err error) error {
-	if errors.Is(err, errFinishedElsewhere) {
+	switch {
+	case errors.Is(err, errFinishedElsewhere):
 		e.log.Info("background response finished elsewhere", "response_id", id)
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		e.log.Info("background response deleted while it ran", "response_id", id)
 		return nil
 	}
 	return err
@@ -608,7 +621,7 @@ func (e *Engine) cancelBackground(ctx context.Context, rec *store.Record) (*api.
 				return r.resp, nil
 			}
 			if !errors.Is(err, store.ErrConflict) {
-				return nil, err
+				return nil, e.storeErr(err, id, "id") // a concurrent delete: 404
 			}
 		case api.StatusInProgress:
 			j.CancelRequested = true

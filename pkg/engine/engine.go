@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/lambent/lambent/pkg/api"
@@ -168,7 +169,7 @@ func (e *Engine) GetResponse(ctx context.Context, id string) (*api.Response, err
 
 // DeleteResponse deletes a stored response.
 func (e *Engine) DeleteResponse(ctx context.Context, id string) (*api.DeleteResult, error) {
-	if e.cfg.Store == nil {
+	if e.cfg.Store == nil || !api.ValidResponseID(id) {
 		return nil, notFound(id, "id")
 	}
 	if err := e.cfg.Store.Delete(ctx, id); err != nil {
@@ -179,7 +180,7 @@ func (e *Engine) DeleteResponse(ctx context.Context, id string) (*api.DeleteResu
 
 // ListInputItems pages through a stored response's input items.
 func (e *Engine) ListInputItems(ctx context.Context, id string, opts api.ListOptions) (*api.ItemList, error) {
-	if e.cfg.Store == nil {
+	if e.cfg.Store == nil || !api.ValidResponseID(id) {
 		return nil, notFound(id, "id")
 	}
 	page, err := e.cfg.Store.ListInputItems(ctx, id, opts)
@@ -215,8 +216,10 @@ func (e *Engine) CancelResponse(ctx context.Context, id string) (*api.Response, 
 	return e.cancelBackground(ctx, rec)
 }
 
+// get reads a stored response. An id that is not well-formed
+// (api.ValidResponseID) names none: it never reaches the store.
 func (e *Engine) get(ctx context.Context, id, param string) (*store.Record, error) {
-	if e.cfg.Store == nil {
+	if e.cfg.Store == nil || !api.ValidResponseID(id) {
 		return nil, notFound(id, param)
 	}
 	rec, err := e.cfg.Store.Get(ctx, id)
@@ -226,15 +229,25 @@ func (e *Engine) get(ctx context.Context, id, param string) (*store.Record, erro
 	return rec, nil
 }
 
+// notFound is the 404 of an unknown response id. The message quotes at
+// most MaxResponseIDLen bytes of the id.
 func notFound(id, param string) *api.Error {
+	if len(id) > api.MaxResponseIDLen {
+		id = strings.ToValidUTF8(id[:api.MaxResponseIDLen], "") + "…"
+	}
 	if param == "previous_response_id" {
 		return api.NotFound(param, "previous_response_not_found", "Previous response with id '%s' not found.", id)
 	}
 	return api.NotFound(param, "response_not_found", "Response with id '%s' not found.", id)
 }
 
+// storeErr maps a store error to what the client sees. A context error
+// (the caller went away, or its deadline passed) stays one: the transport
+// tells it from a failure.
 func (e *Engine) storeErr(err error, id, param string) error {
 	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
 	case errors.Is(err, store.ErrNotFound):
 		return notFound(id, param)
 	case errors.Is(err, store.ErrConflict):
@@ -245,4 +258,33 @@ func (e *Engine) storeErr(err error, id, param string) error {
 		return ae
 	}
 	return api.ServerError(err, "the response store failed: %v", fmt.Sprint(err))
+}
+
+// checkSize refuses, before the model is called, a response whose record
+// would already be larger than the store keeps (a long conversation, a
+// large input): a 400 the client can act on, where storing it after the
+// model call would lose it.
+func (e *Engine) checkSize(r *run) error {
+	sc, ok := e.cfg.Store.(store.SizeChecker)
+	if !ok || !r.req.Stores() {
+		return nil
+	}
+	return tooLarge(r.req, sc.CheckSize(&store.Record{Response: r.resp, Input: r.input, Context: r.history}))
+}
+
+// tooLarge maps a store's *store.TooLargeError to the client's 400
+// context_too_large (param previous_response_id when the conversation
+// continues one, else input); other errors pass unchanged.
+func tooLarge(req *api.CreateResponseRequest, err error) error {
+	var tl *store.TooLargeError
+	if !errors.As(err, &tl) {
+		return err
+	}
+	param := "input"
+	if req.PreviousResponseID != "" {
+		param = "previous_response_id"
+	}
+	return api.InvalidRequestCode(param, "context_too_large",
+		"The conversation with this input is %d bytes, more than the %d bytes one stored response may hold. Start a new conversation (without previous_response_id) or send less input.",
+		tl.Size, tl.Limit)
 }

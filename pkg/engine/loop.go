@@ -35,6 +35,9 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 	if err != nil {
 		return err
 	}
+	if err := e.checkSize(r); err != nil {
+		return err
+	}
 	r.em = &emitter{w: w, stream: req.Stream, delay: e.cfg.FlushDelay}
 	r.budget = newBudget(ctx, e.cfg.Now, e.cfg.DeadlineReserve)
 	stopPacing := r.em.pace(e.cfg.KeepAlive)

@@ -250,7 +250,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, id string) {
 			if rw.started {
 				_ = rw.Flush()
 			} else {
-				h.writeError(w, err)
+				h.fail(w, r, err)
 			}
 			return
 		}
@@ -259,7 +259,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	resp, err := h.svc.GetResponse(r.Context(), id)
 	if err != nil {
-		h.writeError(w, err)
+		h.fail(w, r, err)
 		return
 	}
 	h.writeJSON(w, http.StatusOK, resp)
@@ -281,7 +281,7 @@ func streamInBody(r *http.Request) bool {
 func (h *Handler) delete(w http.ResponseWriter, r *http.Request, id string) {
 	res, err := h.svc.DeleteResponse(r.Context(), id)
 	if err != nil {
-		h.writeError(w, err)
+		h.fail(w, r, err)
 		return
 	}
 	h.writeJSON(w, http.StatusOK, res)
@@ -290,7 +290,7 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, id string) {
 func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, id string) {
 	res, err := h.svc.CancelResponse(r.Context(), id)
 	if err != nil {
-		h.writeError(w, err)
+		h.fail(w, r, err)
 		return
 	}
 	h.writeJSON(w, http.StatusOK, res)
@@ -299,6 +299,10 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, id string) {
 func (h *Handler) inputItems(w http.ResponseWriter, r *http.Request, id string) {
 	q := r.URL.Query()
 	opts := api.ListOptions{After: q.Get("after"), Order: q.Get("order"), Limit: api.DefaultListLimit}
+	if !validCursor(opts.After) {
+		h.writeError(w, api.InvalidRequest("after", "after must be the id of an input item: at most %d printable ASCII characters", maxCursor))
+		return
+	}
 	switch opts.Order {
 	case "":
 		opts.Order = "desc"
@@ -317,10 +321,39 @@ func (h *Handler) inputItems(w http.ResponseWriter, r *http.Request, id string) 
 	}
 	list, err := h.svc.ListInputItems(r.Context(), id, opts)
 	if err != nil {
-		h.writeError(w, err)
+		h.fail(w, r, err)
 		return
 	}
 	h.writeJSON(w, http.StatusOK, list)
+}
+
+// maxCursor bounds the length of input_items' after (an item id).
+const maxCursor = 256
+
+// validCursor reports whether after can be an item id: at most maxCursor
+// printable ASCII characters (or empty: no cursor). Nothing else reaches
+// a store.
+func validCursor(after string) bool {
+	if len(after) > maxCursor {
+		return false
+	}
+	for i := 0; i < len(after); i++ {
+		if after[i] <= ' ' || after[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// fail answers err, unless err only says that the client went away (the
+// request's context ended and the error is that context's): then there
+// is no one to answer and nothing failed, so it stops.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		h.log.Debug("client went away", "method", r.Method, "path", r.URL.Path, "err", err)
+		return
+	}
+	h.writeError(w, err)
 }
 
 // writeJSON writes v as the JSON body (followed by a newline, as

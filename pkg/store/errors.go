@@ -17,7 +17,34 @@ var (
 	// ErrCorrupt: a stored record could not be decoded. It is the store's
 	// fault, never the client's.
 	ErrCorrupt = errors.New("stored response is unreadable")
+	// ErrTooLarge: a record is larger than the store keeps (see
+	// TooLargeError and SizeChecker).
+	ErrTooLarge = errors.New("response too large to store")
 )
+
+// TooLargeError is the error of a record larger than a store keeps. It
+// matches ErrTooLarge (errors.Is).
+type TooLargeError struct {
+	// Size is the record's size as the store measures it, Limit the most
+	// it keeps, both in bytes.
+	Size, Limit int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%v: %d bytes, more than the limit of %d bytes", ErrTooLarge, e.Size, e.Limit)
+}
+
+// Is reports whether target is ErrTooLarge.
+func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
+
+// SizeChecker is implemented by stores that bound the size of one record,
+// so that a caller can learn before costly work that its record would be
+// refused.
+type SizeChecker interface {
+	// CheckSize returns a *TooLargeError when rec is larger than the store
+	// keeps in one record; nil when it fits.
+	CheckSize(rec *Record) error
+}
 
 // InvalidCursorError returns the error for an unknown api.ListOptions.After: it
 // matches both ErrInvalidCursor (errors.Is) and an *api.Error with status

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -19,6 +20,9 @@ const (
 	DefaultMemoryMaxEntries = 10000
 	// DefaultMemoryTTL is the retention of a Memory store without TTL.
 	DefaultMemoryTTL = 24 * time.Hour
+	// DefaultMemoryMaxBytes bounds the bytes held by a Memory store without
+	// MaxBytes (256 MiB).
+	DefaultMemoryMaxBytes = 256 << 20
 )
 
 // MemoryConfig configures NewMemory. The zero value works.
@@ -26,13 +30,19 @@ type MemoryConfig struct {
 	// MaxEntries bounds the number of records (default 10000); when full,
 	// Create evicts the oldest record.
 	MaxEntries int
+	// MaxBytes bounds the bytes the records and their events hold, as
+	// measured by their Go values (default DefaultMemoryMaxBytes). A write
+	// that would pass it evicts the oldest other records first; a record
+	// larger than MaxBytes by itself is refused with a *TooLargeError.
+	MaxBytes int64
 	// TTL is the retention of records stored without ExpiresAt (default 24h).
 	TTL time.Duration
 	// Now is the clock (default time.Now); tests set it.
 	Now func() time.Time
 }
 
-// Memory is a ResponseStore in process memory: bounded, with expiry, keyed
+// Memory is a ResponseStore in process memory: bounded by entries and by
+// bytes, with expiry, keyed
 // by (tenant, id), safe for concurrent use. It keeps its own copies of the
 // Response struct and of the record's slices and maps, so a caller that
 // changes its Record (or a Record returned by Get) after the call does not
@@ -45,28 +55,38 @@ type MemoryConfig struct {
 // with the record.
 type Memory struct {
 	maxEntries int
+	maxBytes   int64
 	ttl        time.Duration
 	now        func() time.Time
 
 	mu      sync.Mutex
 	entries map[memKey]*list.Element // values are *memEntry
 	order   *list.List               // oldest first
+	bytes   int64                    // sum of the entries' recSize+evSize
 }
 
 type memKey struct{ tenant, id string }
 
 type memEntry struct {
-	key    memKey
-	rec    Record // ExpiresAt always set
-	events []Event
+	key     memKey
+	rec     Record // ExpiresAt always set
+	events  []Event
+	recSize int64 // recordBytes(&rec)
+	evSize  int64 // sum of the events' eventBytes
 }
 
-var _ ResponseStore = (*Memory)(nil)
+var (
+	_ ResponseStore = (*Memory)(nil)
+	_ SizeChecker   = (*Memory)(nil)
+)
 
 // NewMemory returns an empty memory store.
 func NewMemory(cfg MemoryConfig) *Memory {
 	if cfg.MaxEntries <= 0 {
 		cfg.MaxEntries = DefaultMemoryMaxEntries
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = DefaultMemoryMaxBytes
 	}
 	if cfg.TTL <= 0 {
 		cfg.TTL = DefaultMemoryTTL
@@ -76,6 +96,7 @@ func NewMemory(cfg MemoryConfig) *Memory {
 	}
 	return &Memory{
 		maxEntries: cfg.MaxEntries,
+		maxBytes:   cfg.MaxBytes,
 		ttl:        cfg.TTL,
 		now:        cfg.Now,
 		entries:    make(map[memKey]*list.Element),
@@ -90,6 +111,30 @@ func (m *Memory) Len() int {
 	return len(m.entries)
 }
 
+// Bytes returns the bytes the store's records and events hold, as
+// MaxBytes counts them.
+func (m *Memory) Bytes() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.bytes
+}
+
+// CheckSize returns a *TooLargeError when rec alone holds more than
+// MaxBytes, which Create and Update refuse.
+func (m *Memory) CheckSize(rec *Record) error {
+	if err := CheckRecord(rec); err != nil {
+		return err
+	}
+	return m.fits(recordBytes(rec))
+}
+
+func (m *Memory) fits(size int64) error {
+	if size > m.maxBytes {
+		return &TooLargeError{Size: size, Limit: m.maxBytes}
+	}
+	return nil
+}
+
 // Create stores a copy of rec as version 0 (setting rec.Version to 0);
 // ErrConflict when a live record has its id.
 func (m *Memory) Create(ctx context.Context, rec *Record) error {
@@ -101,6 +146,10 @@ func (m *Memory) Create(ctx context.Context, rec *Record) error {
 	}
 	now := m.now()
 	e := &memEntry{key: memKey{tenant.From(ctx), rec.Response.ID}, rec: copyRecord(rec)}
+	e.recSize = recordBytes(&e.rec)
+	if err := m.fits(e.recSize); err != nil {
+		return fmt.Errorf("store: create %s: %w", e.key.id, err)
+	}
 	e.rec.Version = 0
 	rec.Version = 0
 	if e.rec.ExpiresAt.IsZero() {
@@ -118,7 +167,10 @@ func (m *Memory) Create(ctx context.Context, rec *Record) error {
 	for len(m.entries) >= m.maxEntries {
 		m.remove(m.order.Front())
 	}
-	m.entries[e.key] = m.order.PushBack(e)
+	el := m.order.PushBack(e)
+	m.entries[e.key] = el
+	m.bytes += e.recSize
+	m.shrink(el)
 	return nil
 }
 
@@ -145,6 +197,7 @@ func (m *Memory) Update(ctx context.Context, rec *Record, expect api.Status) err
 	}
 	id := rec.Response.ID
 	cp := copyRecord(rec)
+	recSize := recordBytes(&cp)
 	now := m.now()
 	if cp.ExpiresAt.IsZero() {
 		cp.ExpiresAt = now.Add(m.ttl)
@@ -165,9 +218,13 @@ func (m *Memory) Update(ctx context.Context, rec *Record, expect api.Status) err
 	if e.rec.Version != rec.Version {
 		return fmt.Errorf("store: update %s: version is %d, not %d: %w", id, e.rec.Version, rec.Version, ErrConflict)
 	}
+	if err := m.fits(recSize + e.evSize); err != nil {
+		return fmt.Errorf("store: update %s: %w", id, err)
+	}
 	cp.Version = rec.Version + 1
 	e.rec = cp
 	rec.Version = cp.Version
+	m.resize(el, recSize, e.evSize)
 	return nil
 }
 
@@ -203,6 +260,12 @@ var _ EventLog = (*Memory)(nil)
 // AppendEvents stores events of the record id (a repeated Seq replaces the
 // earlier event); ErrNotFound when the record is absent.
 func (m *Memory) AppendEvents(ctx context.Context, id string, events []Event) error {
+	events = slices.Clone(events)
+	var added int64
+	for i := range events {
+		events[i].Data = slices.Clone(events[i].Data)
+		added += eventBytes(events[i])
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	el, err := m.lookup(ctx, id)
@@ -210,15 +273,22 @@ func (m *Memory) AppendEvents(ctx context.Context, id string, events []Event) er
 		return err
 	}
 	e := el.Value.(*memEntry)
+	// The check counts events this batch replaces twice: it errs on the
+	// safe side.
+	if err := m.fits(e.recSize + e.evSize + added); err != nil {
+		return fmt.Errorf("store: append events of %s: %w", id, err)
+	}
+	evSize := e.evSize + added
 	for _, ev := range events {
-		ev.Data = slices.Clone(ev.Data)
 		i, found := slices.BinarySearchFunc(e.events, ev.Seq, func(x Event, seq int64) int { return cmpInt(x.Seq, seq) })
 		if found {
+			evSize -= eventBytes(e.events[i])
 			e.events[i] = ev
 		} else {
 			e.events = slices.Insert(e.events, i, ev)
 		}
 	}
+	m.resize(el, e.recSize, evSize)
 	return nil
 }
 
@@ -273,8 +343,35 @@ func (m *Memory) sweep(now time.Time) {
 }
 
 func (m *Memory) remove(el *list.Element) {
-	delete(m.entries, el.Value.(*memEntry).key)
+	e := el.Value.(*memEntry)
+	delete(m.entries, e.key)
 	m.order.Remove(el)
+	m.bytes -= e.recSize + e.evSize
+}
+
+// resize sets the sizes of el's entry and evicts others while the store
+// holds too much. m.mu must be held.
+func (m *Memory) resize(el *list.Element, recSize, evSize int64) {
+	e := el.Value.(*memEntry)
+	m.bytes += recSize + evSize - e.recSize - e.evSize
+	e.recSize, e.evSize = recSize, evSize
+	m.shrink(el)
+}
+
+// shrink evicts the oldest entries other than keep while the store holds
+// more than maxBytes. keep alone never does (fits was checked). m.mu must
+// be held.
+func (m *Memory) shrink(keep *list.Element) {
+	for m.bytes > m.maxBytes {
+		el := m.order.Front()
+		if el == keep {
+			el = el.Next()
+		}
+		if el == nil {
+			return
+		}
+		m.remove(el)
+	}
 }
 
 func live(el *list.Element, now time.Time) bool {
@@ -317,4 +414,83 @@ func clonePtr[T any](p *T) *T {
 	}
 	v := *p
 	return &v
+}
+
+// eventBytes is what one stored event holds.
+func eventBytes(ev Event) int64 {
+	return sizeOf(reflect.ValueOf(ev))
+}
+
+// recordBytes is what a stored record holds: the Record and everything it
+// refers to (see sizeOf).
+func recordBytes(rec *Record) int64 {
+	return sizeOf(reflect.ValueOf(rec).Elem())
+}
+
+// sizeOf estimates the bytes v holds: its own size and, recursively, what
+// its pointers, slices, maps, strings and interfaces refer to. It walks
+// every field, so no client-given value escapes the count; data shared
+// between references is counted for each.
+func sizeOf(v reflect.Value) int64 {
+	return int64(v.Type().Size()) + refBytes(v)
+}
+
+// refBytes is the part of sizeOf outside v itself. A time.Time's Location
+// is shared by all times and not counted.
+func refBytes(v reflect.Value) int64 {
+	if v.Type() == timeType {
+		return 0
+	}
+	var n int64
+	switch v.Kind() {
+	case reflect.String:
+		n = int64(v.Len())
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			n = sizeOf(v.Elem())
+		}
+	case reflect.Slice:
+		n = int64(v.Cap()) * int64(v.Type().Elem().Size())
+		if holdsRefs(v.Type().Elem()) {
+			for i := range v.Len() {
+				n += refBytes(v.Index(i))
+			}
+		}
+	case reflect.Array:
+		for i := range v.Len() {
+			n += refBytes(v.Index(i))
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			n += sizeOf(it.Key()) + sizeOf(it.Value())
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			n += refBytes(v.Field(i))
+		}
+	}
+	return n
+}
+
+var timeType = reflect.TypeFor[time.Time]()
+
+// holdsRefs reports whether values of t may refer to memory outside
+// themselves.
+func holdsRefs(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return false
+	case reflect.Array:
+		return holdsRefs(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if holdsRefs(t.Field(i).Type) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
 }

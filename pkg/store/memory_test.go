@@ -1,7 +1,10 @@
 package store_test
 
 import (
+	"flag"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -106,4 +109,101 @@ func TestMemoryConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 	require.LessOrEqual(t, m.Len(), 50)
+}
+
+// textRecord is a completed record whose input holds n bytes of text in a
+// new allocation.
+func textRecord(id string, n int) *store.Record {
+	rec := storetest.NewRecord(id, api.StatusCompleted)
+	rec.Input = append(rec.Input, api.Item{Type: api.ItemMessage, ID: "msg_big", Role: api.RoleUser,
+		Content: []api.ContentPart{{Type: api.PartInputText, Text: strings.Repeat("x", n)}}})
+	return rec
+}
+
+// The byte bound evicts the oldest records first, counts every write
+// (create, update, events) and refuses a record larger than the bound.
+func TestMemoryByteBound(t *testing.T) {
+	ctx := t.Context()
+	const limit = 1 << 20
+	m := store.NewMemory(store.MemoryConfig{MaxBytes: limit})
+	for i := range 10 {
+		require.NoError(t, m.Create(ctx, textRecord(fmt.Sprintf("resp_%d", i), 300<<10)))
+		require.LessOrEqual(t, m.Bytes(), int64(limit))
+	}
+	require.Equal(t, 3, m.Len(), "three records of 300 KiB fit in 1 MiB")
+	for i := range 10 {
+		_, err := m.Get(ctx, fmt.Sprintf("resp_%d", i))
+		if i < 7 {
+			require.ErrorIs(t, err, store.ErrNotFound, "resp_%d is among the oldest", i)
+		} else {
+			require.NoError(t, err)
+		}
+	}
+
+	// An update that grows the oldest record evicts the others, never the
+	// record updated.
+	m = store.NewMemory(store.MemoryConfig{MaxBytes: limit})
+	run := textRecord("resp_run", 10)
+	run.Response.Status = api.StatusInProgress
+	require.NoError(t, m.Create(ctx, run))
+	require.NoError(t, m.Create(ctx, textRecord("resp_a", 300<<10)))
+	require.NoError(t, m.Create(ctx, textRecord("resp_b", 300<<10)))
+	run.Input = textRecord("resp_run", 900<<10).Input
+	require.NoError(t, m.Update(ctx, run, api.StatusInProgress))
+	require.LessOrEqual(t, m.Bytes(), int64(limit))
+	require.Equal(t, 1, m.Len(), "the grown record evicted all others")
+	got, err := m.Get(ctx, "resp_run")
+	require.NoError(t, err)
+	require.Len(t, got.Input[len(got.Input)-1].Content[0].Text, 900<<10)
+
+	// Events count too.
+	require.NoError(t, m.AppendEvents(ctx, "resp_run", []store.Event{{Seq: 1, Type: "x", Data: make([]byte, 50<<10)}}))
+	err = m.AppendEvents(ctx, "resp_run", []store.Event{{Seq: 2, Type: "x", Data: make([]byte, 200<<10)}})
+	var tl *store.TooLargeError
+	require.ErrorAs(t, err, &tl)
+	require.Equal(t, int64(limit), tl.Limit)
+
+	// A record larger than the bound alone is refused, and nothing is evicted for it.
+	big := textRecord("resp_big", limit)
+	require.ErrorIs(t, m.CheckSize(big), store.ErrTooLarge)
+	require.ErrorIs(t, m.Create(ctx, big), store.ErrTooLarge)
+	require.Equal(t, 1, m.Len())
+	require.NoError(t, m.CheckSize(textRecord("resp_small", 10)))
+}
+
+// fillMaxBytes is the bound TestMemoryByteBoundUnderFill fills past; `go
+// test -run UnderFill -fill.maxbytes=268435456 ./pkg/store` measures the
+// default bound.
+var fillMaxBytes = flag.Int64("fill.maxbytes", 64<<20, "MaxBytes of the memory store TestMemoryByteBoundUnderFill fills")
+
+// A 1 GiB attempted fill (1024 records of 1 MiB, each its own allocation)
+// leaves the store at its bound, keeps the newest records, and the live
+// heap after a collection stays within the bound and a margin for the
+// Go values around the text.
+func TestMemoryByteBoundUnderFill(t *testing.T) {
+	ctx := t.Context()
+	limit := *fillMaxBytes
+	const recSize, total = 1 << 20, 1 << 30
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	m := store.NewMemory(store.MemoryConfig{MaxBytes: limit, MaxEntries: 1 << 20})
+	n := total / recSize
+	for i := range n {
+		require.NoError(t, m.Create(ctx, textRecord(fmt.Sprintf("resp_%d", i), recSize)))
+		require.LessOrEqual(t, m.Bytes(), limit)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	live := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	kept := m.Len()
+	t.Logf("filled %d MiB into a %d MiB bound: %d records kept, %d MiB accounted, live heap grew %d MiB",
+		total>>20, limit>>20, kept, m.Bytes()>>20, live>>20)
+	require.Greater(t, kept, int(limit/recSize)*9/10, "the bound is used, not undercut")
+	require.LessOrEqual(t, live, limit+limit/8, "the heap stays within the bound")
+	_, err := m.Get(ctx, "resp_0")
+	require.ErrorIs(t, err, store.ErrNotFound, "the oldest went first")
+	_, err = m.Get(ctx, fmt.Sprintf("resp_%d", n-1))
+	require.NoError(t, err, "the newest is kept")
+	runtime.KeepAlive(m)
 }

@@ -48,7 +48,7 @@ func newCodec(maxRaw, level int) *codec {
 // errTooLargeRaw marks the limitWriter's refusal.
 var errTooLargeRaw = errors.New("record exceeds the size limit")
 
-// limitWriter counts bytes and fails past max.
+// limitWriter counts the bytes offered to it and fails past max.
 type limitWriter struct {
 	w   io.Writer
 	n   int
@@ -56,28 +56,59 @@ type limitWriter struct {
 }
 
 func (l *limitWriter) Write(p []byte) (int, error) {
-	if l.n+len(p) > l.max {
+	l.n += len(p)
+	if l.n > l.max {
 		return 0, errTooLargeRaw
 	}
-	n, err := l.w.Write(p)
-	l.n += n
-	return n, err
+	return l.w.Write(p)
 }
 
-// encode returns the compressed JSON of rec and the size of the JSON.
+// wire returns the stored form of rec.
+func wire(rec *store.Record) wireRecord {
+	return wireRecord{Response: rec.Response, Input: rec.Input, Context: rec.Context, Job: rec.Job}
+}
+
+// encode returns the compressed JSON of rec and the size of the JSON; a
+// *store.TooLargeError past c.maxRaw bytes of JSON.
 func (c *codec) encode(rec *store.Record) ([]byte, int, error) {
-	body, n, err := c.compressJSON(wireRecord{Response: rec.Response, Input: rec.Input, Context: rec.Context, Job: rec.Job})
+	body, n, err := c.compressJSON(wire(rec))
 	switch {
 	case errors.Is(err, errTooLargeRaw):
-		return nil, 0, fmt.Errorf("dynamodb: response %s: more than %d bytes of JSON: %w", rec.Response.ID, c.maxRaw, ErrTooLarge)
+		return nil, 0, fmt.Errorf("dynamodb: response %s: %w", rec.Response.ID, c.tooLarge(n))
 	case err != nil:
 		return nil, 0, fmt.Errorf("dynamodb: encode response %s: %w", rec.Response.ID, err)
 	}
 	return body, n, nil
 }
 
+func (c *codec) tooLarge(n int) error {
+	return &store.TooLargeError{Size: int64(n), Limit: int64(c.maxRaw)}
+}
+
+// checkSize returns a *store.TooLargeError when rec's JSON is longer than
+// c.maxRaw bytes: what encode would refuse, without compressing.
+func (c *codec) checkSize(rec *store.Record) error {
+	lw := &limitWriter{w: io.Discard, max: c.maxRaw}
+	err := writeJSON(lw, wire(rec))
+	switch {
+	case errors.Is(err, errTooLargeRaw):
+		return c.tooLarge(lw.n)
+	case err != nil:
+		return fmt.Errorf("dynamodb: encode response %s: %w", rec.Response.ID, err)
+	}
+	return nil
+}
+
+// writeJSON writes v's JSON to w as the store keeps it.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
 // compressJSON returns v's JSON, gzip-compressed, and the JSON's length;
-// errTooLargeRaw past c.maxRaw bytes of JSON.
+// errTooLargeRaw past c.maxRaw bytes of JSON (the length is then the
+// length offered so far).
 func (c *codec) compressJSON(v any) ([]byte, int, error) {
 	var buf bytes.Buffer
 	zw, _ := c.writers.Get().(*gzip.Writer)
@@ -91,10 +122,8 @@ func (c *codec) compressJSON(v any) ([]byte, int, error) {
 	}
 	defer c.writers.Put(zw)
 	lw := &limitWriter{w: zw, max: c.maxRaw}
-	enc := json.NewEncoder(lw)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, 0, err
+	if err := writeJSON(lw, v); err != nil {
+		return nil, lw.n, err
 	}
 	if err := zw.Close(); err != nil {
 		return nil, 0, err

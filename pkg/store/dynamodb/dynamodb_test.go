@@ -197,7 +197,18 @@ func TestTooLarge(t *testing.T) {
 	rec := storetest.NewRecord(api.NewID(api.PrefixResponse), api.StatusCompleted)
 	rec.Input = append(rec.Input, api.Item{Type: api.ItemMessage, ID: "msg_x", Role: api.RoleUser,
 		Content: []api.ContentPart{{Type: api.PartInputText, Text: storetest.Words(mrand.New(mrand.NewPCG(1, 1)), 100<<10)}}})
-	require.ErrorIs(t, s.Create(t.Context(), rec), ErrTooLarge)
+	small := storetest.NewRecord(api.NewID(api.PrefixResponse), api.StatusCompleted)
+	require.NoError(t, s.CheckSize(small), "a small record fits")
+	checked := s.CheckSize(rec)
+	require.ErrorIs(t, checked, store.ErrTooLarge, "CheckSize refuses what Create refuses, without a call")
+	err = s.Create(t.Context(), rec)
+	require.ErrorIs(t, err, ErrTooLarge)
+	var tl, ctl *store.TooLargeError
+	require.ErrorAs(t, err, &tl)
+	require.ErrorAs(t, checked, &ctl)
+	require.Equal(t, *tl, *ctl, "both measure the same JSON")
+	require.Equal(t, int64(64<<10), tl.Limit)
+	require.Greater(t, tl.Size, int64(100<<10))
 	require.Equal(t, 0, countItems(t, s))
 }
 

@@ -114,10 +114,10 @@ func (s *Store) AppendEvents(ctx context.Context, id string, events []store.Even
 			evs = slices.Delete(evs, i-1, i)
 		}
 	}
-	body, _, err := s.codec.compressJSON(evs)
+	body, n, err := s.codec.compressJSON(evs)
 	if err != nil {
 		if errors.Is(err, errTooLargeRaw) {
-			err = ErrTooLarge
+			err = s.codec.tooLarge(n)
 		}
 		return fmt.Errorf("dynamodb: append events of %s: %w", id, err)
 	}

@@ -22,8 +22,9 @@ import (
 	"github.com/lambent/lambent/pkg/tenant"
 )
 
-// ErrTooLarge: the record's JSON is larger than Config.MaxRecordBytes.
-var ErrTooLarge = errors.New("response too large to store")
+// ErrTooLarge: the record's JSON is larger than Config.MaxRecordBytes. It
+// is store.ErrTooLarge; the error carries a *store.TooLargeError.
+var ErrTooLarge = store.ErrTooLarge
 
 // Defaults and limits.
 const (
@@ -143,6 +144,17 @@ func New(client API, cfg Config) (*Store, error) {
 		maxTxChunks: maxTxChunks,
 		batchRounds: batchRounds,
 	}, nil
+}
+
+var _ store.SizeChecker = (*Store)(nil)
+
+// CheckSize returns a *store.TooLargeError when rec's JSON is longer than
+// Config.MaxRecordBytes, which Create and Update refuse. It makes no call.
+func (s *Store) CheckSize(rec *store.Record) error {
+	if err := store.CheckRecord(rec); err != nil {
+		return err
+	}
+	return s.codec.checkSize(rec)
 }
 
 // head is the head item of a record: its key, the attributes conditions

@@ -1,0 +1,290 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lambent/lambent/internal/fakellm"
+	"github.com/lambent/lambent/pkg/httpapi"
+)
+
+// errorLog is a slog handler that keeps the records at Error level and above.
+type errorLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *errorLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *errorLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *errorLog) WithGroup(string) slog.Handler            { return l }
+func (l *errorLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelError {
+		l.mu.Lock()
+		l.msgs = append(l.msgs, r.Message)
+		l.mu.Unlock()
+	}
+	return nil
+}
+
+// silentWriter records whether anything was written.
+type silentWriter struct {
+	header  http.Header
+	written bool
+}
+
+func (w *silentWriter) Header() http.Header         { return w.header }
+func (w *silentWriter) WriteHeader(int)             { w.written = true }
+func (w *silentWriter) Write(p []byte) (int, error) { w.written = true; return len(p), nil }
+
+// A client that went away before its GET, DELETE, input_items or cancel
+// was answered (DynamoDB store): nothing is written, nothing is logged as
+// an error, and nothing was deleted.
+func TestClientGoneIsNotAServerError(t *testing.T) {
+	g := dynamoGateway(t, fakellm.New(fakellm.Turn{Text: "stored"}), "")
+	status, _, body := g.postJSON(`{"input":"hi"}`)
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	id := decodeWire(t, body).ID
+	logs := &errorLog{}
+	h := httpapi.New(httpapi.Config{Service: g.app.Engine, Logger: slog.New(logs)})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, r := range []struct{ method, path string }{
+		{http.MethodGet, "/v1/responses/" + id},
+		{http.MethodDelete, "/v1/responses/" + id},
+		{http.MethodGet, "/v1/responses/" + id + "/input_items"},
+		{http.MethodPost, "/v1/responses/" + id + "/cancel"},
+	} {
+		w := &silentWriter{header: http.Header{}}
+		h.ServeHTTP(w, httptest.NewRequest(r.method, r.path, nil).WithContext(ctx))
+		assert.False(t, w.written, "%s %s: nothing is written to a client that went away", r.method, r.path)
+	}
+	assert.Empty(t, logs.msgs, "a client going away is not an error")
+	status, _, _ = g.do(http.MethodGet, "/v1/responses/"+id, "", "")
+	require.Equal(t, http.StatusOK, status, "nothing was deleted")
+}
+
+// input_items' after is bounded before any store sees it.
+func TestInputItemsAfterBounded(t *testing.T) {
+	g := newGateway(t, fakellm.New(fakellm.Turn{Text: "ok"}), nil)
+	status, _, body := g.postJSON(`{"input":"hi"}`)
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	id := decodeWire(t, body).ID
+	for _, after := range []string{strings.Repeat("a", 3000), "msg_\x00", "msg_é", "msg a", "msg_\n"} {
+		status, _, body := g.do(http.MethodGet, "/v1/responses/"+id+"/input_items?after="+url.QueryEscape(after), "", "")
+		wantError(t, status, body, http.StatusBadRequest, "after", "")
+		require.LessOrEqual(t, len(body), 1024, "the error does not echo the cursor")
+	}
+	status, _, body = g.do(http.MethodGet, "/v1/responses/"+id+"/input_items?after=msg_unknown", "", "")
+	wantError(t, status, body, http.StatusBadRequest, "after", "")
+}
+
+// hostileRequest is one request of TestHostileInputs.
+type hostileRequest struct {
+	method, path, contentType, body string
+}
+
+// hostileRequests returns the hostile requests tried against a gateway
+// holding the stored response existing: malformed and oddly typed JSON,
+// odd ids on every route, bad query parameters, an oversize body, odd
+// content types and methods, unicode.
+func hostileRequests(existing string) []hostileRequest {
+	var reqs []hostileRequest
+	add := func(method, path, ct, body string) {
+		reqs = append(reqs, hostileRequest{method, path, ct, body})
+	}
+	create := func(body string) { add(http.MethodPost, "/v1/responses", "application/json", body) }
+	jsonStr := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+	// Odd ids (path-escaped) on every route, and as previous_response_id.
+	ids := []string{
+		"resp_" + strings.Repeat("a", 3000), "resp_" + strings.Repeat("a", 2049), "resp_" + strings.Repeat("b", 100_000),
+		"resp_" + strings.Repeat("c", 123), "resp_" + strings.Repeat("c", 124), "resp_", "resp", "RESP_abc", "msg_abc",
+		"resp_\x00", "resp_a\nb", "resp_ a", "resp_a#b", "resp_a?b", "resp_a%b", "resp_é", "resp_😀😀", "resp_\u202e",
+		"resp_\xff\xfe", "resp_..", "..", "resp_a;b", `resp_a"b'`, "null", "-1", "0", "resp_a\\b",
+		existing, existing + "x", strings.ToUpper(existing), existing[:len(existing)-1],
+	}
+	for _, id := range ids {
+		p := "/v1/responses/" + url.PathEscape(id)
+		add(http.MethodGet, p, "", "")
+		add(http.MethodDelete, p+"?x=1", "", "")
+		add(http.MethodGet, p+"/input_items", "", "")
+		add(http.MethodPost, p+"/cancel", "", "")
+		add(http.MethodGet, p+"?stream=true", "", "")
+		add(http.MethodGet, p+"?stream=true&starting_after=x", "", "")
+		create(`{"input":"hi","previous_response_id":` + jsonStr(id) + `}`)
+	}
+	// Deleting the existing response is left to the end.
+	reqs = slices.DeleteFunc(reqs, func(r hostileRequest) bool {
+		return r.method == http.MethodDelete && strings.HasPrefix(r.path, "/v1/responses/"+existing+"?")
+	})
+
+	// Bad query parameters.
+	items := "/v1/responses/" + existing + "/input_items?"
+	for _, q := range []string{
+		"limit=0", "limit=-1", "limit=101", "limit=abc", "limit=1e3", "limit=99999999999999999999", "limit=", "limit=%205",
+		"limit=1&limit=2", "order=ASC", "order=sideways", "order=", "order=%00", "order=desc%00",
+		"after=" + strings.Repeat("a", 3000), "after=%00", "after=%C3%A9", "after=%20", "after=msg_nope", "after=" + url.QueryEscape(existing),
+		"after=&limit=1", "limit=1&order=asc&after=x", "%zz", "after=%FF", strings.Repeat("a=1&", 1000),
+	} {
+		add(http.MethodGet, items+q, "", "")
+	}
+	for _, q := range []string{
+		"stream=true&starting_after=-1", "stream=true&starting_after=abc", "stream=true&starting_after=1e3",
+		"stream=true&starting_after=9223372036854775808", "stream=true&starting_after=", "stream=true&starting_after=%201",
+		"stream=TRUE", "stream=1", "stream=true&stream=false",
+	} {
+		add(http.MethodGet, "/v1/responses/"+existing+"?"+q, "", "")
+	}
+	add(http.MethodGet, "/v1/responses/"+existing, "application/json", `{"stream":true}`)
+	add(http.MethodGet, "/v1/responses/"+existing, "application/json", `{"stream":`)
+
+	// Malformed JSON.
+	for _, b := range []string{
+		"", " ", "{", "}", "[", "]", `{"input":}`, `{"input":"hi",}`, `{"input":"hi"}{"x":1}`, `{"input":"hi"} trailing`,
+		"\ufeff" + `{"input":"hi"}`, "nul", `{"input":"\x"}`, `{"input":"hi"`, `{'input':'hi'}`, `{input:"hi"}`,
+		`{"input":"hi","input":"ho"}`, `{"input":NaN}`, `{"input":Infinity}`, `{"input":1e999999}`, `"just a string"`,
+		"123", "null", "true", "{\"input\":\"\xff\xfe\"}", "\xff\xfe{\x00\"\x00}\x00", strings.Repeat("[", 100_000),
+		strings.Repeat(`{"a":`, 20_000) + "1" + strings.Repeat("}", 20_000), `{"input":"hi"` + strings.Repeat(" ", 100_000) + "}",
+		`{"":1,"input":"hi"}`, `{"input":"\ud800"}`, `{"input":"\u0000"}`, `{"input":"hi","metadata":{"k":"\udfff"}}`,
+	} {
+		create(b)
+	}
+
+	// Every parameter with wrong or odd values.
+	params := []string{
+		"model", "input", "instructions", "tools", "tool_choice", "allowed_tools", "parallel_tool_calls", "max_tool_calls",
+		"max_output_tokens", "temperature", "top_p", "presence_penalty", "frequency_penalty", "top_logprobs", "text",
+		"reasoning", "previous_response_id", "store", "background", "stream", "stream_options", "metadata", "include",
+		"truncation", "safety_identifier", "prompt_cache_key", "service_tier", "user", "conversation", "prompt",
+	}
+	values := []string{
+		"1", "-1", "1e400", "-0", "3.5", `"s"`, `""`, "[]", "{}", "null", "true",
+		jsonStr(strings.Repeat("x", 10_000)), strings.Repeat("[", 50) + strings.Repeat("]", 50), `{"a":{"b":{"c":[1,{"d":null}]}}}`,
+		`"😀\u0000\u202e"`, `[1,"a",null,{}]`,
+	}
+	for _, p := range params {
+		for _, v := range values {
+			if p == "input" {
+				create(`{"input":` + v + `}`)
+			} else {
+				create(`{"input":"hi",` + jsonStr(p) + `:` + v + `}`)
+			}
+		}
+	}
+
+	// Odd input items.
+	for _, it := range []string{
+		`{"type":"bogus"}`, `{}`, `null`, `1`, `"s"`, `[]`,
+		`{"type":"message","role":"wizard","content":"hi"}`, `{"type":"message","role":"user","content":42}`,
+		`{"type":"message","role":"user","content":[{"type":"nope","text":"x"}]}`,
+		`{"type":"message","role":"user","content":[{"type":"input_text"}]}`,
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":1}]}`,
+		`{"type":"message","role":"user","content":[{"type":"input_image","image_url":"javascript:alert(1)"}]}`,
+		`{"type":"message","role":"user","content":[{"type":"input_file","file_data":"%%%"}]}`,
+		`{"type":"message","role":"user","content":"` + strings.Repeat("é", 100_000) + `"}`,
+		`{"type":"message","role":"user","content":"\u0000\u0001\u001f\ud83d\ude00"}`,
+		`{"type":"function_call_output","output":"x"}`, `{"type":"function_call_output","call_id":"nope","output":"x"}`,
+		`{"type":"function_call_output","call_id":` + jsonStr(strings.Repeat("c", 5000)) + `,"output":{}}`,
+		`{"type":"function_call","call_id":"c","name":"f","arguments":"{not json"}`,
+		`{"type":"function_call","call_id":"c","name":"` + strings.Repeat("n", 5000) + `","arguments":"{}"}`,
+		`{"type":"item_reference","id":"msg_nope"}`, `{"type":"item_reference","id":` + jsonStr(strings.Repeat("i", 5000)) + `}`,
+		`{"type":"item_reference"}`, `{"type":"reasoning","summary":"x"}`, `{"type":"reasoning","encrypted_content":1}`,
+		`{"type":"message","id":` + jsonStr(strings.Repeat("m", 5000)) + `,"role":"user","content":"hi"}`,
+		`{"type":"message","id":"msg_\u0000#","role":"user","content":"hi"}`,
+	} {
+		create(`{"input":[` + it + `]}`)
+	}
+	create(`{"input":[` + strings.Repeat(`{"type":"message","role":"user","content":"x"},`, 2000) + `{"type":"message","role":"user","content":"y"}]}`)
+	create(`{"input":"hi","tools":[` + strings.Repeat(`{"type":"function","name":"f","parameters":{}},`, 100) + `{"type":"lambent:nope"}]}`)
+	create(`{"input":"hi","tools":[{"type":"function","name":"` + strings.Repeat("f", 5000) + `","parameters":{"type":"object"}}]}`)
+	create(`{"input":"hi","tools":[{"type":"mcp","server_label":"x","server_url":"http://127.0.0.1:1"}]}`)
+	create(`{"input":"hi","metadata":{` + strings.TrimSuffix(strings.Repeat(`"k":"v",`, 100), ",") + `}}`)
+
+	// Content types, methods, paths.
+	for _, ct := range []string{
+		"text/plain", "application/xml", "multipart/form-data; boundary=x", "application/json; charset=utf-16",
+		"application/json;;", "application/json; charset", "APPLICATION/JSON", "application/jsonx", "*/*",
+		"application/x-www-form-urlencoded", "application/json; charset=\"x", "application/json, text/plain",
+		"application/json\u00e9", "application/vnd.api+json",
+	} {
+		add(http.MethodPost, "/v1/responses", ct, `{"input":"hi"}`)
+	}
+	for _, m := range []string{http.MethodPut, http.MethodPatch, http.MethodOptions, http.MethodHead, http.MethodTrace, "BREW", "get"} {
+		add(m, "/v1/responses", "application/json", `{"input":"hi"}`)
+		add(m, "/v1/responses/"+existing, "", "")
+		add(m, "/v1/responses/"+existing+"/cancel", "", "")
+		add(m, "/v1/responses/"+existing+"/input_items", "", "")
+	}
+	for _, p := range []string{
+		"/v1/responses/", "//v1/responses", "/v1/responses/x/y/z", "/V1/RESPONSES", "/v1/responses/" + existing + "/cancel/extra",
+		"/v1/responses/../healthz", "/v1/responses/%2e%2e/input_items", "/v1/responses/" + existing + "/%00", "/v1", "/",
+		"/v1/responses/" + existing + "/input_items/", "/v1/responses//input_items", "/" + strings.Repeat("a", 50_000),
+	} {
+		add(http.MethodGet, p, "", "")
+	}
+
+	// Oversize bodies.
+	create(`{"input":"` + strings.Repeat("a", 9<<20) + `"}`)
+	create(`{"input":"hi","metadata":{"k":"` + strings.Repeat("b", 9<<20) + `"}}`)
+
+	add(http.MethodDelete, "/v1/responses/"+existing, "", "")
+	add(http.MethodDelete, "/v1/responses/"+existing, "", "")
+	return reqs
+}
+
+// Hostile requests against the real handler on both stores: none gets a
+// 5xx, and every error has the OpenAI shape.
+func TestHostileInputs(t *testing.T) {
+	model := func() *fakellm.Server {
+		return fakellm.NewHandler(func(fakellm.Request) fakellm.Turn { return fakellm.Turn{Text: "ok"} })
+	}
+	for _, st := range []string{"memory", "dynamodb"} {
+		t.Run(st, func(t *testing.T) {
+			var g *gateway
+			if st == "memory" {
+				g = newGateway(t, model(), nil)
+			} else {
+				g = dynamoGateway(t, model(), "")
+			}
+			status, _, body := g.postJSON(`{"input":"seed"}`)
+			require.Equal(t, http.StatusOK, status, "%s", body)
+			reqs := hostileRequests(decodeWire(t, body).ID)
+			require.GreaterOrEqual(t, len(reqs), 500)
+			var fivexx []string
+			for _, r := range reqs {
+				req, err := http.NewRequest(r.method, g.srv.URL+r.path, strings.NewReader(r.body))
+				require.NoError(t, err, "%s %.80s", r.method, r.path)
+				if r.contentType != "" {
+					req.Header.Set("Content-Type", r.contentType)
+				}
+				res, err := g.http.Do(req)
+				require.NoError(t, err, "%s %.80s", r.method, r.path)
+				b, err := io.ReadAll(res.Body)
+				require.NoError(t, err)
+				require.NoError(t, res.Body.Close())
+				if res.StatusCode >= 500 {
+					fivexx = append(fivexx, fmt.Sprintf("%d %s %.80q body %.80q: %.300s", res.StatusCode, r.method, r.path, r.body, b))
+					continue
+				}
+				if res.StatusCode >= 400 && r.method != http.MethodHead {
+					wantError(t, res.StatusCode, b, res.StatusCode, "", "")
+				}
+			}
+			t.Logf("%s store: %d hostile requests, %d answered 5xx", st, len(reqs), len(fivexx))
+			assert.Empty(t, fivexx, "no hostile request gets a 5xx")
+		})
+	}
+}
