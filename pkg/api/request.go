@@ -43,6 +43,8 @@ type CreateResponseRequest struct {
 	PromptCacheKey     string            `json:"prompt_cache_key,omitempty"`
 	ServiceTier        string            `json:"service_tier,omitempty"`
 	User               string            `json:"user,omitempty"`
+	// Lambent is the loop policy of validated output (extension).
+	Lambent *LoopPolicy `json:"lambent,omitempty"`
 }
 
 // StreamOptions are the request's stream_options.
@@ -60,7 +62,7 @@ func knownParam(k string) bool {
 		"max_tool_calls", "max_output_tokens", "temperature", "top_p", "presence_penalty", "frequency_penalty",
 		"top_logprobs", "text", "reasoning", "previous_response_id", "store", "background", "stream",
 		"stream_options", "metadata", "include", "truncation", "safety_identifier", "prompt_cache_key",
-		"service_tier", "user", "conversation", "prompt":
+		"service_tier", "user", "conversation", "prompt", "lambent":
 		return true
 	}
 	return false
@@ -180,6 +182,13 @@ func (r *CreateResponseRequest) decodeField(k string, v json.RawMessage) error {
 		target = &r.ServiceTier
 	case "user":
 		target = &r.User
+	case "lambent":
+		dec := json.NewDecoder(bytes.NewReader(v))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&r.Lambent); err != nil {
+			return prefixParam(typeError(k, err), k)
+		}
+		return nil
 	default:
 		return nil
 	}
@@ -302,6 +311,9 @@ func (r *CreateResponseRequest) Validate() error {
 			names[name] = true
 		}
 	}
+	if err := r.validateValidatedOutput(names); err != nil {
+		return err
+	}
 	if c := r.ToolChoice; c != nil {
 		switch c.Type {
 		case ToolFunction:
@@ -383,6 +395,11 @@ func (r *CreateResponseRequest) Validate() error {
 
 func validateTool(t *Tool, p string) (string, error) {
 	switch {
+	case t.IsOutput():
+		if err := validateOutputTool(t, p); err != nil {
+			return "", err
+		}
+		return t.Name, nil
 	case t.Type == ToolFunction:
 		if t.Name == "" {
 			return "", InvalidRequest(p+".name", "missing required parameter: '%s.name'", p)
