@@ -324,9 +324,10 @@ func (e *Engine) answered(r *run) {
 	a.verdict = v
 }
 
-// setAside marks the model's answer that failed an attempt as commentary
-// (phase "commentary", its output_text parts "text" parts): output_text,
-// which the SDKs' helpers read and parse, is the validated output alone.
+// setAside marks a model message that is not the validated output (an
+// answer that failed its attempt, text next to tool calls) as commentary:
+// phase "commentary", its output_text parts "text" parts, which output_text
+// leaves out.
 func (r *run) setAside(idx int) {
 	it := &r.resp.Output[idx]
 	it.Phase = phaseCommentary
@@ -349,6 +350,13 @@ func (e *Engine) afterAttempt(r *run) (outcome, bool) {
 	cur := a.current(r)
 	if v.code == "" {
 		cur.Valid = true
+		// The model's other text is commentary: output_text, which the
+		// SDKs' helpers read and parse, is the validated output alone.
+		for i := range r.resp.Output {
+			if it := &r.resp.Output[i]; i != v.answer && it.Type == api.ItemMessage && it.Role == api.RoleAssistant {
+				r.setAside(i)
+			}
+		}
 		if a.output != "" {
 			r.finalMessage(v.output)
 		}

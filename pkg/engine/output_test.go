@@ -752,3 +752,27 @@ func testOutputBackgroundHandOff(t *testing.T, mk storeMaker) {
 	final := raw.checkOpenAIStream(t)
 	assert.Equal(t, api.StatusCompleted, final.Status)
 }
+
+// Text the model writes next to its calls is commentary: output_text is
+// the validated output alone.
+func TestOutput_TextNextToCallsIsCommentary(t *testing.T) {
+	m := newMock(echoTool, "lookup")
+	withText := func(s step, text string) step {
+		s.res.Text = text
+		return s
+	}
+	p := script(
+		withText(calls(1, 1, call("c1", "lookup", `{}`)), "Let me look that up."),
+		withText(calls(1, 1, call("c2", "report", validReport)), "Here is the report."),
+	)
+	e, _ := newEngine(t, p, m)
+	rec, err := run1(t, e, `{"input":"assess","stream":true,"tools":[{"type":"lambent:lookup"},`+outputTool("")+`]}`)
+	require.NoError(t, err)
+	r := rec.checkStream(t)
+	assert.Equal(t, api.StatusCompleted, r.Status)
+	assert.Equal(t, validReport, outputText(r))
+	assert.Equal(t, "commentary", r.Output[0].Phase)
+	assert.Equal(t, "Let me look that up.", r.Output[0].Text(), "the text is kept")
+	// The model still sees its own words.
+	assert.Equal(t, "Let me look that up.", p.requests()[1].Items[1].Text())
+}
