@@ -630,7 +630,7 @@ func TestOutput_RequestErrors(t *testing.T) {
 	out := outputTool("")
 	cases := []struct {
 		name, body, param string
-		eng            *Engine
+		eng               *Engine
 	}{
 		{"two output tools", `{"input":"x","tools":[` + out + `,{"type":"lambent:output","name":"other","parameters":{}}]}`, "tools[1]", e},
 		{"submit without reflection", `{"input":"x","tools":[` + out + `,{"type":"function","name":"submit"}]}`, "tools", e},
