@@ -131,20 +131,21 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 		publisher = &worker.Publisher{Client: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}
 	}
 	eng, err = engine.New(engine.Config{
-		Provider:                openai.New(openai.Config{BaseURL: cfg.ProviderURL, APIKey: cfg.ProviderAPIKey, Logger: log}),
-		Store:                   st,
-		Hosted:                  catalog,
-		DefaultModel:            cfg.DefaultModel,
-		MaxTurns:                cfg.MaxTurns,
+		Provider:        openai.New(openai.Config{BaseURL: cfg.ProviderURL, APIKey: cfg.ProviderAPIKey, Logger: log}),
+		Store:           st,
+		Hosted:          catalog,
+		DefaultModel:    cfg.DefaultModel,
+		MaxTurns:        cfg.MaxTurns,
+		OpenAICompat:    cfg.OpenAICompat,
+		HostedToolItems: cfg.HostedToolItems,
+		Logger:          log,
+		DeadlineReserve: cfg.DeadlineReserve,
+		KeepAlive:       cfg.KeepAlive,
+		Queue:           queue,
+		Publisher:       publisher,
+		// Validated output's loop policy defaults.
 		MaxAttempts:             cfg.MaxAttempts,
 		MaxIterationsPerAttempt: cfg.MaxIterationsPerAttempt,
-		OpenAICompat:            cfg.OpenAICompat,
-		HostedToolItems:         cfg.HostedToolItems,
-		Logger:                  log,
-		DeadlineReserve:         cfg.DeadlineReserve,
-		KeepAlive:               cfg.KeepAlive,
-		Queue:                   queue,
-		Publisher:               publisher,
 	})
 	if err != nil {
 		a.Close()
