@@ -183,7 +183,11 @@ func (a *attempts) begin(r *run, cfg *Config) {
 	if n := len(r.resp.Lambent.Attempts); n == 0 || r.resp.Lambent.Attempts[n-1].Done() {
 		a.next(r)
 	}
-	a.lastOutput = lastOutput(r.resp.Output, a.output)
+	pending := map[string]bool{}
+	for _, c := range r.pendingCalls() {
+		pending[callID(&c)] = true
+	}
+	a.lastOutput = lastOutput(a.output, pending, r.history, r.input, r.resp.Output)
 }
 
 // next starts the next attempt.
@@ -199,20 +203,24 @@ func (a *attempts) current(r *run) *api.Attempt {
 	return &l[len(l)-1]
 }
 
-// lastOutput finds the current attempt's last output in a response's
-// output (a resumed response): the arguments of the last call of the output
-// tool after the last submit call or feedback message, which end attempts.
-func lastOutput(out []api.Item, name string) string {
-	for i := len(out) - 1; i >= 0; i-- {
-		it := &out[i]
-		switch {
-		case it.Type == api.ItemMessage && it.Role == api.RoleUser:
-			return ""
-		case it.Type != api.ItemFunctionCall && it.Type != api.ItemMCPCall:
-		case it.Name == api.SubmitTool:
-			return ""
-		case it.Name == name:
-			return it.Arguments
+// lastOutput finds the current attempt's last output in the conversation
+// (a resumed response, or one continuing an incomplete one): the arguments
+// of the last call of the output tool after the last answered submit call
+// or user message (feedback or new input), which end attempts. pending
+// holds the ids of the calls not answered yet.
+func lastOutput(name string, pending map[string]bool, lists ...[]api.Item) string {
+	for l := len(lists) - 1; l >= 0; l-- {
+		for i := len(lists[l]) - 1; i >= 0; i-- {
+			it := &lists[l][i]
+			switch {
+			case it.Type == api.ItemMessage && it.Role == api.RoleUser:
+				return ""
+			case it.Type != api.ItemFunctionCall && it.Type != api.ItemMCPCall:
+			case it.Name == api.SubmitTool && !pending[callID(it)]:
+				return ""
+			case it.Name == name:
+				return it.Arguments
+			}
 		}
 	}
 	return ""

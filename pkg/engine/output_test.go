@@ -776,3 +776,44 @@ func TestOutput_TextNextToCallsIsCommentary(t *testing.T) {
 	// The model still sees its own words.
 	assert.Equal(t, "Let me look that up.", p.requests()[1].Items[1].Text())
 }
+
+// A response that stopped at the deadline with submit pending is continued
+// (previous_response_id, no input): the pending submit validates the output
+// the stopped response produced.
+func TestOutput_DeadlineContinuationSubmits(t *testing.T) {
+	clock := &fakeClock{t: time.Now()}
+	slow := func(s step) step {
+		s.hook = func(context.Context) { clock.advance(30 * time.Minute) }
+		return s
+	}
+	// Every model call and tool call takes 30 minutes.
+	m := newMock(func(_ context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
+		clock.advance(30 * time.Minute)
+		if c.Name == "review" {
+			return &tools.ToolResult{Output: "looks fine"}, nil
+		}
+		return &tools.ToolResult{Output: `{"valid":true,"errors":[]}`}, nil
+	}, "check_report", "review")
+	p := script(slow(calls(1, 1, call("c1", "report", validReport))), slow(calls(1, 1, call("c2", "submit", `{}`))))
+	e, _ := newEngine(t, p, m, func(c *Config) { c.Now = clock.Now })
+	tl := `"tools":[` + outputTool(`"reflection":"lambent:review","validators":["lambent:check_report"]`) + `]`
+	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(100*time.Minute))
+	defer cancel()
+	rec := &recorder{}
+	require.NoError(t, e.CreateResponse(ctx, decodeReq(t, `{"input":"assess",`+tl+`}`), rec))
+	first := rec.response(t)
+	require.Equal(t, api.StatusIncomplete, first.Status)
+	require.Equal(t, api.ReasonDeadline, first.IncompleteDetails.Reason)
+	require.Len(t, m.calls(), 1, "the reflection ran, the validation did not start")
+
+	ctx2, cancel2 := context.WithDeadline(context.Background(), clock.Now().Add(3*time.Hour))
+	defer cancel2()
+	rec2 := &recorder{}
+	require.NoError(t, e.CreateResponse(ctx2, decodeReq(t, `{"previous_response_id":"`+first.ID+`",`+tl+`}`), rec2))
+	second := rec2.response(t)
+	assert.Equal(t, api.StatusCompleted, second.Status)
+	assert.Equal(t, validReport, outputText(second))
+	assert.Len(t, m.calls(), 2)
+	assert.Equal(t, "check_report", m.calls()[1].Name)
+	assert.Len(t, p.requests(), 2, "no model call in the continuation")
+}
