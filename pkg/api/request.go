@@ -65,6 +65,8 @@ type CreateResponseRequest struct {
 	// OpenAI reports it.
 	ServiceTier string `json:"service_tier,omitempty"`
 	User        string `json:"user,omitempty"`
+	// Lambent is the loop policy of validated output (extension).
+	Lambent *LoopPolicy `json:"lambent,omitempty"`
 }
 
 // StreamOptions are the request's stream_options.
@@ -99,6 +101,15 @@ func paramDecoder(k string) func(r *CreateResponseRequest, v json.RawMessage) er
 		}
 	case "text":
 		return (*CreateResponseRequest).decodeText
+	case "lambent":
+		return func(r *CreateResponseRequest, v json.RawMessage) error {
+			dec := json.NewDecoder(bytes.NewReader(v))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&r.Lambent); err != nil {
+				return prefixParam(typeError(k, err), k)
+			}
+			return nil
+		}
 	case "reasoning":
 		return (*CreateResponseRequest).decodeReasoning
 	case "stream_options":
@@ -554,6 +565,9 @@ func (r *CreateResponseRequest) Validate() error {
 			names[name] = true
 		}
 	}
+	if err := r.validateValidatedOutput(names); err != nil {
+		return err
+	}
 	if c := r.ToolChoice; c != nil {
 		switch c.Type {
 		case ToolFunction:
@@ -703,6 +717,11 @@ func maxLength(param, s string, n int) error {
 
 func validateTool(t *Tool, p string) (string, error) {
 	switch {
+	case t.IsOutput():
+		if err := validateOutputTool(t, p); err != nil {
+			return "", err
+		}
+		return t.Name, nil
 	case t.Type == ToolFunction:
 		if t.Name == "" {
 			return "", InvalidRequest(p+".name", "missing required parameter: '%s.name'", p)

@@ -32,6 +32,10 @@ type Tool struct {
 	AllowedTools      json.RawMessage
 	RequireApproval   json.RawMessage
 	Authorization     string
+
+	// Output tool fields ("lambent:output", see output.go).
+	Reflection json.RawMessage
+	Validators []string
 }
 
 // HostedPrefix is the type prefix of Lambent's hosted tools.
@@ -56,6 +60,8 @@ type wireTool struct {
 	AllowedTools      json.RawMessage   `json:"allowed_tools,omitempty"`
 	RequireApproval   json.RawMessage   `json:"require_approval,omitempty"`
 	Authorization     string            `json:"authorization,omitempty"`
+	Reflection        json.RawMessage   `json:"reflection,omitempty"`
+	Validators        []string          `json:"validators,omitempty"`
 }
 
 // UnmarshalJSON decodes a tool declaration.
@@ -67,6 +73,9 @@ func (t *Tool) UnmarshalJSON(data []byte) error {
 	*t = Tool(w)
 	if bytes.Equal(t.Parameters, []byte("null")) {
 		t.Parameters = nil
+	}
+	if bytes.Equal(t.Reflection, []byte("null")) {
+		t.Reflection = nil
 	}
 	return nil
 }

@@ -150,6 +150,9 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 		KeepAlive:       cfg.KeepAlive,
 		Queue:           queue,
 		Publisher:       publisher,
+		// Validated output's loop policy defaults.
+		MaxAttempts:             cfg.MaxAttempts,
+		MaxIterationsPerAttempt: cfg.MaxIterationsPerAttempt,
 	})
 	if err != nil {
 		a.Close()

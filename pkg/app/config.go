@@ -40,6 +40,12 @@ type Config struct {
 	MemoryMaxBytes int64
 	// MaxTurns bounds the agentic loop (LAMBENT_MAX_TURNS, default 10).
 	MaxTurns int
+	// MaxAttempts is the default attempts of a validated output
+	// (LAMBENT_MAX_ATTEMPTS, default 3).
+	MaxAttempts int
+	// MaxIterationsPerAttempt is the default model calls per attempt
+	// (LAMBENT_MAX_ITERATIONS_PER_ATTEMPT, default 15).
+	MaxIterationsPerAttempt int
 	// Tools is the hosted tool manifest, JSON or a path (LAMBENT_TOOLS;
 	// default: the built-in tools run in-process).
 	Tools string
@@ -126,6 +132,12 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("LAMBENT_HOSTED_TOOL_ITEMS: unknown value %q (want mcp_call or function_call)", c.HostedToolItems)
 	}
 	if c.MaxTurns, err = parseInt(getenv, "LAMBENT_MAX_TURNS", 10); err != nil {
+		return c, err
+	}
+	if c.MaxAttempts, err = parseInt(getenv, "LAMBENT_MAX_ATTEMPTS", 3); err != nil {
+		return c, err
+	}
+	if c.MaxIterationsPerAttempt, err = parseInt(getenv, "LAMBENT_MAX_ITERATIONS_PER_ATTEMPT", 15); err != nil {
 		return c, err
 	}
 	if c.LocalWorkers, err = parseInt(getenv, "LAMBENT_LOCAL_WORKERS", 4); err != nil {

@@ -455,7 +455,7 @@ func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf 
 		// redelivered job resumes from the last checkpoint.
 		return ctx.Err()
 	}
-	if out.status == api.StatusIncomplete && out.reason == api.ReasonDeadline && r.turns < e.cfg.MaxTurns {
+	if out.status == api.StatusIncomplete && out.reason == api.ReasonDeadline && r.turns < e.turnLimit(r) {
 		return e.handOff(ctx, r, rec, buf)
 	}
 	mu.Lock()

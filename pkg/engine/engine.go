@@ -51,8 +51,16 @@ type Config struct {
 	Compaction *compaction.Keyring
 	// DefaultModel is used when a request names none.
 	DefaultModel string
-	// MaxTurns bounds model calls per response (default 10).
+	// MaxTurns bounds model calls per response (default 10). With
+	// validated output the loop policy bounds them instead.
 	MaxTurns int
+	// MaxAttempts is the default number of attempts of a validated output
+	// (LAMBENT_MAX_ATTEMPTS, default 3); a request's "lambent" object may
+	// set its own.
+	MaxAttempts int
+	// MaxIterationsPerAttempt is the default number of model calls an
+	// attempt may make (LAMBENT_MAX_ITERATIONS_PER_ATTEMPT, default 15).
+	MaxIterationsPerAttempt int
 	// HostedToolItems says how calls the server executes appear in output:
 	// HostedItemsMCPCall (the default: OpenAI's mcp_call item, which every
 	// OpenAI client treats as already executed) or HostedItemsFunctionCall
@@ -127,6 +135,12 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.MaxTurns <= 0 {
 		cfg.MaxTurns = 10
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 3
+	}
+	if cfg.MaxIterationsPerAttempt <= 0 {
+		cfg.MaxIterationsPerAttempt = 15
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

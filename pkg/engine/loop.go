@@ -23,6 +23,9 @@ type outcome struct {
 	status api.Status
 	reason string     // incomplete reason
 	err    *api.Error // failure
+	// answer marks a failure that is the response's own result (validated
+	// output): the response is written, not turned into an HTTP error.
+	answer bool
 }
 
 // CreateResponse creates a response for req, running the loop within this
@@ -73,7 +76,7 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 		r.em.lifecycle(api.TerminalEvent(r.resp.Status), r.resp)
 		return nil
 	}
-	if out.err != nil && out.status == api.StatusFailed {
+	if out.err != nil && out.status == api.StatusFailed && !out.answer {
 		fe := *out.err
 		fe.Message = fmt.Sprintf("%s (response %s failed)", fe.Message, r.resp.ID)
 		return &fe
@@ -116,12 +119,16 @@ func (e *Engine) finalize(r *run, out outcome) {
 		}
 		resp.Error = &api.ResponseError{Code: code, Message: out.err.Message}
 	}
+	r.att.finalize(r, out)
 }
 
 // loop is the agentic loop: resolve calls left pending by the previous
 // response, then call the model and run its tool calls until it answers,
-// pauses for the client, or a limit ends it.
+// pauses for the client, or a limit ends it. With validated output
+// (attempts.go) the iterations are grouped in attempts: an answer or an
+// output/submit call ends an attempt, and a failed one continues the loop.
 func (e *Engine) loop(ctx context.Context, r *run) outcome {
+	r.att.begin(r, &e.cfg)
 	if pending := r.pendingCalls(); len(pending) > 0 {
 		if out, stop := e.runTools(ctx, r, pending, true); stop {
 			return out
@@ -137,8 +144,11 @@ func (e *Engine) loop(ctx context.Context, r *run) outcome {
 			return outcome{status: api.StatusCancelled}
 		}
 		turn := r.turns
-		if turn >= e.cfg.MaxTurns {
+		if turn >= e.turnLimit(r) {
 			return outcome{status: api.StatusIncomplete, reason: api.ReasonMaxTurns}
+		}
+		if out, stop := r.att.exhausted(r); stop {
+			return out
 		}
 		if !r.budget.fits(r.budget.maxModel) {
 			return outcome{status: api.StatusIncomplete, reason: api.ReasonDeadline}
@@ -167,6 +177,13 @@ func (e *Engine) loop(ctx context.Context, r *run) outcome {
 		case provider.FinishContentFilter:
 			return outcome{status: api.StatusIncomplete, reason: api.ReasonContentFilter}
 		}
+		if len(calls) == 0 && r.att != nil {
+			e.answered(r)
+			if out, stop := e.afterAttempt(r); stop {
+				return out
+			}
+			continue
+		}
 		if len(calls) == 0 || e.cfg.Hosted == nil || r.toolChoiceMode() == api.ToolChoiceNone {
 			return outcome{status: api.StatusCompleted}
 		}
@@ -184,6 +201,16 @@ func (r *run) addUsage(u api.Usage) {
 		u.TotalTokens = u.InputTokens + u.OutputTokens
 	}
 	r.resp.Usage.Add(u)
+	r.att.used(r, u)
+}
+
+// turnLimit bounds a response's model calls: LAMBENT_MAX_TURNS, or with
+// validated output the loop policy (every attempt's iterations).
+func (e *Engine) turnLimit(r *run) int {
+	if r.att != nil {
+		return r.att.maxAttempts * r.att.maxIterations
+	}
+	return e.cfg.MaxTurns
 }
 
 func (r *run) toolChoiceMode() string {
@@ -247,8 +274,12 @@ func (r *run) providerRequest(turn int) *provider.Request {
 		q.ToolChoice = r.toolChoiceMode()
 		// A forced or required choice applies to the first model call of a
 		// response only; afterwards the model must be free to answer.
+		// With an output tool the answer is a call: "required" stays (a
+		// forced function is forced only once).
 		if turn > 0 && q.ToolChoice == api.ToolChoiceRequired {
-			q.ToolChoice = api.ToolChoiceAuto
+			if !r.att.keepsRequired() {
+				q.ToolChoice = api.ToolChoiceAuto
+			}
 		} else if c := r.req.ToolChoice; c != nil && c.Forced() {
 			q.ForcedTool = c.Name
 		}
@@ -263,6 +294,10 @@ type plannedCall struct {
 	// errText, when set, is fed back as an is_error result without running.
 	errText string
 	client  bool
+	// ends marks a call that ends the attempt's iterations (output tool
+	// without reflection, submit): endIterations answers it after the
+	// turn's other calls.
+	ends bool
 }
 
 // plan decides, for each call, which executor runs it (the hosted tool's),
@@ -279,6 +314,8 @@ func (e *Engine) plan(r *run, calls []api.Item, unanswered bool) []plannedCall {
 			p.errText = fmt.Sprintf("Error: tool %q does not exist. Available tools: %s.", c.Name, r.toolNames())
 		case !r.filter.Allowed(c.Name):
 			p.errText = fmt.Sprintf("Error: tool %q is not allowed for this request.", c.Name)
+		case t.ends:
+			p.ends = true
 		case t.exec == nil && unanswered:
 			p.errText = fmt.Sprintf("Error: no output was provided for the call to %q (call_id %s).", c.Name, c.CallID)
 		case t.exec == nil:
@@ -314,7 +351,7 @@ func (r *run) toolNames() string {
 // parallel_tool_calls is false, and the results are appended in call order.
 func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswered bool) (outcome, bool) {
 	plans := e.plan(r, calls, unanswered)
-	pause, hosted := false, 0
+	pause, hosted, validates := false, 0, false
 	for _, p := range plans {
 		if p.client {
 			pause = true
@@ -322,8 +359,9 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 		if p.exec != nil {
 			hosted++
 		}
+		validates = validates || p.ends && len(r.att.check.validators) > 0
 	}
-	if !pause && hosted > 0 && !r.budget.fits(r.budget.maxTools) {
+	if !pause && (hosted > 0 || validates) && !r.budget.fits(r.budget.maxTools) {
 		// The calls stay unanswered; a continuation runs them.
 		r.closeUnexecuted(calls)
 		r.hostedCalls -= hosted
@@ -340,7 +378,7 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 		switch {
 		case p.errText != "":
 			results[i] = &tools.ToolResult{CallID: p.call.ID, Output: p.errText, IsError: true}
-		case p.client:
+		case p.client, p.ends:
 		case pause:
 			// Server-side calls of a paused turn run when it continues.
 			if p.exec != nil {
@@ -359,18 +397,12 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 	wg.Wait()
 	measure(&r.budget.maxTools, e.cfg.Now().Sub(start))
 	for i, res := range results {
-		if res == nil {
-			continue
+		if res != nil {
+			r.recordResult(&calls[i], res)
 		}
-		if calls[i].Type == api.ItemMCPCall {
-			r.completeServerCall(&calls[i], res)
-			continue
-		}
-		idx := len(r.resp.Output)
-		r.resp.Output = append(r.resp.Output, api.Item{Type: api.ItemFunctionCallOutput, ID: r.newItemID(api.PrefixFuncOutput), Status: api.ItemCompleted, CallID: res.CallID, Output: res.Output, IsError: res.IsError})
-		it := &r.resp.Output[idx]
-		r.em.itemEvent(api.EventOutputItemAdded, idx, it)
-		r.em.itemEvent(api.EventOutputItemDone, idx, it)
+	}
+	if !pause && r.att != nil {
+		e.endIterations(ctx, r, calls, plans)
 	}
 	r.closeUnexecuted(calls)
 	if pause {
@@ -379,7 +411,24 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 	if ctx.Err() != nil {
 		return outcome{status: api.StatusCancelled}, true
 	}
+	if r.att.ended() {
+		return e.afterAttempt(r)
+	}
 	return outcome{}, false
+}
+
+// recordResult shows res as the result of call: an mcp_call item is
+// completed, a function call gets its function_call_output item.
+func (r *run) recordResult(call *api.Item, res *tools.ToolResult) {
+	if call.Type == api.ItemMCPCall {
+		r.completeServerCall(call, res)
+		return
+	}
+	idx := len(r.resp.Output)
+	r.resp.Output = append(r.resp.Output, api.Item{Type: api.ItemFunctionCallOutput, ID: r.newItemID(api.PrefixFuncOutput), Status: api.ItemCompleted, CallID: res.CallID, Output: res.Output, IsError: res.IsError})
+	it := &r.resp.Output[idx]
+	r.em.itemEvent(api.EventOutputItemAdded, idx, it)
+	r.em.itemEvent(api.EventOutputItemDone, idx, it)
 }
 
 // execute runs one call on its executor; every failure becomes an

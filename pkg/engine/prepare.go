@@ -40,6 +40,9 @@ type run struct {
 	// onTurn, when set, runs before every model call (background
 	// checkpoints); an error fails the response.
 	onTurn func() error
+	// att is the validated-output state (attempts.go); nil when the
+	// response validates no output.
+	att *attempts
 }
 
 // mcpItems reports whether server-executed calls appear as mcp_call items.
@@ -229,6 +232,9 @@ func idPrefix(typ string) string {
 type requestTool struct {
 	def  api.ToolDefinition
 	exec tools.ToolExecutor
+	// ends marks the output tool without reflection and submit: their
+	// calls end an attempt's iterations (attempts.go).
+	ends bool
 }
 
 // resolveTools turns the request's tools into the definitions the model
@@ -242,6 +248,8 @@ func (r *run) resolveTools(hosted tools.Catalog) error {
 		p := "tools[" + strconv.Itoa(i) + "]"
 		var rt requestTool
 		switch {
+		case t.IsOutput():
+			continue // resolveOutput
 		case t.Type == api.ToolFunction:
 			rt.def = api.ToolDefinition{Name: t.Name, Parameters: t.Parameters, Strict: t.Strict}
 			if t.Description != nil {
@@ -258,8 +266,10 @@ func (r *run) resolveTools(hosted tools.Catalog) error {
 		case t.Type == api.ToolMCP:
 			return api.InvalidRequestCode(p+".type", "unsupported_tool", "MCP tools are not supported by this gateway yet.")
 		}
-		r.defs[rt.def.Name] = rt
-		r.defList = append(r.defList, rt.def)
+		r.addTool(rt)
+	}
+	if err := r.resolveOutput(hosted); err != nil {
+		return err
 	}
 	names := r.req.AllowedTools
 	if c := r.req.ToolChoice; c != nil && c.Type == "allowed_tools" {

@@ -24,7 +24,7 @@ func (r *run) serverExecuted(name string) bool {
 		return false
 	}
 	t, ok := r.defs[name]
-	return !ok || t.exec != nil
+	return !ok || t.exec != nil || t.ends
 }
 
 // callID is the call id of a function_call or mcp_call item: the model's
@@ -139,13 +139,18 @@ func (r *run) echoTools() []api.Tool {
 			out = append(out, t)
 			continue
 		}
-		def := r.defs[t.HostedName()].def
-		if r.mcpItems {
-			hosted = append(hosted, def.Name)
-			continue
+		defs := []api.ToolDefinition{r.defs[t.HostedName()].def}
+		if t.IsOutput() {
+			defs = r.att.outputDefs(r)
 		}
-		desc := def.Description
-		out = append(out, api.Tool{Type: api.ToolFunction, Name: def.Name, Description: &desc, Parameters: def.Parameters, Strict: def.Strict})
+		for _, def := range defs {
+			if r.mcpItems {
+				hosted = append(hosted, def.Name)
+				continue
+			}
+			desc := def.Description
+			out = append(out, api.Tool{Type: api.ToolFunction, Name: def.Name, Description: &desc, Parameters: def.Parameters, Strict: def.Strict})
+		}
 	}
 	if len(hosted) > 0 {
 		names, _ := json.Marshal(hosted)
