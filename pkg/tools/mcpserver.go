@@ -144,8 +144,8 @@ func (a MCPApproval) Required(t *api.MCPTool) bool {
 // wireFilter is the object form of allowed_tools and of require_approval's
 // filters.
 type wireFilter struct {
-	ToolNames []string `json:"tool_names"`
-	ReadOnly  *bool    `json:"read_only"`
+	ToolNames []string `json:"tool_names,omitempty"`
+	ReadOnly  *bool    `json:"read_only,omitempty"`
 }
 
 func (w wireFilter) filter() MCPToolFilter {
@@ -207,4 +207,46 @@ func strictUnmarshal(raw json.RawMessage, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	return dec.Decode(v)
+}
+
+// Wire is the filter in allowed_tools' form: a list of names, or the
+// object form when it selects read-only tools; nil when not given.
+func (f MCPToolFilter) Wire() json.RawMessage {
+	if !f.Set {
+		return nil
+	}
+	var v any = f.Names
+	if f.ReadOnly {
+		v = wireFilter{ToolNames: f.Names, ReadOnly: &f.ReadOnly}
+	} else if f.Names == nil {
+		v = []string{}
+	}
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// Wire is the setting in require_approval's form.
+func (a MCPApproval) Wire() json.RawMessage {
+	if a.Mode != "" {
+		b, _ := json.Marshal(a.Mode)
+		return b
+	}
+	w := struct {
+		Always *wireFilter `json:"always,omitempty"`
+		Never  *wireFilter `json:"never,omitempty"`
+	}{}
+	for _, p := range []struct {
+		f   MCPToolFilter
+		dst **wireFilter
+	}{{a.Always, &w.Always}, {a.Never, &w.Never}} {
+		if p.f.Set {
+			wf := wireFilter{ToolNames: p.f.Names}
+			if p.f.ReadOnly {
+				wf.ReadOnly = &p.f.ReadOnly
+			}
+			*p.dst = &wf
+		}
+	}
+	b, _ := json.Marshal(w)
+	return b
 }
