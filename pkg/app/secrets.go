@@ -13,6 +13,12 @@ const (
 	// SecureString) that holds the token; template.yaml sets it so the key is
 	// never a plain environment value or template parameter.
 	EnvProviderAPIKeySSM = "LAMBENT_PROVIDER_API_KEY_SSM"
+	// EnvSecretKey holds the key that seals the MCP secrets of stored
+	// background requests (base64 of 32 bytes); gateways and workers that
+	// share a queue need the same.
+	EnvSecretKey = "LAMBENT_SECRET_KEY"
+	// EnvSecretKeySSM names the SSM SecureString parameter holding it.
+	EnvSecretKeySSM = "LAMBENT_SECRET_KEY_SSM"
 )
 
 // ResolveSecrets fills in the secrets FromEnv leaves to start-up; mains call
@@ -22,7 +28,9 @@ const (
 //     LAMBENT_PROVIDER_API_KEY_SSM names;
 //   - cfg.APIKeys: LAMBENT_API_KEYS, else the SSM parameter
 //     LAMBENT_API_KEYS_SSM names (see ParseAPIKeys); with neither, the API
-//     needs no key.
+//     needs no key;
+//   - cfg.SecretKey: LAMBENT_SECRET_KEY, else the SSM parameter
+//     LAMBENT_SECRET_KEY_SSM names (base64 of 32 bytes).
 //
 // The parameters are read in parallel, with decryption, through one SSM
 // client from the SDK's default configuration (awsconf.Load: region,
@@ -49,7 +57,15 @@ func resolveSecrets(ctx context.Context, cfg *Config, getenv func(string) string
 	if name := strings.TrimSpace(getenv(EnvAPIKeysSSM)); list == "" && name != "" {
 		params = append(params, parameter{env: EnvAPIKeysSSM, name: name, dst: &list})
 	}
+	var sealKey string
+	if name := strings.TrimSpace(getenv(EnvSecretKeySSM)); len(cfg.SecretKey) == 0 && getenv(EnvSecretKey) == "" && name != "" {
+		params = append(params, parameter{env: EnvSecretKeySSM, name: name, dst: &sealKey})
+	}
 	if err := readParameters(ctx, params, newClient); err != nil {
+		return err
+	}
+	secretKey, err := parseSecretKey(EnvSecretKeySSM, sealKey)
+	if err != nil {
 		return err
 	}
 	keys, err := ParseAPIKeys(list)
@@ -60,5 +76,8 @@ func resolveSecrets(ctx context.Context, cfg *Config, getenv func(string) string
 	// never contains whitespace.
 	cfg.ProviderAPIKey = strings.TrimSpace(key)
 	cfg.APIKeys = keys
+	if secretKey != nil {
+		cfg.SecretKey = secretKey
+	}
 	return nil
 }
