@@ -38,10 +38,11 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-## bench: gateway overhead against a fake backend on loopback, beside a bare reverse proxy (the floor), and the engine's per-turn cost
+## bench: gateway overhead against a fake backend on loopback, beside a bare reverse proxy (the floor), the engine's per-turn cost, and MCP calls, listing and a 16-call turn
 bench:
 	$(GO) run ./internal/cmd/bench
-	$(GO) test -run='^$$' -bench=BenchmarkLoopTurn -benchmem ./pkg/engine/
+	$(GO) test -run='^$$' -bench='BenchmarkLoopTurn|BenchmarkMCPTurn' -benchmem ./pkg/engine/
+	$(GO) test -run='^$$' -bench=BenchmarkMCP -benchmem ./pkg/tools/mcp/
 
 ## fuzz: run each fuzz target for FUZZTIME (default 20s)
 FUZZTIME ?= 20s

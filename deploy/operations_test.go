@@ -407,6 +407,7 @@ var grantUses = map[string]grantUse{
 	"LambentBus events:PutEvents":                {env: "LAMBENT_EVENT_BUS", dir: "pkg", code: `PutEventsInput\{`},
 	"ssm-parameter ssm:GetParameter":             {env: "LAMBENT_PROVIDER_API_KEY_SSM", dir: "pkg/app", code: `AmazonSSM\.GetParameter|ssm\.GetParameterInput`},
 	"api-keys-parameter ssm:GetParameter":        {env: "LAMBENT_API_KEYS_SSM", dir: "pkg/app", code: `AmazonSSM\.GetParameter|ssm\.GetParameterInput`},
+	"secret-key-parameter ssm:GetParameter":      {env: "LAMBENT_SECRET_KEY_SSM", dir: "pkg/app", code: `AmazonSSM\.GetParameter|ssm\.GetParameterInput`},
 	"kms-key kms:Decrypt":                        {env: "LAMBENT_PROVIDER_API_KEY_SSM", dir: "pkg/app", code: `"WithDecryption":\s*true|WithDecryption:\s*aws\.Bool\(true\)`, optional: true},
 }
 

@@ -839,8 +839,8 @@ func TestToolManifestMatchesToolFunctions(t *testing.T) {
 // allowedResources is every resource a function's policies may name; the
 // service of each action must match its resource's.
 var allowedResources = map[string][]string{
-	"GatewayFunction": {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "ssm-parameter", "api-keys-parameter", "kms-key"},
-	"WorkerFunction":  {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "LambentBus", "ssm-parameter", "kms-key"},
+	"GatewayFunction": {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "ssm-parameter", "api-keys-parameter", "secret-key-parameter", "kms-key"},
+	"WorkerFunction":  {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "LambentBus", "ssm-parameter", "secret-key-parameter", "kms-key"},
 }
 
 // serviceOf is the IAM service prefix each kind of resource goes with.
@@ -852,12 +852,14 @@ var serviceOf = map[string]string{
 	"LambentBus":             "events",
 	"ssm-parameter":          "ssm",
 	"api-keys-parameter":     "ssm",
+	"secret-key-parameter":   "ssm",
 	"kms-key":                "kms",
 }
 
 const (
-	ssmParameterArn     = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${ProviderApiKeyParameter}"
-	apiKeysParameterArn = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${ApiKeysParameter}"
+	ssmParameterArn       = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${ProviderApiKeyParameter}"
+	apiKeysParameterArn   = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${ApiKeysParameter}"
+	secretKeyParameterArn = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${SecretKeyParameter}"
 )
 
 // classify names the resource an IAM Resource value stands for, or "".
@@ -873,6 +875,9 @@ func classify(v any) string {
 	}
 	if s, ok := sub(v); ok && s == apiKeysParameterArn {
 		return "api-keys-parameter"
+	}
+	if s, ok := sub(v); ok && s == secretKeyParameterArn {
+		return "secret-key-parameter"
 	}
 	return ""
 }
