@@ -15,6 +15,7 @@ package mcptest
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -33,6 +34,9 @@ type Options struct {
 	// JSONResponse makes the streamable HTTP server answer with
 	// application/json instead of an event stream.
 	JSONResponse bool
+
+	// stop ends sleep and wait calls (the HTTP servers close it first).
+	stop <-chan struct{}
 }
 
 // EchoArgs are echo's arguments.
@@ -66,7 +70,7 @@ type barrier struct {
 	release chan struct{}
 }
 
-func (b *barrier) wait(ctx context.Context) error {
+func (b *barrier) wait(ctx context.Context, stop <-chan struct{}) error {
 	b.mu.Lock()
 	b.in++
 	if b.in == b.n {
@@ -79,6 +83,8 @@ func (b *barrier) wait(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-stop:
+		return errors.New("the server is closing")
 	}
 }
 
@@ -114,10 +120,12 @@ func NewServer(opts Options) *sdk.Server {
 			return text("slept"), nil, nil
 		case <-ctx.Done():
 			return nil, nil, ctx.Err()
+		case <-opts.stop:
+			return nil, nil, errors.New("the server is closing")
 		}
 	})
 	sdk.AddTool(s, &sdk.Tool{Name: "wait", Description: "Answer once enough calls wait."}, func(ctx context.Context, _ *sdk.CallToolRequest, _ Empty) (*sdk.CallToolResult, any, error) {
-		if err := b.wait(ctx); err != nil {
+		if err := b.wait(ctx, opts.stop); err != nil {
 			return nil, nil, err
 		}
 		return text("released"), nil, nil
@@ -136,6 +144,14 @@ type Server struct {
 
 	mu      sync.Mutex
 	headers []http.Header
+	stop    chan struct{}
+	once    sync.Once
+}
+
+// Close ends the calls still waiting and stops the server.
+func (s *Server) Close() {
+	s.once.Do(func() { close(s.stop) })
+	s.Server.Close()
 }
 
 // Headers returns the headers of every request received so far.
@@ -156,19 +172,22 @@ func (s *Server) record(h http.Handler) http.Handler {
 
 // StartStreamable serves the tools over streamable HTTP at /mcp.
 func StartStreamable(opts Options) *Server {
+	s := &Server{stop: make(chan struct{})}
+	opts.stop = s.stop
 	srv := NewServer(opts)
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{JSONResponse: opts.JSONResponse})
-	return start(h)
+	return s.start(h)
 }
 
 // StartSSE serves the tools over HTTP+SSE at /mcp.
 func StartSSE(opts Options) *Server {
+	s := &Server{stop: make(chan struct{})}
+	opts.stop = s.stop
 	srv := NewServer(opts)
-	return start(sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	return s.start(sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return srv }, nil))
 }
 
-func start(h http.Handler) *Server {
-	s := &Server{}
+func (s *Server) start(h http.Handler) *Server {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s.record(h))
 	s.Server = httptest.NewServer(mux)

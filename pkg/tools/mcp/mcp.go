@@ -196,8 +196,13 @@ func (s *session) drop(cs *sdk.ClientSession) {
 	end := s.end
 	s.cs, s.end = nil, nil
 	s.mu.Unlock()
-	_ = cs.Close()
-	end()
+	_ = closeSession(cs, end)
+}
+
+// closeSession closes cs, then ends the context its connection lives in.
+func closeSession(cs *sdk.ClientSession, end context.CancelFunc) error {
+	defer end()
+	return cs.Close()
 }
 
 func (s *session) transport() sdk.Transport {
@@ -327,8 +332,7 @@ func (s *session) Close() error {
 	if cs == nil {
 		return nil
 	}
-	defer end()
-	return cs.Close()
+	return closeSession(cs, end)
 }
 
 // render is a call result as text: text content as is, other content as
@@ -388,33 +392,57 @@ func (t *serverTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		for k, v := range t.srv.Headers {
 			req.Header.Set(k, v)
 		}
-		if t.srv.Authorization != "" {
-			req.Header.Set("Authorization", "Bearer "+t.srv.Authorization)
+		if token := t.srv.Authorization; token != "" {
+			if len(token) < 7 || !strings.EqualFold(token[:7], "bearer ") {
+				token = "Bearer " + token
+			}
+			req.Header.Set("Authorization", token)
 		}
 	}
-	res, err := t.base.RoundTrip(req)
-	if err != nil || strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
-		return res, err
+	cancel := context.CancelFunc(func() {})
+	if req.Method == http.MethodDelete {
+		// Closing the session: a server may hold the DELETE until its
+		// calls end; the response does not wait for that.
+		var ctx context.Context
+		ctx, cancel = context.WithTimeout(req.Context(), closeGrace)
+		req = req.WithContext(ctx)
 	}
-	res.Body = &limitedBody{r: io.LimitReader(res.Body, t.max+1), c: res.Body, max: t.max}
+	res, err := t.base.RoundTrip(req)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		res.Body = &limitedBody{r: res.Body, c: res.Body, max: -1, done: cancel}
+		return res, nil
+	}
+	res.Body = &limitedBody{r: io.LimitReader(res.Body, t.max+1), c: res.Body, max: t.max, done: cancel}
 	return res, nil
 }
 
-// limitedBody fails a read past max bytes.
+// closeGrace bounds how long closing a session waits on the server.
+const closeGrace = time.Second
+
+// limitedBody fails a read past max bytes (negative: no limit) and calls
+// done when closed.
 type limitedBody struct {
-	r   io.Reader
-	c   io.Closer
-	n   int64
-	max int64
+	r    io.Reader
+	c    io.Closer
+	n    int64
+	max  int64
+	done context.CancelFunc
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.n += int64(n)
-	if b.n > b.max {
+	if b.max >= 0 && b.n > b.max {
 		return 0, fmt.Errorf("the server's message exceeds %d bytes", b.max)
 	}
 	return n, err
 }
 
-func (b *limitedBody) Close() error { return b.c.Close() }
+func (b *limitedBody) Close() error {
+	defer b.done()
+	return b.c.Close()
+}

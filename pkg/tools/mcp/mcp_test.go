@@ -166,6 +166,15 @@ func TestHeadersAndSecrets(t *testing.T) {
 		assert.Equal(t, "Bearer token-secret", h.Get("Authorization"))
 	}
 
+	// A token given with its scheme is sent as is.
+	spec.Authorization = "Bearer token-secret"
+	s = loopback().Open(spec)
+	_, err = s.ListTools(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	hs = srv.Headers()
+	assert.Equal(t, "Bearer token-secret", hs[len(hs)-1].Get("Authorization"))
+
 	// The server goes away: the error names it without a secret.
 	srv.Close()
 	s = loopback().Open(spec)
