@@ -302,7 +302,7 @@ func (r *run) checkApprovals() error {
 	return nil
 }
 
-// mcpEcho is how the response's tools show a manifest MCP server: OpenAI's
+// echo is how the response's tools show a manifest MCP server: OpenAI's
 // mcp tool without its URL and secrets.
 func (s *mcpServer) echo() api.Tool {
 	return api.Tool{Type: api.ToolMCP, ServerLabel: s.srv.Label, ServerDescription: s.srv.Description,
