@@ -38,10 +38,11 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-## bench: gateway overhead against a fake backend on loopback, beside a bare reverse proxy (the floor), and the engine's per-turn cost
+## bench: gateway overhead against a fake backend on loopback, beside a bare reverse proxy (the floor), the engine's per-turn cost, and MCP calls, listing and a 16-call turn
 bench:
 	$(GO) run ./internal/cmd/bench
-	$(GO) test -run='^$$' -bench=BenchmarkLoopTurn -benchmem ./pkg/engine/
+	$(GO) test -run='^$$' -bench='BenchmarkLoopTurn|BenchmarkMCPTurn' -benchmem ./pkg/engine/
+	$(GO) test -run='^$$' -bench=BenchmarkMCP -benchmem ./pkg/tools/mcp/
 
 ## load: 200 concurrent streamed agentic responses through the gateway binary on the memory store and DynamoDB (Local unless AWS_ENDPOINT_URL_DYNAMODB is set), nothing lost, and its RSS at 100 streams; loopback only, stops by itself
 LOAD_FLAGS ?=

@@ -408,6 +408,7 @@ var grantUses = map[string]grantUse{
 	"ssm-parameter ssm:GetParameter":             {env: "LAMBENT_PROVIDER_API_KEY_SSM", dir: "pkg/app", code: `AmazonSSM\.GetParameter|ssm\.GetParameterInput`},
 	"api-keys-parameter ssm:GetParameter":        {env: "LAMBENT_API_KEYS_SSM", dir: "pkg/app", code: `AmazonSSM\.GetParameter|ssm\.GetParameterInput`},
 	"compaction-keys-parameter ssm:GetParameter": {env: "LAMBENT_COMPACTION_KEYS_SSM", dir: "pkg/app", code: `AmazonSSM\.GetParameter|ssm\.GetParameterInput`},
+	"secret-key-parameter ssm:GetParameter":      {env: "LAMBENT_SECRET_KEY_SSM", dir: "pkg/app", code: `AmazonSSM\.GetParameter|ssm\.GetParameterInput`},
 	"kms-key kms:Decrypt":                        {env: "LAMBENT_PROVIDER_API_KEY_SSM", dir: "pkg/app", code: `"WithDecryption":\s*true|WithDecryption:\s*aws\.Bool\(true\)`, optional: true},
 }
 

@@ -844,8 +844,8 @@ func TestToolManifestMatchesToolFunctions(t *testing.T) {
 // allowedResources is every resource a function's policies may name; the
 // service of each action must match its resource's.
 var allowedResources = map[string][]string{
-	"GatewayFunction": {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "LambentBus", "ssm-parameter", "api-keys-parameter", "compaction-keys-parameter", "kms-key"},
-	"WorkerFunction":  {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "LambentBus", "ssm-parameter", "compaction-keys-parameter", "kms-key"},
+	"GatewayFunction": {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "LambentBus", "ssm-parameter", "api-keys-parameter", "compaction-keys-parameter", "secret-key-parameter", "kms-key"},
+	"WorkerFunction":  {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "LambentBus", "ssm-parameter", "compaction-keys-parameter", "secret-key-parameter", "kms-key"},
 }
 
 // serviceOf is the IAM service prefix each kind of resource goes with.
@@ -858,13 +858,15 @@ var serviceOf = map[string]string{
 	"ssm-parameter":             "ssm",
 	"api-keys-parameter":        "ssm",
 	"compaction-keys-parameter": "ssm",
+	"secret-key-parameter":      "ssm",
 	"kms-key":                   "kms",
 }
 
 const (
-	ssmParameterArn     = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${ProviderApiKeyParameter}"
-	apiKeysParameterArn = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${ApiKeysParameter}"
-	compactionKeysArn   = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${CompactionKeysParameter}"
+	ssmParameterArn       = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${ProviderApiKeyParameter}"
+	apiKeysParameterArn   = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${ApiKeysParameter}"
+	compactionKeysArn     = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${CompactionKeysParameter}"
+	secretKeyParameterArn = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${SecretKeyParameter}"
 )
 
 // classify names the resource an IAM Resource value stands for, or "".
@@ -883,6 +885,9 @@ func classify(v any) string {
 	}
 	if s, ok := sub(v); ok && s == compactionKeysArn {
 		return "compaction-keys-parameter"
+	}
+	if s, ok := sub(v); ok && s == secretKeyParameterArn {
+		return "secret-key-parameter"
 	}
 	return ""
 }

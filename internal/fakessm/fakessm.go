@@ -3,7 +3,9 @@
 // the SSM JSON 1.1 protocol (POST / with X-Amz-Target
 // AmazonSSM.GetParameter; errors as {"__type","message"} with HTTP 400), as
 // the SDK's SSM client speaks it (point the client at Server.URL with
-// AWS_ENDPOINT_URL_SSM or its BaseEndpoint).
+// AWS_ENDPOINT_URL_SSM or its BaseEndpoint). It answers Secrets Manager's
+// GetSecretValue (X-Amz-Target secretsmanager.GetSecretValue, the same
+// protocol) too, from Options.Secrets.
 package fakessm
 
 import (
@@ -18,15 +20,19 @@ import (
 type Request struct {
 	// Target, ContentType and Authorization are the request's headers.
 	Target, ContentType, Authorization string
-	// Name and WithDecryption are the request's fields.
+	// Name and WithDecryption are the request's fields (GetParameter);
+	// SecretID is GetSecretValue's.
 	Name           string
 	WithDecryption bool
+	SecretID       string
 }
 
 // Options configure a Server.
 type Options struct {
 	// Params maps parameter names to their values.
 	Params map[string]string
+	// Secrets maps Secrets Manager secret ids to their SecretString.
+	Secrets map[string]string
 	// Before, when set, is called with each GetParameter request before it
 	// is answered. It may block (a barrier); a non-empty return is an SSM
 	// error code, such as ThrottlingException, the request then fails with.
@@ -61,6 +67,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Name           string
 		WithDecryption bool
+		SecretID       string `json:"SecretId"`
 	}
 	body, err := io.ReadAll(r.Body)
 	if err == nil {
@@ -72,13 +79,14 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		Authorization:  r.Header.Get("Authorization"),
 		Name:           in.Name,
 		WithDecryption: in.WithDecryption,
+		SecretID:       in.SecretID,
 	}
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 	switch {
-	case r.Method != http.MethodPost || req.Target != "AmazonSSM.GetParameter":
+	case r.Method != http.MethodPost || req.Target != "AmazonSSM.GetParameter" && req.Target != "secretsmanager.GetSecretValue":
 		fail(w, "UnknownOperationException", "unexpected request "+r.Method+" "+req.Target)
 		return
 	case err != nil:
@@ -90,6 +98,20 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			fail(w, code, "injected by fakessm")
 			return
 		}
+	}
+	if req.Target == "secretsmanager.GetSecretValue" {
+		secret, ok := s.opts.Secrets[in.SecretID]
+		if !ok {
+			fail(w, "ResourceNotFoundException", "Secrets Manager can't find the specified secret.")
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"ARN":          "arn:aws:secretsmanager:us-east-1:123456789012:secret:" + in.SecretID,
+			"Name":         in.SecretID,
+			"SecretString": secret,
+			"VersionId":    "v1",
+		})
+		return
 	}
 	value, ok := s.opts.Params[in.Name]
 	if !ok {

@@ -33,6 +33,9 @@ const (
 	EventMCPCallFailed            = "response.mcp_call.failed"
 	EventMCPCallArgsDelta         = "response.mcp_call_arguments.delta"
 	EventMCPCallArgsDone          = "response.mcp_call_arguments.done"
+	EventMCPListToolsInProgress   = "response.mcp_list_tools.in_progress"
+	EventMCPListToolsCompleted    = "response.mcp_list_tools.completed"
+	EventMCPListToolsFailed       = "response.mcp_list_tools.failed"
 	EventError                    = "error"
 )
 

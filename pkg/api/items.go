@@ -23,14 +23,29 @@ const (
 	// ItemCompaction carries a summary of earlier turns, sealed by the
 	// gateway in EncryptedContent (POST /v1/responses/compact).
 	ItemCompaction = "compaction"
+	// ItemMCPListTools is OpenAI's item listing an MCP server's tools.
+	ItemMCPListTools = "mcp_list_tools"
+	// ItemMCPApprovalRequest asks the client to approve an MCP tool call.
+	ItemMCPApprovalRequest = "mcp_approval_request"
+	// ItemMCPApprovalResponse (input) approves or denies an approval request.
+	ItemMCPApprovalResponse = "mcp_approval_response"
 )
 
 // HostedServerLabel is the server_label of the mcp_call items of Lambent's
 // hosted tools.
 const HostedServerLabel = "lambent"
 
-// PrefixMCPCall is the id prefix of mcp_call items.
-const PrefixMCPCall = "mcp_"
+// Id prefixes of the MCP items.
+const (
+	// PrefixMCPCall is the id prefix of mcp_call items.
+	PrefixMCPCall = "mcp_"
+	// PrefixMCPListTools is the id prefix of mcp_list_tools items.
+	PrefixMCPListTools = "mcpl_"
+	// PrefixMCPApprovalRequest is the id prefix of mcp_approval_request items.
+	PrefixMCPApprovalRequest = "mcpr_"
+	// PrefixMCPApprovalResponse is the id prefix of mcp_approval_response items.
+	PrefixMCPApprovalResponse = "mcpa_"
+)
 
 // Content part types.
 const (
@@ -95,9 +110,25 @@ type Item struct {
 	// mcp_call (Name, Arguments and Output above): ServerLabel names the
 	// server that ran the call; Error is the failure message of a failed
 	// call (status "failed"), written as OpenAI's error object.
+	// ApprovalRequestID names the mcp_approval_request the call answers.
+	// mcp_list_tools has ServerLabel, Tools and Error (the listing's
+	// failure); mcp_approval_request has ServerLabel, Name and Arguments;
+	// mcp_approval_response has ApprovalRequestID, Approve and Reason.
 	ServerLabel       string
 	Error             string
 	ApprovalRequestID string
+	Tools             []MCPTool
+	Approve           bool
+	Reason            string
+}
+
+// MCPTool is one tool of an mcp_list_tools item, as the MCP server
+// described it.
+type MCPTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	Annotations json.RawMessage `json:"annotations,omitempty"`
 }
 
 // Executed reports whether an mcp_call has its result: an output
@@ -155,6 +186,10 @@ func (it *Item) OutputText() string {
 //	reasoning:            type, id, summary ([] when nil), then content, encrypted_content and status when non-empty
 //	item_reference:       type, id
 //	compaction:           type, id, encrypted_content
+//	mcp_call:             type, id, server_label, name, arguments, output, error, approval_request_id, status
+//	mcp_list_tools:       type, id, server_label, tools ([] when nil), error (null when empty)
+//	mcp_approval_request: type, id, server_label, name, arguments
+//	mcp_approval_response: type, id, approval_request_id, approve, reason (null when empty)
 //
 // Any other type is an error.
 func (it Item) MarshalJSON() ([]byte, error) {
@@ -230,6 +265,30 @@ func (it Item) MarshalJSON() ([]byte, error) {
 			ID               string `json:"id"`
 			EncryptedContent string `json:"encrypted_content"`
 		}{it.Type, it.ID, it.EncryptedContent})
+	case ItemMCPListTools:
+		return wirejson.Marshal(struct {
+			Type        string    `json:"type"`
+			ID          string    `json:"id"`
+			ServerLabel string    `json:"server_label"`
+			Tools       []MCPTool `json:"tools"`
+			Error       *string   `json:"error"`
+		}{it.Type, it.ID, it.ServerLabel, orEmpty(it.Tools), nilIfEmpty(it.Error)})
+	case ItemMCPApprovalRequest:
+		return wirejson.Marshal(struct {
+			Type        string `json:"type"`
+			ID          string `json:"id"`
+			ServerLabel string `json:"server_label"`
+			Name        string `json:"name"`
+			Arguments   string `json:"arguments"`
+		}{it.Type, it.ID, it.ServerLabel, it.Name, it.Arguments})
+	case ItemMCPApprovalResponse:
+		return wirejson.Marshal(struct {
+			Type              string  `json:"type"`
+			ID                string  `json:"id"`
+			ApprovalRequestID string  `json:"approval_request_id"`
+			Approve           bool    `json:"approve"`
+			Reason            *string `json:"reason"`
+		}{it.Type, it.ID, it.ApprovalRequestID, it.Approve, nilIfEmpty(it.Reason)})
 	}
 	return nil, fmt.Errorf("api: cannot marshal item of type %q", it.Type)
 }
@@ -300,6 +359,9 @@ type wireItemIn struct {
 	ServerLabel      string          `json:"server_label"`
 	Error            json.RawMessage `json:"error"`
 	ApprovalRequest  *string         `json:"approval_request_id"`
+	Tools            []MCPTool       `json:"tools"`
+	Approve          *bool           `json:"approve"`
+	Reason           *string         `json:"reason"`
 }
 
 // UnmarshalJSON decodes an item in any of its accepted input shapes. A
@@ -382,8 +444,37 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 			return InvalidRequest("encrypted_content", "missing required parameter: encrypted_content")
 		}
 		it.EncryptedContent = *w.EncryptedContent
+	case ItemMCPListTools:
+		it.ServerLabel, it.Tools, it.Error = w.ServerLabel, w.Tools, mcpErrorMessage(w.Error)
+		if it.ServerLabel == "" {
+			return InvalidRequest("server_label", "missing required parameter: server_label")
+		}
+		for j, t := range it.Tools {
+			if t.Name == "" {
+				return InvalidRequest("tools["+strconv.Itoa(j)+"].name", "missing required parameter: name")
+			}
+		}
+	case ItemMCPApprovalRequest:
+		it.ServerLabel, it.Name = w.ServerLabel, w.Name
+		if w.Arguments != nil {
+			it.Arguments = *w.Arguments
+		}
+		if it.ID == "" {
+			return InvalidRequest("id", "missing required parameter: id")
+		}
+	case ItemMCPApprovalResponse:
+		if w.ApprovalRequest == nil || *w.ApprovalRequest == "" {
+			return InvalidRequest("approval_request_id", "missing required parameter: approval_request_id")
+		}
+		if w.Approve == nil {
+			return InvalidRequest("approve", "missing required parameter: approve")
+		}
+		it.ApprovalRequestID, it.Approve = *w.ApprovalRequest, *w.Approve
+		if w.Reason != nil {
+			it.Reason = *w.Reason
+		}
 	default:
-		return InvalidRequest("type", "unsupported item type %q; supported: message, function_call, function_call_output, reasoning, item_reference, mcp_call, compaction", typ)
+		return InvalidRequest("type", "unsupported item type %q; supported: message, function_call, function_call_output, reasoning, item_reference, mcp_call, mcp_list_tools, mcp_approval_request, mcp_approval_response, compaction", typ)
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/lambent/lambent/pkg/tools/builtin"
 	"github.com/lambent/lambent/pkg/tools/fetchurl"
 	"github.com/lambent/lambent/pkg/tools/lambdaexec"
+	"github.com/lambent/lambent/pkg/tools/mcp"
 	"github.com/lambent/lambent/pkg/worker"
 )
 
@@ -50,6 +51,10 @@ type Options struct {
 	Queue engine.Queue
 	// Publisher replaces the configured publisher.
 	Publisher engine.Publisher
+	// SSM and SecretsManager replace the clients that read the secrets of
+	// the manifest's MCP servers.
+	SSM            SSMClient
+	SecretsManager SecretsManagerClient
 }
 
 // Build wires the parts described by cfg.
@@ -102,6 +107,12 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 		catalog = append(catalog, ex)
 		a.Tools = append(a.Tools, ex.List()...)
 	}
+	servers, serverDefs, err := mcpServers(ctx, manifest, opts)
+	if err != nil {
+		a.Close()
+		return nil, fmt.Errorf("LAMBENT_TOOLS: %w", err)
+	}
+	a.Tools = append(a.Tools, serverDefs...)
 	st := opts.Store
 	if st == nil {
 		if st, err = buildStore(ctx, cfg); err != nil {
@@ -145,6 +156,9 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 		MaxTurns:        cfg.MaxTurns,
 		OpenAICompat:    cfg.OpenAICompat,
 		HostedToolItems: cfg.HostedToolItems,
+		MCP:             mcp.New(mcp.Config{AllowHosts: cfg.FetchAllowHosts, AllowStdio: !cfg.InLambda}),
+		MCPServers:      servers,
+		SecretKey:       cfg.SecretKey,
 		Logger:          log,
 		DeadlineReserve: cfg.DeadlineReserve,
 		KeepAlive:       cfg.KeepAlive,

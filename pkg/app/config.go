@@ -4,6 +4,7 @@
 package app
 
 import (
+	"encoding/base64"
 	"fmt"
 	"strconv"
 	"strings"
@@ -59,9 +60,15 @@ type Config struct {
 	MaxBody int64
 	// LogLevel is debug, info, warn or error (LAMBENT_LOG_LEVEL, default info).
 	LogLevel string
-	// FetchAllowHosts lets fetch_url reach these hosts despite its SSRF guard
+	// FetchAllowHosts lets fetch_url and request-declared MCP servers reach
+	// these hosts despite the SSRF guard, MCP servers over http too
 	// (LAMBENT_FETCH_ALLOW_HOSTS, comma-separated; for tests).
 	FetchAllowHosts []string
+	// SecretKey (32 bytes) seals the MCP secrets of stored background
+	// requests (LAMBENT_SECRET_KEY, base64; or from SSM through
+	// ResolveSecrets). Empty: a random key per process, enough when the
+	// worker is in-process (local runs).
+	SecretKey []byte
 	// DeadlineReserve is kept free before a Lambda invocation's deadline
 	// (LAMBENT_DEADLINE_RESERVE, default 10s).
 	DeadlineReserve time.Duration
@@ -162,6 +169,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.KeepAlive, err = parseDuration(getenv, "LAMBENT_SSE_KEEPALIVE", 15*time.Second); err != nil {
 		return c, err
 	}
+	if c.SecretKey, err = parseSecretKey(EnvSecretKey, getenv(EnvSecretKey)); err != nil {
+		return c, err
+	}
 	if v := getenv("LAMBENT_FETCH_ALLOW_HOSTS"); v != "" {
 		for _, h := range strings.Split(v, ",") {
 			if h = strings.TrimSpace(h); h != "" {
@@ -213,4 +223,17 @@ func parseDuration(getenv func(string) string, name string, def time.Duration) (
 		return def, fmt.Errorf("%s: %q is not a positive duration (e.g. 720h)", name, v)
 	}
 	return d, nil
+}
+
+// parseSecretKey decodes a base64 key of 32 bytes; empty is none.
+func parseSecretKey(name, v string) ([]byte, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil, nil
+	}
+	key, err := base64.StdEncoding.DecodeString(v)
+	if err != nil || len(key) != 32 {
+		return nil, fmt.Errorf("%s: want 32 random bytes in base64 (openssl rand -base64 32)", name)
+	}
+	return key, nil
 }

@@ -16,6 +16,12 @@ const (
 	// SecureString) that holds the token; template.yaml sets it so the key is
 	// never a plain environment value or template parameter.
 	EnvProviderAPIKeySSM = "LAMBENT_PROVIDER_API_KEY_SSM"
+	// EnvSecretKey holds the key that seals the MCP secrets of stored
+	// background requests (base64 of 32 bytes); gateways and workers that
+	// share a queue need the same.
+	EnvSecretKey = "LAMBENT_SECRET_KEY"
+	// EnvSecretKeySSM names the SSM SecureString parameter holding it.
+	EnvSecretKeySSM = "LAMBENT_SECRET_KEY_SSM"
 )
 
 // Environment names of the compaction keys.
@@ -40,6 +46,8 @@ const (
 //   - cfg.CompactionKeys: LAMBENT_COMPACTION_KEYS, else the SSM parameter
 //     LAMBENT_COMPACTION_KEYS_SSM names (see compaction.ParseKeys); with
 //     neither it stays nil.
+//   - cfg.SecretKey: LAMBENT_SECRET_KEY, else the SSM parameter
+//     LAMBENT_SECRET_KEY_SSM names (base64 of 32 bytes).
 //
 // The parameters are read in parallel, with decryption, through one SSM
 // client from the SDK's default configuration (awsconf.Load: region,
@@ -71,7 +79,15 @@ func resolveSecrets(ctx context.Context, cfg *Config, getenv func(string) string
 		params = append(params, parameter{env: EnvCompactionKeysSSM, name: name, dst: &compactionKeys})
 		compactionSource = EnvCompactionKeysSSM + "=" + name
 	}
+	var sealKey string
+	if name := strings.TrimSpace(getenv(EnvSecretKeySSM)); len(cfg.SecretKey) == 0 && getenv(EnvSecretKey) == "" && name != "" {
+		params = append(params, parameter{env: EnvSecretKeySSM, name: name, dst: &sealKey})
+	}
 	if err := readParameters(ctx, params, newClient); err != nil {
+		return err
+	}
+	secretKey, err := parseSecretKey(EnvSecretKeySSM, sealKey)
+	if err != nil {
 		return err
 	}
 	keys, err := ParseAPIKeys(list)
@@ -87,5 +103,8 @@ func resolveSecrets(ctx context.Context, cfg *Config, getenv func(string) string
 	cfg.ProviderAPIKey = strings.TrimSpace(key)
 	cfg.APIKeys = keys
 	cfg.CompactionKeys = ring
+	if secretKey != nil {
+		cfg.SecretKey = secretKey
+	}
 	return nil
 }

@@ -112,7 +112,11 @@ func (e *Engine) storeQueued(ctx context.Context, req *api.CreateResponseRequest
 	r.em = &emitter{w: buf, stream: true}
 	r.em.lifecycle(api.EventResponseCreated, r.resp)
 	r.em.lifecycle(api.EventResponseQueued, r.resp)
-	rec := &store.Record{Response: r.resp, Input: r.input, Context: r.history, Job: &store.Job{Request: req, NextSeq: r.em.seq}}
+	stored, secrets, err := e.sealSecrets(req, r.resp.ID)
+	if err != nil {
+		return nil, api.ServerError(err, "the request's secrets could not be sealed: %v", err)
+	}
+	rec := &store.Record{Response: r.resp, Input: r.input, Context: r.history, Job: &store.Job{Request: stored, Secrets: secrets, NextSeq: r.em.seq}}
 	if err := e.cfg.Store.Create(ctx, rec); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return nil, fmt.Errorf("engine: response %s exists: %w", r.resp.ID, err)
@@ -336,8 +340,12 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 		e.log.Info("background response leased by another worker", "response_id", id, "owner", job.Owner)
 		return nil
 	}
-	r := &run{req: job.Request, resp: rec.Response, history: rec.Context, input: rec.Input, turns: job.Turns, mcpItems: e.mcpItems()}
-	if err := r.resolveTools(e.cfg.Hosted); err != nil {
+	req, err := e.openSecrets(job.Request, job.Secrets, id)
+	if err != nil {
+		return e.finishedElsewhere(id, e.failBackground(ctx, rec, &api.Error{Type: api.ErrTypeServer, Code: "secrets_unavailable", Message: err.Error()}))
+	}
+	r := &run{req: req, resp: rec.Response, history: rec.Context, input: rec.Input, turns: job.Turns, mcpItems: e.mcpItems()}
+	if err := r.resolveTools(e); err != nil {
 		return e.finishedElsewhere(id, e.failBackground(ctx, rec, api.AsError(err)))
 	}
 	if err := e.openSummaries(ctx, r); err != nil {

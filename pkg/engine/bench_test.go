@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
+	"github.com/lambent/lambent/internal/mcptest"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/tools"
@@ -78,4 +81,53 @@ func BenchmarkLoopTurn(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 		})
 	}
+}
+
+// mcpTurnProvider calls the MCP tool "sleep" n times in its first turn,
+// then answers.
+type mcpTurnProvider struct {
+	n    int
+	args string
+}
+
+func (p mcpTurnProvider) Complete(_ context.Context, req *provider.Request) (*provider.Result, error) {
+	for i := range req.Items {
+		if req.Items[i].Type == api.ItemFunctionCallOutput {
+			return &provider.Result{Text: "done", FinishReason: provider.FinishStop}, nil
+		}
+	}
+	cs := make([]api.Item, p.n)
+	for i := range cs {
+		cs[i] = call(fmt.Sprintf("call_%d", i), "sleep", p.args)
+	}
+	return &provider.Result{ToolCalls: cs, FinishReason: provider.FinishToolCalls}, nil
+}
+
+func (p mcpTurnProvider) Stream(ctx context.Context, req *provider.Request, _ func(provider.Delta) error) (*provider.Result, error) {
+	return p.Complete(ctx, req)
+}
+
+// BenchmarkMCPTurn measures a response whose turn makes 16 concurrent
+// calls of an MCP tool that takes L = 50 ms, against a Go SDK server on
+// loopback, with an instant model: connect, list, the 16 calls, answer.
+// Reported: ms/response and ratio = response time / L (≈ 1 when the calls
+// run concurrently; 16 if they ran one after the other).
+func BenchmarkMCPTurn(b *testing.B) {
+	const n, latency = 16, 50 * time.Millisecond
+	srv := mcptest.StartStreamable(mcptest.Options{})
+	defer srv.Close()
+	e, _ := newEngineB(b, mcpTurnProvider{n: n, args: fmt.Sprintf(`{"ms":%d}`, latency.Milliseconds())}, nil, withMCP)
+	req, err := api.DecodeCreateRequest([]byte(`{"input":"go","tools":[{"type":"mcp","server_label":"s","server_url":"` + srv.Endpoint + `","require_approval":"never"}]}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := e.CreateResponse(context.Background(), req, discard{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	per := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	b.ReportMetric(per/1e6, "ms/response")
+	b.ReportMetric(per/float64(latency.Nanoseconds()), "ratio")
+	b.ReportMetric(0, "ns/op")
 }

@@ -255,9 +255,15 @@ func (a *assembler) delta(d provider.Delta) error {
 				a.byIndex = map[int]int{}
 			}
 			var idx int
-			if a.r.serverExecuted(d.ToolName) {
-				idx = a.open(api.Item{Type: api.ItemMCPCall, ID: a.r.newItemID(api.PrefixMCPCall), Status: api.ItemInProgress, ServerLabel: api.HostedServerLabel, Name: d.ToolName})
-				a.r.em.mcpEvent(api.EventMCPCallInProgress, idx, a.out(idx).ID)
+			if typ, label, tool := a.r.serverItem(d.ToolName); typ != "" {
+				prefix := api.PrefixMCPCall
+				if typ == api.ItemMCPApprovalRequest {
+					prefix = api.PrefixMCPApprovalRequest
+				}
+				idx = a.open(api.Item{Type: typ, ID: a.r.newItemID(prefix), Status: api.ItemInProgress, ServerLabel: label, Name: tool})
+				if typ == api.ItemMCPCall {
+					a.r.em.mcpEvent(api.EventMCPCallInProgress, idx, a.out(idx).ID)
+				}
 			} else {
 				callID := d.ToolCallID
 				if callID == "" {
@@ -277,7 +283,9 @@ func (a *assembler) delta(d provider.Delta) error {
 		if d.Text != "" {
 			it.Arguments += d.Text
 			delta := d.Text
-			if a.r.em.stream {
+			// An approval request has no argument events: it is done
+			// with its arguments.
+			if a.r.em.stream && it.Type != api.ItemMCPApprovalRequest {
 				typ := api.EventFunctionCallArgsDelta
 				if it.Type == api.ItemMCPCall {
 					typ = api.EventMCPCallArgsDelta
@@ -350,8 +358,8 @@ func (a *assembler) closeMessage(status string) {
 	a.r.em.itemEvent(api.EventOutputItemDone, idx, it)
 }
 
-// finish closes every open item of the turn and returns the function_call
-// and mcp_call items it produced, in order. An mcp_call of a completed turn
+// finish closes every open item of the turn and returns the function_call,
+// mcp_call and mcp_approval_request items it produced, in order. An mcp_call of a completed turn
 // stays open until its tool has answered (completeServerCall) or the turn
 // ends without running it (closeUnexecuted).
 func (a *assembler) finish(itemStatus string) []api.Item {
@@ -364,6 +372,12 @@ func (a *assembler) finish(itemStatus string) []api.Item {
 			it.Arguments = "{}"
 		}
 		args := it.Arguments
+		if it.Type == api.ItemMCPApprovalRequest {
+			it.Status = itemStatus
+			a.r.em.itemEvent(api.EventOutputItemDone, idx, it)
+			calls = append(calls, *it)
+			continue
+		}
 		if it.Type == api.ItemMCPCall {
 			if a.r.em.stream {
 				a.r.em.emit(&api.StreamEvent{Type: api.EventMCPCallArgsDone, ItemID: it.ID, OutputIndex: &idx, Arguments: &args})

@@ -10,6 +10,7 @@ package engine
 
 import (
 	"context"
+	"crypto/cipher"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -49,6 +50,18 @@ type Config struct {
 	// opens the compaction items requests send back; nil disables
 	// compaction (both answer 501).
 	Compaction *compaction.Keyring
+	// MCP connects to MCP servers ({"type":"mcp"} tools and the
+	// manifest's); nil makes MCP tools a 400.
+	MCP tools.MCPConnector
+	// MCPServers are the manifest's MCP servers by name, which a request
+	// enables with {"type":"lambent:<name>"}.
+	MCPServers map[string]*tools.MCPServer
+	// SecretKey (32 bytes) seals the MCP secrets (headers, authorization)
+	// of stored background requests with AES-256-GCM. Default: a random key
+	// of this process, which only this process can open (enough for the
+	// in-process queue of local runs; gateways and workers that share a
+	// queue share a key).
+	SecretKey []byte
 	// DefaultModel is used when a request names none.
 	DefaultModel string
 	// MaxTurns bounds model calls per response (default 10). With
@@ -119,6 +132,8 @@ const (
 type Engine struct {
 	cfg Config
 	log *slog.Logger
+	// aead seals the MCP secrets of stored background requests.
+	aead cipher.AEAD
 }
 
 // New returns an engine for cfg.
@@ -169,7 +184,11 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.CancelWait <= 0 {
 		cfg.CancelWait = 5 * time.Second
 	}
-	return &Engine{cfg: cfg, log: cfg.Logger}, nil
+	aead, err := newAEAD(cfg.SecretKey)
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{cfg: cfg, log: cfg.Logger, aead: aead}, nil
 }
 
 // GetResponse returns a stored response.

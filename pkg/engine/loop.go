@@ -129,6 +129,8 @@ func (e *Engine) finalize(r *run, out outcome) {
 // output/submit call ends an attempt, and a failed one continues the loop.
 func (e *Engine) loop(ctx context.Context, r *run) outcome {
 	r.att.begin(r, &e.cfg)
+	defer r.closeMCP()
+	e.startMCP(ctx, r)
 	if pending := r.pendingCalls(); len(pending) > 0 {
 		if out, stop := e.runTools(ctx, r, pending, true); stop {
 			return out
@@ -184,7 +186,7 @@ func (e *Engine) loop(ctx context.Context, r *run) outcome {
 			}
 			continue
 		}
-		if len(calls) == 0 || e.cfg.Hosted == nil || r.toolChoiceMode() == api.ToolChoiceNone {
+		if len(calls) == 0 || e.cfg.Hosted == nil && len(r.mcp) == 0 || r.toolChoiceMode() == api.ToolChoiceNone {
 			return outcome{status: api.StatusCompleted}
 		}
 		if out, stop := e.runTools(ctx, r, calls, false); stop {
@@ -245,8 +247,7 @@ func (e *Engine) callModel(ctx context.Context, r *run, turn int) (*provider.Res
 
 // providerRequest builds the model call of a turn.
 func (r *run) providerRequest(turn int) *provider.Request {
-	items := modelItems(r.history, r.input, r.resp.Output)
-	items = r.withSummaries(items)
+	items := r.withSummaries(r.modelItems(r.history, r.input, r.resp.Output))
 	q := &provider.Request{
 		Model:             r.resp.Model,
 		Instructions:      r.req.Instructions,
@@ -308,12 +309,15 @@ func (e *Engine) plan(r *run, calls []api.Item, unanswered bool) []plannedCall {
 	plans := make([]plannedCall, len(calls))
 	for i, c := range calls {
 		p := plannedCall{call: tools.ToolCall{ID: callID(&c), Name: c.Name, Arguments: c.Arguments, ResponseID: r.resp.ID}}
-		t, ok := r.defs[c.Name]
+		name := r.modelName(&c)
+		t, ok := r.defs[name]
 		switch {
 		case !ok:
-			p.errText = fmt.Sprintf("Error: tool %q does not exist. Available tools: %s.", c.Name, r.toolNames())
-		case !r.filter.Allowed(c.Name):
-			p.errText = fmt.Sprintf("Error: tool %q is not allowed for this request.", c.Name)
+			p.errText = fmt.Sprintf("Error: tool %q does not exist. Available tools: %s.", name, r.toolNames())
+		case !r.filter.Allowed(name):
+			p.errText = fmt.Sprintf("Error: tool %q is not allowed for this request.", name)
+		case c.Type == api.ItemMCPApprovalRequest:
+			p.client = true // the client approves or denies it
 		case t.ends:
 			p.ends = true
 		case t.exec == nil && unanswered:
@@ -459,9 +463,12 @@ func truncate(s string, n int) string {
 // pendingCalls returns the tool calls of the conversation that have no
 // result yet (neither stored, nor in this request's input, nor in the output
 // so far — which a resumed background response already has): function
-// calls without a function_call_output and mcp_call items not yet executed.
+// calls without a function_call_output, mcp_call items not yet executed,
+// and approved mcp_approval_requests not yet run (as the mcp_call that
+// runs them).
 func (r *run) pendingCalls() []api.Item {
 	answered := map[string]bool{}
+	approved := map[string]bool{}
 	lists := [][]api.Item{r.history, r.input, r.resp.Output}
 	for _, list := range lists {
 		for i := range list {
@@ -469,7 +476,9 @@ func (r *run) pendingCalls() []api.Item {
 			case it.Type == api.ItemFunctionCallOutput:
 				answered[it.CallID] = true
 			case it.Type == api.ItemMCPCall && it.Executed():
-				answered[it.ID] = true
+				answered[callID(it)] = true
+			case it.Type == api.ItemMCPApprovalResponse:
+				approved[it.ApprovalRequestID] = it.Approve
 			}
 		}
 	}
@@ -477,9 +486,13 @@ func (r *run) pendingCalls() []api.Item {
 	for _, list := range lists {
 		for i := range list {
 			it := &list[i]
-			if (it.Type == api.ItemFunctionCall || it.Type == api.ItemMCPCall) && !answered[callID(it)] {
+			switch {
+			case (it.Type == api.ItemFunctionCall || it.Type == api.ItemMCPCall) && !answered[callID(it)]:
 				pending = append(pending, *it)
 				answered[callID(it)] = true
+			case it.Type == api.ItemMCPApprovalRequest && approved[it.ID] && !answered[it.ID]:
+				pending = append(pending, r.approvedCall(it))
+				answered[it.ID] = true
 			}
 		}
 	}

@@ -30,6 +30,10 @@ type run struct {
 	// summaries are the opened summaries of the conversation's compaction
 	// items, by blob (openSummaries).
 	summaries map[string]string
+	// mcp are the request's MCP servers; mcpNames maps their tools to the
+	// function names the model knows them by.
+	mcp      []*mcpServer
+	mcpNames map[mcpKey]string
 	// hostedCalls counts executed hosted tool calls (max_tool_calls).
 	hostedCalls int
 	em          *emitter
@@ -82,7 +86,10 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id
 	if err := e.openSummaries(ctx, r); err != nil {
 		return nil, err
 	}
-	if err := r.resolveTools(e.cfg.Hosted); err != nil {
+	if err := r.checkApprovals(); err != nil {
+		return nil, err
+	}
+	if err := r.resolveTools(e); err != nil {
 		return nil, err
 	}
 	r.resp.Tools = r.echoTools()
@@ -223,25 +230,36 @@ func idPrefix(typ string) string {
 		return api.PrefixReasoning
 	case api.ItemCompaction:
 		return api.PrefixCompaction
+	case api.ItemMCPListTools:
+		return api.PrefixMCPListTools
+	case api.ItemMCPApprovalRequest:
+		return api.PrefixMCPApprovalRequest
+	case api.ItemMCPApprovalResponse:
+		return api.PrefixMCPApprovalResponse
 	}
 	return api.PrefixMessage
 }
 
 // requestTool is one tool of a request: the definition the model sees and
-// the executor of its calls, nil for a client-executed function tool.
+// the executor of its calls, nil for a client-executed function tool; mcp
+// is set for an MCP server's tool.
 type requestTool struct {
 	def  api.ToolDefinition
 	exec tools.ToolExecutor
 	// ends marks the output tool without reflection and submit: their
 	// calls end an attempt's iterations (attempts.go).
 	ends bool
+	mcp  *mcpTool
 }
 
 // resolveTools turns the request's tools into the definitions the model
 // sees, each with who executes it, and the allowed-tools filter. The tool's
 // type decides: "function" is client-executed, "lambent:<name>" is hosted
-// and resolved through the catalog.
-func (r *run) resolveTools(hosted tools.Catalog) error {
+// and resolved through the catalog (or names an MCP server of the
+// manifest), "mcp" is an MCP server (whose tools are listed when the loop
+// starts, see startMCP).
+func (r *run) resolveTools(e *Engine) error {
+	hosted := e.cfg.Hosted
 	r.defs = make(map[string]requestTool, len(r.req.Tools))
 	for i := range r.req.Tools {
 		t := &r.req.Tools[i]
@@ -255,6 +273,11 @@ func (r *run) resolveTools(hosted tools.Catalog) error {
 			if t.Description != nil {
 				rt.def.Description = *t.Description
 			}
+		case t.IsHosted() && e.cfg.MCPServers[t.HostedName()] != nil:
+			if err := r.addMCP(e, p, e.cfg.MCPServers[t.HostedName()]); err != nil {
+				return err
+			}
+			continue
 		case t.IsHosted():
 			ok := false
 			if hosted != nil {
@@ -264,7 +287,14 @@ func (r *run) resolveTools(hosted tools.Catalog) error {
 				return api.InvalidRequestCode(p+".type", "unknown_hosted_tool", "Unknown hosted tool %q: this gateway's tool manifest has no tool named %q.", t.Type, t.HostedName())
 			}
 		case t.Type == api.ToolMCP:
-			return api.InvalidRequestCode(p+".type", "unsupported_tool", "MCP tools are not supported by this gateway yet.")
+			srv, err := mcpRequestServer(t, p)
+			if err == nil {
+				err = r.addMCP(e, p, srv)
+			}
+			if err != nil {
+				return err
+			}
+			continue
 		}
 		r.addTool(rt)
 	}

@@ -16,64 +16,103 @@ import (
 // output_item.done with output or error). Config.HostedToolItems
 // "function_call" keeps function_call + function_call_output instead.
 
-// serverExecuted reports whether a call to name is shown as an mcp_call
-// item: in mcp_call mode, for every call the loop runs or answers itself —
-// every tool but the request's client functions.
-func (r *run) serverExecuted(name string) bool {
-	if !r.mcpItems || r.toolChoiceMode() == api.ToolChoiceNone {
-		return false
-	}
-	t, ok := r.defs[name]
-	return !ok || t.exec != nil || t.ends
-}
-
-// callID is the call id of a function_call or mcp_call item: the model's
-// call_id, or the mcp_call item's own id (which is what the model sees as
-// the call's id, see modelItems).
+// callID is the call id of a function_call, mcp_call or
+// mcp_approval_request item as the model sees it (see modelItems): the
+// model's call_id, the approval request's id (for the mcp_call that runs
+// an approved request too), or the mcp_call item's own id.
 func callID(it *api.Item) string {
-	if it.Type == api.ItemMCPCall {
+	switch {
+	case it.Type == api.ItemMCPApprovalRequest:
+		return it.ID
+	case it.Type == api.ItemMCPCall && it.ApprovalRequestID != "":
+		return it.ApprovalRequestID
+	case it.Type == api.ItemMCPCall:
 		return it.ID
 	}
 	return it.CallID
 }
 
 // modelItems is the conversation as the model sees it: every tool call an
-// ordinary function call followed by its output. An mcp_call becomes a
-// function_call (call_id: the item's id) and, once executed, a
-// function_call_output holding its output or error. A call that appears
-// again later (a call paused with its turn and executed in a continuation)
-// adds only its output there. Other items pass through.
-func modelItems(lists ...[]api.Item) []api.Item {
+// ordinary function call followed by its output. An mcp_call or
+// mcp_approval_request becomes a function_call (call_id: callID, name: the
+// tool's function name) and, once there is a result, a
+// function_call_output holding the call's output or error — or, for an
+// approval request, the denial (its mcp_approval_response), or "not
+// approved" when the conversation holds no answer to it. A call that
+// appears again later (a call paused with its turn and executed in a
+// continuation, the mcp_call of an approved request) adds only its output
+// there. mcp_list_tools items are left out; other items pass through.
+func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 	n := 0
 	for _, l := range lists {
 		n += len(l)
 	}
 	out := make([]api.Item, 0, n)
-	var called map[string]bool
+	var called, resolved map[string]bool
+	call := func(it *api.Item) {
+		id := callID(it)
+		if called == nil {
+			called = map[string]bool{}
+		}
+		if !called[id] {
+			called[id] = true
+			out = append(out, api.Item{Type: api.ItemFunctionCall, ID: id, Status: api.ItemCompleted, CallID: id, Name: r.modelName(it), Arguments: it.Arguments})
+		}
+	}
+	result := func(id, output string, isError bool) {
+		out = append(out, api.Item{Type: api.ItemFunctionCallOutput, ID: id, Status: api.ItemCompleted, CallID: id, Output: output, IsError: isError})
+	}
 	for _, l := range lists {
 		for i := range l {
 			it := &l[i]
-			if it.Type != api.ItemMCPCall {
-				out = append(out, *it)
-				continue
-			}
-			if called == nil {
-				called = map[string]bool{}
-			}
-			if !called[it.ID] {
-				called[it.ID] = true
-				out = append(out, api.Item{Type: api.ItemFunctionCall, ID: it.ID, Status: api.ItemCompleted, CallID: it.ID, Name: it.Name, Arguments: it.Arguments})
-			}
-			if it.Executed() {
-				res := api.Item{Type: api.ItemFunctionCallOutput, ID: it.ID, Status: api.ItemCompleted, CallID: it.ID, Output: it.Output}
-				if it.Error != "" {
-					res.Output, res.IsError = it.Error, true
+			switch it.Type {
+			case api.ItemMCPListTools:
+			case api.ItemMCPCall:
+				call(it)
+				if it.Executed() {
+					if it.Error != "" {
+						result(callID(it), it.Error, true)
+					} else {
+						result(callID(it), it.Output, false)
+					}
 				}
-				out = append(out, res)
+			case api.ItemMCPApprovalRequest:
+				call(it)
+				if resolved == nil {
+					resolved = approvalsAnswered(lists)
+				}
+				if !resolved[it.ID] {
+					result(it.ID, deniedText(nil), true)
+				}
+			case api.ItemMCPApprovalResponse:
+				if !it.Approve {
+					result(it.ApprovalRequestID, deniedText(it), true)
+				}
+			default:
+				out = append(out, *it)
 			}
 		}
 	}
 	return out
+}
+
+// approvalsAnswered returns the ids of the approval requests the lists
+// hold an answer to: an mcp_approval_response, or an mcp_call naming it.
+func approvalsAnswered(lists [][]api.Item) map[string]bool {
+	m := map[string]bool{}
+	for _, l := range lists {
+		for i := range l {
+			switch it := &l[i]; it.Type {
+			case api.ItemMCPApprovalResponse:
+				m[it.ApprovalRequestID] = true
+			case api.ItemMCPCall:
+				if it.ApprovalRequestID != "" {
+					m[it.ApprovalRequestID] = true
+				}
+			}
+		}
+	}
+	return m
 }
 
 // outputIndex is the index of the output item with id, or -1.
@@ -136,7 +175,14 @@ func (r *run) echoTools() []api.Tool {
 	for i := range r.req.Tools {
 		t := r.req.Tools[i]
 		if !t.IsHosted() {
+			// An MCP server's headers and token are secrets: the
+			// response never holds them.
+			t.Headers, t.Authorization = nil, ""
 			out = append(out, t)
+			continue
+		}
+		if s := r.mcpServer(t.HostedName()); s != nil {
+			out = append(out, s.echo())
 			continue
 		}
 		defs := []api.ToolDefinition{r.defs[t.HostedName()].def}

@@ -44,8 +44,11 @@ type Record struct {
 
 // Job is the state of a background response that workers share.
 type Job struct {
-	// Request is the create request the worker runs.
+	// Request is the create request the worker runs, without the secrets
+	// of its MCP tools.
 	Request *api.CreateResponseRequest `json:"request"`
+	// Secrets are those secrets, sealed by the engine (never plain text).
+	Secrets []byte `json:"secrets,omitempty"`
 	// Owner is the worker holding the lease, empty when none does.
 	Owner string `json:"owner,omitempty"`
 	// LeaseUntil is when the owner's lease ends; a worker may take over a

@@ -1,0 +1,202 @@
+// Package mcptest runs MCP servers built with the official Go SDK for
+// tests and measurements: one server with a fixed set of tools, served
+// over streamable HTTP or HTTP+SSE on loopback, or over stdio (Serve, for
+// a test binary). The HTTP servers record the headers they receive.
+//
+// Tools:
+//   - echo {text}: "echo: <text>";
+//   - add {a, b}: the sum (annotated read-only);
+//   - fail {}: an isError result;
+//   - huge {bytes}: that many "x";
+//   - sleep {ms}: answers after ms milliseconds (or when cancelled);
+//   - wait {}: answers once Options.Barrier calls of it are in flight;
+//   - noop {}: "ok".
+package mcptest
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Options configure a server.
+type Options struct {
+	// Barrier is how many wait calls must be in flight before they answer
+	// (default 1).
+	Barrier int
+	// JSONResponse makes the streamable HTTP server answer with
+	// application/json instead of an event stream.
+	JSONResponse bool
+
+	// stop ends sleep and wait calls (the HTTP servers close it first).
+	stop <-chan struct{}
+}
+
+// EchoArgs are echo's arguments.
+type EchoArgs struct {
+	Text string `json:"text" jsonschema:"the text to echo"`
+}
+
+// AddArgs are add's arguments.
+type AddArgs struct {
+	A int `json:"a"`
+	B int `json:"b"`
+}
+
+// HugeArgs are huge's arguments.
+type HugeArgs struct {
+	Bytes int `json:"bytes"`
+}
+
+// SleepArgs are sleep's arguments.
+type SleepArgs struct {
+	MS int `json:"ms"`
+}
+
+// Empty are the arguments of tools that take none.
+type Empty struct{}
+
+// barrier releases its waiters once n are in.
+type barrier struct {
+	mu      sync.Mutex
+	n, in   int
+	release chan struct{}
+}
+
+func (b *barrier) wait(ctx context.Context, stop <-chan struct{}) error {
+	b.mu.Lock()
+	b.in++
+	if b.in == b.n {
+		close(b.release)
+	}
+	ch := b.release
+	b.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-stop:
+		return errors.New("the server is closing")
+	}
+}
+
+func text(s string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
+}
+
+// NewServer returns the SDK server with the tools above.
+func NewServer(opts Options) *sdk.Server {
+	n := opts.Barrier
+	if n <= 0 {
+		n = 1
+	}
+	b := &barrier{n: n, release: make(chan struct{})}
+	s := sdk.NewServer(&sdk.Implementation{Name: "mcptest", Version: "1"}, nil)
+	sdk.AddTool(s, &sdk.Tool{Name: "echo", Description: "Echo the text."}, func(_ context.Context, _ *sdk.CallToolRequest, in EchoArgs) (*sdk.CallToolResult, any, error) {
+		return text("echo: " + in.Text), nil, nil
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "add", Description: "Add two numbers.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}}, func(_ context.Context, _ *sdk.CallToolRequest, in AddArgs) (*sdk.CallToolResult, any, error) {
+		return text(strconv.Itoa(in.A + in.B)), nil, nil
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "fail", Description: "Always fails."}, func(context.Context, *sdk.CallToolRequest, Empty) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "the tool failed on purpose"}}}, nil, nil
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "huge", Description: "Return a long text."}, func(_ context.Context, _ *sdk.CallToolRequest, in HugeArgs) (*sdk.CallToolResult, any, error) {
+		return text(strings.Repeat("x", in.Bytes)), nil, nil
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "sleep", Description: "Answer after a while."}, func(ctx context.Context, _ *sdk.CallToolRequest, in SleepArgs) (*sdk.CallToolResult, any, error) {
+		t := time.NewTimer(time.Duration(in.MS) * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return text("slept"), nil, nil
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-opts.stop:
+			return nil, nil, errors.New("the server is closing")
+		}
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "wait", Description: "Answer once enough calls wait."}, func(ctx context.Context, _ *sdk.CallToolRequest, _ Empty) (*sdk.CallToolResult, any, error) {
+		if err := b.wait(ctx, opts.stop); err != nil {
+			return nil, nil, err
+		}
+		return text("released"), nil, nil
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "noop", Description: "Do nothing."}, func(context.Context, *sdk.CallToolRequest, Empty) (*sdk.CallToolResult, any, error) {
+		return text("ok"), nil, nil
+	})
+	return s
+}
+
+// Server is a running HTTP MCP server.
+type Server struct {
+	*httptest.Server
+	// Endpoint is the MCP endpoint's URL.
+	Endpoint string
+
+	mu      sync.Mutex
+	headers []http.Header
+	stop    chan struct{}
+	once    sync.Once
+}
+
+// Close ends the calls still waiting and stops the server.
+func (s *Server) Close() {
+	s.once.Do(func() { close(s.stop) })
+	s.Server.Close()
+}
+
+// Headers returns the headers of every request received so far.
+func (s *Server) Headers() []http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]http.Header(nil), s.headers...)
+}
+
+func (s *Server) record(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.headers = append(s.headers, r.Header.Clone())
+		s.mu.Unlock()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// StartStreamable serves the tools over streamable HTTP at /mcp.
+func StartStreamable(opts Options) *Server {
+	s := &Server{stop: make(chan struct{})}
+	opts.stop = s.stop
+	srv := NewServer(opts)
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{JSONResponse: opts.JSONResponse})
+	return s.start(h)
+}
+
+// StartSSE serves the tools over HTTP+SSE at /mcp.
+func StartSSE(opts Options) *Server {
+	s := &Server{stop: make(chan struct{})}
+	opts.stop = s.stop
+	srv := NewServer(opts)
+	return s.start(sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+}
+
+func (s *Server) start(h http.Handler) *Server {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", s.record(h))
+	s.Server = httptest.NewServer(mux)
+	s.Endpoint = s.URL + "/mcp"
+	return s
+}
+
+// Serve serves the tools over stdio until ctx ends or stdin closes (the
+// main of a stdio test server).
+func Serve(ctx context.Context, opts Options) error {
+	return NewServer(opts).Run(ctx, &sdk.StdioTransport{})
+}

@@ -1,0 +1,322 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/tools"
+)
+
+// MCP tools, with the wire format of OpenAI's hosted MCP tool.
+//
+// A request names MCP servers with {"type":"mcp","server_label",...} or,
+// for servers of the manifest, {"type":"lambent:<name>"}. Before the first
+// model call the loop lists the tools of every server whose list the
+// conversation does not hold yet (an mcp_list_tools item per server, with
+// its events; a failure is the item's error, never the response's), and
+// offers the allowed ones to the model as ordinary functions (named as the
+// tool, or "<label>_<tool>" when two would clash). A call of a tool that
+// needs approval (require_approval, "always" by default as OpenAI) becomes
+// an mcp_approval_request item and pauses the turn (requires_action, or
+// completed under OpenAICompat); other calls are mcp_call items run with
+// the turn's other calls, concurrently. A continuation answers with
+// mcp_approval_response items: approved calls run as mcp_call items naming
+// the request (approval_request_id), denied ones are reported to the model
+// as denied, an approval request left unanswered as not approved.
+
+// mcpServer is one MCP server of a response.
+type mcpServer struct {
+	srv  *tools.MCPServer
+	sess tools.MCPSession
+	// tools are the allowed tools once listed (or found listed in the
+	// conversation).
+	tools  []api.MCPTool
+	listed bool
+}
+
+// mcpTool runs the calls of one MCP tool (tools.ToolExecutor).
+type mcpTool struct {
+	s    *mcpServer
+	tool api.MCPTool
+}
+
+// Execute calls the tool on its server.
+func (t *mcpTool) Execute(ctx context.Context, call tools.ToolCall) (*tools.ToolResult, error) {
+	return t.s.sess.CallTool(ctx, t.tool.Name, call.Arguments)
+}
+
+// mcpKey names an MCP tool: its server's label and its own name.
+type mcpKey struct{ label, name string }
+
+// addMCP adds the request's MCP server srv (tools[i], param p).
+func (r *run) addMCP(e *Engine, p string, srv *tools.MCPServer) error {
+	if e.cfg.MCP == nil {
+		return api.InvalidRequestCode(p+".type", "unsupported_tool", "MCP tools are not supported by this gateway.")
+	}
+	if srv.Label == api.HostedServerLabel {
+		return api.InvalidRequest(p+".server_label", "server_label %q is reserved for Lambent's hosted tools", srv.Label)
+	}
+	if r.mcpServer(srv.Label) != nil {
+		return api.InvalidRequest(p+".server_label", "duplicate server_label %q", srv.Label)
+	}
+	if err := e.cfg.MCP.Check(srv); err != nil {
+		return api.InvalidRequestCode(p+".server_url", "invalid_mcp_server", "MCP server %q: %v", srv.Label, err)
+	}
+	r.mcp = append(r.mcp, &mcpServer{srv: srv, sess: e.cfg.MCP.Open(srv)})
+	return nil
+}
+
+// mcpRequestServer reads a request's {"type":"mcp"} tool. A URL whose
+// path ends in /sse uses the HTTP+SSE transport, any other streamable HTTP.
+func mcpRequestServer(t *api.Tool, p string) (*tools.MCPServer, error) {
+	allowed, err := tools.ParseMCPAllowedTools(t.AllowedTools)
+	if err != nil {
+		return nil, api.InvalidRequest(p+".allowed_tools", "invalid allowed_tools: %v", err)
+	}
+	approval, err := tools.ParseMCPApproval(t.RequireApproval)
+	if err != nil {
+		return nil, api.InvalidRequest(p+".require_approval", "invalid require_approval: %v", err)
+	}
+	srv := &tools.MCPServer{Label: t.ServerLabel, Description: t.ServerDescription, URL: t.ServerURL, Transport: tools.MCPStreamableHTTP,
+		Headers: t.Headers, Authorization: t.Authorization, Allowed: allowed, Approval: approval}
+	if u, err := url.Parse(t.ServerURL); err == nil && strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/sse") {
+		srv.Transport = tools.MCPSSE
+	}
+	return srv, nil
+}
+
+// mcpServer returns the response's server labelled label, or nil.
+func (r *run) mcpServer(label string) *mcpServer {
+	for _, s := range r.mcp {
+		if s.srv.Label == label {
+			return s
+		}
+	}
+	return nil
+}
+
+// closeMCP ends the response's MCP sessions.
+func (r *run) closeMCP() {
+	for _, s := range r.mcp {
+		_ = s.sess.Close()
+	}
+}
+
+// startMCP lists the tools of the servers whose list the conversation does
+// not hold yet, concurrently, as mcp_list_tools items, and adds every
+// server's allowed tools to the model's tools.
+func (e *Engine) startMCP(ctx context.Context, r *run) {
+	if len(r.mcp) == 0 {
+		return
+	}
+	for _, list := range [][]api.Item{r.history, r.input, r.resp.Output} {
+		for i := range list {
+			if it := &list[i]; it.Type == api.ItemMCPListTools && it.Error == "" {
+				if s := r.mcpServer(it.ServerLabel); s != nil {
+					s.tools, s.listed = it.Tools, true
+				}
+			}
+		}
+	}
+	type listing struct {
+		s     *mcpServer
+		idx   int
+		tools []api.MCPTool
+		err   error
+	}
+	var todo []*listing
+	for _, s := range r.mcp {
+		if s.listed {
+			continue
+		}
+		idx := len(r.resp.Output)
+		r.resp.Output = append(r.resp.Output, api.Item{Type: api.ItemMCPListTools, ID: r.newItemID(api.PrefixMCPListTools), Status: api.ItemInProgress, ServerLabel: s.srv.Label})
+		r.em.itemEvent(api.EventOutputItemAdded, idx, &r.resp.Output[idx])
+		r.em.mcpEvent(api.EventMCPListToolsInProgress, idx, r.resp.Output[idx].ID)
+		todo = append(todo, &listing{s: s, idx: idx})
+	}
+	lctx, cancel := r.budget.bound(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, l := range todo {
+		wg.Go(func() { l.tools, l.err = l.s.sess.ListTools(lctx) })
+	}
+	wg.Wait()
+	for _, l := range todo {
+		it := &r.resp.Output[l.idx]
+		it.Status = api.ItemCompleted
+		if l.err != nil {
+			e.log.Warn("mcp list tools failed", "server_label", l.s.srv.Label, "response_id", r.resp.ID, "err", l.err)
+			it.Error = l.err.Error()
+			r.em.mcpEvent(api.EventMCPListToolsFailed, l.idx, it.ID)
+		} else {
+			for _, t := range l.tools {
+				if l.s.srv.Allowed.Allows(&t) {
+					it.Tools = append(it.Tools, t)
+				}
+			}
+			l.s.tools, l.s.listed = it.Tools, true
+			r.em.mcpEvent(api.EventMCPListToolsCompleted, l.idx, it.ID)
+		}
+		r.em.itemEvent(api.EventOutputItemDone, l.idx, it)
+	}
+	r.addMCPDefs()
+}
+
+// addMCPDefs offers every listed server's allowed tools to the model, in
+// the request's order of servers and the servers' order of tools.
+func (r *run) addMCPDefs() {
+	r.mcpNames = map[mcpKey]string{}
+	for _, s := range r.mcp {
+		for i := range s.tools {
+			t := &s.tools[i]
+			if !s.srv.Allowed.Allows(t) {
+				continue
+			}
+			name := r.freeName(funcName(t.Name), funcName(s.srv.Label+"_"+t.Name))
+			mt := &mcpTool{s: s, tool: *t}
+			def := api.ToolDefinition{Name: name, Description: t.Description, Parameters: t.InputSchema}
+			r.defs[name] = requestTool{def: def, exec: mt, mcp: mt}
+			r.defList = append(r.defList, def)
+			r.mcpNames[mcpKey{s.srv.Label, t.Name}] = name
+		}
+	}
+}
+
+// freeName is the first of the names no tool of the response has yet,
+// numbering the last one when all are taken.
+func (r *run) freeName(names ...string) string {
+	for _, n := range names {
+		if _, taken := r.defs[n]; !taken {
+			return n
+		}
+	}
+	last := names[len(names)-1]
+	for k := 2; ; k++ {
+		suffix := "_" + strconv.Itoa(k)
+		n := last
+		if len(n)+len(suffix) > 64 {
+			n = n[:64-len(suffix)]
+		}
+		if _, taken := r.defs[n+suffix]; !taken {
+			return n + suffix
+		}
+	}
+}
+
+// funcName makes s a valid function name: a-z, A-Z, 0-9, _ and -, at most
+// 64 characters.
+func funcName(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	if len(b) == 0 {
+		return "tool"
+	}
+	return string(b)
+}
+
+// modelName is the function name the model knows an item's tool by: an MCP
+// tool's name as offered to it, any other tool's own name.
+func (r *run) modelName(it *api.Item) string {
+	if it.ServerLabel != "" && it.ServerLabel != api.HostedServerLabel {
+		if n, ok := r.mcpNames[mcpKey{it.ServerLabel, it.Name}]; ok {
+			return n
+		}
+	}
+	return it.Name
+}
+
+// serverItem says how the model's call of the function name appears in
+// output: as an mcp_approval_request (an MCP tool that needs approval), an
+// mcp_call (another MCP tool; in mcp_call mode any tool but the request's
+// client functions), or, typ "", as a function_call. label and tool are
+// the item's server_label and name.
+func (r *run) serverItem(name string) (typ, label, tool string) {
+	if r.toolChoiceMode() == api.ToolChoiceNone {
+		return "", "", ""
+	}
+	t, ok := r.defs[name]
+	switch {
+	case ok && t.mcp != nil:
+		typ = api.ItemMCPCall
+		if t.mcp.s.srv.Approval.Required(&t.mcp.tool) && r.filter.Allowed(name) {
+			typ = api.ItemMCPApprovalRequest
+		}
+		return typ, t.mcp.s.srv.Label, t.mcp.tool.Name
+	case r.mcpItems && (!ok || t.exec != nil || t.ends):
+		return api.ItemMCPCall, api.HostedServerLabel, name
+	}
+	return "", "", ""
+}
+
+// approvedCall is the mcp_call that runs the approved request req.
+func (r *run) approvedCall(req *api.Item) api.Item {
+	return api.Item{Type: api.ItemMCPCall, ID: r.newItemID(api.PrefixMCPCall), Status: api.ItemInProgress, ServerLabel: req.ServerLabel,
+		Name: req.Name, Arguments: req.Arguments, ApprovalRequestID: req.ID}
+}
+
+// checkApprovals checks the input's mcp_approval_response items: each
+// answers an mcp_approval_request of the conversation, once.
+func (r *run) checkApprovals() error {
+	requests := map[string]bool{}
+	answered := map[string]bool{}
+	for _, list := range [][]api.Item{r.history, r.input} {
+		for i := range list {
+			switch it := &list[i]; it.Type {
+			case api.ItemMCPApprovalRequest:
+				requests[it.ID] = true
+			}
+		}
+	}
+	for i := range r.history {
+		if it := &r.history[i]; it.Type == api.ItemMCPApprovalResponse {
+			answered[it.ApprovalRequestID] = true
+		}
+	}
+	for i := range r.input {
+		it := &r.input[i]
+		if it.Type != api.ItemMCPApprovalResponse {
+			continue
+		}
+		p := "input[" + strconv.Itoa(i) + "].approval_request_id"
+		if !requests[it.ApprovalRequestID] {
+			return api.InvalidRequestCode(p, "approval_request_not_found", "No MCP approval request with id '%s' in this conversation.", it.ApprovalRequestID)
+		}
+		if answered[it.ApprovalRequestID] {
+			return api.InvalidRequestCode(p, "approval_request_answered", "The MCP approval request '%s' was answered already.", it.ApprovalRequestID)
+		}
+		answered[it.ApprovalRequestID] = true
+	}
+	return nil
+}
+
+// echo is how the response's tools show a manifest MCP server: OpenAI's
+// mcp tool without its URL and secrets.
+func (s *mcpServer) echo() api.Tool {
+	return api.Tool{Type: api.ToolMCP, ServerLabel: s.srv.Label, ServerDescription: s.srv.Description,
+		AllowedTools: s.srv.Allowed.Wire(), RequireApproval: s.srv.Approval.Wire()}
+}
+
+// deniedText is what the model reads for an MCP call that did not run.
+func deniedText(resp *api.Item) string {
+	if resp == nil {
+		return "Error: this call was not approved (no approval was given), so it did not run."
+	}
+	msg := "Error: the user denied this call, so it did not run."
+	if resp.Reason != "" {
+		msg += fmt.Sprintf(" Reason: %s", resp.Reason)
+	}
+	return msg
+}

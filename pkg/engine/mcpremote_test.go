@@ -1,0 +1,450 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lambent/lambent/internal/mcptest"
+	"github.com/lambent/lambent/internal/ssecheck"
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/tools"
+	"github.com/lambent/lambent/pkg/tools/mcp"
+)
+
+// Remote MCP servers (built with the official Go SDK, on loopback) through
+// the engine: listing, calls, approval, errors, secrets.
+
+// withMCP gives the engine an MCP connector that may reach loopback.
+func withMCP(c *Config) { c.MCP = mcp.New(mcp.Config{AllowHosts: []string{"127.0.0.1"}}) }
+
+func mcpServerTool(url, extra string) string {
+	return fmt.Sprintf(`{"type":"mcp","server_label":"docs","server_url":%q%s}`, url, extra)
+}
+
+func startMCP(t *testing.T, opts mcptest.Options) *mcptest.Server {
+	t.Helper()
+	srv := mcptest.StartStreamable(opts)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// openAIResponse checks the written response against OpenAI's types (MCP
+// items are not in OpenResponses) and decodes it.
+func (r *recorder) openAIResponse(t *testing.T) *api.Response {
+	t.Helper()
+	require.NotNil(t, r.resp, "no response written")
+	require.NoError(t, ssecheck.CheckOpenAIResponse(r.resp))
+	return decodeResponse(t, r.resp)
+}
+
+// toolNames are the names of the tools a model call offered.
+func toolNames(defs []api.ToolDefinition) []string {
+	out := make([]string, len(defs))
+	for i, d := range defs {
+		out[i] = d.Name
+	}
+	return out
+}
+
+// A server's tools are listed once (mcp_list_tools), offered to the model,
+// and its calls are mcp_call items with the server's label; a continuation
+// that holds the list does not list again.
+func TestMCPRemote_ListCallContinue(t *testing.T) {
+	srv := startMCP(t, mcptest.Options{})
+	p := script(calls(1, 1, call("c1", "echo", `{"text":"hi"}`)), text("done", 1, 1), text("again", 1, 1))
+	e, _ := newEngine(t, p, nil, withMCP)
+	tool := mcpServerTool(srv.Endpoint, `,"require_approval":"never","allowed_tools":["echo","add"]`)
+	rec, err := run1(t, e, `{"input":"x","stream":true,"tools":[`+tool+`]}`)
+	require.NoError(t, err)
+	r := rec.checkOpenAIStream(t)
+	assert.Equal(t, api.StatusCompleted, r.Status)
+	require.Equal(t, []string{"mcp_list_tools", "mcp_call", "message"}, types(r.Output))
+	list := r.Output[0]
+	assert.Equal(t, "docs", list.ServerLabel)
+	assert.Empty(t, list.Error)
+	require.Len(t, list.Tools, 2, "allowed_tools applies to the list")
+	// The server lists its tools by name.
+	assert.Equal(t, "add", list.Tools[0].Name)
+	assert.Contains(t, string(list.Tools[0].Annotations), `"readOnlyHint":true`)
+	assert.Equal(t, "echo", list.Tools[1].Name)
+	assert.Equal(t, "Echo the text.", list.Tools[1].Description)
+	assert.Contains(t, string(list.Tools[1].InputSchema), `"text"`)
+	c := r.Output[1]
+	assert.Equal(t, "docs", c.ServerLabel)
+	assert.Equal(t, "echo", c.Name)
+	assert.Equal(t, "echo: hi", c.Output)
+	assert.Equal(t, api.ItemCompleted, c.Status)
+	evs := rec.types(t)
+	assert.Contains(t, evs, api.EventMCPListToolsInProgress)
+	assert.Contains(t, evs, api.EventMCPListToolsCompleted)
+	assert.Contains(t, evs, api.EventMCPCallArgsDone)
+	assert.Contains(t, evs, api.EventMCPCallCompleted)
+
+	reqs := p.requests()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, []string{"add", "echo"}, toolNames(reqs[0].Tools))
+	assert.Equal(t, []string{"message", "function_call:echo", "function_call_output"}, types(reqs[1].Items))
+	assert.Equal(t, "echo: hi", reqs[1].Items[2].Output)
+
+	// The continuation holds the list: no new mcp_list_tools, same tools.
+	rec, err = run1(t, e, `{"input":"more","previous_response_id":"`+r.ID+`","tools":[`+tool+`]}`)
+	require.NoError(t, err)
+	r2 := rec.openAIResponse(t)
+	assert.Equal(t, []string{"message"}, types(r2.Output))
+	reqs = p.requests()
+	require.Len(t, reqs, 3)
+	assert.Equal(t, []string{"add", "echo"}, toolNames(reqs[2].Tools))
+	assert.Equal(t, []string{"message", "function_call:echo", "function_call_output", "message", "message"}, types(reqs[2].Items))
+}
+
+// 16 calls of one turn run concurrently: the server's barrier releases
+// them only when all are in flight.
+func TestMCPRemote_ConcurrentCalls(t *testing.T) {
+	const n = 16
+	srv := startMCP(t, mcptest.Options{Barrier: n})
+	var cs []api.Item
+	for i := range n {
+		cs = append(cs, call(fmt.Sprintf("c%d", i), "wait", `{}`))
+	}
+	p := script(calls(1, 1, cs...), text("done", 1, 1))
+	e, _ := newEngine(t, p, nil, withMCP)
+	rec, err := run1(t, e, `{"input":"x","tools":[`+mcpServerTool(srv.Endpoint, `,"require_approval":"never"`)+`]}`)
+	require.NoError(t, err)
+	r := rec.openAIResponse(t)
+	require.Len(t, r.Output, n+2)
+	for _, it := range r.Output[1 : n+1] {
+		assert.Equal(t, "released", it.Output)
+	}
+}
+
+// Approval "always" (the default): the turn pauses with an
+// mcp_approval_request; an approval runs the call as an mcp_call naming
+// the request; OpenAICompat reports the pause as completed.
+func TestMCPRemote_ApproveAlways(t *testing.T) {
+	for _, compat := range []bool{false, true} {
+		t.Run(fmt.Sprint("compat=", compat), func(t *testing.T) {
+			srv := startMCP(t, mcptest.Options{})
+			p := script(calls(1, 1, call("c1", "echo", `{"text":"ok?"}`)), text("approved and done", 1, 1))
+			e, _ := newEngine(t, p, nil, withMCP, func(c *Config) { c.OpenAICompat = compat })
+			tool := mcpServerTool(srv.Endpoint, "")
+			rec, err := run1(t, e, `{"input":"x","stream":true,"tools":[`+tool+`]}`)
+			require.NoError(t, err)
+			r := rec.checkOpenAIStream(t)
+			want := api.StatusRequiresAction
+			if compat {
+				want = api.StatusCompleted
+			}
+			assert.Equal(t, want, r.Status)
+			require.Equal(t, []string{"mcp_list_tools", "mcp_approval_request"}, types(r.Output))
+			ar := r.Output[1]
+			assert.Regexp(t, `^mcpr_`, ar.ID)
+			assert.Equal(t, "docs", ar.ServerLabel)
+			assert.Equal(t, "echo", ar.Name)
+			assert.JSONEq(t, `{"text":"ok?"}`, ar.Arguments)
+			assert.NotContains(t, rec.types(t), api.EventMCPCallArgsDelta, "approval requests have no argument events")
+
+			rec, err = run1(t, e, `{"previous_response_id":"`+r.ID+`","stream":true,"tools":[`+tool+`],"input":[{"type":"mcp_approval_response","approval_request_id":"`+ar.ID+`","approve":true}]}`)
+			require.NoError(t, err)
+			r2 := rec.checkOpenAIStream(t)
+			assert.Equal(t, api.StatusCompleted, r2.Status)
+			require.Equal(t, []string{"mcp_call", "message"}, types(r2.Output))
+			assert.Equal(t, ar.ID, r2.Output[0].ApprovalRequestID)
+			assert.Equal(t, "echo: ok?", r2.Output[0].Output)
+			reqs := p.requests()
+			require.Len(t, reqs, 2)
+			assert.Equal(t, []string{"message", "function_call:echo", "function_call_output"}, types(reqs[1].Items))
+			assert.Equal(t, ar.ID, reqs[1].Items[1].CallID)
+			assert.Equal(t, ar.ID, reqs[1].Items[2].CallID)
+			assert.Equal(t, "echo: ok?", reqs[1].Items[2].Output)
+
+			// The approval is answered: answering it again is a 400.
+			_, err = run1(t, e, `{"previous_response_id":"`+r2.ID+`","tools":[`+tool+`],"input":[{"type":"mcp_approval_response","approval_request_id":"`+ar.ID+`","approve":true}]}`)
+			assertAPIError(t, err, 400, "approval_request_answered")
+		})
+	}
+}
+
+func assertAPIError(t *testing.T, err error, status int, code string) {
+	t.Helper()
+	var ae *api.Error
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, status, ae.Status)
+	assert.Equal(t, code, ae.Code, ae.Message)
+}
+
+// A denied call does not run; the model reads the denial and its reason.
+// An approval request left unanswered is "not approved" for the model.
+func TestMCPRemote_DenyAndUnanswered(t *testing.T) {
+	srv := startMCP(t, mcptest.Options{})
+	p := script(calls(1, 1, call("c1", "echo", `{"text":"no"}`)), text("ok, not doing it", 1, 1),
+		calls(1, 1, call("c2", "echo", `{"text":"again"}`)), text("fine", 1, 1))
+	e, _ := newEngine(t, p, nil, withMCP)
+	tool := mcpServerTool(srv.Endpoint, `,"require_approval":"always"`)
+	rec, err := run1(t, e, `{"input":"x","tools":[`+tool+`]}`)
+	require.NoError(t, err)
+	r := rec.openAIResponse(t)
+	ar := r.Output[1]
+	rec, err = run1(t, e, `{"previous_response_id":"`+r.ID+`","tools":[`+tool+`],"input":[{"type":"mcp_approval_response","approval_request_id":"`+ar.ID+`","approve":false,"reason":"too risky"}]}`)
+	require.NoError(t, err)
+	r2 := rec.openAIResponse(t)
+	assert.Equal(t, []string{"message"}, types(r2.Output))
+	items := p.requests()[1].Items
+	require.Equal(t, []string{"message", "function_call:echo", "function_call_output"}, types(items))
+	assert.Contains(t, items[2].Output, "denied")
+	assert.Contains(t, items[2].Output, "too risky")
+	assert.True(t, items[2].IsError)
+
+	// A new approval request, then a plain message instead of an answer.
+	rec, err = run1(t, e, `{"previous_response_id":"`+r2.ID+`","input":"do it","tools":[`+tool+`]}`)
+	require.NoError(t, err)
+	r3 := rec.openAIResponse(t)
+	require.Equal(t, []string{"mcp_approval_request"}, types(r3.Output))
+	_, err = run1(t, e, `{"previous_response_id":"`+r3.ID+`","input":"never mind","tools":[`+tool+`]}`)
+	require.NoError(t, err)
+	items = p.requests()[3].Items
+	last := items[len(items)-3:]
+	require.Equal(t, []string{"function_call:echo", "function_call_output", "message"}, types(last))
+	assert.Contains(t, last[1].Output, "not approved")
+}
+
+// An approval for a request the conversation does not hold is a 400.
+func TestMCPRemote_UnknownApproval(t *testing.T) {
+	srv := startMCP(t, mcptest.Options{})
+	p := script(text("hi", 1, 1))
+	e, _ := newEngine(t, p, nil, withMCP)
+	rec, err := run1(t, e, `{"input":"x"}`)
+	require.NoError(t, err)
+	r := rec.openAIResponse(t)
+	_, err = run1(t, e, `{"previous_response_id":"`+r.ID+`","tools":[`+mcpServerTool(srv.Endpoint, "")+`],"input":[{"type":"mcp_approval_response","approval_request_id":"mcpr_nope","approve":true}]}`)
+	assertAPIError(t, err, 400, "approval_request_not_found")
+	_, err = run1(t, e, `{"input":[{"type":"mcp_approval_response","approval_request_id":"mcpr_nope","approve":true}]}`)
+	assertAPIError(t, err, 400, "approval_request_not_found")
+	_, err = api.DecodeCreateRequest([]byte(`{"input":[{"type":"mcp_approval_response","approve":true}]}`))
+	require.ErrorContains(t, err, "approval_request_id")
+}
+
+// Per-tool approval: a turn with a call that needs approval, one that does
+// not, a client function and a hosted tool pauses once; the continuation
+// with the function's output and the approval runs every server-side call.
+func TestMCPRemote_MixedTurn(t *testing.T) {
+	srv := startMCP(t, mcptest.Options{})
+	m := newMock(echoTool, "calc")
+	p := script(calls(1, 1, call("c1", "echo", `{"text":"needs ok"}`), call("c2", "add", `{"a":1,"b":2}`),
+		call("c3", "get_weather", `{}`), call("c4", "calc", `{"x":1}`)), text("all done", 1, 1))
+	e, _ := newEngine(t, p, m, withMCP, mcpMode)
+	tools := `[` + mcpServerTool(srv.Endpoint, `,"require_approval":{"never":{"read_only":true}}`) +
+		`,{"type":"function","name":"get_weather","parameters":{"type":"object"}},{"type":"lambent:calc"}]`
+	rec, err := run1(t, e, `{"input":"x","stream":true,"tools":`+tools+`}`)
+	require.NoError(t, err)
+	r := rec.checkOpenAIStream(t)
+	assert.Equal(t, api.StatusRequiresAction, r.Status)
+	require.Equal(t, []string{"mcp_list_tools", "mcp_approval_request", "mcp_call", "function_call:get_weather", "mcp_call"}, types(r.Output))
+	assert.Equal(t, "add", r.Output[2].Name, "read-only: no approval")
+	assert.Equal(t, api.ItemInProgress, r.Output[2].Status, "paused with its turn")
+	assert.Equal(t, api.HostedServerLabel, r.Output[4].ServerLabel)
+	assert.Empty(t, m.calls())
+
+	ar, fc := r.Output[1], r.Output[3]
+	rec, err = run1(t, e, `{"previous_response_id":"`+r.ID+`","stream":true,"tools":`+tools+`,"input":[`+
+		`{"type":"function_call_output","call_id":"`+fc.CallID+`","output":"sunny"},`+
+		`{"type":"mcp_approval_response","approval_request_id":"`+ar.ID+`","approve":true}]}`)
+	require.NoError(t, err)
+	r2 := rec.checkOpenAIStream(t)
+	assert.Equal(t, api.StatusCompleted, r2.Status)
+	require.Equal(t, []string{"mcp_call", "mcp_call", "mcp_call", "message"}, types(r2.Output))
+	byName := map[string]api.Item{}
+	for _, it := range r2.Output[:3] {
+		byName[it.Name] = it
+	}
+	assert.Equal(t, "3", byName["add"].Output)
+	assert.Equal(t, "echo: needs ok", byName["echo"].Output)
+	assert.Equal(t, ar.ID, byName["echo"].ApprovalRequestID)
+	assert.Contains(t, byName["calc"].Output, `{"x":1}`)
+	items := p.requests()[1].Items
+	assert.Equal(t, []string{"message", "function_call:echo", "function_call:add", "function_call:get_weather", "function_call:calc",
+		"function_call_output", "function_call_output", "function_call_output", "function_call_output"}, types(items))
+}
+
+// Errors never fail the response: a server that cannot be reached is the
+// list's error (the model answers without its tools); a tool's isError is
+// a failed mcp_call the model reads.
+func TestMCPRemote_Errors(t *testing.T) {
+	down := mcptest.StartStreamable(mcptest.Options{})
+	down.Close()
+	p := script(text("no tools", 1, 1))
+	e, _ := newEngine(t, p, nil, withMCP)
+	rec, err := run1(t, e, `{"input":"x","stream":true,"tools":[`+mcpServerTool(down.Endpoint, "")+`]}`)
+	require.NoError(t, err)
+	r := rec.checkOpenAIStream(t)
+	assert.Equal(t, api.StatusCompleted, r.Status)
+	require.Equal(t, []string{"mcp_list_tools", "message"}, types(r.Output))
+	assert.Contains(t, r.Output[0].Error, `MCP server "docs"`)
+	assert.Contains(t, rec.types(t), api.EventMCPListToolsFailed)
+	assert.Empty(t, p.requests()[0].Tools)
+
+	srv := startMCP(t, mcptest.Options{})
+	p = script(calls(1, 1, call("c1", "fail", `{}`)), text("it failed", 1, 1))
+	e, _ = newEngine(t, p, nil, withMCP)
+	rec, err = run1(t, e, `{"input":"x","stream":true,"tools":[`+mcpServerTool(srv.Endpoint, `,"require_approval":"never"`)+`]}`)
+	require.NoError(t, err)
+	r = rec.checkOpenAIStream(t)
+	require.Equal(t, []string{"mcp_list_tools", "mcp_call", "message"}, types(r.Output))
+	assert.Equal(t, api.ItemFailed, r.Output[1].Status)
+	assert.Equal(t, "the tool failed on purpose", r.Output[1].Error)
+	assert.Contains(t, rec.types(t), api.EventMCPCallFailed)
+	last := p.requests()[1].Items[2]
+	assert.True(t, last.IsError)
+	assert.Equal(t, "the tool failed on purpose", last.Output)
+}
+
+// Server URLs are held to https and the SSRF guard (400 before anything
+// connects); a label may not be "lambent" nor repeat.
+func TestMCPRemote_Refused(t *testing.T) {
+	p := script()
+	strict, _ := newEngine(t, p, nil, func(c *Config) { c.MCP = mcp.New(mcp.Config{}) })
+	for url, want := range map[string]string{
+		"http://example.com/mcp":      "https",
+		"https://127.0.0.1/mcp":       "loopback",
+		"https://169.254.169.254/mcp": "metadata",
+		"https://192.168.1.1/mcp":     "private",
+	} {
+		_, err := run1(t, strict, `{"input":"x","tools":[`+mcpServerTool(url, "")+`]}`)
+		assertAPIError(t, err, 400, "invalid_mcp_server")
+		assert.ErrorContains(t, err, want)
+	}
+	_, err := run1(t, strict, `{"input":"x","tools":[{"type":"mcp","server_label":"lambent","server_url":"https://example.com/mcp"}]}`)
+	assertAPIError(t, err, 400, "")
+	two := mcpServerTool("https://example.com/a", "") + "," + mcpServerTool("https://example.com/b", "")
+	_, err = run1(t, strict, `{"input":"x","tools":[`+two+`]}`)
+	assert.ErrorContains(t, err, "duplicate server_label")
+	_, err = run1(t, strict, `{"input":"x","tools":[`+mcpServerTool("https://example.com/a", `,"require_approval":"sometimes"`)+`]}`)
+	assert.ErrorContains(t, err, "require_approval")
+
+	none, _ := newEngine(t, p, nil)
+	_, err = run1(t, none, `{"input":"x","tools":[`+mcpServerTool("https://example.com/a", "")+`]}`)
+	assertAPIError(t, err, 400, "unsupported_tool")
+	assert.Empty(t, p.requests())
+}
+
+// A tool named like one of the request's functions is offered under
+// "<label>_<name>"; its item keeps the server's name.
+func TestMCPRemote_NameClash(t *testing.T) {
+	srv := startMCP(t, mcptest.Options{})
+	p := script(calls(1, 1, call("c1", "docs_echo", `{"text":"x"}`)), text("ok", 1, 1))
+	e, _ := newEngine(t, p, nil, withMCP)
+	rec, err := run1(t, e, `{"input":"x","tools":[{"type":"function","name":"echo"},`+mcpServerTool(srv.Endpoint, `,"require_approval":"never","allowed_tools":{"tool_names":["echo"]}`)+`]}`)
+	require.NoError(t, err)
+	r := rec.openAIResponse(t)
+	require.Equal(t, []string{"mcp_list_tools", "mcp_call", "message"}, types(r.Output))
+	assert.Equal(t, "echo", r.Output[1].Name)
+	assert.Equal(t, "echo: x", r.Output[1].Output)
+	assert.Equal(t, []string{"echo", "docs_echo"}, toolNames(p.requests()[0].Tools))
+	assert.Equal(t, "docs_echo", p.requests()[1].Items[1].Name)
+}
+
+// A manifest server is enabled by {"type":"lambent:<name>"}: its label is
+// the name, its headers come from the manifest, the echo hides its URL.
+func TestMCPRemote_ManifestServer(t *testing.T) {
+	srv := startMCP(t, mcptest.Options{})
+	p := script(calls(1, 1, call("c1", "add", `{"a":2,"b":2}`)), text("4", 1, 1))
+	manifest := &tools.MCPServer{Label: "calc", URL: srv.Endpoint, Transport: tools.MCPStreamableHTTP, Trusted: true,
+		Headers: map[string]string{"X-Key": "manifest-secret"}, Approval: tools.MCPApproval{Mode: tools.MCPApproveNever}}
+	e, _ := newEngine(t, p, nil, func(c *Config) {
+		c.MCP = mcp.New(mcp.Config{})
+		c.MCPServers = map[string]*tools.MCPServer{"calc": manifest}
+	})
+	rec, err := run1(t, e, `{"input":"x","tools":[{"type":"lambent:calc"}]}`)
+	require.NoError(t, err)
+	require.NoError(t, ssecheck.CheckOpenAIResponse(rec.resp))
+	r := rec.openAIResponse(t)
+	require.Equal(t, []string{"mcp_list_tools", "mcp_call", "message"}, types(r.Output))
+	assert.Equal(t, "calc", r.Output[1].ServerLabel)
+	assert.Equal(t, "4", r.Output[1].Output)
+	var body struct{ Tools []json.RawMessage }
+	require.NoError(t, json.Unmarshal(rec.resp, &body))
+	assert.JSONEq(t, `{"type":"mcp","server_label":"calc","require_approval":"never"}`, string(body.Tools[0]))
+	for _, h := range srv.Headers() {
+		assert.Equal(t, "manifest-secret", h.Get("X-Key"))
+	}
+	assert.NotContains(t, string(rec.resp), "manifest-secret")
+}
+
+// Secrets reach the server but neither the response, the store nor the
+// stored background job (sealed there), on both stores.
+func TestMCPRemote_Secrets(t *testing.T) { forStores(t, testMCPRemoteSecrets) }
+
+func testMCPRemoteSecrets(t *testing.T, mk storeMaker) {
+	srv := startMCP(t, mcptest.Options{})
+	p := script(calls(1, 1, call("c1", "echo", `{"text":"a"}`)), text("done", 1, 1),
+		calls(1, 1, call("c1", "echo", `{"text":"b"}`)), text("done in the background", 1, 1))
+	e, st, q := bgEngine(t, mk, p, nil, withMCP)
+	tool := mcpServerTool(srv.Endpoint, `,"require_approval":"never","headers":{"X-Api-Key":"header-secret"},"authorization":"token-secret"`)
+	secret := func(t *testing.T, b []byte) {
+		t.Helper()
+		for _, s := range []string{"header-secret", "token-secret"} {
+			assert.NotContains(t, string(b), s)
+		}
+	}
+	rec, err := run1(t, e, `{"input":"x","tools":[`+tool+`]}`)
+	require.NoError(t, err)
+	secret(t, rec.resp)
+	r := rec.openAIResponse(t)
+	stored, err := st.Get(context.Background(), r.ID)
+	require.NoError(t, err)
+	assert.Nil(t, stored.Response.Tools[0].Headers)
+	assert.Empty(t, stored.Response.Tools[0].Authorization)
+
+	rec, err = runBackground(t, e, `{"input":"x","background":true,"tools":[`+tool+`]}`)
+	require.NoError(t, err)
+	secret(t, rec.resp)
+	job := <-q.c
+	stored, err = st.Get(context.Background(), job.ResponseID)
+	require.NoError(t, err)
+	require.NotNil(t, stored.Job)
+	assert.Nil(t, stored.Job.Request.Tools[0].Headers)
+	assert.Empty(t, stored.Job.Request.Tools[0].Authorization)
+	assert.NotEmpty(t, stored.Job.Secrets)
+	all, err := json.Marshal(stored.Job)
+	require.NoError(t, err)
+	secret(t, all)
+	secret(t, stored.Job.Secrets)
+
+	before := len(srv.Headers())
+	require.NoError(t, e.RunBackground(context.Background(), job.ResponseID))
+	got, err := e.GetResponse(context.Background(), job.ResponseID)
+	require.NoError(t, err)
+	assert.Equal(t, api.StatusCompleted, got.Status)
+	require.Equal(t, []string{"mcp_list_tools", "mcp_call", "message"}, types(got.Output))
+	assert.Equal(t, "echo: b", got.Output[1].Output)
+	hs := srv.Headers()[before:]
+	require.NotEmpty(t, hs)
+	for _, h := range hs {
+		assert.Equal(t, "header-secret", h.Get("X-Api-Key"))
+		assert.Equal(t, "Bearer token-secret", h.Get("Authorization"))
+	}
+
+	// Another process (another key) cannot open them: the response fails
+	// with a clear error instead of calling the server without them.
+	rec, err = runBackground(t, e, `{"input":"x","background":true,"tools":[`+tool+`]}`)
+	require.NoError(t, err)
+	job = <-q.c
+	other, _ := newEngine(t, p, nil, withMCP, func(c *Config) { c.Store, c.Queue = st, q })
+	require.NoError(t, other.RunBackground(context.Background(), job.ResponseID))
+	got, err = e.GetResponse(context.Background(), job.ResponseID)
+	require.NoError(t, err)
+	assert.Equal(t, api.StatusFailed, got.Status)
+	assert.Equal(t, "secrets_unavailable", got.Error.Code)
+	_ = rec
+}
+
+func TestFuncName(t *testing.T) {
+	assert.Equal(t, "a_b_c", funcName("a.b/c"))
+	assert.Equal(t, strings.Repeat("x", 64), funcName(strings.Repeat("x", 70)))
+	assert.Equal(t, "tool", funcName(""))
+}

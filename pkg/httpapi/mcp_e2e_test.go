@@ -1,0 +1,397 @@
+package httpapi_test
+
+// MCP tools end to end: openai-go and npm openai against the gateway
+// (app.Build), MCP servers built with the official Go SDK (streamable
+// HTTP, SSE, stdio) and TypeScript SDK, both stores.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lambent/lambent/internal/dynamotest"
+	"github.com/lambent/lambent/internal/fakellm"
+	"github.com/lambent/lambent/internal/fakessm"
+	"github.com/lambent/lambent/internal/mcptest"
+	"github.com/lambent/lambent/internal/ssecheck"
+	"github.com/lambent/lambent/pkg/app"
+)
+
+// mcpModel is a fake model that answers by the conversation: after a tool
+// result, "Result: <the result>"; for a user message `call <tool> <json>`,
+// that call; else a greeting.
+func mcpModel() *fakellm.Server {
+	return fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == "tool" {
+			return fakellm.Turn{Text: "Result: " + last.Content.String()}
+		}
+		if rest, ok := strings.CutPrefix(last.Content.String(), "call "); ok {
+			name, args, _ := strings.Cut(rest, " ")
+			return fakellm.Turn{ToolCalls: []fakellm.ToolCall{{Name: name, Arguments: args}}}
+		}
+		return fakellm.Turn{Text: "Hello."}
+	})
+}
+
+// mcpGateway is a gateway that lets request-declared MCP servers reach
+// loopback, on the memory store or (dynamo) on DynamoDB Local.
+func mcpGateway(t *testing.T, dynamo bool, opts *app.Options) *gateway {
+	t.Helper()
+	if opts == nil {
+		opts = &app.Options{}
+	}
+	if dynamo {
+		opts.Store = dynamotest.NewStore(t, "")
+	}
+	return newGatewayWith(t, mcpModel(), map[string]string{"LAMBENT_FETCH_ALLOW_HOSTS": "127.0.0.1"}, opts)
+}
+
+func mcpToolParam(label, url, approval string) responses.ToolUnionParam {
+	return responses.ToolUnionParam{OfMcp: &responses.ToolMcpParam{
+		ServerLabel:     label,
+		ServerURL:       openai.String(url),
+		Headers:         map[string]string{"X-Api-Key": "e2e-header-secret"},
+		Authorization:   openai.String("e2e-token-secret"),
+		RequireApproval: responses.ToolMcpRequireApprovalUnionParam{OfMcpToolApprovalSetting: openai.String(approval)},
+	}}
+}
+
+// create runs a create request through openai-go, streamed (events checked
+// against the invariants and OpenAI's types) or not, and returns the final
+// response and the event counts.
+func create(t *testing.T, g *gateway, stream bool, params responses.ResponseNewParams) (*responses.Response, map[string]int) {
+	t.Helper()
+	ctx := context.Background()
+	if stream {
+		evs := readSDKStream(t, g.client.Responses.NewStreaming(ctx, params))
+		last := evs[len(evs)-1].ev.AsResponseCompleted().Response
+		require.NoError(t, ssecheck.CheckOpenAIResponse([]byte(last.RawJSON())))
+		return &last, countTypes(evs)
+	}
+	r, err := g.client.Responses.New(ctx, params)
+	require.NoError(t, err)
+	require.NoError(t, ssecheck.CheckOpenAIResponse([]byte(r.RawJSON())))
+	return r, nil
+}
+
+func outputTypes(r *responses.Response) []string {
+	out := make([]string, len(r.Output))
+	for i, it := range r.Output {
+		out[i] = it.Type
+	}
+	return out
+}
+
+// noSecrets asserts that no secret of the e2e tools is in b.
+func noSecrets(t *testing.T, b []byte) {
+	t.Helper()
+	for _, s := range []string{"e2e-header-secret", "e2e-token-secret"} {
+		require.NotContains(t, string(b), s)
+	}
+}
+
+// Through openai-go, streamed and not, on both stores: list and call
+// without approval; an approval round trip whose continuation does not
+// list again; secrets reach the server but no response and no record.
+func TestE2EMCP(t *testing.T) {
+	for _, dynamo := range []bool{false, true} {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("dynamo=%v/stream=%v", dynamo, stream), func(t *testing.T) {
+				srv := mcptest.StartStreamable(mcptest.Options{})
+				defer srv.Close()
+				g := mcpGateway(t, dynamo, nil)
+				ctx := context.Background()
+
+				params := textParams(`call echo {"text":"hi"}`)
+				params.Tools = []responses.ToolUnionParam{mcpToolParam("docs", srv.Endpoint, "never")}
+				r, n := create(t, g, stream, params)
+				require.Equal(t, responses.ResponseStatusCompleted, r.Status)
+				require.Equal(t, []string{"mcp_list_tools", "mcp_call", "message"}, outputTypes(r))
+				list := r.Output[0].AsMcpListTools()
+				require.Equal(t, "docs", list.ServerLabel)
+				require.Len(t, list.Tools, 7)
+				c := r.Output[1].AsMcpCall()
+				require.Equal(t, "docs", c.ServerLabel)
+				require.Equal(t, "echo", c.Name)
+				require.Equal(t, "echo: hi", c.Output)
+				require.Equal(t, "Result: echo: hi", r.OutputText())
+				if stream {
+					require.Equal(t, 1, n["response.mcp_list_tools.in_progress"])
+					require.Equal(t, 1, n["response.mcp_list_tools.completed"])
+					require.Equal(t, 1, n["response.mcp_call.completed"])
+				}
+				noSecrets(t, []byte(r.RawJSON()))
+				for _, h := range srv.Headers() {
+					require.Equal(t, "e2e-header-secret", h.Get("X-Api-Key"))
+					require.Equal(t, "Bearer e2e-token-secret", h.Get("Authorization"))
+				}
+
+				// Approval: the turn pauses; the approval runs the call;
+				// the continuation does not list again.
+				params = textParams(`call add {"a":20,"b":22}`)
+				params.Tools = []responses.ToolUnionParam{mcpToolParam("docs", srv.Endpoint, "always")}
+				params.PreviousResponseID = openai.String(r.ID)
+				paused, _ := create(t, g, stream, params)
+				require.Equal(t, responses.ResponseStatus("requires_action"), paused.Status)
+				require.Equal(t, []string{"mcp_approval_request"}, outputTypes(paused), "the conversation holds the list")
+				ar := paused.Output[0].AsMcpApprovalRequest()
+				require.Equal(t, "add", ar.Name)
+				require.JSONEq(t, `{"a":20,"b":22}`, ar.Arguments)
+
+				params = responses.ResponseNewParams{Model: "test-model", PreviousResponseID: openai.String(paused.ID),
+					Tools: []responses.ToolUnionParam{mcpToolParam("docs", srv.Endpoint, "always")},
+					Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{
+						{OfMcpApprovalResponse: &responses.ResponseInputItemMcpApprovalResponseParam{ApprovalRequestID: ar.ID, Approve: true}},
+					}}}
+				done, _ := create(t, g, stream, params)
+				require.Equal(t, responses.ResponseStatusCompleted, done.Status)
+				require.Equal(t, []string{"mcp_call", "message"}, outputTypes(done))
+				require.Equal(t, ar.ID, done.Output[0].AsMcpCall().ApprovalRequestID)
+				require.Equal(t, "Result: 42", done.OutputText())
+
+				for _, id := range []string{r.ID, paused.ID, done.ID} {
+					got, err := g.client.Responses.Get(ctx, id, responses.ResponseGetParams{})
+					require.NoError(t, err)
+					noSecrets(t, []byte(got.RawJSON()))
+					rec, err := g.app.Store.Get(ctx, id)
+					require.NoError(t, err)
+					for _, tool := range rec.Response.Tools {
+						require.Nil(t, tool.Headers)
+						require.Empty(t, tool.Authorization)
+					}
+				}
+
+				// An approval the conversation does not hold is a 400.
+				params.PreviousResponseID = openai.String(done.ID)
+				params.Input.OfInputItemList[0].OfMcpApprovalResponse.ApprovalRequestID = "mcpr_unknown"
+				_, err := g.client.Responses.New(ctx, params)
+				e := wantAPIError(t, err, 400)
+				require.Equal(t, "approval_request_not_found", e.Code)
+			})
+		}
+	}
+}
+
+// Background responses with MCP secrets run on the worker; the stored job
+// holds the secrets sealed, on both stores.
+func TestE2EMCPBackground(t *testing.T) {
+	for _, dynamo := range []bool{false, true} {
+		t.Run(fmt.Sprintf("dynamo=%v", dynamo), func(t *testing.T) {
+			srv := mcptest.StartStreamable(mcptest.Options{})
+			defer srv.Close()
+			g := mcpGateway(t, dynamo, nil)
+			ctx := context.Background()
+			params := textParams(`call echo {"text":"later"}`)
+			params.Tools = []responses.ToolUnionParam{mcpToolParam("docs", srv.Endpoint, "never")}
+			params.Background = openai.Bool(true)
+			r, err := g.client.Responses.New(ctx, params)
+			require.NoError(t, err)
+			noSecrets(t, []byte(r.RawJSON()))
+			rec, err := g.app.Store.Get(ctx, r.ID)
+			require.NoError(t, err)
+			require.NotNil(t, rec.Job)
+			job, err := json.Marshal(rec.Job)
+			require.NoError(t, err)
+			noSecrets(t, job)
+			var final *responses.Response
+			for range 400 {
+				final, err = g.client.Responses.Get(ctx, r.ID, responses.ResponseGetParams{})
+				require.NoError(t, err)
+				if final.Status == responses.ResponseStatusCompleted || final.Status == responses.ResponseStatusFailed {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			require.Equal(t, responses.ResponseStatusCompleted, final.Status, final.RawJSON())
+			require.Equal(t, "Result: echo: later", final.OutputText())
+			noSecrets(t, []byte(final.RawJSON()))
+		})
+	}
+}
+
+// The official TypeScript SDK's server, started with node, through
+// openai-go and the npm openai SDK (streamed and not, approval included).
+func TestE2EMCPTypeScriptServer(t *testing.T) {
+	dir := jsClients(t)
+	url := startTSServer(t, dir)
+	g := mcpGateway(t, false, nil)
+
+	params := textParams(`call shout {"text":"go client"}`)
+	params.Tools = []responses.ToolUnionParam{mcpToolParam("ts", url, "never")}
+	r, _ := create(t, g, true, params)
+	require.Equal(t, []string{"mcp_list_tools", "mcp_call", "message"}, outputTypes(r))
+	names := []string{}
+	for _, tl := range r.Output[0].AsMcpListTools().Tools {
+		names = append(names, tl.Name)
+	}
+	require.ElementsMatch(t, []string{"shout", "broken"}, names)
+	require.Equal(t, "GO CLIENT", r.Output[1].AsMcpCall().Output)
+
+	type item struct {
+		Type              string
+		Name              *string
+		Output            *string
+		Error             json.RawMessage
+		ApprovalRequestID *string `json:"approval_request_id"`
+		Tools             []string
+	}
+	var got struct {
+		Plain struct {
+			Status, Text string
+			Items        []item
+			Tools        []map[string]any
+		}
+		Streamed struct {
+			Status, Text string
+			Items        []item
+			Events       []string
+		}
+		Approval struct {
+			Paused struct {
+				Status string
+				Items  []item
+			}
+			Request string
+			Resumed struct {
+				Status, Text string
+				Items        []item
+			}
+		}
+	}
+	runJS(t, dir, "openai_mcp.mjs", g.srv.URL+"/v1", &got, url)
+	require.Equal(t, "completed", got.Plain.Status)
+	require.Equal(t, "Result: HELLO", got.Plain.Text)
+	require.Len(t, got.Plain.Items, 3)
+	require.Equal(t, "mcp_list_tools", got.Plain.Items[0].Type)
+	require.ElementsMatch(t, []string{"shout", "broken"}, got.Plain.Items[0].Tools)
+	require.Equal(t, "HELLO", *got.Plain.Items[1].Output)
+	for _, tool := range got.Plain.Tools {
+		require.NotContains(t, tool, "headers")
+	}
+	require.Equal(t, "completed", got.Streamed.Status)
+	require.Equal(t, "Result: HELLO", got.Streamed.Text)
+	require.Contains(t, got.Streamed.Events, "response.mcp_list_tools.completed")
+	require.Contains(t, got.Streamed.Events, "response.mcp_call.completed")
+	require.Equal(t, "requires_action", got.Approval.Paused.Status)
+	require.Equal(t, "mcp_approval_request", got.Approval.Paused.Items[len(got.Approval.Paused.Items)-1].Type)
+	require.Equal(t, "completed", got.Approval.Resumed.Status)
+	require.Equal(t, "mcp_call", got.Approval.Resumed.Items[0].Type)
+	require.Equal(t, got.Approval.Request, *got.Approval.Resumed.Items[0].ApprovalRequestID)
+	require.Contains(t, string(got.Approval.Resumed.Items[0].Error), "broken on purpose")
+	require.Equal(t, "Result: broken on purpose", got.Approval.Resumed.Text)
+}
+
+// startTSServer starts testdata/clients/mcp_server.mjs and returns its URL;
+// the server stops with the test.
+func startTSServer(t *testing.T, dir string) string {
+	t.Helper()
+	cmd := exec.Command("node", filepath.Join(dir, "mcp_server.mjs"))
+	cmd.Dir = dir
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	var ready struct{ URL string }
+	require.NoError(t, json.Unmarshal([]byte(line), &ready), line)
+	return ready.URL
+}
+
+// Manifest servers: secrets from SSM and Secrets Manager, enabled with
+// {"type":"lambent:<name>"}, over streamable HTTP, SSE and stdio.
+func TestE2EMCPManifest(t *testing.T) {
+	streamable := mcptest.StartStreamable(mcptest.Options{})
+	defer streamable.Close()
+	sse := mcptest.StartSSE(mcptest.Options{})
+	defer sse.Close()
+	secrets := fakessm.Start(fakessm.Options{
+		Params:  map[string]string{"/lambent/mcp-key": "ssm-secret\n"},
+		Secrets: map[string]string{"mcp-token": `{"token":"sm-secret"}`},
+	})
+	defer secrets.Close()
+	creds := credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "")
+	opts := &app.Options{
+		SSM: ssm.New(ssm.Options{Region: "us-east-1", Credentials: creds, BaseEndpoint: aws.String(secrets.URL), HTTPClient: secrets.Client()}),
+		SecretsManager: secretsmanager.New(secretsmanager.Options{Region: "us-east-1", Credentials: creds,
+			BaseEndpoint: aws.String(secrets.URL), HTTPClient: secrets.Client()}),
+	}
+	manifest := map[string]any{"tools": []map[string]any{
+		{"name": "docs", "description": "Docs over streamable HTTP.", "backing": map[string]any{"type": "mcp", "url": streamable.Endpoint,
+			"secret_headers": map[string]string{"X-Api-Key": "ssm:/lambent/mcp-key"}, "authorization": "secretsmanager:mcp-token#token",
+			"require_approval": "never", "allowed_tools": []string{"echo"}}},
+		{"name": "legacy", "backing": map[string]any{"type": "mcp", "transport": "sse", "url": sse.Endpoint, "require_approval": "never"}},
+		{"name": "local", "backing": map[string]any{"type": "mcp", "transport": "stdio", "command": []string{stdioServer(t)}, "require_approval": "never"}},
+	}}
+	m, err := json.Marshal(manifest)
+	require.NoError(t, err)
+	g := newGatewayWith(t, mcpModel(), map[string]string{"LAMBENT_TOOLS": string(m)}, opts)
+	require.Len(t, secrets.Requests(), 2, "each secret read once, at start-up")
+
+	for _, c := range []struct{ tool, call, want string }{
+		{"docs", `call echo {"text":"manifest"}`, "echo: manifest"},
+		{"legacy", `call add {"a":1,"b":1}`, "2"},
+		{"local", `call echo {"text":"stdio"}`, "echo: stdio"},
+	} {
+		params := textParams(c.call)
+		r, err := g.client.Responses.New(context.Background(), params, option.WithJSONSet("tools", []map[string]any{{"type": "lambent:" + c.tool}}))
+		require.NoError(t, err, c.tool)
+		require.NoError(t, ssecheck.CheckOpenAIResponse([]byte(r.RawJSON())))
+		require.Equal(t, []string{"mcp_list_tools", "mcp_call", "message"}, outputTypes(r), c.tool)
+		require.Equal(t, c.tool, r.Output[1].AsMcpCall().ServerLabel)
+		require.Equal(t, c.want, r.Output[1].AsMcpCall().Output, c.tool)
+		require.Equal(t, "mcp", r.Tools[0].Type)
+		require.Equal(t, c.tool, r.Tools[0].AsMcp().ServerLabel)
+		require.NotContains(t, r.RawJSON(), "-secret")
+	}
+	for _, h := range streamable.Headers() {
+		require.Equal(t, "ssm-secret", h.Get("X-Api-Key"))
+		require.Equal(t, "Bearer sm-secret", h.Get("Authorization"))
+	}
+	_, err = g.client.Responses.New(context.Background(), textParams("x"), option.WithJSONSet("tools", []map[string]any{{"type": "lambent:nope"}}))
+	wantAPIError(t, err, 400)
+}
+
+// stdioServer builds internal/mcptest/stdioserver once.
+var stdioServerBuild = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "lambent-mcp-stdio")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "stdioserver")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../internal/mcptest/stdioserver").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v: %s", err, out)
+	}
+	return bin, nil
+})
+
+func stdioServer(t *testing.T) string {
+	t.Helper()
+	bin, err := stdioServerBuild()
+	require.NoError(t, err)
+	return bin
+}

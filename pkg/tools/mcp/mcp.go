@@ -1,0 +1,448 @@
+// Package mcp connects Lambent to MCP servers with the official Go SDK
+// (github.com/modelcontextprotocol/go-sdk): streamable HTTP (the default)
+// and HTTP+SSE for URLs, stdio for operator-configured servers in local
+// runs. It implements tools.MCPConnector: one lazily connected session per
+// server and response, shared by that response's concurrent calls.
+//
+// A server named by a request is untrusted: its URL must be https (http
+// only for hosts on the allow-list) and every connection, redirect and DNS
+// answer passes fetch_url's SSRF guard. Headers and the authorization
+// token go only to the server's own host, and never into errors or logs.
+// A server that is down, slow, answers an error, malformed JSON-RPC or a
+// huge message gives the call an error the model can read: every
+// operation is bounded by Config.Timeout and the caller's deadline, every
+// message by Config.MaxMessage, every output by Config.MaxOutput.
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/tools"
+	"github.com/lambent/lambent/pkg/tools/fetchurl"
+)
+
+// Defaults of zero Config fields.
+const (
+	// DefaultTimeout bounds one operation: connecting plus a listing or a
+	// call.
+	DefaultTimeout = 60 * time.Second
+	// DefaultMaxOutput is the most bytes of a call's output the model gets.
+	DefaultMaxOutput = 64 << 10
+	// DefaultMaxMessage is the most bytes of one message from a server.
+	DefaultMaxMessage = 8 << 20
+)
+
+// Implementation is how Lambent introduces itself to MCP servers.
+var Implementation = sdk.Implementation{Name: "lambent", Version: "1"}
+
+// Config configures a Connector. The zero value works.
+type Config struct {
+	// AllowHosts lets request-declared servers on these hosts through the
+	// SSRF guard and over http (LAMBENT_FETCH_ALLOW_HOSTS; see
+	// fetchurl.Config.AllowHosts).
+	AllowHosts []string
+	// AllowStdio permits stdio servers (local runs; never on Lambda).
+	AllowStdio bool
+	// Timeout bounds each operation (default DefaultTimeout).
+	Timeout time.Duration
+	// MaxOutput bounds a call's output (default DefaultMaxOutput); longer
+	// output is cut with a note.
+	MaxOutput int
+	// MaxMessage bounds one message from a server (default
+	// DefaultMaxMessage); a longer one fails the operation.
+	MaxMessage int
+	// HTTPClient is the base of the HTTP clients (default: a fresh one).
+	HTTPClient *http.Client
+	// Logger receives the SDK's logs (default: none).
+	Logger *slog.Logger
+}
+
+// Connector opens MCP sessions (tools.MCPConnector). It is safe for
+// concurrent use and holds no per-response state.
+type Connector struct {
+	cfg     Config
+	guard   *fetchurl.Guard
+	guarded *http.Client // request-declared servers
+	trusted *http.Client // manifest servers
+	client  *sdk.Client
+}
+
+// New returns a Connector for cfg.
+func New(cfg Config) *Connector {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxOutput <= 0 {
+		cfg.MaxOutput = DefaultMaxOutput
+	}
+	if cfg.MaxMessage <= 0 {
+		cfg.MaxMessage = DefaultMaxMessage
+	}
+	c := &Connector{cfg: cfg, guard: fetchurl.NewGuard(cfg.AllowHosts)}
+	c.guarded = c.guard.Client(cfg.HTTPClient, true)
+	c.trusted = cfg.HTTPClient
+	if c.trusted == nil {
+		c.trusted = &http.Client{Transport: http.DefaultTransport}
+	}
+	c.client = sdk.NewClient(&Implementation, &sdk.ClientOptions{Logger: cfg.Logger})
+	return c
+}
+
+// Check validates srv before anything connects: the transport is known and
+// available here; an HTTP server has an absolute http(s) URL without
+// credentials; an untrusted one uses https unless its host is allow-listed,
+// and no literal address the SSRF guard refuses.
+func (c *Connector) Check(srv *tools.MCPServer) error {
+	switch srv.Transport {
+	case tools.MCPStdio:
+		if !c.cfg.AllowStdio {
+			return errors.New("stdio MCP servers are not available in this deployment (they run only in local runs, never on Lambda)")
+		}
+		if len(srv.Command) == 0 {
+			return errors.New("a stdio MCP server needs a command")
+		}
+		return nil
+	case "", tools.MCPStreamableHTTP, tools.MCPSSE:
+	default:
+		return fmt.Errorf("unknown MCP transport %q", srv.Transport)
+	}
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		return errors.New("server_url is not a valid URL")
+	}
+	if u.Scheme != "https" && u.Scheme != "http" || u.Host == "" {
+		return errors.New("server_url must be an absolute https:// URL")
+	}
+	if u.User != nil {
+		return errors.New("server_url must not hold credentials; send them in headers or authorization")
+	}
+	if srv.Trusted {
+		return nil
+	}
+	if u.Scheme != "https" && !c.guard.AllowsHost(u) {
+		return errors.New("server_url must use https")
+	}
+	return c.guard.CheckURL(u)
+}
+
+// Open returns a session with srv that connects on first use.
+func (c *Connector) Open(srv *tools.MCPServer) tools.MCPSession {
+	return &session{c: c, srv: srv}
+}
+
+// session is one response's connection to one server.
+type session struct {
+	c   *Connector
+	srv *tools.MCPServer
+	mu  sync.Mutex
+	cs  *sdk.ClientSession
+	// end ends the context the connection lives in (the SSE transport's
+	// event stream is bound to it).
+	end context.CancelFunc
+}
+
+// connect returns the open SDK session, connecting when there is none.
+// Concurrent callers wait for one connection.
+func (s *session) connect(ctx context.Context) (*sdk.ClientSession, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cs != nil {
+		return s.cs, nil
+	}
+	if err := s.c.Check(s.srv); err != nil {
+		return nil, err
+	}
+	// The connection outlives this operation's context but not its
+	// cancellation while connecting.
+	life, end := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, end)
+	cs, err := s.c.client.Connect(life, s.transport(), nil)
+	if !stop() && err == nil {
+		_ = cs.Close()
+		err = ctx.Err()
+	}
+	if err != nil {
+		end()
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	s.cs, s.end = cs, end
+	return cs, nil
+}
+
+// drop closes cs if it is still the session's, so that the next operation
+// connects anew (after a transport failure).
+func (s *session) drop(cs *sdk.ClientSession) {
+	s.mu.Lock()
+	if s.cs != cs {
+		s.mu.Unlock()
+		return
+	}
+	end := s.end
+	s.cs, s.end = nil, nil
+	s.mu.Unlock()
+	_ = closeSession(cs, end)
+}
+
+// closeSession closes cs, then ends the context its connection lives in.
+func closeSession(cs *sdk.ClientSession, end context.CancelFunc) error {
+	defer end()
+	return cs.Close()
+}
+
+func (s *session) transport() sdk.Transport {
+	max := s.c.cfg.MaxMessage
+	switch s.srv.Transport {
+	case tools.MCPStdio:
+		return &sdk.CommandTransport{Command: exec.Command(s.srv.Command[0], s.srv.Command[1:]...)}
+	case tools.MCPSSE:
+		return &sdk.SSEClientTransport{Endpoint: s.srv.URL, HTTPClient: s.httpClient(), MaxEventSize: max}
+	}
+	return &sdk.StreamableClientTransport{Endpoint: s.srv.URL, HTTPClient: s.httpClient(), MaxEventSize: max, DisableStandaloneSSE: true}
+}
+
+// httpClient is the connector's client for the server's trust, sending the
+// server's headers and bounding each response body.
+func (s *session) httpClient() *http.Client {
+	base := s.c.guarded
+	if s.srv.Trusted {
+		base = s.c.trusted
+	}
+	hc := *base
+	rt := hc.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	u, _ := url.Parse(s.srv.URL)
+	hc.Transport = &serverTransport{base: rt, host: u.Host, srv: s.srv, max: int64(s.c.cfg.MaxMessage)}
+	return &hc
+}
+
+// op bounds an operation by the connector's timeout and turns its failure
+// into an error the model can read, without the server's secrets.
+func (s *session) op(ctx context.Context, what string, fn func(ctx context.Context, cs *sdk.ClientSession) error) error {
+	ctx, cancel := context.WithTimeout(ctx, s.c.cfg.Timeout)
+	defer cancel()
+	cs, err := s.connect(ctx)
+	if err == nil {
+		err = fn(ctx, cs)
+		var wire *jsonrpc.Error
+		if err != nil && !errors.As(err, &wire) && ctx.Err() == nil {
+			// A failure other than an error the server answered or a
+			// deadline (the SDK tells the server the call is cancelled)
+			// leaves the connection in doubt.
+			s.drop(cs)
+		}
+	}
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) || errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("no answer in time (%w)", context.DeadlineExceeded)
+	}
+	return fmt.Errorf("MCP server %q: %s: %s", s.srv.Label, what, s.redact(err.Error()))
+}
+
+// redact removes the server URL's query (which may hold a key) from text.
+func (s *session) redact(text string) string {
+	u, err := url.Parse(s.srv.URL)
+	if err != nil || u.RawQuery == "" {
+		return text
+	}
+	return strings.ReplaceAll(text, "?"+u.RawQuery, "?…")
+}
+
+// ListTools lists every tool of the server, following pagination.
+func (s *session) ListTools(ctx context.Context) ([]api.MCPTool, error) {
+	var out []api.MCPTool
+	err := s.op(ctx, "list tools", func(ctx context.Context, cs *sdk.ClientSession) error {
+		out = out[:0]
+		for t, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				return err
+			}
+			mt := api.MCPTool{Name: t.Name, Description: t.Description, InputSchema: json.RawMessage(`{"type":"object"}`)}
+			if t.InputSchema != nil {
+				b, err := json.Marshal(t.InputSchema)
+				if err != nil {
+					return fmt.Errorf("tool %q: input schema: %w", t.Name, err)
+				}
+				mt.InputSchema = b
+			}
+			if t.Annotations != nil {
+				b, err := json.Marshal(t.Annotations)
+				if err != nil {
+					return fmt.Errorf("tool %q: annotations: %w", t.Name, err)
+				}
+				mt.Annotations = b
+			}
+			out = append(out, mt)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// CallTool calls the tool name. Output is the text of the result's content
+// (other content as JSON, structured content when there is no other),
+// bounded by Config.MaxOutput; isError makes it an is_error result.
+func (s *session) CallTool(ctx context.Context, name, arguments string) (*tools.ToolResult, error) {
+	if strings.TrimSpace(arguments) == "" {
+		arguments = "{}"
+	}
+	if !json.Valid([]byte(arguments)) {
+		return &tools.ToolResult{Output: "Error: the arguments are not valid JSON.", IsError: true}, nil
+	}
+	var res *sdk.CallToolResult
+	err := s.op(ctx, "call "+name, func(ctx context.Context, cs *sdk.ClientSession) error {
+		var err error
+		res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: json.RawMessage(arguments)})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &tools.ToolResult{Output: truncate(render(res), s.c.cfg.MaxOutput), IsError: res.IsError}, nil
+}
+
+// Close ends the session (stdio: the server process).
+func (s *session) Close() error {
+	s.mu.Lock()
+	cs, end := s.cs, s.end
+	s.cs, s.end = nil, nil
+	s.mu.Unlock()
+	if cs == nil {
+		return nil
+	}
+	return closeSession(cs, end)
+}
+
+// render is a call result as text: text content as is, other content as
+// its JSON, one part a line; the structured content when there is nothing
+// else.
+func render(res *sdk.CallToolResult) string {
+	var b strings.Builder
+	for i, c := range res.Content {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		if t, ok := c.(*sdk.TextContent); ok {
+			b.WriteString(t.Text)
+			continue
+		}
+		if j, err := c.MarshalJSON(); err == nil {
+			b.Write(j)
+		}
+	}
+	if b.Len() == 0 && res.StructuredContent != nil {
+		if j, err := json.Marshal(res.StructuredContent); err == nil {
+			b.Write(j)
+		}
+	}
+	return b.String()
+}
+
+// truncate cuts s to at most max bytes (on a rune boundary) with a note.
+func truncate(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	note := fmt.Sprintf("\n[truncated: the tool returned %d bytes]", len(s))
+	cut := max - len(note)
+	if cut < 0 {
+		cut = 0
+	}
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + note
+}
+
+// serverTransport sends the server's headers and token to its own host
+// only (not to a host a redirect leads to), and bounds response bodies
+// other than event streams (those are bounded per event by the SDK).
+type serverTransport struct {
+	base http.RoundTripper
+	host string
+	srv  *tools.MCPServer
+	max  int64
+}
+
+func (t *serverTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Host == t.host && (len(t.srv.Headers) > 0 || t.srv.Authorization != "") {
+		req = req.Clone(req.Context())
+		for k, v := range t.srv.Headers {
+			req.Header.Set(k, v)
+		}
+		if token := t.srv.Authorization; token != "" {
+			if len(token) < 7 || !strings.EqualFold(token[:7], "bearer ") {
+				token = "Bearer " + token
+			}
+			req.Header.Set("Authorization", token)
+		}
+	}
+	cancel := context.CancelFunc(func() {})
+	if req.Method == http.MethodDelete {
+		// Closing the session: a server may hold the DELETE until its
+		// calls end; the response does not wait for that.
+		var ctx context.Context
+		ctx, cancel = context.WithTimeout(req.Context(), closeGrace)
+		req = req.WithContext(ctx)
+	}
+	res, err := t.base.RoundTrip(req)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		res.Body = &limitedBody{r: res.Body, c: res.Body, max: -1, done: cancel}
+		return res, nil
+	}
+	res.Body = &limitedBody{r: io.LimitReader(res.Body, t.max+1), c: res.Body, max: t.max, done: cancel}
+	return res, nil
+}
+
+// closeGrace bounds how long closing a session waits on the server.
+const closeGrace = time.Second
+
+// limitedBody fails a read past max bytes (negative: no limit) and calls
+// done when closed.
+type limitedBody struct {
+	r    io.Reader
+	c    io.Closer
+	n    int64
+	max  int64
+	done context.CancelFunc
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	if b.max >= 0 && b.n > b.max {
+		return 0, fmt.Errorf("the server's message exceeds %d bytes", b.max)
+	}
+	return n, err
+}
+
+func (b *limitedBody) Close() error {
+	defer b.done()
+	return b.c.Close()
+}

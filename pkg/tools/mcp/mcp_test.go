@@ -1,0 +1,366 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/lambent/lambent/internal/mcptest"
+	"github.com/lambent/lambent/pkg/tools"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// loopback is a connector that lets request-declared servers reach the
+// test servers on 127.0.0.1.
+func loopback(mut ...func(*Config)) *Connector {
+	cfg := Config{AllowHosts: []string{"127.0.0.1"}, AllowStdio: true}
+	for _, m := range mut {
+		m(&cfg)
+	}
+	return New(cfg)
+}
+
+func server(label, url string) *tools.MCPServer {
+	return &tools.MCPServer{Label: label, URL: url, Transport: tools.MCPStreamableHTTP}
+}
+
+// stdioServer builds the stdio test server once per test binary run.
+var stdioOnce = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "mcp-stdio")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "stdioserver")
+	out, err := exec.Command("go", "build", "-o", bin, "../../../internal/mcptest/stdioserver").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v: %s", err, out)
+	}
+	return bin, nil
+})
+
+func stdioBinary(t *testing.T) string {
+	t.Helper()
+	bin, err := stdioOnce()
+	require.NoError(t, err)
+	t.Cleanup(func() {}) // the binary stays for the other tests; the OS temp dir holds it
+	return bin
+}
+
+// Every transport lists the tools with their schemas and annotations and
+// runs calls; a tool's isError is an is_error result.
+func TestTransports(t *testing.T) {
+	streamable := mcptest.StartStreamable(mcptest.Options{})
+	defer streamable.Close()
+	sse := mcptest.StartSSE(mcptest.Options{})
+	defer sse.Close()
+	servers := map[string]*tools.MCPServer{
+		"streamable": server("s", streamable.Endpoint),
+		"sse":        {Label: "s", URL: sse.Endpoint, Transport: tools.MCPSSE},
+		"stdio":      {Label: "s", Transport: tools.MCPStdio, Command: []string{stdioBinary(t)}, Trusted: true},
+	}
+	c := loopback()
+	for name, srv := range servers {
+		t.Run(name, func(t *testing.T) {
+			require.NoError(t, c.Check(srv))
+			s := c.Open(srv)
+			defer func() { require.NoError(t, s.Close()) }()
+			ctx := context.Background()
+			list, err := s.ListTools(ctx)
+			require.NoError(t, err)
+			names := make([]string, len(list))
+			for i, tl := range list {
+				names[i] = tl.Name
+			}
+			assert.ElementsMatch(t, []string{"echo", "add", "fail", "huge", "sleep", "wait", "noop"}, names)
+			for _, tl := range list {
+				switch tl.Name {
+				case "echo":
+					assert.Equal(t, "Echo the text.", tl.Description)
+					var schema struct {
+						Type       string
+						Properties map[string]json.RawMessage
+					}
+					require.NoError(t, json.Unmarshal(tl.InputSchema, &schema))
+					assert.Equal(t, "object", schema.Type)
+					assert.Contains(t, schema.Properties, "text")
+				case "add":
+					assert.JSONEq(t, `{"readOnlyHint":true,"idempotentHint":false}`, string(tl.Annotations))
+				}
+			}
+			res, err := s.CallTool(ctx, "echo", `{"text":"hi"}`)
+			require.NoError(t, err)
+			assert.Equal(t, &tools.ToolResult{Output: "echo: hi"}, res)
+			res, err = s.CallTool(ctx, "add", `{"a":2,"b":3}`)
+			require.NoError(t, err)
+			assert.Equal(t, "5", res.Output)
+			res, err = s.CallTool(ctx, "fail", "")
+			require.NoError(t, err)
+			assert.Equal(t, &tools.ToolResult{Output: "the tool failed on purpose", IsError: true}, res)
+		})
+	}
+}
+
+// Concurrent calls of one response share one connection; a barrier proves
+// they run at the same time.
+func TestConcurrentCalls(t *testing.T) {
+	const n = 16
+	srv := mcptest.StartStreamable(mcptest.Options{Barrier: n})
+	defer srv.Close()
+	s := loopback().Open(server("s", srv.Endpoint))
+	defer s.Close()
+	var wg sync.WaitGroup
+	outs := make([]string, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			res, err := s.CallTool(context.Background(), "wait", "{}")
+			errs[i] = err
+			if err == nil {
+				outs[i] = res.Output
+			}
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		require.NoError(t, errs[i])
+		assert.Equal(t, "released", outs[i])
+	}
+	inits := 0
+	for _, h := range srv.Headers() {
+		if h.Get("Mcp-Session-Id") == "" {
+			inits++
+		}
+	}
+	assert.LessOrEqual(t, inits, 2, "one connection (initialize, maybe a discover probe) for every call")
+}
+
+// Headers and the token reach the server's host; errors never hold them.
+func TestHeadersAndSecrets(t *testing.T) {
+	srv := mcptest.StartStreamable(mcptest.Options{})
+	defer srv.Close()
+	spec := server("s", srv.Endpoint+"?key=query-secret")
+	spec.Headers = map[string]string{"X-Api-Key": "header-secret"}
+	spec.Authorization = "token-secret"
+	s := loopback().Open(spec)
+	_, err := s.CallTool(context.Background(), "echo", `{"text":"x"}`)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	hs := srv.Headers()
+	require.NotEmpty(t, hs)
+	for _, h := range hs {
+		assert.Equal(t, "header-secret", h.Get("X-Api-Key"))
+		assert.Equal(t, "Bearer token-secret", h.Get("Authorization"))
+	}
+
+	// A token given with its scheme is sent as is.
+	spec.Authorization = "Bearer token-secret"
+	s = loopback().Open(spec)
+	_, err = s.ListTools(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	hs = srv.Headers()
+	assert.Equal(t, "Bearer token-secret", hs[len(hs)-1].Get("Authorization"))
+
+	// The server goes away: the error names it without a secret.
+	srv.Close()
+	s = loopback().Open(spec)
+	defer s.Close()
+	_, err = s.CallTool(context.Background(), "echo", `{"text":"x"}`)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `MCP server "s"`)
+	for _, secret := range []string{"query-secret", "header-secret", "token-secret"} {
+		assert.NotContains(t, err.Error(), secret)
+	}
+}
+
+// A redirect to another host does not carry the headers there.
+func TestHeadersStayOnTheServersHost(t *testing.T) {
+	srv := mcptest.StartStreamable(mcptest.Options{})
+	defer srv.Close()
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, strings.Replace(srv.Endpoint, "127.0.0.1", "localhost", 1), http.StatusTemporaryRedirect)
+	}))
+	defer redirect.Close()
+	spec := server("s", redirect.URL+"/mcp")
+	spec.Headers = map[string]string{"X-Api-Key": "header-secret"}
+	c := loopback(func(c *Config) { c.AllowHosts = []string{"127.0.0.1", "localhost"} })
+	s := c.Open(spec)
+	defer s.Close()
+	_, err := s.ListTools(context.Background())
+	require.NoError(t, err)
+	for _, h := range srv.Headers() {
+		assert.Empty(t, h.Get("X-Api-Key"))
+	}
+}
+
+// Every kind of server failure is an error (or is_error result) the model
+// can read; the connection recovers for the next call.
+func TestErrors(t *testing.T) {
+	ctx := context.Background()
+	t.Run("down", func(t *testing.T) {
+		srv := mcptest.StartStreamable(mcptest.Options{})
+		srv.Close()
+		s := loopback().Open(server("s", srv.Endpoint))
+		defer s.Close()
+		_, err := s.ListTools(ctx)
+		require.ErrorContains(t, err, `MCP server "s": list tools: connect`)
+	})
+	t.Run("slow", func(t *testing.T) {
+		srv := mcptest.StartStreamable(mcptest.Options{})
+		defer srv.Close()
+		s := loopback(func(c *Config) { c.Timeout = 200 * time.Millisecond }).Open(server("s", srv.Endpoint))
+		defer s.Close()
+		_, err := s.CallTool(ctx, "sleep", `{"ms":10000}`)
+		require.ErrorContains(t, err, "no answer in time")
+		res, err := s.CallTool(ctx, "echo", `{"text":"after"}`)
+		require.NoError(t, err)
+		assert.Equal(t, "echo: after", res.Output)
+	})
+	t.Run("caller deadline", func(t *testing.T) {
+		srv := mcptest.StartStreamable(mcptest.Options{})
+		defer srv.Close()
+		s := loopback().Open(server("s", srv.Endpoint))
+		defer s.Close()
+		cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		_, err := s.CallTool(cctx, "sleep", `{"ms":10000}`)
+		require.ErrorContains(t, err, "no answer in time")
+	})
+	t.Run("unknown tool", func(t *testing.T) {
+		srv := mcptest.StartStreamable(mcptest.Options{})
+		defer srv.Close()
+		s := loopback().Open(server("s", srv.Endpoint))
+		defer s.Close()
+		res, err := s.CallTool(ctx, "nope", `{}`)
+		if err == nil {
+			assert.True(t, res.IsError)
+		} else {
+			assert.Contains(t, err.Error(), "nope")
+		}
+		res, err = s.CallTool(ctx, "echo", `{"text":"still"}`)
+		require.NoError(t, err)
+		assert.Equal(t, "echo: still", res.Output)
+	})
+	t.Run("invalid arguments", func(t *testing.T) {
+		s := loopback().Open(server("s", "https://unused.invalid/mcp"))
+		defer s.Close()
+		res, err := s.CallTool(ctx, "echo", `{"text":`)
+		require.NoError(t, err)
+		assert.True(t, res.IsError)
+	})
+	for _, body := range []string{`{not json`, `{"jsonrpc":"2.0","id":1,"result":`, `"just a string"`, `<html>oops</html>`} {
+		t.Run("malformed "+body, func(t *testing.T) {
+			bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(body))
+			}))
+			defer bad.Close()
+			s := loopback().Open(server("s", bad.URL))
+			defer s.Close()
+			_, err := s.ListTools(ctx)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), `MCP server "s"`)
+		})
+	}
+	t.Run("huge message", func(t *testing.T) {
+		for _, jsonResponse := range []bool{false, true} {
+			srv := mcptest.StartStreamable(mcptest.Options{JSONResponse: jsonResponse})
+			s := loopback(func(c *Config) { c.MaxMessage = 1 << 20 }).Open(server("s", srv.Endpoint))
+			_, err := s.CallTool(ctx, "huge", `{"bytes":2000000}`)
+			require.Error(t, err, "json response %v", jsonResponse)
+			res, err := s.CallTool(ctx, "echo", `{"text":"small"}`)
+			require.NoError(t, err, "json response %v", jsonResponse)
+			assert.Equal(t, "echo: small", res.Output)
+			require.NoError(t, s.Close())
+			srv.Close()
+		}
+	})
+	t.Run("huge output", func(t *testing.T) {
+		srv := mcptest.StartStreamable(mcptest.Options{})
+		defer srv.Close()
+		s := loopback(func(c *Config) { c.MaxOutput = 1000 }).Open(server("s", srv.Endpoint))
+		defer s.Close()
+		res, err := s.CallTool(ctx, "huge", `{"bytes":5000}`)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, len(res.Output), 1000)
+		assert.True(t, strings.HasSuffix(res.Output, "[truncated: the tool returned 5000 bytes]"), res.Output)
+	})
+}
+
+// Request-declared servers pass the SSRF guard and need https; manifest
+// servers are trusted; stdio only where allowed.
+func TestCheckAndSSRF(t *testing.T) {
+	strict := New(Config{})
+	for url, want := range map[string]string{
+		"http://example.com/mcp":            "must use https",
+		"https://127.0.0.1/mcp":             "loopback",
+		"https://169.254.169.254/mcp":       "metadata",
+		"https://[::1]:8443/mcp":            "loopback",
+		"https://10.1.2.3/mcp":              "private",
+		"ftp://example.com/mcp":             "absolute https",
+		"/relative":                         "absolute https",
+		"https://user:pw@example.com/mcp":   "credentials",
+		"https://example.com/mcp?key=value": "",
+	} {
+		err := strict.Check(server("s", url))
+		if want == "" {
+			assert.NoError(t, err, url)
+		} else {
+			assert.ErrorContains(t, err, want, url)
+		}
+	}
+	// A host name that resolves to loopback is refused when dialed.
+	srv := mcptest.StartStreamable(mcptest.Options{})
+	defer srv.Close()
+	byName := server("s", strings.Replace(srv.Endpoint, "http://127.0.0.1", "https://localhost", 1))
+	require.NoError(t, strict.Check(byName))
+	s := strict.Open(byName)
+	_, err := s.ListTools(context.Background())
+	require.ErrorContains(t, err, "not allowed")
+	require.NoError(t, s.Close())
+
+	// A redirect from an allowed server to a refused address is refused.
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, srv.Endpoint, http.StatusTemporaryRedirect)
+	}))
+	defer redirect.Close()
+	onlyRedirect := New(Config{AllowHosts: []string{strings.TrimPrefix(redirect.URL, "http://")}})
+	s = onlyRedirect.Open(server("s", redirect.URL+"/mcp"))
+	_, err = s.ListTools(context.Background())
+	require.ErrorContains(t, err, "not allowed")
+	require.NoError(t, s.Close())
+
+	// The manifest's servers are trusted: http and loopback work.
+	trusted := server("s", srv.Endpoint)
+	trusted.Trusted = true
+	require.NoError(t, strict.Check(trusted))
+	s = strict.Open(trusted)
+	_, err = s.ListTools(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	// stdio only where allowed (never on Lambda).
+	require.ErrorContains(t, strict.Check(&tools.MCPServer{Label: "s", Transport: tools.MCPStdio, Command: []string{"x"}, Trusted: true}), "not available")
+}
+
+func TestTruncate(t *testing.T) {
+	assert.Equal(t, "short", truncate("short", 10))
+	s := truncate(strings.Repeat("é", 100), 60)
+	assert.LessOrEqual(t, len(s), 60)
+	assert.True(t, strings.HasPrefix(s, "é"))
+	assert.Contains(t, s, "[truncated: the tool returned 200 bytes]")
+}
