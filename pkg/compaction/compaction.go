@@ -1,6 +1,8 @@
 // Package compaction seals the summaries POST /v1/responses/compact
 // produces into the encrypted_content of a compaction item, and opens them
-// again when a later request sends the item back.
+// again when a later request sends the item back. The engine seals the MCP
+// secrets of stored background requests with the same keyring type (under
+// its own context, so neither kind of blob opens as the other).
 //
 // A blob is "<key id>.<base64url(nonce || AES-256-GCM ciphertext)>": the key
 // id names the key that sealed it, so a keyring holding old keys besides

@@ -10,7 +10,6 @@ package engine
 
 import (
 	"context"
-	"crypto/cipher"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -132,8 +131,8 @@ const (
 type Engine struct {
 	cfg Config
 	log *slog.Logger
-	// aead seals the MCP secrets of stored background requests.
-	aead cipher.AEAD
+	// secrets seals the MCP secrets of stored background requests.
+	secrets *compaction.Keyring
 }
 
 // New returns an engine for cfg.
@@ -184,11 +183,11 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.CancelWait <= 0 {
 		cfg.CancelWait = 5 * time.Second
 	}
-	aead, err := newAEAD(cfg.SecretKey)
+	secrets, err := secretsKeyring(cfg.SecretKey)
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: cfg, log: cfg.Logger, aead: aead}, nil
+	return &Engine{cfg: cfg, log: cfg.Logger, secrets: secrets}, nil
 }
 
 // GetResponse returns a stored response.

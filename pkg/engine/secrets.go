@@ -1,15 +1,13 @@
 package engine
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/compaction"
 )
 
 // The secrets of a request's MCP tools (headers, authorization) are never
@@ -26,24 +24,23 @@ type toolSecrets struct {
 	Authorization string            `json:"authorization,omitempty"`
 }
 
-// newAEAD returns the AES-256-GCM cipher of key, or of a fresh random key
-// when key is empty.
-func newAEAD(key []byte) (cipher.AEAD, error) {
+// secretsKeyring is the keyring of key (32 bytes), or of a fresh random
+// key when key is empty. It is the compaction package's keyring: one
+// implementation of sealing for every blob the gateway stores.
+func secretsKeyring(key []byte) (*compaction.Keyring, error) {
 	if len(key) == 0 {
-		key = make([]byte, 32)
-		if _, err := rand.Read(key); err != nil {
-			return nil, fmt.Errorf("engine: secret key: %w", err)
-		}
+		return compaction.NewDevKeyring()
 	}
-	if len(key) != 32 {
-		return nil, fmt.Errorf("engine: the secret key must be 32 bytes, not %d", len(key))
-	}
-	block, err := aes.NewCipher(key)
+	k, err := compaction.NewKeyring(compaction.Key{ID: "mcp", Secret: key})
 	if err != nil {
 		return nil, fmt.Errorf("engine: secret key: %w", err)
 	}
-	return cipher.NewGCM(block)
+	return k, nil
 }
+
+// secretsContext is the authenticated context of the secrets of response
+// id: they open for that response only, and never as a compaction blob.
+func secretsContext(id string) string { return "mcp-secrets\x00" + id }
 
 // sealSecrets returns req without its tools' secrets and the secrets sealed
 // for the response id; req itself is not changed. Without secrets it
@@ -62,8 +59,8 @@ func (e *Engine) sealSecrets(req *api.CreateResponseRequest, id string) (*api.Cr
 	if err != nil {
 		return nil, nil, fmt.Errorf("engine: seal secrets: %w", err)
 	}
-	nonce := make([]byte, e.aead.NonceSize(), e.aead.NonceSize()+len(plain)+e.aead.Overhead())
-	if _, err := rand.Read(nonce); err != nil {
+	blob, err := e.secrets.Seal(secretsContext(id), string(plain))
+	if err != nil {
 		return nil, nil, fmt.Errorf("engine: seal secrets: %w", err)
 	}
 	stored := *req
@@ -71,7 +68,7 @@ func (e *Engine) sealSecrets(req *api.CreateResponseRequest, id string) (*api.Cr
 	for _, s := range secrets {
 		stored.Tools[s.Index].Headers, stored.Tools[s.Index].Authorization = nil, ""
 	}
-	return &stored, e.aead.Seal(nonce, nonce, plain, []byte(id)), nil
+	return &stored, []byte(blob), nil
 }
 
 // errSecretsUnavailable: the worker cannot open a background request's
@@ -84,16 +81,12 @@ func (e *Engine) openSecrets(req *api.CreateResponseRequest, sealed []byte, id s
 	if len(sealed) == 0 {
 		return req, nil
 	}
-	n := e.aead.NonceSize()
-	if len(sealed) < n {
-		return nil, errSecretsUnavailable
-	}
-	plain, err := e.aead.Open(nil, sealed[:n], sealed[n:], []byte(id))
+	plain, err := e.secrets.Open(secretsContext(id), string(sealed))
 	if err != nil {
 		return nil, errSecretsUnavailable
 	}
 	var secrets []toolSecrets
-	if err := json.Unmarshal(plain, &secrets); err != nil {
+	if err := json.Unmarshal([]byte(plain), &secrets); err != nil {
 		return nil, fmt.Errorf("engine: open secrets: %w", err)
 	}
 	open := *req
