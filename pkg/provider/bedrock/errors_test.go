@@ -180,7 +180,7 @@ func TestStreamMalformedBlocks(t *testing.T) {
 	for name, evs := range map[string][]fakebedrock.Event{
 		"text in a toolUse block": {start, {Type: "contentBlockDelta", Payload: map[string]any{"contentBlockIndex": 1, "delta": map[string]any{"text": "x"}}}},
 		"input before start":      {{Type: "contentBlockDelta", Payload: map[string]any{"contentBlockIndex": 2, "delta": map[string]any{"toolUse": map[string]any{"input": "{}"}}}}},
-		"started twice":            {start, start},
+		"started twice":           {start, start},
 	} {
 		t.Run(name, func(t *testing.T) {
 			p, _ := newProvider(t, fakebedrock.Turn{Events: evs})
