@@ -14,7 +14,6 @@ import (
 	"github.com/lambent/lambent/pkg/awsconf"
 	"github.com/lambent/lambent/pkg/engine"
 	"github.com/lambent/lambent/pkg/httpapi"
-	"github.com/lambent/lambent/pkg/provider/openai"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/store/dynamodb"
 	"github.com/lambent/lambent/pkg/tools"
@@ -130,8 +129,13 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 		}
 		publisher = &worker.Publisher{Client: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}
 	}
+	prov, err := buildProvider(ctx, cfg, log)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
 	eng, err = engine.New(engine.Config{
-		Provider:        openai.New(openai.Config{BaseURL: cfg.ProviderURL, APIKey: cfg.ProviderAPIKey, Logger: log}),
+		Provider:        prov,
 		Store:           st,
 		Hosted:          catalog,
 		DefaultModel:    cfg.DefaultModel,
