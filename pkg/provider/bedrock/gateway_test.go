@@ -224,8 +224,8 @@ func TestGatewayStreamingToolLoop(t *testing.T) {
 			// The client answers its call; the response continues.
 			cont := responses.ResponseNewParams{
 				PreviousResponseID: openai.String(paused.ID),
-				Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{functionOutput("tooluse_wx", `{"sky":"sunny"}`)}},
-				Tools: []responses.ToolUnionParam{weatherParam()},
+				Input:              responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{functionOutput("tooluse_wx", `{"sky":"sunny"}`)}},
+				Tools:              []responses.ToolUnionParam{weatherParam()},
 			}
 			var done responses.Response
 			if streaming {
