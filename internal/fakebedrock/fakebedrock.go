@@ -26,9 +26,11 @@ package fakebedrock
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -93,12 +95,35 @@ func NewHandler(fn func(Request) Turn) *Server {
 	return s
 }
 
-func (s *Server) start() {
+// ListenHandler is NewHandler on addr (host:port; port 0 picks one), for
+// a fake that runs as a process (internal/cmd/fakebedrock).
+func ListenHandler(addr string, fn func(Request) Turn) (*Server, error) {
+	if fn == nil {
+		return nil, errors.New("fakebedrock: ListenHandler with nil function")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("fakebedrock: %w", err)
+	}
+	s := &Server{script: fn}
+	s.startOn(ln)
+	return s, nil
+}
+
+func (s *Server) start() { s.startOn(nil) }
+
+// startOn starts the server on ln, or on a loopback port when ln is nil.
+func (s *Server) startOn(ln net.Listener) {
 	s.closing = make(chan struct{})
 	s.signed = map[string]string{}
 	s.redacted = map[string]bool{}
 	s.idBase = strconv.FormatUint(rand.Uint64()|1<<63, 36)[:8]
-	s.ts = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
+	s.ts = httptest.NewUnstartedServer(http.HandlerFunc(s.serveHTTP))
+	if ln != nil {
+		_ = s.ts.Listener.Close()
+		s.ts.Listener = ln
+	}
+	s.ts.Start()
 	s.URL = s.ts.URL
 }
 
