@@ -38,10 +38,11 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-## bench: gateway overhead against a fake backend on loopback, beside a bare reverse proxy (the floor), and the engine's per-turn cost
+## bench: gateway overhead against a fake backend on loopback, beside a bare reverse proxy (the floor), the engine's per-turn cost, and each provider's per-turn cost (Bedrock beside OpenAI-compatible)
 bench:
 	$(GO) run ./internal/cmd/bench
 	$(GO) test -run='^$$' -bench=BenchmarkLoopTurn -benchmem ./pkg/engine/
+	$(GO) test -run='^$$' -bench=BenchmarkTurn -benchmem ./pkg/provider/bedrock/
 
 ## fuzz: run each fuzz target for FUZZTIME (default 20s)
 FUZZTIME ?= 20s
