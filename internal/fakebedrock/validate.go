@@ -51,7 +51,41 @@ func (s *Server) validate(in *Input) string {
 	if usesTools && in.ToolConfig == nil {
 		return "The toolConfig field must be defined when using toolUse and toolResult content blocks."
 	}
-	return validatePairs(in.Messages)
+	if msg := validatePairs(in.Messages); msg != "" {
+		return msg
+	}
+	return validateThinking(in)
+}
+
+// validateThinking checks Anthropic's rules for extended thinking
+// (additionalModelRequestFields.thinking): a budget of at least 1024
+// tokens below maxTokens, tool choice auto only, and a tool loop being
+// continued must have started with thinking.
+func validateThinking(in *Input) string {
+	var extra struct {
+		Thinking *struct {
+			Type   string `json:"type"`
+			Budget int    `json:"budget_tokens"`
+		} `json:"thinking"`
+	}
+	if len(in.AdditionalModelRequestFields) == 0 || json.Unmarshal(in.AdditionalModelRequestFields, &extra) != nil || extra.Thinking == nil || extra.Thinking.Type != "enabled" {
+		return ""
+	}
+	if extra.Thinking.Budget < 1024 {
+		return "thinking.budget_tokens: Input should be greater than or equal to 1024"
+	}
+	if c := in.InferenceConfig; c == nil || c.MaxTokens == nil || *c.MaxTokens <= extra.Thinking.Budget {
+		return "`max_tokens` must be greater than `thinking.budget_tokens`."
+	}
+	if tc := in.ToolConfig; tc != nil && tc.ToolChoice != nil && (tc.ToolChoice.Any != nil || tc.ToolChoice.Tool != nil) {
+		return "Thinking may not be enabled when tool_choice forces tool use."
+	}
+	n := len(in.Messages)
+	if n >= 2 && in.Messages[n-1].Content[0].ToolResult != nil && in.Messages[n-2].Content[0].ReasoningContent == nil {
+		return fmt.Sprintf("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found a different block. When `thinking` is enabled, "+
+			"a final `assistant` message must start with a thinking block.", n-2)
+	}
+	return ""
 }
 
 func validateToolConfig(tc *ToolConfig) string {

@@ -32,7 +32,9 @@
 //     logprobs have no Converse form and are ignored.
 //   - reasoning.effort on an Anthropic Claude model turns on extended
 //     thinking (low 1024, medium 4096, high 16384 budget tokens, kept below
-//     max_output_tokens). Reasoning comes back as reasoning items whose
+//     max_output_tokens), where Anthropic allows it: not with a required or
+//     forced tool choice, and not to continue a tool loop whose assistant
+//     turn did not think. Reasoning comes back as reasoning items whose
 //     encrypted_content carries the block's signature or redacted content;
 //     such items are sent back as reasoningContent blocks, unchanged, which
 //     continuations with thinking need. Reasoning items from other

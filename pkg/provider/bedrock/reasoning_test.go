@@ -56,6 +56,7 @@ func TestReasoningRoundTrip(t *testing.T) {
 		}, history[1:]...)...)
 		res2, err := call(&provider.Request{Model: claude, ReasoningEffort: "medium", Items: history, Tools: tools})
 		require.NoError(t, err, "the fake accepts the signed reasoning as it was")
+		require.Contains(t, string(fake.Requests()[1].AdditionalModelRequestFields), `"thinking"`, "the tool loop thought, so it thinks on")
 		require.Equal(t, "It is cold.", res2.Text)
 		asst := fake.Requests()[1].Messages[1]
 		require.Equal(t, "assistant", asst.Role)
@@ -113,4 +114,24 @@ func TestThinkingConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Anthropic allows thinking with tool choice auto or none only, and not to
+// continue a tool loop whose assistant turn did not think.
+func TestThinkingInToolLoop(t *testing.T) {
+	tools := []api.ToolDefinition{weatherTool()}
+	both(t, []fakebedrock.Turn{{ToolUses: []fakebedrock.ToolUse{{ID: "tooluse_f", Name: "get_weather", Input: `{"city":"Bern"}`}}}, {Text: "Mild."}, {Text: "Hello."}},
+		func(t *testing.T, call func(*provider.Request) (*provider.Result, error), fake *fakebedrock.Server) {
+			res, err := call(&provider.Request{Model: claude, ReasoningEffort: "high", Items: []api.Item{user("Weather in Bern?")}, Tools: tools, ForcedTool: "get_weather", ToolChoice: api.ToolChoiceRequired})
+			require.NoError(t, err)
+			history := []api.Item{user("Weather in Bern?"), res.ToolCalls[0], output("tooluse_f", "mild", false)}
+			_, err = call(&provider.Request{Model: claude, ReasoningEffort: "high", Items: history, Tools: tools, ToolChoice: api.ToolChoiceAuto})
+			require.NoError(t, err)
+			_, err = call(&provider.Request{Model: claude, ReasoningEffort: "high", Items: append(history, msg(api.RoleAssistant, "Mild."), user("Thanks")), Tools: tools, ToolChoice: api.ToolChoiceAuto})
+			require.NoError(t, err)
+			reqs := fake.Requests()
+			require.Empty(t, reqs[0].AdditionalModelRequestFields, "a forced tool choice: no thinking")
+			require.Empty(t, reqs[1].AdditionalModelRequestFields, "the tool loop's assistant turn did not think")
+			require.Contains(t, string(reqs[2].AdditionalModelRequestFields), `"thinking"`, "a new user turn may think again")
+		})
 }

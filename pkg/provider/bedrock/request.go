@@ -55,7 +55,7 @@ func (p *Provider) build(ctx context.Context, req *provider.Request) (*built, er
 		return nil, err
 	}
 	in.ToolConfig = tc
-	in.InferenceConfig, in.AdditionalModelRequestFields = inference(req)
+	in.InferenceConfig, in.AdditionalModelRequestFields = inference(req, thinkingAllowed(req, in.Messages))
 	if t := req.Text; t != nil && t.Format.Type == api.FormatJSONSchema && len(t.Format.Schema) > 0 {
 		def := types.JsonSchemaDefinition{Schema: aws.String(string(t.Format.Schema)), Description: t.Format.Description}
 		if t.Format.Name != "" {
@@ -308,9 +308,29 @@ func toolConfig(req *provider.Request, history []string) (*types.ToolConfigurati
 	return tc, nil
 }
 
-// inference is the request's inferenceConfig and, for extended thinking,
-// its additionalModelRequestFields.
-func inference(req *provider.Request) (*types.InferenceConfiguration, document.Interface) {
+// thinkingAllowed reports whether extended thinking may be turned on for
+// this call, as Anthropic requires: only with tool choice auto or none, and
+// not in the middle of a tool loop whose assistant turn did not think (the
+// assistant message the trailing tool results answer must then start with
+// its thinking).
+func thinkingAllowed(req *provider.Request, msgs []types.Message) bool {
+	if req.ForcedTool != "" || req.ToolChoice == api.ToolChoiceRequired {
+		return false
+	}
+	n := len(msgs)
+	if n < 2 || len(msgs[n-1].Content) == 0 || len(msgs[n-2].Content) == 0 {
+		return true
+	}
+	if _, ok := msgs[n-1].Content[0].(*types.ContentBlockMemberToolResult); !ok {
+		return true
+	}
+	_, ok := msgs[n-2].Content[0].(*types.ContentBlockMemberReasoningContent)
+	return ok
+}
+
+// inference is the request's inferenceConfig and, for extended thinking
+// (when thinking is allowed), its additionalModelRequestFields.
+func inference(req *provider.Request, thinking bool) (*types.InferenceConfiguration, document.Interface) {
 	var ic types.InferenceConfiguration
 	set := false
 	if req.MaxOutputTokens != nil {
@@ -326,7 +346,7 @@ func inference(req *provider.Request) (*types.InferenceConfiguration, document.I
 		set = true
 	}
 	var extra document.Interface
-	if budget := thinkingBudget(req.ReasoningEffort); budget > 0 && isClaude(req.Model) {
+	if budget := thinkingBudget(req.ReasoningEffort); thinking && budget > 0 && isClaude(req.Model) {
 		if ic.MaxTokens == nil {
 			ic.MaxTokens = aws.Int32(int32(budget + thinkingAnswerTokens))
 		} else if int(*ic.MaxTokens) <= budget {
