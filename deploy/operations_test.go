@@ -410,6 +410,11 @@ var grantUses = map[string]grantUse{
 	"compaction-keys-parameter ssm:GetParameter": {env: "LAMBENT_COMPACTION_KEYS_SSM", dir: "pkg/app", code: `AmazonSSM\.GetParameter|ssm\.GetParameterInput`},
 	"secret-key-parameter ssm:GetParameter":      {env: "LAMBENT_SECRET_KEY_SSM", dir: "pkg/app", code: `AmazonSSM\.GetParameter|ssm\.GetParameterInput`},
 	"kms-key kms:Decrypt":                        {env: "LAMBENT_PROVIDER_API_KEY_SSM", dir: "pkg/app", code: `"WithDecryption":\s*true|WithDecryption:\s*aws\.Bool\(true\)`, optional: true},
+	// Bedrock is called when LAMBENT_PROVIDER (a parameter) or a route names
+	// it; the grant itself only exists with BedrockModelArns.
+	"bedrock-model bedrock:InvokeModel":                   {env: "LAMBENT_PROVIDER", dir: "pkg/provider/bedrock", code: `\.Converse\(ctx`},
+	"bedrock-model bedrock:InvokeModelWithResponseStream": {env: "LAMBENT_PROVIDER", dir: "pkg/provider/bedrock", code: `\.ConverseStream\(ctx`},
+	"bedrock-guardrail bedrock:ApplyGuardrail":            {env: "LAMBENT_BEDROCK_GUARDRAIL_ID", dir: "pkg/provider/bedrock", code: `GuardrailIdentifier:`},
 }
 
 // notScanned are the files whose API calls never run in a deployed

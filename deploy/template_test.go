@@ -731,8 +731,16 @@ func TestEnvironmentNamesMatchConfig(t *testing.T) {
 		if env["LAMBENT_PROVIDER_URL"] == nil {
 			t.Errorf("%s: LAMBENT_PROVIDER_URL not set", id)
 		}
-		if !isRef(env["LAMBENT_PROVIDER_API_KEY_SSM"], "ProviderApiKeyParameter") {
-			t.Errorf("%s: LAMBENT_PROVIDER_API_KEY_SSM = %v, want !Ref ProviderApiKeyParameter", id, env["LAMBENT_PROVIDER_API_KEY_SSM"])
+		// The key is read whenever the OpenAI-compatible provider may be
+		// used: unless Bedrock serves every model.
+		if cond, yes, no, ok := ifCond(env["LAMBENT_PROVIDER_API_KEY_SSM"]); !ok || cond != "UsesProviderKey" || !isRef(yes, "ProviderApiKeyParameter") || !isRef(no, "AWS::NoValue") {
+			t.Errorf("%s: LAMBENT_PROVIDER_API_KEY_SSM = %v, want !If [UsesProviderKey, !Ref ProviderApiKeyParameter, !Ref AWS::NoValue]", id, env["LAMBENT_PROVIDER_API_KEY_SSM"])
+		}
+		if !isRef(env["LAMBENT_PROVIDER"], "ModelProvider") {
+			t.Errorf("%s: LAMBENT_PROVIDER = %v, want !Ref ModelProvider", id, env["LAMBENT_PROVIDER"])
+		}
+		if !isRef(env["LAMBENT_MODEL_ROUTES"], "ModelRoutes") {
+			t.Errorf("%s: LAMBENT_MODEL_ROUTES = %v, want !Ref ModelRoutes", id, env["LAMBENT_MODEL_ROUTES"])
 		}
 		if env["LAMBENT_TOOLS"] == nil {
 			t.Errorf("%s: LAMBENT_TOOLS not set", id)
@@ -844,8 +852,8 @@ func TestToolManifestMatchesToolFunctions(t *testing.T) {
 // allowedResources is every resource a function's policies may name; the
 // service of each action must match its resource's.
 var allowedResources = map[string][]string{
-	"GatewayFunction": {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "LambentBus", "ssm-parameter", "api-keys-parameter", "compaction-keys-parameter", "secret-key-parameter", "kms-key"},
-	"WorkerFunction":  {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "LambentBus", "ssm-parameter", "compaction-keys-parameter", "secret-key-parameter", "kms-key"},
+	"GatewayFunction": {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "LambentBus", "ssm-parameter", "api-keys-parameter", "compaction-keys-parameter", "secret-key-parameter", "kms-key", "bedrock-model", "bedrock-guardrail"},
+	"WorkerFunction":  {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "LambentBus", "ssm-parameter", "compaction-keys-parameter", "secret-key-parameter", "kms-key", "bedrock-model", "bedrock-guardrail"},
 }
 
 // serviceOf is the IAM service prefix each kind of resource goes with.
@@ -860,6 +868,8 @@ var serviceOf = map[string]string{
 	"compaction-keys-parameter": "ssm",
 	"secret-key-parameter":      "ssm",
 	"kms-key":                   "kms",
+	"bedrock-model":             "bedrock",
+	"bedrock-guardrail":         "bedrock",
 }
 
 const (
@@ -867,6 +877,7 @@ const (
 	apiKeysParameterArn   = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${ApiKeysParameter}"
 	compactionKeysArn     = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${CompactionKeysParameter}"
 	secretKeyParameterArn = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${SecretKeyParameter}"
+	guardrailArn          = "arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:guardrail/${BedrockGuardrailId}"
 )
 
 // classify names the resource an IAM Resource value stands for, or "".
@@ -888,6 +899,15 @@ func classify(v any) string {
 	}
 	if s, ok := sub(v); ok && s == secretKeyParameterArn {
 		return "secret-key-parameter"
+	}
+	// The models of the BedrockModelArns parameter (its AllowedPattern
+	// admits bedrock model and inference profile ARNs only; see
+	// TestBedrockGrant).
+	if isRef(v, "BedrockModelArns") {
+		return "bedrock-model"
+	}
+	if s, ok := sub(v); ok && s == guardrailArn {
+		return "bedrock-guardrail"
 	}
 	return ""
 }
@@ -991,6 +1011,69 @@ func TestIAMLeastPrivilege(t *testing.T) {
 					t.Errorf("%s may not invoke the tool function %s", id, fn)
 				}
 			}
+		}
+	}
+}
+
+// Bedrock: the default provider is a parameter (openai, as locally, or
+// bedrock); the functions may invoke only the models of BedrockModelArns,
+// whose pattern admits Bedrock model and inference profile ARNs and no
+// wildcard model, with exactly the two actions the Converse calls need.
+func TestBedrockGrant(t *testing.T) {
+	tpl := loadTemplate(t)
+	mp := tpl.param(t, "ModelProvider")
+	if mp["Default"] != "openai" || !slices.Equal(asStrings(mp["AllowedValues"]), []string{"openai", "bedrock"}) {
+		t.Errorf("ModelProvider: default %v, allowed %v; want openai (the local default) of [openai bedrock]", mp["Default"], mp["AllowedValues"])
+	}
+	arns := tpl.param(t, "BedrockModelArns")
+	if arns["Type"] != "CommaDelimitedList" || arns["Default"] != "" {
+		t.Errorf("BedrockModelArns: type %v, default %v; want an empty CommaDelimitedList", arns["Type"], arns["Default"])
+	}
+	re, err := regexp.Compile(asString(arns["AllowedPattern"]))
+	if err != nil {
+		t.Fatalf("BedrockModelArns AllowedPattern: %v", err)
+	}
+	for arn, ok := range map[string]bool{
+		"arn:aws:bedrock:us-east-1::foundation-model/amazon.nova-pro-v1:0":                                    true,
+		"arn:aws:bedrock:*::foundation-model/anthropic.claude-sonnet-4-20250514-v1:0":                         true,
+		"arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-sonnet-4-20250514-v1:0": true,
+		"arn:aws-us-gov:bedrock:us-gov-west-1:123456789012:application-inference-profile/abc123":              true,
+		"":  true,
+		"*": false,
+		"arn:aws:bedrock:us-east-1::foundation-model/*":        false,
+		"arn:aws:bedrock:us-east-1:123456789012:*":             false,
+		"arn:aws:bedrock:us-east-1:123456789012:guardrail/abc": false,
+		"arn:aws:s3:::bucket/foundation-model/x":               false,
+	} {
+		if re.MatchString(arn) != ok {
+			t.Errorf("BedrockModelArns AllowedPattern accepts %q: %v, want %v", arn, !ok, ok)
+		}
+	}
+	for _, id := range []string{"GatewayFunction", "WorkerFunction"} {
+		found := false
+		for _, p := range asList(tpl.fnProp(id, "Policies")) {
+			for _, raw := range asList(get(p, "Statement")) {
+				cond, yes, _, isIf := ifCond(raw)
+				if !isIf || asString(get(yes, "Sid")) != "BedrockModels" {
+					continue
+				}
+				found = true
+				if cond != "HasBedrockModels" {
+					t.Errorf("%s BedrockModels: under condition %s, want HasBedrockModels", id, cond)
+				}
+				if got := asStrings(get(yes, "Action")); !slices.Equal(got, []string{"bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"}) {
+					t.Errorf("%s BedrockModels: actions %v", id, got)
+				}
+				if !isRef(get(yes, "Resource"), "BedrockModelArns") {
+					t.Errorf("%s BedrockModels: resource %v, want !Ref BedrockModelArns", id, get(yes, "Resource"))
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s has no BedrockModels statement", id)
+		}
+		if cond, yes, _, ok := ifCond(tpl.env(id)["LAMBENT_BEDROCK_GUARDRAIL_ID"]); !ok || cond != "HasBedrockGuardrail" || !isRef(yes, "BedrockGuardrailId") {
+			t.Errorf("%s: LAMBENT_BEDROCK_GUARDRAIL_ID = %v, want !If [HasBedrockGuardrail, !Ref BedrockGuardrailId, ...]", id, tpl.env(id)["LAMBENT_BEDROCK_GUARDRAIL_ID"])
 		}
 	}
 }

@@ -45,7 +45,7 @@ func run() error {
 	var checks sync.WaitGroup
 	defer checks.Wait()
 	err = app.Serve(ctx, cfg.Addr, a.Handler, func(addr net.Addr) {
-		log.Info("lambent gateway listening", "addr", "http://"+addr.String(), "provider", cfg.ProviderURL, "store", cfg.Store, "tools", toolNames(a))
+		log.Info("lambent gateway listening", "addr", "http://"+addr.String(), "provider", cfg.Provider, "provider_url", cfg.ProviderURL, "store", cfg.Store, "tools", toolNames(a))
 		checks.Add(1)
 		go func() {
 			defer checks.Done()

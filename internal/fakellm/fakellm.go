@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/lambent/lambent/internal/chatwire"
+	"github.com/lambent/lambent/internal/textsplit"
 )
 
 // Path is the route the fake serves, relative to the server root.
@@ -430,7 +431,7 @@ func (e *sse) write(c *chatwire.Completion) bool {
 
 // text streams the deltas of one text field, each made by delta.
 func (e *sse) text(s string, n int, delta func(string) *chatwire.Delta) bool {
-	for p := range split(s, n) {
+	for p := range textsplit.Split(s, n) {
 		if !e.delta(delta(p), "") {
 			return false
 		}
@@ -484,7 +485,7 @@ func (r *reply) stream(w http.ResponseWriter) {
 				return
 			}
 		}
-		for p := range splitArguments(c.Arguments, t.Chunks) {
+		for p := range textsplit.Arguments(c.Arguments, t.Chunks) {
 			tc := chatwire.ToolCall{Index: &i, Function: chatwire.FunctionCall{Arguments: chatwire.Arguments(p)}}
 			if !e.delta(&chatwire.Delta{ToolCalls: []chatwire.ToolCall{tc}}, "") {
 				return

@@ -15,7 +15,6 @@ import (
 	"github.com/lambent/lambent/pkg/compaction"
 	"github.com/lambent/lambent/pkg/engine"
 	"github.com/lambent/lambent/pkg/httpapi"
-	"github.com/lambent/lambent/pkg/provider/openai"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/store/dynamodb"
 	"github.com/lambent/lambent/pkg/tools"
@@ -147,8 +146,13 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 		a.Close()
 		return nil, err
 	}
+	prov, err := buildProvider(ctx, cfg, log)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
 	eng, err = engine.New(engine.Config{
-		Provider:        openai.New(openai.Config{BaseURL: cfg.ProviderURL, APIKey: cfg.ProviderAPIKey, Logger: log}),
+		Provider:        prov,
 		Compaction:      keys,
 		Store:           st,
 		Hosted:          catalog,

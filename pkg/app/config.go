@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lambent/lambent/pkg/compaction"
+	model "github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/store"
 )
 
@@ -25,6 +26,18 @@ type Config struct {
 	// ProviderAPIKey is its bearer token (LAMBENT_PROVIDER_API_KEY, or from
 	// SSM through ResolveSecrets).
 	ProviderAPIKey string
+	// Provider is the model provider of models no route names, "openai" or
+	// "bedrock" (LAMBENT_PROVIDER, default openai; empty means openai).
+	Provider string
+	// ModelRoutes send models to providers by exact name or prefix
+	// (LAMBENT_MODEL_ROUTES, e.g. "us.anthropic.*=bedrock,gpt-4o=openai";
+	// see model.ParseRoutes).
+	ModelRoutes []model.Route
+	// BedrockGuardrailID and BedrockGuardrailVersion attach a Bedrock
+	// guardrail to every Bedrock call (LAMBENT_BEDROCK_GUARDRAIL_ID,
+	// LAMBENT_BEDROCK_GUARDRAIL_VERSION, default DRAFT).
+	BedrockGuardrailID      string
+	BedrockGuardrailVersion string
 	// DefaultModel is used when a request names none (LAMBENT_DEFAULT_MODEL).
 	DefaultModel string
 	// Store is "memory" or "dynamodb" (LAMBENT_STORE; default memory
@@ -115,6 +128,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		QueueURL:       getenv("LAMBENT_QUEUE_URL"),
 		LambdaEndpoint: getenv("AWS_ENDPOINT_URL_LAMBDA"),
 		EventBus:       getenv("LAMBENT_EVENT_BUS"),
+
+		Provider:                or(getenv("LAMBENT_PROVIDER"), ProviderOpenAI),
+		BedrockGuardrailID:      getenv("LAMBENT_BEDROCK_GUARDRAIL_ID"),
+		BedrockGuardrailVersion: getenv("LAMBENT_BEDROCK_GUARDRAIL_VERSION"),
+	}
+	if err := c.readProviders(getenv("LAMBENT_MODEL_ROUTES")); err != nil {
+		return c, err
 	}
 	c.Store = getenv("LAMBENT_STORE")
 	if c.Store == "" {

@@ -40,6 +40,9 @@ type ProviderCheck struct {
 // LogAttrs returns the check's attributes for a log record.
 func (c ProviderCheck) LogAttrs(cfg Config) []any {
 	attrs := []any{"provider", cfg.ProviderURL}
+	if !cfg.Uses(ProviderOpenAI) {
+		attrs[1] = ProviderBedrock
+	}
 	if c.Hint != "" {
 		attrs = append(attrs, "hint", c.Hint)
 	}
@@ -55,7 +58,14 @@ func (c ProviderCheck) LogAttrs(cfg Config) []any {
 // the key is refused, or the default model is not on offer. It never
 // fails: every outcome is a finding. hc nil means http.DefaultClient. Local
 // runs call it at start-up; Lambda cold starts do not.
+//
+// With Bedrock alone (LAMBENT_PROVIDER=bedrock and no route to openai)
+// nothing is probed: the finding names Bedrock.
 func CheckProvider(ctx context.Context, cfg Config, hc *http.Client) ProviderCheck {
+	if !cfg.Uses(ProviderOpenAI) {
+		return ProviderCheck{Level: slog.LevelInfo, Message: "model provider: Amazon Bedrock (LAMBENT_PROVIDER=bedrock, the AWS SDK's configuration)",
+			Hint: defaultModelHint(cfg, nil)}
+	}
 	if hc == nil {
 		hc = http.DefaultClient
 	}

@@ -217,8 +217,15 @@ func (a *assembler) delta(d provider.Delta) error {
 			a.partEvent(api.EventContentPartAdded, a.reasoning, 0, &api.ContentPart{Type: api.PartReasoningText})
 		}
 		it := a.out(a.reasoning)
-		it.Content[0].Text += d.Text
-		a.textEvent(api.EventReasoningDelta, a.reasoning, 0, d.Text)
+		if d.Text != "" {
+			it.Content[0].Text += d.Text
+			a.textEvent(api.EventReasoningDelta, a.reasoning, 0, d.Text)
+		}
+		if d.Encrypted != "" {
+			// The block is complete: its opaque data goes back with it.
+			it.EncryptedContent = d.Encrypted
+			a.closeReasoning()
+		}
 	case provider.DeltaText, provider.DeltaRefusal:
 		a.closeReasoning()
 		typ := api.PartOutputText
@@ -401,7 +408,10 @@ func (a *assembler) finish(itemStatus string) []api.Item {
 
 // replay feeds a completed model call through the assembler.
 func (a *assembler) replay(res *provider.Result) {
-	if res.Reasoning != "" {
+	for _, b := range res.ReasoningBlocks {
+		_ = a.delta(provider.Delta{Kind: provider.DeltaReasoning, Text: b.Text, Encrypted: b.Encrypted})
+	}
+	if res.Reasoning != "" && len(res.ReasoningBlocks) == 0 {
 		_ = a.delta(provider.Delta{Kind: provider.DeltaReasoning, Text: res.Reasoning})
 	}
 	if res.Text != "" {

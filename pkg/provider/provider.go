@@ -1,7 +1,8 @@
 // Package provider defines how Lambent talks to a model: the Provider
 // interface with a blocking Complete and a streaming Stream call, in terms of
 // OpenResponses items. Implementations live in sub-packages (openai: any
-// OpenAI-compatible Chat Completions API).
+// OpenAI-compatible Chat Completions API; bedrock: Amazon Bedrock's Converse
+// API), and Router picks one of several per model.
 package provider
 
 import (
@@ -63,6 +64,11 @@ type Result struct {
 	Text      string
 	Refusal   string
 	Reasoning string
+	// ReasoningBlocks, when set, are the reasoning in the blocks the model
+	// produced, with the opaque data each must be sent back with; Reasoning
+	// then holds their text joined. Consumers replaying a result use them
+	// instead of Reasoning.
+	ReasoningBlocks []ReasoningBlock
 	// ToolCalls are the model's tool calls, in order: function_call items
 	// with CallID, Name and Arguments (a JSON object text, "{}" when the
 	// model sent none) set.
@@ -97,4 +103,17 @@ type Delta struct {
 	// ToolCallID and ToolName are set on the first delta of each tool call.
 	ToolCallID string
 	ToolName   string
+	// Encrypted, on a DeltaReasoning, ends the current reasoning block: it is
+	// the block's opaque provider data (a signature, redacted reasoning),
+	// kept as the reasoning item's encrypted_content and sent back with it
+	// on later calls. Text may be empty then.
+	Encrypted string
+}
+
+// ReasoningBlock is one block of a model's reasoning.
+type ReasoningBlock struct {
+	// Text is the readable reasoning (empty for redacted reasoning).
+	Text string
+	// Encrypted is the block's opaque provider data (see Delta.Encrypted).
+	Encrypted string
 }

@@ -14,51 +14,21 @@ import (
 
 	"github.com/lambent/lambent/internal/chatwire"
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/provider"
 )
-
-// Error codes of the errors this package returns.
-const (
-	CodeUpstreamError       = "upstream_error"
-	CodeUpstreamAuthFailed  = "upstream_auth_failed"
-	CodeRateLimitExceeded   = "rate_limit_exceeded"
-	CodeUpstreamUnreachable = "upstream_unreachable"
-	CodeUpstreamTimeout     = "upstream_timeout"
-	CodeUpstreamStreamCut   = "upstream_stream_cut"
-	CodeUpstreamBadResponse = "upstream_bad_response"
-	CodeRequestCancelled    = "request_cancelled"
-)
-
-// StatusClientClosedRequest is the status of the error returned when the
-// caller's context is cancelled (nginx's 499).
-const StatusClientClosedRequest = 499
-
-func upstreamErr(status int, code string, err error, format string, args ...any) *api.Error {
-	return &api.Error{Status: status, Type: api.ErrTypeUpstream, Code: code, Message: fmt.Sprintf(format, args...), Err: err}
-}
-
-// ctxError is the error for a call whose context is done: 504 on deadline,
-// 499 on cancellation, wrapping ctx.Err() either way.
-func ctxError(ctx context.Context) *api.Error {
-	err := ctx.Err()
-	if errors.Is(err, context.DeadlineExceeded) {
-		return upstreamErr(http.StatusGatewayTimeout, CodeUpstreamTimeout, err, "the model provider did not answer in time")
-	}
-	return &api.Error{Status: StatusClientClosedRequest, Type: api.ErrTypeServer, Code: CodeRequestCancelled,
-		Message: "the request was cancelled while calling the model provider", Err: err}
-}
 
 func streamCut(err error, format string, args ...any) *api.Error {
-	return upstreamErr(http.StatusBadGateway, CodeUpstreamStreamCut, err, format, args...)
+	return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamStreamCut, err, format, args...)
 }
 
 func badResponse(err error, format string, args ...any) *api.Error {
-	return upstreamErr(http.StatusBadGateway, CodeUpstreamBadResponse, err, format, args...)
+	return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamBadResponse, err, format, args...)
 }
 
 // transportError maps an error of http.Client.Do.
 func transportError(ctx context.Context, err error) *api.Error {
 	if ctx.Err() != nil {
-		return ctxError(ctx)
+		return provider.ContextError(ctx)
 	}
 	inner := err
 	var ue *url.Error
@@ -71,13 +41,13 @@ func transportError(ctx context.Context, err error) *api.Error {
 	case errors.As(err, &dnsErr),
 		errors.As(err, &opErr) && opErr.Op == "dial",
 		errors.Is(err, syscall.ECONNREFUSED):
-		return upstreamErr(http.StatusBadGateway, CodeUpstreamUnreachable, err, "the model provider is unreachable: %v", inner)
+		return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamUnreachable, err, "the model provider is unreachable: %v", inner)
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return upstreamErr(http.StatusGatewayTimeout, CodeUpstreamTimeout, err, "the model provider did not answer in time: %v", inner)
+		return provider.UpstreamError(http.StatusGatewayTimeout, provider.CodeUpstreamTimeout, err, "the model provider did not answer in time: %v", inner)
 	}
-	return upstreamErr(http.StatusBadGateway, CodeUpstreamError, err, "calling the model provider failed: %v", inner)
+	return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, err, "calling the model provider failed: %v", inner)
 }
 
 // errorBody covers the error bodies of OpenAI-compatible servers:
@@ -149,20 +119,20 @@ func statusError(status int, body []byte) *api.Error {
 	switch status {
 	case http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity:
 		if code == "" {
-			code = CodeUpstreamError
+			code = provider.CodeUpstreamError
 		}
 		return &api.Error{Status: status, Type: api.ErrTypeInvalidRequest, Code: code,
 			Message: "model provider rejected the request: " + msg, Err: cause}
 	case http.StatusUnauthorized, http.StatusForbidden:
 		// The upstream message stays out of the client's view: OpenAI's
 		// names part of the key.
-		return upstreamErr(http.StatusBadGateway, CodeUpstreamAuthFailed, cause,
+		return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamAuthFailed, cause,
 			"the model provider rejected the gateway's credentials (HTTP %d)", status)
 	case http.StatusTooManyRequests:
-		return &api.Error{Status: http.StatusTooManyRequests, Type: api.ErrTypeRateLimit, Code: CodeRateLimitExceeded,
+		return &api.Error{Status: http.StatusTooManyRequests, Type: api.ErrTypeRateLimit, Code: provider.CodeRateLimitExceeded,
 			Message: "the model provider is rate limiting requests: " + msg, Err: cause}
 	}
-	return upstreamErr(http.StatusBadGateway, CodeUpstreamError, cause, "model provider error (HTTP %d): %s", status, msg)
+	return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, cause, "model provider error (HTTP %d): %s", status, msg)
 }
 
 // embeddedError maps the value of an "error" field sent with a 2xx status
@@ -188,7 +158,7 @@ func messageError(msg string) *api.Error {
 	if msg == "" {
 		msg = "unknown error"
 	}
-	return upstreamErr(http.StatusBadGateway, CodeUpstreamError, errors.New("upstream error: "+msg),
+	return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, errors.New("upstream error: "+msg),
 		"model provider error: %s", msg)
 }
 

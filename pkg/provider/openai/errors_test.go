@@ -40,22 +40,22 @@ func TestUpstreamStatusErrors(t *testing.T) {
 		{"400 openai", 400, `{"error":{"message":"Invalid 'messages[1].content': string too long.","type":"invalid_request_error","param":"messages[1].content","code":"string_above_max_length"}}`,
 			400, api.ErrTypeInvalidRequest, "string_above_max_length", "model provider rejected the request: Invalid 'messages[1].content': string too long."},
 		{"400 ollama", 400, `{"error":{"message":"invalid tool call arguments","type":"invalid_request_error","param":null,"code":null}}`,
-			400, api.ErrTypeInvalidRequest, openai.CodeUpstreamError, "model provider rejected the request: invalid tool call arguments"},
+			400, api.ErrTypeInvalidRequest, provider.CodeUpstreamError, "model provider rejected the request: invalid tool call arguments"},
 		{"400 vllm", 400, `{"object":"error","message":"This model's maximum context length is 4096 tokens.","type":"BadRequestError","param":null,"code":400}`,
-			400, api.ErrTypeInvalidRequest, openai.CodeUpstreamError, "model provider rejected the request: This model's maximum context length is 4096 tokens."},
+			400, api.ErrTypeInvalidRequest, provider.CodeUpstreamError, "model provider rejected the request: This model's maximum context length is 4096 tokens."},
 		{"404 model", 404, `{"error":{"message":"The model 'nope' does not exist","type":"invalid_request_error","param":"model","code":"model_not_found"}}`,
 			404, api.ErrTypeInvalidRequest, "model_not_found", "model provider rejected the request: The model 'nope' does not exist"},
 		{"422 fastapi", 422, `{"detail":"field required"}`,
-			422, api.ErrTypeInvalidRequest, openai.CodeUpstreamError, "model provider rejected the request: field required"},
+			422, api.ErrTypeInvalidRequest, provider.CodeUpstreamError, "model provider rejected the request: field required"},
 		{"401", 401, `{"error":{"message":"Incorrect API key provided: sk-xxx.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`,
-			502, api.ErrTypeUpstream, openai.CodeUpstreamAuthFailed, "the model provider rejected the gateway's credentials (HTTP 401)"},
-		{"403", 403, `forbidden`, 502, api.ErrTypeUpstream, openai.CodeUpstreamAuthFailed, ""},
+			502, api.ErrTypeUpstream, provider.CodeUpstreamAuthFailed, "the model provider rejected the gateway's credentials (HTTP 401)"},
+		{"403", 403, `forbidden`, 502, api.ErrTypeUpstream, provider.CodeUpstreamAuthFailed, ""},
 		{"429", 429, `{"error":{"message":"Rate limit reached for requests","type":"requests","param":null,"code":"rate_limit_exceeded"}}`,
-			429, api.ErrTypeRateLimit, openai.CodeRateLimitExceeded, "the model provider is rate limiting requests: Rate limit reached for requests"},
+			429, api.ErrTypeRateLimit, provider.CodeRateLimitExceeded, "the model provider is rate limiting requests: Rate limit reached for requests"},
 		{"500", 500, `{"error":{"message":"The server had an error while processing your request.","type":"server_error"}}`,
-			502, api.ErrTypeUpstream, openai.CodeUpstreamError, "model provider error (HTTP 500): The server had an error while processing your request."},
-		{"503 plain", 503, "", 502, api.ErrTypeUpstream, openai.CodeUpstreamError, "model provider error (HTTP 503): Service Unavailable"},
-		{"413", 413, `{"error":"too big"}`, 502, api.ErrTypeUpstream, openai.CodeUpstreamError, "model provider error (HTTP 413): too big"},
+			502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 500): The server had an error while processing your request."},
+		{"503 plain", 503, "", 502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 503): Service Unavailable"},
+		{"413", 413, `{"error":"too big"}`, 502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 413): too big"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,7 +82,7 @@ func TestConnectionRefused(t *testing.T) {
 		p := openai.New(openai.Config{BaseURL: "http://" + addr + "/v1"})
 		defer p.CloseIdleConnections()
 		_, err := call(p, context.Background(), stream)
-		apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, openai.CodeUpstreamUnreachable)
+		apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, provider.CodeUpstreamUnreachable)
 	})
 }
 
@@ -95,7 +95,7 @@ func TestDeadline(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		_, err := call(p, ctx, stream)
-		apiErr(t, err, http.StatusGatewayTimeout, api.ErrTypeUpstream, openai.CodeUpstreamTimeout)
+		apiErr(t, err, http.StatusGatewayTimeout, api.ErrTypeUpstream, provider.CodeUpstreamTimeout)
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("err = %v, want it to wrap context.DeadlineExceeded", err)
 		}
@@ -112,7 +112,7 @@ func TestDeadlineMidStream(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	_, err := p.Stream(ctx, hi, func(provider.Delta) error { return nil })
-	apiErr(t, err, http.StatusGatewayTimeout, api.ErrTypeUpstream, openai.CodeUpstreamTimeout)
+	apiErr(t, err, http.StatusGatewayTimeout, api.ErrTypeUpstream, provider.CodeUpstreamTimeout)
 }
 
 func TestCancelled(t *testing.T) {
@@ -132,7 +132,7 @@ func TestCancelled(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want context.Canceled", err)
 		}
-		apiErr(t, err, openai.StatusClientClosedRequest, api.ErrTypeServer, openai.CodeRequestCancelled)
+		apiErr(t, err, provider.StatusClientClosedRequest, api.ErrTypeServer, provider.CodeRequestCancelled)
 	})
 }
 
@@ -187,7 +187,7 @@ func TestStreamCut(t *testing.T) {
 			p, _ := newBackend(t, openai.Config{}, h)
 			var ds []provider.Delta
 			_, err := p.Stream(context.Background(), hi, collect(&ds))
-			apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, openai.CodeUpstreamStreamCut)
+			apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, provider.CodeUpstreamStreamCut)
 			if len(ds) != 1 || ds[0].Text != "par" {
 				t.Errorf("deltas before the cut = %+v", ds)
 			}
@@ -203,29 +203,29 @@ func TestCompleteCut(t *testing.T) {
 		_, _ = io.WriteString(w, `{"choices":[`)
 	})
 	_, err := p.Complete(context.Background(), hi)
-	apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, openai.CodeUpstreamStreamCut)
+	apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, provider.CodeUpstreamStreamCut)
 }
 
 func TestMalformedJSON(t *testing.T) {
 	t.Run("complete", func(t *testing.T) {
 		p, _ := newBackend(t, openai.Config{}, jsonReply(200, `{"choices":[{"index":0,"message":{"content":"x"`))
 		_, err := p.Complete(context.Background(), hi)
-		apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, openai.CodeUpstreamBadResponse)
+		apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, provider.CodeUpstreamBadResponse)
 	})
 	t.Run("complete no choices", func(t *testing.T) {
 		p, _ := newBackend(t, openai.Config{}, jsonReply(200, `{"choices":[]}`))
 		_, err := p.Complete(context.Background(), hi)
-		apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, openai.CodeUpstreamBadResponse)
+		apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, provider.CodeUpstreamBadResponse)
 	})
 	t.Run("complete wrong type", func(t *testing.T) {
 		p, _ := newBackend(t, openai.Config{}, jsonReply(200, `{"choices":"nope"}`))
 		_, err := p.Complete(context.Background(), hi)
-		apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, openai.CodeUpstreamBadResponse)
+		apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, provider.CodeUpstreamBadResponse)
 	})
 	t.Run("complete error with 200", func(t *testing.T) {
 		p, _ := newBackend(t, openai.Config{}, jsonReply(200, `{"error":{"message":"model crashed"}}`))
 		_, err := p.Complete(context.Background(), hi)
-		e := apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, openai.CodeUpstreamError)
+		e := apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, provider.CodeUpstreamError)
 		contains(t, "message", e.Message, "model crashed")
 	})
 	t.Run("stream", func(t *testing.T) {
@@ -234,6 +234,6 @@ func TestMalformedJSON(t *testing.T) {
 			`{"choices":[{"index":0,"delta":{"content":`,
 		))
 		_, err := p.Stream(context.Background(), hi, func(provider.Delta) error { return nil })
-		apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, openai.CodeUpstreamBadResponse)
+		apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, provider.CodeUpstreamBadResponse)
 	})
 }

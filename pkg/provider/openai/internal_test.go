@@ -25,11 +25,11 @@ func TestTransportErrorMapping(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"dns", wrap(&net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "nope.invalid", IsNotFound: true}}), 502, CodeUpstreamUnreachable},
-		{"dial timeout", wrap(&net.OpError{Op: "dial", Net: "tcp", Err: timeoutErr{}}), 502, CodeUpstreamUnreachable},
-		{"header timeout", wrap(timeoutErr{}), 504, CodeUpstreamTimeout},
-		{"reset", wrap(&net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}), 502, CodeUpstreamError},
-		{"eof", wrap(io.EOF), 502, CodeUpstreamError},
+		{"dns", wrap(&net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "nope.invalid", IsNotFound: true}}), 502, provider.CodeUpstreamUnreachable},
+		{"dial timeout", wrap(&net.OpError{Op: "dial", Net: "tcp", Err: timeoutErr{}}), 502, provider.CodeUpstreamUnreachable},
+		{"header timeout", wrap(timeoutErr{}), 504, provider.CodeUpstreamTimeout},
+		{"reset", wrap(&net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}), 502, provider.CodeUpstreamError},
+		{"eof", wrap(io.EOF), 502, provider.CodeUpstreamError},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

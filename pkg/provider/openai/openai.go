@@ -22,7 +22,7 @@
 //   - top_logprobs is sent (with logprobs:true) only when it is above zero;
 //     log probabilities are not decoded.
 //
-// Errors are *api.Error values wrapping their cause (see the Code
+// Errors are *api.Error values wrapping their cause (see the provider.Code
 // constants). A cancelled context gives a 499 request_cancelled error and a
 // passed deadline a 504 upstream_timeout, both wrapping ctx.Err(), so
 // errors.Is(err, context.Canceled) tells a cancellation. The provider never
@@ -147,7 +147,7 @@ func (p *Provider) Complete(ctx context.Context, req *provider.Request) (*provid
 	body, err := readBody(resp)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctxError(ctx)
+			return nil, provider.ContextError(ctx)
 		}
 		return nil, streamCut(err, "reading the model provider's response failed: %v", err)
 	}
@@ -166,7 +166,7 @@ func (p *Provider) Stream(ctx context.Context, req *provider.Request, fn func(pr
 		body, err := readBody(resp)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, ctxError(ctx)
+				return nil, provider.ContextError(ctx)
 			}
 			return nil, streamCut(err, "reading the model provider's response failed: %v", err)
 		}
@@ -183,7 +183,7 @@ func (p *Provider) Stream(ctx context.Context, req *provider.Request, fn func(pr
 	if err != nil {
 		if re, ok := err.(*readError); ok {
 			if ctx.Err() != nil {
-				return nil, ctxError(ctx)
+				return nil, provider.ContextError(ctx)
 			}
 			return nil, streamCut(re.err, "the model provider's stream was cut: %v", re.err)
 		}
@@ -199,7 +199,7 @@ func (p *Provider) Stream(ctx context.Context, req *provider.Request, fn func(pr
 // mapped to an *api.Error.
 func (p *Provider) post(ctx context.Context, req *provider.Request, stream bool) (*http.Response, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, ctxError(ctx)
+		return nil, provider.ContextError(ctx)
 	}
 	body, err := buildRequest(req, stream, p.maxComp)
 	if err != nil {

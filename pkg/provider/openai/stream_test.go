@@ -257,7 +257,7 @@ func TestStreamCancelMidStream(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
-	apiErr(t, err, openai.StatusClientClosedRequest, api.ErrTypeServer, openai.CodeRequestCancelled)
+	apiErr(t, err, provider.StatusClientClosedRequest, api.ErrTypeServer, provider.CodeRequestCancelled)
 }
 
 func TestStreamMidStreamErrorEvent(t *testing.T) {
@@ -272,7 +272,7 @@ func TestStreamMidStreamErrorEvent(t *testing.T) {
 				_, _ = fmt.Fprint(w, ev)
 			})
 			_, err := p.Stream(context.Background(), hi, collect(new([]provider.Delta)))
-			e := apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, openai.CodeUpstreamError)
+			e := apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, provider.CodeUpstreamError)
 			contains(t, "message", e.Message, "The server is overloaded")
 		})
 	}

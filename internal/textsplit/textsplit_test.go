@@ -1,4 +1,4 @@
-package fakellm
+package textsplit
 
 import (
 	"slices"
@@ -23,15 +23,15 @@ func TestSplit(t *testing.T) {
 		{"日本語", 2, []string{"日本", "語"}}, // 9 bytes, pieces of 5 extended to rune starts
 		{"whole", 1, []string{"whole"}},
 	} {
-		got := slices.Collect(split(tc.s, tc.n))
+		got := slices.Collect(Split(tc.s, tc.n))
 		if !slices.Equal(got, tc.want) {
-			t.Errorf("split(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+			t.Errorf("Split(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
 		}
 	}
 	args := `{"city":"Zürich","note":"✓✓✓"}`
 	var b strings.Builder
 	n := 0
-	for p := range splitArguments(args, 0) {
+	for p := range Arguments(args, 0) {
 		if !utf8.ValidString(p) || p == "" {
 			t.Errorf("bad piece %q", p)
 		}
@@ -39,6 +39,6 @@ func TestSplit(t *testing.T) {
 		n++
 	}
 	if b.String() != args || n < 3 {
-		t.Errorf("splitArguments: %d pieces, joined %q", n, b.String())
+		t.Errorf("Arguments: %d pieces, joined %q", n, b.String())
 	}
 }

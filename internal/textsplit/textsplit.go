@@ -1,4 +1,8 @@
-package fakellm
+// Package textsplit splits a scripted model answer into stream deltas the
+// way real models send them, for the fake model backends (fakellm,
+// fakebedrock). Pieces never split a UTF-8 sequence and concatenate back to
+// the whole text.
+package textsplit
 
 import (
 	"iter"
@@ -46,8 +50,8 @@ func pieces(s string, size int) iter.Seq[string] {
 	}
 }
 
-// split yields the deltas of a text: about n pieces, or per word when n <= 0.
-func split(s string, n int) iter.Seq[string] {
+// Split yields the deltas of a text: about n pieces, or per word when n <= 0.
+func Split(s string, n int) iter.Seq[string] {
 	if n <= 0 {
 		return words(s)
 	}
@@ -57,9 +61,9 @@ func split(s string, n int) iter.Seq[string] {
 // argumentPieceSize is the default size of tool call argument deltas.
 const argumentPieceSize = 8
 
-// splitArguments yields the deltas of tool call arguments: about n pieces,
-// or pieces of argumentPieceSize bytes when n <= 0.
-func splitArguments(s string, n int) iter.Seq[string] {
+// Arguments yields the deltas of tool call arguments: about n pieces, or
+// pieces of argumentPieceSize bytes when n <= 0.
+func Arguments(s string, n int) iter.Seq[string] {
 	if n <= 0 {
 		return pieces(s, argumentPieceSize)
 	}

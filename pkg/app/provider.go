@@ -1,0 +1,81 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/lambent/lambent/pkg/awsconf"
+	model "github.com/lambent/lambent/pkg/provider"
+	"github.com/lambent/lambent/pkg/provider/bedrock"
+	"github.com/lambent/lambent/pkg/provider/openai"
+	"github.com/lambent/lambent/pkg/tools/fetchurl"
+)
+
+// Model provider names, as LAMBENT_PROVIDER and LAMBENT_MODEL_ROUTES
+// write them.
+const (
+	// ProviderOpenAI is the OpenAI-compatible Chat Completions API at
+	// LAMBENT_PROVIDER_URL.
+	ProviderOpenAI = "openai"
+	// ProviderBedrock is Amazon Bedrock's Converse API, with the SDK's
+	// default AWS configuration (AWS_REGION, the Lambda role,
+	// AWS_ENDPOINT_URL_BEDROCK_RUNTIME).
+	ProviderBedrock = "bedrock"
+)
+
+var providerNames = []string{ProviderOpenAI, ProviderBedrock}
+
+// readProviders checks c.Provider and reads the model routes.
+func (c *Config) readProviders(routes string) error {
+	if !slices.Contains(providerNames, c.Provider) {
+		return fmt.Errorf("LAMBENT_PROVIDER: unknown model provider %q (want openai or bedrock)", c.Provider)
+	}
+	rs, err := model.ParseRoutes(routes)
+	if err != nil {
+		return fmt.Errorf("LAMBENT_MODEL_ROUTES: %w", err)
+	}
+	for _, r := range rs {
+		if !slices.Contains(providerNames, r.Provider) {
+			return fmt.Errorf("LAMBENT_MODEL_ROUTES: route %s=%s: unknown model provider (want openai or bedrock)", r.Pattern, r.Provider)
+		}
+	}
+	c.ModelRoutes = rs
+	return nil
+}
+
+// defaultProvider is c.Provider, openai when empty.
+func (c *Config) defaultProvider() string {
+	if c.Provider == "" {
+		return ProviderOpenAI
+	}
+	return c.Provider
+}
+
+// Uses reports whether some model goes to the named provider: it is the
+// default (LAMBENT_PROVIDER) or a route names it.
+func (c *Config) Uses(name string) bool {
+	return c.defaultProvider() == name || slices.ContainsFunc(c.ModelRoutes, func(r model.Route) bool { return r.Provider == name })
+}
+
+// buildProvider builds the providers the configuration uses and, when
+// routes are set, the router between them.
+func buildProvider(ctx context.Context, cfg Config, log *slog.Logger) (model.Provider, error) {
+	ps := map[string]model.Provider{}
+	if cfg.Uses(ProviderOpenAI) {
+		ps[ProviderOpenAI] = openai.New(openai.Config{BaseURL: cfg.ProviderURL, APIKey: cfg.ProviderAPIKey, Logger: log})
+	}
+	if cfg.Uses(ProviderBedrock) {
+		awsCfg, err := awsconf.Load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ps[ProviderBedrock] = bedrock.New(bedrock.Config{AWS: awsCfg, GuardrailID: cfg.BedrockGuardrailID, GuardrailVersion: cfg.BedrockGuardrailVersion,
+			ImageFetch: fetchurl.Config{AllowHosts: cfg.FetchAllowHosts}, Logger: log})
+	}
+	if len(cfg.ModelRoutes) == 0 {
+		return ps[cfg.defaultProvider()], nil
+	}
+	return model.NewRouter(ps, cfg.defaultProvider(), cfg.ModelRoutes)
+}

@@ -1,0 +1,80 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	model "github.com/lambent/lambent/pkg/provider"
+)
+
+func TestProviderConfig(t *testing.T) {
+	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
+
+	c, err := FromEnv(env(nil))
+	require.NoError(t, err)
+	require.Equal(t, ProviderOpenAI, c.Provider, "the local default stays the OpenAI-compatible provider")
+	require.True(t, c.Uses(ProviderOpenAI))
+	require.False(t, c.Uses(ProviderBedrock))
+
+	c, err = FromEnv(env(map[string]string{"LAMBENT_PROVIDER": "bedrock", "LAMBENT_BEDROCK_GUARDRAIL_ID": "gr", "LAMBENT_BEDROCK_GUARDRAIL_VERSION": "2"}))
+	require.NoError(t, err)
+	require.Equal(t, ProviderBedrock, c.Provider)
+	require.False(t, c.Uses(ProviderOpenAI))
+	require.Equal(t, "gr", c.BedrockGuardrailID)
+	require.Equal(t, "2", c.BedrockGuardrailVersion)
+
+	c, err = FromEnv(env(map[string]string{"LAMBENT_MODEL_ROUTES": "us.anthropic.*=bedrock, amazon.nova-pro-v1:0=bedrock"}))
+	require.NoError(t, err)
+	require.Equal(t, []model.Route{{Pattern: "us.anthropic.*", Provider: "bedrock"}, {Pattern: "amazon.nova-pro-v1:0", Provider: "bedrock"}}, c.ModelRoutes)
+	require.True(t, c.Uses(ProviderOpenAI))
+	require.True(t, c.Uses(ProviderBedrock))
+
+	for name, vars := range map[string]map[string]string{
+		"unknown provider":       {"LAMBENT_PROVIDER": "vertex"},
+		"route to unknown":       {"LAMBENT_MODEL_ROUTES": "gemini-*=vertex"},
+		"route without provider": {"LAMBENT_MODEL_ROUTES": "gpt-4o"},
+	} {
+		_, err := FromEnv(env(vars))
+		require.Error(t, err, name)
+	}
+
+	// The zero Config means the OpenAI-compatible provider.
+	require.True(t, (&Config{}).Uses(ProviderOpenAI))
+}
+
+// With Bedrock alone, the start-up check names it and probes no URL.
+func TestCheckProviderBedrock(t *testing.T) {
+	c := CheckProvider(context.Background(), Config{Provider: ProviderBedrock, ProviderURL: "http://127.0.0.1:1/v1"}, nil)
+	require.Equal(t, slog.LevelInfo, c.Level)
+	require.Contains(t, c.Message, "Bedrock")
+	require.Contains(t, c.Hint, "LAMBENT_DEFAULT_MODEL")
+	require.Contains(t, c.LogAttrs(Config{Provider: ProviderBedrock}), ProviderBedrock)
+}
+
+// buildProvider routes when routes are set, and uses the one provider
+// directly otherwise.
+func TestBuildProvider(t *testing.T) {
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "x")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "y")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	p, err := buildProvider(context.Background(), Config{Provider: ProviderBedrock}, log)
+	require.NoError(t, err)
+	require.Equal(t, "*bedrock.Provider", typeName(p))
+	p, err = buildProvider(context.Background(), Config{ProviderURL: "http://127.0.0.1:1/v1"}, log)
+	require.NoError(t, err)
+	require.Equal(t, "*openai.Provider", typeName(p))
+	p, err = buildProvider(context.Background(), Config{ModelRoutes: []model.Route{{Pattern: "us.*", Provider: ProviderBedrock}}}, log)
+	require.NoError(t, err)
+	r, ok := p.(*model.Router)
+	require.True(t, ok)
+	require.Equal(t, "*bedrock.Provider", typeName(r.For("us.anthropic.claude")))
+	require.Equal(t, "*openai.Provider", typeName(r.For("gpt-4o")))
+}
+
+func typeName(v any) string { return fmt.Sprintf("%T", v) }

@@ -1,0 +1,215 @@
+// Package bedrock is a provider.Provider for Amazon Bedrock's Converse and
+// ConverseStream API, through the AWS SDK's bedrockruntime client: the
+// credentials, region, endpoint (AWS_ENDPOINT_URL_BEDROCK_RUNTIME) and
+// retries of the aws.Config it is given (awsconf.Load in Lambent: in Lambda
+// the function role's credentials and AWS_REGION). Request.Model is a
+// Bedrock model id, an inference profile id or an ARN.
+//
+// Translation (documented here because it is visible to the model):
+//
+//   - Request.Instructions, then system and developer messages, in order,
+//     become the system prompt: Converse messages are user or assistant only.
+//   - Consecutive items of one role become one message (Bedrock requires
+//     alternating roles): every function_call of a turn is a toolUse block
+//     of one assistant message, every function_call_output a toolResult
+//     block of the next user message (status "error" when the output is an
+//     error), one per toolUse and in its order. A toolUse left without an
+//     output gets an error result; an output answering no toolUse of the
+//     message before it is sent as text. Empty outputs and texts become a
+//     placeholder text, since Bedrock refuses blank text.
+//   - toolConfig is sent whenever the history holds toolUse or toolResult
+//     blocks, even when the request has no tools (the history's tool names
+//     are then declared with an open schema). tool_choice auto → auto,
+//     required → any, a forced function → tool; none sends no tools unless
+//     the history needs them, and tool calls the model makes anyway are
+//     dropped from its answer. parallel_tool_calls has no Converse form.
+//   - Images: base64 data URLs, and http(s) URLs fetched through
+//     fetch_url's SSRF guard, up to Config.MaxImageBytes; png, jpeg, gif,
+//     webp. input_file and file_id images are refused with a 400.
+//   - max_output_tokens, temperature, top_p → inferenceConfig;
+//     text.format json_schema → outputConfig; service_tier priority,
+//     default, flex → serviceTier. presence/frequency penalties and
+//     logprobs have no Converse form and are ignored.
+//   - reasoning.effort on an Anthropic Claude model turns on extended
+//     thinking (low 1024, medium 4096, high 16384 budget tokens, kept below
+//     max_output_tokens), where Anthropic allows it: not with a required or
+//     forced tool choice, and not to continue a tool loop whose assistant
+//     turn did not think. Reasoning comes back as reasoning items whose
+//     encrypted_content carries the block's signature or redacted content;
+//     such items are sent back as reasoningContent blocks, unchanged, which
+//     continuations with thinking need. Reasoning items from other
+//     providers are not sent.
+//   - Config.GuardrailID/Version attach a guardrail to every call.
+//
+// Stop reasons: end_turn and stop_sequence → stop; tool_use → tool calls;
+// max_tokens and model_context_window_exceeded → length;
+// guardrail_intervened and content_filtered → content_filter;
+// malformed_model_output and malformed_tool_use → a 502 error. Usage: input
+// tokens include cache reads and writes; cached_tokens are the cache reads.
+//
+// Errors are *api.Error values wrapping the SDK's (see errors.go). The
+// SDK's retryer retries throttling and transient errors within the call's
+// context, which the engine bounds by its deadline budget.
+package bedrock
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+
+	"github.com/lambent/lambent/pkg/provider"
+	"github.com/lambent/lambent/pkg/tools/fetchurl"
+)
+
+// DefaultMaxImageBytes is the default cap of one image: Bedrock's limit
+// for an image block.
+const DefaultMaxImageBytes = 3_750_000
+
+// Config configures a Provider.
+type Config struct {
+	// AWS is the SDK configuration (awsconf.Load).
+	AWS aws.Config
+	// GuardrailID and GuardrailVersion attach a Bedrock guardrail to every
+	// call when GuardrailID is set (GuardrailVersion default "DRAFT").
+	GuardrailID      string
+	GuardrailVersion string
+	// ImageFetch configures how image URLs are fetched (its SSRF guard's
+	// AllowHosts, its Client and Timeout).
+	ImageFetch fetchurl.Config
+	// MaxImageBytes caps one image (default DefaultMaxImageBytes).
+	MaxImageBytes int64
+	// Logger receives debug logs (optional; default discards).
+	Logger *slog.Logger
+}
+
+// Provider calls Bedrock's Converse API. It is safe for concurrent use.
+type Provider struct {
+	client       *bedrockruntime.Client
+	guardID      string
+	guardVersion string
+	images       *http.Client
+	imageTimeout time.Duration
+	maxImage     int64
+	log          *slog.Logger
+}
+
+var _ provider.Provider = (*Provider)(nil)
+
+// New returns a Provider for cfg.
+func New(cfg Config) *Provider {
+	awsCfg := cfg.AWS
+	hc := awsCfg.HTTPClient
+	if hc == nil {
+		hc = awshttp.NewBuildableClient()
+	}
+	awsCfg.HTTPClient = readOnlyBodies{hc}
+	p := &Provider{
+		client:       bedrockruntime.NewFromConfig(awsCfg),
+		guardID:      cfg.GuardrailID,
+		guardVersion: cfg.GuardrailVersion,
+		images:       fetchurl.NewClient(cfg.ImageFetch),
+		imageTimeout: cfg.ImageFetch.Timeout,
+		maxImage:     cfg.MaxImageBytes,
+		log:          cfg.Logger,
+	}
+	if p.imageTimeout <= 0 {
+		p.imageTimeout = fetchurl.DefaultTimeout
+	}
+	if p.guardID != "" && p.guardVersion == "" {
+		p.guardVersion = "DRAFT"
+	}
+	if p.maxImage <= 0 {
+		p.maxImage = DefaultMaxImageBytes
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	return p
+}
+
+// readOnlyBodies works around smithy-go's request body wrapper, whose
+// WriteTo returns io.EOF once the SDK has closed the body, which it does as
+// soon as the response headers arrive. net/http's HTTP/1.1 writer copies a
+// body of known length and then checks for extra bytes with io.Copy, which
+// takes that io.EOF for a write error and closes the connection under the
+// response being read: a ConverseStream over HTTP/1.1 (local endpoints,
+// proxies) then fails mid-stream with "use of closed network connection"
+// whenever the server answers before that check. Hiding WriteTo makes the
+// check a plain Read, whose io.EOF ends the copy as it should.
+type readOnlyBodies struct{ aws.HTTPClient }
+
+// Do sends r with its body reduced to an io.ReadCloser.
+func (c readOnlyBodies) Do(r *http.Request) (*http.Response, error) {
+	if _, ok := r.Body.(io.WriterTo); ok {
+		r.Body = struct{ io.ReadCloser }{r.Body}
+	}
+	return c.HTTPClient.Do(r)
+}
+
+// Complete runs one Converse call.
+func (p *Provider) Complete(ctx context.Context, req *provider.Request) (*provider.Result, error) {
+	in, err := p.build(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if p.guardID != "" {
+		in.input.GuardrailConfig = &types.GuardrailConfiguration{GuardrailIdentifier: &p.guardID, GuardrailVersion: &p.guardVersion}
+	}
+	out, err := p.client.Converse(ctx, in.input)
+	if err != nil {
+		return nil, p.apiError(ctx, req.Model, err)
+	}
+	return decodeOutput(out, req.Model, in.noTools)
+}
+
+// Stream runs one ConverseStream call, passing deltas to fn.
+func (p *Provider) Stream(ctx context.Context, req *provider.Request, fn func(provider.Delta) error) (*provider.Result, error) {
+	in, err := p.build(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	c := in.input
+	sin := &bedrockruntime.ConverseStreamInput{
+		ModelId:                      c.ModelId,
+		Messages:                     c.Messages,
+		System:                       c.System,
+		InferenceConfig:              c.InferenceConfig,
+		ToolConfig:                   c.ToolConfig,
+		AdditionalModelRequestFields: c.AdditionalModelRequestFields,
+		OutputConfig:                 c.OutputConfig,
+		ServiceTier:                  c.ServiceTier,
+	}
+	if p.guardID != "" {
+		sin.GuardrailConfig = &types.GuardrailStreamConfiguration{GuardrailIdentifier: &p.guardID, GuardrailVersion: &p.guardVersion,
+			StreamProcessingMode: types.GuardrailStreamProcessingModeSync}
+	}
+	out, err := p.client.ConverseStream(ctx, sin)
+	if err != nil {
+		return nil, p.apiError(ctx, req.Model, err)
+	}
+	stream := out.GetStream()
+	defer stream.Close()
+	acc := newAccumulator(fn, in.noTools)
+	for ev := range stream.Events() {
+		if err := acc.event(ev); err != nil {
+			return nil, err
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, p.apiError(ctx, req.Model, err)
+	}
+	if ctx.Err() != nil {
+		return nil, provider.ContextError(ctx)
+	}
+	if !acc.stopped {
+		return nil, streamCut(nil, "Bedrock's stream ended before the answer was complete (no messageStop)")
+	}
+	return acc.result(req.Model)
+}

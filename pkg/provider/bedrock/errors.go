@@ -1,0 +1,94 @@
+package bedrock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/provider"
+)
+
+func streamCut(err error, format string, args ...any) *api.Error {
+	return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamStreamCut, err, format, args...)
+}
+
+func badResponse(err error, format string, args ...any) *api.Error {
+	return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamBadResponse, err, format, args...)
+}
+
+// apiError maps an error of a Converse call, or of its event stream, to an
+// *api.Error wrapping it:
+//
+//	ThrottlingException, ServiceQuotaExceededException  429 rate_limit_exceeded
+//	ValidationException                                  400 with Bedrock's message
+//	AccessDeniedException                                403 model_access_denied, naming the model
+//	ResourceNotFoundException                            404 model_not_found
+//	ModelTimeoutException                                504 upstream_timeout
+//	ServiceUnavailableException, ModelNotReadyException  503 model_unavailable
+//	ModelErrorException, InternalServerException,
+//	ModelStreamErrorException, any other                 502 upstream_error
+//
+// A done context gives provider.ContextError; a connection failure 502
+// upstream_unreachable. The SDK's retryer has already retried what it
+// retries (throttling, transient errors) when the error gets here.
+func (p *Provider) apiError(ctx context.Context, model string, err error) *api.Error {
+	if ctx.Err() != nil {
+		return provider.ContextError(ctx)
+	}
+	var (
+		throttle  *types.ThrottlingException
+		quota     *types.ServiceQuotaExceededException
+		invalid   *types.ValidationException
+		denied    *types.AccessDeniedException
+		notFound  *types.ResourceNotFoundException
+		timeout   *types.ModelTimeoutException
+		notReady  *types.ModelNotReadyException
+		down      *types.ServiceUnavailableException
+		apiErr    smithy.APIError
+		opErr     *net.OpError
+		dnsErr    *net.DNSError
+		mapped    *api.Error
+		msg       = func(e smithy.APIError) string { return e.ErrorMessage() }
+		rateLimit = func(e smithy.APIError) *api.Error {
+			return &api.Error{Status: http.StatusTooManyRequests, Type: api.ErrTypeRateLimit, Code: provider.CodeRateLimitExceeded,
+				Message: fmt.Sprintf("Bedrock is limiting requests to model %q (%s): %s", model, e.ErrorCode(), msg(e)), Err: err}
+		}
+	)
+	switch {
+	case errors.As(err, &throttle):
+		mapped = rateLimit(throttle)
+	case errors.As(err, &quota):
+		mapped = rateLimit(quota)
+	case errors.As(err, &invalid):
+		mapped = &api.Error{Status: http.StatusBadRequest, Type: api.ErrTypeInvalidRequest, Code: "invalid_request",
+			Message: "Bedrock rejected the request: " + msg(invalid), Err: err}
+	case errors.As(err, &denied):
+		mapped = &api.Error{Status: http.StatusForbidden, Type: api.ErrTypeInvalidRequest, Code: provider.CodeModelAccessDenied, Param: "model",
+			Message: fmt.Sprintf("the gateway may not call the Bedrock model %q: %s (enable access to the model in the Bedrock console's Model access page "+
+				"for this account and region, and grant the gateway's role bedrock:InvokeModel and bedrock:InvokeModelWithResponseStream on it)", model, msg(denied)),
+			Err: err}
+	case errors.As(err, &notFound):
+		mapped = api.NotFound("model", provider.CodeModelNotFound, "Bedrock has no model %q in this region: %s", model, msg(notFound))
+		mapped.Err = err
+	case errors.As(err, &timeout):
+		mapped = provider.UpstreamError(http.StatusGatewayTimeout, provider.CodeUpstreamTimeout, err, "the Bedrock model %q timed out: %s", model, msg(timeout))
+	case errors.As(err, &notReady):
+		mapped = provider.UpstreamError(http.StatusServiceUnavailable, provider.CodeModelUnavailable, err, "the Bedrock model %q is not ready: %s", model, msg(notReady))
+	case errors.As(err, &down):
+		mapped = provider.UpstreamError(http.StatusServiceUnavailable, provider.CodeModelUnavailable, err, "Bedrock is unavailable: %s", msg(down))
+	case errors.As(err, &apiErr):
+		mapped = provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, err, "Bedrock error (%s) from model %q: %s", apiErr.ErrorCode(), model, apiErr.ErrorMessage())
+	case errors.As(err, &dnsErr), errors.As(err, &opErr) && opErr.Op == "dial":
+		mapped = provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamUnreachable, err, "Bedrock is unreachable: %v", err)
+	default:
+		mapped = provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, err, "calling Bedrock failed: %v", err)
+	}
+	p.log.DebugContext(ctx, "bedrock: call failed", "model", model, "status", mapped.Status, "error", err)
+	return mapped
+}

@@ -1,0 +1,226 @@
+package bedrock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lambent/lambent/internal/fakebedrock"
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/provider"
+	"github.com/lambent/lambent/pkg/provider/bedrock"
+)
+
+func hi(model string) *provider.Request {
+	return &provider.Request{Model: model, Items: []api.Item{user("hi")}}
+}
+
+func requireAPIError(t *testing.T, err error, status int, typ, code string) *api.Error {
+	t.Helper()
+	var ae *api.Error
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, status, ae.Status, ae.Message)
+	if typ != "" {
+		require.Equal(t, typ, ae.Type)
+	}
+	require.Equal(t, code, ae.Code, ae.Message)
+	return ae
+}
+
+func TestErrors(t *testing.T) {
+	for _, tc := range []struct {
+		exception, typ, code string
+		status               int
+		// retried: the SDK's retryer tries again (3 attempts in all).
+		retried bool
+		// names: the message names the model.
+		names bool
+	}{
+		{"ThrottlingException", api.ErrTypeRateLimit, provider.CodeRateLimitExceeded, 429, true, true},
+		{"ServiceQuotaExceededException", api.ErrTypeRateLimit, provider.CodeRateLimitExceeded, 429, false, true},
+		{"ValidationException", api.ErrTypeInvalidRequest, "invalid_request", 400, false, false},
+		{"AccessDeniedException", api.ErrTypeInvalidRequest, provider.CodeModelAccessDenied, 403, false, true},
+		{"ResourceNotFoundException", api.ErrTypeInvalidRequest, provider.CodeModelNotFound, 404, false, true},
+		{"ModelTimeoutException", api.ErrTypeUpstream, provider.CodeUpstreamTimeout, 504, false, true},
+		{"ServiceUnavailableException", api.ErrTypeUpstream, provider.CodeModelUnavailable, 503, true, false},
+		{"ModelNotReadyException", api.ErrTypeUpstream, provider.CodeModelUnavailable, 503, false, true},
+		{"ModelErrorException", api.ErrTypeUpstream, provider.CodeUpstreamError, 502, false, true},
+		{"InternalServerException", api.ErrTypeUpstream, provider.CodeUpstreamError, 502, true, true},
+	} {
+		t.Run(tc.exception, func(t *testing.T) {
+			turn := fakebedrock.Turn{Error: tc.exception, ErrorMessage: "bedrock says: " + tc.exception}
+			both(t, []fakebedrock.Turn{turn, turn, turn}, func(t *testing.T, call func(*provider.Request) (*provider.Result, error), fake *fakebedrock.Server) {
+				_, err := call(hi(claude))
+				ae := requireAPIError(t, err, tc.status, tc.typ, tc.code)
+				require.Contains(t, ae.Message, "bedrock says: "+tc.exception, "Bedrock's message is passed on")
+				if tc.names {
+					require.Contains(t, ae.Message, claude)
+				}
+				if tc.exception == "AccessDeniedException" {
+					require.Contains(t, ae.Message, "Model access")
+					require.Equal(t, "model", ae.Param)
+				}
+				want := 1
+				if tc.retried {
+					want = 3
+				}
+				require.Equal(t, want, fake.Calls())
+			})
+		})
+	}
+}
+
+// The SDK's retryer retries throttling: a throttled call that then
+// succeeds is a success.
+func TestThrottlingRetried(t *testing.T) {
+	both(t, []fakebedrock.Turn{{Error: "ThrottlingException"}, {Error: "ThrottlingException"}, {Text: "finally"}},
+		func(t *testing.T, call func(*provider.Request) (*provider.Result, error), fake *fakebedrock.Server) {
+			res, err := call(hi(claude))
+			require.NoError(t, err)
+			require.Equal(t, "finally", res.Text)
+			require.Equal(t, 3, fake.Calls())
+		})
+}
+
+// Retries stop at the call's deadline (the engine's deadline budget): with
+// the SDK's own backoff, a model that keeps throttling ends the call when
+// its context does, as a timeout.
+func TestRetriesBoundedByDeadline(t *testing.T) {
+	fake := fakebedrock.NewHandler(func(fakebedrock.Request) fakebedrock.Turn { return fakebedrock.Turn{Error: "ThrottlingException"} })
+	defer fake.Close()
+	cfg := fake.AWSConfig()
+	cfg.Retryer = nil // the SDK's default: standard retryer, exponential backoff
+	cfg.RetryMaxAttempts = 1000
+	p := bedrock.New(bedrock.Config{AWS: cfg})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := p.Complete(ctx, hi(claude))
+	ae := requireAPIError(t, err, 504, api.ErrTypeUpstream, provider.CodeUpstreamTimeout)
+	require.ErrorIs(t, ae, context.DeadlineExceeded)
+	require.Less(t, fake.Calls(), 1000)
+}
+
+func TestCancelled(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		block := make(chan struct{})
+		p, fake := newProvider(t, fakebedrock.Turn{Block: block})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			var err error
+			if stream {
+				_, err = p.Stream(ctx, hi(claude), func(provider.Delta) error { return nil })
+			} else {
+				_, err = p.Complete(ctx, hi(claude))
+			}
+			done <- err
+		}()
+		require.Eventually(t, func() bool { return fake.Calls() == 1 }, 5*time.Second, time.Millisecond)
+		cancel()
+		err := <-done
+		close(block)
+		requireAPIError(t, err, provider.StatusClientClosedRequest, api.ErrTypeServer, provider.CodeRequestCancelled)
+		require.ErrorIs(t, err, context.Canceled)
+	}
+}
+
+// In-stream exceptions fail the call with the exception's message.
+func TestStreamExceptions(t *testing.T) {
+	for _, tc := range []struct {
+		exception string
+		status    int
+		code      string
+	}{
+		{"modelStreamErrorException", 502, provider.CodeUpstreamError},
+		{"internalServerException", 502, provider.CodeUpstreamError},
+		{"throttlingException", 429, provider.CodeRateLimitExceeded},
+		{"validationException", 400, "invalid_request"},
+		{"serviceUnavailableException", 503, provider.CodeModelUnavailable},
+	} {
+		t.Run(tc.exception, func(t *testing.T) {
+			p, _ := newProvider(t, fakebedrock.Turn{Text: "half an answer", StreamError: tc.exception, ErrorMessage: "it broke: " + tc.exception})
+			var got string
+			_, err := p.Stream(context.Background(), hi(claude), func(d provider.Delta) error {
+				got += d.Text
+				return nil
+			})
+			ae := requireAPIError(t, err, tc.status, "", tc.code)
+			require.Contains(t, ae.Message, "it broke: "+tc.exception)
+			require.Equal(t, "half an answer", got, "the deltas before the exception were passed on")
+		})
+	}
+}
+
+func TestStreamCut(t *testing.T) {
+	p, _ := newProvider(t, fakebedrock.Turn{Text: "one two three four", CutAfterEvents: 3})
+	_, err := p.Stream(context.Background(), hi(claude), func(provider.Delta) error { return nil })
+	var ae *api.Error
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, 502, ae.Status)
+}
+
+// A stream that ends without messageStop is incomplete, not an answer.
+func TestStreamWithoutMessageStop(t *testing.T) {
+	p, _ := newProvider(t, fakebedrock.Turn{Events: []fakebedrock.Event{
+		{Type: "messageStart", Payload: map[string]any{"role": "assistant"}},
+		{Type: "contentBlockDelta", Payload: map[string]any{"contentBlockIndex": 0, "delta": map[string]any{"text": "Hel"}}},
+	}})
+	_, err := p.Stream(context.Background(), hi(claude), func(provider.Delta) error { return nil })
+	requireAPIError(t, err, 502, api.ErrTypeUpstream, provider.CodeUpstreamStreamCut)
+}
+
+// Content that contradicts itself (a text delta for a toolUse block, input
+// before the toolUse start) is a malformed answer.
+func TestStreamMalformedBlocks(t *testing.T) {
+	start := fakebedrock.Event{Type: "contentBlockStart", Payload: map[string]any{"contentBlockIndex": 1, "start": map[string]any{"toolUse": map[string]any{"toolUseId": "t1", "name": "get_weather"}}}}
+	for name, evs := range map[string][]fakebedrock.Event{
+		"text in a toolUse block": {start, {Type: "contentBlockDelta", Payload: map[string]any{"contentBlockIndex": 1, "delta": map[string]any{"text": "x"}}}},
+		"input before start":      {{Type: "contentBlockDelta", Payload: map[string]any{"contentBlockIndex": 2, "delta": map[string]any{"toolUse": map[string]any{"input": "{}"}}}}},
+		"started twice":           {start, start},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, _ := newProvider(t, fakebedrock.Turn{Events: evs})
+			_, err := p.Stream(context.Background(), &provider.Request{Model: claude, Items: []api.Item{user("hi")}, Tools: []api.ToolDefinition{weatherTool()}},
+				func(provider.Delta) error { return nil })
+			requireAPIError(t, err, 502, api.ErrTypeUpstream, provider.CodeUpstreamBadResponse)
+		})
+	}
+}
+
+// A 200 Converse reply without output is a clear failure.
+func TestConverseWithoutOutput(t *testing.T) {
+	p, _ := newProvider(t, fakebedrock.Turn{OmitOutput: true})
+	_, err := p.Complete(context.Background(), hi(claude))
+	ae := requireAPIError(t, err, 502, api.ErrTypeUpstream, provider.CodeUpstreamBadResponse)
+	require.Contains(t, ae.Message, "without output")
+}
+
+// An error from the delta callback aborts the stream and is returned as is.
+func TestStreamCallbackError(t *testing.T) {
+	p, _ := newProvider(t, fakebedrock.Turn{Text: "a b c d e f"})
+	stop := errors.New("client went away")
+	n := 0
+	_, err := p.Stream(context.Background(), hi(claude), func(provider.Delta) error {
+		n++
+		if n == 2 {
+			return stop
+		}
+		return nil
+	})
+	require.Same(t, stop, err)
+	require.Equal(t, 2, n)
+}
+
+func TestUnreachable(t *testing.T) {
+	fake := fakebedrock.New()
+	cfg := fake.AWSConfig()
+	fake.Close()
+	cfg.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
+	p := bedrock.New(bedrock.Config{AWS: cfg})
+	_, err := p.Complete(context.Background(), hi(claude))
+	requireAPIError(t, err, 502, api.ErrTypeUpstream, provider.CodeUpstreamUnreachable)
+}

@@ -1,0 +1,103 @@
+package bedrock_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lambent/lambent/internal/fakebedrock"
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/provider"
+	"github.com/lambent/lambent/pkg/provider/bedrock"
+	"github.com/lambent/lambent/pkg/tools/fetchurl"
+)
+
+// png is the start of a PNG file (its signature and IHDR chunk), which
+// content sniffing recognises.
+var png = append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), bytes.Repeat([]byte{7}, 40)...)
+
+func imageMessage(url string) api.Item {
+	return api.Item{Type: api.ItemMessage, Role: api.RoleUser, Content: []api.ContentPart{
+		{Type: api.PartInputText, Text: "What is this?"}, {Type: api.PartInputImage, ImageURL: url},
+	}}
+}
+
+func TestImages(t *testing.T) {
+	images := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/cat.jpg":
+			w.Header().Set("Content-Type", "image/jpeg")
+			_, _ = w.Write([]byte("\xff\xd8\xff\xe0jpeg-bytes"))
+		case "/untyped":
+			w.Header().Set("Content-Type", "application/octet-stream")
+			_, _ = w.Write(png)
+		case "/big.png":
+			w.Header().Set("Content-Type", "image/png")
+			_, _ = w.Write(bytes.Repeat(png, 10))
+		case "/page":
+			w.Header().Set("Content-Type", "text/html")
+			_, _ = w.Write([]byte("<html>not an image</html>"))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer images.Close()
+	fake := fakebedrock.NewHandler(func(fakebedrock.Request) fakebedrock.Turn { return fakebedrock.Turn{Text: "A cat."} })
+	defer fake.Close()
+	newP := func(allow []string) *bedrock.Provider {
+		return bedrock.New(bedrock.Config{AWS: fake.AWSConfig(), MaxImageBytes: 200,
+			ImageFetch: fetchurl.Config{AllowHosts: allow, Client: images.Client()}})
+	}
+	p := newP([]string{"127.0.0.1"})
+	dataURL := "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)
+
+	for _, tc := range []struct {
+		name, url, format string
+		data              []byte
+	}{
+		{"data URL", dataURL, "png", png},
+		{"data URL with a generic type", "data:application/octet-stream;base64," + base64.StdEncoding.EncodeToString(png), "png", png},
+		{"http URL", images.URL + "/cat.jpg", "jpeg", []byte("\xff\xd8\xff\xe0jpeg-bytes")},
+		{"http URL, sniffed", images.URL + "/untyped", "png", png},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(fake.Requests())
+			_, err := p.Complete(context.Background(), &provider.Request{Model: claude, Items: []api.Item{imageMessage(tc.url)}})
+			require.NoError(t, err)
+			m := fake.Requests()[before].Messages[0]
+			require.Len(t, m.Content, 2)
+			require.Equal(t, "What is this?", text(m.Content[0]))
+			require.Equal(t, tc.format, m.Content[1].Image.Format)
+			require.Equal(t, tc.data, m.Content[1].Image.Source.Bytes)
+		})
+	}
+
+	for _, tc := range []struct {
+		name string
+		p    *bedrock.Provider
+		item api.Item
+		code string
+	}{
+		{"data URL over the cap", p, imageMessage("data:image/png;base64," + base64.StdEncoding.EncodeToString(bytes.Repeat(png, 10))), "invalid_image"},
+		{"http URL over the cap", p, imageMessage(images.URL + "/big.png"), "invalid_image"},
+		{"not an image", p, imageMessage(images.URL + "/page"), "invalid_image"},
+		{"not found", p, imageMessage(images.URL + "/missing.png"), "invalid_image"},
+		{"other scheme", p, imageMessage("file:///etc/passwd"), "invalid_image"},
+		{"private address (SSRF guard)", newP(nil), imageMessage(images.URL + "/cat.jpg"), "invalid_image"},
+		{"file_id", p, api.Item{Type: api.ItemMessage, Role: api.RoleUser, Content: []api.ContentPart{{Type: api.PartInputImage, FileID: "file_1"}}}, "unsupported_content"},
+		{"input_file", p, api.Item{Type: api.ItemMessage, Role: api.RoleUser, Content: []api.ContentPart{{Type: api.PartInputFile, FileData: "abc"}}}, "unsupported_content"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := fake.Calls()
+			_, err := tc.p.Complete(context.Background(), &provider.Request{Model: claude, Items: []api.Item{tc.item}})
+			ae := requireAPIError(t, err, 400, api.ErrTypeInvalidRequest, tc.code)
+			require.Equal(t, "input", ae.Param)
+			require.Equal(t, before, fake.Calls(), "nothing is sent to Bedrock")
+		})
+	}
+}

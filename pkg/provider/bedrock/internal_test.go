@@ -1,0 +1,46 @@
+package bedrock
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lambent/lambent/internal/fakebedrock"
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/provider"
+)
+
+// bodyTypes records whether request bodies reach the transport with a
+// WriteTo method.
+type bodyTypes struct {
+	base     http.RoundTripper
+	writerTo []bool
+}
+
+func (b *bodyTypes) RoundTrip(r *http.Request) (*http.Response, error) {
+	_, ok := r.Body.(io.WriterTo)
+	b.writerTo = append(b.writerTo, ok)
+	return b.base.RoundTrip(r)
+}
+
+// The SDK's request bodies reach net/http without WriteTo (see
+// readOnlyBodies): with it, HTTP/1.1 connections are closed under
+// streamed responses.
+func TestRequestBodiesWithoutWriteTo(t *testing.T) {
+	fake := fakebedrock.New(fakebedrock.Turn{Text: "a"}, fakebedrock.Turn{Text: "b"})
+	defer fake.Close()
+	cfg := fake.AWSConfig()
+	rec := &bodyTypes{base: fake.Client().Transport}
+	cfg.HTTPClient = &http.Client{Transport: rec}
+	p := New(Config{AWS: cfg})
+	req := &provider.Request{Model: "amazon.nova-lite-v1:0", Items: []api.Item{{Type: api.ItemMessage, Role: api.RoleUser,
+		Content: []api.ContentPart{{Type: api.PartInputText, Text: "hi"}}}}}
+	_, err := p.Complete(context.Background(), req)
+	require.NoError(t, err)
+	_, err = p.Stream(context.Background(), req, func(provider.Delta) error { return nil })
+	require.NoError(t, err)
+	require.Equal(t, []bool{false, false}, rec.writerTo)
+}

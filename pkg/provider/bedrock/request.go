@@ -1,0 +1,364 @@
+package bedrock
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/document"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/provider"
+)
+
+// Placeholders for content Bedrock refuses blank.
+const (
+	emptyOutput   = "(no output)"
+	missingOutput = "Error: no output was provided for this tool call."
+)
+
+// openSchema is the input schema of a tool declared without one.
+const openSchema = `{"type":"object","properties":{}}`
+
+// built is a translated request.
+type built struct {
+	input *bedrockruntime.ConverseInput
+	// noTools drops the model's tool calls from its answer (tool_choice
+	// none, which Converse cannot say).
+	noTools bool
+}
+
+// build translates a provider.Request into a Converse input (see the
+// package comment).
+func (p *Provider) build(ctx context.Context, req *provider.Request) (*built, error) {
+	if ctx.Err() != nil {
+		return nil, provider.ContextError(ctx)
+	}
+	in := &bedrockruntime.ConverseInput{ModelId: aws.String(req.Model)}
+	if strings.TrimSpace(req.Instructions) != "" {
+		in.System = append(in.System, &types.SystemContentBlockMemberText{Value: req.Instructions})
+	}
+	var mb messages
+	for i := range req.Items {
+		if err := p.addItem(ctx, &mb, &in.System, &req.Items[i]); err != nil {
+			return nil, err
+		}
+	}
+	in.Messages = pairToolResults(mb.msgs)
+	b := &built{input: in, noTools: req.ToolChoice == api.ToolChoiceNone}
+	tc, err := toolConfig(req, historyTools(in.Messages))
+	if err != nil {
+		return nil, err
+	}
+	in.ToolConfig = tc
+	in.InferenceConfig, in.AdditionalModelRequestFields = inference(req, thinkingAllowed(req, in.Messages))
+	if t := req.Text; t != nil && t.Format.Type == api.FormatJSONSchema && len(t.Format.Schema) > 0 {
+		def := types.JsonSchemaDefinition{Schema: aws.String(string(t.Format.Schema)), Description: t.Format.Description}
+		if t.Format.Name != "" {
+			def.Name = aws.String(t.Format.Name)
+		}
+		in.OutputConfig = &types.OutputConfig{TextFormat: &types.OutputFormat{Type: types.OutputFormatTypeJsonSchema,
+			Structure: &types.OutputFormatStructureMemberJsonSchema{Value: def}}}
+	}
+	switch tier := types.ServiceTierType(req.ServiceTier); tier {
+	case types.ServiceTierTypePriority, types.ServiceTierTypeDefault, types.ServiceTierTypeFlex:
+		in.ServiceTier = &types.ServiceTier{Type: tier}
+	}
+	return b, nil
+}
+
+// messages builds the conversation, merging consecutive blocks of one
+// role into one message.
+type messages struct{ msgs []types.Message }
+
+func (m *messages) add(role types.ConversationRole, blocks ...types.ContentBlock) {
+	if n := len(m.msgs); n > 0 && m.msgs[n-1].Role == role {
+		m.msgs[n-1].Content = append(m.msgs[n-1].Content, blocks...)
+		return
+	}
+	m.msgs = append(m.msgs, types.Message{Role: role, Content: blocks})
+}
+
+func textBlock(s string) types.ContentBlock { return &types.ContentBlockMemberText{Value: s} }
+
+// addItem adds one item to the conversation or the system prompt.
+func (p *Provider) addItem(ctx context.Context, mb *messages, system *[]types.SystemContentBlock, it *api.Item) error {
+	switch it.Type {
+	case api.ItemMessage:
+		switch it.Role {
+		case api.RoleSystem, api.RoleDeveloper:
+			if t := it.Text(); strings.TrimSpace(t) != "" {
+				*system = append(*system, &types.SystemContentBlockMemberText{Value: t})
+			}
+		case api.RoleAssistant:
+			for i := range it.Content {
+				t := it.Content[i].Text
+				if it.Content[i].Type == api.PartRefusal {
+					t = it.Content[i].Refusal
+				}
+				if strings.TrimSpace(t) != "" {
+					mb.add(types.ConversationRoleAssistant, textBlock(t))
+				}
+			}
+		default:
+			for i := range it.Content {
+				part := &it.Content[i]
+				switch part.Type {
+				case api.PartInputImage:
+					if part.ImageURL == "" {
+						return api.InvalidRequestCode("input", "unsupported_content",
+							"input_image by file_id is not supported by the Bedrock provider; use image_url")
+					}
+					img, err := p.image(ctx, part.ImageURL)
+					if err != nil {
+						return err
+					}
+					mb.add(types.ConversationRoleUser, img)
+				case api.PartInputFile:
+					return api.InvalidRequestCode("input", "unsupported_content", "input_file content is not supported by the Bedrock provider")
+				default:
+					if strings.TrimSpace(part.Text) != "" {
+						mb.add(types.ConversationRoleUser, textBlock(part.Text))
+					}
+				}
+			}
+		}
+	case api.ItemFunctionCall:
+		mb.add(types.ConversationRoleAssistant, &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
+			ToolUseId: aws.String(it.CallID), Name: aws.String(it.Name), Input: p.arguments(ctx, it)}})
+	case api.ItemFunctionCallOutput:
+		text := it.OutputText()
+		if strings.TrimSpace(text) == "" {
+			text = emptyOutput
+		}
+		status := types.ToolResultStatusSuccess
+		if it.IsError {
+			status = types.ToolResultStatusError
+		}
+		mb.add(types.ConversationRoleUser, &types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{
+			ToolUseId: aws.String(it.CallID), Status: status,
+			Content: []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: text}}}})
+	case api.ItemReasoning:
+		if b := reasoningBlock(it); b != nil {
+			mb.add(types.ConversationRoleAssistant, b)
+		}
+	}
+	return nil
+}
+
+// arguments is a function call's arguments as a toolUse input; arguments
+// that are not a JSON object (a model's malformed call) are sent as {}.
+func (p *Provider) arguments(ctx context.Context, it *api.Item) document.Interface {
+	args := strings.TrimSpace(it.Arguments)
+	if strings.HasPrefix(args, "{") {
+		if d, err := jsonDocument([]byte(args)); err == nil {
+			return d
+		}
+	}
+	if args != "" && args != "{}" {
+		p.log.DebugContext(ctx, "bedrock: function call arguments are not a JSON object; sent as {}", "call_id", it.CallID, "name", it.Name)
+	}
+	return document.NewLazyDocument(map[string]any{})
+}
+
+// pairToolResults makes the message after each assistant message with
+// toolUse blocks a user message that starts with exactly one toolResult
+// per toolUse, in toolUse order: a missing result becomes an error result;
+// a result answering no toolUse of the message before it (or answering
+// one twice) becomes text.
+func pairToolResults(msgs []types.Message) []types.Message {
+	out := make([]types.Message, 0, len(msgs)+1)
+	for i := 0; i < len(msgs); i++ {
+		m := msgs[i]
+		if m.Role != types.ConversationRoleAssistant {
+			m.Content = answer(nil, m.Content)
+			out = append(out, m)
+			continue
+		}
+		out = append(out, m)
+		uses := toolUseIDs(m.Content)
+		if len(uses) == 0 {
+			continue
+		}
+		next := types.Message{Role: types.ConversationRoleUser}
+		if i+1 < len(msgs) {
+			i++
+			next = msgs[i]
+		}
+		next.Content = answer(uses, next.Content)
+		out = append(out, next)
+	}
+	return out
+}
+
+func toolUseIDs(blocks []types.ContentBlock) []string {
+	var ids []string
+	for _, b := range blocks {
+		if u, ok := b.(*types.ContentBlockMemberToolUse); ok && !slices.Contains(ids, aws.ToString(u.Value.ToolUseId)) {
+			ids = append(ids, aws.ToString(u.Value.ToolUseId))
+		}
+	}
+	return ids
+}
+
+// answer orders a user message's content: one toolResult per id of uses,
+// then the rest.
+func answer(uses []string, content []types.ContentBlock) []types.ContentBlock {
+	results := make(map[string]types.ContentBlock, len(uses))
+	rest := make([]types.ContentBlock, 0, len(content))
+	for _, b := range content {
+		r, ok := b.(*types.ContentBlockMemberToolResult)
+		if !ok {
+			rest = append(rest, b)
+			continue
+		}
+		id := aws.ToString(r.Value.ToolUseId)
+		if slices.Contains(uses, id) && results[id] == nil {
+			results[id] = b
+			continue
+		}
+		rest = append(rest, textBlock("Output of tool call "+id+": "+resultText(&r.Value)))
+	}
+	out := make([]types.ContentBlock, 0, len(uses)+len(rest))
+	for _, id := range uses {
+		r := results[id]
+		if r == nil {
+			r = &types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{ToolUseId: aws.String(id), Status: types.ToolResultStatusError,
+				Content: []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: missingOutput}}}}
+		}
+		out = append(out, r)
+	}
+	return append(out, rest...)
+}
+
+func resultText(r *types.ToolResultBlock) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if t, ok := c.(*types.ToolResultContentBlockMemberText); ok {
+			b.WriteString(t.Value)
+		}
+	}
+	return b.String()
+}
+
+// historyTools returns the names of the tools the conversation's toolUse
+// blocks call, in order of first use.
+func historyTools(msgs []types.Message) []string {
+	var names []string
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			if u, ok := b.(*types.ContentBlockMemberToolUse); ok && !slices.Contains(names, aws.ToString(u.Value.Name)) {
+				names = append(names, aws.ToString(u.Value.Name))
+			}
+		}
+	}
+	return names
+}
+
+// toolConfig declares the request's tools and tool choice, and is never
+// nil while the history holds tool blocks (Bedrock requires it then).
+func toolConfig(req *provider.Request, history []string) (*types.ToolConfiguration, error) {
+	offer := req.ToolChoice != api.ToolChoiceNone
+	var tools []types.Tool
+	if len(req.Tools) > 0 && (offer || len(history) > 0) {
+		tools = make([]types.Tool, 0, len(req.Tools))
+		for i := range req.Tools {
+			d := &req.Tools[i]
+			params := d.Parameters
+			if len(params) == 0 || string(params) == "null" {
+				params = []byte(openSchema)
+			}
+			schema, err := jsonDocument(params)
+			if err != nil {
+				return nil, api.InvalidRequest("tools", "the parameters of tool %q are not valid JSON: %v", d.Name, err)
+			}
+			spec := types.ToolSpecification{Name: aws.String(d.Name), InputSchema: &types.ToolInputSchemaMemberJson{Value: schema}}
+			if d.Description != "" {
+				spec.Description = aws.String(d.Description)
+			}
+			tools = append(tools, &types.ToolMemberToolSpec{Value: spec})
+		}
+	}
+	if len(tools) == 0 {
+		for _, name := range history {
+			schema, _ := jsonDocument([]byte(openSchema))
+			tools = append(tools, &types.ToolMemberToolSpec{Value: types.ToolSpecification{Name: aws.String(name),
+				Description: aws.String("A tool used earlier in this conversation; it is not available now."),
+				InputSchema: &types.ToolInputSchemaMemberJson{Value: schema}}})
+		}
+	}
+	if len(tools) == 0 {
+		return nil, nil
+	}
+	tc := &types.ToolConfiguration{Tools: tools}
+	if offer && len(req.Tools) > 0 {
+		switch {
+		case req.ForcedTool != "":
+			tc.ToolChoice = &types.ToolChoiceMemberTool{Value: types.SpecificToolChoice{Name: aws.String(req.ForcedTool)}}
+		case req.ToolChoice == api.ToolChoiceRequired:
+			tc.ToolChoice = &types.ToolChoiceMemberAny{}
+		case req.ToolChoice == api.ToolChoiceAuto:
+			tc.ToolChoice = &types.ToolChoiceMemberAuto{}
+		}
+	}
+	return tc, nil
+}
+
+// thinkingAllowed reports whether extended thinking may be turned on for
+// this call, as Anthropic requires: only with tool choice auto or none, and
+// not in the middle of a tool loop whose assistant turn did not think (the
+// assistant message the trailing tool results answer must then start with
+// its thinking).
+func thinkingAllowed(req *provider.Request, msgs []types.Message) bool {
+	if req.ForcedTool != "" || req.ToolChoice == api.ToolChoiceRequired {
+		return false
+	}
+	n := len(msgs)
+	if n < 2 || len(msgs[n-1].Content) == 0 || len(msgs[n-2].Content) == 0 {
+		return true
+	}
+	if _, ok := msgs[n-1].Content[0].(*types.ContentBlockMemberToolResult); !ok {
+		return true
+	}
+	_, ok := msgs[n-2].Content[0].(*types.ContentBlockMemberReasoningContent)
+	return ok
+}
+
+// inference is the request's inferenceConfig and, for extended thinking
+// (when thinking is allowed), its additionalModelRequestFields.
+func inference(req *provider.Request, thinking bool) (*types.InferenceConfiguration, document.Interface) {
+	var ic types.InferenceConfiguration
+	set := false
+	if req.MaxOutputTokens != nil {
+		ic.MaxTokens = aws.Int32(int32(min(*req.MaxOutputTokens, math.MaxInt32)))
+		set = true
+	}
+	if req.Temperature != nil {
+		ic.Temperature = aws.Float32(float32(*req.Temperature))
+		set = true
+	}
+	if req.TopP != nil {
+		ic.TopP = aws.Float32(float32(*req.TopP))
+		set = true
+	}
+	var extra document.Interface
+	if budget := thinkingBudget(req.ReasoningEffort); thinking && budget > 0 && isClaude(req.Model) {
+		if ic.MaxTokens == nil {
+			ic.MaxTokens = aws.Int32(int32(budget + thinkingAnswerTokens))
+		} else if int(*ic.MaxTokens) <= budget {
+			budget = int(*ic.MaxTokens) - 1
+		}
+		if budget >= minThinkingBudget {
+			extra = document.NewLazyDocument(map[string]any{"thinking": map[string]any{"type": "enabled", "budget_tokens": budget}})
+			set = true
+		}
+	}
+	if !set {
+		return nil, extra
+	}
+	return &ic, extra
+}
