@@ -157,6 +157,9 @@ func (s *Server) validateBlock(role string, i, j int, b *ContentBlock) string {
 		if b.ToolUse.ToolUseID == "" || b.ToolUse.Name == "" || json.Unmarshal(b.ToolUse.Input, &obj) != nil || obj == nil {
 			return fmt.Sprintf("%s.toolUse: toolUseId, name and an object input are required", at)
 		}
+		if !validToolUseID(b.ToolUse.ToolUseID) {
+			return fmt.Sprintf("%s.toolUse.toolUseId: Value '%s' failed to satisfy constraint: Member must have length less than or equal to 64 and match pattern [a-zA-Z0-9_-]+", at, b.ToolUse.ToolUseID)
+		}
 	case b.ToolResult != nil:
 		r := b.ToolResult
 		if role != "user" {
@@ -243,4 +246,18 @@ func validatePairs(msgs []Message) string {
 		}
 	}
 	return ""
+}
+
+// validToolUseID is Bedrock's constraint on toolUseId: 1 to 64 of
+// [a-zA-Z0-9_-].
+func validToolUseID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

@@ -330,3 +330,35 @@ func TestGatewayRouting(t *testing.T) {
 	require.Equal(t, claude, fake.Requests()[0].ModelID)
 	require.Equal(t, "gpt-test", chat.Requests()[0].Model)
 }
+
+// In the default item mode the hosted calls are mcp_call items, whose ids
+// (what the model sees as call ids) Bedrock would refuse as toolUseIds:
+// the provider maps them, and the fake Bedrock checks the constraint.
+func TestGatewayMCPCallItems(t *testing.T) {
+	call := fakebedrock.Turn{ToolUses: []fakebedrock.ToolUse{{Name: "calculator", Input: `{"expression":"6*7"}`}}}
+	fake := fakebedrock.New(call, fakebedrock.Turn{Text: "42."}, call, fakebedrock.Turn{Text: "42."})
+	client := gateway(t, fake, map[string]string{"LAMBENT_HOSTED_TOOL_ITEMS": "mcp_call"})
+	for _, streaming := range []bool{false, true} {
+		params := responses.ResponseNewParams{Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("6*7?")}}
+		tools := option.WithJSONSet("tools", []map[string]any{{"type": "lambent:calculator"}})
+		var r responses.Response
+		if streaming {
+			s := client.Responses.NewStreaming(context.Background(), params, tools)
+			for s.Next() {
+				if ev := s.Current(); ev.Type == "response.completed" {
+					r = ev.AsResponseCompleted().Response
+				}
+			}
+			require.NoError(t, s.Err())
+		} else {
+			got, err := client.Responses.New(context.Background(), params, tools)
+			require.NoError(t, err)
+			r = *got
+		}
+		require.Equal(t, responses.ResponseStatusCompleted, r.Status)
+		require.Equal(t, "42.", r.OutputText())
+		mcp := r.Output[0].AsMcpCall()
+		require.Equal(t, "42", mcp.Output)
+		require.Greater(t, len(mcp.ID), 64)
+	}
+}

@@ -2,6 +2,8 @@ package bedrock
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"math"
 	"slices"
 	"strings"
@@ -129,7 +131,7 @@ func (p *Provider) addItem(ctx context.Context, mb *messages, system *[]types.Sy
 		}
 	case api.ItemFunctionCall:
 		mb.add(types.ConversationRoleAssistant, &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
-			ToolUseId: aws.String(it.CallID), Name: aws.String(it.Name), Input: p.arguments(ctx, it)}})
+			ToolUseId: aws.String(toolUseID(it.CallID)), Name: aws.String(it.Name), Input: p.arguments(ctx, it)}})
 	case api.ItemFunctionCallOutput:
 		text := it.OutputText()
 		if strings.TrimSpace(text) == "" {
@@ -140,7 +142,7 @@ func (p *Provider) addItem(ctx context.Context, mb *messages, system *[]types.Sy
 			status = types.ToolResultStatusError
 		}
 		mb.add(types.ConversationRoleUser, &types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{
-			ToolUseId: aws.String(it.CallID), Status: status,
+			ToolUseId: aws.String(toolUseID(it.CallID)), Status: status,
 			Content: []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: text}}}})
 	case api.ItemReasoning:
 		if b := reasoningBlock(it); b != nil {
@@ -361,4 +363,22 @@ func inference(req *provider.Request, thinking bool) (*types.InferenceConfigurat
 		return nil, extra
 	}
 	return &ic, extra
+}
+
+// toolUseID is a call id as Bedrock accepts it (1 to 64 of [a-zA-Z0-9_-]):
+// the id itself when it fits, else a name derived from its SHA-256, the
+// same for the call and its result. Ids of other providers and Lambent's
+// own item ids (server-executed calls) can be longer or hold other
+// characters.
+func toolUseID(id string) string {
+	ok := id != "" && len(id) <= 64
+	for i := 0; ok && i < len(id); i++ {
+		c := id[i]
+		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+	}
+	if ok {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "tooluse_" + hex.EncodeToString(sum[:20])
 }
