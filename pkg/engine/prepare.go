@@ -58,7 +58,7 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest) (*
 	r := &run{req: req, mcpItems: e.mcpItems()}
 	var prev *store.Record
 	if req.PreviousResponseID != "" {
-		rec, err := e.get(ctx, req.PreviousResponseID, "previous_response_id")
+		rec, err := e.previous(ctx, req.PreviousResponseID)
 		if err != nil {
 			return nil, err
 		}
