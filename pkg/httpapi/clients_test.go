@@ -56,11 +56,11 @@ func jsClients(t *testing.T) string {
 	return dir
 }
 
-// runJS runs one client script against the gateway and decodes what it
-// printed into v.
-func runJS(t *testing.T, dir, script, baseURL string, v any) {
+// runJS runs one client script against the gateway (with args after the
+// base URL) and decodes what it printed into v.
+func runJS(t *testing.T, dir, script, baseURL string, v any, args ...string) {
 	t.Helper()
-	cmd := exec.Command("node", filepath.Join(dir, script), baseURL)
+	cmd := exec.Command("node", append([]string{filepath.Join(dir, script), baseURL}, args...)...)
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

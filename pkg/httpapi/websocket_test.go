@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-		"fmt"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -548,4 +548,64 @@ func (g *gateway) doAuth(method, path, key string) (int, http.Header, []byte) {
 	b, err := io.ReadAll(res.Body)
 	require.NoError(g.t, err)
 	return res.StatusCode, res.Header, b
+}
+
+// The OpenAI Agents SDK's Responses WebSocket transport works unchanged:
+// create, continuation, store=false continuation on the same socket and
+// its failure on a new one, eviction after a failed continuation,
+// sequential runs on one socket, client and hosted tools, errors, auth,
+// and its keep-alive pings.
+func TestWebSocketAgentsSDK(t *testing.T) {
+	dir := jsClients(t)
+	g := newWSGateway(t, nil)
+	type attempt struct {
+		Text, Final, LastResponseID string
+		Envelope                    *struct {
+			Status      int
+			Code, Param string
+		}
+		Thrown string
+	}
+	var got struct {
+		Errors []string
+		Create *struct{ Text, LastResponseID string }
+		Previous, StoreFalse, AfterErrors *struct{ Text string }
+		Streamed                          *struct{ Text, Final, Thrown string }
+		Sequential                        []string
+		Tools                             *struct {
+			Text string
+			Ran  []string
+		}
+		Hosted *struct {
+			Text  string
+			Items []string
+		}
+		FailedTurn, AfterEviction, Invalid, NewSocket, BadKey, OtherTenant *attempt
+	}
+	runJS(t, dir, "agents_ws.mjs", g.srv.URL+"/v1", &got, wsKeyA, wsKeyB)
+	require.Empty(t, got.Errors)
+	require.Equal(t, "Hello from Lambent.", got.Create.Text)
+	require.Equal(t, "Your name is Ada.", got.Previous.Text)
+	require.Equal(t, "Your name is Grace.", got.StoreFalse.Text)
+	require.Equal(t, "Hello from Lambent.", got.Streamed.Text)
+	require.Empty(t, got.Streamed.Thrown)
+	require.Equal(t, []string{"Hello from Lambent.", "Hello from Lambent.", "Hello from Lambent."}, got.Sequential)
+	require.Equal(t, "Result: sunny in Rome", got.Tools.Text)
+	require.Equal(t, []string{"Rome"}, got.Tools.Ran)
+	require.Equal(t, "Result: 391", got.Hosted.Text)
+	require.NotContains(t, got.Hosted.Items, "function_call", "the SDK must not run a hosted tool")
+
+	require.NotEmpty(t, got.FailedTurn.Thrown)
+	for name, a := range map[string]*attempt{"afterEviction": got.AfterEviction, "newSocket": got.NewSocket, "otherTenant": got.OtherTenant} {
+		require.NotNil(t, a.Envelope, name)
+		require.Equal(t, "previous_response_not_found", a.Envelope.Code, name)
+		require.Equal(t, http.StatusNotFound, a.Envelope.Status, name)
+		require.NotEmpty(t, a.Thrown, name)
+	}
+	require.NotNil(t, got.Invalid.Envelope)
+	require.Equal(t, http.StatusBadRequest, got.Invalid.Envelope.Status)
+	require.Equal(t, "temperature", got.Invalid.Envelope.Param)
+	require.Equal(t, "Hello from Lambent.", got.AfterErrors.Text)
+	require.Nil(t, got.BadKey.Envelope)
+	require.NotEmpty(t, got.BadKey.Thrown)
 }
