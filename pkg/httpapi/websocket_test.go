@@ -567,8 +567,8 @@ func TestWebSocketAgentsSDK(t *testing.T) {
 		Thrown string
 	}
 	var got struct {
-		Errors []string
-		Create *struct{ Text, LastResponseID string }
+		Errors                            []string
+		Create                            *struct{ Text, LastResponseID string }
 		Previous, StoreFalse, AfterErrors *struct{ Text string }
 		Streamed                          *struct{ Text, Final, Thrown string }
 		Sequential                        []string
