@@ -415,6 +415,20 @@ var grantUses = map[string]grantUse{
 	"bedrock-model bedrock:InvokeModel":                   {env: "LAMBENT_PROVIDER", dir: "pkg/provider/bedrock", code: `\.Converse\(ctx`},
 	"bedrock-model bedrock:InvokeModelWithResponseStream": {env: "LAMBENT_PROVIDER", dir: "pkg/provider/bedrock", code: `\.ConverseStream\(ctx`},
 	"bedrock-guardrail bedrock:ApplyGuardrail":            {env: "LAMBENT_BEDROCK_GUARDRAIL_ID", dir: "pkg/provider/bedrock", code: `GuardrailIdentifier:`},
+	// WebSocket mode: the connections (pkg/wsapi/apigw) and their latest
+	// responses (through pkg/store/dynamodb), the queue of turns, and the
+	// Management API.
+	"WebSocketConnectionsTable dynamodb:GetItem":          {env: "LAMBENT_WEBSOCKET_TABLE", dir: "pkg/wsapi/apigw", code: `GetItemInput\{`},
+	"WebSocketConnectionsTable dynamodb:PutItem":          {env: "LAMBENT_WEBSOCKET_TABLE", dir: "pkg/wsapi/apigw", code: `PutItemInput\{`},
+	"WebSocketConnectionsTable dynamodb:DeleteItem":       {env: "LAMBENT_WEBSOCKET_TABLE", dir: "pkg/wsapi/apigw", code: `DeleteItemInput\{`},
+	"WebSocketConnectionsTable dynamodb:BatchGetItem":     {env: "LAMBENT_WEBSOCKET_TABLE", dir: "pkg/store/dynamodb", code: `BatchGetItemInput\{`},
+	"WebSocketConnectionsTable dynamodb:BatchWriteItem":   {env: "LAMBENT_WEBSOCKET_TABLE", dir: "pkg/store/dynamodb", code: `BatchWriteItemInput\{`},
+	"WebSocketConnectionsTable dynamodb:Query":            {env: "LAMBENT_WEBSOCKET_TABLE", dir: "pkg/store/dynamodb", code: `QueryInput\{`},
+	"WebSocketQueue sqs:SendMessage":                      {env: "LAMBENT_WEBSOCKET_QUEUE_URL", dir: "pkg/wsapi", code: `SendMessageInput\{`},
+	"WebSocketQueue sqs:ReceiveMessage":                   {poller: true},
+	"WebSocketQueue sqs:DeleteMessage":                    {poller: true},
+	"WebSocketQueue sqs:GetQueueAttributes":               {poller: true},
+	"websocket-connections execute-api:ManageConnections": {env: "LAMBENT_WEBSOCKET_QUEUE_URL", dir: "pkg/wsapi", code: `PostToConnectionInput\{|DeleteConnectionInput\{`},
 }
 
 // notScanned are the files whose API calls never run in a deployed

@@ -41,7 +41,7 @@ var pendingEnvNames = []string{}
 
 // The functions the product needs, and the streaming routes of the REST API.
 var (
-	requiredFunctions = []string{"GatewayFunction", "WorkerFunction", "CalculatorToolFunction", "FetchUrlToolFunction"}
+	requiredFunctions = []string{"GatewayFunction", "WorkerFunction", "WebSocketFunction", "CalculatorToolFunction", "FetchUrlToolFunction"}
 	restRoutes        = []string{
 		"POST /v1/responses",
 		"GET /v1/responses/{id}",
@@ -610,6 +610,9 @@ func TestRestAPIStreams(t *testing.T) {
 		if props["Principal"] != "apigateway.amazonaws.com" {
 			continue
 		}
+		if src, _ := sub(props["SourceArn"]); strings.Contains(src, "${WebSocketApi}/") {
+			continue // the WebSocket API's: TestWebSocketAPI
+		}
 		if r, a, ok := getAtt(props["FunctionName"]); !ok || r != "GatewayFunction" || a != "Arn" {
 			if !isRef(props["FunctionName"], "GatewayFunction") {
 				t.Errorf("%s lets API Gateway invoke %v", id, props["FunctionName"])
@@ -854,11 +857,16 @@ func TestToolManifestMatchesToolFunctions(t *testing.T) {
 var allowedResources = map[string][]string{
 	"GatewayFunction": {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "LambentBus", "ssm-parameter", "api-keys-parameter", "compaction-keys-parameter", "secret-key-parameter", "kms-key", "bedrock-model", "bedrock-guardrail"},
 	"WorkerFunction":  {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "LambentBus", "ssm-parameter", "compaction-keys-parameter", "secret-key-parameter", "kms-key", "bedrock-model", "bedrock-guardrail"},
+	"WebSocketFunction": {"ResponsesTable", "WebSocketConnectionsTable", "CalculatorToolFunction", "FetchUrlToolFunction", "WebSocketQueue", "websocket-connections",
+		"ssm-parameter", "api-keys-parameter", "compaction-keys-parameter", "secret-key-parameter", "kms-key", "bedrock-model", "bedrock-guardrail"},
 }
 
 // serviceOf is the IAM service prefix each kind of resource goes with.
 var serviceOf = map[string]string{
 	"ResponsesTable":            "dynamodb",
+	"WebSocketConnectionsTable": "dynamodb",
+	"WebSocketQueue":            "sqs",
+	"websocket-connections":     "execute-api",
 	"CalculatorToolFunction":    "lambda",
 	"FetchUrlToolFunction":      "lambda",
 	"ResponsesQueue":            "sqs",
@@ -878,6 +886,8 @@ const (
 	compactionKeysArn     = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${CompactionKeysParameter}"
 	secretKeyParameterArn = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${SecretKeyParameter}"
 	guardrailArn          = "arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:guardrail/${BedrockGuardrailId}"
+	// wsConnectionsArn is the WebSocket API's connections, for one method.
+	wsConnectionsArn = "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${WebSocketApi}/${WebSocketStageName}/%s/@connections/*"
 )
 
 // classify names the resource an IAM Resource value stands for, or "".
@@ -908,6 +918,9 @@ func classify(v any) string {
 	}
 	if s, ok := sub(v); ok && s == guardrailArn {
 		return "bedrock-guardrail"
+	}
+	if s, ok := sub(v); ok && (s == fmt.Sprintf(wsConnectionsArn, "POST") || s == fmt.Sprintf(wsConnectionsArn, "DELETE")) {
+		return "websocket-connections"
 	}
 	return ""
 }
@@ -1005,7 +1018,7 @@ func TestIAMLeastPrivilege(t *testing.T) {
 				}
 			}
 		}
-		if id == "GatewayFunction" || id == "WorkerFunction" {
+		if id == "GatewayFunction" || id == "WorkerFunction" || id == "WebSocketFunction" {
 			for fn := range toolFns {
 				if !invokes[fn] {
 					t.Errorf("%s may not invoke the tool function %s", id, fn)

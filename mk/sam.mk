@@ -11,13 +11,16 @@
 SAM ?= sam
 SAM_GO_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w"
 
-.PHONY: build-GatewayFunction build-WorkerFunction build-CalculatorToolFunction build-FetchUrlToolFunction deploy sam-validate
+.PHONY: build-GatewayFunction build-WorkerFunction build-WebSocketFunction build-CalculatorToolFunction build-FetchUrlToolFunction deploy sam-validate
 
 build-GatewayFunction:
 	$(SAM_GO_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/gateway
 
 build-WorkerFunction:
 	$(SAM_GO_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/worker
+
+build-WebSocketFunction:
+	$(SAM_GO_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/websocket
 
 build-CalculatorToolFunction:
 	$(SAM_GO_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/tools/calculator

@@ -24,7 +24,8 @@ const (
 )
 
 // Serve runs the local HTTP server: h on addr until ctx ends, then a
-// graceful shutdown. ready, when not nil, is called with the bound address
+// graceful shutdown (a handler with a Shutdown method, such as
+// httpapi.Handler's WebSocket connections, is shut down with it). ready, when not nil, is called with the bound address
 // once the server accepts connections (LAMBENT_ADDR may name port 0).
 //
 // Reading a request's header is bounded by 10 s, and reading the whole
@@ -56,7 +57,21 @@ func serve(ctx context.Context, addr string, h http.Handler, ready func(net.Addr
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	// http.Server.Shutdown does not see hijacked (WebSocket) connections:
+	// a handler that holds some closes them at the same time.
+	connsDone := make(chan error, 1)
+	go func() {
+		if s, ok := h.(interface{ Shutdown(context.Context) error }); ok {
+			connsDone <- s.Shutdown(sctx)
+			return
+		}
+		connsDone <- nil
+	}()
+	err = srv.Shutdown(sctx)
+	if cerr := <-connsDone; err == nil {
+		err = cerr
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil

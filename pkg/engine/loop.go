@@ -88,11 +88,14 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 }
 
 func (e *Engine) save(ctx context.Context, r *run) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	if err := keep(sctx, &store.Record{Response: r.resp, Input: r.input, Context: r.history}); err != nil {
+		return err
+	}
 	if e.cfg.Store == nil || !r.req.Stores() {
 		return nil
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-	defer cancel()
 	return e.cfg.Store.Create(sctx, &store.Record{Response: r.resp, Input: r.input, Context: r.history})
 }
 

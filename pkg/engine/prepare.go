@@ -71,7 +71,7 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id
 		r.resp.ID = id
 	}
 	if req.PreviousResponseID != "" {
-		rec, err := e.get(ctx, req.PreviousResponseID, "previous_response_id")
+		rec, err := e.previous(ctx, req.PreviousResponseID)
 		if err != nil {
 			return nil, err
 		}

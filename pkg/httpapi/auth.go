@@ -9,19 +9,41 @@ import (
 	"github.com/lambent/lambent/pkg/tenant"
 )
 
-// keyring maps the SHA-256 of each API key to its tenant, so a lookup
-// neither keeps nor compares the keys themselves.
-type keyring map[[sha256.Size]byte]string
+// Keyring maps the SHA-256 of each API key to its tenant, so a lookup
+// neither keeps nor compares the keys themselves. A nil Keyring accepts
+// every request (no keys configured).
+type Keyring map[[sha256.Size]byte]string
 
-func newKeyring(keys map[string]string) keyring {
+// NewKeyring returns the keyring of keys (API key → tenant); nil when
+// keys is empty.
+func NewKeyring(keys map[string]string) Keyring {
 	if len(keys) == 0 {
 		return nil
 	}
-	k := make(keyring, len(keys))
+	k := make(Keyring, len(keys))
 	for key, tenant := range keys {
 		k[sha256.Sum256([]byte(key))] = tenant
 	}
 	return k
+}
+
+// Tenant returns the tenant of the bearer key in an Authorization header
+// value, or the 401 error to answer. A nil Keyring returns the default
+// tenant.
+func (k Keyring) Tenant(authorization string) (string, *api.Error) {
+	if k == nil {
+		return tenant.Default, nil
+	}
+	key, ok := bearer(authorization)
+	name, known := k[sha256.Sum256([]byte(key))]
+	if ok && known {
+		return name, nil
+	}
+	msg := "Incorrect API key provided."
+	if !ok {
+		msg = "You didn't provide an API key. Send it in the Authorization header as 'Bearer YOUR_KEY'."
+	}
+	return "", &api.Error{Status: http.StatusUnauthorized, Type: api.ErrTypeInvalidRequest, Code: "invalid_api_key", Message: msg}
 }
 
 // authenticate scopes the request to its tenant. A request the front door
@@ -37,15 +59,10 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (*http.Re
 	if h.keys == nil {
 		return r, true
 	}
-	key, ok := bearer(r.Header.Get("Authorization"))
-	name, known := h.keys[sha256.Sum256([]byte(key))]
-	if !ok || !known {
+	name, err := h.keys.Tenant(r.Header.Get("Authorization"))
+	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="lambent"`)
-		msg := "Incorrect API key provided."
-		if !ok {
-			msg = "You didn't provide an API key. Send it in the Authorization header as 'Bearer YOUR_KEY'."
-		}
-		h.writeError(w, &api.Error{Status: http.StatusUnauthorized, Type: api.ErrTypeInvalidRequest, Code: "invalid_api_key", Message: msg})
+		h.writeError(w, err)
 		return r, false
 	}
 	return r.WithContext(tenant.With(r.Context(), name)), true

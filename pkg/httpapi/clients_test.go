@@ -56,8 +56,8 @@ func jsClients(t *testing.T) string {
 	return dir
 }
 
-// runJS runs one client script against the gateway (with more arguments
-// after the base URL) and decodes what it printed into v.
+// runJS runs one client script against the gateway (with args after the
+// base URL) and decodes what it printed into v.
 func runJS(t *testing.T, dir, script, baseURL string, v any, args ...string) {
 	t.Helper()
 	cmd := exec.Command("node", append([]string{filepath.Join(dir, script), baseURL}, args...)...)
@@ -77,36 +77,39 @@ func runJS(t *testing.T, dir, script, baseURL string, v any, args ...string) {
 //   - "my name": the name the conversation gave earlier, if the model saw it;
 //   - anything else: "Hello from Lambent."
 func clientModel() *fakellm.Server {
-	return fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn {
-		msgs := req.Messages
-		last := msgs[len(msgs)-1]
-		if last.Role == "tool" {
-			return fakellm.Turn{Text: "Result: " + last.Content.String()}
-		}
-		user := strings.ToLower(last.Content.String())
-		switch {
-		case strings.Contains(user, "weather"):
-			return fakellm.Turn{ToolCalls: []fakellm.ToolCall{{Name: "get_weather", Arguments: `{"city":"Rome"}`}}}
-		case strings.Contains(user, "calculate"):
-			return fakellm.Turn{ToolCalls: []fakellm.ToolCall{{Name: "calculator", Arguments: `{"expression":"17*23"}`}}}
-		case strings.Contains(user, "my name?"):
-			for _, m := range msgs {
-				if s := m.Content.String(); strings.Contains(s, "My name is ") {
-					return fakellm.Turn{Text: "Your name is " + strings.TrimSpace(strings.SplitN(s, "My name is ", 2)[1]) + "."}
-				}
+	return fakellm.NewHandler(clientTurn)
+}
+
+// clientTurn is clientModel's answer to req.
+func clientTurn(req fakellm.Request) fakellm.Turn {
+	msgs := req.Messages
+	last := msgs[len(msgs)-1]
+	if last.Role == "tool" {
+		return fakellm.Turn{Text: "Result: " + last.Content.String()}
+	}
+	user := strings.ToLower(last.Content.String())
+	switch {
+	case strings.Contains(user, "weather"):
+		return fakellm.Turn{ToolCalls: []fakellm.ToolCall{{Name: "get_weather", Arguments: `{"city":"Rome"}`}}}
+	case strings.Contains(user, "calculate"):
+		return fakellm.Turn{ToolCalls: []fakellm.ToolCall{{Name: "calculator", Arguments: `{"expression":"17*23"}`}}}
+	case strings.Contains(user, "my name?"):
+		for _, m := range msgs {
+			if s := m.Content.String(); strings.Contains(s, "My name is ") {
+				return fakellm.Turn{Text: "Your name is " + strings.TrimSpace(strings.SplitN(s, "My name is ", 2)[1]) + "."}
 			}
-			return fakellm.Turn{Text: "I do not know your name."}
-		case strings.Contains(user, "again"):
-			var seen []string
-			for _, m := range msgs {
-				if m.Role == "tool" {
-					seen = append(seen, m.Content.String())
-				}
-			}
-			return fakellm.Turn{Text: fmt.Sprintf("Earlier results: %s", strings.Join(seen, ", "))}
 		}
-		return fakellm.Turn{Text: "Hello from Lambent."}
-	})
+		return fakellm.Turn{Text: "I do not know your name."}
+	case strings.Contains(user, "again"):
+		var seen []string
+		for _, m := range msgs {
+			if m.Role == "tool" {
+				seen = append(seen, m.Content.String())
+			}
+		}
+		return fakellm.Turn{Text: fmt.Sprintf("Earlier results: %s", strings.Join(seen, ", "))}
+	}
+	return fakellm.Turn{Text: "Hello from Lambent."}
 }
 
 // The Vercel AI SDK works unchanged: text, streams, client tools over

@@ -55,7 +55,7 @@ func validator(t *testing.T) *schema.Validator {
 
 // gateway is one wired gateway on a loopback server in front of a fake model.
 type gateway struct {
-	t      *testing.T
+	t      testing.TB
 	fake   *fakellm.Server
 	app    *app.App
 	srv    *httptest.Server
@@ -71,7 +71,7 @@ func newGateway(t *testing.T, fake *fakellm.Server, env map[string]string) *gate
 }
 
 // newGatewayWith is newGateway with parts of the wiring replaced.
-func newGatewayWith(t *testing.T, fake *fakellm.Server, env map[string]string, opts *app.Options) *gateway {
+func newGatewayWith(t testing.TB, fake *fakellm.Server, env map[string]string, opts *app.Options) *gateway {
 	t.Helper()
 	t.Cleanup(fake.Close)
 	vars := map[string]string{

@@ -16,6 +16,7 @@ import (
 	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine"
+	"github.com/lambent/lambent/pkg/wsapi"
 )
 
 // Service is what the HTTP API needs of the engine.
@@ -50,6 +51,9 @@ type Config struct {
 	// Requests that a front door authenticated with AWS IAM need no key:
 	// their tenant is the caller's IAM ARN (tenant.Caller).
 	APIKeys map[string]string
+	// WebSocket configures WebSocket mode on /v1/responses (package
+	// wsapi); its Service, Logger and ReadLimit default to this Config's.
+	WebSocket wsapi.Config
 }
 
 // Handler is the HTTP API.
@@ -57,7 +61,8 @@ type Handler struct {
 	svc     Service
 	maxBody int64
 	log     *slog.Logger
-	keys    keyring
+	keys    Keyring
+	ws      *wsapi.Server
 }
 
 // New returns the API handler.
@@ -68,7 +73,23 @@ func New(cfg Config) *Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Handler{svc: cfg.Service, maxBody: cfg.MaxBody, log: cfg.Logger, keys: newKeyring(cfg.APIKeys)}
+	ws := cfg.WebSocket
+	if ws.Service == nil {
+		ws.Service = cfg.Service
+	}
+	if ws.Logger == nil {
+		ws.Logger = cfg.Logger
+	}
+	if ws.ReadLimit <= 0 {
+		ws.ReadLimit = cfg.MaxBody
+	}
+	return &Handler{svc: cfg.Service, maxBody: cfg.MaxBody, log: cfg.Logger, keys: NewKeyring(cfg.APIKeys), ws: wsapi.NewServer(ws)}
+}
+
+// Shutdown closes the open WebSocket connections, each after its response
+// in flight (http.Server.Shutdown does not see hijacked connections).
+func (h *Handler) Shutdown(ctx context.Context) error {
+	return h.ws.Shutdown(ctx)
 }
 
 // ServeHTTP routes a request. Panics are recovered into a 500 in the
@@ -96,6 +117,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case path == "/healthz":
 		h.only(w, r, http.MethodGet, func() { h.writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
+	case path == "/v1/responses" && wsapi.IsUpgrade(r):
+		h.ws.ServeHTTP(w, r)
 	case path == "/v1/responses":
 		h.only(w, r, http.MethodPost, func() { h.create(w, r) })
 	case path == "/v1/responses/compact":

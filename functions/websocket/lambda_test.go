@@ -1,0 +1,136 @@
+package main
+
+// The sample events under events/ (websocket-*.json: $connect, $default,
+// $disconnect and the SQS delivery of a turn) go through the function's
+// real handler, wired by newHandler from the environment as in Lambda: the
+// SDK clients reach DynamoDB Local, a fake SQS endpoint and a fake
+// Management API, all speaking the real protocols.
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lambent/lambent/internal/dynamolocal"
+	"github.com/lambent/lambent/internal/dynamotest"
+	"github.com/lambent/lambent/internal/fakeapigw"
+	"github.com/lambent/lambent/internal/fakellm"
+	"github.com/lambent/lambent/internal/fakesqs"
+	"github.com/lambent/lambent/internal/ssecheck"
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/app"
+	"github.com/lambent/lambent/pkg/wsapi/apigw"
+)
+
+func TestMain(m *testing.M) { os.Exit(dynamolocal.MainLeakChecked(m)) }
+
+// sample reads events/name, with the connection's times set to now (the
+// connection limit and the table's expiry count from connectedAt).
+func sample(t *testing.T, name string) json.RawMessage {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "events", name))
+	require.NoError(t, err)
+	var ev map[string]any
+	require.NoError(t, json.Unmarshal(b, &ev), name)
+	if rc, ok := ev["requestContext"].(map[string]any); ok {
+		now := time.Now().UnixMilli()
+		rc["connectedAt"], rc["requestTimeEpoch"] = now, now
+	}
+	out, err := json.Marshal(ev)
+	require.NoError(t, err)
+	return out
+}
+
+func TestSampleEvents(t *testing.T) {
+	fake := fakellm.New(fakellm.Turn{Text: "Hello over the WebSocket."}, fakellm.Turn{Text: "Hello again."})
+	t.Cleanup(fake.Close)
+	mgmt := fakeapigw.Start()
+	t.Cleanup(mgmt.Close)
+	queue := fakesqs.Start()
+	t.Cleanup(queue.Close)
+	table := "lambent_ws_fn_" + api.NewID("")[24:]
+	dynamotest.NewStore(t, table) // creates the table (same key schema), deleted at cleanup
+
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKID")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "SECRET")
+	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", dynamolocal.Endpoint(t))
+	t.Setenv("AWS_ENDPOINT_URL_SQS", queue.URL)
+	vars := map[string]string{
+		"LAMBENT_PROVIDER_URL": fake.URL,
+		"LAMBENT_STORE":        "memory",
+		"LAMBENT_LOG_LEVEL":    "error",
+		"LAMBENT_API_KEYS":     "sk-lambent-example",
+		envTable:               table,
+		envQueueURL:            queue.URL + "/123456789012/lambent-WebSocketQueue.fifo",
+		envEndpoint:            mgmt.URL + "/prod",
+	}
+	getenv := func(k string) string { return vars[k] }
+	cfg, err := app.FromEnv(getenv)
+	require.NoError(t, err)
+	require.NoError(t, app.ResolveSecrets(t.Context(), &cfg, getenv))
+	log := app.Logger(cfg, io.Discard)
+	a, err := app.Build(t.Context(), cfg, log, nil)
+	require.NoError(t, err)
+	t.Cleanup(a.Close)
+	h, err := newHandler(t.Context(), a, cfg, log, getenv)
+	require.NoError(t, err)
+	const conn = "J5mKDcXaoAMCJdA="
+
+	out, err := h.Invoke(t.Context(), sample(t, "websocket-connect.json"))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, out.(events.APIGatewayProxyResponse).StatusCode)
+	mgmt.Connect(conn)
+
+	// $default queues the message in the connection's FIFO group and
+	// returns without running it.
+	out, err = h.Invoke(t.Context(), sample(t, "websocket-default.json"))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, out.(events.APIGatewayProxyResponse).StatusCode)
+	require.Zero(t, fake.Calls())
+	msgs := queue.Take()
+	require.Len(t, msgs, 1)
+	require.Equal(t, conn, msgs[0].MessageGroupID)
+	require.Equal(t, "J5mKdG8JIAMFkRw=", msgs[0].MessageDeduplicationID)
+
+	// The sample SQS delivery of that turn, then the queued message itself.
+	turn := func(payload json.RawMessage, want string) {
+		t.Helper()
+		before := len(mgmt.Messages(conn))
+		out, err := h.Invoke(t.Context(), payload)
+		require.NoError(t, err)
+		require.Empty(t, out.(events.SQSEventResponse).BatchItemFailures)
+		var evs []ssecheck.Event
+		for _, m := range mgmt.Messages(conn)[before:] {
+			ev, err := ssecheck.Decode(m)
+			require.NoError(t, err, "%s", m)
+			evs = append(evs, ev)
+		}
+		require.NoError(t, ssecheck.Check(nil, evs))
+		text, err := ssecheck.OutputText(evs)
+		require.NoError(t, err)
+		require.Equal(t, want, text)
+	}
+	turn(sample(t, "websocket-sqs-turn.json"), "Hello over the WebSocket.")
+	b, err := json.Marshal(fakesqs.Event(msgs...))
+	require.NoError(t, err)
+	turn(b, "Hello again.")
+
+	out, err = h.Invoke(t.Context(), sample(t, "websocket-disconnect.json"))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, out.(events.APIGatewayProxyResponse).StatusCode)
+	conns, err := apigw.NewConnections(dynamotest.Client(t), table, nil)
+	require.NoError(t, err)
+	c, err := conns.Load(t.Context(), conn)
+	require.NoError(t, err)
+	require.Nil(t, c, "$disconnect forgets the connection")
+}

@@ -1,0 +1,328 @@
+// Package apigw is the AWS front door of WebSocket mode: an API Gateway
+// WebSocket API whose $connect, $default and $disconnect routes invoke one
+// Lambda function, which sends the events back through the API Gateway
+// Management API (PostToConnection).
+//
+// An API Gateway integration must answer within 29 s, and a response may
+// take minutes, so $default does not run the response: it puts the
+// message on an SQS FIFO queue, with the connection id as its message
+// group, and returns at once. The same function consumes that queue (an
+// event source mapping, one message per invocation, up to the Lambda
+// maximum of 15 minutes) and runs the turn through wsapi.Session, posting
+// each event as it comes. FIFO message groups give what the spec asks of a
+// connection: its messages are processed one at a time, in order, while
+// other connections run in parallel.
+//
+// Each message may land on another Lambda instance, so a connection's
+// state lives in DynamoDB (Connections): its tenant (from the API key of
+// $connect), when it opened (the 60-minute limit) and its latest response,
+// store: false ones included, expiring with the connection.
+//
+// API Gateway refuses a message over 128 KB. An event over that limit is
+// not sent; the turn ends with a websocket_message_too_large error
+// envelope naming the event and the response id (wsapi.Session.Handle),
+// while the response runs to its end and remains continuable from the
+// connection (and readable over HTTP when store=true).
+package apigw
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/apigatewaymanagementapi"
+	mgmttypes "github.com/aws/aws-sdk-go-v2/service/apigatewaymanagementapi/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/httpapi"
+	"github.com/lambent/lambent/pkg/tenant"
+	"github.com/lambent/lambent/pkg/wsapi"
+)
+
+// MaxMessage is API Gateway's limit of a WebSocket message (128 KB), in
+// both directions.
+const MaxMessage = 128 << 10
+
+// ManagementAPI is the part of the API Gateway Management API client the
+// handler uses; *apigatewaymanagementapi.Client implements it.
+type ManagementAPI interface {
+	PostToConnection(ctx context.Context, in *apigatewaymanagementapi.PostToConnectionInput, optFns ...func(*apigatewaymanagementapi.Options)) (*apigatewaymanagementapi.PostToConnectionOutput, error)
+	DeleteConnection(ctx context.Context, in *apigatewaymanagementapi.DeleteConnectionInput, optFns ...func(*apigatewaymanagementapi.Options)) (*apigatewaymanagementapi.DeleteConnectionOutput, error)
+}
+
+// QueueAPI is the part of the SQS client the handler uses.
+type QueueAPI interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+// Config configures a Handler. Service, Connections, Management, Queue
+// and QueueURL are required.
+type Config struct {
+	Service     wsapi.Service
+	Connections *Connections
+	Management  ManagementAPI
+	Queue       QueueAPI
+	// QueueURL is the SQS FIFO queue of the turns.
+	QueueURL string
+	// Keys are the API keys $connect checks (nil: no key required).
+	Keys httpapi.Keyring
+	// Endpoint overrides the Management API endpoint; by default it is
+	// https://{domainName}/{stage} of the route event.
+	Endpoint string
+	// MaxAge is how long a connection is served (default 60 minutes).
+	MaxAge time.Duration
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Handler handles the invocations of the WebSocket function.
+type Handler struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns a handler for cfg.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Service == nil || cfg.Connections == nil || cfg.Management == nil || cfg.Queue == nil || cfg.QueueURL == "" {
+		return nil, errors.New("apigw: Service, Connections, Management, Queue and QueueURL are required")
+	}
+	if cfg.MaxAge <= 0 {
+		cfg.MaxAge = wsapi.DefaultMaxAge
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Handler{cfg: cfg, log: cfg.Logger}, nil
+}
+
+// Invoke handles one invocation: a route event of the WebSocket API, or an
+// SQS batch of turns (answered with its partial batch failures).
+func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, error) {
+	var probe struct {
+		Records        []json.RawMessage `json:"Records"`
+		RequestContext struct {
+			EventType string `json:"eventType"`
+		} `json:"requestContext"`
+	}
+	if err := json.Unmarshal(payload, &probe); err != nil {
+		return nil, fmt.Errorf("apigw: event is not a JSON object: %w", err)
+	}
+	if len(probe.Records) > 0 {
+		var ev events.SQSEvent
+		if err := json.Unmarshal(payload, &ev); err != nil {
+			return nil, fmt.Errorf("apigw: SQS event: %w", err)
+		}
+		return h.Turns(ctx, ev), nil
+	}
+	var ev events.APIGatewayWebsocketProxyRequest
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		return nil, fmt.Errorf("apigw: WebSocket event: %w", err)
+	}
+	switch probe.RequestContext.EventType {
+	case "CONNECT":
+		return h.connect(ctx, &ev), nil
+	case "MESSAGE":
+		return h.message(ctx, &ev)
+	case "DISCONNECT":
+		return h.disconnect(ctx, &ev), nil
+	}
+	return nil, fmt.Errorf("apigw: unknown event (requestContext.eventType %q)", probe.RequestContext.EventType)
+}
+
+func reply(status int, e *api.Error) events.APIGatewayProxyResponse {
+	res := events.APIGatewayProxyResponse{StatusCode: status}
+	if e != nil {
+		b, _ := json.Marshal(api.ErrorBody{Error: e})
+		res.Body = string(b)
+		res.Headers = map[string]string{"Content-Type": "application/json"}
+	}
+	return res
+}
+
+// connect authenticates the upgrade with the API key of its Authorization
+// header and records the connection; any other answer than 200 refuses it.
+func (h *Handler) connect(ctx context.Context, ev *events.APIGatewayWebsocketProxyRequest) events.APIGatewayProxyResponse {
+	name, aerr := h.cfg.Keys.Tenant(header(ev, "Authorization"))
+	if aerr != nil {
+		return reply(aerr.Status, aerr)
+	}
+	connectedAt := time.UnixMilli(ev.RequestContext.ConnectedAt)
+	if ev.RequestContext.ConnectedAt == 0 {
+		connectedAt = h.cfg.Now()
+	}
+	if err := h.cfg.Connections.Open(ctx, ev.RequestContext.ConnectionID, name, connectedAt); err != nil {
+		h.log.Error("websocket $connect", "connection_id", ev.RequestContext.ConnectionID, "err", err)
+		return reply(http.StatusInternalServerError, api.ServerError(err, "could not open the connection"))
+	}
+	return reply(http.StatusOK, nil)
+}
+
+func header(ev *events.APIGatewayWebsocketProxyRequest, name string) string {
+	if v := http.Header(ev.MultiValueHeaders).Get(name); v != "" {
+		return v
+	}
+	for k, v := range ev.Headers {
+		if http.CanonicalHeaderKey(k) == name {
+			return v
+		}
+	}
+	return ""
+}
+
+// turn is a client message on the queue.
+type turn struct {
+	ConnectionID string `json:"connection_id"`
+	Endpoint     string `json:"endpoint"`
+	Body         string `json:"body"`
+	Base64       bool   `json:"base64,omitempty"`
+}
+
+// message queues a client message ($default) in its connection's message
+// group, and returns at once: the turn runs from the queue.
+func (h *Handler) message(ctx context.Context, ev *events.APIGatewayWebsocketProxyRequest) (events.APIGatewayProxyResponse, error) {
+	rc := ev.RequestContext
+	body, err := json.Marshal(turn{ConnectionID: rc.ConnectionID, Endpoint: "https://" + rc.DomainName + "/" + rc.Stage, Body: ev.Body, Base64: ev.IsBase64Encoded})
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, fmt.Errorf("apigw: encode turn: %w", err)
+	}
+	dedup := rc.RequestID
+	if dedup == "" {
+		dedup = fmt.Sprint(rc.MessageID)
+	}
+	if _, err := h.cfg.Queue.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl:               aws.String(h.cfg.QueueURL),
+		MessageBody:            aws.String(string(body)),
+		MessageGroupId:         aws.String(rc.ConnectionID),
+		MessageDeduplicationId: aws.String(dedup),
+	}); err != nil {
+		// API Gateway tells the client the integration failed; Lambda's
+		// error log has the cause.
+		return events.APIGatewayProxyResponse{}, fmt.Errorf("apigw: queue the message of %s: %w", rc.ConnectionID, err)
+	}
+	return reply(http.StatusOK, nil), nil
+}
+
+func (h *Handler) disconnect(ctx context.Context, ev *events.APIGatewayWebsocketProxyRequest) events.APIGatewayProxyResponse {
+	if err := h.cfg.Connections.Close(ctx, ev.RequestContext.ConnectionID); err != nil {
+		h.log.Error("websocket $disconnect", "connection_id", ev.RequestContext.ConnectionID, "err", err)
+	}
+	return reply(http.StatusOK, nil)
+}
+
+// Turns runs the queued messages of ev in order. A message whose
+// connection could not be read is reported as a batch item failure, so
+// SQS delivers it again (and holds its group's later messages back); a
+// turn that ran is never repeated.
+func (h *Handler) Turns(ctx context.Context, ev events.SQSEvent) events.SQSEventResponse {
+	var res events.SQSEventResponse
+	for i, rec := range ev.Records {
+		if err := h.runTurn(ctx, rec.Body); err != nil {
+			h.log.Error("websocket turn", "message_id", rec.MessageId, "err", err)
+			// FIFO: the records after a failure must not run before it.
+			for _, r := range ev.Records[i:] {
+				res.BatchItemFailures = append(res.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+			}
+			return res
+		}
+	}
+	return res
+}
+
+func (h *Handler) runTurn(ctx context.Context, body string) error {
+	var t turn
+	if err := json.Unmarshal([]byte(body), &t); err != nil || t.ConnectionID == "" {
+		h.log.Error("websocket turn: malformed queue message, dropped", "err", err)
+		return nil
+	}
+	conn, err := h.cfg.Connections.Load(ctx, t.ConnectionID)
+	if err != nil {
+		return err
+	}
+	if conn == nil {
+		h.log.Info("websocket turn: the connection is gone, message dropped", "connection_id", t.ConnectionID)
+		return nil
+	}
+	ctx, cancel := context.WithCancel(tenant.With(ctx, conn.Tenant))
+	defer cancel()
+	endpoint := t.Endpoint
+	if h.cfg.Endpoint != "" {
+		endpoint = h.cfg.Endpoint
+	}
+	p := &poster{api: h.cfg.Management, id: t.ConnectionID, endpoint: endpoint, gone: cancel}
+	if h.expired(conn) {
+		return h.limit(ctx, p)
+	}
+	m := wsapi.Message{Binary: t.Base64, Data: []byte(t.Body), Size: int64(len(t.Body))}
+	if t.Base64 {
+		if m.Data, err = base64.StdEncoding.DecodeString(t.Body); err != nil {
+			m.Data = nil
+		}
+		m.Size = int64(len(m.Data))
+	}
+	sess := &wsapi.Session{Service: h.cfg.Service, Cache: conn, Sender: p, ReadLimit: MaxMessage, WriteLimit: MaxMessage, Logger: h.log}
+	if err := sess.Handle(ctx, m); err != nil {
+		h.log.Info("websocket turn: the client went away", "connection_id", t.ConnectionID, "err", err)
+		return nil
+	}
+	if h.expired(conn) {
+		return h.limit(ctx, p)
+	}
+	return nil
+}
+
+func (h *Handler) expired(c *Connection) bool {
+	return !h.cfg.Now().Before(c.ConnectedAt.Add(h.cfg.MaxAge))
+}
+
+// limit ends a connection past MaxAge: the error, then DeleteConnection
+// (whose $disconnect forgets its state).
+func (h *Handler) limit(ctx context.Context, p *poster) error {
+	if err := p.Send(ctx, wsapi.EncodeError(wsapi.ConnectionLimitError())); err != nil {
+		return nil
+	}
+	if _, err := p.api.DeleteConnection(ctx, &apigatewaymanagementapi.DeleteConnectionInput{ConnectionId: aws.String(p.id)}, p.at); err != nil && !isGone(err) {
+		h.log.Error("websocket: close a connection at its limit", "connection_id", p.id, "err", err)
+	}
+	return nil
+}
+
+// poster sends messages to one connection through the Management API.
+type poster struct {
+	api      ManagementAPI
+	id       string
+	endpoint string
+	// gone cancels the turn when the client has gone away.
+	gone context.CancelFunc
+}
+
+func (p *poster) at(o *apigatewaymanagementapi.Options) { o.BaseEndpoint = aws.String(p.endpoint) }
+
+// Send posts msg (PostToConnection).
+func (p *poster) Send(ctx context.Context, msg []byte) error {
+	_, err := p.api.PostToConnection(ctx, &apigatewaymanagementapi.PostToConnectionInput{ConnectionId: aws.String(p.id), Data: msg}, p.at)
+	if err != nil {
+		if isGone(err) {
+			p.gone()
+		}
+		return fmt.Errorf("apigw: post to %s: %w", p.id, err)
+	}
+	return nil
+}
+
+func isGone(err error) bool {
+	var gone *mgmttypes.GoneException
+	return errors.As(err, &gone)
+}

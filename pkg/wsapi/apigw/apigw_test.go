@@ -1,0 +1,389 @@
+package apigw_test
+
+// The AWS front door of WebSocket mode, driven through Handler.Invoke with
+// the events API Gateway and the SQS event source send, against a fake
+// Management API speaking the real protocol (the SDK's
+// apigatewaymanagementapi client posts to it), a fake SQS endpoint (the
+// SDK's sqs client), DynamoDB Local for the connections table, and a fake
+// Chat Completions model behind the real engine.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/apigatewaymanagementapi"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lambent/lambent/internal/dynamolocal"
+	"github.com/lambent/lambent/internal/dynamotest"
+	"github.com/lambent/lambent/internal/fakeapigw"
+	"github.com/lambent/lambent/internal/fakellm"
+	"github.com/lambent/lambent/internal/fakesqs"
+	"github.com/lambent/lambent/internal/ssecheck"
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/app"
+	"github.com/lambent/lambent/pkg/httpapi"
+	"github.com/lambent/lambent/pkg/tenant"
+	"github.com/lambent/lambent/pkg/wsapi"
+	"github.com/lambent/lambent/pkg/wsapi/apigw"
+)
+
+func TestMain(m *testing.M) { os.Exit(dynamolocal.MainLeakChecked(m)) }
+
+const (
+	keyA  = "sk-apigw-acme-0123456789abcdef"
+	keyB  = "sk-apigw-globex-0123456789abcdef"
+	stage = "prod"
+)
+
+// model answers "My name is X" / "What is my name?" from the conversation,
+// fails on "fail", and otherwise greets.
+func model() *fakellm.Server {
+	return fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn {
+		last := req.Messages[len(req.Messages)-1].Content.String()
+		switch {
+		case strings.Contains(last, "fail"):
+			return fakellm.Turn{Status: http.StatusBadRequest, ErrorMessage: "refused"}
+		case strings.Contains(last, "What is my name?"):
+			for _, m := range req.Messages {
+				if s := m.Content.String(); strings.HasPrefix(s, "My name is ") {
+					return fakellm.Turn{Text: "Your name is " + strings.TrimPrefix(s, "My name is ") + "."}
+				}
+			}
+			return fakellm.Turn{Text: "I do not know your name."}
+		}
+		return fakellm.Turn{Text: "Hello from API Gateway."}
+	})
+}
+
+type env struct {
+	t     *testing.T
+	h     *apigw.Handler
+	mgmt  *fakeapigw.Server
+	queue *fakesqs.Server
+	conns *apigw.Connections
+	fake  *fakellm.Server
+	now   *clock
+	app   *app.App
+}
+
+// clock is a settable clock for the connection limit.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	fake := model()
+	t.Cleanup(fake.Close)
+	vars := map[string]string{"LAMBENT_PROVIDER_URL": fake.URL, "LAMBENT_DEFAULT_MODEL": "test-model", "LAMBENT_STORE": "memory", "LAMBENT_LOG_LEVEL": "error"}
+	cfg, err := app.FromEnv(func(k string) string { return vars[k] })
+	require.NoError(t, err)
+	a, err := app.Build(t.Context(), cfg, app.Logger(cfg, io.Discard), nil)
+	require.NoError(t, err)
+	t.Cleanup(a.Close)
+
+	mgmt := fakeapigw.Start()
+	t.Cleanup(mgmt.Close)
+	queue := fakesqs.Start()
+	t.Cleanup(queue.Close)
+	creds := credentials.NewStaticCredentialsProvider("AKID", "SECRET", "")
+
+	db := dynamotest.Client(t)
+	table := "lambent_ws_test_" + api.NewID("")[24:]
+	now := &clock{t: time.Now()}
+	conns, err := apigw.NewConnections(db, table, now.Now)
+	require.NoError(t, err)
+	require.NoError(t, conns.Records().EnsureTable(t.Context()))
+	t.Cleanup(func() {
+		_, _ = db.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: aws.String(table)})
+	})
+
+	h, err := apigw.New(apigw.Config{
+		Service:     a.Engine,
+		Connections: conns,
+		Management:  apigatewaymanagementapi.New(apigatewaymanagementapi.Options{Region: "us-east-1", Credentials: creds}),
+		Queue:       sqs.New(sqs.Options{Region: "us-east-1", Credentials: creds, BaseEndpoint: aws.String(queue.URL)}),
+		QueueURL:    queue.URL + "/123456789012/lambent-websocket.fifo",
+		Keys:        httpapi.NewKeyring(map[string]string{keyA: "acme", keyB: "globex"}),
+		Endpoint:    mgmt.URL + "/" + stage,
+		Logger:      app.Logger(cfg, io.Discard),
+		Now:         now.Now,
+	})
+	require.NoError(t, err)
+	return &env{t: t, h: h, mgmt: mgmt, queue: queue, conns: conns, fake: fake, now: now, app: a}
+}
+
+// invoke sends ev through the Lambda entry point as its JSON.
+func (e *env) invoke(ev any) any {
+	e.t.Helper()
+	b, err := json.Marshal(ev)
+	require.NoError(e.t, err)
+	out, err := e.h.Invoke(e.t.Context(), b)
+	require.NoError(e.t, err)
+	return out
+}
+
+func routeEvent(eventType, route, conn, key, body string, connectedAt time.Time) events.APIGatewayWebsocketProxyRequest {
+	ev := events.APIGatewayWebsocketProxyRequest{
+		Body: body,
+		RequestContext: events.APIGatewayWebsocketProxyRequestContext{
+			RouteKey: route, EventType: eventType, ConnectionID: conn, Stage: stage,
+			DomainName: "abc123.execute-api.us-east-1.amazonaws.com", APIID: "abc123",
+			RequestID: api.NewID("req_"), ConnectedAt: connectedAt.UnixMilli(), MessageDirection: "IN",
+		},
+	}
+	if key != "" {
+		ev.Headers = map[string]string{"Authorization": "Bearer " + key}
+		ev.MultiValueHeaders = map[string][]string{"Authorization": {"Bearer " + key}}
+	}
+	return ev
+}
+
+// connect opens a connection with key (through $connect) and returns its
+// id.
+func (e *env) connect(key string) string {
+	e.t.Helper()
+	id := api.NewID("")[30:] + "="
+	res := e.invoke(routeEvent("CONNECT", "$connect", id, key, "", e.now.Now())).(events.APIGatewayProxyResponse)
+	require.Equal(e.t, http.StatusOK, res.StatusCode, res.Body)
+	e.mgmt.Connect(id)
+	return id
+}
+
+// send is a client message: $default queues it and returns without
+// running it; the queue then delivers it to the function. It returns the
+// messages the client received for it.
+func (e *env) send(conn, body string) [][]byte {
+	e.t.Helper()
+	before := len(e.mgmt.Messages(conn))
+	calls := e.fake.Calls()
+	res := e.invoke(routeEvent("MESSAGE", "$default", conn, "", body, e.now.Now())).(events.APIGatewayProxyResponse)
+	require.Equal(e.t, http.StatusOK, res.StatusCode)
+	// $default answers within API Gateway's 29 s integration timeout
+	// whatever the response takes: it ran no model call and sent nothing.
+	require.Equal(e.t, calls, e.fake.Calls())
+	require.Len(e.t, e.mgmt.Messages(conn), before)
+	msgs := e.queue.Take()
+	require.Len(e.t, msgs, 1)
+	require.Equal(e.t, conn, msgs[0].MessageGroupID, "one FIFO message group per connection")
+	require.NotEmpty(e.t, msgs[0].MessageDeduplicationID)
+	out := e.invoke(fakesqs.Event(msgs...)).(events.SQSEventResponse)
+	require.Empty(e.t, out.BatchItemFailures)
+	return e.mgmt.Messages(conn)[before:]
+}
+
+// events decodes and checks the messages of one successful turn.
+func (e *env) events(msgs [][]byte) []ssecheck.Event {
+	e.t.Helper()
+	var evs []ssecheck.Event
+	for _, m := range msgs {
+		ev, err := ssecheck.Decode(m)
+		require.NoError(e.t, err, "%s", m)
+		evs = append(evs, ev)
+	}
+	require.NoError(e.t, ssecheck.Check(nil, evs))
+	require.NoError(e.t, ssecheck.CheckOpenAI(evs))
+	return evs
+}
+
+func (e *env) text(evs []ssecheck.Event) string {
+	e.t.Helper()
+	s, err := ssecheck.OutputText(evs)
+	require.NoError(e.t, err)
+	return s
+}
+
+// envelope decodes the one error envelope a turn answered with.
+func (e *env) envelope(msgs [][]byte) wsapi.Envelope {
+	e.t.Helper()
+	require.Equal(e.t, 1, len(msgs), "want one error envelope")
+	var env struct {
+		wsapi.Envelope
+		Error struct {
+			Code, Message, Param, Type string
+		} `json:"error"`
+	}
+	require.NoError(e.t, json.Unmarshal(msgs[0], &env), "%s", msgs[0])
+	require.Equal(e.t, "error", env.Type)
+	return wsapi.Envelope{Type: env.Type, Status: env.Status, Error: &api.Error{Code: env.Error.Code, Message: env.Error.Message, Param: env.Error.Param, Type: env.Error.Type}}
+}
+
+func lastID(evs []ssecheck.Event) string { return evs[len(evs)-1].Response.ID }
+
+func TestConnectAuth(t *testing.T) {
+	e := newEnv(t)
+	for _, key := range []string{"", "sk-wrong"} {
+		id := "refused" + key + "="
+		res := e.invoke(routeEvent("CONNECT", "$connect", id, key, "", e.now.Now())).(events.APIGatewayProxyResponse)
+		require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+		require.Contains(t, res.Body, "invalid_api_key")
+		conn, err := e.conns.Load(t.Context(), id)
+		require.NoError(t, err)
+		require.Nil(t, conn)
+	}
+	id := e.connect(keyB)
+	conn, err := e.conns.Load(t.Context(), id)
+	require.NoError(t, err)
+	require.Equal(t, "globex", conn.Tenant)
+}
+
+// Create, continuation, store=false continuation on the same connection
+// (through the DynamoDB connection cache, from any Lambda instance) and
+// its failure on another, eviction after a failed continuation.
+func TestTurns(t *testing.T) {
+	e := newEnv(t)
+	c1 := e.connect(keyA)
+	evs := e.events(e.send(c1, `{"type":"response.create","store":false,"input":"My name is Ada"}`))
+	require.Equal(t, "response.completed", evs[len(evs)-1].Type)
+	first := lastID(evs)
+	evs = e.events(e.send(c1, fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"What is my name?"}`, first)))
+	require.Equal(t, "Your name is Ada.", e.text(evs))
+	second := lastID(evs)
+
+	// Not readable over HTTP, nor from another connection.
+	_, err := e.app.Engine.GetResponse(t.Context(), second)
+	require.Error(t, err)
+	c2 := e.connect(keyA)
+	env := e.envelope(e.send(c2, fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"What is my name?"}`, second)))
+	require.Equal(t, http.StatusNotFound, env.Status)
+	require.Equal(t, "previous_response_not_found", env.Error.Code)
+
+	// Only the latest response is kept: the first is gone from the table.
+	_, err = e.conns.Records().Get(t.Context(), first)
+	require.Error(t, err)
+
+	// A failed continuation evicts what it continued from.
+	evs = e.events(e.send(c1, fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"Please fail"}`, second)))
+	require.Equal(t, "response.failed", evs[len(evs)-1].Type)
+	env = e.envelope(e.send(c1, fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"What is my name?"}`, second)))
+	require.Equal(t, "previous_response_not_found", env.Error.Code)
+
+	// Bad messages get the envelope; binary frames arrive base64-encoded.
+	env = e.envelope(e.send(c1, `not json`))
+	require.Equal(t, "invalid_json", env.Error.Code)
+	bin := routeEvent("MESSAGE", "$default", c1, "", "AAEC", e.now.Now())
+	bin.IsBase64Encoded = true
+	e.invoke(bin)
+	e.invoke(fakesqs.Event(e.queue.Take()...))
+	msgs := e.mgmt.Messages(c1)
+	env = e.envelope(msgs[len(msgs)-1:])
+	require.Equal(t, wsapi.CodeBinaryMessage, env.Error.Code)
+
+	// $disconnect forgets the connection and its response.
+	evs = e.events(e.send(c1, `{"type":"response.create","store":false,"input":"Hi"}`))
+	kept := lastID(evs)
+	_, err = e.conns.Records().Get(tenantCtx(t, "acme"), kept)
+	require.NoError(t, err)
+	e.invoke(routeEvent("DISCONNECT", "$disconnect", c1, "", "", e.now.Now()))
+	conn, err := e.conns.Load(t.Context(), c1)
+	require.NoError(t, err)
+	require.Nil(t, conn)
+	_, err = e.conns.Records().Get(tenantCtx(t, "acme"), kept)
+	require.Error(t, err)
+}
+
+// Messages of one connection are processed one at a time in order: the
+// FIFO group delivers them one by one, and each turn's events end before
+// the next turn's begin.
+func TestSequentialTurns(t *testing.T) {
+	e := newEnv(t)
+	c := e.connect(keyA)
+	for i := range 3 {
+		e.invoke(routeEvent("MESSAGE", "$default", c, "", fmt.Sprintf(`{"type":"response.create","store":false,"input":"Message %d"}`, i), e.now.Now()))
+	}
+	msgs := e.queue.Take()
+	require.Len(t, msgs, 3)
+	for _, m := range msgs {
+		require.Equal(t, c, m.MessageGroupID)
+		out := e.invoke(fakesqs.Event(m)).(events.SQSEventResponse)
+		require.Empty(t, out.BatchItemFailures)
+	}
+	var evs []ssecheck.Event
+	turns := 0
+	for _, m := range e.mgmt.Messages(c) {
+		ev, err := ssecheck.Decode(m)
+		require.NoError(t, err)
+		evs = append(evs, ev)
+		if ev.Type == "response.completed" {
+			require.NoError(t, ssecheck.Check(nil, evs))
+			evs, turns = nil, turns+1
+		}
+	}
+	require.Equal(t, 3, turns)
+	require.Empty(t, evs)
+}
+
+// An event over API Gateway's 128 KB message limit is never sent cut or
+// dropped silently: the client gets the events before it, then an error
+// envelope naming it; the response ran to its end and continues.
+func TestEventOverMessageLimit(t *testing.T) {
+	e := newEnv(t)
+	c := e.connect(keyA)
+	// The message fits API Gateway's limit; response.created, which
+	// carries the instructions and the rest of the response, does not.
+	big := strings.Repeat("x", apigw.MaxMessage-300)
+	msgs := e.send(c, fmt.Sprintf(`{"type":"response.create","store":false,"instructions":%q,"input":"My name is Ada"}`, big))
+	require.Equal(t, 1, len(msgs), "response.created is over the limit: not sent, nor anything after it")
+	env := e.envelope(msgs)
+	require.Equal(t, wsapi.CodeMessageTooLarge, env.Error.Code)
+	require.Equal(t, http.StatusInternalServerError, env.Status)
+	require.Contains(t, env.Error.Message, "response.created")
+	conn, err := e.conns.Load(t.Context(), c)
+	require.NoError(t, err)
+	require.NotEmpty(t, conn.Latest)
+	require.Contains(t, env.Error.Message, conn.Latest)
+	evs := e.events(e.send(c, fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"What is my name?"}`, conn.Latest)))
+	require.Equal(t, "Your name is Ada.", e.text(evs))
+}
+
+// After 60 minutes a message gets websocket_connection_limit_reached and
+// the connection is closed (DeleteConnection).
+func TestConnectionLimit(t *testing.T) {
+	e := newEnv(t)
+	c := e.connect(keyA)
+	e.events(e.send(c, `{"type":"response.create","store":false,"input":"Hi"}`))
+	e.now.add(wsapi.DefaultMaxAge)
+	env := e.envelope(e.send(c, `{"type":"response.create","store":false,"input":"Hi"}`))
+	require.Equal(t, wsapi.CodeConnectionLimit, env.Error.Code)
+	require.Equal(t, []string{c}, e.mgmt.Deleted())
+}
+
+// A client gone before its turn: the post fails with GoneException, the
+// turn ends, nothing is retried.
+func TestClientGone(t *testing.T) {
+	e := newEnv(t)
+	c := e.connect(keyA)
+	e.mgmt.Disconnect(c)
+	require.Empty(t, e.send(c, `{"type":"response.create","store":false,"input":"Hi"}`))
+}
+
+func tenantCtx(t *testing.T, name string) context.Context {
+	return tenant.With(t.Context(), name)
+}

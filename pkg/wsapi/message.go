@@ -1,0 +1,126 @@
+package wsapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/lambent/lambent/internal/wirejson"
+	"github.com/lambent/lambent/pkg/api"
+)
+
+// TypeResponseCreate is the type of the one message a client sends.
+const TypeResponseCreate = "response.create"
+
+// Error codes of WebSocket mode.
+const (
+	// CodeConnectionLimit ends a connection that reached MaxAge.
+	CodeConnectionLimit = "websocket_connection_limit_reached"
+	// CodeUnknownMessageType answers a message whose type is not
+	// response.create.
+	CodeUnknownMessageType = "unknown_message_type"
+	// CodeBinaryMessage answers a binary frame.
+	CodeBinaryMessage = "unsupported_message_format"
+	// CodeMessageTooLarge answers a response event larger than the
+	// transport can send (API Gateway's 128 KB).
+	CodeMessageTooLarge = "websocket_message_too_large"
+	// CodeTooManyQueued answers a response.create while too many wait.
+	CodeTooManyQueued = "too_many_queued_messages"
+)
+
+// Message is one message a client sent.
+type Message struct {
+	// Binary is set for a binary frame (the spec's messages are text).
+	Binary bool
+	// Data is the message, at most the read limit.
+	Data []byte
+	// Size is the message's full size; above len(Data) the message was
+	// over the limit and only its start was read.
+	Size int64
+}
+
+// Envelope is the spec's error message:
+// {"type":"error","status":400,"error":{"code","message","param","type"}}.
+type Envelope struct {
+	Type   string     `json:"type"`
+	Status int        `json:"status"`
+	Error  *api.Error `json:"error"`
+}
+
+// EncodeError returns the error envelope of err.
+func EncodeError(err error) []byte {
+	e := api.AsError(err)
+	b, merr := wirejson.Marshal(Envelope{Type: api.EventError, Status: e.Status, Error: e})
+	if merr != nil {
+		return []byte(`{"type":"error","status":500,"error":{"message":"internal error: could not encode the error","type":"server_error","param":null,"code":"server_error"}}`)
+	}
+	return b
+}
+
+// ConnectionLimitError is the error that ends a connection at MaxAge.
+func ConnectionLimitError() *api.Error {
+	return &api.Error{Status: http.StatusBadRequest, Type: api.ErrTypeInvalidRequest, Code: CodeConnectionLimit,
+		Message: "This WebSocket connection reached its 60-minute limit; open a new connection (continue with previous_response_id for store=true responses, else resend the full input)."}
+}
+
+// transportFields are the create request's HTTP-only fields that a
+// WebSocket response.create must not carry.
+var transportFields = []string{"stream", "stream_options", "background"}
+
+// DecodeCreate decodes a response.create message into a streaming create
+// request. The body is the standard create body plus "type"; stream,
+// stream_options and background are HTTP transport fields and rejected,
+// except "stream": true, which only says what a WebSocket always does and
+// which the OpenAI Agents SDK sends.
+func DecodeCreate(m Message, limit int64) (*api.CreateResponseRequest, error) {
+	if m.Binary {
+		return nil, &api.Error{Status: http.StatusBadRequest, Type: api.ErrTypeInvalidRequest, Code: CodeBinaryMessage,
+			Message: "Binary WebSocket messages are not supported; send each response.create as a JSON text message."}
+	}
+	if m.Size > int64(len(m.Data)) || int64(len(m.Data)) > limit {
+		return nil, &api.Error{Status: http.StatusRequestEntityTooLarge, Type: api.ErrTypeInvalidRequest, Code: "request_too_large",
+			Message: fmt.Sprintf("The message of %d bytes exceeds the limit of %d bytes.", max(m.Size, int64(len(m.Data))), limit)}
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(m.Data, &fields); err != nil || fields == nil {
+		return nil, api.InvalidRequestCode("", "invalid_json", "Each WebSocket message must be a JSON object with \"type\": %q.", TypeResponseCreate)
+	}
+	var typ string
+	if raw, ok := fields["type"]; !ok || json.Unmarshal(raw, &typ) != nil || typ != TypeResponseCreate {
+		return nil, api.InvalidRequestCode("type", CodeUnknownMessageType, "Unsupported message type %s: the only message a client sends is %q.", typeText(fields["type"]), TypeResponseCreate)
+	}
+	delete(fields, "type")
+	for _, k := range transportFields {
+		v, ok := fields[k]
+		if !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+			delete(fields, k)
+			continue
+		}
+		if k == "stream" && bytes.Equal(bytes.TrimSpace(v), []byte("true")) {
+			delete(fields, k)
+			continue
+		}
+		return nil, api.InvalidRequestCode(k, "unsupported_parameter", "Unsupported parameter: '%s' is an HTTP transport field and is not accepted on a WebSocket connection.", k)
+	}
+	body, err := json.Marshal(fields)
+	if err != nil {
+		return nil, api.InvalidRequestCode("", "invalid_json", "could not parse the message: %v", err)
+	}
+	req, err := api.DecodeCreateRequest(body)
+	if err != nil {
+		return nil, err
+	}
+	req.Stream = true
+	return req, nil
+}
+
+func typeText(raw json.RawMessage) string {
+	if raw == nil {
+		return "(none)"
+	}
+	if len(raw) > 64 {
+		raw = raw[:64]
+	}
+	return string(raw)
+}

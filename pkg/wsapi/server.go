@@ -1,0 +1,285 @@
+package wsapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/lambent/lambent/pkg/api"
+)
+
+// Server defaults.
+const (
+	DefaultMaxAge       = 60 * time.Minute
+	DefaultPingInterval = 30 * time.Second
+	DefaultMaxQueued    = 16
+	DefaultWriteTimeout = time.Minute
+)
+
+// Config configures a Server. Service is required; the rest have working
+// zero values.
+type Config struct {
+	Service Service
+	// Logger receives connection errors (default slog.Default()).
+	Logger *slog.Logger
+	// ReadLimit bounds a client message (default DefaultReadLimit); a
+	// larger one is read to its end and answered with a 413 error
+	// envelope, and the connection stays open.
+	ReadLimit int64
+	// MaxAge is how long a connection lives (default 60 minutes, the
+	// spec's limit). Then no new response starts: the one in flight
+	// completes, the client gets websocket_connection_limit_reached and
+	// the connection closes (1000).
+	MaxAge time.Duration
+	// PingInterval paces the server's pings (default 30 s; negative: none).
+	// A pong missing for an interval closes the connection. Client pings
+	// are answered at any time, also while a response is in flight.
+	PingInterval time.Duration
+	// MaxQueued bounds the response.create messages waiting behind the one
+	// in flight (default 16); a client that sends more is disconnected
+	// with 1008 (policy violation).
+	MaxQueued int
+	// WriteTimeout bounds sending one message to a client that does not
+	// read (default 1 minute); then the connection closes.
+	WriteTimeout time.Duration
+}
+
+// Server is the local WebSocket front door: its ServeHTTP upgrades an
+// authenticated request (the caller authenticates and scopes its context
+// to the tenant) and serves the connection until it ends.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex
+	closing chan struct{}
+	closed  bool
+	conns   sync.WaitGroup
+}
+
+// NewServer returns a server for cfg.
+func NewServer(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.ReadLimit <= 0 {
+		cfg.ReadLimit = DefaultReadLimit
+	}
+	if cfg.MaxAge <= 0 {
+		cfg.MaxAge = DefaultMaxAge
+	}
+	if cfg.PingInterval == 0 {
+		cfg.PingInterval = DefaultPingInterval
+	}
+	if cfg.MaxQueued <= 0 {
+		cfg.MaxQueued = DefaultMaxQueued
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	return &Server{cfg: cfg, log: cfg.Logger, closing: make(chan struct{})}
+}
+
+// IsUpgrade reports whether r asks for a WebSocket.
+func IsUpgrade(r *http.Request) bool {
+	return r.Method == http.MethodGet && httpguts.HeaderValuesContainsToken(r.Header["Connection"], "upgrade") &&
+		httpguts.HeaderValuesContainsToken(r.Header["Upgrade"], "websocket")
+}
+
+// ServeHTTP upgrades r and serves the connection until it ends. After
+// Shutdown it answers 503.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"error":{"message":"The server is shutting down.","type":"server_error","param":null,"code":"server_shutting_down"}}` + "\n"))
+		return
+	}
+	s.conns.Add(1)
+	s.mu.Unlock()
+	defer s.conns.Done()
+	c, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		s.log.Info("websocket upgrade refused", "err", err)
+		return
+	}
+	s.serve(r.Context(), c)
+}
+
+// Shutdown stops accepting connections and closes the open ones: each
+// finishes its response in flight, then closes with 1001 (going away). It
+// returns when every connection has ended, or with ctx's error when ctx
+// ends first (the connections left are then closed at once).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.closing)
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.conns.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// serve runs one connection: a reader goroutine queues messages (and lets
+// the library answer pings and close frames while a response is in
+// flight), this goroutine handles them in order, and a pinger checks that
+// the client is alive.
+func (s *Server) serve(parent context.Context, c *websocket.Conn) {
+	ctx, cancel := context.WithCancel(parent)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		_ = c.CloseNow()
+		wg.Wait()
+	}()
+	deadline := time.Now().Add(s.cfg.MaxAge)
+	age := time.NewTimer(s.cfg.MaxAge)
+	defer age.Stop()
+	c.SetReadLimit(-1) // read() applies ReadLimit and keeps the connection
+	msgs := make(chan Message, s.cfg.MaxQueued)
+	readDone := make(chan error, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		readDone <- s.read(ctx, c, msgs)
+	}()
+	if s.cfg.PingInterval > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.ping(ctx, cancel, c)
+		}()
+	}
+	sess := &Session{Service: s.cfg.Service, Cache: NewMemoryCache(), Sender: &connSender{c: c, timeout: s.cfg.WriteTimeout},
+		ReadLimit: s.cfg.ReadLimit, Logger: s.log}
+	limit := func() {
+		_ = sess.Sender.Send(ctx, EncodeError(ConnectionLimitError()))
+		_ = c.Close(websocket.StatusNormalClosure, CodeConnectionLimit)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case err := <-readDone:
+			if err != nil && websocket.CloseStatus(err) == -1 && !errors.Is(err, context.Canceled) {
+				s.log.Debug("websocket connection ended", "err", err)
+			}
+			return
+		case <-age.C:
+			limit()
+			return
+		case <-s.closing:
+			_ = c.Close(websocket.StatusGoingAway, "server shutting down")
+			return
+		case m := <-msgs:
+			switch {
+			case s.isClosing():
+				_ = c.Close(websocket.StatusGoingAway, "server shutting down")
+				return
+			case !time.Now().Before(deadline):
+				limit()
+				return
+			}
+			if err := sess.Handle(ctx, m); err != nil {
+				return
+			}
+		}
+	}
+}
+
+func (s *Server) isClosing() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// read reads messages into msgs until the connection fails. A message
+// over ReadLimit is read to its end without being kept.
+func (s *Server) read(ctx context.Context, c *websocket.Conn, msgs chan<- Message) error {
+	for {
+		typ, r, err := c.Reader(ctx)
+		if err != nil {
+			return err
+		}
+		data, err := io.ReadAll(io.LimitReader(r, s.cfg.ReadLimit+1))
+		if err != nil {
+			return err
+		}
+		m := Message{Binary: typ == websocket.MessageBinary, Data: data, Size: int64(len(data))}
+		if m.Size > s.cfg.ReadLimit {
+			n, err := io.Copy(io.Discard, r)
+			if err != nil {
+				return err
+			}
+			m.Data, m.Size = nil, m.Size+n
+		}
+		select {
+		case msgs <- m:
+		default:
+			_ = c.Close(websocket.StatusPolicyViolation, CodeTooManyQueued)
+			return errors.New("wsapi: too many queued messages")
+		}
+	}
+}
+
+// ping pings the client every PingInterval; a missing pong ends the
+// connection.
+func (s *Server) ping(ctx context.Context, cancel context.CancelFunc, c *websocket.Conn) {
+	t := time.NewTicker(s.cfg.PingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, pcancel := context.WithTimeout(ctx, s.cfg.PingInterval)
+		err := c.Ping(pctx)
+		pcancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Info("websocket client missed a pong", "err", err)
+			}
+			cancel()
+			return
+		}
+	}
+}
+
+// connSender sends messages on a coder/websocket connection.
+type connSender struct {
+	c       *websocket.Conn
+	timeout time.Duration
+}
+
+// Send writes msg as one text message.
+func (cs *connSender) Send(ctx context.Context, msg []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, cs.timeout)
+	defer cancel()
+	if err := cs.c.Write(ctx, websocket.MessageText, msg); err != nil {
+		return api.ServerError(err, "websocket write: %v", err)
+	}
+	return nil
+}

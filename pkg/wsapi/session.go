@@ -1,0 +1,216 @@
+// Package wsapi serves the Responses API in WebSocket mode (OpenResponses
+// 2026-04-24, "WebSocket Transport"): a client opens a WebSocket on
+// /v1/responses and sends response.create messages; each is a create
+// request whose events come back as messages, the same event objects, in
+// the same order and with the same sequence_number as on an SSE stream.
+//
+// Session is the transport-free part, shared by both front doors: it
+// decodes a message, runs it through the engine with a WebSocket
+// engine.ResponseWriter and the connection's Cache (its latest response,
+// store: false included, so that continuations on the same connection
+// need no store), evicts the referenced previous response when a
+// continuation fails, and answers errors with the spec's envelope. Server
+// is the local front door (github.com/coder/websocket); package apigw is
+// the API Gateway WebSocket API front door.
+package wsapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/lambent/lambent/internal/wirejson"
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/engine"
+	"github.com/lambent/lambent/pkg/store"
+)
+
+// DefaultReadLimit is the default limit of a client message (8 MiB, the
+// HTTP API's body limit).
+const DefaultReadLimit = 8 << 20
+
+// Service is what WebSocket mode needs of the engine.
+type Service interface {
+	CreateResponse(ctx context.Context, req *api.CreateResponseRequest, w engine.ResponseWriter) error
+}
+
+// Sender sends one text message to the client of a connection.
+type Sender interface {
+	Send(ctx context.Context, msg []byte) error
+}
+
+// Cache is the connection-local cache of a connection's latest response.
+type Cache interface {
+	engine.ConnectionCache
+	// Evict forgets response id; a cache that does not hold it does
+	// nothing.
+	Evict(ctx context.Context, id string) error
+}
+
+// Session processes the messages of one connection. The transport calls
+// Handle for each message, one at a time and in order of arrival, so at
+// most one response is in flight per connection.
+type Session struct {
+	Service Service
+	Cache   Cache
+	Sender  Sender
+	// ReadLimit bounds a client message (default DefaultReadLimit).
+	ReadLimit int64
+	// WriteLimit bounds a message the transport can send (0: no limit). An
+	// event over it is never sent cut or dropped silently: see Handle.
+	WriteLimit int
+	// Logger receives errors (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Handle processes one client message. A response.create runs as a
+// streaming create request, its events sent as they come; any error is
+// sent as the error envelope, after which the connection stays usable:
+//
+//   - a message that is not a valid response.create (binary, not JSON,
+//     over ReadLimit, another type, HTTP transport fields, an invalid
+//     create body) and a create the engine refuses (previous_response_not_found,
+//     ...) get the envelope of that error, and nothing else;
+//   - an event over WriteLimit is not sent, nor are the events after it;
+//     the response runs to its end (and is kept by the connection and,
+//     with store=true, stored), and the turn ends with an envelope of
+//     status 500, code websocket_message_too_large, naming the event and
+//     the response id.
+//
+// When a continuation fails (an error envelope, or response.failed), the
+// referenced previous_response_id is evicted from the connection's cache.
+// Handle returns an error only when the connection can no longer send.
+func (s *Session) Handle(ctx context.Context, m Message) error {
+	limit := s.ReadLimit
+	if limit <= 0 {
+		limit = DefaultReadLimit
+	}
+	req, err := DecodeCreate(m, limit)
+	if err != nil {
+		return s.Sender.Send(ctx, EncodeError(err))
+	}
+	w := &eventWriter{ctx: ctx, send: s.Sender, limit: s.WriteLimit}
+	err = s.Service.CreateResponse(engine.WithConnectionCache(ctx, s.Cache), req, w)
+	failed := w.failed
+	var reply error
+	switch {
+	case w.sendErr != nil:
+		// The connection is gone: nothing more reaches the client.
+		return w.sendErr
+	case err != nil && errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		if w.started {
+			s.logger().Warn("websocket: error after the response started", "response_id", w.responseID, "err", err)
+		}
+		failed, reply = true, err
+	case w.tooLarge != nil:
+		failed, reply = true, w.tooLarge
+	}
+	if failed && req.PreviousResponseID != "" {
+		if err := s.Cache.Evict(ctx, req.PreviousResponseID); err != nil {
+			s.logger().Error("websocket: evict the previous response", "previous_response_id", req.PreviousResponseID, "err", err)
+		}
+	}
+	if reply != nil {
+		return s.Sender.Send(ctx, EncodeError(reply))
+	}
+	return nil
+}
+
+func (s *Session) logger() *slog.Logger {
+	if s.Logger == nil {
+		return slog.Default()
+	}
+	return s.Logger
+}
+
+// eventWriter is the WebSocket engine.ResponseWriter: each event is one
+// text message holding the event's JSON, the bytes an SSE stream carries
+// on its data line.
+type eventWriter struct {
+	ctx   context.Context
+	send  Sender
+	limit int
+	// started is set once an event was written; responseID is the
+	// response's id, from the first event that carries the response.
+	started    bool
+	responseID string
+	// failed is set by response.failed and error events.
+	failed bool
+	// tooLarge is the error of the first event over limit.
+	tooLarge *api.Error
+	sendErr  error
+}
+
+var errNotSent = errors.New("wsapi: event over the message limit")
+
+// WriteEvent sends ev as one message.
+func (w *eventWriter) WriteEvent(ev *api.StreamEvent) error {
+	if w.sendErr != nil {
+		return w.sendErr
+	}
+	if w.tooLarge != nil {
+		return errNotSent
+	}
+	w.started = true
+	if ev.Response != nil && w.responseID == "" {
+		w.responseID = ev.Response.ID
+	}
+	switch ev.Type {
+	case api.EventResponseFailed, api.EventError:
+		w.failed = true
+	}
+	data, err := wirejson.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode %s event: %w", ev.Type, err)
+	}
+	if w.limit > 0 && len(data) > w.limit {
+		w.tooLarge = &api.Error{Status: http.StatusInternalServerError, Type: api.ErrTypeServer, Code: CodeMessageTooLarge,
+			Message: fmt.Sprintf("Event %s (sequence_number %d) of response %s is %d bytes, over this WebSocket's message limit of %d bytes, so it and the rest of the response's events were not sent. "+
+				"The response ran to its end: continue from it with previous_response_id on this connection, or read it with GET /v1/responses/%s when it was stored (store=true).",
+				ev.Type, ev.SequenceNumber, w.responseID, len(data), w.limit, w.responseID)}
+		return errNotSent
+	}
+	if err := w.send.Send(w.ctx, data); err != nil {
+		w.sendErr = err
+		return err
+	}
+	return nil
+}
+
+// WriteResponse is never called: WebSocket requests always stream.
+func (w *eventWriter) WriteResponse(*api.Response) error {
+	return errors.New("wsapi: a WebSocket response is streamed, never written whole")
+}
+
+// MemoryCache is the Cache of a connection served in this process: its
+// latest response, in memory, gone with the connection.
+type MemoryCache struct {
+	m *store.Memory
+}
+
+// NewMemoryCache returns an empty cache.
+func NewMemoryCache() *MemoryCache {
+	return &MemoryCache{m: store.NewMemory(store.MemoryConfig{MaxEntries: 1})}
+}
+
+// Get returns the record of id when it is the latest response.
+func (c *MemoryCache) Get(ctx context.Context, id string) (*store.Record, error) {
+	return c.m.Get(ctx, id)
+}
+
+// Put makes rec the latest response, replacing the one before.
+func (c *MemoryCache) Put(ctx context.Context, rec *store.Record) error {
+	return c.m.Create(ctx, rec)
+}
+
+// Evict forgets id.
+func (c *MemoryCache) Evict(ctx context.Context, id string) error {
+	if err := c.m.Delete(ctx, id); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return nil
+}
