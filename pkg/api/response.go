@@ -36,6 +36,9 @@ type Response struct {
 	Metadata           map[string]string  `json:"metadata"`
 	SafetyIdentifier   *string            `json:"safety_identifier"`
 	PromptCacheKey     *string            `json:"prompt_cache_key"`
+	// Lambent is Lambent's extension field, omitted when it has nothing to
+	// say (strict clients see nothing new).
+	Lambent *LambentInfo `json:"lambent,omitempty"`
 }
 
 // MarshalJSON writes every field, nil output, tools and metadata as empty
@@ -59,6 +62,7 @@ func (r *Response) Clone() *Response {
 		u := *r.Usage
 		c.Usage = &u
 	}
+	c.Lambent = r.Lambent.clone()
 	return &c
 }
 

@@ -35,6 +35,8 @@ type run struct {
 	em          *emitter
 	asm         *assembler
 	budget      *budget
+	// obs observes the loop; nil when Config.Observer is (see observe).
+	obs ResponseObserver
 	// turns counts model calls, over every invocation of a background response.
 	turns int
 	// onTurn, when set, runs before every model call (background
@@ -229,6 +231,8 @@ func idPrefix(typ string) string {
 type requestTool struct {
 	def  api.ToolDefinition
 	exec tools.ToolExecutor
+	// kind is what runs its calls (ToolCall.Kind).
+	kind string
 }
 
 // resolveTools turns the request's tools into the definitions the model
@@ -252,6 +256,7 @@ func (r *run) resolveTools(hosted tools.Catalog) error {
 			if hosted != nil {
 				rt.def, rt.exec, ok = hosted.Lookup(t.HostedName())
 			}
+			rt.kind = ToolKindHosted
 			if !ok || rt.exec == nil {
 				return api.InvalidRequestCode(p+".type", "unknown_hosted_tool", "Unknown hosted tool %q: this gateway's tool manifest has no tool named %q.", t.Type, t.HostedName())
 			}

@@ -139,13 +139,15 @@ func newFetcher(cfg Config, lookup lookupFunc) *fetcher {
 	if f.maxOutput <= 0 {
 		f.maxOutput = DefaultMaxOutput
 	}
-	f.client = newClient(cfg.Client, f.guard)
+	f.client = newClient(cfg.Client, f.guard, false)
 	return f
 }
 
 // newClient builds the HTTP client: the caller's client (copied) or a fresh
 // one, with the guarded dialer installed and the guard's redirect policy.
-func newClient(base *http.Client, g *guard) *http.Client {
+// keepAlive keeps idle connections (each was checked when it was dialed)
+// for clients that send several requests to one server.
+func newClient(base *http.Client, g *guard, keepAlive bool) *http.Client {
 	var c http.Client
 	var t *http.Transport
 	if base != nil {
@@ -174,7 +176,7 @@ func newClient(base *http.Client, g *guard) *http.Client {
 		t.DialTLSContext = nil
 		t.DialTLS = nil //nolint:staticcheck // must not bypass the guarded dialer
 		t.Dial = nil    //nolint:staticcheck // must not bypass the guarded dialer
-		t.DisableKeepAlives = true
+		t.DisableKeepAlives = !keepAlive
 		t.ForceAttemptHTTP2 = true
 		c.Transport = t
 	}
