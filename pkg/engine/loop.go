@@ -206,6 +206,7 @@ func (r *run) toolChoiceMode() string {
 func (e *Engine) callModel(ctx context.Context, r *run, turn int) (res *provider.Result, err error) {
 	preq := r.providerRequest(turn)
 	r.asm = newAssembler(r)
+	r.modelCalls = turn + 1
 	ctx, cancel := r.budget.bound(ctx)
 	defer cancel()
 	start := e.cfg.Now()

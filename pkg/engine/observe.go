@@ -121,7 +121,8 @@ func (e *Engine) observe(ctx context.Context, r *run) (context.Context, func(out
 	octx, obs := e.cfg.Observer.StartResponse(ctx, r.resp)
 	r.obs = obs
 	return octx, func(out outcome) {
-		obs.EndResponse(octx, r.resp, &ResponseEnd{Status: out.status, Reason: out.reason, Err: out.err, Turns: r.turns, Attempts: 1, Duration: e.cfg.Now().Sub(start)})
+		obs.EndResponse(octx, r.resp, &ResponseEnd{Status: out.status, Reason: out.reason, Err: out.err, Turns: max(r.turns, r.modelCalls),
+			Attempts: 1, Duration: e.cfg.Now().Sub(start)})
 		r.obs = nil
 	}
 }

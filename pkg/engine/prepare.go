@@ -37,6 +37,9 @@ type run struct {
 	budget      *budget
 	// obs observes the loop; nil when Config.Observer is (see observe).
 	obs ResponseObserver
+	// modelCalls is the number of the last model call made (turns counts
+	// the turns begun, and may be one short when the loop ends in a turn).
+	modelCalls int
 	// turns counts model calls, over every invocation of a background response.
 	turns int
 	// onTurn, when set, runs before every model call (background
