@@ -840,8 +840,8 @@ func TestToolManifestMatchesToolFunctions(t *testing.T) {
 // allowedResources is every resource a function's policies may name; the
 // service of each action must match its resource's.
 var allowedResources = map[string][]string{
-	"GatewayFunction": {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "ssm-parameter", "api-keys-parameter", "compaction-keys-parameter", "kms-key"},
-	"WorkerFunction":  {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "LambentBus", "ssm-parameter", "compaction-keys-parameter", "kms-key"},
+	"GatewayFunction": {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "ssm-parameter", "api-keys-parameter", "compaction-keys-parameter", "kms-key", "hook-bus", "hook-function"},
+	"WorkerFunction":  {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "LambentBus", "ssm-parameter", "compaction-keys-parameter", "kms-key", "hook-bus", "hook-function"},
 }
 
 // serviceOf is the IAM service prefix each kind of resource goes with.
@@ -855,6 +855,8 @@ var serviceOf = map[string]string{
 	"api-keys-parameter":        "ssm",
 	"compaction-keys-parameter": "ssm",
 	"kms-key":                   "kms",
+	"hook-bus":                  "events",
+	"hook-function":             "lambda",
 }
 
 const (
@@ -870,6 +872,12 @@ func classify(v any) string {
 	}
 	if isRef(v, "ProviderApiKeyKmsKeyArn") {
 		return "kms-key"
+	}
+	if isRef(v, "ToolHookEventBusArn") {
+		return "hook-bus"
+	}
+	if isRef(v, "ToolHookFunctionArn") {
+		return "hook-function"
 	}
 	if s, ok := sub(v); ok && s == ssmParameterArn {
 		return "ssm-parameter"
