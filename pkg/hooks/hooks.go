@@ -15,7 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
+	"hash/maphash"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -111,6 +111,8 @@ type Dispatcher struct {
 	cfg    Config
 	log    *slog.Logger
 	queues []chan item
+	// seed picks a call's queue (its events stay in order).
+	seed   maphash.Seed
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -143,7 +145,7 @@ func New(cfg Config) *Dispatcher {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	d := &Dispatcher{cfg: cfg, log: cfg.Logger}
+	d := &Dispatcher{cfg: cfg, log: cfg.Logger, seed: maphash.MakeSeed()}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.queues = make([]chan item, cfg.Workers)
 	for i := range d.queues {
@@ -157,9 +159,7 @@ func New(cfg Config) *Dispatcher {
 // Send queues ev for delivery without blocking; errs (optional) collects
 // its failures for the response. A full queue drops ev.
 func (d *Dispatcher) Send(ev *Event, errs *Errors) {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(ev.CallID))
-	q := d.queues[h.Sum32()%uint32(len(d.queues))]
+	q := d.queues[maphash.String(d.seed, ev.CallID)%uint64(len(d.queues))]
 	d.mu.Lock()
 	d.pending++
 	d.mu.Unlock()

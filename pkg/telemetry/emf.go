@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -37,10 +38,12 @@ const (
 // API call is made. It is safe for concurrent use; every line is written
 // whole.
 type EMF struct {
-	mu        sync.Mutex
-	w         io.Writer
-	namespace string
-	log       *slog.Logger
+	mu  sync.Mutex
+	w   io.Writer
+	log *slog.Logger
+	// toolMetrics and responseMetrics are the lines' CloudWatchMetrics
+	// directives, encoded once.
+	toolMetrics, responseMetrics json.RawMessage
 }
 
 // NewEMF returns an EMF writer to w in namespace (DefaultNamespace when
@@ -52,13 +55,21 @@ func NewEMF(w io.Writer, namespace string, log *slog.Logger) *EMF {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &EMF{w: w, namespace: namespace, log: log}
-}
-
-// emfMetadata is a line's "_aws" member.
-type emfMetadata struct {
-	Timestamp         int64          `json:"Timestamp"`
-	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
+	directives := func(dims [][]string, metrics ...emfMetric) json.RawMessage {
+		b, err := json.Marshal([]emfDirective{{Namespace: namespace, Dimensions: dims, Metrics: metrics}})
+		if err != nil {
+			panic(err) // strings and slices of strings always encode
+		}
+		return b
+	}
+	return &EMF{w: w, log: log,
+		toolMetrics: directives([][]string{{DimOperation, DimTool}},
+			emfMetric{Name: MetricOperationDuration, Unit: "Seconds"}, emfMetric{Name: MetricToolErrors, Unit: "Count"}),
+		responseMetrics: directives([][]string{{DimOperation, DimModel}, {DimOperation, DimStatus}},
+			emfMetric{Name: MetricOperationDuration, Unit: "Seconds"}, emfMetric{Name: MetricTurns, Unit: "Count"},
+			emfMetric{Name: MetricAttempts, Unit: "Count"}, emfMetric{Name: MetricInputTokens, Unit: "Count"},
+			emfMetric{Name: MetricOutputTokens, Unit: "Count"}),
+	}
 }
 
 type emfDirective struct {
@@ -72,15 +83,52 @@ type emfMetric struct {
 	Unit string `json:"Unit"`
 }
 
-// line writes one EMF line: the metrics and dimensions named, with fields
-// holding their values and any other properties.
-func (e *EMF) line(at time.Time, dims [][]string, metrics []emfMetric, fields map[string]any) {
-	fields["_aws"] = emfMetadata{Timestamp: at.UnixMilli(), CloudWatchMetrics: []emfDirective{{Namespace: e.namespace, Dimensions: dims, Metrics: metrics}}}
-	b, err := json.Marshal(fields)
-	if err != nil {
+// emfToolLine is the line of a tool call (without its "_aws" member): its
+// metrics, their dimensions and properties that identify the call.
+type emfToolLine struct {
+	Operation  string  `json:"gen_ai.operation.name"`
+	Tool       string  `json:"gen_ai.tool.name"`
+	Duration   float64 `json:"gen_ai.client.operation.duration"`
+	Errors     int     `json:"lambent.tool.errors"`
+	CallID     string  `json:"gen_ai.tool.call.id"`
+	ResponseID string  `json:"gen_ai.response.id"`
+	Kind       string  `json:"lambent.tool.kind"`
+	Attempt    int     `json:"lambent.attempt"`
+	Iteration  int     `json:"lambent.iteration"`
+	ErrorType  string  `json:"error.type,omitempty"`
+}
+
+// emfResponseLine is the line of a response (without its "_aws" member).
+type emfResponseLine struct {
+	Operation    string  `json:"gen_ai.operation.name"`
+	Model        string  `json:"gen_ai.request.model"`
+	Status       string  `json:"lambent.response.status"`
+	Duration     float64 `json:"gen_ai.client.operation.duration"`
+	Turns        int     `json:"lambent.response.turns"`
+	Attempts     int     `json:"lambent.response.attempts"`
+	InputTokens  int     `json:"gen_ai.usage.input_tokens"`
+	OutputTokens int     `json:"gen_ai.usage.output_tokens"`
+	ResponseID   string  `json:"gen_ai.response.id"`
+	Incomplete   string  `json:"lambent.response.incomplete_reason,omitempty"`
+	ErrorType    string  `json:"error.type,omitempty"`
+	HookErrors   int     `json:"lambent.hook_errors,omitempty"`
+}
+
+// write writes one line: an "_aws" member with the timestamp at and the
+// encoded directives, then the members of fields (a struct).
+func (e *EMF) write(at time.Time, directives json.RawMessage, fields any) {
+	body, err := json.Marshal(fields)
+	if err != nil || len(body) < 2 {
 		e.log.Warn("EMF line not written", "err", err)
 		return
 	}
+	b := make([]byte, 0, len(body)+len(directives)+64)
+	b = append(b, `{"_aws":{"Timestamp":`...)
+	b = strconv.AppendInt(b, at.UnixMilli(), 10)
+	b = append(b, `,"CloudWatchMetrics":`...)
+	b = append(b, directives...)
+	b = append(b, "},"...)
+	b = append(b, body[1:]...)
 	b = append(b, '\n')
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -92,57 +140,29 @@ func (e *EMF) line(at time.Time, dims [][]string, metrics []emfMetric, fields ma
 func (e *EMF) modelCall(*engine.ModelCall, string) {}
 
 func (e *EMF) toolCall(c *engine.ToolCall) {
-	fields := map[string]any{
-		DimOperation:            "execute_tool",
-		DimTool:                 c.Name,
-		MetricOperationDuration: c.Duration.Seconds(),
-		MetricToolErrors:        0,
-		"gen_ai.tool.call.id":   c.CallID,
-		"gen_ai.response.id":    c.ResponseID,
-		string(attrToolKind):    c.Kind,
-		string(attrAttempt):     c.Attempt,
-		string(attrIteration):   c.Iteration,
+	l := emfToolLine{
+		Operation: "execute_tool", Tool: c.Name, Duration: c.Duration.Seconds(),
+		CallID: c.CallID, ResponseID: c.ResponseID, Kind: c.Kind, Attempt: c.Attempt, Iteration: c.Iteration,
 	}
 	if c.Result.IsError {
-		fields[MetricToolErrors] = 1
-		fields["error.type"] = errorTypeToolError
+		l.Errors, l.ErrorType = 1, errorTypeToolError
 	}
-	e.line(c.Start.Add(c.Duration), [][]string{{DimOperation, DimTool}}, []emfMetric{
-		{Name: MetricOperationDuration, Unit: "Seconds"},
-		{Name: MetricToolErrors, Unit: "Count"},
-	}, fields)
+	e.write(c.Start.Add(c.Duration), e.toolMetrics, &l)
 }
 
 func (e *EMF) response(resp *api.Response, end *engine.ResponseEnd) {
-	var usage api.Usage
-	if resp.Usage != nil {
-		usage = *resp.Usage
+	l := emfResponseLine{
+		Operation: "invoke_agent", Model: resp.Model, Status: string(end.Status), Duration: end.Duration.Seconds(),
+		Turns: end.Turns, Attempts: end.Attempts, ResponseID: resp.ID, Incomplete: end.Reason,
 	}
-	fields := map[string]any{
-		DimOperation:            "invoke_agent",
-		DimModel:                resp.Model,
-		DimStatus:               string(end.Status),
-		MetricOperationDuration: end.Duration.Seconds(),
-		MetricTurns:             end.Turns,
-		MetricAttempts:          end.Attempts,
-		MetricInputTokens:       usage.InputTokens,
-		MetricOutputTokens:      usage.OutputTokens,
-		"gen_ai.response.id":    resp.ID,
-	}
-	if end.Reason != "" {
-		fields[string(attrIncomplete)] = end.Reason
+	if u := resp.Usage; u != nil {
+		l.InputTokens, l.OutputTokens = u.InputTokens, u.OutputTokens
 	}
 	if end.Err != nil {
-		fields["error.type"] = apiErrorType(end.Err)
+		l.ErrorType = apiErrorType(end.Err)
 	}
-	if resp.Lambent != nil && len(resp.Lambent.HookErrors) > 0 {
-		fields[string(attrHookErrors)] = len(resp.Lambent.HookErrors)
+	if resp.Lambent != nil {
+		l.HookErrors = len(resp.Lambent.HookErrors)
 	}
-	e.line(time.Now(), [][]string{{DimOperation, DimModel}, {DimOperation, DimStatus}}, []emfMetric{
-		{Name: MetricOperationDuration, Unit: "Seconds"},
-		{Name: MetricTurns, Unit: "Count"},
-		{Name: MetricAttempts, Unit: "Count"},
-		{Name: MetricInputTokens, Unit: "Count"},
-		{Name: MetricOutputTokens, Unit: "Count"},
-	}, fields)
+	e.write(time.Now(), e.responseMetrics, &l)
 }
