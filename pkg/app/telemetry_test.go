@@ -404,6 +404,13 @@ func TestFailingSlowOrDownHooksNeverChangeTheResponse(t *testing.T) {
 			} else {
 				assert.Contains(t, errs[0], "connection refused")
 			}
+			// The stored response keeps them.
+			got, err := http.Get(g.url + "/v1/responses/" + resp["id"].(string))
+			require.NoError(t, err)
+			defer func() { _ = got.Body.Close() }()
+			var stored map[string]any
+			require.NoError(t, json.NewDecoder(got.Body).Decode(&stored))
+			assert.Equal(t, resp["lambent"], stored["lambent"])
 		})
 	}
 
