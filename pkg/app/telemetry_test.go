@@ -342,8 +342,8 @@ type failures struct {
 }
 
 func (f *failures) Enabled(context.Context, slog.Level) bool { return true }
-func (f *failures) WithAttrs([]slog.Attr) slog.Handler      { return f }
-func (f *failures) WithGroup(string) slog.Handler           { return f }
+func (f *failures) WithAttrs([]slog.Attr) slog.Handler       { return f }
+func (f *failures) WithGroup(string) slog.Handler            { return f }
 func (f *failures) Handle(_ context.Context, r slog.Record) error {
 	if r.Message != "hook delivery failed" {
 		return nil

@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/dynamolocal"
-	"github.com/lambent/lambent/internal/ebtest"
 	"github.com/lambent/lambent/internal/dynamotest"
+	"github.com/lambent/lambent/internal/ebtest"
 	"github.com/lambent/lambent/internal/fakellm"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/app"
