@@ -405,19 +405,19 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 func (e *Engine) execute(ctx context.Context, r *run, p *plannedCall, iteration int) *tools.ToolResult {
 	obs := r.obs
 	if obs == nil {
-		return e.run(ctx, p)
+		return e.invoke(ctx, p)
 	}
 	c := &ToolCall{ResponseID: p.call.ResponseID, Kind: p.kind, Name: p.call.Name, CallID: p.call.ID, Arguments: p.call.Arguments,
-		Attempt: 1, Iteration: iteration, Start: e.cfg.Now()}
+		Attempt: 1, Iteration: iteration, Start: e.cfg.Now()} // one attempt until validated output numbers them
 	ctx = obs.StartToolCall(ctx, c)
-	c.Result = e.run(ctx, p)
+	c.Result = e.invoke(ctx, p)
 	c.Duration = e.cfg.Now().Sub(c.Start)
 	obs.EndToolCall(ctx, c)
 	return c.Result
 }
 
-// run runs p on its executor.
-func (e *Engine) run(ctx context.Context, p *plannedCall) *tools.ToolResult {
+// invoke runs p on its executor.
+func (e *Engine) invoke(ctx context.Context, p *plannedCall) *tools.ToolResult {
 	res, err := p.exec.Execute(ctx, p.call)
 	if err == nil && res == nil {
 		err = errors.New("the tool returned no result")
