@@ -855,10 +855,10 @@ func TestToolManifestMatchesToolFunctions(t *testing.T) {
 // allowedResources is every resource a function's policies may name; the
 // service of each action must match its resource's.
 var allowedResources = map[string][]string{
-	"GatewayFunction": {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "LambentBus", "ssm-parameter", "api-keys-parameter", "compaction-keys-parameter", "secret-key-parameter", "kms-key", "bedrock-model", "bedrock-guardrail"},
-	"WorkerFunction":  {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "LambentBus", "ssm-parameter", "compaction-keys-parameter", "secret-key-parameter", "kms-key", "bedrock-model", "bedrock-guardrail"},
+	"GatewayFunction": {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "LambentBus", "ssm-parameter", "api-keys-parameter", "compaction-keys-parameter", "secret-key-parameter", "kms-key", "bedrock-model", "bedrock-guardrail", "hook-bus", "hook-function"},
+	"WorkerFunction":  {"ResponsesTable", "CalculatorToolFunction", "FetchUrlToolFunction", "ResponsesQueue", "LambentBus", "ssm-parameter", "compaction-keys-parameter", "secret-key-parameter", "kms-key", "bedrock-model", "bedrock-guardrail", "hook-bus", "hook-function"},
 	"WebSocketFunction": {"ResponsesTable", "WebSocketConnectionsTable", "CalculatorToolFunction", "FetchUrlToolFunction", "WebSocketQueue", "websocket-connections",
-		"ssm-parameter", "api-keys-parameter", "compaction-keys-parameter", "secret-key-parameter", "kms-key", "bedrock-model", "bedrock-guardrail"},
+		"ssm-parameter", "api-keys-parameter", "compaction-keys-parameter", "secret-key-parameter", "kms-key", "bedrock-model", "bedrock-guardrail", "hook-bus", "hook-function"},
 }
 
 // serviceOf is the IAM service prefix each kind of resource goes with.
@@ -878,6 +878,8 @@ var serviceOf = map[string]string{
 	"kms-key":                   "kms",
 	"bedrock-model":             "bedrock",
 	"bedrock-guardrail":         "bedrock",
+	"hook-bus":                  "events",
+	"hook-function":             "lambda",
 }
 
 const (
@@ -897,6 +899,12 @@ func classify(v any) string {
 	}
 	if isRef(v, "ProviderApiKeyKmsKeyArn") {
 		return "kms-key"
+	}
+	if isRef(v, "ToolHookEventBusArn") {
+		return "hook-bus"
+	}
+	if isRef(v, "ToolHookFunctionArn") {
+		return "hook-function"
 	}
 	if s, ok := sub(v); ok && s == ssmParameterArn {
 		return "ssm-parameter"

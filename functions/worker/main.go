@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -40,6 +41,11 @@ func run() error {
 		return err
 	}
 	h := &worker.Handler{Runner: a.Engine, Logger: log}
-	lambda.Start(h.Invoke)
+	lambda.Start(func(ctx context.Context, payload json.RawMessage) (any, error) {
+		out, err := h.Invoke(ctx, payload)
+		// Hook events and spans go out before Lambda freezes the process.
+		a.AfterInvocation(ctx)
+		return out, err
+	})
 	return nil
 }

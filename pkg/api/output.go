@@ -69,16 +69,6 @@ type LoopPolicy struct {
 	MaxIterationsPerAttempt *int `json:"max_iterations_per_attempt,omitempty"`
 }
 
-// LambentInfo is the response's "lambent" extension field, present when the
-// response validates its output and omitted otherwise.
-type LambentInfo struct {
-	// Attempts lists the attempts so far; while the response runs, the last
-	// one is the current attempt (neither valid nor with errors yet).
-	Attempts []Attempt `json:"attempts"`
-	// Cancelled says where a cancelled response stopped.
-	Cancelled *Cancellation `json:"cancelled,omitempty"`
-}
-
 // Attempt is one attempt at producing a valid output.
 type Attempt struct {
 	Number int `json:"number"`
@@ -106,23 +96,6 @@ type Cancellation struct {
 	Iteration int    `json:"iteration"`
 }
 
-// clone returns a deep copy of l.
-func (l *LambentInfo) clone() *LambentInfo {
-	if l == nil {
-		return nil
-	}
-	c := *l
-	c.Attempts = make([]Attempt, len(l.Attempts))
-	for i, a := range l.Attempts {
-		a.Errors = append([]string(nil), a.Errors...)
-		c.Attempts[i] = a
-	}
-	if l.Cancelled != nil {
-		cc := *l.Cancelled
-		c.Cancelled = &cc
-	}
-	return &c
-}
 
 // validateOutputTool checks the output tool's fields; p is its parameter
 // path.

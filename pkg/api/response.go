@@ -36,8 +36,8 @@ type Response struct {
 	Metadata           map[string]string  `json:"metadata"`
 	SafetyIdentifier   *string            `json:"safety_identifier"`
 	PromptCacheKey     *string            `json:"prompt_cache_key"`
-	// Lambent is the validated-output extension field, omitted when the
-	// response validates no output (strict clients see nothing new).
+	// Lambent is Lambent's extension field, omitted when it has nothing to
+	// say (strict clients see nothing new).
 	Lambent *LambentInfo `json:"lambent,omitempty"`
 }
 

@@ -4,16 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/awsconf"
 	"github.com/lambent/lambent/pkg/compaction"
 	"github.com/lambent/lambent/pkg/engine"
+	"github.com/lambent/lambent/pkg/hooks"
 	"github.com/lambent/lambent/pkg/httpapi"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/store/dynamodb"
@@ -33,6 +36,9 @@ type App struct {
 	// Tools lists the hosted tools on offer.
 	Tools []api.ToolDefinition
 	close []func()
+	// flush delivers what telemetry holds back (Flush).
+	flush []func(context.Context) error
+	log   *slog.Logger
 }
 
 // Close releases what Build started (the in-process worker pool).
@@ -54,6 +60,15 @@ type Options struct {
 	// the manifest's MCP servers.
 	SSM            SSMClient
 	SecretsManager SecretsManagerClient
+	// Tracer replaces the OTLP tracer provider (tests: the SDK's with an
+	// in-memory exporter); it turns tracing on.
+	Tracer trace.TracerProvider
+	// HookEventBridge and HookLambda replace the clients of the
+	// eventbridge: and lambda: hooks.
+	HookEventBridge hooks.EventBridgeAPI
+	HookLambda      hooks.LambdaInvoker
+	// MetricsOutput replaces stdout as the destination of EMF lines.
+	MetricsOutput io.Writer
 }
 
 // Build wires the parts described by cfg.
@@ -62,11 +77,25 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 		opts = &Options{}
 	}
 	a := &App{}
+	if err := a.build(ctx, cfg, log, opts); err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// build wires the parts into a; what it started, a.Close stops.
+func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) error {
+	obs, err := buildTelemetry(ctx, a, cfg, log, opts)
+	if err != nil {
+		return err
+	}
+	a.flush, a.log = obs.flush, log
 	manifest := builtin.DefaultManifest()
 	if cfg.Tools != "" {
 		m, err := tools.LoadManifest(cfg.Tools)
 		if err != nil {
-			return nil, fmt.Errorf("LAMBENT_TOOLS: %w", err)
+			return fmt.Errorf("LAMBENT_TOOLS: %w", err)
 		}
 		manifest = m
 	}
@@ -82,18 +111,18 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 	bcfg := builtin.Config{Fetch: fetchurl.Config{AllowHosts: cfg.FetchAllowHosts}}
 	reg, err := builtin.Registry(manifest, bcfg)
 	if err != nil {
-		return nil, fmt.Errorf("LAMBENT_TOOLS: %w", err)
+		return fmt.Errorf("LAMBENT_TOOLS: %w", err)
 	}
 	if err := reg.Initialize(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	a.close = append(a.close, func() { _ = reg.Shutdown(context.Background()) })
 	catalog := tools.Catalogs{reg}
 	a.Tools = reg.List()
 	if remote := lambdaTools(manifest); len(remote) > 0 {
-		client, err := lambdaexec.NewClient(ctx)
+		client, err := lambdaexec.NewClient(ctx, obs.lambdaOpts...)
 		if err != nil {
-			return nil, fmt.Errorf("lambda client: %w", err)
+			return fmt.Errorf("lambda client: %w", err)
 		}
 		fallback := map[string]api.ToolDefinition{}
 		for name, h := range builtin.Tools(bcfg) {
@@ -101,21 +130,20 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 		}
 		ex, err := lambdaexec.New(client, lambdaexec.Config{Logger: log}, remote, fallback)
 		if err != nil {
-			return nil, fmt.Errorf("LAMBENT_TOOLS: %w", err)
+			return fmt.Errorf("LAMBENT_TOOLS: %w", err)
 		}
 		catalog = append(catalog, ex)
 		a.Tools = append(a.Tools, ex.List()...)
 	}
 	servers, serverDefs, err := mcpServers(ctx, manifest, opts)
 	if err != nil {
-		a.Close()
-		return nil, fmt.Errorf("LAMBENT_TOOLS: %w", err)
+		return fmt.Errorf("LAMBENT_TOOLS: %w", err)
 	}
 	a.Tools = append(a.Tools, serverDefs...)
 	st := opts.Store
 	if st == nil {
 		if st, err = buildStore(ctx, cfg); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	a.Store = st
@@ -125,7 +153,7 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 		if cfg.QueueURL != "" {
 			awsCfg, err := awsconf.Load(ctx)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			queue = &worker.SQSQueue{Client: sqs.NewFromConfig(awsCfg), QueueURL: cfg.QueueURL}
 		} else {
@@ -137,19 +165,21 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 	if publisher == nil && cfg.EventBus != "" {
 		awsCfg, err := awsconf.Load(ctx)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		publisher = &worker.Publisher{Client: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}
 	}
 	keys, err := compactionKeys(cfg, log)
 	if err != nil {
-		a.Close()
-		return nil, err
+		return err
+	}
+	var observer engine.Observer // nil unless something observes: no cost
+	if obs.observer != nil {
+		observer = obs.observer
 	}
 	prov, err := buildProvider(ctx, cfg, log)
 	if err != nil {
-		a.Close()
-		return nil, err
+		return err
 	}
 	eng, err = engine.New(engine.Config{
 		Provider:        prov,
@@ -171,14 +201,21 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 		// Validated output's loop policy defaults.
 		MaxAttempts:             cfg.MaxAttempts,
 		MaxIterationsPerAttempt: cfg.MaxIterationsPerAttempt,
+		Observer:                observer,
 	})
 	if err != nil {
-		a.Close()
-		return nil, err
+		return err
 	}
 	a.Engine = eng
-	a.Handler = httpapi.New(httpapi.Config{Service: eng, MaxBody: cfg.MaxBody, Logger: log, APIKeys: cfg.APIKeys})
-	return a, nil
+	var h http.Handler = httpapi.New(httpapi.Config{Service: eng, MaxBody: cfg.MaxBody, Logger: log, APIKeys: cfg.APIKeys})
+	if obs.prometheus != nil {
+		h = withMetrics(h, obs.prometheus)
+	}
+	if cfg.InLambda && len(a.flush) > 0 {
+		h = a.flushAfter(h)
+	}
+	a.Handler = h
+	return nil
 }
 
 // compactionKeys returns the configured compaction keys; without any, a

@@ -5,12 +5,14 @@ package app
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lambent/lambent/pkg/compaction"
+	"github.com/lambent/lambent/pkg/hooks"
 	model "github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/store"
 )
@@ -110,6 +112,22 @@ type Config struct {
 	// disables compaction in Lambda). Filled by ResolveSecrets
 	// (LAMBENT_COMPACTION_KEYS or LAMBENT_COMPACTION_KEYS_SSM).
 	CompactionKeys *compaction.Keyring
+	// Hooks are the operator's tool call hooks (LAMBENT_HOOKS,
+	// comma-separated: eventbridge:<bus name or ARN>, lambda:<function name
+	// or ARN>, an http(s) webhook URL); empty: none.
+	Hooks []hooks.Target
+	// MetricsEMF writes CloudWatch Embedded Metric Format lines to stdout,
+	// MetricsPrometheus serves /metrics on the local server (LAMBENT_METRICS,
+	// comma-separated: emf, prometheus; empty or off: no metrics).
+	MetricsEMF        bool
+	MetricsPrometheus bool
+	// MetricsNamespace is the CloudWatch namespace of the EMF metrics
+	// (LAMBENT_METRICS_NAMESPACE, default Lambent).
+	MetricsNamespace string
+	// OTLPEndpoint is the OTLP/HTTP traces endpoint spans are exported to,
+	// e.g. http://127.0.0.1:4318/v1/traces (LAMBENT_OTLP_ENDPOINT); empty
+	// disables tracing.
+	OTLPEndpoint string
 	// InLambda is true when AWS_LAMBDA_RUNTIME_API is set.
 	InLambda bool
 }
@@ -117,17 +135,19 @@ type Config struct {
 // FromEnv reads the configuration with getenv (os.Getenv in mains).
 func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
-		Addr:           or(getenv("LAMBENT_ADDR"), "127.0.0.1:8080"),
-		ProviderURL:    strings.TrimSuffix(or(getenv("LAMBENT_PROVIDER_URL"), "http://127.0.0.1:11434/v1"), "/"),
-		ProviderAPIKey: getenv("LAMBENT_PROVIDER_API_KEY"),
-		DefaultModel:   getenv("LAMBENT_DEFAULT_MODEL"),
-		Table:          or(getenv("LAMBENT_TABLE"), "lambent-responses"),
-		Tools:          getenv("LAMBENT_TOOLS"),
-		LogLevel:       or(getenv("LAMBENT_LOG_LEVEL"), "info"),
-		InLambda:       getenv("AWS_LAMBDA_RUNTIME_API") != "",
-		QueueURL:       getenv("LAMBENT_QUEUE_URL"),
-		LambdaEndpoint: getenv("AWS_ENDPOINT_URL_LAMBDA"),
-		EventBus:       getenv("LAMBENT_EVENT_BUS"),
+		Addr:             or(getenv("LAMBENT_ADDR"), "127.0.0.1:8080"),
+		ProviderURL:      strings.TrimSuffix(or(getenv("LAMBENT_PROVIDER_URL"), "http://127.0.0.1:11434/v1"), "/"),
+		ProviderAPIKey:   getenv("LAMBENT_PROVIDER_API_KEY"),
+		DefaultModel:     getenv("LAMBENT_DEFAULT_MODEL"),
+		Table:            or(getenv("LAMBENT_TABLE"), "lambent-responses"),
+		Tools:            getenv("LAMBENT_TOOLS"),
+		LogLevel:         or(getenv("LAMBENT_LOG_LEVEL"), "info"),
+		InLambda:         getenv("AWS_LAMBDA_RUNTIME_API") != "",
+		QueueURL:         getenv("LAMBENT_QUEUE_URL"),
+		LambdaEndpoint:   getenv("AWS_ENDPOINT_URL_LAMBDA"),
+		EventBus:         getenv("LAMBENT_EVENT_BUS"),
+		OTLPEndpoint:     getenv("LAMBENT_OTLP_ENDPOINT"),
+		MetricsNamespace: or(getenv("LAMBENT_METRICS_NAMESPACE"), "Lambent"),
 
 		Provider:                or(getenv("LAMBENT_PROVIDER"), ProviderOpenAI),
 		BedrockGuardrailID:      getenv("LAMBENT_BEDROCK_GUARDRAIL_ID"),
@@ -192,6 +212,12 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.SecretKey, err = parseSecretKey(EnvSecretKey, getenv(EnvSecretKey)); err != nil {
 		return c, err
 	}
+	if c.Hooks, err = hooks.ParseTargets(getenv("LAMBENT_HOOKS")); err != nil {
+		return c, fmt.Errorf("LAMBENT_HOOKS: %w", err)
+	}
+	if err := c.parseMetrics(getenv("LAMBENT_METRICS")); err != nil {
+		return c, err
+	}
 	if v := getenv("LAMBENT_FETCH_ALLOW_HOSTS"); v != "" {
 		for _, h := range strings.Split(v, ",") {
 			if h = strings.TrimSpace(h); h != "" {
@@ -200,6 +226,25 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// parseMetrics reads LAMBENT_METRICS.
+func (c *Config) parseMetrics(v string) error {
+	for m := range strings.SplitSeq(v, ",") {
+		switch m = strings.TrimSpace(m); m {
+		case "", "off":
+		case "emf":
+			c.MetricsEMF = true
+		case "prometheus":
+			if c.InLambda {
+				return errors.New("LAMBENT_METRICS: prometheus serves /metrics on the local server; in Lambda use emf")
+			}
+			c.MetricsPrometheus = true
+		default:
+			return fmt.Errorf("LAMBENT_METRICS: unknown value %q (want emf, prometheus or off)", m)
+		}
+	}
+	return nil
 }
 
 func or(v, def string) string {

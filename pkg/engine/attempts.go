@@ -138,6 +138,9 @@ func (r *run) resolveOutput(hosted tools.Catalog) error {
 	default:
 		out.exec = defaultReflection{}
 	}
+	if out.exec != nil {
+		out.kind = ToolKindReflection
+	}
 	r.addTool(out)
 	if a.reflect {
 		r.addTool(requestTool{def: api.ToolDefinition{Name: api.SubmitTool, Description: api.SubmitDescription, Parameters: json.RawMessage(submitParameters)}, ends: true})
@@ -195,6 +198,14 @@ func (a *attempts) next(r *run) {
 	info := r.resp.Lambent
 	info.Attempts = append(info.Attempts, api.Attempt{Number: len(info.Attempts) + 1, Errors: []string{}})
 	a.lastOutput = ""
+}
+
+// number is the current attempt's number, 1 without validated output.
+func (a *attempts) number(r *run) int {
+	if a == nil || r.resp.Lambent == nil || len(r.resp.Lambent.Attempts) == 0 {
+		return 1
+	}
+	return a.current(r).Number
 }
 
 // current is the current attempt.

@@ -82,6 +82,10 @@ type Config struct {
 	// OpenAICompat reports client-tool pauses as the OpenAI API does:
 	// status completed instead of requires_action.
 	OpenAICompat bool
+	// Observer watches every response's loop: the operator's tool call
+	// hooks, metrics and traces (package telemetry). Nil observes nothing,
+	// at no cost.
+	Observer Observer
 	// Logger receives structured logs (default slog.Default()).
 	Logger *slog.Logger
 	// Now is the clock (default time.Now). The deadline budget measures

@@ -130,12 +130,22 @@ func (e *Engine) finalize(r *run, out outcome) {
 // pauses for the client, or a limit ends it. With validated output
 // (attempts.go) the iterations are grouped in attempts: an answer or an
 // output/submit call ends an attempt, and a failed one continues the loop.
-func (e *Engine) loop(ctx context.Context, r *run) outcome {
+func (e *Engine) loop(ctx context.Context, r *run) (out outcome) {
+	if ctx, end := e.observe(ctx, r); end != nil {
+		defer func() { end(out) }()
+		return e.turns(ctx, r)
+	}
+	return e.turns(ctx, r)
+}
+
+// turns runs the loop's turns (see loop).
+func (e *Engine) turns(ctx context.Context, r *run) outcome {
 	r.att.begin(r, &e.cfg)
 	defer r.closeMCP()
 	e.startMCP(ctx, r)
 	if pending := r.pendingCalls(); len(pending) > 0 {
-		if out, stop := e.runTools(ctx, r, pending, true); stop {
+		// They were asked for by the last model call so far.
+		if out, stop := e.runTools(ctx, r, pending, true, r.turns); stop {
 			return out
 		}
 	}
@@ -192,7 +202,7 @@ func (e *Engine) loop(ctx context.Context, r *run) outcome {
 		if len(calls) == 0 || e.cfg.Hosted == nil && len(r.mcp) == 0 || r.toolChoiceMode() == api.ToolChoiceNone {
 			return outcome{status: api.StatusCompleted}
 		}
-		if out, stop := e.runTools(ctx, r, calls, false); stop {
+		if out, stop := e.runTools(ctx, r, calls, false, turn+1); stop {
 			return out
 		}
 	}
@@ -228,19 +238,28 @@ func (r *run) toolChoiceMode() string {
 // callModel runs one model call, its deltas going through a fresh
 // assembler (kept on the run for finish).
 // The call is bounded by the deadline budget and measured for it.
-func (e *Engine) callModel(ctx context.Context, r *run, turn int) (*provider.Result, error) {
+func (e *Engine) callModel(ctx context.Context, r *run, turn int) (res *provider.Result, err error) {
 	preq := r.providerRequest(turn)
 	r.asm = newAssembler(r)
+	r.modelCalls = turn + 1
 	ctx, cancel := r.budget.bound(ctx)
 	defer cancel()
 	start := e.cfg.Now()
 	defer func() { measure(&r.budget.maxModel, e.cfg.Now().Sub(start)) }()
+	if obs := r.obs; obs != nil {
+		m := &ModelCall{ResponseID: r.resp.ID, Model: preq.Model, Iteration: turn + 1, Stream: r.req.Stream, Start: start}
+		ctx = obs.StartModelCall(ctx, m)
+		defer func() {
+			m.Duration, m.Result, m.Err = e.cfg.Now().Sub(start), res, err
+			obs.EndModelCall(ctx, m)
+		}()
+	}
 	if r.em.stream {
 		// Streamed responses, and every background run (its followers see
 		// the model's answer as it comes), stream the model call.
 		return e.cfg.Provider.Stream(ctx, preq, r.asm.delta)
 	}
-	res, err := e.cfg.Provider.Complete(ctx, preq)
+	res, err = e.cfg.Provider.Complete(ctx, preq)
 	if err != nil {
 		return nil, err
 	}
@@ -302,6 +321,8 @@ type plannedCall struct {
 	// without reflection, submit): endIterations answers it after the
 	// turn's other calls.
 	ends bool
+	// kind is the ToolCall.Kind of a call an executor runs.
+	kind string
 }
 
 // plan decides, for each call, which executor runs it (the hosted tool's),
@@ -330,7 +351,7 @@ func (e *Engine) plan(r *run, calls []api.Item, unanswered bool) []plannedCall {
 		case r.req.MaxToolCalls != nil && r.hostedCalls >= *r.req.MaxToolCalls:
 			p.errText = fmt.Sprintf("Error: the limit of %d tool calls for this response was reached; answer with what you have.", *r.req.MaxToolCalls)
 		default:
-			p.exec = t.exec
+			p.exec, p.kind = t.exec, t.kind
 			r.hostedCalls++
 		}
 		plans[i] = p
@@ -356,7 +377,8 @@ func (r *run) toolNames() string {
 // the whole turn pauses (only calls that cannot run get their error
 // results); otherwise every executable call runs, concurrently unless
 // parallel_tool_calls is false, and the results are appended in call order.
-func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswered bool) (outcome, bool) {
+// iteration is the model call that asked for the calls (ToolCall.Iteration).
+func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswered bool, iteration int) (outcome, bool) {
 	plans := e.plan(r, calls, unanswered)
 	pause, hosted, validates := false, 0, false
 	for _, p := range plans {
@@ -395,10 +417,10 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				results[i] = e.execute(tctx, p)
+				results[i] = e.execute(tctx, r, p, iteration)
 			}()
 		default:
-			results[i] = e.execute(tctx, p)
+			results[i] = e.execute(tctx, r, p, iteration)
 		}
 	}
 	wg.Wait()
@@ -439,8 +461,24 @@ func (r *run) recordResult(call *api.Item, res *tools.ToolResult) {
 }
 
 // execute runs one call on its executor; every failure becomes an
-// is_error result.
-func (e *Engine) execute(ctx context.Context, p *plannedCall) *tools.ToolResult {
+// is_error result. It is where every call the server executes runs, so the
+// observer (the operator's hooks) sees each one before and after.
+func (e *Engine) execute(ctx context.Context, r *run, p *plannedCall, iteration int) *tools.ToolResult {
+	obs := r.obs
+	if obs == nil {
+		return e.invoke(ctx, p)
+	}
+	c := &ToolCall{ResponseID: p.call.ResponseID, Kind: p.kind, Name: p.call.Name, CallID: p.call.ID, Arguments: p.call.Arguments,
+		Attempt: r.att.number(r), Iteration: iteration, Start: e.cfg.Now()}
+	ctx = obs.StartToolCall(ctx, c)
+	c.Result = e.invoke(ctx, p)
+	c.Duration = e.cfg.Now().Sub(c.Start)
+	obs.EndToolCall(ctx, c)
+	return c.Result
+}
+
+// invoke runs p on its executor.
+func (e *Engine) invoke(ctx context.Context, p *plannedCall) *tools.ToolResult {
 	res, err := p.exec.Execute(ctx, p.call)
 	if err == nil && res == nil {
 		err = errors.New("the tool returned no result")

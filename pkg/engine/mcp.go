@@ -181,7 +181,7 @@ func (r *run) addMCPDefs() {
 			name := r.freeName(funcName(t.Name), funcName(s.srv.Label+"_"+t.Name))
 			mt := &mcpTool{s: s, tool: *t}
 			def := api.ToolDefinition{Name: name, Description: t.Description, Parameters: t.InputSchema}
-			r.defs[name] = requestTool{def: def, exec: mt, mcp: mt}
+			r.defs[name] = requestTool{def: def, exec: mt, mcp: mt, kind: ToolKindMCP}
 			r.defList = append(r.defList, def)
 			r.mcpNames[mcpKey{s.srv.Label, t.Name}] = name
 		}

@@ -39,6 +39,11 @@ type run struct {
 	em          *emitter
 	asm         *assembler
 	budget      *budget
+	// obs observes the loop; nil when Config.Observer is (see observe).
+	obs ResponseObserver
+	// modelCalls is the number of the last model call made (turns counts
+	// the turns begun, and may be one short when the loop ends in a turn).
+	modelCalls int
 	// turns counts model calls, over every invocation of a background response.
 	turns int
 	// onTurn, when set, runs before every model call (background
@@ -250,6 +255,8 @@ type requestTool struct {
 	// calls end an attempt's iterations (attempts.go).
 	ends bool
 	mcp  *mcpTool
+	// kind is what runs its calls (ToolCall.Kind).
+	kind string
 }
 
 // resolveTools turns the request's tools into the definitions the model
@@ -283,6 +290,7 @@ func (r *run) resolveTools(e *Engine) error {
 			if hosted != nil {
 				rt.def, rt.exec, ok = hosted.Lookup(t.HostedName())
 			}
+			rt.kind = ToolKindHosted
 			if !ok || rt.exec == nil {
 				return api.InvalidRequestCode(p+".type", "unknown_hosted_tool", "Unknown hosted tool %q: this gateway's tool manifest has no tool named %q.", t.Type, t.HostedName())
 			}

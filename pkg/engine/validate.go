@@ -147,7 +147,7 @@ func (e *Engine) validate(ctx context.Context, r *run, output string) ([]string,
 		if !r.mcpItems {
 			it = api.Item{Type: api.ItemFunctionCall, ID: r.newItemID(api.PrefixFunctionCall), Status: api.ItemCompleted, CallID: api.NewID("call_"), Name: v.name, Arguments: args}
 		}
-		res := e.execute(tctx, &plannedCall{call: tools.ToolCall{ID: callID(&it), Name: v.name, Arguments: args, ResponseID: r.resp.ID}, exec: v.exec})
+		res := e.execute(tctx, r, &plannedCall{call: tools.ToolCall{ID: callID(&it), Name: v.name, Arguments: args, ResponseID: r.resp.ID}, exec: v.exec, kind: ToolKindValidator}, r.turns)
 		made = append(made, serverCall{item: it, res: res})
 		if errs := validatorErrors(v.name, res); errs != nil {
 			return errs, made

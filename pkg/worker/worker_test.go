@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -14,14 +12,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/dynamolocal"
 	"github.com/lambent/lambent/internal/dynamotest"
+	"github.com/lambent/lambent/internal/ebtest"
 	"github.com/lambent/lambent/internal/fakellm"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/app"
@@ -44,43 +40,11 @@ func (q *captureQueue) Enqueue(_ context.Context, j engine.Job) error {
 	return nil
 }
 
-// recordingBus is an EventBridge endpoint that records PutEvents.
-type recordingBus struct {
-	mu      sync.Mutex
-	entries []map[string]any
-}
-
-func (b *recordingBus) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("X-Amz-Target") != "AWSEvents.PutEvents" {
-		http.Error(w, "unexpected target "+r.Header.Get("X-Amz-Target"), http.StatusBadRequest)
-		return
-	}
-	var in struct {
-		Entries []map[string]any `json:"Entries"`
-	}
-	body, _ := io.ReadAll(r.Body)
-	if err := json.Unmarshal(body, &in); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	b.mu.Lock()
-	b.entries = append(b.entries, in.Entries...)
-	b.mu.Unlock()
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	_, _ = w.Write([]byte(`{"FailedEntryCount":0,"Entries":[{"EventId":"e-1"}]}`))
-}
-
-func (b *recordingBus) all() []map[string]any {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]map[string]any(nil), b.entries...)
-}
-
 type env struct {
 	app   *app.App
 	fake  *fakellm.Server
 	queue *captureQueue
-	bus   *recordingBus
+	bus   *ebtest.Bus
 	h     *worker.Handler
 }
 
@@ -88,21 +52,13 @@ func newEnv(t *testing.T, turns ...fakellm.Turn) *env {
 	t.Helper()
 	fake := fakellm.New(turns...)
 	t.Cleanup(fake.Close)
-	bus := &recordingBus{}
-	bsrv := httptest.NewServer(bus)
-	t.Cleanup(bsrv.Close)
-	eb := eventbridge.New(eventbridge.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(bsrv.URL),
-		Credentials:  credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
-		HTTPClient:   bsrv.Client(),
-	})
+	bus := ebtest.NewServer(t)
 	vars := map[string]string{"LAMBENT_PROVIDER_URL": fake.URL, "LAMBENT_DEFAULT_MODEL": "test-model", "LAMBENT_LOG_LEVEL": "error"}
 	cfg, err := app.FromEnv(func(k string) string { return vars[k] })
 	require.NoError(t, err)
 	q := &captureQueue{}
 	// The responses live in DynamoDB Local, as in AWS.
-	a, err := app.Build(context.Background(), cfg, app.Logger(cfg, io.Discard), &app.Options{Store: dynamotest.NewStore(t, ""), Queue: q, Publisher: &worker.Publisher{Client: eb, Bus: "lambent-bus"}})
+	a, err := app.Build(context.Background(), cfg, app.Logger(cfg, io.Discard), &app.Options{Store: dynamotest.NewStore(t, ""), Queue: q, Publisher: &worker.Publisher{Client: bus.Client, Bus: "lambent-bus"}})
 	require.NoError(t, err)
 	t.Cleanup(a.Close)
 	return &env{app: a, fake: fake, queue: q, bus: bus, h: &worker.Handler{Runner: a.Engine, Logger: app.Logger(cfg, io.Discard)}}
@@ -187,7 +143,7 @@ func TestEventBridgeSampleAndPublish(t *testing.T) {
 	got, err := e.app.Engine.GetResponse(context.Background(), "resp_eventbridge_ticket_42")
 	require.NoError(t, err)
 	assert.Equal(t, api.StatusCompleted, got.Status)
-	entries := e.bus.all()
+	entries := e.bus.All()
 	require.Len(t, entries, 1)
 	assert.Equal(t, "lambent.response.completed", entries[0]["DetailType"])
 	assert.Equal(t, "lambent", entries[0]["Source"])

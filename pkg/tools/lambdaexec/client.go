@@ -100,7 +100,9 @@ func (c *HTTPClient) CloseIdleConnections() {
 //     start-lambda`. When it names a loopback host and AWS_ACCESS_KEY_ID is
 //     not set, placeholder credentials and region us-east-1 (unless
 //     AWS_REGION is set) are used, so local runs need no AWS account.
-func NewClient(ctx context.Context) (*lambda.Client, error) {
+//
+// optFns adjust the client's options after these (tracing middleware).
+func NewClient(ctx context.Context, optFns ...func(*lambda.Options)) (*lambda.Client, error) {
 	var cfg aws.Config
 	if isLoopbackEndpoint(os.Getenv) && os.Getenv("AWS_ACCESS_KEY_ID") == "" {
 		cfg = aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")}
@@ -120,11 +122,11 @@ func NewClient(ctx context.Context) (*lambda.Client, error) {
 	case *awshttp.BuildableClient:
 		cfg.HTTPClient = newHTTPClient(hc.GetTransport())
 	}
-	return lambda.NewFromConfig(cfg, func(o *lambda.Options) {
+	return lambda.NewFromConfig(cfg, append([]func(*lambda.Options){func(o *lambda.Options) {
 		if ep := awsconf.Endpoint("LAMBDA"); ep != nil {
 			o.BaseEndpoint = ep
 		}
-	}), nil
+	}}, optFns...)...), nil
 }
 
 // isLoopbackEndpoint reports whether the Lambda endpoint override points at

@@ -1,0 +1,177 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/lambent/lambent/pkg/awsconf"
+	"github.com/lambent/lambent/pkg/hooks"
+	"github.com/lambent/lambent/pkg/telemetry"
+	"github.com/lambent/lambent/pkg/tools/lambdaexec"
+)
+
+// flushTimeout bounds App.Flush after a Lambda invocation.
+const flushTimeout = hooks.DefaultTimeout
+
+// observability is the operator's telemetry, wired: the engine's observer
+// (nil when nothing is configured, so the loop pays nothing) and what the
+// app serves, flushes and closes.
+type observability struct {
+	observer   *telemetry.Observer
+	prometheus *telemetry.Prometheus
+	// lambdaOpts adjust the Lambda clients (tool Lambdas, the hook
+	// Lambda): the trace header of the tool call's span.
+	lambdaOpts []func(*lambda.Options)
+	flush      []func(context.Context) error
+}
+
+// buildTelemetry wires cfg's hooks, metrics and tracing. Closers go on a.
+func buildTelemetry(ctx context.Context, a *App, cfg Config, log *slog.Logger, opts *Options) (*observability, error) {
+	o := &observability{}
+	// gen_ai.provider.name of the default provider (routes may send some
+	// models to the other one).
+	tc := telemetry.Config{ProviderName: "openai"}
+	if cfg.Provider == ProviderBedrock {
+		tc.ProviderName = "aws.bedrock"
+	}
+	switch {
+	case opts.Tracer != nil:
+		tc.Tracer = opts.Tracer
+	case cfg.OTLPEndpoint != "":
+		tp, err := telemetry.NewTracerProvider(ctx, cfg.OTLPEndpoint)
+		if err != nil {
+			return nil, err
+		}
+		tc.Tracer = tp
+		o.flush = append(o.flush, tp.ForceFlush)
+		a.close = append(a.close, func() { shutdownTracer(tp, log) })
+	}
+	if tc.Tracer != nil {
+		o.lambdaOpts = append(o.lambdaOpts, func(lo *lambda.Options) { lo.APIOptions = append(lo.APIOptions, telemetry.AWSTraceHeader) })
+	}
+	if len(cfg.Hooks) > 0 {
+		sinks, err := o.hookSinks(ctx, a, cfg, opts)
+		if err != nil {
+			return nil, err
+		}
+		d := hooks.New(hooks.Config{Sinks: sinks, Logger: log})
+		a.close = append(a.close, d.Close)
+		o.flush = append(o.flush, d.Flush)
+		tc.Hooks = d
+	}
+	if cfg.MetricsEMF {
+		w := opts.MetricsOutput
+		if w == nil {
+			w = os.Stdout
+		}
+		tc.EMF = telemetry.NewEMF(w, cfg.MetricsNamespace, log)
+	}
+	if cfg.MetricsPrometheus {
+		o.prometheus = telemetry.NewPrometheus()
+		if tc.Hooks != nil {
+			o.prometheus.WatchHooks(tc.Hooks)
+		}
+		tc.Prometheus = o.prometheus
+	}
+	if tc.Enabled() {
+		o.observer = telemetry.New(tc)
+	}
+	return o, nil
+}
+
+// hookSinks builds the sink of each configured hook.
+func (o *observability) hookSinks(ctx context.Context, a *App, cfg Config, opts *Options) ([]hooks.Sink, error) {
+	var sinks []hooks.Sink
+	for _, t := range cfg.Hooks {
+		switch t.Kind {
+		case hooks.TargetEventBridge:
+			client := opts.HookEventBridge
+			if client == nil {
+				awsCfg, err := awsconf.Load(ctx)
+				if err != nil {
+					return nil, err
+				}
+				client = eventbridge.NewFromConfig(awsCfg)
+			}
+			sinks = append(sinks, &hooks.EventBridge{Client: client, Bus: t.Value})
+		case hooks.TargetLambda:
+			client := opts.HookLambda
+			if client == nil {
+				c, err := lambdaexec.NewClient(ctx, o.lambdaOpts...)
+				if err != nil {
+					return nil, fmt.Errorf("LAMBENT_HOOKS: lambda client: %w", err)
+				}
+				client = c
+			}
+			sinks = append(sinks, &hooks.Lambda{Client: client, Function: t.Value})
+		case hooks.TargetWebhook:
+			w, err := hooks.NewWebhook(t.Value, cfg.FetchAllowHosts)
+			if err != nil {
+				return nil, fmt.Errorf("LAMBENT_HOOKS: %w", err)
+			}
+			a.close = append(a.close, w.CloseIdleConnections)
+			sinks = append(sinks, w)
+		}
+	}
+	return sinks, nil
+}
+
+func shutdownTracer(tp *sdktrace.TracerProvider, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+	defer cancel()
+	if err := tp.Shutdown(ctx); err != nil {
+		log.Warn("spans left unexported at shutdown", "err", err)
+	}
+}
+
+// Flush delivers what telemetry holds back (hook events, spans), for at
+// most ctx. Lambda freezes the execution environment between invocations,
+// and what is not sent by then waits for the next one: the Lambda handlers
+// flush after each invocation.
+func (a *App) Flush(ctx context.Context) error {
+	var first error
+	for _, f := range a.flush {
+		if err := f(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// AfterInvocation flushes telemetry at the end of a Lambda invocation
+// (Flush), for at most flushTimeout whether or not ctx is cancelled;
+// failures are logged.
+func (a *App) AfterInvocation(ctx context.Context) {
+	if len(a.flush) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+	defer cancel()
+	if err := a.Flush(ctx); err != nil {
+		a.log.Warn("telemetry not flushed after the invocation", "err", err)
+	}
+}
+
+// flushAfter calls a.AfterInvocation after each request h serves (in
+// Lambda).
+func (a *App) flushAfter(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		a.AfterInvocation(r.Context())
+	})
+}
+
+// withMetrics serves the Prometheus metrics on GET /metrics beside h.
+func withMetrics(h http.Handler, p *telemetry.Prometheus) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", p.Handler())
+	mux.Handle("/", h)
+	return mux
+}

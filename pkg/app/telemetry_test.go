@@ -1,0 +1,489 @@
+package app_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.uber.org/goleak"
+
+	"github.com/lambent/lambent/internal/ebtest"
+	"github.com/lambent/lambent/internal/fakellm"
+	"github.com/lambent/lambent/internal/localinvoke"
+	"github.com/lambent/lambent/pkg/app"
+	"github.com/lambent/lambent/pkg/tools"
+	"github.com/lambent/lambent/pkg/tools/calculator"
+)
+
+// lambdaTrace is the trace header of the Lambda invocation the requests
+// run in (aws-lambda-go keeps it in the invocation's context).
+const lambdaTrace = "Root=1-6759e988-bd862e3fe1be46a994272793;Parent=63995c3f42cd8ad8;Sampled=1"
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) lines() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
+	for sc.Scan() {
+		out = append(out, sc.Text())
+	}
+	return out
+}
+
+// recording is an HTTP endpoint that records requests (headers and
+// bodies) before its handler (nil: 204) answers.
+type recording struct {
+	mu      sync.Mutex
+	headers []http.Header
+	bodies  []string
+	next    http.Handler
+}
+
+func (r *recording) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	b, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	r.headers = append(r.headers, req.Header.Clone())
+	r.bodies = append(r.bodies, string(b))
+	r.mu.Unlock()
+	if r.next == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	req.Body = io.NopCloser(bytes.NewReader(b))
+	r.next.ServeHTTP(w, req)
+}
+
+func (r *recording) got() ([]http.Header, []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]http.Header(nil), r.headers...), append([]string(nil), r.bodies...)
+}
+
+// twoCalls is the model of these tests: calculator (a Lambda function) and
+// fetch_url (in-process; its call fails, the SSRF guard refuses loopback)
+// in one turn, then the answer.
+func twoCalls() []fakellm.Turn {
+	return []fakellm.Turn{
+		{ToolCalls: []fakellm.ToolCall{
+			{ID: "c1", Name: "calculator", Arguments: `{"expression":"6*7"}`},
+			{ID: "c2", Name: "fetch_url", Arguments: `{"url":"http://127.0.0.1:9/"}`},
+		}, Usage: fakellm.Usage{PromptTokens: 5, CompletionTokens: 2}},
+		{Text: "It is 42.", Usage: fakellm.Usage{PromptTokens: 9, CompletionTokens: 3}},
+	}
+}
+
+const manifest = `{"tools":[{"name":"calculator","backing":{"type":"lambda","function":"CalculatorToolFunction"}},{"name":"fetch_url","backing":{"type":"local"}}]}`
+
+const createBody = `{"input":"6*7, and fetch","tools":[{"type":"lambent:calculator"},{"type":"lambent:fetch_url"}]}`
+
+// gateway is a built app served over HTTP, each request inside a Lambda
+// invocation's trace.
+type gateway struct {
+	app *app.App
+	url string
+}
+
+func newGateway(t *testing.T, fake *fakellm.Server, env map[string]string, log *slog.Logger, opts *app.Options) *gateway {
+	t.Helper()
+	vars := map[string]string{"LAMBENT_PROVIDER_URL": fake.URL, "LAMBENT_DEFAULT_MODEL": "test-model", "LAMBENT_LOG_LEVEL": "error", "LAMBENT_TOOLS": manifest}
+	for k, v := range env {
+		vars[k] = v
+	}
+	cfg, err := app.FromEnv(func(k string) string { return vars[k] })
+	require.NoError(t, err)
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	a, err := app.Build(context.Background(), cfg, log, opts)
+	require.NoError(t, err)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := context.WithValue(r.Context(), "x-amzn-trace-id", lambdaTrace) //nolint:staticcheck // the key aws-lambda-go uses
+		a.Handler.ServeHTTP(w, r.WithContext(ctx))
+	}))
+	t.Cleanup(func() {
+		srv.Close()
+		a.Close()
+	})
+	return &gateway{app: a, url: srv.URL}
+}
+
+func (g *gateway) create(t *testing.T) map[string]any {
+	t.Helper()
+	resp, err := http.Post(g.url+"/v1/responses", "application/json", strings.NewReader(createBody))
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(b, &out))
+	return out
+}
+
+func (g *gateway) flush(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, g.app.Flush(ctx))
+}
+
+// toolLambdas serves the calculator function (and the hook function
+// AuditHook, whose payloads it keeps) on a local Lambda Invoke endpoint
+// that AWS_ENDPOINT_URL_LAMBDA points the gateway at.
+func toolLambdas(t *testing.T) (*recording, func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var audits []string
+	srv := localinvoke.New(map[string]tools.Hosted{"CalculatorToolFunction": calculator.Tool()},
+		localinvoke.WithFunction("AuditHook", func(_ context.Context, p []byte) ([]byte, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			audits = append(audits, string(p))
+			return nil, nil
+		}))
+	rec := &recording{next: srv}
+	ts := httptest.NewServer(rec)
+	t.Cleanup(ts.Close)
+	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", ts.URL)
+	return rec, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), audits...)
+	}
+}
+
+// outputShape is what a response says, without ids and times.
+func outputShape(resp map[string]any) []string {
+	var out []string
+	for _, o := range resp["output"].([]any) {
+		it := o.(map[string]any)
+		s := it["type"].(string) + " " + it["status"].(string)
+		if name, ok := it["name"].(string); ok {
+			s += " " + name
+		}
+		if v, ok := it["output"].(string); ok && v != "" {
+			s += " output=" + v
+		}
+		if e, ok := it["error"].(map[string]any); ok { // OpenAI's mcp_call error object
+			s += " error=" + e["content"].([]any)[0].(map[string]any)["text"].(string)
+		}
+		if c, ok := it["content"].([]any); ok && len(c) > 0 {
+			s += " " + c[0].(map[string]any)["text"].(string)
+		}
+		out = append(out, s)
+	}
+	return append(out, "status "+resp["status"].(string))
+}
+
+// Every part at once, as an operator configures it: hooks on an
+// EventBridge bus (the real SDK client against a recording endpoint), a
+// Lambda function invoked asynchronously and a webhook; EMF lines and
+// /metrics; spans. One response with a Lambda-backed and an in-process
+// hosted tool, one call failing.
+func TestHooksMetricsAndTracesEndToEnd(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the app's cleanup
+	fake := fakellm.New(twoCalls()...)
+	defer fake.Close()
+	lambdas, audits := toolLambdas(t)
+	bus := ebtest.NewServer(t)
+	webhook := &recording{}
+	hookSrv := httptest.NewServer(webhook)
+	defer hookSrv.Close()
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	emf := &syncBuffer{}
+	g := newGateway(t, fake, map[string]string{
+		"LAMBENT_HOOKS":             "eventbridge:ops-bus, lambda:AuditHook, " + hookSrv.URL + "/hook",
+		"LAMBENT_FETCH_ALLOW_HOSTS": strings.TrimPrefix(hookSrv.URL, "http://"),
+		"LAMBENT_METRICS":           "emf,prometheus",
+	}, nil, &app.Options{HookEventBridge: bus.Client, Tracer: tp, MetricsOutput: emf})
+
+	resp := g.create(t)
+	g.flush(t)
+	require.Equal(t, "completed", resp["status"])
+	assert.NotContains(t, resp, "lambent", "no hook failed")
+	shape := outputShape(resp)
+	assert.Equal(t, "mcp_call completed calculator output=42", shape[0])
+	assert.True(t, strings.HasPrefix(shape[1], "mcp_call failed fetch_url error="), shape[1])
+	output := resp["output"].([]any)
+	calcID, fetchID := output[0].(map[string]any)["id"].(string), output[1].(map[string]any)["id"].(string)
+
+	// Each hook got both events of both calls, each call's in order.
+	var fromBus []string
+	for _, e := range bus.All() {
+		assert.Equal(t, "ops-bus", e["EventBusName"])
+		assert.Equal(t, "lambent", e["Source"])
+		assert.Equal(t, e["DetailType"], eventType(t, e["Detail"].(string)))
+		fromBus = append(fromBus, e["Detail"].(string))
+	}
+	_, fromWebhook := webhook.got()
+	for name, events := range map[string][]string{"eventbridge": fromBus, "lambda": audits(), "webhook": fromWebhook} {
+		require.Len(t, events, 4, name)
+		byCall := map[string][]map[string]any{}
+		for _, raw := range events {
+			var ev map[string]any
+			require.NoError(t, json.Unmarshal([]byte(raw), &ev))
+			byCall[ev["call_id"].(string)] = append(byCall[ev["call_id"].(string)], ev)
+		}
+		require.Len(t, byCall[calcID], 2, name)
+		call, result := byCall[calcID][0], byCall[calcID][1]
+		assert.Equal(t, "lambent.tool.call", call["type"], name)
+		assert.Equal(t, "lambent.tool.result", result["type"], name)
+		for _, ev := range []map[string]any{call, result} {
+			assert.Equal(t, resp["id"], ev["response_id"], name)
+			assert.Equal(t, "default", ev["tenant"], name)
+			assert.Equal(t, "hosted", ev["tool_kind"], name)
+			assert.Equal(t, "calculator", ev["tool_name"], name)
+			assert.Equal(t, `{"expression":"6*7"}`, ev["arguments"], name)
+			assert.Equal(t, float64(1), ev["attempt"], name)
+			assert.Equal(t, float64(1), ev["iteration"], name)
+			_, err := time.Parse(time.RFC3339Nano, ev["timestamp"].(string))
+			assert.NoError(t, err, name)
+		}
+		assert.NotContains(t, call, "output")
+		assert.NotContains(t, call, "duration_ms")
+		assert.Equal(t, "42", result["output"], name)
+		assert.Contains(t, result, "duration_ms")
+		fetchResult := byCall[fetchID][1]
+		assert.Equal(t, "fetch_url", fetchResult["tool_name"])
+		assert.Contains(t, fetchResult["error"], "not allowed", name)
+		assert.NotContains(t, fetchResult, "output")
+	}
+
+	// EMF: a line per tool call and one for the response.
+	lines := emf.lines()
+	require.Len(t, lines, 3)
+	var last map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[2]), &last))
+	assert.Equal(t, "completed", last["lambent.response.status"])
+	assert.Equal(t, float64(14), last["gen_ai.usage.input_tokens"])
+
+	// /metrics beside the API.
+	mresp, err := http.Get(g.url + "/metrics")
+	require.NoError(t, err)
+	defer func() { _ = mresp.Body.Close() }()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(mresp.Body)
+	require.NoError(t, err)
+	require.Contains(t, fams, "lambent_responses_total")
+	assert.Equal(t, float64(1), fams["lambent_responses_total"].GetMetric()[0].GetCounter().GetValue())
+	require.Contains(t, fams, "lambent_tool_errors_total")
+	assert.Equal(t, "fetch_url", fams["lambent_tool_errors_total"].GetMetric()[0].GetLabel()[0].GetValue())
+	assert.Equal(t, float64(0), fams["lambent_hook_events_dropped_total"].GetMetric()[0].GetCounter().GetValue())
+	assert.Equal(t, float64(0), fams["lambent_hook_deliveries_failed_total"].GetMetric()[0].GetCounter().GetValue())
+
+	// Spans: the response's continues the invocation's trace, and the
+	// calculator Lambda was invoked with its tool call span's trace header.
+	var calcSpan sdktrace.ReadOnlySpan
+	for _, s := range spans.Ended() {
+		assert.Equal(t, "6759e988bd862e3fe1be46a994272793", s.SpanContext().TraceID().String(), s.Name())
+		if s.Name() == "execute_tool calculator" {
+			calcSpan = s
+		}
+	}
+	require.NotNil(t, calcSpan)
+	headers, _ := lambdas.got()
+	var toolHeaders []string
+	for _, h := range headers {
+		if h.Get("X-Amz-Invocation-Type") != "Event" { // not the hook's
+			toolHeaders = append(toolHeaders, h.Get("X-Amzn-Trace-Id"))
+		}
+	}
+	require.Len(t, toolHeaders, 1)
+	toolHeader := toolHeaders[0]
+	sc := calcSpan.SpanContext()
+	assert.Equal(t, "Root=1-6759e988-bd862e3fe1be46a994272793;Parent="+sc.SpanID().String()+";Sampled=1", toolHeader)
+}
+
+func eventType(t *testing.T, detail string) string {
+	t.Helper()
+	var ev struct {
+		Type string `json:"type"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(detail), &ev))
+	return ev.Type
+}
+
+// failures is a log handler that counts "hook delivery failed" records
+// and closes seen once it has counted n.
+type failures struct {
+	mu   sync.Mutex
+	n    int
+	seen chan struct{}
+}
+
+func (f *failures) Enabled(context.Context, slog.Level) bool { return true }
+func (f *failures) WithAttrs([]slog.Attr) slog.Handler       { return f }
+func (f *failures) WithGroup(string) slog.Handler            { return f }
+func (f *failures) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "hook delivery failed" {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n--; f.n == 0 {
+		close(f.seen)
+	}
+	return nil
+}
+
+// A failing, a slow and a down hook never change the response: same
+// output and status as without hooks. Failures known when the response
+// ends are in lambent.hook_errors. No timing: the model's answer waits
+// until the failures have been recorded (the log record follows the
+// recording), and the slow hook holds its deliveries until the response
+// is complete.
+func TestFailingSlowOrDownHooksNeverChangeTheResponse(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the apps' cleanups
+	toolLambdas(t)
+	base := func() []string {
+		fake := fakellm.New(twoCalls()...)
+		defer fake.Close()
+		return outputShape(newGateway(t, fake, nil, nil, nil).create(t))
+	}()
+
+	// Four events (two calls, each before and after) fail per webhook.
+	const events = 4
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "hook broke", http.StatusInternalServerError)
+	}))
+	defer failing.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	down := "http://" + ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	for name, url := range map[string]string{"failing": failing.URL, "down": down} {
+		t.Run(name, func(t *testing.T) {
+			f := &failures{n: events, seen: make(chan struct{})}
+			turns := twoCalls()
+			turns[1].Block = f.seen
+			fake := fakellm.New(turns...)
+			defer fake.Close()
+			g := newGateway(t, fake, map[string]string{"LAMBENT_HOOKS": url, "LAMBENT_FETCH_ALLOW_HOSTS": strings.TrimPrefix(url, "http://")}, slog.New(f), nil)
+			resp := g.create(t)
+			assert.Equal(t, base, outputShape(resp))
+			ext, ok := resp["lambent"].(map[string]any)
+			require.True(t, ok, "hook errors reported: %v", resp)
+			errs := ext["hook_errors"].([]any)
+			require.Len(t, errs, events)
+			for _, e := range errs {
+				assert.Contains(t, e, "webhook hook: lambent.tool.")
+			}
+			if name == "failing" {
+				assert.Contains(t, errs[0], "500 Internal Server Error: hook broke")
+			} else {
+				assert.Contains(t, errs[0], "connection refused")
+			}
+			// The stored response keeps them.
+			got, err := http.Get(g.url + "/v1/responses/" + resp["id"].(string))
+			require.NoError(t, err)
+			defer func() { _ = got.Body.Close() }()
+			var stored map[string]any
+			require.NoError(t, json.NewDecoder(got.Body).Decode(&stored))
+			assert.Equal(t, resp["lambent"], stored["lambent"])
+		})
+	}
+
+	t.Run("slow", func(t *testing.T) {
+		release := make(chan struct{})
+		slow := &recording{next: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			w.WriteHeader(http.StatusNoContent)
+		})}
+		srv := httptest.NewServer(slow)
+		defer srv.Close()
+		fake := fakellm.New(twoCalls()...)
+		defer fake.Close()
+		g := newGateway(t, fake, map[string]string{"LAMBENT_HOOKS": srv.URL, "LAMBENT_FETCH_ALLOW_HOSTS": strings.TrimPrefix(srv.URL, "http://")}, nil, nil)
+		// The response completes while the hook holds its deliveries.
+		resp := g.create(t)
+		assert.Equal(t, base, outputShape(resp))
+		assert.NotContains(t, resp, "lambent")
+		close(release)
+		g.flush(t)
+		_, bodies := slow.got()
+		assert.Len(t, bodies, events)
+	})
+}
+
+// In Lambda, the handler delivers the hook events of a request before it
+// returns: Lambda freezes the process between invocations.
+func TestLambdaDeliversHooksBeforeTheInvocationEnds(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	toolLambdas(t)
+	hook := &recording{}
+	srv := httptest.NewServer(hook)
+	defer srv.Close()
+	fake := fakellm.New(twoCalls()...)
+	defer fake.Close()
+	g := newGateway(t, fake, map[string]string{"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001", "LAMBENT_STORE": "memory",
+		"LAMBENT_HOOKS": srv.URL, "LAMBENT_FETCH_ALLOW_HOSTS": strings.TrimPrefix(srv.URL, "http://")}, nil, nil)
+	g.create(t)
+	_, bodies := hook.got()
+	assert.Len(t, bodies, 4, "delivered when the request returned, without a Flush")
+}
+
+// Nothing is on by default; bad settings fail at start-up.
+func TestTelemetryConfiguration(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	fake := fakellm.New()
+	defer fake.Close()
+	g := newGateway(t, fake, nil, nil, nil)
+	resp, err := http.Get(g.url + "/metrics")
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.NotEqual(t, http.StatusOK, resp.StatusCode, "no /metrics unless LAMBENT_METRICS asks for it")
+
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"LAMBENT_HOOKS": "sns:topic"}, "LAMBENT_HOOKS"},
+		{map[string]string{"LAMBENT_METRICS": "statsd"}, "LAMBENT_METRICS"},
+		{map[string]string{"LAMBENT_METRICS": "prometheus", "AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001"}, "in Lambda use emf"},
+	} {
+		_, err := app.FromEnv(func(k string) string { return c.env[k] })
+		require.Error(t, err, c.env)
+		assert.Contains(t, err.Error(), c.want)
+	}
+	cfg, err := app.FromEnv(func(k string) string {
+		return map[string]string{"LAMBENT_HOOKS": "http://127.0.0.1:9/hook", "LAMBENT_PROVIDER_URL": fake.URL}[k]
+	})
+	require.NoError(t, err)
+	_, err = app.Build(context.Background(), cfg, slog.New(slog.DiscardHandler), nil)
+	require.Error(t, err, "the SSRF guard refuses a loopback webhook the allow-list does not name")
+	assert.Contains(t, err.Error(), "loopback")
+}

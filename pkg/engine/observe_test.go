@@ -1,0 +1,176 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/tools"
+)
+
+// watcher is an Observer that records every call, in order, as text, and
+// the tool calls' payloads.
+type watcher struct {
+	mu    sync.Mutex
+	log   []string
+	calls map[string]ToolCall // by call id, as ended
+	ends  []ResponseEnd
+	// hookErrors is what EndResponse adds to the response.
+	hookErrors []string
+}
+
+type ctxKey struct{}
+
+func (w *watcher) note(format string, a ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.log = append(w.log, fmt.Sprintf(format, a...))
+}
+
+func (w *watcher) entries() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.log...)
+}
+
+func (w *watcher) StartResponse(ctx context.Context, resp *api.Response) (context.Context, ResponseObserver) {
+	w.note("response %s", resp.Model)
+	return context.WithValue(ctx, ctxKey{}, "response"), w
+}
+
+func (w *watcher) StartModelCall(ctx context.Context, m *ModelCall) context.Context {
+	w.note("model %d start (in %v)", m.Iteration, ctx.Value(ctxKey{}))
+	return context.WithValue(ctx, ctxKey{}, fmt.Sprintf("model %d", m.Iteration))
+}
+
+func (w *watcher) EndModelCall(ctx context.Context, m *ModelCall) {
+	finish := ""
+	if m.Result != nil {
+		finish = m.Result.FinishReason
+	}
+	w.note("model %d end %s err=%v (in %v)", m.Iteration, finish, m.Err != nil, ctx.Value(ctxKey{}))
+}
+
+func (w *watcher) StartToolCall(ctx context.Context, c *ToolCall) context.Context {
+	w.note("tool %s start (in %v)", c.CallID, ctx.Value(ctxKey{}))
+	return context.WithValue(ctx, ctxKey{}, "tool "+c.CallID)
+}
+
+func (w *watcher) EndToolCall(ctx context.Context, c *ToolCall) {
+	w.note("tool %s end error=%v (in %v)", c.CallID, c.Result.IsError, ctx.Value(ctxKey{}))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.calls == nil {
+		w.calls = map[string]ToolCall{}
+	}
+	w.calls[c.CallID] = *c
+}
+
+func (w *watcher) EndResponse(ctx context.Context, resp *api.Response, end *ResponseEnd) {
+	w.note("response end %s (in %v)", end.Status, ctx.Value(ctxKey{}))
+	w.mu.Lock()
+	w.ends = append(w.ends, *end)
+	w.mu.Unlock()
+	resp.AddHookErrors(w.hookErrors...)
+}
+
+// The observer sees the loop in order — model call, each tool call before
+// and after it runs (the executor sees the tool call's context), the next
+// model call, the end — with the tool calls' payloads: kind, name, call id,
+// arguments, attempt, iteration, result (errors included), and EndResponse
+// can add hook errors to the response.
+func TestObserverSeesTheLoop(t *testing.T) {
+	w := &watcher{hookErrors: []string{"webhook hook: lambent.tool.call event for call c1: 500"}}
+	m := newMock(func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
+		w.note("execute %s (in %v)", c.ID, ctx.Value(ctxKey{}))
+		if c.Name == "broken" {
+			return nil, errors.New("backend down")
+		}
+		return &tools.ToolResult{Output: "ok " + c.Arguments}, nil
+	}, "t", "broken")
+	p := script(
+		calls(5, 1, call("c1", "t", `{"a":1}`)),
+		calls(6, 1, call("c2", "broken", `{}`)),
+		text("done", 7, 2),
+	)
+	e, _ := newEngine(t, p, m, func(c *Config) { c.Observer = w })
+	rec, err := run1(t, e, `{"input":"go","parallel_tool_calls":false,"tools":[{"type":"lambent:t"},{"type":"lambent:broken"}]}`)
+	require.NoError(t, err)
+	resp := rec.response(t)
+	assert.Equal(t, api.StatusCompleted, resp.Status)
+
+	assert.Equal(t, []string{
+		"response test-model",
+		"model 1 start (in response)",
+		"model 1 end tool_calls err=false (in model 1)",
+		"tool c1 start (in response)",
+		"execute c1 (in tool c1)",
+		"tool c1 end error=false (in tool c1)",
+		"model 2 start (in response)",
+		"model 2 end tool_calls err=false (in model 2)",
+		"tool c2 start (in response)",
+		"execute c2 (in tool c2)",
+		"tool c2 end error=true (in tool c2)",
+		"model 3 start (in response)",
+		"model 3 end stop err=false (in model 3)",
+		"response end completed (in response)",
+	}, w.entries())
+
+	c1 := w.calls["c1"]
+	assert.Equal(t, ToolKindHosted, c1.Kind)
+	assert.Equal(t, "t", c1.Name)
+	assert.Equal(t, `{"a":1}`, c1.Arguments)
+	assert.Equal(t, resp.ID, c1.ResponseID)
+	assert.Equal(t, 1, c1.Attempt)
+	assert.Equal(t, 1, c1.Iteration)
+	assert.Equal(t, `ok {"a":1}`, c1.Result.Output)
+	assert.False(t, c1.Start.IsZero())
+	c2 := w.calls["c2"]
+	assert.Equal(t, 2, c2.Iteration)
+	assert.True(t, c2.Result.IsError)
+	assert.Equal(t, "Error: backend down", c2.Result.Output)
+
+	require.Len(t, w.ends, 1)
+	assert.Equal(t, 3, w.ends[0].Turns)
+	assert.Equal(t, 1, w.ends[0].Attempts)
+
+	var body struct {
+		Lambent struct {
+			HookErrors []string `json:"hook_errors"`
+		} `json:"lambent"`
+	}
+	require.NoError(t, json.Unmarshal(rec.resp, &body))
+	assert.Equal(t, w.hookErrors, body.Lambent.HookErrors)
+}
+
+// Calls left pending by the previous response run before any model call:
+// iteration 0. Calls the loop does not execute (unknown tools, client
+// functions) are not observed.
+func TestObserverPendingAndUnexecutedCalls(t *testing.T) {
+	w := &watcher{}
+	m := newMock(echoTool, "t")
+	e, _ := newEngine(t, script(
+		calls(5, 1, call("c1", "t", `{}`), call("c2", "client_fn", `{}`)),
+		calls(5, 1, call("c3", "nope", `{}`)),
+		text("done", 5, 1),
+	), m, func(c *Config) { c.Observer = w })
+	rec, err := run1(t, e, `{"input":"go","tools":[{"type":"lambent:t"},{"type":"function","name":"client_fn","parameters":{"type":"object"}}]}`)
+	require.NoError(t, err)
+	first := rec.response(t)
+	require.Equal(t, api.StatusRequiresAction, first.Status)
+	assert.Empty(t, w.calls, "a turn that pauses for the client runs nothing")
+
+	_, err = run1(t, e, `{"previous_response_id":"`+first.ID+`","input":[{"type":"function_call_output","call_id":"c2","output":"client says hi"}],"tools":[{"type":"lambent:t"},{"type":"function","name":"client_fn","parameters":{"type":"object"}}]}`)
+	require.NoError(t, err)
+	require.Contains(t, w.calls, "c1")
+	assert.Equal(t, 0, w.calls["c1"].Iteration, "run before the continuation's first model call")
+	assert.NotContains(t, w.calls, "c3", "an unknown tool's error result is no execution")
+	assert.NotContains(t, w.calls, "c2")
+}

@@ -1,0 +1,323 @@
+// Package hooks delivers the operator's tool call hooks (seeds/004's
+// onToolCall and onToolResult, for a gateway): before and after every tool
+// call the server executes, an Event goes to each configured Sink — an
+// EventBridge bus, a Lambda function invoked asynchronously, an HTTP
+// webhook behind fetch_url's SSRF guard.
+//
+// Delivery is safe for the loop: Send never blocks and never fails. Events
+// wait in a bounded queue for a small pool of workers; a full queue drops
+// the event (counted); each delivery has a timeout. Failures are logged,
+// counted and collected per response (Errors), which the response reports
+// in its "lambent.hook_errors" field.
+package hooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lambent/lambent/pkg/tools/lambdaexec"
+)
+
+// Event types (the EventBridge detail-type, the webhook's X-Lambent-Event).
+const (
+	// EventToolCall is sent before a tool call executes.
+	EventToolCall = "lambent.tool.call"
+	// EventToolResult is sent after it, on error too.
+	EventToolResult = "lambent.tool.result"
+)
+
+// Event is what a hook receives, as JSON: the EventBridge event's detail,
+// the hook Lambda's payload, the webhook's body.
+type Event struct {
+	// Type is EventToolCall or EventToolResult.
+	Type       string `json:"type"`
+	ResponseID string `json:"response_id"`
+	Tenant     string `json:"tenant"`
+	// ToolKind says what runs the call: "hosted" (a tool of the gateway's
+	// manifest), "mcp", "reflection" or "validator".
+	ToolKind  string `json:"tool_kind"`
+	ToolName  string `json:"tool_name"`
+	CallID    string `json:"call_id"`
+	Arguments string `json:"arguments"`
+	// Output is the result's output (EventToolResult, when not an error).
+	Output *string `json:"output,omitempty"`
+	// Error is the result's error text (EventToolResult, is_error).
+	Error *string `json:"error,omitempty"`
+	// DurationMS is the execution's duration (EventToolResult).
+	DurationMS *float64 `json:"duration_ms,omitempty"`
+	// Attempt and Iteration place the call in the response: its attempt
+	// (from 1) and the model call that asked for it (from 1; 0 for a call
+	// left pending by the previous response).
+	Attempt   int `json:"attempt"`
+	Iteration int `json:"iteration"`
+	// Timestamp is when the call started (EventToolCall) or ended.
+	Timestamp time.Time `json:"timestamp"`
+}
+
+// Sink delivers events to one hook.
+type Sink interface {
+	// Name names the hook in errors and logs ("eventbridge", "lambda",
+	// "webhook").
+	Name() string
+	// Deliver sends one event; body is ev as JSON. ctx bounds it.
+	Deliver(ctx context.Context, ev *Event, body []byte) error
+}
+
+// Defaults of Config.
+const (
+	DefaultQueueSize = 1024
+	DefaultWorkers   = 4
+	DefaultTimeout   = 5 * time.Second
+	// DefaultMaxField caps arguments, output and error in an event, in
+	// bytes: EventBridge and asynchronous Lambda payloads are limited.
+	DefaultMaxField = 8 << 10
+	// maxErrors bounds the errors one response collects.
+	maxErrors = 20
+)
+
+// Config configures a Dispatcher.
+type Config struct {
+	Sinks []Sink
+	// QueueSize bounds the events waiting for delivery (default
+	// DefaultQueueSize); more are dropped.
+	QueueSize int
+	// Workers deliver concurrently (default DefaultWorkers). The events of
+	// one call go through one worker, in order: its call before its
+	// result.
+	Workers int
+	// Timeout bounds each delivery to each sink (default DefaultTimeout).
+	Timeout time.Duration
+	// MaxField caps arguments, output and error (default DefaultMaxField).
+	MaxField int
+	// Logger receives delivery failures and drops (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// item is a queued event with the errors of its response.
+type item struct {
+	ev   *Event
+	errs *Errors
+}
+
+// Dispatcher queues events and delivers them to every sink. It is safe for
+// concurrent use; Close stops it.
+type Dispatcher struct {
+	cfg    Config
+	log    *slog.Logger
+	queues []chan item
+	// seed picks a call's queue (its events stay in order).
+	seed   maphash.Seed
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	dropped atomic.Uint64
+	failed  atomic.Uint64
+
+	mu      sync.Mutex
+	pending int
+	idle    []chan struct{}
+}
+
+// New starts a dispatcher for cfg.Sinks.
+func New(cfg Config) *Dispatcher {
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = DefaultQueueSize
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	if cfg.Workers > cfg.QueueSize {
+		cfg.Workers = cfg.QueueSize
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxField <= 0 {
+		cfg.MaxField = DefaultMaxField
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	d := &Dispatcher{cfg: cfg, log: cfg.Logger, seed: maphash.MakeSeed()}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	d.queues = make([]chan item, cfg.Workers)
+	for i := range d.queues {
+		q := make(chan item, cfg.QueueSize/cfg.Workers)
+		d.queues[i] = q
+		d.wg.Go(func() { d.work(q) })
+	}
+	return d
+}
+
+// Send queues ev for delivery without blocking; errs (optional) collects
+// its failures for the response. A full queue drops ev.
+func (d *Dispatcher) Send(ev *Event, errs *Errors) {
+	q := d.queues[maphash.String(d.seed, ev.CallID)%uint64(len(d.queues))]
+	d.mu.Lock()
+	d.pending++
+	d.mu.Unlock()
+	select {
+	case <-d.ctx.Done():
+		d.done()
+		d.drop(ev, errs, "the dispatcher is closed")
+		return
+	default:
+	}
+	select {
+	case q <- item{ev: ev, errs: errs}:
+	default:
+		d.done()
+		d.drop(ev, errs, "the hook queue is full")
+	}
+}
+
+func (d *Dispatcher) drop(ev *Event, errs *Errors, why string) {
+	d.dropped.Add(1)
+	msg := fmt.Sprintf("%s event for call %s dropped: %s", ev.Type, ev.CallID, why)
+	errs.add(msg)
+	d.log.Warn("hook event dropped", "event", ev.Type, "response_id", ev.ResponseID, "call_id", ev.CallID, "reason", why)
+}
+
+// Dropped counts the events dropped so far (a full queue, or sent after
+// Close).
+func (d *Dispatcher) Dropped() uint64 { return d.dropped.Load() }
+
+// Failed counts the failed deliveries so far (one per event and sink).
+func (d *Dispatcher) Failed() uint64 { return d.failed.Load() }
+
+// work delivers the events of q until the dispatcher closes.
+func (d *Dispatcher) work(q chan item) {
+	for {
+		select {
+		case it := <-q:
+			d.deliver(it)
+			d.done()
+		case <-d.ctx.Done():
+			return
+		}
+	}
+}
+
+// deliver sends one event to every sink.
+func (d *Dispatcher) deliver(it item) {
+	ev := it.ev
+	ev.Arguments = lambdaexec.Truncate(ev.Arguments, d.cfg.MaxField)
+	for _, p := range []*string{ev.Output, ev.Error} {
+		if p != nil {
+			*p = lambdaexec.Truncate(*p, d.cfg.MaxField)
+		}
+	}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		d.fail(it, "encode", err)
+		return
+	}
+	for _, s := range d.cfg.Sinks {
+		ctx, cancel := context.WithTimeout(d.ctx, d.cfg.Timeout)
+		err := s.Deliver(ctx, ev, body)
+		cancel()
+		if err != nil {
+			d.fail(it, s.Name(), err)
+		}
+	}
+}
+
+func (d *Dispatcher) fail(it item, sink string, err error) {
+	d.failed.Add(1)
+	collected := it.errs.add(fmt.Sprintf("%s hook: %s event for call %s: %v", sink, it.ev.Type, it.ev.CallID, err))
+	d.log.Warn("hook delivery failed", "hook", sink, "event", it.ev.Type, "response_id", it.ev.ResponseID, "call_id", it.ev.CallID,
+		"in_response", collected, "err", err)
+}
+
+// done marks one sent event as delivered or dropped.
+func (d *Dispatcher) done() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pending--; d.pending == 0 {
+		for _, c := range d.idle {
+			close(c)
+		}
+		d.idle = nil
+	}
+}
+
+// Flush waits until every event sent so far is delivered (or dropped), or
+// ctx ends. Lambda calls it after each invocation: the execution
+// environment is frozen between invocations, deliveries with it.
+func (d *Dispatcher) Flush(ctx context.Context) error {
+	d.mu.Lock()
+	if d.pending == 0 {
+		d.mu.Unlock()
+		return nil
+	}
+	c := make(chan struct{})
+	d.idle = append(d.idle, c)
+	d.mu.Unlock()
+	select {
+	case <-c:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("hooks: flush: %w", ctx.Err())
+	}
+}
+
+// Close delivers what is queued, for at most one delivery timeout, then
+// cancels what is left and stops the workers. Events sent afterwards are
+// dropped.
+func (d *Dispatcher) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.Timeout)
+	defer cancel()
+	if err := d.Flush(ctx); err != nil {
+		d.log.Warn("hook events left undelivered at shutdown", "err", err)
+	}
+	d.cancel()
+	d.wg.Wait()
+}
+
+// Errors collects the hook failures of one response until it ends. It is
+// safe for concurrent use; the zero value is ready, and a nil *Errors
+// collects nothing.
+type Errors struct {
+	mu     sync.Mutex
+	list   []string
+	more   int
+	sealed bool
+}
+
+// add records msg unless the response has ended; it reports whether msg
+// was recorded.
+func (e *Errors) add(msg string) bool {
+	if e == nil {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.sealed:
+		return false
+	case len(e.list) == maxErrors:
+		e.more++
+	default:
+		e.list = append(e.list, msg)
+	}
+	return true
+}
+
+// Seal ends the collection (the response ends) and returns what was
+// collected; later failures are only logged.
+func (e *Errors) Seal() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.sealed = true
+	if e.more > 0 {
+		return append(e.list, fmt.Sprintf("%d more hook errors (see the logs)", e.more))
+	}
+	return e.list
+}

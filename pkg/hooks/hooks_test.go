@@ -1,0 +1,354 @@
+package hooks_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/lambent/lambent/internal/ebtest"
+	"github.com/lambent/lambent/internal/localinvoke"
+	"github.com/lambent/lambent/pkg/hooks"
+	"github.com/lambent/lambent/pkg/tools/lambdaexec"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// recordingSink keeps what it is given, in order.
+type recordingSink struct {
+	mu     sync.Mutex
+	events []hooks.Event
+	bodies [][]byte
+	// block, when set, runs first (barriers).
+	block func(ctx context.Context, ev *hooks.Event) error
+}
+
+func (s *recordingSink) Name() string { return "test" }
+
+func (s *recordingSink) Deliver(ctx context.Context, ev *hooks.Event, body []byte) error {
+	if s.block != nil {
+		if err := s.block(ctx, ev); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = append(s.events, *ev)
+	s.bodies = append(s.bodies, body)
+	return nil
+}
+
+func (s *recordingSink) got() []hooks.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]hooks.Event(nil), s.events...)
+}
+
+func flush(t *testing.T, d *hooks.Dispatcher) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, d.Flush(ctx))
+}
+
+func event(typ, callID string) *hooks.Event {
+	return &hooks.Event{Type: typ, ResponseID: "resp_1", Tenant: "default", ToolKind: "hosted", ToolName: "calculator", CallID: callID,
+		Arguments: `{"expression":"6*7"}`, Attempt: 1, Iteration: 1, Timestamp: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+// The events of one call arrive in order — its call before its result —
+// while calls are delivered by several workers.
+func TestDispatcherKeepsEachCallInOrder(t *testing.T) {
+	sink := &recordingSink{}
+	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{sink}, Workers: 4, Logger: quiet()})
+	defer d.Close()
+	const n = 32
+	for i := range n {
+		d.Send(event(hooks.EventToolCall, fmt.Sprint("c", i)), nil)
+	}
+	for i := range n {
+		d.Send(event(hooks.EventToolResult, fmt.Sprint("c", i)), nil)
+	}
+	flush(t, d)
+	got := sink.got()
+	require.Len(t, got, 2*n)
+	seen := map[string]string{}
+	for _, ev := range got {
+		switch ev.Type {
+		case hooks.EventToolCall:
+			assert.Empty(t, seen[ev.CallID], "%s: the call event comes first", ev.CallID)
+		case hooks.EventToolResult:
+			assert.Equal(t, hooks.EventToolCall, seen[ev.CallID], "%s: the result follows its call", ev.CallID)
+		}
+		seen[ev.CallID] = ev.Type
+	}
+	assert.Zero(t, d.Dropped())
+	assert.Zero(t, d.Failed())
+}
+
+// A full queue drops the event without blocking Send: counted, logged and
+// collected for the response. Barriers, no timing: the one worker is held
+// inside its first delivery while the queue (one slot) fills.
+func TestDispatcherDropsWhenTheQueueIsFull(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	sink := &recordingSink{block: func(ctx context.Context, _ *hooks.Event) error {
+		once.Do(func() { close(entered) })
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}}
+	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{sink}, Workers: 1, QueueSize: 1, Timeout: time.Hour, Logger: quiet()})
+	defer d.Close()
+	errs := &hooks.Errors{}
+	d.Send(event(hooks.EventToolCall, "c1"), errs)
+	<-entered // the worker holds c1; the queue is empty
+	d.Send(event(hooks.EventToolCall, "c2"), errs)
+	d.Send(event(hooks.EventToolCall, "c3"), errs) // no room
+	assert.Equal(t, uint64(1), d.Dropped())
+	close(release)
+	flush(t, d)
+	var ids []string
+	for _, ev := range sink.got() {
+		ids = append(ids, ev.CallID)
+	}
+	assert.Equal(t, []string{"c1", "c2"}, ids)
+	assert.Equal(t, []string{"lambent.tool.call event for call c3 dropped: the hook queue is full"}, errs.Seal())
+}
+
+// A delivery that outlasts the timeout fails with the context's error,
+// which the response's errors collect; the worker goes on.
+func TestDispatcherTimesDeliveriesOut(t *testing.T) {
+	slow := &recordingSink{block: func(ctx context.Context, ev *hooks.Event) error {
+		if ev.CallID == "slow" {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return nil
+	}}
+	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{slow}, Workers: 1, Timeout: time.Millisecond, Logger: quiet()})
+	defer d.Close()
+	errs := &hooks.Errors{}
+	d.Send(event(hooks.EventToolCall, "slow"), errs)
+	d.Send(event(hooks.EventToolCall, "fast"), errs)
+	flush(t, d)
+	assert.Equal(t, []string{"test hook: lambent.tool.call event for call slow: context deadline exceeded"}, errs.Seal())
+	assert.Equal(t, uint64(1), d.Failed())
+	require.Len(t, slow.got(), 1)
+	assert.Equal(t, "fast", slow.got()[0].CallID)
+}
+
+// Errors collects until sealed (the response ended), at most 20 messages
+// and a count of the rest; later failures are only logged.
+func TestErrorsCollectUntilSealed(t *testing.T) {
+	fail := &recordingSink{block: func(context.Context, *hooks.Event) error { return errors.New("boom") }}
+	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{fail}, Workers: 1, Logger: quiet()})
+	defer d.Close()
+	errs := &hooks.Errors{}
+	for i := range 25 {
+		d.Send(event(hooks.EventToolCall, fmt.Sprint("c", i)), errs)
+	}
+	flush(t, d)
+	got := errs.Seal()
+	require.Len(t, got, 21)
+	assert.Equal(t, "test hook: lambent.tool.call event for call c0: boom", got[0])
+	assert.Equal(t, "5 more hook errors (see the logs)", got[20])
+
+	late := &hooks.Errors{}
+	late.Seal()
+	d.Send(event(hooks.EventToolCall, "late"), late)
+	flush(t, d)
+	assert.Empty(t, late.Seal())
+	assert.Equal(t, uint64(26), d.Failed())
+}
+
+// Close waits at most one delivery timeout for what is queued, then
+// cancels the deliveries still running: a hook that never answers cannot
+// hold shutdown (goleak checks the workers are gone).
+func TestCloseCancelsStuckDeliveries(t *testing.T) {
+	stuck := &recordingSink{block: func(ctx context.Context, _ *hooks.Event) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}}
+	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{stuck}, Workers: 1, Timeout: 10 * time.Millisecond, Logger: quiet()})
+	d.Send(event(hooks.EventToolCall, "c1"), nil)
+	d.Close()
+	d.Send(event(hooks.EventToolCall, "after"), nil)
+	assert.Equal(t, uint64(1), d.Dropped(), "sent after Close")
+}
+
+// Arguments, output and error are capped (with a visible note); the rest
+// of the event is sent as it is.
+func TestEventFieldsAreCapped(t *testing.T) {
+	sink := &recordingSink{}
+	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{sink}, MaxField: 16, Logger: quiet()})
+	defer d.Close()
+	ev := event(hooks.EventToolResult, "c1")
+	ev.Arguments = strings.Repeat("a", 100)
+	out := strings.Repeat("é", 20)
+	ev.Output = &out
+	d.Send(ev, nil)
+	flush(t, d)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(sink.bodies[0], &got))
+	assert.Equal(t, strings.Repeat("a", 16)+"\n[output truncated: 100 bytes, showing the first 16]", got["arguments"])
+	assert.Equal(t, strings.Repeat("é", 8)+"\n[output truncated: 40 bytes, showing the first 16]", got["output"])
+	assert.Equal(t, "calculator", got["tool_name"])
+	assert.Equal(t, "2026-01-02T03:04:05Z", got["timestamp"])
+}
+
+// The EventBridge hook puts each event on the bus through the real SDK
+// client: source lambent, detail-type the event type, detail the event.
+func TestEventBridgeSink(t *testing.T) {
+	bus := ebtest.NewServer(t)
+	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{&hooks.EventBridge{Client: bus.Client, Bus: "ops-bus"}}, Logger: quiet()})
+	defer d.Close()
+	d.Send(event(hooks.EventToolCall, "c1"), nil)
+	flush(t, d)
+	entries := bus.All()
+	require.Len(t, entries, 1)
+	assert.Equal(t, "ops-bus", entries[0]["EventBusName"])
+	assert.Equal(t, "lambent", entries[0]["Source"])
+	assert.Equal(t, "lambent.tool.call", entries[0]["DetailType"])
+	var detail hooks.Event
+	require.NoError(t, json.Unmarshal([]byte(entries[0]["Detail"].(string)), &detail))
+	assert.Equal(t, *event(hooks.EventToolCall, "c1"), detail)
+}
+
+// The Lambda hook invokes its function asynchronously (InvocationType
+// Event) through the real SDK client with the event as payload; a function
+// that does not exist is a delivery error.
+func TestLambdaSink(t *testing.T) {
+	var mu sync.Mutex
+	var payloads [][]byte
+	srv := localinvoke.New(nil, localinvoke.WithFunction("audit", func(_ context.Context, p []byte) ([]byte, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		payloads = append(payloads, p)
+		return nil, nil
+	}))
+	var invocationTypes []string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		invocationTypes = append(invocationTypes, r.Header.Get("X-Amz-Invocation-Type"))
+		mu.Unlock()
+		srv.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	client := lambda.New(lambda.Options{BaseEndpoint: aws.String(ts.URL), Region: "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""), Retryer: aws.NopRetryer{}, HTTPClient: lambdaexec.NewHTTPClient()})
+	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{&hooks.Lambda{Client: client, Function: "audit"}, &hooks.Lambda{Client: client, Function: "missing"}}, Logger: quiet()})
+	defer d.Close()
+	errs := &hooks.Errors{}
+	d.Send(event(hooks.EventToolResult, "c1"), errs)
+	flush(t, d)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"Event", "Event"}, invocationTypes)
+	require.Len(t, payloads, 1)
+	var got hooks.Event
+	require.NoError(t, json.Unmarshal(payloads[0], &got))
+	assert.Equal(t, *event(hooks.EventToolResult, "c1"), got)
+	sealed := errs.Seal()
+	require.Len(t, sealed, 1)
+	assert.Contains(t, sealed[0], "lambda hook: lambent.tool.result event for call c1: invoke missing:")
+	assert.Contains(t, sealed[0], "ResourceNotFoundException")
+}
+
+// The webhook posts JSON behind fetch_url's SSRF guard: a loopback URL is
+// refused unless the allow-list names it, by address or after DNS
+// resolution; a reply other than 2xx is a failure.
+func TestWebhookSink(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []string
+	var kinds []string
+	status := http.StatusNoContent
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Equal(t, "application/json", r.Header.Get("Content-Type"))
+		bodies = append(bodies, string(b))
+		kinds = append(kinds, r.Header.Get("X-Lambent-Event"))
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte("nope"))
+	}))
+	defer ts.Close()
+
+	_, err := hooks.NewWebhook(ts.URL+"/hook", nil)
+	require.Error(t, err, "loopback is not a public address")
+	assert.Contains(t, err.Error(), "loopback")
+	_, err = hooks.NewWebhook("ftp://example.com/", nil)
+	require.Error(t, err)
+
+	host := strings.TrimPrefix(ts.URL, "http://")
+	w, err := hooks.NewWebhook(ts.URL+"/hook", []string{host})
+	require.NoError(t, err)
+	defer w.CloseIdleConnections()
+	// A host name that resolves to loopback is checked when dialed.
+	_, port, _ := strings.Cut(host, ":")
+	byName, err := hooks.NewWebhook("http://localhost:"+port+"/hook", nil)
+	require.NoError(t, err)
+
+	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{w, byName}, Workers: 1, Logger: quiet()})
+	defer d.Close()
+	errs := &hooks.Errors{}
+	d.Send(event(hooks.EventToolCall, "c1"), errs)
+	flush(t, d)
+	mu.Lock()
+	status = http.StatusInternalServerError
+	mu.Unlock()
+	d.Send(event(hooks.EventToolResult, "c1"), errs)
+	flush(t, d)
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, bodies, 2, "the allowed webhook got both events; the one by name none")
+	assert.Equal(t, []string{"lambent.tool.call", "lambent.tool.result"}, kinds)
+	var got hooks.Event
+	require.NoError(t, json.Unmarshal([]byte(bodies[0]), &got))
+	assert.Equal(t, *event(hooks.EventToolCall, "c1"), got)
+	sealed := errs.Seal()
+	require.Len(t, sealed, 3)
+	assert.Contains(t, sealed[0], "webhook hook: lambent.tool.call event for call c1:")
+	assert.Contains(t, sealed[0], "loopback address); only public internet addresses can be fetched")
+	assert.Contains(t, sealed[1], "webhook hook: lambent.tool.result event for call c1: POST "+ts.URL+"/hook: 500 Internal Server Error: nope")
+	assert.Contains(t, sealed[2], "loopback address); only public internet addresses can be fetched")
+}
+
+func TestParseTargets(t *testing.T) {
+	got, err := hooks.ParseTargets(" eventbridge:ops ,,lambda:arn:aws:lambda:us-east-1:123456789012:function:audit, https://hooks.example.com/x?a=1 ,")
+	require.NoError(t, err)
+	assert.Equal(t, []hooks.Target{
+		{Kind: hooks.TargetEventBridge, Value: "ops"},
+		{Kind: hooks.TargetLambda, Value: "arn:aws:lambda:us-east-1:123456789012:function:audit"},
+		{Kind: hooks.TargetWebhook, Value: "https://hooks.example.com/x?a=1"},
+	}, got)
+	got, err = hooks.ParseTargets(",")
+	require.NoError(t, err)
+	assert.Empty(t, got)
+	for _, bad := range []string{"sns:topic", "eventbridge:", "lambda", "ops-bus"} {
+		_, err := hooks.ParseTargets(bad)
+		assert.Error(t, err, bad)
+	}
+}

@@ -1,0 +1,147 @@
+package hooks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
+
+	"github.com/lambent/lambent/pkg/tools/fetchurl"
+	"github.com/lambent/lambent/pkg/worker"
+)
+
+// EventBridgeAPI is the part of the EventBridge client EventBridge uses.
+type EventBridgeAPI interface {
+	PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, optFns ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error)
+}
+
+// EventBridge puts each event on a bus: source "lambent", detail-type the
+// event's type, detail the event.
+type EventBridge struct {
+	Client EventBridgeAPI
+	// Bus is the event bus name or ARN.
+	Bus string
+}
+
+// Name implements Sink.
+func (*EventBridge) Name() string { return "eventbridge" }
+
+// Deliver implements Sink.
+func (s *EventBridge) Deliver(ctx context.Context, ev *Event, body []byte) error {
+	out, err := s.Client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{{
+		EventBusName: aws.String(s.Bus),
+		Source:       aws.String(worker.Source),
+		DetailType:   aws.String(ev.Type),
+		Detail:       aws.String(string(body)),
+		Resources:    []string{},
+		Time:         aws.Time(ev.Timestamp),
+	}}})
+	if err != nil {
+		return fmt.Errorf("put event: %w", err)
+	}
+	if out.FailedEntryCount > 0 {
+		for _, e := range out.Entries {
+			if e.ErrorCode != nil {
+				return fmt.Errorf("put event: %s: %s", aws.ToString(e.ErrorCode), aws.ToString(e.ErrorMessage))
+			}
+		}
+		return errors.New("put event: the entry failed")
+	}
+	return nil
+}
+
+// LambdaInvoker is the part of the Lambda client Lambda uses.
+type LambdaInvoker interface {
+	Invoke(ctx context.Context, params *lambda.InvokeInput, optFns ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
+}
+
+// Lambda invokes a function asynchronously (InvocationType Event) with
+// each event as its payload: Lambda queues the event, so the delivery ends
+// as soon as Lambda has accepted it.
+type Lambda struct {
+	Client LambdaInvoker
+	// Function is the function's name or ARN.
+	Function string
+}
+
+// Name implements Sink.
+func (*Lambda) Name() string { return "lambda" }
+
+// Deliver implements Sink.
+func (s *Lambda) Deliver(ctx context.Context, _ *Event, body []byte) error {
+	out, err := s.Client.Invoke(ctx, &lambda.InvokeInput{
+		FunctionName:   aws.String(s.Function),
+		InvocationType: types.InvocationTypeEvent,
+		Payload:        body,
+	})
+	if err != nil {
+		return fmt.Errorf("invoke %s: %w", s.Function, err)
+	}
+	if out.StatusCode != http.StatusAccepted {
+		return fmt.Errorf("invoke %s: status %d, want 202", s.Function, out.StatusCode)
+	}
+	return nil
+}
+
+// maxReply bounds what is read of a webhook's reply (to reuse its
+// connection).
+const maxReply = 4 << 10
+
+// Webhook posts each event as JSON to a URL, through fetch_url's SSRF
+// guard: every connection, redirects included, must reach a public address
+// or one the guard's allow-list names. A reply other than 2xx is a failure.
+type Webhook struct {
+	url    string
+	client *http.Client
+}
+
+// NewWebhook returns the webhook for rawURL (http or https), with the SSRF
+// guard's allow-list allow (LAMBENT_FETCH_ALLOW_HOSTS).
+func NewWebhook(rawURL string, allow []string) (*Webhook, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("hooks: webhook URL: %w", err)
+	}
+	g := fetchurl.NewGuard(allow)
+	if err := g.CheckURL(u); err != nil {
+		return nil, fmt.Errorf("hooks: webhook URL %s: %w", rawURL, err)
+	}
+	return &Webhook{url: u.String(), client: g.Client(nil, true)}, nil
+}
+
+// Name implements Sink.
+func (*Webhook) Name() string { return "webhook" }
+
+// Deliver implements Sink.
+func (s *Webhook) Deliver(ctx context.Context, ev *Event, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "lambent-hooks")
+	req.Header.Set("X-Lambent-Event", ev.Type)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	reply, _ := io.ReadAll(io.LimitReader(resp.Body, maxReply))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("POST %s: %s: %s", s.url, resp.Status, strings.TrimSpace(string(reply)))
+	}
+	return nil
+}
+
+// CloseIdleConnections closes the webhook's idle connections.
+func (s *Webhook) CloseIdleConnections() { s.client.CloseIdleConnections() }

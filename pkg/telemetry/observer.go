@@ -1,0 +1,259 @@
+// Package telemetry is the engine's Observer for operators: it sends the
+// tool call hooks (package hooks), records metrics — CloudWatch Embedded
+// Metric Format lines (EMF), a Prometheus registry — and traces the loop
+// with OpenTelemetry: a span for the response, each model call and each
+// tool call, named and attributed after the GenAI semantic conventions,
+// continuing the Lambda invocation's X-Ray trace and propagated to tool
+// Lambdas (AWSTraceHeader) and MCP servers (Transport).
+//
+// Everything is off unless configured; with nothing configured the engine
+// gets no Observer at all and the loop pays nothing.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/engine"
+	"github.com/lambent/lambent/pkg/hooks"
+	"github.com/lambent/lambent/pkg/tenant"
+	"github.com/lambent/lambent/pkg/tools/lambdaexec"
+)
+
+// instrumentation names the tracer.
+const instrumentation = "github.com/lambent/lambent/pkg/telemetry"
+
+// AgentName is the gen_ai.agent.name of response spans.
+const AgentName = "lambent"
+
+// Attributes Lambent adds to the GenAI conventions' (spans, EMF lines).
+const (
+	attrToolKind       = attribute.Key("lambent.tool.kind")
+	attrAttempt        = attribute.Key("lambent.attempt")
+	attrIteration      = attribute.Key("lambent.iteration")
+	attrStatus         = attribute.Key("lambent.response.status")
+	attrTurns          = attribute.Key("lambent.response.turns")
+	attrIncomplete     = attribute.Key("lambent.response.incomplete_reason")
+	attrHookErrors     = attribute.Key("lambent.hook_errors")
+	toolTypeExtension  = "extension" // gen_ai.tool.type of calls the server executes
+	errorTypeToolError = "tool_error"
+)
+
+// Config configures an Observer; every part is optional.
+type Config struct {
+	// Hooks delivers the tool call hooks.
+	Hooks *hooks.Dispatcher
+	// EMF writes CloudWatch EMF lines.
+	EMF *EMF
+	// Prometheus records the metrics /metrics serves.
+	Prometheus *Prometheus
+	// Tracer creates the spans (an SDK TracerProvider, NewTracerProvider).
+	Tracer trace.TracerProvider
+	// ProviderName is the gen_ai.provider.name of model call spans
+	// ("openai" for OpenAI-compatible APIs).
+	ProviderName string
+}
+
+// Enabled reports whether c configures anything to observe.
+func (c Config) Enabled() bool {
+	return c.Hooks != nil || c.EMF != nil || c.Prometheus != nil || c.Tracer != nil
+}
+
+// recorder records metrics.
+type recorder interface {
+	modelCall(m *engine.ModelCall, provider string)
+	toolCall(c *engine.ToolCall)
+	response(resp *api.Response, end *engine.ResponseEnd)
+}
+
+// Observer implements engine.Observer.
+type Observer struct {
+	hooks    *hooks.Dispatcher
+	metrics  []recorder
+	tracer   trace.Tracer
+	provider string
+}
+
+var _ engine.Observer = (*Observer)(nil)
+
+// New returns the Observer of cfg.
+func New(cfg Config) *Observer {
+	o := &Observer{hooks: cfg.Hooks, provider: cfg.ProviderName}
+	if cfg.EMF != nil {
+		o.metrics = append(o.metrics, cfg.EMF)
+	}
+	if cfg.Prometheus != nil {
+		o.metrics = append(o.metrics, cfg.Prometheus)
+	}
+	if cfg.Tracer != nil {
+		o.tracer = cfg.Tracer.Tracer(instrumentation, trace.WithSchemaURL(semconv.SchemaURL))
+	}
+	return o
+}
+
+// responseObserver observes one response.
+type responseObserver struct {
+	o      *Observer
+	tenant string
+	// errs collects the response's hook errors (nil without hooks).
+	errs *hooks.Errors
+}
+
+// StartResponse implements engine.Observer: it opens the response's span
+// (a child of the Lambda invocation's trace when there is no parent span).
+func (o *Observer) StartResponse(ctx context.Context, resp *api.Response) (context.Context, engine.ResponseObserver) {
+	ro := &responseObserver{o: o, tenant: tenant.From(ctx)}
+	if o.hooks != nil {
+		ro.errs = &hooks.Errors{}
+	}
+	if o.tracer != nil {
+		if !trace.SpanContextFromContext(ctx).IsValid() {
+			if h := LambdaTraceHeader(ctx); h != "" {
+				ctx = XRay{}.Extract(ctx, propagation.MapCarrier{XRayHeader: h})
+			}
+		}
+		ctx, _ = o.tracer.Start(ctx, "invoke_agent "+AgentName, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
+			semconv.GenAIOperationNameInvokeAgent, semconv.GenAIAgentName(AgentName), semconv.GenAIRequestModel(resp.Model),
+			semconv.GenAIResponseID(resp.ID)))
+	}
+	return ctx, ro
+}
+
+// StartModelCall implements engine.ResponseObserver.
+func (ro *responseObserver) StartModelCall(ctx context.Context, m *engine.ModelCall) context.Context {
+	if t := ro.o.tracer; t != nil {
+		ctx, _ = t.Start(ctx, "chat "+m.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(m.Start), trace.WithAttributes(
+			semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(ro.o.provider), semconv.GenAIRequestModel(m.Model),
+			attrIteration.Int(m.Iteration)))
+	}
+	return ctx
+}
+
+// EndModelCall implements engine.ResponseObserver.
+func (ro *responseObserver) EndModelCall(ctx context.Context, m *engine.ModelCall) {
+	for _, r := range ro.o.metrics {
+		r.modelCall(m, ro.o.provider)
+	}
+	if ro.o.tracer == nil {
+		return
+	}
+	span := trace.SpanFromContext(ctx)
+	if res := m.Result; res != nil {
+		span.SetAttributes(semconv.GenAIUsageInputTokens(res.Usage.InputTokens), semconv.GenAIUsageOutputTokens(res.Usage.OutputTokens),
+			semconv.GenAIResponseFinishReasons(res.FinishReason))
+	}
+	if m.Err != nil {
+		span.SetAttributes(semconv.ErrorTypeKey.String(errorType(m.Err)))
+		span.SetStatus(codes.Error, m.Err.Error())
+	}
+	span.End(trace.WithTimestamp(m.Start.Add(m.Duration)))
+}
+
+// StartToolCall implements engine.ResponseObserver: the tool call's span,
+// and the lambent.tool.call hook.
+func (ro *responseObserver) StartToolCall(ctx context.Context, c *engine.ToolCall) context.Context {
+	if t := ro.o.tracer; t != nil {
+		ctx, _ = t.Start(ctx, "execute_tool "+c.Name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(c.Start), trace.WithAttributes(
+			semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(c.Name), semconv.GenAIToolCallID(c.CallID),
+			semconv.GenAIToolType(toolTypeExtension), attrToolKind.String(c.Kind), attrAttempt.Int(c.Attempt), attrIteration.Int(c.Iteration)))
+	}
+	if ro.o.hooks != nil {
+		ro.o.hooks.Send(ro.event(hooks.EventToolCall, c, c.Start), ro.errs)
+	}
+	return ctx
+}
+
+// EndToolCall implements engine.ResponseObserver: the lambent.tool.result
+// hook, the call's metrics, the end of its span.
+func (ro *responseObserver) EndToolCall(ctx context.Context, c *engine.ToolCall) {
+	end := c.Start.Add(c.Duration)
+	if ro.o.hooks != nil {
+		ev := ro.event(hooks.EventToolResult, c, end)
+		text := c.Result.Output
+		if c.Result.IsError {
+			ev.Error = &text
+		} else {
+			ev.Output = &text
+		}
+		ms := float64(c.Duration) / float64(time.Millisecond)
+		ev.DurationMS = &ms
+		ro.o.hooks.Send(ev, ro.errs)
+	}
+	for _, r := range ro.o.metrics {
+		r.toolCall(c)
+	}
+	if ro.o.tracer == nil {
+		return
+	}
+	span := trace.SpanFromContext(ctx)
+	if c.Result.IsError {
+		span.SetAttributes(semconv.ErrorTypeKey.String(errorTypeToolError))
+		span.SetStatus(codes.Error, lambdaexec.Truncate(c.Result.Output, 256))
+	}
+	span.End(trace.WithTimestamp(end))
+}
+
+func (ro *responseObserver) event(typ string, c *engine.ToolCall, at time.Time) *hooks.Event {
+	return &hooks.Event{Type: typ, ResponseID: c.ResponseID, Tenant: ro.tenant, ToolKind: c.Kind, ToolName: c.Name, CallID: c.CallID,
+		Arguments: c.Arguments, Attempt: c.Attempt, Iteration: c.Iteration, Timestamp: at.UTC()}
+}
+
+// EndResponse implements engine.ResponseObserver: the hook errors known
+// now go into the response; its metrics; the end of its span.
+func (ro *responseObserver) EndResponse(ctx context.Context, resp *api.Response, end *engine.ResponseEnd) {
+	var hookErrs []string
+	if ro.errs != nil {
+		hookErrs = ro.errs.Seal()
+		resp.AddHookErrors(hookErrs...)
+	}
+	for _, r := range ro.o.metrics {
+		r.response(resp, end)
+	}
+	if ro.o.tracer == nil {
+		return
+	}
+	span := trace.SpanFromContext(ctx)
+	span.SetAttributes(attrStatus.String(string(end.Status)), attrTurns.Int(end.Turns))
+	if u := resp.Usage; u != nil {
+		span.SetAttributes(semconv.GenAIUsageInputTokens(u.InputTokens), semconv.GenAIUsageOutputTokens(u.OutputTokens))
+	}
+	if end.Reason != "" {
+		span.SetAttributes(attrIncomplete.String(end.Reason))
+	}
+	if len(hookErrs) > 0 {
+		span.SetAttributes(attrHookErrors.StringSlice(hookErrs))
+	}
+	if end.Err != nil {
+		span.SetAttributes(semconv.ErrorTypeKey.String(apiErrorType(end.Err)))
+		span.SetStatus(codes.Error, end.Err.Message)
+	}
+	span.End()
+}
+
+// errorType is the error.type of a failed model call: its API error's code
+// or type, else "_OTHER" (the conventions' fallback).
+func errorType(err error) string {
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		return apiErrorType(ae)
+	}
+	return "_OTHER"
+}
+
+func apiErrorType(ae *api.Error) string {
+	switch {
+	case ae.Code != "":
+		return ae.Code
+	case ae.Type != "":
+		return ae.Type
+	}
+	return "_OTHER"
+}
