@@ -96,7 +96,6 @@ type Cancellation struct {
 	Iteration int    `json:"iteration"`
 }
 
-
 // validateOutputTool checks the output tool's fields; p is its parameter
 // path.
 func validateOutputTool(t *Tool, p string) error {
