@@ -20,6 +20,7 @@ import (
 	"github.com/lambent/lambent/pkg/httpapi"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/store/dynamodb"
+	"github.com/lambent/lambent/pkg/telemetry"
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/lambent/lambent/pkg/tools/builtin"
 	"github.com/lambent/lambent/pkg/tools/fetchurl"
@@ -190,7 +191,7 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 		MaxTurns:        cfg.MaxTurns,
 		OpenAICompat:    cfg.OpenAICompat,
 		HostedToolItems: cfg.HostedToolItems,
-		MCP:             mcp.New(mcp.Config{AllowHosts: cfg.FetchAllowHosts, AllowStdio: !cfg.InLambda}),
+		MCP:             mcp.New(mcp.Config{AllowHosts: cfg.FetchAllowHosts, AllowStdio: !cfg.InLambda, Propagate: telemetry.Transport}),
 		MCPServers:      servers,
 		SecretKey:       cfg.SecretKey,
 		Logger:          log,

@@ -71,6 +71,9 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger receives the SDK's logs (default: none).
 	Logger *slog.Logger
+	// Propagate, when set, wraps the transport of every request to a
+	// server: the gateway's trace context headers (telemetry.Transport).
+	Propagate func(http.RoundTripper) http.RoundTripper
 }
 
 // Connector opens MCP sessions (tools.MCPConnector). It is safe for
@@ -230,6 +233,9 @@ func (s *session) httpClient() *http.Client {
 	}
 	u, _ := url.Parse(s.srv.URL)
 	hc.Transport = &serverTransport{base: rt, host: u.Host, srv: s.srv, max: int64(s.c.cfg.MaxMessage)}
+	if p := s.c.cfg.Propagate; p != nil {
+		hc.Transport = p(hc.Transport)
+	}
 	return &hc
 }
 
