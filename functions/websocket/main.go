@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -42,19 +41,8 @@ func main() {
 }
 
 func run() error {
-	cfg, err := app.FromEnv(os.Getenv)
-	if err != nil {
-		return err
-	}
-	if !cfg.InLambda {
-		return errors.New("the WebSocket function runs inside AWS Lambda (AWS_LAMBDA_RUNTIME_API is not set); locally, the gateway serves WebSocket mode on /v1/responses")
-	}
 	ctx := context.Background()
-	if err := app.ResolveSecrets(ctx, &cfg, os.Getenv); err != nil {
-		return err
-	}
-	log := app.Logger(cfg, os.Stderr)
-	a, err := app.Build(ctx, cfg, log, nil)
+	a, cfg, log, err := app.BuildInLambda(ctx, "the WebSocket function runs inside AWS Lambda (AWS_LAMBDA_RUNTIME_API is not set); locally, the gateway serves WebSocket mode on /v1/responses")
 	if err != nil {
 		return err
 	}

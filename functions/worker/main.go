@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 
@@ -24,19 +23,8 @@ func main() {
 }
 
 func run() error {
-	cfg, err := app.FromEnv(os.Getenv)
-	if err != nil {
-		return err
-	}
-	if !cfg.InLambda {
-		return errors.New("the worker runs inside AWS Lambda (AWS_LAMBDA_RUNTIME_API is not set); locally, `make run` runs background responses in-process")
-	}
 	ctx := context.Background()
-	if err := app.ResolveSecrets(ctx, &cfg, os.Getenv); err != nil {
-		return err
-	}
-	log := app.Logger(cfg, os.Stderr)
-	a, err := app.Build(ctx, cfg, log, nil)
+	a, _, log, err := app.BuildInLambda(ctx, "the worker runs inside AWS Lambda (AWS_LAMBDA_RUNTIME_API is not set); locally, `make run` runs background responses in-process")
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,16 @@ const (
 // caller's context is cancelled (nginx's 499).
 const StatusClientClosedRequest = 499
 
+// StreamCut is the 502 of a model stream that broke off.
+func StreamCut(err error, format string, args ...any) *api.Error {
+	return UpstreamError(http.StatusBadGateway, CodeUpstreamStreamCut, err, format, args...)
+}
+
+// BadResponse is the 502 of a model answer that cannot be read.
+func BadResponse(err error, format string, args ...any) *api.Error {
+	return UpstreamError(http.StatusBadGateway, CodeUpstreamBadResponse, err, format, args...)
+}
+
 // UpstreamError is an upstream_error *api.Error with the given status and
 // code wrapping err.
 func UpstreamError(status int, code string, err error, format string, args ...any) *api.Error {

@@ -209,7 +209,7 @@ func (p *Provider) Stream(ctx context.Context, req *provider.Request, fn func(pr
 		return nil, provider.ContextError(ctx)
 	}
 	if !acc.stopped {
-		return nil, streamCut(nil, "Bedrock's stream ended before the answer was complete (no messageStop)")
+		return nil, provider.StreamCut(nil, "Bedrock's stream ended before the answer was complete (no messageStop)")
 	}
 	return acc.result(req.Model)
 }

@@ -14,14 +14,6 @@ import (
 	"github.com/lambent/lambent/pkg/provider"
 )
 
-func streamCut(err error, format string, args ...any) *api.Error {
-	return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamStreamCut, err, format, args...)
-}
-
-func badResponse(err error, format string, args ...any) *api.Error {
-	return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamBadResponse, err, format, args...)
-}
-
 // apiError maps an error of a Converse call, or of its event stream, to an
 // *api.Error wrapping it:
 //

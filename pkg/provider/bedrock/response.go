@@ -81,7 +81,7 @@ func (a *accumulator) emit(d provider.Delta) error {
 // that changes kind is a malformed answer.
 func (a *accumulator) block(idx *int32, kind blockKind) (*blockState, error) {
 	if idx == nil {
-		return nil, badResponse(errors.New("no contentBlockIndex"), "Bedrock sent a %s content block without contentBlockIndex", kind)
+		return nil, provider.BadResponse(errors.New("no contentBlockIndex"), "Bedrock sent a %s content block without contentBlockIndex", kind)
 	}
 	b, ok := a.blocks[*idx]
 	if !ok {
@@ -89,7 +89,7 @@ func (a *accumulator) block(idx *int32, kind blockKind) (*blockState, error) {
 		a.blocks[*idx] = b
 	}
 	if b.kind != kind || b.done {
-		return nil, badResponse(fmt.Errorf("content block %d: %s after %s", *idx, kind, b.kind),
+		return nil, provider.BadResponse(fmt.Errorf("content block %d: %s after %s", *idx, kind, b.kind),
 			"Bedrock sent %s content for content block %d, which is a finished or %s block", kind, *idx, b.kind)
 	}
 	return b, nil
@@ -127,7 +127,7 @@ func (a *accumulator) startToolUse(idx *int32, id, name string) error {
 		return err
 	}
 	if b.call >= 0 {
-		return badResponse(fmt.Errorf("content block %d started twice", *idx), "Bedrock started toolUse content block %d twice", *idx)
+		return provider.BadResponse(fmt.Errorf("content block %d started twice", *idx), "Bedrock started toolUse content block %d twice", *idx)
 	}
 	if a.noTools {
 		return nil
@@ -149,7 +149,7 @@ func (a *accumulator) addToolInput(idx *int32, s string) error {
 		if a.noTools {
 			return nil
 		}
-		return badResponse(fmt.Errorf("content block %d: toolUse input before its start", *idx), "Bedrock sent toolUse input for content block %d before its contentBlockStart", *idx)
+		return provider.BadResponse(fmt.Errorf("content block %d: toolUse input before its start", *idx), "Bedrock sent toolUse input for content block %d before its contentBlockStart", *idx)
 	}
 	a.calls[b.call].args.WriteString(s)
 	if s == "" {
@@ -162,7 +162,7 @@ func (a *accumulator) addToolInput(idx *int32, s string) error {
 // its opaque data is passed on.
 func (a *accumulator) stopBlock(idx *int32) error {
 	if idx == nil {
-		return badResponse(errors.New("no contentBlockIndex"), "Bedrock sent contentBlockStop without contentBlockIndex")
+		return provider.BadResponse(errors.New("no contentBlockIndex"), "Bedrock sent contentBlockStop without contentBlockIndex")
 	}
 	b, ok := a.blocks[*idx]
 	if !ok || b.done {
@@ -212,11 +212,11 @@ func (a *accumulator) event(ev types.ConverseStreamOutput) error {
 // decodeOutput reads a Converse reply.
 func decodeOutput(out *bedrockruntime.ConverseOutput, model string, noTools bool) (*provider.Result, error) {
 	if out.Output == nil {
-		return nil, badResponse(errors.New("no output"), "Bedrock answered the Converse call without output (stop reason %q)", out.StopReason)
+		return nil, provider.BadResponse(errors.New("no output"), "Bedrock answered the Converse call without output (stop reason %q)", out.StopReason)
 	}
 	msg, ok := out.Output.(*types.ConverseOutputMemberMessage)
 	if !ok {
-		return nil, badResponse(fmt.Errorf("output %T", out.Output), "Bedrock answered the Converse call with an output that is not a message")
+		return nil, provider.BadResponse(fmt.Errorf("output %T", out.Output), "Bedrock answered the Converse call with an output that is not a message")
 	}
 	a := newAccumulator(nil, noTools)
 	for i, cb := range msg.Value.Content {
@@ -240,7 +240,7 @@ func decodeOutput(out *bedrockruntime.ConverseOutput, model string, noTools bool
 			if err == nil {
 				var args string
 				if args, err = documentJSON(v.Value.Input); err != nil {
-					err = badResponse(err, "Bedrock sent a toolUse input that is not JSON: %v", err)
+					err = provider.BadResponse(err, "Bedrock sent a toolUse input that is not JSON: %v", err)
 				} else {
 					err = a.addToolInput(idx, args)
 				}
@@ -286,7 +286,7 @@ func (a *accumulator) result(model string) (*provider.Result, error) {
 	case types.StopReasonGuardrailIntervened, types.StopReasonContentFiltered:
 		res.FinishReason = provider.FinishContentFilter
 	case types.StopReasonMalformedModelOutput, types.StopReasonMalformedToolUse:
-		return nil, badResponse(fmt.Errorf("stop reason %s", a.stop), "the Bedrock model %q ended with %s", model, a.stop)
+		return nil, provider.BadResponse(fmt.Errorf("stop reason %s", a.stop), "the Bedrock model %q ended with %s", model, a.stop)
 	default:
 		// end_turn, stop_sequence, tool_use, and reasons newer than this
 		// client: tool calls present decide.

@@ -17,14 +17,6 @@ import (
 	"github.com/lambent/lambent/pkg/provider"
 )
 
-func streamCut(err error, format string, args ...any) *api.Error {
-	return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamStreamCut, err, format, args...)
-}
-
-func badResponse(err error, format string, args ...any) *api.Error {
-	return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamBadResponse, err, format, args...)
-}
-
 // transportError maps an error of http.Client.Do.
 func transportError(ctx context.Context, err error) *api.Error {
 	if ctx.Err() != nil {

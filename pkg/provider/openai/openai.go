@@ -149,7 +149,7 @@ func (p *Provider) Complete(ctx context.Context, req *provider.Request) (*provid
 		if ctx.Err() != nil {
 			return nil, provider.ContextError(ctx)
 		}
-		return nil, streamCut(err, "reading the model provider's response failed: %v", err)
+		return nil, provider.StreamCut(err, "reading the model provider's response failed: %v", err)
 	}
 	return decodeCompletion(body, req.Model)
 }
@@ -168,7 +168,7 @@ func (p *Provider) Stream(ctx context.Context, req *provider.Request, fn func(pr
 			if ctx.Err() != nil {
 				return nil, provider.ContextError(ctx)
 			}
-			return nil, streamCut(err, "reading the model provider's response failed: %v", err)
+			return nil, provider.StreamCut(err, "reading the model provider's response failed: %v", err)
 		}
 		res, err := decodeCompletion(body, req.Model)
 		if err != nil {
@@ -185,7 +185,7 @@ func (p *Provider) Stream(ctx context.Context, req *provider.Request, fn func(pr
 			if ctx.Err() != nil {
 				return nil, provider.ContextError(ctx)
 			}
-			return nil, streamCut(re.err, "the model provider's stream was cut: %v", re.err)
+			return nil, provider.StreamCut(re.err, "the model provider's stream was cut: %v", re.err)
 		}
 		return nil, err
 	}
@@ -300,7 +300,7 @@ func replay(res *provider.Result, fn func(provider.Delta) error) error {
 func decodeCompletion(body []byte, model string) (*provider.Result, error) {
 	var cr chatwire.Completion
 	if err := json.Unmarshal(body, &cr); err != nil {
-		return nil, badResponse(err, "the model provider sent a malformed response: %v", err)
+		return nil, provider.BadResponse(err, "the model provider sent a malformed response: %v", err)
 	}
 	if hasError(cr.Error) {
 		return nil, embeddedError(cr.Error)
@@ -313,7 +313,7 @@ func decodeCompletion(body []byte, model string) (*provider.Result, error) {
 		}
 	}
 	if ch == nil {
-		return nil, badResponse(errors.New("no choices"), "the model provider's response has no choices")
+		return nil, provider.BadResponse(errors.New("no choices"), "the model provider's response has no choices")
 	}
 	res := &provider.Result{Model: cr.Model}
 	if m := ch.Message; m != nil {

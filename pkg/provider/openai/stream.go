@@ -173,7 +173,7 @@ func decodeStream(body io.Reader, model string, fn func(provider.Delta) error) (
 		}
 		if err != nil {
 			if err == errLineTooLong {
-				return nil, badResponse(err, "the model provider sent an SSE line longer than %d bytes", maxLine)
+				return nil, provider.BadResponse(err, "the model provider sent an SSE line longer than %d bytes", maxLine)
 			}
 			if st.finish != "" {
 				// The answer is complete; only [DONE] (and maybe usage) is missing.
@@ -197,7 +197,7 @@ func decodeStream(body io.Reader, model string, fn func(provider.Delta) error) (
 	}
 	if !st.done {
 		if st.finish == "" {
-			return nil, streamCut(io.ErrUnexpectedEOF, "the model provider's stream ended before the answer was complete")
+			return nil, provider.StreamCut(io.ErrUnexpectedEOF, "the model provider's stream ended before the answer was complete")
 		}
 		return st.result("stream ended without [DONE]"), nil
 	}
@@ -207,7 +207,7 @@ func decodeStream(body io.Reader, model string, fn func(provider.Delta) error) (
 func (st *streamState) chunk(data []byte) error {
 	var c chatwire.Completion
 	if err := json.Unmarshal(data, &c); err != nil {
-		return badResponse(err, "the model provider sent a malformed stream chunk: %v", err)
+		return provider.BadResponse(err, "the model provider sent a malformed stream chunk: %v", err)
 	}
 	if hasError(c.Error) {
 		return embeddedError(c.Error)
