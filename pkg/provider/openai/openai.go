@@ -1,6 +1,6 @@
 // Package openai is a provider.Provider for any OpenAI-compatible Chat
 // Completions API: OpenAI itself, Ollama, vLLM and the like. It is written
-// on net/http and encoding/json only.
+// on net/http, encoding/json and internal/wirejson.
 //
 // Translation choices made for broad compatibility (documented here because
 // they are visible to the model backend):
@@ -28,8 +28,9 @@
 // errors.Is(err, context.Canceled) tells a cancellation. The provider never
 // retries.
 //
-// Requests, responses and stream chunks are encoded and decoded with
-// encoding/json in the wire types of internal/chatwire.
+// Requests are encoded with internal/wirejson (encoding/json's bytes,
+// faster), responses and stream chunks decoded with encoding/json, in the
+// wire types of internal/chatwire.
 package openai
 
 import (

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lambent/lambent/internal/chatwire"
+	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
 )
@@ -85,7 +86,7 @@ func buildRequest(req *provider.Request, stream, maxCompletion bool) ([]byte, er
 		cr.Stream = true
 		cr.StreamOptions = &chatwire.StreamOptions{IncludeUsage: true}
 	}
-	b, err := json.Marshal(&cr)
+	b, err := wirejson.Marshal(&cr)
 	if err != nil {
 		// Only invalid raw JSON (a tool or schema) can get here.
 		return nil, api.InvalidRequest("tools", "invalid JSON Schema in the request: %v", err)
