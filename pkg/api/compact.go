@@ -1,10 +1,5 @@
 package api
 
-import (
-	"maps"
-	"slices"
-)
-
 // CompactRequest is the body of POST /v1/responses/compact: the
 // conversation to compact (input and/or previous_response_id) and the
 // model that summarises it.
@@ -31,25 +26,8 @@ func knownCompactParam(k string) bool {
 // errors, input or previous_response_id required). Every failure is an
 // *Error with status 400 naming the parameter.
 func DecodeCompactRequest(body []byte) (*CompactRequest, error) {
-	fields, err := decodeObject(body)
+	r, err := decodeParams(body, knownCompactParam)
 	if err != nil {
-		return nil, err
-	}
-	r := &CreateResponseRequest{}
-	keys := slices.Sorted(maps.Keys(fields))
-	for _, k := range keys {
-		if !knownCompactParam(k) {
-			return nil, unknownParam(k)
-		}
-	}
-	for _, k := range keys {
-		if v := fields[k]; !isNull(v) {
-			if err := paramDecoder(k)(r, v); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := r.Validate(); err != nil {
 		return nil, err
 	}
 	return &CompactRequest{Model: r.Model, Instructions: r.Instructions, Input: r.Input, PreviousResponseID: r.PreviousResponseID,

@@ -214,13 +214,21 @@ func paramDecoder(k string) func(r *CreateResponseRequest, v json.RawMessage) er
 // Every failure is an *Error with status 400 naming the parameter; when a
 // body has several faults, the one reported is the same for every call.
 func DecodeCreateRequest(body []byte) (*CreateResponseRequest, error) {
+	return decodeParams(body, func(k string) bool { return paramDecoder(k) != nil })
+}
+
+// decodeParams decodes body's parameters, each of which known accepts, with
+// the create request's decoders, and validates the request. Parameters are
+// checked and decoded in sorted order, so the error reported for a body
+// with several faults is always the same.
+func decodeParams(body []byte, known func(string) bool) (*CreateResponseRequest, error) {
 	fields, err := decodeObject(body)
 	if err != nil {
 		return nil, err
 	}
 	keys := slices.Sorted(maps.Keys(fields))
 	for _, k := range keys {
-		if paramDecoder(k) == nil {
+		if !known(k) {
 			return nil, unknownParam(k)
 		}
 	}

@@ -66,7 +66,7 @@ type Options struct {
 	Tracer trace.TracerProvider
 	// HookEventBridge and HookLambda replace the clients of the
 	// eventbridge: and lambda: hooks.
-	HookEventBridge hooks.EventBridgeAPI
+	HookEventBridge worker.EventBridgeAPI
 	HookLambda      hooks.LambdaInvoker
 	// MetricsOutput replaces stdout as the destination of EMF lines.
 	MetricsOutput io.Writer

@@ -3,7 +3,6 @@ package hooks
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,8 +10,6 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
@@ -20,15 +17,10 @@ import (
 	"github.com/lambent/lambent/pkg/worker"
 )
 
-// EventBridgeAPI is the part of the EventBridge client EventBridge uses.
-type EventBridgeAPI interface {
-	PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, optFns ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error)
-}
-
 // EventBridge puts each event on a bus: source "lambent", detail-type the
 // event's type, detail the event.
 type EventBridge struct {
-	Client EventBridgeAPI
+	Client worker.EventBridgeAPI
 	// Bus is the event bus name or ARN.
 	Bus string
 }
@@ -38,26 +30,7 @@ func (*EventBridge) Name() string { return "eventbridge" }
 
 // Deliver implements Sink.
 func (s *EventBridge) Deliver(ctx context.Context, ev *Event, body []byte) error {
-	out, err := s.Client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{{
-		EventBusName: aws.String(s.Bus),
-		Source:       aws.String(worker.Source),
-		DetailType:   aws.String(ev.Type),
-		Detail:       aws.String(string(body)),
-		Resources:    []string{},
-		Time:         aws.Time(ev.Timestamp),
-	}}})
-	if err != nil {
-		return fmt.Errorf("put event: %w", err)
-	}
-	if out.FailedEntryCount > 0 {
-		for _, e := range out.Entries {
-			if e.ErrorCode != nil {
-				return fmt.Errorf("put event: %s: %s", aws.ToString(e.ErrorCode), aws.ToString(e.ErrorMessage))
-			}
-		}
-		return errors.New("put event: the entry failed")
-	}
-	return nil
+	return worker.PutEvent(ctx, s.Client, s.Bus, ev.Type, body, ev.Timestamp)
 }
 
 // LambdaInvoker is the part of the Lambda client Lambda uses.

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -70,19 +71,33 @@ func (p *Publisher) Publish(ctx context.Context, r *api.Response) error {
 	if err != nil {
 		return err
 	}
-	out, err := p.Client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{{
-		EventBusName: aws.String(p.Bus),
-		Source:       aws.String(Source),
-		DetailType:   aws.String("lambent.response." + string(r.Status)),
-		Detail:       aws.String(string(detail)),
-		Resources:    []string{},
-		Time:         aws.Time(time.Now()),
-	}}})
-	if err != nil {
+	if err := PutEvent(ctx, p.Client, p.Bus, "lambent.response."+string(r.Status), detail, time.Now()); err != nil {
 		return fmt.Errorf("worker: publish %s: %w", r.ID, err)
 	}
-	if out.FailedEntryCount > 0 && len(out.Entries) > 0 && out.Entries[0].ErrorCode != nil {
-		return fmt.Errorf("worker: publish %s: %s: %s", r.ID, aws.ToString(out.Entries[0].ErrorCode), aws.ToString(out.Entries[0].ErrorMessage))
+	return nil
+}
+
+// PutEvent puts one event (source "lambent") on bus; an entry EventBridge
+// refused is an error naming its code.
+func PutEvent(ctx context.Context, client EventBridgeAPI, bus, detailType string, detail []byte, at time.Time) error {
+	out, err := client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{{
+		EventBusName: aws.String(bus),
+		Source:       aws.String(Source),
+		DetailType:   aws.String(detailType),
+		Detail:       aws.String(string(detail)),
+		Resources:    []string{},
+		Time:         aws.Time(at),
+	}}})
+	if err != nil {
+		return fmt.Errorf("put event: %w", err)
+	}
+	if out.FailedEntryCount > 0 {
+		for _, e := range out.Entries {
+			if e.ErrorCode != nil {
+				return fmt.Errorf("put event: %s: %s", aws.ToString(e.ErrorCode), aws.ToString(e.ErrorMessage))
+			}
+		}
+		return errors.New("put event: the entry failed")
 	}
 	return nil
 }

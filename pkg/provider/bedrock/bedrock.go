@@ -114,7 +114,7 @@ func New(cfg Config) *Provider {
 		client:       bedrockruntime.NewFromConfig(awsCfg),
 		guardID:      cfg.GuardrailID,
 		guardVersion: cfg.GuardrailVersion,
-		images:       fetchurl.NewClient(cfg.ImageFetch),
+		images:       fetchurl.NewGuard(cfg.ImageFetch.AllowHosts).Client(cfg.ImageFetch.Client, false),
 		imageTimeout: cfg.ImageFetch.Timeout,
 		maxImage:     cfg.MaxImageBytes,
 		log:          cfg.Logger,

@@ -336,12 +336,3 @@ func (f *fetcher) format(finalURL, title, text string, bodyTruncated bool) strin
 	out = strings.TrimRight(cutUTF8(out, f.maxOutput-len(note)), " \n") + note
 	return cutUTF8(out, f.maxOutput)
 }
-
-// NewClient returns an HTTP client guarded like fetch_url's (see the
-// package comment), for other fetches of URLs a request or a model chose,
-// such as input images. cfg.AllowHosts and cfg.Client apply as for the
-// tool; the caller bounds each request with its context and reads a
-// bounded body.
-func NewClient(cfg Config) *http.Client {
-	return newClient(cfg.Client, newGuard(cfg.AllowHosts, defaultLookup), false)
-}
