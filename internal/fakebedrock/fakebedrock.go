@@ -47,6 +47,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/lambent/lambent/internal/scripted"
 	"github.com/lambent/lambent/internal/textsplit"
 )
 
@@ -61,17 +62,13 @@ type Server struct {
 	URL string
 
 	ts      *httptest.Server
-	script  func(Request) Turn
-	turns   []Turn
+	log     *scripted.Log[Request, Turn]
 	closing chan struct{}
 	closed  sync.Once
-	noRec   atomic.Bool
 	ids     atomic.Uint64
 	idBase  string
 
 	mu       sync.Mutex
-	calls    int
-	reqs     []Request
 	signed   map[string]string // signature → the reasoning text it signs
 	redacted map[string]bool   // redacted reasoning handed out
 }
@@ -79,7 +76,7 @@ type Server struct {
 // New starts a fake whose replies are turns, one per request in order. A
 // request beyond the script gets a 500 InternalServerException saying so.
 func New(turns ...Turn) *Server {
-	s := &Server{turns: slices.Clone(turns)}
+	s := &Server{log: scripted.Turns[Request](turns)}
 	s.start()
 	return s
 }
@@ -90,7 +87,7 @@ func NewHandler(fn func(Request) Turn) *Server {
 	if fn == nil {
 		panic("fakebedrock: NewHandler with nil function")
 	}
-	s := &Server{script: fn}
+	s := &Server{log: scripted.Func(fn)}
 	s.start()
 	return s
 }
@@ -105,7 +102,7 @@ func ListenHandler(addr string, fn func(Request) Turn) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fakebedrock: %w", err)
 	}
-	s := &Server{script: fn}
+	s := &Server{log: scripted.Func(fn)}
 	s.startOn(ln)
 	return s, nil
 }
@@ -161,36 +158,19 @@ func FastRetryer() aws.Retryer {
 
 // Requests returns the accepted requests so far, in arrival order.
 func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.reqs)
+	return s.log.Requests()
 }
 
 // Calls returns the number of accepted requests so far (recorded or not).
 func (s *Server) Calls() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls
+	return s.log.Calls()
 }
 
 // SetRecording turns request recording on (the default) or off.
-func (s *Server) SetRecording(on bool) { s.noRec.Store(!on) }
+func (s *Server) SetRecording(on bool) { s.log.SetRecording(on) }
 
 func (s *Server) next(req *Request) (Turn, bool) {
-	s.mu.Lock()
-	req.Seq = s.calls
-	s.calls++
-	if !s.noRec.Load() {
-		s.reqs = append(s.reqs, *req)
-	}
-	s.mu.Unlock()
-	if s.script != nil {
-		return s.script(*req), true
-	}
-	if req.Seq < len(s.turns) {
-		return s.turns[req.Seq], true
-	}
-	return Turn{}, false
+	return s.log.Next(req, func(r *Request, seq int) { r.Seq = seq })
 }
 
 // exceptionStatus is the HTTP status Bedrock answers an exception with.
@@ -257,7 +237,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	turn, ok := s.next(&req)
 	if !ok {
-		writeException(w, "InternalServerException", fmt.Sprintf("fakebedrock: script exhausted: request #%d received but only %d turns were scripted", req.Seq+1, len(s.turns)))
+		writeException(w, "InternalServerException", fmt.Sprintf("fakebedrock: script exhausted: request #%d received but only %d turns were scripted", req.Seq+1, s.log.Len()))
 		return
 	}
 	if turn.Block != nil {

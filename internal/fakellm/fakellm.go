@@ -22,7 +22,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +29,7 @@ import (
 	"time"
 
 	"github.com/lambent/lambent/internal/chatwire"
+	"github.com/lambent/lambent/internal/scripted"
 	"github.com/lambent/lambent/internal/textsplit"
 )
 
@@ -48,17 +48,11 @@ type Server struct {
 	URL string
 
 	ts      *httptest.Server
-	script  func(Request) Turn // NewHandler; nil for a fixed script
-	turns   []Turn
+	log     *scripted.Log[Request, Turn]
 	closing chan struct{}
 	closed  sync.Once
-	noRec   atomic.Bool
 	ids     atomic.Uint64 // completion, tool call and request id counter
 	idBase  string        // random per server, keeps ids distinct across servers
-
-	mu    sync.Mutex
-	calls int
-	reqs  []Request
 }
 
 // New starts a fake whose replies are turns, served in order, one per
@@ -66,7 +60,7 @@ type Server struct {
 // saying the script is exhausted, so a test making an unexpected model call
 // fails loudly.
 func New(turns ...Turn) *Server {
-	s := &Server{turns: slices.Clone(turns)}
+	s := &Server{log: scripted.Turns[Request](turns)}
 	s.start()
 	return s
 }
@@ -78,7 +72,7 @@ func NewHandler(fn func(req Request) Turn) *Server {
 	if fn == nil {
 		panic("fakellm: NewHandler with nil function")
 	}
-	s := &Server{script: fn}
+	s := &Server{log: scripted.Func(fn)}
 	s.start()
 	return s
 }
@@ -106,41 +100,24 @@ func (s *Server) Client() *http.Client { return s.ts.Client() }
 // included). The slice is a copy; the requests share memory with the ones
 // the script saw and must not be modified.
 func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.reqs...)
+	return s.log.Requests()
 }
 
 // Calls returns the number of accepted Chat Completions requests so far,
 // including those that exhausted the script; it keeps counting when
 // recording is off.
 func (s *Server) Calls() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls
+	return s.log.Calls()
 }
 
 // SetRecording turns recording of requests for [Server.Requests] on (the
 // default) or off. Benchmarks making many calls turn it off so memory stays
 // flat.
-func (s *Server) SetRecording(on bool) { s.noRec.Store(!on) }
+func (s *Server) SetRecording(on bool) { s.log.SetRecording(on) }
 
 // next records req and picks its turn.
 func (s *Server) next(req *Request) (Turn, bool) {
-	s.mu.Lock()
-	req.Seq = s.calls
-	s.calls++
-	if !s.noRec.Load() {
-		s.reqs = append(s.reqs, *req)
-	}
-	s.mu.Unlock()
-	if s.script != nil {
-		return s.script(*req), true
-	}
-	if req.Seq < len(s.turns) {
-		return s.turns[req.Seq], true
-	}
-	return Turn{}, false
+	return s.log.Next(req, func(r *Request, seq int) { r.Seq = seq })
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
@@ -180,7 +157,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 	turn, ok := s.next(&req)
 	if !ok {
-		writeError(w, http.StatusInternalServerError, fmt.Sprintf("fakellm: script exhausted: request #%d received but only %d turns were scripted", req.Seq+1, len(s.turns)), "server_error", "", "")
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("fakellm: script exhausted: request #%d received but only %d turns were scripted", req.Seq+1, s.log.Len()), "server_error", "", "")
 		return
 	}
 	if turn.Block != nil {
