@@ -189,6 +189,7 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 		Hosted:          catalog,
 		DefaultModel:    cfg.DefaultModel,
 		MaxTurns:        cfg.MaxTurns,
+		Limits:          cfg.Limits,
 		OpenAICompat:    cfg.OpenAICompat,
 		HostedToolItems: cfg.HostedToolItems,
 		MCP:             mcp.New(mcp.Config{AllowHosts: cfg.FetchAllowHosts, AllowStdio: !cfg.InLambda, Propagate: telemetry.Transport}),

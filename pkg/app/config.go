@@ -13,6 +13,7 @@ import (
 
 	"github.com/lambent/lambent/pkg/compaction"
 	"github.com/lambent/lambent/pkg/hooks"
+	"github.com/lambent/lambent/pkg/limits"
 	model "github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/store"
 )
@@ -128,6 +129,9 @@ type Config struct {
 	// e.g. http://127.0.0.1:4318/v1/traces (LAMBENT_OTLP_ENDPOINT); empty
 	// disables tracing.
 	OTLPEndpoint string
+	// Limits bound what one request may ask for (LAMBENT_LIMIT_*; see
+	// package limits).
+	Limits limits.Limits
 	// InLambda is true when AWS_LAMBDA_RUNTIME_API is set.
 	InLambda bool
 }
@@ -218,6 +222,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if err := c.parseMetrics(getenv("LAMBENT_METRICS")); err != nil {
 		return c, err
 	}
+	if c.Limits, err = readLimits(getenv); err != nil {
+		return c, err
+	}
 	if v := getenv("LAMBENT_FETCH_ALLOW_HOSTS"); v != "" {
 		for _, h := range strings.Split(v, ",") {
 			if h = strings.TrimSpace(h); h != "" {
@@ -226,6 +233,26 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// readLimits reads the LAMBENT_LIMIT_* settings; unset ones keep their
+// defaults.
+func readLimits(getenv func(string) string) (limits.Limits, error) {
+	l := limits.Default()
+	for _, s := range limits.Settings() {
+		f := s.Field(&l)
+		n, err := parseInt(getenv, s.Env, *f)
+		if err != nil {
+			return l, err
+		}
+		*f = n
+	}
+	n, err := parseInt(getenv, limits.EnvMCPReplyBytes, int(l.MCPReplyBytes))
+	if err != nil {
+		return l, err
+	}
+	l.MCPReplyBytes = int64(n)
+	return l, nil
 }
 
 // parseMetrics reads LAMBENT_METRICS.

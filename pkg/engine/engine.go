@@ -18,6 +18,7 @@ import (
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/compaction"
+	"github.com/lambent/lambent/pkg/limits"
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/tools"
@@ -63,6 +64,8 @@ type Config struct {
 	SecretKey []byte
 	// DefaultModel is used when a request names none.
 	DefaultModel string
+	// Limits bound what one request may ask for (default limits.Default()).
+	Limits limits.Limits
 	// MaxTurns bounds model calls per response (default 10). With
 	// validated output the loop policy bounds them instead.
 	MaxTurns int
@@ -151,6 +154,7 @@ func New(cfg Config) (*Engine, error) {
 	default:
 		return nil, fmt.Errorf("engine: hosted tool items %q: want %q or %q", cfg.HostedToolItems, HostedItemsMCPCall, HostedItemsFunctionCall)
 	}
+	cfg.Limits = cfg.Limits.WithDefaults()
 	if cfg.MaxTurns <= 0 {
 		cfg.MaxTurns = 10
 	}

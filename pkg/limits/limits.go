@@ -1,0 +1,144 @@
+// Package limits holds the bounds Lambent puts on what one request may ask
+// for: every size, count and depth a client controls and that costs CPU,
+// memory, store reads or outbound requests. Each limit has a documented
+// default and a setting (LAMBENT_LIMIT_*, read by package app); the
+// configuration table in the README lists them.
+//
+// Limits known from the request alone are checked before any model call or
+// outbound request, and a request over one is refused with a 400 in the
+// OpenAI error shape naming the parameter and the limit ([Exceeded]).
+// Limits only knowable after an outbound call (tools an MCP server lists,
+// the size of an MCP reply or of a fetched image) end the use of that
+// server or image with an error, never unbounded work.
+package limits
+
+import (
+	"fmt"
+
+	"github.com/lambent/lambent/pkg/api"
+)
+
+// Limits are the per-request bounds. The zero value of a field means its
+// default (see [Default]); [Limits.WithDefaults] fills them.
+type Limits struct {
+	// SchemaDepth bounds the nesting depth of every JSON schema a request
+	// carries (text.format json_schema, function tool parameters,
+	// lambent:output parameters): objects and arrays inside each other
+	// (LAMBENT_LIMIT_SCHEMA_DEPTH, default 32).
+	SchemaDepth int
+	// SchemaBytes bounds the size of each such schema as JSON
+	// (LAMBENT_LIMIT_SCHEMA_BYTES, default 128 KiB).
+	SchemaBytes int
+	// Tools bounds the tools one request declares, of every type
+	// (LAMBENT_LIMIT_TOOLS, default 128, OpenAI's own limit).
+	Tools int
+	// MCPServers bounds the MCP servers one request enables ({"type":"mcp"}
+	// tools and manifest servers; LAMBENT_LIMIT_MCP_SERVERS, default 8).
+	MCPServers int
+	// MCPToolsPerServer bounds the tools an MCP server's listing may offer;
+	// a longer listing fails that server's listing
+	// (LAMBENT_LIMIT_MCP_TOOLS_PER_SERVER, default 256).
+	MCPToolsPerServer int
+	// MCPReplyBytes bounds one reply of an MCP server (a listing or a tool
+	// call's result; LAMBENT_LIMIT_MCP_REPLY_BYTES, default 4 MiB).
+	MCPReplyBytes int64
+	// Images bounds the input images of one request that the gateway
+	// fetches or decodes (LAMBENT_LIMIT_IMAGES, default 20, Bedrock's
+	// limit per Converse request).
+	Images int
+	// ReferencedResponses bounds the stored responses one request reads:
+	// previous_response_id plus the distinct responses its item_reference
+	// items point into (LAMBENT_LIMIT_REFERENCED_RESPONSES, default 16).
+	ReferencedResponses int
+	// ModelName bounds the length of a request's model name
+	// (LAMBENT_LIMIT_MODEL_NAME, default 256 bytes).
+	ModelName int
+	// TenantInFlight bounds the responses one tenant may have running at
+	// once on one gateway instance; over it a create is refused with 429
+	// and Retry-After (LAMBENT_LIMIT_TENANT_IN_FLIGHT, default 64).
+	TenantInFlight int
+}
+
+// Defaults of the limits.
+const (
+	DefaultSchemaDepth         = 32
+	DefaultSchemaBytes         = 128 << 10
+	DefaultTools               = 128
+	DefaultMCPServers          = 8
+	DefaultMCPToolsPerServer   = 256
+	DefaultMCPReplyBytes       = 4 << 20
+	DefaultImages              = 20
+	DefaultReferencedResponses = 16
+	DefaultModelName           = 256
+	DefaultTenantInFlight      = 64
+)
+
+// Default returns the default limits.
+func Default() Limits { return Limits{}.WithDefaults() }
+
+// WithDefaults returns l with every zero (or negative) field set to its
+// default.
+func (l Limits) WithDefaults() Limits {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&l.SchemaDepth, DefaultSchemaDepth)
+	def(&l.SchemaBytes, DefaultSchemaBytes)
+	def(&l.Tools, DefaultTools)
+	def(&l.MCPServers, DefaultMCPServers)
+	def(&l.MCPToolsPerServer, DefaultMCPToolsPerServer)
+	def(&l.Images, DefaultImages)
+	def(&l.ReferencedResponses, DefaultReferencedResponses)
+	def(&l.ModelName, DefaultModelName)
+	def(&l.TenantInFlight, DefaultTenantInFlight)
+	if l.MCPReplyBytes <= 0 {
+		l.MCPReplyBytes = DefaultMCPReplyBytes
+	}
+	return l
+}
+
+// Setting describes one limit's environment setting, for the
+// configuration loader and the documentation test.
+type Setting struct {
+	// Env is the environment variable.
+	Env string
+	// Field points at the limit in a Limits value.
+	Field func(*Limits) *int
+}
+
+// Settings lists every integer limit with its environment variable
+// (MCPReplyBytes, an int64, is read apart: EnvMCPReplyBytes).
+func Settings() []Setting {
+	return []Setting{
+		{"LAMBENT_LIMIT_SCHEMA_DEPTH", func(l *Limits) *int { return &l.SchemaDepth }},
+		{"LAMBENT_LIMIT_SCHEMA_BYTES", func(l *Limits) *int { return &l.SchemaBytes }},
+		{"LAMBENT_LIMIT_TOOLS", func(l *Limits) *int { return &l.Tools }},
+		{"LAMBENT_LIMIT_MCP_SERVERS", func(l *Limits) *int { return &l.MCPServers }},
+		{"LAMBENT_LIMIT_MCP_TOOLS_PER_SERVER", func(l *Limits) *int { return &l.MCPToolsPerServer }},
+		{"LAMBENT_LIMIT_IMAGES", func(l *Limits) *int { return &l.Images }},
+		{"LAMBENT_LIMIT_REFERENCED_RESPONSES", func(l *Limits) *int { return &l.ReferencedResponses }},
+		{"LAMBENT_LIMIT_MODEL_NAME", func(l *Limits) *int { return &l.ModelName }},
+		{"LAMBENT_LIMIT_TENANT_IN_FLIGHT", func(l *Limits) *int { return &l.TenantInFlight }},
+	}
+}
+
+// EnvMCPReplyBytes is the setting of Limits.MCPReplyBytes.
+const EnvMCPReplyBytes = "LAMBENT_LIMIT_MCP_REPLY_BYTES"
+
+// CodeLimitExceeded is the error code of a request over a limit.
+const CodeLimitExceeded = "limit_exceeded"
+
+// Exceeded is the 400 of a request over a limit: it names the parameter,
+// what was asked and the limit.
+func Exceeded(param, what string, got, limit int) *api.Error {
+	return api.InvalidRequestCode(param, CodeLimitExceeded,
+		"%s: %d is over this gateway's limit of %d.", what, got, limit)
+}
+
+// String lists the limits, for logs.
+func (l Limits) String() string {
+	return fmt.Sprintf("schema_depth=%d schema_bytes=%d tools=%d mcp_servers=%d mcp_tools_per_server=%d mcp_reply_bytes=%d images=%d referenced_responses=%d model_name=%d tenant_in_flight=%d",
+		l.SchemaDepth, l.SchemaBytes, l.Tools, l.MCPServers, l.MCPToolsPerServer, l.MCPReplyBytes, l.Images, l.ReferencedResponses, l.ModelName, l.TenantInFlight)
+}
