@@ -33,7 +33,7 @@ type ResponseObserver interface {
 	// returned, m.Result or m.Err set.
 	EndModelCall(ctx context.Context, m *ModelCall)
 	// StartToolCall is called before each execution of a tool call
-	// (seeds/004 onToolCall); the context it returns is the execution's.
+	// (onToolCall, docs/architecture.md "Validated output"); the context it returns is the execution's.
 	StartToolCall(ctx context.Context, c *ToolCall) context.Context
 	// EndToolCall is called after it (onToolResult), with the context
 	// StartToolCall returned, on error too: c.Result is what the model

@@ -1,6 +1,6 @@
 package engine
 
-// Tests of validated output (seeds/004, issue 14): one named test per
+// Tests of validated output (docs/architecture.md "Validated output", issue 14): one named test per
 // success criterion of the seed, through the engine with a scripted model.
 
 import (

@@ -7,7 +7,7 @@ import (
 	"github.com/lambent/lambent/pkg/tools"
 )
 
-// Server-executed calls on the wire (DESIGN.md): the model sees every tool
+// Server-executed calls on the wire (docs/architecture.md): the model sees every tool
 // as an ordinary function, but a call the server executes appears in output
 // as OpenAI's mcp_call item, which every OpenAI client and agent framework
 // treats as already executed. The item opens when the model starts the call

@@ -1,4 +1,4 @@
-// Package hooks delivers the operator's tool call hooks (seeds/004's
+// Package hooks delivers the operator's tool call hooks (docs/architecture.md, "Validated output":
 // onToolCall and onToolResult, for a gateway): before and after every tool
 // call the server executes, an Event goes to each configured Sink — an
 // EventBridge bus, a Lambda function invoked asynchronously, an HTTP

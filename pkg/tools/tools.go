@@ -16,7 +16,7 @@ import (
 )
 
 // ToolCall is a model's request to invoke a tool. Its JSON form is the
-// request payload of a tool Lambda (DESIGN.md, "Tool Lambda payload"):
+// request payload of a tool Lambda (docs/architecture.md, "Tool Lambda payload"):
 // {"call_id","name","arguments","response_id"}.
 type ToolCall struct {
 	// ID is the call_id the model generated.

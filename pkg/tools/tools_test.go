@@ -95,7 +95,7 @@ func TestCatalogs(t *testing.T) {
 }
 
 // TestPayloadJSON holds ToolCall and ToolResult to the tool Lambda payload
-// of DESIGN.md: request {"call_id","name","arguments","response_id"},
+// of docs/architecture.md: request {"call_id","name","arguments","response_id"},
 // reply {"output","is_error"}.
 func TestPayloadJSON(t *testing.T) {
 	b, err := json.Marshal(tools.ToolCall{ID: "c1", Name: "calc", Arguments: `{"x":1}`})

@@ -1,5 +1,5 @@
 // Command calculator is the "calculator" hosted tool as its own Lambda
-// function (payload: DESIGN.md, "Tool Lambda payload").
+// function (payload: docs/architecture.md, "Tool Lambda payload").
 package main
 
 import (

@@ -1,5 +1,5 @@
 // Command fetch_url is the "fetch_url" hosted tool as its own Lambda
-// function (payload: DESIGN.md, "Tool Lambda payload").
+// function (payload: docs/architecture.md, "Tool Lambda payload").
 //
 // LAMBENT_FETCH_ALLOW_HOSTS (comma-separated hosts, host:ports, IPs or
 // CIDRs) lets it reach destinations its SSRF guard refuses otherwise.

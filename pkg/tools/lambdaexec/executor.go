@@ -4,7 +4,7 @@
 // API (RequestResponse), all calls of a turn concurrently, and maps every
 // failure (function error, timeout, throttling, oversize payloads,
 // malformed replies) to an is_error tool result for the model rather than a
-// failed response. The payload is DESIGN.md's "Tool Lambda payload": a
+// failed response. The payload is docs/architecture.md's "Tool Lambda payload": a
 // tools.ToolCall in, a tools.ToolResult out.
 //
 // Package internal/localinvoke serves tool functions on a local Lambda

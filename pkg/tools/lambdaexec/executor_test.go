@@ -300,7 +300,7 @@ func TestExecuteUnknownTool(t *testing.T) {
 }
 
 func TestRequestPayload(t *testing.T) {
-	// The function receives exactly the payload of DESIGN.md.
+	// The function receives exactly the payload of docs/architecture.md ("Tool Lambda payload").
 	got := make(chan map[string]any, 1)
 	ep := newEndpoint(t, nil, localinvoke.WithFunction("fn", func(_ context.Context, p []byte) ([]byte, error) {
 		var m map[string]any

@@ -3,7 +3,7 @@
 // function in one line of main (functions/tools/<name>/main.go is
 // `lambdatool.Serve(mytool.Tool())`).
 //
-// The payload is DESIGN.md's "Tool Lambda payload": the request is a
+// The payload is docs/architecture.md's "Tool Lambda payload": the request is a
 // tools.ToolCall ({"call_id","name","arguments","response_id"}), the reply a
 // tools.ToolResult ({"output","is_error"}). The function runs the very
 // handler the in-process tools.Registry runs, through tools.RunHandler, so
