@@ -32,11 +32,12 @@ test: lint
 test-go:
 	$(GO) test -race -count=1 $(GOFLAGS) ./...
 
-## lint: gofmt check and go vet
+## lint: gofmt check, go vet and staticcheck (a tool of go.mod: go tool staticcheck)
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 
 ## bench: gateway overhead against a fake backend on loopback, beside a bare reverse proxy (the floor), the engine's per-turn cost, MCP calls, listing and a 16-call turn, and each provider's per-turn cost (Bedrock beside OpenAI-compatible)
 bench:

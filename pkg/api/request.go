@@ -609,7 +609,7 @@ func (r *CreateResponseRequest) Validate() error {
 	if err := r.validateValues(); err != nil {
 		return err
 	}
-	if r.Stores() == false && r.Background {
+	if !r.Stores() && r.Background {
 		return InvalidRequest("background", "background responses must be stored (store=false is not allowed)")
 	}
 	return nil

@@ -125,7 +125,8 @@ func newGateway(t *testing.T, fake *fakellm.Server, env map[string]string, log *
 	a, err := app.Build(context.Background(), cfg, log, opts)
 	require.NoError(t, err)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := context.WithValue(r.Context(), "x-amzn-trace-id", lambdaTrace) //nolint:staticcheck // the key aws-lambda-go uses
+		//lint:ignore SA1029 the key aws-lambda-go uses
+		ctx := context.WithValue(r.Context(), "x-amzn-trace-id", lambdaTrace)
 		a.Handler.ServeHTTP(w, r.WithContext(ctx))
 	}))
 	t.Cleanup(func() {

@@ -9,11 +9,10 @@ import (
 // minus a reserve, against the longest model call and tool batch measured
 // so far in this response.
 type budget struct {
-	now       func() time.Time
-	deadline  time.Time // zero when the context has none
-	maxModel  time.Duration
-	maxTools  time.Duration
-	stoppedAt string
+	now      func() time.Time
+	deadline time.Time // zero when the context has none
+	maxModel time.Duration
+	maxTools time.Duration
 }
 
 func newBudget(ctx context.Context, now func() time.Time, reserve time.Duration) *budget {

@@ -118,7 +118,6 @@ func clientTurn(req fakellm.Request) fakellm.Turn {
 func TestClientAISDK(t *testing.T) {
 	dir := jsClients(t)
 	g := newGateway(t, clientModel(), nil)
-	type result struct{ Text string }
 	var got struct {
 		Generate    struct{ Text, FinishReason string }
 		Stream      struct{ Text, FinishReason string }

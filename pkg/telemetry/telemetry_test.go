@@ -37,7 +37,8 @@ import (
 const lambdaHeader = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1;Lineage=a87bd80c:0"
 
 func lambdaContext() context.Context {
-	return context.WithValue(context.Background(), "x-amzn-trace-id", lambdaHeader) //nolint:staticcheck // the key aws-lambda-go uses
+	//lint:ignore SA1029 the key aws-lambda-go uses
+	return context.WithValue(context.Background(), "x-amzn-trace-id", lambdaHeader)
 }
 
 func attrs(kvs []attribute.KeyValue) map[string]any {

@@ -174,8 +174,10 @@ func newClient(base *http.Client, g *guard, keepAlive bool) *http.Client {
 		t.Proxy = nil // a proxy would make the dialer check the proxy, not the target
 		t.DialContext = g.dialContext
 		t.DialTLSContext = nil
-		t.DialTLS = nil //nolint:staticcheck // must not bypass the guarded dialer
-		t.Dial = nil    //nolint:staticcheck // must not bypass the guarded dialer
+		//lint:ignore SA1019 a deprecated dialer set by the caller must not bypass the guarded one
+		t.DialTLS = nil
+		//lint:ignore SA1019 a deprecated dialer set by the caller must not bypass the guarded one
+		t.Dial = nil
 		t.DisableKeepAlives = !keepAlive
 		t.ForceAttemptHTTP2 = true
 		c.Transport = t
