@@ -7,10 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/term"
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/awsconf"
@@ -275,11 +278,33 @@ func buildStore(ctx context.Context, cfg Config) (store.ResponseStore, error) {
 	return nil, errors.New("unknown store " + cfg.Store)
 }
 
-// Logger returns a JSON slog logger at cfg's level.
-func Logger(cfg Config, w interface{ Write([]byte) (int, error) }) *slog.Logger {
+// Logger returns a slog logger at cfg's level writing to w: JSON, or
+// slog's text form when cfg.LogFormat says so (see Config.LogFormat).
+func Logger(cfg Config, w io.Writer) *slog.Logger {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
 		lvl = slog.LevelInfo
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl}))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if textLogs(cfg, w) {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// textLogs reports whether logs to w are text: as LAMBENT_LOG_FORMAT
+// says, else in Lambda as AWS_LAMBDA_LOG_FORMAT says (JSON unless Text),
+// else text when w is a terminal.
+func textLogs(cfg Config, w io.Writer) bool {
+	switch cfg.LogFormat {
+	case LogText:
+		return true
+	case LogJSON:
+		return false
+	}
+	if cfg.InLambda {
+		return strings.EqualFold(cfg.LambdaLogFormat, "Text")
+	}
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

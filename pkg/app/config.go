@@ -76,6 +76,13 @@ type Config struct {
 	MaxBody int64
 	// LogLevel is debug, info, warn or error (LAMBENT_LOG_LEVEL, default info).
 	LogLevel string
+	// LogFormat is LogJSON, LogText or LogAuto (LAMBENT_LOG_FORMAT, default
+	// auto: text on a terminal, JSON otherwise; in Lambda JSON unless
+	// AWS_LAMBDA_LOG_FORMAT is Text).
+	LogFormat string
+	// LambdaLogFormat is AWS_LAMBDA_LOG_FORMAT, the function's log format
+	// setting (JSON or Text).
+	LambdaLogFormat string
 	// FetchAllowHosts lets fetch_url and request-declared MCP servers reach
 	// these hosts despite the SSRF guard, MCP servers over http too
 	// (LAMBENT_FETCH_ALLOW_HOSTS, comma-separated; for tests).
@@ -136,6 +143,13 @@ type Config struct {
 	InLambda bool
 }
 
+// Values of Config.LogFormat.
+const (
+	LogAuto = "auto"
+	LogJSON = "json"
+	LogText = "text"
+)
+
 // FromEnv reads the configuration with getenv (os.Getenv in mains).
 func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
@@ -146,6 +160,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		Table:            or(getenv("LAMBENT_TABLE"), "lambent-responses"),
 		Tools:            getenv("LAMBENT_TOOLS"),
 		LogLevel:         or(getenv("LAMBENT_LOG_LEVEL"), "info"),
+		LogFormat:        or(getenv("LAMBENT_LOG_FORMAT"), LogAuto),
+		LambdaLogFormat:  getenv("AWS_LAMBDA_LOG_FORMAT"),
 		InLambda:         getenv("AWS_LAMBDA_RUNTIME_API") != "",
 		QueueURL:         getenv("LAMBENT_QUEUE_URL"),
 		LambdaEndpoint:   getenv("AWS_ENDPOINT_URL_LAMBDA"),
@@ -169,6 +185,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.Store != "memory" && c.Store != "dynamodb" {
 		return c, fmt.Errorf("LAMBENT_STORE: unknown store %q (want memory or dynamodb)", c.Store)
+	}
+	switch c.LogFormat {
+	case LogAuto, LogJSON, LogText:
+	default:
+		return c, fmt.Errorf("LAMBENT_LOG_FORMAT: unknown value %q (want auto, json or text)", c.LogFormat)
 	}
 	var err error
 	if c.CreateTable, err = parseBool(getenv, "LAMBENT_CREATE_TABLE", false); err != nil {
