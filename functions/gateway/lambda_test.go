@@ -182,7 +182,7 @@ func requireSSE(t *testing.T, s *streamed) {
 	evs, done, err := ssecheck.Parse(bytes.NewReader(s.body()))
 	require.NoError(t, err)
 	require.True(t, done, "the stream ends with [DONE]")
-	v, err := schema.New()
+	v, err := schema.Shared()
 	require.NoError(t, err)
 	require.NoError(t, ssecheck.Check(v, evs))
 	require.Equal(t, len(evs), inChunks, "every event is whole in one chunk")
@@ -200,7 +200,7 @@ func requireSSE(t *testing.T, s *streamed) {
 // for the summary) and returns its output items.
 func requireCompacted(t *testing.T, b []byte, fake *fakellm.Server) []json.RawMessage {
 	t.Helper()
-	v, err := schema.New()
+	v, err := schema.Shared()
 	require.NoError(t, err)
 	require.NoError(t, v.Validate("CompactResource", b), "%s", b)
 	var c struct {

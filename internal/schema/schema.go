@@ -25,6 +25,11 @@ type Validator struct {
 	cache    map[string]*jsonschema.Schema
 }
 
+// Shared returns one Validator for the whole process, built on first use:
+// the fixture every test shares (a Validator is safe for concurrent use
+// and caches what it compiles).
+var Shared = sync.OnceValues(New)
+
 // New loads the OpenAPI document. Deliberate widenings follow the spec's
 // extension rules: a response's tools (and an allowed_tools tool_choice)
 // may hold implementor-prefixed tool types (e.g. "lambent:calculator") and

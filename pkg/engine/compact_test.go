@@ -76,7 +76,7 @@ func TestCompactRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	b, err := json.Marshal(out)
 	require.NoError(t, err)
-	v, err := schema.New()
+	v, err := schema.Shared()
 	require.NoError(t, err)
 	require.NoError(t, v.Validate("CompactResource", b), string(b))
 

@@ -193,7 +193,7 @@ func (r *recorder) types(t *testing.T) []string {
 // returns the final response from the terminal event.
 func (r *recorder) checkStream(t *testing.T) *api.Response {
 	t.Helper()
-	v, err := schema.New()
+	v, err := schema.Shared()
 	require.NoError(t, err)
 	evs := r.parsed(t)
 	require.NoError(t, ssecheck.Check(v, evs))
@@ -207,7 +207,7 @@ func (r *recorder) checkStream(t *testing.T) *api.Response {
 func (r *recorder) response(t *testing.T) *api.Response {
 	t.Helper()
 	require.NotNil(t, r.resp, "no response written")
-	v, err := schema.New()
+	v, err := schema.Shared()
 	require.NoError(t, err)
 	require.NoError(t, v.Validate("ResponseResource", r.resp))
 	return decodeResponse(t, r.resp)

@@ -39,18 +39,12 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(dynamolocal.MainLeakChecked(m)) }
 
-var (
-	validatorOnce sync.Once
-	validatorVal  *schema.Validator
-	validatorErr  error
-)
-
 // validator returns the shared OpenResponses schema validator.
 func validator(t *testing.T) *schema.Validator {
 	t.Helper()
-	validatorOnce.Do(func() { validatorVal, validatorErr = schema.New() })
-	require.NoError(t, validatorErr)
-	return validatorVal
+	v, err := schema.Shared()
+	require.NoError(t, err)
+	return v
 }
 
 // gateway is one wired gateway on a loopback server in front of a fake model.

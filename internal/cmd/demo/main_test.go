@@ -138,7 +138,7 @@ func TestDemoRequests(t *testing.T) {
 		evs, done, err := ssecheck.Parse(resp.Body)
 		require.NoError(t, err)
 		require.True(t, done, "the stream ends with [DONE]")
-		v, err := schema.New()
+		v, err := schema.Shared()
 		require.NoError(t, err)
 		require.NoError(t, ssecheck.Check(v, evs))
 		require.Equal(t, "response.completed", evs[len(evs)-1].Type)

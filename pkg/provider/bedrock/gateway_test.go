@@ -13,7 +13,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -28,17 +27,11 @@ import (
 	"github.com/lambent/lambent/pkg/app"
 )
 
-var (
-	validatorOnce sync.Once
-	validatorVal  *schema.Validator
-	validatorErr  error
-)
-
 func validator(t *testing.T) *schema.Validator {
 	t.Helper()
-	validatorOnce.Do(func() { validatorVal, validatorErr = schema.New() })
-	require.NoError(t, validatorErr)
-	return validatorVal
+	v, err := schema.Shared()
+	require.NoError(t, err)
+	return v
 }
 
 // gateway builds the gateway as the mains do (app.FromEnv, app.Build) with
