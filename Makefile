@@ -17,7 +17,7 @@ run:
 
 ## demo: the gateway with a scripted fake model (no model, no AWS) on LAMBENT_ADDR, and curl commands to try
 demo:
-	$(GO) run ./internal/cmd/demo
+	$(GO) run ./cmd/demo
 
 ## test: lint, then every test with -race against DynamoDB Local (started and stopped here)
 test: lint
@@ -41,7 +41,7 @@ lint:
 
 ## bench: gateway overhead against a fake backend on loopback, beside a bare reverse proxy (the floor), the engine's per-turn cost, MCP calls, listing and a 16-call turn, and each provider's per-turn cost (Bedrock beside OpenAI-compatible)
 bench:
-	$(GO) run ./internal/cmd/bench
+	$(GO) run ./cmd/bench
 	$(GO) test -run='^$$' -bench='BenchmarkLoopTurn|BenchmarkMCPTurn' -benchmem ./pkg/engine/
 	$(GO) test -run='^$$' -bench=BenchmarkMCP -benchmem ./pkg/tools/mcp/
 	$(GO) test -run='^$$' -bench=BenchmarkTurn -benchmem ./pkg/provider/bedrock/
@@ -51,7 +51,7 @@ LOAD_FLAGS ?=
 load:
 	@set -e; dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
 	$(GO) build -o "$$dir/gateway" ./functions/gateway; \
-	$(GO) run ./internal/cmd/bench -load -gateway "$$dir/gateway" $(LOAD_FLAGS)
+	$(GO) run ./cmd/bench -load -gateway "$$dir/gateway" $(LOAD_FLAGS)
 
 ## fuzz: run each fuzz target for FUZZTIME (default 20s)
 FUZZTIME ?= 20s

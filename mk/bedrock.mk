@@ -10,4 +10,4 @@
 .PHONY: fakebedrock
 
 fakebedrock:
-	$(GO) run ./internal/cmd/fakebedrock
+	$(GO) run ./cmd/fakebedrock

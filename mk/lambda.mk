@@ -2,7 +2,7 @@
 #
 # `make invoke FN=gateway EVENT=events/<file>.json` builds ./functions/$(FN)
 # for this machine and runs it once against a fake Lambda Runtime API
-# (internal/lambdarun) with that event, printing the reply, a streamed one
+# (internal/testing/lambdarun) with that event, printing the reply, a streamed one
 # chunk by chunk as it arrives. LAMBENT_* and AWS_* variables pass through;
 # with no LAMBENT_PROVIDER_URL a fake model answers, with no LAMBENT_STORE the
 # memory store is used.
@@ -26,9 +26,9 @@ LAMBDA_STARTUP_TARGET ?= 25
 ## invoke: run functions/$(FN) once against the fake Lambda Runtime API with EVENT=events/<file>.json, printing the reply as it streams
 invoke:
 	@if [ -z "$(EVENT)" ]; then echo "usage: make invoke FN=gateway EVENT=events/<file>.json"; ls events/*.json 2>/dev/null; exit 2; fi
-	$(GO) run ./internal/cmd/invoke -fn $(FN) -event $(EVENT)
+	$(GO) run ./cmd/invoke -fn $(FN) -event $(EVENT)
 
 ## lambda-metrics: zipped size of every function's bootstrap (`make build`) and the gateway's cold start under the fake Runtime API (target: median <= 25 ms)
 lambda-metrics: build
-	@$(GO) run ./internal/cmd/lambdazip -dir $(ARTIFACTS_DIR) $(FUNCTIONS)
-	@$(GO) run ./internal/cmd/invoke -fn gateway -event $(LAMBDA_METRICS_EVENT) -runs $(LAMBDA_METRICS_RUNS) -target-ms $(LAMBDA_STARTUP_TARGET)
+	@$(GO) run ./cmd/lambdazip -dir $(ARTIFACTS_DIR) $(FUNCTIONS)
+	@$(GO) run ./cmd/invoke -fn gateway -event $(LAMBDA_METRICS_EVENT) -runs $(LAMBDA_METRICS_RUNS) -target-ms $(LAMBDA_STARTUP_TARGET)

@@ -8,7 +8,7 @@ LAMBENT_LAMBDAS_ADDR ?= 127.0.0.1:3001
 ## lambdas: serve every built-in tool function on a local Lambda Invoke endpoint at LAMBENT_LAMBDAS_ADDR
 ##          (default 127.0.0.1:3001); then `AWS_ENDPOINT_URL_LAMBDA=http://127.0.0.1:3001 make run`
 lambdas:
-	LAMBENT_LAMBDAS_ADDR=$(LAMBENT_LAMBDAS_ADDR) $(GO) run ./internal/cmd/lambdas
+	LAMBENT_LAMBDAS_ADDR=$(LAMBENT_LAMBDAS_ADDR) $(GO) run ./cmd/lambdas
 
 ## bench-lambdas: a turn's tool phase (16 concurrent calls) against one call, through the local endpoint and the SDK
 bench-lambdas:

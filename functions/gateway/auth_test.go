@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lambent/lambent/internal/fakellm"
+	"github.com/lambent/lambent/internal/testing/fakellm"
 )
 
 // sampleKey is the bearer key of the NONE-auth samples.

@@ -1,7 +1,7 @@
 // Package chatwire declares the wire types of the OpenAI Chat Completions
 // API (POST /v1/chat/completions): the request, the completion, the stream
 // chunk and the error body. The openai provider encodes requests and decodes
-// answers with them; the fake model (internal/fakellm) decodes requests and
+// answers with them; the fake model (internal/testing/fakellm) decodes requests and
 // encodes answers with them, so both speak one protocol.
 //
 // Fields are the ones Lambent and its tests use. A field that the API

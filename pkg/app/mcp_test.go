@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lambent/lambent/internal/fakessm"
+	"github.com/lambent/lambent/internal/testing/fakessm"
 	"github.com/lambent/lambent/pkg/tools"
 )
 

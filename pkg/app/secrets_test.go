@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm/types"
 	"go.uber.org/goleak"
 
-	"github.com/lambent/lambent/internal/fakessm"
+	"github.com/lambent/lambent/internal/testing/fakessm"
 )
 
 func newFakeSSM(t *testing.T, params map[string]string) *fakessm.Server {

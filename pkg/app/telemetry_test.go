@@ -23,9 +23,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
-	"github.com/lambent/lambent/internal/ebtest"
-	"github.com/lambent/lambent/internal/fakellm"
-	"github.com/lambent/lambent/internal/localinvoke"
+	"github.com/lambent/lambent/internal/testing/ebtest"
+	"github.com/lambent/lambent/internal/testing/fakellm"
+	"github.com/lambent/lambent/internal/testing/localinvoke"
 	"github.com/lambent/lambent/pkg/app"
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/lambent/lambent/pkg/tools/calculator"

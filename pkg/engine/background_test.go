@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lambent/lambent/internal/dynamotest"
+	"github.com/lambent/lambent/internal/testing/dynamotest"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/tools"

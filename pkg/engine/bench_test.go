@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lambent/lambent/internal/mcptest"
+	"github.com/lambent/lambent/internal/testing/mcptest"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/tools"

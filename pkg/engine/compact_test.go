@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lambent/lambent/internal/schema"
+	"github.com/lambent/lambent/internal/testing/schema"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/compaction"
 	"github.com/lambent/lambent/pkg/store"

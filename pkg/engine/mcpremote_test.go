@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lambent/lambent/internal/mcptest"
-	"github.com/lambent/lambent/internal/ssecheck"
+	"github.com/lambent/lambent/internal/testing/mcptest"
+	"github.com/lambent/lambent/internal/testing/ssecheck"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/lambent/lambent/pkg/tools/mcp"

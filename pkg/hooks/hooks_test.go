@@ -21,8 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/lambent/lambent/internal/ebtest"
-	"github.com/lambent/lambent/internal/localinvoke"
+	"github.com/lambent/lambent/internal/testing/ebtest"
+	"github.com/lambent/lambent/internal/testing/localinvoke"
 	"github.com/lambent/lambent/pkg/hooks"
 	"github.com/lambent/lambent/pkg/tools/lambdaexec"
 )

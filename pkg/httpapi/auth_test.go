@@ -14,7 +14,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lambent/lambent/internal/fakellm"
+	"github.com/lambent/lambent/internal/testing/fakellm"
 )
 
 // With LAMBENT_API_KEYS set, every API route needs a listed bearer key, and

@@ -14,7 +14,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lambent/lambent/internal/fakellm"
+	"github.com/lambent/lambent/internal/testing/fakellm"
 )
 
 const summary = "SUMMARY: the user is Ada, likes tea, asked for a haiku and got one."

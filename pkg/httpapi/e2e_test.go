@@ -3,7 +3,7 @@ package httpapi_test
 // End-to-end tests through the real stack: the official openai-go client →
 // a loopback HTTP server → the handler built by app.Build (engine, memory
 // store, in-process hosted tools, OpenAI-compatible provider) → a fake
-// Chat Completions backend speaking real HTTP and SSE (internal/fakellm).
+// Chat Completions backend speaking real HTTP and SSE (internal/testing/fakellm).
 
 import (
 	"bufio"
@@ -30,10 +30,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/chatwire"
-	"github.com/lambent/lambent/internal/dynamolocal"
-	"github.com/lambent/lambent/internal/fakellm"
-	"github.com/lambent/lambent/internal/schema"
-	"github.com/lambent/lambent/internal/ssecheck"
+	"github.com/lambent/lambent/internal/testing/dynamolocal"
+	"github.com/lambent/lambent/internal/testing/fakellm"
+	"github.com/lambent/lambent/internal/testing/schema"
+	"github.com/lambent/lambent/internal/testing/ssecheck"
 	"github.com/lambent/lambent/pkg/app"
 )
 

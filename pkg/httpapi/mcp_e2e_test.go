@@ -26,11 +26,11 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lambent/lambent/internal/dynamotest"
-	"github.com/lambent/lambent/internal/fakellm"
-	"github.com/lambent/lambent/internal/fakessm"
-	"github.com/lambent/lambent/internal/mcptest"
-	"github.com/lambent/lambent/internal/ssecheck"
+	"github.com/lambent/lambent/internal/testing/dynamotest"
+	"github.com/lambent/lambent/internal/testing/fakellm"
+	"github.com/lambent/lambent/internal/testing/fakessm"
+	"github.com/lambent/lambent/internal/testing/mcptest"
+	"github.com/lambent/lambent/internal/testing/ssecheck"
 	"github.com/lambent/lambent/pkg/app"
 )
 
@@ -376,14 +376,14 @@ func TestE2EMCPManifest(t *testing.T) {
 	wantAPIError(t, err, 400)
 }
 
-// stdioServer builds internal/mcptest/stdioserver once.
+// stdioServer builds internal/testing/mcptest/stdioserver once.
 var stdioServerBuild = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "lambent-mcp-stdio")
 	if err != nil {
 		return "", err
 	}
 	bin := filepath.Join(dir, "stdioserver")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../internal/mcptest/stdioserver").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "../../internal/testing/mcptest/stdioserver").CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v: %s", err, out)
 	}
 	return bin, nil

@@ -15,8 +15,8 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lambent/lambent/internal/fakellm"
-	"github.com/lambent/lambent/internal/ssecheck"
+	"github.com/lambent/lambent/internal/testing/fakellm"
+	"github.com/lambent/lambent/internal/testing/ssecheck"
 )
 
 const (

@@ -9,8 +9,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lambent/lambent/internal/fakellm"
-	"github.com/lambent/lambent/internal/ssecheck"
+	"github.com/lambent/lambent/internal/testing/fakellm"
+	"github.com/lambent/lambent/internal/testing/ssecheck"
 )
 
 // chainLength is how many turns a benchmark continues one conversation

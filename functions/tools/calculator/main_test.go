@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"go.uber.org/goleak"
 
-	"github.com/lambent/lambent/internal/localinvoke"
+	"github.com/lambent/lambent/internal/testing/localinvoke"
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/lambent/lambent/pkg/tools/calculator"
 	"github.com/lambent/lambent/pkg/tools/lambdaexec"

@@ -9,8 +9,8 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/lambent/lambent/internal/fakebedrock"
-	"github.com/lambent/lambent/internal/fakellm"
+	"github.com/lambent/lambent/internal/testing/fakebedrock"
+	"github.com/lambent/lambent/internal/testing/fakellm"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/provider/bedrock"

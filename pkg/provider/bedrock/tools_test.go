@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lambent/lambent/internal/fakebedrock"
+	"github.com/lambent/lambent/internal/testing/fakebedrock"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
 )

@@ -4,10 +4,10 @@ import (
 	"os"
 	"testing"
 
-	"github.com/lambent/lambent/internal/dynamolocal"
+	"github.com/lambent/lambent/internal/testing/dynamolocal"
 )
 
-// TestMain makes DynamoDB Local available (see internal/dynamolocal): in
+// TestMain makes DynamoDB Local available (see internal/testing/dynamolocal): in
 // CI without AWS_ENDPOINT_URL_DYNAMODB every test fails; it never skips.
 func TestMain(m *testing.M) {
 	os.Exit(dynamolocal.Main(m.Run))

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lambent/lambent/internal/fakellm"
+	"github.com/lambent/lambent/internal/testing/fakellm"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine"
 	"github.com/lambent/lambent/pkg/provider/openai"

@@ -7,7 +7,7 @@
 // failed response. The payload is docs/architecture.md's "Tool Lambda payload": a
 // tools.ToolCall in, a tools.ToolResult out.
 //
-// Package internal/localinvoke serves tool functions on a local Lambda
+// Package internal/testing/localinvoke serves tool functions on a local Lambda
 // Invoke endpoint, so the whole path runs without AWS.
 package lambdaexec
 

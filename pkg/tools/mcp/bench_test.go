@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/lambent/lambent/internal/mcptest"
+	"github.com/lambent/lambent/internal/testing/mcptest"
 )
 
 // BenchmarkMCP measures the MCP executor against a local Go SDK server over

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/lambent/lambent/internal/mcptest"
+	"github.com/lambent/lambent/internal/testing/mcptest"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -45,7 +45,7 @@ var stdioOnce = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "stdioserver")
-	out, err := exec.Command("go", "build", "-o", bin, "../../../internal/mcptest/stdioserver").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", bin, "../../../internal/testing/mcptest/stdioserver").CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go build: %v: %s", err, out)
 	}

@@ -1,0 +1,495 @@
+// Command bench measures what the gateway adds on top of its model backend
+// (`make bench`). In one process it starts a fake Chat Completions backend
+// (internal/fakellm, instant replies), a bare httputil.ReverseProxy in front
+// of it (the floor: what any Go HTTP hop adds) and the gateway (app.Build,
+// memory store) in front of it, each on its own loopback http.Server, and
+// compares calling the backend directly, through the proxy and through the
+// gateway, so that every figure of the gateway stands beside the floor:
+//
+//	(a) non-streaming latency at concurrency 1 (p50, p99, added, gateway /
+//	    proxy);
+//	(b) streaming time to the first text delta and to the first byte at
+//	    concurrency 1 (p50, p99, added, gateway / proxy);
+//	(c) requests/s at concurrency 16, non-streaming and streaming, and the
+//	    gateway/proxy and gateway/direct ratios.
+//
+// With -load (`make load`, load.go) it loads the gateway binary instead:
+// concurrent streamed agentic responses on each store, with nothing lost,
+// and the gateway's resident memory while they are open.
+//
+// Everything stays on 127.0.0.1, every phase is bounded in requests and
+// time, and the command stops by itself.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lambent/lambent/internal/testing/fakellm"
+	"github.com/lambent/lambent/pkg/app"
+)
+
+func main() {
+	var o options
+	flag.IntVar(&o.n, "n", 2000, "measured requests per latency series (concurrency 1)")
+	flag.IntVar(&o.warmup, "warmup", 200, "warm-up requests per latency series")
+	flag.IntVar(&o.c, "c", 16, "concurrency of the throughput phase")
+	flag.IntVar(&o.total, "requests", 20000, "request cap per throughput run")
+	flag.DurationVar(&o.dur, "duration", 5*time.Second, "time cap per throughput run")
+	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.BoolVar(&o.sequential, "sequential", false, "measure each latency series on its own instead of interleaving direct, proxy and gateway calls")
+	load := flag.Bool("load", false, "load mode (`make load`): concurrent streamed agentic responses through the gateway binary, on each store")
+	var lo loadOptions
+	lo.register(flag.CommandLine)
+	flag.Parse()
+	var err error
+	if *load {
+		err = runLoad(lo)
+	} else {
+		err = run(o)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	n, warmup, c, total int
+	dur                 time.Duration
+	cpuprofile          string
+	sequential          bool
+}
+
+func (o options) order() string {
+	if o.sequential {
+		return "direct series first, then proxy, then gateway"
+	}
+	return "direct, proxy and gateway interleaved"
+}
+
+// answer is the fake model's reply: a short sentence, streamed word by word.
+const answer = "Hello! This is a short answer from the fake backend, sent word by word."
+
+var fakeUsage = fakellm.Usage{PromptTokens: 12, CompletionTokens: 16}
+
+// target is one way of asking for a completion: the backend directly,
+// through the proxy or through the gateway.
+type target struct {
+	name       string
+	url        string
+	body       []byte // non-streaming request
+	streamBody []byte // streaming request
+	// firstDelta marks the first text delta in the streamed body.
+	firstDelta []byte
+}
+
+func run(o options) error {
+	if o.n < 1 || o.c < 1 || o.total < 1 {
+		return errors.New("-n, -c and -requests must be positive")
+	}
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	fake := fakellm.NewHandler(func(fakellm.Request) fakellm.Turn {
+		return fakellm.Turn{Text: answer, Usage: fakeUsage}
+	})
+	defer fake.Close()
+	fake.SetRecording(false)
+
+	env := map[string]string{
+		"LAMBENT_PROVIDER_URL":  fake.URL,
+		"LAMBENT_DEFAULT_MODEL": "test-model",
+		"LAMBENT_STORE":         "memory",
+		"LAMBENT_LOG_LEVEL":     "error",
+		"LAMBENT_RETENTION":     "1h",
+	}
+	cfg, err := app.FromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	gw, err := app.Build(ctx, cfg, app.Logger(cfg, io.Discard), nil)
+	if err != nil {
+		return err
+	}
+	defer gw.Close()
+	gwAddr, stopGateway, err := serve(gw.Handler)
+	if err != nil {
+		return err
+	}
+	defer stopGateway()
+
+	// The floor: a bare reverse proxy in front of the same backend, with a
+	// transport pooled like the gateway's provider client.
+	backend, err := url.Parse(fake.URL)
+	if err != nil {
+		return err
+	}
+	proxyTransport := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
+	defer proxyTransport.CloseIdleConnections()
+	rp := &httputil.ReverseProxy{
+		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(backend); pr.Out.URL.Path = pr.In.URL.Path },
+		Transport: proxyTransport,
+		ErrorLog:  log.New(os.Stderr, "proxy: ", 0),
+	}
+	// Full duplex: the transport may still read the request body (its
+	// check for bytes past Content-Length) after the backend has answered
+	// and the proxy has written the response head, which under HTTP/1
+	// closes the inbound body and so cuts the stream (golang/go#40747).
+	proxyAddr, stopProxy, err := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		rp.ServeHTTP(w, r)
+	}))
+	if err != nil {
+		return err
+	}
+	defer stopProxy()
+
+	client := &http.Client{Transport: &http.Transport{
+		MaxIdleConns:        128,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     time.Minute,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+	}}
+	defer client.CloseIdleConnections()
+
+	direct := target{
+		name:       "direct",
+		url:        fake.URL + "/chat/completions",
+		body:       []byte(`{"model":"test-model","messages":[{"role":"user","content":"Say hello"}]}`),
+		streamBody: []byte(`{"model":"test-model","messages":[{"role":"user","content":"Say hello"}],"stream":true,"stream_options":{"include_usage":true}}`),
+		firstDelta: []byte(`"delta":{"content":"`),
+	}
+	proxy := direct
+	proxy.name, proxy.url = "proxy", "http://"+proxyAddr+"/v1/chat/completions"
+	gateway := target{
+		name:       "gateway",
+		url:        "http://" + gwAddr + "/v1/responses",
+		body:       []byte(`{"input":"Say hello"}`),
+		streamBody: []byte(`{"input":"Say hello","stream":true}`),
+		firstDelta: []byte("event: response.output_text.delta\n"),
+	}
+	targets := []target{direct, proxy, gateway}
+	// Sanity: every target answers, and the proxy and the gateway really
+	// go through the backend.
+	for _, tg := range targets {
+		if _, err := tg.complete(client); err != nil {
+			return fmt.Errorf("%s: %w", tg.name, err)
+		}
+		if _, err := tg.stream(client); err != nil {
+			return fmt.Errorf("%s stream: %w", tg.name, err)
+		}
+		if tg.name == direct.name {
+			continue
+		}
+		callsBefore := fake.Calls()
+		if _, err := tg.complete(client); err != nil {
+			return err
+		}
+		if fake.Calls() != callsBefore+1 {
+			return fmt.Errorf("the %s did not call the fake backend", tg.name)
+		}
+	}
+
+	fmt.Printf("Lambent gateway overhead: fake Chat Completions backend (direct), a bare httputil.ReverseProxy\n")
+	fmt.Printf("in front of it (proxy, the floor of a Go HTTP hop) and the gateway in front of it\n")
+	fmt.Printf("loopback, one process, %s %s/%s, GOMAXPROCS=%d, NumCPU=%d, memory store, logs at error level\n\n",
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU())
+
+	// (a) non-streaming latency, concurrency 1, interleaved so every series
+	// sees the same conditions.
+	lat, err := interleave(o, func(tg target) (time.Duration, error) { return tg.complete(client) }, targets)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("(a) non-streaming latency, concurrency 1, %d requests each after %d warm-up, %s\n", o.n, o.warmup, o.order())
+	printLatency(lat, 100*time.Microsecond)
+
+	// (b) streaming: time to first byte and to the first text delta.
+	st, err := interleave(o, func(tg target) (streamTimes, error) { return tg.stream(client) }, targets)
+	if err != nil {
+		return err
+	}
+	ttfb, first := make([][]time.Duration, len(st)), make([][]time.Duration, len(st))
+	for i, s := range st {
+		for _, x := range s {
+			ttfb[i], first[i] = append(ttfb[i], x.ttfb), append(first[i], x.first)
+		}
+	}
+	fmt.Printf("\n(b) streaming, concurrency 1, %d requests each after %d warm-up, %s\n", o.n, o.warmup, o.order())
+	fmt.Printf("    time to first text delta (gateway: response.output_text.delta; direct and proxy: first content delta)\n")
+	printLatency(first, 100*time.Microsecond)
+	fmt.Printf("    time to first byte (gateway: its first write; direct and proxy: first chunk)\n")
+	printLatency(ttfb, 0)
+
+	// (c) throughput at concurrency o.c.
+	fmt.Printf("\n(c) throughput, concurrency %d, each run capped at %d requests or %s\n", o.c, o.total, o.dur)
+	fmt.Printf("    %-14s %12s %12s %12s %10s %10s\n", "req/s", "direct", "proxy", "gateway", "gw/proxy", "gw/direct")
+	for _, mode := range []struct {
+		name string
+		fn   func(target) (time.Duration, error)
+	}{
+		{"non-streaming", func(tg target) (time.Duration, error) { return tg.complete(client) }},
+		{"streaming", func(tg target) (time.Duration, error) { s, err := tg.stream(client); return s.first, err }},
+	} {
+		// A short warm-up fills every connection pool at this concurrency.
+		for _, tg := range targets {
+			if _, err := throughput(o.c, o.c*20, o.dur, func() (time.Duration, error) { return mode.fn(tg) }); err != nil {
+				return err
+			}
+		}
+		rates := make([]rate, len(targets))
+		for i, tg := range targets {
+			r, err := throughput(o.c, o.total, o.dur, func() (time.Duration, error) { return mode.fn(tg) })
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", tg.name, mode.name, err)
+			}
+			rates[i] = r
+			runtime.GC()
+		}
+		vsProxy := rates[2].rps() / rates[1].rps()
+		fmt.Printf("    %-14s %12.0f %12.0f %12.0f %9.0f%% %9.0f%%   gateway ≥ proxy: %s\n", mode.name,
+			rates[0].rps(), rates[1].rps(), rates[2].rps(), 100*vsProxy, 100*rates[2].rps()/rates[0].rps(), verdict(vsProxy >= 1))
+	}
+	return nil
+}
+
+// serve serves h on a fresh loopback port until stop is called.
+func serve(h http.Handler) (addr string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	return ln.Addr().String(), func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		<-serveErr
+	}, nil
+}
+
+// complete sends a non-streaming request and reads the whole answer,
+// returning the round-trip time.
+func (tg target) complete(c *http.Client) (time.Duration, error) {
+	start := time.Now()
+	res, err := c.Post(tg.url, "application/json", bytes.NewReader(tg.body))
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	if _, err := io.Copy(io.Discard, res.Body); err != nil {
+		return 0, err
+	}
+	d := time.Since(start)
+	if res.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s: status %d", tg.url, res.StatusCode)
+	}
+	return d, nil
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// streamTimes are the times of one streamed answer.
+type streamTimes struct {
+	// ttfb is the time to the first body byte.
+	ttfb time.Duration
+	// first is the time to the first text delta.
+	first time.Duration
+}
+
+// stream sends a streaming request and reads the whole stream, returning
+// the time to the first body byte and to the first text delta.
+func (tg target) stream(c *http.Client) (streamTimes, error) {
+	var t streamTimes
+	start := time.Now()
+	res, err := c.Post(tg.url, "application/json", bytes.NewReader(tg.streamBody))
+	if err != nil {
+		return t, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, res.Body)
+		return t, fmt.Errorf("%s: status %d", tg.url, res.StatusCode)
+	}
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
+	seen := 0
+	done := false
+	for {
+		n, rerr := res.Body.Read(buf[seen:])
+		if n > 0 && t.ttfb == 0 {
+			t.ttfb = time.Since(start)
+		}
+		seen += n
+		if t.first == 0 && bytes.Contains(buf[:seen], tg.firstDelta) {
+			t.first = time.Since(start)
+		}
+		if bytes.HasSuffix(buf[:seen], []byte("data: [DONE]\n\n")) {
+			done = true
+		}
+		if seen > len(buf)/2 {
+			// Keep a tail for the [DONE] check and drop the rest.
+			tail := 64
+			copy(buf, buf[seen-tail:seen])
+			seen = tail
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return t, rerr
+		}
+	}
+	if !done || t.first == 0 {
+		return t, fmt.Errorf("%s: stream without text delta or [DONE]", tg.url)
+	}
+	return t, nil
+}
+
+// interleave runs fn on each target in turn at concurrency 1: o.warmup
+// rounds unmeasured, then o.n measured rounds, and returns the measured
+// series of each target. With o.sequential, all of a target's rounds run
+// before the next target's.
+func interleave[T any](o options, fn func(target) (T, error), tgs []target) ([][]T, error) {
+	out := make([][]T, len(tgs))
+	for i := range out {
+		out[i] = make([]T, 0, o.n)
+	}
+	call := func(i, round int) error {
+		x, err := fn(tgs[i])
+		if err != nil {
+			return fmt.Errorf("%s: %w", tgs[i].name, err)
+		}
+		if round >= o.warmup {
+			out[i] = append(out[i], x)
+		}
+		return nil
+	}
+	if o.sequential {
+		for i := range tgs {
+			for round := 0; round < o.warmup+o.n; round++ {
+				if err := call(i, round); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return out, nil
+	}
+	for round := 0; round < o.warmup+o.n; round++ {
+		for i := range tgs {
+			if err := call(i, round); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+func percentile(d []time.Duration, p int) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := len(s) * p / 100
+	if i >= len(s) {
+		i = len(s) - 1
+	}
+	return s[i]
+}
+
+// printLatency prints the direct, proxy and gateway series (in that
+// order) with what the proxy and the gateway add to the direct call, and
+// the gateway against the proxy floor. A positive target is the goal for
+// the gateway's added p50, and asks for the verdicts.
+func printLatency(series [][]time.Duration, target time.Duration) {
+	p50, p99 := make([]time.Duration, len(series)), make([]time.Duration, len(series))
+	for i, s := range series {
+		p50[i], p99[i] = percentile(s, 50), percentile(s, 99)
+	}
+	fmt.Printf("    %-16s %10s %10s\n", "", "p50", "p99")
+	for i, name := range []string{"direct", "proxy", "gateway"} {
+		fmt.Printf("    %-16s %10s %10s\n", name, us(p50[i]), us(p99[i]))
+	}
+	fmt.Printf("    %-16s %10s %10s\n", "proxy added", us(p50[1]-p50[0]), us(p99[1]-p99[0]))
+	ratio := float64(p50[2]) / float64(p50[1])
+	fmt.Printf("    %-16s %10s %10s", "gateway added", us(p50[2]-p50[0]), us(p99[2]-p99[0]))
+	if target > 0 {
+		fmt.Printf("   target p50 ≤ %s: %s", us(target), verdict(p50[2]-p50[0] <= target))
+	}
+	fmt.Printf("\n    %-16s %10.2f %10.2f", "gateway / proxy", ratio, float64(p99[2])/float64(p99[1]))
+	if target > 0 {
+		fmt.Printf("   target p50 ≤ 1.10: %s", verdict(ratio <= 1.1))
+	}
+	fmt.Println()
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.1fµs", float64(d)/float64(time.Microsecond)) }
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
+}
+
+type rate struct {
+	n       int64
+	elapsed time.Duration
+}
+
+func (r rate) rps() float64 { return float64(r.n) / r.elapsed.Seconds() }
+
+// throughput runs fn from c workers until total calls were started or dur
+// has passed, and reports completed calls per second.
+func throughput(c, total int, dur time.Duration, fn func() (time.Duration, error)) (rate, error) {
+	var started, completed atomic.Int64
+	var firstErr error
+	var errOnce sync.Once
+	deadline := time.Now().Add(dur)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for started.Add(1) <= int64(total) && time.Now().Before(deadline) {
+				if _, err := fn(); err != nil {
+					errOnce.Do(func() { firstErr = err })
+					return
+				}
+				completed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return rate{n: completed.Load(), elapsed: time.Since(start)}, firstErr
+}
