@@ -1,6 +1,6 @@
 // Command bench measures what the gateway adds on top of its model backend
 // (`make bench`). In one process it starts a fake Chat Completions backend
-// (internal/fakellm, instant replies), a bare httputil.ReverseProxy in front
+// (internal/testing/fakellm, instant replies), a bare httputil.ReverseProxy in front
 // of it (the floor: what any Go HTTP hop adds) and the gateway (app.Build,
 // memory store) in front of it, each on its own loopback http.Server, and
 // compares calling the backend directly, through the proxy and through the

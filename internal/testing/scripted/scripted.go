@@ -1,4 +1,4 @@
-// Package scripted is what the fake model servers (internal/fakellm,
+// Package scripted is what the fake model servers (internal/testing/fakellm,
 // internal/testing/fakebedrock) share: the replies they were scripted with, a fixed
 // list served in order or a function of the request, and the log of the
 // requests they received.
