@@ -22,6 +22,9 @@ import (
 type Hostile struct {
 	// Tools is how many tools each listing page offers (default 1).
 	Tools int
+	// Empty makes every listing page empty (with EndlessPages: a server
+	// that pages forever without listing anything).
+	Empty bool
 	// Name, when set, names every tool of the listing (duplicates);
 	// otherwise they are t0, t1, …
 	Name string
@@ -36,10 +39,13 @@ type Hostile struct {
 	// CallBytes makes every call's result that many bytes of text (an
 	// oversized reply).
 	CallBytes int
-	// Trickle, when set, answers tools/list and tools/call by sending one
-	// byte of JSON whitespace every Trickle, never the reply: a server that
-	// keeps the connection busy forever.
+	// Trickle, when set, answers TrickleMethod by sending one byte of JSON
+	// whitespace every Trickle, never the reply: a server that keeps the
+	// connection busy forever.
 	Trickle time.Duration
+	// TrickleMethod is the method Trickle slows: "tools/list" or
+	// "tools/call" (empty: both).
+	TrickleMethod string
 	// JSONResponse answers with application/json instead of an event
 	// stream.
 	JSONResponse bool
@@ -47,6 +53,9 @@ type Hostile struct {
 
 // page is one listing page of h.
 func (h Hostile) page() []*sdk.Tool {
+	if h.Empty {
+		return []*sdk.Tool{}
+	}
 	n := max(h.Tools, 1)
 	desc := strings.Repeat("d", h.DescriptionBytes)
 	out := make([]*sdk.Tool, n)
@@ -94,15 +103,15 @@ func StartHostile(h Hostile) *Server {
 	srv.AddReceivingMiddleware(h.middleware)
 	var handler http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{JSONResponse: h.JSONResponse})
 	if h.Trickle > 0 {
-		handler = s.trickle(h.Trickle, handler)
+		handler = s.trickle(h.Trickle, h.TrickleMethod, handler)
 	}
 	return s.start(handler)
 }
 
-// trickle answers tools/list and tools/call requests with JSON whitespace,
-// one byte every d, until the client or the server goes away; other
-// requests reach next.
-func (s *Server) trickle(d time.Duration, next http.Handler) http.Handler {
+// trickle answers requests of method (tools/list and tools/call when
+// empty) with JSON whitespace, one byte every d, until the client or the
+// server goes away; other requests reach next.
+func (s *Server) trickle(d time.Duration, method string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			next.ServeHTTP(w, r)
@@ -114,7 +123,8 @@ func (s *Server) trickle(d time.Duration, next http.Handler) http.Handler {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		var msg struct{ Method string }
-		if json.Unmarshal(body, &msg) != nil || msg.Method != "tools/list" && msg.Method != "tools/call" {
+		_ = json.Unmarshal(body, &msg)
+		if !(msg.Method == method || method == "" && (msg.Method == "tools/list" || msg.Method == "tools/call")) {
 			next.ServeHTTP(w, r)
 			return
 		}
