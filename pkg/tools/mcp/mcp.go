@@ -559,8 +559,9 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 }
 
 // sseCounter follows the lines of an event stream to count the bytes of
-// its current event (an event ends at a blank line; a line at CR, LF or
-// CRLF).
+// its current event, line ends included, as the SDK counts them (an event
+// ends at a blank line; a line at CR, LF or CRLF). It never counts fewer
+// than the SDK, so the bound trips here first, with a clear error.
 type sseCounter struct {
 	line   int64
 	lastCR bool
@@ -569,6 +570,7 @@ type sseCounter struct {
 // count returns the bytes of the current event after p, given n before.
 func (c *sseCounter) count(p []byte, n int64) int64 {
 	for _, ch := range p {
+		n++
 		switch {
 		case ch == '\n' && c.lastCR:
 			c.lastCR = false
@@ -581,7 +583,6 @@ func (c *sseCounter) count(p []byte, n int64) int64 {
 		default:
 			c.lastCR = false
 			c.line++
-			n++
 		}
 	}
 	return n

