@@ -2,22 +2,29 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/testing/dynamotest"
+	"github.com/lambent/lambent/internal/testing/mcptest"
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/limits"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/store/dynamodb"
+	"github.com/lambent/lambent/pkg/tools"
+	"github.com/lambent/lambent/pkg/tools/mcp"
 )
 
 // spyStore counts the calls that reach a store.
@@ -278,5 +285,241 @@ func TestContextTooLargeBeforeModelCall(t *testing.T) {
 			_, err = run1(t, e, `{"input":"a new conversation"}`)
 			require.NoError(t, err)
 		})
+	}
+}
+
+// Hostile MCP servers (internal/mcptest.Hostile) and requests that name
+// too many of them: every cost is bounded by a limit, and what a server
+// does wrong is its listing's or its call's error, never the response's.
+
+// startHostile starts the hostile MCP server h for the test.
+func startHostile(t *testing.T, h mcptest.Hostile) *mcptest.Server {
+	t.Helper()
+	srv := mcptest.StartHostile(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// withLimits sets the engine's limits.
+func withLimits(l limits.Limits) func(*Config) { return func(c *Config) { c.Limits = l } }
+
+// withMCPTimeout gives the engine a loopback MCP connector whose operations
+// end after d.
+func withMCPTimeout(d time.Duration) func(*Config) {
+	return func(c *Config) { c.MCP = mcp.New(mcp.Config{AllowHosts: []string{"127.0.0.1"}, Timeout: d}) }
+}
+
+// mcpTools is n request MCP tools on url, labelled s0, s1, ….
+func mcpTools(n int, url string) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"type":"mcp","server_label":"s%d","server_url":%q,"require_approval":"never"}`, i, url)
+	}
+	return b.String()
+}
+
+// A request enables at most Limits.MCPServers servers, request mcp tools
+// and manifest servers counted together; one more is a 400 naming tools
+// before anything connects or the model is called.
+func TestMCPServersPerRequestCapped(t *testing.T) {
+	srv := startHostile(t, mcptest.Hostile{})
+	manifest := &tools.MCPServer{Label: "calc", URL: srv.Endpoint, Transport: tools.MCPStreamableHTTP, Trusted: true,
+		Approval: tools.MCPApproval{Mode: tools.MCPApproveNever}}
+	p := script(text("ok", 1, 1))
+	e, _ := newEngine(t, p, nil, withMCP, withLimits(limits.Limits{MCPServers: 3}), func(c *Config) {
+		c.MCPServers = map[string]*tools.MCPServer{"calc": manifest}
+	})
+	rec, err := run1(t, e, `{"input":"x","tools":[`+mcpTools(2, srv.Endpoint)+`,{"type":"lambent:calc"}]}`)
+	require.NoError(t, err, "at the limit")
+	assert.Equal(t, []string{"mcp_list_tools", "mcp_list_tools", "mcp_list_tools", "message"}, types(rec.openAIResponse(t).Output))
+
+	before := len(srv.Headers())
+	for name, body := range map[string]string{
+		"request servers":  `{"input":"x","tools":[` + mcpTools(4, srv.Endpoint) + `]}`,
+		"with manifest":    `{"input":"x","tools":[` + mcpTools(3, srv.Endpoint) + `,{"type":"lambent:calc"}]}`,
+		"many":             `{"input":"x","tools":[` + mcpTools(10000, srv.Endpoint) + `]}`,
+		"refused url last": `{"input":"x","tools":[` + mcpTools(3, srv.Endpoint) + `,` + mcpServerTool("https://169.254.169.254/mcp", "") + `]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := run1(t, e, body)
+			var ae *api.Error
+			require.ErrorAs(t, err, &ae)
+			assert.Equal(t, http.StatusBadRequest, ae.Status)
+			assert.Equal(t, "tools", ae.Param)
+			assert.Equal(t, limits.CodeLimitExceeded, ae.Code)
+			assert.Contains(t, ae.Message, "MCP servers")
+			assert.Contains(t, ae.Message, "limit of 3")
+		})
+	}
+	assert.Len(t, srv.Headers(), before, "no refused request reached the server")
+	assert.Len(t, p.requests(), 1, "no refused request reached the model")
+
+	// The default is 8.
+	d, _ := newEngine(t, script(), nil, withMCP)
+	_, err = run1(t, d, `{"input":"x","tools":[`+mcpTools(limits.DefaultMCPServers+1, srv.Endpoint)+`]}`)
+	assertAPIError(t, err, http.StatusBadRequest, limits.CodeLimitExceeded)
+}
+
+// listing runs one response against the server at url and returns its
+// mcp_list_tools item and the tools the model was offered.
+func listing(t *testing.T, url string, mut ...func(*Config)) (api.Item, []string) {
+	t.Helper()
+	p := script(text("ok", 1, 1))
+	e, _ := newEngine(t, p, nil, append([]func(*Config){withMCP}, mut...)...)
+	rec, err := run1(t, e, `{"input":"x","tools":[`+mcpServerTool(url, "")+`]}`)
+	require.NoError(t, err, "a server's failure is not the response's")
+	r := rec.openAIResponse(t)
+	assert.Equal(t, api.StatusCompleted, r.Status)
+	require.Equal(t, []string{"mcp_list_tools", "message"}, types(r.Output))
+	return r.Output[0], toolNames(p.requests()[0].Tools)
+}
+
+// A listing longer than Limits.MCPToolsPerServer, larger than
+// Limits.MCPReplyBytes, paging on and on, or trickling fails that server's
+// listing (the item's error; the model sees none of its tools) after a
+// bounded number of requests; a listing at the limits is offered whole.
+func TestMCPHostileListings(t *testing.T) {
+	small := withLimits(limits.Limits{MCPToolsPerServer: 10, MCPReplyBytes: 64 << 10})
+	t.Run("at the limits", func(t *testing.T) {
+		srv := startHostile(t, mcptest.Hostile{Tools: 10, DescriptionBytes: 4 << 10})
+		it, names := listing(t, srv.Endpoint, small)
+		assert.Empty(t, it.Error)
+		assert.Len(t, it.Tools, 10)
+		assert.Len(t, names, 10)
+	})
+	for name, tc := range map[string]struct {
+		h    mcptest.Hostile
+		want string
+	}{
+		"too many tools":          {mcptest.Hostile{Tools: 11}, "more than 10 tools"},
+		"too many tools on pages": {mcptest.Hostile{Tools: 4, EndlessPages: true}, "more than 10 tools"},
+		"endless empty pages":     {mcptest.Hostile{Empty: true, EndlessPages: true}, "pages"},
+		"oversized page":          {mcptest.Hostile{Tools: 2, DescriptionBytes: 40 << 10}, "65536 bytes"},
+		"oversized page json":     {mcptest.Hostile{Tools: 2, DescriptionBytes: 40 << 10, JSONResponse: true}, "65536 bytes"},
+		"oversized over pages":    {mcptest.Hostile{Tools: 1, DescriptionBytes: 20 << 10, EndlessPages: true}, "65536 bytes"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := startHostile(t, tc.h)
+			it, names := listing(t, srv.Endpoint, small, withMCPTimeout(10*time.Second))
+			assert.Contains(t, it.Error, `MCP server "docs"`)
+			assert.Contains(t, it.Error, tc.want)
+			assert.NotContains(t, it.Error, "no answer in time", "stopped by a limit, not by the timeout")
+			assert.Len(t, it.Tools, 0)
+			assert.Len(t, names, 0)
+			assert.LessOrEqual(t, len(srv.Headers()), 24, "a bounded number of requests")
+		})
+	}
+	t.Run("same cursor forever", func(t *testing.T) {
+		srv := startHostile(t, mcptest.Hostile{Empty: true, EndlessPages: true, SameCursor: true})
+		it, _ := listing(t, srv.Endpoint, small, withMCPTimeout(10*time.Second))
+		assert.Contains(t, it.Error, "pages")
+		assert.NotContains(t, it.Error, "no answer in time")
+	})
+	t.Run("trickling", func(t *testing.T) {
+		srv := startHostile(t, mcptest.Hostile{Trickle: 5 * time.Millisecond, TrickleMethod: "tools/list"})
+		it, names := listing(t, srv.Endpoint, withMCPTimeout(300*time.Millisecond))
+		assert.Contains(t, it.Error, "no answer in time")
+		assert.Len(t, names, 0)
+	})
+}
+
+// A listing of tools that all have one name offers each under a name of
+// its own, deterministically: the tool's, then "<label>_<tool>", then that
+// numbered.
+func TestMCPDuplicateToolNames(t *testing.T) {
+	srv := startHostile(t, mcptest.Hostile{Tools: limits.DefaultMCPToolsPerServer, Name: "t"})
+	it, names := listing(t, srv.Endpoint)
+	require.Empty(t, it.Error)
+	require.Len(t, names, limits.DefaultMCPToolsPerServer)
+	assert.Equal(t, []string{"t", "docs_t", "docs_t_2", "docs_t_3"}, names[:4])
+	assert.Equal(t, "docs_t_255", names[len(names)-1])
+}
+
+// Naming n tools costs O(n), however many share a name: the allocations
+// per tool stay constant (the numbering does not restart per tool).
+func TestMCPToolNamingIsLinear(t *testing.T) {
+	const n = 4000
+	list := make([]api.MCPTool, n)
+	for i := range list {
+		list[i] = api.MCPTool{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	}
+	long := strings.Repeat("x", 70)
+	for i := range n / 2 {
+		list[i].Name = long + strconv.Itoa(i)
+	}
+	r := &run{mcp: []*mcpServer{{srv: &tools.MCPServer{Label: "docs"}, tools: list}}}
+	allocs := testing.AllocsPerRun(1, func() {
+		r.defs, r.defList = map[string]requestTool{}, nil
+		r.addMCPDefs()
+	})
+	assert.Len(t, r.defs, n, "every tool has a name of its own")
+	assert.Less(t, allocs, float64(16*n), "allocations per tool stay constant")
+}
+
+// A call result larger than Limits.MCPReplyBytes is a failed mcp_call
+// whose error the model reads; a call that trickles ends with the
+// connector's timeout. The response completes.
+func TestMCPHostileCalls(t *testing.T) {
+	for name, tc := range map[string]struct {
+		h    mcptest.Hostile
+		mut  func(*Config)
+		want string
+	}{
+		"oversized":      {mcptest.Hostile{CallBytes: 100 << 10}, withLimits(limits.Limits{MCPReplyBytes: 64 << 10}), "65536 bytes"},
+		"oversized json": {mcptest.Hostile{CallBytes: 100 << 10, JSONResponse: true}, withLimits(limits.Limits{MCPReplyBytes: 64 << 10}), "65536 bytes"},
+		"trickling":      {mcptest.Hostile{Trickle: 5 * time.Millisecond, TrickleMethod: "tools/call"}, withMCPTimeout(300 * time.Millisecond), "no answer in time"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := startHostile(t, tc.h)
+			p := script(calls(1, 1, call("c1", "t0", `{}`)), text("it failed", 1, 1))
+			e, _ := newEngine(t, p, nil, withMCP, tc.mut)
+			rec, err := run1(t, e, `{"input":"x","tools":[`+mcpServerTool(srv.Endpoint, `,"require_approval":"never"`)+`]}`)
+			require.NoError(t, err)
+			r := rec.openAIResponse(t)
+			assert.Equal(t, api.StatusCompleted, r.Status)
+			require.Equal(t, []string{"mcp_list_tools", "mcp_call", "message"}, types(r.Output))
+			assert.Equal(t, api.ItemFailed, r.Output[1].Status)
+			assert.Contains(t, r.Output[1].Error, tc.want)
+			fed := p.requests()[1].Items[2]
+			assert.True(t, fed.IsError)
+			assert.Contains(t, fed.Output, tc.want, "the model reads the error")
+		})
+	}
+}
+
+// A list of a server's tools sent in the input is adopted only within
+// Limits.MCPToolsPerServer: a longer one (a client may send any) is not,
+// and the server is listed again, within the limits.
+func TestMCPInputListOverLimitIsListedAgain(t *testing.T) {
+	srv := startHostile(t, mcptest.Hostile{Tools: 2})
+	var b strings.Builder
+	for i := range 11 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"name":"fake%d","input_schema":{"type":"object"}}`, i)
+	}
+	sent := `{"type":"mcp_list_tools","id":"mcpl_sent","server_label":"docs","tools":[` + b.String() + `]}`
+	for _, tc := range []struct {
+		limit int
+		want  []string
+	}{
+		{10, []string{"t0", "t1"}},
+		{11, []string{"fake0", "fake1", "fake2", "fake3", "fake4", "fake5", "fake6", "fake7", "fake8", "fake9", "fake10"}},
+	} {
+		p := script(text("ok", 1, 1))
+		e, _ := newEngine(t, p, nil, withMCP, withLimits(limits.Limits{MCPToolsPerServer: tc.limit}))
+		rec, err := run1(t, e, `{"input":[`+sent+`,{"type":"message","role":"user","content":"x"}],"tools":[`+mcpServerTool(srv.Endpoint, "")+`]}`)
+		require.NoError(t, err)
+		r := rec.openAIResponse(t)
+		assert.Equal(t, tc.want, toolNames(p.requests()[0].Tools), "limit %d", tc.limit)
+		if tc.limit == 10 {
+			assert.Equal(t, []string{"mcp_list_tools", "message"}, types(r.Output))
+		} else {
+			assert.Equal(t, []string{"message"}, types(r.Output))
+		}
 	}
 }

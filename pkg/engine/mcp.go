@@ -9,18 +9,22 @@ import (
 	"sync"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/limits"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
 // MCP tools, with the wire format of OpenAI's hosted MCP tool.
 //
 // A request names MCP servers with {"type":"mcp","server_label",...} or,
-// for servers of the manifest, {"type":"lambent:<name>"}. Before the first
-// model call the loop lists the tools of every server whose list the
-// conversation does not hold yet (an mcp_list_tools item per server, with
-// its events; a failure is the item's error, never the response's), and
-// offers the allowed ones to the model as ordinary functions (named as the
-// tool, or "<label>_<tool>" when two would clash). A call of a tool that
+// for servers of the manifest, {"type":"lambent:<name>"}: at most
+// Limits.MCPServers of them, counted before anything connects. Before the
+// first model call the loop lists the tools of every server whose list the
+// conversation does not hold yet, concurrently (an mcp_list_tools item per
+// server, with its events; a failure, a listing over
+// Limits.MCPToolsPerServer or Limits.MCPReplyBytes included, is the item's
+// error, never the response's), and offers the allowed ones to the model
+// as ordinary functions (named as the tool, or "<label>_<tool>" when two
+// would clash, then that numbered). A call of a tool that
 // needs approval (require_approval, "always" by default as OpenAI) becomes
 // an mcp_approval_request item and pauses the turn (requires_action, or
 // completed under OpenAICompat); other calls are mcp_call items run with
@@ -53,6 +57,23 @@ func (t *mcpTool) Execute(ctx context.Context, call tools.ToolCall) (*tools.Tool
 // mcpKey names an MCP tool: its server's label and its own name.
 type mcpKey struct{ label, name string }
 
+// checkMCPServers refuses a request that enables more MCP servers (its
+// {"type":"mcp"} tools and the manifest servers it names) than
+// Limits.MCPServers, before any is read or connected to: each costs a
+// connection, a listing and a goroutine while listing.
+func (e *Engine) checkMCPServers(req *api.CreateResponseRequest) error {
+	n := 0
+	for i := range req.Tools {
+		if t := &req.Tools[i]; t.Type == api.ToolMCP || t.IsHosted() && e.cfg.MCPServers[t.HostedName()] != nil {
+			n++
+		}
+	}
+	if limit := e.cfg.Limits.MCPServers; n > limit {
+		return limits.Exceeded("tools", "MCP servers enabled by the request (mcp tools and manifest servers)", n, limit)
+	}
+	return nil
+}
+
 // addMCP adds the request's MCP server srv (tools[i], param p).
 func (r *run) addMCP(e *Engine, p string, srv *tools.MCPServer) error {
 	if e.cfg.MCP == nil {
@@ -67,8 +88,18 @@ func (r *run) addMCP(e *Engine, p string, srv *tools.MCPServer) error {
 	if err := e.cfg.MCP.Check(srv); err != nil {
 		return api.InvalidRequestCode(p+".server_url", "invalid_mcp_server", "MCP server %q: %v", srv.Label, err)
 	}
-	r.mcp = append(r.mcp, &mcpServer{srv: srv, sess: e.cfg.MCP.Open(srv)})
+	s := &mcpServer{srv: srv, sess: e.cfg.MCP.Open(srv, e.mcpBounds())}
+	if r.mcpByLabel == nil {
+		r.mcpByLabel = map[string]*mcpServer{}
+	}
+	r.mcpByLabel[srv.Label] = s
+	r.mcp = append(r.mcp, s)
 	return nil
+}
+
+// mcpBounds bound every MCP session by the engine's limits.
+func (e *Engine) mcpBounds() tools.MCPBounds {
+	return tools.MCPBounds{Tools: e.cfg.Limits.MCPToolsPerServer, ReplyBytes: e.cfg.Limits.MCPReplyBytes}
 }
 
 // mcpRequestServer reads a request's {"type":"mcp"} tool. A URL whose
@@ -91,14 +122,7 @@ func mcpRequestServer(t *api.Tool, p string) (*tools.MCPServer, error) {
 }
 
 // mcpServer returns the response's server labelled label, or nil.
-func (r *run) mcpServer(label string) *mcpServer {
-	for _, s := range r.mcp {
-		if s.srv.Label == label {
-			return s
-		}
-	}
-	return nil
-}
+func (r *run) mcpServer(label string) *mcpServer { return r.mcpByLabel[label] }
 
 // closeMCP ends the response's MCP sessions.
 func (r *run) closeMCP() {
@@ -108,15 +132,17 @@ func (r *run) closeMCP() {
 }
 
 // startMCP lists the tools of the servers whose list the conversation does
-// not hold yet, concurrently, as mcp_list_tools items, and adds every
-// server's allowed tools to the model's tools.
+// not hold yet (or holds one longer than Limits.MCPToolsPerServer: a client
+// may send any list), concurrently, one goroutine per server (at most
+// Limits.MCPServers), as mcp_list_tools items, and adds every server's
+// allowed tools to the model's tools.
 func (e *Engine) startMCP(ctx context.Context, r *run) {
 	if len(r.mcp) == 0 {
 		return
 	}
 	for _, list := range [][]api.Item{r.history, r.input, r.resp.Output} {
 		for i := range list {
-			if it := &list[i]; it.Type == api.ItemMCPListTools && it.Error == "" {
+			if it := &list[i]; it.Type == api.ItemMCPListTools && it.Error == "" && len(it.Tools) <= e.cfg.Limits.MCPToolsPerServer {
 				if s := r.mcpServer(it.ServerLabel); s != nil {
 					s.tools, s.listed = it.Tools, true
 				}
@@ -172,6 +198,7 @@ func (e *Engine) startMCP(ctx context.Context, r *run) {
 // the request's order of servers and the servers' order of tools.
 func (r *run) addMCPDefs() {
 	r.mcpNames = map[mcpKey]string{}
+	r.nameNext = map[string]int{}
 	for _, s := range r.mcp {
 		for i := range s.tools {
 			t := &s.tools[i]
@@ -188,23 +215,33 @@ func (r *run) addMCPDefs() {
 	}
 }
 
+// numberedStem is how much of a name numbered names keep: room for "_"
+// and six digits within a function name's 64 characters.
+const numberedStem = 64 - 7
+
 // freeName is the first of the names no tool of the response has yet,
-// numbering the last one when all are taken.
+// numbering the last one when all are taken: its first numberedStem
+// characters, "_" and the least number from 2 up that is free. The number
+// to try next is kept per stem (r.nameNext; names are never freed), so
+// naming n tools of one name costs O(n), not O(n²).
 func (r *run) freeName(names ...string) string {
 	for _, n := range names {
 		if _, taken := r.defs[n]; !taken {
 			return n
 		}
 	}
-	last := names[len(names)-1]
-	for k := 2; ; k++ {
-		suffix := "_" + strconv.Itoa(k)
-		n := last
-		if len(n)+len(suffix) > 64 {
-			n = n[:64-len(suffix)]
+	stem := names[len(names)-1]
+	if len(stem) > numberedStem {
+		stem = stem[:numberedStem]
+	}
+	for k := max(r.nameNext[stem], 2); ; k++ {
+		n := stem + "_" + strconv.Itoa(k)
+		if len(n) > 64 {
+			n = stem[:64-(len(n)-len(stem))] + n[len(stem):]
 		}
-		if _, taken := r.defs[n+suffix]; !taken {
-			return n + suffix
+		if _, taken := r.defs[n]; !taken {
+			r.nameNext[stem] = k + 1
+			return n
 		}
 	}
 }

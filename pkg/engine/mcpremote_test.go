@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +16,7 @@ import (
 	"github.com/lambent/lambent/internal/testing/mcptest"
 	"github.com/lambent/lambent/internal/testing/ssecheck"
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/lambent/lambent/pkg/tools/mcp"
 )
@@ -375,49 +379,70 @@ func TestMCPRemote_ManifestServer(t *testing.T) {
 	assert.NotContains(t, string(rec.resp), "manifest-secret")
 }
 
-// Secrets reach the server but neither the response, the store nor the
-// stored background job (sealed there), on both stores.
+// Secrets (headers, authorization, the server URL's query) reach the
+// server but neither the response, its events, the store, the stored
+// background job (sealed there) nor the logs, on both stores; the echo
+// shows the URL with its query redacted.
 func TestMCPRemote_Secrets(t *testing.T) { forStores(t, testMCPRemoteSecrets) }
 
 func testMCPRemoteSecrets(t *testing.T, mk storeMaker) {
 	srv := startMCP(t, mcptest.Options{})
 	p := script(calls(1, 1, call("c1", "echo", `{"text":"a"}`)), text("done", 1, 1),
 		calls(1, 1, call("c1", "echo", `{"text":"b"}`)), text("done in the background", 1, 1))
-	e, st, q := bgEngine(t, mk, p, nil, withMCP)
-	tool := mcpServerTool(srv.Endpoint, `,"require_approval":"never","headers":{"X-Api-Key":"header-secret"},"authorization":"token-secret"`)
+	var logs syncBuffer
+	e, st, q := bgEngine(t, mk, p, nil, withMCP, func(c *Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	url := srv.Endpoint + "?key=query-secret&v=1"
+	tool := mcpServerTool(url, `,"require_approval":"never","headers":{"X-Api-Key":"header-secret"},"authorization":"token-secret"`)
 	secret := func(t *testing.T, b []byte) {
 		t.Helper()
-		for _, s := range []string{"header-secret", "token-secret"} {
+		for _, s := range []string{"header-secret", "token-secret", "query-secret"} {
 			assert.NotContains(t, string(b), s)
 		}
 	}
-	rec, err := run1(t, e, `{"input":"x","tools":[`+tool+`]}`)
+	storedJSON := func(t *testing.T, id string) (*store.Record, []byte) {
+		t.Helper()
+		stored, err := st.Get(context.Background(), id)
+		require.NoError(t, err)
+		b, err := json.Marshal(stored)
+		require.NoError(t, err)
+		return stored, b
+	}
+	rec, err := run1(t, e, `{"input":"x","stream":true,"tools":[`+tool+`]}`)
 	require.NoError(t, err)
-	secret(t, rec.resp)
-	r := rec.openAIResponse(t)
-	stored, err := st.Get(context.Background(), r.ID)
-	require.NoError(t, err)
+	for _, ev := range rec.events {
+		secret(t, ev)
+	}
+	r := rec.checkOpenAIStream(t)
+	require.Equal(t, []string{"mcp_list_tools", "mcp_call", "message"}, types(r.Output))
+	assert.Equal(t, "echo: a", r.Output[1].Output)
+	stored, all := storedJSON(t, r.ID)
+	secret(t, all)
 	assert.Nil(t, stored.Response.Tools[0].Headers)
 	assert.Empty(t, stored.Response.Tools[0].Authorization)
+	assert.Equal(t, srv.Endpoint+"?REDACTED", stored.Response.Tools[0].ServerURL)
+	got, err := e.GetResponse(context.Background(), r.ID)
+	require.NoError(t, err)
+	b, err := json.Marshal(got)
+	require.NoError(t, err)
+	secret(t, b)
 
 	rec, err = runBackground(t, e, `{"input":"x","background":true,"tools":[`+tool+`]}`)
 	require.NoError(t, err)
 	secret(t, rec.resp)
 	job := <-q.c
-	stored, err = st.Get(context.Background(), job.ResponseID)
-	require.NoError(t, err)
+	stored, all = storedJSON(t, job.ResponseID)
 	require.NotNil(t, stored.Job)
 	assert.Nil(t, stored.Job.Request.Tools[0].Headers)
 	assert.Empty(t, stored.Job.Request.Tools[0].Authorization)
 	assert.NotEmpty(t, stored.Job.Secrets)
-	all, err := json.Marshal(stored.Job)
-	require.NoError(t, err)
 	secret(t, all)
 	secret(t, stored.Job.Secrets)
 
 	before := len(srv.Headers())
 	require.NoError(t, e.RunBackground(context.Background(), job.ResponseID))
-	got, err := e.GetResponse(context.Background(), job.ResponseID)
+	got, err = e.GetResponse(context.Background(), job.ResponseID)
 	require.NoError(t, err)
 	assert.Equal(t, api.StatusCompleted, got.Status)
 	require.Equal(t, []string{"mcp_list_tools", "mcp_call", "message"}, types(got.Output))
@@ -428,6 +453,11 @@ func testMCPRemoteSecrets(t *testing.T, mk storeMaker) {
 		assert.Equal(t, "header-secret", h.Get("X-Api-Key"))
 		assert.Equal(t, "Bearer token-secret", h.Get("Authorization"))
 	}
+	for _, q := range srv.Queries() {
+		assert.Equal(t, "key=query-secret&v=1", q, "the server gets the URL's query, in the background too")
+	}
+	_, all = storedJSON(t, job.ResponseID)
+	secret(t, all)
 
 	// Another process (another key) cannot open them: the response fails
 	// with a clear error instead of calling the server without them.
@@ -441,6 +471,38 @@ func testMCPRemoteSecrets(t *testing.T, mk storeMaker) {
 	assert.Equal(t, api.StatusFailed, got.Status)
 	assert.Equal(t, "secrets_unavailable", got.Error.Code)
 	_ = rec
+
+	// A server that is down: its error (logged and in the list item)
+	// names it without the query.
+	down := mcptest.StartStreamable(mcptest.Options{})
+	down.Close()
+	p2 := script(text("no tools", 1, 1))
+	e2, _, _ := bgEngine(t, mk, p2, nil, withMCP, func(c *Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	rec, err = run1(t, e2, `{"input":"x","tools":[`+mcpServerTool(down.Endpoint+"?key=query-secret", "")+`]}`)
+	require.NoError(t, err)
+	secret(t, rec.resp)
+	assert.Contains(t, logs.String(), "mcp list tools failed")
+	secret(t, []byte(logs.String()))
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers (a log sink).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestFuncName(t *testing.T) {

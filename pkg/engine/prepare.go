@@ -30,10 +30,13 @@ type run struct {
 	// summaries are the opened summaries of the conversation's compaction
 	// items, by blob (openSummaries).
 	summaries map[string]string
-	// mcp are the request's MCP servers; mcpNames maps their tools to the
-	// function names the model knows them by.
-	mcp      []*mcpServer
-	mcpNames map[mcpKey]string
+	// mcp are the request's MCP servers, in its order, and by label;
+	// mcpNames maps their tools to the function names the model knows them
+	// by, nameNext is the number freeName tries next per name stem.
+	mcp        []*mcpServer
+	mcpByLabel map[string]*mcpServer
+	mcpNames   map[mcpKey]string
+	nameNext   map[string]int
 	// hostedCalls counts executed hosted tool calls (max_tool_calls).
 	hostedCalls int
 	em          *emitter
@@ -267,6 +270,9 @@ type requestTool struct {
 // starts, see startMCP).
 func (r *run) resolveTools(e *Engine) error {
 	hosted := e.cfg.Hosted
+	if err := e.checkMCPServers(r.req); err != nil {
+		return err
+	}
 	r.defs = make(map[string]requestTool, len(r.req.Tools))
 	for i := range r.req.Tools {
 		t := &r.req.Tools[i]

@@ -8,20 +8,31 @@ import (
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/compaction"
+	"github.com/lambent/lambent/pkg/tools"
 )
 
-// The secrets of a request's MCP tools (headers, authorization) are never
-// stored in plain text: the response's tools never hold them, and a
+// The secrets of a request's MCP tools (headers, authorization, the query
+// of server_url) are never stored in plain text: the response's tools never
+// hold them (the URL is shown as tools.RedactMCPURL has it), and a
 // background request is stored without them, sealed beside it
 // (store.Job.Secrets) with the engine's key and the response id as
 // additional data, so that the worker that runs it, and no one reading the
-// store, can open them.
+// store, can open them. A continuation gets none of them from the store: a
+// request sends its tools again, secrets included (as OpenAI requires).
 
-// toolSecrets are the secrets of the request's tool at Index.
+// toolSecrets are the secrets of the request's tool at Index; ServerURL is
+// its whole server_url when that has a query (or fragment) to hide.
 type toolSecrets struct {
 	Index         int               `json:"index"`
 	Headers       map[string]string `json:"headers,omitempty"`
 	Authorization string            `json:"authorization,omitempty"`
+	ServerURL     string            `json:"server_url,omitempty"`
+}
+
+// hideSecrets removes t's secrets: headers, token, server_url's query.
+func hideSecrets(t *api.Tool) {
+	t.Headers, t.Authorization = nil, ""
+	t.ServerURL = tools.RedactMCPURL(t.ServerURL)
 }
 
 // secretsKeyring is the keyring of key (32 bytes), or of a fresh random
@@ -48,8 +59,12 @@ func secretsContext(id string) string { return "mcp-secrets\x00" + id }
 func (e *Engine) sealSecrets(req *api.CreateResponseRequest, id string) (*api.CreateResponseRequest, []byte, error) {
 	var secrets []toolSecrets
 	for i, t := range req.Tools {
-		if len(t.Headers) > 0 || t.Authorization != "" {
-			secrets = append(secrets, toolSecrets{Index: i, Headers: t.Headers, Authorization: t.Authorization})
+		s := toolSecrets{Index: i, Headers: t.Headers, Authorization: t.Authorization}
+		if tools.RedactMCPURL(t.ServerURL) != t.ServerURL {
+			s.ServerURL = t.ServerURL
+		}
+		if len(s.Headers) > 0 || s.Authorization != "" || s.ServerURL != "" {
+			secrets = append(secrets, s)
 		}
 	}
 	if len(secrets) == 0 {
@@ -66,7 +81,7 @@ func (e *Engine) sealSecrets(req *api.CreateResponseRequest, id string) (*api.Cr
 	stored := *req
 	stored.Tools = slices.Clone(req.Tools)
 	for _, s := range secrets {
-		stored.Tools[s.Index].Headers, stored.Tools[s.Index].Authorization = nil, ""
+		hideSecrets(&stored.Tools[s.Index])
 	}
 	return &stored, []byte(blob), nil
 }
@@ -96,6 +111,9 @@ func (e *Engine) openSecrets(req *api.CreateResponseRequest, sealed []byte, id s
 			return nil, errSecretsUnavailable
 		}
 		open.Tools[s.Index].Headers, open.Tools[s.Index].Authorization = s.Headers, s.Authorization
+		if s.ServerURL != "" {
+			open.Tools[s.Index].ServerURL = s.ServerURL
+		}
 	}
 	return &open, nil
 }

@@ -175,9 +175,9 @@ func (r *run) echoTools() []api.Tool {
 	for i := range r.req.Tools {
 		t := r.req.Tools[i]
 		if !t.IsHosted() {
-			// An MCP server's headers and token are secrets: the
-			// response never holds them.
-			t.Headers, t.Authorization = nil, ""
+			// An MCP server's headers, token and URL query are secrets:
+			// the response never holds them.
+			hideSecrets(&t)
 			out = append(out, t)
 			continue
 		}

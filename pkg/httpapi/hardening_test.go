@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/testing/fakellm"
+	"github.com/lambent/lambent/internal/testing/mcptest"
 	"github.com/lambent/lambent/pkg/httpapi"
 )
 
@@ -287,4 +289,84 @@ func TestHostileInputs(t *testing.T) {
 			assert.Empty(t, fivexx, "no hostile request gets a 5xx")
 		})
 	}
+}
+
+// Hostile MCP use through the real HTTP stack, with the limits set by
+// their LAMBENT_LIMIT_* settings: too many servers is a 400 naming tools
+// before anything connects (40,000 of them at the default too); a server
+// whose listing is too long, too large or endless, or whose call result is
+// too large, fails that listing or call and the response completes; the
+// server URL's query never shows.
+func TestHostileMCP(t *testing.T) {
+	g := newGatewayWith(t, mcpModel(), map[string]string{
+		"LAMBENT_FETCH_ALLOW_HOSTS":          "127.0.0.1",
+		"LAMBENT_LIMIT_MCP_SERVERS":          "2",
+		"LAMBENT_LIMIT_MCP_TOOLS_PER_SERVER": "5",
+		"LAMBENT_LIMIT_MCP_REPLY_BYTES":      "65536",
+	}, nil)
+	tool := func(label, url string) string {
+		return fmt.Sprintf(`{"type":"mcp","server_label":%q,"server_url":%q,"require_approval":"never"}`, label, url)
+	}
+	var list struct {
+		Output []struct {
+			Type   string            `json:"type"`
+			Error  string            `json:"error"`
+			Status string            `json:"status"`
+			Tools  []json.RawMessage `json:"tools"`
+		} `json:"output"`
+	}
+
+	good := mcptest.StartHostile(mcptest.Hostile{Tools: 5})
+	defer good.Close()
+	status, _, body := g.postJSON(`{"input":"hi","tools":[` + tool("a", good.Endpoint+"?key=query-secret") + `,` + tool("b", good.Endpoint) + `]}`)
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	assert.NotContains(t, string(body), "query-secret")
+	require.NoError(t, json.Unmarshal(body, &list))
+	require.Len(t, list.Output, 3)
+	assert.Len(t, list.Output[0].Tools, 5)
+
+	before := len(good.Headers())
+	status, _, body = g.postJSON(`{"input":"hi","tools":[` + tool("a", good.Endpoint) + `,` + tool("b", good.Endpoint) + `,` + tool("c", good.Endpoint) + `]}`)
+	wantError(t, status, body, http.StatusBadRequest, "tools", "limit_exceeded")
+	assert.Len(t, good.Headers(), before, "nothing connected")
+
+	for name, h := range map[string]mcptest.Hostile{
+		"too many tools": {Tools: 6},
+		"too large":      {Tools: 2, DescriptionBytes: 40 << 10},
+		"endless pages":  {Empty: true, EndlessPages: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := mcptest.StartHostile(h)
+			defer srv.Close()
+			status, _, body := g.postJSON(`{"input":"hi","tools":[` + tool("a", srv.Endpoint) + `]}`)
+			require.Equal(t, http.StatusOK, status, "%s", body)
+			require.NoError(t, json.Unmarshal(body, &list))
+			require.Equal(t, "mcp_list_tools", list.Output[0].Type)
+			assert.Contains(t, list.Output[0].Error, "this gateway's limit")
+			assert.Len(t, list.Output[0].Tools, 0)
+			assert.Equal(t, "completed", decodeWire(t, body).Status)
+		})
+	}
+
+	big := mcptest.StartHostile(mcptest.Hostile{CallBytes: 100 << 10})
+	defer big.Close()
+	status, _, body = g.postJSON(`{"input":"call t0 {}","tools":[` + tool("a", big.Endpoint) + `]}`)
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	w := decodeWire(t, body)
+	assert.Equal(t, []string{"mcp_list_tools", "mcp_call", "message"}, w.types())
+	assert.Contains(t, string(body), "exceeds 65536 bytes")
+
+	d := newGatewayWith(t, mcpModel(), map[string]string{"LAMBENT_FETCH_ALLOW_HOSTS": "127.0.0.1"}, nil)
+	var many strings.Builder
+	for i := range 40_000 {
+		if i > 0 {
+			many.WriteByte(',')
+		}
+		many.WriteString(tool("s"+strconv.Itoa(i), good.Endpoint))
+	}
+	before = len(good.Headers())
+	status, _, body = d.postJSON(`{"input":"hi","tools":[` + many.String() + `]}`)
+	wantError(t, status, body, http.StatusBadRequest, "tools", "limit_exceeded")
+	assert.Contains(t, string(body), "limit of 8")
+	assert.Len(t, good.Headers(), before, "nothing connected")
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/lambent/lambent/pkg/api"
 )
@@ -55,14 +56,45 @@ type MCPServer struct {
 	Approval MCPApproval
 }
 
+// MCPBounds bound what one session takes from its server (the engine's
+// limits.Limits); a zero field means that limit's default.
+type MCPBounds struct {
+	// Tools is the most tools a listing may offer; a longer listing fails
+	// (limits.Limits.MCPToolsPerServer).
+	Tools int
+	// ReplyBytes is the most bytes of one reply of the server (a listing,
+	// all its pages together, or a call's result); a larger one fails that
+	// listing or call (limits.Limits.MCPReplyBytes).
+	ReplyBytes int64
+}
+
 // MCPConnector opens sessions with MCP servers (package tools/mcp).
 type MCPConnector interface {
 	// Check validates srv before anything connects (transport available,
 	// URL scheme and address allowed); its error is the client's.
 	Check(srv *MCPServer) error
-	// Open returns a session with srv. It connects lazily, on first use,
-	// and is safe for concurrent use.
-	Open(srv *MCPServer) MCPSession
+	// Open returns a session with srv, bounded by b. It connects lazily,
+	// on first use, and is safe for concurrent use.
+	Open(srv *MCPServer, b MCPBounds) MCPSession
+}
+
+// RedactedQuery stands for the query of an MCP server URL wherever the URL
+// is shown (responses, stored records, errors, logs): the query may hold a
+// key.
+const RedactedQuery = "REDACTED"
+
+// RedactMCPURL is the MCP server URL raw as it is shown: its query
+// replaced by RedactedQuery, its fragment dropped. A URL with neither is
+// returned as is.
+func RedactMCPURL(raw string) string {
+	i := strings.IndexAny(raw, "?#")
+	switch {
+	case i < 0:
+		return raw
+	case raw[i] == '?':
+		return raw[:i+1] + RedactedQuery
+	}
+	return raw[:i]
 }
 
 // MCPSession is one connection to an MCP server, used by one response.

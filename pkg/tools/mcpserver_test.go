@@ -76,3 +76,17 @@ func TestManifestMCPBacking(t *testing.T) {
 		assert.ErrorContains(t, err, want, manifest)
 	}
 }
+
+func TestRedactMCPURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://example.com/mcp":                  "https://example.com/mcp",
+		"https://example.com/mcp?key=secret":       "https://example.com/mcp?REDACTED",
+		"https://example.com/mcp?secret":           "https://example.com/mcp?REDACTED",
+		"https://example.com/mcp?":                 "https://example.com/mcp?REDACTED",
+		"https://example.com/mcp?key=s#frag":       "https://example.com/mcp?REDACTED",
+		"https://example.com/mcp#frag?not-a-query": "https://example.com/mcp",
+		"": "",
+	} {
+		assert.Equal(t, want, tools.RedactMCPURL(in), in)
+	}
+}

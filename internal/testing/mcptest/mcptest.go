@@ -1,7 +1,10 @@
 // Package mcptest runs MCP servers built with the official Go SDK for
 // tests and measurements: one server with a fixed set of tools, served
 // over streamable HTTP or HTTP+SSE on loopback, or over stdio (Serve, for
-// a test binary). The HTTP servers record the headers they receive.
+// a test binary). The HTTP servers record the headers and URL queries
+// they receive. StartHostile runs a malicious server beside them (see
+// Hostile): huge listings, duplicate names, endless pages, oversized and
+// trickling replies.
 //
 // Tools:
 //   - echo {text}: "echo: <text>";
@@ -144,6 +147,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	headers []http.Header
+	queries []string
 	stop    chan struct{}
 	once    sync.Once
 }
@@ -161,10 +165,18 @@ func (s *Server) Headers() []http.Header {
 	return append([]http.Header(nil), s.headers...)
 }
 
+// Queries returns the URL query of every request received so far.
+func (s *Server) Queries() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.queries...)
+}
+
 func (s *Server) record(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.headers = append(s.headers, r.Header.Clone())
+		s.queries = append(s.queries, r.URL.RawQuery)
 		s.mu.Unlock()
 		h.ServeHTTP(w, r)
 	})

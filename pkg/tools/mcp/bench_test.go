@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lambent/lambent/internal/testing/mcptest"
+	"github.com/lambent/lambent/pkg/tools"
 )
 
 // BenchmarkMCP measures the MCP executor against a local Go SDK server over
@@ -20,7 +21,7 @@ func BenchmarkMCP(b *testing.B) {
 	c := loopback()
 	ctx := context.Background()
 	b.Run("call", func(b *testing.B) {
-		s := c.Open(server("s", srv.Endpoint))
+		s := c.Open(server("s", srv.Endpoint), tools.MCPBounds{})
 		defer s.Close()
 		if _, err := s.CallTool(ctx, "noop", "{}"); err != nil {
 			b.Fatal(err)
@@ -38,7 +39,7 @@ func BenchmarkMCP(b *testing.B) {
 	b.Run("list", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			s := c.Open(server("s", srv.Endpoint))
+			s := c.Open(server("s", srv.Endpoint), tools.MCPBounds{})
 			list, err := s.ListTools(ctx)
 			if err != nil || len(list) == 0 {
 				b.Fatal(err)

@@ -7,25 +7,32 @@
 // A server named by a request is untrusted: its URL must be https (http
 // only for hosts on the allow-list) and every connection, redirect and DNS
 // answer passes fetch_url's SSRF guard. Headers and the authorization
-// token go only to the server's own host, and never into errors or logs.
+// token go only to the server's own origin (scheme, host and port), and
+// never into errors or logs; nor does the URL's query.
 // A server that is down, slow, answers an error, malformed JSON-RPC or a
 // huge message gives the call an error the model can read: every
 // operation is bounded by Config.Timeout and the caller's deadline, every
-// message by Config.MaxMessage, every output by Config.MaxOutput.
+// reply by the session's tools.MCPBounds (a listing also by its tools and
+// by maxListPages), every output by Config.MaxOutput.
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -33,6 +40,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/limits"
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/lambent/lambent/pkg/tools/fetchurl"
 )
@@ -44,9 +52,11 @@ const (
 	DefaultTimeout = 60 * time.Second
 	// DefaultMaxOutput is the most bytes of a call's output the model gets.
 	DefaultMaxOutput = 64 << 10
-	// DefaultMaxMessage is the most bytes of one message from a server.
-	DefaultMaxMessage = 8 << 20
 )
+
+// maxListPages bounds the pages of one listing: a server that names a next
+// page forever fails its listing after that many.
+const maxListPages = 16
 
 // Implementation is how Lambent introduces itself to MCP servers.
 var Implementation = sdk.Implementation{Name: "lambent", Version: "1"}
@@ -64,9 +74,6 @@ type Config struct {
 	// MaxOutput bounds a call's output (default DefaultMaxOutput); longer
 	// output is cut with a note.
 	MaxOutput int
-	// MaxMessage bounds one message from a server (default
-	// DefaultMaxMessage); a longer one fails the operation.
-	MaxMessage int
 	// HTTPClient is the base of the HTTP clients (default: a fresh one).
 	HTTPClient *http.Client
 	// Logger receives the SDK's logs (default: none).
@@ -93,9 +100,6 @@ func New(cfg Config) *Connector {
 	}
 	if cfg.MaxOutput <= 0 {
 		cfg.MaxOutput = DefaultMaxOutput
-	}
-	if cfg.MaxMessage <= 0 {
-		cfg.MaxMessage = DefaultMaxMessage
 	}
 	c := &Connector{cfg: cfg, guard: fetchurl.NewGuard(cfg.AllowHosts)}
 	c.guarded = c.guard.Client(cfg.HTTPClient, true)
@@ -144,36 +148,49 @@ func (c *Connector) Check(srv *tools.MCPServer) error {
 	return c.guard.CheckURL(u)
 }
 
-// Open returns a session with srv that connects on first use.
-func (c *Connector) Open(srv *tools.MCPServer) tools.MCPSession {
-	return &session{c: c, srv: srv}
+// Open returns a session with srv, bounded by b, that connects on first
+// use.
+func (c *Connector) Open(srv *tools.MCPServer, b tools.MCPBounds) tools.MCPSession {
+	if b.Tools <= 0 {
+		b.Tools = limits.DefaultMCPToolsPerServer
+	}
+	if b.ReplyBytes <= 0 {
+		b.ReplyBytes = limits.DefaultMCPReplyBytes
+	}
+	return &session{c: c, srv: srv, bounds: b}
 }
 
 // session is one response's connection to one server.
 type session struct {
-	c   *Connector
-	srv *tools.MCPServer
-	mu  sync.Mutex
-	cs  *sdk.ClientSession
+	c      *Connector
+	srv    *tools.MCPServer
+	bounds tools.MCPBounds
+	mu     sync.Mutex
+	cs     *sdk.ClientSession
 	// end ends the context the connection lives in (the SSE transport's
 	// event stream is bound to it).
 	end context.CancelFunc
+	// over records a reply over the bound on the connection's own requests
+	// (connecting, the SSE transport's event stream).
+	over *overflow
 }
 
-// connect returns the open SDK session, connecting when there is none.
-// Concurrent callers wait for one connection.
-func (s *session) connect(ctx context.Context) (*sdk.ClientSession, error) {
+// connect returns the open SDK session and what records its own replies
+// over the bound, connecting when there is none. Concurrent callers wait
+// for one connection.
+func (s *session) connect(ctx context.Context) (*sdk.ClientSession, *overflow, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cs != nil {
-		return s.cs, nil
+		return s.cs, s.over, nil
 	}
+	over := &overflow{}
 	if err := s.c.Check(s.srv); err != nil {
-		return nil, err
+		return nil, over, err
 	}
 	// The connection outlives this operation's context but not its
 	// cancellation while connecting.
-	life, end := context.WithCancel(context.WithoutCancel(ctx))
+	life, end := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), overflowKey{}, over))
 	stop := context.AfterFunc(ctx, end)
 	cs, err := s.c.client.Connect(life, s.transport(), nil)
 	if !stop() && err == nil {
@@ -182,10 +199,10 @@ func (s *session) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	}
 	if err != nil {
 		end()
-		return nil, fmt.Errorf("connect: %w", err)
+		return nil, over, fmt.Errorf("connect: %w", err)
 	}
-	s.cs, s.end = cs, end
-	return cs, nil
+	s.cs, s.end, s.over = cs, end, over
+	return cs, over, nil
 }
 
 // drop closes cs if it is still the session's, so that the next operation
@@ -197,7 +214,7 @@ func (s *session) drop(cs *sdk.ClientSession) {
 		return
 	}
 	end := s.end
-	s.cs, s.end = nil, nil
+	s.cs, s.end, s.over = nil, nil, nil
 	s.mu.Unlock()
 	_ = closeSession(cs, end)
 }
@@ -209,7 +226,9 @@ func closeSession(cs *sdk.ClientSession, end context.CancelFunc) error {
 }
 
 func (s *session) transport() sdk.Transport {
-	max := s.c.cfg.MaxMessage
+	// The SDK bounds each event of a stream too (the HTTP+SSE transport's
+	// replies all come on one stream).
+	max := int(min(s.bounds.ReplyBytes, int64(math.MaxInt32)))
 	switch s.srv.Transport {
 	case tools.MCPStdio:
 		return &sdk.CommandTransport{Command: exec.Command(s.srv.Command[0], s.srv.Command[1:]...)}
@@ -232,7 +251,7 @@ func (s *session) httpClient() *http.Client {
 		rt = http.DefaultTransport
 	}
 	u, _ := url.Parse(s.srv.URL)
-	hc.Transport = &serverTransport{base: rt, host: u.Host, srv: s.srv, max: int64(s.c.cfg.MaxMessage)}
+	hc.Transport = &serverTransport{base: rt, origin: origin(u), srv: s.srv, max: s.bounds.ReplyBytes}
 	if p := s.c.cfg.Propagate; p != nil {
 		hc.Transport = p(hc.Transport)
 	}
@@ -240,11 +259,15 @@ func (s *session) httpClient() *http.Client {
 }
 
 // op bounds an operation by the connector's timeout and turns its failure
-// into an error the model can read, without the server's secrets.
+// into an error the model can read, without the server's secrets. A reply
+// over the session's bound is reported as such, whatever the SDK made of
+// the cut body.
 func (s *session) op(ctx context.Context, what string, fn func(ctx context.Context, cs *sdk.ClientSession) error) error {
 	ctx, cancel := context.WithTimeout(ctx, s.c.cfg.Timeout)
 	defer cancel()
-	cs, err := s.connect(ctx)
+	over := &overflow{}
+	ctx = context.WithValue(ctx, overflowKey{}, over)
+	cs, conn, err := s.connect(ctx)
 	if err == nil {
 		err = fn(ctx, cs)
 		var wire *jsonrpc.Error
@@ -258,7 +281,9 @@ func (s *session) op(ctx context.Context, what string, fn func(ctx context.Conte
 	if err == nil {
 		return nil
 	}
-	if ctx.Err() != nil && errors.Is(err, ctx.Err()) || errors.Is(err, context.DeadlineExceeded) {
+	if o := cmp.Or(over.get(), conn.get()); o != nil {
+		err = o
+	} else if ctx.Err() != nil && errors.Is(err, ctx.Err()) || errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("no answer in time (%w)", context.DeadlineExceeded)
 	}
 	return fmt.Errorf("MCP server %q: %s: %s", s.srv.Label, what, s.redact(err.Error()))
@@ -270,41 +295,70 @@ func (s *session) redact(text string) string {
 	if err != nil || u.RawQuery == "" {
 		return text
 	}
-	return strings.ReplaceAll(text, "?"+u.RawQuery, "?…")
+	return strings.ReplaceAll(text, "?"+u.RawQuery, "?"+tools.RedactedQuery)
 }
 
-// ListTools lists every tool of the server, following pagination.
+// ListTools lists the server's tools, following pagination within the
+// session's bounds: more than bounds.Tools tools, more than
+// bounds.ReplyBytes of names, descriptions, schemas and annotations, or
+// more than maxListPages pages fail the listing.
 func (s *session) ListTools(ctx context.Context) ([]api.MCPTool, error) {
 	var out []api.MCPTool
 	err := s.op(ctx, "list tools", func(ctx context.Context, cs *sdk.ClientSession) error {
 		out = out[:0]
-		for t, err := range cs.Tools(ctx, nil) {
+		var size int64
+		params := &sdk.ListToolsParams{}
+		for page := 1; ; page++ {
+			res, err := cs.ListTools(ctx, params)
 			if err != nil {
 				return err
 			}
-			mt := api.MCPTool{Name: t.Name, Description: t.Description, InputSchema: json.RawMessage(`{"type":"object"}`)}
-			if t.InputSchema != nil {
-				b, err := json.Marshal(t.InputSchema)
-				if err != nil {
-					return fmt.Errorf("tool %q: input schema: %w", t.Name, err)
-				}
-				mt.InputSchema = b
+			if len(out)+len(res.Tools) > s.bounds.Tools {
+				return fmt.Errorf("the server lists more than %d tools (this gateway's limit)", s.bounds.Tools)
 			}
-			if t.Annotations != nil {
-				b, err := json.Marshal(t.Annotations)
+			for _, t := range res.Tools {
+				mt, err := listedTool(t)
 				if err != nil {
-					return fmt.Errorf("tool %q: annotations: %w", t.Name, err)
+					return err
 				}
-				mt.Annotations = b
+				if size += int64(len(mt.Name) + len(mt.Description) + len(mt.InputSchema) + len(mt.Annotations)); size > s.bounds.ReplyBytes {
+					return errTooLarge(s.bounds.ReplyBytes)
+				}
+				out = append(out, mt)
 			}
-			out = append(out, mt)
+			if res.NextCursor == "" {
+				return nil
+			}
+			if page == maxListPages {
+				return fmt.Errorf("the server's listing goes on past %d pages (this gateway's limit)", maxListPages)
+			}
+			params = &sdk.ListToolsParams{Cursor: res.NextCursor}
 		}
-		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// listedTool is a tool of a listing as Lambent keeps it.
+func listedTool(t *sdk.Tool) (api.MCPTool, error) {
+	mt := api.MCPTool{Name: t.Name, Description: t.Description, InputSchema: json.RawMessage(`{"type":"object"}`)}
+	if t.InputSchema != nil {
+		b, err := json.Marshal(t.InputSchema)
+		if err != nil {
+			return mt, fmt.Errorf("tool %q: input schema: %w", t.Name, err)
+		}
+		mt.InputSchema = b
+	}
+	if t.Annotations != nil {
+		b, err := json.Marshal(t.Annotations)
+		if err != nil {
+			return mt, fmt.Errorf("tool %q: annotations: %w", t.Name, err)
+		}
+		mt.Annotations = b
+	}
+	return mt, nil
 }
 
 // CallTool calls the tool name. Output is the text of the result's content
@@ -382,18 +436,33 @@ func truncate(s string, max int) string {
 	return s[:cut] + note
 }
 
-// serverTransport sends the server's headers and token to its own host
-// only (not to a host a redirect leads to), and bounds response bodies
-// other than event streams (those are bounded per event by the SDK).
+// origin is u's scheme, host and port (the scheme's default when absent):
+// where a server's secrets may go.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if strings.EqualFold(u.Scheme, "https") {
+			port = "443"
+		}
+	}
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
+// serverTransport sends the server's headers and token to its own origin
+// only (not to another scheme, host or port a redirect leads to), and
+// bounds the body of every reply to max bytes: a JSON body, or the event
+// stream that answers one request (the HTTP+SSE transport's session
+// stream, which carries every reply, per event).
 type serverTransport struct {
-	base http.RoundTripper
-	host string
-	srv  *tools.MCPServer
-	max  int64
+	base   http.RoundTripper
+	origin string
+	srv    *tools.MCPServer
+	max    int64
 }
 
 func (t *serverTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Host == t.host && (len(t.srv.Headers) > 0 || t.srv.Authorization != "") {
+	if origin(req.URL) == t.origin && (len(t.srv.Headers) > 0 || t.srv.Authorization != "") {
 		req = req.Clone(req.Context())
 		for k, v := range t.srv.Headers {
 			req.Header.Set(k, v)
@@ -418,34 +487,105 @@ func (t *serverTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		cancel()
 		return nil, err
 	}
-	if strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
-		res.Body = &limitedBody{r: res.Body, c: res.Body, max: -1, done: cancel}
+	over, _ := req.Context().Value(overflowKey{}).(*overflow)
+	if t.srv.Transport == tools.MCPSSE && req.Method == http.MethodGet {
+		res.Body = &limitedBody{r: res.Body, c: res.Body, max: t.max, perEvent: true, done: cancel, over: over}
 		return res, nil
 	}
-	res.Body = &limitedBody{r: io.LimitReader(res.Body, t.max+1), c: res.Body, max: t.max, done: cancel}
+	res.Body = &limitedBody{r: io.LimitReader(res.Body, t.max+1), c: res.Body, max: t.max, done: cancel, over: over}
 	return res, nil
 }
 
 // closeGrace bounds how long closing a session waits on the server.
 const closeGrace = time.Second
 
-// limitedBody fails a read past max bytes (negative: no limit) and calls
-// done when closed.
+// errTooLarge is the error of a reply over max bytes.
+func errTooLarge(max int64) error {
+	return errors.New("the server's reply exceeds " + strconv.FormatInt(max, 10) + " bytes (this gateway's limit)")
+}
+
+// overflow records, for one operation or connection (a context value of
+// its requests), that a reply went over the bound: the operation reports
+// that, not what the SDK made of the cut body.
+type overflow struct{ err atomic.Pointer[error] }
+
+type overflowKey struct{}
+
+// set records err (the first one only).
+func (o *overflow) set(err error) {
+	if o != nil {
+		o.err.CompareAndSwap(nil, &err)
+	}
+}
+
+// get is the recorded error, nil when none (or o is nil).
+func (o *overflow) get() error {
+	if o == nil {
+		return nil
+	}
+	if err := o.err.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
+// limitedBody fails a read past max bytes, or with perEvent past max bytes
+// of one server-sent event (a stream of many replies), recording it in
+// over, and calls done when closed.
 type limitedBody struct {
-	r    io.Reader
-	c    io.Closer
-	n    int64
-	max  int64
-	done context.CancelFunc
+	r        io.Reader
+	c        io.Closer
+	n        int64
+	max      int64
+	perEvent bool
+	sse      sseCounter
+	done     context.CancelFunc
+	over     *overflow
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
-	b.n += int64(n)
-	if b.max >= 0 && b.n > b.max {
-		return 0, fmt.Errorf("the server's message exceeds %d bytes", b.max)
+	if b.perEvent {
+		b.n = b.sse.count(p[:n], b.n)
+	} else {
+		b.n += int64(n)
+	}
+	if b.n > b.max {
+		err := errTooLarge(b.max)
+		b.over.set(err)
+		return 0, err
 	}
 	return n, err
+}
+
+// sseCounter follows the lines of an event stream to count the bytes of
+// its current event, line ends included, as the SDK counts them (an event
+// ends at a blank line; a line at CR, LF or CRLF). It never counts fewer
+// than the SDK, so the bound trips here first, with a clear error.
+type sseCounter struct {
+	line   int64
+	lastCR bool
+}
+
+// count returns the bytes of the current event after p, given n before.
+func (c *sseCounter) count(p []byte, n int64) int64 {
+	for _, ch := range p {
+		n++
+		switch {
+		case ch == '\n' && c.lastCR:
+			c.lastCR = false
+		case ch == '\r' || ch == '\n':
+			c.lastCR = ch == '\r'
+			if c.line == 0 {
+				n = 0
+			}
+			c.line = 0
+		default:
+			c.lastCR = false
+			c.line++
+		}
+	}
+	return n
 }
 
 func (b *limitedBody) Close() error {

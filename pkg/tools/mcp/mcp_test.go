@@ -1,11 +1,16 @@
 package mcp
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,7 +81,7 @@ func TestTransports(t *testing.T) {
 	for name, srv := range servers {
 		t.Run(name, func(t *testing.T) {
 			require.NoError(t, c.Check(srv))
-			s := c.Open(srv)
+			s := c.Open(srv, tools.MCPBounds{})
 			defer func() { require.NoError(t, s.Close()) }()
 			ctx := context.Background()
 			list, err := s.ListTools(ctx)
@@ -120,7 +125,7 @@ func TestConcurrentCalls(t *testing.T) {
 	const n = 16
 	srv := mcptest.StartStreamable(mcptest.Options{Barrier: n})
 	defer srv.Close()
-	s := loopback().Open(server("s", srv.Endpoint))
+	s := loopback().Open(server("s", srv.Endpoint), tools.MCPBounds{})
 	defer s.Close()
 	var wg sync.WaitGroup
 	outs := make([]string, n)
@@ -155,7 +160,7 @@ func TestHeadersAndSecrets(t *testing.T) {
 	spec := server("s", srv.Endpoint+"?key=query-secret")
 	spec.Headers = map[string]string{"X-Api-Key": "header-secret"}
 	spec.Authorization = "token-secret"
-	s := loopback().Open(spec)
+	s := loopback().Open(spec, tools.MCPBounds{})
 	_, err := s.CallTool(context.Background(), "echo", `{"text":"x"}`)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
@@ -168,7 +173,7 @@ func TestHeadersAndSecrets(t *testing.T) {
 
 	// A token given with its scheme is sent as is.
 	spec.Authorization = "Bearer token-secret"
-	s = loopback().Open(spec)
+	s = loopback().Open(spec, tools.MCPBounds{})
 	_, err = s.ListTools(context.Background())
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
@@ -177,7 +182,7 @@ func TestHeadersAndSecrets(t *testing.T) {
 
 	// The server goes away: the error names it without a secret.
 	srv.Close()
-	s = loopback().Open(spec)
+	s = loopback().Open(spec, tools.MCPBounds{})
 	defer s.Close()
 	_, err = s.CallTool(context.Background(), "echo", `{"text":"x"}`)
 	require.Error(t, err)
@@ -198,7 +203,7 @@ func TestHeadersStayOnTheServersHost(t *testing.T) {
 	spec := server("s", redirect.URL+"/mcp")
 	spec.Headers = map[string]string{"X-Api-Key": "header-secret"}
 	c := loopback(func(c *Config) { c.AllowHosts = []string{"127.0.0.1", "localhost"} })
-	s := c.Open(spec)
+	s := c.Open(spec, tools.MCPBounds{})
 	defer s.Close()
 	_, err := s.ListTools(context.Background())
 	require.NoError(t, err)
@@ -207,6 +212,76 @@ func TestHeadersStayOnTheServersHost(t *testing.T) {
 	}
 }
 
+// A redirect from the https server to plain http on the same host and
+// port does not carry the headers nor the token there: secrets go only to
+// the configured scheme, host and port.
+func TestSecretsStayOnTheServersScheme(t *testing.T) {
+	srv := mcptest.StartStreamable(mcptest.Options{})
+	defer srv.Close()
+	target, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewTLSServer(http.NotFoundHandler()) // its certificate and a client that trusts it
+	defer front.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dual := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS != nil {
+			http.Redirect(w, r, "http://"+r.Host+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	})}
+	go func() { _ = dual.Serve(&dualListener{Listener: ln, tls: front.TLS}) }()
+	defer dual.Close()
+
+	spec := server("s", "https://"+ln.Addr().String()+"/mcp")
+	spec.Headers = map[string]string{"X-Api-Key": "header-secret"}
+	spec.Authorization = "token-secret"
+	c := loopback(func(c *Config) { c.HTTPClient = front.Client() })
+	s := c.Open(spec, tools.MCPBounds{})
+	defer s.Close()
+	_, err = s.ListTools(context.Background())
+	require.NoError(t, err)
+	hs := srv.Headers()
+	require.NotEmpty(t, hs, "the requests reached the server over plain http")
+	for _, h := range hs {
+		assert.Empty(t, h.Get("X-Api-Key"))
+		assert.Empty(t, h.Get("Authorization"))
+	}
+}
+
+// dualListener serves TLS and plain HTTP on one port: a connection whose
+// first byte opens a TLS handshake is served over TLS.
+type dualListener struct {
+	net.Listener
+	tls *tls.Config
+}
+
+func (l *dualListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	br := bufio.NewReader(c)
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	first, err := br.Peek(1)
+	_ = c.SetReadDeadline(time.Time{})
+	pc := &peekedConn{Conn: c, r: br}
+	if err == nil && first[0] == 0x16 { // TLS handshake record
+		return tls.Server(pc, l.tls), nil
+	}
+	return pc, nil
+}
+
+// peekedConn reads through the reader that peeked at it.
+type peekedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
 // Every kind of server failure is an error (or is_error result) the model
 // can read; the connection recovers for the next call.
 func TestErrors(t *testing.T) {
@@ -214,7 +289,7 @@ func TestErrors(t *testing.T) {
 	t.Run("down", func(t *testing.T) {
 		srv := mcptest.StartStreamable(mcptest.Options{})
 		srv.Close()
-		s := loopback().Open(server("s", srv.Endpoint))
+		s := loopback().Open(server("s", srv.Endpoint), tools.MCPBounds{})
 		defer s.Close()
 		_, err := s.ListTools(ctx)
 		require.ErrorContains(t, err, `MCP server "s": list tools: connect`)
@@ -222,7 +297,7 @@ func TestErrors(t *testing.T) {
 	t.Run("slow", func(t *testing.T) {
 		srv := mcptest.StartStreamable(mcptest.Options{})
 		defer srv.Close()
-		s := loopback(func(c *Config) { c.Timeout = 200 * time.Millisecond }).Open(server("s", srv.Endpoint))
+		s := loopback(func(c *Config) { c.Timeout = 200 * time.Millisecond }).Open(server("s", srv.Endpoint), tools.MCPBounds{})
 		defer s.Close()
 		_, err := s.CallTool(ctx, "sleep", `{"ms":10000}`)
 		require.ErrorContains(t, err, "no answer in time")
@@ -233,7 +308,7 @@ func TestErrors(t *testing.T) {
 	t.Run("caller deadline", func(t *testing.T) {
 		srv := mcptest.StartStreamable(mcptest.Options{})
 		defer srv.Close()
-		s := loopback().Open(server("s", srv.Endpoint))
+		s := loopback().Open(server("s", srv.Endpoint), tools.MCPBounds{})
 		defer s.Close()
 		cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		defer cancel()
@@ -243,7 +318,7 @@ func TestErrors(t *testing.T) {
 	t.Run("unknown tool", func(t *testing.T) {
 		srv := mcptest.StartStreamable(mcptest.Options{})
 		defer srv.Close()
-		s := loopback().Open(server("s", srv.Endpoint))
+		s := loopback().Open(server("s", srv.Endpoint), tools.MCPBounds{})
 		defer s.Close()
 		res, err := s.CallTool(ctx, "nope", `{}`)
 		if err == nil {
@@ -256,7 +331,7 @@ func TestErrors(t *testing.T) {
 		assert.Equal(t, "echo: still", res.Output)
 	})
 	t.Run("invalid arguments", func(t *testing.T) {
-		s := loopback().Open(server("s", "https://unused.invalid/mcp"))
+		s := loopback().Open(server("s", "https://unused.invalid/mcp"), tools.MCPBounds{})
 		defer s.Close()
 		res, err := s.CallTool(ctx, "echo", `{"text":`)
 		require.NoError(t, err)
@@ -269,7 +344,7 @@ func TestErrors(t *testing.T) {
 				_, _ = w.Write([]byte(body))
 			}))
 			defer bad.Close()
-			s := loopback().Open(server("s", bad.URL))
+			s := loopback().Open(server("s", bad.URL), tools.MCPBounds{})
 			defer s.Close()
 			_, err := s.ListTools(ctx)
 			require.Error(t, err)
@@ -279,7 +354,7 @@ func TestErrors(t *testing.T) {
 	t.Run("huge message", func(t *testing.T) {
 		for _, jsonResponse := range []bool{false, true} {
 			srv := mcptest.StartStreamable(mcptest.Options{JSONResponse: jsonResponse})
-			s := loopback(func(c *Config) { c.MaxMessage = 1 << 20 }).Open(server("s", srv.Endpoint))
+			s := loopback().Open(server("s", srv.Endpoint), tools.MCPBounds{ReplyBytes: 1 << 20})
 			_, err := s.CallTool(ctx, "huge", `{"bytes":2000000}`)
 			require.Error(t, err, "json response %v", jsonResponse)
 			res, err := s.CallTool(ctx, "echo", `{"text":"small"}`)
@@ -292,13 +367,89 @@ func TestErrors(t *testing.T) {
 	t.Run("huge output", func(t *testing.T) {
 		srv := mcptest.StartStreamable(mcptest.Options{})
 		defer srv.Close()
-		s := loopback(func(c *Config) { c.MaxOutput = 1000 }).Open(server("s", srv.Endpoint))
+		s := loopback(func(c *Config) { c.MaxOutput = 1000 }).Open(server("s", srv.Endpoint), tools.MCPBounds{})
 		defer s.Close()
 		res, err := s.CallTool(ctx, "huge", `{"bytes":5000}`)
 		require.NoError(t, err)
 		assert.LessOrEqual(t, len(res.Output), 1000)
 		assert.True(t, strings.HasSuffix(res.Output, "[truncated: the tool returned 5000 bytes]"), res.Output)
 	})
+}
+
+// A reply over the session's bound fails its operation, on both HTTP
+// transports, and the session recovers for the next call.
+func TestReplyBound(t *testing.T) {
+	ctx := context.Background()
+	for name, spec := range map[string]func(*mcptest.Server) *tools.MCPServer{
+		"streamable": func(s *mcptest.Server) *tools.MCPServer { return server("s", s.Endpoint) },
+		"sse": func(s *mcptest.Server) *tools.MCPServer {
+			return &tools.MCPServer{Label: "s", URL: s.Endpoint, Transport: tools.MCPSSE}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			start := mcptest.StartStreamable
+			if name == "sse" {
+				start = mcptest.StartSSE
+			}
+			srv := start(mcptest.Options{})
+			defer srv.Close()
+			s := loopback().Open(spec(srv), tools.MCPBounds{ReplyBytes: 64 << 10})
+			defer s.Close()
+			_, err := s.CallTool(ctx, "huge", `{"bytes":100000}`)
+			require.ErrorContains(t, err, `MCP server "s": call huge: the server's reply exceeds 65536 bytes (this gateway's limit)`)
+			res, err := s.CallTool(ctx, "huge", `{"bytes":1000}`)
+			require.NoError(t, err)
+			assert.Len(t, res.Output, 1000)
+		})
+	}
+}
+
+// The event stream counter counts the bytes of the current event, line
+// ends (LF, CR or CRLF) included, across reads.
+func TestSSECounter(t *testing.T) {
+	for stream, want := range map[string]int64{
+		"data: ab\n\ndata: c\n":        8,
+		"data: ab\r\n\r\ndata: cd\r\n": 11, // the blank line's LF counts: never fewer than the SDK
+		"data: ab\r\rdata: c":          7,
+		"event: x\ndata: ab\n":         18,
+		"data: ab\n\n":                 0,
+	} {
+		var c sseCounter
+		var n int64
+		for i := range len(stream) { // one byte a read
+			n = c.count([]byte{stream[i]}, n)
+		}
+		assert.Equal(t, want, n, "%q", stream)
+	}
+}
+
+// Secrets go to the server's origin: scheme, host and port, the scheme's
+// default port when none is given.
+func TestOrigin(t *testing.T) {
+	same := [][2]string{
+		{"https://example.com/mcp", "https://example.com:443/other"},
+		{"https://Example.COM/mcp", "HTTPS://example.com/mcp"},
+		{"http://127.0.0.1:8080/mcp", "http://127.0.0.1:8080/x?y"},
+		{"https://[::1]:8443/mcp", "https://[::1]:8443/mcp"},
+	}
+	other := [][2]string{
+		{"https://example.com/mcp", "http://example.com/mcp"},
+		{"https://example.com/mcp", "http://example.com:443/mcp"},
+		{"https://example.com/mcp", "https://example.com:8443/mcp"},
+		{"https://example.com/mcp", "https://api.example.com/mcp"},
+		{"http://127.0.0.1:8080/mcp", "https://127.0.0.1:8080/mcp"},
+	}
+	parse := func(s string) *url.URL {
+		u, err := url.Parse(s)
+		require.NoError(t, err)
+		return u
+	}
+	for _, p := range same {
+		assert.Equal(t, origin(parse(p[0])), origin(parse(p[1])), p)
+	}
+	for _, p := range other {
+		assert.NotEqual(t, origin(parse(p[0])), origin(parse(p[1])), p)
+	}
 }
 
 // Request-declared servers pass the SSRF guard and need https; manifest
@@ -328,7 +479,7 @@ func TestCheckAndSSRF(t *testing.T) {
 	defer srv.Close()
 	byName := server("s", strings.Replace(srv.Endpoint, "http://127.0.0.1", "https://localhost", 1))
 	require.NoError(t, strict.Check(byName))
-	s := strict.Open(byName)
+	s := strict.Open(byName, tools.MCPBounds{})
 	_, err := s.ListTools(context.Background())
 	require.ErrorContains(t, err, "not allowed")
 	require.NoError(t, s.Close())
@@ -339,7 +490,7 @@ func TestCheckAndSSRF(t *testing.T) {
 	}))
 	defer redirect.Close()
 	onlyRedirect := New(Config{AllowHosts: []string{strings.TrimPrefix(redirect.URL, "http://")}})
-	s = onlyRedirect.Open(server("s", redirect.URL+"/mcp"))
+	s = onlyRedirect.Open(server("s", redirect.URL+"/mcp"), tools.MCPBounds{})
 	_, err = s.ListTools(context.Background())
 	require.ErrorContains(t, err, "not allowed")
 	require.NoError(t, s.Close())
@@ -348,7 +499,7 @@ func TestCheckAndSSRF(t *testing.T) {
 	trusted := server("s", srv.Endpoint)
 	trusted.Trusted = true
 	require.NoError(t, strict.Check(trusted))
-	s = strict.Open(trusted)
+	s = strict.Open(trusted, tools.MCPBounds{})
 	_, err = s.ListTools(context.Background())
 	require.NoError(t, err)
 	require.NoError(t, s.Close())

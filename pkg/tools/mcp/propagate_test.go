@@ -10,6 +10,7 @@ import (
 
 	"github.com/lambent/lambent/internal/testing/mcptest"
 	"github.com/lambent/lambent/pkg/telemetry"
+	"github.com/lambent/lambent/pkg/tools"
 )
 
 // The trace context of the tool call reaches the MCP server (W3C
@@ -23,7 +24,7 @@ func TestTraceContextReachesTheServer(t *testing.T) {
 		TraceFlags: trace.FlagsSampled,
 	})
 	ctx := trace.ContextWithSpanContext(context.Background(), sc)
-	s := loopback(func(c *Config) { c.Propagate = telemetry.Transport }).Open(server("s", srv.Endpoint))
+	s := loopback(func(c *Config) { c.Propagate = telemetry.Transport }).Open(server("s", srv.Endpoint), tools.MCPBounds{})
 	defer s.Close()
 	_, err := s.CallTool(ctx, "echo", `{"text":"x"}`)
 	require.NoError(t, err)
