@@ -40,7 +40,7 @@ type Limits struct {
 	// (LAMBENT_LIMIT_MCP_TOOLS_PER_SERVER, default 256).
 	MCPToolsPerServer int
 	// MCPReplyBytes bounds one reply of an MCP server (a listing or a tool
-	// call's result; LAMBENT_LIMIT_MCP_REPLY_BYTES, default 4 MiB).
+	// call's result; LAMBENT_LIMIT_MCP_REPLY_BYTES, default 1 MiB).
 	MCPReplyBytes int64
 	// Images bounds the input images of one request that the gateway
 	// fetches or decodes (LAMBENT_LIMIT_IMAGES, default 20, Bedrock's
@@ -66,7 +66,7 @@ const (
 	DefaultTools               = 128
 	DefaultMCPServers          = 8
 	DefaultMCPToolsPerServer   = 256
-	DefaultMCPReplyBytes       = 4 << 20
+	DefaultMCPReplyBytes       = 1 << 20
 	DefaultImages              = 20
 	DefaultReferencedResponses = 16
 	DefaultModelName           = 256
