@@ -10,7 +10,6 @@ import (
 	model "github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/provider/bedrock"
 	"github.com/lambent/lambent/pkg/provider/openai"
-	"github.com/lambent/lambent/pkg/tools/fetchurl"
 )
 
 // Model provider names, as LAMBENT_PROVIDER and LAMBENT_MODEL_ROUTES
@@ -72,7 +71,7 @@ func buildProvider(ctx context.Context, cfg Config, log *slog.Logger) (model.Pro
 			return nil, err
 		}
 		ps[ProviderBedrock] = bedrock.New(bedrock.Config{AWS: awsCfg, GuardrailID: cfg.BedrockGuardrailID, GuardrailVersion: cfg.BedrockGuardrailVersion,
-			ImageFetch: fetchurl.Config{AllowHosts: cfg.FetchAllowHosts}, Logger: log})
+			ImageFetch: bedrock.ImageFetch{AllowHosts: cfg.FetchAllowHosts}, Logger: log})
 	}
 	if len(cfg.ModelRoutes) == 0 {
 		return ps[cfg.defaultProvider()], nil

@@ -2,7 +2,7 @@
 // onToolCall and onToolResult, for a gateway): before and after every tool
 // call the server executes, an Event goes to each configured Sink — an
 // EventBridge bus, a Lambda function invoked asynchronously, an HTTP
-// webhook behind fetch_url's SSRF guard.
+// webhook behind the SSRF guard (package egress).
 //
 // Delivery is safe for the loop: Send never blocks and never fails. Events
 // wait in a bounded queue for a small pool of workers; a full queue drops

@@ -275,7 +275,7 @@ func TestLambdaSink(t *testing.T) {
 	assert.Contains(t, sealed[0], "ResourceNotFoundException")
 }
 
-// The webhook posts JSON behind fetch_url's SSRF guard: a loopback URL is
+// The webhook posts JSON behind the SSRF guard (package egress): a loopback URL is
 // refused unless the allow-list names it, by address or after DNS
 // resolution; a reply other than 2xx is a failure.
 func TestWebhookSink(t *testing.T) {

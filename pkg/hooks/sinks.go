@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
-	"github.com/lambent/lambent/pkg/tools/fetchurl"
+	"github.com/lambent/lambent/pkg/egress"
 	"github.com/lambent/lambent/pkg/worker"
 )
 
@@ -85,7 +85,7 @@ func NewWebhook(rawURL string, allow []string) (*Webhook, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hooks: webhook URL: %w", err)
 	}
-	g := fetchurl.NewGuard(allow)
+	g := egress.New(allow)
 	if err := g.CheckURL(u); err != nil {
 		return nil, fmt.Errorf("hooks: webhook URL %s: %w", rawURL, err)
 	}

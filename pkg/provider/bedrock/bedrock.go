@@ -24,7 +24,7 @@
 //     the history needs them, and tool calls the model makes anyway are
 //     dropped from its answer. parallel_tool_calls has no Converse form.
 //   - Images: base64 data URLs, and http(s) URLs fetched through
-//     fetch_url's SSRF guard, up to Config.MaxImageBytes; png, jpeg, gif,
+//     the SSRF guard (package egress), up to Config.MaxImageBytes; png, jpeg, gif,
 //     webp. input_file and file_id images are refused with a 400.
 //   - max_output_tokens, temperature, top_p → inferenceConfig;
 //     text.format json_schema → outputConfig; service_tier priority,
@@ -64,8 +64,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 
+	"github.com/lambent/lambent/pkg/egress"
 	"github.com/lambent/lambent/pkg/provider"
-	"github.com/lambent/lambent/pkg/tools/fetchurl"
 )
 
 // DefaultMaxImageBytes is the default cap of one image: Bedrock's limit
@@ -80,14 +80,31 @@ type Config struct {
 	// call when GuardrailID is set (GuardrailVersion default "DRAFT").
 	GuardrailID      string
 	GuardrailVersion string
-	// ImageFetch configures how image URLs are fetched (its SSRF guard's
-	// AllowHosts, its Client and Timeout).
-	ImageFetch fetchurl.Config
+	// ImageFetch configures how image URLs are fetched.
+	ImageFetch ImageFetch
 	// MaxImageBytes caps one image (default DefaultMaxImageBytes).
 	MaxImageBytes int64
 	// Logger receives debug logs (optional; default discards).
 	Logger *slog.Logger
 }
+
+// ImageFetch configures how input image URLs are fetched: through the SSRF
+// guard (package egress), within a timeout.
+type ImageFetch struct {
+	// AllowHosts is the guard's allow-list (egress.New): private hosts
+	// image URLs may name (local runs and tests).
+	AllowHosts []string
+	// Client is the base HTTP client (copied; nil: a fresh one).
+	Client *http.Client
+	// Timeout bounds one image's fetch (default DefaultImageTimeout).
+	Timeout time.Duration
+}
+
+// DefaultImageTimeout bounds one image fetch: connect, redirects and body.
+const DefaultImageTimeout = 10 * time.Second
+
+// UserAgent is the User-Agent of image fetches.
+const UserAgent = "Lambent-image-fetch/1"
 
 // Provider calls Bedrock's Converse API. It is safe for concurrent use.
 type Provider struct {
@@ -114,13 +131,13 @@ func New(cfg Config) *Provider {
 		client:       bedrockruntime.NewFromConfig(awsCfg),
 		guardID:      cfg.GuardrailID,
 		guardVersion: cfg.GuardrailVersion,
-		images:       fetchurl.NewGuard(cfg.ImageFetch.AllowHosts).Client(cfg.ImageFetch.Client, false),
+		images:       egress.New(cfg.ImageFetch.AllowHosts).Client(cfg.ImageFetch.Client, false),
 		imageTimeout: cfg.ImageFetch.Timeout,
 		maxImage:     cfg.MaxImageBytes,
 		log:          cfg.Logger,
 	}
 	if p.imageTimeout <= 0 {
-		p.imageTimeout = fetchurl.DefaultTimeout
+		p.imageTimeout = DefaultImageTimeout
 	}
 	if p.guardID != "" && p.guardVersion == "" {
 		p.guardVersion = "DRAFT"

@@ -13,7 +13,6 @@ import (
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
-	"github.com/lambent/lambent/pkg/tools/fetchurl"
 )
 
 func imageError(format string, args ...any) *api.Error {
@@ -21,7 +20,7 @@ func imageError(format string, args ...any) *api.Error {
 }
 
 // image is the image block of an input_image URL: a data URL, or an
-// http(s) URL fetched through fetch_url's SSRF guard. Either is capped at
+// http(s) URL fetched through the SSRF guard (package egress). Either is capped at
 // p.maxImage bytes and must be png, jpeg, gif or webp.
 func (p *Provider) image(ctx context.Context, raw string) (types.ContentBlock, error) {
 	var (
@@ -116,7 +115,7 @@ func (p *Provider) fetchImage(ctx context.Context, raw string) ([]byte, string, 
 	if err != nil {
 		return nil, "", imageError("image_url %q: %v", describeURL(raw), err)
 	}
-	req.Header.Set("User-Agent", fetchurl.UserAgent)
+	req.Header.Set("User-Agent", UserAgent)
 	req.Header.Set("Accept", "image/png, image/jpeg, image/gif, image/webp")
 	resp, err := p.images.Do(req)
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/provider/bedrock"
-	"github.com/lambent/lambent/pkg/tools/fetchurl"
 )
 
 // png is the start of a PNG file (its signature and IHDR chunk), which
@@ -51,7 +50,7 @@ func TestImages(t *testing.T) {
 	defer fake.Close()
 	newP := func(allow []string) *bedrock.Provider {
 		return bedrock.New(bedrock.Config{AWS: fake.AWSConfig(), MaxImageBytes: 200,
-			ImageFetch: fetchurl.Config{AllowHosts: allow, Client: images.Client()}})
+			ImageFetch: bedrock.ImageFetch{AllowHosts: allow, Client: images.Client()}})
 	}
 	p := newP([]string{"127.0.0.1"})
 	dataURL := "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/egress"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -32,7 +33,7 @@ const Name = "fetch_url"
 const UserAgent = "Lambent-fetch_url/1"
 
 // MaxRedirects is the most redirects one fetch follows.
-const MaxRedirects = 5
+const MaxRedirects = egress.MaxRedirects
 
 // Defaults applied to zero (or negative) Config fields.
 const (
@@ -81,10 +82,10 @@ type Config struct {
 // page's readable text; failures (refused destination, timeout, non-2xx
 // status, unsupported content type) come back as errors.
 func Tool(cfg Config) tools.Hosted {
-	return newTool(cfg, defaultLookup)
+	return newTool(cfg, nil)
 }
 
-func newTool(cfg Config, lookup lookupFunc) tools.Hosted {
+func newTool(cfg Config, lookup egress.LookupFunc) tools.Hosted {
 	f := newFetcher(cfg, lookup)
 	return tools.Hosted{
 		Definition: api.ToolDefinition{
@@ -117,15 +118,15 @@ const parameters = `{
 
 type fetcher struct {
 	client    *http.Client
-	guard     *guard
+	guard     *egress.Guard
 	timeout   time.Duration
 	maxBytes  int64
 	maxOutput int
 }
 
-func newFetcher(cfg Config, lookup lookupFunc) *fetcher {
+func newFetcher(cfg Config, lookup egress.LookupFunc) *fetcher {
 	f := &fetcher{
-		guard:     newGuard(cfg.AllowHosts, lookup),
+		guard:     egress.NewWithLookup(cfg.AllowHosts, lookup),
 		timeout:   cfg.Timeout,
 		maxBytes:  cfg.MaxBytes,
 		maxOutput: cfg.MaxOutput,
@@ -139,51 +140,8 @@ func newFetcher(cfg Config, lookup lookupFunc) *fetcher {
 	if f.maxOutput <= 0 {
 		f.maxOutput = DefaultMaxOutput
 	}
-	f.client = newClient(cfg.Client, f.guard, false)
+	f.client = f.guard.Client(cfg.Client, false)
 	return f
-}
-
-// newClient builds the HTTP client: the caller's client (copied) or a fresh
-// one, with the guarded dialer installed and the guard's redirect policy.
-// keepAlive keeps idle connections (each was checked when it was dialed)
-// for clients that send several requests to one server.
-func newClient(base *http.Client, g *guard, keepAlive bool) *http.Client {
-	var c http.Client
-	var t *http.Transport
-	if base != nil {
-		c = *base
-		switch rt := base.Transport.(type) {
-		case nil:
-			if dt, ok := http.DefaultTransport.(*http.Transport); ok {
-				t = dt.Clone()
-			} else {
-				t = &http.Transport{}
-			}
-		case *http.Transport:
-			t = rt.Clone()
-		default:
-			c.Transport = rt
-		}
-	} else {
-		t = &http.Transport{
-			TLSHandshakeTimeout:    10 * time.Second,
-			MaxResponseHeaderBytes: 64 << 10,
-		}
-	}
-	if t != nil {
-		t.Proxy = nil // a proxy would make the dialer check the proxy, not the target
-		t.DialContext = g.dialContext
-		t.DialTLSContext = nil
-		//lint:ignore SA1019 a deprecated dialer set by the caller must not bypass the guarded one
-		t.DialTLS = nil
-		//lint:ignore SA1019 a deprecated dialer set by the caller must not bypass the guarded one
-		t.Dial = nil
-		t.DisableKeepAlives = !keepAlive
-		t.ForceAttemptHTTP2 = true
-		c.Transport = t
-	}
-	c.CheckRedirect = g.checkRedirect
-	return &c
 }
 
 type arguments struct {
@@ -210,7 +168,7 @@ func (f *fetcher) handle(ctx context.Context, call tools.ToolCall) (string, erro
 		return "", fmt.Errorf("invalid URL %q: it must be absolute and start with http:// or https://", raw)
 	}
 	u.Fragment, u.RawFragment = "", ""
-	if err := f.guard.checkURL(u); err != nil {
+	if err := f.guard.CheckURL(u); err != nil {
 		return "", fmt.Errorf("fetch %s: %w", u.Redacted(), err)
 	}
 

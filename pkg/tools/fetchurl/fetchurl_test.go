@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lambent/lambent/pkg/egress"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -385,7 +386,7 @@ func TestFetchWithTLSClient(t *testing.T) {
 
 	tool = Tool(Config{Client: srv.Client()})
 	_, err = call(t, tool, srv.URL+"/")
-	var be *blockedError
+	var be *egress.BlockedError
 	if !errors.As(err, &be) {
 		t.Fatalf("without allow-list: err = %v, want blocked", err)
 	}
@@ -414,7 +415,7 @@ func TestToolDefinition(t *testing.T) {
 }
 
 func TestConfigDefaults(t *testing.T) {
-	f := newFetcher(Config{}, defaultLookup)
+	f := newFetcher(Config{}, nil)
 	if f.timeout != DefaultTimeout || f.maxBytes != DefaultMaxBytes || f.maxOutput != DefaultMaxOutput {
 		t.Fatalf("defaults = %v, %d, %d", f.timeout, f.maxBytes, f.maxOutput)
 	}

@@ -6,7 +6,7 @@
 //
 // A server named by a request is untrusted: its URL must be https (http
 // only for hosts on the allow-list) and every connection, redirect and DNS
-// answer passes fetch_url's SSRF guard. Headers and the authorization
+// answer passes the SSRF guard (package egress). Headers and the authorization
 // token go only to the server's own origin (scheme, host and port), and
 // never into errors or logs; nor does the URL's query.
 // A server that is down, slow, answers an error, malformed JSON-RPC or a
@@ -40,9 +40,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/egress"
 	"github.com/lambent/lambent/pkg/limits"
 	"github.com/lambent/lambent/pkg/tools"
-	"github.com/lambent/lambent/pkg/tools/fetchurl"
 )
 
 // Defaults of zero Config fields.
@@ -65,7 +65,7 @@ var Implementation = sdk.Implementation{Name: "lambent", Version: "1"}
 type Config struct {
 	// AllowHosts lets request-declared servers on these hosts through the
 	// SSRF guard and over http (LAMBENT_FETCH_ALLOW_HOSTS; see
-	// fetchurl.Config.AllowHosts).
+	// egress.New).
 	AllowHosts []string
 	// AllowStdio permits stdio servers (local runs; never on Lambda).
 	AllowStdio bool
@@ -87,7 +87,7 @@ type Config struct {
 // concurrent use and holds no per-response state.
 type Connector struct {
 	cfg     Config
-	guard   *fetchurl.Guard
+	guard   *egress.Guard
 	guarded *http.Client // request-declared servers
 	trusted *http.Client // manifest servers
 	client  *sdk.Client
@@ -101,7 +101,7 @@ func New(cfg Config) *Connector {
 	if cfg.MaxOutput <= 0 {
 		cfg.MaxOutput = DefaultMaxOutput
 	}
-	c := &Connector{cfg: cfg, guard: fetchurl.NewGuard(cfg.AllowHosts)}
+	c := &Connector{cfg: cfg, guard: egress.New(cfg.AllowHosts)}
 	c.guarded = c.guard.Client(cfg.HTTPClient, true)
 	c.trusted = cfg.HTTPClient
 	if c.trusted == nil {

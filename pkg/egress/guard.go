@@ -1,4 +1,4 @@
-package fetchurl
+package egress
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"strings"
 )
 
-// lookupFunc resolves a host name to IP addresses. Tests replace it to
+// LookupFunc resolves a host name to IP addresses. Tests replace it to
 // simulate DNS answers (rebinding, metadata addresses) without a network.
-type lookupFunc func(ctx context.Context, host string) ([]netip.Addr, error)
+type LookupFunc func(ctx context.Context, host string) ([]netip.Addr, error)
 
 func defaultLookup(ctx context.Context, host string) ([]netip.Addr, error) {
 	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
@@ -62,21 +62,28 @@ func blockedRanges() []blockedRange {
 	return out
 }
 
-// guard is the SSRF guard: it decides which addresses may be dialed and
-// performs the dialing itself, so that every connection — first request,
-// every redirect hop, every DNS answer — is checked after resolution.
-type guard struct {
+// Guard is the SSRF guard of every client that connects to a URL a request
+// names (fetch_url, MCP servers, Bedrock's image URLs, webhooks): it
+// decides which addresses may be dialed and performs the dialing itself, so
+// that every connection — first request, every redirect hop, every DNS
+// answer — is checked after resolution.
+type Guard struct {
 	blocked   []blockedRange
 	nat64     netip.Prefix    // 64:ff9b::/96, embeds an IPv4 address in its last 4 bytes
 	sixToFour netip.Prefix    // 2002::/16 (6to4), embeds an IPv4 address in bytes 2..5
 	exact     map[string]bool // allowed "host" and "host:port" keys, normalized
 	prefixes  []netip.Prefix  // allowed CIDR ranges
-	lookup    lookupFunc
+	lookup    LookupFunc
 	dialer    net.Dialer
 }
 
-func newGuard(allow []string, lookup lookupFunc) *guard {
-	g := &guard{
+// NewWithLookup returns a guard with the allow-list allow (see New) that
+// resolves host names with lookup (nil: the system resolver).
+func NewWithLookup(allow []string, lookup LookupFunc) *Guard {
+	if lookup == nil {
+		lookup = defaultLookup
+	}
+	g := &Guard{
 		blocked:   blockedRanges(),
 		nat64:     netip.MustParsePrefix("64:ff9b::/96"),
 		sixToFour: netip.MustParsePrefix("2002::/16"),
@@ -118,7 +125,7 @@ func normalizeHost(h string) string {
 func canonicalAddr(a netip.Addr) string { return a.WithZone("").Unmap().String() }
 
 // allowed reports whether the allow-list lets a dial to host:port reach ip.
-func (g *guard) allowed(host, port string, ip netip.Addr) bool {
+func (g *Guard) allowed(host, port string, ip netip.Addr) bool {
 	host = normalizeHost(host)
 	ipStr := canonicalAddr(ip)
 	for _, k := range []string{host, net.JoinHostPort(host, port), ipStr, net.JoinHostPort(ipStr, port)} {
@@ -138,7 +145,7 @@ func (g *guard) allowed(host, port string, ip netip.Addr) bool {
 // blockedReason reports why ip is not a public unicast destination, or ""
 // when it is. IPv4-mapped, IPv4-compatible, NAT64 and 6to4 IPv6 forms are
 // judged by the IPv4 address they embed.
-func (g *guard) blockedReason(ip netip.Addr) string {
+func (g *Guard) blockedReason(ip netip.Addr) string {
 	ip = ip.WithZone("")
 	if ip.Is4In6() {
 		if r := g.blockedReason(ip.Unmap()); r != "" {
@@ -182,14 +189,14 @@ func (g *guard) blockedReason(ip netip.Addr) string {
 	return ""
 }
 
-// blockedError reports a destination refused by the SSRF guard.
-type blockedError struct {
+// BlockedError reports a destination refused by the SSRF guard.
+type BlockedError struct {
 	host   string
 	ip     netip.Addr
 	reason string
 }
 
-func (e *blockedError) Error() string {
+func (e *BlockedError) Error() string {
 	ip := e.ip.WithZone("").String()
 	if normalizeHost(e.host) == canonicalAddr(e.ip) {
 		return fmt.Sprintf("destination %s is not allowed (%s address); only public internet addresses can be fetched", ip, e.reason)
@@ -197,19 +204,19 @@ func (e *blockedError) Error() string {
 	return fmt.Sprintf("destination %s resolves to %s, which is not allowed (%s address); only public internet addresses can be fetched", e.host, ip, e.reason)
 }
 
-// check returns a *blockedError when a dial to host:port must not reach ip.
-func (g *guard) check(host, port string, ip netip.Addr) error {
+// check returns a *BlockedError when a dial to host:port must not reach ip.
+func (g *Guard) check(host, port string, ip netip.Addr) error {
 	r := g.blockedReason(ip)
 	if r == "" || g.allowed(host, port, ip) {
 		return nil
 	}
-	return &blockedError{host: host, ip: ip, reason: r}
+	return &BlockedError{host: host, ip: ip, reason: r}
 }
 
 // dialContext is the transport's dialer. It resolves the host itself, checks
 // every address and connects only to an address it has checked, so a DNS
 // answer that changes between check and use (rebinding) cannot slip through.
-func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+func (g *Guard) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
@@ -257,7 +264,7 @@ func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 // checkURL validates a request URL (the first one and every redirect
 // target): http or https, a host, and no literal IP address the guard would
 // refuse. Host names are checked after resolution, in dialContext.
-func (g *guard) checkURL(u *url.URL) error {
+func (g *Guard) CheckURL(u *url.URL) error {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return fmt.Errorf("unsupported URL scheme %q: only http and https URLs can be fetched", u.Scheme)
 	}
@@ -278,11 +285,14 @@ func (g *guard) checkURL(u *url.URL) error {
 	return nil
 }
 
-// checkRedirect is the client's redirect policy: at most maxRedirects hops,
+// MaxRedirects is the most redirects a guarded client follows.
+const MaxRedirects = 5
+
+// checkRedirect is the client's redirect policy: at most MaxRedirects hops,
 // each one re-validated (the dialer re-checks the resolved address as well).
-func (g *guard) checkRedirect(req *http.Request, via []*http.Request) error {
+func (g *Guard) checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) > MaxRedirects {
 		return fmt.Errorf("stopped after %d redirects", MaxRedirects)
 	}
-	return g.checkURL(req.URL)
+	return g.CheckURL(req.URL)
 }

@@ -1,0 +1,82 @@
+// Package egress is the SSRF guard of every outbound connection to a URL a
+// request (or a tenant's MCP server) names: fetch_url, MCP servers,
+// Bedrock's input image URLs and webhooks. It refuses private, loopback,
+// link-local, metadata and other special-purpose addresses after DNS
+// resolution, on every redirect hop, and dials only the address it
+// checked, so DNS rebinding cannot pass.
+package egress
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"time"
+)
+
+// New returns a guard with the allow-list allow: host names, host:port
+// pairs, IP addresses and CIDR ranges the guard lets through although they
+// are private (local runs and tests); empty refuses every private address.
+func New(allow []string) *Guard {
+	return NewWithLookup(allow, nil)
+}
+
+// Client returns an HTTP client whose every connection passes the guard:
+// base (copied; nil for a fresh one) with the guarded dialer and redirect
+// policy, as Config.Client describes. keepAlive keeps checked connections
+// for reuse.
+func (g *Guard) Client(base *http.Client, keepAlive bool) *http.Client {
+	var c http.Client
+	var t *http.Transport
+	if base != nil {
+		c = *base
+		switch rt := base.Transport.(type) {
+		case nil:
+			if dt, ok := http.DefaultTransport.(*http.Transport); ok {
+				t = dt.Clone()
+			} else {
+				t = &http.Transport{}
+			}
+		case *http.Transport:
+			t = rt.Clone()
+		default:
+			c.Transport = rt
+		}
+	} else {
+		t = &http.Transport{
+			TLSHandshakeTimeout:    10 * time.Second,
+			MaxResponseHeaderBytes: 64 << 10,
+		}
+	}
+	if t != nil {
+		t.Proxy = nil // a proxy would make the dialer check the proxy, not the target
+		t.DialContext = g.dialContext
+		t.DialTLSContext = nil
+		//lint:ignore SA1019 a deprecated dialer set by the caller must not bypass the guarded one
+		t.DialTLS = nil
+		//lint:ignore SA1019 a deprecated dialer set by the caller must not bypass the guarded one
+		t.Dial = nil
+		t.DisableKeepAlives = !keepAlive
+		t.ForceAttemptHTTP2 = true
+		c.Transport = t
+	}
+	c.CheckRedirect = g.checkRedirect
+	return &c
+}
+
+// AllowsHost reports whether the allow-list names u's host: by name, by
+// host:port, or as a literal IP address in an allowed address or range.
+func (g *Guard) AllowsHost(u *url.URL) bool {
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return g.allowed(host, port, ip)
+	}
+	h := normalizeHost(host)
+	return g.exact[h] || g.exact[net.JoinHostPort(h, port)]
+}
