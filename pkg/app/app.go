@@ -19,6 +19,7 @@ import (
 	"github.com/lambent/lambent/pkg/awsconf"
 	"github.com/lambent/lambent/pkg/compaction"
 	"github.com/lambent/lambent/pkg/engine"
+	"github.com/lambent/lambent/pkg/eventbus"
 	"github.com/lambent/lambent/pkg/hooks"
 	"github.com/lambent/lambent/pkg/httpapi"
 	"github.com/lambent/lambent/pkg/store"
@@ -69,7 +70,7 @@ type Options struct {
 	Tracer trace.TracerProvider
 	// HookEventBridge and HookLambda replace the clients of the
 	// eventbridge: and lambda: hooks.
-	HookEventBridge worker.EventBridgeAPI
+	HookEventBridge eventbus.API
 	HookLambda      hooks.LambdaInvoker
 	// MetricsOutput replaces stdout as the destination of EMF lines.
 	MetricsOutput io.Writer

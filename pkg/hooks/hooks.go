@@ -21,7 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lambent/lambent/pkg/tools/lambdaexec"
+	"github.com/lambent/lambent/pkg/tools"
 )
 
 // Event types (the EventBridge detail-type, the webhook's X-Lambent-Event).
@@ -208,10 +208,10 @@ func (d *Dispatcher) work(q chan item) {
 // deliver sends one event to every sink.
 func (d *Dispatcher) deliver(it item) {
 	ev := it.ev
-	ev.Arguments = lambdaexec.Truncate(ev.Arguments, d.cfg.MaxField)
+	ev.Arguments = tools.Truncate(ev.Arguments, d.cfg.MaxField)
 	for _, p := range []*string{ev.Output, ev.Error} {
 		if p != nil {
-			*p = lambdaexec.Truncate(*p, d.cfg.MaxField)
+			*p = tools.Truncate(*p, d.cfg.MaxField)
 		}
 	}
 	body, err := json.Marshal(ev)

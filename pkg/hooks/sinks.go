@@ -14,13 +14,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/lambent/lambent/pkg/egress"
-	"github.com/lambent/lambent/pkg/worker"
+	"github.com/lambent/lambent/pkg/eventbus"
 )
 
 // EventBridge puts each event on a bus: source "lambent", detail-type the
 // event's type, detail the event.
 type EventBridge struct {
-	Client worker.EventBridgeAPI
+	Client eventbus.API
 	// Bus is the event bus name or ARN.
 	Bus string
 }
@@ -30,7 +30,7 @@ func (*EventBridge) Name() string { return "eventbridge" }
 
 // Deliver implements Sink.
 func (s *EventBridge) Deliver(ctx context.Context, ev *Event, body []byte) error {
-	return worker.PutEvent(ctx, s.Client, s.Bus, ev.Type, body, ev.Timestamp)
+	return eventbus.Put(ctx, s.Client, s.Bus, ev.Type, body, ev.Timestamp)
 }
 
 // LambdaInvoker is the part of the Lambda client Lambda uses.

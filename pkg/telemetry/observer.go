@@ -25,7 +25,7 @@ import (
 	"github.com/lambent/lambent/pkg/engine"
 	"github.com/lambent/lambent/pkg/hooks"
 	"github.com/lambent/lambent/pkg/tenant"
-	"github.com/lambent/lambent/pkg/tools/lambdaexec"
+	"github.com/lambent/lambent/pkg/tools"
 )
 
 // instrumentation names the tracer.
@@ -196,7 +196,7 @@ func (ro *responseObserver) EndToolCall(ctx context.Context, c *engine.ToolCall)
 	span := trace.SpanFromContext(ctx)
 	if c.Result.IsError {
 		span.SetAttributes(semconv.ErrorTypeKey.String(errorTypeToolError))
-		span.SetStatus(codes.Error, lambdaexec.Truncate(c.Result.Output, 256))
+		span.SetStatus(codes.Error, tools.Truncate(c.Result.Output, 256))
 	}
 	span.End(trace.WithTimestamp(end))
 }

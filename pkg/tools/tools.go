@@ -11,6 +11,8 @@ package tools
 
 import (
 	"context"
+	"fmt"
+	"unicode/utf8"
 
 	"github.com/lambent/lambent/pkg/api"
 )
@@ -77,4 +79,18 @@ type Handler func(ctx context.Context, call ToolCall) (string, error)
 type Hosted struct {
 	Definition api.ToolDefinition
 	Handler    Handler
+}
+
+// Truncate returns s when it has at most max bytes, else its first max
+// bytes (backed off to a UTF-8 boundary) followed by a visible note:
+// "\n[output truncated: <len(s)> bytes, showing the first <n>]".
+func Truncate(s string, max int) string {
+	if max <= 0 || len(s) <= max {
+		return s
+	}
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s\n[output truncated: %d bytes, showing the first %d]", s[:n], len(s), n)
 }

@@ -3,17 +3,15 @@ package worker
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine"
+	"github.com/lambent/lambent/pkg/eventbus"
 )
 
 // SQSAPI is the part of the SQS client the queue uses.
@@ -39,17 +37,9 @@ func (q *SQSQueue) Enqueue(ctx context.Context, j engine.Job) error {
 	return nil
 }
 
-// EventBridgeAPI is the part of the EventBridge client the publisher uses.
-type EventBridgeAPI interface {
-	PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, optFns ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error)
-}
-
-// Source is the EventBridge source of Lambent's events.
-const Source = "lambent"
-
 // Publisher publishes "lambent.response.<status>" events on an event bus.
 type Publisher struct {
-	Client EventBridgeAPI
+	Client eventbus.API
 	Bus    string
 }
 
@@ -71,33 +61,8 @@ func (p *Publisher) Publish(ctx context.Context, r *api.Response) error {
 	if err != nil {
 		return err
 	}
-	if err := PutEvent(ctx, p.Client, p.Bus, "lambent.response."+string(r.Status), detail, time.Now()); err != nil {
+	if err := eventbus.Put(ctx, p.Client, p.Bus, "lambent.response."+string(r.Status), detail, time.Now()); err != nil {
 		return fmt.Errorf("worker: publish %s: %w", r.ID, err)
-	}
-	return nil
-}
-
-// PutEvent puts one event (source "lambent") on bus; an entry EventBridge
-// refused is an error naming its code.
-func PutEvent(ctx context.Context, client EventBridgeAPI, bus, detailType string, detail []byte, at time.Time) error {
-	out, err := client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{{
-		EventBusName: aws.String(bus),
-		Source:       aws.String(Source),
-		DetailType:   aws.String(detailType),
-		Detail:       aws.String(string(detail)),
-		Resources:    []string{},
-		Time:         aws.Time(at),
-	}}})
-	if err != nil {
-		return fmt.Errorf("put event: %w", err)
-	}
-	if out.FailedEntryCount > 0 {
-		for _, e := range out.Entries {
-			if e.ErrorCode != nil {
-				return fmt.Errorf("put event: %s: %s", aws.ToString(e.ErrorCode), aws.ToString(e.ErrorMessage))
-			}
-		}
-		return errors.New("put event: the entry failed")
 	}
 	return nil
 }

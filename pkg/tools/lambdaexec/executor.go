@@ -296,21 +296,7 @@ func (e *Executor) failure(call tools.ToolCall, format string, a ...any) *tools.
 
 // cut limits s to MaxOutput bytes (on a UTF-8 boundary) plus a note.
 func (e *Executor) cut(s string) string {
-	return Truncate(s, e.cfg.MaxOutput)
-}
-
-// Truncate returns s when it has at most max bytes, else its first max
-// bytes (backed off to a UTF-8 boundary) followed by a visible note:
-// "\n[output truncated: <len(s)> bytes, showing the first <n>]".
-func Truncate(s string, max int) string {
-	if max <= 0 || len(s) <= max {
-		return s
-	}
-	n := max
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return fmt.Sprintf("%s\n[output truncated: %d bytes, showing the first %d]", s[:n], len(s), n)
+	return tools.Truncate(s, e.cfg.MaxOutput)
 }
 
 // backoff is the delay before retry attempt+1: exponential from BaseDelay,

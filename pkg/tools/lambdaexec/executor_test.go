@@ -213,7 +213,7 @@ func TestTruncate(t *testing.T) {
 		{"aé", 2, "a\n[output truncated: 3 bytes, showing the first 1]"}, // no split rune
 		{"日本", 4, "日\n[output truncated: 6 bytes, showing the first 3]"},
 	} {
-		if got := lambdaexec.Truncate(tc.in, tc.max); got != tc.want {
+		if got := tools.Truncate(tc.in, tc.max); got != tc.want {
 			t.Errorf("Truncate(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
 		}
 	}

@@ -1,0 +1,48 @@
+// Package eventbus puts Lambent's events on an Amazon EventBridge bus: the
+// terminal states of background responses (package worker) and the tool
+// call hooks (package hooks) share it.
+package eventbus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+)
+
+// API is the part of the EventBridge client Put uses.
+type API interface {
+	PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, optFns ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error)
+}
+
+// Source is the EventBridge source of Lambent's events.
+const Source = "lambent"
+
+// Put puts one event (source "lambent") on bus; an entry EventBridge
+// refused is an error naming its code.
+func Put(ctx context.Context, client API, bus, detailType string, detail []byte, at time.Time) error {
+	out, err := client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{{
+		EventBusName: aws.String(bus),
+		Source:       aws.String(Source),
+		DetailType:   aws.String(detailType),
+		Detail:       aws.String(string(detail)),
+		Resources:    []string{},
+		Time:         aws.Time(at),
+	}}})
+	if err != nil {
+		return fmt.Errorf("put event: %w", err)
+	}
+	if out.FailedEntryCount > 0 {
+		for _, e := range out.Entries {
+			if e.ErrorCode != nil {
+				return fmt.Errorf("put event: %s: %s", aws.ToString(e.ErrorCode), aws.ToString(e.ErrorMessage))
+			}
+		}
+		return errors.New("put event: the entry failed")
+	}
+	return nil
+}
