@@ -165,8 +165,9 @@ func (a *attempts) outputDefs(r *run) []api.ToolDefinition {
 }
 
 // begin readies the attempts for the loop: the loop policy (the request's
-// "lambent" object over the gateway's defaults) and the current attempt,
-// the first or the one a resumed response was in.
+// "lambent" object over the gateway's settings, which checkRequest made
+// sure it does not exceed) and the current attempt, the first or the one a
+// resumed response was in.
 func (a *attempts) begin(r *run, cfg *Config) {
 	if a == nil {
 		return

@@ -63,6 +63,9 @@ func (e *Engine) mcpItems() bool {
 // id is the response's id, empty for a new one. Every error is an
 // *api.Error: a client error, or a server error when the store fails.
 func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id string) (*run, error) {
+	if err := e.checkRequest(req); err != nil {
+		return nil, err
+	}
 	model := req.Model
 	if model == "" {
 		model = e.cfg.DefaultModel
@@ -86,6 +89,9 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id
 		r.history = rec.Conversation()
 	}
 	if err := e.resolveInput(ctx, r); err != nil {
+		return nil, err
+	}
+	if err := e.checkImages(r); err != nil {
 		return nil, err
 	}
 	if err := e.openSummaries(ctx, r); err != nil {
@@ -174,31 +180,36 @@ const maxReferenceReads = 8
 // (input, output and context) to byID without replacing any. A response
 // that is not found (absent, expired, deleted, another tenant's: the store
 // is tenant-scoped) adds nothing; ids of other forms name no response, and
-// the previous response, read already, is not read again.
+// the previous response, read already, is not read again. Their number is
+// checked (checkReferenced) before any is read.
 func (e *Engine) fetchReferenced(ctx context.Context, req *api.CreateResponseRequest, byID map[string]*api.Item) error {
 	if e.cfg.Store == nil {
 		return nil
 	}
-	var ids []string
+	var refs []referencedResponse
 	seen := map[string]bool{req.PreviousResponseID: true}
-	for _, it := range req.Input {
+	for i := range req.Input {
+		it := &req.Input[i]
 		if it.Type != api.ItemReference || byID[it.ID] != nil {
 			continue
 		}
 		if id, ok := api.ResponseIDOf(it.ID); ok && !seen[id] {
 			seen[id] = true
-			ids = append(ids, id)
+			refs = append(refs, referencedResponse{id: id, item: i})
 		}
 	}
-	recs := make([]*store.Record, len(ids))
-	errs := make([]error, len(ids))
+	if err := e.checkReferenced(req, refs); err != nil {
+		return err
+	}
+	recs := make([]*store.Record, len(refs))
+	errs := make([]error, len(refs))
 	sem := make(chan struct{}, maxReferenceReads)
 	var wg sync.WaitGroup
-	for i, id := range ids {
+	for i, ref := range refs {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			recs[i], errs[i] = e.cfg.Store.Get(ctx, id)
+			recs[i], errs[i] = e.cfg.Store.Get(ctx, ref.id)
 		})
 	}
 	wg.Wait()
@@ -207,7 +218,7 @@ func (e *Engine) fetchReferenced(ctx context.Context, req *api.CreateResponseReq
 			continue
 		}
 		if errs[i] != nil {
-			return e.storeErr(errs[i], ids[i], "input")
+			return e.storeErr(errs[i], refs[i].id, "input")
 		}
 		for _, items := range [][]api.Item{rec.Input, rec.Response.Output, rec.Context} {
 			for j := range items {
