@@ -308,12 +308,18 @@ func wideSchema(size int) string {
 	return strings.TrimSuffix(b.String(), ",") + `}}`
 }
 
-func TestJSONDepth(t *testing.T) {
+func TestScanJSON(t *testing.T) {
 	for s, want := range map[string]int{
 		`1`: 0, `"[[{"`: 0, `{}`: 1, `[]`: 1, `{"a":[1,{"b":2}]}`: 3, `[[],[[]]]`: 3,
 		`{"a":"\"[[[","b":{"c":"\\"}}`: 2, `{"a":"\\\"{{"}`: 1, deepSchema(2000): 2001,
 	} {
-		assert.Equal(t, want, jsonDepth([]byte(s)), s)
+		assert.Equal(t, want, scanJSON(s).depth, s)
+	}
+	for s, want := range map[string]int{
+		`1`: 1, `-12.5`: 3, `[1e5,2E+17,"1e999",3e-9]`: 17, `{"a":0.000001}`: 7, `1e99999999999999999999`: maxNumberSize + 1,
+		strings.Repeat("9", 1000): maxNumberSize + 1, `{"a":[true,null,"x"]}`: 0,
+	} {
+		assert.Equal(t, want, scanJSON(s).number, s)
 	}
 }
 
@@ -560,4 +566,116 @@ func TestImagesBounded(t *testing.T) {
 	_, err = run1(t, e, `{"input":[`+messages(limit)+`,{"type":"item_reference","id":"`+stored.Input[0].ID+`"}]}`)
 	wantLimit(t, err, fmt.Sprintf("input[%d]", limit))
 	assert.Len(t, p.requests(), 2)
+}
+
+// jsonSchemaBody is a create body asking for text.format json_schema
+// schema.
+func jsonSchemaBody(schema string) string {
+	return `{"input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":` + schema + `}}}`
+}
+
+// The validator reads every number as an exact rational: a schema number
+// with an exponent past a million panicked it (a 500), and 1e-999999 took
+// ~20 ms each; numbers past ±400 (digits or exponent) are a 400
+// invalid_schema, before compiling.
+func TestSchemaNumbersBounded(t *testing.T) {
+	p := script(text(`{"n":1}`, 1, 1))
+	e, _ := newEngine(t, p, newMock(echoTool))
+	for _, schema := range []string{
+		`{"multipleOf":1e-100000000}`, `{"minLength":1e100000000}`, `{"maximum":1e401}`, `{"minimum":-0.` + strings.Repeat("0", 400) + `1}`,
+		`{"anyOf":[` + strings.TrimSuffix(strings.Repeat(`{"multipleOf":1e-999999},`, 200), ",") + `]}`,
+	} {
+		_, err := run1(t, e, jsonSchemaBody(schema))
+		var ae *api.Error
+		require.ErrorAs(t, err, &ae, "%.60s", schema)
+		assert.Equal(t, http.StatusBadRequest, ae.Status)
+		assert.Equal(t, "text.format.schema", ae.Param)
+		assert.Equal(t, "invalid_schema", ae.Code)
+	}
+	_, err := run1(t, e, `{"input":"hi","tools":[{"type":"lambent:output","name":"report","parameters":{"type":"object","properties":{"n":{"exclusiveMinimum":-1e999999999}}}}]}`)
+	var ae *api.Error
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, "tools[0].parameters", ae.Param)
+	require.Empty(t, p.requests())
+	_, err = run1(t, e, jsonSchemaBody(`{"type":"object","properties":{"n":{"maximum":1.7976931348623157e308,"multipleOf":1e-300}}}`))
+	require.NoError(t, err, "float64's range is fine")
+}
+
+// An output whose numbers the validator cannot read (an exponent past a
+// million panicked it) fails its attempt with an error the model can act
+// on; the next attempt is validated as usual.
+func TestOutputNumbersBounded(t *testing.T) {
+	p := script(text(`{"n":1e100000000}`, 1, 1), text(`{"n":-1e-100000000}`, 1, 1), text(`{"n":1}`, 1, 1))
+	e, _ := newEngine(t, p, nil)
+	rec, err := run1(t, e, `{"input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":{"type":"object","properties":{"n":{"minimum":0}}}}}}`)
+	require.NoError(t, err)
+	r := rec.response(t)
+	assert.Equal(t, api.StatusCompleted, r.Status)
+	info := rec.lambent(t)
+	require.Len(t, info.Attempts, 3)
+	for _, a := range info.Attempts[:2] {
+		assert.Equal(t, api.CodeValidationFailed, a.Code)
+		require.Len(t, a.Errors, 1)
+		assert.Contains(t, a.Errors[0], "exponent beyond ±400")
+	}
+	assert.True(t, info.Attempts[2].Valid)
+}
+
+// The regular expressions of a validated schema are bounded in summed size
+// (repetitions expanded), each distinct one compiled once: 128 KiB of
+// "[a-z]{1,1000}" patterns cost seconds of CPU and over 3 GB to compile.
+func TestSchemaPatternsBounded(t *testing.T) {
+	p := script(text(`{}`, 1, 1), text(`{}`, 1, 1))
+	e, _ := newEngine(t, p, newMock(echoTool))
+	props := func(n int, pattern func(i int) string) string {
+		l := make([]string, n)
+		for i := range l {
+			l[i] = fmt.Sprintf(`"p%d":{"type":"string","pattern":%q}`, i, pattern(i))
+		}
+		return `{"type":"object","properties":{` + strings.Join(l, ",") + `}}`
+	}
+	distinct := props(60, func(i int) string { return fmt.Sprintf("^[a-z]{1,1000}x%d$", i) })
+	_, err := run1(t, e, jsonSchemaBody(distinct))
+	wantLimit(t, err, "text.format.schema")
+	_, err = run1(t, e, `{"input":"hi","tools":[{"type":"lambent:output","name":"report","parameters":`+distinct+`}]}`)
+	wantLimit(t, err, "tools[0].parameters")
+	keys := make([]string, 60)
+	for i := range keys {
+		keys[i] = fmt.Sprintf(`"^[a-z]{1,1000}k%d$":{}`, i)
+	}
+	_, err = run1(t, e, jsonSchemaBody(`{"type":"object","patternProperties":{`+strings.Join(keys, ",")+`}}`))
+	wantLimit(t, err, "text.format.schema")
+	require.Empty(t, p.requests())
+
+	// Ordinary patterns, and one repeated on 2,000 properties, are fine.
+	_, err = run1(t, e, jsonSchemaBody(props(50, func(int) string { return `^[A-Z]{2}[0-9]{6}$` })))
+	require.NoError(t, err)
+	_, err = run1(t, e, jsonSchemaBody(props(2000, func(int) string { return `^.{1,1000}$` })))
+	require.NoError(t, err)
+	assert.Len(t, p.requests(), 2)
+}
+
+// A failed validation reports at most 20 errors of at most 500 bytes: an
+// enum's error quotes every value, once per value of the output that fails
+// it (5,000 failing values against 22,000 strings took 1.8 GB).
+func TestSchemaErrorsBounded(t *testing.T) {
+	values := make([]string, 500)
+	for i := range values {
+		values[i] = fmt.Sprintf(`"value-%d"`, i)
+	}
+	bad := `[` + strings.TrimSuffix(strings.Repeat(`"nope",`, 300), ",") + `]`
+	p := script(text(bad, 1, 1), text(`["value-1"]`, 1, 1))
+	e, _ := newEngine(t, p, nil)
+	rec, err := run1(t, e, jsonSchemaBody(`{"type":"array","items":{"enum":[`+strings.Join(values, ",")+`]}}`))
+	require.NoError(t, err)
+	info := rec.lambent(t)
+	require.Len(t, info.Attempts, 2)
+	errs := info.Attempts[0].Errors
+	require.Len(t, errs, 21)
+	for _, m := range errs {
+		assert.LessOrEqual(t, len(m), 520)
+	}
+	assert.Equal(t, "(and 280 more errors)", errs[20])
+	assert.Less(t, len(p.requests()[1].Items[len(p.requests()[1].Items)-1].Text()), 20_000, "the feedback the model gets is bounded")
+	assert.True(t, info.Attempts[1].Valid)
 }

@@ -58,47 +58,77 @@ func (e *Engine) checkRequest(req *api.CreateResponseRequest) error {
 	return nil
 }
 
-// checkSchema checks the size, then the nesting depth, of one JSON schema
-// (param names it); an absent schema passes.
+// checkSchema checks the size, then the nesting depth and the numbers, of
+// one JSON schema (param names it); an absent schema passes.
 func checkSchema(l *limits.Limits, param string, schema []byte) error {
 	if n := len(schema); n > l.SchemaBytes {
 		return limits.Exceeded(param, "the schema's size in bytes", n, l.SchemaBytes)
 	}
-	if d := jsonDepth(schema); d > l.SchemaDepth {
-		return limits.Exceeded(param, "the schema's nesting depth (objects and arrays inside each other)", d, l.SchemaDepth)
+	shape := scanJSON(schema)
+	if shape.depth > l.SchemaDepth {
+		return limits.Exceeded(param, "the schema's nesting depth (objects and arrays inside each other)", shape.depth, l.SchemaDepth)
+	}
+	if shape.number > maxNumberSize {
+		return api.InvalidRequestCode(param, "invalid_schema", "A number in the schema has more than %d digits or an exponent beyond ±%d, which this gateway does not support.", maxNumberSize, maxNumberSize)
 	}
 	return nil
 }
 
-// jsonDepth is the nesting depth of the JSON text b: the most objects and
-// arrays open at once (1 for {"type":"string"}, 0 for a scalar). One pass
-// over the bytes, without recursion or allocation; b is valid JSON (the
-// request decoder checked it), so brackets inside strings are the only
-// ones to skip.
-func jsonDepth(b []byte) int {
-	depth, deepest := 0, 0
-	inString, escaped := false, false
-	for _, c := range b {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
+// maxNumberSize bounds the digits and the decimal exponent of the numbers
+// the JSON Schema validator reads, in schemas and in outputs: it makes each
+// an exact rational, whose cost grows with both (1e-999999 takes ~20 ms),
+// and it panics past an exponent of a million. float64 spans ±308.
+const maxNumberSize = 400
+
+// jsonShape is what one pass over a JSON text finds.
+type jsonShape struct {
+	// depth is the most objects and arrays open at once (1 for
+	// {"type":"string"}, 0 for a scalar).
+	depth int
+	// number is the size of the largest number: its digits, or the
+	// magnitude of its exponent when that is larger (counted up to
+	// maxNumberSize+1).
+	number int
+}
+
+// scanJSON measures the JSON text b in one pass, without recursion or
+// allocation. b is valid JSON (a request decoder or the validator's
+// parser checks it), so only strings need skipping.
+func scanJSON[T string | []byte](b T) jsonShape {
+	var s jsonShape
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
 		case c == '"':
-			inString = true
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
 		case c == '{' || c == '[':
 			depth++
-			deepest = max(deepest, depth)
+			s.depth = max(s.depth, depth)
 		case c == '}' || c == ']':
 			depth--
+		case c == '-' || c >= '0' && c <= '9':
+			digits, exp := 0, 0
+			for ; i < len(b) && (b[i] >= '0' && b[i] <= '9' || b[i] == '-' || b[i] == '.'); i++ {
+				if b[i] >= '0' && b[i] <= '9' {
+					digits++
+				}
+			}
+			if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+				for i++; i < len(b) && (b[i] >= '0' && b[i] <= '9' || b[i] == '-' || b[i] == '+'); i++ {
+					if b[i] >= '0' && b[i] <= '9' && exp <= maxNumberSize {
+						exp = exp*10 + int(b[i]-'0')
+					}
+				}
+			}
+			s.number = max(s.number, min(max(digits, exp), maxNumberSize+1))
+			i-- // the byte after the number
 		}
 	}
-	return deepest
+	return s
 }
 
 // referencedResponse is a stored response an item reference points into:

@@ -317,7 +317,7 @@ func (r *run) resolveTools(e *Engine) error {
 		}
 		r.addTool(rt)
 	}
-	if err := r.resolveOutput(hosted); err != nil {
+	if err := r.resolveOutput(hosted, e.cfg.Limits.SchemaPatterns); err != nil {
 		return err
 	}
 	names := r.req.AllowedTools

@@ -29,6 +29,13 @@ type Limits struct {
 	// SchemaBytes bounds the size of each such schema as JSON
 	// (LAMBENT_LIMIT_SCHEMA_BYTES, default 128 KiB).
 	SchemaBytes int
+	// SchemaPatterns bounds the regular expressions (pattern,
+	// patternProperties) of each schema the gateway validates with
+	// (text.format json_schema, lambent:output parameters): their summed
+	// size with repetitions expanded, "[a-z]{1,1000}" counting 1,000, each
+	// distinct expression once (LAMBENT_LIMIT_SCHEMA_PATTERNS, default
+	// 50,000).
+	SchemaPatterns int
 	// Tools bounds the tools one request declares, of every type
 	// (LAMBENT_LIMIT_TOOLS, default 128, OpenAI's own limit).
 	Tools int
@@ -63,6 +70,7 @@ type Limits struct {
 const (
 	DefaultSchemaDepth         = 32
 	DefaultSchemaBytes         = 128 << 10
+	DefaultSchemaPatterns      = 50_000
 	DefaultTools               = 128
 	DefaultMCPServers          = 8
 	DefaultMCPToolsPerServer   = 256
@@ -86,6 +94,7 @@ func (l Limits) WithDefaults() Limits {
 	}
 	def(&l.SchemaDepth, DefaultSchemaDepth)
 	def(&l.SchemaBytes, DefaultSchemaBytes)
+	def(&l.SchemaPatterns, DefaultSchemaPatterns)
 	def(&l.Tools, DefaultTools)
 	def(&l.MCPServers, DefaultMCPServers)
 	def(&l.MCPToolsPerServer, DefaultMCPToolsPerServer)
@@ -114,6 +123,7 @@ func Settings() []Setting {
 	return []Setting{
 		{"LAMBENT_LIMIT_SCHEMA_DEPTH", func(l *Limits) *int { return &l.SchemaDepth }},
 		{"LAMBENT_LIMIT_SCHEMA_BYTES", func(l *Limits) *int { return &l.SchemaBytes }},
+		{"LAMBENT_LIMIT_SCHEMA_PATTERNS", func(l *Limits) *int { return &l.SchemaPatterns }},
 		{"LAMBENT_LIMIT_TOOLS", func(l *Limits) *int { return &l.Tools }},
 		{"LAMBENT_LIMIT_MCP_SERVERS", func(l *Limits) *int { return &l.MCPServers }},
 		{"LAMBENT_LIMIT_MCP_TOOLS_PER_SERVER", func(l *Limits) *int { return &l.MCPToolsPerServer }},
@@ -139,6 +149,6 @@ func Exceeded(param, what string, got, limit int) *api.Error {
 
 // String lists the limits, for logs.
 func (l Limits) String() string {
-	return fmt.Sprintf("schema_depth=%d schema_bytes=%d tools=%d mcp_servers=%d mcp_tools_per_server=%d mcp_reply_bytes=%d images=%d referenced_responses=%d model_name=%d tenant_in_flight=%d",
-		l.SchemaDepth, l.SchemaBytes, l.Tools, l.MCPServers, l.MCPToolsPerServer, l.MCPReplyBytes, l.Images, l.ReferencedResponses, l.ModelName, l.TenantInFlight)
+	return fmt.Sprintf("schema_depth=%d schema_bytes=%d schema_patterns=%d tools=%d mcp_servers=%d mcp_tools_per_server=%d mcp_reply_bytes=%d images=%d referenced_responses=%d model_name=%d tenant_in_flight=%d",
+		l.SchemaDepth, l.SchemaBytes, l.SchemaPatterns, l.Tools, l.MCPServers, l.MCPToolsPerServer, l.MCPReplyBytes, l.Images, l.ReferencedResponses, l.ModelName, l.TenantInFlight)
 }
