@@ -214,6 +214,13 @@ func hostileRequests(existing string) []hostileRequest {
 	create(`{"input":"hi","tools":[{"type":"function","name":"` + strings.Repeat("f", 5000) + `","parameters":{"type":"object"}}]}`)
 	create(`{"input":"hi","tools":[{"type":"mcp","server_label":"x","server_url":"http://127.0.0.1:1"}]}`)
 	create(`{"input":"hi","metadata":{` + strings.TrimSuffix(strings.Repeat(`"k":"v",`, 100), ",") + `}}`)
+	// JSON schemas the validator cannot read (it panicked on exponents past
+	// a million) or that cost too much to compile.
+	for _, schema := range []string{`{"multipleOf":1e-100000000}`, `{"minLength":1e100000000}`, `{"maximum":1e401}`,
+		`{"pattern":"(a{1,1000}){1,1000}"}`, `{"pattern":"[a-z]{1,1000}[a-z]{1,1000}[a-z]{1,1000}[a-z]{1,1000}"}`} {
+		create(`{"input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":` + schema + `}}}`)
+		create(`{"input":"hi","tools":[{"type":"lambent:output","name":"o","parameters":` + schema + `}]}`)
+	}
 
 	// Content types, methods, paths.
 	for _, ct := range []string{
@@ -307,6 +314,8 @@ func limitRequests() []struct{ name, body, param string } {
 		{"function parameters 9,000 deep", `{"input":"hi","tools":[{"type":"function","name":"f","parameters":` + deep(9000) + `}]}`, "tools[0].parameters"},
 		{"output parameters 2,000 deep", `{"input":"hi","tools":[{"type":"lambent:output","name":"report","parameters":` + deep(2000) + `}]}`, "tools[0].parameters"},
 		{"schema of 200 KB", `{"input":"hi","tools":[{"type":"function","name":"f","parameters":{"description":"` + strings.Repeat("d", 200<<10) + `"}}]}`, "tools[0].parameters"},
+		{"patterns of 60 × 1,000", `{"input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":{"type":"object","properties":{` +
+			many(60, func(i int) string { return fmt.Sprintf(`"p%d":{"pattern":"^[a-z]{1,1000}x%d$"}`, i, i) }) + `}}}}}`, "text.format.schema"},
 		{"129 tools", `{"input":"hi","tools":[` + many(129, func(i int) string { return fmt.Sprintf(`{"type":"function","name":"f%d"}`, i) }) + `]}`, "tools"},
 		{"model name of 2 MB", `{"input":"hi","model":"` + strings.Repeat("m", 2<<20) + `"}`, "model"},
 		{"20 attempts of 100 iterations", `{"input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":{}}},"lambent":{"max_attempts":20,"max_iterations_per_attempt":100}}`, "lambent.max_attempts"},
