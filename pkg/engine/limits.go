@@ -14,8 +14,9 @@ import (
 //
 //   - checkRequest, before anything is read or compiled: the length of
 //     model, the number of tools, the size and nesting depth of every JSON
-//     schema the request carries (text.format.schema, tools[i].parameters),
-//     and the loop policy (lambent.max_attempts and
+//     schema the request carries (text.format.schema, tools[i].parameters)
+//     and the size of its numbers (a 400 invalid_schema), and the loop
+//     policy (lambent.max_attempts and
 //     lambent.max_iterations_per_attempt at most the operator's
 //     MaxAttempts and MaxIterationsPerAttempt: a request may lower them,
 //     never raise them). RunBackground repeats it on the stored request, so
@@ -27,6 +28,9 @@ import (
 //   - checkImages, once the conversation is resolved: the input images a
 //     model call carries (the conversation continued and this input), each
 //     fetched or decoded by the Bedrock provider on every model call.
+//   - compileOutputSchema (attempts.go), as the schema of a validated output
+//     is compiled: its regular expressions (SchemaPatterns, counted by
+//     patternBudget as the validator compiles them).
 
 // checkRequest checks the limits known from the request alone.
 func (e *Engine) checkRequest(req *api.CreateResponseRequest) error {
