@@ -42,12 +42,12 @@ func (e *Engine) checkRequest(req *api.CreateResponseRequest) error {
 		return limits.Exceeded("tools", "the number of tools", n, l.Tools)
 	}
 	if t := req.Text; t != nil {
-		if err := checkSchema(l, "text.format.schema", t.Format.Schema); err != nil {
+		if err := checkSchema(l, t.Format.Schema, func() string { return "text.format.schema" }); err != nil {
 			return err
 		}
 	}
 	for i := range req.Tools {
-		if err := checkSchema(l, "tools["+strconv.Itoa(i)+"].parameters", req.Tools[i].Parameters); err != nil {
+		if err := checkSchema(l, req.Tools[i].Parameters, func() string { return "tools[" + strconv.Itoa(i) + "].parameters" }); err != nil {
 			return err
 		}
 	}
@@ -63,17 +63,18 @@ func (e *Engine) checkRequest(req *api.CreateResponseRequest) error {
 }
 
 // checkSchema checks the size, then the nesting depth and the numbers, of
-// one JSON schema (param names it); an absent schema passes.
-func checkSchema(l *limits.Limits, param string, schema []byte) error {
+// one JSON schema (param names it, built only for an error); an absent
+// schema passes.
+func checkSchema(l *limits.Limits, schema []byte, param func() string) error {
 	if n := len(schema); n > l.SchemaBytes {
-		return limits.Exceeded(param, "the schema's size in bytes", n, l.SchemaBytes)
+		return limits.Exceeded(param(), "the schema's size in bytes", n, l.SchemaBytes)
 	}
 	shape := scanJSON(schema)
 	if shape.depth > l.SchemaDepth {
-		return limits.Exceeded(param, "the schema's nesting depth (objects and arrays inside each other)", shape.depth, l.SchemaDepth)
+		return limits.Exceeded(param(), "the schema's nesting depth (objects and arrays inside each other)", shape.depth, l.SchemaDepth)
 	}
 	if shape.number > maxNumberSize {
-		return api.InvalidRequestCode(param, "invalid_schema", "A number in the schema has more than %d digits or an exponent beyond ±%d, which this gateway does not support.", maxNumberSize, maxNumberSize)
+		return api.InvalidRequestCode(param(), "invalid_schema", "A number in the schema has more than %d digits or an exponent beyond ±%d, which this gateway does not support.", maxNumberSize, maxNumberSize)
 	}
 	return nil
 }
