@@ -22,8 +22,8 @@ import (
 // default (see [Default]); [Limits.WithDefaults] fills them.
 type Limits struct {
 	// SchemaDepth bounds the nesting depth of every JSON schema a request
-	// carries (text.format json_schema, function tool parameters,
-	// lambent:output parameters): objects and arrays inside each other
+	// carries (text.format json_schema, every tool's parameters: function
+	// tools, lambent:output): objects and arrays inside each other
 	// (LAMBENT_LIMIT_SCHEMA_DEPTH, default 32).
 	SchemaDepth int
 	// SchemaBytes bounds the size of each such schema as JSON
@@ -49,13 +49,17 @@ type Limits struct {
 	// MCPReplyBytes bounds one reply of an MCP server (a listing or a tool
 	// call's result; LAMBENT_LIMIT_MCP_REPLY_BYTES, default 4 MiB).
 	MCPReplyBytes int64
-	// Images bounds the input images of one request that the gateway
-	// fetches or decodes (LAMBENT_LIMIT_IMAGES, default 20, Bedrock's
-	// limit per Converse request).
+	// Images bounds the input images one model call carries: the
+	// request's input (references resolved) and the conversation it
+	// continues, with every provider; the Bedrock provider fetches or
+	// decodes each on every call (LAMBENT_LIMIT_IMAGES, default 20,
+	// Bedrock's limit per Converse request).
 	Images int
 	// ReferencedResponses bounds the stored responses one request reads:
-	// previous_response_id plus the distinct responses its item_reference
-	// items point into (LAMBENT_LIMIT_REFERENCED_RESPONSES, default 16).
+	// previous_response_id plus the distinct other responses its
+	// item_reference items point into, counted before any is read
+	// (references into the conversation it continues need no read and do
+	// not count; LAMBENT_LIMIT_REFERENCED_RESPONSES, default 16).
 	ReferencedResponses int
 	// ModelName bounds the length of a request's model name
 	// (LAMBENT_LIMIT_MODEL_NAME, default 256 bytes).
