@@ -36,12 +36,6 @@ const (
 	CodeInvalidResponse    = "invalid_response"
 )
 
-// Bounds of the request's loop policy.
-const (
-	MaxAttemptsLimit             = 20
-	MaxIterationsPerAttemptLimit = 100
-)
-
 // IsOutput reports whether t is the output tool.
 func (t *Tool) IsOutput() bool { return t.Type == ToolOutput }
 
@@ -63,7 +57,8 @@ func (t *Tool) ReflectionTool() string {
 // LoopPolicy is the request's "lambent" object: how many attempts a
 // validated output gets and how many iterations (model calls with their
 // tool calls) each attempt may use. Unset fields take the gateway's
-// defaults (LAMBENT_MAX_ATTEMPTS, LAMBENT_MAX_ITERATIONS_PER_ATTEMPT).
+// settings (LAMBENT_MAX_ATTEMPTS, LAMBENT_MAX_ITERATIONS_PER_ATTEMPT),
+// which also cap them: a request may lower them, never raise them.
 type LoopPolicy struct {
 	MaxAttempts             *int `json:"max_attempts,omitempty"`
 	MaxIterationsPerAttempt *int `json:"max_iterations_per_attempt,omitempty"`
@@ -151,11 +146,13 @@ func (r *CreateResponseRequest) validateValidatedOutput(names map[string]bool) e
 		if out == nil && !schema {
 			return InvalidRequest("lambent", "the lambent loop policy needs an output to validate: a %s tool or text.format json_schema", ToolOutput)
 		}
-		if n := p.MaxAttempts; n != nil && (*n < 1 || *n > MaxAttemptsLimit) {
-			return InvalidRequest("lambent.max_attempts", "lambent.max_attempts must be between 1 and %d", MaxAttemptsLimit)
+		// The upper bounds are the gateway's settings, which the engine
+		// checks (a request may lower them, never raise them).
+		if n := p.MaxAttempts; n != nil && *n < 1 {
+			return InvalidRequest("lambent.max_attempts", "lambent.max_attempts must be at least 1")
 		}
-		if n := p.MaxIterationsPerAttempt; n != nil && (*n < 1 || *n > MaxIterationsPerAttemptLimit) {
-			return InvalidRequest("lambent.max_iterations_per_attempt", "lambent.max_iterations_per_attempt must be between 1 and %d", MaxIterationsPerAttemptLimit)
+		if n := p.MaxIterationsPerAttempt; n != nil && *n < 1 {
+			return InvalidRequest("lambent.max_iterations_per_attempt", "lambent.max_iterations_per_attempt must be at least 1")
 		}
 	}
 	if out == nil {

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/limits"
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/tools"
 )
@@ -78,8 +82,9 @@ const submitParameters = `{"type":"object","properties":{},"additionalProperties
 // resolveOutput readies validated output for a request with an output tool
 // or text.format json_schema: the schema is compiled (once per request),
 // the validator and reflection tools are resolved through the catalog, and
-// the output tool (and submit) join the tools the model sees.
-func (r *run) resolveOutput(hosted tools.Catalog) error {
+// the output tool (and submit) join the tools the model sees. patterns
+// bounds the schema's regular expressions (limits.Limits.SchemaPatterns).
+func (r *run) resolveOutput(hosted tools.Catalog, patterns int) error {
 	var t *api.Tool
 	p := ""
 	for i := range r.req.Tools {
@@ -92,9 +97,9 @@ func (r *run) resolveOutput(hosted tools.Catalog) error {
 		if f == nil || f.Format.Type != api.FormatJSONSchema {
 			return nil
 		}
-		s, err := compileSchema(f.Format.Schema)
+		s, err := compileOutputSchema(f.Format.Schema, "text.format.schema", "text.format", patterns)
 		if err != nil {
-			return api.InvalidRequestCode("text.format.schema", "invalid_schema", "Invalid JSON Schema for text.format: %v", err)
+			return err
 		}
 		r.att = &attempts{check: checker{schema: s}}
 		return nil
@@ -102,9 +107,9 @@ func (r *run) resolveOutput(hosted tools.Catalog) error {
 	if hosted == nil {
 		return api.InvalidRequestCode(p+".type", "unsupported_tool", "The %s tool needs the agentic loop, which this gateway runs only with hosted tools configured.", api.ToolOutput)
 	}
-	s, err := compileSchema(t.Parameters)
+	s, err := compileOutputSchema(t.Parameters, p+".parameters", fmt.Sprintf("the output tool %q", t.Name), patterns)
 	if err != nil {
-		return api.InvalidRequestCode(p+".parameters", "invalid_schema", "Invalid JSON Schema for the output tool %q: %v", t.Name, err)
+		return err
 	}
 	a := &attempts{output: t.Name, reflect: t.Reflects(), check: checker{schema: s}}
 	lookup := func(param, name string) (tools.ToolExecutor, error) {
@@ -149,6 +154,22 @@ func (r *run) resolveOutput(hosted tools.Catalog) error {
 	return nil
 }
 
+// compileOutputSchema compiles the schema of a validated output, at param
+// of the request (what names it in errors): a 400 invalid_schema when it
+// does not compile, limit_exceeded when its regular expressions are over
+// patterns.
+func compileOutputSchema(raw json.RawMessage, param, what string, patterns int) (*jsonschema.Schema, error) {
+	s, err := compileSchema(raw, patterns)
+	var pe *patternsError
+	switch {
+	case errors.As(err, &pe):
+		return nil, limits.Exceeded(param, "the size of the schema's regular expressions (repetitions expanded)", pe.size, pe.limit)
+	case err != nil:
+		return nil, api.InvalidRequestCode(param, "invalid_schema", "Invalid JSON Schema for %s: %v", what, err)
+	}
+	return s, nil
+}
+
 func (r *run) addTool(t requestTool) {
 	r.defs[t.def.Name] = t
 	r.defList = append(r.defList, t.def)
@@ -165,8 +186,9 @@ func (a *attempts) outputDefs(r *run) []api.ToolDefinition {
 }
 
 // begin readies the attempts for the loop: the loop policy (the request's
-// "lambent" object over the gateway's defaults) and the current attempt,
-// the first or the one a resumed response was in.
+// "lambent" object over the gateway's settings, which checkRequest made
+// sure it does not exceed) and the current attempt, the first or the one a
+// resumed response was in.
 func (a *attempts) begin(r *run, cfg *Config) {
 	if a == nil {
 		return

@@ -344,6 +344,11 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 	if err != nil {
 		return e.finishedElsewhere(id, e.failBackground(ctx, rec, &api.Error{Type: api.ErrTypeServer, Code: "secrets_unavailable", Message: err.Error()}))
 	}
+	// The request passed the limits when it was queued; they may have been
+	// lowered since.
+	if err := e.checkRequest(req); err != nil {
+		return e.finishedElsewhere(id, e.failBackground(ctx, rec, api.AsError(err)))
+	}
 	r := &run{req: req, resp: rec.Response, history: rec.Context, input: rec.Input, turns: job.Turns, mcpItems: e.mcpItems()}
 	if err := r.resolveTools(e); err != nil {
 		return e.finishedElsewhere(id, e.failBackground(ctx, rec, api.AsError(err)))

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,4 +131,60 @@ func BenchmarkMCPTurn(b *testing.B) {
 	b.ReportMetric(per/1e6, "ms/response")
 	b.ReportMetric(per/float64(latency.Nanoseconds()), "ratio")
 	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkRequestLimits measures the per-request limit checks
+// (limits.go) on an ordinary request (three function tools, a
+// text.format json_schema, a short input), beside preparing the same
+// request (which runs them, resolves the tools and compiles the schema),
+// and refusing a text.format schema nested 2,000 levels.
+func BenchmarkRequestLimits(b *testing.B) {
+	e, _ := newEngineB(b, loopProvider{turns: 1}, nil)
+	body := `{"input":[{"type":"message","role":"user","content":"What is the weather in Paris and Rome, and what is 6*7?"}],
+		"text":{"format":{"type":"json_schema","name":"answer","schema":{"type":"object","properties":{"weather":{"type":"array","items":{"type":"object","properties":{"city":{"type":"string"},"celsius":{"type":"number"}},"required":["city","celsius"]}},"product":{"type":"integer"}},"required":["weather","product"],"additionalProperties":false}}},
+		"tools":[
+		{"type":"function","name":"get_weather","description":"Weather of a city","parameters":{"type":"object","properties":{"city":{"type":"string"},"unit":{"type":"string","enum":["c","f"]}},"required":["city"]}},
+		{"type":"function","name":"calculator","description":"Evaluate arithmetic","parameters":{"type":"object","properties":{"expression":{"type":"string"}},"required":["expression"]}},
+		{"type":"function","name":"fetch_url","description":"Fetch a page","parameters":{"type":"object","properties":{"url":{"type":"string","format":"uri"}},"required":["url"]}}]}`
+	req, err := api.DecodeCreateRequest([]byte(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	r, err := e.prepare(ctx, req, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("checks", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := e.checkRequest(req); err != nil {
+				b.Fatal(err)
+			}
+			if err := e.checkImages(r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("prepare", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := e.prepare(ctx, req, ""); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	deep, err := api.DecodeCreateRequest([]byte(`{"input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":` +
+		strings.Repeat(`{"items":`, 2000) + `{}` + strings.Repeat(`}`, 2000) + `}}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("refuse_deep_2000", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := e.prepare(ctx, deep, ""); err == nil {
+				b.Fatal("a schema 2,000 deep was prepared")
+			}
+		}
+	})
 }

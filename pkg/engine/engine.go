@@ -69,12 +69,14 @@ type Config struct {
 	// MaxTurns bounds model calls per response (default 10). With
 	// validated output the loop policy bounds them instead.
 	MaxTurns int
-	// MaxAttempts is the default number of attempts of a validated output
-	// (LAMBENT_MAX_ATTEMPTS, default 3); a request's "lambent" object may
-	// set its own.
+	// MaxAttempts is the number of attempts of a validated output
+	// (LAMBENT_MAX_ATTEMPTS, default 3) and the most a request's "lambent"
+	// object may ask for (checkRequest).
 	MaxAttempts int
-	// MaxIterationsPerAttempt is the default number of model calls an
-	// attempt may make (LAMBENT_MAX_ITERATIONS_PER_ATTEMPT, default 15).
+	// MaxIterationsPerAttempt is the number of model calls an attempt may
+	// make (LAMBENT_MAX_ITERATIONS_PER_ATTEMPT, default 15) and the most a
+	// request's "lambent" object may ask for: a validated output makes at
+	// most MaxAttempts × MaxIterationsPerAttempt model calls.
 	MaxIterationsPerAttempt int
 	// HostedToolItems says how calls the server executes appear in output:
 	// HostedItemsMCPCall (the default: OpenAI's mcp_call item, which every

@@ -288,9 +288,403 @@ func TestContextTooLargeBeforeModelCall(t *testing.T) {
 	}
 }
 
-// Hostile MCP servers (internal/mcptest.Hostile) and requests that name
-// too many of them: every cost is bounded by a limit, and what a server
-// does wrong is its listing's or its call's error, never the response's.
+// wantLimit asserts err is the 400 limit_exceeded of param.
+func wantLimit(t *testing.T, err error, param string) {
+	t.Helper()
+	var ae *api.Error
+	require.ErrorAs(t, err, &ae, "over a limit: a 400")
+	assert.Equal(t, http.StatusBadRequest, ae.Status, ae.Message)
+	assert.Equal(t, limits.CodeLimitExceeded, ae.Code, ae.Message)
+	assert.Equal(t, param, ae.Param, ae.Message)
+}
+
+// deepSchema is a JSON schema nested n levels ("items" in "items"), of
+// JSON depth n+1.
+func deepSchema(n int) string {
+	return strings.Repeat(`{"items":`, n) + `{}` + strings.Repeat(`}`, n)
+}
+
+// wideSchema is a shallow schema of at least size bytes.
+func wideSchema(size int) string {
+	var b strings.Builder
+	b.WriteString(`{"type":"object","properties":{`)
+	for i := 0; b.Len() < size; i++ {
+		fmt.Fprintf(&b, `"p%d":{"type":"string"},`, i)
+	}
+	return strings.TrimSuffix(b.String(), ",") + `}}`
+}
+
+func TestScanJSON(t *testing.T) {
+	for s, want := range map[string]int{
+		`1`: 0, `"[[{"`: 0, `{}`: 1, `[]`: 1, `{"a":[1,{"b":2}]}`: 3, `[[],[[]]]`: 3,
+		`{"a":"\"[[[","b":{"c":"\\"}}`: 2, `{"a":"\\\"{{"}`: 1, deepSchema(2000): 2001,
+	} {
+		assert.Equal(t, want, scanJSON(s).depth, s)
+	}
+	for s, want := range map[string]int{
+		`1`: 1, `-12.5`: 3, `[1e5,2E+17,"1e999",3e-9]`: 17, `{"a":0.000001}`: 7, `1e99999999999999999999`: maxNumberSize + 1,
+		strings.Repeat("9", 1000): maxNumberSize + 1, `{"a":[true,null,"x"]}`: 0,
+	} {
+		assert.Equal(t, want, scanJSON(s).number, s)
+	}
+}
+
+// Every JSON schema a request carries is bounded in depth and size before
+// it is compiled and before any model call: text.format, function tool
+// parameters, the output tool's parameters, on foreground and background
+// requests. A schema nested 2,000 levels took ~10 s of CPU to compile
+// before (9,000: minutes and over 1 GB); now it is a 400 at once.
+func TestSchemaLimitsBeforeCompile(t *testing.T) {
+	p := script(text(`{}`, 1, 1), text(`{}`, 1, 1), text("ok", 1, 1))
+	e, _, _ := bgEngine(t, func(*testing.T) store.ResponseStore { return store.NewMemory(store.MemoryConfig{}) }, p, newMock(echoTool))
+	deep, big := deepSchema(2000), wideSchema(limits.DefaultSchemaBytes+1)
+	for _, tc := range []struct{ name, body, param string }{
+		{"text.format depth", `"text":{"format":{"type":"json_schema","name":"x","schema":` + deep + `}}`, "text.format.schema"},
+		{"text.format size", `"text":{"format":{"type":"json_schema","name":"x","schema":` + big + `}}`, "text.format.schema"},
+		{"function depth", `"tools":[{"type":"function","name":"f"},{"type":"function","name":"g","parameters":` + deepSchema(9000) + `}]`, "tools[1].parameters"},
+		{"function size", `"tools":[{"type":"function","name":"g","parameters":` + big + `}]`, "tools[0].parameters"},
+		{"output depth", `"tools":[{"type":"lambent:output","name":"report","parameters":` + deep + `}]`, "tools[0].parameters"},
+		{"output size", `"tools":[{"type":"lambent:output","name":"report","parameters":` + big + `}]`, "tools[0].parameters"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := `{"input":"hi",` + tc.body + `}`
+			_, err := run1(t, e, body)
+			wantLimit(t, err, tc.param)
+			_, err = runBackground(t, e, strings.Replace(body, "{", `{"background":true,`, 1))
+			wantLimit(t, err, tc.param)
+		})
+	}
+	require.Empty(t, p.requests(), "no refused request reached the model")
+
+	// At the limits: depth 32 (31 levels of items), and a schema of
+	// brackets inside strings, are compiled and used.
+	_, err := run1(t, e, `{"input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":`+deepSchema(limits.DefaultSchemaDepth-1)+`}}}`)
+	require.NoError(t, err)
+	_, err = run1(t, e, `{"input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":{"type":"object","description":"`+strings.Repeat("[{", 1000)+`"}}}}`)
+	require.NoError(t, err)
+	_, err = run1(t, e, `{"input":"hi","tools":[{"type":"function","name":"f","parameters":`+wideSchema(limits.DefaultSchemaBytes-100)+`}]}`)
+	require.NoError(t, err)
+	assert.Len(t, p.requests(), 3)
+}
+
+// The number of tools and the length of the model name are bounded.
+func TestToolsAndModelNameLimits(t *testing.T) {
+	p := script(text("ok", 1, 1), text("ok", 1, 1))
+	e, _ := newEngine(t, p, nil)
+	tools := func(n int) string {
+		l := make([]string, n)
+		for i := range l {
+			l[i] = fmt.Sprintf(`{"type":"function","name":"f%d"}`, i)
+		}
+		return `[` + strings.Join(l, ",") + `]`
+	}
+	_, err := run1(t, e, `{"input":"hi","tools":`+tools(limits.DefaultTools+1)+`}`)
+	wantLimit(t, err, "tools")
+	_, err = run1(t, e, `{"input":"hi","model":"`+strings.Repeat("m", limits.DefaultModelName+1)+`"}`)
+	wantLimit(t, err, "model")
+	_, err = run1(t, e, `{"input":"hi","model":"`+strings.Repeat("m", 2<<20)+`"}`)
+	wantLimit(t, err, "model")
+	require.Empty(t, p.requests())
+
+	_, err = run1(t, e, `{"input":"hi","tools":`+tools(limits.DefaultTools)+`}`)
+	require.NoError(t, err)
+	_, err = run1(t, e, `{"input":"hi","model":"`+strings.Repeat("m", limits.DefaultModelName)+`"}`)
+	require.NoError(t, err)
+	assert.Len(t, p.requests(), 2)
+}
+
+// The operator's attempts and iterations settings cap a request's loop
+// policy: asking for more is a 400 before any model call (it was 20 × 100 =
+// 2,000 model calls whatever the operator set), asking for less is
+// honoured, and a validated output makes at most attempts × iterations
+// model calls.
+func TestLoopPolicyCappedByOperator(t *testing.T) {
+	var steps []step
+	for i := range 100 {
+		steps = append(steps, calls(1, 1, call(fmt.Sprintf("l%d", i), "lookup", `{}`)), calls(1, 1, call(fmt.Sprintf("r%d", i), "report", invalidReport)))
+	}
+	p := script(steps...)
+	e, _, _ := bgEngine(t, func(*testing.T) store.ResponseStore { return store.NewMemory(store.MemoryConfig{}) }, p, newMock(echoTool, "lookup"),
+		func(c *Config) { c.MaxAttempts, c.MaxIterationsPerAttempt = 2, 2 })
+	body := func(policy string) string {
+		return `{"input":"assess","lambent":` + policy + `,"tools":[{"type":"lambent:lookup"},` + outputTool("") + `]}`
+	}
+	for _, tc := range []struct{ policy, param string }{
+		{`{"max_attempts":20,"max_iterations_per_attempt":100}`, "lambent.max_attempts"},
+		{`{"max_attempts":3}`, "lambent.max_attempts"},
+		{`{"max_iterations_per_attempt":3}`, "lambent.max_iterations_per_attempt"},
+		{`{"max_attempts":1,"max_iterations_per_attempt":100}`, "lambent.max_iterations_per_attempt"},
+	} {
+		_, err := run1(t, e, body(tc.policy))
+		wantLimit(t, err, tc.param)
+		_, err = runBackground(t, e, strings.Replace(body(tc.policy), "{", `{"background":true,`, 1))
+		wantLimit(t, err, tc.param)
+	}
+	_, err := run1(t, e, `{"input":"x","text":{"format":{"type":"json_schema","name":"x","schema":{}}},"lambent":{"max_attempts":3}}`)
+	wantLimit(t, err, "lambent.max_attempts")
+	require.Empty(t, p.requests(), "no refused request reached the model")
+
+	// Each attempt looks something up, then gives an invalid output: two
+	// attempts of two iterations.
+	for _, policy := range []string{`{}`, `{"max_attempts":2,"max_iterations_per_attempt":2}`} {
+		before := len(p.requests())
+		rec, err := run1(t, e, body(policy))
+		require.NoError(t, err)
+		r := rec.response(t)
+		assert.Equal(t, api.StatusFailed, r.Status)
+		assert.Equal(t, api.CodeValidationFailed, r.Error.Code)
+		assert.Equal(t, 2*2, len(p.requests())-before, "%s: attempts × iterations model calls", policy)
+	}
+	// Lower: one attempt of one iteration.
+	before := len(p.requests())
+	rec, err := run1(t, e, body(`{"max_attempts":1,"max_iterations_per_attempt":1}`))
+	require.NoError(t, err)
+	low := rec.response(t)
+	require.NotNil(t, low.Error, "%s %+v", low.Status, low.IncompleteDetails)
+	assert.Equal(t, api.CodeMaxIterations, low.Error.Code)
+	assert.Equal(t, 1, len(p.requests())-before)
+}
+
+// A background response queued under higher caps is refused by a worker
+// whose caps are lower, before any model call.
+func TestBackgroundWorkerAppliesItsLimits(t *testing.T) {
+	shared := store.NewMemory(store.MemoryConfig{})
+	mk := func(*testing.T) store.ResponseStore { return shared }
+	p := script(text("never", 1, 1))
+	gw, _, _ := bgEngine(t, mk, p, nil, func(c *Config) { c.MaxAttempts = 5 })
+	worker, _, _ := bgEngine(t, mk, p, nil)
+	rec, err := runBackground(t, gw, `{"input":"x","background":true,"text":{"format":{"type":"json_schema","name":"x","schema":{}}},"lambent":{"max_attempts":5}}`)
+	require.NoError(t, err)
+	id := rec.response(t).ID
+	require.NoError(t, worker.RunBackground(context.Background(), id))
+	got, err := worker.GetResponse(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, api.StatusFailed, got.Status)
+	require.NotNil(t, got.Error)
+	assert.Equal(t, limits.CodeLimitExceeded, got.Error.Code)
+	assert.Empty(t, p.requests())
+}
+
+// item_reference fan-out is bounded: previous_response_id plus the
+// distinct stored responses the references point into, counted before any
+// of them is read (80,000 references were 80,000 store reads).
+func TestReferencedResponsesBounded(t *testing.T) {
+	var steps []step
+	for range 40 {
+		steps = append(steps, text("ok", 1, 1))
+	}
+	p := script(steps...)
+	spy := &spyStore{ResponseStore: store.NewMemory(store.MemoryConfig{})}
+	e, _ := newEngine(t, p, nil, func(c *Config) { c.Store = spy })
+	const limit = limits.DefaultReferencedResponses
+	var resps, items []string // one output message of each stored response
+	for i := range limit + 1 {
+		rec, err := run1(t, e, fmt.Sprintf(`{"input":"turn %d"}`, i))
+		require.NoError(t, err)
+		r := rec.response(t)
+		resps, items = append(resps, r.ID), append(items, r.Output[0].ID)
+	}
+	refs := func(ids ...string) string {
+		l := make([]string, len(ids))
+		for i, id := range ids {
+			l[i] = `{"type":"item_reference","id":"` + id + `"}`
+		}
+		return `[` + strings.Join(l, ",") + `]`
+	}
+	reads := func() int64 { return spy.calls.Load() }
+	models := len(p.requests())
+
+	r0 := reads()
+	_, err := run1(t, e, `{"input":`+refs(items...)+`}`)
+	wantLimit(t, err, fmt.Sprintf("input[%d].id", limit))
+	assert.Equal(t, r0, reads(), "nothing read")
+
+	// The previous response counts: it is read, the others are not.
+	r0 = reads()
+	_, err = run1(t, e, `{"previous_response_id":"`+resps[0]+`","input":`+refs(items[1:]...)+`}`)
+	wantLimit(t, err, fmt.Sprintf("input[%d].id", limit-1))
+	assert.Equal(t, r0+1, reads(), "only previous_response_id read")
+
+	// 80,000 references into distinct (unknown) responses.
+	many := make([]string, 80_000)
+	for i := range many {
+		many[i] = api.NewItemID(api.PrefixMessage, api.NewID(api.PrefixResponse))
+	}
+	r0 = reads()
+	_, err = run1(t, e, `{"input":`+refs(many...)+`}`)
+	wantLimit(t, err, fmt.Sprintf("input[%d].id", limit))
+	assert.Equal(t, r0, reads(), "nothing read")
+	assert.Equal(t, models, len(p.requests()), "no refused request reached the model")
+
+	// At the limit: read once each; references into the previous chain
+	// need no read and do not count.
+	r0 = reads()
+	_, err = run1(t, e, `{"input":`+refs(items[:limit]...)+`}`)
+	require.NoError(t, err)
+	assert.Equal(t, r0+limit, reads())
+	r0 = reads()
+	_, err = run1(t, e, `{"previous_response_id":"`+resps[1]+`","input":`+refs(append([]string{items[1]}, items[2:limit+1]...)...)+`}`)
+	require.NoError(t, err)
+	assert.Equal(t, r0+limit, reads())
+}
+
+// The input images a model call carries (the conversation continued, this
+// input, references resolved) are bounded before the model is called: the
+// Bedrock provider fetches or decodes each on every call.
+func TestImagesBounded(t *testing.T) {
+	var steps []step
+	for range 10 {
+		steps = append(steps, text("ok", 1, 1))
+	}
+	p := script(steps...)
+	shared := store.NewMemory(store.MemoryConfig{})
+	e, _ := newEngine(t, p, nil, func(c *Config) { c.Store = shared })
+	roomy, _ := newEngine(t, p, nil, func(c *Config) { c.Store = shared; c.Limits.Images = 100 })
+	const limit = limits.DefaultImages
+	img := `{"type":"input_image","image_url":"https://images.invalid/cat.png"}`
+	messages := func(n int) string {
+		l := make([]string, n)
+		for i := range l {
+			l[i] = `{"type":"message","role":"user","content":[` + img + `]}`
+		}
+		return strings.Join(l, ",")
+	}
+	_, err := run1(t, e, `{"input":[`+messages(limit+1)+`]}`)
+	wantLimit(t, err, fmt.Sprintf("input[%d]", limit))
+	_, err = run1(t, e, `{"input":[{"type":"message","role":"user","content":[`+strings.TrimSuffix(strings.Repeat(img+",", 100), ",")+`]}]}`)
+	wantLimit(t, err, "input[0]")
+	require.Empty(t, p.requests())
+
+	rec, err := run1(t, e, `{"input":[`+messages(limit)+`]}`)
+	require.NoError(t, err, "at the limit")
+	full := rec.response(t).ID
+	_, err = run1(t, e, `{"previous_response_id":"`+full+`","input":[{"type":"message","role":"user","content":"and?"},`+messages(1)+`]}`)
+	wantLimit(t, err, "input[1]")
+	rec, err = run1(t, roomy, `{"input":[`+messages(limit+5)+`]}`)
+	require.NoError(t, err)
+	over := rec.response(t).ID
+	_, err = run1(t, e, `{"previous_response_id":"`+over+`","input":"and?"}`)
+	wantLimit(t, err, "previous_response_id")
+
+	// A reference to a stored message with an image counts.
+	stored, err := shared.Get(context.Background(), full)
+	require.NoError(t, err)
+	_, err = run1(t, e, `{"input":[`+messages(limit)+`,{"type":"item_reference","id":"`+stored.Input[0].ID+`"}]}`)
+	wantLimit(t, err, fmt.Sprintf("input[%d]", limit))
+	assert.Len(t, p.requests(), 2)
+}
+
+// jsonSchemaBody is a create body asking for text.format json_schema
+// schema.
+func jsonSchemaBody(schema string) string {
+	return `{"input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":` + schema + `}}}`
+}
+
+// The validator reads every number as an exact rational: a schema number
+// with an exponent past a million panicked it (a 500), and 1e-999999 took
+// ~20 ms each; numbers past ±400 (digits or exponent) are a 400
+// invalid_schema, before compiling.
+func TestSchemaNumbersBounded(t *testing.T) {
+	p := script(text(`{"n":1}`, 1, 1))
+	e, _ := newEngine(t, p, newMock(echoTool))
+	for _, schema := range []string{
+		`{"multipleOf":1e-100000000}`, `{"minLength":1e100000000}`, `{"maximum":1e401}`, `{"minimum":-0.` + strings.Repeat("0", 400) + `1}`,
+		`{"anyOf":[` + strings.TrimSuffix(strings.Repeat(`{"multipleOf":1e-999999},`, 200), ",") + `]}`,
+	} {
+		_, err := run1(t, e, jsonSchemaBody(schema))
+		var ae *api.Error
+		require.ErrorAs(t, err, &ae, "%.60s", schema)
+		assert.Equal(t, http.StatusBadRequest, ae.Status)
+		assert.Equal(t, "text.format.schema", ae.Param)
+		assert.Equal(t, "invalid_schema", ae.Code)
+	}
+	_, err := run1(t, e, `{"input":"hi","tools":[{"type":"lambent:output","name":"report","parameters":{"type":"object","properties":{"n":{"exclusiveMinimum":-1e999999999}}}}]}`)
+	var ae *api.Error
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, "tools[0].parameters", ae.Param)
+	require.Empty(t, p.requests())
+	_, err = run1(t, e, jsonSchemaBody(`{"type":"object","properties":{"n":{"maximum":1.7976931348623157e308,"multipleOf":1e-300}}}`))
+	require.NoError(t, err, "float64's range is fine")
+}
+
+// An output whose numbers the validator cannot read (an exponent past a
+// million panicked it) fails its attempt with an error the model can act
+// on; the next attempt is validated as usual.
+func TestOutputNumbersBounded(t *testing.T) {
+	p := script(text(`{"n":1e100000000}`, 1, 1), text(`{"n":-1e-100000000}`, 1, 1), text(`{"n":1}`, 1, 1))
+	e, _ := newEngine(t, p, nil)
+	rec, err := run1(t, e, `{"input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":{"type":"object","properties":{"n":{"minimum":0}}}}}}`)
+	require.NoError(t, err)
+	r := rec.response(t)
+	assert.Equal(t, api.StatusCompleted, r.Status)
+	info := rec.lambent(t)
+	require.Len(t, info.Attempts, 3)
+	for _, a := range info.Attempts[:2] {
+		assert.Equal(t, api.CodeValidationFailed, a.Code)
+		require.Len(t, a.Errors, 1)
+		assert.Contains(t, a.Errors[0], "exponent beyond ±400")
+	}
+	assert.True(t, info.Attempts[2].Valid)
+}
+
+// The regular expressions of a validated schema are bounded in summed size
+// (repetitions expanded), each distinct one compiled once: 128 KiB of
+// "[a-z]{1,1000}" patterns cost seconds of CPU and over 3 GB to compile.
+func TestSchemaPatternsBounded(t *testing.T) {
+	p := script(text(`{}`, 1, 1), text(`{}`, 1, 1))
+	e, _ := newEngine(t, p, newMock(echoTool))
+	props := func(n int, pattern func(i int) string) string {
+		l := make([]string, n)
+		for i := range l {
+			l[i] = fmt.Sprintf(`"p%d":{"type":"string","pattern":%q}`, i, pattern(i))
+		}
+		return `{"type":"object","properties":{` + strings.Join(l, ",") + `}}`
+	}
+	distinct := props(60, func(i int) string { return fmt.Sprintf("^[a-z]{1,1000}x%d$", i) })
+	_, err := run1(t, e, jsonSchemaBody(distinct))
+	wantLimit(t, err, "text.format.schema")
+	_, err = run1(t, e, `{"input":"hi","tools":[{"type":"lambent:output","name":"report","parameters":`+distinct+`}]}`)
+	wantLimit(t, err, "tools[0].parameters")
+	keys := make([]string, 60)
+	for i := range keys {
+		keys[i] = fmt.Sprintf(`"^[a-z]{1,1000}k%d$":{}`, i)
+	}
+	_, err = run1(t, e, jsonSchemaBody(`{"type":"object","patternProperties":{`+strings.Join(keys, ",")+`}}`))
+	wantLimit(t, err, "text.format.schema")
+	require.Empty(t, p.requests())
+
+	// Ordinary patterns, and one repeated on 2,000 properties, are fine.
+	_, err = run1(t, e, jsonSchemaBody(props(50, func(int) string { return `^[A-Z]{2}[0-9]{6}$` })))
+	require.NoError(t, err)
+	_, err = run1(t, e, jsonSchemaBody(props(2000, func(int) string { return `^.{1,1000}$` })))
+	require.NoError(t, err)
+	assert.Len(t, p.requests(), 2)
+}
+
+// A failed validation reports at most 20 errors of at most 500 bytes: an
+// enum's error quotes every value, once per value of the output that fails
+// it (5,000 failing values against 22,000 strings took 1.8 GB).
+func TestSchemaErrorsBounded(t *testing.T) {
+	values := make([]string, 500)
+	for i := range values {
+		values[i] = fmt.Sprintf(`"value-%d"`, i)
+	}
+	bad := `[` + strings.TrimSuffix(strings.Repeat(`"nope",`, 300), ",") + `]`
+	p := script(text(bad, 1, 1), text(`["value-1"]`, 1, 1))
+	e, _ := newEngine(t, p, nil)
+	rec, err := run1(t, e, jsonSchemaBody(`{"type":"array","items":{"enum":[`+strings.Join(values, ",")+`]}}`))
+	require.NoError(t, err)
+	info := rec.lambent(t)
+	require.Len(t, info.Attempts, 2)
+	errs := info.Attempts[0].Errors
+	require.Len(t, errs, 21)
+	for _, m := range errs {
+		assert.LessOrEqual(t, len(m), 520)
+	}
+	assert.Equal(t, "(and 280 more errors)", errs[20])
+	assert.Less(t, len(p.requests()[1].Items[len(p.requests()[1].Items)-1].Text()), 20_000, "the feedback the model gets is bounded")
+	assert.True(t, info.Attempts[1].Valid)
+}
 
 // startHostile starts the hostile MCP server h for the test.
 func startHostile(t *testing.T, h mcptest.Hostile) *mcptest.Server {

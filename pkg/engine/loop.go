@@ -159,11 +159,13 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 			return outcome{status: api.StatusCancelled}
 		}
 		turn := r.turns
-		if turn >= e.turnLimit(r) {
-			return outcome{status: api.StatusIncomplete, reason: api.ReasonMaxTurns}
-		}
+		// An attempt out of iterations is the precise reason when the last
+		// attempt's iterations also reach the turn limit.
 		if out, stop := r.att.exhausted(r); stop {
 			return out
+		}
+		if turn >= e.turnLimit(r) {
+			return outcome{status: api.StatusIncomplete, reason: api.ReasonMaxTurns}
 		}
 		if !r.budget.fits(r.budget.maxModel) {
 			return outcome{status: api.StatusIncomplete, reason: api.ReasonDeadline}
@@ -220,7 +222,8 @@ func (r *run) addUsage(u api.Usage) {
 }
 
 // turnLimit bounds a response's model calls: LAMBENT_MAX_TURNS, or with
-// validated output the loop policy (every attempt's iterations).
+// validated output the loop policy (every attempt's iterations), at most
+// LAMBENT_MAX_ATTEMPTS × LAMBENT_MAX_ITERATIONS_PER_ATTEMPT (checkRequest).
 func (e *Engine) turnLimit(r *run) int {
 	if r.att != nil {
 		return r.att.maxAttempts * r.att.maxIterations

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/limits"
 	"github.com/lambent/lambent/pkg/provider"
 )
 
@@ -46,13 +47,13 @@ func BenchmarkValidateOutput(b *testing.B) {
 	b.Run("compile_per_request", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			if _, err := compileSchema(json.RawMessage(benchSchema)); err != nil {
+			if _, err := compileSchema(json.RawMessage(benchSchema), limits.DefaultSchemaPatterns); err != nil {
 				b.Fatal(err)
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "µs/request")
 	})
-	s, err := compileSchema(json.RawMessage(benchSchema))
+	s, err := compileSchema(json.RawMessage(benchSchema), limits.DefaultSchemaPatterns)
 	if err != nil {
 		b.Fatal(err)
 	}

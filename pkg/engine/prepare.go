@@ -66,6 +66,9 @@ func (e *Engine) mcpItems() bool {
 // id is the response's id, empty for a new one. Every error is an
 // *api.Error: a client error, or a server error when the store fails.
 func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id string) (*run, error) {
+	if err := e.checkRequest(req); err != nil {
+		return nil, err
+	}
 	model := req.Model
 	if model == "" {
 		model = e.cfg.DefaultModel
@@ -89,6 +92,9 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id
 		r.history = rec.Conversation()
 	}
 	if err := e.resolveInput(ctx, r); err != nil {
+		return nil, err
+	}
+	if err := e.checkImages(r); err != nil {
 		return nil, err
 	}
 	if err := e.openSummaries(ctx, r); err != nil {
@@ -168,55 +174,77 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 }
 
 // maxReferenceReads bounds the concurrent store reads of one request's
-// item references.
-const maxReferenceReads = 8
+// item references: the most stored records (up to the store's record size
+// each) being read at once.
+const maxReferenceReads = 4
 
 // fetchReferenced reads the stored responses that req's item references
 // name (api.ResponseIDOf) and byID (the previous chain) does not already
-// resolve, one Get per response and concurrently, and adds their items
-// (input, output and context) to byID without replacing any. A response
-// that is not found (absent, expired, deleted, another tenant's: the store
-// is tenant-scoped) adds nothing; ids of other forms name no response, and
-// the previous response, read already, is not read again.
+// resolve, one Get per response and concurrently, and adds the items of
+// theirs the request names (references, and mcp_call items sent back
+// without their output; from input, output and context, in that order) to
+// byID without replacing any: a record is dropped as soon as they are
+// copied. A response that is not found (absent, expired, deleted, another
+// tenant's: the store is tenant-scoped) adds nothing; ids of other forms
+// name no response, and the previous response, read already, is not read
+// again. Their number is checked (checkReferenced) before any is read.
 func (e *Engine) fetchReferenced(ctx context.Context, req *api.CreateResponseRequest, byID map[string]*api.Item) error {
 	if e.cfg.Store == nil {
 		return nil
 	}
-	var ids []string
+	var refs []referencedResponse
 	seen := map[string]bool{req.PreviousResponseID: true}
-	for _, it := range req.Input {
-		if it.Type != api.ItemReference || byID[it.ID] != nil {
-			continue
-		}
-		if id, ok := api.ResponseIDOf(it.ID); ok && !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
+	wanted := map[string]bool{}
+	for i := range req.Input {
+		it := &req.Input[i]
+		switch {
+		case it.ID == "" || byID[it.ID] != nil:
+		case it.Type == api.ItemReference:
+			wanted[it.ID] = true
+			if id, ok := api.ResponseIDOf(it.ID); ok && !seen[id] {
+				seen[id] = true
+				refs = append(refs, referencedResponse{id: id, item: i})
+			}
+		case it.Type == api.ItemMCPCall && !it.Executed():
+			wanted[it.ID] = true
 		}
 	}
-	recs := make([]*store.Record, len(ids))
-	errs := make([]error, len(ids))
+	if err := e.checkReferenced(req, refs); err != nil {
+		return err
+	}
+	found := make([][]api.Item, len(refs))
+	errs := make([]error, len(refs))
 	sem := make(chan struct{}, maxReferenceReads)
 	var wg sync.WaitGroup
-	for i, id := range ids {
+	for i, ref := range refs {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			recs[i], errs[i] = e.cfg.Store.Get(ctx, id)
+			rec, err := e.cfg.Store.Get(ctx, ref.id)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			for _, items := range [][]api.Item{rec.Input, rec.Response.Output, rec.Context} {
+				for j := range items {
+					if wanted[items[j].ID] {
+						found[i] = append(found[i], items[j])
+					}
+				}
+			}
 		})
 	}
 	wg.Wait()
-	for i, rec := range recs {
+	for i, items := range found {
 		if errors.Is(errs[i], store.ErrNotFound) {
 			continue
 		}
 		if errs[i] != nil {
-			return e.storeErr(errs[i], ids[i], "input")
+			return e.storeErr(errs[i], refs[i].id, "input")
 		}
-		for _, items := range [][]api.Item{rec.Input, rec.Response.Output, rec.Context} {
-			for j := range items {
-				if _, ok := byID[items[j].ID]; !ok && items[j].ID != "" {
-					byID[items[j].ID] = &items[j]
-				}
+		for j := range items {
+			if _, ok := byID[items[j].ID]; !ok {
+				byID[items[j].ID] = &items[j]
 			}
 		}
 	}
@@ -312,7 +340,7 @@ func (r *run) resolveTools(e *Engine) error {
 		}
 		r.addTool(rt)
 	}
-	if err := r.resolveOutput(hosted); err != nil {
+	if err := r.resolveOutput(hosted, e.cfg.Limits.SchemaPatterns); err != nil {
 		return err
 	}
 	names := r.req.AllowedTools

@@ -20,7 +20,9 @@ import (
 
 	"github.com/lambent/lambent/internal/testing/fakellm"
 	"github.com/lambent/lambent/internal/testing/mcptest"
+	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/httpapi"
+	"github.com/lambent/lambent/pkg/limits"
 )
 
 // errorLog is a slog handler that keeps the records at Error level and above.
@@ -214,6 +216,13 @@ func hostileRequests(existing string) []hostileRequest {
 	create(`{"input":"hi","tools":[{"type":"function","name":"` + strings.Repeat("f", 5000) + `","parameters":{"type":"object"}}]}`)
 	create(`{"input":"hi","tools":[{"type":"mcp","server_label":"x","server_url":"http://127.0.0.1:1"}]}`)
 	create(`{"input":"hi","metadata":{` + strings.TrimSuffix(strings.Repeat(`"k":"v",`, 100), ",") + `}}`)
+	// JSON schemas the validator cannot read (it panicked on exponents past
+	// a million) or that cost too much to compile.
+	for _, schema := range []string{`{"multipleOf":1e-100000000}`, `{"minLength":1e100000000}`, `{"maximum":1e401}`,
+		`{"pattern":"(a{1,1000}){1,1000}"}`, `{"pattern":"[a-z]{1,1000}[a-z]{1,1000}[a-z]{1,1000}[a-z]{1,1000}"}`} {
+		create(`{"input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":` + schema + `}}}`)
+		create(`{"input":"hi","tools":[{"type":"lambent:output","name":"o","parameters":` + schema + `}]}`)
+	}
 
 	// Content types, methods, paths.
 	for _, ct := range []string{
@@ -289,6 +298,59 @@ func TestHostileInputs(t *testing.T) {
 			assert.Empty(t, fivexx, "no hostile request gets a 5xx")
 		})
 	}
+}
+
+// limitRequests are create bodies over a default limit (or the attempts
+// cap of limitGateway), each with the param its 400 names.
+func limitRequests() []struct{ name, body, param string } {
+	deep := func(n int) string { return strings.Repeat(`{"items":`, n) + `{}` + strings.Repeat(`}`, n) }
+	many := func(n int, f func(i int) string) string {
+		l := make([]string, n)
+		for i := range l {
+			l[i] = f(i)
+		}
+		return strings.Join(l, ",")
+	}
+	return []struct{ name, body, param string }{
+		{"text.format schema 2,000 deep", `{"input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":` + deep(2000) + `}}}`, "text.format.schema"},
+		{"function parameters 9,000 deep", `{"input":"hi","tools":[{"type":"function","name":"f","parameters":` + deep(9000) + `}]}`, "tools[0].parameters"},
+		{"output parameters 2,000 deep", `{"input":"hi","tools":[{"type":"lambent:output","name":"report","parameters":` + deep(2000) + `}]}`, "tools[0].parameters"},
+		{"schema of 200 KB", `{"input":"hi","tools":[{"type":"function","name":"f","parameters":{"description":"` + strings.Repeat("d", 200<<10) + `"}}]}`, "tools[0].parameters"},
+		{"patterns of 60 × 1,000", `{"input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":{"type":"object","properties":{` +
+			many(60, func(i int) string { return fmt.Sprintf(`"p%d":{"pattern":"^[a-z]{1,1000}x%d$"}`, i, i) }) + `}}}}}`, "text.format.schema"},
+		{"129 tools", `{"input":"hi","tools":[` + many(129, func(i int) string { return fmt.Sprintf(`{"type":"function","name":"f%d"}`, i) }) + `]}`, "tools"},
+		{"model name of 2 MB", `{"input":"hi","model":"` + strings.Repeat("m", 2<<20) + `"}`, "model"},
+		{"20 attempts of 100 iterations", `{"input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":{}}},"lambent":{"max_attempts":20,"max_iterations_per_attempt":100}}`, "lambent.max_attempts"},
+		{"100 iterations", `{"input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":{}}},"lambent":{"max_iterations_per_attempt":100}}`, "lambent.max_iterations_per_attempt"},
+		{"100 images", `{"input":[{"type":"message","role":"user","content":[` + many(100, func(int) string { return `{"type":"input_image","image_url":"https://images.invalid/a.png"}` }) + `]}]}`, "input[0]"},
+		{"80,000 item references", `{"input":[` + many(80_000, func(int) string {
+			return `{"type":"item_reference","id":"` + api.NewItemID(api.PrefixMessage, api.NewID(api.PrefixResponse)) + `"}`
+		}) + `]}`, "input[16].id"},
+	}
+}
+
+// Every per-request limit and the loop caps over HTTP (plain, streaming
+// and background creates) and over WebSocket: a 400 limit_exceeded naming
+// the param, before any model call.
+func TestLimitsOverHTTP(t *testing.T) {
+	env := map[string]string{"LAMBENT_MAX_ATTEMPTS": "2", "LAMBENT_MAX_ITERATIONS_PER_ATTEMPT": "5"}
+	g := newGateway(t, fakellm.New(), env)
+	env["LAMBENT_API_KEYS"] = "acme=" + wsKeyA
+	wsg := newGateway(t, fakellm.New(), env)
+	ws := dialWS(t, wsg.srv, wsKeyA)
+	for _, tc := range limitRequests() {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, mode := range []string{"", `"stream":true,`, `"background":true,`} {
+				status, _, body := g.postJSON(strings.Replace(tc.body, "{", "{"+mode, 1))
+				wantError(t, status, body, http.StatusBadRequest, tc.param, limits.CodeLimitExceeded)
+			}
+			e := ws.createErr(`{"type":"response.create",`+strings.TrimPrefix(tc.body, "{"), http.StatusBadRequest, limits.CodeLimitExceeded)
+			require.NotNil(t, e.Error.Param)
+			assert.Equal(t, tc.param, *e.Error.Param)
+		})
+	}
+	assert.Zero(t, g.fake.Calls(), "no model call")
+	assert.Zero(t, wsg.fake.Calls(), "no model call")
 }
 
 // Hostile MCP use through the real HTTP stack, with the limits set by

@@ -22,13 +22,20 @@ import (
 // default (see [Default]); [Limits.WithDefaults] fills them.
 type Limits struct {
 	// SchemaDepth bounds the nesting depth of every JSON schema a request
-	// carries (text.format json_schema, function tool parameters,
-	// lambent:output parameters): objects and arrays inside each other
+	// carries (text.format json_schema, every tool's parameters: function
+	// tools, lambent:output): objects and arrays inside each other
 	// (LAMBENT_LIMIT_SCHEMA_DEPTH, default 32).
 	SchemaDepth int
 	// SchemaBytes bounds the size of each such schema as JSON
 	// (LAMBENT_LIMIT_SCHEMA_BYTES, default 128 KiB).
 	SchemaBytes int
+	// SchemaPatterns bounds the regular expressions (pattern,
+	// patternProperties) of each schema the gateway validates with
+	// (text.format json_schema, lambent:output parameters): their summed
+	// size with repetitions expanded, "[a-z]{1,1000}" counting 1,000, each
+	// distinct expression once (LAMBENT_LIMIT_SCHEMA_PATTERNS, default
+	// 50,000).
+	SchemaPatterns int
 	// Tools bounds the tools one request declares, of every type
 	// (LAMBENT_LIMIT_TOOLS, default 128, OpenAI's own limit).
 	Tools int
@@ -42,13 +49,17 @@ type Limits struct {
 	// MCPReplyBytes bounds one reply of an MCP server (a listing or a tool
 	// call's result; LAMBENT_LIMIT_MCP_REPLY_BYTES, default 1 MiB).
 	MCPReplyBytes int64
-	// Images bounds the input images of one request that the gateway
-	// fetches or decodes (LAMBENT_LIMIT_IMAGES, default 20, Bedrock's
-	// limit per Converse request).
+	// Images bounds the input images one model call carries: the
+	// request's input (references resolved) and the conversation it
+	// continues, with every provider; the Bedrock provider fetches or
+	// decodes each on every call (LAMBENT_LIMIT_IMAGES, default 20,
+	// Bedrock's limit per Converse request).
 	Images int
 	// ReferencedResponses bounds the stored responses one request reads:
-	// previous_response_id plus the distinct responses its item_reference
-	// items point into (LAMBENT_LIMIT_REFERENCED_RESPONSES, default 16).
+	// previous_response_id plus the distinct other responses its
+	// item_reference items point into, counted before any is read
+	// (references into the conversation it continues need no read and do
+	// not count; LAMBENT_LIMIT_REFERENCED_RESPONSES, default 16).
 	ReferencedResponses int
 	// ModelName bounds the length of a request's model name
 	// (LAMBENT_LIMIT_MODEL_NAME, default 256 bytes).
@@ -63,6 +74,7 @@ type Limits struct {
 const (
 	DefaultSchemaDepth         = 32
 	DefaultSchemaBytes         = 128 << 10
+	DefaultSchemaPatterns      = 50_000
 	DefaultTools               = 128
 	DefaultMCPServers          = 8
 	DefaultMCPToolsPerServer   = 256
@@ -86,6 +98,7 @@ func (l Limits) WithDefaults() Limits {
 	}
 	def(&l.SchemaDepth, DefaultSchemaDepth)
 	def(&l.SchemaBytes, DefaultSchemaBytes)
+	def(&l.SchemaPatterns, DefaultSchemaPatterns)
 	def(&l.Tools, DefaultTools)
 	def(&l.MCPServers, DefaultMCPServers)
 	def(&l.MCPToolsPerServer, DefaultMCPToolsPerServer)
@@ -114,6 +127,7 @@ func Settings() []Setting {
 	return []Setting{
 		{"LAMBENT_LIMIT_SCHEMA_DEPTH", func(l *Limits) *int { return &l.SchemaDepth }},
 		{"LAMBENT_LIMIT_SCHEMA_BYTES", func(l *Limits) *int { return &l.SchemaBytes }},
+		{"LAMBENT_LIMIT_SCHEMA_PATTERNS", func(l *Limits) *int { return &l.SchemaPatterns }},
 		{"LAMBENT_LIMIT_TOOLS", func(l *Limits) *int { return &l.Tools }},
 		{"LAMBENT_LIMIT_MCP_SERVERS", func(l *Limits) *int { return &l.MCPServers }},
 		{"LAMBENT_LIMIT_MCP_TOOLS_PER_SERVER", func(l *Limits) *int { return &l.MCPToolsPerServer }},
@@ -139,6 +153,6 @@ func Exceeded(param, what string, got, limit int) *api.Error {
 
 // String lists the limits, for logs.
 func (l Limits) String() string {
-	return fmt.Sprintf("schema_depth=%d schema_bytes=%d tools=%d mcp_servers=%d mcp_tools_per_server=%d mcp_reply_bytes=%d images=%d referenced_responses=%d model_name=%d tenant_in_flight=%d",
-		l.SchemaDepth, l.SchemaBytes, l.Tools, l.MCPServers, l.MCPToolsPerServer, l.MCPReplyBytes, l.Images, l.ReferencedResponses, l.ModelName, l.TenantInFlight)
+	return fmt.Sprintf("schema_depth=%d schema_bytes=%d schema_patterns=%d tools=%d mcp_servers=%d mcp_tools_per_server=%d mcp_reply_bytes=%d images=%d referenced_responses=%d model_name=%d tenant_in_flight=%d",
+		l.SchemaDepth, l.SchemaBytes, l.SchemaPatterns, l.Tools, l.MCPServers, l.MCPToolsPerServer, l.MCPReplyBytes, l.Images, l.ReferencedResponses, l.ModelName, l.TenantInFlight)
 }

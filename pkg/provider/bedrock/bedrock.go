@@ -25,7 +25,12 @@
 //     dropped from its answer. parallel_tool_calls has no Converse form.
 //   - Images: base64 data URLs, and http(s) URLs fetched through
 //     the SSRF guard (package egress), up to Config.MaxImageBytes; png, jpeg, gif,
-//     webp. input_file and file_id images are refused with a 400.
+//     webp. input_file and file_id images are refused with a 400. Every
+//     call fetches or decodes the conversation's images again, one after
+//     another, and holds them until it is sent: the engine bounds their
+//     number (LAMBENT_LIMIT_IMAGES), so one call holds at most that many
+//     times MaxImageBytes of images (20 × 3.75 MB by default; the SDK's
+//     base64 request body costs several times that while it is built).
 //   - max_output_tokens, temperature, top_p → inferenceConfig;
 //     text.format json_schema → outputConfig; service_tier priority,
 //     default, flex → serviceTier. presence/frequency penalties and

@@ -1,6 +1,7 @@
 package bedrock
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"io"
@@ -131,7 +132,7 @@ func (p *Provider) fetchImage(ctx context.Context, raw string) ([]byte, string, 
 	if resp.ContentLength > p.maxImage {
 		return nil, "", imageError("the image at %s is larger than %d bytes", describeURL(raw), p.maxImage)
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, p.maxImage+1))
+	data, err := readAtMost(resp.Body, resp.ContentLength, p.maxImage)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, "", provider.ContextError(ctx)
@@ -143,6 +144,19 @@ func (p *Provider) fetchImage(ctx context.Context, raw string) ([]byte, string, 
 	}
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	return data, mediaType, nil
+}
+
+// readAtMost reads r up to limit+1 bytes. An announced size (the
+// Content-Length) within limit sizes the buffer at once, where growing it
+// allocates about twice the image.
+func readAtMost(r io.Reader, size, limit int64) ([]byte, error) {
+	lr := io.LimitReader(r, limit+1)
+	if size <= 0 || size > limit {
+		return io.ReadAll(lr)
+	}
+	b := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+	_, err := b.ReadFrom(lr)
+	return b.Bytes(), err
 }
 
 // imageFormat maps a media type to Bedrock's image format.
