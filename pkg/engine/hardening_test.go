@@ -327,6 +327,37 @@ func TestScanJSON(t *testing.T) {
 	} {
 		assert.Equal(t, want, scanJSON(s).number, s)
 	}
+	for s, want := range map[string]int{
+		`{"enum":[]}`: 0, `{"enum": [ ] }`: 0, `{"enum":[1,2,3]}`: 3, `{"enum" : [ "a,b" , [1,2], {"x":[3,4]} ]}`: 3,
+		`{"properties":{"enum":{"type":"string"},"b":{"enum":["x","y"]}}}`: 2, `{"enum":[{"enum":[1,2]}]}`: 1,
+		`{"a":{"enum":[1]},"b":{"items":{"enum":[1,2]}}}`: 3, `{"description":"enum","x":[1,2]}`: 0, `["enum",[1,2]]`: 0,
+	} {
+		assert.Equal(t, want, scanJSON(s).enum, s)
+	}
+}
+
+// A schema's enum values are bounded (all enum keywords together): an
+// output validated against 22,000 numeric enum values cost ~90 s of CPU
+// per check (each output number compared with each value as an exact
+// fraction).
+func TestSchemaEnumValuesBounded(t *testing.T) {
+	p := script(text(`1`, 1, 1))
+	e, _ := newEngine(t, p, nil)
+	enum := func(n int) string {
+		v := make([]string, n)
+		for i := range v {
+			v[i] = strconv.Itoa(i)
+		}
+		return `{"type":"object","properties":{"a":{"enum":[` + strings.Join(v[:n/2], ",") + `]},"b":{"items":{"enum":[` + strings.Join(v[n/2:], ",") + `]}}}}`
+	}
+	_, err := run1(t, e, `{"input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":`+enum(limits.DefaultSchemaEnumValues+1)+`}}}`)
+	wantLimit(t, err, "text.format.schema")
+	_, err = run1(t, e, `{"input":"hi","tools":[{"type":"function","name":"f","parameters":`+enum(22000)+`}]}`)
+	wantLimit(t, err, "tools[0].parameters")
+	require.Empty(t, p.requests(), "no refused request reached the model")
+	_, err = run1(t, e, `{"input":"hi","tools":[{"type":"function","name":"f","parameters":`+enum(limits.DefaultSchemaEnumValues)+`}]}`)
+	require.NoError(t, err)
+	assert.Len(t, p.requests(), 1)
 }
 
 // Every JSON schema a request carries is bounded in depth and size before

@@ -73,6 +73,9 @@ func checkSchema(l *limits.Limits, schema []byte, param func() string) error {
 	if shape.depth > l.SchemaDepth {
 		return limits.Exceeded(param(), "the schema's nesting depth (objects and arrays inside each other)", shape.depth, l.SchemaDepth)
 	}
+	if shape.enum > l.SchemaEnumValues {
+		return limits.Exceeded(param(), "the schema's enum values (all enum keywords together)", shape.enum, l.SchemaEnumValues)
+	}
 	if shape.number > maxNumberSize {
 		return api.InvalidRequestCode(param(), "invalid_schema", "A number in the schema has more than %d digits or an exponent beyond ±%d, which this gateway does not support.", maxNumberSize, maxNumberSize)
 	}
@@ -94,6 +97,9 @@ type jsonShape struct {
 	// magnitude of its exponent when that is larger (counted up to
 	// maxNumberSize+1).
 	number int
+	// enum is the number of values in the arrays of "enum" keys (the values
+	// of enums inside an enum's values are data, not counted).
+	enum int
 }
 
 // scanJSON measures the JSON text b in one pass, without recursion or
@@ -102,18 +108,43 @@ type jsonShape struct {
 func scanJSON[T string | []byte](b T) jsonShape {
 	var s jsonShape
 	depth := 0
+	// enumKey: the last token was the string "enum"; enumColon: then a
+	// colon; inEnum: the depth of the enum array being counted (0: none).
+	enumKey, enumColon, inEnum := false, false, 0
 	for i := 0; i < len(b); i++ {
-		switch c := b[i]; {
+		c := b[i]
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+			continue
+		}
+		key, colon := false, false
+		switch {
 		case c == '"':
+			start := i + 1
 			for i++; i < len(b) && b[i] != '"'; i++ {
 				if b[i] == '\\' {
 					i++
 				}
 			}
+			key = i-start == 4 && string(b[start:min(i, len(b))]) == "enum"
+		case c == ':':
+			colon = enumKey
+		case c == ',':
+			if inEnum != 0 && depth == inEnum {
+				s.enum++
+			}
 		case c == '{' || c == '[':
 			depth++
 			s.depth = max(s.depth, depth)
+			if c == '[' && enumColon && inEnum == 0 {
+				inEnum = depth
+				if j := skipSpace(b, i+1); j < len(b) && b[j] != ']' {
+					s.enum++ // the first value
+				}
+			}
 		case c == '}' || c == ']':
+			if depth == inEnum {
+				inEnum = 0
+			}
 			depth--
 		case c == '-' || c >= '0' && c <= '9':
 			digits, exp := 0, 0
@@ -132,8 +163,18 @@ func scanJSON[T string | []byte](b T) jsonShape {
 			s.number = max(s.number, min(max(digits, exp), maxNumberSize+1))
 			i-- // the byte after the number
 		}
+		enumKey, enumColon = key, colon
 	}
 	return s
+}
+
+// skipSpace returns the index of the first byte of b from i that is not
+// JSON white space.
+func skipSpace[T string | []byte](b T, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 // referencedResponse is a stored response an item reference points into:

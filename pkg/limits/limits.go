@@ -36,6 +36,11 @@ type Limits struct {
 	// distinct expression once (LAMBENT_LIMIT_SCHEMA_PATTERNS, default
 	// 50,000).
 	SchemaPatterns int
+	// SchemaEnumValues bounds the enum values of each such schema, all
+	// enum keywords together (LAMBENT_LIMIT_SCHEMA_ENUM_VALUES, default
+	// 1,000, OpenAI's structured outputs limit): validating an output costs
+	// about enum values × the output's values.
+	SchemaEnumValues int
 	// Tools bounds the tools one request declares, of every type
 	// (LAMBENT_LIMIT_TOOLS, default 128, OpenAI's own limit).
 	Tools int
@@ -75,6 +80,7 @@ const (
 	DefaultSchemaDepth         = 32
 	DefaultSchemaBytes         = 128 << 10
 	DefaultSchemaPatterns      = 50_000
+	DefaultSchemaEnumValues    = 1000
 	DefaultTools               = 128
 	DefaultMCPServers          = 8
 	DefaultMCPToolsPerServer   = 256
@@ -99,6 +105,7 @@ func (l Limits) WithDefaults() Limits {
 	def(&l.SchemaDepth, DefaultSchemaDepth)
 	def(&l.SchemaBytes, DefaultSchemaBytes)
 	def(&l.SchemaPatterns, DefaultSchemaPatterns)
+	def(&l.SchemaEnumValues, DefaultSchemaEnumValues)
 	def(&l.Tools, DefaultTools)
 	def(&l.MCPServers, DefaultMCPServers)
 	def(&l.MCPToolsPerServer, DefaultMCPToolsPerServer)
@@ -128,6 +135,7 @@ func Settings() []Setting {
 		{"LAMBENT_LIMIT_SCHEMA_DEPTH", func(l *Limits) *int { return &l.SchemaDepth }},
 		{"LAMBENT_LIMIT_SCHEMA_BYTES", func(l *Limits) *int { return &l.SchemaBytes }},
 		{"LAMBENT_LIMIT_SCHEMA_PATTERNS", func(l *Limits) *int { return &l.SchemaPatterns }},
+		{"LAMBENT_LIMIT_SCHEMA_ENUM_VALUES", func(l *Limits) *int { return &l.SchemaEnumValues }},
 		{"LAMBENT_LIMIT_TOOLS", func(l *Limits) *int { return &l.Tools }},
 		{"LAMBENT_LIMIT_MCP_SERVERS", func(l *Limits) *int { return &l.MCPServers }},
 		{"LAMBENT_LIMIT_MCP_TOOLS_PER_SERVER", func(l *Limits) *int { return &l.MCPToolsPerServer }},
@@ -153,6 +161,6 @@ func Exceeded(param, what string, got, limit int) *api.Error {
 
 // String lists the limits, for logs.
 func (l Limits) String() string {
-	return fmt.Sprintf("schema_depth=%d schema_bytes=%d schema_patterns=%d tools=%d mcp_servers=%d mcp_tools_per_server=%d mcp_reply_bytes=%d images=%d referenced_responses=%d model_name=%d tenant_in_flight=%d",
-		l.SchemaDepth, l.SchemaBytes, l.SchemaPatterns, l.Tools, l.MCPServers, l.MCPToolsPerServer, l.MCPReplyBytes, l.Images, l.ReferencedResponses, l.ModelName, l.TenantInFlight)
+	return fmt.Sprintf("schema_depth=%d schema_bytes=%d schema_patterns=%d schema_enum_values=%d tools=%d mcp_servers=%d mcp_tools_per_server=%d mcp_reply_bytes=%d images=%d referenced_responses=%d model_name=%d tenant_in_flight=%d",
+		l.SchemaDepth, l.SchemaBytes, l.SchemaPatterns, l.SchemaEnumValues, l.Tools, l.MCPServers, l.MCPToolsPerServer, l.MCPReplyBytes, l.Images, l.ReferencedResponses, l.ModelName, l.TenantInFlight)
 }
