@@ -765,7 +765,7 @@ func TestMCPServersPerRequestCapped(t *testing.T) {
 	for name, body := range map[string]string{
 		"request servers":  `{"input":"x","tools":[` + mcpTools(4, srv.Endpoint) + `]}`,
 		"with manifest":    `{"input":"x","tools":[` + mcpTools(3, srv.Endpoint) + `,{"type":"lambent:calc"}]}`,
-		"many":             `{"input":"x","tools":[` + mcpTools(10000, srv.Endpoint) + `]}`,
+		"many":             `{"input":"x","tools":[` + mcpTools(100, srv.Endpoint) + `]}`,
 		"refused url last": `{"input":"x","tools":[` + mcpTools(3, srv.Endpoint) + `,` + mcpServerTool("https://169.254.169.254/mcp", "") + `]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
