@@ -18,6 +18,7 @@ import (
 	"github.com/lambent/lambent/pkg/engine"
 	"github.com/lambent/lambent/pkg/hooks"
 	"github.com/lambent/lambent/pkg/httpapi"
+	"github.com/lambent/lambent/pkg/requestid"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/store/dynamodb"
 	"github.com/lambent/lambent/pkg/telemetry"
@@ -216,7 +217,8 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 	if cfg.InLambda && len(a.flush) > 0 {
 		h = a.flushAfter(h)
 	}
-	a.Handler = h
+	// Every reply, /metrics' too, carries the request's id.
+	a.Handler = requestid.Middleware(h)
 	return nil
 }
 
@@ -275,11 +277,12 @@ func buildStore(ctx context.Context, cfg Config) (store.ResponseStore, error) {
 	return nil, errors.New("unknown store " + cfg.Store)
 }
 
-// Logger returns a JSON slog logger at cfg's level.
+// Logger returns a JSON slog logger at cfg's level. A record logged with
+// a request's context carries its request id (requestid.NewHandler).
 func Logger(cfg Config, w interface{ Write([]byte) (int, error) }) *slog.Logger {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
 		lvl = slog.LevelInfo
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl}))
+	return slog.New(requestid.NewHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl})))
 }

@@ -155,7 +155,7 @@ func (a *App) AfterInvocation(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
 	defer cancel()
 	if err := a.Flush(ctx); err != nil {
-		a.log.Warn("telemetry not flushed after the invocation", "err", err)
+		a.log.WarnContext(ctx, "telemetry not flushed after the invocation", "err", err)
 	}
 }
 

@@ -17,6 +17,8 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
 )
 
 // Header is the response header that carries the request id.
@@ -144,4 +146,17 @@ func (h handler) WithAttrs(attrs []slog.Attr) slog.Handler {
 // WithGroup implements slog.Handler.
 func (h handler) WithGroup(name string) slog.Handler {
 	return handler{h.Handler.WithGroup(name)}
+}
+
+// LambdaKey is the log attribute of the Lambda invocation's request id.
+const LambdaKey = "aws_request_id"
+
+// WithLambda returns ctx whose log records also carry the request id of
+// the Lambda invocation ctx belongs to (aws_request_id), when it belongs
+// to one.
+func WithLambda(ctx context.Context) context.Context {
+	if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
+		return WithAttrs(ctx, slog.String(LambdaKey, lc.AwsRequestID))
+	}
+	return ctx
 }

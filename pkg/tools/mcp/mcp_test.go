@@ -1,9 +1,11 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -218,6 +220,24 @@ func TestErrors(t *testing.T) {
 		defer s.Close()
 		_, err := s.ListTools(ctx)
 		require.ErrorContains(t, err, `MCP server "s": list tools: connect`)
+	})
+	t.Run("operator's server down", func(t *testing.T) {
+		// The error reaches every tenant (mcp_list_tools.error, the
+		// model): it names the server's label, not its URL nor address;
+		// the log line has them.
+		srv := mcptest.StartStreamable(mcptest.Options{})
+		srv.Close()
+		op := server("docs", srv.Endpoint)
+		op.Trusted = true
+		s := loopback().Open(op)
+		defer s.Close()
+		_, err := s.ListTools(ctx)
+		require.EqualError(t, err, `MCP server "docs": list tools: the server could not be reached`)
+		var logged bytes.Buffer
+		slog.New(slog.NewJSONHandler(&logged, nil)).Warn("mcp list tools failed", "err", err)
+		host := strings.TrimPrefix(srv.Endpoint, "http://")
+		host = host[:strings.IndexByte(host, '/')]
+		assert.Contains(t, logged.String(), host)
 	})
 	t.Run("slow", func(t *testing.T) {
 		srv := mcptest.StartStreamable(mcptest.Options{})
