@@ -166,7 +166,7 @@ func (ro *responseObserver) StartToolCall(ctx context.Context, c *engine.ToolCal
 			semconv.GenAIToolType(toolTypeExtension), attrToolKind.String(c.Kind), attrAttempt.Int(c.Attempt), attrIteration.Int(c.Iteration)))
 	}
 	if ro.o.hooks != nil {
-		ro.o.hooks.Send(ro.event(hooks.EventToolCall, c, c.Start), ro.errs)
+		ro.o.hooks.Send(ctx, ro.event(hooks.EventToolCall, c, c.Start), ro.errs)
 	}
 	return ctx
 }
@@ -185,7 +185,7 @@ func (ro *responseObserver) EndToolCall(ctx context.Context, c *engine.ToolCall)
 		}
 		ms := float64(c.Duration) / float64(time.Millisecond)
 		ev.DurationMS = &ms
-		ro.o.hooks.Send(ev, ro.errs)
+		ro.o.hooks.Send(ctx, ev, ro.errs)
 	}
 	for _, r := range ro.o.metrics {
 		r.toolCall(c)

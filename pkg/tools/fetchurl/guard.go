@@ -286,3 +286,10 @@ func (g *guard) checkRedirect(req *http.Request, via []*http.Request) error {
 	}
 	return g.checkURL(req.URL)
 }
+
+// IsBlocked reports whether err is, or wraps, the guard's refusal of a
+// destination.
+func IsBlocked(err error) bool {
+	var be *blockedError
+	return errors.As(err, &be)
+}
