@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -46,6 +47,15 @@ func (e *Error) Error() string {
 
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
+
+// LogValue is e in log records: its text followed by its cause's, which
+// clients never see (MarshalJSON leaves it out).
+func (e *Error) LogValue() slog.Value {
+	if e.Err == nil {
+		return slog.StringValue(e.Error())
+	}
+	return slog.StringValue(e.Error() + ": " + e.Err.Error())
+}
 
 // MarshalJSON writes the error object {message, type, param, code} with
 // param and code as null when empty.

@@ -88,11 +88,6 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 
 // build wires the parts into a; what it started, a.Close stops.
 func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) error {
-	obs, err := buildTelemetry(ctx, a, cfg, log, opts)
-	if err != nil {
-		return err
-	}
-	a.flush, a.log = obs.flush, log
 	manifest := builtin.DefaultManifest()
 	if cfg.Tools != "" {
 		m, err := tools.LoadManifest(cfg.Tools)
@@ -101,6 +96,11 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 		}
 		manifest = m
 	}
+	obs, err := buildTelemetry(ctx, a, cfg, metricNames(cfg, manifest), log, opts)
+	if err != nil {
+		return err
+	}
+	a.flush, a.log = obs.flush, log
 	if cfg.Tools == "" && cfg.LambdaEndpoint != "" {
 		// `make lambdas` (or sam local start-lambda) serves the built-in
 		// tools: call them through the Lambda client path.
@@ -212,7 +212,7 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 	a.Engine = eng
 	var h http.Handler = httpapi.New(httpapi.Config{Service: eng, MaxBody: cfg.MaxBody, Logger: log, APIKeys: cfg.APIKeys})
 	if obs.prometheus != nil {
-		h = withMetrics(h, obs.prometheus)
+		h = withMetrics(h, obs.prometheus, metricsKeys(cfg), log)
 	}
 	if cfg.InLambda && len(a.flush) > 0 {
 		h = a.flushAfter(h)
