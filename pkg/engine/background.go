@@ -348,6 +348,8 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 		// The response's log lines carry the id of the request that
 		// created it.
 		ctx = requestid.With(ctx, job.RequestID)
+	} else {
+		ctx, _ = requestid.Ensure(ctx)
 	}
 	now := e.cfg.Now()
 	if rec.Response.Status == api.StatusInProgress && job.Owner != "" && now.Before(job.LeaseUntil) {
