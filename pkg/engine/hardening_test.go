@@ -358,7 +358,9 @@ func TestStoreFailuresNeverReachClients(t *testing.T) {
 			st := &leakyStore{Memory: store.NewMemory(store.MemoryConfig{}), fail: map[string]bool{}}
 			q := newJobQueue()
 			e, _ := newEngine(t, script(text("a", 1, 1), text("b", 1, 1), text("c", 1, 1), text("d", 1, 1), text("e", 1, 1), text("f", 1, 1)), nil,
-				func(c *Config) { c.Store, c.Queue, c.PollInterval, c.CancelWait = st, q, time.Millisecond, time.Millisecond })
+				func(c *Config) {
+					c.Store, c.Queue, c.PollInterval, c.CancelWait = st, q, time.Millisecond, time.Millisecond
+				})
 			ctx := context.Background()
 			seeded, err := run1(t, e, `{"input":"seed"}`)
 			require.NoError(t, err)
