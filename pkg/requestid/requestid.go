@@ -121,7 +121,8 @@ type handler struct {
 // NewHandler wraps h: every record logged with a context that carries a
 // request id gets the attribute request_id (and the front door's
 // attributes, WithAttrs) before h handles it. Records logged without a
-// context (Info rather than InfoContext) get nothing.
+// context (Info rather than InfoContext) get nothing. On a logger with a
+// group (WithGroup) the attributes land in the group.
 func NewHandler(h slog.Handler) slog.Handler {
 	return handler{h}
 }
