@@ -3,7 +3,9 @@ package api
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/lambent/lambent/internal/wirejson"
 )
@@ -45,6 +47,15 @@ func (e *Error) Error() string {
 
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
+
+// LogValue is e in log records: its text followed by its cause's, which
+// clients never see (MarshalJSON leaves it out).
+func (e *Error) LogValue() slog.Value {
+	if e.Err == nil {
+		return slog.StringValue(e.Error())
+	}
+	return slog.StringValue(e.Error() + ": " + e.Err.Error())
+}
 
 // MarshalJSON writes the error object {message, type, param, code} with
 // param and code as null when empty.
@@ -91,16 +102,56 @@ func Conflict(code, format string, args ...any) *Error {
 	return &Error{Status: http.StatusConflict, Type: ErrTypeInvalidRequest, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// ServerError is a 500 wrapping err; the message stays generic unless given.
+// ServerErrorMessage is the message of a server error that says nothing
+// more specific (AsError of an error that is not an *Error).
+const ServerErrorMessage = "The server had an error while processing your request."
+
+// ServerError is a 500 wrapping err. The message says what happened in
+// general terms and never holds err's text (AWS SDK errors name ARNs,
+// tables and hosts): the cause goes to the logs, with the request id that
+// ForClient adds to the message.
 func ServerError(err error, format string, args ...any) *Error {
 	return &Error{Status: http.StatusInternalServerError, Type: ErrTypeServer, Code: "server_error", Message: fmt.Sprintf(format, args...), Err: err}
 }
 
-// AsError finds an *Error in err's chain, or wraps err as a 500.
+// AsError finds an *Error in err's chain, or wraps err as a 500 with the
+// generic ServerErrorMessage.
 func AsError(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
 	}
-	return ServerError(err, "internal error: %v", err)
+	return ServerError(err, ServerErrorMessage)
+}
+
+// Internal reports whether e is a failure of the server or of a service
+// behind it (a 5xx with a cause, Err): its message is general, its cause
+// is logged with the request id.
+func (e *Error) Internal() bool { return e.Status >= 500 && e.Err != nil }
+
+// ForClient returns e as a client sees it in a reply, an error event or a
+// failed response: an Internal error's message is followed by what to do
+// and the request id under which the logs hold its cause ("... Please
+// retry; if the error persists, contact the operator with the request ID
+// req_..."); any other error (a 4xx: the client's to fix, specific) is e
+// itself. e is not changed.
+func (e *Error) ForClient(requestID string) *Error {
+	if !e.Internal() {
+		return e
+	}
+	c := *e
+	c.Message = WithRequestID(e.Message, requestID)
+	return &c
+}
+
+// WithRequestID is msg, a server error's, followed by what to do and the
+// request id (when known).
+func WithRequestID(msg, requestID string) string {
+	if msg != "" && !strings.HasSuffix(msg, ".") {
+		msg += "."
+	}
+	if requestID == "" {
+		return msg + " Please retry; if the error persists, contact the operator."
+	}
+	return msg + " Please retry; if the error persists, contact the operator with the request ID " + requestID + "."
 }

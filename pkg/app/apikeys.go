@@ -33,7 +33,7 @@ func ParseAPIKeys(list string) (map[string]string, error) {
 		if !validTenant(name) {
 			return nil, fmt.Errorf("API keys: invalid tenant %q (letters, digits, '_' and '-')", name)
 		}
-		if len(key) < 16 || strings.ContainsAny(key, " \t") {
+		if !validKey(key) {
 			return nil, fmt.Errorf("API keys: the key of tenant %q is shorter than 16 characters or has spaces", name)
 		}
 		if other, dup := keys[key]; dup && other != name {
@@ -54,4 +54,10 @@ func validTenant(t string) bool {
 		}
 	}
 	return true
+}
+
+// validKey reports whether key is long enough to be a secret (16
+// characters) and holds no spaces: an API key, the metrics key.
+func validKey(key string) bool {
+	return len(key) >= 16 && !strings.ContainsAny(key, " \t")
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/lambent/lambent/pkg/eventbus"
 	"github.com/lambent/lambent/pkg/hooks"
 	"github.com/lambent/lambent/pkg/httpapi"
+	"github.com/lambent/lambent/pkg/requestid"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/store/dynamodb"
 	"github.com/lambent/lambent/pkg/telemetry"
@@ -91,11 +92,6 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 
 // build wires the parts into a; what it started, a.Close stops.
 func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) error {
-	obs, err := buildTelemetry(ctx, a, cfg, log, opts)
-	if err != nil {
-		return err
-	}
-	a.flush, a.log = obs.flush, log
 	manifest := builtin.DefaultManifest()
 	if cfg.Tools != "" {
 		m, err := tools.LoadManifest(cfg.Tools)
@@ -104,6 +100,11 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 		}
 		manifest = m
 	}
+	obs, err := buildTelemetry(ctx, a, cfg, metricNames(cfg, manifest), log, opts)
+	if err != nil {
+		return err
+	}
+	a.flush, a.log = obs.flush, log
 	if cfg.Tools == "" && cfg.LambdaEndpoint != "" {
 		// `make lambdas` (or sam local start-lambda) serves the built-in
 		// tools: call them through the Lambda client path.
@@ -215,12 +216,13 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 	a.Engine = eng
 	var h http.Handler = httpapi.New(httpapi.Config{Service: eng, MaxBody: cfg.MaxBody, Logger: log, APIKeys: cfg.APIKeys})
 	if obs.prometheus != nil {
-		h = withMetrics(h, obs.prometheus)
+		h = withMetrics(h, obs.prometheus, metricsKeys(cfg), log)
 	}
 	if cfg.InLambda && len(a.flush) > 0 {
 		h = a.flushAfter(h)
 	}
-	a.Handler = h
+	// Every reply, /metrics' too, carries the request's id.
+	a.Handler = requestid.Middleware(h)
 	return nil
 }
 
@@ -280,7 +282,9 @@ func buildStore(ctx context.Context, cfg Config) (store.ResponseStore, error) {
 }
 
 // Logger returns a slog logger at cfg's level writing to w: JSON, or
-// slog's text form when cfg.LogFormat says so (see Config.LogFormat).
+// slog's text form when cfg.LogFormat says so (see Config.LogFormat). A
+// record logged with a request's context carries its request id
+// (requestid.NewHandler).
 func Logger(cfg Config, w io.Writer) *slog.Logger {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
@@ -288,9 +292,9 @@ func Logger(cfg Config, w io.Writer) *slog.Logger {
 	}
 	opts := &slog.HandlerOptions{Level: lvl}
 	if textLogs(cfg, w) {
-		return slog.New(slog.NewTextHandler(w, opts))
+		return slog.New(requestid.NewHandler(slog.NewTextHandler(w, opts)))
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return slog.New(requestid.NewHandler(slog.NewJSONHandler(w, opts)))
 }
 
 // textLogs reports whether logs to w are text: as LAMBENT_LOG_FORMAT

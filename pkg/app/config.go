@@ -132,6 +132,10 @@ type Config struct {
 	// MetricsNamespace is the CloudWatch namespace of the EMF metrics
 	// (LAMBENT_METRICS_NAMESPACE, default Lambent).
 	MetricsNamespace string
+	// MetricsKey is the bearer key GET /metrics requires
+	// (LAMBENT_METRICS_KEY); empty: any API key when the API needs keys,
+	// else none.
+	MetricsKey string
 	// OTLPEndpoint is the OTLP/HTTP traces endpoint spans are exported to,
 	// e.g. http://127.0.0.1:4318/v1/traces (LAMBENT_OTLP_ENDPOINT); empty
 	// disables tracing.
@@ -168,6 +172,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		EventBus:         getenv("LAMBENT_EVENT_BUS"),
 		OTLPEndpoint:     getenv("LAMBENT_OTLP_ENDPOINT"),
 		MetricsNamespace: or(getenv("LAMBENT_METRICS_NAMESPACE"), "Lambent"),
+		MetricsKey:       getenv("LAMBENT_METRICS_KEY"),
 
 		Provider:                or(getenv("LAMBENT_PROVIDER"), ProviderOpenAI),
 		BedrockGuardrailID:      getenv("LAMBENT_BEDROCK_GUARDRAIL_ID"),
@@ -239,6 +244,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.Hooks, err = hooks.ParseTargets(getenv("LAMBENT_HOOKS")); err != nil {
 		return c, fmt.Errorf("LAMBENT_HOOKS: %w", err)
+	}
+	if c.MetricsKey != "" && !validKey(c.MetricsKey) {
+		return c, errors.New("LAMBENT_METRICS_KEY: shorter than 16 characters or has spaces")
 	}
 	if err := c.parseMetrics(getenv("LAMBENT_METRICS")); err != nil {
 		return c, err

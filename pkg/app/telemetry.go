@@ -13,7 +13,10 @@ import (
 
 	"github.com/lambent/lambent/pkg/awsconf"
 	"github.com/lambent/lambent/pkg/hooks"
+	"github.com/lambent/lambent/pkg/httpapi"
 	"github.com/lambent/lambent/pkg/telemetry"
+	"github.com/lambent/lambent/pkg/tools"
+	"github.com/lambent/lambent/pkg/tools/builtin"
 	"github.com/lambent/lambent/pkg/tools/lambdaexec"
 )
 
@@ -32,12 +35,13 @@ type observability struct {
 	flush      []func(context.Context) error
 }
 
-// buildTelemetry wires cfg's hooks, metrics and tracing. Closers go on a.
-func buildTelemetry(ctx context.Context, a *App, cfg Config, log *slog.Logger, opts *Options) (*observability, error) {
+// buildTelemetry wires cfg's hooks, metrics and tracing; names are the
+// model and tool names metrics may carry (metricNames). Closers go on a.
+func buildTelemetry(ctx context.Context, a *App, cfg Config, names telemetry.Names, log *slog.Logger, opts *Options) (*observability, error) {
 	o := &observability{}
 	// gen_ai.provider.name of the default provider (routes may send some
 	// models to the other one).
-	tc := telemetry.Config{ProviderName: "openai"}
+	tc := telemetry.Config{ProviderName: "openai", Names: names}
 	if cfg.Provider == ProviderBedrock {
 		tc.ProviderName = "aws.bedrock"
 	}
@@ -155,7 +159,7 @@ func (a *App) AfterInvocation(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
 	defer cancel()
 	if err := a.Flush(ctx); err != nil {
-		a.log.Warn("telemetry not flushed after the invocation", "err", err)
+		a.log.WarnContext(ctx, "telemetry not flushed after the invocation", "err", err)
 	}
 }
 
@@ -168,10 +172,48 @@ func (a *App) flushAfter(h http.Handler) http.Handler {
 	})
 }
 
-// withMetrics serves the Prometheus metrics on GET /metrics beside h.
-func withMetrics(h http.Handler, p *telemetry.Prometheus) http.Handler {
+// metricNames are the model and tool names the operator configured, which
+// metrics may carry as labels (any other counts as "other"): the default
+// model and the model routes' patterns; the manifest's tools (hosted
+// tools, its MCP servers) and the built-in tools.
+func metricNames(cfg Config, m *tools.Manifest) telemetry.Names {
+	n := telemetry.Names{Models: []string{cfg.DefaultModel}}
+	for _, r := range cfg.ModelRoutes {
+		n.Models = append(n.Models, r.Pattern)
+	}
+	for _, m := range []*tools.Manifest{m, builtin.DefaultManifest()} {
+		for _, t := range m.Tools {
+			n.Tools = append(n.Tools, t.Name)
+		}
+	}
+	return n
+}
+
+// metricsKeys is the keyring /metrics requires: LAMBENT_METRICS_KEY
+// alone when set; else, when the API needs keys, any API key (tenants
+// then read aggregates over the operator's model and tool names); else
+// none (local runs: the API needs no key either).
+func metricsKeys(cfg Config) httpapi.Keyring {
+	if cfg.MetricsKey != "" {
+		return httpapi.NewKeyring(map[string]string{cfg.MetricsKey: "metrics"})
+	}
+	return httpapi.NewKeyring(cfg.APIKeys)
+}
+
+// withMetrics serves the Prometheus metrics on GET /metrics beside h, to
+// requests with a bearer key of keys (any request when keys is nil);
+// others get a 401.
+func withMetrics(h http.Handler, p *telemetry.Prometheus, keys httpapi.Keyring, log *slog.Logger) http.Handler {
+	metrics := p.Handler()
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", p.Handler())
+	mux.Handle("GET /metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := keys.Tenant(r.Header.Get("Authorization")); err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="lambent-metrics"`)
+			httpapi.WriteError(w, r, log, err)
+			return
+		}
+		metrics.ServeHTTP(w, r)
+	}))
 	mux.Handle("/", h)
 	return mux
 }

@@ -335,11 +335,18 @@ func eventType(t *testing.T, detail string) string {
 }
 
 // failures is a log handler that counts "hook delivery failed" records
-// and closes seen once it has counted n.
+// and closes seen once it has counted n; it keeps their err attributes.
 type failures struct {
 	mu   sync.Mutex
 	n    int
 	seen chan struct{}
+	errs []string
+}
+
+func (f *failures) logged() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.errs...)
 }
 
 func (f *failures) Enabled(context.Context, slog.Level) bool { return true }
@@ -351,6 +358,12 @@ func (f *failures) Handle(_ context.Context, r slog.Record) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "err" {
+			f.errs = append(f.errs, a.Value.String())
+		}
+		return true
+	})
 	if f.n--; f.n == 0 {
 		close(f.seen)
 	}
@@ -383,28 +396,41 @@ func TestFailingSlowOrDownHooksNeverChangeTheResponse(t *testing.T) {
 	down := "http://" + ln.Addr().String()
 	require.NoError(t, ln.Close())
 
-	for name, url := range map[string]string{"failing": failing.URL, "down": down} {
+	// The operator's webhook URLs hold a token; tenants see neither them
+	// nor the webhook's reply: the hook's kind and a code.
+	const token = "?token=op-s3cret"
+	for name, url := range map[string]string{"failing": failing.URL + "/hook" + token, "down": down + "/hook" + token} {
+		host := strings.TrimPrefix(url, "http://")
+		host = host[:strings.IndexByte(host, '/')]
 		t.Run(name, func(t *testing.T) {
 			f := &failures{n: events, seen: make(chan struct{})}
 			turns := twoCalls()
 			turns[1].Block = f.seen
 			fake := fakellm.New(turns...)
 			defer fake.Close()
-			g := newGateway(t, fake, map[string]string{"LAMBENT_HOOKS": url, "LAMBENT_FETCH_ALLOW_HOSTS": strings.TrimPrefix(url, "http://")}, slog.New(f), nil)
+			g := newGateway(t, fake, map[string]string{"LAMBENT_HOOKS": url, "LAMBENT_FETCH_ALLOW_HOSTS": host}, slog.New(f), nil)
 			resp := g.create(t)
 			assert.Equal(t, base, outputShape(resp))
 			ext, ok := resp["lambent"].(map[string]any)
 			require.True(t, ok, "hook errors reported: %v", resp)
 			errs := ext["hook_errors"].([]any)
 			require.Len(t, errs, events)
+			code := map[string]string{"failing": "http_500", "down": "unreachable"}[name]
 			for _, e := range errs {
-				assert.Contains(t, e, "webhook hook: lambent.tool.")
+				assert.Regexp(t, `^webhook hook: lambent\.tool\.(call|result) event for call mcp_\w+: `+code+`$`, e)
+				for _, secret := range []string{host, "op-s3cret", "hook broke", "refused"} {
+					assert.NotContains(t, e, secret)
+				}
 			}
+			// The log lines have the detail, without the URL's token.
+			logged := strings.Join(f.logged(), "\n")
 			if name == "failing" {
-				assert.Contains(t, errs[0], "500 Internal Server Error: hook broke")
+				assert.Contains(t, logged, "500 Internal Server Error: hook broke")
 			} else {
-				assert.Contains(t, errs[0], "connection refused")
+				assert.Contains(t, logged, "connection refused")
 			}
+			assert.Contains(t, logged, host+"/hook?…")
+			assert.NotContains(t, logged, "op-s3cret")
 			// The stored response keeps them.
 			got, err := http.Get(g.url + "/v1/responses/" + resp["id"].(string))
 			require.NoError(t, err)

@@ -296,3 +296,10 @@ func (g *Guard) checkRedirect(req *http.Request, via []*http.Request) error {
 	}
 	return g.CheckURL(req.URL)
 }
+
+// IsBlocked reports whether err is, or wraps, the guard's refusal of a
+// destination.
+func IsBlocked(err error) bool {
+	var be *BlockedError
+	return errors.As(err, &be)
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/requestid"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/tenant"
 )
@@ -64,9 +65,11 @@ func (e *Engine) CreateBackground(ctx context.Context, req *api.CreateResponseRe
 	}
 	id := rec.Response.ID
 	if err := e.cfg.Queue.Enqueue(ctx, Job{ResponseID: id, Tenant: tenant.From(ctx)}); err != nil {
-		e.log.Error("enqueue failed", "response_id", id, "err", err)
-		_ = e.failBackground(ctx, rec, &api.Error{Type: api.ErrTypeServer, Code: "enqueue_failed", Message: err.Error()})
-		return api.ServerError(err, "the background job could not be queued: %v", err)
+		e.log.ErrorContext(ctx, "enqueue failed", "response_id", id, "err", err)
+		qe := api.ServerError(err, "The background job could not be queued.")
+		qe.Code = "enqueue_failed"
+		_ = e.failBackground(ctx, rec, qe)
+		return api.ServerError(err, "The background job could not be queued.")
 	}
 	if !req.Stream {
 		return w.WriteResponse(rec.Response)
@@ -86,7 +89,7 @@ func (e *Engine) StartBackground(ctx context.Context, req *api.CreateResponseReq
 	case err == nil:
 		id = rec.Response.ID
 	case id != "" && errors.Is(err, store.ErrConflict):
-		e.log.Info("background request delivered again", "response_id", id)
+		e.log.InfoContext(ctx, "background request delivered again", "response_id", id)
 	default:
 		return "", err
 	}
@@ -114,9 +117,10 @@ func (e *Engine) storeQueued(ctx context.Context, req *api.CreateResponseRequest
 	r.em.lifecycle(api.EventResponseQueued, r.resp)
 	stored, secrets, err := e.sealSecrets(req, r.resp.ID)
 	if err != nil {
-		return nil, api.ServerError(err, "the request's secrets could not be sealed: %v", err)
+		return nil, api.ServerError(err, "The request's secrets could not be sealed.")
 	}
-	rec := &store.Record{Response: r.resp, Input: r.input, Context: r.history, Job: &store.Job{Request: stored, Secrets: secrets, NextSeq: r.em.seq}}
+	rec := &store.Record{Response: r.resp, Input: r.input, Context: r.history,
+		Job: &store.Job{Request: stored, Secrets: secrets, NextSeq: r.em.seq, RequestID: requestid.From(ctx)}}
 	if err := e.cfg.Store.Create(ctx, rec); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return nil, fmt.Errorf("engine: response %s exists: %w", r.resp.ID, err)
@@ -124,7 +128,9 @@ func (e *Engine) storeQueued(ctx context.Context, req *api.CreateResponseRequest
 		return nil, e.storeErr(tooLarge(req, err), r.resp.ID, "id")
 	}
 	if err := log.AppendEvents(ctx, r.resp.ID, buf.take()); err != nil {
-		_ = e.failBackground(ctx, rec, &api.Error{Type: api.ErrTypeServer, Code: "store_failed", Message: err.Error()})
+		se := api.ServerError(err, "The response's events could not be stored.")
+		se.Code = "store_failed"
+		_ = e.failBackground(ctx, rec, se)
 		return nil, e.storeErr(err, r.resp.ID, "id")
 	}
 	return rec, nil
@@ -317,7 +323,10 @@ func (b *eventBuffer) restore(evs []store.Event) {
 // RunBackground runs (or resumes) the background response id: the worker's
 // entry point. It is idempotent: a response that is finished, cancelled or
 // leased by a live worker is left alone. Near the invocation deadline it
-// checkpoints, releases its lease and enqueues its own continuation.
+// checkpoints, releases its lease and enqueues its own continuation. Its
+// log lines, and the error a failure stores, carry the request id of the
+// request that created the response (that ctx carries otherwise, when it
+// was created before request ids were kept).
 func (e *Engine) RunBackground(ctx context.Context, id string) error {
 	log := e.eventLog()
 	if e.cfg.Store == nil || log == nil {
@@ -326,7 +335,7 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 	rec, err := e.cfg.Store.Get(ctx, id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			e.log.Warn("background job for an unknown response", "response_id", id)
+			e.log.WarnContext(ctx, "background job for an unknown response", "response_id", id)
 			return nil
 		}
 		return fmt.Errorf("engine: load %s: %w", id, err)
@@ -335,26 +344,35 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 	if job == nil || rec.Response.Status.Terminal() {
 		return nil
 	}
+	if job.RequestID != "" {
+		// The response's log lines carry the id of the request that
+		// created it.
+		ctx = requestid.With(ctx, job.RequestID)
+	} else {
+		ctx, _ = requestid.Ensure(ctx)
+	}
 	now := e.cfg.Now()
 	if rec.Response.Status == api.StatusInProgress && job.Owner != "" && now.Before(job.LeaseUntil) {
-		e.log.Info("background response leased by another worker", "response_id", id, "owner", job.Owner)
+		e.log.InfoContext(ctx, "background response leased by another worker", "response_id", id, "owner", job.Owner)
 		return nil
 	}
 	req, err := e.openSecrets(job.Request, job.Secrets, id)
 	if err != nil {
-		return e.finishedElsewhere(id, e.failBackground(ctx, rec, &api.Error{Type: api.ErrTypeServer, Code: "secrets_unavailable", Message: err.Error()}))
+		se := api.ServerError(err, "The worker could not open the request's sealed secrets.")
+		se.Code = "secrets_unavailable"
+		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, se))
 	}
 	// The request passed the limits when it was queued; they may have been
 	// lowered since.
 	if err := e.checkRequest(req); err != nil {
-		return e.finishedElsewhere(id, e.failBackground(ctx, rec, api.AsError(err)))
+		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
 	}
 	r := &run{req: req, resp: rec.Response, history: rec.Context, input: rec.Input, turns: job.Turns, mcpItems: e.mcpItems()}
 	if err := r.resolveTools(e); err != nil {
-		return e.finishedElsewhere(id, e.failBackground(ctx, rec, api.AsError(err)))
+		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
 	}
 	if err := e.openSummaries(ctx, r); err != nil {
-		return e.finishedElsewhere(id, e.failBackground(ctx, rec, api.AsError(err)))
+		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
 	}
 	buf := &eventBuffer{}
 	r.em = &emitter{w: buf, stream: true, seq: job.NextSeq}
@@ -372,20 +390,20 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 		r.em.lifecycle(api.EventResponseInProgress, resp)
 	}
 	if job.CancelRequested {
-		return e.finishedElsewhere(id, e.finishBackground(ctx, r, &claimed, expect, buf, outcome{status: api.StatusCancelled}))
+		return e.finishedElsewhere(ctx, id, e.finishBackground(ctx, r, &claimed, expect, buf, outcome{status: api.StatusCancelled}))
 	}
 	cj.NextSeq = r.em.seq
 	if err := e.cfg.Store.Update(ctx, &claimed, expect); err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			e.log.Info("background response claimed concurrently", "response_id", id)
+			e.log.InfoContext(ctx, "background response claimed concurrently", "response_id", id)
 			return nil
 		}
-		return e.finishedElsewhere(id, fmt.Errorf("engine: claim %s: %w", id, err))
+		return e.finishedElsewhere(ctx, id, fmt.Errorf("engine: claim %s: %w", id, err))
 	}
 	if err := log.AppendEvents(ctx, id, buf.take()); err != nil {
-		return e.finishedElsewhere(id, fmt.Errorf("engine: events of %s: %w", id, err))
+		return e.finishedElsewhere(ctx, id, fmt.Errorf("engine: events of %s: %w", id, err))
 	}
-	return e.finishedElsewhere(id, e.runClaimed(ctx, r, &claimed, buf))
+	return e.finishedElsewhere(ctx, id, e.runClaimed(ctx, r, &claimed, buf))
 }
 
 // runClaimed runs the loop of a claimed background response with
@@ -454,13 +472,13 @@ func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf 
 		mu.Lock()
 		defer mu.Unlock()
 		if err := appendPending(); err != nil && runCtx.Err() == nil {
-			e.log.Warn("appending events failed; retrying", "response_id", id, "err", err)
+			e.log.WarnContext(ctx, "appending events failed; retrying", "response_id", id, "err", err)
 		}
 	})
 	out := e.loop(runCtx, r)
 	stopWatch()
 	if lost {
-		e.log.Warn("background response taken over by another worker", "response_id", id)
+		e.log.WarnContext(ctx, "background response taken over by another worker", "response_id", id)
 		return nil
 	}
 	if out.status == api.StatusCancelled && ctx.Err() != nil {
@@ -473,7 +491,7 @@ func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf 
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	return e.finishedElsewhere(id, e.finishBackground(ctx, r, rec, api.StatusInProgress, buf, out))
+	return e.finishedElsewhere(ctx, id, e.finishBackground(ctx, r, rec, api.StatusInProgress, buf, out))
 }
 
 // watch runs until stopped: every PollInterval it calls appendEvents (the
@@ -525,7 +543,7 @@ func (e *Engine) handOff(ctx context.Context, r *run, rec *store.Record, buf *ev
 	if err := e.cfg.Queue.Enqueue(sctx, Job{ResponseID: id, Tenant: tenant.From(ctx)}); err != nil {
 		return fmt.Errorf("engine: hand-off %s: enqueue: %w", id, err)
 	}
-	e.log.Info("background response handed off", "response_id", id, "turns", r.turns, "invocation", j.Invocations)
+	e.log.InfoContext(ctx, "background response handed off", "response_id", id, "turns", r.turns, "invocation", j.Invocations)
 	return nil
 }
 
@@ -537,13 +555,13 @@ var errFinishedElsewhere = fmt.Errorf("engine: the response finished or changed 
 // finishedElsewhere logs and drops errFinishedElsewhere and store.ErrNotFound,
 // for a worker: the response is in other hands or was deleted while it ran
 // (an ordinary outcome: the worker just stops), there is nothing to retry.
-func (e *Engine) finishedElsewhere(id string, err error) error {
+func (e *Engine) finishedElsewhere(ctx context.Context, id string, err error) error {
 	switch {
 	case errors.Is(err, errFinishedElsewhere):
-		e.log.Info("background response finished elsewhere", "response_id", id)
+		e.log.InfoContext(ctx, "background response finished elsewhere", "response_id", id)
 		return nil
 	case errors.Is(err, store.ErrNotFound):
-		e.log.Info("background response deleted while it ran", "response_id", id)
+		e.log.InfoContext(ctx, "background response deleted while it ran", "response_id", id)
 		return nil
 	}
 	return err
@@ -563,7 +581,7 @@ func (e *Engine) finishBackground(ctx context.Context, r *run, rec *store.Record
 	id := r.resp.ID
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
-	e.finalize(r, out)
+	e.finalize(ctx, r, out)
 	r.em.lifecycle(api.TerminalEvent(r.resp.Status), r.resp)
 	next := *rec
 	j := *rec.Job
@@ -591,12 +609,12 @@ func (e *Engine) finishBackground(ctx context.Context, r *run, rec *store.Record
 	*rec = next
 	if err := e.eventLog().AppendEvents(sctx, id, buf.take()); err != nil {
 		// Followers send the terminal event rebuilt from the record.
-		e.log.Warn("the final events were not stored", "response_id", id, "err", err)
+		e.log.WarnContext(ctx, "the final events were not stored", "response_id", id, "err", err)
 	}
-	e.log.Info("background response done", "response_id", id, "status", r.resp.Status, "turns", r.turns, "invocations", j.Invocations)
+	e.log.InfoContext(ctx, "background response done", "response_id", id, "status", r.resp.Status, "turns", r.turns, "invocations", j.Invocations)
 	if e.cfg.Publisher != nil {
 		if err := e.cfg.Publisher.Publish(sctx, r.resp); err != nil {
-			e.log.Error("publish failed", "response_id", id, "err", err)
+			e.log.ErrorContext(ctx, "publish failed", "response_id", id, "err", err)
 		}
 	}
 	return nil

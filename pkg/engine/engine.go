@@ -299,7 +299,7 @@ func (e *Engine) storeErr(err error, id, param string) error {
 	if errors.As(err, &ae) {
 		return ae
 	}
-	return api.ServerError(err, "the response store failed: %v", fmt.Sprint(err))
+	return api.ServerError(err, "The response store failed.")
 }
 
 // checkSize refuses, before the model is called, a response whose record

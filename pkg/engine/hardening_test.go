@@ -948,3 +948,159 @@ func TestMCPInputListOverLimitIsListedAgain(t *testing.T) {
 		}
 	}
 }
+
+// leakyStore fails the operations named in fail with what an AWS SDK error
+// says (an ARN, an account, a table).
+type leakyStore struct {
+	*store.Memory
+	fail map[string]bool
+}
+
+const leakedARN = "arn:aws:dynamodb:us-east-1:123456789012:table/lambent-responses"
+
+func (s *leakyStore) err(op string) error {
+	if s.fail[op] {
+		return fmt.Errorf("operation error DynamoDB: %s, api error AccessDeniedException: User: arn:aws:sts::123456789012:assumed-role/gw/x is not authorized on resource: %s", op, leakedARN)
+	}
+	return nil
+}
+
+func (s *leakyStore) Get(ctx context.Context, id string) (*store.Record, error) {
+	if err := s.err("Get"); err != nil {
+		return nil, err
+	}
+	return s.Memory.Get(ctx, id)
+}
+
+func (s *leakyStore) Create(ctx context.Context, rec *store.Record) error {
+	if err := s.err("Create"); err != nil {
+		return err
+	}
+	return s.Memory.Create(ctx, rec)
+}
+
+func (s *leakyStore) Update(ctx context.Context, rec *store.Record, expect api.Status) error {
+	if err := s.err("Update"); err != nil {
+		return err
+	}
+	return s.Memory.Update(ctx, rec, expect)
+}
+
+func (s *leakyStore) Delete(ctx context.Context, id string) error {
+	if err := s.err("Delete"); err != nil {
+		return err
+	}
+	return s.Memory.Delete(ctx, id)
+}
+
+func (s *leakyStore) ListInputItems(ctx context.Context, id string, opts api.ListOptions) (*store.ItemPage, error) {
+	if err := s.err("ListInputItems"); err != nil {
+		return nil, err
+	}
+	return s.Memory.ListInputItems(ctx, id, opts)
+}
+
+func (s *leakyStore) AppendEvents(ctx context.Context, id string, evs []store.Event) error {
+	if err := s.err("AppendEvents"); err != nil {
+		return err
+	}
+	return s.Memory.AppendEvents(ctx, id, evs)
+}
+
+func (s *leakyStore) Events(ctx context.Context, id string, after int64) ([]store.Event, error) {
+	if err := s.err("Events"); err != nil {
+		return nil, err
+	}
+	return s.Memory.Events(ctx, id, after)
+}
+
+// A store failing with an AWS error on any one operation, on every entry
+// point: what a client gets — the error the transport answers
+// (api.AsError, ForClient), the events written, the stored response and
+// its events — never holds the error's text.
+func TestStoreFailuresNeverReachClients(t *testing.T) {
+	for _, op := range []string{"Get", "Create", "Update", "Delete", "ListInputItems", "AppendEvents", "Events"} {
+		t.Run(op, func(t *testing.T) {
+			st := &leakyStore{Memory: store.NewMemory(store.MemoryConfig{}), fail: map[string]bool{}}
+			q := newJobQueue()
+			e, _ := newEngine(t, script(text("a", 1, 1), text("b", 1, 1), text("c", 1, 1), text("d", 1, 1), text("e", 1, 1), text("f", 1, 1)), nil,
+				func(c *Config) {
+					c.Store, c.Queue, c.PollInterval, c.CancelWait = st, q, time.Millisecond, time.Millisecond
+				})
+			ctx := context.Background()
+			seeded, err := run1(t, e, `{"input":"seed"}`)
+			require.NoError(t, err)
+			seedID := decodeResponse(t, seeded.resp).ID
+			bgRec := &recorder{}
+			require.NoError(t, e.CreateBackground(ctx, decodeReq(t, `{"input":"later","background":true}`), bgRec))
+			bgID := (<-q.c).ResponseID
+
+			st.fail[op] = true
+			var seen []string
+			client := func(err error) {
+				if err != nil {
+					b, merr := json.Marshal(api.ErrorBody{Error: api.AsError(err).ForClient("req_test")})
+					require.NoError(t, merr)
+					seen = append(seen, string(b))
+				}
+			}
+			_, err = e.GetResponse(ctx, seedID)
+			client(err)
+			_, err = e.ListInputItems(ctx, seedID, api.ListOptions{Limit: 10, Order: "asc"})
+			client(err)
+			for _, body := range []string{`{"input":"x"}`, `{"input":"x","stream":true}`, `{"input":"x","previous_response_id":"` + seedID + `"}`} {
+				rec, err := run1(t, e, body)
+				client(err)
+				seen = append(seen, string(rec.resp))
+				for _, ev := range rec.events {
+					seen = append(seen, string(ev))
+				}
+			}
+			rec := &recorder{}
+			client(e.CreateBackground(ctx, decodeReq(t, `{"input":"x","background":true}`), rec))
+			for _, ev := range rec.events {
+				seen = append(seen, string(ev))
+			}
+			client(e.RunBackground(ctx, bgID))
+			// Following a response that never ends here (its worker could
+			// not run) stops after its first read: the follower's context
+			// is done.
+			follow := ctx
+			if r, err := st.Memory.Get(ctx, bgID); err != nil || !r.Response.Status.Terminal() {
+				done, cancel := context.WithCancel(ctx)
+				cancel()
+				follow = done
+			}
+			raw := &rawRecorder{}
+			client(e.StreamResponse(follow, bgID, -1, raw))
+			for _, ev := range raw.events {
+				seen = append(seen, string(ev))
+			}
+			_, err = e.CancelResponse(ctx, bgID)
+			client(err)
+			client(func() error { _, err := e.DeleteResponse(ctx, seedID); return err }())
+
+			// What is stored (read without the failure).
+			st.fail = map[string]bool{}
+			for _, id := range []string{seedID, bgID} {
+				if r, err := st.Memory.Get(ctx, id); err == nil {
+					b, _ := json.Marshal(r.Response)
+					seen = append(seen, string(b))
+				}
+				evs, _ := st.Memory.Events(ctx, id, -1)
+				for _, ev := range evs {
+					seen = append(seen, string(ev.Data))
+				}
+			}
+			failures := 0
+			for _, s := range seen {
+				assert.NotContains(t, s, "arn:aws")
+				assert.NotContains(t, s, "AccessDenied")
+				if strings.Contains(s, "req_test") || strings.Contains(s, "server_error") || strings.Contains(s, "store_failed") {
+					failures++
+				}
+			}
+			assert.Positive(t, failures, "the failure reached the client, in general terms")
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
+	"github.com/lambent/lambent/pkg/requestid"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/tools"
 )
@@ -47,7 +48,7 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 	r.em.lifecycle(api.EventResponseCreated, r.resp)
 	r.em.lifecycle(api.EventResponseInProgress, r.resp)
 	out := e.loop(ctx, r)
-	e.finalize(r, out)
+	e.finalize(ctx, r, out)
 	err = e.save(ctx, r)
 	// The terminal event stays buffered: the transport sends it with the
 	// end of the stream.
@@ -57,10 +58,10 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 			e.log.LogAttrs(ctx, slog.LevelError, "store failed", slog.String("response_id", r.resp.ID), slog.String("status", string(r.resp.Status)),
 				slog.String("model", r.resp.Model), slog.Int("output_items", len(r.resp.Output)), slog.Any("err", err))
 		}
-		se := api.ServerError(err, "The response %s was generated but could not be stored: %v", r.resp.ID, err)
+		se := api.ServerError(err, "The response %s was generated but could not be stored.", r.resp.ID)
 		se.Code = "store_failed"
 		if req.Stream {
-			ev := api.NewErrorEvent(se)
+			ev := api.NewErrorEvent(se.ForClient(requestid.From(ctx)))
 			r.em.emit(&ev)
 			return nil
 		}
@@ -99,8 +100,11 @@ func (e *Engine) save(ctx context.Context, r *run) error {
 	return e.cfg.Store.Create(sctx, &store.Record{Response: r.resp, Input: r.input, Context: r.history})
 }
 
-// finalize sets the terminal status and its details on the response.
-func (e *Engine) finalize(r *run, out outcome) {
+// finalize sets the terminal status and its details on the response. A
+// failure's error is what the client may see (api.Error.ForClient: a
+// server error says what happened in general terms and names the request
+// id of ctx); its cause is logged.
+func (e *Engine) finalize(ctx context.Context, r *run, out outcome) {
 	resp := r.resp
 	if resp.Usage == nil {
 		resp.Usage = &api.Usage{}
@@ -120,7 +124,10 @@ func (e *Engine) finalize(r *run, out outcome) {
 		if code == "" {
 			code = out.err.Type
 		}
-		resp.Error = &api.ResponseError{Code: code, Message: out.err.Message}
+		if out.err.Internal() {
+			e.log.ErrorContext(ctx, "response failed", "response_id", resp.ID, "code", code, "err", out.err.Err)
+		}
+		resp.Error = &api.ResponseError{Code: code, Message: out.err.ForClient(requestid.From(ctx)).Message}
 	}
 	r.att.finalize(r, out)
 }
@@ -487,11 +494,11 @@ func (e *Engine) invoke(ctx context.Context, p *plannedCall) *tools.ToolResult {
 		err = errors.New("the tool returned no result")
 	}
 	if err != nil {
-		e.log.Warn("tool call failed", "tool", p.call.Name, "call_id", p.call.ID, "response_id", p.call.ResponseID, "err", err)
+		e.log.WarnContext(ctx, "tool call failed", "tool", p.call.Name, "call_id", p.call.ID, "response_id", p.call.ResponseID, "err", err)
 		return &tools.ToolResult{CallID: p.call.ID, Output: "Error: " + err.Error(), IsError: true}
 	}
 	if res.IsError {
-		e.log.Info("tool returned an error", "tool", p.call.Name, "call_id", p.call.ID, slog.String("output", truncate(res.Output, 200)))
+		e.log.InfoContext(ctx, "tool returned an error", "tool", p.call.Name, "call_id", p.call.ID, slog.String("output", truncate(res.Output, 200)))
 	}
 	res.CallID = p.call.ID
 	return res

@@ -177,7 +177,7 @@ func (e *Engine) startMCP(ctx context.Context, r *run) {
 		it := &r.resp.Output[l.idx]
 		it.Status = api.ItemCompleted
 		if l.err != nil {
-			e.log.Warn("mcp list tools failed", "server_label", l.s.srv.Label, "response_id", r.resp.ID, "err", l.err)
+			e.log.WarnContext(ctx, "mcp list tools failed", "server_label", l.s.srv.Label, "response_id", r.resp.ID, "err", l.err)
 			it.Error = l.err.Error()
 			r.em.mcpEvent(api.EventMCPListToolsFailed, l.idx, it.ID)
 		} else {

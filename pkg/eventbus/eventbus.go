@@ -5,7 +5,6 @@ package eventbus
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -39,10 +38,24 @@ func Put(ctx context.Context, client API, bus, detailType string, detail []byte,
 	if out.FailedEntryCount > 0 {
 		for _, e := range out.Entries {
 			if e.ErrorCode != nil {
-				return fmt.Errorf("put event: %s: %s", aws.ToString(e.ErrorCode), aws.ToString(e.ErrorMessage))
+				return &EntryError{Code: aws.ToString(e.ErrorCode), Message: aws.ToString(e.ErrorMessage)}
 			}
 		}
-		return errors.New("put event: the entry failed")
+		return &EntryError{Message: "the entry failed"}
 	}
 	return nil
+}
+
+// EntryError is an event EventBridge refused although the PutEvents call
+// succeeded: its entry's error code and message.
+type EntryError struct {
+	Code, Message string
+}
+
+// Error implements error.
+func (e *EntryError) Error() string {
+	if e.Code == "" {
+		return "put event: " + e.Message
+	}
+	return "put event: " + e.Code + ": " + e.Message
 }

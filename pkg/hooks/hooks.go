@@ -99,10 +99,13 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// item is a queued event with the errors of its response.
+// item is a queued event with the errors of its response and the context
+// of its request (its request id, for the log lines; never its deadline:
+// a delivery outlives the request).
 type item struct {
 	ev   *Event
 	errs *Errors
+	ctx  context.Context
 }
 
 // Dispatcher queues events and delivers them to every sink. It is safe for
@@ -157,8 +160,10 @@ func New(cfg Config) *Dispatcher {
 }
 
 // Send queues ev for delivery without blocking; errs (optional) collects
-// its failures for the response. A full queue drops ev.
-func (d *Dispatcher) Send(ev *Event, errs *Errors) {
+// its failures for the response. A full queue drops ev. ctx is the
+// request's: the log lines of the delivery carry its request id.
+func (d *Dispatcher) Send(ctx context.Context, ev *Event, errs *Errors) {
+	ctx = context.WithoutCancel(ctx)
 	q := d.queues[maphash.String(d.seed, ev.CallID)%uint64(len(d.queues))]
 	d.mu.Lock()
 	d.pending++
@@ -166,23 +171,23 @@ func (d *Dispatcher) Send(ev *Event, errs *Errors) {
 	select {
 	case <-d.ctx.Done():
 		d.done()
-		d.drop(ev, errs, "the dispatcher is closed")
+		d.drop(ctx, ev, errs, "the dispatcher is closed")
 		return
 	default:
 	}
 	select {
-	case q <- item{ev: ev, errs: errs}:
+	case q <- item{ev: ev, errs: errs, ctx: ctx}:
 	default:
 		d.done()
-		d.drop(ev, errs, "the hook queue is full")
+		d.drop(ctx, ev, errs, "the hook queue is full")
 	}
 }
 
-func (d *Dispatcher) drop(ev *Event, errs *Errors, why string) {
+func (d *Dispatcher) drop(ctx context.Context, ev *Event, errs *Errors, why string) {
 	d.dropped.Add(1)
 	msg := fmt.Sprintf("%s event for call %s dropped: %s", ev.Type, ev.CallID, why)
 	errs.add(msg)
-	d.log.Warn("hook event dropped", "event", ev.Type, "response_id", ev.ResponseID, "call_id", ev.CallID, "reason", why)
+	d.log.WarnContext(ctx, "hook event dropped", "event", ev.Type, "response_id", ev.ResponseID, "call_id", ev.CallID, "reason", why)
 }
 
 // Dropped counts the events dropped so far (a full queue, or sent after
@@ -229,10 +234,14 @@ func (d *Dispatcher) deliver(it item) {
 	}
 }
 
+// fail records a failed delivery: the response's hook errors name the
+// hook's kind and the failure's code (FailureCode), never the hook's
+// target nor its reply; the log line has them.
 func (d *Dispatcher) fail(it item, sink string, err error) {
 	d.failed.Add(1)
-	collected := it.errs.add(fmt.Sprintf("%s hook: %s event for call %s: %v", sink, it.ev.Type, it.ev.CallID, err))
-	d.log.Warn("hook delivery failed", "hook", sink, "event", it.ev.Type, "response_id", it.ev.ResponseID, "call_id", it.ev.CallID,
+	code := FailureCode(err)
+	collected := it.errs.add(fmt.Sprintf("%s hook: %s event for call %s: %s", sink, it.ev.Type, it.ev.CallID, code))
+	d.log.WarnContext(it.ctx, "hook delivery failed", "hook", sink, "code", code, "event", it.ev.Type, "response_id", it.ev.ResponseID, "call_id", it.ev.CallID,
 		"in_response", collected, "err", err)
 }
 

@@ -31,6 +31,26 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
+// logBuffer keeps what a logger writes.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
+
 // recordingSink keeps what it is given, in order.
 type recordingSink struct {
 	mu     sync.Mutex
@@ -81,10 +101,10 @@ func TestDispatcherKeepsEachCallInOrder(t *testing.T) {
 	defer d.Close()
 	const n = 32
 	for i := range n {
-		d.Send(event(hooks.EventToolCall, fmt.Sprint("c", i)), nil)
+		d.Send(t.Context(), event(hooks.EventToolCall, fmt.Sprint("c", i)), nil)
 	}
 	for i := range n {
-		d.Send(event(hooks.EventToolResult, fmt.Sprint("c", i)), nil)
+		d.Send(t.Context(), event(hooks.EventToolResult, fmt.Sprint("c", i)), nil)
 	}
 	flush(t, d)
 	got := sink.got()
@@ -121,10 +141,10 @@ func TestDispatcherDropsWhenTheQueueIsFull(t *testing.T) {
 	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{sink}, Workers: 1, QueueSize: 1, Timeout: time.Hour, Logger: quiet()})
 	defer d.Close()
 	errs := &hooks.Errors{}
-	d.Send(event(hooks.EventToolCall, "c1"), errs)
+	d.Send(t.Context(), event(hooks.EventToolCall, "c1"), errs)
 	<-entered // the worker holds c1; the queue is empty
-	d.Send(event(hooks.EventToolCall, "c2"), errs)
-	d.Send(event(hooks.EventToolCall, "c3"), errs) // no room
+	d.Send(t.Context(), event(hooks.EventToolCall, "c2"), errs)
+	d.Send(t.Context(), event(hooks.EventToolCall, "c3"), errs) // no room
 	assert.Equal(t, uint64(1), d.Dropped())
 	close(release)
 	flush(t, d)
@@ -149,10 +169,10 @@ func TestDispatcherTimesDeliveriesOut(t *testing.T) {
 	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{slow}, Workers: 1, Timeout: time.Millisecond, Logger: quiet()})
 	defer d.Close()
 	errs := &hooks.Errors{}
-	d.Send(event(hooks.EventToolCall, "slow"), errs)
-	d.Send(event(hooks.EventToolCall, "fast"), errs)
+	d.Send(t.Context(), event(hooks.EventToolCall, "slow"), errs)
+	d.Send(t.Context(), event(hooks.EventToolCall, "fast"), errs)
 	flush(t, d)
-	assert.Equal(t, []string{"test hook: lambent.tool.call event for call slow: context deadline exceeded"}, errs.Seal())
+	assert.Equal(t, []string{"test hook: lambent.tool.call event for call slow: timeout"}, errs.Seal())
 	assert.Equal(t, uint64(1), d.Failed())
 	require.Len(t, slow.got(), 1)
 	assert.Equal(t, "fast", slow.got()[0].CallID)
@@ -166,17 +186,17 @@ func TestErrorsCollectUntilSealed(t *testing.T) {
 	defer d.Close()
 	errs := &hooks.Errors{}
 	for i := range 25 {
-		d.Send(event(hooks.EventToolCall, fmt.Sprint("c", i)), errs)
+		d.Send(t.Context(), event(hooks.EventToolCall, fmt.Sprint("c", i)), errs)
 	}
 	flush(t, d)
 	got := errs.Seal()
 	require.Len(t, got, 21)
-	assert.Equal(t, "test hook: lambent.tool.call event for call c0: boom", got[0])
+	assert.Equal(t, "test hook: lambent.tool.call event for call c0: error", got[0])
 	assert.Equal(t, "5 more hook errors (see the logs)", got[20])
 
 	late := &hooks.Errors{}
 	late.Seal()
-	d.Send(event(hooks.EventToolCall, "late"), late)
+	d.Send(t.Context(), event(hooks.EventToolCall, "late"), late)
 	flush(t, d)
 	assert.Empty(t, late.Seal())
 	assert.Equal(t, uint64(26), d.Failed())
@@ -191,9 +211,9 @@ func TestCloseCancelsStuckDeliveries(t *testing.T) {
 		return ctx.Err()
 	}}
 	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{stuck}, Workers: 1, Timeout: 10 * time.Millisecond, Logger: quiet()})
-	d.Send(event(hooks.EventToolCall, "c1"), nil)
+	d.Send(t.Context(), event(hooks.EventToolCall, "c1"), nil)
 	d.Close()
-	d.Send(event(hooks.EventToolCall, "after"), nil)
+	d.Send(t.Context(), event(hooks.EventToolCall, "after"), nil)
 	assert.Equal(t, uint64(1), d.Dropped(), "sent after Close")
 }
 
@@ -207,7 +227,7 @@ func TestEventFieldsAreCapped(t *testing.T) {
 	ev.Arguments = strings.Repeat("a", 100)
 	out := strings.Repeat("é", 20)
 	ev.Output = &out
-	d.Send(ev, nil)
+	d.Send(t.Context(), ev, nil)
 	flush(t, d)
 	var got map[string]any
 	require.NoError(t, json.Unmarshal(sink.bodies[0], &got))
@@ -223,7 +243,7 @@ func TestEventBridgeSink(t *testing.T) {
 	bus := ebtest.NewServer(t)
 	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{&hooks.EventBridge{Client: bus.Client, Bus: "ops-bus"}}, Logger: quiet()})
 	defer d.Close()
-	d.Send(event(hooks.EventToolCall, "c1"), nil)
+	d.Send(t.Context(), event(hooks.EventToolCall, "c1"), nil)
 	flush(t, d)
 	entries := bus.All()
 	require.Len(t, entries, 1)
@@ -257,10 +277,11 @@ func TestLambdaSink(t *testing.T) {
 	defer ts.Close()
 	client := lambda.New(lambda.Options{BaseEndpoint: aws.String(ts.URL), Region: "us-east-1",
 		Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""), Retryer: aws.NopRetryer{}, HTTPClient: lambdaexec.NewHTTPClient()})
-	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{&hooks.Lambda{Client: client, Function: "audit"}, &hooks.Lambda{Client: client, Function: "missing"}}, Logger: quiet()})
+	logs := &logBuffer{}
+	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{&hooks.Lambda{Client: client, Function: "audit"}, &hooks.Lambda{Client: client, Function: "missing"}}, Logger: logs.logger()})
 	defer d.Close()
 	errs := &hooks.Errors{}
-	d.Send(event(hooks.EventToolResult, "c1"), errs)
+	d.Send(t.Context(), event(hooks.EventToolResult, "c1"), errs)
 	flush(t, d)
 	mu.Lock()
 	defer mu.Unlock()
@@ -269,10 +290,11 @@ func TestLambdaSink(t *testing.T) {
 	var got hooks.Event
 	require.NoError(t, json.Unmarshal(payloads[0], &got))
 	assert.Equal(t, *event(hooks.EventToolResult, "c1"), got)
-	sealed := errs.Seal()
-	require.Len(t, sealed, 1)
-	assert.Contains(t, sealed[0], "lambda hook: lambent.tool.result event for call c1: invoke missing:")
-	assert.Contains(t, sealed[0], "ResourceNotFoundException")
+	// The response names the hook's kind and a code; the function and
+	// Lambda's message (an ARN) are in the log line.
+	assert.Equal(t, []string{"lambda hook: lambent.tool.result event for call c1: rejected"}, errs.Seal())
+	assert.Contains(t, logs.String(), "invoke missing:")
+	assert.Contains(t, logs.String(), "ResourceNotFoundException")
 }
 
 // The webhook posts JSON behind the SSRF guard (package egress): a loopback URL is
@@ -302,7 +324,7 @@ func TestWebhookSink(t *testing.T) {
 	require.Error(t, err)
 
 	host := strings.TrimPrefix(ts.URL, "http://")
-	w, err := hooks.NewWebhook(ts.URL+"/hook", []string{host})
+	w, err := hooks.NewWebhook(ts.URL+"/hook?token=s3cret", []string{host})
 	require.NoError(t, err)
 	defer w.CloseIdleConnections()
 	// A host name that resolves to loopback is checked when dialed.
@@ -310,15 +332,16 @@ func TestWebhookSink(t *testing.T) {
 	byName, err := hooks.NewWebhook("http://localhost:"+port+"/hook", nil)
 	require.NoError(t, err)
 
-	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{w, byName}, Workers: 1, Logger: quiet()})
+	logs := &logBuffer{}
+	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{w, byName}, Workers: 1, Logger: logs.logger()})
 	defer d.Close()
 	errs := &hooks.Errors{}
-	d.Send(event(hooks.EventToolCall, "c1"), errs)
+	d.Send(t.Context(), event(hooks.EventToolCall, "c1"), errs)
 	flush(t, d)
 	mu.Lock()
 	status = http.StatusInternalServerError
 	mu.Unlock()
-	d.Send(event(hooks.EventToolResult, "c1"), errs)
+	d.Send(t.Context(), event(hooks.EventToolResult, "c1"), errs)
 	flush(t, d)
 
 	mu.Lock()
@@ -328,12 +351,18 @@ func TestWebhookSink(t *testing.T) {
 	var got hooks.Event
 	require.NoError(t, json.Unmarshal([]byte(bodies[0]), &got))
 	assert.Equal(t, *event(hooks.EventToolCall, "c1"), got)
-	sealed := errs.Seal()
-	require.Len(t, sealed, 3)
-	assert.Contains(t, sealed[0], "webhook hook: lambent.tool.call event for call c1:")
-	assert.Contains(t, sealed[0], "loopback address); only public internet addresses can be fetched")
-	assert.Contains(t, sealed[1], "webhook hook: lambent.tool.result event for call c1: POST "+ts.URL+"/hook: 500 Internal Server Error: nope")
-	assert.Contains(t, sealed[2], "loopback address); only public internet addresses can be fetched")
+	// Tenants see the hook's kind and a code, never its URL (nor its
+	// token) or its reply; the log lines have the detail, without the
+	// URL's query.
+	assert.Equal(t, []string{
+		"webhook hook: lambent.tool.call event for call c1: refused",
+		"webhook hook: lambent.tool.result event for call c1: http_500",
+		"webhook hook: lambent.tool.result event for call c1: refused",
+	}, errs.Seal())
+	logged := logs.String()
+	assert.Contains(t, logged, "POST "+ts.URL+"/hook?…: 500 Internal Server Error: nope")
+	assert.Contains(t, logged, "loopback address); only public internet addresses can be fetched")
+	assert.NotContains(t, logged, "s3cret")
 }
 
 func TestParseTargets(t *testing.T) {

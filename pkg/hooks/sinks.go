@@ -3,6 +3,7 @@ package hooks
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -61,7 +62,7 @@ func (s *Lambda) Deliver(ctx context.Context, _ *Event, body []byte) error {
 		return fmt.Errorf("invoke %s: %w", s.Function, err)
 	}
 	if out.StatusCode != http.StatusAccepted {
-		return fmt.Errorf("invoke %s: status %d, want 202", s.Function, out.StatusCode)
+		return &DeliveryError{Code: CodeRejected, Err: fmt.Errorf("invoke %s: status %d, want 202", s.Function, out.StatusCode)}
 	}
 	return nil
 }
@@ -72,10 +73,14 @@ const maxReply = 4 << 10
 
 // Webhook posts each event as JSON to a URL, through fetch_url's SSRF
 // guard: every connection, redirects included, must reach a public address
-// or one the guard's allow-list names. A reply other than 2xx is a failure.
+// or one the guard's allow-list names. A reply other than 2xx is a failure
+// (code http_<status>). Its errors name the URL without its query (which
+// may hold a token).
 type Webhook struct {
 	url    string
 	client *http.Client
+	// shown is the URL as errors name it: without its query.
+	shown string
 }
 
 // NewWebhook returns the webhook for rawURL (http or https), with the SSRF
@@ -89,7 +94,7 @@ func NewWebhook(rawURL string, allow []string) (*Webhook, error) {
 	if err := g.CheckURL(u); err != nil {
 		return nil, fmt.Errorf("hooks: webhook URL %s: %w", rawURL, err)
 	}
-	return &Webhook{url: u.String(), client: g.Client(nil, true)}, nil
+	return &Webhook{url: u.String(), client: g.Client(nil, true), shown: withoutQuery(u)}, nil
 }
 
 // Name implements Sink.
@@ -106,14 +111,28 @@ func (s *Webhook) Deliver(ctx context.Context, ev *Event, body []byte) error {
 	req.Header.Set("X-Lambent-Event", ev.Type)
 	resp, err := s.client.Do(req)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = s.shown
+		}
 		return err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	reply, _ := io.ReadAll(io.LimitReader(resp.Body, maxReply))
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("POST %s: %s: %s", s.url, resp.Status, strings.TrimSpace(string(reply)))
+		return &DeliveryError{Code: httpCode(resp.StatusCode), Err: fmt.Errorf("POST %s: %s: %s", s.shown, resp.Status, strings.TrimSpace(string(reply)))}
 	}
 	return nil
+}
+
+// withoutQuery is u without its query and fragment.
+func withoutQuery(u *url.URL) string {
+	c := *u
+	c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = "", false, "", ""
+	if u.RawQuery != "" {
+		c.RawQuery = "…"
+	}
+	return c.String()
 }
 
 // CloseIdleConnections closes the webhook's idle connections.

@@ -62,7 +62,7 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (*http.Re
 	name, err := h.keys.Tenant(r.Header.Get("Authorization"))
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="lambent"`)
-		h.writeError(w, err)
+		h.writeError(w, r, err)
 		return r, false
 	}
 	return r.WithContext(tenant.With(r.Context(), name)), true

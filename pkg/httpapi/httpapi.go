@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine"
+	"github.com/lambent/lambent/pkg/requestid"
 	"github.com/lambent/lambent/pkg/wsapi"
 )
 
@@ -92,16 +94,24 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 	return h.ws.Shutdown(ctx)
 }
 
-// ServeHTTP routes a request. Panics are recovered into a 500 in the
-// OpenAI error shape.
+// ServeHTTP routes a request. Every reply carries the request's id in
+// its x-request-id header (requestid.Serve: the id the request's context
+// carries, else a new one), and every log line of the request repeats it.
+// Panics are recovered into a 500 in the OpenAI error shape.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r, _ = requestid.Serve(w, r)
+	h.route(w, r)
+}
+
+// route serves a request that has its request id.
+func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
 				panic(p)
 			}
-			h.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p)
-			h.writeError(w, api.ServerError(nil, "internal error"))
+			h.log.ErrorContext(r.Context(), "panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p)
+			h.writeError(w, r, api.ServerError(fmt.Errorf("panic: %v", p), api.ServerErrorMessage))
 		}
 	}()
 	path := strings.TrimSuffix(r.URL.Path, "/")
@@ -161,7 +171,7 @@ func (h *Handler) identityEncoding(w http.ResponseWriter, r *http.Request) bool 
 		return true
 	}
 	w.Header().Set("Accept-Encoding", "identity")
-	h.writeError(w, &api.Error{Status: http.StatusUnsupportedMediaType, Type: api.ErrTypeInvalidRequest, Code: "unsupported_content_encoding",
+	h.writeError(w, r, &api.Error{Status: http.StatusUnsupportedMediaType, Type: api.ErrTypeInvalidRequest, Code: "unsupported_content_encoding",
 		Message: "Unsupported Content-Encoding " + strconv.Quote(ce) + "; send the request body uncompressed."})
 	return false
 }
@@ -176,12 +186,12 @@ func (h *Handler) only(w http.ResponseWriter, r *http.Request, method string, fn
 
 func (h *Handler) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
 	w.Header().Set("Allow", allow)
-	h.writeError(w, &api.Error{Status: http.StatusMethodNotAllowed, Type: api.ErrTypeInvalidRequest, Code: "method_not_allowed",
+	h.writeError(w, r, &api.Error{Status: http.StatusMethodNotAllowed, Type: api.ErrTypeInvalidRequest, Code: "method_not_allowed",
 		Message: "Method " + r.Method + " is not allowed for " + r.URL.Path + "; allowed: " + allow + "."})
 }
 
 func (h *Handler) notFoundRoute(w http.ResponseWriter, r *http.Request) {
-	h.writeError(w, &api.Error{Status: http.StatusNotFound, Type: api.ErrTypeInvalidRequest, Code: "unknown_url",
+	h.writeError(w, r, &api.Error{Status: http.StatusNotFound, Type: api.ErrTypeInvalidRequest, Code: "unknown_url",
 		Message: "Unknown request URL: " + r.Method + " " + r.URL.Path + "."})
 }
 
@@ -191,14 +201,14 @@ func (h *Handler) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || mt != "application/json" {
-			h.writeError(w, &api.Error{Status: http.StatusUnsupportedMediaType, Type: api.ErrTypeInvalidRequest, Code: "unsupported_media_type",
+			h.writeError(w, r, &api.Error{Status: http.StatusUnsupportedMediaType, Type: api.ErrTypeInvalidRequest, Code: "unsupported_media_type",
 				Message: "Unsupported Content-Type " + strconv.Quote(ct) + "; send application/json."})
 			return nil, false
 		}
 	}
 	body, err := api.ReadLimited(http.MaxBytesReader(w, r.Body, h.maxBody+1), h.maxBody)
 	if err != nil {
-		h.writeError(w, err)
+		h.writeError(w, r, err)
 		return nil, false
 	}
 	return body, true
@@ -211,7 +221,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := api.DecodeCreateRequest(body)
 	if err != nil {
-		h.writeError(w, err)
+		h.writeError(w, r, err)
 		return
 	}
 	create := h.svc.CreateResponse
@@ -221,14 +231,14 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 	rw := &responseWriter{h: h, w: w}
 	if err := create(r.Context(), req, rw); err != nil {
 		if rw.started {
-			h.log.Warn("error after the response started", "err", err)
+			h.log.WarnContext(r.Context(), "error after the response started", "err", err)
 			_ = rw.Flush()
 			return
 		}
 		if errors.Is(err, context.Canceled) {
 			return
 		}
-		h.writeError(w, err)
+		h.writeError(w, r, err)
 		return
 	}
 	if rw.started && req.Stream {
@@ -243,13 +253,13 @@ func (h *Handler) compact(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := api.DecodeCompactRequest(body)
 	if err != nil {
-		h.writeError(w, err)
+		h.writeError(w, r, err)
 		return
 	}
 	res, err := h.svc.Compact(r.Context(), req)
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
-			h.writeError(w, err)
+			h.writeError(w, r, err)
 		}
 		return
 	}
@@ -263,7 +273,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, id string) {
 		if v := q.Get("starting_after"); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n < 0 {
-				h.writeError(w, api.InvalidRequest("starting_after", "starting_after must be a non-negative integer"))
+				h.writeError(w, r, api.InvalidRequest("starting_after", "starting_after must be a non-negative integer"))
 				return
 			}
 			after = n
@@ -323,7 +333,7 @@ func (h *Handler) inputItems(w http.ResponseWriter, r *http.Request, id string) 
 	q := r.URL.Query()
 	opts := api.ListOptions{After: q.Get("after"), Order: q.Get("order"), Limit: api.DefaultListLimit}
 	if !validCursor(opts.After) {
-		h.writeError(w, api.InvalidRequest("after", "after must be the id of an input item: at most %d printable ASCII characters", maxCursor))
+		h.writeError(w, r, api.InvalidRequest("after", "after must be the id of an input item: at most %d printable ASCII characters", maxCursor))
 		return
 	}
 	switch opts.Order {
@@ -331,13 +341,13 @@ func (h *Handler) inputItems(w http.ResponseWriter, r *http.Request, id string) 
 		opts.Order = "desc"
 	case "asc", "desc":
 	default:
-		h.writeError(w, api.InvalidRequest("order", "invalid value %q for order; expected \"asc\" or \"desc\"", opts.Order))
+		h.writeError(w, r, api.InvalidRequest("order", "invalid value %q for order; expected \"asc\" or \"desc\"", opts.Order))
 		return
 	}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > api.MaxListLimit {
-			h.writeError(w, api.InvalidRequest("limit", "limit must be an integer between 1 and %d", api.MaxListLimit))
+			h.writeError(w, r, api.InvalidRequest("limit", "limit must be an integer between 1 and %d", api.MaxListLimit))
 			return
 		}
 		opts.Limit = n
@@ -373,18 +383,22 @@ func validCursor(after string) bool {
 // is no one to answer and nothing failed, so it stops.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-		h.log.Debug("client went away", "method", r.Method, "path", r.URL.Path, "err", err)
+		h.log.DebugContext(r.Context(), "client went away", "method", r.Method, "path", r.URL.Path, "err", err)
 		return
 	}
-	h.writeError(w, err)
+	h.writeError(w, r, err)
 }
 
 // writeJSON writes v as the JSON body (followed by a newline, as
 // json.Encoder writes it) with its Content-Length.
 func (h *Handler) writeJSON(w http.ResponseWriter, status int, v any) {
+	writeJSON(w, h.log, status, v)
+}
+
+func writeJSON(w http.ResponseWriter, log *slog.Logger, status int, v any) {
 	b, err := wirejson.Marshal(v)
 	if err != nil {
-		h.log.Error("encode response", "err", err)
+		log.Error("encode response", "err", err)
 		status = http.StatusInternalServerError
 		b = []byte(`{"error":{"message":"internal error: could not encode the response","type":"server_error","param":null,"code":"server_error"}}`)
 	}
@@ -395,10 +409,18 @@ func (h *Handler) writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(b)
 }
 
-func (h *Handler) writeError(w http.ResponseWriter, err error) {
+func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	WriteError(w, r, h.log, err)
+}
+
+// WriteError answers r with err in the OpenAI error shape (api.AsError's
+// status). A server error's message says what happened in general terms
+// and names the request id (api.Error.ForClient); its cause goes to log
+// with that id.
+func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	e := api.AsError(err)
 	if e.Status >= 500 {
-		h.log.Error("request failed", "status", e.Status, "code", e.Code, "err", err)
+		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "status", e.Status, "code", e.Code, "err", err)
 	}
-	h.writeJSON(w, e.Status, api.ErrorBody{Error: e})
+	writeJSON(w, log, e.Status, api.ErrorBody{Error: e.ForClient(requestid.From(r.Context()))})
 }

@@ -27,6 +27,8 @@
 //
 // A request that the front door authenticated with AWS_IAM carries the
 // caller's IAM ARN in its context ([tenant.Caller]), taken from the event.
+// Its log records carry the Lambda invocation's request id and the front
+// door's (package requestid); the handler gives the request its own id.
 package lambdaio
 
 import (
@@ -43,6 +45,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/lambent/lambent/pkg/requestid"
 	"github.com/lambent/lambent/pkg/tenant"
 )
 
@@ -113,18 +116,21 @@ func Start(h http.Handler, cfg Config, opts ...lambda.Option) {
 // client does both.
 func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (any, error) {
 	kind := Detect(payload)
+	ctx = requestid.WithLambda(ctx)
 	switch kind {
 	case EventFunctionURL:
 		var ev events.LambdaFunctionURLRequest
 		if err := json.Unmarshal(payload, &ev); err != nil {
 			return nil, fmt.Errorf("lambdaio: decoding %s event: %w", kind, err)
 		}
+		ctx = withEventID(ctx, FunctionURLRequestKey, ev.RequestContext.RequestID)
 		return h.serveFunctionURL(withCaller(ctx, functionURLCaller(&ev)), &ev)
 	case EventREST, EventHTTPAPIV1:
 		var ev events.APIGatewayProxyRequest
 		if err := json.Unmarshal(payload, &ev); err != nil {
 			return nil, fmt.Errorf("lambdaio: decoding %s event: %w", kind, err)
 		}
+		ctx = withEventID(ctx, GatewayRequestKey, ev.RequestContext.RequestID)
 		ctx = withCaller(ctx, restCaller(&ev))
 		if kind == EventREST && !h.bufferedREST(&ev) {
 			return h.serveRESTStream(ctx, &ev)
@@ -135,9 +141,27 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (any, err
 		if err := json.Unmarshal(payload, &ev); err != nil {
 			return nil, fmt.Errorf("lambdaio: decoding %s event: %w", kind, err)
 		}
+		ctx = withEventID(ctx, GatewayRequestKey, ev.RequestContext.RequestID)
 		return h.serveV2(withCaller(ctx, httpAPICaller(&ev)), &ev)
 	}
 	return nil, errors.New("lambdaio: unsupported event: not a function URL, API Gateway REST API or HTTP API request")
+}
+
+// Log attributes of the front door's own request id (the event's
+// requestContext.requestId), beside the Lambda invocation's
+// (requestid.LambdaKey) and the gateway's request id (requestid.LogKey).
+const (
+	GatewayRequestKey     = "apigw_request_id"
+	FunctionURLRequestKey = "function_url_request_id"
+)
+
+// withEventID returns ctx whose log records carry the event's request id
+// under key.
+func withEventID(ctx context.Context, key, id string) context.Context {
+	if id == "" {
+		return ctx
+	}
+	return requestid.WithAttrs(ctx, slog.String(key, id))
 }
 
 // The caller's IAM identity, when the front door authenticated the request
@@ -258,6 +282,6 @@ func (h *Handler) panicError(p any, r *http.Request) error {
 	if p == http.ErrAbortHandler {
 		return http.ErrAbortHandler
 	}
-	h.log.Error("lambdaio: panic serving request", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+	h.log.ErrorContext(r.Context(), "lambdaio: panic serving request", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 	return fmt.Errorf("lambdaio: handler panicked: %v", p)
 }

@@ -62,6 +62,9 @@ type Job struct {
 	NextSeq int64 `json:"next_seq"`
 	// Invocations counts the worker invocations that ran the loop.
 	Invocations int `json:"invocations"`
+	// RequestID is the id of the request that created the response
+	// (package requestid): the worker's log lines repeat it.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // Event is one stored stream event of a background response.

@@ -137,11 +137,11 @@ func (e *EMF) write(at time.Time, directives json.RawMessage, fields any) {
 	}
 }
 
-func (e *EMF) modelCall(*engine.ModelCall, string) {}
+func (e *EMF) modelCall(*engine.ModelCall, string, string) {}
 
-func (e *EMF) toolCall(c *engine.ToolCall) {
+func (e *EMF) toolCall(c *engine.ToolCall, tool string) {
 	l := emfToolLine{
-		Operation: "execute_tool", Tool: c.Name, Duration: c.Duration.Seconds(),
+		Operation: "execute_tool", Tool: tool, Duration: c.Duration.Seconds(),
 		CallID: c.CallID, ResponseID: c.ResponseID, Kind: c.Kind, Attempt: c.Attempt, Iteration: c.Iteration,
 	}
 	if c.Result.IsError {
@@ -150,9 +150,9 @@ func (e *EMF) toolCall(c *engine.ToolCall) {
 	e.write(c.Start.Add(c.Duration), e.toolMetrics, &l)
 }
 
-func (e *EMF) response(resp *api.Response, end *engine.ResponseEnd) {
+func (e *EMF) response(resp *api.Response, end *engine.ResponseEnd, model string) {
 	l := emfResponseLine{
-		Operation: "invoke_agent", Model: resp.Model, Status: string(end.Status), Duration: end.Duration.Seconds(),
+		Operation: "invoke_agent", Model: model, Status: string(end.Status), Duration: end.Duration.Seconds(),
 		Turns: end.Turns, Attempts: end.Attempts, ResponseID: resp.ID, Incomplete: end.Reason,
 	}
 	if u := resp.Usage; u != nil {

@@ -60,6 +60,9 @@ type Config struct {
 	// ProviderName is the gen_ai.provider.name of model call spans
 	// ("openai" for OpenAI-compatible APIs).
 	ProviderName string
+	// Names are the model and tool names metrics may carry; any other
+	// counts as OtherLabel.
+	Names Names
 }
 
 // Enabled reports whether c configures anything to observe.
@@ -67,17 +70,19 @@ func (c Config) Enabled() bool {
 	return c.Hooks != nil || c.EMF != nil || c.Prometheus != nil || c.Tracer != nil
 }
 
-// recorder records metrics.
+// recorder records metrics. model and tool are the names to record (the
+// call's or response's, folded into the operator's set: labels).
 type recorder interface {
-	modelCall(m *engine.ModelCall, provider string)
-	toolCall(c *engine.ToolCall)
-	response(resp *api.Response, end *engine.ResponseEnd)
+	modelCall(m *engine.ModelCall, provider, model string)
+	toolCall(c *engine.ToolCall, tool string)
+	response(resp *api.Response, end *engine.ResponseEnd, model string)
 }
 
 // Observer implements engine.Observer.
 type Observer struct {
 	hooks    *hooks.Dispatcher
 	metrics  []recorder
+	labels   *labels
 	tracer   trace.Tracer
 	provider string
 }
@@ -86,7 +91,7 @@ var _ engine.Observer = (*Observer)(nil)
 
 // New returns the Observer of cfg.
 func New(cfg Config) *Observer {
-	o := &Observer{hooks: cfg.Hooks, provider: cfg.ProviderName}
+	o := &Observer{hooks: cfg.Hooks, provider: cfg.ProviderName, labels: newLabels(cfg.Names)}
 	if cfg.EMF != nil {
 		o.metrics = append(o.metrics, cfg.EMF)
 	}
@@ -139,8 +144,11 @@ func (ro *responseObserver) StartModelCall(ctx context.Context, m *engine.ModelC
 
 // EndModelCall implements engine.ResponseObserver.
 func (ro *responseObserver) EndModelCall(ctx context.Context, m *engine.ModelCall) {
-	for _, r := range ro.o.metrics {
-		r.modelCall(m, ro.o.provider)
+	if len(ro.o.metrics) > 0 {
+		model := ro.o.labels.model(m.Model)
+		for _, r := range ro.o.metrics {
+			r.modelCall(m, ro.o.provider, model)
+		}
 	}
 	if ro.o.tracer == nil {
 		return
@@ -166,7 +174,7 @@ func (ro *responseObserver) StartToolCall(ctx context.Context, c *engine.ToolCal
 			semconv.GenAIToolType(toolTypeExtension), attrToolKind.String(c.Kind), attrAttempt.Int(c.Attempt), attrIteration.Int(c.Iteration)))
 	}
 	if ro.o.hooks != nil {
-		ro.o.hooks.Send(ro.event(hooks.EventToolCall, c, c.Start), ro.errs)
+		ro.o.hooks.Send(ctx, ro.event(hooks.EventToolCall, c, c.Start), ro.errs)
 	}
 	return ctx
 }
@@ -185,10 +193,13 @@ func (ro *responseObserver) EndToolCall(ctx context.Context, c *engine.ToolCall)
 		}
 		ms := float64(c.Duration) / float64(time.Millisecond)
 		ev.DurationMS = &ms
-		ro.o.hooks.Send(ev, ro.errs)
+		ro.o.hooks.Send(ctx, ev, ro.errs)
 	}
-	for _, r := range ro.o.metrics {
-		r.toolCall(c)
+	if len(ro.o.metrics) > 0 {
+		tool := ro.o.labels.tool(c.Name)
+		for _, r := range ro.o.metrics {
+			r.toolCall(c, tool)
+		}
 	}
 	if ro.o.tracer == nil {
 		return
@@ -214,8 +225,11 @@ func (ro *responseObserver) EndResponse(ctx context.Context, resp *api.Response,
 		hookErrs = ro.errs.Seal()
 		resp.AddHookErrors(hookErrs...)
 	}
-	for _, r := range ro.o.metrics {
-		r.response(resp, end)
+	if len(ro.o.metrics) > 0 {
+		model := ro.o.labels.model(resp.Model)
+		for _, r := range ro.o.metrics {
+			r.response(resp, end, model)
+		}
 	}
 	if ro.o.tracer == nil {
 		return

@@ -86,34 +86,34 @@ func (p *Prometheus) Handler() http.Handler {
 	return promhttp.HandlerFor(p.reg, promhttp.HandlerOpts{})
 }
 
-func (p *Prometheus) modelCall(m *engine.ModelCall, provider string) {
+func (p *Prometheus) modelCall(m *engine.ModelCall, provider, model string) {
 	errType := ""
 	if m.Err != nil {
 		errType = errorType(m.Err)
 	}
-	p.duration.WithLabelValues("chat", m.Model, "", errType).Observe(m.Duration.Seconds())
+	p.duration.WithLabelValues("chat", model, "", errType).Observe(m.Duration.Seconds())
 	if res := m.Result; res != nil {
-		p.tokens.WithLabelValues("chat", provider, m.Model, "input").Observe(float64(res.Usage.InputTokens))
-		p.tokens.WithLabelValues("chat", provider, m.Model, "output").Observe(float64(res.Usage.OutputTokens))
+		p.tokens.WithLabelValues("chat", provider, model, "input").Observe(float64(res.Usage.InputTokens))
+		p.tokens.WithLabelValues("chat", provider, model, "output").Observe(float64(res.Usage.OutputTokens))
 	}
 }
 
-func (p *Prometheus) toolCall(c *engine.ToolCall) {
+func (p *Prometheus) toolCall(c *engine.ToolCall, tool string) {
 	errType := ""
 	if c.Result.IsError {
 		errType = errorTypeToolError
-		p.toolErrs.WithLabelValues(c.Name, c.Kind).Inc()
+		p.toolErrs.WithLabelValues(tool, c.Kind).Inc()
 	}
-	p.duration.WithLabelValues("execute_tool", "", c.Name, errType).Observe(c.Duration.Seconds())
+	p.duration.WithLabelValues("execute_tool", "", tool, errType).Observe(c.Duration.Seconds())
 }
 
-func (p *Prometheus) response(resp *api.Response, end *engine.ResponseEnd) {
+func (p *Prometheus) response(resp *api.Response, end *engine.ResponseEnd, model string) {
 	errType := ""
 	if end.Err != nil {
 		errType = apiErrorType(end.Err)
 	}
-	p.duration.WithLabelValues("invoke_agent", resp.Model, "", errType).Observe(end.Duration.Seconds())
-	p.responses.WithLabelValues(resp.Model, string(end.Status)).Inc()
+	p.duration.WithLabelValues("invoke_agent", model, "", errType).Observe(end.Duration.Seconds())
+	p.responses.WithLabelValues(model, string(end.Status)).Inc()
 	p.turns.Observe(float64(end.Turns))
 	p.attempts.Observe(float64(end.Attempts))
 }

@@ -32,6 +32,9 @@ import (
 	"github.com/lambent/lambent/pkg/tools"
 )
 
+// operatorNames are the model and tool names of these tests' gateway.
+var operatorNames = telemetry.Names{Models: []string{"test-model"}, Tools: []string{"t", "bad"}}
+
 // lambdaHeader is a Lambda invocation's trace header, as aws-lambda-go
 // puts it in the invocation's context.
 const lambdaHeader = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1;Lineage=a87bd80c:0"
@@ -167,7 +170,7 @@ func checkEMF(t *testing.T, l emfLine) {
 func TestEMFLines(t *testing.T) {
 	var buf bytes.Buffer
 	e := newEngine(t, toolLoop{batches: [][]api.Item{{toolCall("c1", "t", `{}`), toolCall("c2", "bad", `{}`)}}}, catalog{},
-		telemetry.New(telemetry.Config{EMF: telemetry.NewEMF(&buf, "", nil)}))
+		telemetry.New(telemetry.Config{EMF: telemetry.NewEMF(&buf, "", nil), Names: operatorNames}))
 	w := &capture{}
 	require.NoError(t, e.CreateResponse(context.Background(), request(t, `{"input":"go","tools":[{"type":"lambent:t"},{"type":"lambent:bad"}]}`), w))
 
@@ -248,7 +251,7 @@ func sample(t *testing.T, fam *dto.MetricFamily, want map[string]string) *dto.Me
 func TestPrometheusMetrics(t *testing.T) {
 	p := telemetry.NewPrometheus()
 	e := newEngine(t, toolLoop{batches: [][]api.Item{{toolCall("c1", "t", `{}`), toolCall("c2", "bad", `{}`)}, {toolCall("c3", "t", `{}`)}}}, catalog{},
-		telemetry.New(telemetry.Config{Prometheus: p, ProviderName: "openai"}))
+		telemetry.New(telemetry.Config{Prometheus: p, ProviderName: "openai", Names: operatorNames}))
 	for range 2 {
 		require.NoError(t, e.CreateResponse(context.Background(), request(t, `{"input":"go","tools":[{"type":"lambent:t"},{"type":"lambent:bad"}]}`), &capture{}))
 	}

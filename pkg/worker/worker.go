@@ -17,6 +17,7 @@ import (
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine"
+	"github.com/lambent/lambent/pkg/requestid"
 	"github.com/lambent/lambent/pkg/tenant"
 )
 
@@ -36,6 +37,7 @@ type Handler struct {
 // (answered with partial batch failures), an EventBridge event, or a
 // direct payload (a job {"response_id"} or a create request).
 func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, error) {
+	ctx = requestid.WithLambda(ctx)
 	var probe struct {
 		Records    []json.RawMessage `json:"Records"`
 		DetailType string            `json:"detail-type"`
@@ -56,14 +58,16 @@ func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 		}
 		payload = ev.Detail
 	}
+	ctx = requestid.With(ctx, requestid.New())
 	if err := h.message(ctx, payload); err != nil {
-		h.log().Error("invocation failed", "invalid", errors.Is(err, ErrInvalidMessage), "err", err)
+		h.log().ErrorContext(ctx, "invocation failed", "invalid", errors.Is(err, ErrInvalidMessage), "err", err)
 		return nil, err
 	}
 	return nil, nil
 }
 
-// SQS runs every message of a batch concurrently and reports the ones
+// SQS runs every message of a batch concurrently, each with a request id
+// of its own (package requestid), and reports the ones
 // that failed, so only they are redelivered (and, once the queue's
 // maxReceiveCount is reached, moved to its dead-letter queue).
 func (h *Handler) SQS(ctx context.Context, ev events.SQSEvent) events.SQSEventResponse {
@@ -76,8 +80,9 @@ func (h *Handler) SQS(ctx context.Context, ev events.SQSEvent) events.SQSEventRe
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			ctx := requestid.With(ctx, requestid.New())
 			if err := h.message(ctx, json.RawMessage(m.Body)); err != nil {
-				h.log().Error("message failed", "message_id", m.MessageId, "invalid", errors.Is(err, ErrInvalidMessage),
+				h.log().ErrorContext(ctx, "message failed", "message_id", m.MessageId, "invalid", errors.Is(err, ErrInvalidMessage),
 					"receive_count", m.Attributes["ApproximateReceiveCount"], "err", err)
 				mu.Lock()
 				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})

@@ -2,12 +2,14 @@ package wsapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 
 	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/requestid"
 )
 
 // TypeResponseCreate is the type of the one message a client sends.
@@ -41,17 +43,23 @@ type Message struct {
 }
 
 // Envelope is the spec's error message:
-// {"type":"error","status":400,"error":{"code","message","param","type"}}.
+// {"type":"error","status":400,"error":{"code","message","param","type"}},
+// with the request id of the message it answers (an extension field: a
+// WebSocket message has no x-request-id header).
 type Envelope struct {
-	Type   string     `json:"type"`
-	Status int        `json:"status"`
-	Error  *api.Error `json:"error"`
+	Type      string     `json:"type"`
+	Status    int        `json:"status"`
+	Error     *api.Error `json:"error"`
+	RequestID string     `json:"request_id,omitempty"`
 }
 
-// EncodeError returns the error envelope of err.
-func EncodeError(err error) []byte {
+// EncodeError returns the error envelope of err for the message whose
+// context is ctx: its request id, and a server error in general terms
+// (api.Error.ForClient).
+func EncodeError(ctx context.Context, err error) []byte {
+	id := requestid.From(ctx)
 	e := api.AsError(err)
-	b, merr := wirejson.Marshal(Envelope{Type: api.EventError, Status: e.Status, Error: e})
+	b, merr := wirejson.Marshal(Envelope{Type: api.EventError, Status: e.Status, Error: e.ForClient(id), RequestID: id})
 	if merr != nil {
 		return []byte(`{"type":"error","status":500,"error":{"message":"internal error: could not encode the error","type":"server_error","param":null,"code":"server_error"}}`)
 	}

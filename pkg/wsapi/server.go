@@ -3,6 +3,7 @@ package wsapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,7 +13,7 @@ import (
 	"github.com/coder/websocket"
 	"golang.org/x/net/http/httpguts"
 
-	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/requestid"
 )
 
 // Server defaults.
@@ -109,7 +110,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.conns.Done()
 	c, err := websocket.Accept(w, r, nil)
 	if err != nil {
-		s.log.Info("websocket upgrade refused", "err", err)
+		s.log.InfoContext(r.Context(), "websocket upgrade refused", "err", err)
 		return
 	}
 	s.serve(r.Context(), c)
@@ -172,7 +173,7 @@ func (s *Server) serve(parent context.Context, c *websocket.Conn) {
 	sess := &Session{Service: s.cfg.Service, Cache: NewMemoryCache(), Sender: &connSender{c: c, timeout: s.cfg.WriteTimeout},
 		ReadLimit: s.cfg.ReadLimit, Logger: s.log}
 	limit := func() {
-		_ = sess.Sender.Send(ctx, EncodeError(ConnectionLimitError()))
+		_ = sess.Sender.Send(ctx, EncodeError(ctx, ConnectionLimitError()))
 		_ = c.Close(websocket.StatusNormalClosure, CodeConnectionLimit)
 	}
 	for {
@@ -181,7 +182,7 @@ func (s *Server) serve(parent context.Context, c *websocket.Conn) {
 			return
 		case err := <-readDone:
 			if err != nil && websocket.CloseStatus(err) == -1 && !errors.Is(err, context.Canceled) {
-				s.log.Debug("websocket connection ended", "err", err)
+				s.log.DebugContext(ctx, "websocket connection ended", "err", err)
 			}
 			return
 		case <-age.C:
@@ -199,7 +200,7 @@ func (s *Server) serve(parent context.Context, c *websocket.Conn) {
 				limit()
 				return
 			}
-			if err := sess.Handle(ctx, m); err != nil {
+			if err := sess.Handle(requestid.With(ctx, requestid.New()), m); err != nil {
 				return
 			}
 		}
@@ -260,7 +261,7 @@ func (s *Server) ping(ctx context.Context, cancel context.CancelFunc, c *websock
 		pcancel()
 		if err != nil {
 			if ctx.Err() == nil {
-				s.log.Info("websocket client missed a pong", "err", err)
+				s.log.InfoContext(ctx, "websocket client missed a pong", "err", err)
 			}
 			cancel()
 			return
@@ -279,7 +280,7 @@ func (cs *connSender) Send(ctx context.Context, msg []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, cs.timeout)
 	defer cancel()
 	if err := cs.c.Write(ctx, websocket.MessageText, msg); err != nil {
-		return api.ServerError(err, "websocket write: %v", err)
+		return fmt.Errorf("wsapi: write: %w", err)
 	}
 	return nil
 }

@@ -65,7 +65,9 @@ type Session struct {
 	Logger *slog.Logger
 }
 
-// Handle processes one client message. A response.create runs as a
+// Handle processes one client message, whose context carries its own
+// request id (the transport gives each message one: package requestid),
+// repeated by its error envelope and its log lines. A response.create runs as a
 // streaming create request, its events sent as they come; any error is
 // sent as the error envelope, after which the connection stays usable:
 //
@@ -89,7 +91,7 @@ func (s *Session) Handle(ctx context.Context, m Message) error {
 	}
 	req, err := DecodeCreate(m, limit)
 	if err != nil {
-		return s.Sender.Send(ctx, EncodeError(err))
+		return s.sendError(ctx, err)
 	}
 	w := &eventWriter{ctx: ctx, send: s.Sender, limit: s.WriteLimit}
 	err = s.Service.CreateResponse(engine.WithConnectionCache(ctx, s.Cache), req, w)
@@ -103,7 +105,7 @@ func (s *Session) Handle(ctx context.Context, m Message) error {
 		return ctx.Err()
 	case err != nil:
 		if w.started {
-			s.logger().Warn("websocket: error after the response started", "response_id", w.responseID, "err", err)
+			s.logger().WarnContext(ctx, "websocket: error after the response started", "response_id", w.responseID, "err", err)
 		}
 		failed, reply = true, err
 	case w.tooLarge != nil:
@@ -111,13 +113,22 @@ func (s *Session) Handle(ctx context.Context, m Message) error {
 	}
 	if failed && req.PreviousResponseID != "" {
 		if err := s.Cache.Evict(ctx, req.PreviousResponseID); err != nil {
-			s.logger().Error("websocket: evict the previous response", "previous_response_id", req.PreviousResponseID, "err", err)
+			s.logger().ErrorContext(ctx, "websocket: evict the previous response", "previous_response_id", req.PreviousResponseID, "err", err)
 		}
 	}
 	if reply != nil {
-		return s.Sender.Send(ctx, EncodeError(reply))
+		return s.sendError(ctx, reply)
 	}
 	return nil
+}
+
+// sendError sends the error envelope of err; a server error's cause is
+// logged with the message's request id.
+func (s *Session) sendError(ctx context.Context, err error) error {
+	if e := api.AsError(err); e.Status >= 500 {
+		s.logger().ErrorContext(ctx, "websocket: request failed", "status", e.Status, "code", e.Code, "err", err)
+	}
+	return s.Sender.Send(ctx, EncodeError(ctx, err))
 }
 
 func (s *Session) logger() *slog.Logger {

@@ -29,6 +29,12 @@ import (
 // A done context gives provider.ContextError; a connection failure 502
 // upstream_unreachable. The SDK's retryer has already retried what it
 // retries (throttling, transient errors) when the error gets here.
+//
+// Only a ValidationException's message (about the request: the client's
+// to fix) reaches the client; the others are named by their code and the
+// model, their message (an AccessDeniedException's names the gateway's
+// role and account, others name ARNs) and the SDK's error text (the
+// endpoint) stay in the cause, for the logs.
 func (p *Provider) apiError(ctx context.Context, model string, err error) *api.Error {
 	if ctx.Err() != nil {
 		return provider.ContextError(ctx)
@@ -46,10 +52,9 @@ func (p *Provider) apiError(ctx context.Context, model string, err error) *api.E
 		opErr     *net.OpError
 		dnsErr    *net.DNSError
 		mapped    *api.Error
-		msg       = func(e smithy.APIError) string { return e.ErrorMessage() }
 		rateLimit = func(e smithy.APIError) *api.Error {
 			return &api.Error{Status: http.StatusTooManyRequests, Type: api.ErrTypeRateLimit, Code: provider.CodeRateLimitExceeded,
-				Message: fmt.Sprintf("Bedrock is limiting requests to model %q (%s): %s", model, e.ErrorCode(), msg(e)), Err: err}
+				Message: fmt.Sprintf("Bedrock is limiting requests to model %q (%s)", model, e.ErrorCode()), Err: err}
 		}
 	)
 	switch {
@@ -59,27 +64,27 @@ func (p *Provider) apiError(ctx context.Context, model string, err error) *api.E
 		mapped = rateLimit(quota)
 	case errors.As(err, &invalid):
 		mapped = &api.Error{Status: http.StatusBadRequest, Type: api.ErrTypeInvalidRequest, Code: "invalid_request",
-			Message: "Bedrock rejected the request: " + msg(invalid), Err: err}
+			Message: "Bedrock rejected the request: " + invalid.ErrorMessage(), Err: err}
 	case errors.As(err, &denied):
 		mapped = &api.Error{Status: http.StatusForbidden, Type: api.ErrTypeInvalidRequest, Code: provider.CodeModelAccessDenied, Param: "model",
-			Message: fmt.Sprintf("the gateway may not call the Bedrock model %q: %s (enable access to the model in the Bedrock console's Model access page "+
-				"for this account and region, and grant the gateway's role bedrock:InvokeModel and bedrock:InvokeModelWithResponseStream on it)", model, msg(denied)),
+			Message: fmt.Sprintf("the gateway may not call the Bedrock model %q (AccessDeniedException; the operator enables access to the model in the Bedrock console's Model access page "+
+				"for this account and region, and grants the gateway's role bedrock:InvokeModel and bedrock:InvokeModelWithResponseStream on it)", model),
 			Err: err}
 	case errors.As(err, &notFound):
-		mapped = api.NotFound("model", provider.CodeModelNotFound, "Bedrock has no model %q in this region: %s", model, msg(notFound))
+		mapped = api.NotFound("model", provider.CodeModelNotFound, "Bedrock has no model %q in this region (ResourceNotFoundException)", model)
 		mapped.Err = err
 	case errors.As(err, &timeout):
-		mapped = provider.UpstreamError(http.StatusGatewayTimeout, provider.CodeUpstreamTimeout, err, "the Bedrock model %q timed out: %s", model, msg(timeout))
+		mapped = provider.UpstreamError(http.StatusGatewayTimeout, provider.CodeUpstreamTimeout, err, "the Bedrock model %q timed out (ModelTimeoutException)", model)
 	case errors.As(err, &notReady):
-		mapped = provider.UpstreamError(http.StatusServiceUnavailable, provider.CodeModelUnavailable, err, "the Bedrock model %q is not ready: %s", model, msg(notReady))
+		mapped = provider.UpstreamError(http.StatusServiceUnavailable, provider.CodeModelUnavailable, err, "the Bedrock model %q is not ready (ModelNotReadyException)", model)
 	case errors.As(err, &down):
-		mapped = provider.UpstreamError(http.StatusServiceUnavailable, provider.CodeModelUnavailable, err, "Bedrock is unavailable: %s", msg(down))
+		mapped = provider.UpstreamError(http.StatusServiceUnavailable, provider.CodeModelUnavailable, err, "Bedrock is unavailable (ServiceUnavailableException)")
 	case errors.As(err, &apiErr):
-		mapped = provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, err, "Bedrock error (%s) from model %q: %s", apiErr.ErrorCode(), model, apiErr.ErrorMessage())
+		mapped = provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, err, "Bedrock error (%s) from model %q", apiErr.ErrorCode(), model)
 	case errors.As(err, &dnsErr), errors.As(err, &opErr) && opErr.Op == "dial":
-		mapped = provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamUnreachable, err, "Bedrock is unreachable: %v", err)
+		mapped = provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamUnreachable, err, "Bedrock is unreachable")
 	default:
-		mapped = provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, err, "calling Bedrock failed: %v", err)
+		mapped = provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, err, "calling Bedrock failed")
 	}
 	p.log.DebugContext(ctx, "bedrock: call failed", "model", model, "status", mapped.Status, "error", err)
 	return mapped

@@ -52,11 +52,19 @@ func TestErrors(t *testing.T) {
 		{"InternalServerException", api.ErrTypeUpstream, provider.CodeUpstreamError, 502, true, true},
 	} {
 		t.Run(tc.exception, func(t *testing.T) {
-			turn := fakebedrock.Turn{Error: tc.exception, ErrorMessage: "bedrock says: " + tc.exception}
+			// AWS messages name the gateway's role, account and ARNs.
+			said := "bedrock says: " + tc.exception + " for arn:aws:sts::123456789012:assumed-role/lambent-GatewayRole/gw"
+			turn := fakebedrock.Turn{Error: tc.exception, ErrorMessage: said}
 			both(t, []fakebedrock.Turn{turn, turn, turn}, func(t *testing.T, call func(*provider.Request) (*provider.Result, error), fake *fakebedrock.Server) {
 				_, err := call(hi(claude))
 				ae := requireAPIError(t, err, tc.status, tc.typ, tc.code)
-				require.Contains(t, ae.Message, "bedrock says: "+tc.exception, "Bedrock's message is passed on")
+				if tc.exception == "ValidationException" {
+					require.Contains(t, ae.Message, said, "a message about the request is passed on")
+				} else {
+					require.NotContains(t, ae.Message, "bedrock says", "Bedrock's message stays in the cause")
+					require.Contains(t, ae.Message, tc.exception, "the exception is named")
+					require.Contains(t, ae.Err.Error(), said, "the cause, for the logs")
+				}
 				if tc.names {
 					require.Contains(t, ae.Message, claude)
 				}
@@ -128,7 +136,8 @@ func TestCancelled(t *testing.T) {
 	}
 }
 
-// In-stream exceptions fail the call with the exception's message.
+// In-stream exceptions fail the call; a validation exception's message is
+// passed on, the others' stay in the cause.
 func TestStreamExceptions(t *testing.T) {
 	for _, tc := range []struct {
 		exception string
@@ -149,7 +158,12 @@ func TestStreamExceptions(t *testing.T) {
 				return nil
 			})
 			ae := requireAPIError(t, err, tc.status, "", tc.code)
-			require.Contains(t, ae.Message, "it broke: "+tc.exception)
+			if tc.code == "invalid_request" {
+				require.Contains(t, ae.Message, "it broke: "+tc.exception)
+			} else {
+				require.NotContains(t, ae.Message, "it broke", "Bedrock's message stays in the cause")
+				require.Contains(t, ae.Err.Error(), "it broke: "+tc.exception)
+			}
 			require.Equal(t, "half an answer", got, "the deltas before the exception were passed on")
 		})
 	}

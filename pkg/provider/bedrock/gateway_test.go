@@ -296,7 +296,11 @@ func TestGatewayErrors(t *testing.T) {
 	last := evs[len(evs)-1]
 	require.Equal(t, "response.failed", last.Type)
 	failed := last.AsResponseFailed().Response
-	require.Contains(t, failed.Error.Message, "The model stream broke.")
+	// Bedrock's message stays in the logs; the failure names the
+	// exception and the request id to quote.
+	require.NotContains(t, failed.Error.Message, "The model stream broke.")
+	require.Contains(t, failed.Error.Message, "ModelStreamErrorException")
+	require.Regexp(t, `request ID req_[0-9a-f]{32}\.$`, failed.Error.Message)
 }
 
 // Both providers at once: LAMBENT_MODEL_ROUTES sends Claude to Bedrock,

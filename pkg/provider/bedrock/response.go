@@ -240,7 +240,7 @@ func decodeOutput(out *bedrockruntime.ConverseOutput, model string, noTools bool
 			if err == nil {
 				var args string
 				if args, err = documentJSON(v.Value.Input); err != nil {
-					err = provider.BadResponse(err, "Bedrock sent a toolUse input that is not JSON: %v", err)
+					err = provider.BadResponse(err, "Bedrock sent a toolUse input that is not JSON")
 				} else {
 					err = a.addToolInput(idx, args)
 				}

@@ -117,7 +117,7 @@ func TestDecodeChunk(t *testing.T) {
 	for _, in := range []string{payloadCorpus[9], payloadCorpus[10]} {
 		_, _, err := decodeChunk([]byte(in))
 		var e *api.Error
-		if !errors.As(err, &e) || e.Code != provider.CodeUpstreamError || (!strings.Contains(e.Message, "overloaded") && !strings.Contains(e.Message, "plain")) {
+		if !errors.As(err, &e) || e.Code != provider.CodeUpstreamError || (!strings.Contains(e.Err.Error(), "overloaded") && !strings.Contains(e.Err.Error(), "plain")) {
 			t.Errorf("%s: err = %v", in, err)
 		}
 	}

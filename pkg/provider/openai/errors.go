@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"syscall"
 
@@ -17,15 +16,12 @@ import (
 	"github.com/lambent/lambent/pkg/provider"
 )
 
-// transportError maps an error of http.Client.Do.
+// transportError maps an error of http.Client.Do. The message names what
+// failed, not how: the error's text names the provider's host and address
+// (the cause, wrapped, goes to the logs).
 func transportError(ctx context.Context, err error) *api.Error {
 	if ctx.Err() != nil {
 		return provider.ContextError(ctx)
-	}
-	inner := err
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		inner = ue.Err
 	}
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
@@ -33,13 +29,13 @@ func transportError(ctx context.Context, err error) *api.Error {
 	case errors.As(err, &dnsErr),
 		errors.As(err, &opErr) && opErr.Op == "dial",
 		errors.Is(err, syscall.ECONNREFUSED):
-		return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamUnreachable, err, "the model provider is unreachable: %v", inner)
+		return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamUnreachable, err, "the model provider is unreachable")
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return provider.UpstreamError(http.StatusGatewayTimeout, provider.CodeUpstreamTimeout, err, "the model provider did not answer in time: %v", inner)
+		return provider.UpstreamError(http.StatusGatewayTimeout, provider.CodeUpstreamTimeout, err, "the model provider did not answer in time")
 	}
-	return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, err, "calling the model provider failed: %v", inner)
+	return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, err, "calling the model provider failed")
 }
 
 // errorBody covers the error bodies of OpenAI-compatible servers:
@@ -95,7 +91,12 @@ func codeString(code any) string {
 	return s
 }
 
-// statusError maps a non-2xx upstream response.
+// statusError maps a non-2xx upstream response. The provider's message
+// reaches the client only when it is about the request (400, 404, 409,
+// 422: the client's to fix); a rate limit's (OpenAI's names the
+// organization), a credentials error's (it names part of the key) and a
+// server error's (a proxy's may name internal hosts, or hold a stack
+// trace) stay in the cause, for the logs.
 func statusError(status int, body []byte) *api.Error {
 	msg, code := parseErrorBody(body)
 	if msg == "" {
@@ -122,9 +123,9 @@ func statusError(status int, body []byte) *api.Error {
 			"the model provider rejected the gateway's credentials (HTTP %d)", status)
 	case http.StatusTooManyRequests:
 		return &api.Error{Status: http.StatusTooManyRequests, Type: api.ErrTypeRateLimit, Code: provider.CodeRateLimitExceeded,
-			Message: "the model provider is rate limiting requests: " + msg, Err: cause}
+			Message: "the model provider is rate limiting requests", Err: cause}
 	}
-	return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, cause, "model provider error (HTTP %d): %s", status, msg)
+	return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, cause, "model provider error (HTTP %d)", status)
 }
 
 // embeddedError maps the value of an "error" field sent with a 2xx status
@@ -146,12 +147,14 @@ func eventError(data []byte) *api.Error {
 	return messageError(msg)
 }
 
+// messageError is the error the provider reported in a 2xx reply or
+// mid-stream: a failure on its side, whose message stays in the cause.
 func messageError(msg string) *api.Error {
 	if msg == "" {
 		msg = "unknown error"
 	}
 	return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, errors.New("upstream error: "+msg),
-		"model provider error: %s", msg)
+		"the model provider reported an error")
 }
 
 func isPrintable(s string) bool {

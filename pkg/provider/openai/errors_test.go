@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,12 +51,15 @@ func TestUpstreamStatusErrors(t *testing.T) {
 		{"401", 401, `{"error":{"message":"Incorrect API key provided: sk-xxx.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`,
 			502, api.ErrTypeUpstream, provider.CodeUpstreamAuthFailed, "the model provider rejected the gateway's credentials (HTTP 401)"},
 		{"403", 403, `forbidden`, 502, api.ErrTypeUpstream, provider.CodeUpstreamAuthFailed, ""},
-		{"429", 429, `{"error":{"message":"Rate limit reached for requests","type":"requests","param":null,"code":"rate_limit_exceeded"}}`,
-			429, api.ErrTypeRateLimit, provider.CodeRateLimitExceeded, "the model provider is rate limiting requests: Rate limit reached for requests"},
-		{"500", 500, `{"error":{"message":"The server had an error while processing your request.","type":"server_error"}}`,
-			502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 500): The server had an error while processing your request."},
-		{"503 plain", 503, "", 502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 503): Service Unavailable"},
-		{"413", 413, `{"error":"too big"}`, 502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 413): too big"},
+		// A rate limit's, a server error's message stays in the cause (the
+		// logs): OpenAI's 429 names the operator's organization, a proxy's
+		// 500 may name internal hosts.
+		{"429", 429, `{"error":{"message":"Rate limit reached for gpt-4o in organization org-operator on tokens per min","type":"requests","param":null,"code":"rate_limit_exceeded"}}`,
+			429, api.ErrTypeRateLimit, provider.CodeRateLimitExceeded, "the model provider is rate limiting requests"},
+		{"500", 500, `{"error":{"message":"litellm.InternalServerError: connect to http://10.0.3.7:8000 failed","type":"server_error"}}`,
+			502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 500)"},
+		{"503 plain", 503, "", 502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 503)"},
+		{"413", 413, `{"error":"too big"}`, 502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 413)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,7 +86,10 @@ func TestConnectionRefused(t *testing.T) {
 		p := openai.New(openai.Config{BaseURL: "http://" + addr + "/v1"})
 		defer p.CloseIdleConnections()
 		_, err := call(p, context.Background(), stream)
-		apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, provider.CodeUpstreamUnreachable)
+		e := apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, provider.CodeUpstreamUnreachable)
+		if strings.Contains(e.Message, addr) {
+			t.Errorf("message %q names the provider's address (the cause has it)", e.Message)
+		}
 	})
 }
 
@@ -226,7 +233,8 @@ func TestMalformedJSON(t *testing.T) {
 		p, _ := newBackend(t, openai.Config{}, jsonReply(200, `{"error":{"message":"model crashed"}}`))
 		_, err := p.Complete(context.Background(), hi)
 		e := apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, provider.CodeUpstreamError)
-		contains(t, "message", e.Message, "model crashed")
+		contains(t, "message", e.Message, "the model provider reported an error")
+		contains(t, "cause", e.Err.Error(), "model crashed")
 	})
 	t.Run("stream", func(t *testing.T) {
 		p, _ := newBackend(t, openai.Config{}, sseReply(

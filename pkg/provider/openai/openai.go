@@ -150,7 +150,7 @@ func (p *Provider) Complete(ctx context.Context, req *provider.Request) (*provid
 		if ctx.Err() != nil {
 			return nil, provider.ContextError(ctx)
 		}
-		return nil, provider.StreamCut(err, "reading the model provider's response failed: %v", err)
+		return nil, provider.StreamCut(err, "reading the model provider's response failed")
 	}
 	return decodeCompletion(body, req.Model)
 }
@@ -169,7 +169,7 @@ func (p *Provider) Stream(ctx context.Context, req *provider.Request, fn func(pr
 			if ctx.Err() != nil {
 				return nil, provider.ContextError(ctx)
 			}
-			return nil, provider.StreamCut(err, "reading the model provider's response failed: %v", err)
+			return nil, provider.StreamCut(err, "reading the model provider's response failed")
 		}
 		res, err := decodeCompletion(body, req.Model)
 		if err != nil {
@@ -186,7 +186,7 @@ func (p *Provider) Stream(ctx context.Context, req *provider.Request, fn func(pr
 			if ctx.Err() != nil {
 				return nil, provider.ContextError(ctx)
 			}
-			return nil, provider.StreamCut(re.err, "the model provider's stream was cut: %v", re.err)
+			return nil, provider.StreamCut(re.err, "the model provider's stream was cut")
 		}
 		return nil, err
 	}
@@ -209,7 +209,7 @@ func (p *Provider) post(ctx context.Context, req *provider.Request, stream bool)
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(body))
 	if err != nil {
 		return nil, &api.Error{Status: http.StatusBadGateway, Type: api.ErrTypeUpstream, Code: "upstream_unreachable",
-			Message: "invalid model provider URL: " + err.Error(), Err: err}
+			Message: "the model provider's URL is not valid", Err: err}
 	}
 	h := hreq.Header
 	h["Content-Type"] = jsonContentType
@@ -301,7 +301,7 @@ func replay(res *provider.Result, fn func(provider.Delta) error) error {
 func decodeCompletion(body []byte, model string) (*provider.Result, error) {
 	var cr chatwire.Completion
 	if err := json.Unmarshal(body, &cr); err != nil {
-		return nil, provider.BadResponse(err, "the model provider sent a malformed response: %v", err)
+		return nil, provider.BadResponse(err, "the model provider sent a malformed response")
 	}
 	if hasError(cr.Error) {
 		return nil, embeddedError(cr.Error)

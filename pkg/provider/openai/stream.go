@@ -207,7 +207,7 @@ func decodeStream(body io.Reader, model string, fn func(provider.Delta) error) (
 func (st *streamState) chunk(data []byte) error {
 	var c chatwire.Completion
 	if err := json.Unmarshal(data, &c); err != nil {
-		return provider.BadResponse(err, "the model provider sent a malformed stream chunk: %v", err)
+		return provider.BadResponse(err, "the model provider sent a malformed stream chunk")
 	}
 	if hasError(c.Error) {
 		return embeddedError(c.Error)

@@ -273,7 +273,8 @@ func TestStreamMidStreamErrorEvent(t *testing.T) {
 			})
 			_, err := p.Stream(context.Background(), hi, collect(new([]provider.Delta)))
 			e := apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, provider.CodeUpstreamError)
-			contains(t, "message", e.Message, "The server is overloaded")
+			contains(t, "message", e.Message, "the model provider reported an error")
+			contains(t, "cause", e.Err.Error(), "The server is overloaded")
 		})
 	}
 }

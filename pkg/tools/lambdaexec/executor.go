@@ -204,7 +204,7 @@ func (e *Executor) Execute(ctx context.Context, call tools.ToolCall) (*tools.Too
 		return e.failure(call, "Error: could not encode the call to tool %s: %v", call.Name, err), nil
 	}
 	if len(payload) > MaxPayloadBytes {
-		e.log.Warn("tool request over the Invoke payload limit", "tool", call.Name, "call_id", call.ID, "bytes", len(payload))
+		e.log.WarnContext(ctx, "tool request over the Invoke payload limit", "tool", call.Name, "call_id", call.ID, "bytes", len(payload))
 		return e.failure(call, "Error: the arguments of this call to %s are too large to send to its Lambda function (%d bytes; the limit is %d). Call it with smaller arguments.", call.Name, len(payload), MaxPayloadBytes), nil
 	}
 	in := &lambda.InvokeInput{
@@ -219,26 +219,26 @@ func (e *Executor) Execute(ctx context.Context, call tools.ToolCall) (*tools.Too
 	for attempt := 0; ; attempt++ {
 		out, err := e.client.Invoke(ctx, in)
 		if err == nil {
-			return e.reply(call, t, out), nil
+			return e.reply(ctx, call, t, out), nil
 		}
 		if ctx.Err() != nil {
 			return e.stopped(ctx, call, t, start)
 		}
 		retryAfter, throttled := throttle(err)
 		if !throttled {
-			e.log.Warn("tool invocation failed", "tool", call.Name, "call_id", call.ID, "function", t.function, "err", err)
+			e.log.WarnContext(ctx, "tool invocation failed", "tool", call.Name, "call_id", call.ID, "function", t.function, "err", err)
 			return e.failure(call, "Error: could not invoke the Lambda function of tool %s: %s", call.Name, describe(err)), nil
 		}
 		if attempt >= e.cfg.MaxRetries {
-			e.log.Warn("tool invocation throttled, retries exhausted", "tool", call.Name, "call_id", call.ID, "function", t.function, "attempts", attempt+1)
+			e.log.WarnContext(ctx, "tool invocation throttled, retries exhausted", "tool", call.Name, "call_id", call.ID, "function", t.function, "attempts", attempt+1)
 			return e.failure(call, "Error: tool %s is throttled by AWS Lambda (TooManyRequestsException after %d attempts); try again later.", call.Name, attempt+1), nil
 		}
 		delay := e.backoff(attempt, retryAfter)
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= delay {
-			e.log.Warn("tool invocation throttled, no time left to retry", "tool", call.Name, "call_id", call.ID, "function", t.function, "attempts", attempt+1)
+			e.log.WarnContext(ctx, "tool invocation throttled, no time left to retry", "tool", call.Name, "call_id", call.ID, "function", t.function, "attempts", attempt+1)
 			return e.failure(call, "Error: tool %s is throttled by AWS Lambda (TooManyRequestsException) and this response has no time left to retry it.", call.Name), nil
 		}
-		e.log.Debug("tool invocation throttled, retrying", "tool", call.Name, "call_id", call.ID, "attempt", attempt+1, "delay", delay)
+		e.log.DebugContext(ctx, "tool invocation throttled, retrying", "tool", call.Name, "call_id", call.ID, "attempt", attempt+1, "delay", delay)
 		timer := time.NewTimer(delay)
 		select {
 		case <-timer.C:
@@ -250,7 +250,7 @@ func (e *Executor) Execute(ctx context.Context, call tools.ToolCall) (*tools.Too
 }
 
 // reply turns a completed Invoke into the tool result.
-func (e *Executor) reply(call tools.ToolCall, t target, out *lambda.InvokeOutput) *tools.ToolResult {
+func (e *Executor) reply(ctx context.Context, call tools.ToolCall, t target, out *lambda.InvokeOutput) *tools.ToolResult {
 	if out.FunctionError != nil {
 		var fe struct {
 			ErrorType    string `json:"errorType"`
@@ -265,7 +265,7 @@ func (e *Executor) reply(call tools.ToolCall, t target, out *lambda.InvokeOutput
 		} else {
 			detail = strings.TrimSpace(string(out.Payload))
 		}
-		e.log.Warn("tool function error", "tool", call.Name, "call_id", call.ID, "function", t.function, "function_error", *out.FunctionError, "error_type", fe.ErrorType)
+		e.log.WarnContext(ctx, "tool function error", "tool", call.Name, "call_id", call.ID, "function", t.function, "function_error", *out.FunctionError, "error_type", fe.ErrorType)
 		return e.failure(call, "Error: tool %s failed (Lambda function error, %s): %s", call.Name, *out.FunctionError, detail)
 	}
 	var r struct {
@@ -273,7 +273,7 @@ func (e *Executor) reply(call tools.ToolCall, t target, out *lambda.InvokeOutput
 		IsError bool    `json:"is_error"`
 	}
 	if err := json.Unmarshal(out.Payload, &r); err != nil || r.Output == nil {
-		e.log.Warn("tool function returned a malformed reply", "tool", call.Name, "call_id", call.ID, "function", t.function, "bytes", len(out.Payload))
+		e.log.WarnContext(ctx, "tool function returned a malformed reply", "tool", call.Name, "call_id", call.ID, "function", t.function, "bytes", len(out.Payload))
 		return e.failure(call, `Error: tool %s returned a malformed reply (want {"output": string, "is_error": bool}): %s`, call.Name, snippet(out.Payload, 200))
 	}
 	return &tools.ToolResult{CallID: call.ID, Output: e.cut(*r.Output), IsError: r.IsError}
@@ -284,7 +284,7 @@ func (e *Executor) reply(call tools.ToolCall, t target, out *lambda.InvokeOutput
 func (e *Executor) stopped(ctx context.Context, call tools.ToolCall, t target, start time.Time) (*tools.ToolResult, error) {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		elapsed := time.Since(start).Round(time.Millisecond)
-		e.log.Warn("tool invocation timed out", "tool", call.Name, "call_id", call.ID, "function", t.function, "elapsed", elapsed)
+		e.log.WarnContext(ctx, "tool invocation timed out", "tool", call.Name, "call_id", call.ID, "function", t.function, "elapsed", elapsed)
 		return e.failure(call, "Error: tool %s timed out after %s: this response's time budget ran out before its Lambda function answered.", call.Name, elapsed), nil
 	}
 	return nil, fmt.Errorf("lambdaexec: tool %s: %w", call.Name, ctx.Err())
@@ -341,17 +341,17 @@ func throttle(err error) (retryAfter time.Duration, ok bool) {
 	return 0, false
 }
 
-// describe renders an SDK error for the model: the API error code and
-// message when there is one, else the error text.
+// describe names an SDK error for the model, and whoever reads the
+// response: the API error code (ResourceNotFoundException,
+// AccessDeniedException...) when there is one. Never the error's message
+// nor its text: AWS messages name ARNs, accounts and roles, transport
+// errors the endpoint; the log line has them.
 func describe(err error) string {
 	var api smithy.APIError
 	if errors.As(err, &api) {
-		if msg := api.ErrorMessage(); msg != "" {
-			return api.ErrorCode() + ": " + msg
-		}
 		return api.ErrorCode()
 	}
-	return err.Error()
+	return "the Lambda API could not be reached"
 }
 
 func snippet(b []byte, n int) string {

@@ -286,8 +286,32 @@ func (s *session) op(ctx context.Context, what string, fn func(ctx context.Conte
 	} else if ctx.Err() != nil && errors.Is(err, ctx.Err()) || errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("no answer in time (%w)", context.DeadlineExceeded)
 	}
+	if s.srv.Trusted && isTransport(err) {
+		// An operator's server: the client sees what failed, the logs how
+		// (its URL and addresses).
+		return &hiddenCause{text: fmt.Sprintf("MCP server %q: %s: the server could not be reached", s.srv.Label, what), cause: err}
+	}
 	return fmt.Errorf("MCP server %q: %s: %s", s.srv.Label, what, s.redact(err.Error()))
 }
+
+// isTransport reports whether err failed on the way to the server (its
+// text names the server's URL, host or address).
+func isTransport(err error) bool {
+	var ue *url.Error
+	var ne net.Error
+	return errors.As(err, &ue) || errors.As(err, &ne)
+}
+
+// hiddenCause is an error whose text leaves its cause out; logged with
+// slog, it shows the cause too.
+type hiddenCause struct {
+	text  string
+	cause error
+}
+
+func (e *hiddenCause) Error() string        { return e.text }
+func (e *hiddenCause) Unwrap() error        { return e.cause }
+func (e *hiddenCause) LogValue() slog.Value { return slog.StringValue(e.text + ": " + e.cause.Error()) }
 
 // redact removes the server URL's query (which may hold a key) from text.
 func (s *session) redact(text string) string {

@@ -2,10 +2,12 @@ package mcp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -293,6 +295,24 @@ func TestErrors(t *testing.T) {
 		defer s.Close()
 		_, err := s.ListTools(ctx)
 		require.ErrorContains(t, err, `MCP server "s": list tools: connect`)
+	})
+	t.Run("operator's server down", func(t *testing.T) {
+		// The error reaches every tenant (mcp_list_tools.error, the
+		// model): it names the server's label, not its URL nor address;
+		// the log line has them.
+		srv := mcptest.StartStreamable(mcptest.Options{})
+		srv.Close()
+		op := server("docs", srv.Endpoint)
+		op.Trusted = true
+		s := loopback().Open(op, tools.MCPBounds{})
+		defer s.Close()
+		_, err := s.ListTools(ctx)
+		require.EqualError(t, err, `MCP server "docs": list tools: the server could not be reached`)
+		var logged bytes.Buffer
+		slog.New(slog.NewJSONHandler(&logged, nil)).Warn("mcp list tools failed", "err", err)
+		host := strings.TrimPrefix(srv.Endpoint, "http://")
+		host = host[:strings.IndexByte(host, '/')]
+		assert.Contains(t, logged.String(), host)
 	})
 	t.Run("slow", func(t *testing.T) {
 		srv := mcptest.StartStreamable(mcptest.Options{})

@@ -43,6 +43,7 @@ import (
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/httpapi"
+	"github.com/lambent/lambent/pkg/requestid"
 	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/lambent/lambent/pkg/wsapi"
 )
@@ -131,6 +132,9 @@ func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 	if err := json.Unmarshal(payload, &ev); err != nil {
 		return nil, fmt.Errorf("apigw: WebSocket event: %w", err)
 	}
+	// Each route event is a request of its own: its log lines carry its
+	// request id and API Gateway's.
+	ctx, _ = requestid.Ensure(requestid.WithAttrs(requestid.WithLambda(ctx), slog.String(GatewayRequestKey, ev.RequestContext.RequestID)))
 	switch probe.RequestContext.EventType {
 	case "CONNECT":
 		return h.connect(ctx, &ev), nil
@@ -164,8 +168,8 @@ func (h *Handler) connect(ctx context.Context, ev *events.APIGatewayWebsocketPro
 		connectedAt = h.cfg.Now()
 	}
 	if err := h.cfg.Connections.Open(ctx, ev.RequestContext.ConnectionID, name, connectedAt); err != nil {
-		h.log.Error("websocket $connect", "connection_id", ev.RequestContext.ConnectionID, "err", err)
-		return reply(http.StatusInternalServerError, api.ServerError(err, "could not open the connection"))
+		h.log.ErrorContext(ctx, "websocket $connect", "connection_id", ev.RequestContext.ConnectionID, "err", err)
+		return reply(http.StatusInternalServerError, api.ServerError(err, "The connection could not be opened.").ForClient(requestid.From(ctx)))
 	}
 	return reply(http.StatusOK, nil)
 }
@@ -188,13 +192,21 @@ type turn struct {
 	Endpoint     string `json:"endpoint"`
 	Body         string `json:"body"`
 	Base64       bool   `json:"base64,omitempty"`
+	// RequestID is the message's request id (package requestid), given
+	// by $default; GatewayRequestID is API Gateway's id of that request.
+	RequestID        string `json:"request_id,omitempty"`
+	GatewayRequestID string `json:"apigw_request_id,omitempty"`
 }
+
+// GatewayRequestKey is the log attribute of API Gateway's request id.
+const GatewayRequestKey = "apigw_request_id"
 
 // message queues a client message ($default) in its connection's message
 // group, and returns at once: the turn runs from the queue.
 func (h *Handler) message(ctx context.Context, ev *events.APIGatewayWebsocketProxyRequest) (events.APIGatewayProxyResponse, error) {
 	rc := ev.RequestContext
-	body, err := json.Marshal(turn{ConnectionID: rc.ConnectionID, Endpoint: "https://" + rc.DomainName + "/" + rc.Stage, Body: ev.Body, Base64: ev.IsBase64Encoded})
+	body, err := json.Marshal(turn{ConnectionID: rc.ConnectionID, Endpoint: "https://" + rc.DomainName + "/" + rc.Stage, Body: ev.Body, Base64: ev.IsBase64Encoded,
+		RequestID: requestid.From(ctx), GatewayRequestID: rc.RequestID})
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, fmt.Errorf("apigw: encode turn: %w", err)
 	}
@@ -217,7 +229,7 @@ func (h *Handler) message(ctx context.Context, ev *events.APIGatewayWebsocketPro
 
 func (h *Handler) disconnect(ctx context.Context, ev *events.APIGatewayWebsocketProxyRequest) events.APIGatewayProxyResponse {
 	if err := h.cfg.Connections.Close(ctx, ev.RequestContext.ConnectionID); err != nil {
-		h.log.Error("websocket $disconnect", "connection_id", ev.RequestContext.ConnectionID, "err", err)
+		h.log.ErrorContext(ctx, "websocket $disconnect", "connection_id", ev.RequestContext.ConnectionID, "err", err)
 	}
 	return reply(http.StatusOK, nil)
 }
@@ -228,9 +240,10 @@ func (h *Handler) disconnect(ctx context.Context, ev *events.APIGatewayWebsocket
 // turn that ran is never repeated.
 func (h *Handler) Turns(ctx context.Context, ev events.SQSEvent) events.SQSEventResponse {
 	var res events.SQSEventResponse
+	ctx = requestid.WithLambda(ctx)
 	for i, rec := range ev.Records {
 		if err := h.runTurn(ctx, rec.Body); err != nil {
-			h.log.Error("websocket turn", "message_id", rec.MessageId, "err", err)
+			h.log.ErrorContext(ctx, "websocket turn", "message_id", rec.MessageId, "err", err)
 			// FIFO: the records after a failure must not run before it.
 			for _, r := range ev.Records[i:] {
 				res.BatchItemFailures = append(res.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
@@ -244,15 +257,22 @@ func (h *Handler) Turns(ctx context.Context, ev events.SQSEvent) events.SQSEvent
 func (h *Handler) runTurn(ctx context.Context, body string) error {
 	var t turn
 	if err := json.Unmarshal([]byte(body), &t); err != nil || t.ConnectionID == "" {
-		h.log.Error("websocket turn: malformed queue message, dropped", "err", err)
+		h.log.ErrorContext(ctx, "websocket turn: malformed queue message, dropped", "err", err)
 		return nil
 	}
+	// The turn's log lines and error envelopes carry the request id its
+	// $default request got.
+	ctx = requestid.WithAttrs(ctx, slog.String(GatewayRequestKey, t.GatewayRequestID))
+	if t.RequestID == "" {
+		t.RequestID = requestid.New()
+	}
+	ctx = requestid.With(ctx, t.RequestID)
 	conn, err := h.cfg.Connections.Load(ctx, t.ConnectionID)
 	if err != nil {
 		return err
 	}
 	if conn == nil {
-		h.log.Info("websocket turn: the connection is gone, message dropped", "connection_id", t.ConnectionID)
+		h.log.InfoContext(ctx, "websocket turn: the connection is gone, message dropped", "connection_id", t.ConnectionID)
 		return nil
 	}
 	ctx, cancel := context.WithCancel(tenant.With(ctx, conn.Tenant))
@@ -274,7 +294,7 @@ func (h *Handler) runTurn(ctx context.Context, body string) error {
 	}
 	sess := &wsapi.Session{Service: h.cfg.Service, Cache: conn, Sender: p, ReadLimit: MaxMessage, WriteLimit: MaxMessage, Logger: h.log}
 	if err := sess.Handle(ctx, m); err != nil {
-		h.log.Info("websocket turn: the client went away", "connection_id", t.ConnectionID, "err", err)
+		h.log.InfoContext(ctx, "websocket turn: the client went away", "connection_id", t.ConnectionID, "err", err)
 		return nil
 	}
 	if h.expired(conn) {
@@ -290,11 +310,11 @@ func (h *Handler) expired(c *Connection) bool {
 // limit ends a connection past MaxAge: the error, then DeleteConnection
 // (whose $disconnect forgets its state).
 func (h *Handler) limit(ctx context.Context, p *poster) error {
-	if err := p.Send(ctx, wsapi.EncodeError(wsapi.ConnectionLimitError())); err != nil {
+	if err := p.Send(ctx, wsapi.EncodeError(ctx, wsapi.ConnectionLimitError())); err != nil {
 		return nil
 	}
 	if _, err := p.api.DeleteConnection(ctx, &apigatewaymanagementapi.DeleteConnectionInput{ConnectionId: aws.String(p.id)}, p.at); err != nil && !isGone(err) {
-		h.log.Error("websocket: close a connection at its limit", "connection_id", p.id, "err", err)
+		h.log.ErrorContext(ctx, "websocket: close a connection at its limit", "connection_id", p.id, "err", err)
 	}
 	return nil
 }

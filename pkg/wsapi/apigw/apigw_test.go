@@ -232,7 +232,8 @@ func (e *env) envelope(msgs [][]byte) wsapi.Envelope {
 	}
 	require.NoError(e.t, json.Unmarshal(msgs[0], &env), "%s", msgs[0])
 	require.Equal(e.t, "error", env.Type)
-	return wsapi.Envelope{Type: env.Type, Status: env.Status, Error: &api.Error{Code: env.Error.Code, Message: env.Error.Message, Param: env.Error.Param, Type: env.Error.Type}}
+	return wsapi.Envelope{Type: env.Type, Status: env.Status, Error: &api.Error{Code: env.Error.Code, Message: env.Error.Message, Param: env.Error.Param, Type: env.Error.Type},
+		RequestID: env.RequestID}
 }
 
 func lastID(evs []ssecheck.Event) string { return evs[len(evs)-1].Response.ID }
@@ -288,6 +289,12 @@ func TestTurns(t *testing.T) {
 	// Bad messages get the envelope; binary frames arrive base64-encoded.
 	env = e.envelope(e.send(c1, `not json`))
 	require.Equal(t, "invalid_json", env.Error.Code)
+	// Each message has a request id of its own, given by $default: its
+	// envelope names it.
+	again := e.envelope(e.send(c1, `not json`))
+	require.Regexp(t, `^req_[0-9a-f]{32}$`, env.RequestID)
+	require.Regexp(t, `^req_[0-9a-f]{32}$`, again.RequestID)
+	require.NotEqual(t, env.RequestID, again.RequestID)
 	bin := routeEvent("MESSAGE", "$default", c1, "", "AAEC", e.now.Now())
 	bin.IsBase64Encoded = true
 	e.invoke(bin)

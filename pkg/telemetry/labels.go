@@ -1,0 +1,76 @@
+package telemetry
+
+import (
+	"sort"
+	"strings"
+)
+
+// OtherLabel is the label value (Prometheus) and dimension value (EMF) of a
+// model or tool name outside the operator's set (Names).
+const OtherLabel = "other"
+
+// Names are the model and tool names metrics may carry as labels (and EMF
+// as dimensions): the operator's configuration, never names merely seen in
+// requests, model replies or MCP listings, which clients choose (one 2 MB
+// model name, or an MCP server listing 1,000 tools, would otherwise be a
+// series each, in every scrape, and a billed CloudWatch metric each).
+// Every other name counts under OtherLabel.
+type Names struct {
+	// Models are exact model names (the default model, exact model
+	// routes) and prefix patterns ending in "*" (prefix routes): a model
+	// a prefix matches counts under the pattern itself, "us.anthropic.*".
+	Models []string
+	// Tools are the hosted tools' names (the manifest's and the built-in
+	// ones) and the manifest's MCP servers' names.
+	Tools []string
+}
+
+// labels folds names into the operator's set.
+type labels struct {
+	models   map[string]bool
+	prefixes []string // patterns, longest prefix first
+	tools    map[string]bool
+}
+
+func newLabels(n Names) *labels {
+	l := &labels{models: map[string]bool{}, tools: map[string]bool{}}
+	for _, m := range n.Models {
+		switch {
+		case m == "":
+		case strings.HasSuffix(m, "*"):
+			l.prefixes = append(l.prefixes, m)
+		default:
+			l.models[m] = true
+		}
+	}
+	sort.SliceStable(l.prefixes, func(i, j int) bool { return len(l.prefixes[i]) > len(l.prefixes[j]) })
+	for _, t := range n.Tools {
+		if t != "" {
+			l.tools[t] = true
+		}
+	}
+	return l
+}
+
+// model is the label of model name m: m when the operator named it, the
+// longest prefix pattern that matches it, else OtherLabel.
+func (l *labels) model(m string) string {
+	if l.models[m] {
+		return m
+	}
+	for _, p := range l.prefixes {
+		if strings.HasPrefix(m, p[:len(p)-1]) {
+			return p
+		}
+	}
+	return OtherLabel
+}
+
+// tool is the label of tool name t: t when the operator named it, else
+// OtherLabel.
+func (l *labels) tool(t string) string {
+	if l.tools[t] {
+		return t
+	}
+	return OtherLabel
+}
