@@ -86,6 +86,12 @@ func NotFound(param, code, format string, args ...any) *Error {
 	return &Error{Status: http.StatusNotFound, Type: ErrTypeInvalidRequest, Param: param, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// Unauthorized is the 401 of a request without a valid API key; message
+// says what was wrong.
+func Unauthorized(message string) *Error {
+	return &Error{Status: http.StatusUnauthorized, Type: ErrTypeInvalidRequest, Code: "invalid_api_key", Message: message}
+}
+
 // Conflict is a 409.
 func Conflict(code, format string, args ...any) *Error {
 	return &Error{Status: http.StatusConflict, Type: ErrTypeInvalidRequest, Code: code, Message: fmt.Sprintf(format, args...)}

@@ -16,6 +16,7 @@ import (
 	"github.com/lambent/lambent/pkg/limits"
 	model "github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/tenant"
 )
 
 // Config is Lambent's configuration. The environment names are in the
@@ -108,6 +109,13 @@ type Config struct {
 	// no key is required. Filled by ResolveSecrets (LAMBENT_API_KEYS or
 	// LAMBENT_API_KEYS_SSM).
 	APIKeys map[string]string
+	// IAMTenant names the tenant of IAM callers (LAMBENT_IAM_TENANT: arn,
+	// the default, or role; see tenant.IAMMode).
+	IAMTenant tenant.IAMMode
+	// RequireJobTenant makes the worker refuse messages that name no
+	// tenant (LAMBENT_WORKER_REQUIRE_TENANT); it is on whenever API keys
+	// are configured too (JobTenantRequired).
+	RequireJobTenant bool
 	// CompactionKeys seal and open compaction summaries; nil when none are
 	// configured (Build then generates a per-process key locally and
 	// disables compaction in Lambda). Filled by ResolveSecrets
@@ -225,6 +233,12 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.Limits, err = readLimits(getenv); err != nil {
 		return c, err
 	}
+	if c.IAMTenant, err = tenant.ParseIAMMode(getenv("LAMBENT_IAM_TENANT")); err != nil {
+		return c, fmt.Errorf("LAMBENT_IAM_TENANT: %w", err)
+	}
+	if c.RequireJobTenant, err = parseBool(getenv, "LAMBENT_WORKER_REQUIRE_TENANT", false); err != nil {
+		return c, err
+	}
 	if v := getenv("LAMBENT_FETCH_ALLOW_HOSTS"); v != "" {
 		for _, h := range strings.Split(v, ",") {
 			if h = strings.TrimSpace(h); h != "" {
@@ -233,6 +247,20 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// Tenants is the tenant rule of the front doors: the API keys and how IAM
+// callers are named.
+func (c *Config) Tenants() tenant.Rule {
+	return tenant.Rule{Keys: tenant.NewKeyring(c.APIKeys), IAM: c.IAMTenant}
+}
+
+// JobTenantRequired reports whether the worker refuses messages without a
+// tenant: when LAMBENT_WORKER_REQUIRE_TENANT is set, or API keys are
+// configured (every tenant is then a key's, and a message without one
+// would run as the default tenant).
+func (c *Config) JobTenantRequired() bool {
+	return c.RequireJobTenant || len(c.APIKeys) > 0
 }
 
 // readLimits reads the LAMBENT_LIMIT_* settings; unset ones keep their

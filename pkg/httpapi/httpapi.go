@@ -16,6 +16,7 @@ import (
 	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine"
+	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/lambent/lambent/pkg/wsapi"
 )
 
@@ -44,13 +45,14 @@ type Config struct {
 	MaxBody int64
 	// Logger receives access and error logs (default slog.Default()).
 	Logger *slog.Logger
-	// APIKeys maps each accepted bearer key to its tenant. When empty, no
-	// key is required (local runs; in AWS the function URL's or API
-	// Gateway's IAM auth guards the API). Every response is stored under
-	// the tenant of the key that created it and is invisible to others.
-	// Requests that a front door authenticated with AWS IAM need no key:
-	// their tenant is the caller's IAM ARN (tenant.Caller).
-	APIKeys map[string]string
+	// Tenants is the tenant rule: the API keys (API key → tenant) and how
+	// IAM callers are named. Without keys, no key is required (local runs;
+	// in AWS the function URL's or API Gateway's IAM auth guards the API).
+	// Every response is stored under the tenant that created it and is
+	// invisible to others. Requests that a front door authenticated with
+	// AWS IAM (tenant.Caller) need no key: their tenant is the caller's IAM
+	// identity.
+	Tenants tenant.Rule
 	// WebSocket configures WebSocket mode on /v1/responses (package
 	// wsapi); its Service, Logger and ReadLimit default to this Config's.
 	WebSocket wsapi.Config
@@ -61,7 +63,7 @@ type Handler struct {
 	svc     Service
 	maxBody int64
 	log     *slog.Logger
-	keys    Keyring
+	tenants tenant.Rule
 	ws      *wsapi.Server
 }
 
@@ -83,7 +85,7 @@ func New(cfg Config) *Handler {
 	if ws.ReadLimit <= 0 {
 		ws.ReadLimit = cfg.MaxBody
 	}
-	return &Handler{svc: cfg.Service, maxBody: cfg.MaxBody, log: cfg.Logger, keys: NewKeyring(cfg.APIKeys), ws: wsapi.NewServer(ws)}
+	return &Handler{svc: cfg.Service, maxBody: cfg.MaxBody, log: cfg.Logger, tenants: cfg.Tenants, ws: wsapi.NewServer(ws)}
 }
 
 // Shutdown closes the open WebSocket connections, each after its response
