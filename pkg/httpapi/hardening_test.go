@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,10 +15,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/fakellm"
+	"github.com/lambent/lambent/internal/ssecheck"
 	"github.com/lambent/lambent/pkg/httpapi"
 )
 
@@ -287,4 +291,96 @@ func TestHostileInputs(t *testing.T) {
 			assert.Empty(t, fivexx, "no hostile request gets a 5xx")
 		})
 	}
+}
+
+// postAs posts body to /v1/responses with key's bearer token and returns
+// the status, header and body.
+func (g *gateway) postAs(key, body string) (int, http.Header, []byte) {
+	g.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, g.srv.URL+"/v1/responses", strings.NewReader(body))
+	require.NoError(g.t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := g.http.Do(req)
+	require.NoError(g.t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(g.t, err)
+	return res.StatusCode, res.Header, b
+}
+
+// A tenant over LAMBENT_LIMIT_TENANT_IN_FLIGHT gets a 429
+// rate_limit_exceeded with Retry-After in the OpenAI error shape for its
+// next response, streamed or not, over HTTP (the SDK reports a rate limit)
+// and as the error envelope over WebSocket; another tenant goes on, and
+// the tenant's slot frees when its response ends.
+func TestTenantInFlightLimit(t *testing.T) {
+	block := make(chan struct{})
+	entered := make(chan struct{}, 8)
+	fake := fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn {
+		if strings.Contains(req.Messages[len(req.Messages)-1].Content.String(), "slow") {
+			entered <- struct{}{}
+			return fakellm.Turn{Text: "Slow answer.", Block: block}
+		}
+		return fakellm.Turn{Text: "hi"}
+	})
+	g := newGateway(t, fake, map[string]string{"LAMBENT_API_KEYS": "acme=" + wsKeyA + ",globex=" + wsKeyB, "LAMBENT_LIMIT_TENANT_IN_FLIGHT": "1"})
+	done := make(chan int, 1)
+	go func() {
+		status, _, _ := g.postAs(wsKeyA, `{"input":"slow"}`)
+		done <- status
+	}()
+	<-entered
+
+	for _, body := range []string{`{"input":"hi"}`, `{"input":"hi","stream":true}`, `{"input":"hi","background":true}`} {
+		status, hdr, b := g.postAs(wsKeyA, body)
+		wantError(t, status, b, http.StatusTooManyRequests, "-", "rate_limit_exceeded")
+		require.Equal(t, "2", hdr.Get("Retry-After"), "%s", body)
+		require.Contains(t, string(b), `"type":"rate_limit_error"`)
+	}
+	client := openai.NewClient(option.WithBaseURL(g.srv.URL+"/v1/"), option.WithAPIKey(wsKeyA), option.WithMaxRetries(0), option.WithHTTPClient(g.srv.Client()))
+	_, err := client.Responses.New(t.Context(), textParams("hi"))
+	wantAPIError(t, err, http.StatusTooManyRequests)
+	ws := dialWS(t, g.srv, wsKeyA)
+	e := ws.createErr(`{"type":"response.create","input":"hi"}`, http.StatusTooManyRequests, "rate_limit_exceeded")
+	require.Equal(t, "rate_limit_error", e.Error.Type)
+
+	status, _, b := g.postAs(wsKeyB, `{"input":"hi"}`)
+	require.Equal(t, http.StatusOK, status, "another tenant: %s", b)
+
+	close(block)
+	require.Equal(t, http.StatusOK, <-done)
+	status, _, b = g.postAs(wsKeyA, `{"input":"hi"}`)
+	require.Equal(t, http.StatusOK, status, "the slot is free again: %s", b)
+	ws.create(`{"type":"response.create","input":"hi"}`)
+}
+
+// A model provider's 429 reaches the client: a 429 rate_limit_exceeded
+// with the provider's Retry-After (non-stream), and a response.failed with
+// code rate_limit_exceeded (stream), stored as such.
+func TestProviderRateLimitReachesClient(t *testing.T) {
+	limited := fakellm.Turn{Status: http.StatusTooManyRequests, ErrorMessage: "Rate limit reached for requests", ErrorType: "requests",
+		Header: http.Header{"Retry-After": {"17"}}}
+	g := newGateway(t, fakellm.New(limited, limited, limited), nil)
+	status, hdr, body := g.postJSON(`{"input":"hi"}`)
+	wantError(t, status, body, http.StatusTooManyRequests, "-", "rate_limit_exceeded")
+	require.Equal(t, "17", hdr.Get("Retry-After"), "the provider's Retry-After")
+
+	_, err := g.client.Responses.New(t.Context(), textParams("hi"))
+	wantAPIError(t, err, http.StatusTooManyRequests)
+
+	chunks := rawStream(t, g.srv.Listener.Addr().String(), `{"input":"hi","stream":true}`)
+	evs, done, err := ssecheck.Parse(bytes.NewReader(bytes.Join(chunks, nil)))
+	require.NoError(t, err)
+	require.True(t, done)
+	last := evs[len(evs)-1]
+	require.Equal(t, "response.failed", last.Type)
+	var failed struct {
+		Response struct {
+			Error struct{ Code, Message string } `json:"error"`
+		} `json:"response"`
+	}
+	require.NoError(t, json.Unmarshal(last.Data, &failed))
+	require.Equal(t, "rate_limit_exceeded", failed.Response.Error.Code)
+	require.Contains(t, failed.Response.Error.Message, "Rate limit reached for requests")
 }

@@ -397,10 +397,15 @@ func (h *Handler) writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(b)
 }
 
+// writeError answers err in the OpenAI error shape, with its Retry-After
+// (a 429's) as a header.
 func (h *Handler) writeError(w http.ResponseWriter, err error) {
 	e := api.AsError(err)
 	if e.Status >= 500 {
 		h.log.Error("request failed", "status", e.Status, "code", e.Code, "err", err)
+	}
+	if e.RetryAfter != "" {
+		w.Header().Set("Retry-After", e.RetryAfter)
 	}
 	h.writeJSON(w, e.Status, api.ErrorBody{Error: e})
 }

@@ -77,3 +77,27 @@ func TestCallerOf(t *testing.T) {
 	assert.Equal(t, "AROA:s", tenant.CallerOf("", "AROA:s"))
 	assert.Empty(t, tenant.CallerOf("", ""))
 }
+
+// BenchmarkResolve is the tenant rule's cost on a request: a key looked up
+// (SHA-256 of the key), an IAM caller by ARN and by role.
+func BenchmarkResolve(b *testing.B) {
+	const key = "sk-lambent-acme-0123456789"
+	const arn = "arn:aws:sts::111122223333:assumed-role/lambent-client/session-1"
+	keys := tenant.Rule{Keys: tenant.NewKeyring(map[string]string{key: "acme", "sk-lambent-other-0123456789": "other"})}
+	for name, c := range map[string]struct {
+		rule           tenant.Rule
+		caller, header string
+	}{
+		"key":      {keys, "", "Bearer " + key},
+		"iam-arn":  {tenant.Rule{}, arn, ""},
+		"iam-role": {tenant.Rule{IAM: tenant.IAMRole}, arn, ""},
+	} {
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				if _, err := c.rule.Resolve(c.caller, c.header); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

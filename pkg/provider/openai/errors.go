@@ -95,8 +95,9 @@ func codeString(code any) string {
 	return s
 }
 
-// statusError maps a non-2xx upstream response.
-func statusError(status int, body []byte) *api.Error {
+// statusError maps a non-2xx upstream response: its status, header and
+// body.
+func statusError(status int, header http.Header, body []byte) *api.Error {
 	msg, code := parseErrorBody(body)
 	if msg == "" {
 		msg = strings.TrimSpace(string(body))
@@ -121,8 +122,7 @@ func statusError(status int, body []byte) *api.Error {
 		return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamAuthFailed, cause,
 			"the model provider rejected the gateway's credentials (HTTP %d)", status)
 	case http.StatusTooManyRequests:
-		return &api.Error{Status: http.StatusTooManyRequests, Type: api.ErrTypeRateLimit, Code: provider.CodeRateLimitExceeded,
-			Message: "the model provider is rate limiting requests: " + msg, Err: cause}
+		return provider.RateLimited(provider.RetryAfter(header), cause, "the model provider is rate limiting requests: %s", msg)
 	}
 	return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, cause, "model provider error (HTTP %d): %s", status, msg)
 }
