@@ -77,6 +77,10 @@ type Config struct {
 	MaxBody int64
 	// LogLevel is debug, info, warn or error (LAMBENT_LOG_LEVEL, default info).
 	LogLevel string
+	// AllowedHosts are the Host names the local server answers beside the
+	// loopback ones (LAMBENT_ALLOWED_HOSTS, comma-separated; "*": any
+	// host). See httpapi.Handler.
+	AllowedHosts []string
 	// FetchAllowHosts lets fetch_url and request-declared MCP servers reach
 	// these hosts despite the SSRF guard, MCP servers over http too
 	// (LAMBENT_FETCH_ALLOW_HOSTS, comma-separated; for tests).
@@ -239,13 +243,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.RequireJobTenant, err = parseBool(getenv, "LAMBENT_WORKER_REQUIRE_TENANT", false); err != nil {
 		return c, err
 	}
-	if v := getenv("LAMBENT_FETCH_ALLOW_HOSTS"); v != "" {
-		for _, h := range strings.Split(v, ",") {
-			if h = strings.TrimSpace(h); h != "" {
-				c.FetchAllowHosts = append(c.FetchAllowHosts, h)
-			}
-		}
-	}
+	c.FetchAllowHosts = commaList(getenv("LAMBENT_FETCH_ALLOW_HOSTS"))
+	c.AllowedHosts = commaList(getenv("LAMBENT_ALLOWED_HOSTS"))
 	return c, nil
 }
 
@@ -300,6 +299,17 @@ func (c *Config) parseMetrics(v string) error {
 		}
 	}
 	return nil
+}
+
+// commaList reads a comma-separated list, dropping empty entries.
+func commaList(v string) []string {
+	var out []string
+	for h := range strings.SplitSeq(v, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 func or(v, def string) string {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/coder/websocket"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/assert"
@@ -226,6 +228,8 @@ func hostileRequests(existing string) []hostileRequest {
 	} {
 		add(http.MethodPost, "/v1/responses", ct, `{"input":"hi"}`)
 	}
+	add(http.MethodPost, "/v1/responses", "", `{"input":"hi"}`)
+	add(http.MethodPost, "/v1/responses/compact", "", `{"input":"hi"}`)
 	for _, m := range []string{http.MethodPut, http.MethodPatch, http.MethodOptions, http.MethodHead, http.MethodTrace, "BREW", "get"} {
 		add(m, "/v1/responses", "application/json", `{"input":"hi"}`)
 		add(m, "/v1/responses/"+existing, "", "")
@@ -383,4 +387,102 @@ func TestProviderRateLimitReachesClient(t *testing.T) {
 	require.NoError(t, json.Unmarshal(last.Data, &failed))
 	require.Equal(t, "rate_limit_exceeded", failed.Response.Error.Code)
 	require.Contains(t, failed.Response.Error.Message, "Rate limit reached for requests")
+}
+
+// Browser protections of a local gateway without keys. A cross-site page
+// may POST a "simple request" without preflight (no Content-Type, or
+// text/plain, form types): every POST with a body must say
+// application/json (415 otherwise), so none of them is run. A page whose
+// DNS name was rebound to 127.0.0.1 reaches the loopback listener with its
+// own name in Host: a request arriving on a loopback socket must name a
+// loopback host (421 otherwise), unless LAMBENT_ALLOWED_HOSTS lists it.
+// Requests that do not come through a socket of the server (Lambda's
+// front doors) are not checked.
+func TestBrowserProtections(t *testing.T) {
+	g := newGateway(t, fakellm.NewHandler(func(fakellm.Request) fakellm.Turn { return fakellm.Turn{Text: "ok"} }), nil)
+	send := func(method, path, host, contentType, body string) (int, []byte) {
+		t.Helper()
+		req, err := http.NewRequest(method, g.srv.URL+path, strings.NewReader(body))
+		require.NoError(t, err)
+		if host != "" {
+			req.Host = host
+		}
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		res, err := g.http.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res.StatusCode, b
+	}
+
+	// Simple requests a page may send cross-site are refused, and never run.
+	for _, path := range []string{"/v1/responses", "/v1/responses/compact"} {
+		for _, ct := range []string{"", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"} {
+			status, b := send(http.MethodPost, path, "", ct, `{"input":"hi"}`)
+			wantError(t, status, b, http.StatusUnsupportedMediaType, "-", "unsupported_media_type")
+		}
+	}
+	require.Zero(t, g.fake.Calls(), "no simple request reached the model")
+	status, b := send(http.MethodPost, "/v1/responses", "", "application/json; charset=utf-8", `{"input":"hi"}`)
+	require.Equal(t, http.StatusOK, status, "%s", b)
+	status, _ = send(http.MethodPost, "/v1/responses/resp_nope/cancel", "", "", "")
+	require.Equal(t, http.StatusNotFound, status, "a POST without a body needs no Content-Type")
+
+	// Host names of the loopback listener.
+	_, port, err := net.SplitHostPort(g.srv.Listener.Addr().String())
+	require.NoError(t, err)
+	for _, host := range []string{"127.0.0.1:" + port, "localhost:" + port, "LOCALHOST", "localhost.:" + port, "[::1]:" + port, "127.1.2.3", "app.localhost:" + port} {
+		status, b := send(http.MethodGet, "/healthz", host, "", "")
+		require.Equal(t, http.StatusOK, status, "Host %s: %s", host, b)
+	}
+	calls := g.fake.Calls()
+	for _, host := range []string{"evil.example", "evil.example:" + port, "127.0.0.1.evil.example", "localhost.evil.example", "0x7f000001.evil.example", "[::2]:" + port, "10.0.0.1"} {
+		for _, r := range []struct{ method, path, ct, body string }{
+			{http.MethodGet, "/healthz", "", ""},
+			{http.MethodPost, "/v1/responses", "application/json", `{"input":"hi"}`},
+			{http.MethodGet, "/v1/responses/resp_abc", "", ""},
+		} {
+			status, b := send(r.method, r.path, host, r.ct, r.body)
+			wantError(t, status, b, http.StatusMisdirectedRequest, "-", "host_not_allowed")
+		}
+	}
+	require.Equal(t, calls, g.fake.Calls(), "no rebound request reached the model")
+	// A WebSocket upgrade is checked too.
+	_, res, err := websocket.Dial(t.Context(), wsURL(g.srv), &websocket.DialOptions{Host: "evil.example:" + port})
+	require.Error(t, err)
+	require.Equal(t, http.StatusMisdirectedRequest, res.StatusCode)
+
+	// LAMBENT_ALLOWED_HOSTS adds names; "*" lets any Host through.
+	g2 := newGateway(t, fakellm.NewHandler(func(fakellm.Request) fakellm.Turn { return fakellm.Turn{Text: "ok"} }),
+		map[string]string{"LAMBENT_ALLOWED_HOSTS": "gateway.internal, Other.Example:9000"})
+	for host, want := range map[string]int{"gateway.internal:8080": 200, "GATEWAY.INTERNAL": 200, "other.example": 200, "localhost": 200, "evil.example": 421} {
+		req, err := http.NewRequest(http.MethodGet, g2.srv.URL+"/healthz", nil)
+		require.NoError(t, err)
+		req.Host = host
+		res, err := g2.http.Do(req)
+		require.NoError(t, err)
+		require.NoError(t, res.Body.Close())
+		require.Equal(t, want, res.StatusCode, "Host %s", host)
+	}
+	g3 := newGateway(t, fakellm.NewHandler(func(fakellm.Request) fakellm.Turn { return fakellm.Turn{Text: "ok"} }),
+		map[string]string{"LAMBENT_ALLOWED_HOSTS": "*"})
+	req, err := http.NewRequest(http.MethodGet, g3.srv.URL+"/healthz", nil)
+	require.NoError(t, err)
+	req.Host = "evil.example"
+	res, err = g3.http.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, res.Body.Close())
+	require.Equal(t, http.StatusOK, res.StatusCode, "LAMBENT_ALLOWED_HOSTS=*")
+
+	// A request that did not come through a socket of the server (as
+	// lambdaio hands Lambda's front doors' requests to the handler) is
+	// not checked: the front door has its own host.
+	rec := httptest.NewRecorder()
+	req = httptest.NewRequest(http.MethodGet, "/healthz", nil)
+	req.Host = "abc123.lambda-url.us-east-1.on.aws"
+	g.app.Handler.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusOK, rec.Code)
 }
