@@ -75,11 +75,11 @@ func (e *Engine) CreateBackground(ctx context.Context, req *api.CreateResponseRe
 // its job, within a slot of the tenant's in-flight cap: the run itself
 // counts where a worker of this engine runs it (RunBackground).
 func (e *Engine) queueBackground(ctx context.Context, req *api.CreateResponseRequest) (*store.Record, error) {
-	release, err := e.inflight.enter(ctx)
+	t, err := e.inflight.enter(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer e.inflight.leave(t)
 	rec, err := e.storeQueued(ctx, req, "")
 	if err != nil {
 		return nil, err
@@ -345,7 +345,7 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 	if e.cfg.Store == nil || log == nil {
 		return errBackgroundUnavailable()
 	}
-	defer e.inflight.hold(ctx)()
+	defer e.inflight.leave(e.inflight.hold(ctx))
 	rec, err := e.cfg.Store.Get(ctx, id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {

@@ -33,11 +33,11 @@ func (e *Engine) Compact(ctx context.Context, req *api.CompactRequest) (*api.Com
 	if e.cfg.Compaction == nil {
 		return nil, compactionUnavailable()
 	}
-	release, err := e.inflight.enter(ctx)
+	t, err := e.inflight.enter(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer e.inflight.leave(t)
 	r, err := e.prepare(ctx, &api.CreateResponseRequest{Model: req.Model, Instructions: req.Instructions, Input: req.Input,
 		PreviousResponseID: req.PreviousResponseID, PromptCacheKey: req.PromptCacheKey, ServiceTier: req.ServiceTier}, "")
 	if err != nil {

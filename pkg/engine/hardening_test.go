@@ -389,11 +389,11 @@ func BenchmarkInflight(b *testing.B) {
 	ctx := tenant.With(b.Context(), "tenant-a")
 	b.Run("serial", func(b *testing.B) {
 		for range b.N {
-			release, err := f.enter(ctx)
+			t, err := f.enter(ctx)
 			if err != nil {
 				b.Fatal(err)
 			}
-			release()
+			f.leave(t)
 		}
 	})
 	b.Run("parallel", func(b *testing.B) {
@@ -401,12 +401,12 @@ func BenchmarkInflight(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			ctx := tenant.With(b.Context(), fmt.Sprintf("tenant-%d", n.Add(1)%100))
 			for pb.Next() {
-				release, err := f.enter(ctx)
+				t, err := f.enter(ctx)
 				if err != nil {
 					b.Error(err)
 					return
 				}
-				release()
+				f.leave(t)
 			}
 		})
 	})

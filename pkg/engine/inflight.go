@@ -27,32 +27,33 @@ type inflight struct {
 
 func newInflight(limit int) *inflight { return &inflight{limit: limit, n: make(map[string]int)} }
 
-// enter takes a slot of ctx's tenant and returns its release, or the 429
-// when the tenant already has limit responses running.
-func (f *inflight) enter(ctx context.Context) (release func(), err error) {
+// enter takes a slot of ctx's tenant and returns the tenant, for leave;
+// or the 429 when the tenant already has limit responses running.
+func (f *inflight) enter(ctx context.Context) (string, error) {
 	t := tenant.From(ctx)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.n[t] >= f.limit {
-		return nil, api.RateLimited(api.RetryAfterSeconds(TenantRetryAfter), nil,
+		return "", api.RateLimited(api.RetryAfterSeconds(TenantRetryAfter), nil,
 			"Too many responses in flight: this tenant already has %d running on this gateway instance, its limit. Retry after %s, when one of them has ended.",
 			f.n[t], TenantRetryAfter)
 	}
 	f.n[t]++
-	return func() { f.leave(t) }, nil
+	return t, nil
 }
 
 // hold takes a slot of ctx's tenant even past the limit, for work that was
-// admitted elsewhere (a background run: its create was admitted); it makes
-// the tenant's next creates wait.
-func (f *inflight) hold(ctx context.Context) (release func()) {
+// admitted elsewhere (a background run: its create was admitted), and
+// returns the tenant, for leave; it makes the tenant's next creates wait.
+func (f *inflight) hold(ctx context.Context) string {
 	t := tenant.From(ctx)
 	f.mu.Lock()
 	f.n[t]++
 	f.mu.Unlock()
-	return func() { f.leave(t) }
+	return t
 }
 
+// leave frees a slot of tenant t that enter or hold took.
 func (f *inflight) leave(t string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

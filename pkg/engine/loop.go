@@ -36,11 +36,11 @@ type outcome struct {
 // A tenant with Limits.TenantInFlight responses running here is refused
 // with a 429 first.
 func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequest, w ResponseWriter) error {
-	release, err := e.inflight.enter(ctx)
+	t, err := e.inflight.enter(ctx)
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer e.inflight.leave(t)
 	r, err := e.prepare(ctx, req, "")
 	if err != nil {
 		return err

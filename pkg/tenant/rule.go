@@ -131,12 +131,14 @@ func (r Rule) iamTenant(caller string) string {
 	// arn:<partition>:sts::<account>:assumed-role/<role>/<session>: role
 	// names cannot hold '/', so the session is what follows the second.
 	if arn, ok := strings.CutPrefix(caller, "arn:"); ok {
-		parts := strings.SplitN(arn, ":", 5)
-		if len(parts) == 5 && parts[1] == "sts" {
-			if rest, ok := strings.CutPrefix(parts[4], "assumed-role/"); ok {
-				if role, _, found := strings.Cut(rest, "/"); found && role != "" {
-					return caller[:len(caller)-len(rest)+len(role)]
-				}
+		// <partition>:<service>:<region>:<account>:<resource>
+		_, arn, _ = strings.Cut(arn, ":")
+		service, arn, _ := strings.Cut(arn, ":")
+		_, arn, _ = strings.Cut(arn, ":")
+		_, resource, _ := strings.Cut(arn, ":")
+		if rest, ok := strings.CutPrefix(resource, "assumed-role/"); ok && service == "sts" {
+			if role, _, found := strings.Cut(rest, "/"); found && role != "" {
+				return caller[:len(caller)-len(rest)+len(role)]
 			}
 		}
 		return caller
