@@ -53,8 +53,9 @@ type Config struct {
 	CreateTable bool
 	// Retention is how long responses are kept (LAMBENT_RETENTION, default 720h).
 	Retention time.Duration
-	// MemoryMaxBytes bounds the bytes the memory store holds, evicting the
-	// oldest responses first (LAMBENT_MEMORY_MAX_BYTES, default 256 MiB).
+	// MemoryMaxBytes bounds the bytes the memory store holds, evicting
+	// the oldest responses of the tenant holding the most first
+	// (LAMBENT_MEMORY_MAX_BYTES, default 256 MiB).
 	MemoryMaxBytes int64
 	// MaxTurns bounds the agentic loop (LAMBENT_MAX_TURNS, default 10).
 	MaxTurns int
