@@ -121,3 +121,42 @@ func TestAPIKeysAndIAMFrontDoors(t *testing.T) {
 	status, body = call(withKey)
 	require.Equal(t, 404, status, "an API key's tenant: %s", body)
 }
+
+// LAMBENT_IAM_TENANT=role: every session of a role is one tenant (another
+// session of the role reads the response, another role does not); by
+// default (arn) each session is its own.
+func TestIAMTenantRole(t *testing.T) {
+	fake := fakellm.NewHandler(func(fakellm.Request) fakellm.Turn { return fakellm.Turn{Text: answer} })
+	defer fake.Close()
+	session := func(ev json.RawMessage, role, name string) json.RawMessage {
+		return edit(t, ev, func(m map[string]any) {
+			iam := obj(m, "requestContext", "authorizer", "iam")
+			iam["userArn"] = "arn:aws:sts::111122223333:assumed-role/" + role + "/" + name
+			iam["callerId"] = "AROAEXAMPLE" + role + ":" + name
+		})
+	}
+	for mode, sameRoleSees := range map[string]bool{"": false, "arn": false, "role": true} {
+		t.Run("mode "+mode, func(t *testing.T) {
+			h := lambdaHandler(newAppEnv(t, fake, map[string]string{"LAMBENT_IAM_TENANT": mode}))
+			call := func(ev json.RawMessage) (int, []byte) {
+				t.Helper()
+				out, err := h(testCtx(t), ev)
+				require.NoError(t, err)
+				return reply(t, out)
+			}
+			status, body := call(session(readEvent(t, "gateway-url-create.json"), "lambent-client", "session-1"))
+			require.Equal(t, 200, status, "%s", body)
+			path := "/v1/responses/" + requireCompleted(t, body).ID
+			get := edit(t, readEvent(t, "gateway-url-get.json"), func(m map[string]any) {
+				m["rawPath"] = path
+				obj(m, "requestContext", "http")["path"] = path
+			})
+			status, _ = call(session(get, "lambent-client", "session-1"))
+			require.Equal(t, 200, status, "the same session")
+			status, _ = call(session(get, "lambent-client", "session-2"))
+			require.Equal(t, map[bool]int{true: 200, false: 404}[sameRoleSees], status, "another session of the role")
+			status, _ = call(session(get, "other-role", "session-1"))
+			require.Equal(t, 404, status, "another role")
+		})
+	}
+}

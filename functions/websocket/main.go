@@ -17,7 +17,6 @@ import (
 
 	"github.com/lambent/lambent/pkg/app"
 	"github.com/lambent/lambent/pkg/awsconf"
-	"github.com/lambent/lambent/pkg/httpapi"
 	"github.com/lambent/lambent/pkg/store/dynamodb"
 	"github.com/lambent/lambent/pkg/wsapi/apigw"
 )
@@ -75,7 +74,7 @@ func newHandler(ctx context.Context, a *app.App, cfg app.Config, log *slog.Logge
 		Management:  apigatewaymanagementapi.NewFromConfig(awsCfg),
 		Queue:       sqs.NewFromConfig(awsCfg),
 		QueueURL:    queueURL,
-		Keys:        httpapi.NewKeyring(cfg.APIKeys),
+		Tenants:     cfg.Tenants(),
 		Endpoint:    getenv(envEndpoint),
 		Logger:      log,
 	})

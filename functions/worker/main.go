@@ -24,11 +24,11 @@ func main() {
 
 func run() error {
 	ctx := context.Background()
-	a, _, log, err := app.BuildInLambda(ctx, "the worker runs inside AWS Lambda (AWS_LAMBDA_RUNTIME_API is not set); locally, `make run` runs background responses in-process")
+	a, cfg, log, err := app.BuildInLambda(ctx, "the worker runs inside AWS Lambda (AWS_LAMBDA_RUNTIME_API is not set); locally, `make run` runs background responses in-process")
 	if err != nil {
 		return err
 	}
-	h := &worker.Handler{Runner: a.Engine, Logger: log}
+	h := &worker.Handler{Runner: a.Engine, Logger: log, RequireTenant: cfg.JobTenantRequired()}
 	lambda.Start(func(ctx context.Context, payload json.RawMessage) (any, error) {
 		out, err := h.Invoke(ctx, payload)
 		// Hook events and spans go out before Lambda freezes the process.

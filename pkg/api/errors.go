@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"strconv"
+	"time"
 
 	"github.com/lambent/lambent/internal/wirejson"
 )
@@ -33,6 +35,9 @@ type Error struct {
 	Param string `json:"param,omitempty"`
 	// Message is a human-readable description.
 	Message string `json:"message"`
+	// RetryAfter is the value of the Retry-After header to answer with
+	// (delay-seconds or an HTTP-date), empty when none; never serialized.
+	RetryAfter string `json:"-"`
 	// Err is the wrapped cause, if any; never serialized.
 	Err error `json:"-"`
 }
@@ -95,6 +100,28 @@ func InvalidRequestCode(param, code, format string, args ...any) *Error {
 // NotFound is a 404.
 func NotFound(param, code, format string, args ...any) *Error {
 	return &Error{Status: http.StatusNotFound, Type: ErrTypeInvalidRequest, Param: param, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Unauthorized is the 401 of a request without a valid API key; message
+// says what was wrong.
+func Unauthorized(message string) *Error {
+	return &Error{Status: http.StatusUnauthorized, Type: ErrTypeInvalidRequest, Code: "invalid_api_key", Message: message}
+}
+
+// CodeRateLimitExceeded is the code of a 429.
+const CodeRateLimitExceeded = "rate_limit_exceeded"
+
+// RateLimited is a 429 rate_limit_exceeded telling the client to retry
+// after retryAfter (a Retry-After value), wrapping err (may be nil).
+func RateLimited(retryAfter string, err error, format string, args ...any) *Error {
+	return &Error{Status: http.StatusTooManyRequests, Type: ErrTypeRateLimit, Code: CodeRateLimitExceeded,
+		Message: fmt.Sprintf(format, args...), RetryAfter: retryAfter, Err: err}
+}
+
+// RetryAfterSeconds is the Retry-After value (delay-seconds) of d, rounded
+// up to a whole second, at least 1.
+func RetryAfterSeconds(d time.Duration) string {
+	return strconv.FormatInt(max(1, int64((d+time.Second-1)/time.Second)), 10)
 }
 
 // Conflict is a 409.

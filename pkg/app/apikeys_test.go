@@ -49,3 +49,32 @@ func TestResolveAPIKeysFromSSM(t *testing.T) {
 		t.Fatalf("keys %v", cfg.APIKeys)
 	}
 }
+
+// The worker refuses messages without a tenant when API keys are
+// configured or LAMBENT_WORKER_REQUIRE_TENANT is set.
+func TestJobTenantRequired(t *testing.T) {
+	for name, c := range map[string]struct {
+		env  map[string]string
+		want bool
+	}{
+		"neither":  {map[string]string{}, false},
+		"keys":     {map[string]string{EnvAPIKeys: "sk-local-0123456789ab"}, true},
+		"setting":  {map[string]string{"LAMBENT_WORKER_REQUIRE_TENANT": "true"}, true},
+		"explicit": {map[string]string{"LAMBENT_WORKER_REQUIRE_TENANT": "false"}, false},
+	} {
+		env := envOf(c.env)
+		cfg, err := FromEnv(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ResolveSecrets(t.Context(), &cfg, env); err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.JobTenantRequired(); got != c.want {
+			t.Errorf("%s: JobTenantRequired = %v, want %v", name, got, c.want)
+		}
+	}
+	if _, err := FromEnv(envOf(map[string]string{"LAMBENT_IAM_TENANT": "session"})); err == nil {
+		t.Error("LAMBENT_IAM_TENANT=session: want an error")
+	}
+}

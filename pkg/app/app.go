@@ -214,7 +214,7 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 		return err
 	}
 	a.Engine = eng
-	var h http.Handler = httpapi.New(httpapi.Config{Service: eng, MaxBody: cfg.MaxBody, Logger: log, APIKeys: cfg.APIKeys})
+	var h http.Handler = httpapi.New(httpapi.Config{Service: eng, MaxBody: cfg.MaxBody, Logger: log, Tenants: cfg.Tenants(), AllowedHosts: cfg.AllowedHosts})
 	if obs.prometheus != nil {
 		h = withMetrics(h, obs.prometheus, metricsKeys(cfg), log)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/lambent/lambent/pkg/limits"
 	model "github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/tenant"
 )
 
 // Config is Lambent's configuration. The environment names are in the
@@ -52,8 +53,9 @@ type Config struct {
 	CreateTable bool
 	// Retention is how long responses are kept (LAMBENT_RETENTION, default 720h).
 	Retention time.Duration
-	// MemoryMaxBytes bounds the bytes the memory store holds, evicting the
-	// oldest responses first (LAMBENT_MEMORY_MAX_BYTES, default 256 MiB).
+	// MemoryMaxBytes bounds the bytes the memory store holds, evicting
+	// the oldest responses of the tenant holding the most first
+	// (LAMBENT_MEMORY_MAX_BYTES, default 256 MiB).
 	MemoryMaxBytes int64
 	// MaxTurns bounds the agentic loop (LAMBENT_MAX_TURNS, default 10).
 	MaxTurns int
@@ -83,6 +85,10 @@ type Config struct {
 	// LambdaLogFormat is AWS_LAMBDA_LOG_FORMAT, the function's log format
 	// setting (JSON or Text).
 	LambdaLogFormat string
+	// AllowedHosts are the Host names the local server answers beside the
+	// loopback ones (LAMBENT_ALLOWED_HOSTS, comma-separated; "*": any
+	// host). See httpapi.Handler.
+	AllowedHosts []string
 	// FetchAllowHosts lets fetch_url and request-declared MCP servers reach
 	// these hosts despite the SSRF guard, MCP servers over http too
 	// (LAMBENT_FETCH_ALLOW_HOSTS, comma-separated; for tests).
@@ -115,6 +121,13 @@ type Config struct {
 	// no key is required. Filled by ResolveSecrets (LAMBENT_API_KEYS or
 	// LAMBENT_API_KEYS_SSM).
 	APIKeys map[string]string
+	// IAMTenant names the tenant of IAM callers (LAMBENT_IAM_TENANT: arn,
+	// the default, or role; see tenant.IAMMode).
+	IAMTenant tenant.IAMMode
+	// RequireJobTenant makes the worker refuse messages that name no
+	// tenant (LAMBENT_WORKER_REQUIRE_TENANT); it is on whenever API keys
+	// are configured too (JobTenantRequired).
+	RequireJobTenant bool
 	// CompactionKeys seal and open compaction summaries; nil when none are
 	// configured (Build then generates a per-process key locally and
 	// disables compaction in Lambda). Filled by ResolveSecrets
@@ -254,14 +267,29 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.Limits, err = readLimits(getenv); err != nil {
 		return c, err
 	}
-	if v := getenv("LAMBENT_FETCH_ALLOW_HOSTS"); v != "" {
-		for _, h := range strings.Split(v, ",") {
-			if h = strings.TrimSpace(h); h != "" {
-				c.FetchAllowHosts = append(c.FetchAllowHosts, h)
-			}
-		}
+	if c.IAMTenant, err = tenant.ParseIAMMode(getenv("LAMBENT_IAM_TENANT")); err != nil {
+		return c, fmt.Errorf("LAMBENT_IAM_TENANT: %w", err)
 	}
+	if c.RequireJobTenant, err = parseBool(getenv, "LAMBENT_WORKER_REQUIRE_TENANT", false); err != nil {
+		return c, err
+	}
+	c.FetchAllowHosts = commaList(getenv("LAMBENT_FETCH_ALLOW_HOSTS"))
+	c.AllowedHosts = commaList(getenv("LAMBENT_ALLOWED_HOSTS"))
 	return c, nil
+}
+
+// Tenants is the tenant rule of the front doors: the API keys and how IAM
+// callers are named.
+func (c *Config) Tenants() tenant.Rule {
+	return tenant.Rule{Keys: tenant.NewKeyring(c.APIKeys), IAM: c.IAMTenant}
+}
+
+// JobTenantRequired reports whether the worker refuses messages without a
+// tenant: when LAMBENT_WORKER_REQUIRE_TENANT is set, or API keys are
+// configured (every tenant is then a key's, and a message without one
+// would run as the default tenant).
+func (c *Config) JobTenantRequired() bool {
+	return c.RequireJobTenant || len(c.APIKeys) > 0
 }
 
 // readLimits reads the LAMBENT_LIMIT_* settings; unset ones keep their
@@ -301,6 +329,17 @@ func (c *Config) parseMetrics(v string) error {
 		}
 	}
 	return nil
+}
+
+// commaList reads a comma-separated list, dropping empty entries.
+func commaList(v string) []string {
+	var out []string
+	for h := range strings.SplitSeq(v, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 func or(v, def string) string {

@@ -11,10 +11,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/awsconf"
 	"github.com/lambent/lambent/pkg/hooks"
 	"github.com/lambent/lambent/pkg/httpapi"
 	"github.com/lambent/lambent/pkg/telemetry"
+	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/lambent/lambent/pkg/tools/builtin"
 	"github.com/lambent/lambent/pkg/tools/lambdaexec"
@@ -193,23 +195,23 @@ func metricNames(cfg Config, m *tools.Manifest) telemetry.Names {
 // alone when set; else, when the API needs keys, any API key (tenants
 // then read aggregates over the operator's model and tool names); else
 // none (local runs: the API needs no key either).
-func metricsKeys(cfg Config) httpapi.Keyring {
+func metricsKeys(cfg Config) tenant.Keyring {
 	if cfg.MetricsKey != "" {
-		return httpapi.NewKeyring(map[string]string{cfg.MetricsKey: "metrics"})
+		return tenant.NewKeyring(map[string]string{cfg.MetricsKey: "metrics"})
 	}
-	return httpapi.NewKeyring(cfg.APIKeys)
+	return tenant.NewKeyring(cfg.APIKeys)
 }
 
 // withMetrics serves the Prometheus metrics on GET /metrics beside h, to
 // requests with a bearer key of keys (any request when keys is nil);
 // others get a 401.
-func withMetrics(h http.Handler, p *telemetry.Prometheus, keys httpapi.Keyring, log *slog.Logger) http.Handler {
+func withMetrics(h http.Handler, p *telemetry.Prometheus, keys tenant.Keyring, log *slog.Logger) http.Handler {
 	metrics := p.Handler()
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, err := keys.Tenant(r.Header.Get("Authorization")); err != nil {
+		if _, err := (tenant.Rule{Keys: keys}).Resolve("", r.Header.Get("Authorization")); err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="lambent-metrics"`)
-			httpapi.WriteError(w, r, log, err)
+			httpapi.WriteError(w, r, log, api.Unauthorized(err.Error()))
 			return
 		}
 		metrics.ServeHTTP(w, r)

@@ -55,13 +55,35 @@ func (e *Engine) eventLog() store.EventLog {
 // (RunBackground) and answers at once with the queued response, or (stream)
 // the events as the worker produces them. Without a queue and an event log
 // it is a 400.
+//
+// A tenant with Limits.TenantInFlight responses running here (background
+// runs of this process's worker included) is refused with a 429 first.
 func (e *Engine) CreateBackground(ctx context.Context, req *api.CreateResponseRequest, w ResponseWriter) error {
 	if e.cfg.Queue == nil {
 		return errBackgroundUnavailable()
 	}
-	rec, err := e.storeQueued(ctx, req, "")
+	rec, err := e.queueBackground(ctx, req)
 	if err != nil {
 		return err
+	}
+	if !req.Stream {
+		return w.WriteResponse(rec.Response)
+	}
+	return e.follow(ctx, rec, -1, w)
+}
+
+// queueBackground stores req as a queued background response and enqueues
+// its job, within a slot of the tenant's in-flight cap: the run itself
+// counts where a worker of this engine runs it (RunBackground).
+func (e *Engine) queueBackground(ctx context.Context, req *api.CreateResponseRequest) (*store.Record, error) {
+	t, err := e.inflight.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer e.inflight.leave(t)
+	rec, err := e.storeQueued(ctx, req, "")
+	if err != nil {
+		return nil, err
 	}
 	id := rec.Response.ID
 	if err := e.cfg.Queue.Enqueue(ctx, Job{ResponseID: id, Tenant: tenant.From(ctx)}); err != nil {
@@ -69,12 +91,9 @@ func (e *Engine) CreateBackground(ctx context.Context, req *api.CreateResponseRe
 		qe := api.ServerError(err, "The background job could not be queued.")
 		qe.Code = "enqueue_failed"
 		_ = e.failBackground(ctx, rec, qe)
-		return api.ServerError(err, "The background job could not be queued.")
+		return nil, api.ServerError(err, "The background job could not be queued.")
 	}
-	if !req.Stream {
-		return w.WriteResponse(rec.Response)
-	}
-	return e.follow(ctx, rec, -1, w)
+	return rec, nil
 }
 
 // StartBackground runs a create request that arrived as an event (SQS,
@@ -326,12 +345,15 @@ func (b *eventBuffer) restore(evs []store.Event) {
 // checkpoints, releases its lease and enqueues its own continuation. Its
 // log lines, and the error a failure stores, carry the request id of the
 // request that created the response (that ctx carries otherwise, when it
-// was created before request ids were kept).
+// was created before request ids were kept). The run holds a slot of its
+// tenant's in-flight cap, even past the cap (its create was admitted), so
+// that the tenant's next creates on this engine wait for it.
 func (e *Engine) RunBackground(ctx context.Context, id string) error {
 	log := e.eventLog()
 	if e.cfg.Store == nil || log == nil {
 		return errBackgroundUnavailable()
 	}
+	defer e.inflight.leave(e.inflight.hold(ctx))
 	rec, err := e.cfg.Store.Get(ctx, id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {

@@ -27,11 +27,17 @@ const summaryIntro = "Summary of the earlier conversation:\n\n"
 // req.PreviousResponseID, resolved as CreateResponse resolves it) with one
 // model call and returns the compacted window: the conversation's user
 // messages, then a compaction item whose encrypted_content is the summary
-// sealed for the request's tenant. Nothing is stored.
+// sealed for the request's tenant. Nothing is stored. It counts as one of
+// the tenant's responses in flight (Limits.TenantInFlight).
 func (e *Engine) Compact(ctx context.Context, req *api.CompactRequest) (*api.CompactResource, error) {
 	if e.cfg.Compaction == nil {
 		return nil, compactionUnavailable()
 	}
+	t, err := e.inflight.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer e.inflight.leave(t)
 	r, err := e.prepare(ctx, &api.CreateResponseRequest{Model: req.Model, Instructions: req.Instructions, Input: req.Input,
 		PreviousResponseID: req.PreviousResponseID, PromptCacheKey: req.PromptCacheKey, ServiceTier: req.ServiceTier}, "")
 	if err != nil {

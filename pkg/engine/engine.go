@@ -142,6 +142,8 @@ type Engine struct {
 	log *slog.Logger
 	// secrets seals the MCP secrets of stored background requests.
 	secrets *compaction.Keyring
+	// inflight counts each tenant's responses running here.
+	inflight *inflight
 }
 
 // New returns an engine for cfg.
@@ -197,7 +199,7 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: cfg, log: cfg.Logger, secrets: secrets}, nil
+	return &Engine{cfg: cfg, log: cfg.Logger, secrets: secrets, inflight: newInflight(cfg.Limits.TenantInFlight)}, nil
 }
 
 // GetResponse returns a stored response.

@@ -20,9 +20,12 @@ import (
 	"github.com/lambent/lambent/internal/testing/dynamotest"
 	"github.com/lambent/lambent/internal/testing/mcptest"
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/compaction"
 	"github.com/lambent/lambent/pkg/limits"
+	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/store/dynamodb"
+	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/lambent/lambent/pkg/tools/mcp"
 )
@@ -1103,4 +1106,131 @@ func TestStoreFailuresNeverReachClients(t *testing.T) {
 			assert.Positive(t, failures, "the failure reached the client, in general terms")
 		})
 	}
+}
+
+// gate is a model whose calls block until released, keeping responses in
+// flight for as long as a test needs: each call signals entered when it
+// starts.
+type gate struct {
+	entered chan struct{}
+	release chan struct{}
+	calls   atomic.Int64
+}
+
+func newGate() *gate { return &gate{entered: make(chan struct{}, 64), release: make(chan struct{})} }
+
+func (g *gate) Complete(ctx context.Context, _ *provider.Request) (*provider.Result, error) {
+	g.calls.Add(1)
+	g.entered <- struct{}{}
+	select {
+	case <-g.release:
+		return &provider.Result{Text: "done", FinishReason: provider.FinishStop}, nil
+	case <-ctx.Done():
+		return nil, provider.ContextError(ctx)
+	}
+}
+
+func (g *gate) Stream(ctx context.Context, req *provider.Request, fn func(provider.Delta) error) (*provider.Result, error) {
+	res, err := g.Complete(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return res, fn(provider.Delta{Kind: provider.DeltaText, Text: res.Text})
+}
+
+// wantTenantBusy asserts err is the 429 of a tenant at its in-flight cap.
+func wantTenantBusy(t *testing.T, err error) {
+	t.Helper()
+	var ae *api.Error
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, http.StatusTooManyRequests, ae.Status, ae.Message)
+	assert.Equal(t, api.ErrTypeRateLimit, ae.Type)
+	assert.Equal(t, "rate_limit_exceeded", ae.Code)
+	assert.NotEmpty(t, ae.RetryAfter, "a 429 says when to retry")
+}
+
+// A tenant may have Limits.TenantInFlight responses running at once on
+// an engine: foreground creates (streamed or not), background runs and
+// compactions all count; over the cap a create is refused at once with 429
+// and Retry-After, before any model call or store write. Other tenants are
+// not affected, and the slots free as responses end.
+func TestTenantInFlightCap(t *testing.T) {
+	g := newGate()
+	q := newJobQueue()
+	keys, err := compaction.NewDevKeyring()
+	require.NoError(t, err)
+	e, _ := newEngine(t, g, nil, func(c *Config) {
+		c.Limits.TenantInFlight = 2
+		c.Queue = q
+		c.Compaction = keys
+		c.PollInterval = time.Millisecond
+	})
+	ctx := t.Context()
+	a, b := tenant.With(ctx, "tenant-a"), tenant.With(ctx, "tenant-b")
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	// A: a background response run by a worker, and a streamed create, both
+	// held at the model.
+	require.NoError(t, e.CreateBackground(a, decodeReq(t, `{"input":"x","background":true}`), &recorder{}))
+	job := <-q.c
+	wg.Go(func() { errs <- e.RunBackground(tenant.With(ctx, job.Tenant), job.ResponseID) })
+	<-g.entered
+	wg.Go(func() { errs <- e.CreateResponse(a, decodeReq(t, `{"input":"x","stream":true}`), &recorder{}) })
+	<-g.entered
+
+	// A's next response of any kind is refused at once.
+	calls := g.calls.Load()
+	for _, body := range []string{`{"input":"x"}`, `{"input":"x","stream":true}`} {
+		wantTenantBusy(t, e.CreateResponse(a, decodeReq(t, body), &recorder{}))
+	}
+	wantTenantBusy(t, e.CreateBackground(a, decodeReq(t, `{"input":"x","background":true}`), &recorder{}))
+	_, err = e.Compact(a, &api.CompactRequest{Input: []api.Item{{Type: api.ItemMessage, Role: api.RoleUser, Content: []api.ContentPart{{Type: api.PartInputText, Text: "x"}}}}})
+	wantTenantBusy(t, err)
+	assert.Equal(t, calls, g.calls.Load(), "no model call for a refused response")
+	assert.Empty(t, q.c, "no job queued for a refused background response")
+
+	// B is not affected.
+	wg.Go(func() { errs <- e.CreateResponse(b, decodeReq(t, `{"input":"x"}`), &recorder{}) })
+	<-g.entered
+
+	close(g.release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	// The slots are free again.
+	require.NoError(t, e.CreateResponse(a, decodeReq(t, `{"input":"x"}`), &recorder{}))
+	require.NoError(t, e.CreateResponse(a, decodeReq(t, `{"input":"x","stream":true}`), &recorder{}))
+	assert.Zero(t, e.inflight.tenants(), "no tenant holds a slot")
+}
+
+// BenchmarkInflight is the in-flight cap's cost on a create: one slot
+// taken and freed, by 1 or by many goroutines of 100 tenants at once.
+func BenchmarkInflight(b *testing.B) {
+	f := newInflight(64)
+	ctx := tenant.With(b.Context(), "tenant-a")
+	b.Run("serial", func(b *testing.B) {
+		for range b.N {
+			t, err := f.enter(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.leave(t)
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		var n atomic.Int64
+		b.RunParallel(func(pb *testing.PB) {
+			ctx := tenant.With(b.Context(), fmt.Sprintf("tenant-%d", n.Add(1)%100))
+			for pb.Next() {
+				t, err := f.enter(ctx)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				f.leave(t)
+			}
+		})
+	})
 }

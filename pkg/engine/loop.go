@@ -34,7 +34,14 @@ type outcome struct {
 // final response. Errors returned before anything was written are client
 // errors (*api.Error) for the transport to send as an HTTP error. Requests
 // with background=true go to CreateBackground instead: the transport picks.
+// A tenant with Limits.TenantInFlight responses running here is refused
+// with a 429 first.
 func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequest, w ResponseWriter) error {
+	t, err := e.inflight.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer e.inflight.leave(t)
 	r, err := e.prepare(ctx, req, "")
 	if err != nil {
 		return err

@@ -1,11 +1,13 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,11 +17,15 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/coder/websocket"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/testing/fakellm"
 	"github.com/lambent/lambent/internal/testing/mcptest"
+	"github.com/lambent/lambent/internal/testing/ssecheck"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/httpapi"
 	"github.com/lambent/lambent/pkg/limits"
@@ -233,6 +239,8 @@ func hostileRequests(existing string) []hostileRequest {
 	} {
 		add(http.MethodPost, "/v1/responses", ct, `{"input":"hi"}`)
 	}
+	add(http.MethodPost, "/v1/responses", "", `{"input":"hi"}`)
+	add(http.MethodPost, "/v1/responses/compact", "", `{"input":"hi"}`)
 	for _, m := range []string{http.MethodPut, http.MethodPatch, http.MethodOptions, http.MethodHead, http.MethodTrace, "BREW", "get"} {
 		add(m, "/v1/responses", "application/json", `{"input":"hi"}`)
 		add(m, "/v1/responses/"+existing, "", "")
@@ -435,4 +443,194 @@ func TestHostileMCP(t *testing.T) {
 	wantError(t, status, body, http.StatusBadRequest, "tools", "limit_exceeded")
 	assert.Contains(t, string(body), "limit of 128", "40,000 servers meet the tools limit first")
 	assert.Len(t, good.Headers(), before, "nothing connected")
+}
+
+// postAs posts body to /v1/responses with key's bearer token and returns
+// the status, header and body.
+func (g *gateway) postAs(key, body string) (int, http.Header, []byte) {
+	g.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, g.srv.URL+"/v1/responses", strings.NewReader(body))
+	require.NoError(g.t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := g.http.Do(req)
+	require.NoError(g.t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(g.t, err)
+	return res.StatusCode, res.Header, b
+}
+
+// A tenant over LAMBENT_LIMIT_TENANT_IN_FLIGHT gets a 429
+// rate_limit_exceeded with Retry-After in the OpenAI error shape for its
+// next response, streamed or not, over HTTP (the SDK reports a rate limit)
+// and as the error envelope over WebSocket; another tenant goes on, and
+// the tenant's slot frees when its response ends.
+func TestTenantInFlightLimit(t *testing.T) {
+	block := make(chan struct{})
+	entered := make(chan struct{}, 8)
+	fake := fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn {
+		if strings.Contains(req.Messages[len(req.Messages)-1].Content.String(), "slow") {
+			entered <- struct{}{}
+			return fakellm.Turn{Text: "Slow answer.", Block: block}
+		}
+		return fakellm.Turn{Text: "hi"}
+	})
+	g := newGateway(t, fake, map[string]string{"LAMBENT_API_KEYS": "acme=" + wsKeyA + ",globex=" + wsKeyB, "LAMBENT_LIMIT_TENANT_IN_FLIGHT": "1"})
+	done := make(chan int, 1)
+	go func() {
+		status, _, _ := g.postAs(wsKeyA, `{"input":"slow"}`)
+		done <- status
+	}()
+	<-entered
+
+	for _, body := range []string{`{"input":"hi"}`, `{"input":"hi","stream":true}`, `{"input":"hi","background":true}`} {
+		status, hdr, b := g.postAs(wsKeyA, body)
+		wantError(t, status, b, http.StatusTooManyRequests, "-", "rate_limit_exceeded")
+		require.Equal(t, "2", hdr.Get("Retry-After"), "%s", body)
+		require.Contains(t, string(b), `"type":"rate_limit_error"`)
+	}
+	client := openai.NewClient(option.WithBaseURL(g.srv.URL+"/v1/"), option.WithAPIKey(wsKeyA), option.WithMaxRetries(0), option.WithHTTPClient(g.srv.Client()))
+	_, err := client.Responses.New(t.Context(), textParams("hi"))
+	wantAPIError(t, err, http.StatusTooManyRequests)
+	ws := dialWS(t, g.srv, wsKeyA)
+	e := ws.createErr(`{"type":"response.create","input":"hi"}`, http.StatusTooManyRequests, "rate_limit_exceeded")
+	require.Equal(t, "rate_limit_error", e.Error.Type)
+
+	status, _, b := g.postAs(wsKeyB, `{"input":"hi"}`)
+	require.Equal(t, http.StatusOK, status, "another tenant: %s", b)
+
+	close(block)
+	require.Equal(t, http.StatusOK, <-done)
+	status, _, b = g.postAs(wsKeyA, `{"input":"hi"}`)
+	require.Equal(t, http.StatusOK, status, "the slot is free again: %s", b)
+	ws.create(`{"type":"response.create","input":"hi"}`)
+}
+
+// A model provider's 429 reaches the client: a 429 rate_limit_exceeded
+// with the provider's Retry-After (non-stream), and a response.failed with
+// code rate_limit_exceeded (stream), stored as such.
+func TestProviderRateLimitReachesClient(t *testing.T) {
+	limited := fakellm.Turn{Status: http.StatusTooManyRequests, ErrorMessage: "Rate limit reached for requests", ErrorType: "requests",
+		Header: http.Header{"Retry-After": {"17"}}}
+	g := newGateway(t, fakellm.New(limited, limited, limited), nil)
+	status, hdr, body := g.postJSON(`{"input":"hi"}`)
+	wantError(t, status, body, http.StatusTooManyRequests, "-", "rate_limit_exceeded")
+	require.Equal(t, "17", hdr.Get("Retry-After"), "the provider's Retry-After")
+
+	_, err := g.client.Responses.New(t.Context(), textParams("hi"))
+	wantAPIError(t, err, http.StatusTooManyRequests)
+
+	chunks := rawStream(t, g.srv.Listener.Addr().String(), `{"input":"hi","stream":true}`)
+	evs, done, err := ssecheck.Parse(bytes.NewReader(bytes.Join(chunks, nil)))
+	require.NoError(t, err)
+	require.True(t, done)
+	last := evs[len(evs)-1]
+	require.Equal(t, "response.failed", last.Type)
+	var failed struct {
+		Response struct {
+			Error struct{ Code, Message string } `json:"error"`
+		} `json:"response"`
+	}
+	require.NoError(t, json.Unmarshal(last.Data, &failed))
+	require.Equal(t, "rate_limit_exceeded", failed.Response.Error.Code)
+	require.Contains(t, failed.Response.Error.Message, "Rate limit reached for requests")
+}
+
+// Browser protections of a local gateway without keys. A cross-site page
+// may POST a "simple request" without preflight (no Content-Type, or
+// text/plain, form types): every POST with a body must say
+// application/json (415 otherwise), so none of them is run. A page whose
+// DNS name was rebound to 127.0.0.1 reaches the loopback listener with its
+// own name in Host: a request arriving on a loopback socket must name a
+// loopback host (421 otherwise), unless LAMBENT_ALLOWED_HOSTS lists it.
+// Requests that do not come through a socket of the server (Lambda's
+// front doors) are not checked.
+func TestBrowserProtections(t *testing.T) {
+	g := newGateway(t, fakellm.NewHandler(func(fakellm.Request) fakellm.Turn { return fakellm.Turn{Text: "ok"} }), nil)
+	send := func(method, path, host, contentType, body string) (int, []byte) {
+		t.Helper()
+		req, err := http.NewRequest(method, g.srv.URL+path, strings.NewReader(body))
+		require.NoError(t, err)
+		if host != "" {
+			req.Host = host
+		}
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		res, err := g.http.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res.StatusCode, b
+	}
+
+	// Simple requests a page may send cross-site are refused, and never run.
+	for _, path := range []string{"/v1/responses", "/v1/responses/compact"} {
+		for _, ct := range []string{"", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"} {
+			status, b := send(http.MethodPost, path, "", ct, `{"input":"hi"}`)
+			wantError(t, status, b, http.StatusUnsupportedMediaType, "-", "unsupported_media_type")
+		}
+	}
+	require.Zero(t, g.fake.Calls(), "no simple request reached the model")
+	status, b := send(http.MethodPost, "/v1/responses", "", "application/json; charset=utf-8", `{"input":"hi"}`)
+	require.Equal(t, http.StatusOK, status, "%s", b)
+	status, _ = send(http.MethodPost, "/v1/responses/resp_nope/cancel", "", "", "")
+	require.Equal(t, http.StatusNotFound, status, "a POST without a body needs no Content-Type")
+
+	// Host names of the loopback listener.
+	_, port, err := net.SplitHostPort(g.srv.Listener.Addr().String())
+	require.NoError(t, err)
+	for _, host := range []string{"127.0.0.1:" + port, "localhost:" + port, "LOCALHOST", "localhost.:" + port, "[::1]:" + port, "127.1.2.3", "app.localhost:" + port} {
+		status, b := send(http.MethodGet, "/healthz", host, "", "")
+		require.Equal(t, http.StatusOK, status, "Host %s: %s", host, b)
+	}
+	calls := g.fake.Calls()
+	for _, host := range []string{"evil.example", "evil.example:" + port, "127.0.0.1.evil.example", "localhost.evil.example", "0x7f000001.evil.example", "[::2]:" + port, "10.0.0.1"} {
+		for _, r := range []struct{ method, path, ct, body string }{
+			{http.MethodGet, "/healthz", "", ""},
+			{http.MethodPost, "/v1/responses", "application/json", `{"input":"hi"}`},
+			{http.MethodGet, "/v1/responses/resp_abc", "", ""},
+		} {
+			status, b := send(r.method, r.path, host, r.ct, r.body)
+			wantError(t, status, b, http.StatusMisdirectedRequest, "-", "host_not_allowed")
+		}
+	}
+	require.Equal(t, calls, g.fake.Calls(), "no rebound request reached the model")
+	// A WebSocket upgrade is checked too.
+	_, res, err := websocket.Dial(t.Context(), wsURL(g.srv), &websocket.DialOptions{Host: "evil.example:" + port})
+	require.Error(t, err)
+	require.Equal(t, http.StatusMisdirectedRequest, res.StatusCode)
+
+	// LAMBENT_ALLOWED_HOSTS adds names; "*" lets any Host through.
+	g2 := newGateway(t, fakellm.NewHandler(func(fakellm.Request) fakellm.Turn { return fakellm.Turn{Text: "ok"} }),
+		map[string]string{"LAMBENT_ALLOWED_HOSTS": "gateway.internal, Other.Example:9000"})
+	for host, want := range map[string]int{"gateway.internal:8080": 200, "GATEWAY.INTERNAL": 200, "other.example": 200, "localhost": 200, "evil.example": 421} {
+		req, err := http.NewRequest(http.MethodGet, g2.srv.URL+"/healthz", nil)
+		require.NoError(t, err)
+		req.Host = host
+		res, err := g2.http.Do(req)
+		require.NoError(t, err)
+		require.NoError(t, res.Body.Close())
+		require.Equal(t, want, res.StatusCode, "Host %s", host)
+	}
+	g3 := newGateway(t, fakellm.NewHandler(func(fakellm.Request) fakellm.Turn { return fakellm.Turn{Text: "ok"} }),
+		map[string]string{"LAMBENT_ALLOWED_HOSTS": "*"})
+	req, err := http.NewRequest(http.MethodGet, g3.srv.URL+"/healthz", nil)
+	require.NoError(t, err)
+	req.Host = "evil.example"
+	res, err = g3.http.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, res.Body.Close())
+	require.Equal(t, http.StatusOK, res.StatusCode, "LAMBENT_ALLOWED_HOSTS=*")
+
+	// A request that did not come through a socket of the server (as
+	// lambdaio hands Lambda's front doors' requests to the handler) is
+	// not checked: the front door has its own host.
+	rec := httptest.NewRecorder()
+	req = httptest.NewRequest(http.MethodGet, "/healthz", nil)
+	req.Host = "abc123.lambda-url.us-east-1.on.aws"
+	g.app.Handler.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusOK, rec.Code)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine"
 	"github.com/lambent/lambent/pkg/requestid"
+	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/lambent/lambent/pkg/wsapi"
 )
 
@@ -46,25 +47,43 @@ type Config struct {
 	MaxBody int64
 	// Logger receives access and error logs (default slog.Default()).
 	Logger *slog.Logger
-	// APIKeys maps each accepted bearer key to its tenant. When empty, no
-	// key is required (local runs; in AWS the function URL's or API
-	// Gateway's IAM auth guards the API). Every response is stored under
-	// the tenant of the key that created it and is invisible to others.
-	// Requests that a front door authenticated with AWS IAM need no key:
-	// their tenant is the caller's IAM ARN (tenant.Caller).
-	APIKeys map[string]string
+	// Tenants is the tenant rule: the API keys (API key → tenant) and how
+	// IAM callers are named. Without keys, no key is required (local runs;
+	// in AWS the function URL's or API Gateway's IAM auth guards the API).
+	// Every response is stored under the tenant that created it and is
+	// invisible to others. Requests that a front door authenticated with
+	// AWS IAM (tenant.Caller) need no key: their tenant is the caller's IAM
+	// identity.
+	Tenants tenant.Rule
 	// WebSocket configures WebSocket mode on /v1/responses (package
 	// wsapi); its Service, Logger and ReadLimit default to this Config's.
 	WebSocket wsapi.Config
+	// AllowedHosts are the host names, beside the loopback ones, that a
+	// request arriving on a socket of the server may name in its Host
+	// header (LAMBENT_ALLOWED_HOSTS); "*" allows any. See Handler.
+	AllowedHosts []string
 }
 
 // Handler is the HTTP API.
+//
+// It protects a local gateway from browsers. Every POST with a body must
+// be application/json (415 otherwise), so a cross-site page cannot make a
+// browser send one without a CORS preflight (which the gateway never
+// grants). And against DNS rebinding (a page whose name resolves to
+// 127.0.0.1 reading the local gateway as its own origin), a request that
+// arrived on a loopback socket of the server must name a loopback host
+// (localhost, *.localhost, 127.0.0.0/8, [::1]) in its Host header, or one of
+// Config.AllowedHosts, which then apply to every socket; else it is a 421.
+// Requests that came through no socket of the server (lambdaio hands it
+// those of Lambda's front doors, which have their own hosts) are not
+// checked.
 type Handler struct {
 	svc     Service
 	maxBody int64
 	log     *slog.Logger
-	keys    Keyring
+	tenants tenant.Rule
 	ws      *wsapi.Server
+	hosts   hostAllowlist
 }
 
 // New returns the API handler.
@@ -85,7 +104,7 @@ func New(cfg Config) *Handler {
 	if ws.ReadLimit <= 0 {
 		ws.ReadLimit = cfg.MaxBody
 	}
-	return &Handler{svc: cfg.Service, maxBody: cfg.MaxBody, log: cfg.Logger, keys: NewKeyring(cfg.APIKeys), ws: wsapi.NewServer(ws)}
+	return &Handler{svc: cfg.Service, maxBody: cfg.MaxBody, log: cfg.Logger, tenants: cfg.Tenants, ws: wsapi.NewServer(ws), hosts: newHostAllowlist(cfg.AllowedHosts)}
 }
 
 // Shutdown closes the open WebSocket connections, each after its response
@@ -114,6 +133,11 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 			h.writeError(w, r, api.ServerError(fmt.Errorf("panic: %v", p), api.ServerErrorMessage))
 		}
 	}()
+	if !h.hosts.allows(r) {
+		h.writeError(w, r, &api.Error{Status: http.StatusMisdirectedRequest, Type: api.ErrTypeInvalidRequest, Code: "host_not_allowed",
+			Message: "This gateway does not serve the host " + strconv.Quote(r.Host) + " named by the request: on a loopback address it answers localhost, 127.0.0.1 and [::1] only (add names to LAMBENT_ALLOWED_HOSTS)."})
+		return
+	}
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	if path != "/healthz" {
 		var ok bool
@@ -196,13 +220,18 @@ func (h *Handler) notFoundRoute(w http.ResponseWriter, r *http.Request) {
 }
 
 // body reads a JSON request body within the size limit; on failure it
-// writes the error (415, 413, 400) and returns false.
+// writes the error (415, 413, 400) and returns false. A body must come as
+// application/json: without a Content-Type it is refused too (see
+// Handler), an empty body is not.
 func (h *Handler) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
+	if ct := r.Header.Get("Content-Type"); ct != "" || r.ContentLength != 0 {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || mt != "application/json" {
-			h.writeError(w, r, &api.Error{Status: http.StatusUnsupportedMediaType, Type: api.ErrTypeInvalidRequest, Code: "unsupported_media_type",
-				Message: "Unsupported Content-Type " + strconv.Quote(ct) + "; send application/json."})
+			msg := "Unsupported Content-Type " + strconv.Quote(ct) + "; send application/json."
+			if ct == "" {
+				msg = "The request body has no Content-Type; send it as application/json."
+			}
+			h.writeError(w, r, &api.Error{Status: http.StatusUnsupportedMediaType, Type: api.ErrTypeInvalidRequest, Code: "unsupported_media_type", Message: msg})
 			return nil, false
 		}
 	}
@@ -414,13 +443,16 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 }
 
 // WriteError answers r with err in the OpenAI error shape (api.AsError's
-// status). A server error's message says what happened in general terms
-// and names the request id (api.Error.ForClient); its cause goes to log
-// with that id.
+// status), with its Retry-After (a 429's) as a header. A server error's
+// message says what happened in general terms and names the request id
+// (api.Error.ForClient); its cause goes to log with that id.
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	e := api.AsError(err)
 	if e.Status >= 500 {
 		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "status", e.Status, "code", e.Code, "err", err)
+	}
+	if e.RetryAfter != "" {
+		w.Header().Set("Retry-After", e.RetryAfter)
 	}
 	writeJSON(w, log, e.Status, api.ErrorBody{Error: e.ForClient(requestid.From(r.Context()))})
 }

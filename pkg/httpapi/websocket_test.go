@@ -19,6 +19,7 @@ import (
 	"github.com/lambent/lambent/internal/testing/fakellm"
 	"github.com/lambent/lambent/internal/testing/ssecheck"
 	"github.com/lambent/lambent/pkg/httpapi"
+	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/lambent/lambent/pkg/wsapi"
 )
 
@@ -470,7 +471,7 @@ func TestWebSocketPingDuringResponse(t *testing.T) {
 func TestWebSocketShutdown(t *testing.T) {
 	block := make(chan struct{})
 	g := newWSGateway(t, block)
-	h := httpapi.New(httpapi.Config{Service: g.app.Engine, APIKeys: map[string]string{wsKeyA: "acme"}})
+	h := httpapi.New(httpapi.Config{Service: g.app.Engine, Tenants: tenant.Rule{Keys: tenant.NewKeyring(map[string]string{wsKeyA: "acme"})}})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	ws := dialWS(t, srv, wsKeyA)

@@ -32,7 +32,6 @@
 package lambdaio
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -172,7 +171,7 @@ func withEventID(ctx context.Context, key, id string) context.Context {
 // functionURLCaller is requestContext.authorizer.iam of a function URL event.
 func functionURLCaller(ev *events.LambdaFunctionURLRequest) string {
 	if a := ev.RequestContext.Authorizer; a != nil && a.IAM != nil {
-		return cmp.Or(a.IAM.UserARN, a.IAM.CallerID)
+		return tenant.CallerOf(a.IAM.UserARN, a.IAM.CallerID)
 	}
 	return ""
 }
@@ -181,14 +180,14 @@ func functionURLCaller(ev *events.LambdaFunctionURLRequest) string {
 // 1.0) event.
 func restCaller(ev *events.APIGatewayProxyRequest) string {
 	id := &ev.RequestContext.Identity
-	return cmp.Or(id.UserArn, id.Caller)
+	return tenant.CallerOf(id.UserArn, id.Caller)
 }
 
 // httpAPICaller is requestContext.authorizer.iam of an HTTP API payload 2.0
 // event.
 func httpAPICaller(ev *events.APIGatewayV2HTTPRequest) string {
 	if a := ev.RequestContext.Authorizer; a != nil && a.IAM != nil {
-		return cmp.Or(a.IAM.UserARN, a.IAM.CallerID)
+		return tenant.CallerOf(a.IAM.UserARN, a.IAM.CallerID)
 	}
 	return ""
 }

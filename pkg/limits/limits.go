@@ -70,8 +70,11 @@ type Limits struct {
 	// (LAMBENT_LIMIT_MODEL_NAME, default 256 bytes).
 	ModelName int
 	// TenantInFlight bounds the responses one tenant may have running at
-	// once on one gateway instance; over it a create is refused with 429
-	// and Retry-After (LAMBENT_LIMIT_TENANT_IN_FLIGHT, default 64).
+	// once on one gateway instance (one engine: creates, streamed or not,
+	// compactions, background creates while they are queued and the
+	// background runs of the engine's worker); over it a create is refused
+	// with 429 rate_limit_exceeded and Retry-After
+	// (LAMBENT_LIMIT_TENANT_IN_FLIGHT, default 64).
 	TenantInFlight int
 }
 

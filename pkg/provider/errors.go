@@ -1,10 +1,14 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/lambent/lambent/pkg/api"
 )
@@ -13,7 +17,7 @@ import (
 const (
 	CodeUpstreamError       = "upstream_error"
 	CodeUpstreamAuthFailed  = "upstream_auth_failed"
-	CodeRateLimitExceeded   = "rate_limit_exceeded"
+	CodeRateLimitExceeded   = api.CodeRateLimitExceeded
 	CodeUpstreamUnreachable = "upstream_unreachable"
 	CodeUpstreamTimeout     = "upstream_timeout"
 	CodeUpstreamStreamCut   = "upstream_stream_cut"
@@ -31,6 +35,37 @@ const (
 // StatusClientClosedRequest is the status of the error returned when the
 // caller's context is cancelled (nginx's 499).
 const StatusClientClosedRequest = 499
+
+// DefaultRetryAfter is the Retry-After of a provider's 429 whose reply
+// names no delay (Bedrock's never do): the SDK's own retries of throttling
+// have already waited, so the client waits some seconds more.
+const DefaultRetryAfter = 10 * time.Second
+
+// RateLimited is the 429 rate_limit_exceeded of a provider's rate limit,
+// telling the client to retry after retryAfter (a Retry-After value; empty:
+// DefaultRetryAfter), wrapping err.
+func RateLimited(retryAfter string, err error, format string, args ...any) *api.Error {
+	return api.RateLimited(cmp.Or(retryAfter, api.RetryAfterSeconds(DefaultRetryAfter)), err, format, args...)
+}
+
+// RetryAfter is the retry delay a provider's reply names in h: its
+// Retry-After as sent (delay-seconds or an HTTP-date), else its
+// retry-after-ms (OpenAI's) rounded up to whole seconds; empty when
+// neither is there and valid.
+func RetryAfter(h http.Header) string {
+	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
+		if n, err := strconv.ParseUint(v, 10, 32); err == nil {
+			return strconv.FormatUint(n, 10)
+		}
+		if _, err := http.ParseTime(v); err == nil {
+			return v
+		}
+	}
+	if ms, err := strconv.ParseFloat(strings.TrimSpace(h.Get("Retry-After-Ms")), 64); err == nil && ms >= 0 && ms < 1e12 {
+		return api.RetryAfterSeconds(time.Duration(ms * float64(time.Millisecond)))
+	}
+	return ""
+}
 
 // StreamCut is the 502 of a model stream that broke off.
 func StreamCut(err error, format string, args ...any) *api.Error {

@@ -28,12 +28,14 @@ const (
 // MemoryConfig configures NewMemory. The zero value works.
 type MemoryConfig struct {
 	// MaxEntries bounds the number of records (default 10000); when full,
-	// Create evicts the oldest record.
+	// Create evicts the oldest record of the tenant holding the most
+	// records.
 	MaxEntries int
 	// MaxBytes bounds the bytes the records and their events hold, as
 	// measured by their Go values (default DefaultMemoryMaxBytes). A write
-	// that would pass it evicts the oldest other records first; a record
-	// larger than MaxBytes by itself is refused with a *TooLargeError.
+	// that would pass it evicts other records first, each time the oldest
+	// of the tenant holding the most bytes; a record larger than MaxBytes
+	// by itself is refused with a *TooLargeError.
 	MaxBytes int64
 	// TTL is the retention of records stored without ExpiresAt (default 24h).
 	TTL time.Duration
@@ -42,8 +44,16 @@ type MemoryConfig struct {
 }
 
 // Memory is a ResponseStore in process memory: bounded by entries and by
-// bytes, with expiry, keyed
-// by (tenant, id), safe for concurrent use. It keeps its own copies of the
+// bytes, with expiry, keyed by (tenant, id), safe for concurrent use.
+//
+// The bounds are shared fairly between tenants: when one is reached, the
+// record evicted is the oldest of the tenant holding the most (bytes, or
+// records), never the record being written. A tenant that holds no more
+// than its fair share (the bound divided by the tenants holding records)
+// is therefore never evicted by another tenant's writes: while the store
+// is over its bound, the tenant holding the most holds more than that
+// share. Choosing the tenant scans the tenants holding records, once per
+// eviction. It keeps its own copies of the
 // Response struct and of the record's slices and maps, so a caller that
 // changes its Record (or a Record returned by Get) after the call does not
 // change what is stored. Items and content parts are values and are shared;
@@ -63,6 +73,8 @@ type Memory struct {
 	entries map[memKey]*list.Element // values are *memEntry
 	order   *list.List               // oldest first
 	bytes   int64                    // sum of the entries' recSize+evSize
+	tenants map[string]*memTenant    // the tenants holding entries
+	seq     uint64                   // creations so far
 }
 
 type memKey struct{ tenant, id string }
@@ -73,6 +85,16 @@ type memEntry struct {
 	events  []Event
 	recSize int64 // recordBytes(&rec)
 	evSize  int64 // sum of the events' eventBytes
+	seq     uint64
+	// own is the entry's element in its tenant's order (its value is
+	// the entry's element in Memory.order).
+	own *list.Element
+}
+
+// memTenant is what one tenant holds.
+type memTenant struct {
+	order *list.List // its entries' elements in Memory.order, oldest first
+	bytes int64      // sum of its entries' recSize+evSize
 }
 
 var (
@@ -101,6 +123,7 @@ func NewMemory(cfg MemoryConfig) *Memory {
 		now:        cfg.Now,
 		entries:    make(map[memKey]*list.Element),
 		order:      list.New(),
+		tenants:    make(map[string]*memTenant),
 	}
 }
 
@@ -165,12 +188,9 @@ func (m *Memory) Create(ctx context.Context, rec *Record) error {
 	}
 	m.sweep(now)
 	for len(m.entries) >= m.maxEntries {
-		m.remove(m.order.Front())
+		m.remove(m.victim(nil, func(t *memTenant) int64 { return int64(t.order.Len()) }))
 	}
-	el := m.order.PushBack(e)
-	m.entries[e.key] = el
-	m.bytes += e.recSize
-	m.shrink(el)
+	m.add(e)
 	return nil
 }
 
@@ -342,36 +362,83 @@ func (m *Memory) sweep(now time.Time) {
 	}
 }
 
+// add stores the new entry e (its recSize counted, no events) and evicts
+// others while the store holds too much. m.mu must be held.
+func (m *Memory) add(e *memEntry) {
+	m.seq++
+	e.seq = m.seq
+	el := m.order.PushBack(e)
+	m.entries[e.key] = el
+	t := m.tenants[e.key.tenant]
+	if t == nil {
+		t = &memTenant{order: list.New()}
+		m.tenants[e.key.tenant] = t
+	}
+	e.own = t.order.PushBack(el)
+	t.bytes += e.recSize
+	m.bytes += e.recSize
+	m.shrink(el)
+}
+
 func (m *Memory) remove(el *list.Element) {
 	e := el.Value.(*memEntry)
 	delete(m.entries, e.key)
 	m.order.Remove(el)
 	m.bytes -= e.recSize + e.evSize
+	t := m.tenants[e.key.tenant]
+	t.order.Remove(e.own)
+	t.bytes -= e.recSize + e.evSize
+	if t.order.Len() == 0 {
+		delete(m.tenants, e.key.tenant)
+	}
 }
 
 // resize sets the sizes of el's entry and evicts others while the store
 // holds too much. m.mu must be held.
 func (m *Memory) resize(el *list.Element, recSize, evSize int64) {
 	e := el.Value.(*memEntry)
-	m.bytes += recSize + evSize - e.recSize - e.evSize
+	d := recSize + evSize - e.recSize - e.evSize
+	m.bytes += d
+	m.tenants[e.key.tenant].bytes += d
 	e.recSize, e.evSize = recSize, evSize
 	m.shrink(el)
 }
 
-// shrink evicts the oldest entries other than keep while the store holds
-// more than maxBytes. keep alone never does (fits was checked). m.mu must
-// be held.
+// shrink evicts entries other than keep while the store holds more than
+// maxBytes, each time the oldest of the tenant holding the most bytes.
+// keep alone never does (fits was checked). m.mu must be held.
 func (m *Memory) shrink(keep *list.Element) {
 	for m.bytes > m.maxBytes {
-		el := m.order.Front()
-		if el == keep {
-			el = el.Next()
-		}
+		el := m.victim(keep, func(t *memTenant) int64 { return t.bytes })
 		if el == nil {
 			return
 		}
 		m.remove(el)
 	}
+}
+
+// victim is the entry to evict: the oldest entry other than keep of the
+// tenant holding the most by held (the older entry between tenants holding
+// as much); nil when keep is the only entry. m.mu must be held.
+func (m *Memory) victim(keep *list.Element, held func(*memTenant) int64) *list.Element {
+	var (
+		best     *list.Element
+		bestHeld int64
+	)
+	for _, t := range m.tenants {
+		own := t.order.Front()
+		if own.Value.(*list.Element) == keep {
+			if own = own.Next(); own == nil {
+				continue
+			}
+		}
+		el := own.Value.(*list.Element)
+		h := held(t)
+		if best == nil || h > bestHeld || h == bestHeld && el.Value.(*memEntry).seq < best.Value.(*memEntry).seq {
+			best, bestHeld = el, h
+		}
+	}
+	return best
 }
 
 func live(el *list.Element, now time.Time) bool {

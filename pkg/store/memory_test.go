@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"runtime"
@@ -14,6 +15,7 @@ import (
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/store/storetest"
+	"github.com/lambent/lambent/pkg/tenant"
 )
 
 func TestMemoryConformance(t *testing.T) {
@@ -171,6 +173,63 @@ func TestMemoryByteBound(t *testing.T) {
 	require.NoError(t, m.CheckSize(textRecord("resp_small", 10)))
 }
 
+// The budgets are fair per tenant: one tenant's writes never evict another
+// tenant's records while that tenant holds no more than its fair share
+// (MaxBytes, or MaxEntries, divided by the tenants holding records).
+// Eviction takes the oldest record of the tenant holding the most.
+func TestMemoryFairPerTenant(t *testing.T) {
+	ctx := t.Context()
+	a, b := tenant.With(ctx, "tenant-a"), tenant.With(ctx, "tenant-b")
+	const limit = 1 << 20
+	m := store.NewMemory(store.MemoryConfig{MaxBytes: limit})
+	require.NoError(t, m.Create(a, textRecord("resp_a", 1<<10)))
+	// B writes 20 times the budget, 100 KiB at a time.
+	const chunk = 100 << 10
+	n := 20 * limit / chunk
+	for i := range n {
+		require.NoError(t, m.Create(b, textRecord(fmt.Sprintf("resp_b%d", i), chunk)))
+		require.LessOrEqual(t, m.Bytes(), int64(limit))
+	}
+	_, err := m.Get(a, "resp_a")
+	require.NoError(t, err, "A's small response survives B writing 20 x the budget")
+	_, err = m.Get(b, fmt.Sprintf("resp_b%d", n-1))
+	require.NoError(t, err, "B's newest is kept")
+	_, err = m.Get(b, "resp_b0")
+	require.ErrorIs(t, err, store.ErrNotFound, "B's oldest made room")
+	t.Logf("A's 1 KiB response survived B writing %d x %d KiB (%.1f x the %d KiB budget); %d records, %d KiB held",
+		n, chunk>>10, float64(n*chunk)/limit, limit>>10, m.Len(), m.Bytes()>>10)
+
+	// The tenant over its share is the one evicted, whoever writes: A
+	// grows past half the budget, and B's next write evicts A's oldest.
+	m = store.NewMemory(store.MemoryConfig{MaxBytes: limit})
+	require.NoError(t, m.Create(a, textRecord("resp_a1", 400<<10)))
+	require.NoError(t, m.Create(a, textRecord("resp_a2", 400<<10)))
+	require.NoError(t, m.Create(b, textRecord("resp_b1", 400<<10)))
+	require.LessOrEqual(t, m.Bytes(), int64(limit))
+	_, err = m.Get(a, "resp_a1")
+	require.ErrorIs(t, err, store.ErrNotFound, "A held the most: its oldest went")
+	for ctx, id := range map[context.Context]string{a: "resp_a2", b: "resp_b1"} {
+		_, err = m.Get(ctx, id)
+		require.NoError(t, err, id)
+	}
+
+	// Entries too: A's two records survive B creating many.
+	m = store.NewMemory(store.MemoryConfig{MaxEntries: 10})
+	for _, id := range []string{"resp_a1", "resp_a2"} {
+		require.NoError(t, m.Create(a, storetest.NewRecord(id, api.StatusCompleted)))
+	}
+	for i := range 100 {
+		require.NoError(t, m.Create(b, storetest.NewRecord(fmt.Sprintf("resp_b%d", i), api.StatusCompleted)))
+		require.LessOrEqual(t, m.Len(), 10)
+	}
+	for _, id := range []string{"resp_a1", "resp_a2"} {
+		_, err = m.Get(a, id)
+		require.NoError(t, err, id)
+	}
+	_, err = m.Get(b, "resp_b99")
+	require.NoError(t, err)
+}
+
 // fillMaxBytes is the bound TestMemoryByteBoundUnderFill fills past; `go
 // test -run UnderFill -fill.maxbytes=268435456 ./pkg/store` measures the
 // default bound.
@@ -206,4 +265,31 @@ func TestMemoryByteBoundUnderFill(t *testing.T) {
 	_, err = m.Get(ctx, fmt.Sprintf("resp_%d", n-1))
 	require.NoError(t, err, "the newest is kept")
 	runtime.KeepAlive(m)
+}
+
+// BenchmarkMemoryCreateFull is a Create into a store at its entry bound
+// (every Create evicts), with the records spread over 1, 100 or 1000
+// tenants: the cost of choosing whom to evict.
+func BenchmarkMemoryCreateFull(b *testing.B) {
+	for _, tenants := range []int{1, 100, 1000} {
+		b.Run(fmt.Sprintf("tenants=%d", tenants), func(b *testing.B) {
+			m := store.NewMemory(store.MemoryConfig{MaxEntries: 10000})
+			ctxs := make([]context.Context, tenants)
+			for i := range ctxs {
+				ctxs[i] = tenant.With(b.Context(), fmt.Sprintf("tenant-%d", i))
+			}
+			rec := storetest.NewRecord("resp_x", api.StatusCompleted)
+			for i := range 10000 {
+				rec.Response.ID = fmt.Sprintf("resp_fill_%d", i)
+				require.NoError(b, m.Create(ctxs[i%tenants], rec))
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				rec.Response.ID = fmt.Sprintf("resp_%d", i)
+				if err := m.Create(ctxs[i%tenants], rec); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -1,7 +1,8 @@
-// Package tenant carries the tenant of a request in its context: the
-// transport sets it (from the API key, the caller's AWS IAM identity, or a
-// background job), the stores key every record by it, and the engine hands
-// it on to background jobs.
+// Package tenant names the tenant of a request and carries it in the
+// request's context. Every front door names it by one rule ([Rule]: the
+// caller's AWS IAM identity, else the API key), a worker takes it from its
+// job; the stores key every record by it, and the engine hands it on to
+// background jobs. The package imports no other package of the project.
 package tenant
 
 import "context"

@@ -28,9 +28,18 @@ type Runner interface {
 }
 
 // Handler handles the worker function's invocations.
+//
+// A message names its tenant ("tenant"), and the worker acts as that
+// tenant without further check: whoever may send to the queue, put events
+// on the bus or invoke the function may act as any tenant. Those
+// permissions (IAM) are the trust boundary of background responses.
 type Handler struct {
 	Runner Runner
 	Logger *slog.Logger
+	// RequireTenant refuses messages that name no tenant as invalid
+	// (ErrInvalidMessage) instead of running them as the default tenant:
+	// on when API keys are configured, where every tenant is a key's.
+	RequireTenant bool
 }
 
 // Invoke handles one invocation, whatever triggered it: an SQS batch
@@ -95,7 +104,8 @@ func (h *Handler) SQS(ctx context.Context, ev events.SQSEvent) events.SQSEventRe
 }
 
 // ErrInvalidMessage marks a message no redelivery can run: not a JSON
-// object, or a create request the API refuses (a 4xx other than 429). It is
+// object, without a tenant where one is required, or a create request the
+// API refuses (a 4xx other than 429). It is
 // still an error, so that the message is not lost: an SQS message is
 // reported as a batch item failure and, after the queue's maxReceiveCount
 // deliveries, moved to its dead-letter queue; an asynchronous invocation
@@ -115,8 +125,11 @@ func (h *Handler) message(ctx context.Context, body json.RawMessage) error {
 	}
 	t := stringField(fields, "tenant")
 	delete(fields, "tenant")
-	if t != "" {
+	switch {
+	case t != "":
 		ctx = tenant.With(ctx, t)
+	case h.RequireTenant:
+		return fmt.Errorf("%w: no \"tenant\" (required where API keys are configured)", ErrInvalidMessage)
 	}
 	if id := stringField(fields, "response_id"); id != "" && len(fields) == 1 {
 		return h.Runner.RunBackground(ctx, id)

@@ -22,6 +22,7 @@ import (
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/app"
 	"github.com/lambent/lambent/pkg/engine"
+	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/lambent/lambent/pkg/worker"
 )
 
@@ -253,4 +254,32 @@ func TestLocalQueue(t *testing.T) {
 	}
 	assert.Len(t, got, 3)
 	l.Close()
+}
+
+// With API keys configured (RequireTenant), a message that names no tenant
+// is refused: it would act as the default tenant. It is an invalid message
+// (a batch item failure on its way to the dead-letter queue, an error for
+// EventBridge and direct invocations) and nothing runs; the same message
+// with a tenant runs under that tenant.
+func TestRequireTenant(t *testing.T) {
+	e := newEnv(t, fakellm.Turn{Text: "done"})
+	e.h.RequireTenant = true
+	noTenant := `{"id":"resp_no_tenant_1","input":"hi"}`
+	out, err := e.h.Invoke(context.Background(), mustMarshal(t, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: noTenant, EventSource: "aws:sqs"}}}))
+	require.NoError(t, err)
+	assert.Equal(t, []events.SQSBatchItemFailure{{ItemIdentifier: "m1"}}, out.(events.SQSEventResponse).BatchItemFailures)
+	_, err = e.h.Invoke(context.Background(), json.RawMessage(noTenant))
+	require.ErrorIs(t, err, worker.ErrInvalidMessage, "direct invocation")
+	_, err = e.h.Invoke(context.Background(), sample(t, "worker-eventbridge-create.json", ""))
+	require.ErrorIs(t, err, worker.ErrInvalidMessage, "EventBridge")
+	_, err = e.h.Invoke(context.Background(), json.RawMessage(`{"response_id":"resp_no_tenant_1"}`))
+	require.ErrorIs(t, err, worker.ErrInvalidMessage, "a job without a tenant")
+	assert.Zero(t, e.fake.Calls(), "nothing ran")
+
+	_, err = e.h.Invoke(context.Background(), json.RawMessage(`{"id":"resp_with_tenant_1","input":"hi","tenant":"acme"}`))
+	require.NoError(t, err)
+	_, err = e.app.Engine.GetResponse(tenant.With(context.Background(), "acme"), "resp_with_tenant_1")
+	require.NoError(t, err, "the response is the named tenant's")
+	_, err = e.app.Engine.GetResponse(context.Background(), "resp_with_tenant_1")
+	require.Error(t, err, "not the default tenant's")
 }

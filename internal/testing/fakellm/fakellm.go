@@ -170,6 +170,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	for k, v := range turn.Header {
+		w.Header()[http.CanonicalHeaderKey(k)] = v
+	}
 	if turn.Status != 0 && turn.Status != http.StatusOK {
 		typ, code := errorKind(turn.Status)
 		if turn.ErrorType != "" {

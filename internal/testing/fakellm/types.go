@@ -1,6 +1,10 @@
 package fakellm
 
-import "github.com/lambent/lambent/internal/chatwire"
+import (
+	"net/http"
+
+	"github.com/lambent/lambent/internal/chatwire"
+)
 
 // Turn scripts one model reply: the answer the fake gives to one
 // Chat Completions request.
@@ -42,6 +46,9 @@ type Turn struct {
 	// "context_length_exceeded"). Empty means the code OpenAI uses for Status,
 	// often null.
 	ErrorCode string
+	// Header is added to the reply, an error reply too (for example
+	// Retry-After with a 429).
+	Header http.Header
 
 	// CutAfterChunks, for streaming requests, when > 0 makes the fake write
 	// that many chunks and then abort the connection mid-stream (no final

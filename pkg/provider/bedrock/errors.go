@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
@@ -17,7 +18,9 @@ import (
 // apiError maps an error of a Converse call, or of its event stream, to an
 // *api.Error wrapping it:
 //
-//	ThrottlingException, ServiceQuotaExceededException  429 rate_limit_exceeded
+//	ThrottlingException, ServiceQuotaExceededException  429 rate_limit_exceeded, Retry-After
+//	                                                     as Bedrock's reply names it, else
+//	                                                     provider.DefaultRetryAfter
 //	ValidationException                                  400 with Bedrock's message
 //	AccessDeniedException                                403 model_access_denied, naming the model
 //	ResourceNotFoundException                            404 model_not_found
@@ -53,8 +56,7 @@ func (p *Provider) apiError(ctx context.Context, model string, err error) *api.E
 		dnsErr    *net.DNSError
 		mapped    *api.Error
 		rateLimit = func(e smithy.APIError) *api.Error {
-			return &api.Error{Status: http.StatusTooManyRequests, Type: api.ErrTypeRateLimit, Code: provider.CodeRateLimitExceeded,
-				Message: fmt.Sprintf("Bedrock is limiting requests to model %q (%s)", model, e.ErrorCode()), Err: err}
+			return provider.RateLimited(retryAfter(err), err, "Bedrock is limiting requests to model %q (%s)", model, e.ErrorCode())
 		}
 	)
 	switch {
@@ -88,4 +90,15 @@ func (p *Provider) apiError(ctx context.Context, model string, err error) *api.E
 	}
 	p.log.DebugContext(ctx, "bedrock: call failed", "model", model, "status", mapped.Status, "error", err)
 	return mapped
+}
+
+// retryAfter is the retry delay the HTTP reply behind err names (see
+// provider.RetryAfter); empty when there is none (an exception inside an
+// event stream has no reply of its own).
+func retryAfter(err error) string {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil && re.Response.Response != nil {
+		return provider.RetryAfter(re.Response.Header)
+	}
+	return ""
 }

@@ -68,6 +68,9 @@ func TestErrors(t *testing.T) {
 				if tc.names {
 					require.Contains(t, ae.Message, claude)
 				}
+				if tc.status == 429 {
+					require.Equal(t, api.RetryAfterSeconds(provider.DefaultRetryAfter), ae.RetryAfter, "Bedrock names no delay: the default")
+				}
 				if tc.exception == "AccessDeniedException" {
 					require.Contains(t, ae.Message, "Model access")
 					require.Equal(t, "model", ae.Param)

@@ -91,13 +91,13 @@ func codeString(code any) string {
 	return s
 }
 
-// statusError maps a non-2xx upstream response. The provider's message
-// reaches the client only when it is about the request (400, 404, 409,
-// 422: the client's to fix); a rate limit's (OpenAI's names the
-// organization), a credentials error's (it names part of the key) and a
-// server error's (a proxy's may name internal hosts, or hold a stack
-// trace) stay in the cause, for the logs.
-func statusError(status int, body []byte) *api.Error {
+// statusError maps a non-2xx upstream response: its status, header and
+// body. The provider's message reaches the client only when it is about
+// the request (400, 404, 409, 422: the client's to fix); a rate limit's
+// (OpenAI's names the organization), a credentials error's (it names part
+// of the key) and a server error's (a proxy's may name internal hosts, or
+// hold a stack trace) stay in the cause, for the logs.
+func statusError(status int, header http.Header, body []byte) *api.Error {
 	msg, code := parseErrorBody(body)
 	if msg == "" {
 		msg = strings.TrimSpace(string(body))
@@ -122,8 +122,7 @@ func statusError(status int, body []byte) *api.Error {
 		return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamAuthFailed, cause,
 			"the model provider rejected the gateway's credentials (HTTP %d)", status)
 	case http.StatusTooManyRequests:
-		return &api.Error{Status: http.StatusTooManyRequests, Type: api.ErrTypeRateLimit, Code: provider.CodeRateLimitExceeded,
-			Message: "the model provider is rate limiting requests", Err: cause}
+		return provider.RateLimited(provider.RetryAfter(header), cause, "the model provider is rate limiting requests")
 	}
 	return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, cause, "model provider error (HTTP %d)", status)
 }

@@ -75,6 +75,40 @@ func TestUpstreamStatusErrors(t *testing.T) {
 	}
 }
 
+// A 429 carries the provider's retry delay on (Retry-After, else OpenAI's
+// retry-after-ms rounded up to seconds), and a default when it names none.
+func TestRateLimitRetryAfter(t *testing.T) {
+	const body = `{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}`
+	for name, c := range map[string]struct {
+		header map[string]string
+		want   string
+	}{
+		"Retry-After seconds":   {map[string]string{"Retry-After": "7"}, "7"},
+		"Retry-After date":      {map[string]string{"Retry-After": "Wed, 21 Oct 2026 07:28:00 GMT"}, "Wed, 21 Oct 2026 07:28:00 GMT"},
+		"retry-after-ms":        {map[string]string{"Retry-After-Ms": "1200"}, "2"},
+		"both: Retry-After":     {map[string]string{"Retry-After": "3", "Retry-After-Ms": "9000"}, "3"},
+		"none: the default":     {nil, api.RetryAfterSeconds(provider.DefaultRetryAfter)},
+		"garbage: the default":  {map[string]string{"Retry-After": "soon\r\nX-Evil: 1"}, api.RetryAfterSeconds(provider.DefaultRetryAfter)},
+		"negative: the default": {map[string]string{"Retry-After": "-5"}, api.RetryAfterSeconds(provider.DefaultRetryAfter)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			bothModes(t, func(t *testing.T, stream bool) {
+				p, _ := newBackend(t, openai.Config{}, func(w http.ResponseWriter, r *http.Request) {
+					for k, v := range c.header {
+						w.Header().Set(k, v)
+					}
+					jsonReply(http.StatusTooManyRequests, body)(w, r)
+				})
+				_, err := call(p, context.Background(), stream)
+				e := apiErr(t, err, http.StatusTooManyRequests, api.ErrTypeRateLimit, provider.CodeRateLimitExceeded)
+				if e.RetryAfter != c.want {
+					t.Errorf("RetryAfter = %q, want %q", e.RetryAfter, c.want)
+				}
+			})
+		})
+	}
+}
+
 func TestConnectionRefused(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -229,7 +229,7 @@ func (p *Provider) post(ctx context.Context, req *provider.Request, stream bool)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		e := statusError(resp.StatusCode, b)
+		e := statusError(resp.StatusCode, resp.Header, b)
 		p.log.DebugContext(ctx, "openai: model provider error", "status", resp.StatusCode, "error", e.Err)
 		return nil, e
 	}

@@ -14,8 +14,8 @@
 // other connections run in parallel.
 //
 // Each message may land on another Lambda instance, so a connection's
-// state lives in DynamoDB (Connections): its tenant (from the API key of
-// $connect), when it opened (the 60-minute limit) and its latest response,
+// state lives in DynamoDB (Connections): its tenant (by the tenant rule
+// at $connect: the IAM caller, else the API key), when it opened (the 60-minute limit) and its latest response,
 // store: false ones included, expiring with the connection.
 //
 // API Gateway refuses a message over 128 KB. An event over that limit is
@@ -42,7 +42,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/lambent/lambent/pkg/api"
-	"github.com/lambent/lambent/pkg/httpapi"
 	"github.com/lambent/lambent/pkg/requestid"
 	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/lambent/lambent/pkg/wsapi"
@@ -73,8 +72,11 @@ type Config struct {
 	Queue       QueueAPI
 	// QueueURL is the SQS FIFO queue of the turns.
 	QueueURL string
-	// Keys are the API keys $connect checks (nil: no key required).
-	Keys httpapi.Keyring
+	// Tenants is the tenant rule $connect applies, the HTTP front doors'
+	// own: an AWS_IAM-authorized upgrade belongs to its caller (from the
+	// event's requestContext.identity), any other needs one of the API
+	// keys when keys are configured.
+	Tenants tenant.Rule
 	// Endpoint overrides the Management API endpoint; by default it is
 	// https://{domainName}/{stage} of the route event.
 	Endpoint string
@@ -156,11 +158,15 @@ func reply(status int, e *api.Error) events.APIGatewayProxyResponse {
 	return res
 }
 
-// connect authenticates the upgrade with the API key of its Authorization
-// header and records the connection; any other answer than 200 refuses it.
+// connect finds the tenant of the upgrade by the tenant rule (its IAM
+// caller when the route is AWS_IAM-authorized, else the API key of its
+// Authorization header) and records the connection under it; any other
+// answer than 200 refuses it.
 func (h *Handler) connect(ctx context.Context, ev *events.APIGatewayWebsocketProxyRequest) events.APIGatewayProxyResponse {
-	name, aerr := h.cfg.Keys.Tenant(header(ev, "Authorization"))
-	if aerr != nil {
+	id := &ev.RequestContext.Identity
+	name, err := h.cfg.Tenants.Resolve(tenant.CallerOf(id.UserArn, id.Caller), header(ev, "Authorization"))
+	if err != nil {
+		aerr := api.Unauthorized(err.Error())
 		return reply(aerr.Status, aerr)
 	}
 	connectedAt := time.UnixMilli(ev.RequestContext.ConnectedAt)

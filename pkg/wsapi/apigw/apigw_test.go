@@ -35,7 +35,6 @@ import (
 	"github.com/lambent/lambent/internal/testing/ssecheck"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/app"
-	"github.com/lambent/lambent/pkg/httpapi"
 	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/lambent/lambent/pkg/wsapi"
 	"github.com/lambent/lambent/pkg/wsapi/apigw"
@@ -100,6 +99,13 @@ func (c *clock) add(d time.Duration) {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvRule(t, tenant.Rule{Keys: tenant.NewKeyring(map[string]string{keyA: "acme", keyB: "globex"})})
+}
+
+// newEnvRule is newEnv with the tenant rule rule (the zero Rule: no API
+// keys, the template's default with WebSocketAuthType AWS_IAM).
+func newEnvRule(t *testing.T, rule tenant.Rule) *env {
+	t.Helper()
 	fake := model()
 	t.Cleanup(fake.Close)
 	vars := map[string]string{"LAMBENT_PROVIDER_URL": fake.URL, "LAMBENT_DEFAULT_MODEL": "test-model", "LAMBENT_STORE": "memory", "LAMBENT_LOG_LEVEL": "error"}
@@ -131,7 +137,7 @@ func newEnv(t *testing.T) *env {
 		Management:  apigatewaymanagementapi.New(apigatewaymanagementapi.Options{Region: "us-east-1", Credentials: creds}),
 		Queue:       sqs.New(sqs.Options{Region: "us-east-1", Credentials: creds, BaseEndpoint: aws.String(queue.URL)}),
 		QueueURL:    queue.URL + "/123456789012/lambent-websocket.fifo",
-		Keys:        httpapi.NewKeyring(map[string]string{keyA: "acme", keyB: "globex"}),
+		Tenants:     rule,
 		Endpoint:    mgmt.URL + "/" + stage,
 		Logger:      app.Logger(cfg, io.Discard),
 		Now:         now.Now,
@@ -170,8 +176,18 @@ func routeEvent(eventType, route, conn, key, body string, connectedAt time.Time)
 // id.
 func (e *env) connect(key string) string {
 	e.t.Helper()
+	return e.connectAs(key, events.APIGatewayRequestIdentity{})
+}
+
+// connectAs opens a connection with key and the caller identity that API
+// Gateway puts in requestContext.identity of an AWS_IAM-authorized
+// $connect, and returns its id.
+func (e *env) connectAs(key string, identity events.APIGatewayRequestIdentity) string {
+	e.t.Helper()
 	id := api.NewID("")[30:] + "="
-	res := e.invoke(routeEvent("CONNECT", "$connect", id, key, "", e.now.Now())).(events.APIGatewayProxyResponse)
+	ev := routeEvent("CONNECT", "$connect", id, key, "", e.now.Now())
+	ev.RequestContext.Identity = identity
+	res := e.invoke(ev).(events.APIGatewayProxyResponse)
 	require.Equal(e.t, http.StatusOK, res.StatusCode, res.Body)
 	e.mgmt.Connect(id)
 	return id
@@ -253,6 +269,79 @@ func TestConnectAuth(t *testing.T) {
 	conn, err := e.conns.Load(t.Context(), id)
 	require.NoError(t, err)
 	require.Equal(t, "globex", conn.Tenant)
+}
+
+// iamIdentity is requestContext.identity of a $connect that API Gateway
+// authorized with AWS_IAM (SigV4), as it sends it for a role session.
+func iamIdentity(arn, callerID string) events.APIGatewayRequestIdentity {
+	return events.APIGatewayRequestIdentity{AccountID: "111122223333", Caller: callerID, UserArn: arn,
+		AccessKey: "ASIAEXAMPLE", SourceIP: "198.51.100.7", UserAgent: "test"}
+}
+
+const (
+	arnA = "arn:aws:sts::111122223333:assumed-role/client-a/session-a"
+	arnB = "arn:aws:sts::111122223333:assumed-role/client-b/session-b"
+)
+
+// With the template's default auth (WebSocketAuthType AWS_IAM, no API
+// keys) each IAM principal is its own tenant, as on the HTTP front doors:
+// principal B can neither continue nor read principal A's response.
+func TestConnectIAMTenants(t *testing.T) {
+	e := newEnvRule(t, tenant.Rule{})
+	ca := e.connectAs("", iamIdentity(arnA, "AROACLIENTA:session-a"))
+	cb := e.connectAs("", iamIdentity(arnB, "AROACLIENTB:session-b"))
+	for id, want := range map[string]string{ca: arnA, cb: arnB} {
+		conn, err := e.conns.Load(t.Context(), id)
+		require.NoError(t, err)
+		require.Equal(t, want, conn.Tenant)
+	}
+
+	evs := e.events(e.send(ca, `{"type":"response.create","input":"My name is Ada"}`))
+	first := lastID(evs)
+	env := e.envelope(e.send(cb, fmt.Sprintf(`{"type":"response.create","previous_response_id":%q,"input":"What is my name?"}`, first)))
+	require.Equal(t, http.StatusNotFound, env.Status, "B must not continue A's response")
+	require.Equal(t, "previous_response_not_found", env.Error.Code)
+	_, err := e.app.Engine.GetResponse(tenantCtx(t, arnB), first)
+	require.Error(t, err)
+
+	evs = e.events(e.send(ca, fmt.Sprintf(`{"type":"response.create","previous_response_id":%q,"input":"What is my name?"}`, first)))
+	require.Equal(t, "Your name is Ada.", e.text(evs), "A continues its own response")
+	_, err = e.app.Engine.GetResponse(tenantCtx(t, arnA), first)
+	require.NoError(t, err, "the response belongs to A's ARN, as over HTTP")
+
+	// Without userArn, the caller id is the tenant (as on the HTTP front
+	// doors).
+	cc := e.connectAs("", iamIdentity("", "AROACLIENTC:session-c"))
+	conn, err := e.conns.Load(t.Context(), cc)
+	require.NoError(t, err)
+	require.Equal(t, "AROACLIENTC:session-c", conn.Tenant)
+}
+
+// LAMBENT_IAM_TENANT=role applies to $connect as to the HTTP front doors:
+// the sessions of a role are one tenant.
+func TestConnectIAMRole(t *testing.T) {
+	e := newEnvRule(t, tenant.Rule{IAM: tenant.IAMRole})
+	c := e.connectAs("", iamIdentity(arnA, "AROACLIENTA:session-a"))
+	conn, err := e.conns.Load(t.Context(), c)
+	require.NoError(t, err)
+	require.Equal(t, "arn:aws:sts::111122223333:assumed-role/client-a", conn.Tenant)
+}
+
+// With API keys configured too, an IAM-authorized $connect needs no key and
+// its tenant is the caller's ARN; a $connect without an IAM caller needs a
+// listed key, as on the HTTP front doors.
+func TestConnectIAMWithKeys(t *testing.T) {
+	e := newEnv(t)
+	c := e.connectAs("", iamIdentity(arnA, "AROACLIENTA:session-a"))
+	conn, err := e.conns.Load(t.Context(), c)
+	require.NoError(t, err)
+	require.Equal(t, arnA, conn.Tenant)
+	c = e.connectAs(keyB, iamIdentity(arnA, "AROACLIENTA:session-a"))
+	conn, err = e.conns.Load(t.Context(), c)
+	require.NoError(t, err)
+	require.Equal(t, arnA, conn.Tenant, "the IAM caller wins over a key, as over HTTP")
+	res := e.invoke(routeEvent("CONNECT", "$connect", "nokey=", "", "", e.now.Now())).(events.APIGatewayProxyResponse)
+	require.Equal(t, http.StatusUnauthorized, res.StatusCode)
 }
 
 // Create, continuation, store=false continuation on the same connection
