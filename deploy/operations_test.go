@@ -405,7 +405,7 @@ var grantUses = map[string]grantUse{
 	"ResponsesQueue sqs:DeleteMessage":           {poller: true},
 	"ResponsesQueue sqs:GetQueueAttributes":      {poller: true},
 	"LambentBus events:PutEvents":                {env: "LAMBENT_EVENT_BUS", dir: "pkg", code: `PutEventsInput\{`},
-	"hook-bus events:PutEvents":                  {env: "LAMBENT_HOOKS", dir: "pkg/hooks", code: `worker\.PutEvent\(`},
+	"hook-bus events:PutEvents":                  {env: "LAMBENT_HOOKS", dir: "pkg/hooks", code: `eventbus\.Put\(`},
 	"hook-function lambda:InvokeFunction":        {env: "LAMBENT_HOOKS", dir: "pkg/hooks", code: `lambda\.InvokeInput\{`},
 	"ssm-parameter ssm:GetParameter":             {env: "LAMBENT_PROVIDER_API_KEY_SSM", dir: "pkg/app", code: `AmazonSSM\.GetParameter|ssm\.GetParameterInput`},
 	"api-keys-parameter ssm:GetParameter":        {env: "LAMBENT_API_KEYS_SSM", dir: "pkg/app", code: `AmazonSSM\.GetParameter|ssm\.GetParameterInput`},

@@ -65,7 +65,9 @@ func TestMetricLabelsOnlyNameWhatTheOperatorConfigured(t *testing.T) {
 	fake := fakellm.New(fakellm.Turn{Text: "hi"}, fakellm.Turn{ToolCalls: calls}, fakellm.Turn{Text: "done"}, fakellm.Turn{Text: "hi"})
 	defer fake.Close()
 	emf := &syncBuffer{}
+	// The model name limit is raised: the labels are bounded by themselves.
 	g := newGateway(t, fake, map[string]string{"LAMBENT_TOOLS": "", "LAMBENT_METRICS": "prometheus,emf",
+		"LAMBENT_LIMIT_MODEL_NAME":  "4194304",
 		"LAMBENT_FETCH_ALLOW_HOSTS": strings.TrimPrefix(mcp.URL, "http://")}, nil, &app.Options{MetricsOutput: emf})
 	post := func(body string) {
 		t.Helper()

@@ -534,7 +534,10 @@ func TestProviderRateLimitReachesClient(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(last.Data, &failed))
 	require.Equal(t, "rate_limit_exceeded", failed.Response.Error.Code)
-	require.Contains(t, failed.Response.Error.Message, "Rate limit reached for requests")
+	// The provider's own message names its organization: it stays in the
+	// logs.
+	require.Equal(t, "the model provider is rate limiting requests", failed.Response.Error.Message)
+	require.NotContains(t, string(body), "Rate limit reached for requests")
 }
 
 // Browser protections of a local gateway without keys. A cross-site page
