@@ -3,7 +3,6 @@ package tenant
 import (
 	"cmp"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"strings"
 )
@@ -81,13 +80,20 @@ func NewKeyring(keys map[string]string) Keyring {
 	return k
 }
 
-// Errors of [Rule.Resolve]: the request is refused (401).
-var (
+// Errors of [Rule.Resolve]: the request is refused (401). Their text is
+// OpenAI's message for the client.
+const (
 	// ErrNoKey: keys are configured and the request sent none.
-	ErrNoKey = errors.New("You didn't provide an API key. Send it in the Authorization header as 'Bearer YOUR_KEY'.")
+	ErrNoKey = refusal("You didn't provide an API key. Send it in the Authorization header as 'Bearer YOUR_KEY'.")
 	// ErrWrongKey: the request's key is not one of the configured keys.
-	ErrWrongKey = errors.New("Incorrect API key provided.")
+	ErrWrongKey = refusal("Incorrect API key provided.")
 )
+
+// refusal is an error of Rule.Resolve: its text is the client's message.
+type refusal string
+
+// Error implements error.
+func (r refusal) Error() string { return string(r) }
 
 // Rule is the tenant rule of a gateway: its API keys and how it names IAM
 // callers. The zero Rule accepts every request (no keys) and names IAM
