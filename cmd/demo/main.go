@@ -38,7 +38,7 @@ func run() error {
 		return err
 	}
 	defer a.Close()
-	return app.Serve(ctx, cfg.Addr, a.Handler, func(addr net.Addr) {
+	return app.Serve(ctx, cfg.Server.Addr, a.Handler, func(addr net.Addr) {
 		printCommands(os.Stdout, "http://"+addr.String())
 	})
 }

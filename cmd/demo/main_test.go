@@ -33,9 +33,9 @@ func gateway(t *testing.T) (*httptest.Server, *fakellm.Server) {
 		return map[string]string{"LAMBENT_LOG_LEVEL": "error", "LAMBENT_PROVIDER_URL": "http://elsewhere", "LAMBENT_STORE": "dynamodb"}[k]
 	}, model.URL)
 	require.NoError(t, err)
-	require.Equal(t, model.URL, cfg.ProviderURL)
-	require.Equal(t, "memory", cfg.Store)
-	require.Equal(t, "127.0.0.1:8080", cfg.Addr)
+	require.Equal(t, model.URL, cfg.Provider.URL)
+	require.Equal(t, "memory", cfg.Store.Kind)
+	require.Equal(t, "127.0.0.1:8080", cfg.Server.Addr)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	a, err := app.Build(ctx, cfg, app.Logger(cfg, io.Discard), nil)

@@ -44,8 +44,8 @@ func run() error {
 	// model is reported with what to do, and never delays or fails start-up.
 	var checks sync.WaitGroup
 	defer checks.Wait()
-	err = app.Serve(ctx, cfg.Addr, a.Handler, func(addr net.Addr) {
-		log.Info("lambent gateway listening", "addr", "http://"+addr.String(), "provider", cfg.Provider, "provider_url", cfg.ProviderURL, "store", cfg.Store, "tools", toolNames(a))
+	err = app.Serve(ctx, cfg.Server.Addr, a.Handler, func(addr net.Addr) {
+		log.Info("lambent gateway listening", "addr", "http://"+addr.String(), "provider", cfg.Provider.Name, "provider_url", cfg.Provider.URL, "store", cfg.Store.Kind, "tools", toolNames(a))
 		checks.Add(1)
 		go func() {
 			defer checks.Done()

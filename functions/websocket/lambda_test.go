@@ -66,13 +66,13 @@ func TestSampleEvents(t *testing.T) {
 	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", dynamolocal.Endpoint(t))
 	t.Setenv("AWS_ENDPOINT_URL_SQS", queue.URL)
 	vars := map[string]string{
-		"LAMBENT_PROVIDER_URL": fake.URL,
-		"LAMBENT_STORE":        "memory",
-		"LAMBENT_LOG_LEVEL":    "error",
-		"LAMBENT_API_KEYS":     "sk-lambent-example",
-		envTable:               table,
-		envQueueURL:            queue.URL + "/123456789012/lambent-WebSocketQueue.fifo",
-		envEndpoint:            mgmt.URL + "/prod",
+		"LAMBENT_PROVIDER_URL":        fake.URL,
+		"LAMBENT_STORE":               "memory",
+		"LAMBENT_LOG_LEVEL":           "error",
+		"LAMBENT_API_KEYS":            "sk-lambent-example",
+		"LAMBENT_WEBSOCKET_TABLE":     table,
+		"LAMBENT_WEBSOCKET_QUEUE_URL": queue.URL + "/123456789012/lambent-WebSocketQueue.fifo",
+		"LAMBENT_WEBSOCKET_ENDPOINT":  mgmt.URL + "/prod",
 	}
 	getenv := func(k string) string { return vars[k] }
 	cfg, err := app.FromEnv(getenv)
@@ -82,7 +82,7 @@ func TestSampleEvents(t *testing.T) {
 	a, err := app.Build(t.Context(), cfg, log, nil)
 	require.NoError(t, err)
 	t.Cleanup(a.Close)
-	h, err := newHandler(t.Context(), a, cfg, log, getenv)
+	h, err := newHandler(a, cfg, log)
 	require.NoError(t, err)
 	const conn = "J5mKDcXaoAMCJdA="
 

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -16,20 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/lambent/lambent/pkg/app"
-	"github.com/lambent/lambent/pkg/awsconf"
 	"github.com/lambent/lambent/pkg/store/dynamodb"
 	"github.com/lambent/lambent/pkg/wsapi/apigw"
-)
-
-// Environment of the WebSocket function (besides app.FromEnv's).
-const (
-	// envTable is the connections table (pk, sk, TTL expires_at).
-	envTable = "LAMBENT_WEBSOCKET_TABLE"
-	// envQueueURL is the SQS FIFO queue of the turns.
-	envQueueURL = "LAMBENT_WEBSOCKET_QUEUE_URL"
-	// envEndpoint optionally overrides the Management API endpoint
-	// (default https://{domainName}/{stage} of the route event).
-	envEndpoint = "LAMBENT_WEBSOCKET_ENDPOINT"
 )
 
 func main() {
@@ -46,7 +35,7 @@ func run() error {
 		return err
 	}
 	defer a.Close()
-	h, err := newHandler(ctx, a, cfg, log, os.Getenv)
+	h, err := newHandler(a, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -54,13 +43,15 @@ func run() error {
 	return nil
 }
 
-// newHandler wires the WebSocket handler over the app's engine.
-func newHandler(ctx context.Context, a *app.App, cfg app.Config, log *slog.Logger, getenv func(string) string) (*apigw.Handler, error) {
-	table, queueURL := getenv(envTable), getenv(envQueueURL)
+// newHandler wires the WebSocket handler over the app's engine, with the
+// WebSocket part of the configuration (app.WebSocketConfig) and the app's
+// AWS configuration.
+func newHandler(a *app.App, cfg app.Config, log *slog.Logger) (*apigw.Handler, error) {
+	table, queueURL := cfg.WebSocket.Table, cfg.WebSocket.QueueURL
 	if table == "" || queueURL == "" {
-		return nil, fmt.Errorf("%s and %s are required", envTable, envQueueURL)
+		return nil, errors.New("LAMBENT_WEBSOCKET_TABLE and LAMBENT_WEBSOCKET_QUEUE_URL are required")
 	}
-	awsCfg, err := awsconf.Load(ctx)
+	awsCfg, err := a.AWS()
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +66,7 @@ func newHandler(ctx context.Context, a *app.App, cfg app.Config, log *slog.Logge
 		Queue:       sqs.NewFromConfig(awsCfg),
 		QueueURL:    queueURL,
 		Tenants:     cfg.Tenants(),
-		Endpoint:    getenv(envEndpoint),
+		Endpoint:    cfg.WebSocket.Endpoint,
 		Logger:      log,
 	})
 }

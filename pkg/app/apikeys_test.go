@@ -36,8 +36,8 @@ func TestResolveAPIKeysFromSSM(t *testing.T) {
 	if err := ResolveSecretsWith(context.Background(), cfg, env, ssmClient(srv)); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.APIKeys["sk-acme-0123456789ab"] != "acme" {
-		t.Fatalf("keys %v", cfg.APIKeys)
+	if cfg.Security.APIKeys["sk-acme-0123456789ab"] != "acme" {
+		t.Fatalf("keys %v", cfg.Security.APIKeys)
 	}
 	// The plain variable wins and needs no SSM call.
 	cfg = &Config{}
@@ -45,8 +45,8 @@ func TestResolveAPIKeysFromSSM(t *testing.T) {
 	if err := resolveSecrets(context.Background(), cfg, env, noSSM(t)); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.APIKeys["sk-local-0123456789ab"] != "default" {
-		t.Fatalf("keys %v", cfg.APIKeys)
+	if cfg.Security.APIKeys["sk-local-0123456789ab"] != "default" {
+		t.Fatalf("keys %v", cfg.Security.APIKeys)
 	}
 }
 

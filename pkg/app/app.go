@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"go.opentelemetry.io/otel/trace"
@@ -45,7 +47,15 @@ type App struct {
 	// flush delivers what telemetry holds back (Flush).
 	flush []func(context.Context) error
 	log   *slog.Logger
+	// aws loads the AWS SDK configuration once, on first use, for every
+	// client the app builds (AWS).
+	aws func() (aws.Config, error)
 }
+
+// AWS returns the AWS SDK configuration every client of the app shares
+// (awsconf.Load), loaded once on first use: runs that use no AWS service
+// never load it.
+func (a *App) AWS() (aws.Config, error) { return a.aws() }
 
 // Close releases what Build started (the in-process worker pool).
 func (a *App) Close() {
@@ -82,7 +92,7 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 	if opts == nil {
 		opts = &Options{}
 	}
-	a := &App{}
+	a := &App{aws: sync.OnceValues(func() (aws.Config, error) { return awsconf.Load(ctx) })}
 	if err := a.build(ctx, cfg, log, opts); err != nil {
 		a.Close()
 		return nil, err
@@ -93,8 +103,8 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 // build wires the parts into a; what it started, a.Close stops.
 func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) error {
 	manifest := builtin.DefaultManifest()
-	if cfg.Tools != "" {
-		m, err := tools.LoadManifest(cfg.Tools)
+	if cfg.Tools.Manifest != "" {
+		m, err := tools.LoadManifest(cfg.Tools.Manifest)
 		if err != nil {
 			return fmt.Errorf("LAMBENT_TOOLS: %w", err)
 		}
@@ -105,7 +115,7 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 		return err
 	}
 	a.flush, a.log = obs.flush, log
-	if cfg.Tools == "" && cfg.LambdaEndpoint != "" {
+	if cfg.Tools.Manifest == "" && cfg.Tools.LambdaEndpoint != "" {
 		// `make lambdas` (or sam local start-lambda) serves the built-in
 		// tools: call them through the Lambda client path.
 		names := make([]string, len(manifest.Tools))
@@ -114,7 +124,7 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 		}
 		manifest = lambdaexec.LocalManifest(names...)
 	}
-	bcfg := builtin.Config{Fetch: fetchurl.Config{AllowHosts: cfg.FetchAllowHosts}}
+	bcfg := builtin.Config{Fetch: fetchurl.Config{AllowHosts: cfg.Tools.AllowHosts}}
 	reg, err := builtin.Registry(manifest, bcfg)
 	if err != nil {
 		return fmt.Errorf("LAMBENT_TOOLS: %w", err)
@@ -141,14 +151,14 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 		catalog = append(catalog, ex)
 		a.Tools = append(a.Tools, ex.List()...)
 	}
-	servers, serverDefs, err := mcpServers(ctx, manifest, opts)
+	servers, serverDefs, err := mcpServers(ctx, manifest, opts, a.AWS)
 	if err != nil {
 		return fmt.Errorf("LAMBENT_TOOLS: %w", err)
 	}
 	a.Tools = append(a.Tools, serverDefs...)
 	st := opts.Store
 	if st == nil {
-		if st, err = buildStore(ctx, cfg); err != nil {
+		if st, err = buildStore(ctx, cfg, a.AWS); err != nil {
 			return err
 		}
 	}
@@ -156,24 +166,24 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 	var eng *engine.Engine
 	queue, publisher := opts.Queue, opts.Publisher
 	if queue == nil {
-		if cfg.QueueURL != "" {
-			awsCfg, err := awsconf.Load(ctx)
+		if cfg.Background.QueueURL != "" {
+			awsCfg, err := a.AWS()
 			if err != nil {
 				return err
 			}
-			queue = &worker.SQSQueue{Client: sqs.NewFromConfig(awsCfg), QueueURL: cfg.QueueURL}
+			queue = &worker.SQSQueue{Client: sqs.NewFromConfig(awsCfg), QueueURL: cfg.Background.QueueURL}
 		} else {
-			local := worker.NewLocal(cfg.LocalWorkers, func(ctx context.Context, id string) error { return eng.RunBackground(ctx, id) }, log)
+			local := worker.NewLocal(cfg.Background.LocalWorkers, func(ctx context.Context, id string) error { return eng.RunBackground(ctx, id) }, log)
 			a.close = append(a.close, local.Close)
 			queue = local
 		}
 	}
-	if publisher == nil && cfg.EventBus != "" {
-		awsCfg, err := awsconf.Load(ctx)
+	if publisher == nil && cfg.Background.EventBus != "" {
+		awsCfg, err := a.AWS()
 		if err != nil {
 			return err
 		}
-		publisher = &worker.Publisher{Client: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}
+		publisher = &worker.Publisher{Client: eventbridge.NewFromConfig(awsCfg), Bus: cfg.Background.EventBus}
 	}
 	keys, err := compactionKeys(cfg, log)
 	if err != nil {
@@ -183,7 +193,7 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 	if obs.observer != nil {
 		observer = obs.observer
 	}
-	prov, err := buildProvider(ctx, cfg, log)
+	prov, err := buildProvider(cfg, a.AWS, log)
 	if err != nil {
 		return err
 	}
@@ -192,29 +202,29 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 		Compaction:      keys,
 		Store:           st,
 		Hosted:          catalog,
-		DefaultModel:    cfg.DefaultModel,
-		MaxTurns:        cfg.MaxTurns,
+		DefaultModel:    cfg.Provider.DefaultModel,
+		MaxTurns:        cfg.Loop.MaxTurns,
 		Limits:          cfg.Limits,
-		OpenAICompat:    cfg.OpenAICompat,
-		HostedToolItems: cfg.HostedToolItems,
-		MCP:             mcp.New(mcp.Config{AllowHosts: cfg.FetchAllowHosts, AllowStdio: !cfg.InLambda, Propagate: telemetry.Transport}),
+		OpenAICompat:    cfg.Loop.OpenAICompat,
+		HostedToolItems: cfg.Loop.HostedToolItems,
+		MCP:             mcp.New(mcp.Config{AllowHosts: cfg.Tools.AllowHosts, AllowStdio: !cfg.InLambda, Propagate: telemetry.Transport}),
 		MCPServers:      servers,
-		SecretKey:       cfg.SecretKey,
+		SecretKey:       cfg.Security.SecretKey,
 		Logger:          log,
-		DeadlineReserve: cfg.DeadlineReserve,
-		KeepAlive:       cfg.KeepAlive,
+		DeadlineReserve: cfg.Loop.DeadlineReserve,
+		KeepAlive:       cfg.Loop.KeepAlive,
 		Queue:           queue,
 		Publisher:       publisher,
 		// Validated output's loop policy defaults.
-		MaxAttempts:             cfg.MaxAttempts,
-		MaxIterationsPerAttempt: cfg.MaxIterationsPerAttempt,
+		MaxAttempts:             cfg.Loop.MaxAttempts,
+		MaxIterationsPerAttempt: cfg.Loop.MaxIterationsPerAttempt,
 		Observer:                observer,
 	})
 	if err != nil {
 		return err
 	}
 	a.Engine = eng
-	var h http.Handler = httpapi.New(httpapi.Config{Service: eng, MaxBody: cfg.MaxBody, Logger: log, Tenants: cfg.Tenants(), AllowedHosts: cfg.AllowedHosts})
+	var h http.Handler = httpapi.New(httpapi.Config{Service: eng, MaxBody: cfg.Server.MaxBody, Logger: log, Tenants: cfg.Tenants(), AllowedHosts: cfg.Server.AllowedHosts})
 	if obs.prometheus != nil {
 		h = withMetrics(h, obs.prometheus, metricsKeys(cfg), log)
 	}
@@ -232,8 +242,8 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 // generate its own (compaction then answers 501).
 func compactionKeys(cfg Config, log *slog.Logger) (*compaction.Keyring, error) {
 	switch {
-	case cfg.CompactionKeys != nil:
-		return cfg.CompactionKeys, nil
+	case cfg.Security.CompactionKeys != nil:
+		return cfg.Security.CompactionKeys, nil
 	case cfg.InLambda:
 		log.Warn("compaction disabled: no compaction keys (set the template parameter CompactionKeysParameter, LAMBENT_COMPACTION_KEYS_SSM)")
 		return nil, nil
@@ -257,28 +267,28 @@ func lambdaTools(m *tools.Manifest) []tools.ManifestTool {
 	return out
 }
 
-func buildStore(ctx context.Context, cfg Config) (store.ResponseStore, error) {
-	switch cfg.Store {
+func buildStore(ctx context.Context, cfg Config, awsConfig func() (aws.Config, error)) (store.ResponseStore, error) {
+	switch cfg.Store.Kind {
 	case "memory":
-		return store.NewMemory(store.MemoryConfig{TTL: cfg.Retention, MaxBytes: cfg.MemoryMaxBytes}), nil
+		return store.NewMemory(store.MemoryConfig{TTL: cfg.Store.Retention, MaxBytes: cfg.Store.MemoryMaxBytes}), nil
 	case "dynamodb":
-		awsCfg, err := awsconf.Load(ctx)
+		awsCfg, err := awsConfig()
 		if err != nil {
 			return nil, err
 		}
 		client := dynamodb.NewClient(awsCfg)
-		st, err := dynamodb.New(client, dynamodb.Config{Table: cfg.Table, Retention: cfg.Retention})
+		st, err := dynamodb.New(client, dynamodb.Config{Table: cfg.Store.Table, Retention: cfg.Store.Retention})
 		if err != nil {
 			return nil, err
 		}
-		if cfg.CreateTable {
+		if cfg.Store.CreateTable {
 			if err := st.EnsureTable(ctx); err != nil {
-				return nil, fmt.Errorf("create table %s: %w", cfg.Table, err)
+				return nil, fmt.Errorf("create table %s: %w", cfg.Store.Table, err)
 			}
 		}
 		return st, nil
 	}
-	return nil, errors.New("unknown store " + cfg.Store)
+	return nil, errors.New("unknown store " + cfg.Store.Kind)
 }
 
 // Logger returns a slog logger at cfg's level writing to w: JSON, or
@@ -287,7 +297,7 @@ func buildStore(ctx context.Context, cfg Config) (store.ResponseStore, error) {
 // (requestid.NewHandler).
 func Logger(cfg Config, w io.Writer) *slog.Logger {
 	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+	if err := lvl.UnmarshalText([]byte(cfg.Server.LogLevel)); err != nil {
 		lvl = slog.LevelInfo
 	}
 	opts := &slog.HandlerOptions{Level: lvl}
@@ -301,14 +311,14 @@ func Logger(cfg Config, w io.Writer) *slog.Logger {
 // says, else in Lambda as AWS_LAMBDA_LOG_FORMAT says (JSON unless Text),
 // else text when w is a terminal.
 func textLogs(cfg Config, w io.Writer) bool {
-	switch cfg.LogFormat {
+	switch cfg.Server.LogFormat {
 	case LogText:
 		return true
 	case LogJSON:
 		return false
 	}
 	if cfg.InLambda {
-		return strings.EqualFold(cfg.LambdaLogFormat, "Text")
+		return strings.EqualFold(cfg.Server.LambdaLogFormat, "Text")
 	}
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))

@@ -18,7 +18,7 @@ func TestCompactionKeysChoice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := compactionKeys(Config{CompactionKeys: configured, InLambda: true}, log); err != nil || got != configured {
+	if got, err := compactionKeys(Config{Security: SecurityConfig{CompactionKeys: configured}, InLambda: true}, log); err != nil || got != configured {
 		t.Fatalf("configured keys: %v, %v", got, err)
 	}
 	if logs.Len() != 0 {

@@ -19,61 +19,31 @@ import (
 	"github.com/lambent/lambent/pkg/tenant"
 )
 
-// Config is Lambent's configuration. The environment names are in the
-// comments (and in README.md and template.yaml).
+// Config is Lambent's configuration, read once from the environment by
+// FromEnv (and ResolveSecrets), grouped by concern. Every setting is in
+// the configuration table of docs/configuration.md.
 type Config struct {
+	// InLambda is true when AWS_LAMBDA_RUNTIME_API is set.
+	InLambda bool
+
+	Server     ServerConfig
+	Provider   ProviderConfig
+	Store      StoreConfig
+	Loop       LoopConfig
+	Tools      ToolsConfig
+	Security   SecurityConfig
+	Background BackgroundConfig
+	Telemetry  TelemetryConfig
+	// Limits bound what one request may ask for (LAMBENT_LIMIT_*; see
+	// package limits).
+	Limits    limits.Limits
+	WebSocket WebSocketConfig
+}
+
+// ServerConfig is the local server and the HTTP front door: address, hosts, body limit, logs.
+type ServerConfig struct {
 	// Addr is the local listen address (LAMBENT_ADDR, default 127.0.0.1:8080).
 	Addr string
-	// ProviderURL is the OpenAI-compatible API base URL including /v1
-	// (LAMBENT_PROVIDER_URL, default http://127.0.0.1:11434/v1).
-	ProviderURL string
-	// ProviderAPIKey is its bearer token (LAMBENT_PROVIDER_API_KEY, or from
-	// SSM through ResolveSecrets).
-	ProviderAPIKey string
-	// Provider is the model provider of models no route names, "openai" or
-	// "bedrock" (LAMBENT_PROVIDER, default openai; empty means openai).
-	Provider string
-	// ModelRoutes send models to providers by exact name or prefix
-	// (LAMBENT_MODEL_ROUTES, e.g. "us.anthropic.*=bedrock,gpt-4o=openai";
-	// see model.ParseRoutes).
-	ModelRoutes []model.Route
-	// BedrockGuardrailID and BedrockGuardrailVersion attach a Bedrock
-	// guardrail to every Bedrock call (LAMBENT_BEDROCK_GUARDRAIL_ID,
-	// LAMBENT_BEDROCK_GUARDRAIL_VERSION, default DRAFT).
-	BedrockGuardrailID      string
-	BedrockGuardrailVersion string
-	// DefaultModel is used when a request names none (LAMBENT_DEFAULT_MODEL).
-	DefaultModel string
-	// Store is "memory" or "dynamodb" (LAMBENT_STORE; default memory
-	// locally, dynamodb in Lambda).
-	Store string
-	// Table is the DynamoDB table (LAMBENT_TABLE, default lambent-responses).
-	Table string
-	// CreateTable creates the table when missing (LAMBENT_CREATE_TABLE).
-	CreateTable bool
-	// Retention is how long responses are kept (LAMBENT_RETENTION, default 720h).
-	Retention time.Duration
-	// MemoryMaxBytes bounds the bytes the memory store holds, evicting
-	// the oldest responses of the tenant holding the most first
-	// (LAMBENT_MEMORY_MAX_BYTES, default 256 MiB).
-	MemoryMaxBytes int64
-	// MaxTurns bounds the agentic loop (LAMBENT_MAX_TURNS, default 10).
-	MaxTurns int
-	// MaxAttempts is the default attempts of a validated output
-	// (LAMBENT_MAX_ATTEMPTS, default 3).
-	MaxAttempts int
-	// MaxIterationsPerAttempt is the default model calls per attempt
-	// (LAMBENT_MAX_ITERATIONS_PER_ATTEMPT, default 15).
-	MaxIterationsPerAttempt int
-	// Tools is the hosted tool manifest, JSON or a path (LAMBENT_TOOLS;
-	// default: the built-in tools run in-process).
-	Tools string
-	// HostedToolItems is how server-executed calls appear in output:
-	// "mcp_call" (default) or "function_call" (LAMBENT_HOSTED_TOOL_ITEMS).
-	HostedToolItems string
-	// OpenAICompat reports client-tool pauses as status completed
-	// (LAMBENT_OPENAI_COMPAT).
-	OpenAICompat bool
 	// MaxBody is the request body limit in bytes (LAMBENT_MAX_BODY, default 8 MiB).
 	MaxBody int64
 	// LogLevel is debug, info, warn or error (LAMBENT_LOG_LEVEL, default info).
@@ -89,21 +59,111 @@ type Config struct {
 	// loopback ones (LAMBENT_ALLOWED_HOSTS, comma-separated; "*": any
 	// host). See httpapi.Handler.
 	AllowedHosts []string
-	// FetchAllowHosts lets fetch_url and request-declared MCP servers reach
-	// these hosts despite the SSRF guard, MCP servers over http too
-	// (LAMBENT_FETCH_ALLOW_HOSTS, comma-separated; for tests).
-	FetchAllowHosts []string
-	// SecretKey (32 bytes) seals the MCP secrets of stored background
-	// requests (LAMBENT_SECRET_KEY, base64; or from SSM through
-	// ResolveSecrets). Empty: a random key per process, enough when the
-	// worker is in-process (local runs).
-	SecretKey []byte
+}
+
+// ProviderConfig chooses and reaches the model providers.
+type ProviderConfig struct {
+	// URL is the OpenAI-compatible API base URL including /v1
+	// (LAMBENT_PROVIDER_URL, default http://127.0.0.1:11434/v1).
+	URL string
+	// APIKey is its bearer token (LAMBENT_PROVIDER_API_KEY, or from
+	// SSM through ResolveSecrets).
+	APIKey string
+	// Name is the model provider of models no route names, "openai" or
+	// "bedrock" (LAMBENT_PROVIDER, default openai; empty means openai).
+	Name string
+	// Routes send models to providers by exact name or prefix
+	// (LAMBENT_MODEL_ROUTES, e.g. "us.anthropic.*=bedrock,gpt-4o=openai";
+	// see model.ParseRoutes).
+	Routes []model.Route
+	// BedrockGuardrailID and BedrockGuardrailVersion attach a Bedrock
+	// guardrail to every Bedrock call (LAMBENT_BEDROCK_GUARDRAIL_ID,
+	// LAMBENT_BEDROCK_GUARDRAIL_VERSION, default DRAFT).
+	BedrockGuardrailID      string
+	BedrockGuardrailVersion string
+	// DefaultModel is used when a request names none (LAMBENT_DEFAULT_MODEL).
+	DefaultModel string
+}
+
+// StoreConfig chooses and sizes the response store.
+type StoreConfig struct {
+	// Kind is "memory" or "dynamodb" (LAMBENT_STORE; default memory
+	// locally, dynamodb in Lambda).
+	Kind string
+	// Table is the DynamoDB table (LAMBENT_TABLE, default lambent-responses).
+	Table string
+	// CreateTable creates the table when missing (LAMBENT_CREATE_TABLE).
+	CreateTable bool
+	// Retention is how long responses are kept (LAMBENT_RETENTION, default 720h).
+	Retention time.Duration
+	// MemoryMaxBytes bounds the bytes the memory store holds, evicting
+	// the oldest responses of the tenant holding the most first
+	// (LAMBENT_MEMORY_MAX_BYTES, default 256 MiB).
+	MemoryMaxBytes int64
+}
+
+// LoopConfig is the agentic loop's policy.
+type LoopConfig struct {
+	// MaxTurns bounds the agentic loop (LAMBENT_MAX_TURNS, default 10).
+	MaxTurns int
+	// MaxAttempts is the default attempts of a validated output
+	// (LAMBENT_MAX_ATTEMPTS, default 3).
+	MaxAttempts int
+	// MaxIterationsPerAttempt is the default model calls per attempt
+	// (LAMBENT_MAX_ITERATIONS_PER_ATTEMPT, default 15).
+	MaxIterationsPerAttempt int
+	// HostedToolItems is how server-executed calls appear in output:
+	// "mcp_call" (default) or "function_call" (LAMBENT_HOSTED_TOOL_ITEMS).
+	HostedToolItems string
+	// OpenAICompat reports client-tool pauses as status completed
+	// (LAMBENT_OPENAI_COMPAT).
+	OpenAICompat bool
 	// DeadlineReserve is kept free before a Lambda invocation's deadline
 	// (LAMBENT_DEADLINE_RESERVE, default 10s).
 	DeadlineReserve time.Duration
 	// KeepAlive is the SSE keep-alive comment interval (LAMBENT_SSE_KEEPALIVE,
 	// default 15s).
 	KeepAlive time.Duration
+}
+
+// ToolsConfig is the hosted tools and the egress they may reach.
+type ToolsConfig struct {
+	// Manifest is the hosted tool manifest, JSON or a path (LAMBENT_TOOLS;
+	// default: the built-in tools run in-process).
+	Manifest string
+	// AllowHosts lets fetch_url and request-declared MCP servers reach
+	// these hosts despite the SSRF guard, MCP servers over http too
+	// (LAMBENT_FETCH_ALLOW_HOSTS, comma-separated; for tests).
+	AllowHosts []string
+	// LambdaEndpoint is AWS_ENDPOINT_URL_LAMBDA: with no LAMBENT_TOOLS, the
+	// built-in tools are then invoked through it as Lambda functions (`make
+	// lambdas`, `sam local start-lambda`).
+	LambdaEndpoint string
+}
+
+// SecurityConfig holds the tenant rule's keys and the secrets that seal stored data.
+type SecurityConfig struct {
+	// SecretKey (32 bytes) seals the MCP secrets of stored background
+	// requests (LAMBENT_SECRET_KEY, base64; or from SSM through
+	// ResolveSecrets). Empty: a random key per process, enough when the
+	// worker is in-process (local runs).
+	SecretKey []byte
+	// APIKeys maps the accepted bearer keys to their tenants; empty means
+	// no key is required. Filled by ResolveSecrets (LAMBENT_API_KEYS or
+	// LAMBENT_API_KEYS_SSM).
+	APIKeys map[string]string
+	// IAMTenant names the tenant of IAM callers (LAMBENT_IAM_TENANT: arn,
+	// the default, or role; see tenant.IAMMode).
+	IAMTenant tenant.IAMMode
+	// CompactionKeys seal and open compaction summaries; nil when none are
+	// configured (Build then generates a per-process key locally and
+	// disables compaction in Lambda). Filled by ResolveSecrets
+	// (LAMBENT_COMPACTION_KEYS or LAMBENT_COMPACTION_KEYS_SSM).
+	CompactionKeys *compaction.Keyring
+}
+
+// BackgroundConfig runs background responses.
+type BackgroundConfig struct {
 	// QueueURL is the SQS queue of background jobs (LAMBENT_QUEUE_URL); when
 	// empty, background responses run on an in-process queue (local runs).
 	QueueURL string
@@ -113,38 +173,26 @@ type Config struct {
 	// LocalWorkers is the size of the in-process worker pool
 	// (LAMBENT_LOCAL_WORKERS, default 4).
 	LocalWorkers int
-	// LambdaEndpoint is AWS_ENDPOINT_URL_LAMBDA: with no LAMBENT_TOOLS, the
-	// built-in tools are then invoked through it as Lambda functions (`make
-	// lambdas`, `sam local start-lambda`).
-	LambdaEndpoint string
-	// APIKeys maps the accepted bearer keys to their tenants; empty means
-	// no key is required. Filled by ResolveSecrets (LAMBENT_API_KEYS or
-	// LAMBENT_API_KEYS_SSM).
-	APIKeys map[string]string
-	// IAMTenant names the tenant of IAM callers (LAMBENT_IAM_TENANT: arn,
-	// the default, or role; see tenant.IAMMode).
-	IAMTenant tenant.IAMMode
-	// RequireJobTenant makes the worker refuse messages that name no
+	// RequireTenant makes the worker refuse messages that name no
 	// tenant (LAMBENT_WORKER_REQUIRE_TENANT); it is on whenever API keys
 	// are configured too (JobTenantRequired).
-	RequireJobTenant bool
-	// CompactionKeys seal and open compaction summaries; nil when none are
-	// configured (Build then generates a per-process key locally and
-	// disables compaction in Lambda). Filled by ResolveSecrets
-	// (LAMBENT_COMPACTION_KEYS or LAMBENT_COMPACTION_KEYS_SSM).
-	CompactionKeys *compaction.Keyring
+	RequireTenant bool
+}
+
+// TelemetryConfig is hooks, metrics and traces.
+type TelemetryConfig struct {
 	// Hooks are the operator's tool call hooks (LAMBENT_HOOKS,
 	// comma-separated: eventbridge:<bus name or ARN>, lambda:<function name
 	// or ARN>, an http(s) webhook URL); empty: none.
 	Hooks []hooks.Target
-	// MetricsEMF writes CloudWatch Embedded Metric Format lines to stdout,
+	// EMF writes CloudWatch Embedded Metric Format lines to stdout,
 	// MetricsPrometheus serves /metrics on the local server (LAMBENT_METRICS,
 	// comma-separated: emf, prometheus; empty or off: no metrics).
-	MetricsEMF        bool
-	MetricsPrometheus bool
-	// MetricsNamespace is the CloudWatch namespace of the EMF metrics
+	EMF        bool
+	Prometheus bool
+	// Namespace is the CloudWatch namespace of the EMF metrics
 	// (LAMBENT_METRICS_NAMESPACE, default Lambent).
-	MetricsNamespace string
+	Namespace string
 	// MetricsKey is the bearer key GET /metrics requires
 	// (LAMBENT_METRICS_KEY); empty: any API key when the API needs keys,
 	// else none.
@@ -153,11 +201,20 @@ type Config struct {
 	// e.g. http://127.0.0.1:4318/v1/traces (LAMBENT_OTLP_ENDPOINT); empty
 	// disables tracing.
 	OTLPEndpoint string
-	// Limits bound what one request may ask for (LAMBENT_LIMIT_*; see
-	// package limits).
-	Limits limits.Limits
-	// InLambda is true when AWS_LAMBDA_RUNTIME_API is set.
-	InLambda bool
+}
+
+// WebSocketConfig is the WebSocket function on AWS (functions/websocket):
+// its connections table, turn queue and Management API endpoint.
+type WebSocketConfig struct {
+	// Table is the connections table (LAMBENT_WEBSOCKET_TABLE).
+	Table string
+	// QueueURL is the SQS FIFO queue of the turns
+	// (LAMBENT_WEBSOCKET_QUEUE_URL).
+	QueueURL string
+	// Endpoint overrides the Management API endpoint
+	// (LAMBENT_WEBSOCKET_ENDPOINT; default https://{domainName}/{stage} of
+	// the route event).
+	Endpoint string
 }
 
 // Values of Config.LogFormat.
@@ -170,95 +227,111 @@ const (
 // FromEnv reads the configuration with getenv (os.Getenv in mains).
 func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
-		Addr:             or(getenv("LAMBENT_ADDR"), "127.0.0.1:8080"),
-		ProviderURL:      strings.TrimSuffix(or(getenv("LAMBENT_PROVIDER_URL"), "http://127.0.0.1:11434/v1"), "/"),
-		ProviderAPIKey:   getenv("LAMBENT_PROVIDER_API_KEY"),
-		DefaultModel:     getenv("LAMBENT_DEFAULT_MODEL"),
-		Table:            or(getenv("LAMBENT_TABLE"), "lambent-responses"),
-		Tools:            getenv("LAMBENT_TOOLS"),
-		LogLevel:         or(getenv("LAMBENT_LOG_LEVEL"), "info"),
-		LogFormat:        or(getenv("LAMBENT_LOG_FORMAT"), LogAuto),
-		LambdaLogFormat:  getenv("AWS_LAMBDA_LOG_FORMAT"),
-		InLambda:         getenv("AWS_LAMBDA_RUNTIME_API") != "",
-		QueueURL:         getenv("LAMBENT_QUEUE_URL"),
-		LambdaEndpoint:   getenv("AWS_ENDPOINT_URL_LAMBDA"),
-		EventBus:         getenv("LAMBENT_EVENT_BUS"),
-		OTLPEndpoint:     getenv("LAMBENT_OTLP_ENDPOINT"),
-		MetricsNamespace: or(getenv("LAMBENT_METRICS_NAMESPACE"), "Lambent"),
-		MetricsKey:       getenv("LAMBENT_METRICS_KEY"),
-
-		Provider:                or(getenv("LAMBENT_PROVIDER"), ProviderOpenAI),
-		BedrockGuardrailID:      getenv("LAMBENT_BEDROCK_GUARDRAIL_ID"),
-		BedrockGuardrailVersion: getenv("LAMBENT_BEDROCK_GUARDRAIL_VERSION"),
+		InLambda: getenv("AWS_LAMBDA_RUNTIME_API") != "",
+		Server: ServerConfig{
+			Addr:            or(getenv("LAMBENT_ADDR"), "127.0.0.1:8080"),
+			LogLevel:        or(getenv("LAMBENT_LOG_LEVEL"), "info"),
+			LogFormat:       or(getenv("LAMBENT_LOG_FORMAT"), LogAuto),
+			LambdaLogFormat: getenv("AWS_LAMBDA_LOG_FORMAT"),
+		},
+		Provider: ProviderConfig{
+			URL:                     strings.TrimSuffix(or(getenv("LAMBENT_PROVIDER_URL"), "http://127.0.0.1:11434/v1"), "/"),
+			APIKey:                  getenv("LAMBENT_PROVIDER_API_KEY"),
+			DefaultModel:            getenv("LAMBENT_DEFAULT_MODEL"),
+			Name:                    or(getenv("LAMBENT_PROVIDER"), ProviderOpenAI),
+			BedrockGuardrailID:      getenv("LAMBENT_BEDROCK_GUARDRAIL_ID"),
+			BedrockGuardrailVersion: getenv("LAMBENT_BEDROCK_GUARDRAIL_VERSION"),
+		},
+		Store: StoreConfig{
+			Table: or(getenv("LAMBENT_TABLE"), "lambent-responses"),
+		},
+		Tools: ToolsConfig{
+			Manifest:       getenv("LAMBENT_TOOLS"),
+			LambdaEndpoint: getenv("AWS_ENDPOINT_URL_LAMBDA"),
+		},
+		Background: BackgroundConfig{
+			QueueURL: getenv("LAMBENT_QUEUE_URL"),
+			EventBus: getenv("LAMBENT_EVENT_BUS"),
+		},
+		Telemetry: TelemetryConfig{
+			OTLPEndpoint: getenv("LAMBENT_OTLP_ENDPOINT"),
+			Namespace:    or(getenv("LAMBENT_METRICS_NAMESPACE"), "Lambent"),
+			MetricsKey:   getenv("LAMBENT_METRICS_KEY"),
+		},
+		WebSocket: WebSocketConfig{
+			Table:    getenv("LAMBENT_WEBSOCKET_TABLE"),
+			QueueURL: getenv("LAMBENT_WEBSOCKET_QUEUE_URL"),
+			Endpoint: getenv("LAMBENT_WEBSOCKET_ENDPOINT"),
+		},
 	}
 	if err := c.readProviders(getenv("LAMBENT_MODEL_ROUTES")); err != nil {
 		return c, err
 	}
-	c.Store = getenv("LAMBENT_STORE")
-	if c.Store == "" {
-		c.Store = "memory"
+	c.Store.Kind = getenv("LAMBENT_STORE")
+	if c.Store.Kind == "" {
+		c.Store.Kind = "memory"
 		if c.InLambda {
-			c.Store = "dynamodb"
+			c.Store.Kind = "dynamodb"
 		}
 	}
-	if c.Store != "memory" && c.Store != "dynamodb" {
-		return c, fmt.Errorf("LAMBENT_STORE: unknown store %q (want memory or dynamodb)", c.Store)
+	if c.Store.Kind != "memory" && c.Store.Kind != "dynamodb" {
+		return c, fmt.Errorf("LAMBENT_STORE: unknown store %q (want memory or dynamodb)", c.Store.Kind)
 	}
-	switch c.LogFormat {
+	switch c.Server.LogFormat {
 	case LogAuto, LogJSON, LogText:
 	default:
-		return c, fmt.Errorf("LAMBENT_LOG_FORMAT: unknown value %q (want auto, json or text)", c.LogFormat)
+		return c, fmt.Errorf("LAMBENT_LOG_FORMAT: unknown value %q (want auto, json or text)", c.Server.LogFormat)
 	}
 	var err error
-	if c.CreateTable, err = parseBool(getenv, "LAMBENT_CREATE_TABLE", false); err != nil {
+	if c.Store.CreateTable, err = parseBool(getenv, "LAMBENT_CREATE_TABLE", false); err != nil {
 		return c, err
 	}
-	if c.OpenAICompat, err = parseBool(getenv, "LAMBENT_OPENAI_COMPAT", false); err != nil {
+	if c.Loop.OpenAICompat, err = parseBool(getenv, "LAMBENT_OPENAI_COMPAT", false); err != nil {
 		return c, err
 	}
-	switch c.HostedToolItems = getenv("LAMBENT_HOSTED_TOOL_ITEMS"); c.HostedToolItems {
+	switch c.Loop.HostedToolItems = getenv("LAMBENT_HOSTED_TOOL_ITEMS"); c.Loop.HostedToolItems {
 	case "", "mcp_call", "function_call":
 	default:
-		return c, fmt.Errorf("LAMBENT_HOSTED_TOOL_ITEMS: unknown value %q (want mcp_call or function_call)", c.HostedToolItems)
+		return c, fmt.Errorf("LAMBENT_HOSTED_TOOL_ITEMS: unknown value %q (want mcp_call or function_call)", c.Loop.HostedToolItems)
 	}
-	if c.MaxTurns, err = parseInt(getenv, "LAMBENT_MAX_TURNS", 10); err != nil {
+	if c.Loop.MaxTurns, err = parseInt(getenv, "LAMBENT_MAX_TURNS", 10); err != nil {
 		return c, err
 	}
-	if c.MaxAttempts, err = parseInt(getenv, "LAMBENT_MAX_ATTEMPTS", 3); err != nil {
+	if c.Loop.MaxAttempts, err = parseInt(getenv, "LAMBENT_MAX_ATTEMPTS", 3); err != nil {
 		return c, err
 	}
-	if c.MaxIterationsPerAttempt, err = parseInt(getenv, "LAMBENT_MAX_ITERATIONS_PER_ATTEMPT", 15); err != nil {
+	if c.Loop.MaxIterationsPerAttempt, err = parseInt(getenv, "LAMBENT_MAX_ITERATIONS_PER_ATTEMPT", 15); err != nil {
 		return c, err
 	}
-	if c.LocalWorkers, err = parseInt(getenv, "LAMBENT_LOCAL_WORKERS", 4); err != nil {
+	if c.Background.LocalWorkers, err = parseInt(getenv, "LAMBENT_LOCAL_WORKERS", 4); err != nil {
 		return c, err
 	}
 	maxBody, err := parseInt(getenv, "LAMBENT_MAX_BODY", 8<<20)
 	if err != nil {
 		return c, err
 	}
-	c.MaxBody = int64(maxBody)
+	c.Server.MaxBody = int64(maxBody)
 	memMax, err := parseInt(getenv, "LAMBENT_MEMORY_MAX_BYTES", store.DefaultMemoryMaxBytes)
 	if err != nil {
 		return c, err
 	}
-	c.MemoryMaxBytes = int64(memMax)
-	if c.Retention, err = parseDuration(getenv, "LAMBENT_RETENTION", 30*24*time.Hour); err != nil {
+	c.Store.MemoryMaxBytes = int64(memMax)
+	if c.Store.Retention, err = parseDuration(getenv, "LAMBENT_RETENTION", 30*24*time.Hour); err != nil {
 		return c, err
 	}
-	if c.DeadlineReserve, err = parseDuration(getenv, "LAMBENT_DEADLINE_RESERVE", 10*time.Second); err != nil {
+	if c.Loop.DeadlineReserve, err = parseDuration(getenv, "LAMBENT_DEADLINE_RESERVE", 10*time.Second); err != nil {
 		return c, err
 	}
-	if c.KeepAlive, err = parseDuration(getenv, "LAMBENT_SSE_KEEPALIVE", 15*time.Second); err != nil {
+	if c.Loop.KeepAlive, err = parseDuration(getenv, "LAMBENT_SSE_KEEPALIVE", 15*time.Second); err != nil {
 		return c, err
 	}
-	if c.SecretKey, err = parseSecretKey(EnvSecretKey, getenv(EnvSecretKey)); err != nil {
+	if c.Security.SecretKey, err = parseSecretKey(EnvSecretKey, getenv(EnvSecretKey)); err != nil {
 		return c, err
 	}
-	if c.Hooks, err = hooks.ParseTargets(getenv("LAMBENT_HOOKS")); err != nil {
+	if c.Telemetry.Hooks, err = hooks.ParseTargets(getenv("LAMBENT_HOOKS")); err != nil {
 		return c, fmt.Errorf("LAMBENT_HOOKS: %w", err)
 	}
-	if c.MetricsKey != "" && !validKey(c.MetricsKey) {
+	if c.Telemetry.MetricsKey != "" && !validKey(c.Telemetry.MetricsKey) {
 		return c, errors.New("LAMBENT_METRICS_KEY: shorter than 16 characters or has spaces")
 	}
 	if err := c.parseMetrics(getenv("LAMBENT_METRICS")); err != nil {
@@ -267,21 +340,21 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.Limits, err = readLimits(getenv); err != nil {
 		return c, err
 	}
-	if c.IAMTenant, err = tenant.ParseIAMMode(getenv("LAMBENT_IAM_TENANT")); err != nil {
+	if c.Security.IAMTenant, err = tenant.ParseIAMMode(getenv("LAMBENT_IAM_TENANT")); err != nil {
 		return c, fmt.Errorf("LAMBENT_IAM_TENANT: %w", err)
 	}
-	if c.RequireJobTenant, err = parseBool(getenv, "LAMBENT_WORKER_REQUIRE_TENANT", false); err != nil {
+	if c.Background.RequireTenant, err = parseBool(getenv, "LAMBENT_WORKER_REQUIRE_TENANT", false); err != nil {
 		return c, err
 	}
-	c.FetchAllowHosts = commaList(getenv("LAMBENT_FETCH_ALLOW_HOSTS"))
-	c.AllowedHosts = commaList(getenv("LAMBENT_ALLOWED_HOSTS"))
+	c.Tools.AllowHosts = commaList(getenv("LAMBENT_FETCH_ALLOW_HOSTS"))
+	c.Server.AllowedHosts = commaList(getenv("LAMBENT_ALLOWED_HOSTS"))
 	return c, nil
 }
 
 // Tenants is the tenant rule of the front doors: the API keys and how IAM
 // callers are named.
 func (c *Config) Tenants() tenant.Rule {
-	return tenant.Rule{Keys: tenant.NewKeyring(c.APIKeys), IAM: c.IAMTenant}
+	return tenant.Rule{Keys: tenant.NewKeyring(c.Security.APIKeys), IAM: c.Security.IAMTenant}
 }
 
 // JobTenantRequired reports whether the worker refuses messages without a
@@ -289,7 +362,7 @@ func (c *Config) Tenants() tenant.Rule {
 // configured (every tenant is then a key's, and a message without one
 // would run as the default tenant).
 func (c *Config) JobTenantRequired() bool {
-	return c.RequireJobTenant || len(c.APIKeys) > 0
+	return c.Background.RequireTenant || len(c.Security.APIKeys) > 0
 }
 
 // readLimits reads the LAMBENT_LIMIT_* settings; unset ones keep their
@@ -318,12 +391,12 @@ func (c *Config) parseMetrics(v string) error {
 		switch m = strings.TrimSpace(m); m {
 		case "", "off":
 		case "emf":
-			c.MetricsEMF = true
+			c.Telemetry.EMF = true
 		case "prometheus":
 			if c.InLambda {
 				return errors.New("LAMBENT_METRICS: prometheus serves /metrics on the local server; in Lambda use emf")
 			}
-			c.MetricsPrometheus = true
+			c.Telemetry.Prometheus = true
 		default:
 			return fmt.Errorf("LAMBENT_METRICS: unknown value %q (want emf, prometheus or off)", m)
 		}

@@ -115,7 +115,7 @@ func TestServerErrorsHideTheirCause(t *testing.T) {
 	defer fake.Close()
 	st := &failingStore{Memory: store.NewMemory(store.MemoryConfig{})}
 	logs := &syncBuffer{}
-	g := newGateway(t, fake, map[string]string{"LAMBENT_TOOLS": ""}, app.Logger(app.Config{LogLevel: "info"}, logs), &app.Options{Store: st})
+	g := newGateway(t, fake, map[string]string{"LAMBENT_TOOLS": ""}, app.Logger(app.Config{Server: app.ServerConfig{LogLevel: "info"}}, logs), &app.Options{Store: st})
 
 	post := func(body string) (*http.Response, string) {
 		resp, err := http.Post(g.url+"/v1/responses", "application/json", strings.NewReader(body))

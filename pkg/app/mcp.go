@@ -10,9 +10,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/lambent/lambent/pkg/api"
-	"github.com/lambent/lambent/pkg/awsconf"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -28,6 +28,7 @@ type SecretsManagerClient interface {
 type secretReader struct {
 	ssm    SSMClient
 	sm     SecretsManagerClient
+	aws    func() (aws.Config, error) // the app's AWS configuration (App.AWS)
 	mu     sync.Mutex
 	values map[string]string
 }
@@ -43,9 +44,11 @@ func (r *secretReader) read(ctx context.Context, ref string) (string, error) {
 	switch {
 	case strings.HasPrefix(ref, tools.SecretSSM):
 		if r.ssm == nil {
-			if r.ssm, err = newSSMClient(ctx); err != nil {
+			cfg, err := r.aws()
+			if err != nil {
 				return "", err
 			}
+			r.ssm = ssm.NewFromConfig(cfg)
 		}
 		v, err = getParameter(ctx, r.ssm, strings.TrimPrefix(ref, tools.SecretSSM))
 	case strings.HasPrefix(ref, tools.SecretSecretsManager):
@@ -69,7 +72,7 @@ func (r *secretReader) read(ctx context.Context, ref string) (string, error) {
 func (r *secretReader) secret(ctx context.Context, ref string) (string, error) {
 	id, key, hasKey := strings.Cut(ref, "#")
 	if r.sm == nil {
-		cfg, err := awsconf.Load(ctx)
+		cfg, err := r.aws()
 		if err != nil {
 			return "", err
 		}
@@ -99,8 +102,8 @@ func (r *secretReader) secret(ctx context.Context, ref string) (string, error) {
 
 // mcpServers returns the manifest's MCP servers by name with their secrets
 // read, and their entries for the list of tools on offer.
-func mcpServers(ctx context.Context, m *tools.Manifest, opts *Options) (map[string]*tools.MCPServer, []api.ToolDefinition, error) {
-	r := &secretReader{ssm: opts.SSM, sm: opts.SecretsManager}
+func mcpServers(ctx context.Context, m *tools.Manifest, opts *Options, awsConfig func() (aws.Config, error)) (map[string]*tools.MCPServer, []api.ToolDefinition, error) {
+	r := &secretReader{ssm: opts.SSM, sm: opts.SecretsManager, aws: awsConfig}
 	var servers map[string]*tools.MCPServer
 	var defs []api.ToolDefinition
 	for _, t := range m.Tools {

@@ -31,7 +31,7 @@ func TestSecretKey(t *testing.T) {
 	key := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32)))
 	cfg, err := FromEnv(envOf(map[string]string{EnvSecretKey: key}))
 	require.NoError(t, err)
-	assert.Equal(t, []byte(strings.Repeat("k", 32)), cfg.SecretKey)
+	assert.Equal(t, []byte(strings.Repeat("k", 32)), cfg.Security.SecretKey)
 	for _, bad := range []string{"not base64!", base64.StdEncoding.EncodeToString([]byte("short"))} {
 		_, err := FromEnv(envOf(map[string]string{EnvSecretKey: bad}))
 		assert.ErrorContains(t, err, EnvSecretKey)
@@ -40,7 +40,7 @@ func TestSecretKey(t *testing.T) {
 	srv := newFakeSSM(t, map[string]string{"/lambent/secret-key": key + "\n", "/lambent/bad-key": "nope"})
 	cfg = Config{}
 	require.NoError(t, ResolveSecretsWith(context.Background(), &cfg, envOf(map[string]string{EnvSecretKeySSM: "/lambent/secret-key"}), ssmClient(srv)))
-	assert.Equal(t, []byte(strings.Repeat("k", 32)), cfg.SecretKey)
+	assert.Equal(t, []byte(strings.Repeat("k", 32)), cfg.Security.SecretKey)
 	cfg = Config{}
 	err = ResolveSecretsWith(context.Background(), &cfg, envOf(map[string]string{EnvSecretKeySSM: "/lambent/bad-key"}), ssmClient(srv))
 	assert.ErrorContains(t, err, EnvSecretKeySSM)
@@ -62,7 +62,7 @@ func TestMCPServersSecrets(t *testing.T) {
 		{"name":"b","backing":{"type":"mcp","url":"https://b.example/mcp","authorization":"ssm:/mcp/key"}},
 		{"name":"calculator","backing":{"type":"local"}}]}`))
 	require.NoError(t, err)
-	servers, defs, err := mcpServers(context.Background(), m, opts)
+	servers, defs, err := mcpServers(context.Background(), m, opts, loadAWS(t))
 	require.NoError(t, err)
 	require.Len(t, servers, 2)
 	a := servers["a"]
@@ -82,7 +82,7 @@ func TestMCPServersSecrets(t *testing.T) {
 	} {
 		m, err := tools.ParseManifest([]byte(`{"tools":[{"name":"x","backing":{"type":"mcp","url":"https://x.example","authorization":"` + ref + `"}}]}`))
 		require.NoError(t, err)
-		_, _, err = mcpServers(context.Background(), m, opts)
+		_, _, err = mcpServers(context.Background(), m, opts, loadAWS(t))
 		require.ErrorContains(t, err, want, ref)
 		assert.Contains(t, err.Error(), ref)
 		for _, v := range []string{"ssm-value", "sm-value", "json-value"} {

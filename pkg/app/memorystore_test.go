@@ -17,8 +17,8 @@ func TestMemoryMaxBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.MemoryMaxBytes != 4096 {
-		t.Fatalf("MemoryMaxBytes %d", cfg.MemoryMaxBytes)
+	if cfg.Store.MemoryMaxBytes != 4096 {
+		t.Fatalf("MemoryMaxBytes %d", cfg.Store.MemoryMaxBytes)
 	}
 	a, err := Build(context.Background(), cfg, Logger(cfg, io.Discard), nil)
 	if err != nil {
@@ -36,8 +36,8 @@ func TestMemoryMaxBytes(t *testing.T) {
 	}
 
 	cfg, err = FromEnv(func(string) string { return "" })
-	if err != nil || cfg.MemoryMaxBytes != store.DefaultMemoryMaxBytes {
-		t.Errorf("default: %d, %v", cfg.MemoryMaxBytes, err)
+	if err != nil || cfg.Store.MemoryMaxBytes != store.DefaultMemoryMaxBytes {
+		t.Errorf("default: %d, %v", cfg.Store.MemoryMaxBytes, err)
 	}
 	env["LAMBENT_MEMORY_MAX_BYTES"] = "lots"
 	if _, err := FromEnv(func(k string) string { return env[k] }); err == nil {

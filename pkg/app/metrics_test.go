@@ -160,8 +160,8 @@ func TestMetricsKey(t *testing.T) {
 // newGatewayCfg serves the app of cfg (its provider fake's URL set).
 func newGatewayCfg(t *testing.T, fake *fakellm.Server, cfg app.Config) string {
 	t.Helper()
-	cfg.ProviderURL = fake.URL
-	a, err := app.Build(context.Background(), cfg, app.Logger(app.Config{LogLevel: "error"}, io.Discard), nil)
+	cfg.Provider.URL = fake.URL
+	a, err := app.Build(context.Background(), cfg, app.Logger(app.Config{Server: app.ServerConfig{LogLevel: "error"}}, io.Discard), nil)
 	require.NoError(t, err)
 	srv := httptest.NewServer(a.Handler)
 	t.Cleanup(func() {

@@ -1,12 +1,11 @@
 package app
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"slices"
 
-	"github.com/lambent/lambent/pkg/awsconf"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	model "github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/provider/bedrock"
 	"github.com/lambent/lambent/pkg/provider/openai"
@@ -28,8 +27,8 @@ var providerNames = []string{ProviderOpenAI, ProviderBedrock}
 
 // readProviders checks c.Provider and reads the model routes.
 func (c *Config) readProviders(routes string) error {
-	if !slices.Contains(providerNames, c.Provider) {
-		return fmt.Errorf("LAMBENT_PROVIDER: unknown model provider %q (want openai or bedrock)", c.Provider)
+	if !slices.Contains(providerNames, c.Provider.Name) {
+		return fmt.Errorf("LAMBENT_PROVIDER: unknown model provider %q (want openai or bedrock)", c.Provider.Name)
 	}
 	rs, err := model.ParseRoutes(routes)
 	if err != nil {
@@ -40,41 +39,41 @@ func (c *Config) readProviders(routes string) error {
 			return fmt.Errorf("LAMBENT_MODEL_ROUTES: route %s=%s: unknown model provider (want openai or bedrock)", r.Pattern, r.Provider)
 		}
 	}
-	c.ModelRoutes = rs
+	c.Provider.Routes = rs
 	return nil
 }
 
 // defaultProvider is c.Provider, openai when empty.
 func (c *Config) defaultProvider() string {
-	if c.Provider == "" {
+	if c.Provider.Name == "" {
 		return ProviderOpenAI
 	}
-	return c.Provider
+	return c.Provider.Name
 }
 
 // Uses reports whether some model goes to the named provider: it is the
 // default (LAMBENT_PROVIDER) or a route names it.
 func (c *Config) Uses(name string) bool {
-	return c.defaultProvider() == name || slices.ContainsFunc(c.ModelRoutes, func(r model.Route) bool { return r.Provider == name })
+	return c.defaultProvider() == name || slices.ContainsFunc(c.Provider.Routes, func(r model.Route) bool { return r.Provider == name })
 }
 
 // buildProvider builds the providers the configuration uses and, when
 // routes are set, the router between them.
-func buildProvider(ctx context.Context, cfg Config, log *slog.Logger) (model.Provider, error) {
+func buildProvider(cfg Config, awsConfig func() (aws.Config, error), log *slog.Logger) (model.Provider, error) {
 	ps := map[string]model.Provider{}
 	if cfg.Uses(ProviderOpenAI) {
-		ps[ProviderOpenAI] = openai.New(openai.Config{BaseURL: cfg.ProviderURL, APIKey: cfg.ProviderAPIKey, Logger: log})
+		ps[ProviderOpenAI] = openai.New(openai.Config{BaseURL: cfg.Provider.URL, APIKey: cfg.Provider.APIKey, Logger: log})
 	}
 	if cfg.Uses(ProviderBedrock) {
-		awsCfg, err := awsconf.Load(ctx)
+		awsCfg, err := awsConfig()
 		if err != nil {
 			return nil, err
 		}
-		ps[ProviderBedrock] = bedrock.New(bedrock.Config{AWS: awsCfg, GuardrailID: cfg.BedrockGuardrailID, GuardrailVersion: cfg.BedrockGuardrailVersion,
-			ImageFetch: bedrock.ImageFetch{AllowHosts: cfg.FetchAllowHosts}, Logger: log})
+		ps[ProviderBedrock] = bedrock.New(bedrock.Config{AWS: awsCfg, GuardrailID: cfg.Provider.BedrockGuardrailID, GuardrailVersion: cfg.Provider.BedrockGuardrailVersion,
+			ImageFetch: bedrock.ImageFetch{AllowHosts: cfg.Tools.AllowHosts}, Logger: log})
 	}
-	if len(cfg.ModelRoutes) == 0 {
+	if len(cfg.Provider.Routes) == 0 {
 		return ps[cfg.defaultProvider()], nil
 	}
-	return model.NewRouter(ps, cfg.defaultProvider(), cfg.ModelRoutes)
+	return model.NewRouter(ps, cfg.defaultProvider(), cfg.Provider.Routes)
 }

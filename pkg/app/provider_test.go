@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lambent/lambent/pkg/awsconf"
 	model "github.com/lambent/lambent/pkg/provider"
 )
 
@@ -17,20 +19,20 @@ func TestProviderConfig(t *testing.T) {
 
 	c, err := FromEnv(env(nil))
 	require.NoError(t, err)
-	require.Equal(t, ProviderOpenAI, c.Provider, "the local default stays the OpenAI-compatible provider")
+	require.Equal(t, ProviderOpenAI, c.Provider.Name, "the local default stays the OpenAI-compatible provider")
 	require.True(t, c.Uses(ProviderOpenAI))
 	require.False(t, c.Uses(ProviderBedrock))
 
 	c, err = FromEnv(env(map[string]string{"LAMBENT_PROVIDER": "bedrock", "LAMBENT_BEDROCK_GUARDRAIL_ID": "gr", "LAMBENT_BEDROCK_GUARDRAIL_VERSION": "2"}))
 	require.NoError(t, err)
-	require.Equal(t, ProviderBedrock, c.Provider)
+	require.Equal(t, ProviderBedrock, c.Provider.Name)
 	require.False(t, c.Uses(ProviderOpenAI))
-	require.Equal(t, "gr", c.BedrockGuardrailID)
-	require.Equal(t, "2", c.BedrockGuardrailVersion)
+	require.Equal(t, "gr", c.Provider.BedrockGuardrailID)
+	require.Equal(t, "2", c.Provider.BedrockGuardrailVersion)
 
 	c, err = FromEnv(env(map[string]string{"LAMBENT_MODEL_ROUTES": "us.anthropic.*=bedrock, amazon.nova-pro-v1:0=bedrock"}))
 	require.NoError(t, err)
-	require.Equal(t, []model.Route{{Pattern: "us.anthropic.*", Provider: "bedrock"}, {Pattern: "amazon.nova-pro-v1:0", Provider: "bedrock"}}, c.ModelRoutes)
+	require.Equal(t, []model.Route{{Pattern: "us.anthropic.*", Provider: "bedrock"}, {Pattern: "amazon.nova-pro-v1:0", Provider: "bedrock"}}, c.Provider.Routes)
 	require.True(t, c.Uses(ProviderOpenAI))
 	require.True(t, c.Uses(ProviderBedrock))
 
@@ -49,11 +51,11 @@ func TestProviderConfig(t *testing.T) {
 
 // With Bedrock alone, the start-up check names it and probes no URL.
 func TestCheckProviderBedrock(t *testing.T) {
-	c := CheckProvider(context.Background(), Config{Provider: ProviderBedrock, ProviderURL: "http://127.0.0.1:1/v1"}, nil)
+	c := CheckProvider(context.Background(), Config{Provider: ProviderConfig{Name: ProviderBedrock, URL: "http://127.0.0.1:1/v1"}}, nil)
 	require.Equal(t, slog.LevelInfo, c.Level)
 	require.Contains(t, c.Message, "Bedrock")
 	require.Contains(t, c.Hint, "LAMBENT_DEFAULT_MODEL")
-	require.Contains(t, c.LogAttrs(Config{Provider: ProviderBedrock}), ProviderBedrock)
+	require.Contains(t, c.LogAttrs(Config{Provider: ProviderConfig{Name: ProviderBedrock}}), ProviderBedrock)
 }
 
 // buildProvider routes when routes are set, and uses the one provider
@@ -63,13 +65,13 @@ func TestBuildProvider(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "x")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "y")
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	p, err := buildProvider(context.Background(), Config{Provider: ProviderBedrock}, log)
+	p, err := buildProvider(Config{Provider: ProviderConfig{Name: ProviderBedrock}}, loadAWS(t), log)
 	require.NoError(t, err)
 	require.Equal(t, "*bedrock.Provider", typeName(p))
-	p, err = buildProvider(context.Background(), Config{ProviderURL: "http://127.0.0.1:1/v1"}, log)
+	p, err = buildProvider(Config{Provider: ProviderConfig{URL: "http://127.0.0.1:1/v1"}}, loadAWS(t), log)
 	require.NoError(t, err)
 	require.Equal(t, "*openai.Provider", typeName(p))
-	p, err = buildProvider(context.Background(), Config{ModelRoutes: []model.Route{{Pattern: "us.*", Provider: ProviderBedrock}}}, log)
+	p, err = buildProvider(Config{Provider: ProviderConfig{Routes: []model.Route{{Pattern: "us.*", Provider: ProviderBedrock}}}}, loadAWS(t), log)
 	require.NoError(t, err)
 	r, ok := p.(*model.Router)
 	require.True(t, ok)
@@ -78,3 +80,8 @@ func TestBuildProvider(t *testing.T) {
 }
 
 func typeName(v any) string { return fmt.Sprintf("%T", v) }
+
+// loadAWS is the app's AWS configuration loader (App.AWS) for a test.
+func loadAWS(t *testing.T) func() (aws.Config, error) {
+	return func() (aws.Config, error) { return awsconf.Load(t.Context()) }
+}

@@ -39,7 +39,7 @@ type ProviderCheck struct {
 
 // LogAttrs returns the check's attributes for a log record.
 func (c ProviderCheck) LogAttrs(cfg Config) []any {
-	attrs := []any{"provider", cfg.ProviderURL}
+	attrs := []any{"provider", cfg.Provider.URL}
 	if !cfg.Uses(ProviderOpenAI) {
 		attrs[1] = ProviderBedrock
 	}
@@ -71,26 +71,26 @@ func CheckProvider(ctx context.Context, cfg Config, hc *http.Client) ProviderChe
 	}
 	ctx, cancel := context.WithTimeout(ctx, ProviderCheckTimeout)
 	defer cancel()
-	url := cfg.ProviderURL + "/models"
+	url := cfg.Provider.URL + "/models"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return ProviderCheck{Level: slog.LevelWarn, Message: fmt.Sprintf("LAMBENT_PROVIDER_URL %q is not a usable URL: %v", cfg.ProviderURL, err), Hint: providerSetupHint}
+		return ProviderCheck{Level: slog.LevelWarn, Message: fmt.Sprintf("LAMBENT_PROVIDER_URL %q is not a usable URL: %v", cfg.Provider.URL, err), Hint: providerSetupHint}
 	}
-	if cfg.ProviderAPIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+cfg.ProviderAPIKey)
+	if cfg.Provider.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+cfg.Provider.APIKey)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("no answer within %s", ProviderCheckTimeout)
 		}
-		return ProviderCheck{Level: slog.LevelWarn, Message: "no model provider reachable at " + cfg.ProviderURL + ": " + err.Error(), Hint: providerSetupHint}
+		return ProviderCheck{Level: slog.LevelWarn, Message: "no model provider reachable at " + cfg.Provider.URL + ": " + err.Error(), Hint: providerSetupHint}
 	}
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		hint := "set LAMBENT_PROVIDER_API_KEY to a valid key for this provider"
-		if cfg.ProviderAPIKey == "" {
+		if cfg.Provider.APIKey == "" {
 			hint = "the provider needs a key: set LAMBENT_PROVIDER_API_KEY"
 		}
 		return ProviderCheck{Level: slog.LevelWarn, Message: fmt.Sprintf("the model provider refused the request (HTTP %d)", resp.StatusCode), Hint: hint}
@@ -115,8 +115,8 @@ func CheckProvider(ctx context.Context, cfg Config, hc *http.Client) ProviderChe
 	case len(models) == 0:
 		c.Level, c.Message = slog.LevelWarn, "the model provider offers no models"
 		c.Hint = "install one (Ollama: `ollama pull llama3.2`) or point LAMBENT_PROVIDER_URL at another provider"
-	case cfg.DefaultModel != "" && !offers(models, cfg.DefaultModel):
-		c.Level, c.Message = slog.LevelWarn, fmt.Sprintf("LAMBENT_DEFAULT_MODEL %q is not among the provider's models", cfg.DefaultModel)
+	case cfg.Provider.DefaultModel != "" && !offers(models, cfg.Provider.DefaultModel):
+		c.Level, c.Message = slog.LevelWarn, fmt.Sprintf("LAMBENT_DEFAULT_MODEL %q is not among the provider's models", cfg.Provider.DefaultModel)
 		c.Hint = "set LAMBENT_DEFAULT_MODEL to one of the models listed, or name a model in each request"
 	default:
 		c.Hint = defaultModelHint(cfg, models)
@@ -127,7 +127,7 @@ func CheckProvider(ctx context.Context, cfg Config, hc *http.Client) ProviderChe
 // defaultModelHint reminds that requests must name a model when there is
 // no default.
 func defaultModelHint(cfg Config, models []string) string {
-	if cfg.DefaultModel != "" {
+	if cfg.Provider.DefaultModel != "" {
 		return ""
 	}
 	h := "requests must name a model; set LAMBENT_DEFAULT_MODEL for a default"

@@ -17,7 +17,7 @@ func provider(t *testing.T, h http.HandlerFunc, key, model string) Config {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return Config{ProviderURL: srv.URL + "/v1", ProviderAPIKey: key, DefaultModel: model}
+	return Config{Provider: ProviderConfig{URL: srv.URL + "/v1", APIKey: key, DefaultModel: model}}
 }
 
 func models(ids ...string) http.HandlerFunc {
@@ -47,7 +47,7 @@ func TestCheckProvider(t *testing.T) {
 		require.NoError(t, err)
 		addr := ln.Addr().String()
 		require.NoError(t, ln.Close())
-		c := CheckProvider(ctx, Config{ProviderURL: "http://" + addr + "/v1"}, nil)
+		c := CheckProvider(ctx, Config{Provider: ProviderConfig{URL: "http://" + addr + "/v1"}}, nil)
 		require.Equal(t, slog.LevelWarn, c.Level)
 		require.Contains(t, c.Message, "no model provider reachable at http://"+addr+"/v1")
 		for _, want := range []string{"LAMBENT_PROVIDER_URL", "LAMBENT_PROVIDER_API_KEY", "LAMBENT_DEFAULT_MODEL", "make demo"} {
@@ -80,7 +80,7 @@ func TestCheckProvider(t *testing.T) {
 		require.Contains(t, c.Message, "HTTP 401")
 		require.Contains(t, c.Hint, "LAMBENT_PROVIDER_API_KEY")
 
-		cfg.ProviderAPIKey = ""
+		cfg.Provider.APIKey = ""
 		c = CheckProvider(ctx, cfg, nil)
 		require.Empty(t, auth)
 		require.Contains(t, c.Hint, "needs a key")
@@ -105,7 +105,7 @@ func TestCheckProvider(t *testing.T) {
 		c := CheckProvider(ctx, provider(t, models("llama3.2:latest"), "", "llama3.2"), nil)
 		require.Equal(t, slog.LevelInfo, c.Level)
 		require.Empty(t, c.Hint)
-		require.Equal(t, []any{"provider", "http://u/v1", "models", []string{"llama3.2:latest"}}, c.LogAttrs(Config{ProviderURL: "http://u/v1"}))
+		require.Equal(t, []any{"provider", "http://u/v1", "models", []string{"llama3.2:latest"}}, c.LogAttrs(Config{Provider: ProviderConfig{URL: "http://u/v1"}}))
 	})
 
 	t.Run("default model missing", func(t *testing.T) {

@@ -66,7 +66,7 @@ func ResolveSecretsWith(ctx context.Context, cfg *Config, getenv func(string) st
 
 func resolveSecrets(ctx context.Context, cfg *Config, getenv func(string) string, newClient func(context.Context) (SSMClient, error)) error {
 	var params []parameter
-	key := cfg.ProviderAPIKey
+	key := cfg.Provider.APIKey
 	if name := strings.TrimSpace(getenv(EnvProviderAPIKeySSM)); key == "" && getenv(EnvProviderAPIKey) == "" && name != "" {
 		params = append(params, parameter{env: EnvProviderAPIKeySSM, name: name, dst: &key})
 	}
@@ -80,7 +80,7 @@ func resolveSecrets(ctx context.Context, cfg *Config, getenv func(string) string
 		compactionSource = EnvCompactionKeysSSM + "=" + name
 	}
 	var sealKey string
-	if name := strings.TrimSpace(getenv(EnvSecretKeySSM)); len(cfg.SecretKey) == 0 && getenv(EnvSecretKey) == "" && name != "" {
+	if name := strings.TrimSpace(getenv(EnvSecretKeySSM)); len(cfg.Security.SecretKey) == 0 && getenv(EnvSecretKey) == "" && name != "" {
 		params = append(params, parameter{env: EnvSecretKeySSM, name: name, dst: &sealKey})
 	}
 	if err := readParameters(ctx, params, newClient); err != nil {
@@ -100,11 +100,11 @@ func resolveSecrets(ctx context.Context, cfg *Config, getenv func(string) string
 	}
 	// A value stored from a file often ends in a newline; a bearer token
 	// never contains whitespace.
-	cfg.ProviderAPIKey = strings.TrimSpace(key)
-	cfg.APIKeys = keys
-	cfg.CompactionKeys = ring
+	cfg.Provider.APIKey = strings.TrimSpace(key)
+	cfg.Security.APIKeys = keys
+	cfg.Security.CompactionKeys = ring
 	if secretKey != nil {
-		cfg.SecretKey = secretKey
+		cfg.Security.SecretKey = secretKey
 	}
 	return nil
 }

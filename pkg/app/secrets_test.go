@@ -48,8 +48,8 @@ func TestResolveProviderKeyReadsSecureString(t *testing.T) {
 	if err := ResolveSecretsWith(context.Background(), cfg, env, ssmClient(srv)); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ProviderAPIKey != "sk-from-ssm" {
-		t.Fatalf("ProviderAPIKey = %q, want sk-from-ssm (trailing newline trimmed)", cfg.ProviderAPIKey)
+	if cfg.Provider.APIKey != "sk-from-ssm" {
+		t.Fatalf("ProviderAPIKey = %q, want sk-from-ssm (trailing newline trimmed)", cfg.Provider.APIKey)
 	}
 	calls := srv.Requests()
 	if len(calls) != 1 {
@@ -102,8 +102,8 @@ func TestResolveProviderKeyDefaultConfig(t *testing.T) {
 	if err := ResolveSecrets(context.Background(), cfg, env); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ProviderAPIKey != "sk-default-config" {
-		t.Fatalf("ProviderAPIKey = %q", cfg.ProviderAPIKey)
+	if cfg.Provider.APIKey != "sk-default-config" {
+		t.Fatalf("ProviderAPIKey = %q", cfg.Provider.APIKey)
 	}
 	calls := srv.Requests()
 	if len(calls) != 2 {
@@ -121,13 +121,13 @@ func TestResolveProviderKeyExplicitKeyWins(t *testing.T) {
 	ctx := context.Background()
 
 	// Set in the configuration (FromEnv read LAMBENT_PROVIDER_API_KEY).
-	cfg := &Config{ProviderAPIKey: "sk-explicit"}
+	cfg := &Config{Provider: ProviderConfig{APIKey: "sk-explicit"}}
 	env := envOf(map[string]string{EnvProviderAPIKey: "sk-explicit", EnvProviderAPIKeySSM: "/lambent/key"})
 	if err := ResolveSecretsWith(ctx, cfg, env, ssmClient(srv)); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ProviderAPIKey != "sk-explicit" {
-		t.Fatalf("ProviderAPIKey = %q, want the explicit key", cfg.ProviderAPIKey)
+	if cfg.Provider.APIKey != "sk-explicit" {
+		t.Fatalf("ProviderAPIKey = %q, want the explicit key", cfg.Provider.APIKey)
 	}
 	// Set in the environment only: still no SSM call, and the exported entry
 	// point loads no AWS configuration either.
@@ -138,8 +138,8 @@ func TestResolveProviderKeyExplicitKeyWins(t *testing.T) {
 	if err := ResolveSecrets(ctx, cfg, env); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ProviderAPIKey != "" {
-		t.Fatalf("ProviderAPIKey = %q, want it left alone", cfg.ProviderAPIKey)
+	if cfg.Provider.APIKey != "" {
+		t.Fatalf("ProviderAPIKey = %q, want it left alone", cfg.Provider.APIKey)
 	}
 	if n := len(srv.Requests()); n != 0 {
 		t.Fatalf("%d SSM requests, want none when a key is set", n)
@@ -169,8 +169,8 @@ func TestResolveProviderKeyNoParameterNamed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if cfg.ProviderAPIKey != "" || len(srv.Requests()) != 0 {
-		t.Fatalf("key %q after %d requests, want nothing done", cfg.ProviderAPIKey, len(srv.Requests()))
+	if cfg.Provider.APIKey != "" || len(srv.Requests()) != 0 {
+		t.Fatalf("key %q after %d requests, want nothing done", cfg.Provider.APIKey, len(srv.Requests()))
 	}
 }
 
@@ -191,8 +191,8 @@ func TestResolveProviderKeyParameterNotFound(t *testing.T) {
 	if !strings.Contains(err.Error(), EnvProviderAPIKeySSM) || !strings.Contains(err.Error(), "/lambent/missing") {
 		t.Errorf("error %q does not name the variable and the parameter", err)
 	}
-	if cfg.ProviderAPIKey != "" {
-		t.Errorf("ProviderAPIKey = %q after a failure", cfg.ProviderAPIKey)
+	if cfg.Provider.APIKey != "" {
+		t.Errorf("ProviderAPIKey = %q after a failure", cfg.Provider.APIKey)
 	}
 	if n := len(srv.Requests()); n != 1 {
 		t.Errorf("%d SSM requests, want 1 (a missing parameter is not retried)", n)
@@ -255,11 +255,11 @@ func TestResolveSecretsReadsInParallel(t *testing.T) {
 	if err := ResolveSecretsWith(ctx, cfg, env, ssmClient(srv)); err != nil {
 		t.Fatalf("the reads were not in flight together: %v", err)
 	}
-	if cfg.ProviderAPIKey != "sk-provider" || cfg.APIKeys["sk-acme-0123456789ab"] != "acme" {
-		t.Fatalf("provider key %q, API keys %v", cfg.ProviderAPIKey, cfg.APIKeys)
+	if cfg.Provider.APIKey != "sk-provider" || cfg.Security.APIKeys["sk-acme-0123456789ab"] != "acme" {
+		t.Fatalf("provider key %q, API keys %v", cfg.Provider.APIKey, cfg.Security.APIKeys)
 	}
-	if cfg.CompactionKeys == nil || cfg.CompactionKeys.SealingKeyID() != "k2" {
-		t.Fatalf("compaction keys %v, want the SSM list (sealing key k2)", cfg.CompactionKeys)
+	if cfg.Security.CompactionKeys == nil || cfg.Security.CompactionKeys.SealingKeyID() != "k2" {
+		t.Fatalf("compaction keys %v, want the SSM list (sealing key k2)", cfg.Security.CompactionKeys)
 	}
 	if n := len(srv.Requests()); n != 3 {
 		t.Fatalf("%d SSM requests, want 3", n)
@@ -280,7 +280,7 @@ func TestResolveSecretsReportsEveryFailure(t *testing.T) {
 			t.Errorf("error %q does not name %s", err, s)
 		}
 	}
-	if cfg.ProviderAPIKey != "" || cfg.APIKeys != nil {
+	if cfg.Provider.APIKey != "" || cfg.Security.APIKeys != nil {
 		t.Errorf("cfg changed by a failure: %+v", cfg)
 	}
 }
@@ -300,22 +300,22 @@ func TestResolveCompactionKeys(t *testing.T) {
 	if err := resolveSecrets(ctx, cfg, env, noSSM(t)); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.CompactionKeys == nil || cfg.CompactionKeys.SealingKeyID() != "env" {
-		t.Fatalf("compaction keys %v, want the environment's", cfg.CompactionKeys)
+	if cfg.Security.CompactionKeys == nil || cfg.Security.CompactionKeys.SealingKeyID() != "env" {
+		t.Fatalf("compaction keys %v, want the environment's", cfg.Security.CompactionKeys)
 	}
 
 	cfg = &Config{}
 	if err := ResolveSecretsWith(ctx, cfg, envOf(map[string]string{EnvCompactionKeysSSM: "/lambent/ck"}), ssmClient(srv)); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.CompactionKeys == nil || cfg.CompactionKeys.SealingKeyID() != "new" {
-		t.Fatalf("compaction keys %v, want the parameter's (first key seals)", cfg.CompactionKeys)
+	if cfg.Security.CompactionKeys == nil || cfg.Security.CompactionKeys.SealingKeyID() != "new" {
+		t.Fatalf("compaction keys %v, want the parameter's (first key seals)", cfg.Security.CompactionKeys)
 	}
-	blob, err := cfg.CompactionKeys.Seal("t", "s")
+	blob, err := cfg.Security.CompactionKeys.Seal("t", "s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := cfg.CompactionKeys.Open("t", blob); err != nil || got != "s" {
+	if got, err := cfg.Security.CompactionKeys.Open("t", blob); err != nil || got != "s" {
 		t.Fatalf("round trip %q, %v", got, err)
 	}
 
@@ -328,13 +328,13 @@ func TestResolveCompactionKeys(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), env) || strings.Contains(err.Error(), "c2hvcnQ") {
 			t.Errorf("error %v: want one naming %s without the key", err, env)
 		}
-		if cfg.CompactionKeys != nil {
+		if cfg.Security.CompactionKeys != nil {
 			t.Errorf("compaction keys set by a failure")
 		}
 	}
 
 	cfg = &Config{}
-	if err := resolveSecrets(ctx, cfg, envOf(nil), noSSM(t)); err != nil || cfg.CompactionKeys != nil {
-		t.Fatalf("no keys configured: %v, %v", cfg.CompactionKeys, err)
+	if err := resolveSecrets(ctx, cfg, envOf(nil), noSSM(t)); err != nil || cfg.Security.CompactionKeys != nil {
+		t.Fatalf("no keys configured: %v, %v", cfg.Security.CompactionKeys, err)
 	}
 }

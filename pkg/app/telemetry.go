@@ -12,7 +12,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/lambent/lambent/pkg/api"
-	"github.com/lambent/lambent/pkg/awsconf"
 	"github.com/lambent/lambent/pkg/hooks"
 	"github.com/lambent/lambent/pkg/httpapi"
 	"github.com/lambent/lambent/pkg/telemetry"
@@ -44,14 +43,14 @@ func buildTelemetry(ctx context.Context, a *App, cfg Config, names telemetry.Nam
 	// gen_ai.provider.name of the default provider (routes may send some
 	// models to the other one).
 	tc := telemetry.Config{ProviderName: "openai", Names: names}
-	if cfg.Provider == ProviderBedrock {
+	if cfg.Provider.Name == ProviderBedrock {
 		tc.ProviderName = "aws.bedrock"
 	}
 	switch {
 	case opts.Tracer != nil:
 		tc.Tracer = opts.Tracer
-	case cfg.OTLPEndpoint != "":
-		tp, err := telemetry.NewTracerProvider(ctx, cfg.OTLPEndpoint)
+	case cfg.Telemetry.OTLPEndpoint != "":
+		tp, err := telemetry.NewTracerProvider(ctx, cfg.Telemetry.OTLPEndpoint)
 		if err != nil {
 			return nil, err
 		}
@@ -62,7 +61,7 @@ func buildTelemetry(ctx context.Context, a *App, cfg Config, names telemetry.Nam
 	if tc.Tracer != nil {
 		o.lambdaOpts = append(o.lambdaOpts, func(lo *lambda.Options) { lo.APIOptions = append(lo.APIOptions, telemetry.AWSTraceHeader) })
 	}
-	if len(cfg.Hooks) > 0 {
+	if len(cfg.Telemetry.Hooks) > 0 {
 		sinks, err := o.hookSinks(ctx, a, cfg, opts)
 		if err != nil {
 			return nil, err
@@ -72,14 +71,14 @@ func buildTelemetry(ctx context.Context, a *App, cfg Config, names telemetry.Nam
 		o.flush = append(o.flush, d.Flush)
 		tc.Hooks = d
 	}
-	if cfg.MetricsEMF {
+	if cfg.Telemetry.EMF {
 		w := opts.MetricsOutput
 		if w == nil {
 			w = os.Stdout
 		}
-		tc.EMF = telemetry.NewEMF(w, cfg.MetricsNamespace, log)
+		tc.EMF = telemetry.NewEMF(w, cfg.Telemetry.Namespace, log)
 	}
-	if cfg.MetricsPrometheus {
+	if cfg.Telemetry.Prometheus {
 		o.prometheus = telemetry.NewPrometheus()
 		if tc.Hooks != nil {
 			o.prometheus.WatchHooks(tc.Hooks)
@@ -95,12 +94,12 @@ func buildTelemetry(ctx context.Context, a *App, cfg Config, names telemetry.Nam
 // hookSinks builds the sink of each configured hook.
 func (o *observability) hookSinks(ctx context.Context, a *App, cfg Config, opts *Options) ([]hooks.Sink, error) {
 	var sinks []hooks.Sink
-	for _, t := range cfg.Hooks {
+	for _, t := range cfg.Telemetry.Hooks {
 		switch t.Kind {
 		case hooks.TargetEventBridge:
 			client := opts.HookEventBridge
 			if client == nil {
-				awsCfg, err := awsconf.Load(ctx)
+				awsCfg, err := a.AWS()
 				if err != nil {
 					return nil, err
 				}
@@ -118,7 +117,7 @@ func (o *observability) hookSinks(ctx context.Context, a *App, cfg Config, opts 
 			}
 			sinks = append(sinks, &hooks.Lambda{Client: client, Function: t.Value})
 		case hooks.TargetWebhook:
-			w, err := hooks.NewWebhook(t.Value, cfg.FetchAllowHosts)
+			w, err := hooks.NewWebhook(t.Value, cfg.Tools.AllowHosts)
 			if err != nil {
 				return nil, fmt.Errorf("LAMBENT_HOOKS: %w", err)
 			}
@@ -179,8 +178,8 @@ func (a *App) flushAfter(h http.Handler) http.Handler {
 // model and the model routes' patterns; the manifest's tools (hosted
 // tools, its MCP servers) and the built-in tools.
 func metricNames(cfg Config, m *tools.Manifest) telemetry.Names {
-	n := telemetry.Names{Models: []string{cfg.DefaultModel}}
-	for _, r := range cfg.ModelRoutes {
+	n := telemetry.Names{Models: []string{cfg.Provider.DefaultModel}}
+	for _, r := range cfg.Provider.Routes {
 		n.Models = append(n.Models, r.Pattern)
 	}
 	for _, m := range []*tools.Manifest{m, builtin.DefaultManifest()} {
@@ -196,10 +195,10 @@ func metricNames(cfg Config, m *tools.Manifest) telemetry.Names {
 // then read aggregates over the operator's model and tool names); else
 // none (local runs: the API needs no key either).
 func metricsKeys(cfg Config) tenant.Keyring {
-	if cfg.MetricsKey != "" {
-		return tenant.NewKeyring(map[string]string{cfg.MetricsKey: "metrics"})
+	if cfg.Telemetry.MetricsKey != "" {
+		return tenant.NewKeyring(map[string]string{cfg.Telemetry.MetricsKey: "metrics"})
 	}
-	return tenant.NewKeyring(cfg.APIKeys)
+	return tenant.NewKeyring(cfg.Security.APIKeys)
 }
 
 // withMetrics serves the Prometheus metrics on GET /metrics beside h, to

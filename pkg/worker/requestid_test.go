@@ -45,7 +45,7 @@ func (r *idRunner) StartBackground(ctx context.Context, _ *api.CreateResponseReq
 func TestMessagesHaveRequestIDs(t *testing.T) {
 	var logs bytes.Buffer
 	r := &idRunner{ids: map[string]string{}}
-	h := &worker.Handler{Runner: r, Logger: app.Logger(app.Config{LogLevel: "info"}, &lockedWriter{w: &logs})}
+	h := &worker.Handler{Runner: r, Logger: app.Logger(app.Config{Server: app.ServerConfig{LogLevel: "info"}}, &lockedWriter{w: &logs})}
 	out := h.SQS(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "m1", Body: `{"response_id":"resp_ok"}`, EventSource: "aws:sqs"},
 		{MessageId: "m2", Body: `{"response_id":"resp_bad"}`, EventSource: "aws:sqs"},

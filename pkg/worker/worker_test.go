@@ -172,7 +172,7 @@ func (f failingRunner) StartBackground(context.Context, *api.CreateResponseReque
 }
 
 func TestSQSPartialBatchFailure(t *testing.T) {
-	h := &worker.Handler{Runner: failingRunner{bad: "resp_bad"}, Logger: app.Logger(app.Config{LogLevel: "error"}, io.Discard)}
+	h := &worker.Handler{Runner: failingRunner{bad: "resp_bad"}, Logger: app.Logger(app.Config{Server: app.ServerConfig{LogLevel: "error"}}, io.Discard)}
 	ev := events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "m1", Body: `{"response_id":"resp_ok"}`, EventSource: "aws:sqs"},
 		{MessageId: "m2", Body: `{"response_id":"resp_bad"}`, EventSource: "aws:sqs"},
@@ -239,7 +239,7 @@ func mustMarshal(t *testing.T, v any) json.RawMessage {
 // The in-process queue runs jobs on its goroutines and stops cleanly.
 func TestLocalQueue(t *testing.T) {
 	ran := make(chan string, 3)
-	l := worker.NewLocal(2, func(ctx context.Context, id string) error { ran <- id; return nil }, app.Logger(app.Config{LogLevel: "error"}, io.Discard))
+	l := worker.NewLocal(2, func(ctx context.Context, id string) error { ran <- id; return nil }, app.Logger(app.Config{Server: app.ServerConfig{LogLevel: "error"}}, io.Discard))
 	for _, id := range []string{"a", "b", "c"} {
 		require.NoError(t, l.Enqueue(context.Background(), engine.Job{ResponseID: id}))
 	}
