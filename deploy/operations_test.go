@@ -533,28 +533,20 @@ func TestIAMGrantsMatchTheCode(t *testing.T) {
 	}
 }
 
-// ---------------------------------------------------------- README
+// ---------------------------------------------------------- docs
 
-// TestParametersDocumented: the README's deployment section names every
+// TestParametersDocumented: the deployment page (docs/aws.md) names every
 // template parameter.
 func TestParametersDocumented(t *testing.T) {
 	tpl := loadTemplate(t)
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	b, err := os.ReadFile(filepath.Join(root, "docs", "aws.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(b)
-	start := strings.Index(readme, "\n## On AWS")
-	if start < 0 {
-		t.Fatal(`README.md has no "## On AWS" section`)
-	}
-	section := readme[start+1:]
-	if end := strings.Index(section, "\n## "); end >= 0 {
-		section = section[:end]
-	}
+	page := string(b)
 	for name := range asMap(tpl["Parameters"]) {
-		if !strings.Contains(section, "`"+name+"`") {
-			t.Errorf("README.md's \"On AWS\" section does not document the parameter `%s`", name)
+		if !strings.Contains(page, "`"+name+"`") {
+			t.Errorf("docs/aws.md does not document the template parameter `%s`", name)
 		}
 	}
 }

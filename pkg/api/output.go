@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Validated output (a Lambent extension, README "Validated output"): a
+// Validated output (a Lambent extension, docs/validated-output.md): a
 // request names its final output with one output tool,
 //
 //	{"type":"lambent:output","name":"report","description":"…","parameters":{JSON Schema},

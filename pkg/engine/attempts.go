@@ -17,7 +17,7 @@ import (
 	"github.com/lambent/lambent/pkg/tools"
 )
 
-// Validated output (README "Validated output"). An attempt iterates (model
+// Validated output (docs/validated-output.md). An attempt iterates (model
 // call, then its tool calls) until the output is produced, then validates
 // it. The output is produced by
 //   - the output tool without reflection: its call ends the iterations (the

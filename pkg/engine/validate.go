@@ -17,7 +17,7 @@ import (
 	"github.com/lambent/lambent/pkg/tools"
 )
 
-// checker validates an output (README "Validated output"): against the
+// checker validates an output (docs/validated-output.md): against the
 // JSON Schema (2020-12), compiled once per request, then with each
 // validator tool in order. The first failing step ends the check, so a
 // validator only ever sees output that matches the schema.

@@ -2,7 +2,7 @@
 // for: every size, count and depth a client controls and that costs CPU,
 // memory, store reads or outbound requests. Each limit has a documented
 // default and a setting (LAMBENT_LIMIT_*, read by package app); the
-// configuration table in the README lists them.
+// configuration table (docs/configuration.md) lists them.
 //
 // Limits known from the request alone are checked before any model call or
 // outbound request, and a request over one is refused with a 400 in the

@@ -9,7 +9,7 @@ import (
 	"github.com/lambent/lambent/pkg/api"
 )
 
-// Hosted tools that serve validated output (README "Validated output"): a
+// Hosted tools that serve validated output (docs/validated-output.md): a
 // request's output tool names them as "validators" and "reflection". Both
 // are called with the output as {"output": <the output>}; a validator
 // replies {"valid": bool, "errors": [string]}, a reflection handler with
