@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"io"
 	"net"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/lambent/lambent/internal/testing/logbuf"
 
 	"github.com/stretchr/testify/require"
 
@@ -43,7 +44,7 @@ func TestBootstrapStreamsUnderRuntimeAPI(t *testing.T) {
 
 	rt := lambdarun.New(lambdarun.Options{FunctionName: "lambent-gateway"})
 	defer rt.Close()
-	stderr := new(lockedBuffer)
+	stderr := new(logbuf.Buffer)
 	p, err := rt.Start(bin, lambdarun.ProcessConfig{
 		Env: []string{
 			"LAMBENT_PROVIDER_URL=" + fake.URL,
@@ -114,24 +115,6 @@ func TestBootstrapStreamsUnderRuntimeAPI(t *testing.T) {
 	require.Equal(t, "application/json", v2.Headers["Content-Type"])
 	requireCompleted(t, []byte(v2.Body))
 	require.Equal(t, 2, fake.Calls())
-}
-
-// lockedBuffer collects a process's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestLocalStartChecksProvider runs the gateway as `make run` does, with

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lambent/lambent/internal/testing/fakellm"
+	"github.com/lambent/lambent/internal/testing/logbuf"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/app"
 	"github.com/lambent/lambent/pkg/store"
@@ -67,14 +68,10 @@ func (s *failingStore) Update(ctx context.Context, rec *store.Record, expect api
 }
 
 // logLines are the JSON log records written so far.
-func logLines(t *testing.T, b *syncBuffer) []map[string]any {
+func logLines(t *testing.T, b *logbuf.Buffer) []map[string]any {
 	t.Helper()
-	var out []map[string]any
-	for _, l := range b.lines() {
-		var m map[string]any
-		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
-		out = append(out, m)
-	}
+	out, err := b.Records()
+	require.NoError(t, err)
 	return out
 }
 
@@ -91,14 +88,14 @@ func generic(t *testing.T, msg, id string) {
 }
 
 // causeLogged finds the log line of the request id id holding the cause.
-func causeLogged(t *testing.T, logs *syncBuffer, id string) {
+func causeLogged(t *testing.T, logs *logbuf.Buffer, id string) {
 	t.Helper()
 	for _, l := range logLines(t, logs) {
 		if l["request_id"] == id && strings.Contains(l["err"].(string), "arn:aws:dynamodb:us-east-1:123456789012:table/lambent-responses") {
 			return
 		}
 	}
-	t.Fatalf("no log line of %s holds the cause:\n%s", id, strings.Join(logs.lines(), "\n"))
+	t.Fatalf("no log line of %s holds the cause:\n%s", id, strings.Join(logs.Lines(), "\n"))
 }
 
 // A store failing with an AWS error (an ARN, a table name): the 500 body,
@@ -114,7 +111,7 @@ func TestServerErrorsHideTheirCause(t *testing.T) {
 	)
 	defer fake.Close()
 	st := &failingStore{Memory: store.NewMemory(store.MemoryConfig{})}
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	g := newGateway(t, fake, map[string]string{"LAMBENT_TOOLS": ""}, app.Logger(app.Config{Server: app.ServerConfig{LogLevel: "info"}}, logs), &app.Options{Store: st})
 
 	post := func(body string) (*http.Response, string) {

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lambent/lambent/internal/testing/fakellm"
+	"github.com/lambent/lambent/internal/testing/logbuf"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/app"
 )
@@ -64,7 +65,7 @@ func TestMetricLabelsOnlyNameWhatTheOperatorConfigured(t *testing.T) {
 	}
 	fake := fakellm.New(fakellm.Turn{Text: "hi"}, fakellm.Turn{ToolCalls: calls}, fakellm.Turn{Text: "done"}, fakellm.Turn{Text: "hi"})
 	defer fake.Close()
-	emf := &syncBuffer{}
+	emf := &logbuf.Buffer{}
 	// The model name limit is raised: the labels are bounded by themselves.
 	g := newGateway(t, fake, map[string]string{"LAMBENT_TOOLS": "", "LAMBENT_METRICS": "prometheus,emf",
 		"LAMBENT_LIMIT_MODEL_NAME":  "4194304",
@@ -95,7 +96,7 @@ func TestMetricLabelsOnlyNameWhatTheOperatorConfigured(t *testing.T) {
 	assert.Contains(t, body, `gen_ai_request_model="other"`)
 
 	dims := map[string]bool{}
-	for _, l := range emf.lines() {
+	for _, l := range emf.Lines() {
 		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(l), &m))
 		for _, k := range []string{"gen_ai.request.model", "gen_ai.tool.name"} {

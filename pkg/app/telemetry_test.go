@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lambent/lambent/internal/testing/logbuf"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -34,29 +35,6 @@ import (
 // lambdaTrace is the trace header of the Lambda invocation the requests
 // run in (aws-lambda-go keeps it in the invocation's context).
 const lambdaTrace = "Root=1-6759e988-bd862e3fe1be46a994272793;Parent=63995c3f42cd8ad8;Sampled=1"
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) lines() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
-	for sc.Scan() {
-		out = append(out, sc.Text())
-	}
-	return out
-}
 
 // recording is an HTTP endpoint that records requests (headers and
 // bodies) before its handler (nil: 204) answers.
@@ -221,7 +199,7 @@ func TestHooksMetricsAndTracesEndToEnd(t *testing.T) {
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	defer func() { _ = tp.Shutdown(context.Background()) }()
-	emf := &syncBuffer{}
+	emf := &logbuf.Buffer{}
 	g := newGateway(t, fake, map[string]string{
 		"LAMBENT_HOOKS":             "eventbridge:ops-bus, lambda:AuditHook, " + hookSrv.URL + "/hook",
 		"LAMBENT_FETCH_ALLOW_HOSTS": strings.TrimPrefix(hookSrv.URL, "http://"),
@@ -281,7 +259,7 @@ func TestHooksMetricsAndTracesEndToEnd(t *testing.T) {
 	}
 
 	// EMF: a line per tool call and one for the response.
-	lines := emf.lines()
+	lines := emf.Lines()
 	require.Len(t, lines, 3)
 	var last map[string]any
 	require.NoError(t, json.Unmarshal([]byte(lines[2]), &last))

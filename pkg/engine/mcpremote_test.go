@@ -1,14 +1,14 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/lambent/lambent/internal/testing/logbuf"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -389,7 +389,7 @@ func testMCPRemoteSecrets(t *testing.T, mk storeMaker) {
 	srv := startMCP(t, mcptest.Options{})
 	p := script(calls(1, 1, call("c1", "echo", `{"text":"a"}`)), text("done", 1, 1),
 		calls(1, 1, call("c1", "echo", `{"text":"b"}`)), text("done in the background", 1, 1))
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	e, st, q := bgEngine(t, mk, p, nil, withMCP, func(c *Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
@@ -485,24 +485,6 @@ func testMCPRemoteSecrets(t *testing.T, mk storeMaker) {
 	secret(t, rec.resp)
 	assert.Contains(t, logs.String(), "mcp list tools failed")
 	secret(t, []byte(logs.String()))
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers (a log sink).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestFuncName(t *testing.T) {

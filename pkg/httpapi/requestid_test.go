@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,8 +8,9 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/lambent/lambent/internal/testing/logbuf"
 
 	"github.com/coder/websocket"
 	"github.com/openai/openai-go/v3"
@@ -26,29 +26,15 @@ import (
 var requestIDRe = regexp.MustCompile(`^req_[0-9a-f]{32}$`)
 
 // logBuffer keeps JSON log lines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
+type logBuffer struct{ logbuf.Buffer }
 
 // records are the log records that match.
 func (l *logBuffer) records(t *testing.T, match func(map[string]any) bool) []map[string]any {
 	t.Helper()
-	l.mu.Lock()
-	text := l.b.String()
-	l.mu.Unlock()
+	all, err := l.Records()
+	require.NoError(t, err)
 	var out []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &m))
+	for _, m := range all {
 		if match(m) {
 			out = append(out, m)
 		}

@@ -2,12 +2,14 @@ package worker_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/lambent/lambent/internal/testing/logbuf"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/assert"
@@ -43,9 +45,9 @@ func (r *idRunner) StartBackground(ctx context.Context, _ *api.CreateResponseReq
 // it creates keeps it for its worker's log lines), which the log line of
 // its failure repeats.
 func TestMessagesHaveRequestIDs(t *testing.T) {
-	var logs bytes.Buffer
+	var logs logbuf.Buffer
 	r := &idRunner{ids: map[string]string{}}
-	h := &worker.Handler{Runner: r, Logger: app.Logger(app.Config{Server: app.ServerConfig{LogLevel: "info"}}, &lockedWriter{w: &logs})}
+	h := &worker.Handler{Runner: r, Logger: app.Logger(app.Config{Server: app.ServerConfig{LogLevel: "info"}}, &logs)}
 	out := h.SQS(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "m1", Body: `{"response_id":"resp_ok"}`, EventSource: "aws:sqs"},
 		{MessageId: "m2", Body: `{"response_id":"resp_bad"}`, EventSource: "aws:sqs"},
@@ -56,7 +58,7 @@ func TestMessagesHaveRequestIDs(t *testing.T) {
 		assert.Regexp(t, `^req_[0-9a-f]{32}$`, r.ids[id], id)
 	}
 	assert.NotEqual(t, r.ids["resp_ok"], r.ids["resp_bad"])
-	sc := bufio.NewScanner(&logs)
+	sc := bufio.NewScanner(strings.NewReader(logs.String()))
 	found := false
 	for sc.Scan() {
 		var l map[string]any
@@ -67,16 +69,4 @@ func TestMessagesHaveRequestIDs(t *testing.T) {
 		}
 	}
 	assert.True(t, found)
-}
-
-// lockedWriter serializes writes (the batch's messages run concurrently).
-type lockedWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lambent/lambent/internal/testing/logbuf"
+
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -188,7 +190,7 @@ func TestEchoProcess(t *testing.T) {
 	bin := buildEcho(t)
 	rt := New(Options{FunctionName: "echo"})
 	defer rt.Close()
-	stderr := new(syncBuffer)
+	stderr := new(logbuf.Buffer)
 	p, err := rt.Start(bin, ProcessConfig{MemoryMB: 256, Stderr: stderr})
 	require.NoError(t, err)
 	defer p.Stop()
@@ -298,9 +300,9 @@ func buildEcho(t *testing.T) string {
 
 // startEcho starts a process of bin (testdata/echo) under rt, stopped at
 // the end of the test.
-func startEcho(t *testing.T, rt *Runtime, bin string) (*Process, *syncBuffer) {
+func startEcho(t *testing.T, rt *Runtime, bin string) (*Process, *logbuf.Buffer) {
 	t.Helper()
-	stderr := new(syncBuffer)
+	stderr := new(logbuf.Buffer)
 	p, err := rt.Start(bin, ProcessConfig{Stderr: stderr})
 	require.NoError(t, err)
 	t.Cleanup(p.Stop)
@@ -508,23 +510,4 @@ func TestRuntimeAPILimitsByHand(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.TimedOut)
 	require.Equal(t, http.StatusBadRequest, c.post("invocation/"+inv.ID+"/response", strings.NewReader(`{}`), nil))
-}
-
-// syncBuffer is a bytes.Buffer safe for a process writing while the test
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
