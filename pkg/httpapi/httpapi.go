@@ -123,7 +123,11 @@ func New(cfg Config) *Handler {
 		ws.ReadLimit = cfg.MaxBody
 	}
 	h := &Handler{svc: cfg.Service, maxBody: cfg.MaxBody, log: cfg.Logger, tenants: cfg.Tenants, ws: wsapi.NewServer(ws), hosts: newHostAllowlist(cfg.AllowedHosts)}
-	h.router = newRouter(append(h.routes(), extraRoutes(cfg.Routes)...))
+	routes := h.routes()
+	for _, r := range cfg.Routes {
+		routes = append(routes, route{pattern: r.Pattern, handler: r.Handler, open: true})
+	}
+	h.router = newRouter(routes)
 	return h
 }
 

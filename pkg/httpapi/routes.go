@@ -25,16 +25,6 @@ func (h *Handler) routes() []route {
 	}
 }
 
-// extraRoutes are the routes of Config.Routes: open, since each
-// authenticates its own callers.
-func extraRoutes(rs []Route) []route {
-	out := make([]route, len(rs))
-	for i, r := range rs {
-		out[i] = route{pattern: r.Pattern, handler: r.Handler, open: true}
-	}
-	return out
-}
-
 // route is one route: an http.ServeMux pattern ("METHOD /path") and its
 // handler.
 type route struct {
