@@ -224,14 +224,16 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 		return err
 	}
 	a.Engine = eng
-	var h http.Handler = httpapi.New(httpapi.Config{Service: eng, MaxBody: cfg.Server.MaxBody, Logger: log, Tenants: cfg.Tenants(), AllowedHosts: cfg.Server.AllowedHosts})
+	hc := httpapi.Config{Service: eng, MaxBody: cfg.Server.MaxBody, Logger: log, Tenants: cfg.Tenants(), AllowedHosts: cfg.Server.AllowedHosts}
 	if obs.prometheus != nil {
-		h = withMetrics(h, obs.prometheus, metricsKeys(cfg), log)
+		hc.Routes = append(hc.Routes, metricsRoute(obs.prometheus, metricsKeys(cfg), log))
 	}
+	var h http.Handler = httpapi.New(hc)
 	if cfg.InLambda && len(a.flush) > 0 {
 		h = a.flushAfter(h)
 	}
-	// Every reply, /metrics' too, carries the request's id.
+	// The request's id is given before the flush after it, which logs
+	// with it.
 	a.Handler = requestid.Middleware(h)
 	return nil
 }

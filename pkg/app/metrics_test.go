@@ -177,3 +177,51 @@ func TestMetricsKeyTooShort(t *testing.T) {
 	_, err := app.FromEnv(func(k string) string { return map[string]string{"LAMBENT_METRICS_KEY": "short"}[k] })
 	require.ErrorContains(t, err, "LAMBENT_METRICS_KEY")
 }
+
+// /metrics is served through the API's checks: the Host check of a
+// loopback listener, the request id, and refusals in the OpenAI error
+// shape (no redirect of an unclean path).
+func TestMetricsThroughTheAPIChecks(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	fake := fakellm.New()
+	defer fake.Close()
+	env := map[string]string{"LAMBENT_METRICS": "prometheus", "LAMBENT_METRICS_KEY": metricsKey}
+	cfg, err := app.FromEnv(func(k string) string { return env[k] })
+	require.NoError(t, err)
+	require.NoError(t, app.ResolveSecrets(context.Background(), &cfg, func(k string) string { return env[k] }))
+	url := newGatewayCfg(t, fake, cfg)
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, c := range []struct {
+		method, path, host string
+		status             int
+		code               string
+	}{
+		{http.MethodGet, "/metrics", "", http.StatusOK, ""},
+		{http.MethodGet, "/metrics/", "", http.StatusOK, ""},
+		{http.MethodGet, "/metrics", "evil.example", http.StatusMisdirectedRequest, "host_not_allowed"},
+		{http.MethodPost, "/metrics", "", http.StatusMethodNotAllowed, "method_not_allowed"},
+		{http.MethodGet, "//metrics", "", http.StatusNotFound, "unknown_url"},
+		{http.MethodGet, "/v1/../metrics", "", http.StatusNotFound, "unknown_url"},
+	} {
+		req, err := http.NewRequest(c.method, url+c.path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+metricsKey)
+		if c.host != "" {
+			req.Host = c.host
+		}
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		require.Equal(t, c.status, resp.StatusCode, "%s %s Host %s: %s", c.method, c.path, c.host, b)
+		assert.Regexp(t, requestIDRe, resp.Header.Get("X-Request-Id"))
+		if c.code == "" {
+			assert.Contains(t, string(b), "go_goroutines")
+			continue
+		}
+		var e api.ErrorBody
+		require.NoError(t, json.Unmarshal(b, &e), "%s", b)
+		assert.Equal(t, c.code, e.Error.Code)
+	}
+}

@@ -201,20 +201,17 @@ func metricsKeys(cfg Config) tenant.Keyring {
 	return tenant.NewKeyring(cfg.Security.APIKeys)
 }
 
-// withMetrics serves the Prometheus metrics on GET /metrics beside h, to
-// requests with a bearer key of keys (any request when keys is nil);
-// others get a 401.
-func withMetrics(h http.Handler, p *telemetry.Prometheus, keys tenant.Keyring, log *slog.Logger) http.Handler {
+// metricsRoute serves the Prometheus metrics on GET /metrics, beside the
+// API and through its checks (httpapi.Config.Routes), to requests with a
+// bearer key of keys (any request when keys is nil); others get a 401.
+func metricsRoute(p *telemetry.Prometheus, keys tenant.Keyring, log *slog.Logger) httpapi.Route {
 	metrics := p.Handler()
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return httpapi.Route{Pattern: "GET /metrics", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := (tenant.Rule{Keys: keys}).Resolve("", r.Header.Get("Authorization")); err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="lambent-metrics"`)
 			httpapi.WriteError(w, r, log, api.Unauthorized(err.Error()))
 			return
 		}
 		metrics.ServeHTTP(w, r)
-	}))
-	mux.Handle("/", h)
-	return mux
+	})}
 }

@@ -1,15 +1,14 @@
-// Package httpapi serves the OpenResponses HTTP API over net/http: routes,
-// request decoding, the SSE writer and error mapping. The same handler runs
+// Package httpapi serves the OpenResponses HTTP API over net/http: routes
+// (http.ServeMux patterns, refused in the OpenAI error shape), request
+// decoding, the SSE writer and error mapping. The same handler runs
 // as a local server and inside Lambda.
 package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -62,6 +61,22 @@ type Config struct {
 	// request arriving on a socket of the server may name in its Host
 	// header (LAMBENT_ALLOWED_HOSTS); "*" allows any. See Handler.
 	AllowedHosts []string
+	// Routes are served beside the API (the app's GET /metrics), through
+	// the same checks and refusals, but outside the tenant rule: each
+	// authenticates its own callers.
+	Routes []Route
+}
+
+// Route is a route served beside the API (Config.Routes).
+type Route struct {
+	// Pattern is a ServeMux pattern of a method and a path of its own,
+	// without a trailing slash: "GET /metrics". As on the API's routes, a
+	// trailing slash of a request's path is ignored, and a method the
+	// path has no route for is a 405.
+	Pattern string
+	// Handler serves the route's requests, each with its request id. It
+	// authenticates them itself, and writes its errors with WriteError.
+	Handler http.Handler
 }
 
 // Handler is the HTTP API.
@@ -84,9 +99,12 @@ type Handler struct {
 	tenants tenant.Rule
 	ws      *wsapi.Server
 	hosts   hostAllowlist
+	router  *router
 }
 
-// New returns the API handler.
+// New returns the API handler. It panics when a route of cfg.Routes is
+// not a pattern of a method and a path, or conflicts with another route
+// (as http.ServeMux.Handle does).
 func New(cfg Config) *Handler {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
@@ -104,7 +122,13 @@ func New(cfg Config) *Handler {
 	if ws.ReadLimit <= 0 {
 		ws.ReadLimit = cfg.MaxBody
 	}
-	return &Handler{svc: cfg.Service, maxBody: cfg.MaxBody, log: cfg.Logger, tenants: cfg.Tenants, ws: wsapi.NewServer(ws), hosts: newHostAllowlist(cfg.AllowedHosts)}
+	h := &Handler{svc: cfg.Service, maxBody: cfg.MaxBody, log: cfg.Logger, tenants: cfg.Tenants, ws: wsapi.NewServer(ws), hosts: newHostAllowlist(cfg.AllowedHosts)}
+	routes := h.routes()
+	for _, r := range cfg.Routes {
+		routes = append(routes, route{pattern: r.Pattern, handler: r.Handler, open: true})
+	}
+	h.router = newRouter(routes)
+	return h
 }
 
 // Shutdown closes the open WebSocket connections, each after its response
@@ -113,304 +137,84 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 	return h.ws.Shutdown(ctx)
 }
 
-// ServeHTTP routes a request. Every reply carries the request's id in
-// its x-request-id header (requestid.Serve: the id the request's context
-// carries, else a new one), and every log line of the request repeats it.
-// Panics are recovered into a 500 in the OpenAI error shape.
+// ServeHTTP serves a request through the checks every route shares, in
+// this order: every reply carries the request's id in its x-request-id
+// header (requestid.Serve: the id the request's context carries, else a
+// new one), and every log line of the request repeats it; panics are
+// recovered into a 500 in the OpenAI error shape; the Host check (see
+// Handler); the tenant rule (authenticate), except on open routes
+// (/healthz, Config.Routes); the Content-Encoding check
+// (identityEncoding). Then the request is routed (route).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r, _ = requestid.Serve(w, r)
-	h.route(w, r)
+	defer h.recoverPanic(w, r)
+	h.fail(w, r, h.serve(w, r))
 }
 
-// route serves a request that has its request id.
-func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
-	defer func() {
-		if p := recover(); p != nil {
-			if p == http.ErrAbortHandler {
-				panic(p)
-			}
-			h.log.ErrorContext(r.Context(), "panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p)
-			h.writeError(w, r, api.ServerError(fmt.Errorf("panic: %v", p), api.ServerErrorMessage))
+// recoverPanic, deferred, answers a panic of the request's handler with a
+// 500 (http.ErrAbortHandler goes on: it aborts the reply).
+func (h *Handler) recoverPanic(w http.ResponseWriter, r *http.Request) {
+	if p := recover(); p != nil {
+		if p == http.ErrAbortHandler {
+			panic(p)
 		}
-	}()
+		h.log.ErrorContext(r.Context(), "panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p)
+		h.writeError(w, r, api.ServerError(fmt.Errorf("panic: %v", p), api.ServerErrorMessage))
+	}
+}
+
+// serve checks r and routes it; it returns the error to answer with.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if !h.hosts.allows(r) {
-		h.writeError(w, r, &api.Error{Status: http.StatusMisdirectedRequest, Type: api.ErrTypeInvalidRequest, Code: "host_not_allowed",
-			Message: "This gateway does not serve the host " + strconv.Quote(r.Host) + " named by the request: on a loopback address it answers localhost, 127.0.0.1 and [::1] only (add names to LAMBENT_ALLOWED_HOSTS)."})
-		return
+		return &api.Error{Status: http.StatusMisdirectedRequest, Type: api.ErrTypeInvalidRequest, Code: "host_not_allowed",
+			Message: "This gateway does not serve the host " + strconv.Quote(r.Host) + " named by the request: on a loopback address it answers localhost, 127.0.0.1 and [::1] only (add names to LAMBENT_ALLOWED_HOSTS)."}
 	}
-	path := strings.TrimSuffix(r.URL.Path, "/")
-	if path != "/healthz" {
-		var ok bool
-		if r, ok = h.authenticate(w, r); !ok {
-			return
+	u, res := h.router.resolve(r)
+	if res == nil || !res.open {
+		var err error
+		if r, err = h.authenticate(w, r); err != nil {
+			return err
 		}
 	}
-	if !h.identityEncoding(w, r) {
-		return
+	if err := identityEncoding(w, r); err != nil {
+		return err
 	}
-	switch {
-	case path == "/healthz":
-		h.only(w, r, http.MethodGet, func() { h.writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
-	case path == "/v1/responses" && wsapi.IsUpgrade(r):
-		h.ws.ServeHTTP(w, r)
-	case path == "/v1/responses":
-		h.only(w, r, http.MethodPost, func() { h.create(w, r) })
-	case path == "/v1/responses/compact":
-		h.only(w, r, http.MethodPost, func() { h.compact(w, r) })
-	case strings.HasPrefix(path, "/v1/responses/"):
-		rest := strings.TrimPrefix(path, "/v1/responses/")
-		id, sub, _ := strings.Cut(rest, "/")
-		if id == "" || strings.Contains(sub, "/") {
-			h.notFoundRoute(w, r)
-			return
-		}
-		switch sub {
-		case "":
-			switch r.Method {
-			case http.MethodGet:
-				h.get(w, r, id)
-			case http.MethodDelete:
-				h.delete(w, r, id)
-			default:
-				h.methodNotAllowed(w, r, "GET, DELETE")
-			}
-		case "input_items":
-			h.only(w, r, http.MethodGet, func() { h.inputItems(w, r, id) })
-		case "cancel":
-			h.only(w, r, http.MethodPost, func() { h.cancel(w, r, id) })
-		default:
-			h.notFoundRoute(w, r)
-		}
-	default:
-		h.notFoundRoute(w, r)
-	}
+	return h.router.route(w, r, u, res)
 }
 
 // identityEncoding refuses a request body with a Content-Encoding other
 // than identity (the gateway decodes none: a gzip body would otherwise be
-// read as JSON) with a 415. It writes the error itself.
-func (h *Handler) identityEncoding(w http.ResponseWriter, r *http.Request) bool {
+// read as JSON) with a 415.
+func identityEncoding(w http.ResponseWriter, r *http.Request) error {
 	ce := strings.TrimSpace(r.Header.Get("Content-Encoding"))
 	if ce == "" || strings.EqualFold(ce, "identity") || r.ContentLength == 0 {
-		return true
+		return nil
 	}
 	w.Header().Set("Accept-Encoding", "identity")
-	h.writeError(w, r, &api.Error{Status: http.StatusUnsupportedMediaType, Type: api.ErrTypeInvalidRequest, Code: "unsupported_content_encoding",
-		Message: "Unsupported Content-Encoding " + strconv.Quote(ce) + "; send the request body uncompressed."})
-	return false
+	return &api.Error{Status: http.StatusUnsupportedMediaType, Type: api.ErrTypeInvalidRequest, Code: "unsupported_content_encoding",
+		Message: "Unsupported Content-Encoding " + strconv.Quote(ce) + "; send the request body uncompressed."}
 }
 
-func (h *Handler) only(w http.ResponseWriter, r *http.Request, method string, fn func()) {
-	if r.Method != method {
-		h.methodNotAllowed(w, r, method)
-		return
-	}
-	fn()
+// handlerFunc is a route's handler: it writes its answer, or returns the
+// error to answer with, which handle writes.
+type handlerFunc func(http.ResponseWriter, *http.Request) error
+
+// handle adapts f to http.Handler: the error f returns is answered in the
+// OpenAI error shape (fail), so that no handler writes its own errors.
+func (h *Handler) handle(f handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.fail(w, r, f(w, r))
+	})
 }
 
-func (h *Handler) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
-	w.Header().Set("Allow", allow)
-	h.writeError(w, r, &api.Error{Status: http.StatusMethodNotAllowed, Type: api.ErrTypeInvalidRequest, Code: "method_not_allowed",
-		Message: "Method " + r.Method + " is not allowed for " + r.URL.Path + "; allowed: " + allow + "."})
-}
-
-func (h *Handler) notFoundRoute(w http.ResponseWriter, r *http.Request) {
-	h.writeError(w, r, &api.Error{Status: http.StatusNotFound, Type: api.ErrTypeInvalidRequest, Code: "unknown_url",
-		Message: "Unknown request URL: " + r.Method + " " + r.URL.Path + "."})
-}
-
-// body reads a JSON request body within the size limit; on failure it
-// writes the error (415, 413, 400) and returns false. A body must come as
-// application/json: without a Content-Type it is refused too (see
-// Handler), an empty body is not.
-func (h *Handler) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	if ct := r.Header.Get("Content-Type"); ct != "" || r.ContentLength != 0 {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || mt != "application/json" {
-			msg := "Unsupported Content-Type " + strconv.Quote(ct) + "; send application/json."
-			if ct == "" {
-				msg = "The request body has no Content-Type; send it as application/json."
-			}
-			h.writeError(w, r, &api.Error{Status: http.StatusUnsupportedMediaType, Type: api.ErrTypeInvalidRequest, Code: "unsupported_media_type", Message: msg})
-			return nil, false
-		}
-	}
-	body, err := api.ReadLimited(http.MaxBytesReader(w, r.Body, h.maxBody+1), h.maxBody)
-	if err != nil {
-		h.writeError(w, r, err)
-		return nil, false
-	}
-	return body, true
-}
-
-func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
-	body, ok := h.body(w, r)
-	if !ok {
-		return
-	}
-	req, err := api.DecodeCreateRequest(body)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	create := h.svc.CreateResponse
-	if req.Background {
-		create = h.svc.CreateBackground
-	}
-	rw := &responseWriter{h: h, w: w}
-	if err := create(r.Context(), req, rw); err != nil {
-		if rw.started {
-			h.log.WarnContext(r.Context(), "error after the response started", "err", err)
-			_ = rw.Flush()
-			return
-		}
-		if errors.Is(err, context.Canceled) {
-			return
-		}
-		h.writeError(w, r, err)
-		return
-	}
-	if rw.started && req.Stream {
-		rw.done()
-	}
-}
-
-func (h *Handler) compact(w http.ResponseWriter, r *http.Request) {
-	body, ok := h.body(w, r)
-	if !ok {
-		return
-	}
-	req, err := api.DecodeCompactRequest(body)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	res, err := h.svc.Compact(r.Context(), req)
-	if err != nil {
-		if !errors.Is(err, context.Canceled) {
-			h.writeError(w, r, err)
-		}
-		return
-	}
-	h.writeJSON(w, http.StatusOK, res)
-}
-
-func (h *Handler) get(w http.ResponseWriter, r *http.Request, id string) {
-	q := r.URL.Query()
-	if q.Get("stream") == "true" || streamInBody(r) {
-		after := int64(-1)
-		if v := q.Get("starting_after"); v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 {
-				h.writeError(w, r, api.InvalidRequest("starting_after", "starting_after must be a non-negative integer"))
-				return
-			}
-			after = n
-		}
-		rw := &responseWriter{h: h, w: w}
-		if err := h.svc.StreamResponse(r.Context(), id, after, rw); err != nil {
-			if rw.started {
-				_ = rw.Flush()
-			} else {
-				h.fail(w, r, err)
-			}
-			return
-		}
-		rw.done()
-		return
-	}
-	resp, err := h.svc.GetResponse(r.Context(), id)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.writeJSON(w, http.StatusOK, resp)
-}
-
-// streamInBody reports whether a GET carries {"stream": true} as a JSON
-// body, as the official SDKs' retrieve-streaming helpers send it.
-func streamInBody(r *http.Request) bool {
-	if r.Body == nil || r.ContentLength == 0 {
-		return false
-	}
-	var b struct {
-		Stream bool `json:"stream"`
-	}
-	data, err := api.ReadLimited(r.Body, 4096)
-	return err == nil && json.Unmarshal(data, &b) == nil && b.Stream
-}
-
-func (h *Handler) delete(w http.ResponseWriter, r *http.Request, id string) {
-	res, err := h.svc.DeleteResponse(r.Context(), id)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.writeJSON(w, http.StatusOK, res)
-}
-
-func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, id string) {
-	res, err := h.svc.CancelResponse(r.Context(), id)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.writeJSON(w, http.StatusOK, res)
-}
-
-func (h *Handler) inputItems(w http.ResponseWriter, r *http.Request, id string) {
-	q := r.URL.Query()
-	opts := api.ListOptions{After: q.Get("after"), Order: q.Get("order"), Limit: api.DefaultListLimit}
-	if !validCursor(opts.After) {
-		h.writeError(w, r, api.InvalidRequest("after", "after must be the id of an input item: at most %d printable ASCII characters", maxCursor))
-		return
-	}
-	switch opts.Order {
-	case "":
-		opts.Order = "desc"
-	case "asc", "desc":
-	default:
-		h.writeError(w, r, api.InvalidRequest("order", "invalid value %q for order; expected \"asc\" or \"desc\"", opts.Order))
-		return
-	}
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > api.MaxListLimit {
-			h.writeError(w, r, api.InvalidRequest("limit", "limit must be an integer between 1 and %d", api.MaxListLimit))
-			return
-		}
-		opts.Limit = n
-	}
-	list, err := h.svc.ListInputItems(r.Context(), id, opts)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.writeJSON(w, http.StatusOK, list)
-}
-
-// maxCursor bounds the length of input_items' after (an item id).
-const maxCursor = 256
-
-// validCursor reports whether after can be an item id: at most maxCursor
-// printable ASCII characters (or empty: no cursor). Nothing else reaches
-// a store.
-func validCursor(after string) bool {
-	if len(after) > maxCursor {
-		return false
-	}
-	for i := 0; i < len(after); i++ {
-		if after[i] <= ' ' || after[i] > '~' {
-			return false
-		}
-	}
-	return true
-}
-
-// fail answers err, unless err only says that the client went away (the
-// request's context ended and the error is that context's): then there
-// is no one to answer and nothing failed, so it stops.
+// fail answers err (nothing when nil) with WriteError, unless err only
+// says that the client went away (the request's context ended and the
+// error is that context's): then there is no one to answer and nothing
+// failed, so it stops.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if err == nil {
+		return
+	}
 	if r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		h.log.DebugContext(r.Context(), "client went away", "method", r.Method, "path", r.URL.Path, "err", err)
 		return

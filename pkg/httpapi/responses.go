@@ -1,0 +1,201 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"mime"
+	"net/http"
+	"strconv"
+
+	"github.com/lambent/lambent/pkg/api"
+)
+
+// body reads a JSON request body within the size limit; it fails with a
+// 415, 413 or 400. A body must come as application/json: without a
+// Content-Type it is refused too (see Handler), an empty body is not.
+func (h *Handler) body(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if ct := r.Header.Get("Content-Type"); ct != "" || r.ContentLength != 0 {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" {
+			msg := "Unsupported Content-Type " + strconv.Quote(ct) + "; send application/json."
+			if ct == "" {
+				msg = "The request body has no Content-Type; send it as application/json."
+			}
+			return nil, &api.Error{Status: http.StatusUnsupportedMediaType, Type: api.ErrTypeInvalidRequest, Code: "unsupported_media_type", Message: msg}
+		}
+	}
+	return api.ReadLimited(http.MaxBytesReader(w, r.Body, h.maxBody+1), h.maxBody)
+}
+
+// create serves POST /v1/responses.
+func (h *Handler) create(w http.ResponseWriter, r *http.Request) error {
+	body, err := h.body(w, r)
+	if err != nil {
+		return err
+	}
+	req, err := api.DecodeCreateRequest(body)
+	if err != nil {
+		return err
+	}
+	create := h.svc.CreateResponse
+	if req.Background {
+		create = h.svc.CreateBackground
+	}
+	rw := &responseWriter{h: h, w: w}
+	if err := create(r.Context(), req, rw); err != nil {
+		if rw.started {
+			h.log.WarnContext(r.Context(), "error after the response started", "err", err)
+			_ = rw.Flush()
+			return nil
+		}
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	}
+	if rw.started && req.Stream {
+		rw.done()
+	}
+	return nil
+}
+
+// compact serves POST /v1/responses/compact.
+func (h *Handler) compact(w http.ResponseWriter, r *http.Request) error {
+	body, err := h.body(w, r)
+	if err != nil {
+		return err
+	}
+	req, err := api.DecodeCompactRequest(body)
+	if err != nil {
+		return err
+	}
+	res, err := h.svc.Compact(r.Context(), req)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	}
+	h.writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// get serves GET /v1/responses/{id}: the response, or with stream=true its
+// events.
+func (h *Handler) get(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	q := r.URL.Query()
+	if q.Get("stream") == "true" || streamInBody(r) {
+		after := int64(-1)
+		if v := q.Get("starting_after"); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return api.InvalidRequest("starting_after", "starting_after must be a non-negative integer")
+			}
+			after = n
+		}
+		rw := &responseWriter{h: h, w: w}
+		if err := h.svc.StreamResponse(r.Context(), id, after, rw); err != nil {
+			if rw.started {
+				_ = rw.Flush()
+				return nil
+			}
+			return err
+		}
+		rw.done()
+		return nil
+	}
+	resp, err := h.svc.GetResponse(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	h.writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+// streamInBody reports whether a GET carries {"stream": true} as a JSON
+// body, as the official SDKs' retrieve-streaming helpers send it.
+func streamInBody(r *http.Request) bool {
+	if r.Body == nil || r.ContentLength == 0 {
+		return false
+	}
+	var b struct {
+		Stream bool `json:"stream"`
+	}
+	data, err := api.ReadLimited(r.Body, 4096)
+	return err == nil && json.Unmarshal(data, &b) == nil && b.Stream
+}
+
+// delete serves DELETE /v1/responses/{id}.
+func (h *Handler) delete(w http.ResponseWriter, r *http.Request) error {
+	res, err := h.svc.DeleteResponse(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	h.writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// cancel serves POST /v1/responses/{id}/cancel.
+func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) error {
+	res, err := h.svc.CancelResponse(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	h.writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// inputItems serves GET /v1/responses/{id}/input_items.
+func (h *Handler) inputItems(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	opts := api.ListOptions{After: q.Get("after"), Order: q.Get("order"), Limit: api.DefaultListLimit}
+	if !validCursor(opts.After) {
+		return api.InvalidRequest("after", "after must be the id of an input item: at most %d printable ASCII characters", maxCursor)
+	}
+	switch opts.Order {
+	case "":
+		opts.Order = "desc"
+	case "asc", "desc":
+	default:
+		return api.InvalidRequest("order", "invalid value %q for order; expected \"asc\" or \"desc\"", opts.Order)
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > api.MaxListLimit {
+			return api.InvalidRequest("limit", "limit must be an integer between 1 and %d", api.MaxListLimit)
+		}
+		opts.Limit = n
+	}
+	list, err := h.svc.ListInputItems(r.Context(), r.PathValue("id"), opts)
+	if err != nil {
+		return err
+	}
+	h.writeJSON(w, http.StatusOK, list)
+	return nil
+}
+
+// maxCursor bounds the length of input_items' after (an item id).
+const maxCursor = 256
+
+// validCursor reports whether after can be an item id: at most maxCursor
+// printable ASCII characters (or empty: no cursor). Nothing else reaches
+// a store.
+func validCursor(after string) bool {
+	if len(after) > maxCursor {
+		return false
+	}
+	for i := 0; i < len(after); i++ {
+		if after[i] <= ' ' || after[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// health serves GET /healthz.
+func (h *Handler) health(w http.ResponseWriter, _ *http.Request) error {
+	h.writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
