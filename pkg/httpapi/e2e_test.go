@@ -105,10 +105,20 @@ func newGatewayWith(t testing.TB, fake *fakellm.Server, env map[string]string, o
 // do sends a raw request and returns the status, headers and whole body.
 func (g *gateway) do(method, path, contentType, body string) (int, http.Header, []byte) {
 	g.t.Helper()
+	return g.doWith(method, path, body, "Content-Type", contentType)
+}
+
+// doWith sends a raw request with the headers of kv (name, value, …; an
+// empty value is no header) and returns the status, headers and whole
+// body.
+func (g *gateway) doWith(method, path, body string, kv ...string) (int, http.Header, []byte) {
+	g.t.Helper()
 	req, err := http.NewRequest(method, g.srv.URL+path, strings.NewReader(body))
 	require.NoError(g.t, err)
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			req.Header.Set(kv[i], kv[i+1])
+		}
 	}
 	res, err := g.http.Do(req)
 	require.NoError(g.t, err)

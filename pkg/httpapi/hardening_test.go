@@ -449,16 +449,7 @@ func TestHostileMCP(t *testing.T) {
 // the status, header and body.
 func (g *gateway) postAs(key, body string) (int, http.Header, []byte) {
 	g.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, g.srv.URL+"/v1/responses", strings.NewReader(body))
-	require.NoError(g.t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+key)
-	res, err := g.http.Do(req)
-	require.NoError(g.t, err)
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	require.NoError(g.t, err)
-	return res.StatusCode, res.Header, b
+	return g.doWith(http.MethodPost, "/v1/responses", body, "Content-Type", "application/json", "Authorization", "Bearer "+key)
 }
 
 // A tenant over LAMBENT_LIMIT_TENANT_IN_FLIGHT gets a 429

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -377,21 +376,9 @@ func TestE2EMCPManifest(t *testing.T) {
 }
 
 // stdioServer builds internal/testing/mcptest/stdioserver once.
-var stdioServerBuild = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "lambent-mcp-stdio")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "stdioserver")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../internal/testing/mcptest/stdioserver").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v: %s", err, out)
-	}
-	return bin, nil
-})
-
 func stdioServer(t *testing.T) string {
 	t.Helper()
-	bin, err := stdioServerBuild()
+	bin, err := mcptest.StdioServer()
 	require.NoError(t, err)
 	return bin
 }

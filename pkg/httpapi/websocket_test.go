@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -540,15 +539,7 @@ func wantErrorBody(t *testing.T, res *http.Response, code string) {
 // doAuth sends a request with a bearer key.
 func (g *gateway) doAuth(method, path, key string) (int, http.Header, []byte) {
 	g.t.Helper()
-	req, err := http.NewRequest(method, g.srv.URL+path, nil)
-	require.NoError(g.t, err)
-	req.Header.Set("Authorization", "Bearer "+key)
-	res, err := g.http.Do(req)
-	require.NoError(g.t, err)
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	require.NoError(g.t, err)
-	return res.StatusCode, res.Header, b
+	return g.doWith(method, path, "", "Authorization", "Bearer "+key)
 }
 
 // The OpenAI Agents SDK's Responses WebSocket transport works unchanged:

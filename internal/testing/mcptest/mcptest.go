@@ -19,8 +19,12 @@ package mcptest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -212,3 +216,19 @@ func (s *Server) start(h http.Handler) *Server {
 func Serve(ctx context.Context, opts Options) error {
 	return NewServer(opts).Run(ctx, &sdk.StdioTransport{})
 }
+
+// StdioServer builds the stdio test server (./stdioserver) once per test
+// binary and returns the path of the binary; the OS temp directory holds
+// it for the other tests.
+var StdioServer = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "lambent-mcp-stdio")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "stdioserver")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/lambent/lambent/internal/testing/mcptest/stdioserver").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v: %s", err, out)
+	}
+	return bin, nil
+})

@@ -6,16 +6,12 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -45,25 +41,10 @@ func server(label, url string) *tools.MCPServer {
 	return &tools.MCPServer{Label: label, URL: url, Transport: tools.MCPStreamableHTTP}
 }
 
-// stdioServer builds the stdio test server once per test binary run.
-var stdioOnce = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "mcp-stdio")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "stdioserver")
-	out, err := exec.Command("go", "build", "-o", bin, "../../../internal/testing/mcptest/stdioserver").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v: %s", err, out)
-	}
-	return bin, nil
-})
-
 func stdioBinary(t *testing.T) string {
 	t.Helper()
-	bin, err := stdioOnce()
+	bin, err := mcptest.StdioServer()
 	require.NoError(t, err)
-	t.Cleanup(func() {}) // the binary stays for the other tests; the OS temp dir holds it
 	return bin
 }
 
