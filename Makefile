@@ -9,7 +9,11 @@ export LAMBENT_CACHE ?= $(CACHE_DIR)
 
 LAMBDA_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w"
 
-.PHONY: run demo test test-go lint bench load build fuzz clean
+.PHONY: help run demo test test-go lint bench load build fuzz clean
+
+## help: list the targets with what each does
+help:
+	@grep -h '^## ' $(MAKEFILE_LIST) | sed 's/^## //' | awk -F': ' '/^[a-z-]+:/ {printf "  %-16s %s\n", $$1, substr($$0, length($$1) + 3); next} {printf "  %-16s %s\n", "", $$0}'
 
 ## run: start the gateway on LAMBENT_ADDR (default 127.0.0.1:8080), memory store, hosted tools in-process
 run:
@@ -65,7 +69,7 @@ fuzz:
 	done
 
 ## build: linux/arm64 bootstraps of every function under $(ARTIFACTS_DIR)/<function>/bootstrap
-FUNCTIONS = gateway worker tools/calculator tools/fetch_url
+FUNCTIONS = gateway worker websocket tools/calculator tools/fetch_url
 
 build:
 	@set -e; for fn in $(FUNCTIONS); do \
