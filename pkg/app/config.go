@@ -40,7 +40,8 @@ type Config struct {
 	WebSocket WebSocketConfig
 }
 
-// ServerConfig is the local server and the HTTP front door: address, hosts, body limit, logs.
+// ServerConfig is the local server and the HTTP front door: address,
+// hosts, body limit, logs.
 type ServerConfig struct {
 	// Addr is the local listen address (LAMBENT_ADDR, default 127.0.0.1:8080).
 	Addr string
@@ -106,11 +107,11 @@ type StoreConfig struct {
 type LoopConfig struct {
 	// MaxTurns bounds the agentic loop (LAMBENT_MAX_TURNS, default 10).
 	MaxTurns int
-	// MaxAttempts is the default attempts of a validated output
-	// (LAMBENT_MAX_ATTEMPTS, default 3).
+	// MaxAttempts is the attempts of a validated output, and the most a
+	// request may ask for (LAMBENT_MAX_ATTEMPTS, default 3).
 	MaxAttempts int
-	// MaxIterationsPerAttempt is the default model calls per attempt
-	// (LAMBENT_MAX_ITERATIONS_PER_ATTEMPT, default 15).
+	// MaxIterationsPerAttempt is the model calls per attempt, and the most
+	// a request may ask for (LAMBENT_MAX_ITERATIONS_PER_ATTEMPT, default 15).
 	MaxIterationsPerAttempt int
 	// HostedToolItems is how server-executed calls appear in output:
 	// "mcp_call" (default) or "function_call" (LAMBENT_HOSTED_TOOL_ITEMS).
@@ -141,7 +142,8 @@ type ToolsConfig struct {
 	LambdaEndpoint string
 }
 
-// SecurityConfig holds the tenant rule's keys and the secrets that seal stored data.
+// SecurityConfig holds the tenant rule's keys and the secrets that seal
+// stored data.
 type SecurityConfig struct {
 	// SecretKey (32 bytes) seals the MCP secrets of stored background
 	// requests (LAMBENT_SECRET_KEY, base64; or from SSM through
@@ -186,7 +188,7 @@ type TelemetryConfig struct {
 	// or ARN>, an http(s) webhook URL); empty: none.
 	Hooks []hooks.Target
 	// EMF writes CloudWatch Embedded Metric Format lines to stdout,
-	// MetricsPrometheus serves /metrics on the local server (LAMBENT_METRICS,
+	// Prometheus serves /metrics on the local server (LAMBENT_METRICS,
 	// comma-separated: emf, prometheus; empty or off: no metrics).
 	EMF        bool
 	Prometheus bool
