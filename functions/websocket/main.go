@@ -64,7 +64,7 @@ func newHandler(ctx context.Context, a *app.App, cfg app.Config, log *slog.Logge
 	if err != nil {
 		return nil, err
 	}
-	conns, err := apigw.NewConnections(dynamodb.NewClient(awsCfg), table, nil)
+	conns, err := apigw.NewConnections(dynamodb.NewClient(awsCfg), table)
 	if err != nil {
 		return nil, err
 	}
