@@ -128,7 +128,7 @@ func TestSampleEvents(t *testing.T) {
 	out, err = h.Invoke(t.Context(), sample(t, "websocket-disconnect.json"))
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, out.(events.APIGatewayProxyResponse).StatusCode)
-	conns, err := apigw.NewConnections(dynamotest.Client(t), table, nil)
+	conns, err := apigw.NewConnections(dynamotest.Client(t), table)
 	require.NoError(t, err)
 	c, err := conns.Load(t.Context(), conn)
 	require.NoError(t, err)

@@ -55,7 +55,7 @@ func newHandler(a *app.App, cfg app.Config, log *slog.Logger) (*apigw.Handler, e
 	if err != nil {
 		return nil, err
 	}
-	conns, err := apigw.NewConnections(dynamodb.NewClient(awsCfg), table, nil)
+	conns, err := apigw.NewConnections(dynamodb.NewClient(awsCfg), table)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/lambent/lambent/pkg/api"
@@ -13,7 +14,10 @@ import (
 )
 
 // fakeClock is a clock the scripted model advances: each model call "takes"
-// a fixed time, so deadline tests need no real waiting.
+// a fixed time, so deadline tests need no real waiting. Tests on the memory
+// store alone run in a testing/synctest bubble instead (time.Sleep advances
+// its clock); the ones that run on DynamoDB Local too (forStores) keep this
+// clock, as a bubble's clock waits for network I/O, which never durably blocks.
 type fakeClock struct {
 	mu sync.Mutex
 	t  time.Time
@@ -35,10 +39,11 @@ func (c *fakeClock) advance(d time.Duration) {
 // incomplete/deadline with everything so far stored; a continuation without
 // new input runs the remaining turns and ends with every item and the
 // usage of its own turns.
-func TestDeadlineStopsAndContinues(t *testing.T) {
-	clock := &fakeClock{t: time.Now()}
+func TestDeadlineStopsAndContinues(t *testing.T) { synctest.Test(t, testDeadlineStopsAndContinues) }
+
+func testDeadlineStopsAndContinues(t *testing.T) {
 	slow := func(s step) step {
-		s.hook = func(context.Context) { clock.advance(15 * time.Minute) }
+		s.hook = func(context.Context) { time.Sleep(15 * time.Minute) }
 		return s
 	}
 	m := newMock(echoTool, "t")
@@ -50,12 +55,11 @@ func TestDeadlineStopsAndContinues(t *testing.T) {
 		slow(text("all five done", 10, 1)),
 	)
 	e, st := newEngine(t, p, m, func(c *Config) {
-		c.Now = clock.Now
 		c.DeadlineReserve = 10 * time.Second
 	})
 	tl := `"tools":[{"type":"lambent:t"}]`
 
-	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(40*time.Minute))
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(40*time.Minute))
 	defer cancel()
 	rec := &recorder{}
 	require.NoError(t, e.CreateResponse(ctx, decodeReq(t, `{"input":"do five steps",`+tl+`}`), rec))
@@ -68,7 +72,7 @@ func TestDeadlineStopsAndContinues(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, api.StatusIncomplete, stored.Response.Status)
 
-	ctx2, cancel2 := context.WithDeadline(context.Background(), clock.Now().Add(60*time.Minute))
+	ctx2, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(60*time.Minute))
 	defer cancel2()
 	rec2 := &recorder{}
 	require.NoError(t, e.CreateResponse(ctx2, decodeReq(t, `{"previous_response_id":"`+first.ID+`",`+tl+`}`), rec2))
@@ -86,23 +90,24 @@ func TestDeadlineStopsAndContinues(t *testing.T) {
 
 // A deadline reached while tools are due stops before the batch; the
 // continuation runs the pending hosted calls first.
-func TestDeadlineBeforeToolBatch(t *testing.T) {
-	clock := &fakeClock{t: time.Now()}
+func TestDeadlineBeforeToolBatch(t *testing.T) { synctest.Test(t, testDeadlineBeforeToolBatch) }
+
+func testDeadlineBeforeToolBatch(t *testing.T) {
 	m := newMock(func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
-		clock.advance(30 * time.Minute)
+		time.Sleep(30 * time.Minute)
 		return &tools.ToolResult{Output: "ok"}, nil
 	}, "t")
 	p := script(calls(1, 1, call("c1", "t", `{}`)), calls(1, 1, call("c2", "t", `{}`)), text("done", 1, 1))
-	e, _ := newEngine(t, p, m, func(c *Config) { c.Now = clock.Now })
+	e, _ := newEngine(t, p, m)
 	tl := `"tools":[{"type":"lambent:t"}]`
-	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(45*time.Minute))
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(45*time.Minute))
 	defer cancel()
 	rec := &recorder{}
 	require.NoError(t, e.CreateResponse(ctx, decodeReq(t, `{"input":"x","stream":true,`+tl+`}`), rec))
 	first := rec.checkStream(t)
 	assert.Equal(t, api.StatusIncomplete, first.Status)
 	assert.Equal(t, []string{"function_call:t", "function_call_output", "function_call:t"}, types(first.Output))
-	ctx2, cancel2 := context.WithDeadline(context.Background(), clock.Now().Add(2*time.Hour))
+	ctx2, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(2*time.Hour))
 	defer cancel2()
 	rec2 := &recorder{}
 	require.NoError(t, e.CreateResponse(ctx2, decodeReq(t, `{"previous_response_id":"`+first.ID+`",`+tl+`}`), rec2))

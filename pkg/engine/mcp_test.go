@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -240,15 +241,18 @@ func TestHostedToolItemsSetting(t *testing.T) {
 // incomplete response (its stream closes it); the continuation runs it and
 // reports it completed under the same id.
 func TestMCPItems_DeadlineLeavesCallForContinuation(t *testing.T) {
-	clock := &fakeClock{t: time.Now()}
+	synctest.Test(t, testMCPItems_DeadlineLeavesCallForContinuation)
+}
+
+func testMCPItems_DeadlineLeavesCallForContinuation(t *testing.T) {
 	m := newMock(func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
-		clock.advance(30 * time.Minute)
+		time.Sleep(30 * time.Minute)
 		return &tools.ToolResult{Output: "ok"}, nil
 	}, "t")
 	p := script(calls(1, 1, call("c1", "t", `{}`)), calls(1, 1, call("c2", "t", `{}`)), text("done", 1, 1))
-	e, _ := newEngine(t, p, m, mcpMode, func(c *Config) { c.Now = clock.Now })
+	e, _ := newEngine(t, p, m, mcpMode)
 	tl := `"tools":[{"type":"lambent:t"}]`
-	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(45*time.Minute))
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(45*time.Minute))
 	defer cancel()
 	rec := &recorder{}
 	require.NoError(t, e.CreateResponse(ctx, decodeReq(t, `{"input":"x","stream":true,`+tl+`}`), rec))
@@ -258,7 +262,7 @@ func TestMCPItems_DeadlineLeavesCallForContinuation(t *testing.T) {
 	assert.Equal(t, api.ItemCompleted, first.Output[0].Status)
 	assert.Equal(t, api.ItemInProgress, first.Output[1].Status)
 
-	ctx2, cancel2 := context.WithDeadline(context.Background(), clock.Now().Add(2*time.Hour))
+	ctx2, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(2*time.Hour))
 	defer cancel2()
 	rec2 := &recorder{}
 	require.NoError(t, e.CreateResponse(ctx2, decodeReq(t, `{"previous_response_id":"`+first.ID+`","stream":true,`+tl+`}`), rec2))

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/lambent/lambent/pkg/api"
@@ -781,23 +782,26 @@ func TestOutput_TextNextToCallsIsCommentary(t *testing.T) {
 // (previous_response_id, no input): the pending submit validates the output
 // the stopped response produced.
 func TestOutput_DeadlineContinuationSubmits(t *testing.T) {
-	clock := &fakeClock{t: time.Now()}
+	synctest.Test(t, testOutput_DeadlineContinuationSubmits)
+}
+
+func testOutput_DeadlineContinuationSubmits(t *testing.T) {
 	slow := func(s step) step {
-		s.hook = func(context.Context) { clock.advance(30 * time.Minute) }
+		s.hook = func(context.Context) { time.Sleep(30 * time.Minute) }
 		return s
 	}
 	// Every model call and tool call takes 30 minutes.
 	m := newMock(func(_ context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
-		clock.advance(30 * time.Minute)
+		time.Sleep(30 * time.Minute)
 		if c.Name == "review" {
 			return &tools.ToolResult{Output: "looks fine"}, nil
 		}
 		return &tools.ToolResult{Output: `{"valid":true,"errors":[]}`}, nil
 	}, "check_report", "review")
 	p := script(slow(calls(1, 1, call("c1", "report", validReport))), slow(calls(1, 1, call("c2", "submit", `{}`))))
-	e, _ := newEngine(t, p, m, func(c *Config) { c.Now = clock.Now })
+	e, _ := newEngine(t, p, m)
 	tl := `"tools":[` + outputTool(`"reflection":"lambent:review","validators":["lambent:check_report"]`) + `]`
-	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(100*time.Minute))
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(100*time.Minute))
 	defer cancel()
 	rec := &recorder{}
 	require.NoError(t, e.CreateResponse(ctx, decodeReq(t, `{"input":"assess",`+tl+`}`), rec))
@@ -806,7 +810,7 @@ func TestOutput_DeadlineContinuationSubmits(t *testing.T) {
 	require.Equal(t, api.ReasonDeadline, first.IncompleteDetails.Reason)
 	require.Len(t, m.calls(), 1, "the reflection ran, the validation did not start")
 
-	ctx2, cancel2 := context.WithDeadline(context.Background(), clock.Now().Add(3*time.Hour))
+	ctx2, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(3*time.Hour))
 	defer cancel2()
 	rec2 := &recorder{}
 	require.NoError(t, e.CreateResponse(ctx2, decodeReq(t, `{"previous_response_id":"`+first.ID+`",`+tl+`}`), rec2))

@@ -20,6 +20,7 @@ import (
 // With LAMBENT_API_KEYS set, every API route needs a listed bearer key, and
 // each key's tenant sees only its own responses.
 func TestAPIKeysAndTenants(t *testing.T) {
+	t.Parallel()
 	const keyA, keyB = "sk-lambent-tenant-a-0123456789", "sk-lambent-tenant-b-0123456789"
 	g := newGateway(t, fakellm.NewHandler(func(fakellm.Request) fakellm.Turn { return fakellm.Turn{Text: "hi"} }),
 		map[string]string{"LAMBENT_API_KEYS": "acme=" + keyA + ", globex=" + keyB})
@@ -60,6 +61,7 @@ func TestAPIKeysAndTenants(t *testing.T) {
 // The Bearer scheme name is case-insensitive (RFC 7235) and may be
 // followed by several spaces; other schemes and a bare key are refused.
 func TestBearerScheme(t *testing.T) {
+	t.Parallel()
 	const key = "sk-lambent-tenant-a-0123456789"
 	g := newGateway(t, fakellm.NewHandler(func(fakellm.Request) fakellm.Turn { return fakellm.Turn{Text: "hi"} }),
 		map[string]string{"LAMBENT_API_KEYS": "acme=" + key})
@@ -94,6 +96,7 @@ func TestBearerScheme(t *testing.T) {
 // A body in a Content-Encoding the gateway does not decode is a 415 in the
 // OpenAI error shape, never read as JSON; identity is accepted.
 func TestContentEncoding(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, fakellm.NewHandler(func(fakellm.Request) fakellm.Turn { return fakellm.Turn{Text: "hi"} }), nil)
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)

@@ -24,6 +24,7 @@ type capturedBody struct {
 // the model. The captured previous_response_id and item_reference ids are
 // replaced by ones this gateway stored.
 func TestClientBodies(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("../api/testdata/client_bodies.json")
 	require.NoError(t, err)
 	var bodies []capturedBody
@@ -136,6 +137,7 @@ func mustJSON(t *testing.T, v any) json.RawMessage {
 // parameter, and never reaches the model; unsupported OpenAI item types are
 // a 400, never a 500.
 func TestOpenAIRejectionsOverHTTP(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, fakellm.New(), nil)
 	cases := []struct{ body, param, code string }{
 		{`{"input":"hi","text":{"format":{}}}`, "text.format.type", "missing_required_parameter"},

@@ -65,6 +65,7 @@ func messages(r fakellm.Request) []chatMsg {
 // messages, then a compaction item; usage), then a new response whose
 // input is the window: the model saw the summary, not the compacted turns.
 func TestE2ECompactRoundTrip(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, fakellm.New(
 		fakellm.Turn{Text: "Tea leaves drifting / ..."},
 		fakellm.Turn{Text: summary, Usage: fakellm.Usage{PromptTokens: 40, CompletionTokens: 15, CachedTokens: 8}},
@@ -128,6 +129,7 @@ func TestE2ECompactRoundTrip(t *testing.T) {
 // A tampered blob is a 400 naming input[i].encrypted_content (create and
 // compact); another tenant's blob too; the model is never called.
 func TestE2ECompactionTampered(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, fakellm.New(fakellm.Turn{Text: summary}), map[string]string{
 		"LAMBENT_COMPACTION_KEYS": compactionKeys("k1"),
 		"LAMBENT_API_KEYS":        "acme=sk-acme-0123456789abcdef,globex=sk-globex-0123456789abcdef",
@@ -189,6 +191,7 @@ func TestE2ECompactionTampered(t *testing.T) {
 // second gateway holding the old key after a new one opens the first's
 // blob; one without it answers 400.
 func TestE2ECompactionKeyRotation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	g1 := newGateway(t, fakellm.New(fakellm.Turn{Text: summary}), map[string]string{"LAMBENT_COMPACTION_KEYS": compactionKeys("k1")})
 	c, err := g1.client.Responses.Compact(ctx, responses.ResponseCompactParams{Model: "test-model",
@@ -210,6 +213,7 @@ func TestE2ECompactionKeyRotation(t *testing.T) {
 // The route: POST only, JSON only, known parameters only, errors in the
 // OpenAI shape.
 func TestE2ECompactBadRequests(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, fakellm.New(), nil)
 	status, hdr, body := g.do(http.MethodGet, "/v1/responses/compact", "", "")
 	wantError(t, status, body, http.StatusMethodNotAllowed, "-", "method_not_allowed")

@@ -33,6 +33,7 @@ func dynamoGateway(t *testing.T, fake *fakellm.Server, table string) *gateway {
 // instance B through HTTP with the official client; B's model call sees
 // A's history. GET, input_items and DELETE work from either instance.
 func TestDynamoTwoInstancesContinue(t *testing.T) {
+	t.Parallel()
 	table := "lambent_e2e_" + api.NewID("")[24:]
 	a := dynamoGateway(t, fakellm.New(fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "call_w1", Name: "get_weather", Arguments: `{"city":"Oslo"}`}}}), table)
 	bFake := fakellm.New(fakellm.Turn{Text: "Snowing in Oslo."})
@@ -79,6 +80,7 @@ func TestDynamoTwoInstancesContinue(t *testing.T) {
 // Two continuations of one response at once (a fork) both succeed and keep
 // their own branches.
 func TestDynamoForkedContinuations(t *testing.T) {
+	t.Parallel()
 	table := "lambent_e2e_" + api.NewID("")[24:]
 	fake := fakellm.NewHandler(func(r fakellm.Request) fakellm.Turn {
 		last := r.Messages[len(r.Messages)-1].Content.String()
@@ -120,6 +122,7 @@ func TestDynamoForkedContinuations(t *testing.T) {
 // the in-process worker, a dropped stream resumed from event N+1, and a
 // running response cancelled.
 func TestDynamoBackgroundOverHTTP(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	fake := fakellm.New(
 		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "calculator", Arguments: `{"expression":"2^10"}`}}},

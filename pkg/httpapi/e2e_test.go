@@ -250,6 +250,7 @@ func textParams(input string) responses.ResponseNewParams {
 // Non-streaming create.
 
 func TestE2ECreateNonStreaming(t *testing.T) {
+	t.Parallel()
 	const answer = "Hello there, \"world\" — 日本語 <ok>."
 	usage := fakellm.Usage{PromptTokens: 12, CompletionTokens: 5, CachedTokens: 3, ReasoningTokens: 2}
 	g := newGateway(t, fakellm.New(fakellm.Turn{Text: answer, Usage: usage}, fakellm.Turn{Text: answer, Usage: usage}), nil)
@@ -359,6 +360,7 @@ func countTypes(evs []sdkEvent) map[string]int {
 }
 
 func TestE2ECreateStreaming(t *testing.T) {
+	t.Parallel()
 	const answer = "Streaming is fun, and every delta counts."
 	usage := fakellm.Usage{PromptTokens: 9, CompletionTokens: 8, CachedTokens: 1, ReasoningTokens: 0}
 	turn := fakellm.Turn{Text: answer, Usage: usage}
@@ -586,6 +588,7 @@ func rawStream(t *testing.T, addr, body string) [][]byte {
 // Multi-turn via previous_response_id.
 
 func TestE2EMultiTurnPreviousResponseID(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, fakellm.New(
 		fakellm.Turn{Text: "Nice to meet you, Ada."},
 		fakellm.Turn{Text: "Your name is Ada."},
@@ -646,6 +649,7 @@ func TestE2EMultiTurnPreviousResponseID(t *testing.T) {
 // GET, DELETE, input_items.
 
 func TestE2EGetDeleteInputItems(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, fakellm.New(fakellm.Turn{Text: "Three messages received."}), nil)
 	ctx := context.Background()
 
@@ -791,6 +795,7 @@ func inputText(t *testing.T, raw string) string {
 }
 
 func TestE2ESDKDelete(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, fakellm.New(fakellm.Turn{Text: "bye"}), nil)
 	ctx := context.Background()
 	r, err := g.client.Responses.New(ctx, textParams("hi"))
@@ -808,6 +813,7 @@ func TestE2ESDKDelete(t *testing.T) {
 var fnItems = map[string]string{"LAMBENT_HOSTED_TOOL_ITEMS": "function_call"}
 
 func TestE2EAgenticLoopCalculatorStream(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, fakellm.New(
 		fakellm.Turn{ToolCalls: []fakellm.ToolCall{
 			{ID: "call_mul", Name: "calculator", Arguments: `{"expression":"6*7"}`},
@@ -916,6 +922,7 @@ func TestE2EAgenticLoopCalculatorStream(t *testing.T) {
 }
 
 func TestE2EAgenticLoopCalculatorNonStreaming(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, fakellm.New(
 		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "call_div", Name: "calculator", Arguments: `{"expression":"1/0"}`}}},
 		fakellm.Turn{Text: "Division by zero is undefined."},
@@ -934,6 +941,7 @@ func TestE2EAgenticLoopCalculatorNonStreaming(t *testing.T) {
 // (server_label "lambent") that the official SDK decodes, streaming and
 // not, with OpenAI's mcp_call events; the model saw ordinary function calls.
 func TestE2EHostedToolAsMCPCall(t *testing.T) {
+	t.Parallel()
 	for _, streaming := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", streaming), func(t *testing.T) {
 			g := newGateway(t, fakellm.New(
@@ -1023,6 +1031,7 @@ func functionOutput(callID, output string) responses.ResponseInputItemUnionParam
 }
 
 func TestE2ERequiresActionRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, streaming := range []bool{false, true} {
 		name := "non-streaming"
 		if streaming {
@@ -1140,6 +1149,7 @@ func TestE2ERequiresActionRoundTrip(t *testing.T) {
 // Errors over HTTP.
 
 func TestE2EBadRequests(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, fakellm.New(), nil)
 	cases := []struct {
 		name        string
@@ -1214,6 +1224,7 @@ func TestE2EBadRequests(t *testing.T) {
 }
 
 func TestE2EBodyLimit(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, fakellm.New(fakellm.Turn{Text: "small enough"}), map[string]string{"LAMBENT_MAX_BODY": "1024"})
 	big := `{"input":"` + strings.Repeat("a", 2048) + `"}`
 	status, _, body := g.postJSON(big)
@@ -1235,6 +1246,7 @@ func TestE2EBodyLimit(t *testing.T) {
 }
 
 func TestE2ECancelNonBackground(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, fakellm.New(fakellm.Turn{Text: "done"}), nil)
 	ctx := context.Background()
 	r, err := g.client.Responses.New(ctx, textParams("hi"))
@@ -1252,6 +1264,7 @@ func TestE2ECancelNonBackground(t *testing.T) {
 }
 
 func TestE2EUpstreamErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		turn   fakellm.Turn
@@ -1304,6 +1317,7 @@ func TestE2EUpstreamErrors(t *testing.T) {
 // A client that goes away mid-stream.
 
 func TestE2EClientDisconnectMidStream(t *testing.T) {
+	t.Parallel()
 	block := make(chan struct{}) // never released: the model call hangs until the client leaves
 	g := newGateway(t, fakellm.New(fakellm.Turn{Text: "never sent", Block: block}), nil)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -20,6 +20,7 @@ import (
 // terminal event answers at once: an SSE stream of only [DONE], no
 // made-up event, which the official client reads as an empty stream.
 func TestResumePastTheEnd(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, fakellm.New(fakellm.Turn{Text: "done in the background"}), nil)
 	ctx := context.Background()
 	p := textParams("x")

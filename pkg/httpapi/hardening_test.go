@@ -63,6 +63,7 @@ func (w *silentWriter) Write(p []byte) (int, error) { w.written = true; return l
 // was answered (DynamoDB store): nothing is written, nothing is logged as
 // an error, and nothing was deleted.
 func TestClientGoneIsNotAServerError(t *testing.T) {
+	t.Parallel()
 	g := dynamoGateway(t, fakellm.New(fakellm.Turn{Text: "stored"}), "")
 	status, _, body := g.postJSON(`{"input":"hi"}`)
 	require.Equal(t, http.StatusOK, status, "%s", body)
@@ -88,6 +89,7 @@ func TestClientGoneIsNotAServerError(t *testing.T) {
 
 // input_items' after is bounded before any store sees it.
 func TestInputItemsAfterBounded(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, fakellm.New(fakellm.Turn{Text: "ok"}), nil)
 	status, _, body := g.postJSON(`{"input":"hi"}`)
 	require.Equal(t, http.StatusOK, status, "%s", body)
@@ -267,6 +269,7 @@ func hostileRequests(existing string) []hostileRequest {
 // Hostile requests against the real handler on both stores: none gets a
 // 5xx, and every error has the OpenAI shape.
 func TestHostileInputs(t *testing.T) {
+	t.Parallel()
 	model := func() *fakellm.Server {
 		return fakellm.NewHandler(func(fakellm.Request) fakellm.Turn { return fakellm.Turn{Text: "ok"} })
 	}
@@ -345,6 +348,7 @@ func limitRequests() []struct{ name, body, param string } {
 // and background creates) and over WebSocket: a 400 limit_exceeded naming
 // the param, before any model call.
 func TestLimitsOverHTTP(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"LAMBENT_MAX_ATTEMPTS": "2", "LAMBENT_MAX_ITERATIONS_PER_ATTEMPT": "5"}
 	g := newGateway(t, fakellm.New(), env)
 	env["LAMBENT_API_KEYS"] = "acme=" + wsKeyA
@@ -372,6 +376,7 @@ func TestLimitsOverHTTP(t *testing.T) {
 // too large, fails that listing or call and the response completes; the
 // server URL's query never shows.
 func TestHostileMCP(t *testing.T) {
+	t.Parallel()
 	g := newGatewayWith(t, mcpModel(), map[string]string{
 		"LAMBENT_FETCH_ALLOW_HOSTS":          "127.0.0.1",
 		"LAMBENT_LIMIT_MCP_SERVERS":          "2",
@@ -458,6 +463,7 @@ func (g *gateway) postAs(key, body string) (int, http.Header, []byte) {
 // and as the error envelope over WebSocket; another tenant goes on, and
 // the tenant's slot frees when its response ends.
 func TestTenantInFlightLimit(t *testing.T) {
+	t.Parallel()
 	block := make(chan struct{})
 	entered := make(chan struct{}, 8)
 	fake := fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn {
@@ -502,6 +508,7 @@ func TestTenantInFlightLimit(t *testing.T) {
 // with the provider's Retry-After (non-stream), and a response.failed with
 // code rate_limit_exceeded (stream), stored as such.
 func TestProviderRateLimitReachesClient(t *testing.T) {
+	t.Parallel()
 	limited := fakellm.Turn{Status: http.StatusTooManyRequests, ErrorMessage: "Rate limit reached for requests", ErrorType: "requests",
 		Header: http.Header{"Retry-After": {"17"}}}
 	g := newGateway(t, fakellm.New(limited, limited, limited), nil)
@@ -541,6 +548,7 @@ func TestProviderRateLimitReachesClient(t *testing.T) {
 // Requests that do not come through a socket of the server (Lambda's
 // front doors) are not checked.
 func TestBrowserProtections(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, fakellm.NewHandler(func(fakellm.Request) fakellm.Turn { return fakellm.Turn{Text: "ok"} }), nil)
 	send := func(method, path, host, contentType, body string) (int, []byte) {
 		t.Helper()

@@ -111,6 +111,7 @@ func noSecrets(t *testing.T, b []byte) {
 // without approval; an approval round trip whose continuation does not
 // list again; secrets reach the server but no response and no record.
 func TestE2EMCP(t *testing.T) {
+	t.Parallel()
 	for _, dynamo := range []bool{false, true} {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("dynamo=%v/stream=%v", dynamo, stream), func(t *testing.T) {
@@ -192,6 +193,7 @@ func TestE2EMCP(t *testing.T) {
 // Background responses with MCP secrets run on the worker; the stored job
 // holds the secrets sealed, on both stores.
 func TestE2EMCPBackground(t *testing.T) {
+	t.Parallel()
 	for _, dynamo := range []bool{false, true} {
 		t.Run(fmt.Sprintf("dynamo=%v", dynamo), func(t *testing.T) {
 			srv := mcptest.StartStreamable(mcptest.Options{})
@@ -324,6 +326,7 @@ func startTSServer(t *testing.T, dir string) string {
 // Manifest servers: secrets from SSM and Secrets Manager, enabled with
 // {"type":"lambent:<name>"}, over streamable HTTP, SSE and stdio.
 func TestE2EMCPManifest(t *testing.T) {
+	t.Parallel()
 	streamable := mcptest.StartStreamable(mcptest.Options{})
 	defer streamable.Close()
 	sse := mcptest.StartSSE(mcptest.Options{})

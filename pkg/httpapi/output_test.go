@@ -90,6 +90,7 @@ func attempts(t *testing.T, raw string) []struct {
 // are mcp_call items, output_text is the validated output, and the
 // "lambent" field lists the attempts.
 func TestE2EValidatedOutputOpenAIGo(t *testing.T) {
+	t.Parallel()
 	for _, streaming := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", streaming), func(t *testing.T) {
 			g := newGateway(t, outputModel(), nil)
@@ -136,6 +137,7 @@ func TestE2EValidatedOutputOpenAIGo(t *testing.T) {
 // A validated-output failure is the response itself (HTTP 200, status
 // failed, error.code validation_failed), in openai-go as in the stream.
 func TestE2EValidatedOutputFailedOpenAIGo(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, outputModel(), nil)
 	ctx := context.Background()
 	once := option.WithJSONSet("lambent", map[string]any{"max_attempts": 1})
@@ -156,6 +158,7 @@ func TestE2EValidatedOutputFailedOpenAIGo(t *testing.T) {
 // text.format json_schema answers are validated too: the invalid first
 // answer is set aside, so OutputText is the valid answer alone.
 func TestE2EValidatedTextFormatOpenAIGo(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, outputModel(), fnItems)
 	params := textParams("Assess the quarter.")
 	params.Text = responses.ResponseTextConfigParam{Format: responses.ResponseFormatTextConfigUnionParam{

@@ -20,6 +20,7 @@ import (
 // back as item references without previous_response_id. Unknown ids and
 // another tenant's ids are a 400 naming the id, as OpenAI answers.
 func TestE2EItemReferencesWithoutPreviousResponse(t *testing.T) {
+	t.Parallel()
 	const keyA, keyB = "sk-lambent-tenant-a-0123456789", "sk-lambent-tenant-b-0123456789"
 	fake := fakellm.New(
 		fakellm.Turn{Text: "Nice to meet you, Ada."},

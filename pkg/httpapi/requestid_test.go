@@ -78,6 +78,7 @@ func loggedGateway(t *testing.T, fake *fakellm.Server, env map[string]string) (*
 // X-Request-Id is not taken (ids are the gateway's, never a client's
 // choice).
 func TestEveryReplyCarriesARequestID(t *testing.T) {
+	t.Parallel()
 	srv, logs := loggedGateway(t, fakellm.New(fakellm.Turn{Text: "one"}, fakellm.Turn{Text: "two"}), map[string]string{"LAMBENT_MAX_BODY": "1024"})
 	seen := map[string]bool{}
 	for _, c := range []struct {
@@ -146,6 +147,7 @@ func TestSDKsSeeTheRequestID(t *testing.T) {
 // On a WebSocket every message gets its own request id: its error
 // envelope carries it (request_id), and so do its log lines.
 func TestWebSocketMessagesHaveRequestIDs(t *testing.T) {
+	t.Parallel()
 	srv, logs := loggedGateway(t, wsModel(nil), nil)
 	c, res, err := websocket.Dial(t.Context(), wsURL(srv), nil)
 	require.NoError(t, err)

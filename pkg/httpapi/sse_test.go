@@ -24,6 +24,7 @@ import (
 // longer than the test, so the grouping does not depend on how fast the
 // fake model answers.
 func TestSSEWritesWholeEventsReadyTogether(t *testing.T) {
+	t.Parallel()
 	fake := fakellm.New(fakellm.Turn{Text: "one two three"})
 	t.Cleanup(fake.Close)
 	p := openai.New(openai.Config{BaseURL: fake.URL, HTTPClient: fake.Client()})

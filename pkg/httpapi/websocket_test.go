@@ -177,6 +177,7 @@ func textOf(t *testing.T, evs []ssecheck.Event) string {
 func last(evs []ssecheck.Event) ssecheck.Event { return evs[len(evs)-1] }
 
 func TestWebSocketCreateAndContinue(t *testing.T) {
+	t.Parallel()
 	g := newWSGateway(t, nil)
 	ws := dialWS(t, g.srv, wsKeyA)
 
@@ -206,6 +207,7 @@ func TestWebSocketCreateAndContinue(t *testing.T) {
 // store=false responses live in the connection's cache only: they continue
 // on the same socket, never on another, and are never readable over HTTP.
 func TestWebSocketStoreFalseContinuation(t *testing.T) {
+	t.Parallel()
 	g := newWSGateway(t, nil)
 	ws := dialWS(t, g.srv, wsKeyA)
 	evs := ws.create(`{"type":"response.create","store":false,"input":"My name is Grace"}`)
@@ -231,6 +233,7 @@ func TestWebSocketStoreFalseContinuation(t *testing.T) {
 // A continuation that fails evicts the referenced response from the
 // connection's cache: continuing from it again is previous_response_not_found.
 func TestWebSocketEvictionAfterFailedContinuation(t *testing.T) {
+	t.Parallel()
 	g := newWSGateway(t, nil)
 	for _, tc := range []struct {
 		name string
@@ -260,6 +263,7 @@ func TestWebSocketEvictionAfterFailedContinuation(t *testing.T) {
 // the other: each response's events end before the next begins, each with
 // its own sequence numbers from 0.
 func TestWebSocketSequentialCreates(t *testing.T) {
+	t.Parallel()
 	g := newWSGateway(t, nil)
 	ws := dialWS(t, g.srv, wsKeyA)
 	const n = 4
@@ -285,6 +289,7 @@ func TestWebSocketSequentialCreates(t *testing.T) {
 // objects in the same order with the same sequence numbers (ids and times
 // aside).
 func TestWebSocketEventsMatchSSE(t *testing.T) {
+	t.Parallel()
 	g := newWSGateway(t, nil)
 	body := `"input":"Please calculate","tools":[{"type":"lambent:calculator"}],"store":false`
 	ws := dialWS(t, g.srv, wsKeyA)
@@ -324,6 +329,7 @@ func normalize(data []byte) string {
 // Tool loops: a hosted tool runs on the server within the turn; a client
 // tool pauses the response, and the client continues with its output.
 func TestWebSocketToolLoops(t *testing.T) {
+	t.Parallel()
 	g := newWSGateway(t, nil)
 	ws := dialWS(t, g.srv, wsKeyA)
 	evs := ws.create(`{"type":"response.create","store":false,"input":"Please calculate 17*23","tools":[{"type":"lambent:calculator"}]}`)
@@ -366,6 +372,7 @@ func callIDOf(t *testing.T, evs []ssecheck.Event) string {
 
 // Bad messages get an error envelope and the connection stays usable.
 func TestWebSocketBadMessages(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, wsModel(nil), map[string]string{"LAMBENT_API_KEYS": "acme=" + wsKeyA, "LAMBENT_MAX_BODY": "4096"})
 	ws := dialWS(t, g.srv, wsKeyA)
 	for _, tc := range []struct {
@@ -417,6 +424,7 @@ func TestWebSocketBadMessages(t *testing.T) {
 // The upgrade is authenticated like every other request: the API key in
 // the Authorization header.
 func TestWebSocketAuth(t *testing.T) {
+	t.Parallel()
 	g := newWSGateway(t, nil)
 	for _, h := range []http.Header{{}, {"Authorization": {"Bearer sk-wrong"}}} {
 		_, res, err := websocket.Dial(t.Context(), wsURL(g.srv), &websocket.DialOptions{HTTPHeader: h})
@@ -430,6 +438,7 @@ func TestWebSocketAuth(t *testing.T) {
 // Client pings are answered while a response is in flight; the response
 // is not disturbed.
 func TestWebSocketPingDuringResponse(t *testing.T) {
+	t.Parallel()
 	block := make(chan struct{})
 	g := newWSGateway(t, block)
 	ws := dialWS(t, g.srv, wsKeyA)
@@ -468,6 +477,7 @@ func TestWebSocketPingDuringResponse(t *testing.T) {
 // On shutdown a connection finishes its response in flight, then closes
 // with 1001 (going away); new upgrades get 503.
 func TestWebSocketShutdown(t *testing.T) {
+	t.Parallel()
 	block := make(chan struct{})
 	g := newWSGateway(t, block)
 	h := httpapi.New(httpapi.Config{Service: g.app.Engine, Tenants: tenant.Rule{Keys: tenant.NewKeyring(map[string]string{wsKeyA: "acme"})}})
@@ -502,6 +512,7 @@ func TestWebSocketShutdown(t *testing.T) {
 // At MaxAge (60 minutes by default) the client gets
 // websocket_connection_limit_reached and the connection closes.
 func TestWebSocketConnectionLimit(t *testing.T) {
+	t.Parallel()
 	g := newWSGateway(t, nil)
 	h := httpapi.New(httpapi.Config{Service: g.app.Engine, WebSocket: wsapi.Config{MaxAge: time.Nanosecond}})
 	srv := httptest.NewServer(h)
@@ -518,6 +529,7 @@ func TestWebSocketConnectionLimit(t *testing.T) {
 
 // A plain GET of /v1/responses is still 405; POST still creates.
 func TestWebSocketRouteKeepsHTTP(t *testing.T) {
+	t.Parallel()
 	g := newWSGateway(t, nil)
 	status, hdr, body := g.doAuth(http.MethodGet, "/v1/responses", wsKeyA)
 	require.Equal(t, http.StatusMethodNotAllowed, status, "%s", body)

@@ -39,8 +39,6 @@ type MemoryConfig struct {
 	MaxBytes int64
 	// TTL is the retention of records stored without ExpiresAt (default 24h).
 	TTL time.Duration
-	// Now is the clock (default time.Now); tests set it.
-	Now func() time.Time
 }
 
 // Memory is a ResponseStore in process memory: bounded by entries and by
@@ -67,7 +65,6 @@ type Memory struct {
 	maxEntries int
 	maxBytes   int64
 	ttl        time.Duration
-	now        func() time.Time
 
 	mu      sync.Mutex
 	entries map[memKey]*list.Element // values are *memEntry
@@ -113,14 +110,10 @@ func NewMemory(cfg MemoryConfig) *Memory {
 	if cfg.TTL <= 0 {
 		cfg.TTL = DefaultMemoryTTL
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	return &Memory{
 		maxEntries: cfg.MaxEntries,
 		maxBytes:   cfg.MaxBytes,
 		ttl:        cfg.TTL,
-		now:        cfg.Now,
 		entries:    make(map[memKey]*list.Element),
 		order:      list.New(),
 		tenants:    make(map[string]*memTenant),
@@ -167,7 +160,7 @@ func (m *Memory) Create(ctx context.Context, rec *Record) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("store: create %s: %w", rec.Response.ID, err)
 	}
-	now := m.now()
+	now := time.Now()
 	e := &memEntry{key: memKey{tenant.From(ctx), rec.Response.ID}, rec: copyRecord(rec)}
 	e.recSize = recordBytes(&e.rec)
 	if err := m.fits(e.recSize); err != nil {
@@ -218,7 +211,7 @@ func (m *Memory) Update(ctx context.Context, rec *Record, expect api.Status) err
 	id := rec.Response.ID
 	cp := copyRecord(rec)
 	recSize := recordBytes(&cp)
-	now := m.now()
+	now := time.Now()
 	if cp.ExpiresAt.IsZero() {
 		cp.ExpiresAt = now.Add(m.ttl)
 	}
@@ -345,7 +338,7 @@ func (m *Memory) lookup(ctx context.Context, id string) (*list.Element, error) {
 	if !ok {
 		return nil, fmt.Errorf("store: %s: %w", id, ErrNotFound)
 	}
-	if !live(el, m.now()) {
+	if !live(el, time.Now()) {
 		m.remove(el)
 		return nil, fmt.Errorf("store: %s: %w", id, ErrNotFound)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -22,24 +23,6 @@ func TestMemoryConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.ResponseStore {
 		return store.NewMemory(store.MemoryConfig{})
 	})
-}
-
-// clock is a settable test clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }
 
 func TestMemoryEvictsOldestWhenFull(t *testing.T) {
@@ -62,29 +45,32 @@ func TestMemoryEvictsOldestWhenFull(t *testing.T) {
 	}
 }
 
+// TestMemoryTTL runs in a synctest bubble, whose clock time.Sleep advances.
 func TestMemoryTTL(t *testing.T) {
-	ctx := t.Context()
-	clk := &clock{now: time.Unix(1_000_000, 0)}
-	m := store.NewMemory(store.MemoryConfig{TTL: time.Hour, Now: clk.Now})
-	require.NoError(t, m.Create(ctx, storetest.NewRecord("resp_a", api.StatusCompleted)))
-	clk.Advance(30 * time.Minute)
-	require.NoError(t, m.Create(ctx, storetest.NewRecord("resp_b", api.StatusCompleted)))
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		start := time.Now()
+		m := store.NewMemory(store.MemoryConfig{TTL: time.Hour})
+		require.NoError(t, m.Create(ctx, storetest.NewRecord("resp_a", api.StatusCompleted)))
+		time.Sleep(30 * time.Minute)
+		require.NoError(t, m.Create(ctx, storetest.NewRecord("resp_b", api.StatusCompleted)))
 
-	got, err := m.Get(ctx, "resp_a")
-	require.NoError(t, err)
-	require.Equal(t, time.Unix(1_000_000, 0).Add(time.Hour), got.ExpiresAt)
+		got, err := m.Get(ctx, "resp_a")
+		require.NoError(t, err)
+		require.Equal(t, start.Add(time.Hour), got.ExpiresAt)
 
-	clk.Advance(31 * time.Minute) // a expired, b not
-	_, err = m.Get(ctx, "resp_a")
-	require.ErrorIs(t, err, store.ErrNotFound)
-	_, err = m.Get(ctx, "resp_b")
-	require.NoError(t, err)
+		time.Sleep(31 * time.Minute) // a expired, b not
+		_, err = m.Get(ctx, "resp_a")
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, err = m.Get(ctx, "resp_b")
+		require.NoError(t, err)
 
-	// Expired records are swept lazily by Create, from the oldest end.
-	clk.Advance(time.Hour) // b expired too
-	require.Equal(t, 1, m.Len(), "a was removed when read")
-	require.NoError(t, m.Create(ctx, storetest.NewRecord("resp_c", api.StatusCompleted)))
-	require.Equal(t, 1, m.Len(), "creating c sweeps b")
+		// Expired records are swept lazily by Create, from the oldest end.
+		time.Sleep(time.Hour) // b expired too
+		require.Equal(t, 1, m.Len(), "a was removed when read")
+		require.NoError(t, m.Create(ctx, storetest.NewRecord("resp_c", api.StatusCompleted)))
+		require.Equal(t, 1, m.Len(), "creating c sweeps b")
+	})
 }
 
 func TestMemoryConcurrentUse(t *testing.T) {

@@ -68,6 +68,7 @@ func newStore(tb testing.TB, optFns ...func(*ddb.Options)) *Store {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.ResponseStore { return newStore(t) })
 }
 
@@ -77,6 +78,7 @@ func TestConformance(t *testing.T) {
 // transactions of 3 chunks. (The 5 MB and 50-turn tests add nothing here
 // but time.)
 func TestConformanceSmallChunks(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.ResponseStore {
 		s := newStore(t)
 		s.inlineMax, s.chunkSize, s.maxTxChunks = 2<<10, 8<<10, 3
@@ -106,6 +108,7 @@ func TestPartitionKeyEscapesTenant(t *testing.T) {
 
 // TestLayout checks which items each size of record becomes.
 func TestLayout(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := t.Context()
 	rng := mrand.New(mrand.NewPCG(1, 2))
@@ -142,6 +145,7 @@ func TestLayout(t *testing.T) {
 }
 
 func TestEnsureTable(t *testing.T) {
+	t.Parallel()
 	name := newTable(t)
 	c := newClient(t)
 	s, err := New(c, Config{Table: name})
@@ -192,6 +196,7 @@ func TestNewValidates(t *testing.T) {
 }
 
 func TestTooLarge(t *testing.T) {
+	t.Parallel()
 	s, err := New(newClient(t), Config{Table: newTable(t), MaxRecordBytes: 64 << 10})
 	require.NoError(t, err)
 	rec := storetest.NewRecord(api.NewID(api.PrefixResponse), api.StatusCompleted)
@@ -213,6 +218,7 @@ func TestTooLarge(t *testing.T) {
 }
 
 func TestCorruptRecordIsAServerError(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := t.Context()
 	// A head whose body is not gzip.
@@ -248,6 +254,7 @@ func TestCorruptRecordIsAServerError(t *testing.T) {
 // and again: every read returns one complete version, never an error, even
 // though each update deletes the chunks of the version it replaces.
 func TestReadersDuringUpdates(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	s.inlineMax, s.chunkSize = 4<<10, 4<<10
 	ctx := t.Context()
@@ -432,6 +439,7 @@ func capacity(result any) (wcu, rcu float64) {
 // budget is create ≤ 2 calls and get ≤ 1 call for a normal response, and a
 // continuation ≤ 1 read + the writes of the new response.
 func TestCallBudget(t *testing.T) {
+	t.Parallel()
 	c := newCounter()
 	s := newStore(t, c.options)
 	ctx := t.Context()

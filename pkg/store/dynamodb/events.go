@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -123,7 +124,7 @@ func (s *Store) AppendEvents(ctx context.Context, id string, events []store.Even
 	}
 	first, last := evs[0].Seq, evs[len(evs)-1].Seq
 	b := eventBatch{PK: p, SK: eventSK(first, last), First: first, Last: last,
-		Stamp: s.now().UnixNano(), ExpiresAt: h.ExpiresAt, Gen: newGen()}
+		Stamp: time.Now().UnixNano(), ExpiresAt: h.ExpiresAt, Gen: newGen()}
 	var chunks [][]byte
 	if len(body) <= s.inlineMax {
 		b.Body = body

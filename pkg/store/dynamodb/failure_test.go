@@ -182,6 +182,7 @@ func recordOfSize(kind string) *store.Record {
 }
 
 func TestThrottlingThenSuccess(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		kind   string
 		faults []*fault
@@ -209,6 +210,7 @@ func TestThrottlingThenSuccess(t *testing.T) {
 }
 
 func TestUnprocessedItemsAreResent(t *testing.T) {
+	t.Parallel()
 	s, _, f, c := faultyStore(t, false,
 		&fault{op: "BatchWriteItem", kind: faultUnprocessed, times: 2},
 		&fault{op: "BatchGetItem", kind: faultUnprocessed, times: 2})
@@ -224,6 +226,7 @@ func TestUnprocessedItemsAreResent(t *testing.T) {
 // TestPersistentFailureLeavesNothing: when a write keeps failing, Create
 // returns the error, no reader finds the response, and no item is left.
 func TestPersistentFailureLeavesNothing(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		kind  string
@@ -272,6 +275,7 @@ func TestPersistentFailureLeavesNothing(t *testing.T) {
 // TestDeadlineBoundsRetries: retries stop at the request's deadline, and
 // what was not stored is not readable.
 func TestDeadlineBoundsRetries(t *testing.T) {
+	t.Parallel()
 	s, clean, _, c := faultyStore(t, false, &fault{op: "PutItem", kind: faultThrottle, times: -1})
 	ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
 	defer cancel()
@@ -290,6 +294,7 @@ func TestDeadlineBoundsRetries(t *testing.T) {
 // lost is retried by the SDK; the retry recognises the store's own write
 // (its generation) instead of reporting a conflict.
 func TestLostResponseIsIdempotent(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		kind string
 		op   string

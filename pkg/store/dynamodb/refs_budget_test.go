@@ -55,6 +55,7 @@ func (c *counter) op(name string) int {
 // more GetItem per other referenced response, however many of its items
 // are referenced.
 func TestCallBudgetItemReferences(t *testing.T) {
+	t.Parallel()
 	c := newCounter()
 	s := newStore(t, c.options)
 	e, err := engine.New(engine.Config{Provider: okModel{}, Store: s, DefaultModel: "m", Logger: slog.New(slog.DiscardHandler)})

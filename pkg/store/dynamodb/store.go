@@ -90,8 +90,6 @@ type Config struct {
 	// Retention is how long a record stored without ExpiresAt is kept
 	// (default 30 days).
 	Retention time.Duration
-	// Now is the clock (default time.Now).
-	Now func() time.Time
 	// MaxRecordBytes limits the JSON of one record (response, input and
 	// context; default 64 MiB). Larger records fail with ErrTooLarge.
 	MaxRecordBytes int
@@ -103,7 +101,6 @@ type Store struct {
 	api       API
 	table     *string
 	retention time.Duration
-	now       func() time.Time
 	codec     *codec
 
 	// Layout thresholds; constants except in tests.
@@ -127,9 +124,6 @@ func New(client API, cfg Config) (*Store, error) {
 	if cfg.Retention <= 0 {
 		cfg.Retention = DefaultRetention
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	if cfg.MaxRecordBytes <= 0 {
 		cfg.MaxRecordBytes = DefaultMaxRecordBytes
 	}
@@ -137,7 +131,6 @@ func New(client API, cfg Config) (*Store, error) {
 		api:         client,
 		table:       aws.String(cfg.Table),
 		retention:   cfg.Retention,
-		now:         cfg.Now,
 		codec:       newCodec(cfg.MaxRecordBytes, compressionLevel),
 		inlineMax:   ChunkSize,
 		chunkSize:   ChunkSize,
@@ -233,7 +226,7 @@ func (s *Store) encode(ctx context.Context, rec *store.Record, version int64) (*
 	}
 	exp := rec.ExpiresAt
 	if exp.IsZero() {
-		exp = s.now().Add(s.retention)
+		exp = time.Now().Add(s.retention)
 	}
 	e := &encoded{id: rec.Response.ID, head: head{
 		PK:        pk(tenant.From(ctx), rec.Response.ID),
@@ -271,7 +264,7 @@ func (s *Store) split(body []byte) ([][]byte, error) {
 	return chunks, nil
 }
 
-func (s *Store) nowUnix() int64 { return s.now().Unix() }
+func (s *Store) nowUnix() int64 { return time.Now().Unix() }
 
 // Create stores a new record: one PutItem when its compressed JSON fits in
 // one item; else one TransactWriteItems (up to 10 chunks), or the chunks

@@ -53,10 +53,16 @@ func Run(t *testing.T, newStore func(t *testing.T) store.ResponseStore, opts ...
 	for _, opt := range opts {
 		opt(&o)
 	}
+	// The longest first: parallel subtests start in this order, a few at
+	// a time (go test -parallel), so the rest runs beside them.
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s store.ResponseStore)
 	}{
+		{"Chain50Turns", testChain50},
+		{"BigOutput5MB", testBigOutput},
+		{"EventLogLarge", testEventLogLarge},
+		{"UpdateLarge", testUpdateLarge},
 		{"RoundTrip", testRoundTrip},
 		{"CopiesAreIndependent", testCopies},
 		{"InvalidRecord", testInvalidRecord},
@@ -65,19 +71,15 @@ func Run(t *testing.T, newStore func(t *testing.T) store.ResponseStore, opts ...
 		{"Delete", testDelete},
 		{"UpdateStateMachine", testUpdateStateMachine},
 		{"UpdateCheckpoint", testUpdateCheckpoint},
-		{"UpdateLarge", testUpdateLarge},
 		{"Versions", testVersions},
 		{"ConcurrentCheckpoints", testConcurrentCheckpoints},
 		{"Job", testJob},
 		{"EventLog", testEventLog},
-		{"EventLogLarge", testEventLogLarge},
 		{"ConcurrentStatusWrites", testConcurrentStatusWrites},
 		{"ConcurrentForks", testConcurrentForks},
 		{"Expiry", testExpiry},
 		{"TenantIsolation", testTenantIsolation},
 		{"Pagination", testPagination},
-		{"BigOutput5MB", testBigOutput},
-		{"Chain50Turns", testChain50},
 	}
 	for _, tc := range tests {
 		if o.skip[tc.name] {

@@ -84,8 +84,6 @@ type Config struct {
 	MaxAge time.Duration
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
-	// Now is the clock (default time.Now).
-	Now func() time.Time
 }
 
 // Handler handles the invocations of the WebSocket function.
@@ -104,9 +102,6 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
 	}
 	return &Handler{cfg: cfg, log: cfg.Logger}, nil
 }
@@ -171,7 +166,7 @@ func (h *Handler) connect(ctx context.Context, ev *events.APIGatewayWebsocketPro
 	}
 	connectedAt := time.UnixMilli(ev.RequestContext.ConnectedAt)
 	if ev.RequestContext.ConnectedAt == 0 {
-		connectedAt = h.cfg.Now()
+		connectedAt = time.Now()
 	}
 	if err := h.cfg.Connections.Open(ctx, ev.RequestContext.ConnectionID, name, connectedAt); err != nil {
 		h.log.ErrorContext(ctx, "websocket $connect", "connection_id", ev.RequestContext.ConnectionID, "err", err)
@@ -310,7 +305,7 @@ func (h *Handler) runTurn(ctx context.Context, body string) error {
 }
 
 func (h *Handler) expired(c *Connection) bool {
-	return !h.cfg.Now().Before(c.ConnectedAt.Add(h.cfg.MaxAge))
+	return !time.Now().Before(c.ConnectedAt.Add(h.cfg.MaxAge))
 }
 
 // limit ends a connection past MaxAge: the error, then DeleteConnection

@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -75,26 +74,7 @@ type env struct {
 	queue *fakesqs.Server
 	conns *apigw.Connections
 	fake  *fakellm.Server
-	now   *clock
 	app   *app.App
-}
-
-// clock is a settable clock for the connection limit.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 func newEnv(t *testing.T) *env {
@@ -123,8 +103,7 @@ func newEnvRule(t *testing.T, rule tenant.Rule) *env {
 
 	db := dynamotest.Client(t)
 	table := "lambent_ws_test_" + api.NewID("")[24:]
-	now := &clock{t: time.Now()}
-	conns, err := apigw.NewConnections(db, table, now.Now)
+	conns, err := apigw.NewConnections(db, table)
 	require.NoError(t, err)
 	require.NoError(t, conns.Records().EnsureTable(t.Context()))
 	t.Cleanup(func() {
@@ -140,10 +119,9 @@ func newEnvRule(t *testing.T, rule tenant.Rule) *env {
 		Tenants:     rule,
 		Endpoint:    mgmt.URL + "/" + stage,
 		Logger:      app.Logger(cfg, io.Discard),
-		Now:         now.Now,
 	})
 	require.NoError(t, err)
-	return &env{t: t, h: h, mgmt: mgmt, queue: queue, conns: conns, fake: fake, now: now, app: a}
+	return &env{t: t, h: h, mgmt: mgmt, queue: queue, conns: conns, fake: fake, app: a}
 }
 
 // invoke sends ev through the Lambda entry point as its JSON.
@@ -184,8 +162,15 @@ func (e *env) connect(key string) string {
 // $connect, and returns its id.
 func (e *env) connectAs(key string, identity events.APIGatewayRequestIdentity) string {
 	e.t.Helper()
+	return e.open(key, identity, time.Now())
+}
+
+// open opens a connection as API Gateway opened it at connectedAt (the
+// event's requestContext.connectedAt) and returns its id.
+func (e *env) open(key string, identity events.APIGatewayRequestIdentity, connectedAt time.Time) string {
+	e.t.Helper()
 	id := api.NewID("")[30:] + "="
-	ev := routeEvent("CONNECT", "$connect", id, key, "", e.now.Now())
+	ev := routeEvent("CONNECT", "$connect", id, key, "", connectedAt)
 	ev.RequestContext.Identity = identity
 	res := e.invoke(ev).(events.APIGatewayProxyResponse)
 	require.Equal(e.t, http.StatusOK, res.StatusCode, res.Body)
@@ -200,7 +185,7 @@ func (e *env) send(conn, body string) [][]byte {
 	e.t.Helper()
 	before := len(e.mgmt.Messages(conn))
 	calls := e.fake.Calls()
-	res := e.invoke(routeEvent("MESSAGE", "$default", conn, "", body, e.now.Now())).(events.APIGatewayProxyResponse)
+	res := e.invoke(routeEvent("MESSAGE", "$default", conn, "", body, time.Now())).(events.APIGatewayProxyResponse)
 	require.Equal(e.t, http.StatusOK, res.StatusCode)
 	// $default answers within API Gateway's 29 s integration timeout
 	// whatever the response takes: it ran no model call and sent nothing.
@@ -258,7 +243,7 @@ func TestConnectAuth(t *testing.T) {
 	e := newEnv(t)
 	for _, key := range []string{"", "sk-wrong"} {
 		id := "refused" + key + "="
-		res := e.invoke(routeEvent("CONNECT", "$connect", id, key, "", e.now.Now())).(events.APIGatewayProxyResponse)
+		res := e.invoke(routeEvent("CONNECT", "$connect", id, key, "", time.Now())).(events.APIGatewayProxyResponse)
 		require.Equal(t, http.StatusUnauthorized, res.StatusCode)
 		require.Contains(t, res.Body, "invalid_api_key")
 		conn, err := e.conns.Load(t.Context(), id)
@@ -340,7 +325,7 @@ func TestConnectIAMWithKeys(t *testing.T) {
 	conn, err = e.conns.Load(t.Context(), c)
 	require.NoError(t, err)
 	require.Equal(t, arnA, conn.Tenant, "the IAM caller wins over a key, as over HTTP")
-	res := e.invoke(routeEvent("CONNECT", "$connect", "nokey=", "", "", e.now.Now())).(events.APIGatewayProxyResponse)
+	res := e.invoke(routeEvent("CONNECT", "$connect", "nokey=", "", "", time.Now())).(events.APIGatewayProxyResponse)
 	require.Equal(t, http.StatusUnauthorized, res.StatusCode)
 }
 
@@ -384,7 +369,7 @@ func TestTurns(t *testing.T) {
 	require.Regexp(t, `^req_[0-9a-f]{32}$`, env.RequestID)
 	require.Regexp(t, `^req_[0-9a-f]{32}$`, again.RequestID)
 	require.NotEqual(t, env.RequestID, again.RequestID)
-	bin := routeEvent("MESSAGE", "$default", c1, "", "AAEC", e.now.Now())
+	bin := routeEvent("MESSAGE", "$default", c1, "", "AAEC", time.Now())
 	bin.IsBase64Encoded = true
 	e.invoke(bin)
 	e.invoke(fakesqs.Event(e.queue.Take()...))
@@ -397,7 +382,7 @@ func TestTurns(t *testing.T) {
 	kept := lastID(evs)
 	_, err = e.conns.Records().Get(tenantCtx(t, "acme"), kept)
 	require.NoError(t, err)
-	e.invoke(routeEvent("DISCONNECT", "$disconnect", c1, "", "", e.now.Now()))
+	e.invoke(routeEvent("DISCONNECT", "$disconnect", c1, "", "", time.Now()))
 	conn, err := e.conns.Load(t.Context(), c1)
 	require.NoError(t, err)
 	require.Nil(t, conn)
@@ -412,7 +397,7 @@ func TestSequentialTurns(t *testing.T) {
 	e := newEnv(t)
 	c := e.connect(keyA)
 	for i := range 3 {
-		e.invoke(routeEvent("MESSAGE", "$default", c, "", fmt.Sprintf(`{"type":"response.create","store":false,"input":"Message %d"}`, i), e.now.Now()))
+		e.invoke(routeEvent("MESSAGE", "$default", c, "", fmt.Sprintf(`{"type":"response.create","store":false,"input":"Message %d"}`, i), time.Now()))
 	}
 	msgs := e.queue.Take()
 	require.Len(t, msgs, 3)
@@ -460,15 +445,17 @@ func TestEventOverMessageLimit(t *testing.T) {
 }
 
 // After 60 minutes a message gets websocket_connection_limit_reached and
-// the connection is closed (DeleteConnection).
+// the connection is closed (DeleteConnection): the age is the one API
+// Gateway gives $connect (requestContext.connectedAt), so a connection it
+// opened 60 minutes ago is past the limit while a new one is served.
 func TestConnectionLimit(t *testing.T) {
 	e := newEnv(t)
 	c := e.connect(keyA)
 	e.events(e.send(c, `{"type":"response.create","store":false,"input":"Hi"}`))
-	e.now.add(wsapi.DefaultMaxAge)
-	env := e.envelope(e.send(c, `{"type":"response.create","store":false,"input":"Hi"}`))
+	old := e.open(keyA, events.APIGatewayRequestIdentity{}, time.Now().Add(-wsapi.DefaultMaxAge))
+	env := e.envelope(e.send(old, `{"type":"response.create","store":false,"input":"Hi"}`))
 	require.Equal(t, wsapi.CodeConnectionLimit, env.Error.Code)
-	require.Equal(t, []string{c}, e.mgmt.Deleted())
+	require.Equal(t, []string{old}, e.mgmt.Deleted())
 }
 
 // A client gone before its turn: the post fails with GoneException, the

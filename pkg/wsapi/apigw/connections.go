@@ -47,19 +47,15 @@ type Connections struct {
 	db      dynamodb.API
 	table   *string
 	records *dynamodb.Store
-	now     func() time.Time
 }
 
 // NewConnections returns the connections of table through client.
-func NewConnections(client dynamodb.API, table string, now func() time.Time) (*Connections, error) {
-	if now == nil {
-		now = time.Now
-	}
-	records, err := dynamodb.New(client, dynamodb.Config{Table: table, Now: now})
+func NewConnections(client dynamodb.API, table string) (*Connections, error) {
+	records, err := dynamodb.New(client, dynamodb.Config{Table: table})
 	if err != nil {
 		return nil, fmt.Errorf("websocket connections: %w", err)
 	}
-	return &Connections{db: client, table: aws.String(table), records: records, now: now}, nil
+	return &Connections{db: client, table: aws.String(table), records: records}, nil
 }
 
 // Records is the store of the connections' responses (tests create its
@@ -130,7 +126,7 @@ func (c *Connections) decode(id string, it map[string]types.AttributeValue) *Con
 	if v, ok := it[attrLatest].(*types.AttributeValueMemberS); ok {
 		conn.Latest = v.Value
 	}
-	if !c.now().Before(conn.expiresAt()) {
+	if !time.Now().Before(conn.expiresAt()) {
 		return nil
 	}
 	return conn
