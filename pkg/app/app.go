@@ -188,27 +188,30 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 		return err
 	}
 	eng, err = engine.New(engine.Config{
-		Provider:        prov,
-		Compaction:      keys,
-		Store:           st,
-		Hosted:          catalog,
-		DefaultModel:    cfg.DefaultModel,
-		MaxTurns:        cfg.MaxTurns,
-		Limits:          cfg.Limits,
-		OpenAICompat:    cfg.OpenAICompat,
-		HostedToolItems: cfg.HostedToolItems,
-		MCP:             mcp.New(mcp.Config{AllowHosts: cfg.FetchAllowHosts, AllowStdio: !cfg.InLambda, Propagate: telemetry.Transport}),
-		MCPServers:      servers,
-		SecretKey:       cfg.SecretKey,
-		Logger:          log,
-		DeadlineReserve: cfg.DeadlineReserve,
-		KeepAlive:       cfg.KeepAlive,
-		Queue:           queue,
-		Publisher:       publisher,
-		// Validated output's loop policy defaults.
-		MaxAttempts:             cfg.MaxAttempts,
-		MaxIterationsPerAttempt: cfg.MaxIterationsPerAttempt,
-		Observer:                observer,
+		Provider:     prov,
+		Compaction:   keys,
+		Store:        st,
+		Hosted:       catalog,
+		DefaultModel: cfg.DefaultModel,
+		Limits:       cfg.Limits,
+		Loop: engine.LoopConfig{
+			MaxTurns: cfg.MaxTurns,
+			// Validated output's loop policy defaults.
+			MaxAttempts:             cfg.MaxAttempts,
+			MaxIterationsPerAttempt: cfg.MaxIterationsPerAttempt,
+			DeadlineReserve:         cfg.DeadlineReserve,
+			HostedToolItems:         cfg.HostedToolItems,
+			OpenAICompat:            cfg.OpenAICompat,
+		},
+		MCP: engine.MCPConfig{
+			Connector: mcp.New(mcp.Config{AllowHosts: cfg.FetchAllowHosts, AllowStdio: !cfg.InLambda, Propagate: telemetry.Transport}),
+			Servers:   servers,
+			SecretKey: cfg.SecretKey,
+		},
+		Background: engine.BackgroundConfig{Queue: queue, Publisher: publisher},
+		Stream:     engine.StreamConfig{KeepAlive: cfg.KeepAlive},
+		Observer:   observer,
+		Logger:     log,
 	})
 	if err != nil {
 		return err

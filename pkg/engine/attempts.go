@@ -193,7 +193,7 @@ func (a *attempts) begin(r *run, cfg *Config) {
 	if a == nil {
 		return
 	}
-	a.maxAttempts, a.maxIterations = cfg.MaxAttempts, cfg.MaxIterationsPerAttempt
+	a.maxAttempts, a.maxIterations = cfg.Loop.MaxAttempts, cfg.Loop.MaxIterationsPerAttempt
 	if p := r.req.Lambent; p != nil {
 		if p.MaxAttempts != nil {
 			a.maxAttempts = *p.MaxAttempts

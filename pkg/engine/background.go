@@ -59,7 +59,7 @@ func (e *Engine) eventLog() store.EventLog {
 // A tenant with Limits.TenantInFlight responses running here (background
 // runs of this process's worker included) is refused with a 429 first.
 func (e *Engine) CreateBackground(ctx context.Context, req *api.CreateResponseRequest, w ResponseWriter) error {
-	if e.cfg.Queue == nil {
+	if e.cfg.Background.Queue == nil {
 		return errBackgroundUnavailable()
 	}
 	rec, err := e.queueBackground(ctx, req)
@@ -86,7 +86,7 @@ func (e *Engine) queueBackground(ctx context.Context, req *api.CreateResponseReq
 		return nil, err
 	}
 	id := rec.Response.ID
-	if err := e.cfg.Queue.Enqueue(ctx, Job{ResponseID: id, Tenant: tenant.From(ctx)}); err != nil {
+	if err := e.cfg.Background.Queue.Enqueue(ctx, Job{ResponseID: id, Tenant: tenant.From(ctx)}); err != nil {
 		e.log.ErrorContext(ctx, "enqueue failed", "response_id", id, "err", err)
 		qe := api.ServerError(err, "The background job could not be queued.")
 		qe.Code = "enqueue_failed"
@@ -211,7 +211,7 @@ func (e *Engine) follow(ctx context.Context, rec *store.Record, after int64, w R
 	}
 	var stop time.Time
 	if d, ok := ctx.Deadline(); ok {
-		stop = d.Add(-e.cfg.DeadlineReserve)
+		stop = d.Add(-e.cfg.Loop.DeadlineReserve)
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -267,13 +267,13 @@ func (e *Engine) follow(ctx context.Context, rec *store.Record, after int64, w R
 				continue
 			}
 		}
-		if cw != nil && e.cfg.KeepAlive > 0 && now.Sub(lastWrite) >= e.cfg.KeepAlive {
+		if cw != nil && e.cfg.Stream.KeepAlive > 0 && now.Sub(lastWrite) >= e.cfg.Stream.KeepAlive {
 			if err := cw.WriteComment("keep-alive"); err != nil {
 				return nil
 			}
 			lastWrite = now
 		}
-		wait := e.cfg.PollInterval
+		wait := e.cfg.Background.PollInterval
 		if !stop.IsZero() {
 			left := stop.Sub(e.cfg.Now())
 			if left <= 0 {
@@ -398,11 +398,11 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 	}
 	buf := &eventBuffer{}
 	r.em = &emitter{w: buf, stream: true, seq: job.NextSeq}
-	r.budget = newBudget(ctx, e.cfg.Now, e.cfg.DeadlineReserve)
+	r.budget = newBudget(ctx, e.cfg.Now, e.cfg.Loop.DeadlineReserve)
 	expect := rec.Response.Status
 	claimed := *rec
 	cj := *job
-	cj.Owner, cj.LeaseUntil, cj.Invocations = e.cfg.WorkerID, now.Add(e.cfg.Lease), job.Invocations+1
+	cj.Owner, cj.LeaseUntil, cj.Invocations = e.cfg.Background.WorkerID, now.Add(e.cfg.Background.Lease), job.Invocations+1
 	claimed.Job = &cj
 	resp := rec.Response.Clone()
 	resp.Status = api.StatusInProgress
@@ -464,7 +464,7 @@ func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf 
 		}
 		next := *rec
 		j := *rec.Job
-		j.Turns, j.NextSeq, j.LeaseUntil = r.turns, r.em.seq, e.cfg.Now().Add(e.cfg.Lease)
+		j.Turns, j.NextSeq, j.LeaseUntil = r.turns, r.em.seq, e.cfg.Now().Add(e.cfg.Background.Lease)
 		next.Job, next.Response = &j, r.resp.Clone()
 		if err := e.cfg.Store.Update(ctx, &next, api.StatusInProgress); err != nil {
 			switch {
@@ -526,7 +526,7 @@ func (e *Engine) watch(ctx context.Context, id string, cancel context.CancelFunc
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(e.cfg.PollInterval)
+		t := time.NewTicker(e.cfg.Background.PollInterval)
 		defer t.Stop()
 		for {
 			select {
@@ -562,7 +562,7 @@ func (e *Engine) handOff(ctx context.Context, r *run, rec *store.Record, buf *ev
 	if err := e.cfg.Store.Update(sctx, &next, api.StatusInProgress); err != nil {
 		return fmt.Errorf("engine: hand-off %s: %w", id, err)
 	}
-	if err := e.cfg.Queue.Enqueue(sctx, Job{ResponseID: id, Tenant: tenant.From(ctx)}); err != nil {
+	if err := e.cfg.Background.Queue.Enqueue(sctx, Job{ResponseID: id, Tenant: tenant.From(ctx)}); err != nil {
 		return fmt.Errorf("engine: hand-off %s: enqueue: %w", id, err)
 	}
 	e.log.InfoContext(ctx, "background response handed off", "response_id", id, "turns", r.turns, "invocation", j.Invocations)
@@ -622,7 +622,7 @@ func (e *Engine) finishBackground(ctx context.Context, r *run, rec *store.Record
 			return fmt.Errorf("engine: finish %s: %w", id, gerr)
 		}
 		if cur.Response.Status != expect || cur.Job == nil ||
-			cur.Job.Owner != "" && cur.Job.Owner != e.cfg.WorkerID && e.cfg.Now().Before(cur.Job.LeaseUntil) {
+			cur.Job.Owner != "" && cur.Job.Owner != e.cfg.Background.WorkerID && e.cfg.Now().Before(cur.Job.LeaseUntil) {
 			return errFinishedElsewhere
 		}
 		next.Version = cur.Version
@@ -634,8 +634,8 @@ func (e *Engine) finishBackground(ctx context.Context, r *run, rec *store.Record
 		e.log.WarnContext(ctx, "the final events were not stored", "response_id", id, "err", err)
 	}
 	e.log.InfoContext(ctx, "background response done", "response_id", id, "status", r.resp.Status, "turns", r.turns, "invocations", j.Invocations)
-	if e.cfg.Publisher != nil {
-		if err := e.cfg.Publisher.Publish(sctx, r.resp); err != nil {
+	if e.cfg.Background.Publisher != nil {
+		if err := e.cfg.Background.Publisher.Publish(sctx, r.resp); err != nil {
 			e.log.ErrorContext(ctx, "publish failed", "response_id", id, "err", err)
 		}
 	}
@@ -705,7 +705,7 @@ func (e *Engine) cancelBackground(ctx context.Context, rec *store.Record) (*api.
 
 // awaitTerminal waits (bounded) for the worker to stop after a cancel request.
 func (e *Engine) awaitTerminal(ctx context.Context, id string) (*api.Response, error) {
-	deadline := e.cfg.Now().Add(e.cfg.CancelWait)
+	deadline := e.cfg.Now().Add(e.cfg.Background.CancelWait)
 	for {
 		rec, err := e.get(ctx, id, "id")
 		if err != nil {
@@ -717,7 +717,7 @@ func (e *Engine) awaitTerminal(ctx context.Context, id string) (*api.Response, e
 		select {
 		case <-ctx.Done():
 			return rec.Response, nil
-		case <-time.After(e.cfg.PollInterval):
+		case <-time.After(e.cfg.Background.PollInterval):
 		}
 	}
 }

@@ -51,7 +51,7 @@ func TestDeadlineStopsAndContinues(t *testing.T) {
 	)
 	e, st := newEngine(t, p, m, func(c *Config) {
 		c.Now = clock.Now
-		c.DeadlineReserve = 10 * time.Second
+		c.Loop.DeadlineReserve = 10 * time.Second
 	})
 	tl := `"tools":[{"type":"lambent:t"}]`
 
@@ -135,7 +135,7 @@ func TestKeepAliveWhileWaiting(t *testing.T) {
 		case <-ctx.Done():
 		}
 	}})
-	e, _ := newEngine(t, p, nil, func(c *Config) { c.KeepAlive = time.Millisecond })
+	e, _ := newEngine(t, p, nil, func(c *Config) { c.Stream.KeepAlive = time.Millisecond })
 	require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, `{"input":"x","stream":true}`), rec))
 	r := rec.checkStream(t)
 	assert.Equal(t, api.StatusCompleted, r.Status, "the model answered only after a keep-alive was written")

@@ -82,7 +82,7 @@ func TestEventsFlushedWhileWaitingOnTheModel(t *testing.T) {
 	rec := newFlushRecorder()
 	var first []string
 	p := script(step{res: text("one two", 1, 1).res, hook: func(context.Context) { first, _ = rec.next(ctx) }})
-	e, _ := newEngine(t, p, nil, func(c *Config) { c.FlushDelay = time.Nanosecond })
+	e, _ := newEngine(t, p, nil, func(c *Config) { c.Stream.FlushDelay = time.Nanosecond })
 	require.NoError(t, e.CreateResponse(ctx, decodeReq(t, `{"input":"x","stream":true}`), rec))
 	assert.Equal(t, []string{"response.created", "response.in_progress"}, first)
 	batches, buffered := rec.rest()
@@ -127,7 +127,7 @@ func TestEventsFlushedWhileToolsRun(t *testing.T) {
 		return echoTool(ctx, c)
 	}, "t")
 	p := script(calls(1, 1, call("c1", "t", `{}`)), text("done", 1, 1))
-	e, _ := newEngine(t, p, m, func(c *Config) { c.FlushDelay = time.Nanosecond })
+	e, _ := newEngine(t, p, m, func(c *Config) { c.Stream.FlushDelay = time.Nanosecond })
 	require.NoError(t, e.CreateResponse(ctx, decodeReq(t, `{"input":"x","stream":true,"tools":[{"type":"lambent:t"}]}`), rec))
 	assert.Contains(t, seen, "response.function_call_arguments.done")
 	r := rec.checkStream(t)
@@ -150,7 +150,7 @@ func containsDone(types []string) bool {
 // sequence numbers still count up from 0 without a gap.
 func TestNoFlushDelayFlushesEachEvent(t *testing.T) {
 	rec := newFlushRecorder()
-	e, _ := newEngine(t, script(text("a b c", 1, 1)), nil, func(c *Config) { c.FlushDelay = -1 })
+	e, _ := newEngine(t, script(text("a b c", 1, 1)), nil, func(c *Config) { c.Stream.FlushDelay = -1 })
 	require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, `{"input":"x","stream":true}`), rec))
 	batches, buffered := rec.rest()
 	assert.Empty(t, buffered)

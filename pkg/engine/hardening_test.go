@@ -439,7 +439,7 @@ func TestLoopPolicyCappedByOperator(t *testing.T) {
 	}
 	p := script(steps...)
 	e, _, _ := bgEngine(t, func(*testing.T) store.ResponseStore { return store.NewMemory(store.MemoryConfig{}) }, p, newMock(echoTool, "lookup"),
-		func(c *Config) { c.MaxAttempts, c.MaxIterationsPerAttempt = 2, 2 })
+		func(c *Config) { c.Loop.MaxAttempts, c.Loop.MaxIterationsPerAttempt = 2, 2 })
 	body := func(policy string) string {
 		return `{"input":"assess","lambent":` + policy + `,"tools":[{"type":"lambent:lookup"},` + outputTool("") + `]}`
 	}
@@ -485,7 +485,7 @@ func TestBackgroundWorkerAppliesItsLimits(t *testing.T) {
 	shared := store.NewMemory(store.MemoryConfig{})
 	mk := func(*testing.T) store.ResponseStore { return shared }
 	p := script(text("never", 1, 1))
-	gw, _, _ := bgEngine(t, mk, p, nil, func(c *Config) { c.MaxAttempts = 5 })
+	gw, _, _ := bgEngine(t, mk, p, nil, func(c *Config) { c.Loop.MaxAttempts = 5 })
 	worker, _, _ := bgEngine(t, mk, p, nil)
 	rec, err := runBackground(t, gw, `{"input":"x","background":true,"text":{"format":{"type":"json_schema","name":"x","schema":{}}},"lambent":{"max_attempts":5}}`)
 	require.NoError(t, err)
@@ -734,7 +734,7 @@ func withLimits(l limits.Limits) func(*Config) { return func(c *Config) { c.Limi
 // withMCPTimeout gives the engine a loopback MCP connector whose operations
 // end after d.
 func withMCPTimeout(d time.Duration) func(*Config) {
-	return func(c *Config) { c.MCP = mcp.New(mcp.Config{AllowHosts: []string{"127.0.0.1"}, Timeout: d}) }
+	return func(c *Config) { c.MCP.Connector = mcp.New(mcp.Config{AllowHosts: []string{"127.0.0.1"}, Timeout: d}) }
 }
 
 // mcpTools is n request MCP tools on url, labelled s0, s1, ….
@@ -758,7 +758,7 @@ func TestMCPServersPerRequestCapped(t *testing.T) {
 		Approval: tools.MCPApproval{Mode: tools.MCPApproveNever}}
 	p := script(text("ok", 1, 1))
 	e, _ := newEngine(t, p, nil, withMCP, withLimits(limits.Limits{MCPServers: 3}), func(c *Config) {
-		c.MCPServers = map[string]*tools.MCPServer{"calc": manifest}
+		c.MCP.Servers = map[string]*tools.MCPServer{"calc": manifest}
 	})
 	rec, err := run1(t, e, `{"input":"x","tools":[`+mcpTools(2, srv.Endpoint)+`,{"type":"lambent:calc"}]}`)
 	require.NoError(t, err, "at the limit")
@@ -1028,7 +1028,7 @@ func TestStoreFailuresNeverReachClients(t *testing.T) {
 			q := newJobQueue()
 			e, _ := newEngine(t, script(text("a", 1, 1), text("b", 1, 1), text("c", 1, 1), text("d", 1, 1), text("e", 1, 1), text("f", 1, 1)), nil,
 				func(c *Config) {
-					c.Store, c.Queue, c.PollInterval, c.CancelWait = st, q, time.Millisecond, time.Millisecond
+					c.Store, c.Background.Queue, c.Background.PollInterval, c.Background.CancelWait = st, q, time.Millisecond, time.Millisecond
 				})
 			ctx := context.Background()
 			seeded, err := run1(t, e, `{"input":"seed"}`)
@@ -1161,9 +1161,9 @@ func TestTenantInFlightCap(t *testing.T) {
 	require.NoError(t, err)
 	e, _ := newEngine(t, g, nil, func(c *Config) {
 		c.Limits.TenantInFlight = 2
-		c.Queue = q
+		c.Background.Queue = q
 		c.Compaction = keys
-		c.PollInterval = time.Millisecond
+		c.Background.PollInterval = time.Millisecond
 	})
 	ctx := t.Context()
 	a, b := tenant.With(ctx, "tenant-a"), tenant.With(ctx, "tenant-b")

@@ -52,11 +52,11 @@ func (e *Engine) checkRequest(req *api.CreateResponseRequest) error {
 		}
 	}
 	if p := req.Lambent; p != nil {
-		if p.MaxAttempts != nil && *p.MaxAttempts > e.cfg.MaxAttempts {
-			return limits.Exceeded("lambent.max_attempts", "lambent.max_attempts", *p.MaxAttempts, e.cfg.MaxAttempts)
+		if p.MaxAttempts != nil && *p.MaxAttempts > e.cfg.Loop.MaxAttempts {
+			return limits.Exceeded("lambent.max_attempts", "lambent.max_attempts", *p.MaxAttempts, e.cfg.Loop.MaxAttempts)
 		}
-		if p.MaxIterationsPerAttempt != nil && *p.MaxIterationsPerAttempt > e.cfg.MaxIterationsPerAttempt {
-			return limits.Exceeded("lambent.max_iterations_per_attempt", "lambent.max_iterations_per_attempt", *p.MaxIterationsPerAttempt, e.cfg.MaxIterationsPerAttempt)
+		if p.MaxIterationsPerAttempt != nil && *p.MaxIterationsPerAttempt > e.cfg.Loop.MaxIterationsPerAttempt {
+			return limits.Exceeded("lambent.max_iterations_per_attempt", "lambent.max_iterations_per_attempt", *p.MaxIterationsPerAttempt, e.cfg.Loop.MaxIterationsPerAttempt)
 		}
 	}
 	return nil

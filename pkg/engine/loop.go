@@ -49,9 +49,9 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 	if err := e.checkSize(r); err != nil {
 		return err
 	}
-	r.em = &emitter{w: w, stream: req.Stream, delay: e.cfg.FlushDelay}
-	r.budget = newBudget(ctx, e.cfg.Now, e.cfg.DeadlineReserve)
-	stopPacing := r.em.pace(e.cfg.KeepAlive)
+	r.em = &emitter{w: w, stream: req.Stream, delay: e.cfg.Stream.FlushDelay}
+	r.budget = newBudget(ctx, e.cfg.Now, e.cfg.Loop.DeadlineReserve)
+	stopPacing := r.em.pace(e.cfg.Stream.KeepAlive)
 	r.em.lifecycle(api.EventResponseCreated, r.resp)
 	r.em.lifecycle(api.EventResponseInProgress, r.resp)
 	out := e.loop(ctx, r)
@@ -117,7 +117,7 @@ func (e *Engine) finalize(ctx context.Context, r *run, out outcome) {
 		resp.Usage = &api.Usage{}
 	}
 	resp.Status = out.status
-	if e.cfg.OpenAICompat && out.status == api.StatusRequiresAction {
+	if e.cfg.Loop.OpenAICompat && out.status == api.StatusRequiresAction {
 		resp.Status = api.StatusCompleted
 	}
 	switch resp.Status {
@@ -242,7 +242,7 @@ func (e *Engine) turnLimit(r *run) int {
 	if r.att != nil {
 		return r.att.maxAttempts * r.att.maxIterations
 	}
-	return e.cfg.MaxTurns
+	return e.cfg.Loop.MaxTurns
 }
 
 func (r *run) toolChoiceMode() string {

@@ -64,7 +64,7 @@ type mcpKey struct{ label, name string }
 func (e *Engine) checkMCPServers(req *api.CreateResponseRequest) error {
 	n := 0
 	for i := range req.Tools {
-		if t := &req.Tools[i]; t.Type == api.ToolMCP || t.IsHosted() && e.cfg.MCPServers[t.HostedName()] != nil {
+		if t := &req.Tools[i]; t.Type == api.ToolMCP || t.IsHosted() && e.cfg.MCP.Servers[t.HostedName()] != nil {
 			n++
 		}
 	}
@@ -76,7 +76,7 @@ func (e *Engine) checkMCPServers(req *api.CreateResponseRequest) error {
 
 // addMCP adds the request's MCP server srv (tools[i], param p).
 func (r *run) addMCP(e *Engine, p string, srv *tools.MCPServer) error {
-	if e.cfg.MCP == nil {
+	if e.cfg.MCP.Connector == nil {
 		return api.InvalidRequestCode(p+".type", "unsupported_tool", "MCP tools are not supported by this gateway.")
 	}
 	if srv.Label == api.HostedServerLabel {
@@ -85,10 +85,10 @@ func (r *run) addMCP(e *Engine, p string, srv *tools.MCPServer) error {
 	if r.mcpServer(srv.Label) != nil {
 		return api.InvalidRequest(p+".server_label", "duplicate server_label %q", srv.Label)
 	}
-	if err := e.cfg.MCP.Check(srv); err != nil {
+	if err := e.cfg.MCP.Connector.Check(srv); err != nil {
 		return api.InvalidRequestCode(p+".server_url", "invalid_mcp_server", "MCP server %q: %v", srv.Label, err)
 	}
-	s := &mcpServer{srv: srv, sess: e.cfg.MCP.Open(srv, e.mcpBounds())}
+	s := &mcpServer{srv: srv, sess: e.cfg.MCP.Connector.Open(srv, e.mcpBounds())}
 	if r.mcpByLabel == nil {
 		r.mcpByLabel = map[string]*mcpServer{}
 	}

@@ -25,7 +25,7 @@ type run struct {
 	defList []api.ToolDefinition
 	filter  tools.Filter
 	// mcpItems shows server-executed calls as mcp_call items
-	// (Config.HostedToolItems).
+	// (Config.Loop.HostedToolItems).
 	mcpItems bool
 	// summaries are the opened summaries of the conversation's compaction
 	// items, by blob (openSummaries).
@@ -59,7 +59,7 @@ type run struct {
 
 // mcpItems reports whether server-executed calls appear as mcp_call items.
 func (e *Engine) mcpItems() bool {
-	return e.cfg.HostedToolItems == HostedItemsMCPCall && e.cfg.Hosted != nil
+	return e.cfg.Loop.HostedToolItems == HostedItemsMCPCall && e.cfg.Hosted != nil
 }
 
 // prepare validates req against the stored conversation and builds the run.
@@ -314,8 +314,8 @@ func (r *run) resolveTools(e *Engine) error {
 			if t.Description != nil {
 				rt.def.Description = *t.Description
 			}
-		case t.IsHosted() && e.cfg.MCPServers[t.HostedName()] != nil:
-			if err := r.addMCP(e, p, e.cfg.MCPServers[t.HostedName()]); err != nil {
+		case t.IsHosted() && e.cfg.MCP.Servers[t.HostedName()] != nil:
+			if err := r.addMCP(e, p, e.cfg.MCP.Servers[t.HostedName()]); err != nil {
 				return err
 			}
 			continue

@@ -13,7 +13,7 @@ import (
 // treats as already executed. The item opens when the model starts the call
 // (output_item.added, response.mcp_call.in_progress, argument deltas) and is
 // done once the tool has answered (response.mcp_call.completed or .failed,
-// output_item.done with output or error). Config.HostedToolItems
+// output_item.done with output or error). Config.Loop.HostedToolItems
 // "function_call" keeps function_call + function_call_output instead.
 
 // callID is the call id of a function_call, mcp_call or

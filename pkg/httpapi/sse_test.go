@@ -32,7 +32,7 @@ func TestSSEWritesWholeEventsReadyTogether(t *testing.T) {
 		Store:        store.NewMemory(store.MemoryConfig{}),
 		DefaultModel: "test-model",
 		Logger:       slog.New(slog.DiscardHandler),
-		FlushDelay:   time.Hour,
+		Stream:       engine.StreamConfig{FlushDelay: time.Hour},
 	})
 	require.NoError(t, err)
 	h := httpapi.New(httpapi.Config{Service: e, Logger: slog.New(slog.DiscardHandler)})
