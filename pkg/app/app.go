@@ -22,6 +22,7 @@ import (
 	"github.com/lambent/lambent/pkg/eventbus"
 	"github.com/lambent/lambent/pkg/hooks"
 	"github.com/lambent/lambent/pkg/httpapi"
+	"github.com/lambent/lambent/pkg/pacing"
 	"github.com/lambent/lambent/pkg/requestid"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/store/dynamodb"
@@ -209,7 +210,6 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 			SecretKey: cfg.SecretKey,
 		},
 		Background: engine.BackgroundConfig{Queue: queue, Publisher: publisher},
-		Stream:     engine.StreamConfig{KeepAlive: cfg.KeepAlive},
 		Observer:   observer,
 		Logger:     log,
 	})
@@ -217,7 +217,8 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 		return err
 	}
 	a.Engine = eng
-	var h http.Handler = httpapi.New(httpapi.Config{Service: eng, MaxBody: cfg.MaxBody, Logger: log, Tenants: cfg.Tenants(), AllowedHosts: cfg.AllowedHosts})
+	var h http.Handler = httpapi.New(httpapi.Config{Service: eng, MaxBody: cfg.MaxBody, Logger: log, Tenants: cfg.Tenants(), AllowedHosts: cfg.AllowedHosts,
+		Pacing: pacing.Config{KeepAlive: cfg.KeepAlive}})
 	if obs.prometheus != nil {
 		h = withMetrics(h, obs.prometheus, metricsKeys(cfg), log)
 	}

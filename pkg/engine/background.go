@@ -33,12 +33,6 @@ type Publisher interface {
 	Publish(ctx context.Context, r *api.Response) error
 }
 
-// rawEventWriter is implemented by ResponseWriters that can forward a
-// stored event's JSON as is.
-type rawEventWriter interface {
-	WriteRawEvent(typ string, data []byte) error
-}
-
 // errBackgroundUnavailable: background responses need a store with an
 // event log and a queue.
 func errBackgroundUnavailable() error {
@@ -185,17 +179,18 @@ const ResumeComment = "resume starting_after="
 // follow writes the stored events of the background response rec after
 // sequence number `after`, polling the log every PollInterval (the worker
 // appends its events at that pace), until the terminal event. A buffering
-// writer is flushed after each batch; the batch with the terminal event is
-// left to the caller, who ends the stream.
+// writer is flushed when the stream starts (a pacing writer keeps it alive
+// from then on while no event comes: package pacing) and after each batch;
+// the batch with the terminal event is left to the caller, who ends the
+// stream.
 //
-// While no event comes, a writer that takes comments gets a keep-alive
-// every KeepAlive. When the context has a deadline (a Lambda invocation's),
-// the stream ends DeadlineReserve before it with the ResumeComment instead
-// of being cut. The record, read every few idle polls, marks the end: a
-// finished response's terminal event is its last (events a worker that
-// lost its lease wrote after it are not sent), and when that event is
-// missing from the log (its append failed after the terminal state was
-// stored) it is sent as stored, rebuilt from the record.
+// When the context has a deadline (a Lambda invocation's), the stream ends
+// DeadlineReserve before it with the ResumeComment instead of being cut.
+// The record, read every few idle polls, marks the end: a finished
+// response's terminal event is its last (events a worker that lost its
+// lease wrote after it are not sent), and when that event is missing from
+// the log (its append failed after the terminal state was stored) it is
+// sent as stored, rebuilt from the record.
 func (e *Engine) follow(ctx context.Context, rec *store.Record, after int64, w ResponseWriter) error {
 	raw, ok := w.(rawEventWriter)
 	if !ok {
@@ -203,6 +198,11 @@ func (e *Engine) follow(ctx context.Context, rec *store.Record, after int64, w R
 	}
 	fl, _ := w.(Flusher)
 	cw, _ := w.(CommentWriter)
+	if fl != nil {
+		if err := fl.Flush(); err != nil {
+			return nil // the client went away
+		}
+	}
 	id := rec.Response.ID
 	log := e.eventLog()
 	end := int64(-1) // the terminal event's sequence number, once known
@@ -215,7 +215,6 @@ func (e *Engine) follow(ctx context.Context, rec *store.Record, after int64, w R
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	lastWrite := time.Now()
 	idle := 0
 	for {
 		if end >= 0 && after >= end {
@@ -242,10 +241,8 @@ func (e *Engine) follow(ctx context.Context, rec *store.Record, after int64, w R
 				return nil
 			}
 		}
-		now := time.Now()
 		if sent > 0 {
 			idle = 0
-			lastWrite = now
 			if fl != nil {
 				if err := fl.Flush(); err != nil {
 					return nil // the client went away
@@ -266,12 +263,6 @@ func (e *Engine) follow(ctx context.Context, rec *store.Record, after int64, w R
 				end = cur.Job.NextSeq - 1
 				continue
 			}
-		}
-		if cw != nil && e.cfg.Stream.KeepAlive > 0 && now.Sub(lastWrite) >= e.cfg.Stream.KeepAlive {
-			if err := cw.WriteComment("keep-alive"); err != nil {
-				return nil
-			}
-			lastWrite = now
 		}
 		wait := e.cfg.Background.PollInterval
 		if !stop.IsZero() {

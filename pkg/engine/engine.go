@@ -26,7 +26,9 @@ import (
 
 // ResponseWriter receives what the engine produces. Implementations must
 // not retain events or responses after the call returns (the engine reuses
-// and mutates them).
+// and mutates them). When the events of a stream reach the client is the
+// writer's business: a transport that buffers them paces them (package
+// pacing), the engine only emits them.
 type ResponseWriter interface {
 	// WriteEvent sends one streaming event (stream requests only).
 	WriteEvent(ev *api.StreamEvent) error
@@ -34,11 +36,34 @@ type ResponseWriter interface {
 	WriteResponse(r *api.Response) error
 }
 
+// Flusher is implemented by ResponseWriters whose events are buffered:
+// Flush sends what was buffered, in one write that holds only whole
+// events. A follower of a background response (see follow) flushes once
+// when it starts and after each batch of stored events; events buffered
+// when a call of the engine returns are the caller's to send when it ends
+// the stream (the HTTP transport sends them with data: [DONE]).
+type Flusher interface {
+	Flush() error
+}
+
+// CommentWriter is implemented by ResponseWriters that can send SSE
+// comments: a follower that reaches its deadline ends with ResumeComment.
+type CommentWriter interface {
+	WriteComment(text string) error
+}
+
+// rawEventWriter is implemented by ResponseWriters that can forward a
+// stored event's JSON as is (every follower's writer).
+type rawEventWriter interface {
+	WriteRawEvent(typ string, data []byte) error
+}
+
 // Config configures an Engine. Provider is required; the rest have working
 // zero values. The settings of each concern are grouped: Loop (how a
-// response's loop runs), MCP (MCP servers and the key of their secrets),
-// Background (leasing and following background responses) and Stream (the
-// pacing of streamed events); each group documents its defaults.
+// response's loop runs), MCP (MCP servers and the key of their secrets)
+// and Background (leasing and following background responses); each group
+// documents its defaults. The pacing of streamed events is the transports'
+// (package pacing).
 type Config struct {
 	Provider provider.Provider
 	// Store keeps responses; nil disables storing (and continuations).
@@ -63,8 +88,6 @@ type Config struct {
 	MCP MCPConfig
 	// Background runs background responses.
 	Background BackgroundConfig
-	// Stream paces streamed events.
-	Stream StreamConfig
 	// Observer watches every response's loop: the operator's tool call
 	// hooks, metrics and traces (package telemetry). Nil observes nothing,
 	// at no cost.
@@ -189,32 +212,6 @@ func (c BackgroundConfig) withDefaults() BackgroundConfig {
 	return c
 }
 
-// StreamConfig paces streamed events.
-type StreamConfig struct {
-	// KeepAlive is the interval of SSE keep-alive comments while the loop
-	// waits on the model or tools (default 15s; negative disables).
-	KeepAlive time.Duration
-	// FlushDelay bounds how long a streamed event other than a delta waits
-	// in a buffering writer (a Flusher) for the events after it, so that
-	// events ready together share one write: response.created,
-	// response.in_progress and the first item events go out with the first
-	// delta when the model answers within it, else when it has passed
-	// (default 1ms; negative flushes after every event). Deltas are flushed
-	// at once.
-	FlushDelay time.Duration
-}
-
-// withDefaults returns c with its zero values replaced by the defaults.
-func (c StreamConfig) withDefaults() StreamConfig {
-	if c.KeepAlive == 0 {
-		c.KeepAlive = 15 * time.Second
-	}
-	if c.FlushDelay == 0 {
-		c.FlushDelay = time.Millisecond
-	}
-	return c
-}
-
 // Values of LoopConfig.HostedToolItems.
 const (
 	HostedItemsMCPCall      = "mcp_call"
@@ -242,7 +239,6 @@ func New(cfg Config) (*Engine, error) {
 	}
 	cfg.Loop = loop
 	cfg.Background = cfg.Background.withDefaults()
-	cfg.Stream = cfg.Stream.withDefaults()
 	cfg.Limits = cfg.Limits.WithDefaults()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/pacing"
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/store"
 )
@@ -122,7 +123,6 @@ func testFollowerSeesProgressAndKeepAlives(t *testing.T, mk storeMaker) {
 	e, _ := newEngine(t, model, nil, func(c *Config) {
 		c.Store, c.Background.Queue = st, q
 		c.Background.PollInterval = 5 * time.Millisecond
-		c.Stream.KeepAlive = time.Millisecond
 	})
 	rec, err := runBackground(t, e, `{"input":"x","background":true}`)
 	require.NoError(t, err)
@@ -132,8 +132,10 @@ func testFollowerSeesProgressAndKeepAlives(t *testing.T, mk storeMaker) {
 	go func() { worker <- e.RunBackground(context.Background(), id) }()
 
 	f := newFollowRecorder()
+	// The keep-alives are the pacing's the HTTP transport gives its writer.
+	w := paced(t, f, pacing.Config{KeepAlive: time.Millisecond})
 	followed := make(chan error, 1)
-	go func() { followed <- e.StreamResponse(context.Background(), id, -1, f) }()
+	go func() { followed <- e.StreamResponse(context.Background(), id, -1, w) }()
 	f.await(t, "the first delta while the model call is in flight", func() bool { return f.has(t, api.EventOutputTextDelta) })
 	n := len(f.commentList())
 	f.await(t, "a keep-alive while the worker is quiet", func() bool { return len(f.commentList()) > n })
@@ -164,7 +166,6 @@ func testFollowerDeadlineAndResume(t *testing.T, mk storeMaker) {
 		e, _ := newEngine(t, model, nil, func(c *Config) {
 			c.Store, c.Background.Queue = st, q
 			c.Background.PollInterval = poll
-			c.Stream.KeepAlive = -1
 			// The follower's context below has a deadline within this
 			// reserve: it must end at once, with what the log holds.
 			c.Loop.DeadlineReserve = time.Hour

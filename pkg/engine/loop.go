@@ -49,18 +49,13 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 	if err := e.checkSize(r); err != nil {
 		return err
 	}
-	r.em = &emitter{w: w, stream: req.Stream, delay: e.cfg.Stream.FlushDelay}
+	r.em = &emitter{w: w, stream: req.Stream}
 	r.budget = newBudget(ctx, e.cfg.Now, e.cfg.Loop.DeadlineReserve)
-	stopPacing := r.em.pace(e.cfg.Stream.KeepAlive)
 	r.em.lifecycle(api.EventResponseCreated, r.resp)
 	r.em.lifecycle(api.EventResponseInProgress, r.resp)
 	out := e.loop(ctx, r)
 	e.finalize(ctx, r, out)
-	err = e.save(ctx, r)
-	// The terminal event stays buffered: the transport sends it with the
-	// end of the stream.
-	stopPacing()
-	if err != nil {
+	if err := e.save(ctx, r); err != nil {
 		if e.log.Enabled(ctx, slog.LevelError) {
 			e.log.LogAttrs(ctx, slog.LevelError, "store failed", slog.String("response_id", r.resp.ID), slog.String("status", string(r.resp.Status)),
 				slog.String("model", r.resp.Model), slog.Int("output_items", len(r.resp.Output)), slog.Any("err", err))

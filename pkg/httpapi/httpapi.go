@@ -17,6 +17,7 @@ import (
 	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine"
+	"github.com/lambent/lambent/pkg/pacing"
 	"github.com/lambent/lambent/pkg/requestid"
 	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/lambent/lambent/pkg/wsapi"
@@ -62,6 +63,10 @@ type Config struct {
 	// request arriving on a socket of the server may name in its Host
 	// header (LAMBENT_ALLOWED_HOSTS); "*" allows any. See Handler.
 	AllowedHosts []string
+	// Pacing paces the SSE streams: when buffered events are written and
+	// the keep-alive comments while none come (zero values: the package's
+	// defaults).
+	Pacing pacing.Config
 }
 
 // Handler is the HTTP API.
@@ -84,6 +89,7 @@ type Handler struct {
 	tenants tenant.Rule
 	ws      *wsapi.Server
 	hosts   hostAllowlist
+	pacing  pacing.Config
 }
 
 // New returns the API handler.
@@ -104,7 +110,8 @@ func New(cfg Config) *Handler {
 	if ws.ReadLimit <= 0 {
 		ws.ReadLimit = cfg.MaxBody
 	}
-	return &Handler{svc: cfg.Service, maxBody: cfg.MaxBody, log: cfg.Logger, tenants: cfg.Tenants, ws: wsapi.NewServer(ws), hosts: newHostAllowlist(cfg.AllowedHosts)}
+	return &Handler{svc: cfg.Service, maxBody: cfg.MaxBody, log: cfg.Logger, tenants: cfg.Tenants, ws: wsapi.NewServer(ws), hosts: newHostAllowlist(cfg.AllowedHosts),
+		pacing: cfg.Pacing.WithDefaults()}
 }
 
 // Shutdown closes the open WebSocket connections, each after its response
@@ -258,7 +265,12 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 		create = h.svc.CreateBackground
 	}
 	rw := &responseWriter{h: h, w: w}
-	if err := create(r.Context(), req, rw); err != nil {
+	pw := pacing.New(rw, h.pacing)
+	err = create(r.Context(), req, pw)
+	// The pacing stops: what rw still buffers (the terminal event) goes
+	// out with the end of the stream.
+	pw.Close()
+	if err != nil {
 		if rw.started {
 			h.log.WarnContext(r.Context(), "error after the response started", "err", err)
 			_ = rw.Flush()
@@ -308,7 +320,10 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, id string) {
 			after = n
 		}
 		rw := &responseWriter{h: h, w: w}
-		if err := h.svc.StreamResponse(r.Context(), id, after, rw); err != nil {
+		pw := pacing.New(rw, h.pacing)
+		err := h.svc.StreamResponse(r.Context(), id, after, pw)
+		pw.Close()
+		if err != nil {
 			if rw.started {
 				_ = rw.Flush()
 			} else {
