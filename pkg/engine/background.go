@@ -119,7 +119,7 @@ func (e *Engine) storeQueued(ctx context.Context, req *api.CreateResponseRequest
 	if id != "" && !api.ValidResponseID(id) {
 		return nil, api.InvalidRequest("id", "a caller-chosen response id must be %q followed by letters, digits, '_' or '-', at most %d characters in all", api.PrefixResponse, api.MaxResponseIDLen)
 	}
-	r, err := e.prepare(ctx, req, id)
+	r, err := e.prepare(ctx, req, id, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,8 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 		return err
 	}
 	defer e.inflight.leave(t)
-	r, err := e.prepare(ctx, req, "")
+	cache := connectionCache(w)
+	r, err := e.prepare(ctx, req, "", cache)
 	if err != nil {
 		return err
 	}
@@ -55,7 +56,7 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 	r.em.lifecycle(api.EventResponseInProgress, r.resp)
 	out := e.loop(ctx, r)
 	e.finalize(ctx, r, out)
-	if err := e.save(ctx, r); err != nil {
+	if err := e.save(ctx, r, cache); err != nil {
 		if e.log.Enabled(ctx, slog.LevelError) {
 			e.log.LogAttrs(ctx, slog.LevelError, "store failed", slog.String("response_id", r.resp.ID), slog.String("status", string(r.resp.Status)),
 				slog.String("model", r.resp.Model), slog.Int("output_items", len(r.resp.Output)), slog.Any("err", err))
@@ -90,11 +91,15 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 	return w.WriteResponse(r.resp)
 }
 
-func (e *Engine) save(ctx context.Context, r *run) error {
+// save keeps the terminal response of r: in the connection's cache c
+// (nil: none) and, when the request stores it, in the store.
+func (e *Engine) save(ctx context.Context, r *run, c ConnectionCache) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
-	if err := keep(sctx, &store.Record{Response: r.resp, Input: r.input, Context: r.history}); err != nil {
-		return err
+	if c != nil {
+		if err := c.Put(sctx, &store.Record{Response: r.resp, Input: r.input, Context: r.history}); err != nil {
+			return err
+		}
 	}
 	if e.cfg.Store == nil || !r.req.Stores() {
 		return nil

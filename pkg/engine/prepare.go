@@ -63,9 +63,11 @@ func (e *Engine) mcpItems() bool {
 }
 
 // prepare validates req against the stored conversation and builds the run.
-// id is the response's id, empty for a new one. Every error is an
-// *api.Error: a client error, or a server error when the store fails.
-func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id string) (*run, error) {
+// id is the response's id, empty for a new one; cache is the connection's
+// (nil: none), which previous_response_id is looked up in first. Every
+// error is an *api.Error: a client error, or a server error when the store
+// fails.
+func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id string, cache ConnectionCache) (*run, error) {
 	if err := e.checkRequest(req); err != nil {
 		return nil, err
 	}
@@ -82,7 +84,7 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id
 		r.resp.ID = id
 	}
 	if req.PreviousResponseID != "" {
-		rec, err := e.previous(ctx, req.PreviousResponseID)
+		rec, err := e.previous(ctx, cache, req.PreviousResponseID)
 		if err != nil {
 			return nil, err
 		}
