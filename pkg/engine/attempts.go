@@ -32,6 +32,20 @@ import (
 // continues the conversation. The state lives in the response's "lambent"
 // field (the last attempt is the current one) and in its output, so a
 // background response resumes it from a checkpoint.
+//
+// The seam with the loop (loop.go) is r.att, nil when the response
+// validates no output; its methods the loop calls are no-ops on nil:
+//   - prepare builds it (resolveOutput), adding the output tool (and
+//     submit) to the response's tools, whose calls end an attempt
+//     (requestTool.ends);
+//   - the loop readies it (begin), bounds the model calls by it (maxTurns,
+//     exhausted), counts each call (used), keeps tool_choice "required"
+//     for it (keepsRequired) and tells the observer the attempt (number);
+//   - an answer without tool calls is judged (answered, then afterAttempt);
+//   - a turn's calls that end the attempt are answered with the verdict
+//     (endIterations, which runs the validators: validate.go; then ended
+//     and afterAttempt);
+//   - a cancelled response records where it stopped (finalize).
 
 // attempts is the validated-output state of a run.
 type attempts struct {
@@ -146,9 +160,9 @@ func (r *run) resolveOutput(hosted tools.Catalog, patterns int) error {
 	if out.exec != nil {
 		out.kind = ToolKindReflection
 	}
-	r.addTool(out)
+	r.tools.add(out)
 	if a.reflect {
-		r.addTool(requestTool{def: api.ToolDefinition{Name: api.SubmitTool, Description: api.SubmitDescription, Parameters: json.RawMessage(submitParameters)}, ends: true})
+		r.tools.add(requestTool{def: api.ToolDefinition{Name: api.SubmitTool, Description: api.SubmitDescription, Parameters: json.RawMessage(submitParameters)}, ends: true})
 	}
 	r.att = a
 	return nil
@@ -170,17 +184,12 @@ func compileOutputSchema(raw json.RawMessage, param, what string, patterns int) 
 	return s, nil
 }
 
-func (r *run) addTool(t requestTool) {
-	r.defs[t.def.Name] = t
-	r.defList = append(r.defList, t.def)
-}
-
 // outputDefs is the output tool as the model sees it, with submit when it
 // reflects (the response echoes them).
 func (a *attempts) outputDefs(r *run) []api.ToolDefinition {
-	defs := []api.ToolDefinition{r.defs[a.output].def}
+	defs := []api.ToolDefinition{r.tools.defs[a.output].def}
 	if a.reflect {
-		defs = append(defs, r.defs[api.SubmitTool].def)
+		defs = append(defs, r.tools.defs[api.SubmitTool].def)
 	}
 	return defs
 }
@@ -417,6 +426,19 @@ func (e *Engine) afterAttempt(r *run) (outcome, bool) {
 	a.next(r)
 	return outcome{}, false
 }
+
+// maxTurns is the most model calls of the response: every attempt's
+// iterations (the loop policy); false without validated output.
+func (a *attempts) maxTurns() (int, bool) {
+	if a == nil {
+		return 0, false
+	}
+	return a.maxAttempts * a.maxIterations, true
+}
+
+// runsValidators reports whether an output is checked by validator tools
+// too (which take time, as tool calls do).
+func (a *attempts) runsValidators() bool { return a != nil && len(a.check.validators) > 0 }
 
 // ended reports whether the current attempt's iterations have ended.
 func (a *attempts) ended() bool { return a != nil && a.verdict != nil }

@@ -878,12 +878,12 @@ func TestMCPToolNamingIsLinear(t *testing.T) {
 	for i := range n / 2 {
 		list[i].Name = long + strconv.Itoa(i)
 	}
-	r := &run{mcp: []*mcpServer{{srv: &tools.MCPServer{Label: "docs"}, tools: list}}}
+	ts := &toolset{mcp: []*mcpServer{{srv: &tools.MCPServer{Label: "docs"}, tools: list}}}
 	allocs := testing.AllocsPerRun(1, func() {
-		r.defs, r.defList = map[string]requestTool{}, nil
-		r.addMCPDefs()
+		ts.defs, ts.defList = map[string]requestTool{}, nil
+		ts.addMCPDefs()
 	})
-	assert.Len(t, r.defs, n, "every tool has a name of its own")
+	assert.Len(t, ts.defs, n, "every tool has a name of its own")
 	assert.Less(t, allocs, float64(16*n), "allocations per tool stay constant")
 }
 

@@ -56,7 +56,7 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 		}
 		if !called[id] {
 			called[id] = true
-			out = append(out, api.Item{Type: api.ItemFunctionCall, ID: id, Status: api.ItemCompleted, CallID: id, Name: r.modelName(it), Arguments: it.Arguments})
+			out = append(out, api.Item{Type: api.ItemFunctionCall, ID: id, Status: api.ItemCompleted, CallID: id, Name: r.tools.modelName(it), Arguments: it.Arguments})
 		}
 	}
 	result := func(id, output string, isError bool) {
@@ -181,16 +181,16 @@ func (r *run) echoTools() []api.Tool {
 			out = append(out, t)
 			continue
 		}
-		if s := r.mcpServer(t.HostedName()); s != nil {
+		if s := r.tools.mcpServer(t.HostedName()); s != nil {
 			out = append(out, s.echo())
 			continue
 		}
-		defs := []api.ToolDefinition{r.defs[t.HostedName()].def}
+		defs := []api.ToolDefinition{r.tools.defs[t.HostedName()].def}
 		if t.IsOutput() {
 			defs = r.att.outputDefs(r)
 		}
 		for _, def := range defs {
-			if r.mcpItems {
+			if r.tools.mcpItems {
 				hosted = append(hosted, def.Name)
 				continue
 			}

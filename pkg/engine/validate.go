@@ -257,7 +257,7 @@ func (e *Engine) validate(ctx context.Context, r *run, output string) ([]string,
 	var made []serverCall
 	for _, v := range c.validators {
 		it := api.Item{Type: api.ItemMCPCall, ID: r.newItemID(api.PrefixMCPCall), Status: api.ItemInProgress, ServerLabel: api.HostedServerLabel, Name: v.name, Arguments: args}
-		if !r.mcpItems {
+		if !r.tools.mcpItems {
 			it = api.Item{Type: api.ItemFunctionCall, ID: r.newItemID(api.PrefixFunctionCall), Status: api.ItemCompleted, CallID: api.NewID("call_"), Name: v.name, Arguments: args}
 		}
 		res := e.execute(tctx, r, &plannedCall{call: tools.ToolCall{ID: callID(&it), Name: v.name, Arguments: args, ResponseID: r.resp.ID}, exec: v.exec, kind: ToolKindValidator}, r.turns)
