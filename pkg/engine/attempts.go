@@ -12,6 +12,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/engine/schemacheck"
 	"github.com/lambent/lambent/pkg/limits"
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/tools"
@@ -173,11 +174,11 @@ func (r *run) resolveOutput(hosted tools.Catalog, patterns int) error {
 // does not compile, limit_exceeded when its regular expressions are over
 // patterns.
 func compileOutputSchema(raw json.RawMessage, param, what string, patterns int) (*jsonschema.Schema, error) {
-	s, err := compileSchema(raw, patterns)
-	var pe *patternsError
+	s, err := schemacheck.Compile(raw, patterns)
+	var pe *schemacheck.PatternsError
 	switch {
 	case errors.As(err, &pe):
-		return nil, limits.Exceeded(param, "the size of the schema's regular expressions (repetitions expanded)", pe.size, pe.limit)
+		return nil, limits.Exceeded(param, "the size of the schema's regular expressions (repetitions expanded)", pe.Size, pe.Limit)
 	case err != nil:
 		return nil, api.InvalidRequestCode(param, "invalid_schema", "Invalid JSON Schema for %s: %v", what, err)
 	}
@@ -368,7 +369,7 @@ func (e *Engine) answered(r *run) {
 	if a.output != "" {
 		v.code, v.output = api.CodeInvalidResponse, ""
 		v.errors = []string{fmt.Sprintf("The answer did not call %s: the output must be given as the arguments of a call of %s.", a.output, a.output)}
-	} else if v.errors = schemaErrors(a.check.schema, v.output); v.errors != nil {
+	} else if v.errors = schemacheck.Errors(a.check.schema, v.output); v.errors != nil {
 		v.code = api.CodeValidationFailed
 	}
 	a.verdict = v

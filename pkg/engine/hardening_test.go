@@ -21,6 +21,7 @@ import (
 	"github.com/lambent/lambent/internal/testing/mcptest"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/compaction"
+	"github.com/lambent/lambent/pkg/engine/schemacheck"
 	"github.com/lambent/lambent/pkg/limits"
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/store"
@@ -322,20 +323,20 @@ func TestScanJSON(t *testing.T) {
 		`1`: 0, `"[[{"`: 0, `{}`: 1, `[]`: 1, `{"a":[1,{"b":2}]}`: 3, `[[],[[]]]`: 3,
 		`{"a":"\"[[[","b":{"c":"\\"}}`: 2, `{"a":"\\\"{{"}`: 1, deepSchema(2000): 2001,
 	} {
-		assert.Equal(t, want, scanJSON(s).depth, s)
+		assert.Equal(t, want, schemacheck.Scan(s).Depth, s)
 	}
 	for s, want := range map[string]int{
-		`1`: 1, `-12.5`: 3, `[1e5,2E+17,"1e999",3e-9]`: 17, `{"a":0.000001}`: 7, `1e99999999999999999999`: maxNumberSize + 1,
-		strings.Repeat("9", 1000): maxNumberSize + 1, `{"a":[true,null,"x"]}`: 0,
+		`1`: 1, `-12.5`: 3, `[1e5,2E+17,"1e999",3e-9]`: 17, `{"a":0.000001}`: 7, `1e99999999999999999999`: schemacheck.MaxNumberSize + 1,
+		strings.Repeat("9", 1000): schemacheck.MaxNumberSize + 1, `{"a":[true,null,"x"]}`: 0,
 	} {
-		assert.Equal(t, want, scanJSON(s).number, s)
+		assert.Equal(t, want, schemacheck.Scan(s).Number, s)
 	}
 	for s, want := range map[string]int{
 		`{"enum":[]}`: 0, `{"enum": [ ] }`: 0, `{"enum":[1,2,3]}`: 3, `{"enum" : [ "a,b" , [1,2], {"x":[3,4]} ]}`: 3,
 		`{"properties":{"enum":{"type":"string"},"b":{"enum":["x","y"]}}}`: 2, `{"enum":[{"enum":[1,2]}]}`: 1,
 		`{"a":{"enum":[1]},"b":{"items":{"enum":[1,2]}}}`: 3, `{"description":"enum","x":[1,2]}`: 0, `["enum",[1,2]]`: 0,
 	} {
-		assert.Equal(t, want, scanJSON(s).enum, s)
+		assert.Equal(t, want, schemacheck.Scan(s).Enum, s)
 	}
 }
 
