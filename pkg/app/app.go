@@ -24,6 +24,7 @@ import (
 	"github.com/lambent/lambent/pkg/eventbus"
 	"github.com/lambent/lambent/pkg/hooks"
 	"github.com/lambent/lambent/pkg/httpapi"
+	"github.com/lambent/lambent/pkg/pacing"
 	"github.com/lambent/lambent/pkg/requestid"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/store/dynamodb"
@@ -198,33 +199,36 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 		return err
 	}
 	eng, err = engine.New(engine.Config{
-		Provider:        prov,
-		Compaction:      keys,
-		Store:           st,
-		Hosted:          catalog,
-		DefaultModel:    cfg.Provider.DefaultModel,
-		MaxTurns:        cfg.Loop.MaxTurns,
-		Limits:          cfg.Limits,
-		OpenAICompat:    cfg.Loop.OpenAICompat,
-		HostedToolItems: cfg.Loop.HostedToolItems,
-		MCP:             mcp.New(mcp.Config{AllowHosts: cfg.Tools.AllowHosts, AllowStdio: !cfg.InLambda, Propagate: telemetry.Transport}),
-		MCPServers:      servers,
-		SecretKey:       cfg.Security.SecretKey,
-		Logger:          log,
-		DeadlineReserve: cfg.Loop.DeadlineReserve,
-		KeepAlive:       cfg.Loop.KeepAlive,
-		Queue:           queue,
-		Publisher:       publisher,
-		// Validated output's loop policy defaults.
-		MaxAttempts:             cfg.Loop.MaxAttempts,
-		MaxIterationsPerAttempt: cfg.Loop.MaxIterationsPerAttempt,
-		Observer:                observer,
+		Provider:     prov,
+		Compaction:   keys,
+		Store:        st,
+		Hosted:       catalog,
+		DefaultModel: cfg.Provider.DefaultModel,
+		Limits:       cfg.Limits,
+		Loop: engine.LoopConfig{
+			MaxTurns: cfg.Loop.MaxTurns,
+			// Validated output's loop policy defaults.
+			MaxAttempts:             cfg.Loop.MaxAttempts,
+			MaxIterationsPerAttempt: cfg.Loop.MaxIterationsPerAttempt,
+			DeadlineReserve:         cfg.Loop.DeadlineReserve,
+			HostedToolItems:         cfg.Loop.HostedToolItems,
+			OpenAICompat:            cfg.Loop.OpenAICompat,
+		},
+		MCP: engine.MCPConfig{
+			Connector: mcp.New(mcp.Config{AllowHosts: cfg.Tools.AllowHosts, AllowStdio: !cfg.InLambda, Propagate: telemetry.Transport}),
+			Servers:   servers,
+			SecretKey: cfg.Security.SecretKey,
+		},
+		Background: engine.BackgroundConfig{Queue: queue, Publisher: publisher},
+		Observer:   observer,
+		Logger:     log,
 	})
 	if err != nil {
 		return err
 	}
 	a.Engine = eng
-	hc := httpapi.Config{Service: eng, MaxBody: cfg.Server.MaxBody, Logger: log, Tenants: cfg.Tenants(), AllowedHosts: cfg.Server.AllowedHosts}
+	hc := httpapi.Config{Service: eng, MaxBody: cfg.Server.MaxBody, Logger: log, Tenants: cfg.Tenants(), AllowedHosts: cfg.Server.AllowedHosts,
+		Pacing: pacing.Config{KeepAlive: cfg.Loop.KeepAlive}}
 	if obs.prometheus != nil {
 		hc.Routes = append(hc.Routes, metricsRoute(obs.prometheus, metricsKeys(cfg), log))
 	}

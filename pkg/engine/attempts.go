@@ -12,6 +12,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/engine/schemacheck"
 	"github.com/lambent/lambent/pkg/limits"
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/tools"
@@ -32,6 +33,20 @@ import (
 // continues the conversation. The state lives in the response's "lambent"
 // field (the last attempt is the current one) and in its output, so a
 // background response resumes it from a checkpoint.
+//
+// The seam with the loop (loop.go) is r.att, nil when the response
+// validates no output; its methods the loop calls are no-ops on nil:
+//   - prepare builds it (resolveOutput), adding the output tool (and
+//     submit) to the response's tools, whose calls end an attempt
+//     (requestTool.ends);
+//   - the loop readies it (begin), bounds the model calls by it (maxTurns,
+//     exhausted), counts each call (used), keeps tool_choice "required"
+//     for it (keepsRequired) and tells the observer the attempt (number);
+//   - an answer without tool calls is judged (answered, then afterAttempt);
+//   - a turn's calls that end the attempt are answered with the verdict
+//     (endIterations, which runs the validators: validate.go; then ended
+//     and afterAttempt);
+//   - a cancelled response records where it stopped (finalize).
 
 // attempts is the validated-output state of a run.
 type attempts struct {
@@ -146,9 +161,9 @@ func (r *run) resolveOutput(hosted tools.Catalog, patterns int) error {
 	if out.exec != nil {
 		out.kind = ToolKindReflection
 	}
-	r.addTool(out)
+	r.tools.add(out)
 	if a.reflect {
-		r.addTool(requestTool{def: api.ToolDefinition{Name: api.SubmitTool, Description: api.SubmitDescription, Parameters: json.RawMessage(submitParameters)}, ends: true})
+		r.tools.add(requestTool{def: api.ToolDefinition{Name: api.SubmitTool, Description: api.SubmitDescription, Parameters: json.RawMessage(submitParameters)}, ends: true})
 	}
 	r.att = a
 	return nil
@@ -159,28 +174,23 @@ func (r *run) resolveOutput(hosted tools.Catalog, patterns int) error {
 // does not compile, limit_exceeded when its regular expressions are over
 // patterns.
 func compileOutputSchema(raw json.RawMessage, param, what string, patterns int) (*jsonschema.Schema, error) {
-	s, err := compileSchema(raw, patterns)
-	var pe *patternsError
+	s, err := schemacheck.Compile(raw, patterns)
+	var pe *schemacheck.PatternsError
 	switch {
 	case errors.As(err, &pe):
-		return nil, limits.Exceeded(param, "the size of the schema's regular expressions (repetitions expanded)", pe.size, pe.limit)
+		return nil, limits.Exceeded(param, "the size of the schema's regular expressions (repetitions expanded)", pe.Size, pe.Limit)
 	case err != nil:
 		return nil, api.InvalidRequestCode(param, "invalid_schema", "Invalid JSON Schema for %s: %v", what, err)
 	}
 	return s, nil
 }
 
-func (r *run) addTool(t requestTool) {
-	r.defs[t.def.Name] = t
-	r.defList = append(r.defList, t.def)
-}
-
 // outputDefs is the output tool as the model sees it, with submit when it
 // reflects (the response echoes them).
 func (a *attempts) outputDefs(r *run) []api.ToolDefinition {
-	defs := []api.ToolDefinition{r.defs[a.output].def}
+	defs := []api.ToolDefinition{r.tools.defs[a.output].def}
 	if a.reflect {
-		defs = append(defs, r.defs[api.SubmitTool].def)
+		defs = append(defs, r.tools.defs[api.SubmitTool].def)
 	}
 	return defs
 }
@@ -193,7 +203,7 @@ func (a *attempts) begin(r *run, cfg *Config) {
 	if a == nil {
 		return
 	}
-	a.maxAttempts, a.maxIterations = cfg.MaxAttempts, cfg.MaxIterationsPerAttempt
+	a.maxAttempts, a.maxIterations = cfg.Loop.MaxAttempts, cfg.Loop.MaxIterationsPerAttempt
 	if p := r.req.Lambent; p != nil {
 		if p.MaxAttempts != nil {
 			a.maxAttempts = *p.MaxAttempts
@@ -359,7 +369,7 @@ func (e *Engine) answered(r *run) {
 	if a.output != "" {
 		v.code, v.output = api.CodeInvalidResponse, ""
 		v.errors = []string{fmt.Sprintf("The answer did not call %s: the output must be given as the arguments of a call of %s.", a.output, a.output)}
-	} else if v.errors = schemaErrors(a.check.schema, v.output); v.errors != nil {
+	} else if v.errors = schemacheck.Errors(a.check.schema, v.output); v.errors != nil {
 		v.code = api.CodeValidationFailed
 	}
 	a.verdict = v
@@ -417,6 +427,19 @@ func (e *Engine) afterAttempt(r *run) (outcome, bool) {
 	a.next(r)
 	return outcome{}, false
 }
+
+// maxTurns is the most model calls of the response: every attempt's
+// iterations (the loop policy); false without validated output.
+func (a *attempts) maxTurns() (int, bool) {
+	if a == nil {
+		return 0, false
+	}
+	return a.maxAttempts * a.maxIterations, true
+}
+
+// runsValidators reports whether an output is checked by validator tools
+// too (which take time, as tool calls do).
+func (a *attempts) runsValidators() bool { return a != nil && len(a.check.validators) > 0 }
 
 // ended reports whether the current attempt's iterations have ended.
 func (a *attempts) ended() bool { return a != nil && a.verdict != nil }

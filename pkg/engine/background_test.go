@@ -70,8 +70,8 @@ func bgEngine(t *testing.T, mk storeMaker, p *scripted, hosted tools.Catalog, mu
 	st := mk(t)
 	e, _ := newEngine(t, p, hosted, append([]func(*Config){func(c *Config) {
 		c.Store = st
-		c.Queue = q
-		c.PollInterval = time.Millisecond
+		c.Background.Queue = q
+		c.Background.PollInterval = time.Millisecond
 	}}, mut...)...)
 	return e, st, q
 }
@@ -273,7 +273,7 @@ func testBackgroundCrashResumesFromCheckpoint(t *testing.T, mk storeMaker) {
 	)
 	e, _, q := bgEngine(t, mk, p, m, func(c *Config) {
 		c.Now = clock.Now
-		c.Lease = time.Minute
+		c.Background.Lease = time.Minute
 	})
 	rec, err := runBackground(t, e, `{"input":"x","background":true,"tools":[{"type":"lambent:fast"},{"type":"lambent:slow"}]}`)
 	require.NoError(t, err)

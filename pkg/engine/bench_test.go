@@ -151,7 +151,7 @@ func BenchmarkRequestLimits(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	r, err := e.prepare(ctx, req, "")
+	r, err := e.prepare(ctx, req, "", nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func BenchmarkRequestLimits(b *testing.B) {
 	b.Run("prepare", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := e.prepare(ctx, req, ""); err != nil {
+			if _, err := e.prepare(ctx, req, "", nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -182,7 +182,7 @@ func BenchmarkRequestLimits(b *testing.B) {
 	b.Run("refuse_deep_2000", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := e.prepare(ctx, deep, ""); err == nil {
+			if _, err := e.prepare(ctx, deep, "", nil); err == nil {
 				b.Fatal("a schema 2,000 deep was prepared")
 			}
 		}

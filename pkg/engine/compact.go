@@ -39,7 +39,7 @@ func (e *Engine) Compact(ctx context.Context, req *api.CompactRequest) (*api.Com
 	}
 	defer e.inflight.leave(t)
 	r, err := e.prepare(ctx, &api.CreateResponseRequest{Model: req.Model, Instructions: req.Instructions, Input: req.Input,
-		PreviousResponseID: req.PreviousResponseID, PromptCacheKey: req.PromptCacheKey, ServiceTier: req.ServiceTier}, "")
+		PreviousResponseID: req.PreviousResponseID, PromptCacheKey: req.PromptCacheKey, ServiceTier: req.ServiceTier}, "", nil)
 	if err != nil {
 		return nil, err
 	}

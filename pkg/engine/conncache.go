@@ -20,25 +20,32 @@ type ConnectionCache interface {
 	Put(ctx context.Context, rec *store.Record) error
 }
 
-type connCacheKey struct{}
-
-// WithConnectionCache returns ctx carrying c. CreateResponse then resolves
-// previous_response_id in c before the store (the store remains the
-// fallback, which never holds store: false responses) and puts every
-// terminal response into c, whether it is stored or not.
-func WithConnectionCache(ctx context.Context, c ConnectionCache) context.Context {
-	return context.WithValue(ctx, connCacheKey{}, c)
+// ConnectionWriter is implemented by the ResponseWriters of a transport
+// that keeps a connection open across responses (WebSocket mode), as
+// http.Flusher is by an http.ResponseWriter that can flush: CreateResponse
+// then resolves previous_response_id in the connection's cache before the
+// store (the store remains the fallback, which never holds store: false
+// responses) and puts every terminal response into it, whether it is
+// stored or not. A writer that wraps one must implement it too.
+type ConnectionWriter interface {
+	ResponseWriter
+	// ConnectionCache returns the connection's cache; nil is none.
+	ConnectionCache() ConnectionCache
 }
 
-func connectionCache(ctx context.Context) ConnectionCache {
-	c, _ := ctx.Value(connCacheKey{}).(ConnectionCache)
-	return c
+// connectionCache returns the cache of w's connection, nil when w keeps
+// no connection open.
+func connectionCache(w ResponseWriter) ConnectionCache {
+	if cw, ok := w.(ConnectionWriter); ok {
+		return cw.ConnectionCache()
+	}
+	return nil
 }
 
 // previous returns the record of previous_response_id: from the
-// connection's cache when it keeps it, else from the store.
-func (e *Engine) previous(ctx context.Context, id string) (*store.Record, error) {
-	if c := connectionCache(ctx); c != nil {
+// connection's cache c (nil: none) when it keeps it, else from the store.
+func (e *Engine) previous(ctx context.Context, c ConnectionCache, id string) (*store.Record, error) {
+	if c != nil {
 		rec, err := c.Get(ctx, id)
 		if err == nil {
 			return rec, nil
@@ -48,12 +55,4 @@ func (e *Engine) previous(ctx context.Context, id string) (*store.Record, error)
 		}
 	}
 	return e.get(ctx, id, "previous_response_id")
-}
-
-// keep puts rec into the connection's cache, if the request has one.
-func keep(ctx context.Context, rec *store.Record) error {
-	if c := connectionCache(ctx); c != nil {
-		return c.Put(ctx, rec)
-	}
-	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/pacing"
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -55,7 +56,7 @@ func testDeadlineStopsAndContinues(t *testing.T) {
 		slow(text("all five done", 10, 1)),
 	)
 	e, st := newEngine(t, p, m, func(c *Config) {
-		c.DeadlineReserve = 10 * time.Second
+		c.Loop.DeadlineReserve = 10 * time.Second
 	})
 	tl := `"tools":[{"type":"lambent:t"}]`
 
@@ -131,7 +132,8 @@ func (c *commentRecorder) WriteComment(text string) error {
 	return nil
 }
 
-// While the model is silent, keep-alive comments are written.
+// While the model is silent, keep-alive comments are written (by the
+// pacing the HTTP transport gives its writer).
 func TestKeepAliveWhileWaiting(t *testing.T) {
 	rec := &commentRecorder{comments: make(chan string, 1)}
 	p := script(step{res: text("hello", 1, 1).res, hook: func(ctx context.Context) {
@@ -140,8 +142,10 @@ func TestKeepAliveWhileWaiting(t *testing.T) {
 		case <-ctx.Done():
 		}
 	}})
-	e, _ := newEngine(t, p, nil, func(c *Config) { c.KeepAlive = time.Millisecond })
-	require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, `{"input":"x","stream":true}`), rec))
+	e, _ := newEngine(t, p, nil)
+	w := paced(t, rec, pacing.Config{KeepAlive: time.Millisecond})
+	require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, `{"input":"x","stream":true}`), w))
+	w.Close()
 	r := rec.checkStream(t)
 	assert.Equal(t, api.StatusCompleted, r.Status, "the model answered only after a keep-alive was written")
 }

@@ -2,118 +2,21 @@ package engine
 
 import (
 	"sync"
-	"time"
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
 )
 
 // emitter numbers and writes the events of one response. One counter per
-// response, safe for concurrent use; a no-op for non-stream requests.
-//
-// When the writer buffers (a Flusher), the emitter decides when events go
-// out: an event carrying model output (a delta) is flushed at once, with
-// whatever waits before it; any other event waits up to delay for the
-// events that follow it, so that events ready together (response.created,
-// response.in_progress, output_item.added, content_part.added and the first
-// delta; the done events of a turn and the outputs of fast tools) share
-// one write. While pace runs, a pacer goroutine flushes events whose delay
-// has passed and writes the keep-alives; after it stopped, events stay
-// buffered for the caller, who sends them when it ends the stream.
+// response, safe for concurrent use; a no-op for non-stream requests. When
+// the events go out is the writer's business: the transports pace them
+// (package pacing).
 type emitter struct {
 	mu     sync.Mutex
 	w      ResponseWriter
 	stream bool
-	// delay bounds how long a buffered event waits for the ones after it;
-	// zero or negative flushes after every event.
-	delay time.Duration
-	seq   int64
-	err   error
-	last  time.Time // of the last flush or write, for keep-alives
-	// due is when buffered events must be flushed, zero when none wait.
-	due time.Time
-	// wake tells the running pacer that due was set; nil when none runs.
-	wake chan struct{}
-}
-
-// CommentWriter is implemented by ResponseWriters that can send SSE
-// comments; the engine sends keep-alive comments through it.
-type CommentWriter interface {
-	WriteComment(text string) error
-}
-
-// Flusher is implemented by ResponseWriters whose WriteEvent only buffers
-// events: Flush sends what was buffered, in one write that holds only whole
-// events. The engine flushes as it streams; events buffered when
-// CreateResponse or StreamResponse returns are the caller's to send when it
-// ends the stream (the HTTP transport sends them with data: [DONE]).
-type Flusher interface {
-	Flush() error
-}
-
-// pace runs the pacer until the returned stop function is called: it
-// flushes buffered events when their delay has passed, and writes a
-// keep-alive comment whenever nothing was written for keepAlive (zero or
-// negative: none).
-func (m *emitter) pace(keepAlive time.Duration) (stop func()) {
-	_, flushes := m.w.(Flusher)
-	cw, comments := m.w.(CommentWriter)
-	comments = comments && keepAlive > 0
-	flushes = flushes && m.delay > 0
-	if !m.stream || (!flushes && !comments) {
-		return func() {}
-	}
-	wake := make(chan struct{}, 1)
-	m.mu.Lock()
-	m.last = time.Now()
-	m.wake = wake
-	m.mu.Unlock()
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTimer(time.Hour)
-		defer t.Stop()
-		for {
-			m.mu.Lock()
-			now := time.Now()
-			if !m.due.IsZero() && !now.Before(m.due) {
-				m.flushLocked()
-			}
-			next := time.Hour
-			if comments {
-				if m.err == nil && now.Sub(m.last) >= keepAlive {
-					if !m.due.IsZero() {
-						m.flushLocked()
-					}
-					if m.err == nil {
-						m.err = cw.WriteComment("keep-alive")
-					}
-					m.last = now
-				}
-				next = m.last.Add(keepAlive).Sub(now)
-			}
-			if !m.due.IsZero() {
-				next = min(next, m.due.Sub(now))
-			}
-			m.mu.Unlock()
-			t.Reset(next)
-			select {
-			case <-done:
-				return
-			case <-wake:
-			case <-t.C:
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		wg.Wait()
-		m.mu.Lock()
-		m.wake, m.due = nil, time.Time{}
-		m.mu.Unlock()
-	}
+	seq    int64
+	err    error
 }
 
 // emit stamps ev with the next sequence number and writes it (callers
@@ -131,32 +34,7 @@ func (m *emitter) emit(ev *api.StreamEvent) {
 	if m.err != nil {
 		return
 	}
-	if m.err = m.w.WriteEvent(ev); m.err != nil {
-		return
-	}
-	if _, ok := m.w.(Flusher); !ok {
-		m.last = time.Now()
-		return
-	}
-	switch {
-	case ev.Delta != nil || m.delay <= 0:
-		m.flushLocked()
-	case m.wake != nil && m.due.IsZero():
-		m.due = time.Now().Add(m.delay)
-		select {
-		case m.wake <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// flushLocked sends the buffered events (m.mu held).
-func (m *emitter) flushLocked() {
-	m.due = time.Time{}
-	if fl, ok := m.w.(Flusher); ok && m.err == nil {
-		m.err = fl.Flush()
-		m.last = time.Now()
-	}
+	m.err = m.w.WriteEvent(ev)
 }
 
 func (m *emitter) lifecycle(typ string, r *api.Response) {

@@ -5,17 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/pacing"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
 // flushRecorder buffers events as the HTTP transport does (a Flusher) and
-// hands the event types of each flush to the test.
+// hands the event types of each flush to the test. The tests pace it as the
+// HTTP transport paces its writer (package pacing).
 type flushRecorder struct {
 	recorder
 	pending []string
@@ -71,41 +74,54 @@ func (f *flushRecorder) rest() (batches [][]string, buffered []string) {
 	}
 }
 
+// paced wraps sink in the pacing the HTTP transport gives its writer; the
+// pacing stops with the test, or when the test closes it.
+func paced(t *testing.T, sink pacing.Sink, cfg pacing.Config) *pacing.Writer {
+	w := pacing.New(sink, cfg)
+	t.Cleanup(w.Close)
+	return w
+}
+
 // While the engine waits on the model, the events written before the wait
 // are flushed once the flush delay has passed: the scripted model answers
 // only after it saw response.created and response.in_progress flushed
 // together. Deltas are flushed at once; what follows the last one stays
-// buffered for the transport to send with the end of the stream.
+// buffered for the transport to send with the end of the stream. The test
+// runs in a synctest bubble: its clock moves only while every goroutine
+// waits, so the delay passes exactly while the model waits.
 func TestEventsFlushedWhileWaitingOnTheModel(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rec := newFlushRecorder()
-	var first []string
-	p := script(step{res: text("one two", 1, 1).res, hook: func(context.Context) { first, _ = rec.next(ctx) }})
-	e, _ := newEngine(t, p, nil, func(c *Config) { c.FlushDelay = time.Nanosecond })
-	require.NoError(t, e.CreateResponse(ctx, decodeReq(t, `{"input":"x","stream":true}`), rec))
-	assert.Equal(t, []string{"response.created", "response.in_progress"}, first)
-	batches, buffered := rec.rest()
-	// The pacer may flush the events before the first delta on its own (the
-	// delay is a nanosecond); a delta is always flushed at once, so it ends
-	// its write, and nothing after the last delta is written before the end.
-	var flat []string
-	for _, b := range batches {
-		for i, typ := range b {
-			if typ == "response.output_text.delta" {
-				assert.Equal(t, len(b)-1, i, "a delta ends its write: %v", b)
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		rec := newFlushRecorder()
+		var first []string
+		p := script(step{res: text("one two", 1, 1).res, hook: func(context.Context) { first, _ = rec.next(ctx) }})
+		e, _ := newEngine(t, p, nil)
+		w := paced(t, rec, pacing.Config{FlushDelay: time.Second})
+		require.NoError(t, e.CreateResponse(ctx, decodeReq(t, `{"input":"x","stream":true}`), w))
+		w.Close()
+		assert.Equal(t, []string{"response.created", "response.in_progress"}, first)
+		batches, buffered := rec.rest()
+		// A delta is always flushed at once, so it ends its write, and
+		// nothing after the last delta is written before the end.
+		var flat []string
+		for _, b := range batches {
+			for i, typ := range b {
+				if typ == "response.output_text.delta" {
+					assert.Equal(t, len(b)-1, i, "a delta ends its write: %v", b)
+				}
 			}
+			flat = append(flat, b...)
 		}
-		flat = append(flat, b...)
-	}
-	require.GreaterOrEqual(t, len(flat), 4)
-	assert.Equal(t, []string{"response.output_item.added", "response.content_part.added", "response.output_text.delta", "response.output_text.delta"}, flat[:4])
-	for _, typ := range flat[4:] {
-		assert.NotEqual(t, "response.output_text.delta", typ)
-	}
-	require.NotEmpty(t, buffered)
-	assert.Equal(t, "response.completed", buffered[len(buffered)-1])
-	assert.Equal(t, api.StatusCompleted, rec.checkStream(t).Status)
+		require.GreaterOrEqual(t, len(flat), 4)
+		assert.Equal(t, []string{"response.output_item.added", "response.content_part.added", "response.output_text.delta", "response.output_text.delta"}, flat[:4])
+		for _, typ := range flat[4:] {
+			assert.NotEqual(t, "response.output_text.delta", typ)
+		}
+		require.NotEmpty(t, buffered)
+		assert.Equal(t, "response.completed", buffered[len(buffered)-1])
+		assert.Equal(t, api.StatusCompleted, rec.checkStream(t).Status)
+	})
 }
 
 // While hosted tools run, the events of the turn that asked for them are
@@ -127,8 +143,10 @@ func TestEventsFlushedWhileToolsRun(t *testing.T) {
 		return echoTool(ctx, c)
 	}, "t")
 	p := script(calls(1, 1, call("c1", "t", `{}`)), text("done", 1, 1))
-	e, _ := newEngine(t, p, m, func(c *Config) { c.FlushDelay = time.Nanosecond })
-	require.NoError(t, e.CreateResponse(ctx, decodeReq(t, `{"input":"x","stream":true,"tools":[{"type":"lambent:t"}]}`), rec))
+	e, _ := newEngine(t, p, m)
+	w := paced(t, rec, pacing.Config{FlushDelay: time.Nanosecond})
+	require.NoError(t, e.CreateResponse(ctx, decodeReq(t, `{"input":"x","stream":true,"tools":[{"type":"lambent:t"}]}`), w))
+	w.Close()
 	assert.Contains(t, seen, "response.function_call_arguments.done")
 	r := rec.checkStream(t)
 	require.Len(t, r.Output, 3)
@@ -150,8 +168,10 @@ func containsDone(types []string) bool {
 // sequence numbers still count up from 0 without a gap.
 func TestNoFlushDelayFlushesEachEvent(t *testing.T) {
 	rec := newFlushRecorder()
-	e, _ := newEngine(t, script(text("a b c", 1, 1)), nil, func(c *Config) { c.FlushDelay = -1 })
-	require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, `{"input":"x","stream":true}`), rec))
+	e, _ := newEngine(t, script(text("a b c", 1, 1)), nil)
+	w := paced(t, rec, pacing.Config{FlushDelay: -1})
+	require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, `{"input":"x","stream":true}`), w))
+	w.Close()
 	batches, buffered := rec.rest()
 	assert.Empty(t, buffered)
 	require.Len(t, batches, len(rec.events))

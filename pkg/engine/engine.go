@@ -26,7 +26,9 @@ import (
 
 // ResponseWriter receives what the engine produces. Implementations must
 // not retain events or responses after the call returns (the engine reuses
-// and mutates them).
+// and mutates them). When the events of a stream reach the client is the
+// writer's business: a transport that buffers them paces them (package
+// pacing), the engine only emits them.
 type ResponseWriter interface {
 	// WriteEvent sends one streaming event (stream requests only).
 	WriteEvent(ev *api.StreamEvent) error
@@ -34,8 +36,34 @@ type ResponseWriter interface {
 	WriteResponse(r *api.Response) error
 }
 
+// Flusher is implemented by ResponseWriters whose events are buffered:
+// Flush sends what was buffered, in one write that holds only whole
+// events. A follower of a background response (see follow) flushes once
+// when it starts and after each batch of stored events; events buffered
+// when a call of the engine returns are the caller's to send when it ends
+// the stream (the HTTP transport sends them with data: [DONE]).
+type Flusher interface {
+	Flush() error
+}
+
+// CommentWriter is implemented by ResponseWriters that can send SSE
+// comments: a follower that reaches its deadline ends with ResumeComment.
+type CommentWriter interface {
+	WriteComment(text string) error
+}
+
+// rawEventWriter is implemented by ResponseWriters that can forward a
+// stored event's JSON as is (every follower's writer).
+type rawEventWriter interface {
+	WriteRawEvent(typ string, data []byte) error
+}
+
 // Config configures an Engine. Provider is required; the rest have working
-// zero values.
+// zero values. The settings of each concern are grouped: Loop (how a
+// response's loop runs), MCP (MCP servers and the key of their secrets)
+// and Background (leasing and following background responses); each group
+// documents its defaults. The pacing of streamed events is the transports'
+// (package pacing).
 type Config struct {
 	Provider provider.Provider
 	// Store keeps responses; nil disables storing (and continuations).
@@ -50,24 +78,33 @@ type Config struct {
 	// opens the compaction items requests send back; nil disables
 	// compaction (both answer 501).
 	Compaction *compaction.Keyring
-	// MCP connects to MCP servers ({"type":"mcp"} tools and the
-	// manifest's); nil makes MCP tools a 400.
-	MCP tools.MCPConnector
-	// MCPServers are the manifest's MCP servers by name, which a request
-	// enables with {"type":"lambent:<name>"}.
-	MCPServers map[string]*tools.MCPServer
-	// SecretKey (32 bytes) seals the MCP secrets (headers, authorization)
-	// of stored background requests with AES-256-GCM. Default: a random key
-	// of this process, which only this process can open (enough for the
-	// in-process queue of local runs; gateways and workers that share a
-	// queue share a key).
-	SecretKey []byte
 	// DefaultModel is used when a request names none.
 	DefaultModel string
 	// Limits bound what one request may ask for (default limits.Default()).
 	Limits limits.Limits
+	// Loop is the loop policy.
+	Loop LoopConfig
+	// MCP enables MCP tools.
+	MCP MCPConfig
+	// Background runs background responses.
+	Background BackgroundConfig
+	// Observer watches every response's loop: the operator's tool call
+	// hooks, metrics and traces (package telemetry). Nil observes nothing,
+	// at no cost.
+	Observer Observer
+	// Logger receives structured logs (default slog.Default()).
+	Logger *slog.Logger
+	// Now is the clock (default time.Now). The deadline budget measures
+	// model calls and tool batches with it.
+	Now func() time.Time
+}
+
+// LoopConfig is the loop policy: how many model calls a response may make,
+// the time kept free before a deadline, and how server-executed calls and
+// client pauses appear to the client.
+type LoopConfig struct {
 	// MaxTurns bounds model calls per response (default 10). With
-	// validated output the loop policy bounds them instead.
+	// validated output the attempts bound them instead.
 	MaxTurns int
 	// MaxAttempts is the number of attempts of a validated output
 	// (LAMBENT_MAX_ATTEMPTS, default 3) and the most a request's "lambent"
@@ -78,6 +115,12 @@ type Config struct {
 	// request's "lambent" object may ask for: a validated output makes at
 	// most MaxAttempts × MaxIterationsPerAttempt model calls.
 	MaxIterationsPerAttempt int
+	// DeadlineReserve is kept free before the context deadline (a Lambda
+	// invocation's) for storing and closing the stream (default 10s). The
+	// loop stops with incomplete/"deadline" when the next model call or tool
+	// batch would not fit in the time left; a follower of a background
+	// response ends with ResumeComment that long before it.
+	DeadlineReserve time.Duration
 	// HostedToolItems says how calls the server executes appear in output:
 	// HostedItemsMCPCall (the default: OpenAI's mcp_call item, which every
 	// OpenAI client treats as already executed) or HostedItemsFunctionCall
@@ -87,32 +130,54 @@ type Config struct {
 	// OpenAICompat reports client-tool pauses as the OpenAI API does:
 	// status completed instead of requires_action.
 	OpenAICompat bool
-	// Observer watches every response's loop: the operator's tool call
-	// hooks, metrics and traces (package telemetry). Nil observes nothing,
-	// at no cost.
-	Observer Observer
-	// Logger receives structured logs (default slog.Default()).
-	Logger *slog.Logger
-	// Now is the clock (default time.Now). The deadline budget measures
-	// model calls and tool batches with it.
-	Now func() time.Time
-	// DeadlineReserve is kept free before the context deadline (a Lambda
-	// invocation's) for storing and closing the stream (default 10s). The
-	// loop stops with incomplete/"deadline" when the next model call or tool
-	// batch would not fit in the time left.
-	DeadlineReserve time.Duration
-	// KeepAlive is the interval of SSE keep-alive comments while the loop
-	// waits on the model or tools (default 15s; negative disables).
-	KeepAlive time.Duration
-	// FlushDelay bounds how long a streamed event other than a delta waits
-	// in a buffering writer (a Flusher) for the events after it, so that
-	// events ready together share one write: response.created,
-	// response.in_progress and the first item events go out with the first
-	// delta when the model answers within it, else when it has passed
-	// (default 1ms; negative flushes after every event). Deltas are flushed
-	// at once.
-	FlushDelay time.Duration
+}
 
+// withDefaults returns c with its zero values replaced by the defaults, or
+// an error for a HostedToolItems it does not know.
+func (c LoopConfig) withDefaults() (LoopConfig, error) {
+	switch c.HostedToolItems {
+	case "":
+		c.HostedToolItems = HostedItemsMCPCall
+	case HostedItemsMCPCall, HostedItemsFunctionCall:
+	default:
+		return c, fmt.Errorf("engine: hosted tool items %q: want %q or %q", c.HostedToolItems, HostedItemsMCPCall, HostedItemsFunctionCall)
+	}
+	if c.MaxTurns <= 0 {
+		c.MaxTurns = 10
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 3
+	}
+	if c.MaxIterationsPerAttempt <= 0 {
+		c.MaxIterationsPerAttempt = 15
+	}
+	if c.DeadlineReserve == 0 {
+		c.DeadlineReserve = 10 * time.Second
+	}
+	return c, nil
+}
+
+// MCPConfig enables MCP tools: the connector, the manifest's servers and
+// the key that seals their secrets in stored background requests.
+type MCPConfig struct {
+	// Connector connects to MCP servers ({"type":"mcp"} tools and the
+	// manifest's); nil makes MCP tools a 400.
+	Connector tools.MCPConnector
+	// Servers are the manifest's MCP servers by name, which a request
+	// enables with {"type":"lambent:<name>"}.
+	Servers map[string]*tools.MCPServer
+	// SecretKey (32 bytes) seals the MCP secrets (headers, authorization)
+	// of stored background requests with AES-256-GCM. Default: a random key
+	// of this process, which only this process can open (enough for the
+	// in-process queue of local runs; gateways and workers that share a
+	// queue share a key).
+	SecretKey []byte
+}
+
+// BackgroundConfig runs background responses: the queue that hands their
+// jobs to workers, the leases workers hold, and the pace of following and
+// cancelling them.
+type BackgroundConfig struct {
 	// Queue runs background responses; nil disables background=true.
 	Queue Queue
 	// Publisher announces terminal background responses; optional.
@@ -130,7 +195,24 @@ type Config struct {
 	CancelWait time.Duration
 }
 
-// Values of Config.HostedToolItems.
+// withDefaults returns c with its zero values replaced by the defaults.
+func (c BackgroundConfig) withDefaults() BackgroundConfig {
+	if c.WorkerID == "" {
+		c.WorkerID = api.NewID("worker_")
+	}
+	if c.Lease <= 0 {
+		c.Lease = 15 * time.Minute
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = 250 * time.Millisecond
+	}
+	if c.CancelWait <= 0 {
+		c.CancelWait = 5 * time.Second
+	}
+	return c
+}
+
+// Values of LoopConfig.HostedToolItems.
 const (
 	HostedItemsMCPCall      = "mcp_call"
 	HostedItemsFunctionCall = "function_call"
@@ -151,51 +233,20 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Provider == nil {
 		return nil, errors.New("engine: a provider is required")
 	}
-	switch cfg.HostedToolItems {
-	case "":
-		cfg.HostedToolItems = HostedItemsMCPCall
-	case HostedItemsMCPCall, HostedItemsFunctionCall:
-	default:
-		return nil, fmt.Errorf("engine: hosted tool items %q: want %q or %q", cfg.HostedToolItems, HostedItemsMCPCall, HostedItemsFunctionCall)
+	loop, err := cfg.Loop.withDefaults()
+	if err != nil {
+		return nil, err
 	}
+	cfg.Loop = loop
+	cfg.Background = cfg.Background.withDefaults()
 	cfg.Limits = cfg.Limits.WithDefaults()
-	if cfg.MaxTurns <= 0 {
-		cfg.MaxTurns = 10
-	}
-	if cfg.MaxAttempts <= 0 {
-		cfg.MaxAttempts = 3
-	}
-	if cfg.MaxIterationsPerAttempt <= 0 {
-		cfg.MaxIterationsPerAttempt = 15
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.DeadlineReserve == 0 {
-		cfg.DeadlineReserve = 10 * time.Second
-	}
-	if cfg.KeepAlive == 0 {
-		cfg.KeepAlive = 15 * time.Second
-	}
-	if cfg.FlushDelay == 0 {
-		cfg.FlushDelay = time.Millisecond
-	}
-	if cfg.WorkerID == "" {
-		cfg.WorkerID = api.NewID("worker_")
-	}
-	if cfg.Lease <= 0 {
-		cfg.Lease = 15 * time.Minute
-	}
-	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = 250 * time.Millisecond
-	}
-	if cfg.CancelWait <= 0 {
-		cfg.CancelWait = 5 * time.Second
-	}
-	secrets, err := secretsKeyring(cfg.SecretKey)
+	secrets, err := secretsKeyring(cfg.MCP.SecretKey)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/pacing"
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/store"
 )
@@ -120,9 +121,8 @@ func testFollowerSeesProgressAndKeepAlives(t *testing.T, mk storeMaker) {
 	q := newJobQueue()
 	st := mk(t)
 	e, _ := newEngine(t, model, nil, func(c *Config) {
-		c.Store, c.Queue = st, q
-		c.PollInterval = 5 * time.Millisecond
-		c.KeepAlive = time.Millisecond
+		c.Store, c.Background.Queue = st, q
+		c.Background.PollInterval = 5 * time.Millisecond
 	})
 	rec, err := runBackground(t, e, `{"input":"x","background":true}`)
 	require.NoError(t, err)
@@ -132,8 +132,10 @@ func testFollowerSeesProgressAndKeepAlives(t *testing.T, mk storeMaker) {
 	go func() { worker <- e.RunBackground(context.Background(), id) }()
 
 	f := newFollowRecorder()
+	// The keep-alives are the pacing's the HTTP transport gives its writer.
+	w := paced(t, f, pacing.Config{KeepAlive: time.Millisecond})
 	followed := make(chan error, 1)
-	go func() { followed <- e.StreamResponse(context.Background(), id, -1, f) }()
+	go func() { followed <- e.StreamResponse(context.Background(), id, -1, w) }()
 	f.await(t, "the first delta while the model call is in flight", func() bool { return f.has(t, api.EventOutputTextDelta) })
 	n := len(f.commentList())
 	f.await(t, "a keep-alive while the worker is quiet", func() bool { return len(f.commentList()) > n })
@@ -162,12 +164,11 @@ func testFollowerDeadlineAndResume(t *testing.T, mk storeMaker) {
 	st := mk(t)
 	mkEngine := func(poll time.Duration) *Engine {
 		e, _ := newEngine(t, model, nil, func(c *Config) {
-			c.Store, c.Queue = st, q
-			c.PollInterval = poll
-			c.KeepAlive = -1
+			c.Store, c.Background.Queue = st, q
+			c.Background.PollInterval = poll
 			// The follower's context below has a deadline within this
 			// reserve: it must end at once, with what the log holds.
-			c.DeadlineReserve = time.Hour
+			c.Loop.DeadlineReserve = time.Hour
 		})
 		return e
 	}
@@ -263,8 +264,8 @@ func TestFollowerRebuildsMissingTerminalEvent(t *testing.T) {
 		st := mk(t)
 		q := newJobQueue()
 		e, _ := newEngine(t, script(text("done", 1, 1)), nil, func(c *Config) {
-			c.Store, c.Queue = failTerminalAppends{ResponseStore: st, log: st.(store.EventLog)}, q
-			c.PollInterval = time.Millisecond
+			c.Store, c.Background.Queue = failTerminalAppends{ResponseStore: st, log: st.(store.EventLog)}, q
+			c.Background.PollInterval = time.Millisecond
 		})
 		rec, err := runBackground(t, e, `{"input":"x","background":true}`)
 		require.NoError(t, err)
@@ -327,9 +328,9 @@ func testBackgroundTerminalPublishedOnce(t *testing.T, mk storeMaker) {
 	q := newJobQueue()
 	cfg := func(worker string) func(*Config) {
 		return func(c *Config) {
-			c.Store, c.Queue, c.Publisher, c.WorkerID = st, q, pub, worker
-			c.PollInterval = time.Millisecond
-			c.CancelWait = time.Minute
+			c.Store, c.Background.Queue, c.Background.Publisher, c.Background.WorkerID = st, q, pub, worker
+			c.Background.PollInterval = time.Millisecond
+			c.Background.CancelWait = time.Minute
 		}
 	}
 	steps := make([]step, 0, 64)

@@ -21,6 +21,7 @@ import (
 	"github.com/lambent/lambent/internal/testing/mcptest"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/compaction"
+	"github.com/lambent/lambent/pkg/engine/schemacheck"
 	"github.com/lambent/lambent/pkg/limits"
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/store"
@@ -322,20 +323,20 @@ func TestScanJSON(t *testing.T) {
 		`1`: 0, `"[[{"`: 0, `{}`: 1, `[]`: 1, `{"a":[1,{"b":2}]}`: 3, `[[],[[]]]`: 3,
 		`{"a":"\"[[[","b":{"c":"\\"}}`: 2, `{"a":"\\\"{{"}`: 1, deepSchema(2000): 2001,
 	} {
-		assert.Equal(t, want, scanJSON(s).depth, s)
+		assert.Equal(t, want, schemacheck.Scan(s).Depth, s)
 	}
 	for s, want := range map[string]int{
-		`1`: 1, `-12.5`: 3, `[1e5,2E+17,"1e999",3e-9]`: 17, `{"a":0.000001}`: 7, `1e99999999999999999999`: maxNumberSize + 1,
-		strings.Repeat("9", 1000): maxNumberSize + 1, `{"a":[true,null,"x"]}`: 0,
+		`1`: 1, `-12.5`: 3, `[1e5,2E+17,"1e999",3e-9]`: 17, `{"a":0.000001}`: 7, `1e99999999999999999999`: schemacheck.MaxNumberSize + 1,
+		strings.Repeat("9", 1000): schemacheck.MaxNumberSize + 1, `{"a":[true,null,"x"]}`: 0,
 	} {
-		assert.Equal(t, want, scanJSON(s).number, s)
+		assert.Equal(t, want, schemacheck.Scan(s).Number, s)
 	}
 	for s, want := range map[string]int{
 		`{"enum":[]}`: 0, `{"enum": [ ] }`: 0, `{"enum":[1,2,3]}`: 3, `{"enum" : [ "a,b" , [1,2], {"x":[3,4]} ]}`: 3,
 		`{"properties":{"enum":{"type":"string"},"b":{"enum":["x","y"]}}}`: 2, `{"enum":[{"enum":[1,2]}]}`: 1,
 		`{"a":{"enum":[1]},"b":{"items":{"enum":[1,2]}}}`: 3, `{"description":"enum","x":[1,2]}`: 0, `["enum",[1,2]]`: 0,
 	} {
-		assert.Equal(t, want, scanJSON(s).enum, s)
+		assert.Equal(t, want, schemacheck.Scan(s).Enum, s)
 	}
 }
 
@@ -439,7 +440,7 @@ func TestLoopPolicyCappedByOperator(t *testing.T) {
 	}
 	p := script(steps...)
 	e, _, _ := bgEngine(t, func(*testing.T) store.ResponseStore { return store.NewMemory(store.MemoryConfig{}) }, p, newMock(echoTool, "lookup"),
-		func(c *Config) { c.MaxAttempts, c.MaxIterationsPerAttempt = 2, 2 })
+		func(c *Config) { c.Loop.MaxAttempts, c.Loop.MaxIterationsPerAttempt = 2, 2 })
 	body := func(policy string) string {
 		return `{"input":"assess","lambent":` + policy + `,"tools":[{"type":"lambent:lookup"},` + outputTool("") + `]}`
 	}
@@ -485,7 +486,7 @@ func TestBackgroundWorkerAppliesItsLimits(t *testing.T) {
 	shared := store.NewMemory(store.MemoryConfig{})
 	mk := func(*testing.T) store.ResponseStore { return shared }
 	p := script(text("never", 1, 1))
-	gw, _, _ := bgEngine(t, mk, p, nil, func(c *Config) { c.MaxAttempts = 5 })
+	gw, _, _ := bgEngine(t, mk, p, nil, func(c *Config) { c.Loop.MaxAttempts = 5 })
 	worker, _, _ := bgEngine(t, mk, p, nil)
 	rec, err := runBackground(t, gw, `{"input":"x","background":true,"text":{"format":{"type":"json_schema","name":"x","schema":{}}},"lambent":{"max_attempts":5}}`)
 	require.NoError(t, err)
@@ -734,7 +735,7 @@ func withLimits(l limits.Limits) func(*Config) { return func(c *Config) { c.Limi
 // withMCPTimeout gives the engine a loopback MCP connector whose operations
 // end after d.
 func withMCPTimeout(d time.Duration) func(*Config) {
-	return func(c *Config) { c.MCP = mcp.New(mcp.Config{AllowHosts: []string{"127.0.0.1"}, Timeout: d}) }
+	return func(c *Config) { c.MCP.Connector = mcp.New(mcp.Config{AllowHosts: []string{"127.0.0.1"}, Timeout: d}) }
 }
 
 // mcpTools is n request MCP tools on url, labelled s0, s1, ….
@@ -758,7 +759,7 @@ func TestMCPServersPerRequestCapped(t *testing.T) {
 		Approval: tools.MCPApproval{Mode: tools.MCPApproveNever}}
 	p := script(text("ok", 1, 1))
 	e, _ := newEngine(t, p, nil, withMCP, withLimits(limits.Limits{MCPServers: 3}), func(c *Config) {
-		c.MCPServers = map[string]*tools.MCPServer{"calc": manifest}
+		c.MCP.Servers = map[string]*tools.MCPServer{"calc": manifest}
 	})
 	rec, err := run1(t, e, `{"input":"x","tools":[`+mcpTools(2, srv.Endpoint)+`,{"type":"lambent:calc"}]}`)
 	require.NoError(t, err, "at the limit")
@@ -878,12 +879,12 @@ func TestMCPToolNamingIsLinear(t *testing.T) {
 	for i := range n / 2 {
 		list[i].Name = long + strconv.Itoa(i)
 	}
-	r := &run{mcp: []*mcpServer{{srv: &tools.MCPServer{Label: "docs"}, tools: list}}}
+	ts := &toolset{mcp: []*mcpServer{{srv: &tools.MCPServer{Label: "docs"}, tools: list}}}
 	allocs := testing.AllocsPerRun(1, func() {
-		r.defs, r.defList = map[string]requestTool{}, nil
-		r.addMCPDefs()
+		ts.defs, ts.defList = map[string]requestTool{}, nil
+		ts.addMCPDefs()
 	})
-	assert.Len(t, r.defs, n, "every tool has a name of its own")
+	assert.Len(t, ts.defs, n, "every tool has a name of its own")
 	assert.Less(t, allocs, float64(16*n), "allocations per tool stay constant")
 }
 
@@ -1028,7 +1029,7 @@ func TestStoreFailuresNeverReachClients(t *testing.T) {
 			q := newJobQueue()
 			e, _ := newEngine(t, script(text("a", 1, 1), text("b", 1, 1), text("c", 1, 1), text("d", 1, 1), text("e", 1, 1), text("f", 1, 1)), nil,
 				func(c *Config) {
-					c.Store, c.Queue, c.PollInterval, c.CancelWait = st, q, time.Millisecond, time.Millisecond
+					c.Store, c.Background.Queue, c.Background.PollInterval, c.Background.CancelWait = st, q, time.Millisecond, time.Millisecond
 				})
 			ctx := context.Background()
 			seeded, err := run1(t, e, `{"input":"seed"}`)
@@ -1161,9 +1162,9 @@ func TestTenantInFlightCap(t *testing.T) {
 	require.NoError(t, err)
 	e, _ := newEngine(t, g, nil, func(c *Config) {
 		c.Limits.TenantInFlight = 2
-		c.Queue = q
+		c.Background.Queue = q
 		c.Compaction = keys
-		c.PollInterval = time.Millisecond
+		c.Background.PollInterval = time.Millisecond
 	})
 	ctx := t.Context()
 	a, b := tenant.With(ctx, "tenant-a"), tenant.With(ctx, "tenant-b")

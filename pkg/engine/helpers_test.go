@@ -254,7 +254,7 @@ func newEngineB(t testing.TB, p provider.Provider, hosted tools.Catalog, mut ...
 	st := store.NewMemory(store.MemoryConfig{})
 	// The loop tests assert function_call items; mcp_test.go covers the
 	// default mcp_call items.
-	cfg := Config{Provider: p, Store: st, Hosted: hosted, DefaultModel: "test-model", Logger: slog.New(slog.DiscardHandler), HostedToolItems: HostedItemsFunctionCall}
+	cfg := Config{Provider: p, Store: st, Hosted: hosted, DefaultModel: "test-model", Logger: slog.New(slog.DiscardHandler), Loop: LoopConfig{HostedToolItems: HostedItemsFunctionCall}}
 	for _, m := range mut {
 		m(&cfg)
 	}

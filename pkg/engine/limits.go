@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/engine/schemacheck"
 	"github.com/lambent/lambent/pkg/limits"
 )
 
@@ -30,7 +31,7 @@ import (
 //     fetched or decoded by the Bedrock provider on every model call.
 //   - compileOutputSchema (attempts.go), as the schema of a validated output
 //     is compiled: its regular expressions (SchemaPatterns, counted by
-//     patternBudget as the validator compiles them).
+//     schemacheck.Compile as the validator compiles them).
 
 // checkRequest checks the limits known from the request alone.
 func (e *Engine) checkRequest(req *api.CreateResponseRequest) error {
@@ -52,11 +53,11 @@ func (e *Engine) checkRequest(req *api.CreateResponseRequest) error {
 		}
 	}
 	if p := req.Lambent; p != nil {
-		if p.MaxAttempts != nil && *p.MaxAttempts > e.cfg.MaxAttempts {
-			return limits.Exceeded("lambent.max_attempts", "lambent.max_attempts", *p.MaxAttempts, e.cfg.MaxAttempts)
+		if p.MaxAttempts != nil && *p.MaxAttempts > e.cfg.Loop.MaxAttempts {
+			return limits.Exceeded("lambent.max_attempts", "lambent.max_attempts", *p.MaxAttempts, e.cfg.Loop.MaxAttempts)
 		}
-		if p.MaxIterationsPerAttempt != nil && *p.MaxIterationsPerAttempt > e.cfg.MaxIterationsPerAttempt {
-			return limits.Exceeded("lambent.max_iterations_per_attempt", "lambent.max_iterations_per_attempt", *p.MaxIterationsPerAttempt, e.cfg.MaxIterationsPerAttempt)
+		if p.MaxIterationsPerAttempt != nil && *p.MaxIterationsPerAttempt > e.cfg.Loop.MaxIterationsPerAttempt {
+			return limits.Exceeded("lambent.max_iterations_per_attempt", "lambent.max_iterations_per_attempt", *p.MaxIterationsPerAttempt, e.cfg.Loop.MaxIterationsPerAttempt)
 		}
 	}
 	return nil
@@ -69,112 +70,17 @@ func checkSchema(l *limits.Limits, schema []byte, param func() string) error {
 	if n := len(schema); n > l.SchemaBytes {
 		return limits.Exceeded(param(), "the schema's size in bytes", n, l.SchemaBytes)
 	}
-	shape := scanJSON(schema)
-	if shape.depth > l.SchemaDepth {
-		return limits.Exceeded(param(), "the schema's nesting depth (objects and arrays inside each other)", shape.depth, l.SchemaDepth)
+	shape := schemacheck.Scan(schema)
+	if shape.Depth > l.SchemaDepth {
+		return limits.Exceeded(param(), "the schema's nesting depth (objects and arrays inside each other)", shape.Depth, l.SchemaDepth)
 	}
-	if shape.enum > l.SchemaEnumValues {
-		return limits.Exceeded(param(), "the schema's enum values (all enum keywords together)", shape.enum, l.SchemaEnumValues)
+	if shape.Enum > l.SchemaEnumValues {
+		return limits.Exceeded(param(), "the schema's enum values (all enum keywords together)", shape.Enum, l.SchemaEnumValues)
 	}
-	if shape.number > maxNumberSize {
-		return api.InvalidRequestCode(param(), "invalid_schema", "A number in the schema has more than %d digits or an exponent beyond ±%d, which this gateway does not support.", maxNumberSize, maxNumberSize)
+	if shape.Number > schemacheck.MaxNumberSize {
+		return api.InvalidRequestCode(param(), "invalid_schema", "A number in the schema has more than %d digits or an exponent beyond ±%d, which this gateway does not support.", schemacheck.MaxNumberSize, schemacheck.MaxNumberSize)
 	}
 	return nil
-}
-
-// maxNumberSize bounds the digits and the decimal exponent of the numbers
-// the JSON Schema validator reads, in schemas and in outputs: it makes each
-// an exact rational, whose cost grows with both (1e-999999 takes ~20 ms),
-// and it panics past an exponent of a million. float64 spans ±308.
-const maxNumberSize = 400
-
-// jsonShape is what one pass over a JSON text finds.
-type jsonShape struct {
-	// depth is the most objects and arrays open at once (1 for
-	// {"type":"string"}, 0 for a scalar).
-	depth int
-	// number is the size of the largest number: its digits, or the
-	// magnitude of its exponent when that is larger (counted up to
-	// maxNumberSize+1).
-	number int
-	// enum is the number of values in the arrays of "enum" keys (the values
-	// of enums inside an enum's values are data, not counted).
-	enum int
-}
-
-// scanJSON measures the JSON text b in one pass, without recursion or
-// allocation. b is valid JSON (a request decoder or the validator's
-// parser checks it), so only strings need skipping.
-func scanJSON[T string | []byte](b T) jsonShape {
-	var s jsonShape
-	depth := 0
-	// enumKey: the last token was the string "enum"; enumColon: then a
-	// colon; inEnum: the depth of the enum array being counted (0: none).
-	enumKey, enumColon, inEnum := false, false, 0
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
-			continue
-		}
-		key, colon := false, false
-		switch {
-		case c == '"':
-			start := i + 1
-			for i++; i < len(b) && b[i] != '"'; i++ {
-				if b[i] == '\\' {
-					i++
-				}
-			}
-			key = i-start == 4 && string(b[start:min(i, len(b))]) == "enum"
-		case c == ':':
-			colon = enumKey
-		case c == ',':
-			if inEnum != 0 && depth == inEnum {
-				s.enum++
-			}
-		case c == '{' || c == '[':
-			depth++
-			s.depth = max(s.depth, depth)
-			if c == '[' && enumColon && inEnum == 0 {
-				inEnum = depth
-				if j := skipSpace(b, i+1); j < len(b) && b[j] != ']' {
-					s.enum++ // the first value
-				}
-			}
-		case c == '}' || c == ']':
-			if depth == inEnum {
-				inEnum = 0
-			}
-			depth--
-		case c == '-' || c >= '0' && c <= '9':
-			digits, exp := 0, 0
-			for ; i < len(b) && (b[i] >= '0' && b[i] <= '9' || b[i] == '-' || b[i] == '.'); i++ {
-				if b[i] >= '0' && b[i] <= '9' {
-					digits++
-				}
-			}
-			if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-				for i++; i < len(b) && (b[i] >= '0' && b[i] <= '9' || b[i] == '-' || b[i] == '+'); i++ {
-					if b[i] >= '0' && b[i] <= '9' && exp <= maxNumberSize {
-						exp = exp*10 + int(b[i]-'0')
-					}
-				}
-			}
-			s.number = max(s.number, min(max(digits, exp), maxNumberSize+1))
-			i-- // the byte after the number
-		}
-		enumKey, enumColon = key, colon
-	}
-	return s
-}
-
-// skipSpace returns the index of the first byte of b from i that is not
-// JSON white space.
-func skipSpace[T string | []byte](b T, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // referencedResponse is a stored response an item reference points into:

@@ -42,25 +42,21 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 		return err
 	}
 	defer e.inflight.leave(t)
-	r, err := e.prepare(ctx, req, "")
+	cache := connectionCache(w)
+	r, err := e.prepare(ctx, req, "", cache)
 	if err != nil {
 		return err
 	}
 	if err := e.checkSize(r); err != nil {
 		return err
 	}
-	r.em = &emitter{w: w, stream: req.Stream, delay: e.cfg.FlushDelay}
-	r.budget = newBudget(ctx, e.cfg.Now, e.cfg.DeadlineReserve)
-	stopPacing := r.em.pace(e.cfg.KeepAlive)
+	r.em = &emitter{w: w, stream: req.Stream}
+	r.budget = newBudget(ctx, e.cfg.Now, e.cfg.Loop.DeadlineReserve)
 	r.em.lifecycle(api.EventResponseCreated, r.resp)
 	r.em.lifecycle(api.EventResponseInProgress, r.resp)
 	out := e.loop(ctx, r)
 	e.finalize(ctx, r, out)
-	err = e.save(ctx, r)
-	// The terminal event stays buffered: the transport sends it with the
-	// end of the stream.
-	stopPacing()
-	if err != nil {
+	if err := e.save(ctx, r, cache); err != nil {
 		if e.log.Enabled(ctx, slog.LevelError) {
 			e.log.LogAttrs(ctx, slog.LevelError, "store failed", slog.String("response_id", r.resp.ID), slog.String("status", string(r.resp.Status)),
 				slog.String("model", r.resp.Model), slog.Int("output_items", len(r.resp.Output)), slog.Any("err", err))
@@ -95,11 +91,15 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 	return w.WriteResponse(r.resp)
 }
 
-func (e *Engine) save(ctx context.Context, r *run) error {
+// save keeps the terminal response of r: in the connection's cache c
+// (nil: none) and, when the request stores it, in the store.
+func (e *Engine) save(ctx context.Context, r *run, c ConnectionCache) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
-	if err := keep(sctx, &store.Record{Response: r.resp, Input: r.input, Context: r.history}); err != nil {
-		return err
+	if c != nil {
+		if err := c.Put(sctx, &store.Record{Response: r.resp, Input: r.input, Context: r.history}); err != nil {
+			return err
+		}
 	}
 	if e.cfg.Store == nil || !r.req.Stores() {
 		return nil
@@ -117,7 +117,7 @@ func (e *Engine) finalize(ctx context.Context, r *run, out outcome) {
 		resp.Usage = &api.Usage{}
 	}
 	resp.Status = out.status
-	if e.cfg.OpenAICompat && out.status == api.StatusRequiresAction {
+	if e.cfg.Loop.OpenAICompat && out.status == api.StatusRequiresAction {
 		resp.Status = api.StatusCompleted
 	}
 	switch resp.Status {
@@ -155,7 +155,7 @@ func (e *Engine) loop(ctx context.Context, r *run) (out outcome) {
 // turns runs the loop's turns (see loop).
 func (e *Engine) turns(ctx context.Context, r *run) outcome {
 	r.att.begin(r, &e.cfg)
-	defer r.closeMCP()
+	defer r.tools.closeMCP()
 	e.startMCP(ctx, r)
 	if pending := r.pendingCalls(); len(pending) > 0 {
 		// They were asked for by the last model call so far.
@@ -164,8 +164,8 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 		}
 	}
 	for ; ; r.turns++ {
-		if r.onTurn != nil {
-			if err := r.onTurn(); err != nil {
+		if r.checkpoint != nil {
+			if err := r.checkpoint(); err != nil {
 				return outcome{status: api.StatusFailed, err: api.AsError(err)}
 			}
 		}
@@ -215,7 +215,7 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 			}
 			continue
 		}
-		if len(calls) == 0 || e.cfg.Hosted == nil && len(r.mcp) == 0 || r.toolChoiceMode() == api.ToolChoiceNone {
+		if len(calls) == 0 || e.cfg.Hosted == nil && len(r.tools.mcp) == 0 || r.toolChoiceMode() == api.ToolChoiceNone {
 			return outcome{status: api.StatusCompleted}
 		}
 		if out, stop := e.runTools(ctx, r, calls, false, turn+1); stop {
@@ -239,10 +239,10 @@ func (r *run) addUsage(u api.Usage) {
 // validated output the loop policy (every attempt's iterations), at most
 // LAMBENT_MAX_ATTEMPTS × LAMBENT_MAX_ITERATIONS_PER_ATTEMPT (checkRequest).
 func (e *Engine) turnLimit(r *run) int {
-	if r.att != nil {
-		return r.att.maxAttempts * r.att.maxIterations
+	if n, ok := r.att.maxTurns(); ok {
+		return n
 	}
-	return e.cfg.MaxTurns
+	return e.cfg.Loop.MaxTurns
 }
 
 func (r *run) toolChoiceMode() string {
@@ -291,7 +291,7 @@ func (r *run) providerRequest(turn int) *provider.Request {
 		Model:             r.resp.Model,
 		Instructions:      r.req.Instructions,
 		Items:             items,
-		Tools:             r.defList,
+		Tools:             r.tools.defList,
 		ParallelToolCalls: r.req.ParallelToolCalls,
 		MaxOutputTokens:   r.req.MaxOutputTokens,
 		Temperature:       r.req.Temperature,
@@ -310,7 +310,7 @@ func (r *run) providerRequest(turn int) *provider.Request {
 	if r.req.Reasoning != nil && r.req.Reasoning.Effort != nil {
 		q.ReasoningEffort = *r.req.Reasoning.Effort
 	}
-	if len(r.defList) > 0 {
+	if len(r.tools.defList) > 0 {
 		q.ToolChoice = r.toolChoiceMode()
 		// A forced or required choice applies to the first model call of a
 		// response only; afterwards the model must be free to answer.
@@ -350,12 +350,12 @@ func (e *Engine) plan(r *run, calls []api.Item, unanswered bool) []plannedCall {
 	plans := make([]plannedCall, len(calls))
 	for i, c := range calls {
 		p := plannedCall{call: tools.ToolCall{ID: callID(&c), Name: c.Name, Arguments: c.Arguments, ResponseID: r.resp.ID}}
-		name := r.modelName(&c)
-		t, ok := r.defs[name]
+		name := r.tools.modelName(&c)
+		t, ok := r.tools.defs[name]
 		switch {
 		case !ok:
-			p.errText = fmt.Sprintf("Error: tool %q does not exist. Available tools: %s.", name, r.toolNames())
-		case !r.filter.Allowed(name):
+			p.errText = fmt.Sprintf("Error: tool %q does not exist. Available tools: %s.", name, r.tools.names())
+		case !r.tools.filter.Allowed(name):
 			p.errText = fmt.Sprintf("Error: tool %q is not allowed for this request.", name)
 		case c.Type == api.ItemMCPApprovalRequest:
 			p.client = true // the client approves or denies it
@@ -365,29 +365,15 @@ func (e *Engine) plan(r *run, calls []api.Item, unanswered bool) []plannedCall {
 			p.errText = fmt.Sprintf("Error: no output was provided for the call to %q (call_id %s).", c.Name, c.CallID)
 		case t.exec == nil:
 			p.client = true
-		case r.req.MaxToolCalls != nil && r.hostedCalls >= *r.req.MaxToolCalls:
+		case r.req.MaxToolCalls != nil && r.tools.hostedCalls >= *r.req.MaxToolCalls:
 			p.errText = fmt.Sprintf("Error: the limit of %d tool calls for this response was reached; answer with what you have.", *r.req.MaxToolCalls)
 		default:
 			p.exec, p.kind = t.exec, t.kind
-			r.hostedCalls++
+			r.tools.hostedCalls++
 		}
 		plans[i] = p
 	}
 	return plans
-}
-
-func (r *run) toolNames() string {
-	s := ""
-	for i, d := range r.defList {
-		if i > 0 {
-			s += ", "
-		}
-		s += d.Name
-	}
-	if s == "" {
-		return "none"
-	}
-	return s
 }
 
 // runTools executes a turn's tool calls: when any must run on the client,
@@ -405,12 +391,12 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 		if p.exec != nil {
 			hosted++
 		}
-		validates = validates || p.ends && len(r.att.check.validators) > 0
+		validates = validates || p.ends && r.att.runsValidators()
 	}
 	if !pause && (hosted > 0 || validates) && !r.budget.fits(r.budget.maxTools) {
 		// The calls stay unanswered; a continuation runs them.
 		r.closeUnexecuted(calls)
-		r.hostedCalls -= hosted
+		r.tools.hostedCalls -= hosted
 		return outcome{status: api.StatusIncomplete, reason: api.ReasonDeadline}, true
 	}
 	results := make([]*tools.ToolResult, len(plans))
@@ -428,7 +414,7 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 		case pause:
 			// Server-side calls of a paused turn run when it continues.
 			if p.exec != nil {
-				r.hostedCalls--
+				r.tools.hostedCalls--
 			}
 		case parallel:
 			wg.Add(1)

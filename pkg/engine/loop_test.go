@@ -276,7 +276,7 @@ func TestUS4_3_NoRestriction(t *testing.T) {
 func TestUS5_1_MaxTurns(t *testing.T) {
 	m := newMock(echoTool, "loop")
 	p := script(calls(1, 1, call("c1", "loop", `{}`)), calls(1, 1, call("c2", "loop", `{}`)), calls(1, 1, call("c3", "loop", `{}`)))
-	e, st := newEngine(t, p, m, func(c *Config) { c.MaxTurns = 2 })
+	e, st := newEngine(t, p, m, func(c *Config) { c.Loop.MaxTurns = 2 })
 	rec, err := run1(t, e, `{"input":"x","tools":[{"type":"lambent:loop"}]}`)
 	require.NoError(t, err)
 	r := rec.response(t)
@@ -494,7 +494,7 @@ func TestPreviousResponseNotFound(t *testing.T) {
 // OpenAI compatibility reports client pauses as completed.
 func TestOpenAICompatPause(t *testing.T) {
 	p := script(calls(1, 1, call("cw", "get_weather", `{}`)))
-	e, _ := newEngine(t, p, newMock(echoTool), func(c *Config) { c.OpenAICompat = true })
+	e, _ := newEngine(t, p, newMock(echoTool), func(c *Config) { c.Loop.OpenAICompat = true })
 	rec, err := run1(t, e, `{"input":"x","tools":[`+clientTool+`]}`)
 	require.NoError(t, err)
 	assert.Equal(t, api.StatusCompleted, rec.response(t).Status)

@@ -64,7 +64,7 @@ type mcpKey struct{ label, name string }
 func (e *Engine) checkMCPServers(req *api.CreateResponseRequest) error {
 	n := 0
 	for i := range req.Tools {
-		if t := &req.Tools[i]; t.Type == api.ToolMCP || t.IsHosted() && e.cfg.MCPServers[t.HostedName()] != nil {
+		if t := &req.Tools[i]; t.Type == api.ToolMCP || t.IsHosted() && e.cfg.MCP.Servers[t.HostedName()] != nil {
 			n++
 		}
 	}
@@ -75,25 +75,25 @@ func (e *Engine) checkMCPServers(req *api.CreateResponseRequest) error {
 }
 
 // addMCP adds the request's MCP server srv (tools[i], param p).
-func (r *run) addMCP(e *Engine, p string, srv *tools.MCPServer) error {
-	if e.cfg.MCP == nil {
+func (t *toolset) addMCP(e *Engine, p string, srv *tools.MCPServer) error {
+	if e.cfg.MCP.Connector == nil {
 		return api.InvalidRequestCode(p+".type", "unsupported_tool", "MCP tools are not supported by this gateway.")
 	}
 	if srv.Label == api.HostedServerLabel {
 		return api.InvalidRequest(p+".server_label", "server_label %q is reserved for Lambent's hosted tools", srv.Label)
 	}
-	if r.mcpServer(srv.Label) != nil {
+	if t.mcpServer(srv.Label) != nil {
 		return api.InvalidRequest(p+".server_label", "duplicate server_label %q", srv.Label)
 	}
-	if err := e.cfg.MCP.Check(srv); err != nil {
+	if err := e.cfg.MCP.Connector.Check(srv); err != nil {
 		return api.InvalidRequestCode(p+".server_url", "invalid_mcp_server", "MCP server %q: %v", srv.Label, err)
 	}
-	s := &mcpServer{srv: srv, sess: e.cfg.MCP.Open(srv, e.mcpBounds())}
-	if r.mcpByLabel == nil {
-		r.mcpByLabel = map[string]*mcpServer{}
+	s := &mcpServer{srv: srv, sess: e.cfg.MCP.Connector.Open(srv, e.mcpBounds())}
+	if t.mcpByLabel == nil {
+		t.mcpByLabel = map[string]*mcpServer{}
 	}
-	r.mcpByLabel[srv.Label] = s
-	r.mcp = append(r.mcp, s)
+	t.mcpByLabel[srv.Label] = s
+	t.mcp = append(t.mcp, s)
 	return nil
 }
 
@@ -122,11 +122,11 @@ func mcpRequestServer(t *api.Tool, p string) (*tools.MCPServer, error) {
 }
 
 // mcpServer returns the response's server labelled label, or nil.
-func (r *run) mcpServer(label string) *mcpServer { return r.mcpByLabel[label] }
+func (t *toolset) mcpServer(label string) *mcpServer { return t.mcpByLabel[label] }
 
 // closeMCP ends the response's MCP sessions.
-func (r *run) closeMCP() {
-	for _, s := range r.mcp {
+func (t *toolset) closeMCP() {
+	for _, s := range t.mcp {
 		_ = s.sess.Close()
 	}
 }
@@ -137,13 +137,13 @@ func (r *run) closeMCP() {
 // Limits.MCPServers), as mcp_list_tools items, and adds every server's
 // allowed tools to the model's tools.
 func (e *Engine) startMCP(ctx context.Context, r *run) {
-	if len(r.mcp) == 0 {
+	if len(r.tools.mcp) == 0 {
 		return
 	}
 	for _, list := range [][]api.Item{r.history, r.input, r.resp.Output} {
 		for i := range list {
 			if it := &list[i]; it.Type == api.ItemMCPListTools && it.Error == "" && len(it.Tools) <= e.cfg.Limits.MCPToolsPerServer {
-				if s := r.mcpServer(it.ServerLabel); s != nil {
+				if s := r.tools.mcpServer(it.ServerLabel); s != nil {
 					s.tools, s.listed = it.Tools, true
 				}
 			}
@@ -156,7 +156,7 @@ func (e *Engine) startMCP(ctx context.Context, r *run) {
 		err   error
 	}
 	var todo []*listing
-	for _, s := range r.mcp {
+	for _, s := range r.tools.mcp {
 		if s.listed {
 			continue
 		}
@@ -191,26 +191,26 @@ func (e *Engine) startMCP(ctx context.Context, r *run) {
 		}
 		r.em.itemEvent(api.EventOutputItemDone, l.idx, it)
 	}
-	r.addMCPDefs()
+	r.tools.addMCPDefs()
 }
 
 // addMCPDefs offers every listed server's allowed tools to the model, in
 // the request's order of servers and the servers' order of tools.
-func (r *run) addMCPDefs() {
-	r.mcpNames = map[mcpKey]string{}
-	r.nameNext = map[string]int{}
-	for _, s := range r.mcp {
+func (ts *toolset) addMCPDefs() {
+	ts.mcpNames = map[mcpKey]string{}
+	ts.nameNext = map[string]int{}
+	for _, s := range ts.mcp {
 		for i := range s.tools {
 			t := &s.tools[i]
 			if !s.srv.Allowed.Allows(t) {
 				continue
 			}
-			name := r.freeName(funcName(t.Name), funcName(s.srv.Label+"_"+t.Name))
+			name := ts.freeName(funcName(t.Name), funcName(s.srv.Label+"_"+t.Name))
 			mt := &mcpTool{s: s, tool: *t}
 			def := api.ToolDefinition{Name: name, Description: t.Description, Parameters: t.InputSchema}
-			r.defs[name] = requestTool{def: def, exec: mt, mcp: mt, kind: ToolKindMCP}
-			r.defList = append(r.defList, def)
-			r.mcpNames[mcpKey{s.srv.Label, t.Name}] = name
+			ts.defs[name] = requestTool{def: def, exec: mt, mcp: mt, kind: ToolKindMCP}
+			ts.defList = append(ts.defList, def)
+			ts.mcpNames[mcpKey{s.srv.Label, t.Name}] = name
 		}
 	}
 }
@@ -222,11 +222,11 @@ const numberedStem = 64 - 7
 // freeName is the first of the names no tool of the response has yet,
 // numbering the last one when all are taken: its first numberedStem
 // characters, "_" and the least number from 2 up that is free. The number
-// to try next is kept per stem (r.nameNext; names are never freed), so
+// to try next is kept per stem (r.tools.nameNext; names are never freed), so
 // naming n tools of one name costs O(n), not O(n²).
-func (r *run) freeName(names ...string) string {
+func (t *toolset) freeName(names ...string) string {
 	for _, n := range names {
-		if _, taken := r.defs[n]; !taken {
+		if _, taken := t.defs[n]; !taken {
 			return n
 		}
 	}
@@ -234,13 +234,13 @@ func (r *run) freeName(names ...string) string {
 	if len(stem) > numberedStem {
 		stem = stem[:numberedStem]
 	}
-	for k := max(r.nameNext[stem], 2); ; k++ {
+	for k := max(t.nameNext[stem], 2); ; k++ {
 		n := stem + "_" + strconv.Itoa(k)
 		if len(n) > 64 {
 			n = stem[:64-(len(n)-len(stem))] + n[len(stem):]
 		}
-		if _, taken := r.defs[n]; !taken {
-			r.nameNext[stem] = k + 1
+		if _, taken := t.defs[n]; !taken {
+			t.nameNext[stem] = k + 1
 			return n
 		}
 	}
@@ -266,9 +266,9 @@ func funcName(s string) string {
 
 // modelName is the function name the model knows an item's tool by: an MCP
 // tool's name as offered to it, any other tool's own name.
-func (r *run) modelName(it *api.Item) string {
+func (t *toolset) modelName(it *api.Item) string {
 	if it.ServerLabel != "" && it.ServerLabel != api.HostedServerLabel {
-		if n, ok := r.mcpNames[mcpKey{it.ServerLabel, it.Name}]; ok {
+		if n, ok := t.mcpNames[mcpKey{it.ServerLabel, it.Name}]; ok {
 			return n
 		}
 	}
@@ -284,15 +284,15 @@ func (r *run) serverItem(name string) (typ, label, tool string) {
 	if r.toolChoiceMode() == api.ToolChoiceNone {
 		return "", "", ""
 	}
-	t, ok := r.defs[name]
+	t, ok := r.tools.defs[name]
 	switch {
 	case ok && t.mcp != nil:
 		typ = api.ItemMCPCall
-		if t.mcp.s.srv.Approval.Required(&t.mcp.tool) && r.filter.Allowed(name) {
+		if t.mcp.s.srv.Approval.Required(&t.mcp.tool) && r.tools.filter.Allowed(name) {
 			typ = api.ItemMCPApprovalRequest
 		}
 		return typ, t.mcp.s.srv.Label, t.mcp.tool.Name
-	case r.mcpItems && (!ok || t.exec != nil || t.ends):
+	case r.tools.mcpItems && (!ok || t.exec != nil || t.ends):
 		return api.ItemMCPCall, api.HostedServerLabel, name
 	}
 	return "", "", ""

@@ -16,7 +16,7 @@ import (
 )
 
 // mcpMode is the default item mode: server-executed calls as mcp_call.
-func mcpMode(c *Config) { c.HostedToolItems = HostedItemsMCPCall }
+func mcpMode(c *Config) { c.Loop.HostedToolItems = HostedItemsMCPCall }
 
 // checkOpenAIStream asserts the stream invariants and that every event
 // decodes as OpenAI's types (mcp_call events are not in OpenResponses), and
@@ -233,7 +233,7 @@ func TestMCPItems_FunctionCallMode(t *testing.T) {
 }
 
 func TestHostedToolItemsSetting(t *testing.T) {
-	_, err := New(Config{Provider: script(), HostedToolItems: "bogus"})
+	_, err := New(Config{Provider: script(), Loop: LoopConfig{HostedToolItems: "bogus"}})
 	require.Error(t, err)
 }
 

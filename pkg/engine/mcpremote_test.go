@@ -25,7 +25,7 @@ import (
 // the engine: listing, calls, approval, errors, secrets.
 
 // withMCP gives the engine an MCP connector that may reach loopback.
-func withMCP(c *Config) { c.MCP = mcp.New(mcp.Config{AllowHosts: []string{"127.0.0.1"}}) }
+func withMCP(c *Config) { c.MCP.Connector = mcp.New(mcp.Config{AllowHosts: []string{"127.0.0.1"}}) }
 
 func mcpServerTool(url, extra string) string {
 	return fmt.Sprintf(`{"type":"mcp","server_label":"docs","server_url":%q%s}`, url, extra)
@@ -135,7 +135,7 @@ func TestMCPRemote_ApproveAlways(t *testing.T) {
 		t.Run(fmt.Sprint("compat=", compat), func(t *testing.T) {
 			srv := startMCP(t, mcptest.Options{})
 			p := script(calls(1, 1, call("c1", "echo", `{"text":"ok?"}`)), text("approved and done", 1, 1))
-			e, _ := newEngine(t, p, nil, withMCP, func(c *Config) { c.OpenAICompat = compat })
+			e, _ := newEngine(t, p, nil, withMCP, func(c *Config) { c.Loop.OpenAICompat = compat })
 			tool := mcpServerTool(srv.Endpoint, "")
 			rec, err := run1(t, e, `{"input":"x","stream":true,"tools":[`+tool+`]}`)
 			require.NoError(t, err)
@@ -311,7 +311,7 @@ func TestMCPRemote_Errors(t *testing.T) {
 // connects); a label may not be "lambent" nor repeat.
 func TestMCPRemote_Refused(t *testing.T) {
 	p := script()
-	strict, _ := newEngine(t, p, nil, func(c *Config) { c.MCP = mcp.New(mcp.Config{}) })
+	strict, _ := newEngine(t, p, nil, func(c *Config) { c.MCP.Connector = mcp.New(mcp.Config{}) })
 	for url, want := range map[string]string{
 		"http://example.com/mcp":      "https",
 		"https://127.0.0.1/mcp":       "loopback",
@@ -360,8 +360,8 @@ func TestMCPRemote_ManifestServer(t *testing.T) {
 	manifest := &tools.MCPServer{Label: "calc", URL: srv.Endpoint, Transport: tools.MCPStreamableHTTP, Trusted: true,
 		Headers: map[string]string{"X-Key": "manifest-secret"}, Approval: tools.MCPApproval{Mode: tools.MCPApproveNever}}
 	e, _ := newEngine(t, p, nil, func(c *Config) {
-		c.MCP = mcp.New(mcp.Config{})
-		c.MCPServers = map[string]*tools.MCPServer{"calc": manifest}
+		c.MCP.Connector = mcp.New(mcp.Config{})
+		c.MCP.Servers = map[string]*tools.MCPServer{"calc": manifest}
 	})
 	rec, err := run1(t, e, `{"input":"x","tools":[{"type":"lambent:calc"}]}`)
 	require.NoError(t, err)
@@ -464,7 +464,7 @@ func testMCPRemoteSecrets(t *testing.T, mk storeMaker) {
 	rec, err = runBackground(t, e, `{"input":"x","background":true,"tools":[`+tool+`]}`)
 	require.NoError(t, err)
 	job = <-q.c
-	other, _ := newEngine(t, p, nil, withMCP, func(c *Config) { c.Store, c.Queue = st, q })
+	other, _ := newEngine(t, p, nil, withMCP, func(c *Config) { c.Store, c.Background.Queue = st, q })
 	require.NoError(t, other.RunBackground(context.Background(), job.ResponseID))
 	got, err = e.GetResponse(context.Background(), job.ResponseID)
 	require.NoError(t, err)

@@ -101,7 +101,7 @@ type ModelCall struct {
 // ResponseEnd is how a response's loop ended.
 type ResponseEnd struct {
 	// Status is the status the loop ended with (finalize may still report
-	// requires_action as completed, Config.OpenAICompat). A background
+	// requires_action as completed, Config.Loop.OpenAICompat). A background
 	// response that hands off to its next invocation ends this one's loop
 	// incomplete with reason "deadline".
 	Status api.Status

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/engine/schemacheck"
 	"github.com/lambent/lambent/pkg/limits"
 	"github.com/lambent/lambent/pkg/provider"
 )
@@ -47,13 +48,13 @@ func BenchmarkValidateOutput(b *testing.B) {
 	b.Run("compile_per_request", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			if _, err := compileSchema(json.RawMessage(benchSchema), limits.DefaultSchemaPatterns); err != nil {
+			if _, err := schemacheck.Compile(json.RawMessage(benchSchema), limits.DefaultSchemaPatterns); err != nil {
 				b.Fatal(err)
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "µs/request")
 	})
-	s, err := compileSchema(json.RawMessage(benchSchema), limits.DefaultSchemaPatterns)
+	s, err := schemacheck.Compile(json.RawMessage(benchSchema), limits.DefaultSchemaPatterns)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func BenchmarkValidateOutput(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				if errs := schemaErrors(s, c.output); len(errs) != c.errs {
+				if errs := schemacheck.Errors(s, c.output); len(errs) != c.errs {
 					b.Fatalf("errors = %v, want %d", errs, c.errs)
 				}
 			}

@@ -197,7 +197,7 @@ func TestOutput_WithoutReflectionEndsAtOnce(t *testing.T) {
 		call("c3", "lookup", `{"q":"b"}`),
 		call("c4", "report", validReport),
 	), text("never asked", 1, 1))
-	e, _ := newEngine(t, p, m, func(c *Config) { c.HostedToolItems = HostedItemsFunctionCall })
+	e, _ := newEngine(t, p, m, func(c *Config) { c.Loop.HostedToolItems = HostedItemsFunctionCall })
 	rec, err := run1(t, e, `{"input":"assess","parallel_tool_calls":false,"tools":[{"type":"lambent:lookup"},`+outputTool("")+`]}`)
 	require.NoError(t, err)
 	r := rec.response(t)
@@ -415,7 +415,7 @@ func TestOutput_AttemptsExhausted(t *testing.T) {
 		calls(1, 1, call("c1", "report", invalidReport)),
 		calls(1, 1, call("c2", "report", `{"score":-2,"summary":"worse"}`)),
 	)
-	e, st := newEngine(t, p, newMock(echoTool), func(c *Config) { c.MaxAttempts = 2 })
+	e, st := newEngine(t, p, newMock(echoTool), func(c *Config) { c.Loop.MaxAttempts = 2 })
 	rec, err := run1(t, e, `{"input":"assess","tools":[`+outputTool("")+`]}`)
 	require.NoError(t, err)
 	r := rec.response(t)
@@ -689,20 +689,20 @@ func TestOutput_LoopPolicy(t *testing.T) {
 		return s
 	}
 	p := script(bad(5)...)
-	e, _ := newEngine(t, p, newMock(echoTool), func(c *Config) { c.MaxAttempts = 5 })
+	e, _ := newEngine(t, p, newMock(echoTool), func(c *Config) { c.Loop.MaxAttempts = 5 })
 	rec, err := run1(t, e, `{"input":"x","tools":[`+outputTool("")+`]}`)
 	require.NoError(t, err)
 	assert.Len(t, rec.lambent(t).Attempts, 5, "LAMBENT_MAX_ATTEMPTS")
 	p2 := script(bad(5)...)
-	e2, _ := newEngine(t, p2, newMock(echoTool), func(c *Config) { c.MaxAttempts = 5 })
+	e2, _ := newEngine(t, p2, newMock(echoTool), func(c *Config) { c.Loop.MaxAttempts = 5 })
 	rec2, err := run1(t, e2, `{"input":"x","lambent":{"max_attempts":1},"tools":[`+outputTool("")+`]}`)
 	require.NoError(t, err)
 	assert.Len(t, rec2.lambent(t).Attempts, 1, "the request's max_attempts")
 	assert.Len(t, p2.requests(), 1)
 	// The defaults.
 	d, _ := newEngine(t, script(), nil)
-	assert.Equal(t, 3, d.cfg.MaxAttempts)
-	assert.Equal(t, 15, d.cfg.MaxIterationsPerAttempt)
+	assert.Equal(t, 3, d.cfg.Loop.MaxAttempts)
+	assert.Equal(t, 15, d.cfg.Loop.MaxIterationsPerAttempt)
 }
 
 // A background response keeps its attempt across the deadline hand-off:

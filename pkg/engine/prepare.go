@@ -11,7 +11,10 @@ import (
 	"github.com/lambent/lambent/pkg/tools"
 )
 
-// run is the state of one response being created.
+// run is the state of one response being created: the conversation, the
+// tools, the loop's progress and what writes its output. The concerns the
+// loop does not own hang off it by one field each: validated output (att,
+// attempts.go) and a background run's checkpoints (checkpoint, lease.go).
 type run struct {
 	req  *api.CreateResponseRequest
 	resp *api.Response
@@ -19,53 +22,45 @@ type run struct {
 	history []api.Item
 	// input is this request's input, references resolved and ids assigned.
 	input []api.Item
-	// defs are the tools of the request by name: what the model sees and,
-	// for hosted tools, the executor.
-	defs    map[string]requestTool
-	defList []api.ToolDefinition
-	filter  tools.Filter
-	// mcpItems shows server-executed calls as mcp_call items
-	// (Config.HostedToolItems).
-	mcpItems bool
 	// summaries are the opened summaries of the conversation's compaction
 	// items, by blob (openSummaries).
 	summaries map[string]string
-	// mcp are the request's MCP servers, in its order, and by label;
-	// mcpNames maps their tools to the function names the model knows them
-	// by, nameNext is the number freeName tries next per name stem.
-	mcp        []*mcpServer
-	mcpByLabel map[string]*mcpServer
-	mcpNames   map[mcpKey]string
-	nameNext   map[string]int
-	// hostedCalls counts executed hosted tool calls (max_tool_calls).
-	hostedCalls int
-	em          *emitter
-	asm         *assembler
-	budget      *budget
+	// tools are the response's tools (toolset.go).
+	tools toolset
+
+	// em writes the response's events; asm turns the current model call's
+	// deltas into output items (emit.go).
+	em  *emitter
+	asm *assembler
+	// budget is the time left before the deadline (budget.go).
+	budget *budget
 	// obs observes the loop; nil when Config.Observer is (see observe).
 	obs ResponseObserver
-	// modelCalls is the number of the last model call made (turns counts
-	// the turns begun, and may be one short when the loop ends in a turn).
-	modelCalls int
-	// turns counts model calls, over every invocation of a background response.
-	turns int
-	// onTurn, when set, runs before every model call (background
-	// checkpoints); an error fails the response.
-	onTurn func() error
+	// turns counts model calls, over every invocation of a background
+	// response; modelCalls is the number of the last model call made (turns
+	// counts the turns begun, and may be one short when the loop ends in a
+	// turn).
+	turns, modelCalls int
+
 	// att is the validated-output state (attempts.go); nil when the
 	// response validates no output.
 	att *attempts
+	// checkpoint, set for a background run (claim.checkpoint), runs
+	// before every model call; an error fails the response.
+	checkpoint func() error
 }
 
 // mcpItems reports whether server-executed calls appear as mcp_call items.
 func (e *Engine) mcpItems() bool {
-	return e.cfg.HostedToolItems == HostedItemsMCPCall && e.cfg.Hosted != nil
+	return e.cfg.Loop.HostedToolItems == HostedItemsMCPCall && e.cfg.Hosted != nil
 }
 
 // prepare validates req against the stored conversation and builds the run.
-// id is the response's id, empty for a new one. Every error is an
-// *api.Error: a client error, or a server error when the store fails.
-func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id string) (*run, error) {
+// id is the response's id, empty for a new one; cache is the connection's
+// (nil: none), which previous_response_id is looked up in first. Every
+// error is an *api.Error: a client error, or a server error when the store
+// fails.
+func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id string, cache ConnectionCache) (*run, error) {
 	if err := e.checkRequest(req); err != nil {
 		return nil, err
 	}
@@ -77,12 +72,12 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id
 		return nil, api.InvalidRequest("model", "missing required parameter: 'model'")
 	}
 	// The response id comes first: the ids of the input items carry it.
-	r := &run{req: req, resp: e.newResponse(req, model), mcpItems: e.mcpItems()}
+	r := &run{req: req, resp: e.newResponse(req, model), tools: toolset{mcpItems: e.mcpItems()}}
 	if id != "" {
 		r.resp.ID = id
 	}
 	if req.PreviousResponseID != "" {
-		rec, err := e.previous(ctx, req.PreviousResponseID)
+		rec, err := e.previous(ctx, cache, req.PreviousResponseID)
 		if err != nil {
 			return nil, err
 		}
@@ -276,20 +271,6 @@ func idPrefix(typ string) string {
 	return api.PrefixMessage
 }
 
-// requestTool is one tool of a request: the definition the model sees and
-// the executor of its calls, nil for a client-executed function tool; mcp
-// is set for an MCP server's tool.
-type requestTool struct {
-	def  api.ToolDefinition
-	exec tools.ToolExecutor
-	// ends marks the output tool without reflection and submit: their
-	// calls end an attempt's iterations (attempts.go).
-	ends bool
-	mcp  *mcpTool
-	// kind is what runs its calls (ToolCall.Kind).
-	kind string
-}
-
 // resolveTools turns the request's tools into the definitions the model
 // sees, each with who executes it, and the allowed-tools filter. The tool's
 // type decides: "function" is client-executed, "lambent:<name>" is hosted
@@ -301,7 +282,7 @@ func (r *run) resolveTools(e *Engine) error {
 	if err := e.checkMCPServers(r.req); err != nil {
 		return err
 	}
-	r.defs = make(map[string]requestTool, len(r.req.Tools))
+	r.tools.defs = make(map[string]requestTool, len(r.req.Tools))
 	for i := range r.req.Tools {
 		t := &r.req.Tools[i]
 		p := "tools[" + strconv.Itoa(i) + "]"
@@ -314,8 +295,8 @@ func (r *run) resolveTools(e *Engine) error {
 			if t.Description != nil {
 				rt.def.Description = *t.Description
 			}
-		case t.IsHosted() && e.cfg.MCPServers[t.HostedName()] != nil:
-			if err := r.addMCP(e, p, e.cfg.MCPServers[t.HostedName()]); err != nil {
+		case t.IsHosted() && e.cfg.MCP.Servers[t.HostedName()] != nil:
+			if err := r.tools.addMCP(e, p, e.cfg.MCP.Servers[t.HostedName()]); err != nil {
 				return err
 			}
 			continue
@@ -331,14 +312,14 @@ func (r *run) resolveTools(e *Engine) error {
 		case t.Type == api.ToolMCP:
 			srv, err := mcpRequestServer(t, p)
 			if err == nil {
-				err = r.addMCP(e, p, srv)
+				err = r.tools.addMCP(e, p, srv)
 			}
 			if err != nil {
 				return err
 			}
 			continue
 		}
-		r.addTool(rt)
+		r.tools.add(rt)
 	}
 	if err := r.resolveOutput(hosted, e.cfg.Limits.SchemaPatterns); err != nil {
 		return err
@@ -353,7 +334,7 @@ func (r *run) resolveTools(e *Engine) error {
 			names = append(names, n)
 		}
 	}
-	r.filter = tools.NewFilter(names)
+	r.tools.filter = tools.NewFilter(names)
 	return nil
 }
 

@@ -13,7 +13,7 @@ import (
 // treats as already executed. The item opens when the model starts the call
 // (output_item.added, response.mcp_call.in_progress, argument deltas) and is
 // done once the tool has answered (response.mcp_call.completed or .failed,
-// output_item.done with output or error). Config.HostedToolItems
+// output_item.done with output or error). Config.Loop.HostedToolItems
 // "function_call" keeps function_call + function_call_output instead.
 
 // callID is the call id of a function_call, mcp_call or
@@ -56,7 +56,7 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 		}
 		if !called[id] {
 			called[id] = true
-			out = append(out, api.Item{Type: api.ItemFunctionCall, ID: id, Status: api.ItemCompleted, CallID: id, Name: r.modelName(it), Arguments: it.Arguments})
+			out = append(out, api.Item{Type: api.ItemFunctionCall, ID: id, Status: api.ItemCompleted, CallID: id, Name: r.tools.modelName(it), Arguments: it.Arguments})
 		}
 	}
 	result := func(id, output string, isError bool) {
@@ -181,16 +181,16 @@ func (r *run) echoTools() []api.Tool {
 			out = append(out, t)
 			continue
 		}
-		if s := r.mcpServer(t.HostedName()); s != nil {
+		if s := r.tools.mcpServer(t.HostedName()); s != nil {
 			out = append(out, s.echo())
 			continue
 		}
-		defs := []api.ToolDefinition{r.defs[t.HostedName()].def}
+		defs := []api.ToolDefinition{r.tools.defs[t.HostedName()].def}
 		if t.IsOutput() {
 			defs = r.att.outputDefs(r)
 		}
 		for _, def := range defs {
-			if r.mcpItems {
+			if r.tools.mcpItems {
 				hosted = append(hosted, def.Name)
 				continue
 			}

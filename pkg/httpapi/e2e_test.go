@@ -491,7 +491,7 @@ func sseFrames(t *testing.T, b []byte) (frames []sseFrame, done bool) {
 }
 
 // writeRecorder is an http.ResponseWriter recording each Write and Flush
-// (safe for the engine's keep-alive goroutine).
+// (safe for the pacer's goroutine, package pacing).
 type writeRecorder struct {
 	mu     sync.Mutex
 	header http.Header

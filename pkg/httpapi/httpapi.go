@@ -16,6 +16,7 @@ import (
 	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine"
+	"github.com/lambent/lambent/pkg/pacing"
 	"github.com/lambent/lambent/pkg/requestid"
 	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/lambent/lambent/pkg/wsapi"
@@ -65,6 +66,10 @@ type Config struct {
 	// the same checks and refusals, but outside the tenant rule: each
 	// authenticates its own callers.
 	Routes []Route
+	// Pacing paces the SSE streams: when buffered events are written and
+	// the keep-alive comments while none come (zero values: the package's
+	// defaults).
+	Pacing pacing.Config
 }
 
 // Route is a route served beside the API (Config.Routes).
@@ -100,6 +105,7 @@ type Handler struct {
 	ws      *wsapi.Server
 	hosts   hostAllowlist
 	router  *router
+	pacing  pacing.Config
 }
 
 // New returns the API handler. It panics when a route of cfg.Routes is
@@ -122,7 +128,8 @@ func New(cfg Config) *Handler {
 	if ws.ReadLimit <= 0 {
 		ws.ReadLimit = cfg.MaxBody
 	}
-	h := &Handler{svc: cfg.Service, maxBody: cfg.MaxBody, log: cfg.Logger, tenants: cfg.Tenants, ws: wsapi.NewServer(ws), hosts: newHostAllowlist(cfg.AllowedHosts)}
+	h := &Handler{svc: cfg.Service, maxBody: cfg.MaxBody, log: cfg.Logger, tenants: cfg.Tenants, ws: wsapi.NewServer(ws), hosts: newHostAllowlist(cfg.AllowedHosts),
+		pacing: cfg.Pacing.WithDefaults()}
 	routes := h.routes()
 	for _, r := range cfg.Routes {
 		routes = append(routes, route{pattern: r.Pattern, handler: r.Handler, open: true})

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/pacing"
 )
 
 // body reads a JSON request body within the size limit; it fails with a
@@ -43,7 +44,12 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) error {
 		create = h.svc.CreateBackground
 	}
 	rw := &responseWriter{h: h, w: w}
-	if err := create(r.Context(), req, rw); err != nil {
+	pw := pacing.New(rw, h.pacing)
+	err = create(r.Context(), req, pw)
+	// The pacing stops: what rw still buffers (the terminal event) goes
+	// out with the end of the stream.
+	pw.Close()
+	if err != nil {
 		if rw.started {
 			h.log.WarnContext(r.Context(), "error after the response started", "err", err)
 			_ = rw.Flush()
@@ -96,7 +102,10 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) error {
 			after = n
 		}
 		rw := &responseWriter{h: h, w: w}
-		if err := h.svc.StreamResponse(r.Context(), id, after, rw); err != nil {
+		pw := pacing.New(rw, h.pacing)
+		err := h.svc.StreamResponse(r.Context(), id, after, pw)
+		pw.Close()
+		if err != nil {
 			if rw.started {
 				_ = rw.Flush()
 				return nil

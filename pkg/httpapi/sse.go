@@ -10,9 +10,11 @@ import (
 
 // responseWriter adapts an http.ResponseWriter to engine.ResponseWriter:
 // events as Server-Sent Events, the final response as JSON. Events are
-// collected in a buffer; Flush (engine.Flusher) sends them in one Write and
-// flushes it, so every write holds only whole events and events that are
-// ready together share one write.
+// collected in a buffer; Flush (engine.Flusher, pacing.Flusher) sends them
+// in one Write and flushes it, so every write holds only whole events. The
+// handler wraps it in a pacing.Writer, which decides when it flushes (so
+// that events ready together share one write) and sends the keep-alive
+// comments; it is not safe for concurrent use on its own.
 type responseWriter struct {
 	h       *Handler
 	w       http.ResponseWriter

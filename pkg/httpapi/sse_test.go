@@ -13,6 +13,7 @@ import (
 	"github.com/lambent/lambent/internal/testing/fakellm"
 	"github.com/lambent/lambent/pkg/engine"
 	"github.com/lambent/lambent/pkg/httpapi"
+	"github.com/lambent/lambent/pkg/pacing"
 	"github.com/lambent/lambent/pkg/provider/openai"
 	"github.com/lambent/lambent/pkg/store"
 )
@@ -33,10 +34,9 @@ func TestSSEWritesWholeEventsReadyTogether(t *testing.T) {
 		Store:        store.NewMemory(store.MemoryConfig{}),
 		DefaultModel: "test-model",
 		Logger:       slog.New(slog.DiscardHandler),
-		FlushDelay:   time.Hour,
 	})
 	require.NoError(t, err)
-	h := httpapi.New(httpapi.Config{Service: e, Logger: slog.New(slog.DiscardHandler)})
+	h := httpapi.New(httpapi.Config{Service: e, Logger: slog.New(slog.DiscardHandler), Pacing: pacing.Config{FlushDelay: time.Hour}})
 
 	rec := &writeRecorder{header: http.Header{}}
 	req := httptest.NewRequest(http.MethodPost, "/v1/responses", strings.NewReader(`{"input":"count","stream":true}`))

@@ -93,8 +93,8 @@ func (s *Session) Handle(ctx context.Context, m Message) error {
 	if err != nil {
 		return s.sendError(ctx, err)
 	}
-	w := &eventWriter{ctx: ctx, send: s.Sender, limit: s.WriteLimit}
-	err = s.Service.CreateResponse(engine.WithConnectionCache(ctx, s.Cache), req, w)
+	w := &eventWriter{ctx: ctx, send: s.Sender, limit: s.WriteLimit, cache: s.Cache}
+	err = s.Service.CreateResponse(ctx, req, w)
 	failed := w.failed
 	var reply error
 	switch {
@@ -140,11 +140,13 @@ func (s *Session) logger() *slog.Logger {
 
 // eventWriter is the WebSocket engine.ResponseWriter: each event is one
 // text message holding the event's JSON, the bytes an SSE stream carries
-// on its data line.
+// on its data line. It is an engine.ConnectionWriter: the engine reads and
+// keeps the connection's responses in its cache.
 type eventWriter struct {
 	ctx   context.Context
 	send  Sender
 	limit int
+	cache Cache
 	// started is set once an event was written; responseID is the
 	// response's id, from the first event that carries the response.
 	started    bool
@@ -191,6 +193,11 @@ func (w *eventWriter) WriteEvent(ev *api.StreamEvent) error {
 	}
 	return nil
 }
+
+var _ engine.ConnectionWriter = (*eventWriter)(nil)
+
+// ConnectionCache implements engine.ConnectionWriter.
+func (w *eventWriter) ConnectionCache() engine.ConnectionCache { return w.cache }
 
 // WriteResponse is never called: WebSocket requests always stream.
 func (w *eventWriter) WriteResponse(*api.Response) error {

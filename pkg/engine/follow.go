@@ -1,0 +1,164 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/lambent/lambent/internal/wirejson"
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/store"
+)
+
+// Followers of a background response (StreamResponse, CreateBackground
+// with stream): the events its worker stored, read from the event log as
+// they are appended.
+
+// StreamResponse follows a background response's stored events after
+// sequence number `after` until its terminal event (see follow). A stream
+// that starts at or after the terminal event of a finished response ends at
+// once, with no event.
+func (e *Engine) StreamResponse(ctx context.Context, id string, after int64, w ResponseWriter) error {
+	rec, err := e.get(ctx, id, "id")
+	if err != nil {
+		return err
+	}
+	if rec.Job == nil || e.eventLog() == nil {
+		return api.InvalidRequest("stream", "Only background responses can be streamed after they were created.")
+	}
+	return e.follow(ctx, rec, after, w)
+}
+
+// followCheckEvery is how many polls of the event log without a new event
+// pass between two reads of the record, which tell a follower that the
+// response has finished.
+const followCheckEvery = 4
+
+// ResumeComment is the SSE comment that ends a followed stream (background
+// and stream, or GET ?stream=true) which reached the gateway's own deadline
+// before the response finished: "resume starting_after=<N>", N being the
+// sequence number of the last event sent. No terminal event precedes it;
+// the client resumes with GET /v1/responses/{id}?stream=true&starting_after=N.
+const ResumeComment = "resume starting_after="
+
+// follow writes the stored events of the background response rec after
+// sequence number `after`, polling the log every PollInterval (the worker
+// appends its events at that pace), until the terminal event. A buffering
+// writer is flushed when the stream starts (a pacing writer keeps it alive
+// from then on while no event comes: package pacing) and after each batch;
+// the batch with the terminal event is left to the caller, who ends the
+// stream.
+//
+// When the context has a deadline (a Lambda invocation's), the stream ends
+// DeadlineReserve before it with the ResumeComment instead of being cut.
+// The record, read every few idle polls, marks the end: a finished
+// response's terminal event is its last (events a worker that lost its
+// lease wrote after it are not sent), and when that event is missing from
+// the log (its append failed after the terminal state was stored) it is
+// sent as stored, rebuilt from the record.
+func (e *Engine) follow(ctx context.Context, rec *store.Record, after int64, w ResponseWriter) error {
+	raw, ok := w.(rawEventWriter)
+	if !ok {
+		return errors.New("engine: the writer cannot forward stored events")
+	}
+	fl, _ := w.(Flusher)
+	cw, _ := w.(CommentWriter)
+	if fl != nil {
+		if err := fl.Flush(); err != nil {
+			return nil // the client went away
+		}
+	}
+	id := rec.Response.ID
+	log := e.eventLog()
+	end := int64(-1) // the terminal event's sequence number, once known
+	if rec.Response.Status.Terminal() {
+		end = rec.Job.NextSeq - 1
+	}
+	var stop time.Time
+	if d, ok := ctx.Deadline(); ok {
+		stop = d.Add(-e.cfg.Loop.DeadlineReserve)
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	idle := 0
+	for {
+		if end >= 0 && after >= end {
+			return nil
+		}
+		evs, err := log.Events(ctx, id, after)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return e.storeErr(err, id, "id")
+		}
+		sent := 0
+		for _, ev := range evs {
+			if end >= 0 && ev.Seq > end {
+				break
+			}
+			if err := raw.WriteRawEvent(ev.Type, ev.Data); err != nil {
+				return nil // the client went away
+			}
+			after = ev.Seq
+			sent++
+			if api.IsTerminalEvent(ev.Type) {
+				return nil
+			}
+		}
+		if sent > 0 {
+			idle = 0
+			if fl != nil {
+				if err := fl.Flush(); err != nil {
+					return nil // the client went away
+				}
+			}
+		} else if idle++; idle%followCheckEvery == 0 {
+			cur, err := e.get(ctx, id, "id")
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			if cur.Response.Status.Terminal() {
+				if end >= 0 {
+					return writeTerminal(raw, cur)
+				}
+				end = cur.Job.NextSeq - 1
+				continue
+			}
+		}
+		wait := e.cfg.Background.PollInterval
+		if !stop.IsZero() {
+			left := stop.Sub(e.cfg.Now())
+			if left <= 0 {
+				if cw != nil {
+					_ = cw.WriteComment(ResumeComment + strconv.FormatInt(after, 10))
+				}
+				return nil
+			}
+			wait = min(wait, left)
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		}
+	}
+}
+
+// writeTerminal writes the terminal event of the finished response rec as
+// its worker stored it (or would have): its type, the sequence number
+// reserved for it and the stored response.
+func writeTerminal(raw rawEventWriter, rec *store.Record) error {
+	ev := api.StreamEvent{Type: api.TerminalEvent(rec.Response.Status), SequenceNumber: rec.Job.NextSeq - 1, Response: rec.Response}
+	data, err := wirejson.Marshal(&ev)
+	if err != nil {
+		return fmt.Errorf("engine: encode the terminal event of %s: %w", rec.Response.ID, err)
+	}
+	return raw.WriteRawEvent(ev.Type, data)
+}

@@ -1,0 +1,398 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/lambent/lambent/internal/wirejson"
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/requestid"
+	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/tenant"
+)
+
+// The worker's side of a background response (RunBackground): claim it
+// under a lease, run the loop with checkpoints (claim) while a watcher
+// appends events and polls for cancel requests, hand off near the
+// invocation's deadline, and store how it ended (finishBackground).
+
+// eventBuffer collects events between checkpoints.
+type eventBuffer struct {
+	mu  sync.Mutex
+	evs []store.Event
+}
+
+func (b *eventBuffer) WriteEvent(ev *api.StreamEvent) error {
+	data, err := wirejson.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.evs = append(b.evs, store.Event{Seq: ev.SequenceNumber, Type: ev.Type, Data: data})
+	b.mu.Unlock()
+	return nil
+}
+
+func (b *eventBuffer) WriteResponse(*api.Response) error { return nil }
+
+func (b *eventBuffer) take() []store.Event {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	evs := b.evs
+	b.evs = nil
+	return evs
+}
+
+// restore puts back events taken but not stored, before those written since.
+func (b *eventBuffer) restore(evs []store.Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.evs = append(evs, b.evs...)
+}
+
+// RunBackground runs (or resumes) the background response id: the worker's
+// entry point. It is idempotent: a response that is finished, cancelled or
+// leased by a live worker is left alone. Near the invocation deadline it
+// checkpoints, releases its lease and enqueues its own continuation. Its
+// log lines, and the error a failure stores, carry the request id of the
+// request that created the response (that ctx carries otherwise, when it
+// was created before request ids were kept). The run holds a slot of its
+// tenant's in-flight cap, even past the cap (its create was admitted), so
+// that the tenant's next creates on this engine wait for it.
+func (e *Engine) RunBackground(ctx context.Context, id string) error {
+	log := e.eventLog()
+	if e.cfg.Store == nil || log == nil {
+		return errBackgroundUnavailable()
+	}
+	defer e.inflight.leave(e.inflight.hold(ctx))
+	rec, err := e.cfg.Store.Get(ctx, id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			e.log.WarnContext(ctx, "background job for an unknown response", "response_id", id)
+			return nil
+		}
+		return fmt.Errorf("engine: load %s: %w", id, err)
+	}
+	job := rec.Job
+	if job == nil || rec.Response.Status.Terminal() {
+		return nil
+	}
+	if job.RequestID != "" {
+		// The response's log lines carry the id of the request that
+		// created it.
+		ctx = requestid.With(ctx, job.RequestID)
+	} else {
+		ctx, _ = requestid.Ensure(ctx)
+	}
+	now := e.cfg.Now()
+	if rec.Response.Status == api.StatusInProgress && job.Owner != "" && now.Before(job.LeaseUntil) {
+		e.log.InfoContext(ctx, "background response leased by another worker", "response_id", id, "owner", job.Owner)
+		return nil
+	}
+	req, err := e.openSecrets(job.Request, job.Secrets, id)
+	if err != nil {
+		se := api.ServerError(err, "The worker could not open the request's sealed secrets.")
+		se.Code = "secrets_unavailable"
+		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, se))
+	}
+	// The request passed the limits when it was queued; they may have been
+	// lowered since.
+	if err := e.checkRequest(req); err != nil {
+		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
+	}
+	r := &run{req: req, resp: rec.Response, history: rec.Context, input: rec.Input, turns: job.Turns, tools: toolset{mcpItems: e.mcpItems()}}
+	if err := r.resolveTools(e); err != nil {
+		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
+	}
+	if err := e.openSummaries(ctx, r); err != nil {
+		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
+	}
+	buf := &eventBuffer{}
+	r.em = &emitter{w: buf, stream: true, seq: job.NextSeq}
+	r.budget = newBudget(ctx, e.cfg.Now, e.cfg.Loop.DeadlineReserve)
+	expect := rec.Response.Status
+	claimed := *rec
+	cj := *job
+	cj.Owner, cj.LeaseUntil, cj.Invocations = e.cfg.Background.WorkerID, now.Add(e.cfg.Background.Lease), job.Invocations+1
+	claimed.Job = &cj
+	resp := rec.Response.Clone()
+	resp.Status = api.StatusInProgress
+	claimed.Response = resp
+	r.resp = resp
+	if expect == api.StatusQueued {
+		r.em.lifecycle(api.EventResponseInProgress, resp)
+	}
+	if job.CancelRequested {
+		return e.finishedElsewhere(ctx, id, e.finishBackground(ctx, r, &claimed, expect, buf, outcome{status: api.StatusCancelled}))
+	}
+	cj.NextSeq = r.em.seq
+	if err := e.cfg.Store.Update(ctx, &claimed, expect); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			e.log.InfoContext(ctx, "background response claimed concurrently", "response_id", id)
+			return nil
+		}
+		return e.finishedElsewhere(ctx, id, fmt.Errorf("engine: claim %s: %w", id, err))
+	}
+	if err := log.AppendEvents(ctx, id, buf.take()); err != nil {
+		return e.finishedElsewhere(ctx, id, fmt.Errorf("engine: events of %s: %w", id, err))
+	}
+	return e.finishedElsewhere(ctx, id, e.runClaimed(ctx, r, &claimed, buf))
+}
+
+// claim is a background response this worker has claimed and runs: its
+// record as last stored and its events not yet in the log. The loop
+// checkpoints it before every model call (run.checkpoint, the loop's one
+// seam for background runs); the watcher appends its events in between.
+type claim struct {
+	e   *Engine
+	r   *run
+	rec *store.Record
+	buf *eventBuffer
+	// cancel stops the run: a cancel request, a deletion, a lost lease.
+	cancel context.CancelFunc
+	// mu guards rec against the watcher and keeps appends in order: a
+	// follower that has read an event has read every event before it.
+	mu sync.Mutex
+	// lost is set when another worker took the lease over.
+	lost bool
+}
+
+// appendPending appends the events emitted since the last append (c.mu
+// held). A deleted response stops the run, and finishing reports it.
+func (c *claim) appendPending(ctx context.Context) error {
+	evs := c.buf.take()
+	if len(evs) == 0 {
+		return nil
+	}
+	id := c.r.resp.ID
+	if err := c.e.eventLog().AppendEvents(ctx, id, evs); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			c.cancel()
+			return nil
+		}
+		c.buf.restore(evs)
+		return fmt.Errorf("engine: events of %s: %w", id, err)
+	}
+	return nil
+}
+
+// checkpoint appends the pending events and stores the response as it is,
+// renewing the lease, when anything happened since the last checkpoint.
+// When the record changed under it (a cancel request, another worker) or
+// is gone, the run is cancelled instead.
+func (c *claim) checkpoint(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.appendPending(ctx); err != nil {
+		return err
+	}
+	e, r, id := c.e, c.r, c.r.resp.ID
+	if r.em.seq == c.rec.Job.NextSeq {
+		return nil // nothing happened since the last checkpoint
+	}
+	next := *c.rec
+	j := *c.rec.Job
+	j.Turns, j.NextSeq, j.LeaseUntil = r.turns, r.em.seq, e.cfg.Now().Add(e.cfg.Background.Lease)
+	next.Job, next.Response = &j, r.resp.Clone()
+	if err := e.cfg.Store.Update(ctx, &next, api.StatusInProgress); err != nil {
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			c.cancel() // deleted: stop, and finishing reports it
+			return nil
+		case errors.Is(err, store.ErrConflict):
+			// Someone else wrote: a cancel request, or a worker that
+			// took the lease over. Reload and decide.
+			cur, gerr := e.cfg.Store.Get(ctx, id)
+			if gerr == nil && cur.Job != nil && cur.Job.CancelRequested {
+				*c.rec = *cur
+				c.cancel()
+				return nil
+			}
+			c.lost = !errors.Is(gerr, store.ErrNotFound)
+			c.cancel()
+			return nil
+		}
+		return fmt.Errorf("engine: checkpoint %s: %w", id, err)
+	}
+	*c.rec = next
+	return nil
+}
+
+// runClaimed runs the loop of a claimed background response with
+// checkpoints, cancel polling, event appends and handoff.
+func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf *eventBuffer) error {
+	id := r.resp.ID
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c := &claim{e: e, r: r, rec: rec, buf: buf, cancel: cancel}
+	// Checkpoints and appends use the invocation's context: a cancelled
+	// run still stores how far it got.
+	r.checkpoint = func() error { return c.checkpoint(ctx) }
+	stopWatch := e.watch(runCtx, id, cancel, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if err := c.appendPending(ctx); err != nil && runCtx.Err() == nil {
+			e.log.WarnContext(ctx, "appending events failed; retrying", "response_id", id, "err", err)
+		}
+	})
+	out := e.loop(runCtx, r)
+	stopWatch()
+	if c.lost {
+		e.log.WarnContext(ctx, "background response taken over by another worker", "response_id", id)
+		return nil
+	}
+	if out.status == api.StatusCancelled && ctx.Err() != nil {
+		// The invocation itself ended: leave the lease to expire; the
+		// redelivered job resumes from the last checkpoint.
+		return ctx.Err()
+	}
+	if out.status == api.StatusIncomplete && out.reason == api.ReasonDeadline && r.turns < e.turnLimit(r) {
+		return e.handOff(ctx, r, rec, buf)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return e.finishedElsewhere(ctx, id, e.finishBackground(ctx, r, rec, api.StatusInProgress, buf, out))
+}
+
+// watch runs until stopped: every PollInterval it calls appendEvents (the
+// events the loop emitted since the last append go to the log, so that
+// followers see a model turn as it streams, not only at checkpoints), then
+// reads the record and cancels the run when a cancel was requested.
+func (e *Engine) watch(ctx context.Context, id string, cancel context.CancelFunc, appendEvents func()) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(e.cfg.Background.PollInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				appendEvents()
+				rec, err := e.cfg.Store.Get(ctx, id)
+				if errors.Is(err, store.ErrNotFound) || err == nil && rec.Job != nil && (rec.Job.CancelRequested || rec.Response.Status == api.StatusCancelled) {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// handOff checkpoints, releases the lease and enqueues the continuation.
+func (e *Engine) handOff(ctx context.Context, r *run, rec *store.Record, buf *eventBuffer) error {
+	id := r.resp.ID
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	if err := e.eventLog().AppendEvents(sctx, id, buf.take()); err != nil {
+		return fmt.Errorf("engine: hand-off events of %s: %w", id, err)
+	}
+	next := *rec
+	j := *rec.Job
+	j.Turns, j.NextSeq, j.Owner, j.LeaseUntil = r.turns, r.em.seq, "", time.Time{}
+	next.Job, next.Response = &j, r.resp.Clone()
+	if err := e.cfg.Store.Update(sctx, &next, api.StatusInProgress); err != nil {
+		return fmt.Errorf("engine: hand-off %s: %w", id, err)
+	}
+	if err := e.cfg.Background.Queue.Enqueue(sctx, Job{ResponseID: id, Tenant: tenant.From(ctx)}); err != nil {
+		return fmt.Errorf("engine: hand-off %s: enqueue: %w", id, err)
+	}
+	e.log.InfoContext(ctx, "background response handed off", "response_id", id, "turns", r.turns, "invocation", j.Invocations)
+	return nil
+}
+
+// errFinishedElsewhere: finishBackground stored nothing because the
+// response reached a terminal state elsewhere, or changed under another
+// owner (a worker's claim, whose run will end it).
+var errFinishedElsewhere = fmt.Errorf("engine: the response finished or changed elsewhere: %w", store.ErrConflict)
+
+// finishedElsewhere logs and drops errFinishedElsewhere and store.ErrNotFound,
+// for a worker: the response is in other hands or was deleted while it ran
+// (an ordinary outcome: the worker just stops), there is nothing to retry.
+func (e *Engine) finishedElsewhere(ctx context.Context, id string, err error) error {
+	switch {
+	case errors.Is(err, errFinishedElsewhere):
+		e.log.InfoContext(ctx, "background response finished elsewhere", "response_id", id)
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		e.log.InfoContext(ctx, "background response deleted while it ran", "response_id", id)
+		return nil
+	}
+	return err
+}
+
+// finishBackground ends a background response: it stores the terminal
+// state, then appends the remaining events (the terminal one last), then
+// publishes the response. The stored record is the commit point: only the
+// caller whose terminal update succeeded appends a terminal event and
+// publishes, so each terminal state is published once and the log never
+// holds the terminal event of a response that did not end so. When the
+// record changed, the update is retried on the new version if only a flag
+// moved (a cancel request on the caller's own response); a response that
+// finished elsewhere, changed status or is leased by another worker gives
+// errFinishedElsewhere.
+func (e *Engine) finishBackground(ctx context.Context, r *run, rec *store.Record, expect api.Status, buf *eventBuffer, out outcome) error {
+	id := r.resp.ID
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	e.finalize(ctx, r, out)
+	r.em.lifecycle(api.TerminalEvent(r.resp.Status), r.resp)
+	next := *rec
+	j := *rec.Job
+	j.Turns, j.NextSeq, j.Owner, j.LeaseUntil = r.turns, r.em.seq, "", time.Time{}
+	next.Job, next.Response = &j, r.resp
+	for attempt := 0; ; attempt++ {
+		err := e.cfg.Store.Update(sctx, &next, expect)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, store.ErrConflict) || attempt == 3 {
+			return fmt.Errorf("engine: finish %s: %w", id, err)
+		}
+		cur, gerr := e.cfg.Store.Get(sctx, id)
+		if gerr != nil {
+			return fmt.Errorf("engine: finish %s: %w", id, gerr)
+		}
+		if cur.Response.Status != expect || cur.Job == nil ||
+			cur.Job.Owner != "" && cur.Job.Owner != e.cfg.Background.WorkerID && e.cfg.Now().Before(cur.Job.LeaseUntil) {
+			return errFinishedElsewhere
+		}
+		next.Version = cur.Version
+		j.CancelRequested = cur.Job.CancelRequested
+	}
+	*rec = next
+	if err := e.eventLog().AppendEvents(sctx, id, buf.take()); err != nil {
+		// Followers send the terminal event rebuilt from the record.
+		e.log.WarnContext(ctx, "the final events were not stored", "response_id", id, "err", err)
+	}
+	e.log.InfoContext(ctx, "background response done", "response_id", id, "status", r.resp.Status, "turns", r.turns, "invocations", j.Invocations)
+	if e.cfg.Background.Publisher != nil {
+		if err := e.cfg.Background.Publisher.Publish(sctx, r.resp); err != nil {
+			e.log.ErrorContext(ctx, "publish failed", "response_id", id, "err", err)
+		}
+	}
+	return nil
+}
+
+// failBackground ends a background response that cannot run.
+func (e *Engine) failBackground(ctx context.Context, rec *store.Record, ae *api.Error) error {
+	r := &run{req: rec.Job.Request, resp: rec.Response.Clone(), history: rec.Context, input: rec.Input, turns: rec.Job.Turns}
+	buf := &eventBuffer{}
+	r.em = &emitter{w: buf, stream: true, seq: rec.Job.NextSeq}
+	expect := r.resp.Status
+	if expect == api.StatusQueued {
+		r.resp.Status = api.StatusInProgress
+		r.em.lifecycle(api.EventResponseInProgress, r.resp)
+		expect = api.StatusQueued
+	}
+	return e.finishBackground(ctx, r, rec, expect, buf, outcome{status: api.StatusFailed, err: ae})
+}

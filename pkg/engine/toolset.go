@@ -1,0 +1,65 @@
+package engine
+
+import (
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/tools"
+)
+
+// toolset is the tools of one response: what the model sees, who runs
+// each tool's calls, the request's MCP servers and the count of executed
+// hosted calls (max_tool_calls). prepare resolves it (resolveTools; the
+// output tool: resolveOutput), startMCP adds the MCP servers' tools.
+type toolset struct {
+	// defs are the tools of the request by name: what the model sees and,
+	// for hosted tools, the executor; defList is what the model sees, in
+	// order.
+	defs    map[string]requestTool
+	defList []api.ToolDefinition
+	filter  tools.Filter
+	// mcpItems shows server-executed calls as mcp_call items
+	// (Config.Loop.HostedToolItems).
+	mcpItems bool
+	// mcp are the request's MCP servers, in its order, and by label;
+	// mcpNames maps their tools to the function names the model knows them
+	// by, nameNext is the number freeName tries next per name stem.
+	mcp        []*mcpServer
+	mcpByLabel map[string]*mcpServer
+	mcpNames   map[mcpKey]string
+	nameNext   map[string]int
+	// hostedCalls counts executed hosted tool calls (max_tool_calls).
+	hostedCalls int
+}
+
+// requestTool is one tool of a request: the definition the model sees and
+// the executor of its calls, nil for a client-executed function tool; mcp
+// is set for an MCP server's tool.
+type requestTool struct {
+	def  api.ToolDefinition
+	exec tools.ToolExecutor
+	// ends marks the output tool without reflection and submit: their
+	// calls end an attempt's iterations (attempts.go).
+	ends bool
+	mcp  *mcpTool
+	// kind is what runs its calls (ToolCall.Kind).
+	kind string
+}
+
+func (ts *toolset) add(t requestTool) {
+	ts.defs[t.def.Name] = t
+	ts.defList = append(ts.defList, t.def)
+}
+
+// names lists the tools the model sees, for an error it reads.
+func (t *toolset) names() string {
+	s := ""
+	for i, d := range t.defList {
+		if i > 0 {
+			s += ", "
+		}
+		s += d.Name
+	}
+	if s == "" {
+		return "none"
+	}
+	return s
+}

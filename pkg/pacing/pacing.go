@@ -1,0 +1,309 @@
+// Package pacing paces the events of a streamed response for the transport
+// that writes them: when a buffering writer sends what it holds, and the
+// keep-alive comments of a stream on which nothing comes. The engine only
+// emits events; the HTTP transport (package httpapi) wraps its SSE writer
+// in a Writer, which is what the engine writes to.
+//
+// A Writer wraps a transport's writer, the sink. When the sink buffers
+// events (it implements Flusher), the Writer decides when they go out: an
+// event carrying model output (a delta) is flushed at once, with whatever
+// waits before it; any other event waits up to Config.FlushDelay for the
+// events that follow it, so that events ready together (response.created,
+// response.in_progress, output_item.added, content_part.added and the first
+// delta; the done events of a turn and the outputs of fast tools) share one
+// write. When the sink takes comments (it implements Commenter), the Writer
+// writes a "keep-alive" comment whenever nothing was written for
+// Config.KeepAlive. The terminal event of a stream (api.IsTerminalEvent)
+// ends the pacing: it stays buffered, with the events still waiting before
+// it, for the transport to send when it ends the stream (the HTTP transport
+// sends it with data: [DONE]).
+//
+// Pacing runs in a goroutine that starts with the first call of the
+// Writer's methods that stream (WriteEvent, WriteRawEvent, WriteComment,
+// Flush), not before: a request refused before anything is streamed gets
+// its error, never a comment. Close stops it. Stored events forwarded as
+// they are (WriteRawEvent, a background response's followers) are not
+// paced: their writer flushes each batch.
+package pacing
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/lambent/lambent/pkg/api"
+)
+
+// Defaults of Config.
+const (
+	DefaultKeepAlive  = 15 * time.Second
+	DefaultFlushDelay = time.Millisecond
+)
+
+// Config paces a stream.
+type Config struct {
+	// KeepAlive is the interval of keep-alive comments while nothing is
+	// written (default DefaultKeepAlive; negative disables).
+	KeepAlive time.Duration
+	// FlushDelay bounds how long a streamed event other than a delta waits
+	// in a buffering sink for the events after it, so that events ready
+	// together share one write: response.created, response.in_progress and
+	// the first item events go out with the first delta when the model
+	// answers within it, else when it has passed (default
+	// DefaultFlushDelay; negative flushes after every event). Deltas are
+	// flushed at once.
+	FlushDelay time.Duration
+}
+
+// WithDefaults returns c with its zero values replaced by the defaults.
+func (c Config) WithDefaults() Config {
+	if c.KeepAlive == 0 {
+		c.KeepAlive = DefaultKeepAlive
+	}
+	if c.FlushDelay == 0 {
+		c.FlushDelay = DefaultFlushDelay
+	}
+	return c
+}
+
+// Sink is the transport's writer of a response: the engine's
+// ResponseWriter.
+type Sink interface {
+	WriteEvent(ev *api.StreamEvent) error
+	WriteResponse(r *api.Response) error
+}
+
+// Flusher is implemented by sinks whose WriteEvent only buffers events:
+// Flush sends what was buffered, in one write that holds only whole events.
+type Flusher interface {
+	Flush() error
+}
+
+// Commenter is implemented by sinks that can send comments (SSE comment
+// lines), which carry the keep-alives.
+type Commenter interface {
+	WriteComment(text string) error
+}
+
+// RawEventWriter is implemented by sinks that can forward a stored event's
+// JSON as is.
+type RawEventWriter interface {
+	WriteRawEvent(typ string, data []byte) error
+}
+
+// errNoRawEvents: the sink cannot forward stored events.
+var errNoRawEvents = errors.New("pacing: the writer cannot forward stored events")
+
+// Writer paces the events written to its sink (see the package
+// documentation). It is safe for concurrent use; the sink is only ever
+// called with the Writer's lock held, so it need not be.
+type Writer struct {
+	sink      Sink
+	fl        Flusher   // nil when the sink does not buffer
+	cw        Commenter // nil when the sink takes no comments
+	keepAlive time.Duration
+	delay     time.Duration
+
+	mu sync.Mutex
+	// err is the first error of a write; after it nothing is written.
+	err error
+	// started is set once pacing began; ended once a terminal event was
+	// written.
+	started, ended bool
+	// last is the time of the last write that reached the client, for
+	// keep-alives.
+	last time.Time
+	// due is when buffered events must be flushed, zero when none wait.
+	due time.Time
+	// wake tells the running pacer that due was set; nil when none runs.
+	wake chan struct{}
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+// New returns a Writer pacing sink by cfg (zero values: the defaults).
+func New(sink Sink, cfg Config) *Writer {
+	cfg = cfg.WithDefaults()
+	w := &Writer{sink: sink, keepAlive: cfg.KeepAlive, delay: cfg.FlushDelay}
+	w.fl, _ = sink.(Flusher)
+	w.cw, _ = sink.(Commenter)
+	return w
+}
+
+// WriteEvent writes ev to the sink and decides when it is flushed.
+func (w *Writer) WriteEvent(ev *api.StreamEvent) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.startLocked()
+	if w.err != nil {
+		return w.err
+	}
+	if w.err = w.sink.WriteEvent(ev); w.err != nil {
+		return w.err
+	}
+	if w.fl == nil {
+		w.last = time.Now()
+		w.ended = w.ended || api.IsTerminalEvent(ev.Type)
+		return nil
+	}
+	switch {
+	case w.delay <= 0 || ev.Delta != nil:
+		w.flushLocked()
+	case api.IsTerminalEvent(ev.Type):
+		// The end of the stream is the transport's to send.
+		w.ended, w.due = true, time.Time{}
+	case !w.ended && w.due.IsZero():
+		w.due = time.Now().Add(w.delay)
+		if w.wake != nil {
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return w.err
+}
+
+// WriteRawEvent forwards a stored event to the sink (a RawEventWriter).
+// It is not paced: the caller flushes.
+func (w *Writer) WriteRawEvent(typ string, data []byte) error {
+	raw, ok := w.sink.(RawEventWriter)
+	if !ok {
+		return errNoRawEvents
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.startLocked()
+	if w.err != nil {
+		return w.err
+	}
+	if w.err = raw.WriteRawEvent(typ, data); w.err != nil {
+		return w.err
+	}
+	if w.fl == nil {
+		w.last = time.Now()
+	}
+	w.ended = w.ended || api.IsTerminalEvent(typ)
+	return nil
+}
+
+// WriteComment sends a comment (the sink's, a Commenter; else nothing).
+func (w *Writer) WriteComment(text string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.startLocked()
+	if w.err != nil || w.cw == nil {
+		return w.err
+	}
+	w.err = w.cw.WriteComment(text)
+	w.last = time.Now()
+	return w.err
+}
+
+// Flush sends what the sink buffered. The first call begins the stream's
+// pacing, with nothing buffered too: a follower of stored events calls it
+// when it starts, so that keep-alives flow before the first event comes.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.startLocked()
+	w.flushLocked()
+	return w.err
+}
+
+// WriteResponse writes the final response of a request that does not
+// stream.
+func (w *Writer) WriteResponse(r *api.Response) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.sink.WriteResponse(r)
+}
+
+// Close stops the pacing. What the sink still buffers (the terminal event,
+// with what waited before it) is the caller's to send when it ends the
+// stream: once Close has returned, the Writer writes to the sink only when
+// called.
+func (w *Writer) Close() {
+	w.mu.Lock()
+	done := w.done
+	w.done = nil
+	w.mu.Unlock()
+	if done == nil {
+		return
+	}
+	close(done)
+	w.wg.Wait()
+	w.mu.Lock()
+	w.wake, w.due = nil, time.Time{}
+	w.mu.Unlock()
+}
+
+// flushLocked sends the buffered events (w.mu held).
+func (w *Writer) flushLocked() {
+	w.due = time.Time{}
+	if w.fl != nil && w.err == nil {
+		w.err = w.fl.Flush()
+		w.last = time.Now()
+	}
+}
+
+// startLocked begins pacing, once (w.mu held): a goroutine that flushes
+// buffered events when their delay has passed and writes a keep-alive
+// comment whenever nothing was written for keepAlive. Without a sink that
+// buffers (or with no delay) and without comments, there is nothing to
+// pace.
+func (w *Writer) startLocked() {
+	if w.started {
+		return
+	}
+	w.started = true
+	flushes := w.fl != nil && w.delay > 0
+	comments := w.cw != nil && w.keepAlive > 0
+	if !flushes && !comments {
+		return
+	}
+	w.last = time.Now()
+	w.wake = make(chan struct{}, 1)
+	w.done = make(chan struct{})
+	wake, done := w.wake, w.done
+	w.wg.Go(func() { w.pace(comments, wake, done) })
+}
+
+// pace is the pacer's loop (see startLocked).
+func (w *Writer) pace(comments bool, wake, done chan struct{}) {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		w.mu.Lock()
+		now := time.Now()
+		if !w.due.IsZero() && !now.Before(w.due) {
+			w.flushLocked()
+		}
+		next := time.Hour
+		// After the first failed write (the client went away) and after
+		// the terminal event there is nothing more to pace.
+		if comments && !w.ended && w.err == nil {
+			if now.Sub(w.last) >= w.keepAlive {
+				if !w.due.IsZero() {
+					w.flushLocked()
+				}
+				if w.err == nil {
+					w.err = w.cw.WriteComment("keep-alive")
+				}
+				w.last = now
+			}
+			next = w.last.Add(w.keepAlive).Sub(now)
+		}
+		if !w.due.IsZero() && w.err == nil {
+			next = min(next, w.due.Sub(now))
+		}
+		w.mu.Unlock()
+		t.Reset(next)
+		select {
+		case <-done:
+			return
+		case <-wake:
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,197 @@
+package pacing_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/pacing"
+)
+
+// sink buffers events as the HTTP transport does and records each flush
+// (the event types it sent) and each comment, in order.
+type sink struct {
+	mu      sync.Mutex
+	pending []string
+	ops     [][]string // a flush's event types, or {": <comment>"}
+	resp    *api.Response
+	failAt  int // the flush that fails, 1-based; 0: none
+}
+
+func (s *sink) WriteEvent(ev *api.StreamEvent) error {
+	s.pending = append(s.pending, ev.Type)
+	return nil
+}
+
+func (s *sink) WriteRawEvent(typ string, _ []byte) error {
+	s.pending = append(s.pending, typ)
+	return nil
+}
+
+func (s *sink) WriteResponse(r *api.Response) error {
+	s.resp = r
+	return nil
+}
+
+func (s *sink) Flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pending) > 0 {
+		s.ops = append(s.ops, s.pending)
+		s.pending = nil
+	}
+	if s.failAt > 0 && len(s.ops) >= s.failAt {
+		return errors.New("the client went away")
+	}
+	return nil
+}
+
+func (s *sink) WriteComment(text string) error {
+	if err := s.Flush(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ops = append(s.ops, []string{": " + text})
+	return nil
+}
+
+func (s *sink) written() [][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][]string(nil), s.ops...)
+}
+
+func ev(typ string) *api.StreamEvent { return &api.StreamEvent{Type: typ} }
+
+func delta(typ string) *api.StreamEvent {
+	d := "x"
+	return &api.StreamEvent{Type: typ, Delta: &d}
+}
+
+// Events other than deltas wait FlushDelay for the ones after them; a delta
+// is flushed at once with what waits before it; the terminal event stays
+// buffered, with the events before it, for the caller.
+func TestEventsReadyTogetherShareAWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &sink{}
+		w := pacing.New(s, pacing.Config{FlushDelay: time.Second, KeepAlive: -1})
+		defer w.Close()
+		require.NoError(t, w.WriteEvent(ev(api.EventResponseCreated)))
+		require.NoError(t, w.WriteEvent(ev(api.EventResponseInProgress)))
+		time.Sleep(time.Second / 2)
+		synctest.Wait()
+		assert.Empty(t, s.written(), "within the delay nothing is written")
+		time.Sleep(time.Second / 2)
+		synctest.Wait()
+		assert.Equal(t, [][]string{{api.EventResponseCreated, api.EventResponseInProgress}}, s.written())
+
+		require.NoError(t, w.WriteEvent(ev(api.EventOutputItemAdded)))
+		require.NoError(t, w.WriteEvent(delta(api.EventOutputTextDelta)))
+		assert.Equal(t, []string{api.EventOutputItemAdded, api.EventOutputTextDelta}, s.written()[1], "a delta goes out at once")
+
+		require.NoError(t, w.WriteEvent(ev(api.EventOutputItemDone)))
+		require.NoError(t, w.WriteEvent(ev(api.EventResponseCompleted)))
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		w.Close()
+		assert.Len(t, s.written(), 2, "the end of the stream is the caller's to send")
+		assert.Equal(t, []string{api.EventOutputItemDone, api.EventResponseCompleted}, s.pending)
+	})
+}
+
+// With a negative delay every event is flushed on its own, the terminal
+// event too.
+func TestNoDelayFlushesEachEvent(t *testing.T) {
+	s := &sink{}
+	w := pacing.New(s, pacing.Config{FlushDelay: -1})
+	defer w.Close()
+	for _, typ := range []string{api.EventResponseCreated, api.EventResponseInProgress, api.EventResponseCompleted} {
+		require.NoError(t, w.WriteEvent(ev(typ)))
+	}
+	assert.Equal(t, [][]string{{api.EventResponseCreated}, {api.EventResponseInProgress}, {api.EventResponseCompleted}}, s.written())
+	assert.Empty(t, s.pending)
+}
+
+// While nothing is written, a keep-alive comment goes out every KeepAlive,
+// after the events that were waiting; none follows the terminal event.
+func TestKeepAlives(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &sink{}
+		w := pacing.New(s, pacing.Config{FlushDelay: time.Hour, KeepAlive: time.Minute})
+		defer w.Close()
+		require.NoError(t, w.WriteEvent(ev(api.EventResponseCreated)))
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, [][]string{{api.EventResponseCreated}, {": keep-alive"}}, s.written())
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Len(t, s.written(), 3)
+		require.NoError(t, w.WriteEvent(ev(api.EventResponseCompleted)))
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		assert.Len(t, s.written(), 3, "no keep-alive after the terminal event")
+	})
+}
+
+// Nothing is paced before the stream begins: a request refused before its
+// first event gets its error, never a comment. A Flush begins the stream
+// (a follower of stored events calls it when it starts), and stored events
+// are not paced: their writer flushes each batch.
+func TestPacingBeginsWithTheStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &sink{}
+		w := pacing.New(s, pacing.Config{KeepAlive: time.Minute})
+		defer w.Close()
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		assert.Empty(t, s.written())
+
+		require.NoError(t, w.Flush())
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, [][]string{{": keep-alive"}}, s.written())
+
+		require.NoError(t, w.WriteRawEvent(api.EventResponseCreated, []byte(`{}`)))
+		require.NoError(t, w.WriteRawEvent(api.EventOutputTextDelta, []byte(`{}`)))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Len(t, s.written(), 1, "stored events wait for their writer's flush")
+		require.NoError(t, w.Flush())
+		assert.Equal(t, []string{api.EventResponseCreated, api.EventOutputTextDelta}, s.written()[1])
+	})
+}
+
+// After the first failed write (the client went away) nothing more is
+// written and every call reports the error.
+func TestFirstErrorSticks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &sink{failAt: 1}
+		w := pacing.New(s, pacing.Config{FlushDelay: time.Second, KeepAlive: time.Minute})
+		defer w.Close()
+		require.NoError(t, w.WriteEvent(ev(api.EventResponseCreated)))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Error(t, w.WriteEvent(ev(api.EventResponseInProgress)))
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		assert.Equal(t, [][]string{{api.EventResponseCreated}}, s.written())
+	})
+}
+
+// A response that is not streamed goes to the sink, and no pacing starts.
+func TestWriteResponse(t *testing.T) {
+	s := &sink{}
+	w := pacing.New(s, pacing.Config{})
+	r := &api.Response{ID: "resp_1"}
+	require.NoError(t, w.WriteResponse(r))
+	w.Close()
+	assert.Same(t, r, s.resp)
+	assert.Empty(t, s.written())
+}
