@@ -77,6 +77,7 @@ func (f *flushRecorder) rest() (batches [][]string, buffered []string) {
 // together. Deltas are flushed at once; what follows the last one stays
 // buffered for the transport to send with the end of the stream.
 func TestEventsFlushedWhileWaitingOnTheModel(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rec := newFlushRecorder()
@@ -112,6 +113,7 @@ func TestEventsFlushedWhileWaitingOnTheModel(t *testing.T) {
 // flushed: the tool answers only after it saw its call's
 // output_item.done go out.
 func TestEventsFlushedWhileToolsRun(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rec := newFlushRecorder()
@@ -149,6 +151,7 @@ func containsDone(types []string) bool {
 // With a negative flush delay every event is flushed on its own, and the
 // sequence numbers still count up from 0 without a gap.
 func TestNoFlushDelayFlushesEachEvent(t *testing.T) {
+	t.Parallel()
 	rec := newFlushRecorder()
 	e, _ := newEngine(t, script(text("a b c", 1, 1)), nil, func(c *Config) { c.FlushDelay = -1 })
 	require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, `{"input":"x","stream":true}`), rec))
