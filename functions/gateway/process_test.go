@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -19,6 +20,19 @@ import (
 	"github.com/lambent/lambent/internal/testing/lambdarun"
 )
 
+// gatewayBinary returns this package built as the Lambda bootstrap (built
+// once for the tests that run it as a process, in the directory TestMain
+// removes at the end).
+var gatewayBinary func() (string, error)
+
+// buildOnce returns a gatewayBinary building into dir on its first call.
+func buildOnce(dir string) func() (string, error) {
+	return sync.OnceValues(func() (string, error) {
+		bin := filepath.Join(dir, "bootstrap")
+		return bin, lambdarun.Build(context.Background(), ".", ".", bin, nil)
+	})
+}
+
 // TestBootstrapStreamsUnderRuntimeAPI builds the real gateway bootstrap and
 // runs it as a process against the fake Lambda Runtime API, as Lambda runs
 // it. The streamed function URL reply must be the JSON prelude, 8 zero
@@ -27,9 +41,10 @@ import (
 // response.in_progress) are read while the fake model still holds its
 // answer back, so the reply cannot have been complete.
 func TestBootstrapStreamsUnderRuntimeAPI(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
-	bin := filepath.Join(t.TempDir(), "bootstrap")
-	require.NoError(t, lambdarun.Build(ctx, ".", ".", bin, nil))
+	bin, err := gatewayBinary()
+	require.NoError(t, err)
 
 	release := make(chan struct{})
 	var releaseOnce sync.Once
@@ -138,9 +153,10 @@ func (l *lockedBuffer) String() string {
 // no model at LAMBENT_PROVIDER_URL: it starts anyway, logs what to do, and
 // shuts down cleanly on an interrupt.
 func TestLocalStartChecksProvider(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
-	bin := filepath.Join(t.TempDir(), "gateway")
-	require.NoError(t, lambdarun.Build(ctx, ".", ".", bin, nil))
+	bin, err := gatewayBinary()
+	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	closed := "http://" + ln.Addr().String() + "/v1"
