@@ -43,6 +43,7 @@ func (r *idRunner) StartBackground(ctx context.Context, _ *api.CreateResponseReq
 // it creates keeps it for its worker's log lines), which the log line of
 // its failure repeats.
 func TestMessagesHaveRequestIDs(t *testing.T) {
+	t.Parallel()
 	var logs bytes.Buffer
 	r := &idRunner{ids: map[string]string{}}
 	h := &worker.Handler{Runner: r, Logger: app.Logger(app.Config{LogLevel: "info"}, &lockedWriter{w: &logs})}
