@@ -24,6 +24,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lambent/lambent/internal/testing/fakellm"
+	"github.com/lambent/lambent/internal/testing/lambdarun"
 	"github.com/lambent/lambent/internal/testing/schema"
 	"github.com/lambent/lambent/internal/testing/ssecheck"
 	"github.com/lambent/lambent/pkg/app"
@@ -35,7 +36,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	gatewayBinary = buildOnce(dir)
+	gatewayBinary = lambdarun.BuildOnce(".", ".", filepath.Join(dir, "bootstrap"), nil)
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		_ = os.RemoveAll(dir)
 		os.Exit(code)

@@ -3,13 +3,11 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,18 +18,10 @@ import (
 	"github.com/lambent/lambent/internal/testing/lambdarun"
 )
 
-// gatewayBinary returns this package built as the Lambda bootstrap (built
-// once for the tests that run it as a process, in the directory TestMain
-// removes at the end).
+// gatewayBinary returns this package built as the Lambda bootstrap, once
+// for the tests that run it as a process (TestMain sets it, and removes
+// the binary at the end).
 var gatewayBinary func() (string, error)
-
-// buildOnce returns a gatewayBinary building into dir on its first call.
-func buildOnce(dir string) func() (string, error) {
-	return sync.OnceValues(func() (string, error) {
-		bin := filepath.Join(dir, "bootstrap")
-		return bin, lambdarun.Build(context.Background(), ".", ".", bin, nil)
-	})
-}
 
 // TestBootstrapStreamsUnderRuntimeAPI builds the real gateway bootstrap and
 // runs it as a process against the fake Lambda Runtime API, as Lambda runs

@@ -14,7 +14,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,11 +24,23 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/lambent/lambent/internal/testing/lambdarun"
 	"github.com/lambent/lambent/internal/testing/mcptest"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "lambent-mcp-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	stdioOnce = lambdarun.BuildOnce(".", "../../../internal/testing/mcptest/stdioserver", filepath.Join(dir, "stdioserver"), nil)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		_ = os.RemoveAll(dir)
+		os.Exit(code)
+	}))
+}
 
 // loopback is a connector that lets request-declared servers reach the
 // test servers on 127.0.0.1.
@@ -45,25 +56,14 @@ func server(label, url string) *tools.MCPServer {
 	return &tools.MCPServer{Label: label, URL: url, Transport: tools.MCPStreamableHTTP}
 }
 
-// stdioServer builds the stdio test server once per test binary run.
-var stdioOnce = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "mcp-stdio")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "stdioserver")
-	out, err := exec.Command("go", "build", "-o", bin, "../../../internal/testing/mcptest/stdioserver").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v: %s", err, out)
-	}
-	return bin, nil
-})
+// stdioOnce builds the stdio test server once per test run (TestMain sets
+// it, and removes the binary at the end).
+var stdioOnce func() (string, error)
 
 func stdioBinary(t *testing.T) string {
 	t.Helper()
 	bin, err := stdioOnce()
 	require.NoError(t, err)
-	t.Cleanup(func() {}) // the binary stays for the other tests; the OS temp dir holds it
 	return bin
 }
 
