@@ -56,6 +56,7 @@ func obj(m map[string]any, path ...string) map[string]any {
 }
 
 func TestAPIKeysAndIAMFrontDoors(t *testing.T) {
+	t.Parallel()
 	fake := fakellm.NewHandler(func(fakellm.Request) fakellm.Turn { return fakellm.Turn{Text: answer} })
 	defer fake.Close()
 	h := lambdaHandler(newAppEnv(t, fake, map[string]string{"LAMBENT_API_KEYS": "acme=" + sampleKey}))
@@ -126,6 +127,7 @@ func TestAPIKeysAndIAMFrontDoors(t *testing.T) {
 // session of the role reads the response, another role does not); by
 // default (arn) each session is its own.
 func TestIAMTenantRole(t *testing.T) {
+	t.Parallel()
 	fake := fakellm.NewHandler(func(fakellm.Request) fakellm.Turn { return fakellm.Turn{Text: answer} })
 	defer fake.Close()
 	session := func(ev json.RawMessage, role, name string) json.RawMessage {

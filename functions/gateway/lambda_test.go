@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -23,12 +24,24 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lambent/lambent/internal/testing/fakellm"
+	"github.com/lambent/lambent/internal/testing/lambdarun"
 	"github.com/lambent/lambent/internal/testing/schema"
 	"github.com/lambent/lambent/internal/testing/ssecheck"
 	"github.com/lambent/lambent/pkg/app"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "lambent-gateway-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	gatewayBinary = lambdarun.BuildOnce(".", ".", filepath.Join(dir, "bootstrap"), nil)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		_ = os.RemoveAll(dir)
+		os.Exit(code)
+	}))
+}
 
 // answer is the fake model's reply, streamed word by word.
 const answer = "Hello from Lambda, one word at a time."
@@ -394,6 +407,7 @@ func eventCases() map[string]func(t *testing.T, h handler, fake *fakellm.Server,
 // TestSampleEvents pushes every events/gateway-*.json through the Lambda
 // handler; a sample without a check here fails.
 func TestSampleEvents(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join(eventsDir, "gateway-*.json"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)

@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +19,11 @@ import (
 	"github.com/lambent/lambent/internal/testing/lambdarun"
 )
 
+// gatewayBinary returns this package built as the Lambda bootstrap, once
+// for the tests that run it as a process (TestMain sets it, and removes
+// the binary at the end).
+var gatewayBinary func() (string, error)
+
 // TestBootstrapStreamsUnderRuntimeAPI builds the real gateway bootstrap and
 // runs it as a process against the fake Lambda Runtime API, as Lambda runs
 // it. The streamed function URL reply must be the JSON prelude, 8 zero
@@ -28,9 +32,10 @@ import (
 // response.in_progress) are read while the fake model still holds its
 // answer back, so the reply cannot have been complete.
 func TestBootstrapStreamsUnderRuntimeAPI(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
-	bin := filepath.Join(t.TempDir(), "bootstrap")
-	require.NoError(t, lambdarun.Build(ctx, ".", ".", bin, nil))
+	bin, err := gatewayBinary()
+	require.NoError(t, err)
 
 	release := make(chan struct{})
 	var releaseOnce sync.Once
@@ -121,9 +126,10 @@ func TestBootstrapStreamsUnderRuntimeAPI(t *testing.T) {
 // no model at LAMBENT_PROVIDER_URL: it starts anyway, logs what to do, and
 // shuts down cleanly on an interrupt.
 func TestLocalStartChecksProvider(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
-	bin := filepath.Join(t.TempDir(), "gateway")
-	require.NoError(t, lambdarun.Build(ctx, ".", ".", bin, nil))
+	bin, err := gatewayBinary()
+	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	closed := "http://" + ln.Addr().String() + "/v1"

@@ -55,8 +55,10 @@ func runBackground(t *testing.T, e *Engine, body string) (*recorder, error) {
 // storeMaker makes the store a background test runs on.
 type storeMaker func(t *testing.T) store.ResponseStore
 
-// forStores runs a background test on the memory store and on DynamoDB Local.
+// forStores runs a background test on the memory store and on DynamoDB Local
+// (a test of its own table), in parallel with the other tests.
 func forStores(t *testing.T, fn func(t *testing.T, mk storeMaker)) {
+	t.Parallel()
 	t.Run("memory", func(t *testing.T) {
 		fn(t, func(*testing.T) store.ResponseStore { return store.NewMemory(store.MemoryConfig{}) })
 	})

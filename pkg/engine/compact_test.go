@@ -66,6 +66,7 @@ const theSummary = "The user is Ada; she asked for 6*7 and got 42."
 // the summary as a developer message in the compaction item's place, and
 // so does every continuation of that response.
 func TestCompactRoundTrip(t *testing.T) {
+	t.Parallel()
 	p := script(text("Hello Ada.", 3, 2), text(theSummary, 20, 9), text("You are Ada.", 5, 3), text("Still Ada.", 5, 3))
 	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")))
 	rec, err := run1(t, e, `{"instructions":"be kind","input":[{"role":"user","content":"I am Ada."},{"role":"developer","content":"dev note"}]}`)
@@ -130,6 +131,7 @@ func TestCompactRoundTrip(t *testing.T) {
 // summary in: the model sees it, and the new window keeps only the new
 // compaction item.
 func TestCompactAgain(t *testing.T) {
+	t.Parallel()
 	p := script(text(theSummary, 1, 1), text("Ada, 42, and she likes tea.", 1, 1))
 	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")))
 	out, err := e.Compact(context.Background(), compactReq(t, `{"input":"I am Ada."}`))
@@ -144,6 +146,7 @@ func TestCompactAgain(t *testing.T) {
 // An altered blob, another tenant's blob, and a blob of a retired key are
 // 400s naming the item's encrypted_content; the model is never called.
 func TestCompactionItemRejected(t *testing.T) {
+	t.Parallel()
 	p := script(text(theSummary, 1, 1))
 	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")))
 	acme := tenant.With(context.Background(), "acme")
@@ -195,6 +198,7 @@ func TestCompactionItemRejected(t *testing.T) {
 // A stored conversation whose compaction item no longer opens (its key was
 // retired) is a 400 naming previous_response_id.
 func TestCompactionItemInHistoryRejected(t *testing.T) {
+	t.Parallel()
 	st := store.NewMemory(store.MemoryConfig{})
 	onStore := func(c *Config) { c.Store = st }
 	old, _ := newEngine(t, script(text(theSummary, 1, 1), text("ok", 1, 1)), nil, withKeys(testKeyring(t, "k1")), onStore)
@@ -216,6 +220,7 @@ func TestCompactionItemInHistoryRejected(t *testing.T) {
 
 // Without keys, compaction answers 501 and names what to configure.
 func TestCompactionUnavailable(t *testing.T) {
+	t.Parallel()
 	p := script()
 	e, _ := newEngine(t, p, nil)
 	_, err := e.Compact(context.Background(), compactReq(t, `{"input":"hi"}`))
@@ -233,6 +238,7 @@ func TestCompactionUnavailable(t *testing.T) {
 // passes through, an empty summary is a 502, a missing previous response
 // a 404.
 func TestCompactErrors(t *testing.T) {
+	t.Parallel()
 	upstream := &api.Error{Status: 429, Type: api.ErrTypeRateLimit, Message: "slow down"}
 	e, _ := newEngine(t, script(step{err: upstream}, text("", 1, 0)), nil, withKeys(testKeyring(t, "k1")))
 	_, err := e.Compact(context.Background(), compactReq(t, `{"input":"hi"}`))

@@ -40,7 +40,10 @@ func (c *fakeClock) advance(d time.Duration) {
 // incomplete/deadline with everything so far stored; a continuation without
 // new input runs the remaining turns and ends with every item and the
 // usage of its own turns.
-func TestDeadlineStopsAndContinues(t *testing.T) { synctest.Test(t, testDeadlineStopsAndContinues) }
+func TestDeadlineStopsAndContinues(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, testDeadlineStopsAndContinues)
+}
 
 func testDeadlineStopsAndContinues(t *testing.T) {
 	slow := func(s step) step {
@@ -91,7 +94,10 @@ func testDeadlineStopsAndContinues(t *testing.T) {
 
 // A deadline reached while tools are due stops before the batch; the
 // continuation runs the pending hosted calls first.
-func TestDeadlineBeforeToolBatch(t *testing.T) { synctest.Test(t, testDeadlineBeforeToolBatch) }
+func TestDeadlineBeforeToolBatch(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, testDeadlineBeforeToolBatch)
+}
 
 func testDeadlineBeforeToolBatch(t *testing.T) {
 	m := newMock(func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
@@ -135,6 +141,7 @@ func (c *commentRecorder) WriteComment(text string) error {
 // While the model is silent, keep-alive comments are written (by the
 // pacing the HTTP transport gives its writer).
 func TestKeepAliveWhileWaiting(t *testing.T) {
+	t.Parallel()
 	rec := &commentRecorder{comments: make(chan string, 1)}
 	p := script(step{res: text("hello", 1, 1).res, hook: func(ctx context.Context) {
 		select {

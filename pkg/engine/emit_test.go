@@ -128,6 +128,7 @@ func TestEventsFlushedWhileWaitingOnTheModel(t *testing.T) {
 // flushed: the tool answers only after it saw its call's
 // output_item.done go out.
 func TestEventsFlushedWhileToolsRun(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rec := newFlushRecorder()
@@ -167,6 +168,7 @@ func containsDone(types []string) bool {
 // With a negative flush delay every event is flushed on its own, and the
 // sequence numbers still count up from 0 without a gap.
 func TestNoFlushDelayFlushesEachEvent(t *testing.T) {
+	t.Parallel()
 	rec := newFlushRecorder()
 	e, _ := newEngine(t, script(text("a b c", 1, 1)), nil)
 	w := paced(t, rec, pacing.Config{FlushDelay: -1})

@@ -136,6 +136,7 @@ func testMalformedIDs(t *testing.T, mk storeMaker) {
 // A caller-chosen id of an event-started background response must be a
 // well-formed response id.
 func TestStartBackgroundRejectsMalformedID(t *testing.T) {
+	t.Parallel()
 	e, _, _ := bgEngine(t, func(*testing.T) store.ResponseStore { return store.NewMemory(store.MemoryConfig{}) }, script(), nil)
 	_, err := e.StartBackground(context.Background(), decodeReq(t, `{"input":"hi"}`), "resp_"+strings.Repeat("a", 200))
 	var ae *api.Error
@@ -147,6 +148,7 @@ func TestStartBackgroundRejectsMalformedID(t *testing.T) {
 // A caller that went away (its context is done) gets its context's error
 // from every read and delete on DynamoDB, never a server error.
 func TestCallerGoneIsNotAServerError(t *testing.T) {
+	t.Parallel()
 	e, _ := newEngine(t, script(text("hi", 1, 1)), nil, func(c *Config) { c.Store = dynamotest.NewStore(t, "") })
 	rec, err := run1(t, e, `{"input":"hello"}`)
 	require.NoError(t, err)
@@ -230,6 +232,7 @@ func testCancelRacingDelete(t *testing.T, mk storeMaker) {
 // with a 400 before the model is called, on both stores; the response it
 // continues is intact, and a new conversation still works.
 func TestContextTooLargeBeforeModelCall(t *testing.T) {
+	t.Parallel()
 	const limit = 256 << 10
 	makers := map[string]storeMaker{
 		"memory": func(*testing.T) store.ResponseStore { return store.NewMemory(store.MemoryConfig{MaxBytes: limit}) },
@@ -319,6 +322,7 @@ func wideSchema(size int) string {
 }
 
 func TestScanJSON(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[string]int{
 		`1`: 0, `"[[{"`: 0, `{}`: 1, `[]`: 1, `{"a":[1,{"b":2}]}`: 3, `[[],[[]]]`: 3,
 		`{"a":"\"[[[","b":{"c":"\\"}}`: 2, `{"a":"\\\"{{"}`: 1, deepSchema(2000): 2001,
@@ -345,6 +349,7 @@ func TestScanJSON(t *testing.T) {
 // per check (each output number compared with each value as an exact
 // fraction).
 func TestSchemaEnumValuesBounded(t *testing.T) {
+	t.Parallel()
 	p := script(text(`1`, 1, 1))
 	e, _ := newEngine(t, p, nil)
 	enum := func(n int) string {
@@ -370,6 +375,7 @@ func TestSchemaEnumValuesBounded(t *testing.T) {
 // requests. A schema nested 2,000 levels took ~10 s of CPU to compile
 // before (9,000: minutes and over 1 GB); now it is a 400 at once.
 func TestSchemaLimitsBeforeCompile(t *testing.T) {
+	t.Parallel()
 	p := script(text(`{}`, 1, 1), text(`{}`, 1, 1), text("ok", 1, 1))
 	e, _, _ := bgEngine(t, func(*testing.T) store.ResponseStore { return store.NewMemory(store.MemoryConfig{}) }, p, newMock(echoTool))
 	deep, big := deepSchema(2000), wideSchema(limits.DefaultSchemaBytes+1)
@@ -404,6 +410,7 @@ func TestSchemaLimitsBeforeCompile(t *testing.T) {
 
 // The number of tools and the length of the model name are bounded.
 func TestToolsAndModelNameLimits(t *testing.T) {
+	t.Parallel()
 	p := script(text("ok", 1, 1), text("ok", 1, 1))
 	e, _ := newEngine(t, p, nil)
 	tools := func(n int) string {
@@ -434,6 +441,7 @@ func TestToolsAndModelNameLimits(t *testing.T) {
 // honoured, and a validated output makes at most attempts × iterations
 // model calls.
 func TestLoopPolicyCappedByOperator(t *testing.T) {
+	t.Parallel()
 	var steps []step
 	for i := range 100 {
 		steps = append(steps, calls(1, 1, call(fmt.Sprintf("l%d", i), "lookup", `{}`)), calls(1, 1, call(fmt.Sprintf("r%d", i), "report", invalidReport)))
@@ -483,6 +491,7 @@ func TestLoopPolicyCappedByOperator(t *testing.T) {
 // A background response queued under higher caps is refused by a worker
 // whose caps are lower, before any model call.
 func TestBackgroundWorkerAppliesItsLimits(t *testing.T) {
+	t.Parallel()
 	shared := store.NewMemory(store.MemoryConfig{})
 	mk := func(*testing.T) store.ResponseStore { return shared }
 	p := script(text("never", 1, 1))
@@ -504,6 +513,7 @@ func TestBackgroundWorkerAppliesItsLimits(t *testing.T) {
 // distinct stored responses the references point into, counted before any
 // of them is read (80,000 references were 80,000 store reads).
 func TestReferencedResponsesBounded(t *testing.T) {
+	t.Parallel()
 	var steps []step
 	for range 40 {
 		steps = append(steps, text("ok", 1, 1))
@@ -567,6 +577,7 @@ func TestReferencedResponsesBounded(t *testing.T) {
 // input, references resolved) are bounded before the model is called: the
 // Bedrock provider fetches or decodes each on every call.
 func TestImagesBounded(t *testing.T) {
+	t.Parallel()
 	var steps []step
 	for range 10 {
 		steps = append(steps, text("ok", 1, 1))
@@ -620,6 +631,7 @@ func jsonSchemaBody(schema string) string {
 // ~20 ms each; numbers past ±400 (digits or exponent) are a 400
 // invalid_schema, before compiling.
 func TestSchemaNumbersBounded(t *testing.T) {
+	t.Parallel()
 	p := script(text(`{"n":1}`, 1, 1))
 	e, _ := newEngine(t, p, newMock(echoTool))
 	for _, schema := range []string{
@@ -646,6 +658,7 @@ func TestSchemaNumbersBounded(t *testing.T) {
 // million panicked it) fails its attempt with an error the model can act
 // on; the next attempt is validated as usual.
 func TestOutputNumbersBounded(t *testing.T) {
+	t.Parallel()
 	p := script(text(`{"n":1e100000000}`, 1, 1), text(`{"n":-1e-100000000}`, 1, 1), text(`{"n":1}`, 1, 1))
 	e, _ := newEngine(t, p, nil)
 	rec, err := run1(t, e, `{"input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":{"type":"object","properties":{"n":{"minimum":0}}}}}}`)
@@ -666,6 +679,7 @@ func TestOutputNumbersBounded(t *testing.T) {
 // (repetitions expanded), each distinct one compiled once: 128 KiB of
 // "[a-z]{1,1000}" patterns cost seconds of CPU and over 3 GB to compile.
 func TestSchemaPatternsBounded(t *testing.T) {
+	t.Parallel()
 	p := script(text(`{}`, 1, 1), text(`{}`, 1, 1))
 	e, _ := newEngine(t, p, newMock(echoTool))
 	props := func(n int, pattern func(i int) string) string {
@@ -700,6 +714,7 @@ func TestSchemaPatternsBounded(t *testing.T) {
 // enum's error quotes every value, once per value of the output that fails
 // it (5,000 failing values against 22,000 strings took 1.8 GB).
 func TestSchemaErrorsBounded(t *testing.T) {
+	t.Parallel()
 	values := make([]string, 500)
 	for i := range values {
 		values[i] = fmt.Sprintf(`"value-%d"`, i)
@@ -754,6 +769,7 @@ func mcpTools(n int, url string) string {
 // and manifest servers counted together; one more is a 400 naming tools
 // before anything connects or the model is called.
 func TestMCPServersPerRequestCapped(t *testing.T) {
+	t.Parallel()
 	srv := startHostile(t, mcptest.Hostile{})
 	manifest := &tools.MCPServer{Label: "calc", URL: srv.Endpoint, Transport: tools.MCPStreamableHTTP, Trusted: true,
 		Approval: tools.MCPApproval{Mode: tools.MCPApproveNever}}
@@ -811,6 +827,7 @@ func listing(t *testing.T, url string, mut ...func(*Config)) (api.Item, []string
 // listing (the item's error; the model sees none of its tools) after a
 // bounded number of requests; a listing at the limits is offered whole.
 func TestMCPHostileListings(t *testing.T) {
+	t.Parallel()
 	small := withLimits(limits.Limits{MCPToolsPerServer: 10, MCPReplyBytes: 64 << 10})
 	t.Run("at the limits", func(t *testing.T) {
 		srv := startHostile(t, mcptest.Hostile{Tools: 10, DescriptionBytes: 4 << 10})
@@ -859,6 +876,7 @@ func TestMCPHostileListings(t *testing.T) {
 // its own, deterministically: the tool's, then "<label>_<tool>", then that
 // numbered.
 func TestMCPDuplicateToolNames(t *testing.T) {
+	t.Parallel()
 	srv := startHostile(t, mcptest.Hostile{Tools: limits.DefaultMCPToolsPerServer, Name: "t"})
 	it, names := listing(t, srv.Endpoint)
 	require.Empty(t, it.Error)
@@ -892,6 +910,7 @@ func TestMCPToolNamingIsLinear(t *testing.T) {
 // whose error the model reads; a call that trickles ends with the
 // connector's timeout. The response completes.
 func TestMCPHostileCalls(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		h    mcptest.Hostile
 		mut  func(*Config)
@@ -923,6 +942,7 @@ func TestMCPHostileCalls(t *testing.T) {
 // Limits.MCPToolsPerServer: a longer one (a client may send any) is not,
 // and the server is listed again, within the limits.
 func TestMCPInputListOverLimitIsListedAgain(t *testing.T) {
+	t.Parallel()
 	srv := startHostile(t, mcptest.Hostile{Tools: 2})
 	var b strings.Builder
 	for i := range 11 {
@@ -1023,6 +1043,7 @@ func (s *leakyStore) Events(ctx context.Context, id string, after int64) ([]stor
 // (api.AsError, ForClient), the events written, the stored response and
 // its events — never holds the error's text.
 func TestStoreFailuresNeverReachClients(t *testing.T) {
+	t.Parallel()
 	for _, op := range []string{"Get", "Create", "Update", "Delete", "ListInputItems", "AppendEvents", "Events"} {
 		t.Run(op, func(t *testing.T) {
 			st := &leakyStore{Memory: store.NewMemory(store.MemoryConfig{}), fail: map[string]bool{}}
@@ -1156,6 +1177,7 @@ func wantTenantBusy(t *testing.T, err error) {
 // and Retry-After, before any model call or store write. Other tenants are
 // not affected, and the slots free as responses end.
 func TestTenantInFlightCap(t *testing.T) {
+	t.Parallel()
 	g := newGate()
 	q := newJobQueue()
 	keys, err := compaction.NewDevKeyring()

@@ -26,6 +26,7 @@ const clientTool = `{"type":"function","name":"get_weather","parameters":{"type"
 // US1.1: no executors (no hosted tool catalog) → tool calls returned as
 // function_call items, completed.
 func TestUS1_1_NoExecutorsSingleShot(t *testing.T) {
+	t.Parallel()
 	p := script(calls(5, 3, call("call_1", "get_weather", `{"city":"Oslo"}`)))
 	e, _ := newEngine(t, p, nil)
 	rec, err := run1(t, e, `{"input":"weather?","tools":[`+clientTool+`]}`)
@@ -39,6 +40,7 @@ func TestUS1_1_NoExecutorsSingleShot(t *testing.T) {
 
 // US1.2: tool_choice none → tools sent for context, loop not entered.
 func TestUS1_2_ToolChoiceNoneSkipsLoop(t *testing.T) {
+	t.Parallel()
 	m := newMock(echoTool, "search")
 	p := script(calls(1, 1, call("c1", "search", `{}`)))
 	e, _ := newEngine(t, p, m)
@@ -56,6 +58,7 @@ func TestUS1_2_ToolChoiceNoneSkipsLoop(t *testing.T) {
 
 // US1.3: tool_choice required but no calls → returned as is.
 func TestUS1_3_RequiredWithoutCallsIsRespected(t *testing.T) {
+	t.Parallel()
 	m := newMock(echoTool, "search")
 	p := script(text("no tools needed", 2, 3))
 	e, _ := newEngine(t, p, m)
@@ -69,6 +72,7 @@ func TestUS1_3_RequiredWithoutCallsIsRespected(t *testing.T) {
 
 // US2.1: a hosted call executes, its result is fed back, the answer follows.
 func TestUS2_1_ExecutesToolAndFeedsBack(t *testing.T) {
+	t.Parallel()
 	m := newMock(echoTool, "search")
 	p := script(calls(10, 2, call("c1", "search", `{"q":"go"}`)), text("The answer.", 20, 4))
 	e, _ := newEngine(t, p, m)
@@ -89,6 +93,7 @@ func TestUS2_1_ExecutesToolAndFeedsBack(t *testing.T) {
 
 // US2.2: three turns, streamed as one continuous stream.
 func TestUS2_2_StreamingThreeTurnsOneStream(t *testing.T) {
+	t.Parallel()
 	m := newMock(echoTool, "a", "b")
 	p := script(calls(1, 1, call("ca", "a", `{"x":1}`)), calls(1, 1, call("cb", "b", `{"y":2}`)), text("final answer here", 1, 1))
 	e, _ := newEngine(t, p, m)
@@ -115,6 +120,7 @@ func TestUS2_2_StreamingThreeTurnsOneStream(t *testing.T) {
 // US2.3: all calls of a turn run concurrently: each waits until all have
 // started, which a sequential loop could never satisfy.
 func TestUS2_3_ConcurrentCallsBarrier(t *testing.T) {
+	t.Parallel()
 	const n = 8
 	var started sync.WaitGroup
 	started.Add(n)
@@ -167,6 +173,7 @@ func TestUS2_3_ConcurrentCallsBarrier(t *testing.T) {
 
 // US2.4: a tool error is fed back with is_error and the loop goes on.
 func TestUS2_4_ToolErrorFedBack(t *testing.T) {
+	t.Parallel()
 	m := newMock(func(context.Context, tools.ToolCall) (*tools.ToolResult, error) {
 		return nil, errors.New("backend exploded")
 	}, "search")
@@ -184,6 +191,7 @@ func TestUS2_4_ToolErrorFedBack(t *testing.T) {
 
 // US3.1: a client function call pauses with requires_action.
 func TestUS3_1_RequiresAction(t *testing.T) {
+	t.Parallel()
 	m := newMock(echoTool, "search")
 	p := script(calls(1, 1, call("cw", "get_weather", `{"city":"Oslo"}`)))
 	e, st := newEngine(t, p, m)
@@ -199,6 +207,7 @@ func TestUS3_1_RequiresAction(t *testing.T) {
 
 // US3.2: the continuation rebuilds the conversation with the stored calls.
 func TestUS3_2_ContinuationRebuildsConversation(t *testing.T) {
+	t.Parallel()
 	p := script(calls(1, 1, call("cw", "get_weather", `{"city":"Oslo"}`)), text("It is sunny.", 1, 1))
 	e, _ := newEngine(t, p, newMock(echoTool))
 	rec, err := run1(t, e, `{"input":"weather in Oslo?","instructions":"be brief","tools":[`+clientTool+`]}`)
@@ -217,6 +226,7 @@ func TestUS3_2_ContinuationRebuildsConversation(t *testing.T) {
 
 // US3.3: a streamed pause ends with response.completed carrying requires_action.
 func TestUS3_3_StreamingRequiresActionTerminal(t *testing.T) {
+	t.Parallel()
 	p := script(calls(1, 1, call("cw", "get_weather", `{"city":"Oslo"}`)))
 	e, _ := newEngine(t, p, newMock(echoTool))
 	rec, err := run1(t, e, `{"input":"x","stream":true,"tools":[`+clientTool+`]}`)
@@ -242,6 +252,7 @@ const abc = `"tools":[{"type":"lambent:A"},{"type":"lambent:B"},{"type":"lambent
 
 // US4.1: an allowed tool runs.
 func TestUS4_1_AllowedToolRuns(t *testing.T) {
+	t.Parallel()
 	r, m := allowedToolsRun(t, `{"input":"x",`+abc+`,"allowed_tools":["A"]}`, "A")
 	assert.Len(t, m.calls(), 1)
 	assert.False(t, r.Output[1].IsError)
@@ -253,6 +264,7 @@ func TestUS4_1_AllowedToolRuns(t *testing.T) {
 
 // US4.2: a disallowed tool is not executed; an error is fed back.
 func TestUS4_2_DisallowedToolRefused(t *testing.T) {
+	t.Parallel()
 	for _, body := range []string{
 		`{"input":"x",` + abc + `,"allowed_tools":["A"]}`,
 		`{"input":"x",` + abc + `,"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[{"type":"lambent:A"}]}}`,
@@ -267,6 +279,7 @@ func TestUS4_2_DisallowedToolRefused(t *testing.T) {
 
 // US4.3: no allowed_tools → everything allowed.
 func TestUS4_3_NoRestriction(t *testing.T) {
+	t.Parallel()
 	r, m := allowedToolsRun(t, `{"input":"x",`+abc+`}`, "C")
 	assert.Len(t, m.calls(), 1)
 	assert.False(t, r.Output[1].IsError)
@@ -274,6 +287,7 @@ func TestUS4_3_NoRestriction(t *testing.T) {
 
 // US5.1: the turn limit ends a runaway loop as incomplete/max_turns.
 func TestUS5_1_MaxTurns(t *testing.T) {
+	t.Parallel()
 	m := newMock(echoTool, "loop")
 	p := script(calls(1, 1, call("c1", "loop", `{}`)), calls(1, 1, call("c2", "loop", `{}`)), calls(1, 1, call("c3", "loop", `{}`)))
 	e, st := newEngine(t, p, m, func(c *Config) { c.Loop.MaxTurns = 2 })
@@ -291,6 +305,7 @@ func TestUS5_1_MaxTurns(t *testing.T) {
 // US5.2: cancelling mid-turn emits response.cancelled and stops; the
 // cancelled response is stored.
 func TestUS5_2_CancelMidTurnStreaming(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	m := newMock(func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
 		cancel()
@@ -314,6 +329,7 @@ func TestUS5_2_CancelMidTurnStreaming(t *testing.T) {
 
 // US5.3: a provider error in a later turn fails the response with details.
 func TestUS5_3_ProviderErrorMidLoop(t *testing.T) {
+	t.Parallel()
 	m := newMock(echoTool, "search")
 	upstream := &api.Error{Status: 502, Type: api.ErrTypeUpstream, Code: "upstream_error", Message: "model provider returned 500"}
 	p := script(calls(1, 1, call("c1", "search", `{}`)), step{err: upstream})
@@ -343,6 +359,7 @@ func TestUS5_3_ProviderErrorMidLoop(t *testing.T) {
 // Edge: the request's definition decides who executes a tool: a function
 // tool is client-executed even when a hosted tool of the same name exists.
 func TestEdge_FunctionToolIsClientExecuted(t *testing.T) {
+	t.Parallel()
 	m := newMock(echoTool, "get_weather")
 	p := script(calls(1, 1, call("c1", "get_weather", `{}`)))
 	e, _ := newEngine(t, p, m)
@@ -354,6 +371,7 @@ func TestEdge_FunctionToolIsClientExecuted(t *testing.T) {
 
 // Edge: a call to a tool not in the request → error fed back.
 func TestEdge_UnknownToolFedBack(t *testing.T) {
+	t.Parallel()
 	m := newMock(echoTool, "search")
 	p := script(calls(1, 1, call("c1", "nope", `{}`)), text("ok", 1, 1))
 	e, _ := newEngine(t, p, m)
@@ -367,6 +385,7 @@ func TestEdge_UnknownToolFedBack(t *testing.T) {
 
 // Edge: every call of a turn fails → errors fed back, the loop goes on.
 func TestEdge_AllToolsFailLoopContinues(t *testing.T) {
+	t.Parallel()
 	m := newMock(func(context.Context, tools.ToolCall) (*tools.ToolResult, error) {
 		return &tools.ToolResult{Output: "bad input", IsError: true}, nil
 	}, "search")
@@ -381,6 +400,7 @@ func TestEdge_AllToolsFailLoopContinues(t *testing.T) {
 
 // Edge: text and tool calls in one answer → both kept, the loop runs.
 func TestEdge_TextAndToolCalls(t *testing.T) {
+	t.Parallel()
 	m := newMock(echoTool, "search")
 	st := calls(1, 1, call("c1", "search", `{}`))
 	st.res.Text = "Let me look that up."
@@ -395,6 +415,7 @@ func TestEdge_TextAndToolCalls(t *testing.T) {
 // Edge: a requires_action continuation without outputs → the model gets the
 // conversation (unanswered calls get an error result) and answers.
 func TestEdge_ContinuationWithoutOutputs(t *testing.T) {
+	t.Parallel()
 	p := script(calls(1, 1, call("cw", "get_weather", `{}`)), text("Let me answer without it.", 1, 1))
 	e, _ := newEngine(t, p, newMock(echoTool))
 	rec, err := run1(t, e, `{"input":"x","tools":[`+clientTool+`]}`)
@@ -411,6 +432,7 @@ func TestEdge_ContinuationWithoutOutputs(t *testing.T) {
 // Mixed hosted and client calls pause the whole turn; the hosted call runs
 // on continuation, together with the client's outputs.
 func TestMixedTurnPausesAndHostedRunsOnContinuation(t *testing.T) {
+	t.Parallel()
 	m := newMock(echoTool, "search")
 	p := script(calls(1, 1, call("cs", "search", `{}`), call("cw", "get_weather", `{}`)), text("both done", 1, 1))
 	e, _ := newEngine(t, p, m)
@@ -431,6 +453,7 @@ func TestMixedTurnPausesAndHostedRunsOnContinuation(t *testing.T) {
 
 // parallel_tool_calls=false runs calls one at a time.
 func TestParallelToolCallsFalseIsSequential(t *testing.T) {
+	t.Parallel()
 	var inFlight, peak atomic.Int32
 	m := newMock(func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
 		n := inFlight.Add(1)
@@ -454,6 +477,7 @@ func TestParallelToolCallsFalseIsSequential(t *testing.T) {
 
 // max_tool_calls caps hosted calls; further calls are fed back as errors.
 func TestMaxToolCalls(t *testing.T) {
+	t.Parallel()
 	m := newMock(echoTool, "t")
 	p := script(calls(1, 1, call("c1", "t", `{}`), call("c2", "t", `{}`)), calls(1, 1, call("c3", "t", `{}`)), text("ok", 1, 1))
 	e, _ := newEngine(t, p, m)
@@ -469,6 +493,7 @@ func TestMaxToolCalls(t *testing.T) {
 
 // A continuation naming a call_id the previous response never produced is a 400.
 func TestContinuationUnknownCallIDIs400(t *testing.T) {
+	t.Parallel()
 	p := script(calls(1, 1, call("cw", "get_weather", `{}`)))
 	e, _ := newEngine(t, p, newMock(echoTool))
 	rec, err := run1(t, e, `{"input":"x","tools":[`+clientTool+`]}`)
@@ -483,6 +508,7 @@ func TestContinuationUnknownCallIDIs400(t *testing.T) {
 
 // An unknown previous_response_id is a 404 previous_response_not_found.
 func TestPreviousResponseNotFound(t *testing.T) {
+	t.Parallel()
 	e, _ := newEngine(t, script(), nil)
 	_, err := run1(t, e, `{"previous_response_id":"resp_nope","input":"x"}`)
 	var ae *api.Error
@@ -493,6 +519,7 @@ func TestPreviousResponseNotFound(t *testing.T) {
 
 // OpenAI compatibility reports client pauses as completed.
 func TestOpenAICompatPause(t *testing.T) {
+	t.Parallel()
 	p := script(calls(1, 1, call("cw", "get_weather", `{}`)))
 	e, _ := newEngine(t, p, newMock(echoTool), func(c *Config) { c.Loop.OpenAICompat = true })
 	rec, err := run1(t, e, `{"input":"x","tools":[`+clientTool+`]}`)
@@ -502,6 +529,7 @@ func TestOpenAICompatPause(t *testing.T) {
 
 // finish_reason length → incomplete/max_output_tokens with the item incomplete.
 func TestLengthIsIncomplete(t *testing.T) {
+	t.Parallel()
 	p := script(step{res: provider.Result{Text: "cut off", FinishReason: provider.FinishLength}})
 	e, _ := newEngine(t, p, nil)
 	rec, err := run1(t, e, `{"input":"x","stream":true}`)
@@ -514,6 +542,7 @@ func TestLengthIsIncomplete(t *testing.T) {
 
 // store=false responses are not stored; stored ones can be fetched, listed and deleted.
 func TestStoreFlagAndAccessors(t *testing.T) {
+	t.Parallel()
 	p := script(text("a", 1, 1), text("b", 1, 1))
 	e, st := newEngine(t, p, nil)
 	rec, err := run1(t, e, `{"input":"x","store":false}`)
@@ -546,6 +575,7 @@ func TestStoreFlagAndAccessors(t *testing.T) {
 // Concurrent responses share nothing: sequence numbers stay per response
 // (run under -race).
 func TestConcurrentResponses(t *testing.T) {
+	t.Parallel()
 	m := newMock(echoTool, "t")
 	var steps []step
 	for i := 0; i < 20; i++ {

@@ -36,6 +36,7 @@ func (r *recorder) checkOpenAIStream(t *testing.T) *api.Response {
 // A hosted tool call is one mcp_call item (server_label "lambent") with its
 // output; the model still sees a function call and its result.
 func TestMCPItems_HostedCallIsMCPCall(t *testing.T) {
+	t.Parallel()
 	m := newMock(echoTool, "calc")
 	p := script(calls(1, 1, call("c1", "calc", `{"x":1}`)), text("42", 1, 1))
 	e, _ := newEngine(t, p, m, mcpMode)
@@ -72,6 +73,7 @@ func TestMCPItems_HostedCallIsMCPCall(t *testing.T) {
 // Streaming: the mcp_call item opens with the model's call, streams its
 // arguments, and is done once the tool answered — the events OpenAI sends.
 func TestMCPItems_StreamEvents(t *testing.T) {
+	t.Parallel()
 	m := newMock(echoTool, "calc")
 	p := script(calls(1, 1, call("c1", "calc", `{"x":1}`)), text("42", 1, 1))
 	e, _ := newEngine(t, p, m, mcpMode)
@@ -100,6 +102,7 @@ func TestMCPItems_StreamEvents(t *testing.T) {
 // A failed tool, an unknown tool and a disallowed tool are failed mcp_call
 // items with OpenAI's error object; the model reads the error.
 func TestMCPItems_FailuresAreFailedCalls(t *testing.T) {
+	t.Parallel()
 	m := newMock(func(context.Context, tools.ToolCall) (*tools.ToolResult, error) {
 		return &tools.ToolResult{Output: "division by zero", IsError: true}, nil
 	}, "calc", "other")
@@ -137,6 +140,7 @@ func TestMCPItems_FailuresAreFailedCalls(t *testing.T) {
 // response holds the completed mcp_call (same id), and the model sees each
 // call once, with both results.
 func TestMCPItems_MixedTurnPausesAndContinues(t *testing.T) {
+	t.Parallel()
 	m := newMock(echoTool, "search")
 	p := script(calls(1, 1, call("cs", "search", `{}`), call("cw", "get_weather", `{}`)), text("both done", 1, 1))
 	e, _ := newEngine(t, p, m, mcpMode)
@@ -167,6 +171,7 @@ func TestMCPItems_MixedTurnPausesAndContinues(t *testing.T) {
 // (LangChain) or without it (the Agents SDK): both are accepted, the stored
 // output fills the gap, and the model sees call and result.
 func TestMCPItems_ReplayedInput(t *testing.T) {
+	t.Parallel()
 	m := newMock(echoTool, "calc")
 	p := script(calls(1, 1, call("c1", "calc", `{"x":1}`)), text("42", 1, 1), text("again", 1, 1), text("third", 1, 1), text("fourth", 1, 1), text("fifth", 1, 1))
 	e, _ := newEngine(t, p, m, mcpMode)
@@ -218,6 +223,7 @@ func TestMCPItems_ReplayedInput(t *testing.T) {
 // function_call_output, and the tools echo then names the hosted tools as
 // the functions the model sees (valid OpenResponses).
 func TestMCPItems_FunctionCallMode(t *testing.T) {
+	t.Parallel()
 	m := newMock(echoTool, "calc")
 	p := script(calls(1, 1, call("c1", "calc", `{}`)), text("42", 1, 1))
 	e, _ := newEngine(t, p, m)
@@ -233,6 +239,7 @@ func TestMCPItems_FunctionCallMode(t *testing.T) {
 }
 
 func TestHostedToolItemsSetting(t *testing.T) {
+	t.Parallel()
 	_, err := New(Config{Provider: script(), Loop: LoopConfig{HostedToolItems: "bogus"}})
 	require.Error(t, err)
 }
@@ -241,6 +248,7 @@ func TestHostedToolItemsSetting(t *testing.T) {
 // incomplete response (its stream closes it); the continuation runs it and
 // reports it completed under the same id.
 func TestMCPItems_DeadlineLeavesCallForContinuation(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, testMCPItems_DeadlineLeavesCallForContinuation)
 }
 

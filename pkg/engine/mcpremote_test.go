@@ -60,6 +60,7 @@ func toolNames(defs []api.ToolDefinition) []string {
 // and its calls are mcp_call items with the server's label; a continuation
 // that holds the list does not list again.
 func TestMCPRemote_ListCallContinue(t *testing.T) {
+	t.Parallel()
 	srv := startMCP(t, mcptest.Options{})
 	p := script(calls(1, 1, call("c1", "echo", `{"text":"hi"}`)), text("done", 1, 1), text("again", 1, 1))
 	e, _ := newEngine(t, p, nil, withMCP)
@@ -110,6 +111,7 @@ func TestMCPRemote_ListCallContinue(t *testing.T) {
 // 16 calls of one turn run concurrently: the server's barrier releases
 // them only when all are in flight.
 func TestMCPRemote_ConcurrentCalls(t *testing.T) {
+	t.Parallel()
 	const n = 16
 	srv := startMCP(t, mcptest.Options{Barrier: n})
 	var cs []api.Item
@@ -131,6 +133,7 @@ func TestMCPRemote_ConcurrentCalls(t *testing.T) {
 // mcp_approval_request; an approval runs the call as an mcp_call naming
 // the request; OpenAICompat reports the pause as completed.
 func TestMCPRemote_ApproveAlways(t *testing.T) {
+	t.Parallel()
 	for _, compat := range []bool{false, true} {
 		t.Run(fmt.Sprint("compat=", compat), func(t *testing.T) {
 			srv := startMCP(t, mcptest.Options{})
@@ -185,6 +188,7 @@ func assertAPIError(t *testing.T, err error, status int, code string) {
 // A denied call does not run; the model reads the denial and its reason.
 // An approval request left unanswered is "not approved" for the model.
 func TestMCPRemote_DenyAndUnanswered(t *testing.T) {
+	t.Parallel()
 	srv := startMCP(t, mcptest.Options{})
 	p := script(calls(1, 1, call("c1", "echo", `{"text":"no"}`)), text("ok, not doing it", 1, 1),
 		calls(1, 1, call("c2", "echo", `{"text":"again"}`)), text("fine", 1, 1))
@@ -219,6 +223,7 @@ func TestMCPRemote_DenyAndUnanswered(t *testing.T) {
 
 // An approval for a request the conversation does not hold is a 400.
 func TestMCPRemote_UnknownApproval(t *testing.T) {
+	t.Parallel()
 	srv := startMCP(t, mcptest.Options{})
 	p := script(text("hi", 1, 1))
 	e, _ := newEngine(t, p, nil, withMCP)
@@ -237,6 +242,7 @@ func TestMCPRemote_UnknownApproval(t *testing.T) {
 // not, a client function and a hosted tool pauses once; the continuation
 // with the function's output and the approval runs every server-side call.
 func TestMCPRemote_MixedTurn(t *testing.T) {
+	t.Parallel()
 	srv := startMCP(t, mcptest.Options{})
 	m := newMock(echoTool, "calc")
 	p := script(calls(1, 1, call("c1", "echo", `{"text":"needs ok"}`), call("c2", "add", `{"a":1,"b":2}`),
@@ -279,6 +285,7 @@ func TestMCPRemote_MixedTurn(t *testing.T) {
 // list's error (the model answers without its tools); a tool's isError is
 // a failed mcp_call the model reads.
 func TestMCPRemote_Errors(t *testing.T) {
+	t.Parallel()
 	down := mcptest.StartStreamable(mcptest.Options{})
 	down.Close()
 	p := script(text("no tools", 1, 1))
@@ -310,6 +317,7 @@ func TestMCPRemote_Errors(t *testing.T) {
 // Server URLs are held to https and the SSRF guard (400 before anything
 // connects); a label may not be "lambent" nor repeat.
 func TestMCPRemote_Refused(t *testing.T) {
+	t.Parallel()
 	p := script()
 	strict, _ := newEngine(t, p, nil, func(c *Config) { c.MCP.Connector = mcp.New(mcp.Config{}) })
 	for url, want := range map[string]string{
@@ -339,6 +347,7 @@ func TestMCPRemote_Refused(t *testing.T) {
 // A tool named like one of the request's functions is offered under
 // "<label>_<name>"; its item keeps the server's name.
 func TestMCPRemote_NameClash(t *testing.T) {
+	t.Parallel()
 	srv := startMCP(t, mcptest.Options{})
 	p := script(calls(1, 1, call("c1", "docs_echo", `{"text":"x"}`)), text("ok", 1, 1))
 	e, _ := newEngine(t, p, nil, withMCP)
@@ -355,6 +364,7 @@ func TestMCPRemote_NameClash(t *testing.T) {
 // A manifest server is enabled by {"type":"lambent:<name>"}: its label is
 // the name, its headers come from the manifest, the echo hides its URL.
 func TestMCPRemote_ManifestServer(t *testing.T) {
+	t.Parallel()
 	srv := startMCP(t, mcptest.Options{})
 	p := script(calls(1, 1, call("c1", "add", `{"a":2,"b":2}`)), text("4", 1, 1))
 	manifest := &tools.MCPServer{Label: "calc", URL: srv.Endpoint, Transport: tools.MCPStreamableHTTP, Trusted: true,
@@ -488,6 +498,7 @@ func testMCPRemoteSecrets(t *testing.T, mk storeMaker) {
 }
 
 func TestFuncName(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, "a_b_c", funcName("a.b/c"))
 	assert.Equal(t, strings.Repeat("x", 64), funcName(strings.Repeat("x", 70)))
 	assert.Equal(t, "tool", funcName(""))

@@ -87,6 +87,7 @@ func (w *watcher) EndResponse(ctx context.Context, resp *api.Response, end *Resp
 // arguments, attempt, iteration, result (errors included), and EndResponse
 // can add hook errors to the response.
 func TestObserverSeesTheLoop(t *testing.T) {
+	t.Parallel()
 	w := &watcher{hookErrors: []string{"webhook hook: lambent.tool.call event for call c1: 500"}}
 	m := newMock(func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
 		w.note("execute %s (in %v)", c.ID, ctx.Value(ctxKey{}))
@@ -154,6 +155,7 @@ func TestObserverSeesTheLoop(t *testing.T) {
 // iteration 0. Calls the loop does not execute (unknown tools, client
 // functions) are not observed.
 func TestObserverPendingAndUnexecutedCalls(t *testing.T) {
+	t.Parallel()
 	w := &watcher{}
 	m := newMock(echoTool, "t")
 	e, _ := newEngine(t, script(

@@ -100,6 +100,7 @@ func toolResult(t *testing.T, req *provider.Request, callID string) api.Item {
 // Helper tools run and their results feed back; the output call then ends
 // the attempt, the output is validated and becomes the final message.
 func TestOutput_HelpersThenOutput(t *testing.T) {
+	t.Parallel()
 	m := newMock(echoTool, "lookup")
 	p := script(
 		calls(10, 2, call("c1", "lookup", `{"q":"a"}`)),
@@ -139,6 +140,7 @@ func TestOutput_HelpersThenOutput(t *testing.T) {
 // which may call the output tool again; submit ends the iterations with the
 // last output.
 func TestOutput_ReflectionOutputsThenSubmit(t *testing.T) {
+	t.Parallel()
 	p := script(
 		calls(1, 1, call("c1", "report", `{"score":3,"summary":"draft"}`)),
 		calls(1, 1, call("c2", "report", validReport)),
@@ -190,6 +192,7 @@ func (e *Engine) mustGet(t *testing.T, id string) *api.Response {
 // Without reflection the output call ends the iterations at once: the
 // turn's other calls still run, in order, and the last output call wins.
 func TestOutput_WithoutReflectionEndsAtOnce(t *testing.T) {
+	t.Parallel()
 	m := newMock(echoTool, "lookup")
 	p := script(calls(1, 1,
 		call("c1", "lookup", `{"q":"a"}`),
@@ -220,6 +223,7 @@ func TestOutput_WithoutReflectionEndsAtOnce(t *testing.T) {
 // Submit before any output fails the attempt with submit_before_output,
 // told to the model as submit's result; the next attempt succeeds.
 func TestOutput_SubmitBeforeOutput(t *testing.T) {
+	t.Parallel()
 	p := script(
 		calls(1, 1, call("c1", "submit", `{}`)),
 		calls(1, 1, call("c2", "report", validReport)),
@@ -247,6 +251,7 @@ func TestOutput_SubmitBeforeOutput(t *testing.T) {
 // invalid_response; the feedback is a user message and the model then
 // calls the output tool.
 func TestOutput_NoOutputCall(t *testing.T) {
+	t.Parallel()
 	p := script(text("Here is my report: all fine.", 1, 1), calls(1, 1, call("c1", "report", validReport)))
 	e, _ := newEngine(t, p, newMock(echoTool))
 	rec, err := run1(t, e, `{"input":"assess","tools":[`+outputTool("")+`]}`)
@@ -274,6 +279,7 @@ func TestOutput_NoOutputCall(t *testing.T) {
 // An attempt that exceeds its iterations fails the response with
 // max_iterations, without validation.
 func TestOutput_IterationLimit(t *testing.T) {
+	t.Parallel()
 	m := newMock(echoTool, "lookup")
 	p := script(
 		calls(1, 1, call("c1", "lookup", `{}`)),
@@ -298,6 +304,7 @@ func TestOutput_IterationLimit(t *testing.T) {
 // Helper and reflection handler errors are fed back as error results, never
 // a failed response.
 func TestOutput_HandlerError(t *testing.T) {
+	t.Parallel()
 	m := newMock(func(_ context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
 		switch c.Name {
 		case "lookup":
@@ -336,6 +343,7 @@ func TestOutput_HandlerError(t *testing.T) {
 
 // A call of an unknown tool is fed back with an error; the loop goes on.
 func TestOutput_UnknownTool(t *testing.T) {
+	t.Parallel()
 	p := script(calls(1, 1, call("c1", "nope", `{}`)), calls(1, 1, call("c2", "report", validReport)))
 	e, _ := newEngine(t, p, newMock(echoTool))
 	rec, err := run1(t, e, `{"input":"assess","tools":[`+outputTool("")+`]}`)
@@ -352,6 +360,7 @@ func TestOutput_UnknownTool(t *testing.T) {
 // validator's errors, the model is told exactly what failed, and attempt 2
 // passes the schema and the validator.
 func TestOutput_ValidatorFailsThenSucceeds(t *testing.T) {
+	t.Parallel()
 	m := newMock(func(_ context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
 		var in struct {
 			Output struct {
@@ -394,6 +403,7 @@ func TestOutput_ValidatorFailsThenSucceeds(t *testing.T) {
 // The schema is checked before the validators, which only see output that
 // matches it; its errors name the failing place.
 func TestOutput_SchemaErrorsBeforeValidators(t *testing.T) {
+	t.Parallel()
 	m := newMock(func(context.Context, tools.ToolCall) (*tools.ToolResult, error) {
 		return &tools.ToolResult{Output: `{"valid":true}`}, nil
 	}, "check_report")
@@ -411,6 +421,7 @@ func TestOutput_SchemaErrorsBeforeValidators(t *testing.T) {
 // After max_attempts failed attempts the response fails with
 // validation_failed and the last errors; the last output stays in output.
 func TestOutput_AttemptsExhausted(t *testing.T) {
+	t.Parallel()
 	p := script(
 		calls(1, 1, call("c1", "report", invalidReport)),
 		calls(1, 1, call("c2", "report", `{"score":-2,"summary":"worse"}`)),
@@ -442,6 +453,7 @@ func TestOutput_AttemptsExhausted(t *testing.T) {
 
 // Usage sums every iteration of every attempt; each attempt has its own.
 func TestOutput_TokensAcrossIterationsAndAttempts(t *testing.T) {
+	t.Parallel()
 	m := newMock(echoTool, "lookup")
 	p := script(
 		calls(100, 10, call("c1", "lookup", `{}`)),
@@ -467,6 +479,7 @@ func TestOutput_TokensAcrossIterationsAndAttempts(t *testing.T) {
 // A cancellation during an iteration's tool call stops before the next
 // model call; the response says where it stopped (phase "iteration").
 func TestOutput_CancelledMidIteration(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	m := newMock(func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
 		cancel()
@@ -497,6 +510,7 @@ func TestOutput_CancelledMidIteration(t *testing.T) {
 // text.format json_schema validates the final message the same way: an
 // answer that does not match is fed back and answered again.
 func TestOutput_TextFormatJSONSchema(t *testing.T) {
+	t.Parallel()
 	p := script(text(`{"score":"high"}`, 1, 1), text(validReport, 1, 1))
 	e, _ := newEngine(t, p, nil)
 	rec, err := run1(t, e, `{"input":"assess","text":{"format":{"type":"json_schema","name":"report","description":"the report","strict":true,"schema":`+reportSchema+`}}}`)
@@ -519,6 +533,7 @@ func TestOutput_TextFormatJSONSchema(t *testing.T) {
 
 // Responses without validated output carry no "lambent" field.
 func TestOutput_NoExtensionFieldOtherwise(t *testing.T) {
+	t.Parallel()
 	e, _ := newEngine(t, script(text("hi", 1, 1)), nil)
 	rec, err := run1(t, e, `{"input":"x"}`)
 	require.NoError(t, err)
@@ -528,6 +543,7 @@ func TestOutput_NoExtensionFieldOtherwise(t *testing.T) {
 // One stream carries every attempt's items as they happen (function_call
 // mode: checked against the OpenResponses schema).
 func TestOutput_StreamAcrossAttempts(t *testing.T) {
+	t.Parallel()
 	p := script(
 		calls(1, 1, call("c1", "report", invalidReport)),
 		text("oops", 1, 1),
@@ -567,6 +583,7 @@ func TestOutput_StreamAcrossAttempts(t *testing.T) {
 // mcp_call items (server_label "lambent"), streamed with OpenAI's events;
 // the model still sees ordinary function calls.
 func TestOutput_MCPCallItems(t *testing.T) {
+	t.Parallel()
 	m := newMock(func(context.Context, tools.ToolCall) (*tools.ToolResult, error) {
 		return &tools.ToolResult{Output: `{"valid":true,"errors":[]}`}, nil
 	}, "check_report")
@@ -607,6 +624,7 @@ func TestOutput_MCPCallItems(t *testing.T) {
 // A stored validated response is continuable: the next response's model
 // sees the output call, its result and the final message.
 func TestOutput_ContinuationSeesConversation(t *testing.T) {
+	t.Parallel()
 	p := script(calls(1, 1, call("c1", "report", validReport)), text("It scored 7.", 1, 1))
 	e, _ := newEngine(t, p, newMock(echoTool))
 	rec, err := run1(t, e, `{"input":"assess","tools":[`+outputTool("")+`]}`)
@@ -626,6 +644,7 @@ func TestOutput_ContinuationSeesConversation(t *testing.T) {
 
 // Request errors of validated output are 400s naming the parameter.
 func TestOutput_RequestErrors(t *testing.T) {
+	t.Parallel()
 	e, _ := newEngine(t, script(), newMock(echoTool, "check", "lookup"))
 	single, _ := newEngine(t, script(), nil)
 	out := outputTool("")
@@ -681,6 +700,7 @@ func TestOutput_RequestErrors(t *testing.T) {
 
 // The loop policy comes from the request, else from the gateway's config.
 func TestOutput_LoopPolicy(t *testing.T) {
+	t.Parallel()
 	bad := func(n int) []step {
 		var s []step
 		for i := 0; i < n; i++ {
@@ -757,6 +777,7 @@ func testOutputBackgroundHandOff(t *testing.T, mk storeMaker) {
 // Text the model writes next to its calls is commentary: output_text is
 // the validated output alone.
 func TestOutput_TextNextToCallsIsCommentary(t *testing.T) {
+	t.Parallel()
 	m := newMock(echoTool, "lookup")
 	withText := func(s step, text string) step {
 		s.res.Text = text
@@ -782,6 +803,7 @@ func TestOutput_TextNextToCallsIsCommentary(t *testing.T) {
 // (previous_response_id, no input): the pending submit validates the output
 // the stopped response produced.
 func TestOutput_DeadlineContinuationSubmits(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, testOutput_DeadlineContinuationSubmits)
 }
 

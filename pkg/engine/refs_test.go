@@ -47,6 +47,7 @@ func requireItemNotFound(t *testing.T, err error, param, id string) {
 // Every item the engine creates or assigns an id to carries its response's
 // id: output items, and input items sent without one.
 func TestItemIDsCarryTheResponseID(t *testing.T) {
+	t.Parallel()
 	p := script(calls(1, 1, call("c1", "t", `{}`)), step{res: text("done", 1, 1).res})
 	p.steps[1].res.Reasoning = "thinking"
 	st := store.NewMemory(store.MemoryConfig{})

@@ -45,6 +45,7 @@ func (r *idRunner) StartBackground(ctx context.Context, _ *api.CreateResponseReq
 // it creates keeps it for its worker's log lines), which the log line of
 // its failure repeats.
 func TestMessagesHaveRequestIDs(t *testing.T) {
+	t.Parallel()
 	var logs logbuf.Buffer
 	r := &idRunner{ids: map[string]string{}}
 	h := &worker.Handler{Runner: r, Logger: app.Logger(app.Config{Server: app.ServerConfig{LogLevel: "info"}}, &logs)}

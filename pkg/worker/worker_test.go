@@ -80,6 +80,7 @@ func (d *discard) WriteResponse(r *api.Response) error { d.resp = r; return nil 
 // Background create → worker run driven by the events/ SQS sample → GET
 // shows completed with all items; the same message twice runs the loop once.
 func TestSQSJobSample(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t,
 		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "calculator", Arguments: `{"expression":"6*7"}`}}, Usage: fakellm.Usage{PromptTokens: 5, CompletionTokens: 2}},
 		fakellm.Turn{Text: "It is 42.", Usage: fakellm.Usage{PromptTokens: 9, CompletionTokens: 3}},
@@ -117,6 +118,7 @@ func TestSQSJobSample(t *testing.T) {
 // invalid one in the same batch is a batch item failure (on its way to the
 // dead-letter queue), never dropped.
 func TestSQSCreateSample(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t,
 		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "calculator", Arguments: `{"expression":"6*7"}`}}},
 		fakellm.Turn{Text: "42"},
@@ -138,6 +140,7 @@ func TestSQSCreateSample(t *testing.T) {
 
 // An EventBridge-triggered response runs and its completion is published.
 func TestEventBridgeSampleAndPublish(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fakellm.Turn{Text: "Export is broken on Safari.", Usage: fakellm.Usage{PromptTokens: 20, CompletionTokens: 6}})
 	_, err := e.h.Invoke(context.Background(), sample(t, "worker-eventbridge-create.json", ""))
 	require.NoError(t, err)
@@ -172,6 +175,7 @@ func (f failingRunner) StartBackground(context.Context, *api.CreateResponseReque
 }
 
 func TestSQSPartialBatchFailure(t *testing.T) {
+	t.Parallel()
 	h := &worker.Handler{Runner: failingRunner{bad: "resp_bad"}, Logger: app.Logger(app.Config{Server: app.ServerConfig{LogLevel: "error"}}, io.Discard)}
 	ev := events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "m1", Body: `{"response_id":"resp_ok"}`, EventSource: "aws:sqs"},
@@ -189,6 +193,7 @@ func TestSQSPartialBatchFailure(t *testing.T) {
 // fails (Lambda's retries, then the on-failure destination). Nothing is
 // stored or run for it.
 func TestInvalidMessagesAreNotDropped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	invalid := map[string]string{
 		"not JSON":           `not json`,
@@ -238,6 +243,7 @@ func mustMarshal(t *testing.T, v any) json.RawMessage {
 
 // The in-process queue runs jobs on its goroutines and stops cleanly.
 func TestLocalQueue(t *testing.T) {
+	t.Parallel()
 	ran := make(chan string, 3)
 	l := worker.NewLocal(2, func(ctx context.Context, id string) error { ran <- id; return nil }, app.Logger(app.Config{Server: app.ServerConfig{LogLevel: "error"}}, io.Discard))
 	for _, id := range []string{"a", "b", "c"} {
@@ -262,6 +268,7 @@ func TestLocalQueue(t *testing.T) {
 // EventBridge and direct invocations) and nothing runs; the same message
 // with a tenant runs under that tenant.
 func TestRequireTenant(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fakellm.Turn{Text: "done"})
 	e.h.RequireTenant = true
 	noTenant := `{"id":"resp_no_tenant_1","input":"hi"}`

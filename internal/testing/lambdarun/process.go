@@ -35,6 +35,16 @@ func Build(ctx context.Context, dir, pkg, out string, env []string, extra ...str
 	return nil
 }
 
+// BuildOnce returns a function that runs Build (without a deadline) on its
+// first call and gives every call out and that first call's error: the
+// tests of one test binary share one build of a function (the caller owns
+// out's directory, and removes it, e.g. in TestMain).
+func BuildOnce(dir, pkg, out string, env []string, extra ...string) func() (string, error) {
+	return sync.OnceValues(func() (string, error) {
+		return out, Build(context.Background(), dir, pkg, out, env, extra...)
+	})
+}
+
 // ProcessConfig configures a function process. The zero value is usable.
 type ProcessConfig struct {
 	// Env holds more "KEY=value" entries, after (and overriding) the ones

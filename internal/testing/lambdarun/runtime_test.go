@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -22,7 +24,18 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "lambent-lambdarun-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	echoBinary = BuildOnce(".", "./testdata/echo", filepath.Join(dir, "bootstrap"), nil)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		_ = os.RemoveAll(dir)
+		os.Exit(code)
+	}))
+}
 
 func testCtx(t *testing.T) context.Context {
 	t.Helper()
@@ -186,6 +199,7 @@ func TestSplitPrelude(t *testing.T) {
 // TestEchoProcess runs a function built with the real aws-lambda-go runtime
 // client (testdata/echo) as a process against the fake.
 func TestEchoProcess(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	bin := buildEcho(t)
 	rt := New(Options{FunctionName: "echo"})
@@ -290,11 +304,15 @@ func TestEchoProcess(t *testing.T) {
 	}
 }
 
-// buildEcho builds testdata/echo, the function built with aws-lambda-go.
+// echoBinary builds testdata/echo once per test run (TestMain sets it).
+var echoBinary func() (string, error)
+
+// buildEcho returns testdata/echo built: the function built with
+// aws-lambda-go.
 func buildEcho(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "bootstrap")
-	require.NoError(t, Build(testCtx(t), ".", "./testdata/echo", bin, nil))
+	bin, err := echoBinary()
+	require.NoError(t, err)
 	return bin
 }
 
@@ -349,6 +367,7 @@ func waitExit(t *testing.T, p *Process) {
 // killed and its invocation reported timed out, as on Lambda; the short
 // deadline passes while the function waits at a gate that never opens.
 func TestDeadlineKillsTheFunction(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	bin := buildEcho(t)
 	rt := New(Options{FunctionName: "echo"})
@@ -403,6 +422,7 @@ func TestDeadlineKillsTheFunction(t *testing.T) {
 // away still runs to its end, as on Lambda: the runtime reads the rest of
 // the reply, the function's POST succeeds and it takes the next event.
 func TestDisconnectedStreamGoesOn(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	bin := buildEcho(t)
 	rt := New(Options{FunctionName: "echo"})
@@ -442,6 +462,7 @@ func TestDisconnectedStreamGoesOn(t *testing.T) {
 // bytes, a streamed one is not. aws-lambda-go treats the Runtime API's 413
 // as fatal, as it does on Lambda, so its process exits.
 func TestBufferedReplyLimit(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	bin := buildEcho(t)
 	rt := New(Options{FunctionName: "echo"})

@@ -51,6 +51,7 @@ func stdioBinary(t *testing.T) string {
 // Every transport lists the tools with their schemas and annotations and
 // runs calls; a tool's isError is an is_error result.
 func TestTransports(t *testing.T) {
+	t.Parallel()
 	streamable := mcptest.StartStreamable(mcptest.Options{})
 	defer streamable.Close()
 	sse := mcptest.StartSSE(mcptest.Options{})
@@ -105,6 +106,7 @@ func TestTransports(t *testing.T) {
 // Concurrent calls of one response share one connection; a barrier proves
 // they run at the same time.
 func TestConcurrentCalls(t *testing.T) {
+	t.Parallel()
 	const n = 16
 	srv := mcptest.StartStreamable(mcptest.Options{Barrier: n})
 	defer srv.Close()
@@ -138,6 +140,7 @@ func TestConcurrentCalls(t *testing.T) {
 
 // Headers and the token reach the server's host; errors never hold them.
 func TestHeadersAndSecrets(t *testing.T) {
+	t.Parallel()
 	srv := mcptest.StartStreamable(mcptest.Options{})
 	defer srv.Close()
 	spec := server("s", srv.Endpoint+"?key=query-secret")
@@ -177,6 +180,7 @@ func TestHeadersAndSecrets(t *testing.T) {
 
 // A redirect to another host does not carry the headers there.
 func TestHeadersStayOnTheServersHost(t *testing.T) {
+	t.Parallel()
 	srv := mcptest.StartStreamable(mcptest.Options{})
 	defer srv.Close()
 	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -199,6 +203,7 @@ func TestHeadersStayOnTheServersHost(t *testing.T) {
 // port does not carry the headers nor the token there: secrets go only to
 // the configured scheme, host and port.
 func TestSecretsStayOnTheServersScheme(t *testing.T) {
+	t.Parallel()
 	srv := mcptest.StartStreamable(mcptest.Options{})
 	defer srv.Close()
 	target, err := url.Parse(srv.URL)
@@ -380,6 +385,7 @@ func TestErrors(t *testing.T) {
 // A reply over the session's bound fails its operation, on both HTTP
 // transports, and the session recovers for the next call.
 func TestReplyBound(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for name, spec := range map[string]func(*mcptest.Server) *tools.MCPServer{
 		"streamable": func(s *mcptest.Server) *tools.MCPServer { return server("s", s.Endpoint) },
@@ -408,6 +414,7 @@ func TestReplyBound(t *testing.T) {
 // The event stream counter counts the bytes of the current event, line
 // ends (LF, CR or CRLF) included, across reads.
 func TestSSECounter(t *testing.T) {
+	t.Parallel()
 	for stream, want := range map[string]int64{
 		"data: ab\n\ndata: c\n":        8,
 		"data: ab\r\n\r\ndata: cd\r\n": 11, // the blank line's LF counts: never fewer than the SDK
@@ -427,6 +434,7 @@ func TestSSECounter(t *testing.T) {
 // Secrets go to the server's origin: scheme, host and port, the scheme's
 // default port when none is given.
 func TestOrigin(t *testing.T) {
+	t.Parallel()
 	same := [][2]string{
 		{"https://example.com/mcp", "https://example.com:443/other"},
 		{"https://Example.COM/mcp", "HTTPS://example.com/mcp"},
@@ -456,6 +464,7 @@ func TestOrigin(t *testing.T) {
 // Request-declared servers pass the SSRF guard and need https; manifest
 // servers are trusted; stdio only where allowed.
 func TestCheckAndSSRF(t *testing.T) {
+	t.Parallel()
 	strict := New(Config{})
 	for url, want := range map[string]string{
 		"http://example.com/mcp":            "must use https",
@@ -510,6 +519,7 @@ func TestCheckAndSSRF(t *testing.T) {
 }
 
 func TestTruncate(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, "short", truncate("short", 10))
 	s := truncate(strings.Repeat("é", 100), 60)
 	assert.LessOrEqual(t, len(s), 60)

@@ -16,6 +16,7 @@ import (
 // The trace context of the tool call reaches the MCP server (W3C
 // traceparent and the X-Ray header), as it reaches tool Lambdas.
 func TestTraceContextReachesTheServer(t *testing.T) {
+	t.Parallel()
 	srv := mcptest.StartStreamable(mcptest.Options{})
 	defer srv.Close()
 	sc := trace.NewSpanContext(trace.SpanContextConfig{

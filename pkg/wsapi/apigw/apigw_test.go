@@ -240,6 +240,7 @@ func (e *env) envelope(msgs [][]byte) wsapi.Envelope {
 func lastID(evs []ssecheck.Event) string { return evs[len(evs)-1].Response.ID }
 
 func TestConnectAuth(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, key := range []string{"", "sk-wrong"} {
 		id := "refused" + key + "="
@@ -272,6 +273,7 @@ const (
 // keys) each IAM principal is its own tenant, as on the HTTP front doors:
 // principal B can neither continue nor read principal A's response.
 func TestConnectIAMTenants(t *testing.T) {
+	t.Parallel()
 	e := newEnvRule(t, tenant.Rule{})
 	ca := e.connectAs("", iamIdentity(arnA, "AROACLIENTA:session-a"))
 	cb := e.connectAs("", iamIdentity(arnB, "AROACLIENTB:session-b"))
@@ -305,6 +307,7 @@ func TestConnectIAMTenants(t *testing.T) {
 // LAMBENT_IAM_TENANT=role applies to $connect as to the HTTP front doors:
 // the sessions of a role are one tenant.
 func TestConnectIAMRole(t *testing.T) {
+	t.Parallel()
 	e := newEnvRule(t, tenant.Rule{IAM: tenant.IAMRole})
 	c := e.connectAs("", iamIdentity(arnA, "AROACLIENTA:session-a"))
 	conn, err := e.conns.Load(t.Context(), c)
@@ -316,6 +319,7 @@ func TestConnectIAMRole(t *testing.T) {
 // its tenant is the caller's ARN; a $connect without an IAM caller needs a
 // listed key, as on the HTTP front doors.
 func TestConnectIAMWithKeys(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := e.connectAs("", iamIdentity(arnA, "AROACLIENTA:session-a"))
 	conn, err := e.conns.Load(t.Context(), c)
@@ -333,6 +337,7 @@ func TestConnectIAMWithKeys(t *testing.T) {
 // (through the DynamoDB connection cache, from any Lambda instance) and
 // its failure on another, eviction after a failed continuation.
 func TestTurns(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c1 := e.connect(keyA)
 	evs := e.events(e.send(c1, `{"type":"response.create","store":false,"input":"My name is Ada"}`))
@@ -394,6 +399,7 @@ func TestTurns(t *testing.T) {
 // FIFO group delivers them one by one, and each turn's events end before
 // the next turn's begin.
 func TestSequentialTurns(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := e.connect(keyA)
 	for i := range 3 {
@@ -425,6 +431,7 @@ func TestSequentialTurns(t *testing.T) {
 // dropped silently: the client gets the events before it, then an error
 // envelope naming it; the response ran to its end and continues.
 func TestEventOverMessageLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := e.connect(keyA)
 	// The message fits API Gateway's limit; response.created, which
@@ -449,6 +456,7 @@ func TestEventOverMessageLimit(t *testing.T) {
 // Gateway gives $connect (requestContext.connectedAt), so a connection it
 // opened 60 minutes ago is past the limit while a new one is served.
 func TestConnectionLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := e.connect(keyA)
 	e.events(e.send(c, `{"type":"response.create","store":false,"input":"Hi"}`))
@@ -461,6 +469,7 @@ func TestConnectionLimit(t *testing.T) {
 // A client gone before its turn: the post fails with GoneException, the
 // turn ends, nothing is retried.
 func TestClientGone(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := e.connect(keyA)
 	e.mgmt.Disconnect(c)
