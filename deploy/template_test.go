@@ -1343,3 +1343,51 @@ J: *a
 		}
 	}
 }
+
+// TestQueuesReachTheirDeadLetterQueue: for every queue with a redrive
+// policy, a message that keeps failing reaches its dead-letter queue
+// before it expires (maxReceiveCount × VisibilityTimeout under the
+// retention period, else no alarm on the dead-letter queue can fire), the
+// dead-letter queue keeps it at least as long, and every function the
+// queue triggers finishes within the visibility timeout (else a message
+// is delivered again while it still runs).
+func TestQueuesReachTheirDeadLetterQueue(t *testing.T) {
+	tpl := loadTemplate(t)
+	checked := 0
+	for _, id := range tpl.ofType("AWS::SQS::Queue") {
+		q := asMap(get(tpl.resources()[id], "Properties"))
+		redrive := asMap(q["RedrivePolicy"])
+		if redrive == nil {
+			continue
+		}
+		checked++
+		vis, _ := asInt(q["VisibilityTimeout"])
+		retention, _ := asInt(q["MessageRetentionPeriod"])
+		receives, _ := asInt(redrive["maxReceiveCount"])
+		if vis == 0 || retention == 0 || receives == 0 {
+			t.Errorf("%s: VisibilityTimeout %v, MessageRetentionPeriod %v, maxReceiveCount %v: want each set", id, q["VisibilityTimeout"], q["MessageRetentionPeriod"], redrive["maxReceiveCount"])
+			continue
+		}
+		if vis*receives >= retention {
+			t.Errorf("%s: %d receives x %d s visibility = %d s, not under its retention of %d s: a failing message expires before its dead-letter queue", id, receives, vis, vis*receives, retention)
+		}
+		dlq, _, _ := getAtt(redrive["deadLetterTargetArn"])
+		if dlqRetention, _ := asInt(get(tpl.resources()[dlq], "Properties", "MessageRetentionPeriod")); dlqRetention < retention {
+			t.Errorf("%s: dead-letter queue %s keeps messages %d s, less than the queue's %d s", id, dlq, dlqRetention, retention)
+		}
+		for _, m := range tpl.ofType("AWS::Lambda::EventSourceMapping") {
+			p := asMap(get(tpl.resources()[m], "Properties"))
+			if r, _, _ := getAtt(p["EventSourceArn"]); r != id {
+				continue
+			}
+			fn := asMap(p["FunctionName"])["Ref"]
+			name, _ := fn.(string)
+			if timeout, _ := asInt(tpl.fnProp(name, "Timeout")); timeout == 0 || timeout >= vis {
+				t.Errorf("%s triggers %s, whose Timeout %d s is not under the queue's visibility timeout of %d s", id, name, timeout, vis)
+			}
+		}
+	}
+	if checked < 2 {
+		t.Fatalf("checked %d queues with a redrive policy, want the responses and the WebSocket turns queues", checked)
+	}
+}
