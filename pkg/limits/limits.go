@@ -13,8 +13,6 @@
 package limits
 
 import (
-	"fmt"
-
 	"github.com/lambent/lambent/pkg/api"
 )
 
@@ -160,10 +158,4 @@ const CodeLimitExceeded = "limit_exceeded"
 func Exceeded(param, what string, got, limit int) *api.Error {
 	return api.InvalidRequestCode(param, CodeLimitExceeded,
 		"%s: %d is over this gateway's limit of %d.", what, got, limit)
-}
-
-// String lists the limits, for logs.
-func (l Limits) String() string {
-	return fmt.Sprintf("schema_depth=%d schema_bytes=%d schema_patterns=%d schema_enum_values=%d tools=%d mcp_servers=%d mcp_tools_per_server=%d mcp_reply_bytes=%d images=%d referenced_responses=%d model_name=%d tenant_in_flight=%d",
-		l.SchemaDepth, l.SchemaBytes, l.SchemaPatterns, l.SchemaEnumValues, l.Tools, l.MCPServers, l.MCPToolsPerServer, l.MCPReplyBytes, l.Images, l.ReferencedResponses, l.ModelName, l.TenantInFlight)
 }
