@@ -40,6 +40,21 @@ func NewID(prefix string) string {
 	return string(buf)
 }
 
+// NewCallID returns a new tool call id for a call the model made without
+// one, or the gateway made itself: "call_" and 24 random base-62
+// characters, within every provider's bound (40 characters for OpenAI's
+// Chat Completions, 64 of [A-Za-z0-9_-] for Bedrock).
+func NewCallID() string {
+	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	var raw [24]byte
+	_, _ = rand.Read(raw[:])
+	buf := append(make([]byte, 0, 5+len(raw)), "call_"...)
+	for _, b := range raw {
+		buf = append(buf, alphabet[int(b)%len(alphabet)])
+	}
+	return string(buf)
+}
+
 // NewItemID returns a new id for an item of response responseID (a
 // well-formed response id): prefix, the response id without its "resp_",
 // "_" and 12 random hex characters. The id is opaque to clients; the

@@ -120,6 +120,56 @@ type Item struct {
 	Tools             []MCPTool
 	Approve           bool
 	Reason            string
+
+	// Hidden is what Lambent keeps of the item beyond its wire shape: it is
+	// never written by MarshalJSON, and the stores keep it beside the item
+	// (ItemHidden, SetItemHidden).
+	Hidden ItemHidden
+}
+
+// ItemHidden is what the gateway keeps of a call item it made that OpenAI's
+// item shape has no place for (docs/architecture.md, "What the model sees").
+type ItemHidden struct {
+	// ModelCallID is the call id the model issued for an mcp_call or
+	// mcp_approval_request item (a function_call keeps it as its call_id):
+	// the model sees its own id again in later model calls.
+	ModelCallID string `json:"model_call_id,omitempty"`
+	// TurnStart marks the first call of a model turn: the calls of one
+	// turn are replayed to the model as one assistant message.
+	TurnStart bool `json:"turn_start,omitempty"`
+}
+
+// HiddenByID returns the hidden fields of the items of lists that have any,
+// by item id (nil when none has): the stored companion of the items' wire
+// shape.
+func HiddenByID(lists ...[]Item) map[string]ItemHidden {
+	var m map[string]ItemHidden
+	for _, l := range lists {
+		for i := range l {
+			if h := l[i].Hidden; h != (ItemHidden{}) && l[i].ID != "" {
+				if m == nil {
+					m = map[string]ItemHidden{}
+				}
+				m[l[i].ID] = h
+			}
+		}
+	}
+	return m
+}
+
+// SetHidden restores the hidden fields m (from HiddenByID) on the items of
+// lists, in place.
+func SetHidden(m map[string]ItemHidden, lists ...[]Item) {
+	if len(m) == 0 {
+		return
+	}
+	for _, l := range lists {
+		for i := range l {
+			if h, ok := m[l[i].ID]; ok {
+				l[i].Hidden = h
+			}
+		}
+	}
 }
 
 // MCPTool is one tool of an mcp_list_tools item, as the MCP server

@@ -84,7 +84,19 @@ type ProviderConfig struct {
 	BedrockGuardrailVersion string
 	// DefaultModel is used when a request names none (LAMBENT_DEFAULT_MODEL).
 	DefaultModel string
+	// ToolCallIDs is the call id rule of the OpenAI-compatible API
+	// (LAMBENT_PROVIDER_TOOL_CALL_IDS): "openai" (at most 40 characters),
+	// "mistral" (exactly 9 of [A-Za-z0-9]), or "auto" (the default:
+	// mistral when the URL's host is mistral.ai or under it, else openai).
+	ToolCallIDs string
 }
+
+// Tool call id rules of LAMBENT_PROVIDER_TOOL_CALL_IDS.
+const (
+	CallIDsAuto    = "auto"
+	CallIDsOpenAI  = "openai"
+	CallIDsMistral = "mistral"
+)
 
 // StoreConfig chooses and sizes the response store.
 type StoreConfig struct {
@@ -243,6 +255,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			Name:                    or(getenv("LAMBENT_PROVIDER"), ProviderOpenAI),
 			BedrockGuardrailID:      getenv("LAMBENT_BEDROCK_GUARDRAIL_ID"),
 			BedrockGuardrailVersion: getenv("LAMBENT_BEDROCK_GUARDRAIL_VERSION"),
+			ToolCallIDs:             or(getenv("LAMBENT_PROVIDER_TOOL_CALL_IDS"), CallIDsAuto),
 		},
 		Store: StoreConfig{
 			Table: or(getenv("LAMBENT_TABLE"), "lambent-responses"),
@@ -268,6 +281,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	if err := c.readProviders(getenv("LAMBENT_MODEL_ROUTES")); err != nil {
 		return c, err
+	}
+	switch c.Provider.ToolCallIDs {
+	case CallIDsAuto, CallIDsOpenAI, CallIDsMistral:
+	default:
+		return c, fmt.Errorf("LAMBENT_PROVIDER_TOOL_CALL_IDS=%q: want auto, openai or mistral", c.Provider.ToolCallIDs)
 	}
 	c.Store.Kind = getenv("LAMBENT_STORE")
 	if c.Store.Kind == "" {

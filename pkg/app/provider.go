@@ -3,7 +3,9 @@ package app
 import (
 	"fmt"
 	"log/slog"
+	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	model "github.com/lambent/lambent/pkg/provider"
@@ -57,12 +59,28 @@ func (c *Config) Uses(name string) bool {
 	return c.defaultProvider() == name || slices.ContainsFunc(c.Provider.Routes, func(r model.Route) bool { return r.Provider == name })
 }
 
+// callIDRules are the id and name rules of the OpenAI-compatible API
+// (ProviderConfig.ToolCallIDs).
+func (p ProviderConfig) callIDRules() model.Rules {
+	mistral := p.ToolCallIDs == CallIDsMistral
+	if p.ToolCallIDs == CallIDsAuto {
+		if u, err := url.Parse(p.URL); err == nil {
+			h := u.Hostname()
+			mistral = h == "mistral.ai" || strings.HasSuffix(h, ".mistral.ai")
+		}
+	}
+	if mistral {
+		return model.MistralRules()
+	}
+	return model.OpenAIRules()
+}
+
 // buildProvider builds the providers the configuration uses and, when
 // routes are set, the router between them.
 func buildProvider(cfg Config, awsConfig func() (aws.Config, error), log *slog.Logger) (model.Provider, error) {
 	ps := map[string]model.Provider{}
 	if cfg.Uses(ProviderOpenAI) {
-		ps[ProviderOpenAI] = openai.New(openai.Config{BaseURL: cfg.Provider.URL, APIKey: cfg.Provider.APIKey, Logger: log})
+		ps[ProviderOpenAI] = openai.New(openai.Config{BaseURL: cfg.Provider.URL, APIKey: cfg.Provider.APIKey, Logger: log, Rules: cfg.Provider.callIDRules()})
 	}
 	if cfg.Uses(ProviderBedrock) {
 		awsCfg, err := awsConfig()

@@ -85,3 +85,27 @@ func typeName(v any) string { return fmt.Sprintf("%T", v) }
 func loadAWS(t *testing.T) func() (aws.Config, error) {
 	return func() (aws.Config, error) { return awsconf.Load(t.Context()) }
 }
+
+// LAMBENT_PROVIDER_TOOL_CALL_IDS picks the call id rule of the
+// OpenAI-compatible API; auto recognises Mistral's API by its host.
+func TestToolCallIDRules(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		ids, url string
+		want     model.Rules
+	}{
+		{"", "http://127.0.0.1:11434/v1", model.OpenAIRules()},
+		{"", "https://api.mistral.ai/v1", model.MistralRules()},
+		{"auto", "https://mistral.ai.example.com/v1", model.OpenAIRules()},
+		{"mistral", "http://127.0.0.1:8000/v1", model.MistralRules()},
+		{"openai", "https://api.mistral.ai/v1", model.OpenAIRules()},
+	} {
+		c, err := FromEnv(func(k string) string {
+			return map[string]string{"LAMBENT_PROVIDER_TOOL_CALL_IDS": tc.ids, "LAMBENT_PROVIDER_URL": tc.url}[k]
+		})
+		require.NoError(t, err)
+		require.Equal(t, tc.want, c.Provider.callIDRules(), "%s %s", tc.ids, tc.url)
+	}
+	_, err := FromEnv(func(k string) string { return map[string]string{"LAMBENT_PROVIDER_TOOL_CALL_IDS": "short"}[k] })
+	require.ErrorContains(t, err, "LAMBENT_PROVIDER_TOOL_CALL_IDS")
+}

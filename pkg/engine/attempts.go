@@ -220,7 +220,7 @@ func (a *attempts) begin(r *run, cfg *Config) {
 	}
 	pending := map[string]bool{}
 	for _, c := range r.pendingCalls() {
-		pending[callID(&c)] = true
+		pending[callKey(&c)] = true
 	}
 	a.lastOutput = lastOutput(a.output, pending, r.history, r.input, r.resp.Output)
 }
@@ -259,7 +259,7 @@ func lastOutput(name string, pending map[string]bool, lists ...[]api.Item) strin
 			case it.Type == api.ItemMessage && it.Role == api.RoleUser:
 				return ""
 			case it.Type != api.ItemFunctionCall && it.Type != api.ItemMCPCall:
-			case it.Name == api.SubmitTool && !pending[callID(it)]:
+			case it.Name == api.SubmitTool && !pending[callKey(it)]:
 				return ""
 			case it.Name == name:
 				return it.Arguments
@@ -340,7 +340,7 @@ func (e *Engine) endIterations(ctx context.Context, r *run, calls []api.Item, pl
 		if !plans[i].ends {
 			continue
 		}
-		res := &tools.ToolResult{CallID: callID(&calls[i]), Output: fmt.Sprintf("Superseded by the later call of %s in this turn.", calls[last].Name)}
+		res := &tools.ToolResult{CallID: callKey(&calls[i]), Output: fmt.Sprintf("Superseded by the later call of %s in this turn.", calls[last].Name)}
 		if i == last {
 			res.Output, res.IsError = a.feedback(r, v), v.code != ""
 		}

@@ -140,21 +140,25 @@ func (a *assembler) delta(d provider.Delta) error {
 				a.byIndex = map[int]int{}
 			}
 			var idx int
+			// The first call of the turn is marked: the turn's calls are
+			// replayed to the model together (modelItems).
+			hidden := api.ItemHidden{TurnStart: len(a.calls) == 0}
 			if typ, label, tool := a.r.serverItem(d.ToolName); typ != "" {
 				prefix := api.PrefixMCPCall
 				if typ == api.ItemMCPApprovalRequest {
 					prefix = api.PrefixMCPApprovalRequest
 				}
-				idx = a.open(api.Item{Type: typ, ID: a.r.newItemID(prefix), Status: api.ItemInProgress, ServerLabel: label, Name: tool})
+				hidden.ModelCallID = d.ToolCallID
+				idx = a.open(api.Item{Type: typ, ID: a.r.newItemID(prefix), Status: api.ItemInProgress, ServerLabel: label, Name: tool, Hidden: hidden})
 				if typ == api.ItemMCPCall {
 					a.r.em.mcpEvent(api.EventMCPCallInProgress, idx, a.out(idx).ID)
 				}
 			} else {
 				callID := d.ToolCallID
 				if callID == "" {
-					callID = api.NewID("call_")
+					callID = api.NewCallID()
 				}
-				idx = a.open(api.Item{Type: api.ItemFunctionCall, ID: a.r.newItemID(api.PrefixFunctionCall), Status: api.ItemInProgress, CallID: callID, Name: d.ToolName})
+				idx = a.open(api.Item{Type: api.ItemFunctionCall, ID: a.r.newItemID(api.PrefixFunctionCall), Status: api.ItemInProgress, CallID: callID, Name: d.ToolName, Hidden: hidden})
 			}
 			pos = len(a.calls)
 			a.calls = append(a.calls, idx)
@@ -164,6 +168,9 @@ func (a *assembler) delta(d provider.Delta) error {
 		it := a.out(idx)
 		if it.Name == "" && d.ToolName != "" {
 			it.Name = d.ToolName
+		}
+		if it.Type != api.ItemFunctionCall && it.Hidden.ModelCallID == "" && d.ToolCallID != "" {
+			it.Hidden.ModelCallID = d.ToolCallID
 		}
 		if d.Text != "" {
 			it.Arguments += d.Text

@@ -349,7 +349,7 @@ type plannedCall struct {
 func (e *Engine) plan(r *run, calls []api.Item, unanswered bool) []plannedCall {
 	plans := make([]plannedCall, len(calls))
 	for i, c := range calls {
-		p := plannedCall{call: tools.ToolCall{ID: callID(&c), Name: c.Name, Arguments: c.Arguments, ResponseID: r.resp.ID}}
+		p := plannedCall{call: tools.ToolCall{ID: callKey(&c), Name: c.Name, Arguments: c.Arguments, ResponseID: r.resp.ID}}
 		name := r.tools.modelName(&c)
 		t, ok := r.tools.defs[name]
 		switch {
@@ -520,7 +520,7 @@ func (r *run) pendingCalls() []api.Item {
 			case it.Type == api.ItemFunctionCallOutput:
 				answered[it.CallID] = true
 			case it.Type == api.ItemMCPCall && it.Executed():
-				answered[callID(it)] = true
+				answered[callKey(it)] = true
 			case it.Type == api.ItemMCPApprovalResponse:
 				approved[it.ApprovalRequestID] = it.Approve
 			}
@@ -531,9 +531,9 @@ func (r *run) pendingCalls() []api.Item {
 		for i := range list {
 			it := &list[i]
 			switch {
-			case (it.Type == api.ItemFunctionCall || it.Type == api.ItemMCPCall) && !answered[callID(it)]:
+			case (it.Type == api.ItemFunctionCall || it.Type == api.ItemMCPCall) && !answered[callKey(it)]:
 				pending = append(pending, *it)
-				answered[callID(it)] = true
+				answered[callKey(it)] = true
 			case it.Type == api.ItemMCPApprovalRequest && approved[it.ID] && !answered[it.ID]:
 				pending = append(pending, r.approvedCall(it))
 				answered[it.ID] = true

@@ -301,7 +301,7 @@ func (r *run) serverItem(name string) (typ, label, tool string) {
 // approvedCall is the mcp_call that runs the approved request req.
 func (r *run) approvedCall(req *api.Item) api.Item {
 	return api.Item{Type: api.ItemMCPCall, ID: r.newItemID(api.PrefixMCPCall), Status: api.ItemInProgress, ServerLabel: req.ServerLabel,
-		Name: req.Name, Arguments: req.Arguments, ApprovalRequestID: req.ID}
+		Name: req.Name, Arguments: req.Arguments, ApprovalRequestID: req.ID, Hidden: api.ItemHidden{ModelCallID: req.Hidden.ModelCallID}}
 }
 
 // checkApprovals checks the input's mcp_approval_response items: each

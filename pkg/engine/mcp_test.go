@@ -53,13 +53,14 @@ func TestMCPItems_HostedCallIsMCPCall(t *testing.T) {
 	assert.Contains(t, it.Output, `{"x":1}`)
 	assert.Regexp(t, `^mcp_`, it.ID)
 
-	// The second model call saw the call and its result as a function call.
+	// The second model call saw the call and its result as a function
+	// call, with the call id the model issued.
 	reqs := p.requests()
 	require.Len(t, reqs, 2)
 	items := reqs[1].Items
 	require.Equal(t, []string{"message", "function_call:calc", "function_call_output"}, types(items))
-	assert.Equal(t, it.ID, items[1].CallID)
-	assert.Equal(t, it.ID, items[2].CallID)
+	assert.Equal(t, "c1", items[1].CallID)
+	assert.Equal(t, "c1", items[2].CallID)
 	assert.Equal(t, it.Output, items[2].Output)
 	assert.Equal(t, `{"x":1}`, m.calls()[0].Arguments)
 
@@ -129,10 +130,15 @@ func TestMCPItems_FailuresAreFailedCalls(t *testing.T) {
 		Response any `json:"response"`
 	}{&body}))
 	assert.JSONEq(t, `{"type":"mcp_tool_execution_error","content":[{"type":"text","text":"division by zero"}]}`, string(body.Output[0]["error"]))
+	// The model sees its turn as it made it: the three calls, then their
+	// results, each marked as an error.
 	outs := p.requests()[1].Items
-	assert.Equal(t, []string{"message", "function_call:calc", "function_call_output", "function_call:nope", "function_call_output", "function_call:other", "function_call_output"}, types(outs))
-	assert.True(t, outs[2].IsError)
-	assert.Equal(t, "division by zero", outs[2].Output)
+	assert.Equal(t, []string{"message", "function_call:calc", "function_call:nope", "function_call:other", "function_call_output", "function_call_output", "function_call_output"}, types(outs))
+	assert.Equal(t, []string{"c1", "c2", "c3", "c1", "c2", "c3"}, callIDs(outs[1:]))
+	for _, o := range outs[4:] {
+		assert.True(t, o.IsError)
+	}
+	assert.Equal(t, "division by zero", outs[4].Output)
 }
 
 // Client functions stay function_call items; a mixed turn pauses with the
@@ -163,8 +169,16 @@ func TestMCPItems_MixedTurnPausesAndContinues(t *testing.T) {
 	require.Len(t, m.calls(), 1)
 	items := p.requests()[1].Items
 	assert.Equal(t, []string{"message", "function_call:search", "function_call:get_weather", "function_call_output", "function_call_output"}, types(items))
-	assert.Equal(t, "cw", items[3].CallID)
-	assert.Equal(t, first.Output[0].ID, items[4].CallID)
+	assert.Equal(t, []string{"cs", "cw", "cw", "cs"}, callIDs(items[1:]))
+}
+
+// callIDs returns the call ids of items.
+func callIDs(items []api.Item) []string {
+	out := make([]string, len(items))
+	for i := range items {
+		out[i] = items[i].CallID
+	}
+	return out
 }
 
 // Clients send history back with the mcp_call items, with the output

@@ -166,8 +166,10 @@ func TestMCPRemote_ApproveAlways(t *testing.T) {
 			reqs := p.requests()
 			require.Len(t, reqs, 2)
 			assert.Equal(t, []string{"message", "function_call:echo", "function_call_output"}, types(reqs[1].Items))
-			assert.Equal(t, ar.ID, reqs[1].Items[1].CallID)
-			assert.Equal(t, ar.ID, reqs[1].Items[2].CallID)
+			// The model sees the call id it issued, kept through the
+			// approval and the call that ran it.
+			assert.Equal(t, "c1", reqs[1].Items[1].CallID)
+			assert.Equal(t, "c1", reqs[1].Items[2].CallID)
 			assert.Equal(t, "echo: ok?", reqs[1].Items[2].Output)
 
 			// The approval is answered: answering it again is a 400.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -16,11 +17,11 @@ import (
 // output_item.done with output or error). Config.Loop.HostedToolItems
 // "function_call" keeps function_call + function_call_output instead.
 
-// callID is the call id of a function_call, mcp_call or
-// mcp_approval_request item as the model sees it (see modelItems): the
-// model's call_id, the approval request's id (for the mcp_call that runs
-// an approved request too), or the mcp_call item's own id.
-func callID(it *api.Item) string {
+// callKey identifies a function_call, mcp_call or mcp_approval_request
+// item's call in the conversation (pendingCalls, tools.ToolCall.ID): the
+// function call's call_id, the approval request's id (for the mcp_call that
+// runs an approved request too), or the mcp_call item's own id.
+func callKey(it *api.Item) string {
 	switch {
 	case it.Type == api.ItemMCPApprovalRequest:
 		return it.ID
@@ -32,16 +33,41 @@ func callID(it *api.Item) string {
 	return it.CallID
 }
 
+// modelCallID is the call id the model sees for a call item
+// (docs/architecture.md, "What the model sees"): its own id, kept hidden
+// with an mcp_call or mcp_approval_request item it made, else the function
+// call's call_id. A call whose model id is unknown (mcp_call items replayed
+// by a client, records older than the hidden fields, the gateway's own
+// validator calls) gets one derived from callKey: the same on every model
+// call, "call_" and 24 base-62 characters (valid for OpenAI's and Bedrock's
+// rules; the provider edge maps it where a provider's rule is stricter).
+func modelCallID(it *api.Item) string {
+	if it.Type == api.ItemFunctionCall {
+		return it.CallID
+	}
+	if it.Hidden.ModelCallID != "" {
+		return it.Hidden.ModelCallID
+	}
+	return provider.DerivedCallID(callKey(it))
+}
+
 // modelItems is the conversation as the model sees it: every tool call an
 // ordinary function call followed by its output. An mcp_call or
-// mcp_approval_request becomes a function_call (call_id: callID, name: the
-// tool's function name) and, once there is a result, a
+// mcp_approval_request becomes a function_call (call_id: modelCallID, name:
+// the tool's function name) and, once there is a result, a
 // function_call_output holding the call's output or error — or, for an
 // approval request, the denial (its mcp_approval_response), or "not
 // approved" when the conversation holds no answer to it. A call that
 // appears again later (a call paused with its turn and executed in a
 // continuation, the mcp_call of an approved request) adds only its output
 // there. mcp_list_tools items are left out; other items pass through.
+//
+// The calls of one model turn reach the model as they came from it: all
+// the turn's calls, then their results. A turn's calls are consecutive
+// call items; the first of each turn the gateway recorded is marked
+// (api.ItemHidden.TurnStart), so that two turns of calls only are told
+// apart; consecutive calls without a mark (replayed by a client) are taken
+// as one turn.
 func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 	n := 0
 	for _, l := range lists {
@@ -49,18 +75,40 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 	}
 	out := make([]api.Item, 0, n)
 	var called, resolved map[string]bool
-	call := func(it *api.Item) {
-		id := callID(it)
+	// held are the results of the open turn's calls, sent after its last
+	// call.
+	var held []api.Item
+	closeTurn := func() {
+		out = append(out, held...)
+		held = held[:0]
+	}
+	// call adds the function call of it, opening a turn or joining the
+	// open one, and reports false when the call was already added.
+	call := func(it *api.Item) bool {
+		key := callKey(it)
+		if called[key] {
+			return false
+		}
 		if called == nil {
 			called = map[string]bool{}
 		}
-		if !called[id] {
-			called[id] = true
-			out = append(out, api.Item{Type: api.ItemFunctionCall, ID: id, Status: api.ItemCompleted, CallID: id, Name: r.tools.modelName(it), Arguments: it.Arguments})
+		called[key] = true
+		if it.Hidden.TurnStart {
+			closeTurn()
 		}
+		out = append(out, api.Item{Type: api.ItemFunctionCall, ID: it.ID, Status: api.ItemCompleted, CallID: modelCallID(it), Name: r.tools.modelName(it), Arguments: it.Arguments})
+		return true
 	}
-	result := func(id, output string, isError bool) {
-		out = append(out, api.Item{Type: api.ItemFunctionCallOutput, ID: id, Status: api.ItemCompleted, CallID: id, Output: output, IsError: isError})
+	// result adds the result of the call it: held back while its turn is
+	// open, else at once (a call of an earlier turn, answered later).
+	result := func(it *api.Item, inTurn bool, output string, isError bool) {
+		res := api.Item{Type: api.ItemFunctionCallOutput, ID: it.ID, Status: api.ItemCompleted, CallID: modelCallID(it), Output: output, IsError: isError}
+		if inTurn {
+			held = append(held, res)
+			return
+		}
+		closeTurn()
+		out = append(out, res)
 	}
 	for _, l := range lists {
 		for i := range l {
@@ -68,32 +116,53 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 			switch it.Type {
 			case api.ItemMCPListTools:
 			case api.ItemMCPCall:
-				call(it)
+				inTurn := call(it)
 				if it.Executed() {
 					if it.Error != "" {
-						result(callID(it), it.Error, true)
+						result(it, inTurn, it.Error, true)
 					} else {
-						result(callID(it), it.Output, false)
+						result(it, inTurn, it.Output, false)
 					}
 				}
 			case api.ItemMCPApprovalRequest:
-				call(it)
+				inTurn := call(it)
 				if resolved == nil {
 					resolved = approvalsAnswered(lists)
 				}
 				if !resolved[it.ID] {
-					result(it.ID, deniedText(nil), true)
+					result(it, inTurn, deniedText(nil), true)
 				}
 			case api.ItemMCPApprovalResponse:
 				if !it.Approve {
-					result(it.ApprovalRequestID, deniedText(it), true)
+					req := api.Item{Type: api.ItemMCPApprovalRequest, ID: it.ApprovalRequestID, Hidden: api.ItemHidden{ModelCallID: approvalCallID(lists, it.ApprovalRequestID)}}
+					result(&req, false, deniedText(it), true)
 				}
+			case api.ItemFunctionCall:
+				if it.Hidden.TurnStart {
+					closeTurn()
+				}
+				out = append(out, *it)
 			default:
+				closeTurn()
 				out = append(out, *it)
 			}
 		}
 	}
+	closeTurn()
 	return out
+}
+
+// approvalCallID is the model call id kept with the approval request id of
+// lists ("" when unknown).
+func approvalCallID(lists [][]api.Item, id string) string {
+	for _, l := range lists {
+		for i := range l {
+			if l[i].Type == api.ItemMCPApprovalRequest && l[i].ID == id {
+				return l[i].Hidden.ModelCallID
+			}
+		}
+	}
+	return ""
 }
 
 // approvalsAnswered returns the ids of the approval requests the lists

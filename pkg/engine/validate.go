@@ -74,11 +74,14 @@ func (e *Engine) validate(ctx context.Context, r *run, output string) ([]string,
 	defer func() { measure(&r.budget.maxTools, e.cfg.Now().Sub(start)) }()
 	var made []serverCall
 	for _, v := range c.validators {
-		it := api.Item{Type: api.ItemMCPCall, ID: r.newItemID(api.PrefixMCPCall), Status: api.ItemInProgress, ServerLabel: api.HostedServerLabel, Name: v.name, Arguments: args}
+		// The validator calls of a check are one turn of calls, the
+		// gateway's own.
+		hidden := api.ItemHidden{TurnStart: len(made) == 0}
+		it := api.Item{Type: api.ItemMCPCall, ID: r.newItemID(api.PrefixMCPCall), Status: api.ItemInProgress, ServerLabel: api.HostedServerLabel, Name: v.name, Arguments: args, Hidden: hidden}
 		if !r.tools.mcpItems {
-			it = api.Item{Type: api.ItemFunctionCall, ID: r.newItemID(api.PrefixFunctionCall), Status: api.ItemCompleted, CallID: api.NewID("call_"), Name: v.name, Arguments: args}
+			it = api.Item{Type: api.ItemFunctionCall, ID: r.newItemID(api.PrefixFunctionCall), Status: api.ItemCompleted, CallID: api.NewCallID(), Name: v.name, Arguments: args, Hidden: hidden}
 		}
-		res := e.execute(tctx, r, &plannedCall{call: tools.ToolCall{ID: callID(&it), Name: v.name, Arguments: args, ResponseID: r.resp.ID}, exec: v.exec, kind: ToolKindValidator}, r.turns)
+		res := e.execute(tctx, r, &plannedCall{call: tools.ToolCall{ID: callKey(&it), Name: v.name, Arguments: args, ResponseID: r.resp.ID}, exec: v.exec, kind: ToolKindValidator}, r.turns)
 		made = append(made, serverCall{item: it, res: res})
 		if errs := validatorErrors(v.name, res); errs != nil {
 			return errs, made

@@ -993,16 +993,26 @@ func TestE2EHostedToolAsMCPCall(t *testing.T) {
 			require.NoError(t, ssecheck.CheckOpenAIResponse([]byte(got.RawJSON())))
 			require.Equal(t, ok.ID, got.Output[0].AsMcpCall().ID)
 
+			// The model saw its turn as it made it — one assistant message
+			// with both calls under the ids it issued, then both results,
+			// the failure marked as an error.
 			reqs := g.fake.Requests()
 			require.Len(t, reqs, 2)
+			var roles []string
 			tool := map[string]string{}
 			for _, m := range reqs[1].Messages {
+				roles = append(roles, m.Role)
 				if m.Role == "tool" {
 					tool[m.ToolCallID] = m.Content.String()
 				}
 			}
-			require.Equal(t, "42", tool[ok.ID])
-			require.Contains(t, strings.ToLower(tool[failed.ID]), "zero")
+			require.Equal(t, []string{"user", "assistant", "tool", "tool"}, roles)
+			require.Len(t, reqs[1].Messages[1].ToolCalls, 2)
+			require.Equal(t, "call_mul", reqs[1].Messages[1].ToolCalls[0].ID)
+			require.Equal(t, "call_div", reqs[1].Messages[1].ToolCalls[1].ID)
+			require.Equal(t, "42", tool["call_mul"])
+			require.True(t, strings.HasPrefix(tool["call_div"], "Error: "), tool["call_div"])
+			require.Contains(t, strings.ToLower(tool["call_div"]), "zero")
 		})
 	}
 }

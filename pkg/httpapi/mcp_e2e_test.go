@@ -297,7 +297,8 @@ func TestE2EMCPTypeScriptServer(t *testing.T) {
 	require.Equal(t, "mcp_call", got.Approval.Resumed.Items[0].Type)
 	require.Equal(t, got.Approval.Request, *got.Approval.Resumed.Items[0].ApprovalRequestID)
 	require.Contains(t, string(got.Approval.Resumed.Items[0].Error), "broken on purpose")
-	require.Equal(t, "Result: broken on purpose", got.Approval.Resumed.Text)
+	// The model read the MCP tool's isError result marked as an error.
+	require.Equal(t, "Result: Error: broken on purpose", got.Approval.Resumed.Text)
 }
 
 // startTSServer starts testdata/clients/mcp_server.mjs and returns its URL;

@@ -188,7 +188,9 @@ func (p *Provider) Complete(ctx context.Context, req *provider.Request) (*provid
 	if err != nil {
 		return nil, p.apiError(ctx, req.Model, err)
 	}
-	return decodeOutput(out, req.Model, in.noTools)
+	res, err := decodeOutput(out, req.Model, in.noTools)
+	in.names.Result(res)
+	return res, err
 }
 
 // Stream runs one ConverseStream call, passing deltas to fn.
@@ -218,7 +220,7 @@ func (p *Provider) Stream(ctx context.Context, req *provider.Request, fn func(pr
 	}
 	stream := out.GetStream()
 	defer stream.Close()
-	acc := newAccumulator(fn, in.noTools)
+	acc := newAccumulator(in.names.Stream(fn), in.noTools)
 	for ev := range stream.Events() {
 		if err := acc.event(ev); err != nil {
 			return nil, err
@@ -233,5 +235,7 @@ func (p *Provider) Stream(ctx context.Context, req *provider.Request, fn func(pr
 	if !acc.stopped {
 		return nil, provider.StreamCut(nil, "Bedrock's stream ended before the answer was complete (no messageStop)")
 	}
-	return acc.result(req.Model)
+	res, err := acc.result(req.Model)
+	in.names.Result(res)
+	return res, err
 }

@@ -2,8 +2,6 @@ package bedrock
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"math"
 	"slices"
 	"strings"
@@ -32,6 +30,8 @@ type built struct {
 	// noTools drops the model's tool calls from its answer (tool_choice
 	// none, which Converse cannot say).
 	noTools bool
+	// names maps the tool names of the answer back (provider.Rules.Map).
+	names provider.Mapping
 }
 
 // build translates a provider.Request into a Converse input (see the
@@ -40,18 +40,19 @@ func (p *Provider) build(ctx context.Context, req *provider.Request) (*built, er
 	if ctx.Err() != nil {
 		return nil, provider.ContextError(ctx)
 	}
+	req, names := provider.BedrockRules().Map(req)
 	in := &bedrockruntime.ConverseInput{ModelId: aws.String(req.Model)}
 	if strings.TrimSpace(req.Instructions) != "" {
 		in.System = append(in.System, &types.SystemContentBlockMemberText{Value: req.Instructions})
 	}
 	var mb messages
 	for i := range req.Items {
-		if err := p.addItem(ctx, &mb, &in.System, &req.Items[i]); err != nil {
+		if err := p.addItem(ctx, &mb, &in.System, &req.Items[i], req.Model); err != nil {
 			return nil, err
 		}
 	}
-	in.Messages = pairToolResults(mb.msgs)
-	b := &built{input: in, noTools: req.ToolChoice == api.ToolChoiceNone}
+	in.Messages = pairToolResults(mb.msgs, req.Model)
+	b := &built{input: in, noTools: req.ToolChoice == api.ToolChoiceNone, names: names}
 	tc, err := toolConfig(req, historyTools(in.Messages))
 	if err != nil {
 		return nil, err
@@ -88,7 +89,7 @@ func (m *messages) add(role types.ConversationRole, blocks ...types.ContentBlock
 func textBlock(s string) types.ContentBlock { return &types.ContentBlockMemberText{Value: s} }
 
 // addItem adds one item to the conversation or the system prompt.
-func (p *Provider) addItem(ctx context.Context, mb *messages, system *[]types.SystemContentBlock, it *api.Item) error {
+func (p *Provider) addItem(ctx context.Context, mb *messages, system *[]types.SystemContentBlock, it *api.Item, model string) error {
 	switch it.Type {
 	case api.ItemMessage:
 		switch it.Role {
@@ -131,19 +132,13 @@ func (p *Provider) addItem(ctx context.Context, mb *messages, system *[]types.Sy
 		}
 	case api.ItemFunctionCall:
 		mb.add(types.ConversationRoleAssistant, &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
-			ToolUseId: aws.String(toolUseID(it.CallID)), Name: aws.String(it.Name), Input: p.arguments(ctx, it)}})
+			ToolUseId: aws.String(it.CallID), Name: aws.String(it.Name), Input: p.arguments(ctx, it)}})
 	case api.ItemFunctionCallOutput:
 		text := it.OutputText()
 		if strings.TrimSpace(text) == "" {
 			text = emptyOutput
 		}
-		status := types.ToolResultStatusSuccess
-		if it.IsError {
-			status = types.ToolResultStatusError
-		}
-		mb.add(types.ConversationRoleUser, &types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{
-			ToolUseId: aws.String(toolUseID(it.CallID)), Status: status,
-			Content: []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: text}}}})
+		mb.add(types.ConversationRoleUser, toolResult(model, it.CallID, text, it.IsError))
 	case api.ItemReasoning:
 		if b := reasoningBlock(it); b != nil {
 			mb.add(types.ConversationRoleAssistant, b)
@@ -172,12 +167,12 @@ func (p *Provider) arguments(ctx context.Context, it *api.Item) document.Interfa
 // per toolUse, in toolUse order: a missing result becomes an error result;
 // a result answering no toolUse of the message before it (or answering
 // one twice) becomes text.
-func pairToolResults(msgs []types.Message) []types.Message {
+func pairToolResults(msgs []types.Message, model string) []types.Message {
 	out := make([]types.Message, 0, len(msgs)+1)
 	for i := 0; i < len(msgs); i++ {
 		m := msgs[i]
 		if m.Role != types.ConversationRoleAssistant {
-			m.Content = answer(nil, m.Content)
+			m.Content = answer(nil, m.Content, model)
 			out = append(out, m)
 			continue
 		}
@@ -191,7 +186,7 @@ func pairToolResults(msgs []types.Message) []types.Message {
 			i++
 			next = msgs[i]
 		}
-		next.Content = answer(uses, next.Content)
+		next.Content = answer(uses, next.Content, model)
 		out = append(out, next)
 	}
 	return out
@@ -209,7 +204,7 @@ func toolUseIDs(blocks []types.ContentBlock) []string {
 
 // answer orders a user message's content: one toolResult per id of uses,
 // then the rest.
-func answer(uses []string, content []types.ContentBlock) []types.ContentBlock {
+func answer(uses []string, content []types.ContentBlock, model string) []types.ContentBlock {
 	results := make(map[string]types.ContentBlock, len(uses))
 	rest := make([]types.ContentBlock, 0, len(content))
 	for _, b := range content {
@@ -229,8 +224,7 @@ func answer(uses []string, content []types.ContentBlock) []types.ContentBlock {
 	for _, id := range uses {
 		r := results[id]
 		if r == nil {
-			r = &types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{ToolUseId: aws.String(id), Status: types.ToolResultStatusError,
-				Content: []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: missingOutput}}}}
+			r = toolResult(model, id, missingOutput, true)
 		}
 		out = append(out, r)
 	}
@@ -365,20 +359,29 @@ func inference(req *provider.Request, thinking bool) (*types.InferenceConfigurat
 	return &ic, extra
 }
 
-// toolUseID is a call id as Bedrock accepts it (1 to 64 of [a-zA-Z0-9_-]):
-// the id itself when it fits, else a name derived from its SHA-256, the
-// same for the call and its result. Ids of other providers and Lambent's
-// own item ids (server-executed calls) can be longer or hold other
-// characters.
-func toolUseID(id string) string {
-	ok := id != "" && len(id) <= 64
-	for i := 0; ok && i < len(id); i++ {
-		c := id[i]
-		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+// toolResult is the toolResult block answering call id with text. Models
+// with a toolResult status are told of a failure by it, others in the text
+// (provider.ErrorText).
+func toolResult(model, id, text string, isError bool) *types.ContentBlockMemberToolResult {
+	var status types.ToolResultStatus
+	switch {
+	case toolStatus(model):
+		status = types.ToolResultStatusSuccess
+		if isError {
+			status = types.ToolResultStatusError
+		}
+	case isError:
+		text = provider.ErrorText(text)
 	}
-	if ok {
-		return id
-	}
-	sum := sha256.Sum256([]byte(id))
-	return "tooluse_" + hex.EncodeToString(sum[:20])
+	return &types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{ToolUseId: aws.String(id), Status: status,
+		Content: []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: text}}}}
+}
+
+// toolStatus reports whether model takes a toolResult status: Bedrock
+// documents it for Anthropic Claude 3 and 4 and Amazon Nova models, and
+// refuses it for others. model is a model id, an inference profile id
+// ("us.anthropic…") or an ARN ending in one.
+func toolStatus(model string) bool {
+	claude := strings.Contains(model, "anthropic.claude") && !strings.Contains(model, "claude-v2") && !strings.Contains(model, "claude-instant")
+	return claude || strings.Contains(model, "amazon.nova")
 }

@@ -133,7 +133,7 @@ func (a *accumulator) startToolUse(idx *int32, id, name string) error {
 		return nil
 	}
 	if id == "" {
-		id = api.NewID("call_")
+		id = api.NewCallID()
 	}
 	b.call = len(a.calls)
 	a.calls = append(a.calls, &toolCall{id: id, name: name})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/testing/fakebedrock"
@@ -264,6 +265,49 @@ func TestStopReasons(t *testing.T) {
 				}
 				require.NoError(t, err)
 				require.Equal(t, tc.want, res.FinishReason)
+			})
+		})
+	}
+}
+
+// A failed call reaches a model with a toolResult status (Claude 3 and 4,
+// Nova) as status "error"; other models, for which Bedrock documents no
+// status, get no status and the failure marked in the text. Call ids and
+// tool names Bedrock refuses are mapped, and the answer's names mapped back.
+func TestToolErrorsAndMapping(t *testing.T) {
+	items := []api.Item{
+		user("go"),
+		fcall("mcp_0123456789abcdef0123456789abcdef0123456789abcdef_0123456789ab", "github.search/issues", `{}`),
+		output("mcp_0123456789abcdef0123456789abcdef0123456789abcdef_0123456789ab", "division by zero", true),
+	}
+	tool := api.ToolDefinition{Name: "github.search/issues", Parameters: weatherTool().Parameters}
+	mapped, _ := provider.BedrockRules().Map(&provider.Request{Tools: []api.ToolDefinition{tool}})
+	name := mapped.Tools[0].Name
+	for _, tc := range []struct {
+		model, status, text string
+	}{
+		{claude, "error", "division by zero"},
+		{"amazon.nova-pro-v1:0", "error", "division by zero"},
+		{"meta.llama3-3-70b-instruct-v1:0", "", "Error: division by zero"},
+	} {
+		t.Run(tc.model, func(t *testing.T) {
+			both(t, []fakebedrock.Turn{{ToolUses: []fakebedrock.ToolUse{{ID: "tooluse_1", Name: name, Input: `{}`}}}}, func(t *testing.T, call func(*provider.Request) (*provider.Result, error), fake *fakebedrock.Server) {
+				res, err := call(&provider.Request{Model: tc.model, Items: items, Tools: []api.ToolDefinition{tool}})
+				require.NoError(t, err)
+				got := only(t, fake)
+				use := got.Messages[1].Content[0].ToolUse
+				result := got.Messages[2].Content[0].ToolResult
+				require.NotNil(t, use)
+				require.NotNil(t, result)
+				assert.Regexp(t, `^[A-Za-z0-9_-]{1,64}$`, use.ToolUseID)
+				assert.Equal(t, use.ToolUseID, result.ToolUseID)
+				assert.Equal(t, name, use.Name)
+				assert.Regexp(t, `^[A-Za-z0-9_-]{1,64}$`, use.Name)
+				assert.Equal(t, tc.status, result.Status)
+				require.NotNil(t, result.Content[0].Text)
+				assert.Equal(t, tc.text, *result.Content[0].Text)
+				require.Len(t, res.ToolCalls, 1)
+				assert.Equal(t, "github.search/issues", res.ToolCalls[0].Name, "the answer's name is mapped back")
 			})
 		})
 	}

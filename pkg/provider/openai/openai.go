@@ -69,6 +69,10 @@ type Config struct {
 	// instead of "max_tokens" (needed by OpenAI reasoning models; ignored by
 	// Ollama, which is why it is not the default).
 	MaxCompletionTokens bool
+	// Rules are what the backend accepts of tool call ids and names
+	// (default provider.OpenAIRules; provider.MistralRules for Mistral):
+	// requests are mapped to fit them (provider.Rules.Map).
+	Rules provider.Rules
 }
 
 // Provider calls an OpenAI-compatible Chat Completions API. It is safe for
@@ -80,6 +84,7 @@ type Provider struct {
 	ownClient bool
 	log       *slog.Logger
 	maxComp   bool
+	rules     provider.Rules
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -93,6 +98,10 @@ func New(cfg Config) *Provider {
 		client:  cfg.HTTPClient,
 		log:     cfg.Logger,
 		maxComp: cfg.MaxCompletionTokens,
+		rules:   cfg.Rules,
+	}
+	if p.rules == (provider.Rules{}) {
+		p.rules = provider.OpenAIRules()
 	}
 	if cfg.APIKey != "" {
 		p.auth = "Bearer " + cfg.APIKey
@@ -140,6 +149,21 @@ const maxErrorBody = 64 << 10
 
 // Complete runs one model call with a non-streaming request.
 func (p *Provider) Complete(ctx context.Context, req *provider.Request) (*provider.Result, error) {
+	req, m := p.rules.Map(req)
+	res, err := p.complete(ctx, req)
+	m.Result(res)
+	return res, err
+}
+
+// Stream runs one model call with a streaming request, passing deltas to fn.
+func (p *Provider) Stream(ctx context.Context, req *provider.Request, fn func(provider.Delta) error) (*provider.Result, error) {
+	req, m := p.rules.Map(req)
+	res, err := p.stream(ctx, req, m.Stream(fn))
+	m.Result(res)
+	return res, err
+}
+
+func (p *Provider) complete(ctx context.Context, req *provider.Request) (*provider.Result, error) {
 	resp, err := p.post(ctx, req, false)
 	if err != nil {
 		return nil, err
@@ -155,8 +179,7 @@ func (p *Provider) Complete(ctx context.Context, req *provider.Request) (*provid
 	return decodeCompletion(body, req.Model)
 }
 
-// Stream runs one model call with a streaming request, passing deltas to fn.
-func (p *Provider) Stream(ctx context.Context, req *provider.Request, fn func(provider.Delta) error) (*provider.Result, error) {
+func (p *Provider) stream(ctx context.Context, req *provider.Request, fn func(provider.Delta) error) (*provider.Result, error) {
 	resp, err := p.post(ctx, req, true)
 	if err != nil {
 		return nil, err
@@ -326,7 +349,7 @@ func decodeCompletion(body []byte, model string) (*provider.Result, error) {
 			for _, tc := range m.ToolCalls {
 				id := tc.ID
 				if id == "" {
-					id = api.NewID("call_")
+					id = api.NewCallID()
 				}
 				args := string(tc.Function.Arguments)
 				if args == "" {

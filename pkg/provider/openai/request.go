@@ -141,19 +141,32 @@ func buildMessages(req *provider.Request) ([]chatwire.Message, error) {
 				Function: chatwire.FunctionCall{Name: it.Name, Arguments: chatwire.Arguments(args)}})
 		case api.ItemFunctionCallOutput:
 			open = -1
-			msgs = append(msgs, chatwire.Message{Role: "tool", ToolCallID: it.CallID, Content: &chatwire.Content{Text: it.OutputText()}})
+			text := it.OutputText()
+			if it.IsError {
+				// Chat Completions has no error flag for tool results.
+				text = provider.ErrorText(text)
+			}
+			msgs = append(msgs, chatwire.Message{Role: "tool", ToolCallID: it.CallID, Content: &chatwire.Content{Text: text}})
 		default:
 			// Reasoning items are not sent back; item references are
 			// resolved before a model call.
 		}
 	}
+	kept := msgs[:0]
 	for i := range msgs {
-		// content may only be null when tool_calls are present.
-		if msgs[i].Content == nil && len(msgs[i].ToolCalls) == 0 {
-			msgs[i].Content = &chatwire.Content{}
+		m := &msgs[i]
+		if m.Role == api.RoleAssistant && len(m.ToolCalls) == 0 && m.Content.String() == "" {
+			// An assistant turn that said nothing (a reasoning-only or
+			// cut answer): providers refuse an empty assistant message.
+			continue
 		}
+		// content may only be null when tool_calls are present.
+		if m.Content == nil && len(m.ToolCalls) == 0 {
+			m.Content = &chatwire.Content{}
+		}
+		kept = append(kept, *m)
 	}
-	return msgs, nil
+	return kept, nil
 }
 
 // assistantText is the text of an assistant message (output_text and

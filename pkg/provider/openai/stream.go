@@ -284,7 +284,7 @@ func (st *streamState) toolCall(tc *chatwire.ToolCall) error {
 	if pos < 0 {
 		id := tc.ID
 		if id == "" {
-			id = api.NewID("call_")
+			id = api.NewCallID()
 		}
 		c = &callAcc{upstream: up, id: id, name: tc.Function.Name}
 		pos = len(st.calls)

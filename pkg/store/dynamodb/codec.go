@@ -30,6 +30,9 @@ type wireRecord struct {
 	Input    []api.Item    `json:"input"`
 	Context  []api.Item    `json:"context"`
 	Job      *store.Job    `json:"job,omitempty"`
+	// Hidden holds the items' fields beyond their wire shape, by item id
+	// (api.ItemHidden).
+	Hidden map[string]api.ItemHidden `json:"hidden,omitempty"`
 }
 
 // codec encodes records. It pools gzip writers and readers, whose
@@ -65,7 +68,8 @@ func (l *limitWriter) Write(p []byte) (int, error) {
 
 // wire returns the stored form of rec.
 func wire(rec *store.Record) wireRecord {
-	return wireRecord{Response: rec.Response, Input: rec.Input, Context: rec.Context, Job: rec.Job}
+	return wireRecord{Response: rec.Response, Input: rec.Input, Context: rec.Context, Job: rec.Job,
+		Hidden: api.HiddenByID(rec.Context, rec.Input, rec.Response.Output)}
 }
 
 // encode returns the compressed JSON of rec and the size of the JSON; a
@@ -167,5 +171,6 @@ func (c *codec) decode(id string, body io.Reader) (*store.Record, error) {
 	if w.Response == nil || w.Response.ID != id {
 		return nil, fmt.Errorf("dynamodb: response %s: %w: it holds another response", id, store.ErrCorrupt)
 	}
+	api.SetHidden(w.Hidden, w.Context, w.Input, w.Response.Output)
 	return &store.Record{Response: w.Response, Input: w.Input, Context: w.Context, Job: w.Job}, nil
 }
