@@ -349,7 +349,7 @@ func (r *reply) complete(w http.ResponseWriter) {
 		Annotations:      []json.RawMessage{},
 	}
 	if !r.contentNull() {
-		msg.Content = &t.Text
+		msg.Content = &chatwire.Answer{Text: t.Text}
 	}
 	for i, c := range t.ToolCalls {
 		msg.ToolCalls = append(msg.ToolCalls, r.toolCall(i, c.Arguments))
@@ -452,7 +452,7 @@ func (r *reply) stream(w http.ResponseWriter) {
 	// also carries the first call's first delta, as OpenAI does.
 	first := &chatwire.Delta{Role: "assistant"}
 	if !r.contentNull() {
-		first.Content = new(string)
+		first.Content = &chatwire.Answer{}
 	}
 	firstCall := 0
 	if t.Text == "" && t.Reasoning == "" && t.Refusal == "" && len(t.ToolCalls) > 0 {
@@ -466,7 +466,7 @@ func (r *reply) stream(w http.ResponseWriter) {
 
 	if !e.text(t.Reasoning, t.Chunks, func(p string) *chatwire.Delta { return &chatwire.Delta{ReasoningContent: p} }) ||
 		!e.text(t.Refusal, t.Chunks, func(p string) *chatwire.Delta { return &chatwire.Delta{Refusal: p} }) ||
-		!e.text(t.Text, t.Chunks, func(p string) *chatwire.Delta { return &chatwire.Delta{Content: &p} }) {
+		!e.text(t.Text, t.Chunks, func(p string) *chatwire.Delta { return &chatwire.Delta{Content: &chatwire.Answer{Text: p}} }) {
 		return
 	}
 	for i, c := range t.ToolCalls {
