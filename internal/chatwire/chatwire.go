@@ -225,6 +225,24 @@ type Completion struct {
 	// Error is set by backends that report an error with a 2xx status or
 	// mid-stream: an error object, or (some backends) a string.
 	Error json.RawMessage `json:"error,omitempty"`
+	// XGroq is Groq's extension; Groq reports a stream's usage in it, on
+	// the chunk with the finish_reason, instead of in Usage.
+	XGroq *XGroq `json:"x_groq,omitempty"`
+}
+
+// XGroq is Groq's "x_groq" object.
+type XGroq struct {
+	ID    string `json:"id,omitempty"`
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// CompletionUsage is the completion's or chunk's usage: Usage, or else
+// Groq's x_groq.usage; nil when there is none.
+func (c *Completion) CompletionUsage() *Usage {
+	if c.Usage == nil && c.XGroq != nil {
+		return c.XGroq.Usage
+	}
+	return c.Usage
 }
 
 // Choice is one of a completion's or a chunk's "choices".
@@ -242,7 +260,7 @@ type Choice struct {
 // ResponseMessage is a completion's "message".
 type ResponseMessage struct {
 	Role    string  `json:"role"`
-	Content *string `json:"content"`
+	Content *Answer `json:"content"`
 	Refusal *string `json:"refusal"`
 	// ReasoningContent (DeepSeek, older vLLM) and Reasoning (Ollama,
 	// newer vLLM, OpenRouter) carry the model's reasoning text.
@@ -258,11 +276,88 @@ type Delta struct {
 	Role string `json:"role,omitempty"`
 	// Content is a pointer so that the first delta can carry "" as OpenAI
 	// sends it.
-	Content          *string    `json:"content,omitempty"`
+	Content          *Answer    `json:"content,omitempty"`
 	Refusal          string     `json:"refusal,omitempty"`
 	ReasoningContent string     `json:"reasoning_content,omitempty"`
 	Reasoning        string     `json:"reasoning,omitempty"`
 	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
+}
+
+// Answer is the "content" of a completion's message or of a chunk's
+// delta: a string, or (Mistral's reasoning models) an array of "text" and
+// "thinking" parts, whose thinking is kept apart. It encodes as the string
+// Text; a nil *Answer is null.
+type Answer struct {
+	Text string
+	// Thinking is the text of the "thinking" parts.
+	Thinking string
+}
+
+// MarshalJSON encodes Text as a string.
+func (a *Answer) MarshalJSON() ([]byte, error) { return json.Marshal(a.Text) }
+
+// UnmarshalJSON accepts a string or an array of parts: "text" parts
+// ({"type":"text","text":...}) make Text, "thinking" parts
+// ({"type":"thinking","thinking":[{"type":"text","text":...}]}, or a
+// string) make Thinking; other parts are skipped.
+func (a *Answer) UnmarshalJSON(b []byte) error {
+	*a = Answer{}
+	if b = bytes.TrimSpace(b); len(b) == 0 || b[0] != '[' {
+		return json.Unmarshal(b, &a.Text)
+	}
+	var parts []struct {
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		Thinking json.RawMessage `json:"thinking"`
+	}
+	if err := json.Unmarshal(b, &parts); err != nil {
+		return err
+	}
+	var text, thinking strings.Builder
+	for _, p := range parts {
+		switch p.Type {
+		case "text":
+			text.WriteString(p.Text)
+		case "thinking":
+			if t := bytes.TrimSpace(p.Thinking); len(t) > 0 && t[0] == '"' {
+				var s string
+				if err := json.Unmarshal(t, &s); err != nil {
+					return err
+				}
+				thinking.WriteString(s)
+				continue
+			}
+			var inner []struct {
+				Text string `json:"text"`
+			}
+			if len(p.Thinking) > 0 && string(p.Thinking) != "null" {
+				if err := json.Unmarshal(p.Thinking, &inner); err != nil {
+					return err
+				}
+			}
+			for _, in := range inner {
+				thinking.WriteString(in.Text)
+			}
+		}
+	}
+	a.Text, a.Thinking = text.String(), thinking.String()
+	return nil
+}
+
+// String is the text; "" for nil (null).
+func (a *Answer) String() string {
+	if a == nil {
+		return ""
+	}
+	return a.Text
+}
+
+// Reasoning is the thinking text; "" for nil (null).
+func (a *Answer) Reasoning() string {
+	if a == nil {
+		return ""
+	}
+	return a.Thinking
 }
 
 // Usage is a completion's or the last chunk's "usage".

@@ -77,3 +77,33 @@ func TestCompletionEncoding(t *testing.T) {
 		t.Error("IncludeUsage")
 	}
 }
+
+// An answer's content is a string, or Mistral's array of thinking and text
+// parts; it encodes as the string.
+func TestAnswer(t *testing.T) {
+	for in, want := range map[string]*chatwire.Answer{
+		`{"content":"hi"}`: {Text: "hi"},
+		`{"content":null}`: nil,
+		`{"content":[{"type":"thinking","thinking":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"closed":true},{"type":"text","text":"c"},{"type":"reference","reference_ids":[1]},{"type":"text","text":"d"}]}`: {Text: "cd", Thinking: "ab"},
+		`{"content":[{"type":"thinking","thinking":"s"}]}`: {Thinking: "s"},
+		`{"content":[]}`: {},
+	} {
+		var d chatwire.Delta
+		if err := json.Unmarshal([]byte(in), &d); err != nil || !reflect.DeepEqual(d.Content, want) {
+			t.Errorf("%s: %+v %v", in, d.Content, err)
+		}
+	}
+	for _, in := range []string{`{"content":["x"]}`, `{"content":[{"type":"thinking","thinking":7}]}`, `{"content":7}`} {
+		var d chatwire.Delta
+		if err := json.Unmarshal([]byte(in), &d); err == nil {
+			t.Errorf("%s: decoded as %+v", in, d.Content)
+		}
+	}
+	out, err := json.Marshal(chatwire.Delta{Content: &chatwire.Answer{Text: "x", Thinking: "y"}})
+	if err != nil || string(out) != `{"content":"x"}` {
+		t.Errorf("encoded as %s %v", out, err)
+	}
+	if (*chatwire.Answer)(nil).String() != "" || (*chatwire.Answer)(nil).Reasoning() != "" {
+		t.Error("nil answer")
+	}
+}

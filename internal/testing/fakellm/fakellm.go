@@ -7,7 +7,9 @@
 // "chat.completion.chunk" objects ending with "data: [DONE]". Replies come
 // from a script of [Turn] values, served one per request in order ([New]),
 // or from a function computed per request ([NewHandler]). Every request is
-// decoded and recorded for assertions ([Server.Requests]).
+// decoded, checked as strictly as the real provider checks it ([Rules]:
+// OpenAI's by default, Mistral's on demand), and recorded for assertions
+// ([Server.Requests]); a request the provider would refuse gets its 400.
 //
 // It does no per-request sleeping and writes each SSE chunk in one Write
 // followed by a Flush, so a benchmark against it measures the client, not
@@ -53,6 +55,7 @@ type Server struct {
 	closed  sync.Once
 	ids     atomic.Uint64 // completion, tool call and request id counter
 	idBase  string        // random per server, keeps ids distinct across servers
+	rules   atomic.Pointer[Rules]
 }
 
 // New starts a fake whose replies are turns, served in order, one per
@@ -79,6 +82,7 @@ func NewHandler(fn func(req Request) Turn) *Server {
 
 func (s *Server) start() {
 	s.closing = make(chan struct{})
+	s.rules.Store(&Rules{})
 	s.idBase = strconv.FormatUint(rand.Uint64()|1<<63, 36)[:8]
 	s.ts = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	s.URL = s.ts.URL + "/v1"
@@ -96,8 +100,8 @@ func (s *Server) Close() {
 func (s *Server) Client() *http.Client { return s.ts.Client() }
 
 // Requests returns every accepted Chat Completions request so far, decoded,
-// in arrival order (requests rejected with a 4xx before decoding are not
-// included). The slice is a copy; the requests share memory with the ones
+// in arrival order (requests refused with a 4xx, malformed or breaking
+// the [Rules], are not included). The slice is a copy; the requests share memory with the ones
 // the script saw and must not be modified.
 func (s *Server) Requests() []Request {
 	return s.log.Requests()
@@ -109,6 +113,10 @@ func (s *Server) Requests() []Request {
 func (s *Server) Calls() int {
 	return s.log.Calls()
 }
+
+// SetRules replaces the rules every request is checked against (the
+// default, zero, Rules are OpenAI's). Call it before the first request.
+func (s *Server) SetRules(r Rules) { s.rules.Store(&r) }
 
 // SetRecording turns recording of requests for [Server.Requests] on (the
 // default) or off. Benchmarks making many calls turn it off so memory stays
@@ -150,6 +158,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(req.Messages) == 0 {
 		writeError(w, http.StatusBadRequest, "[] is too short - 'messages'", "invalid_request_error", "messages", "")
+		return
+	}
+	if f := s.rules.Load().Check(&req.Request); f != nil {
+		f.Write(w)
 		return
 	}
 	req.Body = body
@@ -337,7 +349,7 @@ func (r *reply) complete(w http.ResponseWriter) {
 		Annotations:      []json.RawMessage{},
 	}
 	if !r.contentNull() {
-		msg.Content = &t.Text
+		msg.Content = &chatwire.Answer{Text: t.Text}
 	}
 	for i, c := range t.ToolCalls {
 		msg.ToolCalls = append(msg.ToolCalls, r.toolCall(i, c.Arguments))
@@ -440,7 +452,7 @@ func (r *reply) stream(w http.ResponseWriter) {
 	// also carries the first call's first delta, as OpenAI does.
 	first := &chatwire.Delta{Role: "assistant"}
 	if !r.contentNull() {
-		first.Content = new(string)
+		first.Content = &chatwire.Answer{}
 	}
 	firstCall := 0
 	if t.Text == "" && t.Reasoning == "" && t.Refusal == "" && len(t.ToolCalls) > 0 {
@@ -454,7 +466,7 @@ func (r *reply) stream(w http.ResponseWriter) {
 
 	if !e.text(t.Reasoning, t.Chunks, func(p string) *chatwire.Delta { return &chatwire.Delta{ReasoningContent: p} }) ||
 		!e.text(t.Refusal, t.Chunks, func(p string) *chatwire.Delta { return &chatwire.Delta{Refusal: p} }) ||
-		!e.text(t.Text, t.Chunks, func(p string) *chatwire.Delta { return &chatwire.Delta{Content: &p} }) {
+		!e.text(t.Text, t.Chunks, func(p string) *chatwire.Delta { return &chatwire.Delta{Content: &chatwire.Answer{Text: p}} }) {
 		return
 	}
 	for i, c := range t.ToolCalls {

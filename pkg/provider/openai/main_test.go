@@ -14,6 +14,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/lambent/lambent/internal/chatwire"
+	"github.com/lambent/lambent/internal/testing/fakellm"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider/openai"
 )
@@ -22,8 +24,9 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// backend is a fake Chat Completions server: it records every request and
-// answers with handle.
+// backend is a fake Chat Completions server: it records every request,
+// refuses the ones OpenAI refuses (with the checks and error bodies of the
+// fake model, fakellm.Rules), and answers the others with handle.
 type backend struct {
 	t      *testing.T
 	srv    *httptest.Server
@@ -51,6 +54,14 @@ func newBackend(t *testing.T, cfg openai.Config, handle http.HandlerFunc) (*open
 		b.hdrs = append(b.hdrs, r.Header.Clone())
 		b.paths = append(b.paths, r.URL.Path)
 		b.mu.Unlock()
+		var req chatwire.Request
+		if err := json.Unmarshal(raw, &req); err != nil {
+			t.Errorf("backend: request body is not a Chat Completions request: %v: %s", err, raw)
+		}
+		if f := (fakellm.Rules{}).Check(&req); f != nil {
+			f.Write(w)
+			return
+		}
 		handle(w, r)
 	}))
 	cfg.BaseURL = b.srv.URL + "/v1"

@@ -341,9 +341,9 @@ func decodeCompletion(body []byte, model string) (*provider.Result, error) {
 	}
 	res := &provider.Result{Model: cr.Model}
 	if m := ch.Message; m != nil {
-		res.Text = str(m.Content)
+		res.Text = m.Content.String()
 		res.Refusal = str(m.Refusal)
-		res.Reasoning = reasoning(m.ReasoningContent, m.Reasoning)
+		res.Reasoning = reasoning(m.ReasoningContent, m.Reasoning) + m.Content.Reasoning()
 		if len(m.ToolCalls) > 0 {
 			res.ToolCalls = make([]api.Item, 0, len(m.ToolCalls))
 			for _, tc := range m.ToolCalls {
@@ -362,8 +362,8 @@ func decodeCompletion(body []byte, model string) (*provider.Result, error) {
 	if res.Model == "" {
 		res.Model = model
 	}
-	if cr.Usage != nil {
-		res.Usage = usageToAPI(cr.Usage)
+	if u := cr.CompletionUsage(); u != nil {
+		res.Usage = usageToAPI(u)
 	}
 	res.FinishReason = mapFinish(str(ch.FinishReason), len(res.ToolCalls) > 0)
 	return res, nil

@@ -215,8 +215,8 @@ func (st *streamState) chunk(data []byte) error {
 	if c.Model != "" {
 		st.model = c.Model
 	}
-	if c.Usage != nil {
-		st.usage = c.Usage
+	if u := c.CompletionUsage(); u != nil {
+		st.usage = u
 	}
 	for i := range c.Choices {
 		ch := &c.Choices[i]
@@ -227,13 +227,13 @@ func (st *streamState) chunk(data []byte) error {
 		if d == nil {
 			d = &chatwire.Delta{}
 		}
-		if r := reasoning(d.ReasoningContent, d.Reasoning); r != "" {
+		if r := reasoning(d.ReasoningContent, d.Reasoning) + d.Content.Reasoning(); r != "" {
 			st.reasoning.WriteString(r)
 			if err := st.fn(provider.Delta{Kind: provider.DeltaReasoning, Text: r}); err != nil {
 				return err
 			}
 		}
-		if t := str(d.Content); t != "" {
+		if t := d.Content.String(); t != "" {
 			st.text.WriteString(t)
 			if err := st.fn(provider.Delta{Kind: provider.DeltaText, Text: t}); err != nil {
 				return err
