@@ -22,9 +22,10 @@ import (
 // point whose prefix is in the cache (used within CacheTTL) is read, its
 // tokens are cacheReadInputTokens; the tokens from there to the last point
 // are cacheWriteInputTokens; the rest are inputTokens. Every point's
-// prefix is then cached, or its TTL renewed. Unlike Claude, the fake does
-// not look back from a point for earlier block boundaries that hit: only
-// explicit points count.
+// prefix is then cached, or its TTL renewed. On Claude models a point
+// also reads a prefix cached at one of the 20 block boundaries before it
+// (Bedrock's "simplified cache management": it looks back about 20
+// content blocks for a hit); Nova reads at explicit points only.
 
 // CacheTTL is how long a cached prefix lives after its last use
 // (Bedrock's default; a cachePoint with ttl "1h" asks for an hour).
@@ -38,7 +39,13 @@ type caching struct {
 	minTokens int
 	// tools says the toolConfig tools list accepts a cachePoint.
 	tools bool
+	// lookback is how many block boundaries before a point are checked
+	// for a cached prefix.
+	lookback int
 }
+
+// claudeLookback is how far Claude looks back from a cache point.
+const claudeLookback = 20
 
 // modelCaching is the documented support of model (a model id, an
 // inference profile id or an ARN naming either).
@@ -60,7 +67,7 @@ func modelCaching(model string) caching {
 		{"anthropic.claude-3-7-sonnet", 1024}, {"anthropic.claude-3-5-haiku", 2048},
 	} {
 		if strings.HasPrefix(id, m.prefix) {
-			return caching{max: 4, minTokens: m.min, tools: true}
+			return caching{max: 4, minTokens: m.min, tools: true, lookback: claudeLookback}
 		}
 	}
 	for _, p := range []string{"amazon.nova-micro", "amazon.nova-lite", "amazon.nova-pro", "amazon.nova-premier"} {
@@ -134,15 +141,22 @@ func validateCache(model string, in *Input) (string, string) {
 type prefix struct {
 	h     hash.Hash
 	bytes int
-	// points are the cache points met: the prefix's hash, its tokens and
-	// its TTL.
-	points []cachedPrefix
+	// bounds are the prefixes ending at each block boundary so far.
+	bounds []cachedPrefix
+	// points are the cache points met: the index of their boundary in
+	// bounds, and their TTL.
+	points []cachePointAt
 }
 
+// cachedPrefix is a prefix: its hash and its tokens.
 type cachedPrefix struct {
 	key    string
 	tokens int
-	ttl    time.Duration
+}
+
+type cachePointAt struct {
+	bound int
+	ttl   time.Duration
 }
 
 func tokens(bytes int) int { return (bytes + 3) / 4 }
@@ -155,6 +169,7 @@ func (p *prefix) add(v any) {
 	}
 	p.h.Write(b)
 	p.bytes += len(b)
+	p.bounds = append(p.bounds, cachedPrefix{key: string(p.h.Sum(nil)), tokens: tokens(p.bytes)})
 }
 
 // point marks the end of a prefix.
@@ -163,7 +178,9 @@ func (p *prefix) point(cp *CachePoint) {
 	if cp.TTL == "1h" {
 		ttl = time.Hour
 	}
-	p.points = append(p.points, cachedPrefix{key: string(p.h.Sum(nil)), tokens: tokens(p.bytes), ttl: ttl})
+	if len(p.bounds) > 0 {
+		p.points = append(p.points, cachePointAt{bound: len(p.bounds) - 1, ttl: ttl})
+	}
 }
 
 // meter is the usage of a request to model (without output tokens),
@@ -207,16 +224,26 @@ func (s *Server) meter(model string, in *Input) Usage {
 			delete(s.cache, k)
 		}
 	}
+	// Look every point up first (what this request writes is not there
+	// for its own later points), then cache them all.
 	read, last := 0, 0
+	var used []cachePointAt // the hits and the points, with their TTL
 	for _, pt := range p.points {
-		if pt.tokens < c.minTokens || c.max == 0 {
+		if p.bounds[pt.bound].tokens < c.minTokens || c.max == 0 {
 			continue
 		}
-		if _, ok := s.cache[pt.key]; ok {
-			read = max(read, pt.tokens)
+		for b := pt.bound; b >= 0 && b >= pt.bound-c.lookback; b-- {
+			if _, ok := s.cache[p.bounds[b].key]; ok {
+				read = max(read, p.bounds[b].tokens)
+				used = append(used, cachePointAt{bound: b, ttl: pt.ttl})
+				break
+			}
 		}
-		last = max(last, pt.tokens)
-		s.cache[pt.key] = now.Add(pt.ttl)
+		last = max(last, p.bounds[pt.bound].tokens)
+		used = append(used, pt)
+	}
+	for _, u := range used {
+		s.cache[p.bounds[u.bound].key] = now.Add(u.ttl)
 	}
 	write := max(last-read, 0)
 	return Usage{InputTokens: total - read - write, CacheReadInputTokens: read, CacheWriteInputTokens: write}

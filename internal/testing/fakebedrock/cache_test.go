@@ -138,6 +138,17 @@ func TestCaching(t *testing.T) {
 	require.Zero(t, write)
 	require.Positive(t, in)
 
+	// Claude looks back from a point for a cached prefix (up to 20
+	// blocks); Nova reads at its points only.
+	q4 := []types.Message{q2[0], q2[1], message(user, text("Does he play?")), message(asst, text("No.")), message(user, text("Why not?"), cachePoint())}
+	_, read, write = reads(call(sonnet4, system, q4...))
+	require.Equal(t, second, read, "found looking back")
+	require.Positive(t, write)
+	reads(call(nova, system, q2...))
+	_, read, _ = reads(call(nova, system, q4...))
+	require.Less(t, read, second, "no look-back: the first turn's point only")
+	require.Positive(t, read)
+
 	// Another model has its own cache.
 	_, read, write = reads(call("us.anthropic.claude-3-7-sonnet-20250219-v1:0", system, q1))
 	require.Zero(t, read)

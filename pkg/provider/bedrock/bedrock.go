@@ -46,8 +46,9 @@
 //     providers are not sent.
 //   - Config.GuardrailID/Version attach a guardrail to every call.
 //   - Prompt caching: on the models that support it, cachePoint blocks
-//     after the last two user messages, the system prompt and the tools
-//     (placeCachePoints), unless Config.CachePoints is off.
+//     after the last two user messages, the system prompt, the tools and,
+//     while points are left, earlier user messages (placeCachePoints),
+//     unless Config.CachePoints is off.
 //
 // Stop reasons: end_turn and stop_sequence → stop; tool_use → tool calls;
 // max_tokens and model_context_window_exceeded → length;

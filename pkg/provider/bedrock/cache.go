@@ -90,33 +90,47 @@ func cachePoint() types.CachePointBlock {
 //     conversation), whose prompt starts with it, reads it;
 //  2. after the user message before it: the end of the previous call's
 //     prompt, which that call wrote, so this call reads it (Claude also
-//     finds it by looking back from point 1, Nova does not);
+//     finds it by looking back up to about 20 blocks from point 1, Nova
+//     does not);
 //  3. after the system prompt, and
 //  4. after the tools (Claude only): prompts that share instructions and
 //     tools but not the conversation (a new conversation, a history
-//     changed by compaction) still read those.
+//     changed by compaction) still read those;
+//  5. with points left (Nova, or no system prompt or tools), after the
+//     user messages before those of 1 and 2, newest first: where the
+//     previous call's prompt ended when its answer is replayed as more
+//     than one assistant message.
 //
 // Bedrock caches the prefix up to each point in its order (tools, system,
 // messages), for 5 minutes after its last use, once it has the model's
 // minimum of tokens (1,024 to 4,096): a shorter prefix is simply not
-// cached. Points go on user messages only, never after a reasoning block
-// (which Bedrock refuses).
+// cached. A call pays the cache write price only for the tokens between
+// the prefix it read and its last point. Points go on user messages only,
+// never after a reasoning block (which Bedrock refuses).
 func placeCachePoints(in *bedrockruntime.ConverseInput, c caching) {
 	left := c.max
-	for i, n := len(in.Messages)-1, 0; i >= 0 && n < 2 && left > 0; i-- {
-		m := &in.Messages[i]
-		if m.Role != types.ConversationRoleUser || len(m.Content) == 0 {
-			continue
+	users := make([]int, 0, len(in.Messages)/2+1) // the user messages, newest first
+	for i := len(in.Messages) - 1; i >= 0; i-- {
+		if in.Messages[i].Role == types.ConversationRoleUser && len(in.Messages[i].Content) > 0 {
+			users = append(users, i)
 		}
-		m.Content = append(m.Content, &types.ContentBlockMemberCachePoint{Value: cachePoint()})
-		n++
-		left--
 	}
+	mark := func(n int) {
+		for ; n > 0 && left > 0 && len(users) > 0; n-- {
+			m := &in.Messages[users[0]]
+			m.Content = append(m.Content, &types.ContentBlockMemberCachePoint{Value: cachePoint()})
+			users = users[1:]
+			left--
+		}
+	}
+	mark(2)
 	if len(in.System) > 0 && left > 0 {
 		in.System = append(in.System, &types.SystemContentBlockMemberCachePoint{Value: cachePoint()})
 		left--
 	}
 	if c.tools && in.ToolConfig != nil && len(in.ToolConfig.Tools) > 0 && left > 0 {
 		in.ToolConfig.Tools = append(in.ToolConfig.Tools, &types.ToolMemberCachePoint{Value: cachePoint()})
+		left--
 	}
+	mark(left)
 }

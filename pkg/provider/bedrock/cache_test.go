@@ -82,7 +82,8 @@ func where(t *testing.T, r fakebedrock.Request) points {
 }
 
 // Cache points go after the tools (Claude), the system prompt and the last
-// two user messages, on the models that support them (ids, inference
+// two user messages, then earlier user messages while points are left, on
+// the models that support them (ids, inference
 // profiles of every geography, ARNs naming them), at most 4; none on
 // other models, on opaque ARNs, or when turned off. The fake refuses
 // what Bedrock refuses (too many, tools on Nova, unsupported models).
@@ -118,7 +119,8 @@ func TestCachePointPlacement(t *testing.T) {
 		require.Equal(t, points{tools: 1, system: 1, messages: []int{2, 4}}, call(t, bedrock.CachePointsAuto, loop(model, 2)), model)
 	}
 	for _, model := range novas {
-		require.Equal(t, points{system: 1, messages: []int{2, 4}}, call(t, bedrock.CachePointsAuto, loop(model, 2)), model)
+		// No tools point: the fourth goes to the question.
+		require.Equal(t, points{system: 1, messages: []int{0, 2, 4}}, call(t, bedrock.CachePointsAuto, loop(model, 2)), model)
 	}
 	for _, model := range others {
 		require.Equal(t, points{}, call(t, bedrock.CachePointsAuto, loop(model, 2)), model)
@@ -126,8 +128,12 @@ func TestCachePointPlacement(t *testing.T) {
 	// Off: none, on a model that caches.
 	require.Equal(t, points{}, call(t, bedrock.CachePointsOff, loop(claude, 2)))
 
-	// The limit: a long loop still has 4, on the last two user messages.
+	// The limit: a long loop still has 4, on the last user messages.
 	require.Equal(t, points{tools: 1, system: 1, messages: []int{8, 10}}, call(t, bedrock.CachePointsAuto, loop(claude, 5)))
+	require.Equal(t, points{system: 1, messages: []int{6, 8, 10}}, call(t, bedrock.CachePointsAuto, loop(novas[0], 5)))
+	noSystem := loop(claude, 5)
+	noSystem.Instructions = ""
+	require.Equal(t, points{tools: 1, messages: []int{6, 8, 10}}, call(t, bedrock.CachePointsAuto, noSystem))
 	// The first call: one user message; no system prompt, no tools.
 	require.Equal(t, points{messages: []int{0}}, call(t, bedrock.CachePointsAuto, &provider.Request{Model: claude, Items: []api.Item{user("Hi")}}))
 	// Developer messages join the system prompt, whose point ends it.
