@@ -185,8 +185,8 @@ type ReasoningText struct {
 
 // SystemBlock is one system prompt block.
 type SystemBlock struct {
-	Text       *string         `json:"text,omitempty"`
-	CachePoint *CachePoint     `json:"cachePoint,omitempty"`
+	Text       *string     `json:"text,omitempty"`
+	CachePoint *CachePoint `json:"cachePoint,omitempty"`
 }
 
 // InferenceConfig is a request's inferenceConfig.
