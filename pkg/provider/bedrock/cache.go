@@ -45,9 +45,11 @@ type caching struct {
 // limits" of prompt caching: Anthropic Claude 3.5 Haiku, 3.7 Sonnet and
 // the Claude 4 families onwards (Sonnet, Opus, Haiku: 4 points, in system,
 // messages and tools); Amazon Nova Micro, Lite, Pro and Premier (4 points,
-// in system and messages only). Other models, and ARNs that do not name
-// the model (application inference profiles, provisioned throughput), get
-// no cache points: Bedrock refuses a cachePoint a model does not support.
+// in system and messages only). Claude 3.5 Sonnet v2 is left out (a
+// preview Bedrock no longer opens to new accounts). Other models, and ARNs
+// that do not name the model (application inference profiles, provisioned
+// throughput), get no cache points: Bedrock refuses a cachePoint a model
+// does not support.
 func modelCaching(model string) caching {
 	id := baseModelID(model)
 	for _, p := range []string{"anthropic.claude-opus-", "anthropic.claude-sonnet-", "anthropic.claude-haiku-",
