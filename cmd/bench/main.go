@@ -15,7 +15,9 @@
 //
 // With -load (`make load`, load.go) it loads the gateway binary instead:
 // concurrent streamed agentic responses on each store, with nothing lost,
-// and the gateway's resident memory while they are open.
+// and the gateway's resident memory while they are open. With -cache
+// (cache.go, also `make bench`) it prints the prompt caching figures of a
+// 10-turn agentic loop on each provider's fake.
 //
 // Everything stays on 127.0.0.1, every phase is bounded in requests and
 // time, and the command stops by itself.
@@ -55,13 +57,17 @@ func main() {
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.BoolVar(&o.sequential, "sequential", false, "measure each latency series on its own instead of interleaving direct, proxy and gateway calls")
 	load := flag.Bool("load", false, "load mode (`make load`): concurrent streamed agentic responses through the gateway binary, on each store")
+	caching := flag.Bool("cache", false, "prompt caching figures (cache.go): a 10-turn agentic loop on each provider's fake, Bedrock with and without cache points")
 	var lo loadOptions
 	lo.register(flag.CommandLine)
 	flag.Parse()
 	var err error
-	if *load {
+	switch {
+	case *load:
 		err = runLoad(lo)
-	} else {
+	case *caching:
+		err = runCache()
+	default:
 		err = run(o)
 	}
 	if err != nil {

@@ -52,7 +52,8 @@ Ctrl-C stops it.
 
 // parrot is the fake's model (see the package comment).
 func parrot(req fakebedrock.Request) fakebedrock.Turn {
-	usage := fakebedrock.Usage{InputTokens: 10 * len(req.Messages), OutputTokens: 12}
+	// Input usage: the fake's own metering, cache reads and writes included.
+	usage := fakebedrock.Usage{OutputTokens: 12}
 	last := req.Messages[len(req.Messages)-1]
 	var said, result string
 	for _, b := range last.Content {

@@ -15,6 +15,37 @@ type LambentInfo struct {
 	// and were known when it ended; a failing hook never changes anything
 	// else of the response.
 	HookErrors []string `json:"hook_errors,omitempty"`
+	// Usage is usage OpenAI's usage object has no field for, summed over
+	// the response's model calls like usage.
+	Usage *LambentUsage `json:"usage,omitempty"`
+}
+
+// LambentUsage is the "lambent.usage" of a response.
+type LambentUsage struct {
+	// CacheWriteInputTokens are the input tokens written to the model
+	// provider's prompt cache (Bedrock's cacheWriteInputTokens), billed at
+	// the provider's cache write price. usage.input_tokens includes them,
+	// as it includes the cache reads of
+	// usage.input_tokens_details.cached_tokens.
+	CacheWriteInputTokens int `json:"cache_write_input_tokens"`
+}
+
+// AddCacheWrites adds n cache write tokens to r's lambent.usage, creating
+// the field when needed (replaced, not changed in place, as
+// AddHookErrors).
+func (r *Response) AddCacheWrites(n int) {
+	if n == 0 {
+		return
+	}
+	c := r.Lambent.clone()
+	if c == nil {
+		c = &LambentInfo{}
+	}
+	if c.Usage == nil {
+		c.Usage = &LambentUsage{}
+	}
+	c.Usage.CacheWriteInputTokens += n
+	r.Lambent = c
 }
 
 // AddHookErrors appends errs to r's hook errors, creating the extension
@@ -49,6 +80,10 @@ func (l *LambentInfo) clone() *LambentInfo {
 	if l.Cancelled != nil {
 		cc := *l.Cancelled
 		c.Cancelled = &cc
+	}
+	if l.Usage != nil {
+		u := *l.Usage
+		c.Usage = &u
 	}
 	return &c
 }

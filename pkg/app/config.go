@@ -15,6 +15,7 @@ import (
 	"github.com/lambent/lambent/pkg/hooks"
 	"github.com/lambent/lambent/pkg/limits"
 	model "github.com/lambent/lambent/pkg/provider"
+	"github.com/lambent/lambent/pkg/provider/bedrock"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/tenant"
 )
@@ -82,6 +83,10 @@ type ProviderConfig struct {
 	// LAMBENT_BEDROCK_GUARDRAIL_VERSION, default DRAFT).
 	BedrockGuardrailID      string
 	BedrockGuardrailVersion string
+	// BedrockCachePoints turns the Bedrock provider's automatic prompt
+	// cache points on or off (LAMBENT_BEDROCK_CACHE_POINTS, auto or off,
+	// default auto).
+	BedrockCachePoints bedrock.CachePoints
 	// DefaultModel is used when a request names none (LAMBENT_DEFAULT_MODEL).
 	DefaultModel string
 	// ToolCallIDs is the call id rule of the OpenAI-compatible API
@@ -308,6 +313,10 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.Loop.OpenAICompat, err = parseBool(getenv, "LAMBENT_OPENAI_COMPAT", false); err != nil {
 		return c, err
+	}
+	var ok bool
+	if c.Provider.BedrockCachePoints, ok = bedrock.ParseCachePoints(getenv("LAMBENT_BEDROCK_CACHE_POINTS")); !ok {
+		return c, fmt.Errorf("LAMBENT_BEDROCK_CACHE_POINTS: unknown value %q (want auto or off)", getenv("LAMBENT_BEDROCK_CACHE_POINTS"))
 	}
 	switch c.Loop.HostedToolItems = getenv("LAMBENT_HOSTED_TOOL_ITEMS"); c.Loop.HostedToolItems {
 	case "", "mcp_call", "function_call":

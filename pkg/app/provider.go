@@ -88,7 +88,8 @@ func buildProvider(cfg Config, awsConfig func() (aws.Config, error), log *slog.L
 			return nil, err
 		}
 		ps[ProviderBedrock] = bedrock.New(bedrock.Config{AWS: awsCfg, GuardrailID: cfg.Provider.BedrockGuardrailID, GuardrailVersion: cfg.Provider.BedrockGuardrailVersion,
-			ImageFetch: bedrock.ImageFetch{AllowHosts: cfg.Tools.AllowHosts}, Logger: log})
+			CachePoints: cfg.Provider.BedrockCachePoints,
+			ImageFetch:  bedrock.ImageFetch{AllowHosts: cfg.Tools.AllowHosts}, Logger: log})
 	}
 	if len(cfg.Provider.Routes) == 0 {
 		return ps[cfg.defaultProvider()], nil

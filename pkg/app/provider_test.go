@@ -12,6 +12,7 @@ import (
 
 	"github.com/lambent/lambent/pkg/awsconf"
 	model "github.com/lambent/lambent/pkg/provider"
+	"github.com/lambent/lambent/pkg/provider/bedrock"
 )
 
 func TestProviderConfig(t *testing.T) {
@@ -29,6 +30,11 @@ func TestProviderConfig(t *testing.T) {
 	require.False(t, c.Uses(ProviderOpenAI))
 	require.Equal(t, "gr", c.Provider.BedrockGuardrailID)
 	require.Equal(t, "2", c.Provider.BedrockGuardrailVersion)
+	require.Equal(t, bedrock.CachePointsAuto, c.Provider.BedrockCachePoints, "cache points by default")
+
+	c, err = FromEnv(env(map[string]string{"LAMBENT_PROVIDER": "bedrock", "LAMBENT_BEDROCK_CACHE_POINTS": "off"}))
+	require.NoError(t, err)
+	require.Equal(t, bedrock.CachePointsOff, c.Provider.BedrockCachePoints)
 
 	c, err = FromEnv(env(map[string]string{"LAMBENT_MODEL_ROUTES": "us.anthropic.*=bedrock, amazon.nova-pro-v1:0=bedrock"}))
 	require.NoError(t, err)
@@ -40,6 +46,7 @@ func TestProviderConfig(t *testing.T) {
 		"unknown provider":       {"LAMBENT_PROVIDER": "vertex"},
 		"route to unknown":       {"LAMBENT_MODEL_ROUTES": "gemini-*=vertex"},
 		"route without provider": {"LAMBENT_MODEL_ROUTES": "gpt-4o"},
+		"unknown cache points":   {"LAMBENT_BEDROCK_CACHE_POINTS": "on"},
 	} {
 		_, err := FromEnv(env(vars))
 		require.Error(t, err, name)

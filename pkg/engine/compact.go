@@ -59,7 +59,7 @@ func (e *Engine) Compact(ctx context.Context, req *api.CompactRequest) (*api.Com
 	if err != nil {
 		return nil, api.ServerError(err, "could not seal the summary")
 	}
-	r.addUsage(res.Usage)
+	r.addUsage(res)
 	out := &api.CompactResource{ID: r.resp.ID, Object: api.ObjectCompaction, CreatedAt: e.cfg.Now().Unix(), Usage: *r.resp.Usage}
 	for _, it := range conv {
 		if it.Type == api.ItemMessage && it.Role == api.RoleUser {

@@ -195,7 +195,7 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 			}
 			return outcome{status: api.StatusFailed, err: api.AsError(err)}
 		}
-		r.addUsage(res.Usage)
+		r.addUsage(res)
 		a := r.asm
 		itemStatus := api.ItemCompleted
 		if res.FinishReason == provider.FinishLength {
@@ -224,7 +224,11 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 	}
 }
 
-func (r *run) addUsage(u api.Usage) {
+// addUsage counts a model call's usage: in the response's usage, its
+// cache writes in lambent.usage, and in the current attempt's.
+func (r *run) addUsage(res *provider.Result) {
+	u := res.Usage
+	r.resp.AddCacheWrites(res.CacheWriteTokens)
 	if r.resp.Usage == nil {
 		r.resp.Usage = &api.Usage{}
 	}

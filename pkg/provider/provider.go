@@ -74,6 +74,10 @@ type Result struct {
 	// model sent none) set.
 	ToolCalls []api.Item
 	Usage     api.Usage
+	// CacheWriteTokens are the input tokens the provider wrote to its
+	// prompt cache (Bedrock's cacheWriteInputTokens), which
+	// Usage.InputTokens includes; OpenAI's usage has no field for them.
+	CacheWriteTokens int
 	// FinishReason is one of the Finish constants.
 	FinishReason string
 	// Model is the model that answered.

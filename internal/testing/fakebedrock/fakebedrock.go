@@ -17,10 +17,16 @@
 // messages or blank text, toolUse/toolResult blocks without a toolConfig,
 // a toolUse not answered by exactly one toolResult in the next message, a
 // toolResult answering no toolUse, reasoning passed back altered or
-// unsigned. It requires a SigV4 Authorization header for service
-// "bedrock". Replies come from a script of [Turn] values ([New]) or a
-// function ([NewHandler]); every accepted request is recorded
+// unsigned, cache points a model does not take (too many, in tools for
+// Nova, after a reasoning block, on a model without prompt caching: an
+// AccessDeniedException). It requires a SigV4 Authorization header for
+// service "bedrock". Replies come from a script of [Turn] values ([New])
+// or a function ([NewHandler]); every accepted request is recorded
 // ([Server.Requests]).
+//
+// It caches prompts by cache point, as Bedrock does, and reports the
+// input tokens it read from and wrote to its cache when a Turn scripts no
+// input usage (cache.go): the figures of `make bench` come from it.
 package fakebedrock
 
 import (
@@ -69,8 +75,10 @@ type Server struct {
 	idBase  string
 
 	mu       sync.Mutex
-	signed   map[string]string // signature → the reasoning text it signs
-	redacted map[string]bool   // redacted reasoning handed out
+	signed   map[string]string    // signature → the reasoning text it signs
+	redacted map[string]bool      // redacted reasoning handed out
+	cache    map[string]time.Time // cached prompt prefix → its expiry
+	now      func() time.Time     // the cache's clock (nil: time.Now)
 }
 
 // New starts a fake whose replies are turns, one per request in order. A
@@ -114,6 +122,7 @@ func (s *Server) startOn(ln net.Listener) {
 	s.closing = make(chan struct{})
 	s.signed = map[string]string{}
 	s.redacted = map[string]bool{}
+	s.cache = map[string]time.Time{}
 	s.idBase = strconv.FormatUint(rand.Uint64()|1<<63, 36)[:8]
 	s.ts = httptest.NewUnstartedServer(http.HandlerFunc(s.serveHTTP))
 	if ln != nil {
@@ -235,6 +244,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeException(w, "ValidationException", msg)
 		return
 	}
+	if typ, msg := validateCache(model, &req.Input); msg != "" {
+		writeException(w, typ, msg)
+		return
+	}
+	req.Metered = s.meter(model, &req.Input)
 	turn, ok := s.next(&req)
 	if !ok {
 		writeException(w, "InternalServerException", fmt.Sprintf("fakebedrock: script exhausted: request #%d received but only %d turns were scripted", req.Seq+1, s.log.Len()))
@@ -253,6 +267,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if turn.Error != "" {
 		writeException(w, turn.Error, turn.ErrorMessage)
 		return
+	}
+	if u := turn.Usage; u.InputTokens == 0 && u.CacheReadInputTokens == 0 && u.CacheWriteInputTokens == 0 {
+		turn.Usage = req.Metered
+		turn.Usage.OutputTokens = u.OutputTokens
 	}
 	rp := &reply{s: s, turn: &turn}
 	if op == "Converse" {

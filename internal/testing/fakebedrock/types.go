@@ -24,7 +24,11 @@ type Turn struct {
 	// StopReason is the reply's stopReason. Empty means end_turn, or
 	// tool_use when ToolUses is set.
 	StopReason string
-	// Usage is reported in the reply (usage, or the metadata event).
+	// Usage is reported in the reply (usage, or the metadata event). When
+	// it sets no input figure (InputTokens, CacheReadInputTokens,
+	// CacheWriteInputTokens), the reply reports the fake's own estimate of
+	// the request's input, read from and written to its prompt cache
+	// (Request.Metered), with Usage.OutputTokens.
 	Usage Usage
 
 	// Error, when set, makes the fake answer with this Bedrock exception
@@ -103,6 +107,10 @@ type Request struct {
 	Body []byte
 	// Authorization is the request's (SigV4) Authorization header.
 	Authorization string
+	// Metered is the fake's estimate of the request's input tokens and of
+	// those it read from and wrote to the prompt cache (cache.go); its
+	// OutputTokens is zero.
+	Metered Usage
 }
 
 // Input is the JSON body of a Converse or ConverseStream request.
@@ -131,7 +139,7 @@ type ContentBlock struct {
 	ToolUse          *ToolUseBlock     `json:"toolUse,omitempty"`
 	ToolResult       *ToolResultBlock  `json:"toolResult,omitempty"`
 	ReasoningContent *ReasoningContent `json:"reasoningContent,omitempty"`
-	CachePoint       json.RawMessage   `json:"cachePoint,omitempty"`
+	CachePoint       *CachePoint       `json:"cachePoint,omitempty"`
 }
 
 // Image is an image block.
@@ -177,8 +185,8 @@ type ReasoningText struct {
 
 // SystemBlock is one system prompt block.
 type SystemBlock struct {
-	Text       *string         `json:"text,omitempty"`
-	CachePoint json.RawMessage `json:"cachePoint,omitempty"`
+	Text       *string     `json:"text,omitempty"`
+	CachePoint *CachePoint `json:"cachePoint,omitempty"`
 }
 
 // InferenceConfig is a request's inferenceConfig.
@@ -195,9 +203,18 @@ type ToolConfig struct {
 	ToolChoice *ToolChoice `json:"toolChoice,omitempty"`
 }
 
-// Tool is one tool of a toolConfig.
+// Tool is one tool of a toolConfig, or a cache point after the tools
+// before it: one field is set.
 type Tool struct {
-	ToolSpec *ToolSpec `json:"toolSpec,omitempty"`
+	ToolSpec   *ToolSpec   `json:"toolSpec,omitempty"`
+	CachePoint *CachePoint `json:"cachePoint,omitempty"`
+}
+
+// CachePoint is a cachePoint block: the end of a prompt prefix to cache
+// (see cache.go).
+type CachePoint struct {
+	Type string `json:"type"`
+	TTL  string `json:"ttl,omitempty"`
 }
 
 // ToolSpec is a tool's specification.

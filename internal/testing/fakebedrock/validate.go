@@ -97,8 +97,11 @@ func validateToolConfig(tc *ToolConfig) string {
 	}
 	names := map[string]bool{}
 	for i, t := range tc.Tools {
+		if (t.ToolSpec == nil) == (t.CachePoint == nil) {
+			return fmt.Sprintf("toolConfig.tools.%d: exactly one of toolSpec, cachePoint must be set", i)
+		}
 		if t.ToolSpec == nil {
-			return fmt.Sprintf("toolConfig.tools.%d: a toolSpec is required", i)
+			continue
 		}
 		if !toolName.MatchString(t.ToolSpec.Name) {
 			return fmt.Sprintf("toolConfig.tools.%d.toolSpec.name: %q must match [a-zA-Z0-9_-]{1,64}", i, t.ToolSpec.Name)

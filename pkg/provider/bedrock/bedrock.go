@@ -45,12 +45,19 @@
 //     continuations with thinking need. Reasoning items from other
 //     providers are not sent.
 //   - Config.GuardrailID/Version attach a guardrail to every call.
+//   - Prompt caching: on the models that support it, cachePoint blocks
+//     after the last two user messages, the system prompt, the tools and,
+//     while points are left, earlier user messages (placeCachePoints),
+//     unless Config.CachePoints is off.
 //
 // Stop reasons: end_turn and stop_sequence → stop; tool_use → tool calls;
 // max_tokens and model_context_window_exceeded → length;
 // guardrail_intervened and content_filtered → content_filter;
 // malformed_model_output and malformed_tool_use → a 502 error. Usage: input
-// tokens include cache reads and writes; cached_tokens are the cache reads.
+// tokens are every input token, as OpenAI counts them (Bedrock's
+// inputTokens + cacheReadInputTokens + cacheWriteInputTokens);
+// cached_tokens are the cache reads; Result.CacheWriteTokens the cache
+// writes.
 //
 // Errors are *api.Error values wrapping the SDK's (see errors.go). The
 // SDK's retryer retries throttling and transient errors within the call's
@@ -91,6 +98,9 @@ type Config struct {
 	MaxImageBytes int64
 	// Logger receives debug logs (optional; default discards).
 	Logger *slog.Logger
+	// CachePoints turns the automatic prompt cache points on (auto, the
+	// default) or off.
+	CachePoints CachePoints
 }
 
 // ImageFetch configures how input image URLs are fetched: through the SSRF
@@ -120,6 +130,7 @@ type Provider struct {
 	imageTimeout time.Duration
 	maxImage     int64
 	log          *slog.Logger
+	noCache      bool
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -140,6 +151,7 @@ func New(cfg Config) *Provider {
 		imageTimeout: cfg.ImageFetch.Timeout,
 		maxImage:     cfg.MaxImageBytes,
 		log:          cfg.Logger,
+		noCache:      cfg.CachePoints == CachePointsOff,
 	}
 	if p.imageTimeout <= 0 {
 		p.imageTimeout = DefaultImageTimeout

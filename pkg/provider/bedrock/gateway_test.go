@@ -64,6 +64,9 @@ func gateway(t *testing.T, fake *fakebedrock.Server, env map[string]string) open
 		"LAMBENT_HOSTED_TOOL_ITEMS": "function_call",
 		"LAMBENT_STORE":             "memory",
 		"LAMBENT_LOG_LEVEL":         "error",
+		// The tests check the messages' shape; cache_test.go the cache
+		// points (with auto).
+		"LAMBENT_BEDROCK_CACHE_POINTS": "off",
 	}
 	for k, v := range env {
 		vars[k] = v

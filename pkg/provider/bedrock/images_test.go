@@ -49,7 +49,7 @@ func TestImages(t *testing.T) {
 	fake := fakebedrock.NewHandler(func(fakebedrock.Request) fakebedrock.Turn { return fakebedrock.Turn{Text: "A cat."} })
 	defer fake.Close()
 	newP := func(allow []string) *bedrock.Provider {
-		return bedrock.New(bedrock.Config{AWS: fake.AWSConfig(), MaxImageBytes: 200,
+		return bedrock.New(bedrock.Config{AWS: fake.AWSConfig(), MaxImageBytes: 200, CachePoints: bedrock.CachePointsOff,
 			ImageFetch: bedrock.ImageFetch{AllowHosts: allow, Client: images.Client()}})
 	}
 	p := newP([]string{"127.0.0.1"})

@@ -21,12 +21,14 @@ func TestMain(m *testing.M) {
 // claude is a cross-region inference profile id of an Anthropic model.
 const claude = "us.anthropic.claude-sonnet-4-20250514-v1:0"
 
-// newProvider starts fake with turns and returns a provider for it.
+// newProvider starts fake with turns and returns a provider for it,
+// without cache points: the tests that use it check the messages' shape,
+// cache_test.go the cache points.
 func newProvider(t *testing.T, turns ...fakebedrock.Turn) (*bedrock.Provider, *fakebedrock.Server) {
 	t.Helper()
 	fake := fakebedrock.New(turns...)
 	t.Cleanup(fake.Close)
-	return bedrock.New(bedrock.Config{AWS: fake.AWSConfig()}), fake
+	return bedrock.New(bedrock.Config{AWS: fake.AWSConfig(), CachePoints: bedrock.CachePointsOff}), fake
 }
 
 // both runs fn once with Complete (Converse) and once with Stream

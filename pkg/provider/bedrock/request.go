@@ -58,6 +58,9 @@ func (p *Provider) build(ctx context.Context, req *provider.Request) (*built, er
 		return nil, err
 	}
 	in.ToolConfig = tc
+	if !p.noCache {
+		placeCachePoints(in, modelCaching(req.Model))
+	}
 	in.InferenceConfig, in.AdditionalModelRequestFields = inference(req, thinkingAllowed(req, in.Messages))
 	if t := req.Text; t != nil && t.Format.Type == api.FormatJSONSchema && len(t.Format.Schema) > 0 {
 		def := types.JsonSchemaDefinition{Schema: aws.String(string(t.Format.Schema)), Description: t.Format.Description}

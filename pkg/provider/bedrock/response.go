@@ -279,6 +279,7 @@ func (a *accumulator) result(model string) (*provider.Result, error) {
 		res.Usage.OutputTokens = int(aws.ToInt32(u.OutputTokens))
 		res.Usage.TotalTokens = res.Usage.InputTokens + res.Usage.OutputTokens
 		res.Usage.InputTokensDetails.CachedTokens = cacheRead
+		res.CacheWriteTokens = cacheWrite
 	}
 	switch a.stop {
 	case types.StopReasonMaxTokens, types.StopReasonModelContextWindowExceeded:
