@@ -1,5 +1,7 @@
 package api
 
+import "time"
+
 // LambentInfo is the response's "lambent" extension field: what Lambent
 // reports beyond the OpenResponses schema. Response.Lambent is nil (and the
 // field omitted) when every part is empty.
@@ -15,6 +17,39 @@ type LambentInfo struct {
 	// and were known when it ended; a failing hook never changes anything
 	// else of the response.
 	HookErrors []string `json:"hook_errors,omitempty"`
+	// Timing is how long the response took, on every terminal response
+	// (completed, requires_action, incomplete, failed, cancelled).
+	Timing *Timing `json:"timing,omitempty"`
+}
+
+// Timing is the "lambent.timing" field: when the gateway started and ended
+// working on a response, and where the time went. A background response
+// counts from when a worker first ran it (created_at is when it was
+// queued) and sums its invocations' model and tool time. completed_at
+// stays as OpenAI sets it.
+type Timing struct {
+	// StartedAt is when the response's loop started; EndedAt when it
+	// reached its terminal state (RFC 3339, UTC, millisecond precision).
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at"`
+	// DurationMS is EndedAt - StartedAt in milliseconds.
+	DurationMS int64 `json:"duration_ms"`
+	// ModelMS is the time spent in model calls, ToolMS the time spent
+	// running server-executed tool calls (a turn's concurrent calls count
+	// once, validators included), in milliseconds.
+	ModelMS int64 `json:"model_ms"`
+	ToolMS  int64 `json:"tool_ms"`
+}
+
+// SetTiming sets r's timing, creating the extension field when needed;
+// like AddHookErrors it replaces the field, so clones keep what they had.
+func (r *Response) SetTiming(t Timing) {
+	c := r.Lambent.clone()
+	if c == nil {
+		c = &LambentInfo{}
+	}
+	c.Timing = &t
+	r.Lambent = c
 }
 
 // AddHookErrors appends errs to r's hook errors, creating the extension
@@ -49,6 +84,10 @@ func (l *LambentInfo) clone() *LambentInfo {
 	if l.Cancelled != nil {
 		cc := *l.Cancelled
 		c.Cancelled = &cc
+	}
+	if l.Timing != nil {
+		t := *l.Timing
+		c.Timing = &t
 	}
 	return &c
 }

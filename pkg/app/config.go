@@ -119,6 +119,10 @@ type LoopConfig struct {
 	// OpenAICompat reports client-tool pauses as status completed
 	// (LAMBENT_OPENAI_COMPAT).
 	OpenAICompat bool
+	// ValidateToolArguments checks hosted and MCP tool calls' arguments
+	// against the tool's input schema before they run
+	// (LAMBENT_VALIDATE_TOOL_ARGUMENTS, default true).
+	ValidateToolArguments bool
 	// DeadlineReserve is kept free before a Lambda invocation's deadline
 	// (LAMBENT_DEADLINE_RESERVE, default 10s).
 	DeadlineReserve time.Duration
@@ -289,6 +293,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	if c.Loop.OpenAICompat, err = parseBool(getenv, "LAMBENT_OPENAI_COMPAT", false); err != nil {
+		return c, err
+	}
+	if c.Loop.ValidateToolArguments, err = parseBool(getenv, "LAMBENT_VALIDATE_TOOL_ARGUMENTS", true); err != nil {
 		return c, err
 	}
 	switch c.Loop.HostedToolItems = getenv("LAMBENT_HOSTED_TOOL_ITEMS"); c.Loop.HostedToolItems {

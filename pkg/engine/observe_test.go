@@ -21,7 +21,9 @@ type watcher struct {
 	mu    sync.Mutex
 	log   []string
 	calls map[string]ToolCall // by call id, as ended
-	ends  []ResponseEnd
+	// attempts are the attempts as ended.
+	attempts []Attempt
+	ends     []ResponseEnd
 	// hookErrors is what EndResponse adds to the response.
 	hookErrors []string
 }
@@ -71,6 +73,17 @@ func (w *watcher) EndToolCall(ctx context.Context, c *ToolCall) {
 		w.calls = map[string]ToolCall{}
 	}
 	w.calls[c.CallID] = *c
+}
+
+func (w *watcher) StartAttempt(ctx context.Context, a *Attempt) {
+	w.note("attempt %d start after %d model calls (in %v)", a.Number, a.Turns, ctx.Value(ctxKey{}))
+}
+
+func (w *watcher) EndAttempt(ctx context.Context, a *Attempt) {
+	w.note("attempt %d end valid=%v code=%s iterations=%d (in %v)", a.Number, a.Valid, a.Code, a.Iterations, ctx.Value(ctxKey{}))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.attempts = append(w.attempts, *a)
 }
 
 func (w *watcher) EndResponse(ctx context.Context, resp *api.Response, end *ResponseEnd) {
