@@ -490,7 +490,7 @@ func (e *Engine) invoke(ctx context.Context, p *plannedCall) *tools.ToolResult {
 		return &tools.ToolResult{CallID: p.call.ID, Output: "Error: " + err.Error(), IsError: true}
 	}
 	if res.IsError {
-		e.log.InfoContext(ctx, "tool returned an error", "tool", p.call.Name, "call_id", p.call.ID, slog.String("output", truncate(res.Output, 200)))
+		e.log.InfoContext(ctx, "tool returned an error", "tool", p.call.Name, "call_id", p.call.ID, "response_id", p.call.ResponseID, slog.String("output", truncate(res.Output, 200)))
 	}
 	res.CallID = p.call.ID
 	return res
