@@ -150,7 +150,7 @@ type ResponseEnd struct {
 	Err *api.Error
 	// Turns counts the response's model calls so far.
 	Turns int
-	// Attempts counts its attempts (1 until validated output numbers them).
+	// Attempts counts its attempts (1 without validated output).
 	Attempts int
 	// Duration is the loop's time in this invocation.
 	Duration time.Duration
@@ -206,7 +206,7 @@ func (e *Engine) observe(ctx context.Context, r *run) (context.Context, func(out
 	r.obs = obs
 	return octx, func(out outcome) {
 		obs.EndResponse(octx, r.resp, &ResponseEnd{Status: out.status, Reason: out.reason, Err: out.err, Turns: max(r.turns, r.modelCalls),
-			Attempts: 1, Duration: e.cfg.Now().Sub(start)})
+			Attempts: r.att.number(r), Duration: e.cfg.Now().Sub(start)})
 		r.obs = nil
 	}
 }

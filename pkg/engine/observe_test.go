@@ -253,6 +253,8 @@ func TestObserverSeesOutputCallsValidatorsAndAttempts(t *testing.T) {
 	assert.Equal(t, api.Usage{InputTokens: 3, OutputTokens: 1, TotalTokens: 4}, w.attempts[0].Usage)
 	assert.Equal(t, 2, w.attempts[1].Number)
 	assert.Empty(t, w.attempts[1].Errors)
+	require.Len(t, w.ends, 1)
+	assert.Equal(t, 2, w.ends[0].Attempts, "the response's attempts (EMF and Prometheus count them)")
 
 	outs := w.byKind(ToolKindOutput)
 	require.Len(t, outs, 2)
@@ -303,6 +305,8 @@ func TestObserverSeesReflectionSubmitAndFailedAttempts(t *testing.T) {
 		"attempt 3 start after 2 model calls (in response)",
 		"attempt 3 end valid=false code=max_iterations iterations=2 (in response)",
 	}, w.attemptLines())
+	require.Len(t, w.ends, 1)
+	assert.Equal(t, 3, w.ends[0].Attempts)
 	submits := w.byKind(ToolKindSubmit)
 	require.Len(t, submits, 1)
 	assert.Equal(t, "c1", submits[0].CallID)
