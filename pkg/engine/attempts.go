@@ -41,7 +41,9 @@ import (
 //     (requestTool.ends);
 //   - the loop readies it (begin), bounds the model calls by it (maxTurns,
 //     exhausted), counts each call (used), keeps tool_choice "required"
-//     for it (keepsRequired) and tells the observer the attempt (number);
+//     for it (keepsRequired) and tells the observer the attempt (number)
+//     and when it starts and ends (attemptStarted, attemptEnded:
+//     observe.go);
 //   - an answer without tool calls is judged (answered, then afterAttempt);
 //   - a turn's calls that end the attempt are answered with the verdict
 //     (endIterations, which runs the validators: validate.go; then ended
