@@ -216,4 +216,3 @@ func TestArguments_ApprovedMCPCallChecked(t *testing.T) {
 	assert.True(t, res.IsError)
 	assert.Contains(t, res.Output, "missing property 'n'")
 }
-
