@@ -1,5 +1,7 @@
 package api
 
+import "time"
+
 // LambentInfo is the response's "lambent" extension field: what Lambent
 // reports beyond the OpenResponses schema. Response.Lambent is nil (and the
 // field omitted) when every part is empty.
@@ -18,6 +20,34 @@ type LambentInfo struct {
 	// Usage is usage OpenAI's usage object has no field for, summed over
 	// the response's model calls like usage.
 	Usage *LambentUsage `json:"usage,omitempty"`
+	// Timing is how long the response took, on every terminal response
+	// (completed, requires_action, incomplete, failed, cancelled).
+	Timing *Timing `json:"timing,omitempty"`
+}
+
+// Timing is the "lambent.timing" field: when the gateway started and ended
+// working on a response, and where the time went. A background response
+// counts from when a worker first ran it (created_at is when it was
+// queued) and sums its invocations' model and tool time. completed_at
+// stays as OpenAI sets it.
+type Timing struct {
+	// StartedAt is when the response's loop started; EndedAt when it
+	// reached its terminal state (RFC 3339, UTC, millisecond precision).
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at"`
+	// DurationMS is EndedAt - StartedAt in milliseconds.
+	DurationMS int64 `json:"duration_ms"`
+	// ModelMS is the time spent in model calls, ToolMS the time spent
+	// running server-executed tool calls (a turn's concurrent calls count
+	// once, validators included), in milliseconds.
+	ModelMS int64 `json:"model_ms"`
+	ToolMS  int64 `json:"tool_ms"`
+}
+
+// SetTiming sets r's timing, creating the extension field when needed;
+// like AddHookErrors it replaces the field, so clones keep what they had.
+func (r *Response) SetTiming(t Timing) {
+	r.editLambent(func(c *LambentInfo) { c.Timing = &t })
 }
 
 // LambentUsage is the "lambent.usage" of a response.
@@ -37,15 +67,12 @@ func (r *Response) AddCacheWrites(n int) {
 	if n == 0 {
 		return
 	}
-	c := r.Lambent.clone()
-	if c == nil {
-		c = &LambentInfo{}
-	}
-	if c.Usage == nil {
-		c.Usage = &LambentUsage{}
-	}
-	c.Usage.CacheWriteInputTokens += n
-	r.Lambent = c
+	r.editLambent(func(c *LambentInfo) {
+		if c.Usage == nil {
+			c.Usage = &LambentUsage{}
+		}
+		c.Usage.CacheWriteInputTokens += n
+	})
 }
 
 // AddHookErrors appends errs to r's hook errors, creating the extension
@@ -55,11 +82,18 @@ func (r *Response) AddHookErrors(errs ...string) {
 	if len(errs) == 0 {
 		return
 	}
+	r.editLambent(func(c *LambentInfo) { c.HookErrors = append(c.HookErrors, errs...) })
+}
+
+// editLambent changes a copy of r's extension field with edit (a new one
+// when r has none) and sets it: the field is replaced, never changed in
+// place, so clones of r keep what they had.
+func (r *Response) editLambent(edit func(*LambentInfo)) {
 	c := r.Lambent.clone()
 	if c == nil {
 		c = &LambentInfo{}
 	}
-	c.HookErrors = append(c.HookErrors, errs...)
+	edit(c)
 	r.Lambent = c
 }
 
@@ -84,6 +118,10 @@ func (l *LambentInfo) clone() *LambentInfo {
 	if l.Usage != nil {
 		u := *l.Usage
 		c.Usage = &u
+	}
+	if l.Timing != nil {
+		t := *l.Timing
+		c.Timing = &t
 	}
 	return &c
 }

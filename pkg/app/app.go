@@ -213,6 +213,7 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 			DeadlineReserve:         cfg.Loop.DeadlineReserve,
 			HostedToolItems:         cfg.Loop.HostedToolItems,
 			OpenAICompat:            cfg.Loop.OpenAICompat,
+			SkipArgumentCheck:       !cfg.Loop.ValidateToolArguments,
 		},
 		MCP: engine.MCPConfig{
 			Connector: mcp.New(mcp.Config{AllowHosts: cfg.Tools.AllowHosts, AllowStdio: !cfg.InLambda, Propagate: telemetry.Transport}),

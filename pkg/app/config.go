@@ -136,6 +136,10 @@ type LoopConfig struct {
 	// OpenAICompat reports client-tool pauses as status completed
 	// (LAMBENT_OPENAI_COMPAT).
 	OpenAICompat bool
+	// ValidateToolArguments checks hosted and MCP tool calls' arguments
+	// against the tool's input schema before they run
+	// (LAMBENT_VALIDATE_TOOL_ARGUMENTS, default true).
+	ValidateToolArguments bool
 	// DeadlineReserve is kept free before a Lambda invocation's deadline
 	// (LAMBENT_DEADLINE_RESERVE, default 10s).
 	DeadlineReserve time.Duration
@@ -317,6 +321,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	var ok bool
 	if c.Provider.BedrockCachePoints, ok = bedrock.ParseCachePoints(getenv("LAMBENT_BEDROCK_CACHE_POINTS")); !ok {
 		return c, fmt.Errorf("LAMBENT_BEDROCK_CACHE_POINTS: unknown value %q (want auto or off)", getenv("LAMBENT_BEDROCK_CACHE_POINTS"))
+	}
+	if c.Loop.ValidateToolArguments, err = parseBool(getenv, "LAMBENT_VALIDATE_TOOL_ARGUMENTS", true); err != nil {
+		return c, err
 	}
 	switch c.Loop.HostedToolItems = getenv("LAMBENT_HOSTED_TOOL_ITEMS"); c.Loop.HostedToolItems {
 	case "", "mcp_call", "function_call":

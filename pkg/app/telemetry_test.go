@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -134,14 +136,29 @@ func (g *gateway) flush(t *testing.T) {
 	require.NoError(t, g.app.Flush(ctx))
 }
 
-// toolLambdas serves the calculator function (and the hook function
-// AuditHook, whose payloads it keeps) on a local Lambda Invoke endpoint
+// toolLambdas serves the calculator function, the validator CheckReport
+// (a report is valid with a score of at least 5) and the hook function
+// AuditHook, whose payloads it keeps, on a local Lambda Invoke endpoint
 // that AWS_ENDPOINT_URL_LAMBDA points the gateway at.
 func toolLambdas(t *testing.T) (*recording, func() []string) {
 	t.Helper()
 	var mu sync.Mutex
 	var audits []string
-	srv := localinvoke.New(map[string]tools.Hosted{"CalculatorToolFunction": calculator.Tool()},
+	checkReport := tools.Hosted{Handler: func(_ context.Context, c tools.ToolCall) (string, error) {
+		var in struct {
+			Output struct {
+				Score int `json:"score"`
+			} `json:"output"`
+		}
+		if err := json.Unmarshal([]byte(c.Arguments), &in); err != nil {
+			return "", err
+		}
+		if in.Output.Score < 5 {
+			return `{"valid":false,"errors":["the score is below 5"]}`, nil
+		}
+		return `{"valid":true}`, nil
+	}}
+	srv := localinvoke.New(map[string]tools.Hosted{"CalculatorToolFunction": calculator.Tool(), "CheckReport": checkReport},
 		localinvoke.WithFunction("AuditHook", func(_ context.Context, p []byte) ([]byte, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -209,7 +226,7 @@ func TestHooksMetricsAndTracesEndToEnd(t *testing.T) {
 	resp := g.create(t)
 	g.flush(t)
 	require.Equal(t, "completed", resp["status"])
-	assert.NotContains(t, resp, "lambent", "no hook failed")
+	assert.NotContains(t, resp["lambent"], "hook_errors", "no hook failed")
 	shape := outputShape(resp)
 	assert.Equal(t, "mcp_call completed calculator output=42", shape[0])
 	assert.True(t, strings.HasPrefix(shape[1], "mcp_call failed fetch_url error="), shape[1])
@@ -436,7 +453,7 @@ func TestFailingSlowOrDownHooksNeverChangeTheResponse(t *testing.T) {
 		// The response completes while the hook holds its deliveries.
 		resp := g.create(t)
 		assert.Equal(t, base, outputShape(resp))
-		assert.NotContains(t, resp, "lambent")
+		assert.NotContains(t, resp["lambent"], "hook_errors")
 		close(release)
 		g.flush(t)
 		_, bodies := slow.got()
@@ -491,4 +508,117 @@ func TestTelemetryConfiguration(t *testing.T) {
 	_, err = app.Build(context.Background(), cfg, slog.New(slog.DiscardHandler), nil)
 	require.Error(t, err, "the SSRF guard refuses a loopback webhook the allow-list does not name")
 	assert.Contains(t, err.Error(), "loopback")
+}
+
+// hookEvents decodes each hook's events.
+func hookEvents(t *testing.T, raw []string) []map[string]any {
+	t.Helper()
+	out := make([]map[string]any, len(raw))
+	for i, r := range raw {
+		require.NoError(t, json.Unmarshal([]byte(r), &out[i]))
+	}
+	return out
+}
+
+// Every call the server executes for a validated output reaches every
+// hook — the output tool's calls with reflection (kind reflection) and
+// without (kind output), submit, the validator — and each attempt's start
+// and result (valid, code, errors, iterations, usage), through the real
+// sinks: an EventBridge bus (the SDK client), a Lambda function invoked
+// asynchronously and a webhook.
+func TestHooksSeeValidatedOutputEndToEnd(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the app's cleanup
+	const low, high = `{"score":2,"summary":"low"}`, `{"score":7,"summary":"fine"}`
+	fake := fakellm.New(
+		// With reflection: output, submit (the validator fails), output,
+		// submit (valid).
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{Name: "report", Arguments: low}}, Usage: fakellm.Usage{PromptTokens: 3, CompletionTokens: 1}},
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{Name: "submit", Arguments: `{}`}}, Usage: fakellm.Usage{PromptTokens: 4, CompletionTokens: 1}},
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{Name: "report", Arguments: high}}, Usage: fakellm.Usage{PromptTokens: 5, CompletionTokens: 1}},
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{Name: "submit", Arguments: `{}`}}, Usage: fakellm.Usage{PromptTokens: 6, CompletionTokens: 1}},
+		// Without: one output call (valid).
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{Name: "report", Arguments: high}}, Usage: fakellm.Usage{PromptTokens: 3, CompletionTokens: 1}},
+	)
+	defer fake.Close()
+	_, audits := toolLambdas(t)
+	bus := ebtest.NewServer(t)
+	webhook := &recording{}
+	hookSrv := httptest.NewServer(webhook)
+	defer hookSrv.Close()
+	g := newGateway(t, fake, map[string]string{
+		"LAMBENT_TOOLS":             `{"tools":[{"name":"check_report","description":"Checks a report.","parameters":{"type":"object","properties":{"output":{"type":"object"}},"required":["output"]},"backing":{"type":"lambda","function":"CheckReport"}}]}`,
+		"LAMBENT_HOOKS":             "eventbridge:ops-bus, lambda:AuditHook, " + hookSrv.URL + "/hook",
+		"LAMBENT_FETCH_ALLOW_HOSTS": strings.TrimPrefix(hookSrv.URL, "http://"),
+	}, nil, &app.Options{HookEventBridge: bus.Client})
+
+	output := func(extra string) string {
+		return `{"input":"assess","tools":[{"type":"lambent:output","name":"report","parameters":{"type":"object","properties":{"score":{"type":"integer"},"summary":{"type":"string"}},"required":["score","summary"]},"validators":["lambent:check_report"]` + extra + `}]}`
+	}
+	var ids []string
+	for _, body := range []string{output(`,"reflection":true`), output("")} {
+		resp, err := http.Post(g.url+"/v1/responses", "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		var out map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		_ = resp.Body.Close()
+		require.Equal(t, "completed", out["status"], out)
+		ids = append(ids, out["id"].(string))
+	}
+	g.flush(t)
+
+	var fromBus []string
+	for _, e := range bus.All() {
+		assert.Equal(t, e["DetailType"], eventType(t, e["Detail"].(string)))
+		fromBus = append(fromBus, e["Detail"].(string))
+	}
+	_, fromWebhook := webhook.got()
+	for name, raw := range map[string][]string{"eventbridge": fromBus, "lambda": audits(), "webhook": fromWebhook} {
+		events := hookEvents(t, raw)
+		// What each response's events are about, in a stable order.
+		seen := map[string][]string{}
+		results := map[string][]map[string]any{}
+		for _, ev := range events {
+			id := ev["response_id"].(string)
+			s := fmt.Sprintf("%s attempt=%v", ev["type"], ev["attempt"])
+			if k, ok := ev["tool_kind"]; ok {
+				s += fmt.Sprintf(" %s %s", k, ev["tool_name"])
+			} else {
+				assert.NotContains(t, ev, "call_id", name)
+			}
+			seen[id] = append(seen[id], s)
+			if ev["type"] == "lambent.attempt.result" {
+				results[id] = append(results[id], ev)
+			}
+		}
+		for _, l := range seen {
+			sort.Strings(l)
+		}
+		assert.Equal(t, []string{
+			"lambent.attempt.result attempt=1", "lambent.attempt.result attempt=2",
+			"lambent.attempt.start attempt=1", "lambent.attempt.start attempt=2",
+			"lambent.tool.call attempt=1 reflection report", "lambent.tool.call attempt=1 submit submit", "lambent.tool.call attempt=1 validator check_report",
+			"lambent.tool.call attempt=2 reflection report", "lambent.tool.call attempt=2 submit submit", "lambent.tool.call attempt=2 validator check_report",
+			"lambent.tool.result attempt=1 reflection report", "lambent.tool.result attempt=1 submit submit", "lambent.tool.result attempt=1 validator check_report",
+			"lambent.tool.result attempt=2 reflection report", "lambent.tool.result attempt=2 submit submit", "lambent.tool.result attempt=2 validator check_report",
+		}, seen[ids[0]], name)
+		assert.Equal(t, []string{
+			"lambent.attempt.result attempt=1", "lambent.attempt.start attempt=1",
+			"lambent.tool.call attempt=1 output report", "lambent.tool.call attempt=1 validator check_report",
+			"lambent.tool.result attempt=1 output report", "lambent.tool.result attempt=1 validator check_report",
+		}, seen[ids[1]], name)
+		require.Len(t, results[ids[0]], 2, name)
+		sort.Slice(results[ids[0]], func(i, j int) bool {
+			return results[ids[0]][i]["attempt"].(float64) < results[ids[0]][j]["attempt"].(float64)
+		})
+		failed, valid := results[ids[0]][0], results[ids[0]][1]
+		assert.Equal(t, false, failed["valid"], name)
+		assert.Equal(t, "validation_failed", failed["code"], name)
+		assert.Equal(t, []any{"check_report: the score is below 5"}, failed["errors"], name)
+		assert.Equal(t, float64(2), failed["iterations"], name)
+		assert.Equal(t, float64(7), failed["usage"].(map[string]any)["input_tokens"], name)
+		assert.Equal(t, float64(2), failed["iteration"], name, "the response's model calls so far")
+		assert.Equal(t, true, valid["valid"], name)
+		assert.NotContains(t, valid, "errors", name)
+		assert.Equal(t, float64(11), valid["usage"].(map[string]any)["input_tokens"], name)
+	}
 }

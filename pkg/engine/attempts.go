@@ -41,7 +41,9 @@ import (
 //     (requestTool.ends);
 //   - the loop readies it (begin), bounds the model calls by it (maxTurns,
 //     exhausted), counts each call (used), keeps tool_choice "required"
-//     for it (keepsRequired) and tells the observer the attempt (number);
+//     for it (keepsRequired) and tells the observer the attempt (number)
+//     and when it starts and ends (attemptStarted, attemptEnded:
+//     observe.go);
 //   - an answer without tool calls is judged (answered, then afterAttempt);
 //   - a turn's calls that end the attempt are answered with the verdict
 //     (endIterations, which runs the validators: validate.go; then ended
@@ -148,7 +150,7 @@ func (r *run) resolveOutput(hosted tools.Catalog, patterns int) error {
 	}
 	switch name := t.ReflectionTool(); {
 	case !a.reflect:
-		out.ends = true
+		out.ends, out.kind = true, ToolKindOutput
 	case name != "":
 		exec, err := lookup(p+".reflection", name)
 		if err != nil {
@@ -163,7 +165,7 @@ func (r *run) resolveOutput(hosted tools.Catalog, patterns int) error {
 	}
 	r.tools.add(out)
 	if a.reflect {
-		r.tools.add(requestTool{def: api.ToolDefinition{Name: api.SubmitTool, Description: api.SubmitDescription, Parameters: json.RawMessage(submitParameters)}, ends: true})
+		r.tools.add(requestTool{def: api.ToolDefinition{Name: api.SubmitTool, Description: api.SubmitDescription, Parameters: json.RawMessage(submitParameters)}, ends: true, kind: ToolKindSubmit})
 	}
 	r.att = a
 	return nil
@@ -198,10 +200,10 @@ func (a *attempts) outputDefs(r *run) []api.ToolDefinition {
 // begin readies the attempts for the loop: the loop policy (the request's
 // "lambent" object over the gateway's settings, which checkRequest made
 // sure it does not exceed) and the current attempt, the first or the one a
-// resumed response was in.
-func (a *attempts) begin(r *run, cfg *Config) {
+// resumed response was in. It reports whether it started an attempt.
+func (a *attempts) begin(r *run, cfg *Config) (started bool) {
 	if a == nil {
-		return
+		return false
 	}
 	a.maxAttempts, a.maxIterations = cfg.Loop.MaxAttempts, cfg.Loop.MaxIterationsPerAttempt
 	if p := r.req.Lambent; p != nil {
@@ -217,12 +219,14 @@ func (a *attempts) begin(r *run, cfg *Config) {
 	}
 	if n := len(r.resp.Lambent.Attempts); n == 0 || r.resp.Lambent.Attempts[n-1].Done() {
 		a.next(r)
+		started = true
 	}
 	pending := map[string]bool{}
 	for _, c := range r.pendingCalls() {
 		pending[callKey(&c)] = true
 	}
 	a.lastOutput = lastOutput(a.output, pending, r.history, r.input, r.resp.Output)
+	return started
 }
 
 // next starts the next attempt.
@@ -306,7 +310,9 @@ func (a *attempts) exhausted(r *run) (outcome, bool) {
 // other calls have their results: the attempt's last output (the last
 // output call, of this turn or an earlier one) is validated and the verdict
 // is the result of the last of them. The validator calls follow in output.
-func (e *Engine) endIterations(ctx context.Context, r *run, calls []api.Item, plans []plannedCall) {
+// Each is observed as an execution (observed), the last one's spanning
+// the validation; iteration is the model call that asked for them.
+func (e *Engine) endIterations(ctx context.Context, r *run, calls []api.Item, plans []plannedCall, iteration int) {
 	a := r.att
 	last := -1
 	for i := range plans {
@@ -320,31 +326,36 @@ func (e *Engine) endIterations(ctx context.Context, r *run, calls []api.Item, pl
 	if last < 0 {
 		return
 	}
-	v := &verdict{output: a.lastOutput, answer: -1}
 	var made []serverCall
-	if v.output == "" {
-		v.code = api.CodeSubmitBeforeOutput
-		v.errors = []string{fmt.Sprintf("%s was called before %s: there is no output to submit.", api.SubmitTool, a.output)}
-	} else {
-		a.phase = phaseValidation
-		v.errors, made = e.validate(ctx, r, v.output)
-		if ctx.Err() == nil {
-			a.phase = ""
+	judge := func(ctx context.Context) *tools.ToolResult {
+		v := &verdict{output: a.lastOutput, answer: -1}
+		if v.output == "" {
+			v.code = api.CodeSubmitBeforeOutput
+			v.errors = []string{fmt.Sprintf("%s was called before %s: there is no output to submit.", api.SubmitTool, a.output)}
+		} else {
+			a.phase = phaseValidation
+			v.errors, made = e.validate(ctx, r, v.output)
+			if ctx.Err() == nil {
+				a.phase = ""
+			}
+			if v.errors != nil {
+				v.code = api.CodeValidationFailed
+			}
 		}
-		if v.errors != nil {
-			v.code = api.CodeValidationFailed
-		}
+		a.verdict = v
+		return &tools.ToolResult{CallID: callKey(&calls[last]), Output: a.feedback(r, v), IsError: v.code != ""}
 	}
-	a.verdict = v
 	for i := range plans {
 		if !plans[i].ends {
 			continue
 		}
-		res := &tools.ToolResult{CallID: callKey(&calls[i]), Output: fmt.Sprintf("Superseded by the later call of %s in this turn.", calls[last].Name)}
-		if i == last {
-			res.Output, res.IsError = a.feedback(r, v), v.code != ""
+		fn := judge
+		if i != last {
+			fn = func(context.Context) *tools.ToolResult {
+				return &tools.ToolResult{CallID: callKey(&calls[i]), Output: fmt.Sprintf("Superseded by the later call of %s in this turn.", calls[last].Name)}
+			}
 		}
-		r.recordResult(&calls[i], res)
+		r.recordResult(&calls[i], e.observed(ctx, r, &plans[i], iteration, fn))
 	}
 	for _, c := range made {
 		r.show(c)
@@ -394,13 +405,14 @@ func (r *run) setAside(idx int) {
 // the final message); a failed attempt is fed back and the next one starts
 // (stop false), or, when none is left, the response fails with the
 // attempt's code.
-func (e *Engine) afterAttempt(r *run) (outcome, bool) {
+func (e *Engine) afterAttempt(ctx context.Context, r *run) (outcome, bool) {
 	a := r.att
 	v := a.verdict
 	a.verdict = nil
 	cur := a.current(r)
 	if v.code == "" {
 		cur.Valid = true
+		e.attemptEnded(ctx, r)
 		// The model's other text is commentary: output_text, which the
 		// SDKs' helpers read and parse, is the validated output alone.
 		for i := range r.resp.Output {
@@ -414,6 +426,7 @@ func (e *Engine) afterAttempt(r *run) (outcome, bool) {
 		return outcome{status: api.StatusCompleted}, true
 	}
 	cur.Code, cur.Errors = v.code, v.errors
+	e.attemptEnded(ctx, r)
 	if v.answer >= 0 {
 		r.setAside(v.answer)
 	}
@@ -425,6 +438,7 @@ func (e *Engine) afterAttempt(r *run) (outcome, bool) {
 		r.addFeedback(a.feedback(r, v))
 	}
 	a.next(r)
+	e.attemptStarted(ctx, r)
 	return outcome{}, false
 }
 

@@ -181,7 +181,8 @@ func testBackgroundCancelWhileToolRuns(t *testing.T, mk storeMaker) {
 
 // A five-turn task with a deadline per invocation that fits two model
 // calls hands itself over and completes over several invocations, with
-// every item and the usage of every turn.
+// every item, the usage of every turn and its timing: from the first
+// invocation's start, the model time of all of them.
 func TestBackgroundHandoff(t *testing.T) { forStores(t, testBackgroundHandoff) }
 
 func testBackgroundHandoff(t *testing.T, mk storeMaker) {
@@ -203,8 +204,13 @@ func testBackgroundHandoff(t *testing.T, mk storeMaker) {
 	require.NoError(t, err)
 	id := rec.response(t).ID
 	invocations := 0
+	var started time.Time
 	for len(q.c) > 0 {
 		j := <-q.c
+		clock.advance(time.Minute) // the job waits in its queue
+		if invocations == 0 {
+			started = clock.Now()
+		}
 		invocations++
 		ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(40*time.Minute))
 		require.NoError(t, e.RunBackground(ctx, j.ResponseID))
@@ -218,6 +224,12 @@ func testBackgroundHandoff(t *testing.T, mk storeMaker) {
 	assert.Equal(t, 50, got.Usage.InputTokens)
 	assert.Equal(t, 5, got.Usage.OutputTokens)
 	assert.Len(t, m.calls(), 4)
+	require.NotNil(t, got.Lambent)
+	require.NotNil(t, got.Lambent.Timing)
+	tm := got.Lambent.Timing
+	assert.True(t, started.Truncate(time.Millisecond).Equal(tm.StartedAt), "%v, want %v", tm.StartedAt, started)
+	assert.Equal(t, (75 * time.Minute).Milliseconds(), tm.ModelMS, "five model calls of 15 minutes")
+	assert.Equal(t, (77 * time.Minute).Milliseconds(), tm.DurationMS, "and two waits in the queue")
 }
 
 // Responses started by events (SQS, EventBridge) run with a caller-chosen

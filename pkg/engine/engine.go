@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lambent/lambent/pkg/api"
@@ -130,6 +131,10 @@ type LoopConfig struct {
 	// OpenAICompat reports client-tool pauses as the OpenAI API does:
 	// status completed instead of requires_action.
 	OpenAICompat bool
+	// SkipArgumentCheck runs hosted and MCP tool calls without checking
+	// their arguments against the tool's input schema first
+	// (LAMBENT_VALIDATE_TOOL_ARGUMENTS=false; argcheck.go).
+	SkipArgumentCheck bool
 }
 
 // withDefaults returns c with its zero values replaced by the defaults, or
@@ -226,6 +231,9 @@ type Engine struct {
 	secrets *compaction.Keyring
 	// inflight counts each tenant's responses running here.
 	inflight *inflight
+	// argChecks holds the compiled input schemas of hosted tools, by
+	// definition (hostedArgCheck).
+	argChecks sync.Map
 }
 
 // New returns an engine for cfg.

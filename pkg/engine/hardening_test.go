@@ -900,7 +900,7 @@ func TestMCPToolNamingIsLinear(t *testing.T) {
 	ts := &toolset{mcp: []*mcpServer{{srv: &tools.MCPServer{Label: "docs"}, tools: list}}}
 	allocs := testing.AllocsPerRun(1, func() {
 		ts.defs, ts.defList = map[string]requestTool{}, nil
-		ts.addMCPDefs()
+		ts.addMCPDefs(true)
 	})
 	assert.Len(t, ts.defs, n, "every tool has a name of its own")
 	assert.Less(t, allocs, float64(16*n), "allocations per tool stay constant")

@@ -197,6 +197,7 @@ func (c *claim) checkpoint(ctx context.Context) error {
 	j := *c.rec.Job
 	j.Turns, j.NextSeq, j.LeaseUntil = r.turns, r.em.seq, e.cfg.Now().Add(e.cfg.Background.Lease)
 	next.Job, next.Response = &j, r.resp.Clone()
+	r.stampTiming(next.Response, e.cfg.Now())
 	if err := e.cfg.Store.Update(ctx, &next, api.StatusInProgress); err != nil {
 		switch {
 		case errors.Is(err, store.ErrNotFound):
@@ -300,6 +301,7 @@ func (e *Engine) handOff(ctx context.Context, r *run, rec *store.Record, buf *ev
 	j := *rec.Job
 	j.Turns, j.NextSeq, j.Owner, j.LeaseUntil = r.turns, r.em.seq, "", time.Time{}
 	next.Job, next.Response = &j, r.resp.Clone()
+	r.stampTiming(next.Response, e.cfg.Now())
 	if err := e.cfg.Store.Update(sctx, &next, api.StatusInProgress); err != nil {
 		return fmt.Errorf("engine: hand-off %s: %w", id, err)
 	}

@@ -137,6 +137,7 @@ func (e *Engine) finalize(ctx context.Context, r *run, out outcome) {
 		resp.Error = &api.ResponseError{Code: code, Message: out.err.ForClient(requestid.From(ctx)).Message}
 	}
 	r.att.finalize(r, out)
+	r.stampTiming(resp, e.cfg.Now())
 }
 
 // loop is the agentic loop: resolve calls left pending by the previous
@@ -145,6 +146,7 @@ func (e *Engine) finalize(ctx context.Context, r *run, out outcome) {
 // (attempts.go) the iterations are grouped in attempts: an answer or an
 // output/submit call ends an attempt, and a failed one continues the loop.
 func (e *Engine) loop(ctx context.Context, r *run) (out outcome) {
+	r.startTiming(e.cfg.Now())
 	if ctx, end := e.observe(ctx, r); end != nil {
 		defer func() { end(out) }()
 		return e.turns(ctx, r)
@@ -154,7 +156,9 @@ func (e *Engine) loop(ctx context.Context, r *run) (out outcome) {
 
 // turns runs the loop's turns (see loop).
 func (e *Engine) turns(ctx context.Context, r *run) outcome {
-	r.att.begin(r, &e.cfg)
+	if r.att.begin(r, &e.cfg) {
+		e.attemptStarted(ctx, r)
+	}
 	defer r.tools.closeMCP()
 	e.startMCP(ctx, r)
 	if pending := r.pendingCalls(); len(pending) > 0 {
@@ -176,6 +180,7 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 		// An attempt out of iterations is the precise reason when the last
 		// attempt's iterations also reach the turn limit.
 		if out, stop := r.att.exhausted(r); stop {
+			e.attemptEnded(ctx, r)
 			return out
 		}
 		if turn >= e.turnLimit(r) {
@@ -210,7 +215,7 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 		}
 		if len(calls) == 0 && r.att != nil {
 			e.answered(r)
-			if out, stop := e.afterAttempt(r); stop {
+			if out, stop := e.afterAttempt(ctx, r); stop {
 				return out
 			}
 			continue
@@ -266,7 +271,7 @@ func (e *Engine) callModel(ctx context.Context, r *run, turn int) (res *provider
 	ctx, cancel := r.budget.bound(ctx)
 	defer cancel()
 	start := e.cfg.Now()
-	defer func() { measure(&r.budget.maxModel, e.cfg.Now().Sub(start)) }()
+	defer func() { r.modelTook(e.cfg.Now().Sub(start)) }()
 	if obs := r.obs; obs != nil {
 		m := &ModelCall{ResponseID: r.resp.ID, Model: preq.Model, Iteration: turn + 1, Stream: r.req.Stream, Start: start}
 		ctx = obs.StartModelCall(ctx, m)
@@ -348,9 +353,10 @@ type plannedCall struct {
 
 // plan decides, for each call, which executor runs it (the hosted tool's),
 // or whether the client must (a function tool), or which error is fed
-// back. unanswered marks calls left without output by a previous response:
+// back (arguments that do not match the tool's input schema: argcheck.go).
+// unanswered marks calls left without output by a previous response:
 // client calls among them get an error result instead of pausing again.
-func (e *Engine) plan(r *run, calls []api.Item, unanswered bool) []plannedCall {
+func (e *Engine) plan(ctx context.Context, r *run, calls []api.Item, unanswered bool) []plannedCall {
 	plans := make([]plannedCall, len(calls))
 	for i, c := range calls {
 		p := plannedCall{call: tools.ToolCall{ID: callKey(&c), Name: c.Name, Arguments: c.Arguments, ResponseID: r.resp.ID}}
@@ -364,7 +370,7 @@ func (e *Engine) plan(r *run, calls []api.Item, unanswered bool) []plannedCall {
 		case c.Type == api.ItemMCPApprovalRequest:
 			p.client = true // the client approves or denies it
 		case t.ends:
-			p.ends = true
+			p.ends, p.kind = true, t.kind
 		case t.exec == nil && unanswered:
 			p.errText = fmt.Sprintf("Error: no output was provided for the call to %q (call_id %s).", c.Name, c.CallID)
 		case t.exec == nil:
@@ -372,6 +378,9 @@ func (e *Engine) plan(r *run, calls []api.Item, unanswered bool) []plannedCall {
 		case r.req.MaxToolCalls != nil && r.tools.hostedCalls >= *r.req.MaxToolCalls:
 			p.errText = fmt.Sprintf("Error: the limit of %d tool calls for this response was reached; answer with what you have.", *r.req.MaxToolCalls)
 		default:
+			if p.errText = e.argumentsError(ctx, t.args, name, c.Arguments); p.errText != "" {
+				break // the tool does not run
+			}
 			p.exec, p.kind = t.exec, t.kind
 			r.tools.hostedCalls++
 		}
@@ -386,7 +395,7 @@ func (e *Engine) plan(r *run, calls []api.Item, unanswered bool) []plannedCall {
 // parallel_tool_calls is false, and the results are appended in call order.
 // iteration is the model call that asked for the calls (ToolCall.Iteration).
 func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswered bool, iteration int) (outcome, bool) {
-	plans := e.plan(r, calls, unanswered)
+	plans := e.plan(ctx, r, calls, unanswered)
 	pause, hosted, validates := false, 0, false
 	for _, p := range plans {
 		if p.client {
@@ -431,14 +440,14 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 		}
 	}
 	wg.Wait()
-	measure(&r.budget.maxTools, e.cfg.Now().Sub(start))
+	r.toolsTook(e.cfg.Now().Sub(start))
 	for i, res := range results {
 		if res != nil {
 			r.recordResult(&calls[i], res)
 		}
 	}
 	if !pause && r.att != nil {
-		e.endIterations(ctx, r, calls, plans)
+		e.endIterations(ctx, r, calls, plans, iteration)
 	}
 	r.closeUnexecuted(calls)
 	if pause {
@@ -448,7 +457,7 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 		return outcome{status: api.StatusCancelled}, true
 	}
 	if r.att.ended() {
-		return e.afterAttempt(r)
+		return e.afterAttempt(ctx, r)
 	}
 	return outcome{}, false
 }
@@ -468,20 +477,10 @@ func (r *run) recordResult(call *api.Item, res *tools.ToolResult) {
 }
 
 // execute runs one call on its executor; every failure becomes an
-// is_error result. It is where every call the server executes runs, so the
-// observer (the operator's hooks) sees each one before and after.
+// is_error result. The observer (the operator's hooks) sees it before and
+// after (observed).
 func (e *Engine) execute(ctx context.Context, r *run, p *plannedCall, iteration int) *tools.ToolResult {
-	obs := r.obs
-	if obs == nil {
-		return e.invoke(ctx, p)
-	}
-	c := &ToolCall{ResponseID: p.call.ResponseID, Kind: p.kind, Name: p.call.Name, CallID: p.call.ID, Arguments: p.call.Arguments,
-		Attempt: r.att.number(r), Iteration: iteration, Start: e.cfg.Now()}
-	ctx = obs.StartToolCall(ctx, c)
-	c.Result = e.invoke(ctx, p)
-	c.Duration = e.cfg.Now().Sub(c.Start)
-	obs.EndToolCall(ctx, c)
-	return c.Result
+	return e.observed(ctx, r, p, iteration, func(ctx context.Context) *tools.ToolResult { return e.invoke(ctx, p) })
 }
 
 // invoke runs p on its executor.
@@ -495,7 +494,7 @@ func (e *Engine) invoke(ctx context.Context, p *plannedCall) *tools.ToolResult {
 		return &tools.ToolResult{CallID: p.call.ID, Output: "Error: " + err.Error(), IsError: true}
 	}
 	if res.IsError {
-		e.log.InfoContext(ctx, "tool returned an error", "tool", p.call.Name, "call_id", p.call.ID, slog.String("output", truncate(res.Output, 200)))
+		e.log.InfoContext(ctx, "tool returned an error", "tool", p.call.Name, "call_id", p.call.ID, "response_id", p.call.ResponseID, slog.String("output", truncate(res.Output, 200)))
 	}
 	res.CallID = p.call.ID
 	return res

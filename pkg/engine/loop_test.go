@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/testing/dynamolocal"
+	"github.com/lambent/lambent/internal/testing/logbuf"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/store"
@@ -621,4 +623,69 @@ func (a alternating) Stream(ctx context.Context, req *provider.Request, fn func(
 		_ = fn(provider.Delta{Kind: provider.DeltaToolCall, ToolIndex: i, ToolCallID: c.CallID, ToolName: c.Name, Text: c.Arguments})
 	}
 	return res, nil
+}
+
+// FR-015: without LAMBENT_MAX_TURNS the loop makes at most 10 model calls,
+// then ends incomplete/max_turns.
+func TestFR015_DefaultTurnLimit(t *testing.T) {
+	t.Parallel()
+	m := newMock(echoTool, "loop")
+	var steps []step
+	for i := range 12 {
+		steps = append(steps, calls(1, 1, call(fmt.Sprint("c", i), "loop", `{}`)))
+	}
+	p := script(steps...)
+	e, _ := newEngine(t, p, m)
+	rec, err := run1(t, e, `{"input":"x","tools":[{"type":"lambent:loop"}]}`)
+	require.NoError(t, err)
+	r := rec.response(t)
+	assert.Equal(t, api.StatusIncomplete, r.Status)
+	assert.Equal(t, api.ReasonMaxTurns, r.IncompleteDetails.Reason)
+	assert.Len(t, p.requests(), 10)
+	assert.Len(t, m.calls(), 10)
+}
+
+// FR-031: an executor's error is logged with its details (tool, call id,
+// response id, the error) and fed back to the model, and the loop goes on;
+// a tool's own error result is logged too.
+func TestFR031_ExecutorErrorsAreLoggedAndTheLoopContinues(t *testing.T) {
+	t.Parallel()
+	m := newMock(func(_ context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
+		if c.Name == "down" {
+			return nil, errors.New("backend unreachable: dial tcp 10.0.0.1:443: i/o timeout")
+		}
+		return &tools.ToolResult{Output: "no such city", IsError: true}, nil
+	}, "down", "picky")
+	p := script(calls(1, 1, call("c1", "down", `{}`), call("c2", "picky", `{}`)), text("recovered", 1, 1))
+	logs := &logbuf.Buffer{}
+	e, _ := newEngine(t, p, m, func(c *Config) { c.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
+	rec, err := run1(t, e, `{"input":"x","tools":[{"type":"lambent:down"},{"type":"lambent:picky"}]}`)
+	require.NoError(t, err)
+	r := rec.response(t)
+	assert.Equal(t, api.StatusCompleted, r.Status)
+	assert.Equal(t, "recovered", r.Output[len(r.Output)-1].Text())
+	res := toolResult(t, p.requests()[1], "c1")
+	assert.True(t, res.IsError)
+	assert.Equal(t, "Error: backend unreachable: dial tcp 10.0.0.1:443: i/o timeout", res.Output)
+
+	recs, err := logs.Records()
+	require.NoError(t, err)
+	byMsg := map[string]map[string]any{}
+	for _, rec := range recs {
+		byMsg[rec["msg"].(string)] = rec
+	}
+	failed := byMsg["tool call failed"]
+	require.NotNil(t, failed, "%v", recs)
+	assert.Equal(t, "WARN", failed["level"])
+	assert.Equal(t, "down", failed["tool"])
+	assert.Equal(t, "c1", failed["call_id"])
+	assert.Equal(t, r.ID, failed["response_id"])
+	assert.Equal(t, "backend unreachable: dial tcp 10.0.0.1:443: i/o timeout", failed["err"])
+	returned := byMsg["tool returned an error"]
+	require.NotNil(t, returned, "%v", recs)
+	assert.Equal(t, "INFO", returned["level"])
+	assert.Equal(t, "picky", returned["tool"])
+	assert.Equal(t, "c2", returned["call_id"])
+	assert.Equal(t, r.ID, returned["response_id"])
+	assert.Equal(t, "no such city", returned["output"])
 }

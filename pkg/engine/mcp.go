@@ -191,12 +191,13 @@ func (e *Engine) startMCP(ctx context.Context, r *run) {
 		}
 		r.em.itemEvent(api.EventOutputItemDone, l.idx, it)
 	}
-	r.tools.addMCPDefs()
+	r.tools.addMCPDefs(!e.cfg.Loop.SkipArgumentCheck)
 }
 
 // addMCPDefs offers every listed server's allowed tools to the model, in
-// the request's order of servers and the servers' order of tools.
-func (ts *toolset) addMCPDefs() {
+// the request's order of servers and the servers' order of tools; check
+// has their calls' arguments checked against their input schemas.
+func (ts *toolset) addMCPDefs(check bool) {
 	ts.mcpNames = map[mcpKey]string{}
 	ts.nameNext = map[string]int{}
 	for _, s := range ts.mcp {
@@ -208,7 +209,11 @@ func (ts *toolset) addMCPDefs() {
 			name := ts.freeName(funcName(t.Name), funcName(s.srv.Label+"_"+t.Name))
 			mt := &mcpTool{s: s, tool: *t}
 			def := api.ToolDefinition{Name: name, Description: t.Description, Parameters: t.InputSchema}
-			ts.defs[name] = requestTool{def: def, exec: mt, mcp: mt, kind: ToolKindMCP}
+			rt := requestTool{def: def, exec: mt, mcp: mt, kind: ToolKindMCP}
+			if check {
+				rt.args = newArgCheck(t.InputSchema)
+			}
+			ts.defs[name] = rt
 			ts.defList = append(ts.defList, def)
 			ts.mcpNames[mcpKey{s.srv.Label, t.Name}] = name
 		}

@@ -39,6 +39,15 @@ type ResponseObserver interface {
 	// StartToolCall returned, on error too: c.Result is what the model
 	// receives.
 	EndToolCall(ctx context.Context, c *ToolCall)
+	// StartAttempt is called when an attempt of a validated output starts
+	// (onAttemptStart); EndAttempt when its iterations have ended and its
+	// output was judged (a.Valid, or a.Code and a.Errors), or it used its
+	// iterations without an output. An attempt the response's end cuts
+	// short (cancelled, incomplete, a failed model call) has no EndAttempt:
+	// the response's status says why. Both are called from the loop's
+	// goroutine.
+	StartAttempt(ctx context.Context, a *Attempt)
+	EndAttempt(ctx context.Context, a *Attempt)
 	// EndResponse is called when the loop ends, before the response is
 	// finalized and stored: the observer may add to resp.Lambent (its
 	// hook errors).
@@ -57,6 +66,14 @@ const (
 	ToolKindReflection = "reflection"
 	// ToolKindValidator is a validator tool checking an attempt's output.
 	ToolKindValidator = "validator"
+	// ToolKindOutput is a call of the output tool without reflection: it
+	// ends the attempt's iterations, and its result is the verdict (the
+	// validators it runs are calls of their own).
+	ToolKindOutput = "output"
+	// ToolKindSubmit is a call of submit (the output tool with
+	// reflection): it ends the attempt's iterations, and its result is the
+	// verdict on the attempt's last output.
+	ToolKindSubmit = "submit"
 )
 
 // ToolCall is one execution of a tool call the server runs: the payload
@@ -64,7 +81,8 @@ const (
 type ToolCall struct {
 	ResponseID string
 	// Kind says what runs the call: ToolKindHosted, ToolKindMCP,
-	// ToolKindReflection or ToolKindValidator.
+	// ToolKindReflection, ToolKindValidator, ToolKindOutput or
+	// ToolKindSubmit.
 	Kind      string
 	Name      string
 	CallID    string
@@ -82,6 +100,27 @@ type ToolCall struct {
 	// Result is what the model receives (an executor's error becomes an
 	// is_error result); set at the end.
 	Result *tools.ToolResult
+}
+
+// Attempt is one attempt of a validated output (docs/validated-output.md):
+// the payload of the attempt hooks.
+type Attempt struct {
+	ResponseID string
+	// Number numbers the response's attempts from 1.
+	Number int
+	// Turns is the response's model calls so far.
+	Turns int
+	// At is when the attempt started (StartAttempt) or ended.
+	At time.Time
+	// Valid, Code, Errors, Iterations and Usage are set at the end: Valid
+	// for a valid output, else Code (validation_failed,
+	// submit_before_output, invalid_response, max_iterations) and Errors;
+	// Iterations and Usage are the attempt's model calls and their tokens.
+	Valid      bool
+	Code       string
+	Errors     []string
+	Iterations int
+	Usage      api.Usage
 }
 
 // ModelCall is one call of the model.
@@ -111,10 +150,49 @@ type ResponseEnd struct {
 	Err *api.Error
 	// Turns counts the response's model calls so far.
 	Turns int
-	// Attempts counts its attempts (1 until validated output numbers them).
+	// Attempts counts its attempts (1 without validated output).
 	Attempts int
 	// Duration is the loop's time in this invocation.
 	Duration time.Duration
+}
+
+// attemptStarted tells the observer that r's current attempt started.
+func (e *Engine) attemptStarted(ctx context.Context, r *run) {
+	if r.obs == nil {
+		return
+	}
+	cur := r.att.current(r)
+	r.obs.StartAttempt(ctx, &Attempt{ResponseID: r.resp.ID, Number: cur.Number, Turns: r.modelCalls, At: e.cfg.Now()})
+}
+
+// attemptEnded tells the observer that r's current attempt ended (its
+// verdict is recorded in it).
+func (e *Engine) attemptEnded(ctx context.Context, r *run) {
+	if r.obs == nil {
+		return
+	}
+	cur := r.att.current(r)
+	r.obs.EndAttempt(ctx, &Attempt{ResponseID: r.resp.ID, Number: cur.Number, Turns: r.modelCalls, At: e.cfg.Now(),
+		Valid: cur.Valid, Code: cur.Code, Errors: append([]string(nil), cur.Errors...), Iterations: cur.Iterations, Usage: cur.Usage})
+}
+
+// observed runs the execution of the call p with fn, which returns its
+// result: the observer (the operator's hooks) sees it before and after.
+// Every call the server executes goes through it: executors' (execute),
+// and the output and submit calls whose result is the verdict
+// (endIterations). iteration is the model call that asked for it.
+func (e *Engine) observed(ctx context.Context, r *run, p *plannedCall, iteration int, fn func(context.Context) *tools.ToolResult) *tools.ToolResult {
+	obs := r.obs
+	if obs == nil {
+		return fn(ctx)
+	}
+	c := &ToolCall{ResponseID: p.call.ResponseID, Kind: p.kind, Name: p.call.Name, CallID: p.call.ID, Arguments: p.call.Arguments,
+		Attempt: r.att.number(r), Iteration: iteration, Start: e.cfg.Now()}
+	ctx = obs.StartToolCall(ctx, c)
+	c.Result = fn(ctx)
+	c.Duration = e.cfg.Now().Sub(c.Start)
+	obs.EndToolCall(ctx, c)
+	return c.Result
 }
 
 // observe starts observing r's loop, when an observer is configured, and
@@ -128,7 +206,7 @@ func (e *Engine) observe(ctx context.Context, r *run) (context.Context, func(out
 	r.obs = obs
 	return octx, func(out outcome) {
 		obs.EndResponse(octx, r.resp, &ResponseEnd{Status: out.status, Reason: out.reason, Err: out.err, Turns: max(r.turns, r.modelCalls),
-			Attempts: 1, Duration: e.cfg.Now().Sub(start)})
+			Attempts: r.att.number(r), Duration: e.cfg.Now().Sub(start)})
 		r.obs = nil
 	}
 }

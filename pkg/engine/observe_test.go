@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
+	"strings"
 	"sync"
 	"testing"
 
@@ -21,7 +24,9 @@ type watcher struct {
 	mu    sync.Mutex
 	log   []string
 	calls map[string]ToolCall // by call id, as ended
-	ends  []ResponseEnd
+	// attempts are the attempts as ended.
+	attempts []Attempt
+	ends     []ResponseEnd
 	// hookErrors is what EndResponse adds to the response.
 	hookErrors []string
 }
@@ -71,6 +76,17 @@ func (w *watcher) EndToolCall(ctx context.Context, c *ToolCall) {
 		w.calls = map[string]ToolCall{}
 	}
 	w.calls[c.CallID] = *c
+}
+
+func (w *watcher) StartAttempt(ctx context.Context, a *Attempt) {
+	w.note("attempt %d start after %d model calls (in %v)", a.Number, a.Turns, ctx.Value(ctxKey{}))
+}
+
+func (w *watcher) EndAttempt(ctx context.Context, a *Attempt) {
+	w.note("attempt %d end valid=%v code=%s iterations=%d (in %v)", a.Number, a.Valid, a.Code, a.Iterations, ctx.Value(ctxKey{}))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.attempts = append(w.attempts, *a)
 }
 
 func (w *watcher) EndResponse(ctx context.Context, resp *api.Response, end *ResponseEnd) {
@@ -175,4 +191,129 @@ func TestObserverPendingAndUnexecutedCalls(t *testing.T) {
 	assert.Equal(t, 0, w.calls["c1"].Iteration, "run before the continuation's first model call")
 	assert.NotContains(t, w.calls, "c3", "an unknown tool's error result is no execution")
 	assert.NotContains(t, w.calls, "c2")
+}
+
+// attemptLines are the watcher's attempt entries, in order.
+func (w *watcher) attemptLines() []string {
+	var out []string
+	for _, l := range w.entries() {
+		if strings.HasPrefix(l, "attempt ") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// byKind returns the ended calls of kind, ordered by attempt.
+func (w *watcher) byKind(kind string) []ToolCall {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []ToolCall
+	for _, c := range w.calls {
+		if c.Kind == kind {
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Attempt < out[j].Attempt })
+	return out
+}
+
+// Validated output without reflection: each output call is observed as an
+// execution (kind output) whose result is the verdict, the validator calls
+// it runs (kind validator) inside it; each attempt is observed when it
+// starts and when its output was judged, with its errors, iterations and
+// usage.
+func TestObserverSeesOutputCallsValidatorsAndAttempts(t *testing.T) {
+	t.Parallel()
+	w := &watcher{}
+	m := newMock(func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
+		w.note("validate (in %v)", ctx.Value(ctxKey{}))
+		if strings.Contains(c.Arguments, `"score":2`) {
+			return &tools.ToolResult{Output: `{"valid":false,"errors":["too low"]}`}, nil
+		}
+		return &tools.ToolResult{Output: `{"valid":true}`}, nil
+	}, "check_report")
+	p := script(
+		calls(3, 1, call("c1", "report", `{"score":2,"summary":"low"}`)),
+		calls(4, 2, call("c2", "report", validReport)),
+	)
+	e, _ := newEngine(t, p, m, func(c *Config) { c.Observer = w })
+	rec, err := run1(t, e, `{"input":"assess","tools":[`+outputTool(`"validators":["lambent:check_report"]`)+`]}`)
+	require.NoError(t, err)
+	require.Equal(t, api.StatusCompleted, rec.response(t).Status)
+
+	assert.Equal(t, []string{
+		"attempt 1 start after 0 model calls (in response)",
+		"attempt 1 end valid=false code=validation_failed iterations=1 (in response)",
+		"attempt 2 start after 1 model calls (in response)",
+		"attempt 2 end valid=true code= iterations=1 (in response)",
+	}, w.attemptLines())
+	require.Len(t, w.attempts, 2)
+	assert.Equal(t, []string{"check_report: too low"}, w.attempts[0].Errors)
+	assert.Equal(t, api.Usage{InputTokens: 3, OutputTokens: 1, TotalTokens: 4}, w.attempts[0].Usage)
+	assert.Equal(t, 2, w.attempts[1].Number)
+	assert.Empty(t, w.attempts[1].Errors)
+	require.Len(t, w.ends, 1)
+	assert.Equal(t, 2, w.ends[0].Attempts, "the response's attempts (EMF and Prometheus count them)")
+
+	outs := w.byKind(ToolKindOutput)
+	require.Len(t, outs, 2)
+	assert.Equal(t, "c1", outs[0].CallID)
+	assert.Equal(t, "report", outs[0].Name)
+	assert.Equal(t, 1, outs[0].Iteration)
+	assert.True(t, outs[0].Result.IsError)
+	assert.Contains(t, outs[0].Result.Output, "check_report: too low")
+	assert.Equal(t, "c2", outs[1].CallID)
+	assert.Equal(t, 2, outs[1].Attempt)
+	assert.Equal(t, "Output accepted.", outs[1].Result.Output)
+	vals := w.byKind(ToolKindValidator)
+	require.Len(t, vals, 2)
+	assert.Equal(t, "check_report", vals[0].Name)
+	assert.JSONEq(t, `{"output":{"score":2,"summary":"low"}}`, vals[0].Arguments)
+	assert.Equal(t, 1, vals[0].Attempt)
+	assert.Equal(t, 2, vals[1].Attempt)
+	// The validator runs inside the output call's execution.
+	entries := w.entries()
+	i := slices.Index(entries, "tool c1 start (in response)")
+	require.GreaterOrEqual(t, i, 0, "%q", entries)
+	assert.Equal(t, "validate (in tool "+vals[0].CallID+")", entries[i+2])
+	assert.Equal(t, "tool c1 end error=true (in tool c1)", entries[i+4])
+}
+
+// With reflection, each output call (kind reflection) and each submit
+// call (kind submit, whose result is the verdict) is observed; a submit
+// before any output, an answer without an output call and an attempt out
+// of iterations end their attempts with their codes.
+func TestObserverSeesReflectionSubmitAndFailedAttempts(t *testing.T) {
+	t.Parallel()
+	w := &watcher{}
+	p := script(
+		calls(1, 1, call("c1", "submit", `{}`)),
+		text("no call", 1, 1),
+		calls(1, 1, call("c2", "report", validReport)),
+		calls(1, 1, call("c3", "report", validReport)),
+	)
+	e, _ := newEngine(t, p, newMock(echoTool), func(c *Config) { c.Observer = w })
+	rec, err := run1(t, e, `{"input":"assess","lambent":{"max_iterations_per_attempt":2},"tools":[`+outputTool(`"reflection":true`)+`]}`)
+	require.NoError(t, err)
+	require.Equal(t, api.StatusFailed, rec.response(t).Status)
+	assert.Equal(t, []string{
+		"attempt 1 start after 0 model calls (in response)",
+		"attempt 1 end valid=false code=submit_before_output iterations=1 (in response)",
+		"attempt 2 start after 1 model calls (in response)",
+		"attempt 2 end valid=false code=invalid_response iterations=1 (in response)",
+		"attempt 3 start after 2 model calls (in response)",
+		"attempt 3 end valid=false code=max_iterations iterations=2 (in response)",
+	}, w.attemptLines())
+	require.Len(t, w.ends, 1)
+	assert.Equal(t, 3, w.ends[0].Attempts)
+	submits := w.byKind(ToolKindSubmit)
+	require.Len(t, submits, 1)
+	assert.Equal(t, "c1", submits[0].CallID)
+	assert.True(t, submits[0].Result.IsError)
+	assert.Contains(t, submits[0].Result.Output, "submit was called before report")
+	refl := w.byKind(ToolKindReflection)
+	require.Len(t, refl, 2)
+	assert.Contains(t, refl[0].Result.Output, `"summary": "fine"`)
+	assert.Equal(t, 3, refl[0].Attempt)
 }

@@ -32,8 +32,10 @@ type run struct {
 	// deltas into output items (emit.go).
 	em  *emitter
 	asm *assembler
-	// budget is the time left before the deadline (budget.go).
+	// budget is the time left before the deadline (budget.go); timing
+	// is where the response's time went (timing.go).
 	budget *budget
+	timing timing
 	// obs observes the loop; nil when Config.Observer is (see observe).
 	obs ResponseObserver
 	// turns counts model calls, over every invocation of a background
@@ -309,6 +311,7 @@ func (r *run) resolveTools(e *Engine) error {
 			if !ok || rt.exec == nil {
 				return api.InvalidRequestCode(p+".type", "unknown_hosted_tool", "Unknown hosted tool %q: this gateway's tool manifest has no tool named %q.", t.Type, t.HostedName())
 			}
+			rt.args = e.hostedArgCheck(rt.def)
 		case t.Type == api.ToolMCP:
 			srv, err := mcpRequestServer(t, p)
 			if err == nil {

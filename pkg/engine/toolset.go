@@ -42,6 +42,8 @@ type requestTool struct {
 	mcp  *mcpTool
 	// kind is what runs its calls (ToolCall.Kind).
 	kind string
+	// args checks its calls' arguments (argcheck.go); nil: unchecked.
+	args *argCheck
 }
 
 func (ts *toolset) add(t requestTool) {

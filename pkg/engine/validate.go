@@ -71,7 +71,7 @@ func (e *Engine) validate(ctx context.Context, r *run, output string) ([]string,
 	tctx, cancel := r.budget.bound(ctx)
 	defer cancel()
 	start := e.cfg.Now()
-	defer func() { measure(&r.budget.maxTools, e.cfg.Now().Sub(start)) }()
+	defer func() { r.toolsTook(e.cfg.Now().Sub(start)) }()
 	var made []serverCall
 	for _, v := range c.validators {
 		// The validator calls of a check are one turn of calls, the

@@ -1,8 +1,10 @@
-// Package hooks delivers the operator's tool call hooks (docs/architecture.md, "Validated output":
-// onToolCall and onToolResult, for a gateway): before and after every tool
-// call the server executes, an Event goes to each configured Sink — an
-// EventBridge bus, a Lambda function invoked asynchronously, an HTTP
-// webhook behind the SSRF guard (package egress).
+// Package hooks delivers the operator's hooks (docs/architecture.md, "Validated output":
+// onToolCall and onToolResult, onAttemptStart and the attempt's result,
+// for a gateway): before and after every tool call the server executes,
+// and when each attempt of a validated output starts and is judged, an
+// Event goes to each configured Sink — an EventBridge bus, a Lambda
+// function invoked asynchronously, an HTTP webhook behind the SSRF guard
+// (package egress).
 //
 // Delivery is safe for the loop: Send never blocks and never fails. Events
 // wait in a bounded queue for a small pool of workers; a full queue drops
@@ -21,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -30,34 +33,70 @@ const (
 	EventToolCall = "lambent.tool.call"
 	// EventToolResult is sent after it, on error too.
 	EventToolResult = "lambent.tool.result"
+	// EventAttemptStart is sent when an attempt of a validated output
+	// starts.
+	EventAttemptStart = "lambent.attempt.start"
+	// EventAttemptResult is sent when its output was judged (valid, or
+	// failed with its errors) or it used its iterations.
+	EventAttemptResult = "lambent.attempt.result"
 )
 
 // Event is what a hook receives, as JSON: the EventBridge event's detail,
 // the hook Lambda's payload, the webhook's body.
 type Event struct {
-	// Type is EventToolCall or EventToolResult.
+	// Type is EventToolCall, EventToolResult, EventAttemptStart or
+	// EventAttemptResult.
 	Type       string `json:"type"`
 	ResponseID string `json:"response_id"`
 	Tenant     string `json:"tenant"`
 	// ToolKind says what runs the call: "hosted" (a tool of the gateway's
-	// manifest), "mcp", "reflection" or "validator".
-	ToolKind  string `json:"tool_kind"`
-	ToolName  string `json:"tool_name"`
-	CallID    string `json:"call_id"`
-	Arguments string `json:"arguments"`
+	// manifest), "mcp", "reflection", "validator", "output" or "submit".
+	// The tool fields are the tool events' only.
+	ToolKind  string `json:"tool_kind,omitempty"`
+	ToolName  string `json:"tool_name,omitempty"`
+	CallID    string `json:"call_id,omitempty"`
+	Arguments string `json:"arguments,omitempty"`
 	// Output is the result's output (EventToolResult, when not an error).
 	Output *string `json:"output,omitempty"`
 	// Error is the result's error text (EventToolResult, is_error).
 	Error *string `json:"error,omitempty"`
 	// DurationMS is the execution's duration (EventToolResult).
 	DurationMS *float64 `json:"duration_ms,omitempty"`
-	// Attempt and Iteration place the call in the response: its attempt
-	// (from 1) and the model call that asked for it (from 1; 0 for a call
-	// left pending by the previous response).
+	// Attempt and Iteration place the event in the response: its attempt
+	// (from 1) and, for a tool call, the model call that asked for it
+	// (from 1; 0 for a call left pending by the previous response), for an
+	// attempt event the response's model calls so far.
 	Attempt   int `json:"attempt"`
 	Iteration int `json:"iteration"`
-	// Timestamp is when the call started (EventToolCall) or ended.
+	// Valid, Code, Errors, Iterations and Usage are the attempt's result
+	// (EventAttemptResult): valid, or the failure's code and errors; the
+	// attempt's model calls and their tokens.
+	Valid      *bool      `json:"valid,omitempty"`
+	Code       string     `json:"code,omitempty"`
+	Errors     []string   `json:"errors,omitempty"`
+	Iterations *int       `json:"iterations,omitempty"`
+	Usage      *api.Usage `json:"usage,omitempty"`
+	// Timestamp is when the call or attempt started (EventToolCall,
+	// EventAttemptStart) or ended.
 	Timestamp time.Time `json:"timestamp"`
+}
+
+// key is what picks the event's queue: a call's events, and a response's
+// attempt events, keep their order.
+func (ev *Event) key() string {
+	if ev.CallID != "" {
+		return ev.CallID
+	}
+	return ev.ResponseID
+}
+
+// subject names what the event is about in errors: "call <id>" or
+// "attempt <n>".
+func (ev *Event) subject() string {
+	if ev.CallID != "" {
+		return "call " + ev.CallID
+	}
+	return fmt.Sprintf("attempt %d", ev.Attempt)
 }
 
 // Sink delivers events to one hook.
@@ -164,7 +203,7 @@ func New(cfg Config) *Dispatcher {
 // request's: the log lines of the delivery carry its request id.
 func (d *Dispatcher) Send(ctx context.Context, ev *Event, errs *Errors) {
 	ctx = context.WithoutCancel(ctx)
-	q := d.queues[maphash.String(d.seed, ev.CallID)%uint64(len(d.queues))]
+	q := d.queues[maphash.String(d.seed, ev.key())%uint64(len(d.queues))]
 	d.mu.Lock()
 	d.pending++
 	d.mu.Unlock()
@@ -185,7 +224,7 @@ func (d *Dispatcher) Send(ctx context.Context, ev *Event, errs *Errors) {
 
 func (d *Dispatcher) drop(ctx context.Context, ev *Event, errs *Errors, why string) {
 	d.dropped.Add(1)
-	msg := fmt.Sprintf("%s event for call %s dropped: %s", ev.Type, ev.CallID, why)
+	msg := fmt.Sprintf("%s event for %s dropped: %s", ev.Type, ev.subject(), why)
 	errs.add(msg)
 	d.log.WarnContext(ctx, "hook event dropped", "event", ev.Type, "response_id", ev.ResponseID, "call_id", ev.CallID, "reason", why)
 }
@@ -219,6 +258,9 @@ func (d *Dispatcher) deliver(it item) {
 			*p = tools.Truncate(*p, d.cfg.MaxField)
 		}
 	}
+	for i := range ev.Errors {
+		ev.Errors[i] = tools.Truncate(ev.Errors[i], d.cfg.MaxField)
+	}
 	body, err := json.Marshal(ev)
 	if err != nil {
 		d.fail(it, "encode", err)
@@ -240,7 +282,7 @@ func (d *Dispatcher) deliver(it item) {
 func (d *Dispatcher) fail(it item, sink string, err error) {
 	d.failed.Add(1)
 	code := FailureCode(err)
-	collected := it.errs.add(fmt.Sprintf("%s hook: %s event for call %s: %s", sink, it.ev.Type, it.ev.CallID, code))
+	collected := it.errs.add(fmt.Sprintf("%s hook: %s event for %s: %s", sink, it.ev.Type, it.ev.subject(), code))
 	d.log.WarnContext(it.ctx, "hook delivery failed", "hook", sink, "code", code, "event", it.ev.Type, "response_id", it.ev.ResponseID, "call_id", it.ev.CallID,
 		"in_response", collected, "err", err)
 }

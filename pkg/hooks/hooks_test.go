@@ -23,6 +23,7 @@ import (
 
 	"github.com/lambent/lambent/internal/testing/ebtest"
 	"github.com/lambent/lambent/internal/testing/localinvoke"
+	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/hooks"
 	"github.com/lambent/lambent/pkg/tools/lambdaexec"
 )
@@ -380,4 +381,65 @@ func TestParseTargets(t *testing.T) {
 		_, err := hooks.ParseTargets(bad)
 		assert.Error(t, err, bad)
 	}
+}
+
+// The attempt events of a response arrive in order (its start before its
+// result) and carry the attempt's result without the tool fields; their
+// errors are capped as the other fields are.
+func TestAttemptEvents(t *testing.T) {
+	sink := &recordingSink{}
+	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{sink}, Workers: 4, MaxField: 16, Logger: quiet()})
+	defer d.Close()
+	const n = 16
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for i := range n {
+		d.Send(t.Context(), &hooks.Event{Type: hooks.EventAttemptStart, ResponseID: fmt.Sprint("resp_", i), Tenant: "default", Attempt: 1, Timestamp: at}, nil)
+	}
+	for i := range n {
+		valid, iterations := false, 2
+		d.Send(t.Context(), &hooks.Event{Type: hooks.EventAttemptResult, ResponseID: fmt.Sprint("resp_", i), Tenant: "default", Attempt: 1, Iteration: 2,
+			Valid: &valid, Code: "validation_failed", Errors: []string{strings.Repeat("e", 100)}, Iterations: &iterations,
+			Usage: &api.Usage{InputTokens: 5, OutputTokens: 2, TotalTokens: 7}, Timestamp: at}, nil)
+	}
+	flush(t, d)
+	got := sink.got()
+	require.Len(t, got, 2*n)
+	seen := map[string]string{}
+	for _, ev := range got {
+		if ev.Type == hooks.EventAttemptResult {
+			assert.Equal(t, hooks.EventAttemptStart, seen[ev.ResponseID], "%s: the result follows the start", ev.ResponseID)
+		} else {
+			assert.Empty(t, seen[ev.ResponseID], "%s: the start comes first", ev.ResponseID)
+		}
+		seen[ev.ResponseID] = ev.Type
+	}
+	var start, result map[string]any
+	for i, ev := range got {
+		if ev.ResponseID == "resp_3" && ev.Type == hooks.EventAttemptStart {
+			require.NoError(t, json.Unmarshal(sink.bodies[i], &start))
+		}
+		if ev.ResponseID == "resp_3" && ev.Type == hooks.EventAttemptResult {
+			require.NoError(t, json.Unmarshal(sink.bodies[i], &result))
+		}
+	}
+	assert.Equal(t, map[string]any{"type": "lambent.attempt.start", "response_id": "resp_3", "tenant": "default", "attempt": float64(1),
+		"iteration": float64(0), "timestamp": "2026-01-02T03:04:05Z"}, start)
+	assert.Equal(t, map[string]any{"type": "lambent.attempt.result", "response_id": "resp_3", "tenant": "default", "attempt": float64(1),
+		"iteration": float64(2), "valid": false, "code": "validation_failed",
+		"errors":     []any{strings.Repeat("e", 16) + "\n[output truncated: 100 bytes, showing the first 16]"},
+		"iterations": float64(2), "usage": map[string]any{"input_tokens": float64(5), "output_tokens": float64(2), "total_tokens": float64(7),
+			"input_tokens_details": map[string]any{"cached_tokens": float64(0)}, "output_tokens_details": map[string]any{"reasoning_tokens": float64(0)}},
+		"timestamp": "2026-01-02T03:04:05Z"}, result)
+}
+
+// A failed delivery of an attempt event names the attempt in the
+// response's hook errors.
+func TestAttemptEventFailureNamesTheAttempt(t *testing.T) {
+	sink := &recordingSink{block: func(context.Context, *hooks.Event) error { return errors.New("down") }}
+	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{sink}, Logger: quiet()})
+	defer d.Close()
+	errs := &hooks.Errors{}
+	d.Send(t.Context(), &hooks.Event{Type: hooks.EventAttemptStart, ResponseID: "resp_1", Attempt: 2}, errs)
+	flush(t, d)
+	assert.Equal(t, []string{"test hook: lambent.attempt.start event for attempt 2: error"}, errs.Seal())
 }

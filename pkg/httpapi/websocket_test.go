@@ -317,12 +317,15 @@ func TestWebSocketEventsMatchSSE(t *testing.T) {
 
 var (
 	idPattern   = regexp.MustCompile(`"[a-z]+_[0-9a-f]{48}(_[0-9a-f]{12})?"`)
-	timePattern = regexp.MustCompile(`"(created_at|completed_at)":\d+`)
+	timePattern = regexp.MustCompile(`"(created_at|completed_at|duration_ms|model_ms|tool_ms)":\d+`)
+	// stampPattern matches lambent.timing's times.
+	stampPattern = regexp.MustCompile(`"(started_at|ended_at)":"[^"]*"`)
 )
 
 // normalize blanks the ids and times of an event's JSON.
 func normalize(data []byte) string {
 	s := idPattern.ReplaceAllString(string(data), `"ID"`)
+	s = stampPattern.ReplaceAllString(s, `"$1":""`)
 	return timePattern.ReplaceAllString(s, `"$1":0`)
 }
 

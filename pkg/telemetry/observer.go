@@ -36,15 +36,19 @@ const AgentName = "lambent"
 
 // Attributes Lambent adds to the GenAI conventions' (spans, EMF lines).
 const (
-	attrToolKind       = attribute.Key("lambent.tool.kind")
-	attrAttempt        = attribute.Key("lambent.attempt")
-	attrIteration      = attribute.Key("lambent.iteration")
-	attrStatus         = attribute.Key("lambent.response.status")
-	attrTurns          = attribute.Key("lambent.response.turns")
-	attrIncomplete     = attribute.Key("lambent.response.incomplete_reason")
-	attrHookErrors     = attribute.Key("lambent.hook_errors")
-	toolTypeExtension  = "extension" // gen_ai.tool.type of calls the server executes
-	errorTypeToolError = "tool_error"
+	attrToolKind   = attribute.Key("lambent.tool.kind")
+	attrAttempt    = attribute.Key("lambent.attempt")
+	attrIteration  = attribute.Key("lambent.iteration")
+	attrStatus     = attribute.Key("lambent.response.status")
+	attrTurns      = attribute.Key("lambent.response.turns")
+	attrIncomplete = attribute.Key("lambent.response.incomplete_reason")
+	attrHookErrors = attribute.Key("lambent.hook_errors")
+	// The attributes of an attempt's span events.
+	attrAttemptValid      = attribute.Key("lambent.attempt.valid")
+	attrAttemptCode       = attribute.Key("lambent.attempt.code")
+	attrAttemptIterations = attribute.Key("lambent.attempt.iterations")
+	toolTypeExtension     = "extension" // gen_ai.tool.type of calls the server executes
+	errorTypeToolError    = "tool_error"
 )
 
 // Config configures an Observer; every part is optional.
@@ -210,6 +214,39 @@ func (ro *responseObserver) EndToolCall(ctx context.Context, c *engine.ToolCall)
 		span.SetStatus(codes.Error, tools.Truncate(c.Result.Output, 256))
 	}
 	span.End(trace.WithTimestamp(end))
+}
+
+// StartAttempt implements engine.ResponseObserver: the
+// lambent.attempt.start hook, an event on the response's span.
+func (ro *responseObserver) StartAttempt(ctx context.Context, a *engine.Attempt) {
+	if ro.o.hooks != nil {
+		ro.o.hooks.Send(ctx, ro.attemptEvent(hooks.EventAttemptStart, a), ro.errs)
+	}
+	if ro.o.tracer != nil {
+		trace.SpanFromContext(ctx).AddEvent(hooks.EventAttemptStart, trace.WithTimestamp(a.At), trace.WithAttributes(attrAttempt.Int(a.Number)))
+	}
+}
+
+// EndAttempt implements engine.ResponseObserver: the
+// lambent.attempt.result hook, an event on the response's span.
+func (ro *responseObserver) EndAttempt(ctx context.Context, a *engine.Attempt) {
+	if ro.o.hooks != nil {
+		ev := ro.attemptEvent(hooks.EventAttemptResult, a)
+		valid, iterations, usage := a.Valid, a.Iterations, a.Usage
+		ev.Valid, ev.Code, ev.Errors, ev.Iterations, ev.Usage = &valid, a.Code, a.Errors, &iterations, &usage
+		ro.o.hooks.Send(ctx, ev, ro.errs)
+	}
+	if ro.o.tracer != nil {
+		attrs := []attribute.KeyValue{attrAttempt.Int(a.Number), attrAttemptValid.Bool(a.Valid), attrAttemptIterations.Int(a.Iterations)}
+		if a.Code != "" {
+			attrs = append(attrs, attrAttemptCode.String(a.Code))
+		}
+		trace.SpanFromContext(ctx).AddEvent(hooks.EventAttemptResult, trace.WithTimestamp(a.At), trace.WithAttributes(attrs...))
+	}
+}
+
+func (ro *responseObserver) attemptEvent(typ string, a *engine.Attempt) *hooks.Event {
+	return &hooks.Event{Type: typ, ResponseID: a.ResponseID, Tenant: ro.tenant, Attempt: a.Number, Iteration: a.Turns, Timestamp: a.At.UTC()}
 }
 
 func (ro *responseObserver) event(typ string, c *engine.ToolCall, at time.Time) *hooks.Event {

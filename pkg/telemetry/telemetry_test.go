@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -371,4 +372,34 @@ func TestAWSTraceHeader(t *testing.T) {
 	sc := span.SpanContext()
 	tid := sc.TraceID().String()
 	assert.Equal(t, "Root=1-"+tid[:8]+"-"+tid[8:]+";Parent="+sc.SpanID().String()+";Sampled=1", invoke(ctx).Get(telemetry.XRayHeader))
+}
+
+// Each attempt of a validated output is an event on the response's span:
+// its start, and its result with the verdict.
+func TestAttemptSpanEvents(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	e := newEngine(t, toolLoop{}, nil, telemetry.New(telemetry.Config{Tracer: tp}))
+	w := &capture{}
+	body := `{"input":"go","lambent":{"max_attempts":2},"text":{"format":{"type":"json_schema","name":"n","schema":{"type":"integer"}}}}`
+	require.NoError(t, e.CreateResponse(context.Background(), request(t, body), w))
+	require.Equal(t, api.StatusFailed, w.resp.Status, "the model answers \"done\", never an integer")
+	var root sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() == "invoke_agent lambent" {
+			root = s
+		}
+	}
+	require.NotNil(t, root)
+	var got []string
+	for _, ev := range root.Events() {
+		got = append(got, fmt.Sprint(ev.Name, " ", attrs(ev.Attributes)))
+	}
+	assert.Equal(t, []string{
+		"lambent.attempt.start map[lambent.attempt:1]",
+		"lambent.attempt.result map[lambent.attempt:1 lambent.attempt.code:validation_failed lambent.attempt.iterations:1 lambent.attempt.valid:false]",
+		"lambent.attempt.start map[lambent.attempt:2]",
+		"lambent.attempt.result map[lambent.attempt:2 lambent.attempt.code:validation_failed lambent.attempt.iterations:1 lambent.attempt.valid:false]",
+	}, got)
 }

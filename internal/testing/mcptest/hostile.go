@@ -49,6 +49,9 @@ type Hostile struct {
 	// JSONResponse answers with application/json instead of an event
 	// stream.
 	JSONResponse bool
+	// InputSchema, when set, is every listed tool's input schema (default
+	// {"type":"object"}); calls answer "ok" whatever their arguments.
+	InputSchema json.RawMessage
 }
 
 // page is one listing page of h.
@@ -58,13 +61,17 @@ func (h Hostile) page() []*sdk.Tool {
 	}
 	n := max(h.Tools, 1)
 	desc := strings.Repeat("d", h.DescriptionBytes)
+	schema := h.InputSchema
+	if schema == nil {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
 	out := make([]*sdk.Tool, n)
 	for i := range out {
 		name := h.Name
 		if name == "" {
 			name = "t" + strconv.Itoa(i)
 		}
-		out[i] = &sdk.Tool{Name: name, Description: desc, InputSchema: json.RawMessage(`{"type":"object"}`)}
+		out[i] = &sdk.Tool{Name: name, Description: desc, InputSchema: schema}
 	}
 	return out
 }

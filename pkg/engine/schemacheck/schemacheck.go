@@ -141,20 +141,26 @@ func (e *PatternsError) Error() string {
 // Errors checks output (JSON text) against s: nil when it is valid, else
 // one line per failed constraint ("at '/score': minimum: got -1, want 0"),
 // at most maxSchemaErrors of them.
-func Errors(s *jsonschema.Schema, output string) (errs []string) {
+func Errors(s *jsonschema.Schema, output string) []string {
+	return Check(s, output, "the output")
+}
+
+// Check is Errors for any JSON text: what names it (a singular noun) in
+// the errors about the text as a whole ("the input is not valid JSON").
+func Check(s *jsonschema.Schema, text, what string) (errs []string) {
 	var failed error
 	defer func() {
 		if failed != nil {
 			errs = []string{failed.Error()}
 		}
 	}()
-	defer recovered("validate the output", &failed)
-	if Scan(output).Number > MaxNumberSize {
-		return []string{fmt.Sprintf("the output holds a number of more than %d digits or with an exponent beyond ±%d, which cannot be validated", MaxNumberSize, MaxNumberSize)}
+	defer recovered("validate "+what, &failed)
+	if Scan(text).Number > MaxNumberSize {
+		return []string{fmt.Sprintf("%s holds a number of more than %d digits or with an exponent beyond ±%d, which cannot be validated", what, MaxNumberSize, MaxNumberSize)}
 	}
-	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(output))
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
 	if err != nil {
-		return []string{"the output is not valid JSON: " + err.Error()}
+		return []string{what + " is not valid JSON: " + err.Error()}
 	}
 	err = s.Validate(inst)
 	if err == nil {

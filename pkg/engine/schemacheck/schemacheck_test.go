@@ -24,6 +24,10 @@ func TestErrors(t *testing.T) {
 	assert.Contains(t, errs[0], "at '/score'")
 	assert.Contains(t, schemacheck.Errors(s, `{"score":`)[0], "not valid JSON")
 	assert.Contains(t, schemacheck.Errors(s, `{"score":1e999999}`)[0], "cannot be validated")
+	// Check names the text as its caller does.
+	assert.Equal(t, schemacheck.Errors(s, `{"score":-1}`), schemacheck.Check(s, `{"score":-1}`, "the input"))
+	assert.True(t, strings.HasPrefix(schemacheck.Check(s, `{"score":`, "the input")[0], "the input is not valid JSON: "))
+	assert.True(t, strings.HasPrefix(schemacheck.Check(s, `{"score":1e999999}`, "the input")[0], "the input holds a number"))
 
 	many, err := schemacheck.Compile(json.RawMessage(`{"type":"array","items":{"type":"string"}}`), 1000)
 	require.NoError(t, err)
