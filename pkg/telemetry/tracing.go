@@ -3,8 +3,9 @@ package telemetry
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"os"
 
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
@@ -15,15 +16,15 @@ const ServiceName = "lambent"
 
 // NewTracerProvider returns a tracer provider that exports spans in batches
 // to the OTLP/HTTP traces endpoint (e.g. http://127.0.0.1:4318/v1/traces,
-// an ADOT or OpenTelemetry collector; the exporter's OTEL_EXPORTER_OTLP_*
-// variables, headers for one, apply too). Spans follow their parent's
+// an ADOT or OpenTelemetry collector) in OTLP's JSON encoding; the
+// OTEL_EXPORTER_OTLP_* headers and timeout variables apply (otlpExporter). Spans follow their parent's
 // sampling decision (an X-Ray trace that is not sampled stays unsampled),
 // else are all sampled. Shut it down (or ForceFlush it) to send what is
 // buffered.
 func NewTracerProvider(ctx context.Context, endpoint string) (*sdktrace.TracerProvider, error) {
-	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(endpoint))
+	exp, err := newOTLPExporter(endpoint, os.Getenv, &http.Client{})
 	if err != nil {
-		return nil, fmt.Errorf("telemetry: OTLP exporter for %s: %w", endpoint, err)
+		return nil, err
 	}
 	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(semconv.ServiceName(ServiceName)))
 	if err != nil {

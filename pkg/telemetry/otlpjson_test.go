@@ -1,0 +1,188 @@
+package telemetry
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	collector "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+// collectorStub is an OTLP/HTTP traces endpoint that keeps what it is sent.
+type collectorStub struct {
+	mu     sync.Mutex
+	bodies [][]byte
+	hdrs   []http.Header
+	status int
+}
+
+func (c *collectorStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	c.mu.Lock()
+	c.bodies = append(c.bodies, b)
+	c.hdrs = append(c.hdrs, r.Header.Clone())
+	status := c.status
+	c.mu.Unlock()
+	if status != 0 {
+		http.Error(w, `{"code":3,"message":"bad spans"}`, status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{}`)
+}
+
+// decodeOTLP reads an OTLP/JSON body with the protobuf definitions of OTLP
+// (opentelemetry-proto), strictly: OTLP/JSON writes ids in hex where
+// protobuf's JSON mapping has base64, so they are turned into base64 first.
+func decodeOTLP(t *testing.T, body []byte) *collector.ExportTraceServiceRequest {
+	t.Helper()
+	var raw map[string]any
+	require.NoError(t, json.Unmarshal(body, &raw))
+	var fix func(v any)
+	fix = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if s, ok := x.(string); ok && (k == "traceId" || k == "spanId" || k == "parentSpanId") {
+					b, err := hex.DecodeString(s)
+					require.NoError(t, err, "%s %q is not hex", k, s)
+					v[k] = base64.StdEncoding.EncodeToString(b)
+					continue
+				}
+				fix(x)
+			}
+		case []any:
+			for _, x := range v {
+				fix(x)
+			}
+		}
+	}
+	fix(raw)
+	fixed, err := json.Marshal(raw)
+	require.NoError(t, err)
+	var req collector.ExportTraceServiceRequest
+	require.NoError(t, protojson.UnmarshalOptions{DiscardUnknown: false}.Unmarshal(fixed, &req), "%s", body)
+	return &req
+}
+
+// Spans reach an OTLP/HTTP endpoint in OTLP's JSON encoding, complete:
+// what the OpenTelemetry Go exporter sent, read back with OTLP's own
+// protobuf definitions.
+func TestOTLPJSONExport(t *testing.T) {
+	t.Parallel()
+	stub := &collectorStub{}
+	srv := httptest.NewServer(stub)
+	defer srv.Close()
+	env := map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=k%201, x-team = ops", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "2500"}
+	exp, err := newOTLPExporter(srv.URL+"/v1/traces", func(k string) string { return env[k] }, srv.Client())
+	require.NoError(t, err)
+	assert.Equal(t, int64(2500), exp.timeout.Milliseconds())
+	res := resource.NewSchemaless(attribute.String("service.name", "lambent"))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithResource(res))
+	tr := tp.Tracer("lambent/test", trace.WithInstrumentationVersion("1.2.3"))
+
+	remote := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5, 6}, TraceFlags: trace.FlagsSampled, Remote: true})
+	ctx, parent := tr.Start(trace.ContextWithRemoteSpanContext(context.Background(), remote), "invoke_agent lambent", trace.WithSpanKind(trace.SpanKindServer))
+	_, child := tr.Start(ctx, "execute_tool calc", trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(attribute.String("gen_ai.tool.name", "calc"), attribute.Int64("n", 1<<40), attribute.Bool("ok", false),
+			attribute.Float64("f", 0.5), attribute.StringSlice("ss", []string{"a", "b"}), attribute.Int64Slice("is", []int64{1, 2})))
+	child.AddEvent("lambent.attempt.result", trace.WithAttributes(attribute.Int("lambent.attempt", 2)))
+	child.SetStatus(codes.Error, "division by zero")
+	child.End()
+	parent.SetStatus(codes.Ok, "")
+	parent.End()
+	require.NoError(t, tp.Shutdown(context.Background()))
+
+	require.Len(t, stub.bodies, 2)
+	h := stub.hdrs[0]
+	assert.Equal(t, "application/json", h.Get("Content-Type"))
+	assert.Equal(t, "k 1", h.Get("X-Api-Key"))
+	assert.Equal(t, "ops", h.Get("X-Team"))
+
+	got := decodeOTLP(t, stub.bodies[0])
+	require.Len(t, got.ResourceSpans, 1)
+	rs := got.ResourceSpans[0]
+	assert.Equal(t, "service.name", rs.Resource.Attributes[0].Key)
+	assert.Equal(t, "lambent", rs.Resource.Attributes[0].Value.GetStringValue())
+	require.Len(t, rs.ScopeSpans, 1)
+	assert.Equal(t, "lambent/test", rs.ScopeSpans[0].Scope.Name)
+	assert.Equal(t, "1.2.3", rs.ScopeSpans[0].Scope.Version)
+	require.Len(t, rs.ScopeSpans[0].Spans, 1)
+	s := rs.ScopeSpans[0].Spans[0]
+	sc := child.SpanContext()
+	assert.Equal(t, sc.TraceID().String(), hex.EncodeToString(s.TraceId))
+	assert.Equal(t, remote.TraceID().String(), hex.EncodeToString(s.TraceId), "continues the remote trace")
+	assert.Equal(t, sc.SpanID().String(), hex.EncodeToString(s.SpanId))
+	assert.Equal(t, parent.SpanContext().SpanID().String(), hex.EncodeToString(s.ParentSpanId))
+	assert.Equal(t, "execute_tool calc", s.Name)
+	assert.Equal(t, tracepb.Span_SPAN_KIND_INTERNAL, s.Kind)
+	assert.Positive(t, s.StartTimeUnixNano)
+	assert.GreaterOrEqual(t, s.EndTimeUnixNano, s.StartTimeUnixNano)
+	assert.Equal(t, tracepb.Status_STATUS_CODE_ERROR, s.Status.Code)
+	assert.Equal(t, "division by zero", s.Status.Message)
+	attrs := map[string]string{}
+	for _, kv := range s.Attributes {
+		attrs[kv.Key] = protojson.Format(kv.Value)
+	}
+	assert.JSONEq(t, `{"stringValue":"calc"}`, attrs["gen_ai.tool.name"])
+	assert.JSONEq(t, `{"intValue":"1099511627776"}`, attrs["n"])
+	assert.JSONEq(t, `{"boolValue":false}`, attrs["ok"])
+	assert.JSONEq(t, `{"doubleValue":0.5}`, attrs["f"])
+	assert.JSONEq(t, `{"arrayValue":{"values":[{"stringValue":"a"},{"stringValue":"b"}]}}`, attrs["ss"])
+	assert.JSONEq(t, `{"arrayValue":{"values":[{"intValue":"1"},{"intValue":"2"}]}}`, attrs["is"])
+	require.Len(t, s.Events, 1)
+	assert.Equal(t, "lambent.attempt.result", s.Events[0].Name)
+	assert.Equal(t, int64(2), s.Events[0].Attributes[0].Value.GetIntValue())
+
+	p := decodeOTLP(t, stub.bodies[1]).ResourceSpans[0].ScopeSpans[0].Spans[0]
+	assert.Equal(t, tracepb.Span_SPAN_KIND_SERVER, p.Kind)
+	assert.Equal(t, tracepb.Status_STATUS_CODE_OK, p.Status.Code)
+	assert.Equal(t, "0405060000000000", hex.EncodeToString(p.ParentSpanId))
+	assert.Equal(t, uint32(0x301), p.Flags, "sampled, with a remote parent")
+}
+
+// A collector's refusal is an error naming its status and reply; bad
+// settings are errors at start.
+func TestOTLPJSONErrors(t *testing.T) {
+	t.Parallel()
+	stub := &collectorStub{status: http.StatusBadRequest}
+	srv := httptest.NewServer(stub)
+	defer srv.Close()
+	exp, err := newOTLPExporter(srv.URL, func(string) string { return "" }, srv.Client())
+	require.NoError(t, err)
+	tp := sdktrace.NewTracerProvider()
+	_, sp := tp.Tracer("t").Start(context.Background(), "s")
+	sp.End()
+	err = exp.ExportSpans(context.Background(), []sdktrace.ReadOnlySpan{sp.(sdktrace.ReadOnlySpan)})
+	require.ErrorContains(t, err, "400")
+	require.ErrorContains(t, err, "bad spans")
+
+	for _, bad := range []struct{ endpoint, env, val string }{
+		{"127.0.0.1:4318", "", ""},
+		{"http://x/v1/traces", "OTEL_EXPORTER_OTLP_HEADERS", "novalue"},
+		{"http://x/v1/traces", "OTEL_EXPORTER_OTLP_TIMEOUT", "soon"},
+	} {
+		_, err := newOTLPExporter(bad.endpoint, func(k string) string {
+			if k == bad.env {
+				return bad.val
+			}
+			return ""
+		}, http.DefaultClient)
+		assert.Error(t, err, "%+v", bad)
+	}
+}
