@@ -172,15 +172,6 @@ func SetHidden(m map[string]ItemHidden, lists ...[]Item) {
 	}
 }
 
-// MCPTool is one tool of an mcp_list_tools item, as the MCP server
-// described it.
-type MCPTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
-	Annotations json.RawMessage `json:"annotations,omitempty"`
-}
-
 // Executed reports whether an mcp_call has its result: an output
 // (completed) or an error (failed).
 func (it *Item) Executed() bool {

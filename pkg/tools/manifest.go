@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/tooldef"
 )
 
 // Manifest lists the hosted tools a gateway offers (LAMBENT_TOOLS): each
@@ -135,8 +135,8 @@ func ParseManifest(data []byte) (*Manifest, error) {
 
 // Definition returns the tool's definition, filling description and
 // parameters from fallback where the manifest leaves them out.
-func (t ManifestTool) Definition(fallback api.ToolDefinition) api.ToolDefinition {
-	d := api.ToolDefinition{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
+func (t ManifestTool) Definition(fallback tooldef.ToolDefinition) tooldef.ToolDefinition {
+	d := tooldef.ToolDefinition{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
 	if d.Description == "" {
 		d.Description = fallback.Description
 	}

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/tooldef"
 )
 
 // MCP transports.
@@ -100,7 +100,7 @@ func RedactMCPURL(raw string) string {
 // MCPSession is one connection to an MCP server, used by one response.
 type MCPSession interface {
 	// ListTools lists the server's tools.
-	ListTools(ctx context.Context) ([]api.MCPTool, error)
+	ListTools(ctx context.Context) ([]tooldef.MCPTool, error)
 	// CallTool calls the tool name with arguments (a JSON object). A tool
 	// that reports an error (isError) is an is_error result; a server that
 	// cannot be reached or answers nonsense is an error.
@@ -123,7 +123,7 @@ type MCPToolFilter struct {
 
 // Match reports whether the filter selects t: a filter that was given and
 // has criteria selects tools meeting all of them.
-func (f MCPToolFilter) Match(t *api.MCPTool) bool {
+func (f MCPToolFilter) Match(t *tooldef.MCPTool) bool {
 	if !f.Set || (len(f.Names) == 0 && !f.ReadOnly) {
 		return false
 	}
@@ -135,14 +135,14 @@ func (f MCPToolFilter) Match(t *api.MCPTool) bool {
 
 // Allows reports whether, as allowed_tools, the filter lets the model see
 // t: an absent filter or one without criteria allows everything.
-func (f MCPToolFilter) Allows(t *api.MCPTool) bool {
+func (f MCPToolFilter) Allows(t *tooldef.MCPTool) bool {
 	if !f.Set || (len(f.Names) == 0 && !f.ReadOnly) {
 		return true
 	}
 	return f.Match(t)
 }
 
-func readOnly(t *api.MCPTool) bool {
+func readOnly(t *tooldef.MCPTool) bool {
 	var a struct {
 		ReadOnlyHint bool `json:"readOnlyHint"`
 	}
@@ -160,7 +160,7 @@ type MCPApproval struct {
 }
 
 // Required reports whether a call to t waits for approval.
-func (a MCPApproval) Required(t *api.MCPTool) bool {
+func (a MCPApproval) Required(t *tooldef.MCPTool) bool {
 	switch a.Mode {
 	case MCPApproveNever:
 		return false

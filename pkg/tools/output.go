@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/tooldef"
 )
 
 // Hosted tools that serve validated output (docs/validated-output.md): a
@@ -59,7 +59,7 @@ func Reflector(name, description string, fn ReflectorFunc) Hosted {
 
 func outputTool(name, description string, fn func(ctx context.Context, output json.RawMessage) (string, error)) Hosted {
 	return Hosted{
-		Definition: api.ToolDefinition{Name: name, Description: description, Parameters: json.RawMessage(outputParameters)},
+		Definition: tooldef.ToolDefinition{Name: name, Description: description, Parameters: json.RawMessage(outputParameters)},
 		Handler: func(ctx context.Context, call ToolCall) (string, error) {
 			var in struct {
 				Output json.RawMessage `json:"output"`

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/tooldef"
 )
 
 // Lifecycle is implemented by hosted tools that hold resources.
@@ -58,19 +58,19 @@ func (r *Registry) Get(name string) (Hosted, bool) {
 
 // Lookup returns the named tool's definition and the registry as its
 // executor (Catalog).
-func (r *Registry) Lookup(name string) (api.ToolDefinition, ToolExecutor, bool) {
+func (r *Registry) Lookup(name string) (tooldef.ToolDefinition, ToolExecutor, bool) {
 	h, ok := r.Get(name)
 	if !ok {
-		return api.ToolDefinition{}, nil, false
+		return tooldef.ToolDefinition{}, nil, false
 	}
 	return h.Definition, r, true
 }
 
 // List returns every definition, sorted by name.
-func (r *Registry) List() []api.ToolDefinition {
+func (r *Registry) List() []tooldef.ToolDefinition {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make([]api.ToolDefinition, 0, len(r.tools))
+	out := make([]tooldef.ToolDefinition, 0, len(r.tools))
 	for _, h := range r.tools {
 		out = append(out, h.Definition)
 	}

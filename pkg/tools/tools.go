@@ -14,7 +14,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/tooldef"
 )
 
 // ToolCall is a model's request to invoke a tool. Its JSON form is the
@@ -54,7 +54,7 @@ type ToolExecutor interface {
 // request) to the definition the model sees and the executor that runs its
 // calls. When ok is true, exec is not nil.
 type Catalog interface {
-	Lookup(name string) (def api.ToolDefinition, exec ToolExecutor, ok bool)
+	Lookup(name string) (def tooldef.ToolDefinition, exec ToolExecutor, ok bool)
 }
 
 // Catalogs looks a hosted tool up in each catalog in turn: the first that
@@ -62,13 +62,13 @@ type Catalog interface {
 type Catalogs []Catalog
 
 // Lookup implements Catalog.
-func (cs Catalogs) Lookup(name string) (api.ToolDefinition, ToolExecutor, bool) {
+func (cs Catalogs) Lookup(name string) (tooldef.ToolDefinition, ToolExecutor, bool) {
 	for _, c := range cs {
 		if def, exec, ok := c.Lookup(name); ok {
 			return def, exec, true
 		}
 	}
-	return api.ToolDefinition{}, nil, false
+	return tooldef.ToolDefinition{}, nil, false
 }
 
 // Handler runs one hosted tool call and returns its text output. A returned
@@ -77,7 +77,7 @@ type Handler func(ctx context.Context, call ToolCall) (string, error)
 
 // Hosted is a hosted tool: its definition and the handler that runs it.
 type Hosted struct {
-	Definition api.ToolDefinition
+	Definition tooldef.ToolDefinition
 	Handler    Handler
 }
 

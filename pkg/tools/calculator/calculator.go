@@ -14,7 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/tooldef"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -53,7 +53,7 @@ const parameters = `{
 // The handler takes {"expression": string} and returns the formatted result.
 func Tool() tools.Hosted {
 	return tools.Hosted{
-		Definition: api.ToolDefinition{
+		Definition: tooldef.ToolDefinition{
 			Name:        Name,
 			Description: description,
 			Parameters:  json.RawMessage(parameters),

@@ -3,10 +3,11 @@ package fetchurl
 import (
 	"bytes"
 	"mime"
-	"regexp"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"golang.org/x/net/html"
 )
 
 // Character sets. fetch_url decodes UTF-8, UTF-16 (by BOM or label),
@@ -16,9 +17,46 @@ import (
 // golang.org/x/net/html/charset) would add about 0.7 MB to every binary
 // that links the built-in tools, the gateway's included.
 
-// metaCharset finds <meta charset=...> or a http-equiv content charset in
-// the first bytes of a page.
-var metaCharset = regexp.MustCompile(`(?i)<meta[^>]+charset\s*=\s*["']?\s*([a-z0-9_:.-]+)`)
+// metaCharset returns the charset a <meta charset> or <meta
+// http-equiv="content-type" content="…; charset=…"> tag of head declares
+// ("" when none), reading it with the HTML tokenizer the page is parsed
+// with.
+func metaCharset(head []byte) string {
+	z := html.NewTokenizer(bytes.NewReader(head))
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return ""
+		case html.StartTagToken, html.SelfClosingTagToken:
+			name, more := z.TagName()
+			if string(name) != "meta" {
+				continue
+			}
+			var charset, content string
+			equiv := false
+			for more {
+				var k, v []byte
+				k, v, more = z.TagAttr()
+				switch string(k) {
+				case "charset":
+					charset = string(v)
+				case "content":
+					content = string(v)
+				case "http-equiv":
+					equiv = strings.EqualFold(string(v), "content-type")
+				}
+			}
+			if charset != "" {
+				return strings.TrimSpace(charset)
+			}
+			if equiv {
+				if _, params, err := mime.ParseMediaType(content); err == nil && params["charset"] != "" {
+					return params["charset"]
+				}
+			}
+		}
+	}
+}
 
 // cp1252 maps bytes 0x80–0x9F of windows-1252; 0 marks an undefined byte
 // (decoded as in ISO-8859-1, as browsers do).
@@ -103,9 +141,7 @@ func decodeHTML(body []byte, contentType string) string {
 		if len(head) > 1024 {
 			head = head[:1024]
 		}
-		if m := metaCharset.FindSubmatch(head); m != nil {
-			label = string(m[1])
-		}
+		label = metaCharset(head)
 	}
 	cs := normalizeLabel(label)
 	if cs == "" || cs == "utf-16le" || cs == "utf-16be" {

@@ -21,8 +21,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/egress"
+	"github.com/lambent/lambent/pkg/tooldef"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -88,7 +88,7 @@ func Tool(cfg Config) tools.Hosted {
 func newTool(cfg Config, lookup egress.LookupFunc) tools.Hosted {
 	f := newFetcher(cfg, lookup)
 	return tools.Hosted{
-		Definition: api.ToolDefinition{
+		Definition: tooldef.ToolDefinition{
 			Name:        Name,
 			Description: description,
 			Parameters:  json.RawMessage(parameters),

@@ -164,6 +164,7 @@ func TestFetchContentTypes(t *testing.T) {
 		{"xml", "application/xml", []byte("<a>1</a>"), "<a>1</a>", ""},
 		{"latin-1 text", "text/plain; charset=iso-8859-1", []byte("caf\xe9"), "café", ""},
 		{"latin-1 html meta", "text/html", []byte(`<meta charset="iso-8859-1"><p>caf` + "\xe9</p>"), "café", ""},
+		{"windows-1252 html http-equiv", "text/html", []byte(`<head><META HTTP-EQUIV="Content-Type" CONTENT="text/html; charset=windows-1252"></head><p>` + "\xc3\xa9</p>"), "Ã©", ""},
 		{"utf-8 html without charset", "text/html", []byte(strings.Repeat("<p>ascii</p>", 200) + "<p>café</p>"), strings.TrimSuffix(strings.Repeat("ascii\n\n", 200), "\n\n") + "\n\ncafé", ""},
 		{"sniffed html without header", "-", []byte("<!DOCTYPE html><html><body><p>sniffed</p></body></html>"), "sniffed", ""},
 		{"sniffed html from octet-stream", "application/octet-stream", []byte("<html><body><p>sniffed</p></body></html>"), "sniffed", ""},

@@ -31,7 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/tooldef"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -102,7 +102,7 @@ func (c Config) withDefaults() Config {
 
 // target is one Lambda-backed tool.
 type target struct {
-	def       api.ToolDefinition
+	def       tooldef.ToolDefinition
 	function  string
 	qualifier string
 }
@@ -130,7 +130,7 @@ type Executor struct {
 	cfg     Config
 	log     *slog.Logger
 	targets map[string]target
-	defs    []api.ToolDefinition
+	defs    []tooldef.ToolDefinition
 }
 
 // New returns an Executor for the lambda-backed tools of manifest (tools
@@ -138,7 +138,7 @@ type Executor struct {
 // come from the manifest; where it leaves them out they are taken from
 // fallback[name] (typically the built-in tool of that name). A tool that
 // ends up with neither a description nor parameters is an error.
-func New(client LambdaInvoker, cfg Config, manifest []tools.ManifestTool, fallback map[string]api.ToolDefinition) (*Executor, error) {
+func New(client LambdaInvoker, cfg Config, manifest []tools.ManifestTool, fallback map[string]tooldef.ToolDefinition) (*Executor, error) {
 	if client == nil {
 		return nil, errors.New("lambdaexec: New needs a Lambda client")
 	}
@@ -170,17 +170,17 @@ func New(client LambdaInvoker, cfg Config, manifest []tools.ManifestTool, fallba
 
 // Lookup returns the definition of a Lambda-backed tool and the Executor
 // as the executor of its calls (tools.Catalog).
-func (e *Executor) Lookup(name string) (api.ToolDefinition, tools.ToolExecutor, bool) {
+func (e *Executor) Lookup(name string) (tooldef.ToolDefinition, tools.ToolExecutor, bool) {
 	t, ok := e.targets[name]
 	if !ok {
-		return api.ToolDefinition{}, nil, false
+		return tooldef.ToolDefinition{}, nil, false
 	}
 	return t.def, e, true
 }
 
 // List returns the definitions of every Lambda-backed tool, sorted by name.
-func (e *Executor) List() []api.ToolDefinition {
-	return append([]api.ToolDefinition(nil), e.defs...)
+func (e *Executor) List() []tooldef.ToolDefinition {
+	return append([]tooldef.ToolDefinition(nil), e.defs...)
 }
 
 // Function returns the function name or ARN and qualifier a tool invokes.

@@ -39,9 +39,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/egress"
 	"github.com/lambent/lambent/pkg/limits"
+	"github.com/lambent/lambent/pkg/tooldef"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -326,8 +326,8 @@ func (s *session) redact(text string) string {
 // session's bounds: more than bounds.Tools tools, more than
 // bounds.ReplyBytes of names, descriptions, schemas and annotations, or
 // more than maxListPages pages fail the listing.
-func (s *session) ListTools(ctx context.Context) ([]api.MCPTool, error) {
-	var out []api.MCPTool
+func (s *session) ListTools(ctx context.Context) ([]tooldef.MCPTool, error) {
+	var out []tooldef.MCPTool
 	err := s.op(ctx, "list tools", func(ctx context.Context, cs *sdk.ClientSession) error {
 		out = out[:0]
 		var size int64
@@ -366,8 +366,8 @@ func (s *session) ListTools(ctx context.Context) ([]api.MCPTool, error) {
 }
 
 // listedTool is a tool of a listing as Lambent keeps it.
-func listedTool(t *sdk.Tool) (api.MCPTool, error) {
-	mt := api.MCPTool{Name: t.Name, Description: t.Description, InputSchema: json.RawMessage(`{"type":"object"}`)}
+func listedTool(t *sdk.Tool) (tooldef.MCPTool, error) {
+	mt := tooldef.MCPTool{Name: t.Name, Description: t.Description, InputSchema: json.RawMessage(`{"type":"object"}`)}
 	if t.InputSchema != nil {
 		b, err := json.Marshal(t.InputSchema)
 		if err != nil {
