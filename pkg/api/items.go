@@ -29,6 +29,20 @@ const (
 	ItemMCPApprovalRequest = "mcp_approval_request"
 	// ItemMCPApprovalResponse (input) approves or denies an approval request.
 	ItemMCPApprovalResponse = "mcp_approval_response"
+	// ItemCustomToolCall is the model's call of a custom tool: its Input
+	// is free text.
+	ItemCustomToolCall = "custom_tool_call"
+	// ItemCustomToolCallOutput (input) is the client's result of a custom
+	// tool call.
+	ItemCustomToolCallOutput = "custom_tool_call_output"
+)
+
+// Id prefixes of the custom tool items.
+const (
+	// PrefixCustomToolCall is the id prefix of custom_tool_call items.
+	PrefixCustomToolCall = "ctc_"
+	// PrefixCustomToolCallOutput is the id prefix of custom_tool_call_output items.
+	PrefixCustomToolCallOutput = "ctco_"
 )
 
 // HostedServerLabel is the server_label of the mcp_call items of Lambent's
@@ -90,10 +104,15 @@ type Item struct {
 	Content []ContentPart
 	Phase   string
 
-	// function_call and function_call_output
+	// function_call and function_call_output (custom_tool_call and its
+	// output too, with Input). Namespace is the namespace tool of a
+	// function_call's or custom_tool_call's tool, Name its name there.
 	CallID    string
 	Name      string
+	Namespace string
 	Arguments string
+	// Input is a custom_tool_call's free-text input.
+	Input string
 	// Output is the function_call_output text; OutputParts its array form.
 	Output      string
 	OutputParts []ContentPart
@@ -183,6 +202,8 @@ func (it *Item) OutputText() string {
 //	message:              type, id, status, role, content ([] when nil), phase (omitted when empty)
 //	function_call:        type, id, call_id, name, arguments, status
 //	function_call_output: type, id, call_id, output (OutputParts when non-nil, else Output), status, is_error (only when true)
+//	custom_tool_call:     type, id, call_id, namespace (omitted when empty), name, input, status
+//	custom_tool_call_output: type, id, call_id, output (as function_call_output's), status
 //	reasoning:            type, id, summary ([] when nil), then content, encrypted_content and status when non-empty
 //	item_reference:       type, id
 //	compaction:           type, id, encrypted_content
@@ -208,10 +229,33 @@ func (it Item) MarshalJSON() ([]byte, error) {
 			Type      string `json:"type"`
 			ID        string `json:"id"`
 			CallID    string `json:"call_id"`
+			Namespace string `json:"namespace,omitempty"`
 			Name      string `json:"name"`
 			Arguments string `json:"arguments"`
 			Status    string `json:"status"`
-		}{it.Type, it.ID, it.CallID, it.Name, it.Arguments, it.Status})
+		}{it.Type, it.ID, it.CallID, it.Namespace, it.Name, it.Arguments, it.Status})
+	case ItemCustomToolCall:
+		return wirejson.Marshal(struct {
+			Type      string `json:"type"`
+			ID        string `json:"id"`
+			CallID    string `json:"call_id"`
+			Namespace string `json:"namespace,omitempty"`
+			Name      string `json:"name"`
+			Input     string `json:"input"`
+			Status    string `json:"status"`
+		}{it.Type, it.ID, it.CallID, it.Namespace, it.Name, it.Input, it.Status})
+	case ItemCustomToolCallOutput:
+		var output any = it.Output
+		if it.OutputParts != nil {
+			output = it.OutputParts
+		}
+		return wirejson.Marshal(struct {
+			Type   string `json:"type"`
+			ID     string `json:"id"`
+			CallID string `json:"call_id"`
+			Output any    `json:"output"`
+			Status string `json:"status"`
+		}{it.Type, it.ID, it.CallID, output, it.Status})
 	case ItemFunctionCallOutput:
 		var output any = it.Output
 		if it.OutputParts != nil {
@@ -351,7 +395,9 @@ type wireItemIn struct {
 	Phase            string          `json:"phase"`
 	CallID           string          `json:"call_id"`
 	Name             string          `json:"name"`
+	Namespace        string          `json:"namespace"`
 	Arguments        *string         `json:"arguments"`
+	Input            *string         `json:"input"`
 	Output           json.RawMessage `json:"output"`
 	IsError          bool            `json:"is_error"`
 	Summary          []ContentPart   `json:"summary"`
@@ -387,12 +433,21 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 		}
 		it.Content = parts
 	case ItemFunctionCall:
-		it.CallID, it.Name = w.CallID, w.Name
+		it.CallID, it.Name, it.Namespace = w.CallID, w.Name, w.Namespace
 		if w.Arguments != nil {
 			it.Arguments = *w.Arguments
 		}
-	case ItemFunctionCallOutput:
-		it.CallID, it.IsError = w.CallID, w.IsError
+	case ItemCustomToolCall:
+		it.CallID, it.Name, it.Namespace = w.CallID, w.Name, w.Namespace
+		if w.Input == nil {
+			return InvalidRequest("input", "missing required parameter: input")
+		}
+		it.Input = *w.Input
+	case ItemFunctionCallOutput, ItemCustomToolCallOutput:
+		it.CallID = w.CallID
+		if typ == ItemFunctionCallOutput {
+			it.IsError = w.IsError
+		}
 		if len(w.Output) == 0 || bytes.Equal(w.Output, []byte("null")) {
 			return InvalidRequest("output", "missing required parameter: output")
 		}
@@ -474,7 +529,7 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 			it.Reason = *w.Reason
 		}
 	default:
-		return InvalidRequest("type", "unsupported item type %q; supported: message, function_call, function_call_output, reasoning, item_reference, mcp_call, mcp_list_tools, mcp_approval_request, mcp_approval_response, compaction", typ)
+		return InvalidRequest("type", "unsupported item type %q; supported: message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, reasoning, item_reference, mcp_call, mcp_list_tools, mcp_approval_request, mcp_approval_response, compaction", typ)
 	}
 	return nil
 }

@@ -15,6 +15,10 @@ type LambentInfo struct {
 	// and were known when it ended; a failing hook never changes anything
 	// else of the response.
 	HookErrors []string `json:"hook_errors,omitempty"`
+	// UnservedTools lists the types of the request's built-in tools that
+	// this gateway does not run (api.BuiltinKind), in request order: they
+	// were left out of what the model sees.
+	UnservedTools []string `json:"unserved_tools,omitempty"`
 }
 
 // AddHookErrors appends errs to r's hook errors, creating the extension
@@ -39,6 +43,7 @@ func (l *LambentInfo) clone() *LambentInfo {
 	}
 	c := *l
 	c.HookErrors = append([]string(nil), l.HookErrors...)
+	c.UnservedTools = append([]string(nil), l.UnservedTools...)
 	if l.Attempts != nil {
 		c.Attempts = make([]Attempt, len(l.Attempts))
 		for i, a := range l.Attempts {

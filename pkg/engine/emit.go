@@ -154,7 +154,7 @@ func (a *assembler) delta(d provider.Delta) error {
 				if callID == "" {
 					callID = api.NewID("call_")
 				}
-				idx = a.open(api.Item{Type: api.ItemFunctionCall, ID: a.r.newItemID(api.PrefixFunctionCall), Status: api.ItemInProgress, CallID: callID, Name: d.ToolName})
+				idx = a.open(a.r.clientItem(d.ToolName, callID))
 			}
 			pos = len(a.calls)
 			a.calls = append(a.calls, idx)
@@ -169,8 +169,9 @@ func (a *assembler) delta(d provider.Delta) error {
 			it.Arguments += d.Text
 			delta := d.Text
 			// An approval request has no argument events: it is done
-			// with its arguments.
-			if a.r.em.stream && it.Type != api.ItemMCPApprovalRequest {
+			// with its arguments; a custom tool call's input is known
+			// once its arguments are complete.
+			if a.r.em.stream && it.Type != api.ItemMCPApprovalRequest && it.Type != api.ItemCustomToolCall {
 				typ := api.EventFunctionCallArgsDelta
 				if it.Type == api.ItemMCPCall {
 					typ = api.EventMCPCallArgsDelta
@@ -274,7 +275,10 @@ func (a *assembler) finish(itemStatus string) []api.Item {
 			calls = append(calls, *it)
 			continue
 		}
-		if a.r.em.stream {
+		if it.Type == api.ItemCustomToolCall {
+			it.Input = customInput(args)
+			a.customInputEvents(idx, it)
+		} else if a.r.em.stream {
 			a.r.em.emit(&api.StreamEvent{Type: api.EventFunctionCallArgsDone, ItemID: it.ID, OutputIndex: &idx, Arguments: &args})
 		}
 		it.Status = itemStatus

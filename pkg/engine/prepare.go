@@ -101,6 +101,7 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id
 	if err := r.resolveTools(e); err != nil {
 		return nil, err
 	}
+	r.reportUnserved(ctx, e)
 	r.resp.Tools = r.echoTools()
 	return r, nil
 }
@@ -118,7 +119,7 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 		if it.ID != "" {
 			byID[it.ID] = it
 		}
-		if it.Type == api.ItemFunctionCall {
+		if it.Type == api.ItemFunctionCall || it.Type == api.ItemCustomToolCall {
 			calls[it.CallID] = true
 		}
 	}
@@ -136,7 +137,7 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 			it = *ref
 		}
 		switch it.Type {
-		case api.ItemFunctionCall:
+		case api.ItemFunctionCall, api.ItemCustomToolCall:
 			calls[it.CallID] = true
 		case api.ItemMCPCall:
 			// Clients send executed calls back, some without the output
@@ -149,7 +150,7 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 					it.Status, it.Error = api.ItemFailed, "The result of this call is not available."
 				}
 			}
-		case api.ItemFunctionCallOutput:
+		case api.ItemFunctionCallOutput, api.ItemCustomToolCallOutput:
 			if !calls[it.CallID] {
 				if r.req.PreviousResponseID != "" {
 					return api.InvalidRequest(p+".call_id", "No tool call found for function call output with call_id '%s' in previous response '%s'.", it.CallID, r.req.PreviousResponseID)
@@ -255,6 +256,10 @@ func idPrefix(typ string) string {
 		return api.PrefixFunctionCall
 	case api.ItemFunctionCallOutput:
 		return api.PrefixFuncOutput
+	case api.ItemCustomToolCall:
+		return api.PrefixCustomToolCall
+	case api.ItemCustomToolCallOutput:
+		return api.PrefixCustomToolCallOutput
 	case api.ItemMCPCall:
 		return api.PrefixMCPCall
 	case api.ItemReasoning:
@@ -295,6 +300,14 @@ func (r *run) resolveTools(e *Engine) error {
 			if t.Description != nil {
 				rt.def.Description = *t.Description
 			}
+		case t.Type == api.ToolCustom:
+			r.tools.addClient("", t)
+			continue
+		case t.Type == api.ToolNamespace:
+			continue // below: their names must not take a top-level tool's
+		case api.BuiltinKind(t.Type) != "":
+			r.tools.unserved = append(r.tools.unserved, t.Type)
+			continue
 		case t.IsHosted() && e.cfg.MCP.Servers[t.HostedName()] != nil:
 			if err := r.tools.addMCP(e, p, e.cfg.MCP.Servers[t.HostedName()]); err != nil {
 				return err
@@ -320,6 +333,13 @@ func (r *run) resolveTools(e *Engine) error {
 			continue
 		}
 		r.tools.add(rt)
+	}
+	for i := range r.req.Tools {
+		if t := &r.req.Tools[i]; t.Type == api.ToolNamespace {
+			for j := range t.Tools {
+				r.tools.addClient(t.Name, &t.Tools[j])
+			}
+		}
 	}
 	if err := r.resolveOutput(hosted, e.cfg.Limits.SchemaPatterns); err != nil {
 		return err

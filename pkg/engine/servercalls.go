@@ -89,7 +89,7 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 					result(it.ApprovalRequestID, deniedText(it), true)
 				}
 			default:
-				out = append(out, *it)
+				out = append(out, r.tools.modelItem(it))
 			}
 		}
 	}
