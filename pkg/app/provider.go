@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/lambent/lambent/pkg/api"
 	model "github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/provider/bedrock"
 	"github.com/lambent/lambent/pkg/provider/openai"
@@ -55,6 +57,43 @@ func (c *Config) defaultProvider() string {
 // default (LAMBENT_PROVIDER) or a route names it.
 func (c *Config) Uses(name string) bool {
 	return c.defaultProvider() == name || slices.ContainsFunc(c.Provider.Routes, func(r model.Route) bool { return r.Provider == name })
+}
+
+// Models are the models the gateway tells clients of (GET /v1/models):
+// the default model (LAMBENT_DEFAULT_MODEL) and the models of the exact
+// routes (LAMBENT_MODEL_ROUTES) by name, the prefix routes as prefixes,
+// each owned by its provider.
+func (c *Config) Models() api.Models {
+	var m api.Models
+	named := map[string]bool{}
+	if d := c.Provider.DefaultModel; d != "" {
+		m.Named = append(m.Named, api.Model{ID: d, OwnedBy: c.providerOf(d)})
+		named[d] = true
+	}
+	for _, r := range c.Provider.Routes {
+		if prefix, ok := strings.CutSuffix(r.Pattern, "*"); ok {
+			m.Prefixes = append(m.Prefixes, api.Model{ID: prefix, OwnedBy: r.Provider})
+		} else if !named[r.Pattern] {
+			m.Named = append(m.Named, api.Model{ID: r.Pattern, OwnedBy: r.Provider})
+			named[r.Pattern] = true
+		}
+	}
+	return m
+}
+
+// providerOf names the provider the router sends model to: its exact
+// route's, else its longest prefix route's, else the default provider.
+func (c *Config) providerOf(model string) string {
+	name, best := c.defaultProvider(), -1
+	for _, r := range c.Provider.Routes {
+		if r.Pattern == model {
+			return r.Provider
+		}
+		if prefix, ok := strings.CutSuffix(r.Pattern, "*"); ok && strings.HasPrefix(model, prefix) && len(prefix) > best {
+			name, best = r.Provider, len(prefix)
+		}
+	}
+	return name
 }
 
 // buildProvider builds the providers the configuration uses and, when

@@ -231,6 +231,9 @@ func (t *toolset) freeName(names ...string) string {
 		}
 	}
 	stem := names[len(names)-1]
+	if t.nameNext == nil {
+		t.nameNext = map[string]int{}
+	}
 	if len(stem) > numberedStem {
 		stem = stem[:numberedStem]
 	}

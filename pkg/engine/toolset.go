@@ -32,7 +32,7 @@ type toolset struct {
 	// unserved are the types of the request's built-in tools that Lambent
 	// does not run (api.BuiltinKind), left out of what the model sees.
 	unserved []string
-	nameNext   map[string]int
+	nameNext map[string]int
 	// hostedCalls counts executed hosted tool calls (max_tool_calls).
 	hostedCalls int
 }

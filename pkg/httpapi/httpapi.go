@@ -66,6 +66,9 @@ type Config struct {
 	// the same checks and refusals, but outside the tenant rule: each
 	// authenticates its own callers.
 	Routes []Route
+	// Models are the models GET /v1/models lists and /v1/models/{id}
+	// knows.
+	Models api.Models
 	// Pacing paces the SSE streams: when buffered events are written and
 	// the keep-alive comments while none come (zero values: the package's
 	// defaults).
@@ -106,6 +109,7 @@ type Handler struct {
 	hosts   hostAllowlist
 	router  *router
 	pacing  pacing.Config
+	models  api.Models
 }
 
 // New returns the API handler. It panics when a route of cfg.Routes is
@@ -128,7 +132,7 @@ func New(cfg Config) *Handler {
 	if ws.ReadLimit <= 0 {
 		ws.ReadLimit = cfg.MaxBody
 	}
-	h := &Handler{svc: cfg.Service, maxBody: cfg.MaxBody, log: cfg.Logger, tenants: cfg.Tenants, ws: wsapi.NewServer(ws), hosts: newHostAllowlist(cfg.AllowedHosts),
+	h := &Handler{svc: cfg.Service, maxBody: cfg.MaxBody, log: cfg.Logger, tenants: cfg.Tenants, ws: wsapi.NewServer(ws), hosts: newHostAllowlist(cfg.AllowedHosts), models: cfg.Models,
 		pacing: cfg.Pacing.WithDefaults()}
 	routes := h.routes()
 	for _, r := range cfg.Routes {

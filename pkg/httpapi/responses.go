@@ -208,3 +208,20 @@ func (h *Handler) health(w http.ResponseWriter, _ *http.Request) error {
 	h.writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	return nil
 }
+
+// listModels serves GET /v1/models: the models the gateway names.
+func (h *Handler) listModels(w http.ResponseWriter, _ *http.Request) error {
+	h.writeJSON(w, http.StatusOK, h.models.List())
+	return nil
+}
+
+// getModel serves GET /v1/models/{id}: a model the gateway routes, else a
+// 404 model_not_found.
+func (h *Handler) getModel(w http.ResponseWriter, r *http.Request) error {
+	m, err := h.models.Get(r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	h.writeJSON(w, http.StatusOK, m)
+	return nil
+}

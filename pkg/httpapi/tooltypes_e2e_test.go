@@ -1,0 +1,174 @@
+package httpapi_test
+
+// The tool types of OpenAI's Tool union beyond function and mcp, end to
+// end (docs/tools.md, "Tool types"): namespace and custom tools reach the
+// model as functions and their calls come back as OpenAI's items; the
+// built-in types Lambent does not run are left out and reported.
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lambent/lambent/internal/chatwire"
+	"github.com/lambent/lambent/internal/testing/fakellm"
+)
+
+// toolTypesTools are a flat function named as the namespace crm's lookup
+// would be flattened, the namespace, a custom tool with a grammar, and
+// built-in tools the gateway does not run.
+const toolTypesTools = `[
+	{"type":"function","name":"crm__lookup","description":"A flat tool.","parameters":{"type":"object"}},
+	{"type":"namespace","name":"crm","description":"CRM tools.","tools":[
+		{"type":"function","name":"lookup","description":"Look a customer up.","parameters":{"type":"object","properties":{"id":{"type":"string"}}}},
+		{"type":"custom","name":"note","description":"Write a note."}]},
+	{"type":"custom","name":"patch","description":"Apply a patch.","format":{"type":"grammar","syntax":"lark","definition":"start: \"ok\""}},
+	{"type":"web_search","external_web_access":false},
+	{"type":"local_shell"}]`
+
+// modelTools are the function names (and descriptions) a model call was
+// offered.
+func modelTools(req fakellm.Request) map[string]chatwire.FunctionDef {
+	m := map[string]chatwire.FunctionDef{}
+	for _, t := range req.Tools {
+		m[t.Function.Name] = t.Function
+	}
+	return m
+}
+
+func TestE2EToolTypes(t *testing.T) {
+	t.Parallel()
+	fake := fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == "tool" {
+			return fakellm.Turn{Text: "done"}
+		}
+		return fakellm.Turn{ToolCalls: []fakellm.ToolCall{
+			{ID: "call_ns", Name: "crm__lookup_2", Arguments: `{"id":"7"}`},
+			{ID: "call_note", Name: "crm__note", Arguments: `{"input":"call them back"}`},
+			{ID: "call_patch", Name: "patch", Arguments: `{"input":"ok"}`},
+		}}
+	})
+	g := newGateway(t, fake, nil)
+
+	for _, stream := range []bool{false, true} {
+		body := `{"model":"m","input":"go","store":false,"stream":` + map[bool]string{false: "false", true: "true"}[stream] + `,"tools":` + toolTypesTools + `}`
+		status, _, raw := g.postJSON(body)
+		require.Equal(t, http.StatusOK, status, "%s", raw)
+		var resp struct {
+			Status  string            `json:"status"`
+			Output  []json.RawMessage `json:"output"`
+			Lambent struct {
+				UnservedTools []string `json:"unserved_tools"`
+			} `json:"lambent"`
+			Tools []json.RawMessage `json:"tools"`
+		}
+		if stream {
+			frames, done := sseFrames(t, raw)
+			require.True(t, done)
+			events := map[string]int{}
+			for _, f := range frames {
+				events[f.event]++
+				if f.event == "response.completed" {
+					var ev struct{ Response json.RawMessage }
+					require.NoError(t, json.Unmarshal(f.data, &ev))
+					require.NoError(t, json.Unmarshal(ev.Response, &resp))
+				}
+			}
+			// Custom calls have input events, not argument events.
+			assert.Equal(t, 2, events["response.custom_tool_call_input.done"], "%v", events)
+			assert.Equal(t, 2, events["response.custom_tool_call_input.delta"], "%v", events)
+			assert.Equal(t, 1, events["response.function_call_arguments.done"], "%v", events)
+		} else {
+			require.NoError(t, json.Unmarshal(raw, &resp))
+		}
+		require.Equal(t, "requires_action", resp.Status)
+		require.Len(t, resp.Output, 3)
+		assert.JSONEq(t, `{"type":"function_call","call_id":"call_ns","namespace":"crm","name":"lookup","arguments":"{\"id\":\"7\"}","status":"completed"}`, withoutID(t, resp.Output[0]))
+		assert.JSONEq(t, `{"type":"custom_tool_call","call_id":"call_note","namespace":"crm","name":"note","input":"call them back","status":"completed"}`, withoutID(t, resp.Output[1]))
+		assert.JSONEq(t, `{"type":"custom_tool_call","call_id":"call_patch","name":"patch","input":"ok","status":"completed"}`, withoutID(t, resp.Output[2]))
+		assert.Equal(t, []string{"web_search", "local_shell"}, resp.Lambent.UnservedTools)
+		require.Len(t, resp.Tools, 5)
+		assert.JSONEq(t, `{"type":"web_search","external_web_access":false}`, string(resp.Tools[3]))
+	}
+
+	// What the model was offered: every client tool as a function, the
+	// namespaced ones by their flattened names (numbered past the flat
+	// tool's), the custom ones with one string input; no built-in tool.
+	first := fake.Requests()[0]
+	offered := modelTools(first)
+	names := make([]string, 0, len(offered))
+	for n := range offered {
+		names = append(names, n)
+	}
+	assert.ElementsMatch(t, []string{"crm__lookup", "crm__lookup_2", "crm__note", "patch"}, names)
+	assert.Equal(t, "Look a customer up.", offered["crm__lookup_2"].Description)
+	assert.JSONEq(t, `{"type":"object","properties":{"input":{"type":"string","description":"The tool's input, as free text."}},"required":["input"],"additionalProperties":false}`, string(offered["patch"].Parameters))
+	assert.Contains(t, offered["patch"].Description, "lark grammar:\nstart: \"ok\"")
+
+	// A store: false client replays the calls with their outputs: the
+	// model sees them as function calls of the names it knows.
+	replay := `{"model":"m","store":false,"tools":` + toolTypesTools + `,"input":[
+		{"role":"user","content":"go"},
+		{"type":"function_call","call_id":"call_ns","namespace":"crm","name":"lookup","arguments":"{\"id\":\"7\"}"},
+		{"type":"custom_tool_call","call_id":"call_note","namespace":"crm","name":"note","input":"call them back"},
+		{"type":"custom_tool_call","call_id":"call_patch","name":"patch","input":"ok"},
+		{"type":"function_call_output","call_id":"call_ns","output":"Ada"},
+		{"type":"custom_tool_call_output","call_id":"call_note","output":"noted"},
+		{"type":"custom_tool_call_output","call_id":"call_patch","output":[{"type":"input_text","text":"patched"}]}]}`
+	status, _, raw := g.postJSON(replay)
+	require.Equal(t, http.StatusOK, status, "%s", raw)
+	var done struct {
+		Status string `json:"status"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &done))
+	require.Equal(t, "completed", done.Status)
+	reqs := fake.Requests()
+	msgs := reqs[len(reqs)-1].Messages
+	var calls []string
+	var outputs []string
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls {
+			calls = append(calls, c.ID+" "+c.Function.Name+" "+string(c.Function.Arguments))
+		}
+		if m.Role == "tool" {
+			outputs = append(outputs, m.ToolCallID+" "+m.Content.String())
+		}
+	}
+	assert.Equal(t, []string{`call_ns crm__lookup_2 {"id":"7"}`, `call_note crm__note {"input":"call them back"}`, `call_patch patch {"input":"ok"}`}, calls)
+	assert.Equal(t, []string{"call_ns Ada", "call_note noted", "call_patch patched"}, outputs)
+
+	// An output for a call the conversation does not hold is refused.
+	status, _, raw = g.postJSON(`{"model":"m","input":[{"type":"custom_tool_call_output","call_id":"nope","output":"x"}]}`)
+	wantError(t, status, raw, http.StatusBadRequest, "input[0].call_id", "")
+}
+
+// A forced choice of a namespace's function reaches the model by its
+// flattened name; forcing a built-in tool the gateway does not run is a
+// 400 naming it.
+func TestE2EToolChoiceNamespaced(t *testing.T) {
+	t.Parallel()
+	fake := fakellm.New(fakellm.Turn{Text: "ok"})
+	g := newGateway(t, fake, nil)
+	status, _, raw := g.postJSON(`{"model":"m","input":"go","tools":` + toolTypesTools + `,"tool_choice":{"type":"function","name":"lookup","namespace":"crm"}}`)
+	require.Equal(t, http.StatusOK, status, "%s", raw)
+	assert.JSONEq(t, `{"type":"function","function":{"name":"crm__lookup_2"}}`, string(fake.Requests()[0].ToolChoice))
+
+	status, _, raw = g.postJSON(`{"model":"m","input":"go","tools":` + toolTypesTools + `,"tool_choice":{"type":"web_search_preview"}}`)
+	wantError(t, status, raw, http.StatusBadRequest, "tool_choice.type", "unsupported_tool")
+	assert.Equal(t, 1, fake.Calls())
+}
+
+// withoutID is an output item without its id (generated).
+func withoutID(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(raw, &m))
+	require.NotEmpty(t, m["id"])
+	delete(m, "id")
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	return string(b)
+}
