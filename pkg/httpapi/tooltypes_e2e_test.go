@@ -8,6 +8,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -171,4 +172,32 @@ func withoutID(t *testing.T, raw json.RawMessage) string {
 	b, err := json.Marshal(m)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// Codex's headers are logged with the request (its request id), and so
+// are the built-in tools left out of what the model sees.
+func TestE2EClientHeadersLogged(t *testing.T) {
+	t.Parallel()
+	srv, logs := loggedGateway(t, fakellm.New(fakellm.Turn{Text: "ok"}), nil)
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/responses", strings.NewReader(`{"input":"hi","tools":[{"type":"web_search","external_web_access":false}],"client_metadata":{"session_id":"s1"}}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Originator", "codex_exec")
+	req.Header.Set("Session-Id", "019a-session")
+	req.Header.Set("X-Client-Request-Id", "019a-request")
+	res, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	_ = res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	id := res.Header.Get("X-Request-Id")
+	client := logs.records(t, func(m map[string]any) bool { return m["request_id"] == id && m["msg"] == "client request" })
+	require.Len(t, client, 1)
+	assert.Equal(t, "codex_exec", client[0]["originator"])
+	assert.Equal(t, "019a-session", client[0]["session_id"])
+	assert.Equal(t, "019a-request", client[0]["client_request_id"])
+	unserved := logs.records(t, func(m map[string]any) bool {
+		return m["request_id"] == id && strings.HasPrefix(m["msg"].(string), "built-in tools not served")
+	})
+	require.Len(t, unserved, 1)
+	assert.Equal(t, []any{"web_search"}, unserved[0]["tools"])
 }
