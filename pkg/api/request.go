@@ -24,7 +24,8 @@ import (
 // OpenResponses CreateResponseBody), with null meaning absent throughout.
 // Parameters that only steer OpenAI's own infrastructure are checked and
 // then ignored: prompt_cache_options (except prewarm), access_programs,
-// image, reasoning.context and reasoning.mode. Features this server does not
+// image, reasoning.context and reasoning.mode, and client_metadata (what
+// OpenAI's own clients say about themselves). Features this server does not
 // have are a 400 naming the parameter: conversation, prompt,
 // context_management, moderation and prompt_cache_options.prewarm.
 type CreateResponseRequest struct {
