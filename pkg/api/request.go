@@ -597,6 +597,10 @@ func (r *CreateResponseRequest) Validate() error {
 			if c.Namespace != "" && !namespaced[c.Namespace+"."+c.Name] || c.Namespace == "" && !names[c.Name] {
 				return InvalidRequest("tool_choice.name", "tool_choice names %s tool %q, which is not in tools", c.Type, qualified(c.Namespace, c.Name))
 			}
+		case ToolShell, ToolApplyPatch:
+			if !slices.ContainsFunc(r.Tools, func(t Tool) bool { return t.Type == c.Type }) {
+				return InvalidRequest("tool_choice.type", "tool_choice forces the %s tool, which is not in tools", c.Type)
+			}
 		case "allowed_tools":
 			for i, t := range c.Tools {
 				if t.Type != ToolFunction && t.Type != ToolCustom && !strings.Contains(t.Type, ":") && t.Type != ToolMCP {
@@ -893,8 +897,11 @@ func validateFormat(f *TextFormat) error {
 
 func validateInputItem(it *Item) error {
 	statuses := []string{ItemInProgress, ItemCompleted, ItemIncomplete}
-	if it.Type == ItemMCPCall {
+	switch it.Type {
+	case ItemMCPCall:
 		statuses = append(statuses, "calling", ItemFailed)
+	case ItemApplyPatchCallOutput:
+		statuses = []string{ItemCompleted, ItemFailed}
 	}
 	if err := oneOf("status", optional(it.Status), statuses...); err != nil {
 		return err
@@ -926,6 +933,17 @@ func validateInputItem(it *Item) error {
 		}
 		if it.Name == "" {
 			return InvalidRequest("name", "missing required parameter: name")
+		}
+	case ItemShellCall, ItemApplyPatchCall, ItemShellCallOutput:
+		if it.CallID == "" {
+			return InvalidRequest("call_id", "missing required parameter: call_id")
+		}
+	case ItemApplyPatchCallOutput:
+		if it.CallID == "" {
+			return InvalidRequest("call_id", "missing required parameter: call_id")
+		}
+		if it.Status == "" {
+			return InvalidRequestCode("status", "missing_required_parameter", "Missing required parameter: 'status' ('completed' or 'failed').")
 		}
 	case ItemFunctionCallOutput, ItemCustomToolCallOutput:
 		if it.CallID == "" {

@@ -330,8 +330,11 @@ func TestDecodeRejectsUnsupportedToolChoice(t *testing.T) {
 		cases = append(cases, badCase{`{"input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":` + choice + `}`, "tool_choice.type", "", "tool_choice type"})
 	}
 	for _, typ := range []string{"web_search_preview", "file_search", "image_generation", "code_interpreter",
-		"computer_use_preview", "apply_patch", "shell", "programmatic_tool_calling"} {
+		"computer_use_preview", "programmatic_tool_calling"} {
 		cases = append(cases, badCase{`{"input":"hi","tools":[{"type":"` + typ + `"}],"tool_choice":{"type":"` + typ + `"}}`, "tool_choice.type", "unsupported_tool", `"` + typ + `"`})
+	}
+	for _, typ := range []string{"shell", "apply_patch"} {
+		cases = append(cases, badCase{`{"input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"` + typ + `"}}`, "tool_choice.type", "", "not in tools"})
 	}
 	runBad(t, cases)
 }
@@ -342,8 +345,7 @@ func unsupportedItemTypes() []string {
 	return []string{
 		"file_search_call", "computer_call", "computer_call_output", "web_search_call", "tool_search_call",
 		"tool_search_output", "additional_tools", "configuration_update", "compaction_trigger",
-		"image_generation_call", "code_interpreter_call", "local_shell_call", "local_shell_call_output", "shell_call",
-		"shell_call_output", "apply_patch_call", "apply_patch_call_output", "program", "program_output",
+		"image_generation_call", "code_interpreter_call", "local_shell_call", "local_shell_call_output", "program", "program_output",
 	}
 }
 

@@ -20,24 +20,40 @@ const (
 	ToolNamespace = "namespace"
 )
 
-// OpenAI's built-in tool types, which OpenAI runs itself (BuiltinHosted)
-// or which the client runs with call items of their own (BuiltinClient).
-// Lambent serves neither: they are accepted, left out of what the model
-// sees and reported (LambentInfo.UnservedTools); see docs/tools.md.
+// Built-in tool types of OpenAI (docs/tools.md, "Tool types").
 const (
+	// ToolShell is the client-executed shell tool (calls: shell_call).
+	ToolShell = "shell"
+	// ToolApplyPatch is the client-executed file editing tool (calls:
+	// apply_patch_call).
+	ToolApplyPatch = "apply_patch"
+)
+
+// The kinds of OpenAI's built-in tool types (BuiltinKind).
+const (
+	// BuiltinHosted types OpenAI runs itself; Lambent does not: they are
+	// accepted, left out of what the model sees and reported
+	// (LambentInfo.UnservedTools).
 	BuiltinHosted = "hosted"
+	// BuiltinClient types the client runs, with call items of their own:
+	// Lambent offers them to the model (shell, apply_patch).
 	BuiltinClient = "client"
+	// BuiltinUnsupported types the client runs at OpenAI that Lambent
+	// does not offer: treated as BuiltinHosted.
+	BuiltinUnsupported = "unsupported"
 )
 
 // BuiltinKind says whether typ is one of OpenAI's built-in tool types, and
-// which: BuiltinHosted, BuiltinClient, or "" for any other type.
+// of which kind; "" for any other type.
 func BuiltinKind(typ string) string {
 	switch typ {
 	case "web_search", "web_search_2025_08_26", "web_search_preview", "web_search_preview_2025_03_11",
 		"file_search", "code_interpreter", "image_generation", "tool_search":
 		return BuiltinHosted
-	case "local_shell", "shell", "apply_patch", "computer", "computer_use", "computer_use_preview", "programmatic_tool_calling":
+	case ToolShell, ToolApplyPatch:
 		return BuiltinClient
+	case "local_shell", "computer", "computer_use", "computer_use_preview", "programmatic_tool_calling":
+		return BuiltinUnsupported
 	}
 	return ""
 }
@@ -161,13 +177,14 @@ const (
 // ToolChoice is the request's tool_choice in any of its forms: a mode
 // string ("auto", "none", "required"), a forced function
 // {"type":"function","name"} (with "namespace" for a function of a
-// namespace tool), a forced custom tool {"type":"custom","name"}, or
-// {"type":"allowed_tools","mode","tools"}. Forcing one of OpenAI's
-// built-in tools ({"type":"web_search_preview"}, "shell", "apply_patch",
-// ...) is a 400 naming it: Lambent does not serve them (BuiltinKind).
+// namespace tool), a forced custom tool {"type":"custom","name"}, a forced
+// shell or apply_patch tool {"type":"shell"}, or
+// {"type":"allowed_tools","mode","tools"}. Forcing another of OpenAI's
+// built-in tools ({"type":"web_search_preview"}, ...) is a 400 naming it:
+// Lambent does not run them (BuiltinKind).
 type ToolChoice struct {
-	// Type is "" for the string form, "function", "custom" or
-	// "allowed_tools".
+	// Type is "" for the string form, "function", "custom", "shell",
+	// "apply_patch" or "allowed_tools".
 	Type string
 	// Mode is the string form's value, or the allowed_tools mode.
 	Mode string
@@ -186,7 +203,13 @@ type ToolRef struct {
 
 // Forced reports whether the choice forces one named function or custom
 // tool.
-func (c ToolChoice) Forced() bool { return c.Type == ToolFunction || c.Type == ToolCustom }
+func (c ToolChoice) Forced() bool {
+	switch c.Type {
+	case ToolFunction, ToolCustom, ToolShell, ToolApplyPatch:
+		return true
+	}
+	return false
+}
 
 // EffectiveMode is the mode the model runs in: auto, none or required
 // (a forced tool counts as required).
@@ -237,6 +260,8 @@ func (c *ToolChoice) UnmarshalJSON(data []byte) error {
 			return InvalidRequest("tool_choice.tools", "tool_choice.tools must list at least one tool")
 		}
 		c.Type, c.Mode, c.Tools = w.Type, w.Mode, w.Tools
+	case ToolShell, ToolApplyPatch:
+		c.Type = w.Type
 	default:
 		if BuiltinKind(w.Type) != "" {
 			return InvalidRequestCode("tool_choice.type", "unsupported_tool", "tool_choice forces the %q tool, which this gateway does not run (see the lambent.unserved_tools of a response).", w.Type)
@@ -263,6 +288,10 @@ func (c ToolChoice) MarshalJSON() ([]byte, error) {
 			Mode  string    `json:"mode"`
 			Tools []ToolRef `json:"tools"`
 		}{c.Type, c.Mode, c.Tools})
+	case ToolShell, ToolApplyPatch:
+		return wirejson.Marshal(struct {
+			Type string `json:"type"`
+		}{c.Type})
 	}
 	return wirejson.Marshal(c.EffectiveMode())
 }

@@ -58,8 +58,11 @@ func TestDecodeToolTypes(t *testing.T) {
 	for _, typ := range []string{"web_search", "file_search", "tool_search"} {
 		assert.Equal(t, BuiltinHosted, BuiltinKind(typ), typ)
 	}
-	for _, typ := range []string{"shell", "local_shell", "apply_patch", "computer_use_preview"} {
+	for _, typ := range []string{"shell", "apply_patch"} {
 		assert.Equal(t, BuiltinClient, BuiltinKind(typ), typ)
+	}
+	for _, typ := range []string{"local_shell", "computer", "computer_use_preview", "programmatic_tool_calling"} {
+		assert.Equal(t, BuiltinUnsupported, BuiltinKind(typ), typ)
 	}
 	assert.Empty(t, BuiltinKind("function"))
 }
@@ -103,6 +106,16 @@ func TestCustomAndNamespacedItems(t *testing.T) {
 			`{"type":"custom_tool_call_output","id":"","call_id":"c2","output":"done","status":""}`},
 		{`{"type":"custom_tool_call_output","call_id":"c2","output":[{"type":"input_text","text":"done"}]}`,
 			`{"type":"custom_tool_call_output","id":"","call_id":"c2","output":[{"type":"input_text","text":"done"}],"status":""}`},
+		{`{"type":"shell_call","id":"sh_1","call_id":"c3","action":{"commands":["ls"],"timeout_ms":1000},"status":"completed"}`,
+			`{"type":"shell_call","id":"sh_1","call_id":"c3","action":{"commands":["ls"],"timeout_ms":1000},"status":"completed"}`},
+		{`{"type":"shell_call_output","call_id":"c3","output":[{"stdout":"a\n","stderr":"","outcome":{"type":"exit","exit_code":0}}],"max_output_length":100}`,
+			`{"type":"shell_call_output","id":"","call_id":"c3","output":[{"stdout":"a\n","stderr":"","outcome":{"type":"exit","exit_code":0}}],"status":""}`},
+		{`{"type":"apply_patch_call","call_id":"c4","operation":{"type":"delete_file","path":"a.txt"},"status":"completed"}`,
+			`{"type":"apply_patch_call","id":"","call_id":"c4","operation":{"type":"delete_file","path":"a.txt"},"status":"completed"}`},
+		{`{"type":"apply_patch_call_output","call_id":"c4","status":"failed","output":"no such file"}`,
+			`{"type":"apply_patch_call_output","id":"","call_id":"c4","status":"failed","output":"no such file"}`},
+		{`{"type":"apply_patch_call_output","call_id":"c4","status":"completed"}`,
+			`{"type":"apply_patch_call_output","id":"","call_id":"c4","status":"completed","output":null}`},
 	} {
 		var it Item
 		require.NoError(t, json.Unmarshal([]byte(c.in), &it), c.in)
@@ -115,6 +128,11 @@ func TestCustomAndNamespacedItems(t *testing.T) {
 		{`{"input":[{"type":"custom_tool_call","call_id":"c","name":"n"}]}`, "input[0].input", "", "input"},
 		{`{"input":[{"type":"custom_tool_call","name":"n","input":""}]}`, "input[0].call_id", "", ""},
 		{`{"input":[{"type":"custom_tool_call_output","call_id":"c"}]}`, "input[0].output", "", "output"},
+		{`{"input":[{"type":"shell_call","call_id":"c"}]}`, "input[0].action", "", "action"},
+		{`{"input":[{"type":"shell_call_output","call_id":"c","output":"x"}]}`, "input[0].output", "", "array"},
+		{`{"input":[{"type":"apply_patch_call","call_id":"c","operation":"x"}]}`, "input[0].operation", "", "operation"},
+		{`{"input":[{"type":"apply_patch_call_output","call_id":"c"}]}`, "input[0].status", "missing_required_parameter", ""},
+		{`{"input":[{"type":"apply_patch_call_output","call_id":"c","status":"in_progress"}]}`, "input[0].status", "invalid_value", ""},
 	})
 }
 

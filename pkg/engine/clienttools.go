@@ -20,20 +20,28 @@ import (
 //     string parameter, "input" (customParameters); its calls come back as
 //     custom_tool_call items whose input is that string, and the client
 //     answers with custom_tool_call_output.
+//   - The shell and apply_patch tools are offered as functions whose
+//     arguments are the call's action (operation); their calls come back as
+//     shell_call and apply_patch_call items, answered with shell_call_output
+//     and apply_patch_call_output.
 //
 // The model's history shows them as function calls again (modelItem).
 
-// clientRoute is how a client tool's calls appear in output: its
-// namespace tool (empty for a top-level tool) and its name there, and
-// whether it is a custom tool.
+// clientRoute is how a client tool's calls appear in output: the item
+// type, the tool's namespace tool (empty for a top-level tool) and its
+// name there (empty for shell and apply_patch).
 type clientRoute struct {
+	typ       string
 	namespace string
 	name      string
-	custom    bool
 }
 
-// clientKey names a client tool by its namespace and name.
-type clientKey struct{ namespace, name string }
+// key is the route's key in toolset.clientNames.
+func (c *clientRoute) key() clientKey { return clientKey{c.typ, c.namespace, c.name} }
+
+// clientKey names a client tool by the type of its calls' items, its
+// namespace and its name.
+type clientKey struct{ typ, namespace, name string }
 
 // namespacedName is the function name the model sees the tool name of
 // the namespace tool namespace by: the two joined by "__", or joined as
@@ -49,14 +57,20 @@ func namespacedName(namespace, name string) string {
 	return namespace + "__" + name
 }
 
-// customParameters is the JSON Schema of a custom tool as the model sees
-// it: one string, its input.
-var customParameters = json.RawMessage(`{"type":"object","properties":{"input":{"type":"string","description":"The tool's input, as free text."}},"required":["input"],"additionalProperties":false}`)
+// JSON Schemas of the tools Lambent defines for the model.
+const (
+	// customParameters: a custom tool's one string, its input.
+	customParameters = `{"type":"object","properties":{"input":{"type":"string","description":"The tool's input, as free text."}},"required":["input"],"additionalProperties":false}`
+	// shellParameters: a shell_call's action.
+	shellParameters = `{"type":"object","properties":{"commands":{"type":"array","items":{"type":"string"},"description":"The shell commands to run, in order."},"timeout_ms":{"type":"integer","description":"How long the commands may run, in milliseconds."},"max_output_length":{"type":"integer","description":"The most characters of output to return."}},"required":["commands"],"additionalProperties":false}`
+	// applyPatchParameters: an apply_patch_call's operation.
+	applyPatchParameters = `{"type":"object","properties":{"type":{"type":"string","enum":["create_file","update_file","delete_file"],"description":"What to do with the file."},"path":{"type":"string","description":"The file's path."},"diff":{"type":"string","description":"create_file: the file's content as a V4A diff (each line prefixed with +); update_file: the V4A diff of the change."}},"required":["type","path"],"additionalProperties":false}`
+)
 
 // addClient adds the function or custom tool t of the namespace tool
 // namespace ("" for a top-level tool) under the name the model sees it by.
 func (ts *toolset) addClient(namespace string, t *api.Tool) {
-	ct := &clientRoute{namespace: namespace, name: t.Name, custom: t.Type == api.ToolCustom}
+	ct := &clientRoute{typ: api.ItemFunctionCall, namespace: namespace, name: t.Name}
 	def := api.ToolDefinition{Name: t.Name, Parameters: t.Parameters, Strict: t.Strict}
 	if namespace != "" {
 		def.Name = ts.freeName(namespacedName(namespace, t.Name))
@@ -64,14 +78,38 @@ func (ts *toolset) addClient(namespace string, t *api.Tool) {
 	if t.Description != nil {
 		def.Description = *t.Description
 	}
-	if ct.custom {
-		def.Parameters, def.Strict = customParameters, nil
+	if t.Type == api.ToolCustom {
+		ct.typ = api.ItemCustomToolCall
+		def.Parameters, def.Strict = json.RawMessage(customParameters), nil
 		def.Description += customFormatNote(t.Format)
 	}
+	ts.addRoute(ct, def)
+}
+
+// addBuiltinClient adds OpenAI's client-executed tool of type typ (shell,
+// apply_patch), under its type as its name (numbered when a tool of the
+// request has it already).
+func (ts *toolset) addBuiltinClient(typ string) {
+	def := api.ToolDefinition{Name: ts.freeName(typ)}
+	ct := &clientRoute{}
+	switch typ {
+	case api.ToolShell:
+		ct.typ = api.ItemShellCall
+		def.Description = "Runs shell commands on the user's machine and returns the output of each (stdout, stderr, and its exit code or a timeout)."
+		def.Parameters = json.RawMessage(shellParameters)
+	case api.ToolApplyPatch:
+		ct.typ = api.ItemApplyPatchCall
+		def.Description = "Creates, updates or deletes one file on the user's machine."
+		def.Parameters = json.RawMessage(applyPatchParameters)
+	}
+	ts.addRoute(ct, def)
+}
+
+func (ts *toolset) addRoute(ct *clientRoute, def api.ToolDefinition) {
 	if ts.clientNames == nil {
 		ts.clientNames = map[clientKey]string{}
 	}
-	ts.clientNames[clientKey{namespace, t.Name}] = def.Name
+	ts.clientNames[ct.key()] = def.Name
 	ts.add(requestTool{def: def, client: ct})
 }
 
@@ -91,17 +129,42 @@ func customFormatNote(format json.RawMessage) string {
 }
 
 // clientItem is the output item of the model's call of the client tool it
-// knows as name: a function_call, or a custom_tool_call, with the tool's
-// namespace and its name there.
+// knows as name: a function_call, custom_tool_call, shell_call or
+// apply_patch_call, with the tool's namespace and its name there.
 func (r *run) clientItem(name, callID string) api.Item {
 	it := api.Item{Type: api.ItemFunctionCall, ID: r.newItemID(api.PrefixFunctionCall), Status: api.ItemInProgress, CallID: callID, Name: name}
 	if ct := r.tools.defs[name].client; ct != nil {
-		it.Name, it.Namespace = ct.name, ct.namespace
-		if ct.custom {
-			it.Type, it.ID = api.ItemCustomToolCall, r.newItemID(api.PrefixCustomToolCall)
+		it.Type, it.Name, it.Namespace = ct.typ, ct.name, ct.namespace
+		if ct.typ != api.ItemFunctionCall {
+			it.ID = r.newItemID(idPrefix(ct.typ))
 		}
 	}
 	return it
+}
+
+// finishClientItem completes a custom_tool_call, shell_call or
+// apply_patch_call item from the model's complete arguments (emitting a
+// custom call's input events) and reports whether it was one.
+func (a *assembler) finishClientItem(idx int, it *api.Item) bool {
+	switch it.Type {
+	case api.ItemCustomToolCall:
+		it.Input = customInput(it.Arguments)
+		if a.r.em.stream {
+			in := it.Input
+			a.r.em.emit(&api.StreamEvent{Type: api.EventCustomToolCallInputDelta, ItemID: it.ID, OutputIndex: &idx, Delta: &in})
+			a.r.em.emit(&api.StreamEvent{Type: api.EventCustomToolCallInputDone, ItemID: it.ID, OutputIndex: &idx, Input: &in})
+		}
+	case api.ItemShellCall, api.ItemApplyPatchCall:
+		// The action is the model's arguments object; arguments that are
+		// not one (the model's mistake) leave it empty.
+		it.Action = json.RawMessage("{}")
+		if json.Valid([]byte(it.Arguments)) && strings.HasPrefix(strings.TrimSpace(it.Arguments), "{") {
+			it.Action = json.RawMessage(it.Arguments)
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 // customInput is a custom tool call's input: the "input" string of the
@@ -118,41 +181,72 @@ func customInput(arguments string) string {
 }
 
 // modelItem is it as the model sees it: a namespaced function_call under
-// the name the model knows its tool by, a custom_tool_call as a
-// function_call of that tool and its output as a function_call_output;
-// other items as they are.
+// the name the model knows its tool by; a custom_tool_call, shell_call or
+// apply_patch_call as a function_call of that tool (arguments: the input
+// as {"input"}, the action, the operation); their outputs as
+// function_call_output items (a shell call's output array as JSON text, a
+// failed patch as an error); other items as they are.
 func (ts *toolset) modelItem(it *api.Item) api.Item {
+	call := func(args string) api.Item {
+		return api.Item{Type: api.ItemFunctionCall, ID: it.ID, Status: it.Status, CallID: it.CallID, Name: ts.modelName(it), Arguments: args}
+	}
+	output := func(text string, isError bool) api.Item {
+		return api.Item{Type: api.ItemFunctionCallOutput, ID: it.ID, Status: api.ItemCompleted, CallID: it.CallID, Output: text, IsError: isError}
+	}
 	switch it.Type {
 	case api.ItemFunctionCall:
 		if it.Namespace != "" {
-			c := *it
-			c.Name, c.Namespace = ts.modelName(it), ""
-			return c
+			return call(it.Arguments)
 		}
 	case api.ItemCustomToolCall:
 		args, _ := wirejson.Marshal(struct {
 			Input string `json:"input"`
 		}{it.Input})
-		return api.Item{Type: api.ItemFunctionCall, ID: it.ID, Status: it.Status, CallID: it.CallID, Name: ts.modelName(it), Arguments: string(args)}
+		return call(string(args))
+	case api.ItemShellCall, api.ItemApplyPatchCall:
+		return call(string(it.Action))
 	case api.ItemCustomToolCallOutput:
 		c := *it
 		c.Type = api.ItemFunctionCallOutput
 		return c
+	case api.ItemShellCallOutput:
+		return output(string(it.OutputRaw), false)
+	case api.ItemApplyPatchCallOutput:
+		text := it.Output
+		if text == "" {
+			text = "The patch was applied."
+			if it.Status == api.ItemFailed {
+				text = "The patch failed."
+			}
+		}
+		return output(text, it.Status == api.ItemFailed)
 	}
 	return *it
 }
 
 // clientModelName is the function name the model knows the client tool
-// of a function_call or custom_tool_call item by, and whether the item
-// names one (a namespace, or a custom tool call).
+// of a function_call, custom_tool_call, shell_call or apply_patch_call
+// item by, and whether the item names one (a top-level function_call does
+// not: its name is the model's).
 func (ts *toolset) clientModelName(it *api.Item) (string, bool) {
-	if it.Namespace == "" && it.Type != api.ItemCustomToolCall {
+	switch it.Type {
+	case api.ItemFunctionCall:
+		if it.Namespace == "" {
+			return "", false
+		}
+	case api.ItemCustomToolCall, api.ItemShellCall, api.ItemApplyPatchCall:
+	default:
 		return "", false
 	}
-	if n, ok := ts.clientNames[clientKey{it.Namespace, it.Name}]; ok {
+	if n, ok := ts.clientNames[clientKey{it.Type, it.Namespace, it.Name}]; ok {
 		return n, true
 	}
-	if it.Namespace != "" {
+	switch {
+	case it.Type == api.ItemShellCall:
+		return api.ToolShell, true
+	case it.Type == api.ItemApplyPatchCall:
+		return api.ToolApplyPatch, true
+	case it.Namespace != "":
 		return namespacedName(it.Namespace, it.Name), true
 	}
 	return it.Name, true
@@ -160,21 +254,12 @@ func (ts *toolset) clientModelName(it *api.Item) (string, bool) {
 
 // forcedName is the function name of the tool a forced tool_choice names.
 func (ts *toolset) forcedName(c *api.ToolChoice) string {
-	if n, ok := ts.clientNames[clientKey{c.Namespace, c.Name}]; ok {
+	typ := map[string]string{api.ToolFunction: api.ItemFunctionCall, api.ToolCustom: api.ItemCustomToolCall,
+		api.ToolShell: api.ItemShellCall, api.ToolApplyPatch: api.ItemApplyPatchCall}[c.Type]
+	if n, ok := ts.clientNames[clientKey{typ, c.Namespace, c.Name}]; ok {
 		return n
 	}
 	return c.Name
-}
-
-// customInputEvents emits the input events of the custom tool call at
-// output index idx: its whole input as one delta, then done.
-func (a *assembler) customInputEvents(idx int, it *api.Item) {
-	if !a.r.em.stream {
-		return
-	}
-	in := it.Input
-	a.r.em.emit(&api.StreamEvent{Type: api.EventCustomToolCallInputDelta, ItemID: it.ID, OutputIndex: &idx, Delta: &in})
-	a.r.em.emit(&api.StreamEvent{Type: api.EventCustomToolCallInputDone, ItemID: it.ID, OutputIndex: &idx, Input: &in})
 }
 
 // reportUnserved reports the request's built-in tools that Lambent does

@@ -168,10 +168,10 @@ func (a *assembler) delta(d provider.Delta) error {
 		if d.Text != "" {
 			it.Arguments += d.Text
 			delta := d.Text
-			// An approval request has no argument events: it is done
-			// with its arguments; a custom tool call's input is known
-			// once its arguments are complete.
-			if a.r.em.stream && it.Type != api.ItemMCPApprovalRequest && it.Type != api.ItemCustomToolCall {
+			// Only function and MCP calls have argument events: an
+			// approval request is done with its arguments, the other
+			// client calls are completed from theirs (finishClientItem).
+			if a.r.em.stream && (it.Type == api.ItemFunctionCall || it.Type == api.ItemMCPCall) {
 				typ := api.EventFunctionCallArgsDelta
 				if it.Type == api.ItemMCPCall {
 					typ = api.EventMCPCallArgsDelta
@@ -275,10 +275,7 @@ func (a *assembler) finish(itemStatus string) []api.Item {
 			calls = append(calls, *it)
 			continue
 		}
-		if it.Type == api.ItemCustomToolCall {
-			it.Input = customInput(args)
-			a.customInputEvents(idx, it)
-		} else if a.r.em.stream {
+		if !a.finishClientItem(idx, it) && a.r.em.stream {
 			a.r.em.emit(&api.StreamEvent{Type: api.EventFunctionCallArgsDone, ItemID: it.ID, OutputIndex: &idx, Arguments: &args})
 		}
 		it.Status = itemStatus

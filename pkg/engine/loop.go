@@ -517,7 +517,7 @@ func (r *run) pendingCalls() []api.Item {
 	for _, list := range lists {
 		for i := range list {
 			switch it := &list[i]; {
-			case it.Type == api.ItemFunctionCallOutput || it.Type == api.ItemCustomToolCallOutput:
+			case api.IsClientOutput(it.Type):
 				answered[it.CallID] = true
 			case it.Type == api.ItemMCPCall && it.Executed():
 				answered[callID(it)] = true
@@ -531,7 +531,7 @@ func (r *run) pendingCalls() []api.Item {
 		for i := range list {
 			it := &list[i]
 			switch {
-			case (it.Type == api.ItemFunctionCall || it.Type == api.ItemCustomToolCall || it.Type == api.ItemMCPCall) && !answered[callID(it)]:
+			case (api.IsClientCall(it.Type) || it.Type == api.ItemMCPCall) && !answered[callID(it)]:
 				pending = append(pending, *it)
 				answered[callID(it)] = true
 			case it.Type == api.ItemMCPApprovalRequest && approved[it.ID] && !answered[it.ID]:

@@ -119,7 +119,7 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 		if it.ID != "" {
 			byID[it.ID] = it
 		}
-		if it.Type == api.ItemFunctionCall || it.Type == api.ItemCustomToolCall {
+		if api.IsClientCall(it.Type) {
 			calls[it.CallID] = true
 		}
 	}
@@ -136,10 +136,10 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 			}
 			it = *ref
 		}
-		switch it.Type {
-		case api.ItemFunctionCall, api.ItemCustomToolCall:
+		switch {
+		case api.IsClientCall(it.Type):
 			calls[it.CallID] = true
-		case api.ItemMCPCall:
+		case it.Type == api.ItemMCPCall:
 			// Clients send executed calls back, some without the output
 			// (the Agents SDK): the stored item has it. A call Lambent never
 			// stored is shown to the model as one whose result is unknown.
@@ -150,7 +150,7 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 					it.Status, it.Error = api.ItemFailed, "The result of this call is not available."
 				}
 			}
-		case api.ItemFunctionCallOutput, api.ItemCustomToolCallOutput:
+		case api.IsClientOutput(it.Type):
 			if !calls[it.CallID] {
 				if r.req.PreviousResponseID != "" {
 					return api.InvalidRequest(p+".call_id", "No tool call found for function call output with call_id '%s' in previous response '%s'.", it.CallID, r.req.PreviousResponseID)
@@ -260,6 +260,14 @@ func idPrefix(typ string) string {
 		return api.PrefixCustomToolCall
 	case api.ItemCustomToolCallOutput:
 		return api.PrefixCustomToolCallOutput
+	case api.ItemShellCall:
+		return api.PrefixShellCall
+	case api.ItemShellCallOutput:
+		return api.PrefixShellCallOutput
+	case api.ItemApplyPatchCall:
+		return api.PrefixApplyPatchCall
+	case api.ItemApplyPatchCallOutput:
+		return api.PrefixApplyPatchCallOutput
 	case api.ItemMCPCall:
 		return api.PrefixMCPCall
 	case api.ItemReasoning:
@@ -305,6 +313,8 @@ func (r *run) resolveTools(e *Engine) error {
 			continue
 		case t.Type == api.ToolNamespace:
 			continue // below: their names must not take a top-level tool's
+		case api.BuiltinKind(t.Type) == api.BuiltinClient:
+			continue // below, with the namespaces
 		case api.BuiltinKind(t.Type) != "":
 			r.tools.unserved = append(r.tools.unserved, t.Type)
 			continue
@@ -334,11 +344,16 @@ func (r *run) resolveTools(e *Engine) error {
 		}
 		r.tools.add(rt)
 	}
+	// Namespaces' tools and OpenAI's client tools take names top-level
+	// tools have not.
 	for i := range r.req.Tools {
-		if t := &r.req.Tools[i]; t.Type == api.ToolNamespace {
+		switch t := &r.req.Tools[i]; {
+		case t.Type == api.ToolNamespace:
 			for j := range t.Tools {
 				r.tools.addClient(t.Name, &t.Tools[j])
 			}
+		case api.BuiltinKind(t.Type) == api.BuiltinClient:
+			r.tools.addBuiltinClient(t.Type)
 		}
 	}
 	if err := r.resolveOutput(hosted, e.cfg.Limits.SchemaPatterns); err != nil {

@@ -19,8 +19,9 @@ import (
 )
 
 // toolTypesTools are a flat function named as the namespace crm's lookup
-// would be flattened, the namespace, a custom tool with a grammar, and
-// built-in tools the gateway does not run.
+// would be flattened, the namespace, a custom tool with a grammar, OpenAI's
+// client-executed shell and apply_patch, and built-in tools the gateway
+// does not run.
 const toolTypesTools = `[
 	{"type":"function","name":"crm__lookup","description":"A flat tool.","parameters":{"type":"object"}},
 	{"type":"namespace","name":"crm","description":"CRM tools.","tools":[
@@ -28,6 +29,7 @@ const toolTypesTools = `[
 		{"type":"custom","name":"note","description":"Write a note."}]},
 	{"type":"custom","name":"patch","description":"Apply a patch.","format":{"type":"grammar","syntax":"lark","definition":"start: \"ok\""}},
 	{"type":"web_search","external_web_access":false},
+	{"type":"shell"},{"type":"apply_patch"},
 	{"type":"local_shell"}]`
 
 // modelTools are the function names (and descriptions) a model call was
@@ -50,6 +52,8 @@ func TestE2EToolTypes(t *testing.T) {
 			{ID: "call_ns", Name: "crm__lookup_2", Arguments: `{"id":"7"}`},
 			{ID: "call_note", Name: "crm__note", Arguments: `{"input":"call them back"}`},
 			{ID: "call_patch", Name: "patch", Arguments: `{"input":"ok"}`},
+			{ID: "call_sh", Name: "shell", Arguments: `{"commands":["ls -la"],"timeout_ms":5000}`},
+			{ID: "call_ap", Name: "apply_patch", Arguments: `{"type":"create_file","path":"a.txt","diff":"+hi"}`},
 		}}
 	})
 	g := newGateway(t, fake, nil)
@@ -86,12 +90,15 @@ func TestE2EToolTypes(t *testing.T) {
 			require.NoError(t, json.Unmarshal(raw, &resp))
 		}
 		require.Equal(t, "requires_action", resp.Status)
-		require.Len(t, resp.Output, 3)
+		require.Len(t, resp.Output, 5)
 		assert.JSONEq(t, `{"type":"function_call","call_id":"call_ns","namespace":"crm","name":"lookup","arguments":"{\"id\":\"7\"}","status":"completed"}`, withoutID(t, resp.Output[0]))
 		assert.JSONEq(t, `{"type":"custom_tool_call","call_id":"call_note","namespace":"crm","name":"note","input":"call them back","status":"completed"}`, withoutID(t, resp.Output[1]))
 		assert.JSONEq(t, `{"type":"custom_tool_call","call_id":"call_patch","name":"patch","input":"ok","status":"completed"}`, withoutID(t, resp.Output[2]))
+		assert.JSONEq(t, `{"type":"shell_call","call_id":"call_sh","action":{"commands":["ls -la"],"timeout_ms":5000},"status":"completed"}`, withoutID(t, resp.Output[3]))
+		assert.JSONEq(t, `{"type":"apply_patch_call","call_id":"call_ap","operation":{"type":"create_file","path":"a.txt","diff":"+hi"},"status":"completed"}`, withoutID(t, resp.Output[4]))
 		assert.Equal(t, []string{"web_search", "local_shell"}, resp.Lambent.UnservedTools)
-		require.Len(t, resp.Tools, 5)
+		assert.JSONEq(t, `{"type":"shell"}`, string(resp.Tools[4]))
+		require.Len(t, resp.Tools, 7)
 		assert.JSONEq(t, `{"type":"web_search","external_web_access":false}`, string(resp.Tools[3]))
 	}
 
@@ -104,7 +111,7 @@ func TestE2EToolTypes(t *testing.T) {
 	for n := range offered {
 		names = append(names, n)
 	}
-	assert.ElementsMatch(t, []string{"crm__lookup", "crm__lookup_2", "crm__note", "patch"}, names)
+	assert.ElementsMatch(t, []string{"crm__lookup", "crm__lookup_2", "crm__note", "patch", "shell", "apply_patch"}, names)
 	assert.Equal(t, "Look a customer up.", offered["crm__lookup_2"].Description)
 	assert.JSONEq(t, `{"type":"object","properties":{"input":{"type":"string","description":"The tool's input, as free text."}},"required":["input"],"additionalProperties":false}`, string(offered["patch"].Parameters))
 	assert.Contains(t, offered["patch"].Description, "lark grammar:\nstart: \"ok\"")
@@ -116,9 +123,13 @@ func TestE2EToolTypes(t *testing.T) {
 		{"type":"function_call","call_id":"call_ns","namespace":"crm","name":"lookup","arguments":"{\"id\":\"7\"}"},
 		{"type":"custom_tool_call","call_id":"call_note","namespace":"crm","name":"note","input":"call them back"},
 		{"type":"custom_tool_call","call_id":"call_patch","name":"patch","input":"ok"},
+		{"type":"shell_call","call_id":"call_sh","action":{"commands":["ls -la"],"timeout_ms":5000}},
+		{"type":"apply_patch_call","call_id":"call_ap","operation":{"type":"create_file","path":"a.txt","diff":"+hi"},"status":"completed"},
 		{"type":"function_call_output","call_id":"call_ns","output":"Ada"},
 		{"type":"custom_tool_call_output","call_id":"call_note","output":"noted"},
-		{"type":"custom_tool_call_output","call_id":"call_patch","output":[{"type":"input_text","text":"patched"}]}]}`
+		{"type":"custom_tool_call_output","call_id":"call_patch","output":[{"type":"input_text","text":"patched"}]},
+		{"type":"shell_call_output","call_id":"call_sh","output":[{"stdout":"a.txt\n","stderr":"","outcome":{"type":"exit","exit_code":0}}]},
+		{"type":"apply_patch_call_output","call_id":"call_ap","status":"failed","output":"a.txt exists"}]}`
 	status, _, raw := g.postJSON(replay)
 	require.Equal(t, http.StatusOK, status, "%s", raw)
 	var done struct {
@@ -138,8 +149,10 @@ func TestE2EToolTypes(t *testing.T) {
 			outputs = append(outputs, m.ToolCallID+" "+m.Content.String())
 		}
 	}
-	assert.Equal(t, []string{`call_ns crm__lookup_2 {"id":"7"}`, `call_note crm__note {"input":"call them back"}`, `call_patch patch {"input":"ok"}`}, calls)
-	assert.Equal(t, []string{"call_ns Ada", "call_note noted", "call_patch patched"}, outputs)
+	assert.Equal(t, []string{`call_ns crm__lookup_2 {"id":"7"}`, `call_note crm__note {"input":"call them back"}`, `call_patch patch {"input":"ok"}`,
+		`call_sh shell {"commands":["ls -la"],"timeout_ms":5000}`, `call_ap apply_patch {"type":"create_file","path":"a.txt","diff":"+hi"}`}, calls)
+	assert.Equal(t, []string{"call_ns Ada", "call_note noted", "call_patch patched",
+		`call_sh [{"stdout":"a.txt\n","stderr":"","outcome":{"type":"exit","exit_code":0}}]`, "call_ap a.txt exists"}, outputs)
 
 	// An output for a call the conversation does not hold is refused.
 	status, _, raw = g.postJSON(`{"model":"m","input":[{"type":"custom_tool_call_output","call_id":"nope","output":"x"}]}`)
@@ -151,15 +164,18 @@ func TestE2EToolTypes(t *testing.T) {
 // 400 naming it.
 func TestE2EToolChoiceNamespaced(t *testing.T) {
 	t.Parallel()
-	fake := fakellm.New(fakellm.Turn{Text: "ok"})
+	fake := fakellm.New(fakellm.Turn{Text: "ok"}, fakellm.Turn{Text: "ok"})
 	g := newGateway(t, fake, nil)
 	status, _, raw := g.postJSON(`{"model":"m","input":"go","tools":` + toolTypesTools + `,"tool_choice":{"type":"function","name":"lookup","namespace":"crm"}}`)
 	require.Equal(t, http.StatusOK, status, "%s", raw)
 	assert.JSONEq(t, `{"type":"function","function":{"name":"crm__lookup_2"}}`, string(fake.Requests()[0].ToolChoice))
+	status, _, raw = g.postJSON(`{"model":"m","input":"go","tools":` + toolTypesTools + `,"tool_choice":{"type":"apply_patch"}}`)
+	require.Equal(t, http.StatusOK, status, "%s", raw)
+	assert.JSONEq(t, `{"type":"function","function":{"name":"apply_patch"}}`, string(fake.Requests()[1].ToolChoice))
 
 	status, _, raw = g.postJSON(`{"model":"m","input":"go","tools":` + toolTypesTools + `,"tool_choice":{"type":"web_search_preview"}}`)
 	wantError(t, status, raw, http.StatusBadRequest, "tool_choice.type", "unsupported_tool")
-	assert.Equal(t, 1, fake.Calls())
+	assert.Equal(t, 2, fake.Calls())
 }
 
 // withoutID is an output item without its id (generated).
