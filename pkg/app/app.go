@@ -219,6 +219,7 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 			Servers:   servers,
 			SecretKey: cfg.Security.SecretKey,
 		},
+		Builtin:    engine.BuiltinConfig{Tools: cfg.Tools.Builtin, Refuse: cfg.Tools.RefuseUnserved},
 		Background: engine.BackgroundConfig{Queue: queue, Publisher: publisher},
 		Observer:   observer,
 		Logger:     log,

@@ -299,6 +299,9 @@ func (r *run) resolveTools(e *Engine) error {
 	for i := range r.req.Tools {
 		t := &r.req.Tools[i]
 		p := "tools[" + strconv.Itoa(i) + "]"
+		if name, ok := e.cfg.Builtin.Tools[t.Type]; ok {
+			t = &api.Tool{Type: api.HostedPrefix + name} // the operator's tool serves it
+		}
 		var rt requestTool
 		switch {
 		case t.IsOutput():
@@ -316,6 +319,9 @@ func (r *run) resolveTools(e *Engine) error {
 		case api.BuiltinKind(t.Type) == api.BuiltinClient:
 			continue // below, with the namespaces
 		case api.BuiltinKind(t.Type) != "":
+			if e.cfg.Builtin.Refuse {
+				return api.InvalidRequestCode(p+".type", "unsupported_tool", "This gateway does not run the %q tool; remove it from tools.", t.Type)
+			}
 			r.tools.unserved = append(r.tools.unserved, t.Type)
 			continue
 		case t.IsHosted() && e.cfg.MCP.Servers[t.HostedName()] != nil:

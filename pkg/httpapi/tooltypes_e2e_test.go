@@ -217,3 +217,42 @@ func TestE2EClientHeadersLogged(t *testing.T) {
 	require.Len(t, unserved, 1)
 	assert.Equal(t, []any{"web_search"}, unserved[0]["tools"])
 }
+
+// An operator serves a built-in type with a hosted tool
+// (LAMBENT_BUILTIN_TOOLS): the model sees that tool, and its calls run on
+// the gateway as mcp_call items; the echo keeps the request's declaration.
+// LAMBENT_UNSERVED_TOOLS=refuse makes any other built-in tool a 400.
+func TestE2EBuiltinToolsServed(t *testing.T) {
+	t.Parallel()
+	fake := fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == "tool" {
+			return fakellm.Turn{Text: "It is " + last.Content.String()}
+		}
+		return fakellm.Turn{ToolCalls: []fakellm.ToolCall{{Name: "calculator", Arguments: `{"expression":"6*7"}`}}}
+	})
+	g := newGateway(t, fake, map[string]string{"LAMBENT_BUILTIN_TOOLS": "code_interpreter=lambent:calculator", "LAMBENT_UNSERVED_TOOLS": "refuse"})
+	status, _, raw := g.postJSON(`{"model":"m","input":"6*7?","tools":[{"type":"code_interpreter","container":{"type":"auto"}}]}`)
+	require.Equal(t, http.StatusOK, status, "%s", raw)
+	var resp struct {
+		Status string `json:"status"`
+		Output []struct {
+			Type, Name, Output string
+		} `json:"output"`
+		Tools   []json.RawMessage `json:"tools"`
+		Lambent *json.RawMessage  `json:"lambent"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &resp))
+	require.Equal(t, "completed", resp.Status)
+	require.Len(t, resp.Output, 2)
+	assert.Equal(t, "mcp_call", resp.Output[0].Type)
+	assert.Equal(t, "calculator", resp.Output[0].Name)
+	assert.Equal(t, "42", resp.Output[0].Output)
+	require.Len(t, resp.Tools, 1)
+	assert.JSONEq(t, `{"type":"code_interpreter","container":{"type":"auto"}}`, string(resp.Tools[0]))
+	assert.Nil(t, resp.Lambent, "nothing unserved")
+	assert.Contains(t, modelTools(fake.Requests()[0]), "calculator")
+
+	status, _, raw = g.postJSON(`{"model":"m","input":"hi","tools":[{"type":"function","name":"f"},{"type":"web_search"}]}`)
+	wantError(t, status, raw, http.StatusBadRequest, "tools[1].type", "unsupported_tool")
+	assert.Equal(t, 2, fake.Calls())
+}
