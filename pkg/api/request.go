@@ -777,11 +777,11 @@ func validateNamespace(t *Tool, p string, seen map[string]bool) error {
 		if err != nil {
 			return err
 		}
-		if k := t.Name + "." + name; seen[k] {
+		k := t.Name + "." + name
+		if seen[k] {
 			return InvalidRequest(tp+".name", "duplicate tool name %q in namespace %q", name, t.Name)
-		} else {
-			seen[k] = true
 		}
+		seen[k] = true
 	}
 	return nil
 }

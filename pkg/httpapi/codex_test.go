@@ -223,5 +223,17 @@ func TestCodexCLI(t *testing.T) {
 		require.Equal(t, "echo", calls[0].Item.Tool)
 		// Codex prefixes the MCP result with its wall time.
 		require.Contains(t, answer(evs), "echo: hi from codex")
+
+		// What the model was offered: Codex's functions, its sub-agent and
+		// MCP namespaces flattened, no web_search (which Lambent does not
+		// run).
+		reqs := fake.Requests()
+		offered := modelTools(reqs[len(reqs)-1])
+		for _, name := range []string{"exec_command", "multi_agent_v1__spawn_agent", "mcp__tester__echo"} {
+			require.Contains(t, offered, name)
+		}
+		for name := range offered {
+			require.NotContains(t, name, "web_search")
+		}
 	})
 }
