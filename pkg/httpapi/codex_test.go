@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lambent/lambent/internal/chatwire"
 	"github.com/lambent/lambent/internal/testing/fakellm"
 	"github.com/lambent/lambent/internal/testing/mcptest"
 )
@@ -150,6 +151,10 @@ func items(evs []codexEvent, typ string) []codexEvent {
 //   - "run the command": Codex's exec_command tool running an echo;
 //   - "use the mcp tool": the echo tool of the MCP server "tester", by the
 //     function name the gateway offers it under;
+//   - "delegate": Codex's spawn_agent (sub-agent namespace), then its
+//     wait_agent for the agent spawned; the sub-agent's task is answered as
+//     anything else, and its answer (wait_agent's result, or Codex's
+//     notification) with "The helper answered: …";
 //   - "what did the command print": the earlier tool results it sees in
 //     the replayed history;
 //   - anything else: "Hello from Lambent."
@@ -157,12 +162,29 @@ func codexTurn(req fakellm.Request) fakellm.Turn {
 	msgs := req.Messages
 	last := msgs[len(msgs)-1]
 	if last.Role == "tool" {
+		switch calledTool(msgs, last.ToolCallID) {
+		case "multi_agent_v1__wait_agent":
+			if strings.Contains(last.Content.String(), "Hello from Lambent.") {
+				return fakellm.Turn{Text: "The helper answered: Hello from Lambent."}
+			}
+		case "multi_agent_v1__spawn_agent":
+			var spawned struct {
+				AgentID string `json:"agent_id"`
+			}
+			_ = json.Unmarshal([]byte(last.Content.String()), &spawned)
+			args, _ := json.Marshal(map[string]any{"targets": []string{spawned.AgentID}, "timeout_ms": 60000})
+			return fakellm.Turn{ToolCalls: []fakellm.ToolCall{{Name: "multi_agent_v1__wait_agent", Arguments: string(args)}}}
+		}
 		return fakellm.Turn{Text: "Tool said: " + strings.TrimSpace(last.Content.String())}
 	}
 	user := strings.ToLower(last.Content.String())
 	switch {
 	case strings.Contains(user, "run the command"):
 		return fakellm.Turn{ToolCalls: []fakellm.ToolCall{{Name: "exec_command", Arguments: `{"cmd":"echo lambent-$((6*7))","yield_time_ms":2000}`}}}
+	case strings.Contains(user, "<subagent_notification>") && strings.Contains(user, `"completed":"hello from lambent."`):
+		return fakellm.Turn{Text: "The helper answered: Hello from Lambent."}
+	case strings.Contains(user, "delegate"):
+		return fakellm.Turn{ToolCalls: []fakellm.ToolCall{{Name: "multi_agent_v1__spawn_agent", Arguments: `{"message":"helper task: say hello"}`}}}
 	case strings.Contains(user, "use the mcp tool"):
 		for _, tool := range req.Tools {
 			if n := tool.Function.Name; strings.Contains(n, "tester") && strings.HasSuffix(n, "echo") {
@@ -182,10 +204,25 @@ func codexTurn(req fakellm.Request) fakellm.Turn {
 	return fakellm.Turn{Text: "Hello from Lambent."}
 }
 
+// calledTool is the name of the tool call id of the conversation's
+// assistant messages.
+func calledTool(msgs []chatwire.Message, id string) string {
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls {
+			if c.ID == id {
+				return c.Function.Name
+			}
+		}
+	}
+	return ""
+}
+
 // Codex works unchanged with its default configuration: an answer, a tool
 // loop through its exec_command tool (run by Codex, continued with
 // store: false and the whole history), `codex exec resume` of that thread,
-// and an MCP server configured in Codex reached through its namespace.
+// a sub-agent spawned and waited for through its multi_agent_v1 namespace
+// (the sub-agent's own requests go through the gateway too), and an MCP
+// server configured in Codex reached through its namespace.
 func TestCodexCLI(t *testing.T) {
 	mcp := mcptest.StartStreamable(mcptest.Options{})
 	defer mcp.Close()
@@ -213,6 +250,18 @@ func TestCodexCLI(t *testing.T) {
 		require.NotEmpty(t, thread)
 		evs := codex.exec("resume", thread, "what did the command print?")
 		require.Equal(t, "Earlier: lambent-42", answer(evs))
+	})
+
+	t.Run("sub-agent", func(t *testing.T) {
+		evs := codex.exec("delegate the greeting")
+		var helper bool
+		for _, r := range fake.Requests() {
+			if m := r.Messages[len(r.Messages)-1]; m.Role == "user" && strings.Contains(m.Content.String(), "helper task: say hello") {
+				helper = true
+			}
+		}
+		require.True(t, helper, "the sub-agent reached the model through the gateway")
+		require.Equal(t, "The helper answered: Hello from Lambent.", answer(evs))
 	})
 
 	t.Run("mcp namespace", func(t *testing.T) {
