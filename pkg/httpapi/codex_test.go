@@ -224,6 +224,7 @@ func calledTool(msgs []chatwire.Message, id string) string {
 // (the sub-agent's own requests go through the gateway too), and an MCP
 // server configured in Codex reached through its namespace.
 func TestCodexCLI(t *testing.T) {
+	t.Parallel()
 	mcp := mcptest.StartStreamable(mcptest.Options{})
 	defer mcp.Close()
 	fake := fakellm.NewHandler(codexTurn)
