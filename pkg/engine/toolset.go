@@ -25,14 +25,14 @@ type toolset struct {
 	mcp        []*mcpServer
 	mcpByLabel map[string]*mcpServer
 	mcpNames   map[mcpKey]string
-	// clientNames maps the function and custom tools of namespaces, and
-	// custom tools, to the function names the model knows them by
-	// (clienttools.go).
+	nameNext   map[string]int
+	// clientNames maps the client tools whose calls have items of their
+	// own (custom tools, a namespace's tools, shell, apply_patch) to the
+	// function names the model knows them by (clienttools.go).
 	clientNames map[clientKey]string
 	// unserved are the types of the request's built-in tools that Lambent
 	// does not run (api.BuiltinKind), left out of what the model sees.
 	unserved []string
-	nameNext map[string]int
 	// hostedCalls counts executed hosted tool calls (max_tool_calls).
 	hostedCalls int
 }
@@ -47,8 +47,8 @@ type requestTool struct {
 	// calls end an attempt's iterations (attempts.go).
 	ends bool
 	mcp  *mcpTool
-	// client is set for a custom tool and a namespace's tools: how their
-	// calls appear in output (clienttools.go).
+	// client is set for the client tools of clientNames: how their calls
+	// appear in output (clienttools.go).
 	client *clientRoute
 	// kind is what runs its calls (ToolCall.Kind).
 	kind string
