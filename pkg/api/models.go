@@ -20,11 +20,15 @@ type ModelList struct {
 }
 
 // Models is what the gateway tells clients of its models: the models it
-// names (the default model, the models of exact routes) and the prefixes
-// of its prefix routes, each with the provider that serves it (owned_by).
+// names (the default model, the models of exact routes), the models its
+// providers reported, and the prefixes of its prefix routes, each with the
+// provider that serves it (owned_by).
 type Models struct {
-	// Named are listed by GET /v1/models, in order.
+	// Named are listed by GET /v1/models first, in order.
 	Named []Model
+	// Reported are the models a provider listed (its GET /models), listed
+	// after Named (those Named has already left out).
+	Reported []Model
 	// Prefixes are prefix routes (ID holds the prefix, without its "*"):
 	// GET /v1/models/{id} knows a model id that starts with one.
 	Prefixes []Model
@@ -32,20 +36,25 @@ type Models struct {
 
 // List is the body of GET /v1/models.
 func (m Models) List() ModelList {
-	data := make([]Model, len(m.Named))
-	for i, x := range m.Named {
-		data[i] = withObject(x)
+	data := make([]Model, 0, len(m.Named)+len(m.Reported))
+	seen := make(map[string]bool, len(m.Named))
+	for _, l := range [][]Model{m.Named, m.Reported} {
+		for _, x := range l {
+			if !seen[x.ID] {
+				seen[x.ID] = true
+				data = append(data, withObject(x))
+			}
+		}
 	}
 	return ModelList{Object: "list", Data: data}
 }
 
-// Get is the body of GET /v1/models/{id}: a named model, else a model
+// Get is the body of GET /v1/models/{id}: a listed model, else a model
 // of a prefix route (the longest prefix); else a 404 model_not_found, as
 // OpenAI answers.
 func (m Models) Get(id string) (*Model, error) {
-	for _, x := range m.Named {
+	for _, x := range m.List().Data {
 		if x.ID == id {
-			x = withObject(x)
 			return &x, nil
 		}
 	}

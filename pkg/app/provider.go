@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/lambent/lambent/pkg/api"
@@ -59,10 +60,37 @@ func (c *Config) Uses(name string) bool {
 	return c.defaultProvider() == name || slices.ContainsFunc(c.Provider.Routes, func(r model.Route) bool { return r.Provider == name })
 }
 
-// Models are the models the gateway tells clients of (GET /v1/models):
-// the default model (LAMBENT_DEFAULT_MODEL) and the models of the exact
-// routes (LAMBENT_MODEL_ROUTES) by name, the prefix routes as prefixes,
-// each owned by its provider.
+// modelCatalog is the gateway's models (httpapi.ModelCatalog): those of
+// the configuration, and those the provider reported (App.ReportModels).
+type modelCatalog struct {
+	configured api.Models
+	reported   atomic.Pointer[[]api.Model]
+}
+
+// Models returns the configured models with the reported ones.
+func (m *modelCatalog) Models() api.Models {
+	out := m.configured
+	if r := m.reported.Load(); r != nil {
+		out.Reported = *r
+	}
+	return out
+}
+
+// ReportModels adds the model ids the provider named owner (ProviderOpenAI)
+// listed to GET /v1/models (CheckProvider's Models, local runs), replacing
+// those reported before. Safe for concurrent use.
+func (a *App) ReportModels(owner string, ids []string) {
+	models := make([]api.Model, len(ids))
+	for i, id := range ids {
+		models[i] = api.Model{ID: id, OwnedBy: owner}
+	}
+	a.models.reported.Store(&models)
+}
+
+// Models are the models the gateway tells clients of (GET /v1/models)
+// from its configuration: the default model (LAMBENT_DEFAULT_MODEL) and
+// the models of the exact routes (LAMBENT_MODEL_ROUTES) by name, the
+// prefix routes as prefixes, each owned by its provider.
 func (c *Config) Models() api.Models {
 	var m api.Models
 	named := map[string]bool{}

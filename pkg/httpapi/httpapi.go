@@ -67,12 +67,19 @@ type Config struct {
 	// authenticates its own callers.
 	Routes []Route
 	// Models are the models GET /v1/models lists and /v1/models/{id}
-	// knows.
-	Models api.Models
+	// knows (nil: none).
+	Models ModelCatalog
 	// Pacing paces the SSE streams: when buffered events are written and
 	// the keep-alive comments while none come (zero values: the package's
 	// defaults).
 	Pacing pacing.Config
+}
+
+// ModelCatalog gives the models GET /v1/models lists and
+// /v1/models/{id} knows, as they are when asked (a provider's listing may
+// come after start-up). It is safe for concurrent use.
+type ModelCatalog interface {
+	Models() api.Models
 }
 
 // Route is a route served beside the API (Config.Routes).
@@ -109,7 +116,7 @@ type Handler struct {
 	hosts   hostAllowlist
 	router  *router
 	pacing  pacing.Config
-	models  api.Models
+	models  ModelCatalog
 }
 
 // New returns the API handler. It panics when a route of cfg.Routes is

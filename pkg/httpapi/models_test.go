@@ -11,10 +11,10 @@ import (
 	"github.com/lambent/lambent/internal/testing/fakellm"
 )
 
-// GET /v1/models lists the default model and the exact routes' models in
-// OpenAI's shape (openai-go decodes it); /v1/models/{id} knows them and
-// the models of prefix routes, ids with a slash too, and answers others
-// with a 404 model_not_found.
+// GET /v1/models lists the default model, the exact routes' models and
+// those the provider reported, in OpenAI's shape (openai-go decodes it);
+// /v1/models/{id} knows them and the models of prefix routes, ids with a
+// slash too, and answers others with a 404 model_not_found.
 func TestE2EModels(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t, fakellm.New(), map[string]string{"LAMBENT_MODEL_ROUTES": "gpt-4o=openai, meta-llama/*=openai, test-model=openai"})
@@ -39,6 +39,20 @@ func TestE2EModels(t *testing.T) {
 	_, err = g.client.Models.Get(ctx, "claude-9")
 	e := wantAPIError(t, err, http.StatusNotFound)
 	assert.Equal(t, "model_not_found", e.Code)
+
+	// What the provider lists (local runs: its GET /models at start-up)
+	// joins the list after the configured models.
+	g.app.ReportModels("openai", []string{"llama3.2", "gpt-4o"})
+	page, err = g.client.Models.List(ctx)
+	require.NoError(t, err)
+	ids = nil
+	for _, m := range page.Data {
+		ids = append(ids, m.ID)
+	}
+	assert.Equal(t, []string{"test-model", "gpt-4o", "llama3.2"}, ids)
+	m, err = g.client.Models.Get(ctx, "llama3.2")
+	require.NoError(t, err)
+	assert.Equal(t, "openai", m.OwnedBy)
 
 	status, hdr, _ := g.do(http.MethodPost, "/v1/models", "application/json", "{}")
 	assert.Equal(t, http.StatusMethodNotAllowed, status)

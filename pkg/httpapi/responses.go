@@ -211,16 +211,17 @@ func (h *Handler) health(w http.ResponseWriter, _ *http.Request) error {
 	return nil
 }
 
-// listModels serves GET /v1/models: the models the gateway names.
+// listModels serves GET /v1/models: the models the gateway names and its
+// providers reported.
 func (h *Handler) listModels(w http.ResponseWriter, _ *http.Request) error {
-	h.writeJSON(w, http.StatusOK, h.models.List())
+	h.writeJSON(w, http.StatusOK, h.catalog().List())
 	return nil
 }
 
 // getModel serves GET /v1/models/{id}: a model the gateway routes, else a
 // 404 model_not_found.
 func (h *Handler) getModel(w http.ResponseWriter, r *http.Request) error {
-	m, err := h.models.Get(r.PathValue("id"))
+	m, err := h.catalog().Get(r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -255,4 +256,12 @@ func truncate(s string, n int) string {
 		return s[:n]
 	}
 	return s
+}
+
+// catalog is the models of Config.Models now.
+func (h *Handler) catalog() api.Models {
+	if h.models == nil {
+		return api.Models{}
+	}
+	return h.models.Models()
 }
