@@ -43,11 +43,11 @@ lint:
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
-## bench: gateway overhead against a fake backend on loopback, beside a bare reverse proxy (the floor), prompt caching of a 10-turn agentic loop on each provider's fake (Bedrock with cache points beside without), the engine's per-turn cost and its per-request limit checks, MCP calls, listing and a 16-call turn, and each provider's per-turn cost (Bedrock beside OpenAI-compatible)
+## bench: gateway overhead against a fake backend on loopback, beside a bare reverse proxy (the floor), prompt caching of a 10-turn agentic loop on each provider's fake (Bedrock with cache points beside without), the engine's per-turn cost and its per-request limit checks, MCP calls, listing and a 16-call turn, each provider's per-turn cost (Bedrock beside OpenAI-compatible), and a 20-turn Codex session replayed with store:false (gateway µs and upstream bytes per turn, beside the model call)
 bench:
 	$(GO) run ./cmd/bench
 	$(GO) run ./cmd/bench -cache
-	$(GO) test -run='^$$' -bench='BenchmarkLoopTurn|BenchmarkMCPTurn|BenchmarkRequestLimits' -benchmem ./pkg/engine/
+	$(GO) test -run='^$$' -bench='BenchmarkLoopTurn|BenchmarkMCPTurn|BenchmarkRequestLimits|BenchmarkCodexSession' -benchmem ./pkg/engine/
 	$(GO) test -run='^$$' -bench=BenchmarkMCP -benchmem ./pkg/tools/mcp/
 	$(GO) test -run='^$$' -bench=BenchmarkTurn -benchmem ./pkg/provider/bedrock/
 

@@ -51,6 +51,7 @@ func run() error {
 			defer checks.Done()
 			c := app.CheckProvider(ctx, cfg, nil)
 			log.Log(ctx, c.Level, c.Message, c.LogAttrs(cfg)...)
+			a.ReportModels(app.ProviderOpenAI, c.Models)
 		}()
 	})
 	if err == nil {

@@ -28,6 +28,8 @@ const (
 	EventReasoningSummaryDone     = "response.reasoning_summary_text.done"
 	EventFunctionCallArgsDelta    = "response.function_call_arguments.delta"
 	EventFunctionCallArgsDone     = "response.function_call_arguments.done"
+	EventCustomToolCallInputDelta = "response.custom_tool_call_input.delta"
+	EventCustomToolCallInputDone  = "response.custom_tool_call_input.done"
 	EventMCPCallInProgress        = "response.mcp_call.in_progress"
 	EventMCPCallCompleted         = "response.mcp_call.completed"
 	EventMCPCallFailed            = "response.mcp_call.failed"
@@ -80,6 +82,7 @@ type StreamEvent struct {
 	Delta           *string       `json:"delta,omitempty"`
 	Text            *string       `json:"text,omitempty"`
 	Arguments       *string       `json:"arguments,omitempty"`
+	Input           *string       `json:"input,omitempty"`
 	Refusal         *string       `json:"refusal,omitempty"`
 	Annotation      any           `json:"annotation,omitempty"`
 	Logprobs        []any         `json:"logprobs,omitempty"`

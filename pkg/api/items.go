@@ -29,6 +29,61 @@ const (
 	ItemMCPApprovalRequest = "mcp_approval_request"
 	// ItemMCPApprovalResponse (input) approves or denies an approval request.
 	ItemMCPApprovalResponse = "mcp_approval_response"
+	// ItemCustomToolCall is the model's call of a custom tool: its Input
+	// is free text.
+	ItemCustomToolCall = "custom_tool_call"
+	// ItemCustomToolCallOutput (input) is the client's result of a custom
+	// tool call.
+	ItemCustomToolCallOutput = "custom_tool_call_output"
+	// ItemShellCall is the model's call of the shell tool: Action holds
+	// {"commands", "timeout_ms", "max_output_length"}.
+	ItemShellCall = "shell_call"
+	// ItemShellCallOutput (input) is the client's result of a shell call:
+	// OutputRaw holds its output array ({stdout, stderr, outcome} each).
+	ItemShellCallOutput = "shell_call_output"
+	// ItemApplyPatchCall is the model's call of the apply_patch tool:
+	// Action holds its operation ({"type", "path", "diff"}).
+	ItemApplyPatchCall = "apply_patch_call"
+	// ItemApplyPatchCallOutput (input) is the client's result of an
+	// apply_patch call: status completed or failed, and an output text.
+	ItemApplyPatchCallOutput = "apply_patch_call_output"
+)
+
+// IsClientCall reports whether typ is the item type of a call the client
+// executes: function_call, custom_tool_call, shell_call, apply_patch_call.
+func IsClientCall(typ string) bool {
+	switch typ {
+	case ItemFunctionCall, ItemCustomToolCall, ItemShellCall, ItemApplyPatchCall:
+		return true
+	}
+	return false
+}
+
+// IsClientOutput reports whether typ is the item type of a client's result
+// of such a call (function_call_output, custom_tool_call_output,
+// shell_call_output, apply_patch_call_output).
+func IsClientOutput(typ string) bool {
+	switch typ {
+	case ItemFunctionCallOutput, ItemCustomToolCallOutput, ItemShellCallOutput, ItemApplyPatchCallOutput:
+		return true
+	}
+	return false
+}
+
+// Id prefixes of the custom tool items.
+const (
+	// PrefixCustomToolCall is the id prefix of custom_tool_call items.
+	PrefixCustomToolCall = "ctc_"
+	// PrefixCustomToolCallOutput is the id prefix of custom_tool_call_output items.
+	PrefixCustomToolCallOutput = "ctco_"
+	// PrefixShellCall is the id prefix of shell_call items.
+	PrefixShellCall = "sh_"
+	// PrefixShellCallOutput is the id prefix of shell_call_output items.
+	PrefixShellCallOutput = "sho_"
+	// PrefixApplyPatchCall is the id prefix of apply_patch_call items.
+	PrefixApplyPatchCall = "apc_"
+	// PrefixApplyPatchCallOutput is the id prefix of apply_patch_call_output items.
+	PrefixApplyPatchCallOutput = "apco_"
 )
 
 // HostedServerLabel is the server_label of the mcp_call items of Lambent's
@@ -90,10 +145,19 @@ type Item struct {
 	Content []ContentPart
 	Phase   string
 
-	// function_call and function_call_output
+	// function_call and function_call_output (custom_tool_call and its
+	// output too, with Input). Namespace is the namespace tool of a
+	// function_call's or custom_tool_call's tool, Name its name there.
 	CallID    string
 	Name      string
+	Namespace string
 	Arguments string
+	// Input is a custom_tool_call's free-text input.
+	Input string
+	// Action is a shell_call's action or an apply_patch_call's operation
+	// (a JSON object); OutputRaw a shell_call_output's output array.
+	Action    json.RawMessage
+	OutputRaw json.RawMessage
 	// Output is the function_call_output text; OutputParts its array form.
 	Output      string
 	OutputParts []ContentPart
@@ -224,6 +288,12 @@ func (it *Item) OutputText() string {
 //	message:              type, id, status, role, content ([] when nil), phase (omitted when empty)
 //	function_call:        type, id, call_id, name, arguments, status
 //	function_call_output: type, id, call_id, output (OutputParts when non-nil, else Output), status, is_error (only when true)
+//	custom_tool_call:     type, id, call_id, namespace (omitted when empty), name, input, status
+//	custom_tool_call_output: type, id, call_id, output (as function_call_output's), status
+//	shell_call:           type, id, call_id, action, status
+//	shell_call_output:    type, id, call_id, output (OutputRaw), status
+//	apply_patch_call:     type, id, call_id, operation (Action), status
+//	apply_patch_call_output: type, id, call_id, status, output (null when empty)
 //	reasoning:            type, id, summary ([] when nil), then content, encrypted_content and status when non-empty
 //	item_reference:       type, id
 //	compaction:           type, id, encrypted_content
@@ -249,10 +319,65 @@ func (it Item) MarshalJSON() ([]byte, error) {
 			Type      string `json:"type"`
 			ID        string `json:"id"`
 			CallID    string `json:"call_id"`
+			Namespace string `json:"namespace,omitempty"`
 			Name      string `json:"name"`
 			Arguments string `json:"arguments"`
 			Status    string `json:"status"`
-		}{it.Type, it.ID, it.CallID, it.Name, it.Arguments, it.Status})
+		}{it.Type, it.ID, it.CallID, it.Namespace, it.Name, it.Arguments, it.Status})
+	case ItemCustomToolCall:
+		return wirejson.Marshal(struct {
+			Type      string `json:"type"`
+			ID        string `json:"id"`
+			CallID    string `json:"call_id"`
+			Namespace string `json:"namespace,omitempty"`
+			Name      string `json:"name"`
+			Input     string `json:"input"`
+			Status    string `json:"status"`
+		}{it.Type, it.ID, it.CallID, it.Namespace, it.Name, it.Input, it.Status})
+	case ItemShellCall:
+		return wirejson.Marshal(struct {
+			Type   string          `json:"type"`
+			ID     string          `json:"id"`
+			CallID string          `json:"call_id"`
+			Action json.RawMessage `json:"action"`
+			Status string          `json:"status"`
+		}{it.Type, it.ID, it.CallID, orEmptyObject(it.Action), it.Status})
+	case ItemApplyPatchCall:
+		return wirejson.Marshal(struct {
+			Type      string          `json:"type"`
+			ID        string          `json:"id"`
+			CallID    string          `json:"call_id"`
+			Operation json.RawMessage `json:"operation"`
+			Status    string          `json:"status"`
+		}{it.Type, it.ID, it.CallID, orEmptyObject(it.Action), it.Status})
+	case ItemShellCallOutput:
+		return wirejson.Marshal(struct {
+			Type   string          `json:"type"`
+			ID     string          `json:"id"`
+			CallID string          `json:"call_id"`
+			Output json.RawMessage `json:"output"`
+			Status string          `json:"status"`
+		}{it.Type, it.ID, it.CallID, orEmptyArray(it.OutputRaw), it.Status})
+	case ItemApplyPatchCallOutput:
+		return wirejson.Marshal(struct {
+			Type   string  `json:"type"`
+			ID     string  `json:"id"`
+			CallID string  `json:"call_id"`
+			Status string  `json:"status"`
+			Output *string `json:"output"`
+		}{it.Type, it.ID, it.CallID, it.Status, nilIfEmpty(it.Output)})
+	case ItemCustomToolCallOutput:
+		var output any = it.Output
+		if it.OutputParts != nil {
+			output = it.OutputParts
+		}
+		return wirejson.Marshal(struct {
+			Type   string `json:"type"`
+			ID     string `json:"id"`
+			CallID string `json:"call_id"`
+			Output any    `json:"output"`
+			Status string `json:"status"`
+		}{it.Type, it.ID, it.CallID, output, it.Status})
 	case ItemFunctionCallOutput:
 		var output any = it.Output
 		if it.OutputParts != nil {
@@ -373,6 +498,22 @@ func mcpErrorMessage(raw json.RawMessage) string {
 	return string(raw)
 }
 
+// orEmptyObject is raw, or {} when empty.
+func orEmptyObject(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("{}")
+	}
+	return raw
+}
+
+// orEmptyArray is raw, or [] when empty.
+func orEmptyArray(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("[]")
+	}
+	return raw
+}
+
 // orEmpty returns s, or an empty slice when s is nil, so that it is
 // written as [] rather than null.
 func orEmpty[T any](s []T) []T {
@@ -392,7 +533,11 @@ type wireItemIn struct {
 	Phase            string          `json:"phase"`
 	CallID           string          `json:"call_id"`
 	Name             string          `json:"name"`
+	Namespace        string          `json:"namespace"`
 	Arguments        *string         `json:"arguments"`
+	Input            *string         `json:"input"`
+	Action           json.RawMessage `json:"action"`
+	Operation        json.RawMessage `json:"operation"`
 	Output           json.RawMessage `json:"output"`
 	IsError          bool            `json:"is_error"`
 	Summary          []ContentPart   `json:"summary"`
@@ -428,12 +573,42 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 		}
 		it.Content = parts
 	case ItemFunctionCall:
-		it.CallID, it.Name = w.CallID, w.Name
+		it.CallID, it.Name, it.Namespace = w.CallID, w.Name, w.Namespace
 		if w.Arguments != nil {
 			it.Arguments = *w.Arguments
 		}
-	case ItemFunctionCallOutput:
-		it.CallID, it.IsError = w.CallID, w.IsError
+	case ItemCustomToolCall:
+		it.CallID, it.Name, it.Namespace = w.CallID, w.Name, w.Namespace
+		if w.Input == nil {
+			return InvalidRequest("input", "missing required parameter: input")
+		}
+		it.Input = *w.Input
+	case ItemShellCall, ItemApplyPatchCall:
+		it.CallID, it.Action = w.CallID, w.Action
+		param := "action"
+		if typ == ItemApplyPatchCall {
+			param, it.Action = "operation", w.Operation
+		}
+		if len(it.Action) == 0 || it.Action[0] != '{' {
+			return InvalidRequest(param, "missing required parameter: %s (an object)", param)
+		}
+	case ItemShellCallOutput:
+		it.CallID, it.OutputRaw = w.CallID, w.Output
+		if len(it.OutputRaw) == 0 || it.OutputRaw[0] != '[' {
+			return InvalidRequest("output", "missing required parameter: output (an array)")
+		}
+	case ItemApplyPatchCallOutput:
+		it.CallID = w.CallID
+		if len(w.Output) > 0 && w.Output[0] == '"' {
+			if err := json.Unmarshal(w.Output, &it.Output); err != nil {
+				return InvalidRequest("output", "invalid output: %s", jsonErrText(err))
+			}
+		}
+	case ItemFunctionCallOutput, ItemCustomToolCallOutput:
+		it.CallID = w.CallID
+		if typ == ItemFunctionCallOutput {
+			it.IsError = w.IsError
+		}
 		if len(w.Output) == 0 || bytes.Equal(w.Output, []byte("null")) {
 			return InvalidRequest("output", "missing required parameter: output")
 		}
@@ -515,7 +690,7 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 			it.Reason = *w.Reason
 		}
 	default:
-		return InvalidRequest("type", "unsupported item type %q; supported: message, function_call, function_call_output, reasoning, item_reference, mcp_call, mcp_list_tools, mcp_approval_request, mcp_approval_response, compaction", typ)
+		return InvalidRequest("type", "unsupported item type %q; supported: message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, shell_call, shell_call_output, apply_patch_call, apply_patch_call_output, reasoning, item_reference, mcp_call, mcp_list_tools, mcp_approval_request, mcp_approval_response, compaction", typ)
 	}
 	return nil
 }

@@ -23,6 +23,10 @@ type LambentInfo struct {
 	// Timing is how long the response took, on every terminal response
 	// (completed, requires_action, incomplete, failed, cancelled).
 	Timing *Timing `json:"timing,omitempty"`
+	// UnservedTools lists the types of the request's built-in tools that
+	// this gateway does not run (api.BuiltinKind), in request order: they
+	// were left out of what the model sees.
+	UnservedTools []string `json:"unserved_tools,omitempty"`
 }
 
 // Timing is the "lambent.timing" field: when the gateway started and ended
@@ -104,6 +108,7 @@ func (l *LambentInfo) clone() *LambentInfo {
 	}
 	c := *l
 	c.HookErrors = append([]string(nil), l.HookErrors...)
+	c.UnservedTools = append([]string(nil), l.UnservedTools...)
 	if l.Attempts != nil {
 		c.Attempts = make([]Attempt, len(l.Attempts))
 		for i, a := range l.Attempts {

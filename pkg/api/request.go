@@ -24,7 +24,8 @@ import (
 // OpenResponses CreateResponseBody), with null meaning absent throughout.
 // Parameters that only steer OpenAI's own infrastructure are checked and
 // then ignored: prompt_cache_options (except prewarm), access_programs,
-// image, reasoning.context and reasoning.mode. Features this server does not
+// image, reasoning.context and reasoning.mode, and client_metadata (what
+// OpenAI's own clients say about themselves). Features this server does not
 // have are a 400 naming the parameter: conversation, prompt,
 // context_management, moderation and prompt_cache_options.prewarm.
 type CreateResponseRequest struct {
@@ -170,6 +171,13 @@ func paramDecoder(k string) func(r *CreateResponseRequest, v json.RawMessage) er
 		return field(func(r *CreateResponseRequest) any { return &r.PromptCacheRetention })
 	case "user":
 		return field(func(r *CreateResponseRequest) any { return &r.User })
+	case "client_metadata":
+		// What OpenAI's own clients (Codex) send about themselves: checked
+		// to be an object of strings, then ignored.
+		return func(_ *CreateResponseRequest, v json.RawMessage) error {
+			var m map[string]string
+			return into(k, v, &m)
+		}
 	case "prompt_cache_options":
 		return func(_ *CreateResponseRequest, v json.RawMessage) error { return checkPromptCacheOptions(v) }
 	case "access_programs":
@@ -559,9 +567,16 @@ func (r *CreateResponseRequest) Validate() error {
 		}
 	}
 	names := make(map[string]bool, len(r.Tools))
+	namespaced := map[string]bool{}
 	for i := range r.Tools {
 		t := &r.Tools[i]
 		p := "tools[" + strconv.Itoa(i) + "]"
+		if t.Type == ToolNamespace {
+			if err := validateNamespace(t, p, namespaced); err != nil {
+				return err
+			}
+			continue
+		}
 		name, err := validateTool(t, p)
 		if err != nil {
 			return err
@@ -578,13 +593,17 @@ func (r *CreateResponseRequest) Validate() error {
 	}
 	if c := r.ToolChoice; c != nil {
 		switch c.Type {
-		case ToolFunction:
-			if !names[c.Name] {
-				return InvalidRequest("tool_choice.name", "tool_choice names function %q, which is not in tools", c.Name)
+		case ToolFunction, ToolCustom:
+			if c.Namespace != "" && !namespaced[c.Namespace+"."+c.Name] || c.Namespace == "" && !names[c.Name] {
+				return InvalidRequest("tool_choice.name", "tool_choice names %s tool %q, which is not in tools", c.Type, qualified(c.Namespace, c.Name))
+			}
+		case ToolShell, ToolApplyPatch:
+			if !slices.ContainsFunc(r.Tools, func(t Tool) bool { return t.Type == c.Type }) {
+				return InvalidRequest("tool_choice.type", "tool_choice forces the %s tool, which is not in tools", c.Type)
 			}
 		case "allowed_tools":
 			for i, t := range c.Tools {
-				if t.Type != ToolFunction && !strings.Contains(t.Type, ":") && t.Type != ToolMCP {
+				if t.Type != ToolFunction && t.Type != ToolCustom && !strings.Contains(t.Type, ":") && t.Type != ToolMCP {
 					return InvalidRequest(fmt.Sprintf("tool_choice.tools[%d].type", i), "unsupported tool type %q", t.Type)
 				}
 				n := t.Name
@@ -723,8 +742,91 @@ func maxLength(param, s string, n int) error {
 	return nil
 }
 
+// qualified is a tool's name with its namespace's, for messages.
+func qualified(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "." + name
+}
+
+// validateNamespace checks a namespace tool: a valid name, not given
+// before, and one or more function and custom tools of distinct names,
+// which it adds to seen as "namespace.name".
+func validateNamespace(t *Tool, p string, seen map[string]bool) error {
+	if t.Name == "" {
+		return InvalidRequestCode(p+".name", "missing_required_parameter", "Missing required parameter: '%s.name'.", p)
+	}
+	if !validName(t.Name) {
+		return InvalidRequest(p+".name", "invalid namespace name %q: use a-z, A-Z, 0-9, underscores and dashes, at most 64 characters", t.Name)
+	}
+	if seen[t.Name] {
+		return InvalidRequest(p+".name", "duplicate namespace name %q", t.Name)
+	}
+	seen[t.Name] = true
+	if len(t.Tools) == 0 {
+		return InvalidRequestCode(p+".tools", "missing_required_parameter", "Missing required parameter: '%s.tools'.", p)
+	}
+	for j := range t.Tools {
+		tp := p + ".tools[" + strconv.Itoa(j) + "]"
+		in := &t.Tools[j]
+		if in.Type != ToolFunction && in.Type != ToolCustom {
+			return InvalidRequestCode(tp+".type", "invalid_value", "Invalid value for '%s.type': %q. A namespace holds 'function' and 'custom' tools.", tp, in.Type)
+		}
+		name, err := validateTool(in, tp)
+		if err != nil {
+			return err
+		}
+		k := t.Name + "." + name
+		if seen[k] {
+			return InvalidRequest(tp+".name", "duplicate tool name %q in namespace %q", name, t.Name)
+		}
+		seen[k] = true
+	}
+	return nil
+}
+
+// validateCustomFormat checks a custom tool's format: absent, text, or a
+// grammar (lark or regex) with its definition.
+func validateCustomFormat(raw json.RawMessage, p string) error {
+	if raw == nil {
+		return nil
+	}
+	var f struct {
+		Type       string  `json:"type"`
+		Syntax     *string `json:"syntax"`
+		Definition *string `json:"definition"`
+	}
+	if err := object(p, raw, &f, "type", "syntax", "definition"); err != nil {
+		return err
+	}
+	switch f.Type {
+	case "text":
+		return nil
+	case "grammar":
+		if f.Definition == nil {
+			return InvalidRequestCode(p+".definition", "missing_required_parameter", "Missing required parameter: '%s.definition'.", p)
+		}
+		if f.Syntax == nil {
+			return InvalidRequestCode(p+".syntax", "missing_required_parameter", "Missing required parameter: '%s.syntax'.", p)
+		}
+		return oneOf(p+".syntax", f.Syntax, "lark", "regex")
+	}
+	return InvalidRequestCode(p+".type", "invalid_value", "Invalid value for '%s.type': %q. Supported values are: 'text', 'grammar'.", p, f.Type)
+}
+
 func validateTool(t *Tool, p string) (string, error) {
 	switch {
+	case t.Type == ToolCustom:
+		if t.Name == "" {
+			return "", InvalidRequest(p+".name", "missing required parameter: '%s.name'", p)
+		}
+		if !validName(t.Name) {
+			return "", InvalidRequest(p+".name", "invalid custom tool name %q: use a-z, A-Z, 0-9, underscores and dashes, at most 64 characters", t.Name)
+		}
+		return t.Name, validateCustomFormat(t.Format, p+".format")
+	case BuiltinKind(t.Type) != "":
+		return "", nil
 	case t.IsOutput():
 		if err := validateOutputTool(t, p); err != nil {
 			return "", err
@@ -757,7 +859,7 @@ func validateTool(t *Tool, p string) (string, error) {
 	case t.Type == "":
 		return "", InvalidRequest(p+".type", "missing required parameter: '%s.type'", p)
 	}
-	return "", InvalidRequest(p+".type", "unsupported tool type %q; supported: function, mcp and hosted tools (%s<name>)", t.Type, HostedPrefix)
+	return "", InvalidRequest(p+".type", "unsupported tool type %q; supported: function, custom, namespace, mcp, hosted tools (%s<name>) and OpenAI's built-in types", t.Type, HostedPrefix)
 }
 
 func validName(n string) bool {
@@ -795,8 +897,11 @@ func validateFormat(f *TextFormat) error {
 
 func validateInputItem(it *Item) error {
 	statuses := []string{ItemInProgress, ItemCompleted, ItemIncomplete}
-	if it.Type == ItemMCPCall {
+	switch it.Type {
+	case ItemMCPCall:
 		statuses = append(statuses, "calling", ItemFailed)
+	case ItemApplyPatchCallOutput:
+		statuses = []string{ItemCompleted, ItemFailed}
 	}
 	if err := oneOf("status", optional(it.Status), statuses...); err != nil {
 		return err
@@ -822,14 +927,25 @@ func validateInputItem(it *Item) error {
 			return InvalidRequest("role", "invalid role %q; expected user, assistant, system or developer", it.Role)
 		}
 		return validateDetails("content", it.Content)
-	case ItemFunctionCall:
+	case ItemFunctionCall, ItemCustomToolCall:
 		if it.CallID == "" {
 			return InvalidRequest("call_id", "missing required parameter: call_id")
 		}
 		if it.Name == "" {
 			return InvalidRequest("name", "missing required parameter: name")
 		}
-	case ItemFunctionCallOutput:
+	case ItemShellCall, ItemApplyPatchCall, ItemShellCallOutput:
+		if it.CallID == "" {
+			return InvalidRequest("call_id", "missing required parameter: call_id")
+		}
+	case ItemApplyPatchCallOutput:
+		if it.CallID == "" {
+			return InvalidRequest("call_id", "missing required parameter: call_id")
+		}
+		if it.Status == "" {
+			return InvalidRequestCode("status", "missing_required_parameter", "Missing required parameter: 'status' ('completed' or 'failed').")
+		}
+	case ItemFunctionCallOutput, ItemCustomToolCallOutput:
 		if it.CallID == "" {
 			return InvalidRequest("call_id", "missing required parameter: call_id")
 		}

@@ -23,7 +23,7 @@ func documentedParams() []string {
 		"parallel_tool_calls", "presence_penalty", "previous_response_id", "prompt", "prompt_cache_key",
 		"prompt_cache_options", "prompt_cache_retention", "reasoning", "safety_identifier", "service_tier", "store",
 		"stream", "stream_options", "temperature", "text", "tool_choice", "tools", "top_logprobs", "top_p",
-		"truncation", "user", "allowed_tools",
+		"truncation", "user", "allowed_tools", "client_metadata",
 	}
 }
 
@@ -322,16 +322,19 @@ func TestDecodeRejectsAsOpenAIDoes(t *testing.T) {
 	})
 }
 
-// tool_choice forms Lambent cannot honour are a 400 naming the type.
+// tool_choice forms Lambent cannot honour are a 400 naming the type: a
+// built-in tool it does not run (unsupported_tool), an MCP server's tool.
 func TestDecodeRejectsUnsupportedToolChoice(t *testing.T) {
 	var cases []badCase
-	for _, choice := range []string{
-		`{"type":"mcp","server_label":"x","name":"y"}`, `{"type":"custom","name":"x"}`,
-		`{"type":"web_search_preview"}`, `{"type":"file_search"}`, `{"type":"image_generation"}`,
-		`{"type":"code_interpreter"}`, `{"type":"computer_use_preview"}`, `{"type":"apply_patch"}`,
-		`{"type":"shell"}`, `{"type":"programmatic_tool_calling"}`, `{}`,
-	} {
+	for _, choice := range []string{`{"type":"mcp","server_label":"x","name":"y"}`, `{}`} {
 		cases = append(cases, badCase{`{"input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":` + choice + `}`, "tool_choice.type", "", "tool_choice type"})
+	}
+	for _, typ := range []string{"web_search_preview", "file_search", "image_generation", "code_interpreter",
+		"computer_use_preview", "programmatic_tool_calling"} {
+		cases = append(cases, badCase{`{"input":"hi","tools":[{"type":"` + typ + `"}],"tool_choice":{"type":"` + typ + `"}}`, "tool_choice.type", "unsupported_tool", `"` + typ + `"`})
+	}
+	for _, typ := range []string{"shell", "apply_patch"} {
+		cases = append(cases, badCase{`{"input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"` + typ + `"}}`, "tool_choice.type", "", "not in tools"})
 	}
 	runBad(t, cases)
 }
@@ -342,9 +345,7 @@ func unsupportedItemTypes() []string {
 	return []string{
 		"file_search_call", "computer_call", "computer_call_output", "web_search_call", "tool_search_call",
 		"tool_search_output", "additional_tools", "configuration_update", "compaction_trigger",
-		"image_generation_call", "code_interpreter_call", "local_shell_call", "local_shell_call_output", "shell_call",
-		"shell_call_output", "apply_patch_call", "apply_patch_call_output", "custom_tool_call",
-		"custom_tool_call_output", "program", "program_output",
+		"image_generation_call", "code_interpreter_call", "local_shell_call", "local_shell_call_output", "program", "program_output",
 	}
 }
 

@@ -68,7 +68,7 @@ func TestBadInput(t *testing.T) {
 		{`{"input":[{"role":"user","content":[{"type":"input_text"}]}]}`, "input[0].content[0].text", "text"},
 		{`{"input":[{"type":"function_call_output","output":"x"}]}`, "input[0].call_id", "call_id"},
 		{`{"input":"x","tools":[{"type":"function"}]}`, "tools[0].name", "name"},
-		{`{"input":"x","tools":[{"type":"web_search"}]}`, "tools[0].type", "unsupported tool type"},
+		{`{"input":"x","tools":[{"type":"web_browse"}]}`, "tools[0].type", "unsupported tool type"},
 		{`{"input":"x","temperature":"hot"}`, "temperature", "number"},
 		{`{"input":"x","temperature":3}`, "temperature", "between"},
 		{`{"input":"x","max_tool_calls":0}`, "max_tool_calls", "at least 1"},

@@ -12,17 +12,68 @@ import (
 const (
 	ToolFunction = "function"
 	ToolMCP      = "mcp"
+	// ToolCustom is a client-executed tool whose input is free text (an
+	// optional format: text, or a grammar).
+	ToolCustom = "custom"
+	// ToolNamespace groups function and custom tools under a name; calls of
+	// its tools carry it (Item.Namespace).
+	ToolNamespace = "namespace"
 )
 
-// Tool is a tool declared in a request: a client-executed function, an MCP
-// server, or a hosted tool named by a prefixed type such as
-// "lambent:calculator".
+// Built-in tool types of OpenAI (docs/tools.md, "Tool types").
+const (
+	// ToolShell is the client-executed shell tool (calls: shell_call).
+	ToolShell = "shell"
+	// ToolApplyPatch is the client-executed file editing tool (calls:
+	// apply_patch_call).
+	ToolApplyPatch = "apply_patch"
+)
+
+// The kinds of OpenAI's built-in tool types (BuiltinKind).
+const (
+	// BuiltinHosted types OpenAI runs itself; Lambent does not: they are
+	// accepted, left out of what the model sees and reported
+	// (LambentInfo.UnservedTools).
+	BuiltinHosted = "hosted"
+	// BuiltinClient types the client runs, with call items of their own:
+	// Lambent offers them to the model (shell, apply_patch).
+	BuiltinClient = "client"
+	// BuiltinUnsupported types the client runs at OpenAI that Lambent
+	// does not offer: treated as BuiltinHosted.
+	BuiltinUnsupported = "unsupported"
+)
+
+// BuiltinKind says whether typ is one of OpenAI's built-in tool types, and
+// of which kind; "" for any other type.
+func BuiltinKind(typ string) string {
+	switch typ {
+	case "web_search", "web_search_2025_08_26", "web_search_preview", "web_search_preview_2025_03_11",
+		"file_search", "code_interpreter", "image_generation", "tool_search":
+		return BuiltinHosted
+	case ToolShell, ToolApplyPatch:
+		return BuiltinClient
+	case "local_shell", "computer", "computer_use", "computer_use_preview", "programmatic_tool_calling":
+		return BuiltinUnsupported
+	}
+	return ""
+}
+
+// Tool is a tool declared in a request: a client-executed function or
+// custom tool, a namespace of them, an MCP server, a hosted tool named by
+// a prefixed type such as "lambent:calculator", or one of OpenAI's
+// built-in types (BuiltinKind).
 type Tool struct {
 	Type        string
 	Name        string
 	Description *string
 	Parameters  json.RawMessage
 	Strict      *bool
+
+	// Format is a custom tool's input format ({"type":"text"} or
+	// {"type":"grammar","syntax","definition"}).
+	Format json.RawMessage
+	// Tools are a namespace's tools (function and custom).
+	Tools []Tool
 
 	// MCP fields.
 	ServerLabel       string
@@ -36,6 +87,10 @@ type Tool struct {
 	// Output tool fields ("lambent:output", see output.go).
 	Reflection json.RawMessage
 	Validators []string
+
+	// Raw is the declaration of a built-in tool as the request gave it,
+	// echoed as it is.
+	Raw json.RawMessage
 }
 
 // HostedPrefix is the type prefix of Lambent's hosted tools.
@@ -53,6 +108,8 @@ type wireTool struct {
 	Description       *string           `json:"description,omitempty"`
 	Parameters        json.RawMessage   `json:"parameters,omitempty"`
 	Strict            *bool             `json:"strict,omitempty"`
+	Format            json.RawMessage   `json:"format,omitempty"`
+	Tools             []Tool            `json:"tools,omitempty"`
 	ServerLabel       string            `json:"server_label,omitempty"`
 	ServerURL         string            `json:"server_url,omitempty"`
 	ServerDescription string            `json:"server_description,omitempty"`
@@ -62,6 +119,7 @@ type wireTool struct {
 	Authorization     string            `json:"authorization,omitempty"`
 	Reflection        json.RawMessage   `json:"reflection,omitempty"`
 	Validators        []string          `json:"validators,omitempty"`
+	Raw               json.RawMessage   `json:"-"`
 }
 
 // UnmarshalJSON decodes a tool declaration.
@@ -71,11 +129,13 @@ func (t *Tool) UnmarshalJSON(data []byte) error {
 		return InvalidRequest("", "invalid tool: %s", jsonErrText(err))
 	}
 	*t = Tool(w)
-	if bytes.Equal(t.Parameters, []byte("null")) {
-		t.Parameters = nil
+	for _, f := range []*json.RawMessage{&t.Parameters, &t.Reflection, &t.Format} {
+		if bytes.Equal(*f, []byte("null")) {
+			*f = nil
+		}
 	}
-	if bytes.Equal(t.Reflection, []byte("null")) {
-		t.Reflection = nil
+	if BuiltinKind(t.Type) != "" {
+		t.Raw = append(json.RawMessage(nil), data...)
 	}
 	return nil
 }
@@ -99,6 +159,9 @@ func (t Tool) MarshalJSON() ([]byte, error) {
 			Strict      *bool           `json:"strict"`
 		}{t.Type, t.Name, t.Description, params, t.Strict})
 	}
+	if t.Raw != nil {
+		return t.Raw, nil
+	}
 	w := wireTool(t)
 	w.Headers, w.Authorization = nil, ""
 	return wirejson.Marshal(w)
@@ -113,14 +176,21 @@ const (
 
 // ToolChoice is the request's tool_choice in any of its forms: a mode
 // string ("auto", "none", "required"), a forced function
-// {"type":"function","name"}, or {"type":"allowed_tools","mode","tools"}.
+// {"type":"function","name"} (with "namespace" for a function of a
+// namespace tool), a forced custom tool {"type":"custom","name"}, a forced
+// shell or apply_patch tool {"type":"shell"}, or
+// {"type":"allowed_tools","mode","tools"}. Forcing another of OpenAI's
+// built-in tools ({"type":"web_search_preview"}, ...) is a 400 naming it:
+// Lambent does not run them (BuiltinKind).
 type ToolChoice struct {
-	// Type is "" for the string form, "function" or "allowed_tools".
+	// Type is "" for the string form, "function", "custom", "shell",
+	// "apply_patch" or "allowed_tools".
 	Type string
 	// Mode is the string form's value, or the allowed_tools mode.
 	Mode string
-	// Name is the forced function's name.
-	Name string
+	// Name is the forced tool's name, Namespace its namespace tool's.
+	Name      string
+	Namespace string
 	// Tools lists the allowed tools of the allowed_tools form.
 	Tools []ToolRef
 }
@@ -131,14 +201,21 @@ type ToolRef struct {
 	Name string `json:"name,omitempty"`
 }
 
-// Forced reports whether the choice forces one named function.
-func (c ToolChoice) Forced() bool { return c.Type == ToolFunction }
+// Forced reports whether the choice forces one named function or custom
+// tool.
+func (c ToolChoice) Forced() bool {
+	switch c.Type {
+	case ToolFunction, ToolCustom, ToolShell, ToolApplyPatch:
+		return true
+	}
+	return false
+}
 
 // EffectiveMode is the mode the model runs in: auto, none or required
-// (a forced function counts as required).
+// (a forced tool counts as required).
 func (c ToolChoice) EffectiveMode() string {
 	switch {
-	case c.Type == ToolFunction:
+	case c.Forced():
 		return ToolChoiceRequired
 	case c.Mode == "":
 		return ToolChoiceAuto
@@ -160,20 +237,21 @@ func (c *ToolChoice) UnmarshalJSON(data []byte) error {
 		return InvalidRequest("tool_choice", "invalid value %q for tool_choice; expected one of \"auto\", \"none\", \"required\" or an object", c.Mode)
 	}
 	var w struct {
-		Type  string    `json:"type"`
-		Name  string    `json:"name"`
-		Mode  string    `json:"mode"`
-		Tools []ToolRef `json:"tools"`
+		Type      string    `json:"type"`
+		Name      string    `json:"name"`
+		Namespace string    `json:"namespace"`
+		Mode      string    `json:"mode"`
+		Tools     []ToolRef `json:"tools"`
 	}
 	if err := json.Unmarshal(data, &w); err != nil {
 		return InvalidRequest("tool_choice", "invalid type for tool_choice: expected a string or an object")
 	}
 	switch w.Type {
-	case ToolFunction:
+	case ToolFunction, ToolCustom:
 		if w.Name == "" {
 			return InvalidRequest("tool_choice.name", "missing required parameter: tool_choice.name")
 		}
-		c.Type, c.Name = w.Type, w.Name
+		c.Type, c.Name, c.Namespace = w.Type, w.Name, w.Namespace
 	case "allowed_tools":
 		if w.Mode != ToolChoiceAuto && w.Mode != ToolChoiceRequired {
 			return InvalidRequest("tool_choice.mode", "invalid value %q for tool_choice.mode; expected \"auto\" or \"required\"", w.Mode)
@@ -182,28 +260,38 @@ func (c *ToolChoice) UnmarshalJSON(data []byte) error {
 			return InvalidRequest("tool_choice.tools", "tool_choice.tools must list at least one tool")
 		}
 		c.Type, c.Mode, c.Tools = w.Type, w.Mode, w.Tools
+	case ToolShell, ToolApplyPatch:
+		c.Type = w.Type
 	default:
-		return InvalidRequest("tool_choice.type", "unsupported tool_choice type %q; expected \"function\" or \"allowed_tools\"", w.Type)
+		if BuiltinKind(w.Type) != "" {
+			return InvalidRequestCode("tool_choice.type", "unsupported_tool", "tool_choice forces the %q tool, which this gateway does not run (see the lambent.unserved_tools of a response).", w.Type)
+		}
+		return InvalidRequest("tool_choice.type", "unsupported tool_choice type %q; expected \"function\", \"custom\" or \"allowed_tools\"", w.Type)
 	}
 	return nil
 }
 
 // MarshalJSON writes the form the choice was given in: {type, name} for a
-// forced function, {type, mode, tools} for allowed_tools, else the
-// effective mode as a string.
+// forced tool (and namespace when set), {type, mode, tools} for
+// allowed_tools, else the effective mode as a string.
 func (c ToolChoice) MarshalJSON() ([]byte, error) {
 	switch c.Type {
-	case ToolFunction:
+	case ToolFunction, ToolCustom:
 		return wirejson.Marshal(struct {
-			Type string `json:"type"`
-			Name string `json:"name"`
-		}{c.Type, c.Name})
+			Type      string `json:"type"`
+			Name      string `json:"name"`
+			Namespace string `json:"namespace,omitempty"`
+		}{c.Type, c.Name, c.Namespace})
 	case "allowed_tools":
 		return wirejson.Marshal(struct {
 			Type  string    `json:"type"`
 			Mode  string    `json:"mode"`
 			Tools []ToolRef `json:"tools"`
 		}{c.Type, c.Mode, c.Tools})
+	case ToolShell, ToolApplyPatch:
+		return wirejson.Marshal(struct {
+			Type string `json:"type"`
+		}{c.Type})
 	}
 	return wirejson.Marshal(c.EffectiveMode())
 }

@@ -44,7 +44,9 @@ type App struct {
 	Store   store.ResponseStore
 	// Tools lists the hosted tools on offer.
 	Tools []api.ToolDefinition
-	close []func()
+	// models answers GET /v1/models (ReportModels adds to it).
+	models *modelCatalog
+	close  []func()
 	// flush delivers what telemetry holds back (Flush).
 	flush []func(context.Context) error
 	log   *slog.Logger
@@ -93,7 +95,7 @@ func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*A
 	if opts == nil {
 		opts = &Options{}
 	}
-	a := &App{aws: sync.OnceValues(func() (aws.Config, error) { return awsconf.Load(ctx) })}
+	a := &App{aws: sync.OnceValues(func() (aws.Config, error) { return awsconf.Load(ctx) }), models: &modelCatalog{configured: cfg.Models()}}
 	if err := a.build(ctx, cfg, log, opts); err != nil {
 		a.Close()
 		return nil, err
@@ -220,6 +222,7 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 			Servers:   servers,
 			SecretKey: cfg.Security.SecretKey,
 		},
+		Builtin:    engine.BuiltinConfig{Tools: cfg.Tools.Builtin, Refuse: cfg.Tools.RefuseUnserved},
 		Background: engine.BackgroundConfig{Queue: queue, Publisher: publisher},
 		Observer:   observer,
 		Logger:     log,
@@ -229,7 +232,7 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 	}
 	a.Engine = eng
 	hc := httpapi.Config{Service: eng, MaxBody: cfg.Server.MaxBody, Logger: log, Tenants: cfg.Tenants(), AllowedHosts: cfg.Server.AllowedHosts,
-		Pacing: pacing.Config{KeepAlive: cfg.Loop.KeepAlive}}
+		Pacing: pacing.Config{KeepAlive: cfg.Loop.KeepAlive}, Models: a.models}
 	if obs.prometheus != nil {
 		hc.Routes = append(hc.Routes, metricsRoute(obs.prometheus, metricsKeys(cfg), log))
 	}

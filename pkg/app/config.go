@@ -161,6 +161,34 @@ type ToolsConfig struct {
 	// built-in tools are then invoked through it as Lambda functions (`make
 	// lambdas`, `sam local start-lambda`).
 	LambdaEndpoint string
+	// Builtin maps OpenAI built-in tool types to the hosted tools or
+	// manifest MCP servers that serve them (LAMBENT_BUILTIN_TOOLS,
+	// "web_search=lambent:search,..."): type → name.
+	Builtin map[string]string
+	// RefuseUnserved makes a request declaring a built-in tool Lambent
+	// does not serve a 400 (LAMBENT_UNSERVED_TOOLS=refuse; default omit).
+	RefuseUnserved bool
+}
+
+// parseBuiltinTools reads LAMBENT_BUILTIN_TOOLS: "type=lambent:name"
+// entries separated by commas or white space.
+func parseBuiltinTools(s string) (map[string]string, error) {
+	var m map[string]string
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' || r == '\r' }) {
+		typ, tool, ok := strings.Cut(f, "=")
+		name, hosted := strings.CutPrefix(tool, "lambent:")
+		if !ok || typ == "" || !hosted || name == "" {
+			return nil, fmt.Errorf("LAMBENT_BUILTIN_TOOLS: entry %q: want type=lambent:<name>", f)
+		}
+		if m == nil {
+			m = map[string]string{}
+		}
+		if _, dup := m[typ]; dup {
+			return nil, fmt.Errorf("LAMBENT_BUILTIN_TOOLS: type %q is mapped twice", typ)
+		}
+		m[typ] = name
+	}
+	return m, nil
 }
 
 // SecurityConfig holds the tenant rule's keys and the secrets that seal
@@ -324,6 +352,16 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.Loop.ValidateToolArguments, err = parseBool(getenv, "LAMBENT_VALIDATE_TOOL_ARGUMENTS", true); err != nil {
 		return c, err
+	}
+	if c.Tools.Builtin, err = parseBuiltinTools(getenv("LAMBENT_BUILTIN_TOOLS")); err != nil {
+		return c, err
+	}
+	switch v := getenv("LAMBENT_UNSERVED_TOOLS"); v {
+	case "", "omit":
+	case "refuse":
+		c.Tools.RefuseUnserved = true
+	default:
+		return c, fmt.Errorf("LAMBENT_UNSERVED_TOOLS: unknown value %q (want omit or refuse)", v)
 	}
 	switch c.Loop.HostedToolItems = getenv("LAMBENT_HOSTED_TOOL_ITEMS"); c.Loop.HostedToolItems {
 	case "", "mcp_call", "function_call":

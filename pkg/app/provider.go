@@ -6,8 +6,10 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/lambent/lambent/pkg/api"
 	model "github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/provider/bedrock"
 	"github.com/lambent/lambent/pkg/provider/openai"
@@ -73,6 +75,70 @@ func (p ProviderConfig) callIDRules() model.Rules {
 		return model.MistralRules()
 	}
 	return model.OpenAIRules()
+}
+
+// modelCatalog is the gateway's models (httpapi.ModelCatalog): those of
+// the configuration, and those the provider reported (App.ReportModels).
+type modelCatalog struct {
+	configured api.Models
+	reported   atomic.Pointer[[]api.Model]
+}
+
+// Models returns the configured models with the reported ones.
+func (m *modelCatalog) Models() api.Models {
+	out := m.configured
+	if r := m.reported.Load(); r != nil {
+		out.Reported = *r
+	}
+	return out
+}
+
+// ReportModels adds the model ids the provider named owner (ProviderOpenAI)
+// listed to GET /v1/models (CheckProvider's Models, local runs), replacing
+// those reported before. Safe for concurrent use.
+func (a *App) ReportModels(owner string, ids []string) {
+	models := make([]api.Model, len(ids))
+	for i, id := range ids {
+		models[i] = api.Model{ID: id, OwnedBy: owner}
+	}
+	a.models.reported.Store(&models)
+}
+
+// Models are the models the gateway tells clients of (GET /v1/models)
+// from its configuration: the default model (LAMBENT_DEFAULT_MODEL) and
+// the models of the exact routes (LAMBENT_MODEL_ROUTES) by name, the
+// prefix routes as prefixes, each owned by its provider.
+func (c *Config) Models() api.Models {
+	var m api.Models
+	named := map[string]bool{}
+	if d := c.Provider.DefaultModel; d != "" {
+		m.Named = append(m.Named, api.Model{ID: d, OwnedBy: c.providerOf(d)})
+		named[d] = true
+	}
+	for _, r := range c.Provider.Routes {
+		if prefix, ok := strings.CutSuffix(r.Pattern, "*"); ok {
+			m.Prefixes = append(m.Prefixes, api.Model{ID: prefix, OwnedBy: r.Provider})
+		} else if !named[r.Pattern] {
+			m.Named = append(m.Named, api.Model{ID: r.Pattern, OwnedBy: r.Provider})
+			named[r.Pattern] = true
+		}
+	}
+	return m
+}
+
+// providerOf names the provider the router sends model to: its exact
+// route's, else its longest prefix route's, else the default provider.
+func (c *Config) providerOf(model string) string {
+	name, best := c.defaultProvider(), -1
+	for _, r := range c.Provider.Routes {
+		if r.Pattern == model {
+			return r.Provider
+		}
+		if prefix, ok := strings.CutSuffix(r.Pattern, "*"); ok && strings.HasPrefix(model, prefix) && len(prefix) > best {
+			name, best = r.Provider, len(prefix)
+		}
+	}
+	return name
 }
 
 // buildProvider builds the providers the configuration uses and, when

@@ -158,7 +158,9 @@ func (a *assembler) delta(d provider.Delta) error {
 				if callID == "" {
 					callID = api.NewCallID()
 				}
-				idx = a.open(api.Item{Type: api.ItemFunctionCall, ID: a.r.newItemID(api.PrefixFunctionCall), Status: api.ItemInProgress, CallID: callID, Name: d.ToolName, Hidden: hidden})
+				it := a.r.clientItem(d.ToolName, callID)
+				it.Hidden = hidden
+				idx = a.open(it)
 			}
 			pos = len(a.calls)
 			a.calls = append(a.calls, idx)
@@ -175,9 +177,10 @@ func (a *assembler) delta(d provider.Delta) error {
 		if d.Text != "" {
 			it.Arguments += d.Text
 			delta := d.Text
-			// An approval request has no argument events: it is done
-			// with its arguments.
-			if a.r.em.stream && it.Type != api.ItemMCPApprovalRequest {
+			// Only function and MCP calls have argument events: an
+			// approval request is done with its arguments, the other
+			// client calls are completed from theirs (finishClientItem).
+			if a.r.em.stream && (it.Type == api.ItemFunctionCall || it.Type == api.ItemMCPCall) {
 				typ := api.EventFunctionCallArgsDelta
 				if it.Type == api.ItemMCPCall {
 					typ = api.EventMCPCallArgsDelta
@@ -281,7 +284,7 @@ func (a *assembler) finish(itemStatus string) []api.Item {
 			calls = append(calls, *it)
 			continue
 		}
-		if a.r.em.stream {
+		if !a.finishClientItem(idx, it) && a.r.em.stream {
 			a.r.em.emit(&api.StreamEvent{Type: api.EventFunctionCallArgsDone, ItemID: it.ID, OutputIndex: &idx, Arguments: &args})
 		}
 		it.Status = itemStatus

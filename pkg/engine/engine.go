@@ -87,6 +87,9 @@ type Config struct {
 	Loop LoopConfig
 	// MCP enables MCP tools.
 	MCP MCPConfig
+	// Builtin says what becomes of OpenAI's built-in tools that Lambent
+	// does not run itself (docs/tools.md, "Tool types").
+	Builtin BuiltinConfig
 	// Background runs background responses.
 	Background BackgroundConfig
 	// Observer watches every response's loop: the operator's tool call
@@ -160,6 +163,40 @@ func (c LoopConfig) withDefaults() (LoopConfig, error) {
 		c.DeadlineReserve = 10 * time.Second
 	}
 	return c, nil
+}
+
+// BuiltinConfig says what becomes of the OpenAI built-in tools of a
+// request that Lambent does not run itself (api.BuiltinHosted and
+// api.BuiltinUnsupported types).
+type BuiltinConfig struct {
+	// Tools maps such a type to a hosted tool or a manifest MCP server of
+	// the gateway (its name, as in "lambent:<name>"), which serves it:
+	// {"type":"web_search"} is then {"type":"lambent:<name>"}
+	// (LAMBENT_BUILTIN_TOOLS).
+	Tools map[string]string
+	// Refuse makes a request declaring one that Tools does not map a 400
+	// unsupported_tool; by default it is left out of what the model sees
+	// and reported (LAMBENT_UNSERVED_TOOLS).
+	Refuse bool
+}
+
+// check checks that every mapped type is a built-in type Lambent does not
+// run and names a hosted tool of hosted or a server of servers.
+func (b BuiltinConfig) check(hosted tools.Catalog, servers map[string]*tools.MCPServer) error {
+	for typ, name := range b.Tools {
+		if k := api.BuiltinKind(typ); k != api.BuiltinHosted && k != api.BuiltinUnsupported {
+			return fmt.Errorf("built-in tool %q: not a type of OpenAI's built-in tools that Lambent does not run", typ)
+		}
+		found := servers[name] != nil
+		if !found && hosted != nil {
+			_, exec, ok := hosted.Lookup(name)
+			found = ok && exec != nil
+		}
+		if !found {
+			return fmt.Errorf("built-in tool %s=%s%s: the gateway has no hosted tool or MCP server named %q", typ, api.HostedPrefix, name, name)
+		}
+	}
+	return nil
 }
 
 // MCPConfig enables MCP tools: the connector, the manifest's servers and
@@ -256,6 +293,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	secrets, err := secretsKeyring(cfg.MCP.SecretKey)
 	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Builtin.check(cfg.Hosted, cfg.MCP.Servers); err != nil {
 		return nil, err
 	}
 	return &Engine{cfg: cfg, log: cfg.Logger, secrets: secrets, inflight: newInflight(cfg.Limits.TenantInFlight)}, nil

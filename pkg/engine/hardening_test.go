@@ -386,6 +386,7 @@ func TestSchemaLimitsBeforeCompile(t *testing.T) {
 		{"function size", `"tools":[{"type":"function","name":"g","parameters":` + big + `}]`, "tools[0].parameters"},
 		{"output depth", `"tools":[{"type":"lambent:output","name":"report","parameters":` + deep + `}]`, "tools[0].parameters"},
 		{"output size", `"tools":[{"type":"lambent:output","name":"report","parameters":` + big + `}]`, "tools[0].parameters"},
+		{"namespace depth", `"tools":[{"type":"namespace","name":"n","tools":[{"type":"function","name":"f"},{"type":"function","name":"g","parameters":` + deep + `}]}]`, "tools[0].tools[1].parameters"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := `{"input":"hi",` + tc.body + `}`
@@ -421,6 +422,9 @@ func TestToolsAndModelNameLimits(t *testing.T) {
 		return `[` + strings.Join(l, ",") + `]`
 	}
 	_, err := run1(t, e, `{"input":"hi","tools":`+tools(limits.DefaultTools+1)+`}`)
+	wantLimit(t, err, "tools")
+	// A namespace's tools count: 127 functions and a namespace of two.
+	_, err = run1(t, e, `{"input":"hi","tools":`+strings.TrimSuffix(tools(limits.DefaultTools-1), "]")+`,{"type":"namespace","name":"n","tools":[{"type":"function","name":"a"},{"type":"function","name":"b"}]}]}`)
 	wantLimit(t, err, "tools")
 	_, err = run1(t, e, `{"input":"hi","model":"`+strings.Repeat("m", limits.DefaultModelName+1)+`"}`)
 	wantLimit(t, err, "model")

@@ -39,7 +39,11 @@ func (e *Engine) checkRequest(req *api.CreateResponseRequest) error {
 	if n := len(req.Model); n > l.ModelName {
 		return limits.Exceeded("model", "the model name's length in bytes", n, l.ModelName)
 	}
-	if n := len(req.Tools); n > l.Tools {
+	n := len(req.Tools)
+	for i := range req.Tools {
+		n += len(req.Tools[i].Tools) // a namespace's tools count too
+	}
+	if n > l.Tools {
 		return limits.Exceeded("tools", "the number of tools", n, l.Tools)
 	}
 	if t := req.Text; t != nil {
@@ -50,6 +54,11 @@ func (e *Engine) checkRequest(req *api.CreateResponseRequest) error {
 	for i := range req.Tools {
 		if err := checkSchema(l, req.Tools[i].Parameters, func() string { return "tools[" + strconv.Itoa(i) + "].parameters" }); err != nil {
 			return err
+		}
+		for j := range req.Tools[i].Tools {
+			if err := checkSchema(l, req.Tools[i].Tools[j].Parameters, func() string { return "tools[" + strconv.Itoa(i) + "].tools[" + strconv.Itoa(j) + "].parameters" }); err != nil {
+				return err
+			}
 		}
 	}
 	if p := req.Lambent; p != nil {

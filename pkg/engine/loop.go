@@ -330,7 +330,7 @@ func (r *run) providerRequest(turn int) *provider.Request {
 				q.ToolChoice = api.ToolChoiceAuto
 			}
 		} else if c := r.req.ToolChoice; c != nil && c.Forced() {
-			q.ForcedTool = c.Name
+			q.ForcedTool = r.tools.forcedName(c)
 		}
 	}
 	return q
@@ -520,7 +520,7 @@ func (r *run) pendingCalls() []api.Item {
 	for _, list := range lists {
 		for i := range list {
 			switch it := &list[i]; {
-			case it.Type == api.ItemFunctionCallOutput:
+			case api.IsClientOutput(it.Type):
 				answered[it.CallID] = true
 			case it.Type == api.ItemMCPCall && it.Executed():
 				answered[callKey(it)] = true
@@ -534,7 +534,7 @@ func (r *run) pendingCalls() []api.Item {
 		for i := range list {
 			it := &list[i]
 			switch {
-			case (it.Type == api.ItemFunctionCall || it.Type == api.ItemMCPCall) && !answered[callKey(it)]:
+			case (api.IsClientCall(it.Type) || it.Type == api.ItemMCPCall) && !answered[callKey(it)]:
 				pending = append(pending, *it)
 				answered[callKey(it)] = true
 			case it.Type == api.ItemMCPApprovalRequest && approved[it.ID] && !answered[it.ID]:

@@ -236,6 +236,9 @@ func (t *toolset) freeName(names ...string) string {
 		}
 	}
 	stem := names[len(names)-1]
+	if t.nameNext == nil {
+		t.nameNext = map[string]int{}
+	}
 	if len(stem) > numberedStem {
 		stem = stem[:numberedStem]
 	}
@@ -272,6 +275,9 @@ func funcName(s string) string {
 // modelName is the function name the model knows an item's tool by: an MCP
 // tool's name as offered to it, any other tool's own name.
 func (t *toolset) modelName(it *api.Item) string {
+	if n, ok := t.clientModelName(it); ok {
+		return n
+	}
 	if it.ServerLabel != "" && it.ServerLabel != api.HostedServerLabel {
 		if n, ok := t.mcpNames[mcpKey{it.ServerLabel, it.Name}]; ok {
 			return n

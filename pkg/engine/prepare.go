@@ -103,6 +103,7 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id
 	if err := r.resolveTools(e); err != nil {
 		return nil, err
 	}
+	r.reportUnserved(ctx, e)
 	r.resp.Tools = r.echoTools()
 	return r, nil
 }
@@ -120,7 +121,7 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 		if it.ID != "" {
 			byID[it.ID] = it
 		}
-		if it.Type == api.ItemFunctionCall {
+		if api.IsClientCall(it.Type) {
 			calls[it.CallID] = true
 		}
 	}
@@ -137,10 +138,10 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 			}
 			it = *ref
 		}
-		switch it.Type {
-		case api.ItemFunctionCall:
+		switch {
+		case api.IsClientCall(it.Type):
 			calls[it.CallID] = true
-		case api.ItemMCPCall:
+		case it.Type == api.ItemMCPCall:
 			// Clients send executed calls back, some without the output
 			// (the Agents SDK): the stored item has it. A call Lambent never
 			// stored is shown to the model as one whose result is unknown.
@@ -151,7 +152,7 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 					it.Status, it.Error = api.ItemFailed, "The result of this call is not available."
 				}
 			}
-		case api.ItemFunctionCallOutput:
+		case api.IsClientOutput(it.Type):
 			if !calls[it.CallID] {
 				if r.req.PreviousResponseID != "" {
 					return api.InvalidRequest(p+".call_id", "No tool call found for function call output with call_id '%s' in previous response '%s'.", it.CallID, r.req.PreviousResponseID)
@@ -257,6 +258,18 @@ func idPrefix(typ string) string {
 		return api.PrefixFunctionCall
 	case api.ItemFunctionCallOutput:
 		return api.PrefixFuncOutput
+	case api.ItemCustomToolCall:
+		return api.PrefixCustomToolCall
+	case api.ItemCustomToolCallOutput:
+		return api.PrefixCustomToolCallOutput
+	case api.ItemShellCall:
+		return api.PrefixShellCall
+	case api.ItemShellCallOutput:
+		return api.PrefixShellCallOutput
+	case api.ItemApplyPatchCall:
+		return api.PrefixApplyPatchCall
+	case api.ItemApplyPatchCallOutput:
+		return api.PrefixApplyPatchCallOutput
 	case api.ItemMCPCall:
 		return api.PrefixMCPCall
 	case api.ItemReasoning:
@@ -288,6 +301,9 @@ func (r *run) resolveTools(e *Engine) error {
 	for i := range r.req.Tools {
 		t := &r.req.Tools[i]
 		p := "tools[" + strconv.Itoa(i) + "]"
+		if name, ok := e.cfg.Builtin.Tools[t.Type]; ok {
+			t = &api.Tool{Type: api.HostedPrefix + name} // the operator's tool serves it
+		}
 		var rt requestTool
 		switch {
 		case t.IsOutput():
@@ -297,6 +313,19 @@ func (r *run) resolveTools(e *Engine) error {
 			if t.Description != nil {
 				rt.def.Description = *t.Description
 			}
+		case t.Type == api.ToolCustom:
+			r.tools.addClient("", t)
+			continue
+		case t.Type == api.ToolNamespace:
+			continue // below: their names must not take a top-level tool's
+		case api.BuiltinKind(t.Type) == api.BuiltinClient:
+			continue // below, with the namespaces
+		case api.BuiltinKind(t.Type) != "":
+			if e.cfg.Builtin.Refuse {
+				return api.InvalidRequestCode(p+".type", "unsupported_tool", "This gateway does not run the %q tool; remove it from tools.", t.Type)
+			}
+			r.tools.unserved = append(r.tools.unserved, t.Type)
+			continue
 		case t.IsHosted() && e.cfg.MCP.Servers[t.HostedName()] != nil:
 			if err := r.tools.addMCP(e, p, e.cfg.MCP.Servers[t.HostedName()]); err != nil {
 				return err
@@ -323,6 +352,18 @@ func (r *run) resolveTools(e *Engine) error {
 			continue
 		}
 		r.tools.add(rt)
+	}
+	// Namespaces' tools and OpenAI's client tools take names top-level
+	// tools have not.
+	for i := range r.req.Tools {
+		switch t := &r.req.Tools[i]; {
+		case t.Type == api.ToolNamespace:
+			for j := range t.Tools {
+				r.tools.addClient(t.Name, &t.Tools[j])
+			}
+		case api.BuiltinKind(t.Type) == api.BuiltinClient:
+			r.tools.addBuiltinClient(t.Type)
+		}
 	}
 	if err := r.resolveOutput(hosted, e.cfg.Limits.SchemaPatterns); err != nil {
 		return err

@@ -42,7 +42,7 @@ func callKey(it *api.Item) string {
 // call, "call_" and 24 base-62 characters (valid for OpenAI's and Bedrock's
 // rules; the provider edge maps it where a provider's rule is stricter).
 func modelCallID(it *api.Item) string {
-	if it.Type == api.ItemFunctionCall {
+	if api.IsClientCall(it.Type) {
 		return it.CallID
 	}
 	if it.Hidden.ModelCallID != "" {
@@ -137,14 +137,14 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 					req := api.Item{Type: api.ItemMCPApprovalRequest, ID: it.ApprovalRequestID, Hidden: api.ItemHidden{ModelCallID: approvalCallID(lists, it.ApprovalRequestID)}}
 					result(&req, false, deniedText(it), true)
 				}
-			case api.ItemFunctionCall:
+			case api.ItemFunctionCall, api.ItemCustomToolCall, api.ItemShellCall, api.ItemApplyPatchCall:
 				if it.Hidden.TurnStart {
 					closeTurn()
 				}
-				out = append(out, *it)
+				out = append(out, r.tools.modelItem(it))
 			default:
 				closeTurn()
-				out = append(out, *it)
+				out = append(out, r.tools.modelItem(it))
 			}
 		}
 	}

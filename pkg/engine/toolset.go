@@ -26,6 +26,13 @@ type toolset struct {
 	mcpByLabel map[string]*mcpServer
 	mcpNames   map[mcpKey]string
 	nameNext   map[string]int
+	// clientNames maps the client tools whose calls have items of their
+	// own (custom tools, a namespace's tools, shell, apply_patch) to the
+	// function names the model knows them by (clienttools.go).
+	clientNames map[clientKey]string
+	// unserved are the types of the request's built-in tools that Lambent
+	// does not run (api.BuiltinKind), left out of what the model sees.
+	unserved []string
 	// hostedCalls counts executed hosted tool calls (max_tool_calls).
 	hostedCalls int
 }
@@ -40,6 +47,9 @@ type requestTool struct {
 	// calls end an attempt's iterations (attempts.go).
 	ends bool
 	mcp  *mcpTool
+	// client is set for the client tools of clientNames: how their calls
+	// appear in output (clienttools.go).
+	client *clientRoute
 	// kind is what runs its calls (ToolCall.Kind).
 	kind string
 	// args checks its calls' arguments (argcheck.go); nil: unchecked.

@@ -153,7 +153,7 @@ func TestOpenAIRejectionsOverHTTP(t *testing.T) {
 		{`{"input":"hi","prompt":{"id":"pmpt_1"}}`, "prompt", "unsupported_parameter"},
 		{`{"input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"mcp","server_label":"s"}}`, "tool_choice.type", "-"},
 		{`{"input":[{"type":"computer_call_output","call_id":"c","output":{}}]}`, "input[0].type", "-"},
-		{`{"input":[{"type":"custom_tool_call","call_id":"c","name":"x","input":"y"}]}`, "input[0].type", "-"},
+		{`{"input":[{"type":"local_shell_call","call_id":"c","action":{"type":"exec","command":["ls"]}}]}`, "input[0].type", "-"},
 	}
 	for _, c := range cases {
 		t.Run(c.body, func(t *testing.T) {

@@ -22,20 +22,30 @@ import (
 // registry fails the test: it never skips.
 func jsClients(t *testing.T) string {
 	t.Helper()
+	return npmPackages(t, "testdata/clients", "js-clients")
+}
+
+// npmPackages installs the pinned npm packages of the package-lock.json of
+// src (a testdata directory) once into the directory name of the cache
+// (LAMBENT_CACHE, else the user's cache directory), copies src's files
+// there and returns that directory. The install runs again only when the
+// lock changes; a missing npm or registry fails the test.
+func npmPackages(t *testing.T, src, name string) string {
+	t.Helper()
 	cache := os.Getenv("LAMBENT_CACHE")
 	if cache == "" {
 		home, err := os.UserCacheDir()
 		require.NoError(t, err)
 		cache = filepath.Join(home, "lambent")
 	}
-	lock, err := os.ReadFile("testdata/clients/package-lock.json")
+	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
 	require.NoError(t, err)
-	dir := filepath.Join(cache, "js-clients")
+	dir := filepath.Join(cache, name)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	entries, err := os.ReadDir("testdata/clients")
+	entries, err := os.ReadDir(src)
 	require.NoError(t, err)
 	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join("testdata/clients", e.Name()))
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644))
 	}
@@ -50,7 +60,7 @@ func jsClients(t *testing.T) string {
 		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
 		cmd.Dir = dir
 		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "npm ci (testdata/clients): %s", out)
+		require.NoError(t, err, "npm ci (%s): %s", src, out)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "node_modules", ".package-lock.json.src"), lock, 0o644))
 	}
 	return dir

@@ -66,10 +66,20 @@ type Config struct {
 	// the same checks and refusals, but outside the tenant rule: each
 	// authenticates its own callers.
 	Routes []Route
+	// Models are the models GET /v1/models lists and /v1/models/{id}
+	// knows (nil: none).
+	Models ModelCatalog
 	// Pacing paces the SSE streams: when buffered events are written and
 	// the keep-alive comments while none come (zero values: the package's
 	// defaults).
 	Pacing pacing.Config
+}
+
+// ModelCatalog gives the models GET /v1/models lists and
+// /v1/models/{id} knows, as they are when asked (a provider's listing may
+// come after start-up). It is safe for concurrent use.
+type ModelCatalog interface {
+	Models() api.Models
 }
 
 // Route is a route served beside the API (Config.Routes).
@@ -106,6 +116,7 @@ type Handler struct {
 	hosts   hostAllowlist
 	router  *router
 	pacing  pacing.Config
+	models  ModelCatalog
 }
 
 // New returns the API handler. It panics when a route of cfg.Routes is
@@ -128,7 +139,7 @@ func New(cfg Config) *Handler {
 	if ws.ReadLimit <= 0 {
 		ws.ReadLimit = cfg.MaxBody
 	}
-	h := &Handler{svc: cfg.Service, maxBody: cfg.MaxBody, log: cfg.Logger, tenants: cfg.Tenants, ws: wsapi.NewServer(ws), hosts: newHostAllowlist(cfg.AllowedHosts),
+	h := &Handler{svc: cfg.Service, maxBody: cfg.MaxBody, log: cfg.Logger, tenants: cfg.Tenants, ws: wsapi.NewServer(ws), hosts: newHostAllowlist(cfg.AllowedHosts), models: cfg.Models,
 		pacing: cfg.Pacing.WithDefaults()}
 	routes := h.routes()
 	for _, r := range cfg.Routes {

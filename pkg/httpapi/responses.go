@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"mime"
 	"net/http"
 	"strconv"
@@ -39,6 +40,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	h.logClient(r)
 	create := h.svc.CreateResponse
 	if req.Background {
 		create = h.svc.CreateBackground
@@ -207,4 +209,59 @@ func validCursor(after string) bool {
 func (h *Handler) health(w http.ResponseWriter, _ *http.Request) error {
 	h.writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	return nil
+}
+
+// listModels serves GET /v1/models: the models the gateway names and its
+// providers reported.
+func (h *Handler) listModels(w http.ResponseWriter, _ *http.Request) error {
+	h.writeJSON(w, http.StatusOK, h.catalog().List())
+	return nil
+}
+
+// getModel serves GET /v1/models/{id}: a model the gateway routes, else a
+// 404 model_not_found.
+func (h *Handler) getModel(w http.ResponseWriter, r *http.Request) error {
+	m, err := h.catalog().Get(r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	h.writeJSON(w, http.StatusOK, m)
+	return nil
+}
+
+// logClient logs, at level info, the headers by which OpenAI's own
+// clients (Codex) name themselves, their session and their request, when
+// a create request carries any, so that the request's log lines can be
+// found by the client's ids.
+func (h *Handler) logClient(r *http.Request) {
+	clientHeaders := [...]struct{ header, attr string }{
+		{"Originator", "originator"},
+		{"Session-Id", "session_id"},
+		{"X-Client-Request-Id", "client_request_id"},
+	}
+	var attrs []slog.Attr
+	for _, c := range clientHeaders {
+		if v := r.Header.Get(c.header); v != "" {
+			attrs = append(attrs, slog.String(c.attr, truncate(v, 128)))
+		}
+	}
+	if len(attrs) > 0 {
+		h.log.LogAttrs(r.Context(), slog.LevelInfo, "client request", attrs...)
+	}
+}
+
+// truncate is s cut to at most n bytes (a header's value in a log line).
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// catalog is the models of Config.Models now.
+func (h *Handler) catalog() api.Models {
+	if h.models == nil {
+		return api.Models{}
+	}
+	return h.models.Models()
 }

@@ -21,6 +21,8 @@ func (h *Handler) routes() []route {
 		{pattern: "DELETE /v1/responses/{id}", handler: h.handle(h.delete)},
 		{pattern: "GET /v1/responses/{id}/input_items", handler: h.handle(h.inputItems)},
 		{pattern: "POST /v1/responses/{id}/cancel", handler: h.handle(h.cancel)},
+		{pattern: "GET /v1/models", handler: h.handle(h.listModels)},
+		{pattern: "GET /v1/models/{id...}", handler: h.handle(h.getModel)},
 		{pattern: "GET /healthz", handler: h.handle(h.health), open: true},
 	}
 }

@@ -39,8 +39,9 @@ type Limits struct {
 	// 1,000, OpenAI's structured outputs limit): validating an output costs
 	// about enum values × the output's values.
 	SchemaEnumValues int
-	// Tools bounds the tools one request declares, of every type
-	// (LAMBENT_LIMIT_TOOLS, default 128, OpenAI's own limit).
+	// Tools bounds the tools one request declares, of every type, the
+	// tools of its namespace tools included (LAMBENT_LIMIT_TOOLS, default
+	// 128, OpenAI's own limit).
 	Tools int
 	// MCPServers bounds the MCP servers one request enables ({"type":"mcp"}
 	// tools and manifest servers; LAMBENT_LIMIT_MCP_SERVERS, default 8).

@@ -1,0 +1,276 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/lambent/lambent/internal/wirejson"
+	"github.com/lambent/lambent/pkg/api"
+)
+
+// Client tools beyond plain functions (docs/tools.md, "Tool types"): the
+// model sees every client tool as an ordinary function, and its calls come
+// back to the client as the item OpenAI sends for that tool.
+//
+//   - A namespace tool's functions and custom tools are offered under
+//     namespacedName; their calls come back with name and namespace
+//     separate (function_call or custom_tool_call with "namespace").
+//   - A custom tool (free-text input) is offered as a function of one
+//     string parameter, "input" (customParameters); its calls come back as
+//     custom_tool_call items whose input is that string, and the client
+//     answers with custom_tool_call_output.
+//   - The shell and apply_patch tools are offered as functions whose
+//     arguments are the call's action (operation); their calls come back as
+//     shell_call and apply_patch_call items, answered with shell_call_output
+//     and apply_patch_call_output.
+//
+// The model's history shows them as function calls again (modelItem).
+
+// clientRoute is how a client tool's calls appear in output: the item
+// type, the tool's namespace tool (empty for a top-level tool) and its
+// name there (empty for shell and apply_patch).
+type clientRoute struct {
+	typ       string
+	namespace string
+	name      string
+}
+
+// key is the route's key in toolset.clientNames.
+func (c *clientRoute) key() clientKey { return clientKey{c.typ, c.namespace, c.name} }
+
+// clientKey names a client tool by the type of its calls' items, its
+// namespace and its name.
+type clientKey struct{ typ, namespace, name string }
+
+// namespacedName is the function name the model sees the tool name of
+// the namespace tool namespace by: the two joined by "__", or joined as
+// they are when the namespace already ends in "_" (Codex names its MCP
+// namespaces "mcp__<server>__"). The reverse route is the toolset's
+// (toolset.defs[model name].client); a name already taken gets a number
+// (toolset.freeName), and the provider's name mapping makes any name
+// valid for the model.
+func namespacedName(namespace, name string) string {
+	if strings.HasSuffix(namespace, "_") {
+		return namespace + name
+	}
+	return namespace + "__" + name
+}
+
+// JSON Schemas of the tools Lambent defines for the model.
+const (
+	// customParameters: a custom tool's one string, its input.
+	customParameters = `{"type":"object","properties":{"input":{"type":"string","description":"The tool's input, as free text."}},"required":["input"],"additionalProperties":false}`
+	// shellParameters: a shell_call's action.
+	shellParameters = `{"type":"object","properties":{"commands":{"type":"array","items":{"type":"string"},"description":"The shell commands to run, in order."},"timeout_ms":{"type":"integer","description":"How long the commands may run, in milliseconds."},"max_output_length":{"type":"integer","description":"The most characters of output to return."}},"required":["commands"],"additionalProperties":false}`
+	// applyPatchParameters: an apply_patch_call's operation.
+	applyPatchParameters = `{"type":"object","properties":{"type":{"type":"string","enum":["create_file","update_file","delete_file"],"description":"What to do with the file."},"path":{"type":"string","description":"The file's path."},"diff":{"type":"string","description":"create_file: the file's content as a V4A diff (each line prefixed with +); update_file: the V4A diff of the change."}},"required":["type","path"],"additionalProperties":false}`
+)
+
+// addClient adds the function or custom tool t of the namespace tool
+// namespace ("" for a top-level tool) under the name the model sees it by.
+func (ts *toolset) addClient(namespace string, t *api.Tool) {
+	ct := &clientRoute{typ: api.ItemFunctionCall, namespace: namespace, name: t.Name}
+	def := api.ToolDefinition{Name: t.Name, Parameters: t.Parameters, Strict: t.Strict}
+	if namespace != "" {
+		def.Name = ts.freeName(namespacedName(namespace, t.Name))
+	}
+	if t.Description != nil {
+		def.Description = *t.Description
+	}
+	if t.Type == api.ToolCustom {
+		ct.typ = api.ItemCustomToolCall
+		def.Parameters, def.Strict = json.RawMessage(customParameters), nil
+		def.Description += customFormatNote(t.Format)
+	}
+	ts.addRoute(ct, def)
+}
+
+// addBuiltinClient adds OpenAI's client-executed tool of type typ (shell,
+// apply_patch), under its type as its name (numbered when a tool of the
+// request has it already).
+func (ts *toolset) addBuiltinClient(typ string) {
+	def := api.ToolDefinition{Name: ts.freeName(typ)}
+	ct := &clientRoute{}
+	switch typ {
+	case api.ToolShell:
+		ct.typ = api.ItemShellCall
+		def.Description = "Runs shell commands on the user's machine and returns the output of each (stdout, stderr, and its exit code or a timeout)."
+		def.Parameters = json.RawMessage(shellParameters)
+	case api.ToolApplyPatch:
+		ct.typ = api.ItemApplyPatchCall
+		def.Description = "Creates, updates or deletes one file on the user's machine."
+		def.Parameters = json.RawMessage(applyPatchParameters)
+	}
+	ts.addRoute(ct, def)
+}
+
+func (ts *toolset) addRoute(ct *clientRoute, def api.ToolDefinition) {
+	if ts.clientNames == nil {
+		ts.clientNames = map[clientKey]string{}
+	}
+	ts.clientNames[ct.key()] = def.Name
+	ts.add(requestTool{def: def, client: ct})
+}
+
+// customFormatNote tells the model the grammar a custom tool's input must
+// follow (the providers have no grammar-constrained tools): empty for free
+// text.
+func customFormatNote(format json.RawMessage) string {
+	var f struct {
+		Type       string `json:"type"`
+		Syntax     string `json:"syntax"`
+		Definition string `json:"definition"`
+	}
+	if json.Unmarshal(format, &f) != nil || f.Type != "grammar" {
+		return ""
+	}
+	return "\n\nThe input must match this " + f.Syntax + " grammar:\n" + f.Definition
+}
+
+// clientItem is the output item of the model's call of the client tool it
+// knows as name: a function_call, custom_tool_call, shell_call or
+// apply_patch_call, with the tool's namespace and its name there.
+func (r *run) clientItem(name, callID string) api.Item {
+	it := api.Item{Type: api.ItemFunctionCall, ID: r.newItemID(api.PrefixFunctionCall), Status: api.ItemInProgress, CallID: callID, Name: name}
+	if ct := r.tools.defs[name].client; ct != nil {
+		it.Type, it.Name, it.Namespace = ct.typ, ct.name, ct.namespace
+		if ct.typ != api.ItemFunctionCall {
+			it.ID = r.newItemID(idPrefix(ct.typ))
+		}
+	}
+	return it
+}
+
+// finishClientItem completes a custom_tool_call, shell_call or
+// apply_patch_call item from the model's complete arguments (emitting a
+// custom call's input events) and reports whether it was one.
+func (a *assembler) finishClientItem(idx int, it *api.Item) bool {
+	switch it.Type {
+	case api.ItemCustomToolCall:
+		it.Input = customInput(it.Arguments)
+		if a.r.em.stream {
+			in := it.Input
+			a.r.em.emit(&api.StreamEvent{Type: api.EventCustomToolCallInputDelta, ItemID: it.ID, OutputIndex: &idx, Delta: &in})
+			a.r.em.emit(&api.StreamEvent{Type: api.EventCustomToolCallInputDone, ItemID: it.ID, OutputIndex: &idx, Input: &in})
+		}
+	case api.ItemShellCall, api.ItemApplyPatchCall:
+		// The action is the model's arguments object; arguments that are
+		// not one (the model's mistake) leave it empty.
+		it.Action = json.RawMessage("{}")
+		if json.Valid([]byte(it.Arguments)) && strings.HasPrefix(strings.TrimSpace(it.Arguments), "{") {
+			it.Action = json.RawMessage(it.Arguments)
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// customInput is a custom tool call's input: the "input" string of the
+// model's arguments, or the arguments as they are when they are not that
+// object.
+func customInput(arguments string) string {
+	var a struct {
+		Input *string `json:"input"`
+	}
+	if json.Unmarshal([]byte(arguments), &a) == nil && a.Input != nil {
+		return *a.Input
+	}
+	return arguments
+}
+
+// modelItem is it as the model sees it: a namespaced function_call under
+// the name the model knows its tool by; a custom_tool_call, shell_call or
+// apply_patch_call as a function_call of that tool (arguments: the input
+// as {"input"}, the action, the operation); their outputs as
+// function_call_output items (a shell call's output array as JSON text, a
+// failed patch as an error); other items as they are.
+func (ts *toolset) modelItem(it *api.Item) api.Item {
+	call := func(args string) api.Item {
+		return api.Item{Type: api.ItemFunctionCall, ID: it.ID, Status: it.Status, CallID: it.CallID, Name: ts.modelName(it), Arguments: args}
+	}
+	output := func(text string, isError bool) api.Item {
+		return api.Item{Type: api.ItemFunctionCallOutput, ID: it.ID, Status: api.ItemCompleted, CallID: it.CallID, Output: text, IsError: isError}
+	}
+	switch it.Type {
+	case api.ItemFunctionCall:
+		if it.Namespace != "" {
+			return call(it.Arguments)
+		}
+	case api.ItemCustomToolCall:
+		args, _ := wirejson.Marshal(struct {
+			Input string `json:"input"`
+		}{it.Input})
+		return call(string(args))
+	case api.ItemShellCall, api.ItemApplyPatchCall:
+		return call(string(it.Action))
+	case api.ItemCustomToolCallOutput:
+		c := *it
+		c.Type = api.ItemFunctionCallOutput
+		return c
+	case api.ItemShellCallOutput:
+		return output(string(it.OutputRaw), false)
+	case api.ItemApplyPatchCallOutput:
+		text := it.Output
+		if text == "" {
+			text = "The patch was applied."
+			if it.Status == api.ItemFailed {
+				text = "The patch failed."
+			}
+		}
+		return output(text, it.Status == api.ItemFailed)
+	}
+	return *it
+}
+
+// clientModelName is the function name the model knows the client tool
+// of a function_call, custom_tool_call, shell_call or apply_patch_call
+// item by, and whether the item names one (a top-level function_call does
+// not: its name is the model's).
+func (ts *toolset) clientModelName(it *api.Item) (string, bool) {
+	switch it.Type {
+	case api.ItemFunctionCall:
+		if it.Namespace == "" {
+			return "", false
+		}
+	case api.ItemCustomToolCall, api.ItemShellCall, api.ItemApplyPatchCall:
+	default:
+		return "", false
+	}
+	if n, ok := ts.clientNames[clientKey{it.Type, it.Namespace, it.Name}]; ok {
+		return n, true
+	}
+	switch {
+	case it.Type == api.ItemShellCall:
+		return api.ToolShell, true
+	case it.Type == api.ItemApplyPatchCall:
+		return api.ToolApplyPatch, true
+	case it.Namespace != "":
+		return namespacedName(it.Namespace, it.Name), true
+	}
+	return it.Name, true
+}
+
+// forcedName is the function name of the tool a forced tool_choice names.
+func (ts *toolset) forcedName(c *api.ToolChoice) string {
+	typ := map[string]string{api.ToolFunction: api.ItemFunctionCall, api.ToolCustom: api.ItemCustomToolCall,
+		api.ToolShell: api.ItemShellCall, api.ToolApplyPatch: api.ItemApplyPatchCall}[c.Type]
+	if n, ok := ts.clientNames[clientKey{typ, c.Namespace, c.Name}]; ok {
+		return n
+	}
+	return c.Name
+}
+
+// reportUnserved reports the request's built-in tools that Lambent does
+// not run: in the response's lambent.unserved_tools, and in the log.
+func (r *run) reportUnserved(ctx context.Context, e *Engine) {
+	if len(r.tools.unserved) == 0 {
+		return
+	}
+	if r.resp.Lambent == nil {
+		r.resp.Lambent = &api.LambentInfo{}
+	}
+	r.resp.Lambent.UnservedTools = r.tools.unserved
+	e.log.InfoContext(ctx, "built-in tools not served, left out of what the model sees", "tools", r.tools.unserved)
+}
