@@ -152,7 +152,7 @@ func TestE2EToolTypes(t *testing.T) {
 	assert.Equal(t, []string{`call_ns crm__lookup_2 {"id":"7"}`, `call_note crm__note {"input":"call them back"}`, `call_patch patch {"input":"ok"}`,
 		`call_sh shell {"commands":["ls -la"],"timeout_ms":5000}`, `call_ap apply_patch {"type":"create_file","path":"a.txt","diff":"+hi"}`}, calls)
 	assert.Equal(t, []string{"call_ns Ada", "call_note noted", "call_patch patched",
-		`call_sh [{"stdout":"a.txt\n","stderr":"","outcome":{"type":"exit","exit_code":0}}]`, "call_ap a.txt exists"}, outputs)
+		`call_sh [{"stdout":"a.txt\n","stderr":"","outcome":{"type":"exit","exit_code":0}}]`, "call_ap Error: a.txt exists"}, outputs, "a failed apply_patch reaches the model marked")
 
 	// An output for a call the conversation does not hold is refused.
 	status, _, raw = g.postJSON(`{"model":"m","input":[{"type":"custom_tool_call_output","call_id":"nope","output":"x"}]}`)
@@ -249,7 +249,8 @@ func TestE2EBuiltinToolsServed(t *testing.T) {
 	assert.Equal(t, "42", resp.Output[0].Output)
 	require.Len(t, resp.Tools, 1)
 	assert.JSONEq(t, `{"type":"code_interpreter","container":{"type":"auto"}}`, string(resp.Tools[0]))
-	assert.Nil(t, resp.Lambent, "nothing unserved")
+	require.NotNil(t, resp.Lambent)
+	assert.NotContains(t, string(*resp.Lambent), "unserved_tools", "nothing unserved")
 	assert.Contains(t, modelTools(fake.Requests()[0]), "calculator")
 
 	status, _, raw = g.postJSON(`{"model":"m","input":"hi","tools":[{"type":"function","name":"f"},{"type":"web_search"}]}`)
