@@ -21,7 +21,7 @@ LAMBDA_METRICS_RUNS   ?= 21
 LAMBDA_METRICS_EVENT  ?= events/gateway-url-healthz.json
 LAMBDA_STARTUP_TARGET ?= 25
 
-.PHONY: invoke lambda-metrics
+.PHONY: invoke lambda-metrics worker-redelivery
 
 ## invoke: run functions/$(FN) once against the fake Lambda Runtime API with EVENT=events/<file>.json, printing the reply as it streams
 invoke:
@@ -32,3 +32,7 @@ invoke:
 lambda-metrics: build
 	@$(GO) run ./cmd/lambdazip -dir $(ARTIFACTS_DIR) $(FUNCTIONS)
 	@$(GO) run ./cmd/invoke -fn gateway -event $(LAMBDA_METRICS_EVENT) -runs $(LAMBDA_METRICS_RUNS) -target-ms $(LAMBDA_STARTUP_TARGET)
+
+## worker-redelivery: one create message without "id" delivered 5 times to the worker (DynamoDB Local, fake model): responses and model calls per turn, beside their reference (1 and 1)
+worker-redelivery:
+	@$(GO) test -count=1 -v -run '^TestRedeliveredMessageRunsOnce$$' ./pkg/worker/ | grep -E 'worker redelivery:|^(ok|FAIL|---)'
