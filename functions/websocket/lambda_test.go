@@ -72,7 +72,7 @@ func TestSampleEvents(t *testing.T) {
 		"LAMBENT_API_KEYS":            "sk-lambent-example",
 		"LAMBENT_WEBSOCKET_TABLE":     table,
 		"LAMBENT_WEBSOCKET_QUEUE_URL": queue.URL + "/123456789012/lambent-WebSocketQueue.fifo",
-		"LAMBENT_WEBSOCKET_ENDPOINT":  mgmt.URL + "/prod",
+		"LAMBENT_WEBSOCKET_ENDPOINT":  mgmt.URL + "/responses",
 	}
 	getenv := func(k string) string { return vars[k] }
 	cfg, err := app.FromEnv(getenv)
