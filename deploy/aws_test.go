@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lambent/lambent/pkg/app"
 )
 
 // TestWebSocketStageThrottlingAndAccessLogs: like the REST stage, the
@@ -287,3 +289,51 @@ func TestSampleEventsMatchTheStages(t *testing.T) {
 		t.Errorf("checked %d sample events, want the WebSocket and REST ones", checked)
 	}
 }
+
+// TestLocalInvokeEnv: env.json, the --env-vars file of `sam local invoke`,
+// names functions of the template and only variables each declares (SAM
+// ignores any other), and its settings are valid configurations (memory
+// store, no SSM, no AWS queue or bus: nothing of a deployment needed).
+func TestLocalInvokeEnv(t *testing.T) {
+	tpl := loadTemplate(t)
+	b, err := os.ReadFile(filepath.Join(root, "env.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env map[string]map[string]string
+	if err := json.Unmarshal(b, &env); err != nil {
+		t.Fatalf("env.json: %v", err)
+	}
+	for _, fn := range tpl.functions() {
+		if _, ok := env[fn]; !ok {
+			t.Errorf("env.json has no entry for %s", fn)
+		}
+	}
+	for fn, vars := range env {
+		if !slices.Contains(tpl.functions(), fn) {
+			t.Errorf("env.json: %s is not a function of the template", fn)
+			continue
+		}
+		declared := tpl.env(fn)
+		for k := range vars {
+			if _, ok := declared[k]; !ok {
+				t.Errorf("env.json: %s sets %s, which the template does not declare for it (sam local ignores it)", fn, k)
+			}
+		}
+		if vars["LAMBENT_STORE"] != "" && vars["LAMBENT_STORE"] != "memory" {
+			t.Errorf("env.json: %s LAMBENT_STORE = %q, want memory (no table locally)", fn, vars["LAMBENT_STORE"])
+		}
+		for _, k := range []string{"LAMBENT_PROVIDER_API_KEY_SSM", "LAMBENT_API_KEYS_SSM", "LAMBENT_COMPACTION_KEYS_SSM", "LAMBENT_SECRET_KEY_SSM", "LAMBENT_QUEUE_URL", "LAMBENT_EVENT_BUS"} {
+			if _, ok := declared[k]; ok && vars[k] != "" {
+				t.Errorf("env.json: %s %s = %q, want empty (a deployment's resource)", fn, k, vars[k])
+			} else if ok && !hasKey(vars, k) {
+				t.Errorf("env.json: %s leaves %s to the template (a deployment's resource), want it empty", fn, k)
+			}
+		}
+		if _, err := app.FromEnv(func(k string) string { return vars[k] }); err != nil {
+			t.Errorf("env.json: %s: %v", fn, err)
+		}
+	}
+}
+
+func hasKey(m map[string]string, k string) bool { _, ok := m[k]; return ok }
