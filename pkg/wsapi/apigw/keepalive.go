@@ -13,7 +13,7 @@ import (
 // which closes a connection nothing crossed for that long.
 const DefaultKeepAlive = 5 * time.Minute
 
-// keepAlive is the message sent to a connection while its turn is silent
+// KeepAliveMessage is the message sent to a connection while its turn is silent
 // (a slow tool, a slow model): {"type":"keepalive","sequence_number":N}, N
 // the sequence number of the last event sent (0 before any). It is the
 // transport keep-alive event the official clients know and skip (the npm
@@ -21,7 +21,7 @@ const DefaultKeepAlive = 5 * time.Minute
 // Agents SDK's WebSocket transport passes unknown event types through as
 // raw model events); it is not an event of the response, so the response's
 // sequence numbers stay contiguous.
-func keepAlive(seq int64) []byte {
+func KeepAliveMessage(seq int64) []byte {
 	b := make([]byte, 0, 48)
 	b = append(b, `{"type":"keepalive","sequence_number":`...)
 	b = strconv.AppendInt(b, seq, 10)
@@ -29,7 +29,7 @@ func keepAlive(seq int64) []byte {
 }
 
 // keepAliveSender wraps a turn's sender: after every interval without a
-// message it sends keepAlive. Send and the keep-alives never overlap. stop
+// message it sends KeepAliveMessage. Send and the keep-alives never overlap. stop
 // ends the keep-alives and waits for them.
 type keepAliveSender struct {
 	send     func(ctx context.Context, msg []byte) error
@@ -80,7 +80,7 @@ func (k *keepAliveSender) tick(ctx context.Context) time.Duration {
 		return wait
 	}
 	if !k.failed {
-		if err := k.send(ctx, keepAlive(k.seq)); err != nil {
+		if err := k.send(ctx, KeepAliveMessage(k.seq)); err != nil {
 			k.failed = true
 		}
 	}
