@@ -14,6 +14,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/telemetry"
 )
 
 // ------------------------------------------------- REST API deployment
@@ -273,9 +276,15 @@ func TestPublicFrontDoorsNeedAPIKeys(t *testing.T) {
 
 // ------------------------------------------------ concurrency, alarms
 
+// TestReservedConcurrency: the front-door and queue-driven functions each
+// have a reserved-concurrency parameter, and every default reserves
+// nothing: Lambda keeps 100 of an account's concurrency unreserved, so a
+// fresh account (a quota of 10) can reserve none, and the stack must still
+// deploy there. 0 maps to no ReservedConcurrentExecutions (Lambda's own 0
+// would stop the function).
 func TestReservedConcurrency(t *testing.T) {
 	tpl := loadTemplate(t)
-	for fn, param := range map[string]string{"GatewayFunction": "GatewayReservedConcurrency", "WorkerFunction": "WorkerReservedConcurrency"} {
+	for fn, param := range map[string]string{"GatewayFunction": "GatewayReservedConcurrency", "WorkerFunction": "WorkerReservedConcurrency", "WebSocketFunction": "WebSocketReservedConcurrency"} {
 		v := get(tpl.resources()[fn], "Properties", "ReservedConcurrentExecutions")
 		cond, yes, no, ok := ifCond(v)
 		if !ok || !isRef(yes, param) || !isRef(no, "AWS::NoValue") {
@@ -288,59 +297,214 @@ func TestReservedConcurrency(t *testing.T) {
 		}
 		p := tpl.param(t, param)
 		if p["Type"] != "Number" || p["Default"] != 0 || p["MinValue"] != 0 {
-			t.Errorf("%s: Type %v, Default %v, MinValue %v, want Number, 0, 0", param, p["Type"], p["Default"], p["MinValue"])
+			t.Errorf("%s: Type %v, Default %v, MinValue %v, want Number, 0, 0 (a fresh account can reserve nothing)", param, p["Type"], p["Default"], p["MinValue"])
+		}
+	}
+	for _, fn := range tpl.functions() {
+		v := get(tpl.resources()[fn], "Properties", "ReservedConcurrentExecutions")
+		if n, ok := asInt(v); ok {
+			t.Errorf("%s: ReservedConcurrentExecutions = %d, a fixed reservation a fresh account cannot grant", fn, n)
 		}
 	}
 }
 
+// alarmWatch is what an alarm watches: its metric (or, for metric math,
+// the metrics its expression reads), and the resource of its dimension.
+type alarmWatch struct{ namespace, metric, target string }
+
+// alarmMetrics lists what alarm p watches: its own metric, or those of
+// its metric math (Metrics), with the expression that returns data.
+func alarmMetrics(p map[string]any) (watches []alarmWatch, expr string) {
+	target := func(dims any) string {
+		l := asList(dims)
+		if len(l) != 1 {
+			return ""
+		}
+		v := get(l[0], "Value")
+		if r, attr, ok := getAtt(v); ok && attr == "QueueName" {
+			return r
+		}
+		s, _ := asMap(v)["Ref"].(string)
+		return s
+	}
+	if p["MetricName"] != nil {
+		return []alarmWatch{{asString(p["Namespace"]), asString(p["MetricName"]), target(p["Dimensions"])}}, ""
+	}
+	for _, m := range asList(p["Metrics"]) {
+		if e, ok := asMap(m)["Expression"]; ok {
+			if s, ok := sub(e); ok {
+				expr = s
+			} else {
+				expr = asString(e)
+			}
+			continue
+		}
+		mm := get(m, "MetricStat", "Metric")
+		watches = append(watches, alarmWatch{asString(get(mm, "Namespace")), asString(get(mm, "MetricName")), target(get(mm, "Dimensions"))})
+	}
+	return watches, expr
+}
+
+// TestAlarms: alarms an operator can act on, each threshold a documented
+// parameter: any message in a dead-letter queue; the age of every other
+// queue's oldest message; per function an error rate (errors over
+// invocations with a minimum count, not any single error), any throttle,
+// and its p99 duration as a share of its own timeout; and failed
+// responses from the EMF metric pkg/telemetry writes. Every alarm
+// notifies AlarmTopicArn when set and treats missing data as fine.
 func TestAlarms(t *testing.T) {
 	tpl := loadTemplate(t)
-	type watch struct{ namespace, metric, target string }
-	found := map[watch]string{}
+	found := map[string]map[string]any{} // kind + target -> properties
 	wantActions := map[string]any{"Fn::If": []any{"HasAlarmTopic", []any{map[string]any{"Ref": "AlarmTopicArn"}}, map[string]any{"Ref": "AWS::NoValue"}}}
 	for _, id := range tpl.ofType("AWS::CloudWatch::Alarm") {
 		p := asMap(get(tpl.resources()[id], "Properties"))
-		dims := asList(p["Dimensions"])
-		if len(dims) != 1 {
-			t.Errorf("%s: Dimensions = %v, want one", id, dims)
+		watches, expr := alarmMetrics(p)
+		if len(watches) == 0 {
+			t.Errorf("%s watches no metric", id)
 			continue
-		}
-		target, _ := asMap(get(dims[0], "Value"))["Ref"].(string)
-		if r, attr, ok := getAtt(get(dims[0], "Value")); ok && attr == "QueueName" {
-			target = r
-		}
-		found[watch{asString(p["Namespace"]), asString(p["MetricName"]), target}] = id
-		if n, _ := asInt(p["Threshold"]); n != 0 || p["ComparisonOperator"] != "GreaterThanThreshold" {
-			t.Errorf("%s: %v %v, want GreaterThanThreshold 0 (any occurrence)", id, p["ComparisonOperator"], p["Threshold"])
 		}
 		if p["TreatMissingData"] != "notBreaching" {
 			t.Errorf("%s: TreatMissingData = %v, want notBreaching (no data is no failure)", id, p["TreatMissingData"])
-		}
-		if n, _ := asInt(p["EvaluationPeriods"]); n < 1 {
-			t.Errorf("%s: EvaluationPeriods = %v", id, p["EvaluationPeriods"])
-		}
-		if n, _ := asInt(p["Period"]); n < 60 {
-			t.Errorf("%s: Period = %v, want at least 60 s", id, p["Period"])
 		}
 		for _, a := range []string{"AlarmActions", "OKActions"} {
 			if !reflect.DeepEqual(p[a], wantActions) {
 				t.Errorf("%s: %s = %v, want %v", id, a, p[a], wantActions)
 			}
 		}
+		if n, _ := asInt(p["EvaluationPeriods"]); n < 1 {
+			t.Errorf("%s: EvaluationPeriods = %v", id, p["EvaluationPeriods"])
+		}
+		w := watches[0]
+		var kind string
+		switch {
+		case w.metric == "ApproximateNumberOfMessagesVisible":
+			kind = "dlq"
+		case w.metric == "ApproximateAgeOfOldestMessage":
+			kind = "age"
+		case w.metric == "Throttles":
+			kind = "throttles"
+		case w.metric == "Errors" || w.metric == "Invocations":
+			kind = "errors"
+		case w.metric == "Duration":
+			kind = "duration"
+		case w.metric == telemetry.MetricOperationDuration:
+			kind = "failed"
+		default:
+			t.Errorf("%s: watches %v, an alarm this test does not know", id, watches)
+			continue
+		}
+		key := kind + " " + w.target
+		if other, dup := found[key]; dup {
+			t.Errorf("%s: a second %s alarm (%v)", id, key, other)
+		}
+		p["id"], p["expr"], p["watches"] = id, expr, watches
+		found[key] = p
 	}
-	want := []watch{{"AWS/SQS", "ApproximateNumberOfMessagesVisible", "ResponsesDLQ"}}
+	threshold := func(p map[string]any, param string) {
+		t.Helper()
+		if !isRef(p["Threshold"], param) {
+			t.Errorf("%s: Threshold = %v, want !Ref %s", p["id"], p["Threshold"], param)
+			return
+		}
+		if pp := tpl.param(t, param); pp["Type"] != "Number" {
+			t.Errorf("%s: Type %v, want Number", param, pp["Type"])
+		}
+	}
+	anyOccurrence := func(p map[string]any) {
+		t.Helper()
+		if n, ok := asInt(p["Threshold"]); !ok || n != 0 || p["ComparisonOperator"] != "GreaterThanThreshold" {
+			t.Errorf("%s: %v %v, want GreaterThanThreshold 0 (any occurrence)", p["id"], p["ComparisonOperator"], p["Threshold"])
+		}
+	}
+	need := func(key string) map[string]any {
+		t.Helper()
+		p := found[key]
+		if p == nil {
+			t.Errorf("no %s alarm", key)
+		}
+		return p
+	}
+
+	// Queues: the depth of each dead-letter queue, the age of the others.
+	for _, q := range tpl.ofType("AWS::SQS::Queue") {
+		if strings.HasSuffix(q, "DLQ") {
+			if p := need("dlq " + q); p != nil {
+				anyOccurrence(p)
+			}
+			continue
+		}
+		if p := need("age " + q); p != nil {
+			if !strings.HasPrefix(asString(get(p, "Threshold", "Ref")), "Alarm") {
+				t.Errorf("%s: Threshold = %v, want a parameter Alarm...", p["id"], p["Threshold"])
+			}
+			threshold(p, asString(get(p, "Threshold", "Ref")))
+		}
+	}
+
+	// Functions: error rate, throttles, p99 duration against the timeout.
 	for _, fn := range tpl.functions() {
-		want = append(want, watch{"AWS/Lambda", "Errors", fn}, watch{"AWS/Lambda", "Throttles", fn})
-	}
-	for _, w := range want {
-		if _, ok := found[w]; !ok {
-			t.Errorf("no alarm on %s %s of %s", w.namespace, w.metric, w.target)
+		if p := need("throttles " + fn); p != nil {
+			anyOccurrence(p)
+		}
+		if p := need("errors " + fn); p != nil {
+			threshold(p, "AlarmErrorRatePercent")
+			metrics := map[string]bool{}
+			for _, w := range p["watches"].([]alarmWatch) {
+				metrics[w.metric] = w.target == fn && w.namespace == "AWS/Lambda"
+			}
+			if !metrics["Errors"] || !metrics["Invocations"] {
+				t.Errorf("%s: reads %v, want the Errors and Invocations of %s (a rate, not a count)", p["id"], p["watches"], fn)
+			}
+			expr := p["expr"].(string)
+			for _, s := range []string{"100 * errors / invocations", "errors >= ${AlarmMinErrors}"} {
+				if !strings.Contains(expr, s) {
+					t.Errorf("%s: Expression %q lacks %q", p["id"], expr, s)
+				}
+			}
+			if n, _ := asInt(p["DatapointsToAlarm"]); n < 2 {
+				t.Errorf("%s: DatapointsToAlarm = %v, want at least 2 (one bad period is not an alarm)", p["id"], p["DatapointsToAlarm"])
+			}
+		}
+		if p := need("duration " + fn); p != nil {
+			threshold(p, "AlarmDurationPercentOfTimeout")
+			timeout, _ := asInt(tpl.fnProp(fn, "Timeout"))
+			if want := fmt.Sprintf("100 * p99 / %d", timeout*1000); p["expr"] != want {
+				t.Errorf("%s: Expression %q, want %q (%s's Timeout is %d s)", p["id"], p["expr"], want, fn, timeout)
+			}
+			var stat any
+			for _, m := range asList(p["Metrics"]) {
+				if get(m, "MetricStat") != nil {
+					stat = get(m, "MetricStat", "Stat")
+				}
+			}
+			if stat != "p99" {
+				t.Errorf("%s: Stat = %v, want p99", p["id"], stat)
+			}
 		}
 	}
-	if dlq := found[want[0]]; dlq != "" {
-		if name := get(asList(get(tpl.resources()[dlq], "Properties", "Dimensions"))[0], "Name"); name != "QueueName" {
-			t.Errorf("%s: dimension %v, want QueueName", dlq, name)
+
+	// Failed responses: the metric and dimensions of pkg/telemetry's EMF
+	// response line, in the configured namespace, when EMF is on.
+	if p := need("failed "); p != nil { // two dimensions, no resource
+		threshold(p, "AlarmFailedResponses")
+		if !isRef(p["Namespace"], "MetricsNamespace") || p["Statistic"] != "SampleCount" {
+			t.Errorf("%s: %v %v, want !Ref MetricsNamespace and SampleCount (one sample per response)", p["id"], p["Namespace"], p["Statistic"])
 		}
+		dims := map[string]any{}
+		for _, d := range asList(p["Dimensions"]) {
+			dims[asString(get(d, "Name"))] = get(d, "Value")
+		}
+		want := map[string]any{telemetry.DimOperation: "invoke_agent", telemetry.DimStatus: string(api.StatusFailed)}
+		if !reflect.DeepEqual(dims, want) {
+			t.Errorf("%s: Dimensions %v, want %v (a dimension set of the EMF response line)", p["id"], dims, want)
+		}
+		res := tpl.resources()[p["id"].(string)]
+		if c := get(res, "Condition"); c != "HasEmfMetrics" {
+			t.Errorf("%s: Condition = %v, want HasEmfMetrics", p["id"], c)
+		}
+	}
+	if c := get(tpl, "Conditions", "HasEmfMetrics"); !reflect.DeepEqual(c, map[string]any{"Fn::Equals": []any{map[string]any{"Ref": "Metrics"}, "emf"}}) {
+		t.Errorf("HasEmfMetrics = %v, want Metrics equals emf", c)
 	}
 
 	p := tpl.param(t, "AlarmTopicArn")

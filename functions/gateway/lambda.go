@@ -22,7 +22,13 @@ func serveLambda(a *app.App) error {
 }
 
 // lambdaHandler is the function's Lambda handler: the event's shape picks
-// the adapter (see lambdaio.Detect).
-func lambdaHandler(a *app.App) func(context.Context, json.RawMessage) (any, error) {
-	return lambdaio.New(a.Handler, lambdaio.Config{}).Handle
+// the adapter (see lambdaio.Detect); each invocation's log lines carry the
+// Lambda fields (app.StartInvocation). Telemetry is flushed by the app's
+// HTTP handler after each request, as a streamed reply outlives this
+// handler.
+func lambdaHandler(a *app.App) app.LambdaFunc {
+	h := lambdaio.New(a.Handler, lambdaio.Config{})
+	return func(ctx context.Context, payload json.RawMessage) (any, error) {
+		return h.Handle(a.StartInvocation(ctx), payload)
+	}
 }

@@ -10,12 +10,16 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/testing/dynamolocal"
@@ -23,6 +27,7 @@ import (
 	"github.com/lambent/lambent/internal/testing/fakeapigw"
 	"github.com/lambent/lambent/internal/testing/fakellm"
 	"github.com/lambent/lambent/internal/testing/fakesqs"
+	"github.com/lambent/lambent/internal/testing/logbuf"
 	"github.com/lambent/lambent/internal/testing/ssecheck"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/app"
@@ -48,9 +53,18 @@ func sample(t *testing.T, name string) json.RawMessage {
 	return out
 }
 
-func TestSampleEvents(t *testing.T) {
-	fake := fakellm.New(fakellm.Turn{Text: "Hello over the WebSocket."}, fakellm.Turn{Text: "Hello again."})
-	t.Cleanup(fake.Close)
+// function is the WebSocket function wired from the environment as in
+// Lambda, over DynamoDB Local, a fake SQS endpoint and a fake Management API.
+type function struct {
+	app   *app.App
+	h     *apigw.Handler
+	mgmt  *fakeapigw.Server
+	queue *fakesqs.Server
+	table string
+}
+
+func newFunction(t *testing.T, fake *fakellm.Server, env map[string]string, logs io.Writer, opts *app.Options) *function {
+	t.Helper()
 	mgmt := fakeapigw.Start()
 	t.Cleanup(mgmt.Close)
 	queue := fakesqs.Start()
@@ -72,18 +86,32 @@ func TestSampleEvents(t *testing.T) {
 		"LAMBENT_API_KEYS":            "sk-lambent-example",
 		"LAMBENT_WEBSOCKET_TABLE":     table,
 		"LAMBENT_WEBSOCKET_QUEUE_URL": queue.URL + "/123456789012/lambent-WebSocketQueue.fifo",
-		"LAMBENT_WEBSOCKET_ENDPOINT":  mgmt.URL + "/prod",
+		"LAMBENT_WEBSOCKET_ENDPOINT":  mgmt.URL + "/responses",
+	}
+	for k, v := range env {
+		vars[k] = v
 	}
 	getenv := func(k string) string { return vars[k] }
 	cfg, err := app.FromEnv(getenv)
 	require.NoError(t, err)
 	require.NoError(t, app.ResolveSecrets(t.Context(), &cfg, getenv))
-	log := app.Logger(cfg, io.Discard)
-	a, err := app.Build(t.Context(), cfg, log, nil)
+	if logs == nil {
+		logs = io.Discard
+	}
+	log := app.Logger(cfg, logs)
+	a, err := app.Build(t.Context(), cfg, log, opts)
 	require.NoError(t, err)
 	t.Cleanup(a.Close)
 	h, err := newHandler(a, cfg, log)
 	require.NoError(t, err)
+	return &function{app: a, h: h, mgmt: mgmt, queue: queue, table: table}
+}
+
+func TestSampleEvents(t *testing.T) {
+	fake := fakellm.New(fakellm.Turn{Text: "Hello over the WebSocket."}, fakellm.Turn{Text: "Hello again."})
+	t.Cleanup(fake.Close)
+	f := newFunction(t, fake, nil, nil, nil)
+	h, mgmt, queue, table := f.h, f.mgmt, f.queue, f.table
 	const conn = "J5mKDcXaoAMCJdA="
 
 	out, err := h.Invoke(t.Context(), sample(t, "websocket-connect.json"))
@@ -133,4 +161,63 @@ func TestSampleEvents(t *testing.T) {
 	c, err := conns.Load(t.Context(), conn)
 	require.NoError(t, err)
 	require.Nil(t, c, "$disconnect forgets the connection")
+}
+
+// The function's Lambda handler (app.LambdaHandler, as main wires it)
+// delivers a turn's hook events before the invocation returns: Lambda
+// freezes the process between invocations. Its log lines carry the
+// invocation's Powertools fields (cold_start false after the first).
+func TestHandlerFlushesTelemetry(t *testing.T) {
+	fake := fakellm.New(
+		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "calculator", Arguments: `{"expression":"6*7"}`}}},
+		fakellm.Turn{Text: "It is 42."},
+	)
+	t.Cleanup(fake.Close)
+	var (
+		mu     sync.Mutex
+		hooked []string
+	)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		hooked = append(hooked, string(b))
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(hook.Close)
+	var logs logbuf.Buffer
+	f := newFunction(t, fake, map[string]string{"LAMBENT_HOOKS": hook.URL, "LAMBENT_FETCH_ALLOW_HOSTS": strings.TrimPrefix(hook.URL, "http://"),
+		"LAMBENT_LOG_LEVEL": "info"}, &logs, nil)
+	handler := f.app.LambdaHandler(f.h.Invoke)
+	invoke := func(id string, payload json.RawMessage) any {
+		t.Helper()
+		ctx := lambdacontext.NewContext(t.Context(), &lambdacontext.LambdaContext{AwsRequestID: id})
+		out, err := handler(ctx, payload)
+		require.NoError(t, err)
+		return out
+	}
+	const conn = "J5mKDcXaoAMCJdA="
+	invoke("aws-connect", sample(t, "websocket-connect.json"))
+	f.mgmt.Connect(conn)
+	body, err := json.Marshal(map[string]string{"connection_id": conn, "endpoint": f.mgmt.URL + "/responses",
+		"body": `{"type":"response.create","store":false,"model":"m","input":"6*7?","tools":[{"type":"lambent:calculator"}]}`})
+	require.NoError(t, err)
+	ev, err := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: string(body), EventSource: "aws:sqs"}}})
+	require.NoError(t, err)
+	out := invoke("aws-turn", ev)
+	require.Empty(t, out.(events.SQSEventResponse).BatchItemFailures)
+	mu.Lock()
+	got := len(hooked)
+	mu.Unlock()
+	require.Equal(t, 2, got, "the tool call's two hook events were delivered before the invocation returned")
+
+	cold := map[string]any{}
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var l map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &l), line)
+		if id, ok := l["function_request_id"].(string); ok {
+			cold[id] = l["cold_start"]
+		}
+	}
+	require.Equal(t, false, cold["aws-turn"], "the turn's log lines: not the cold start (the connect was)")
 }

@@ -39,7 +39,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	lambda.Start(h.Invoke)
+	// Each invocation's log lines carry the Lambda fields, and hook events,
+	// spans and metrics leave before Lambda freezes the process.
+	lambda.Start(a.LambdaHandler(h.Invoke))
 	return nil
 }
 

@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 
@@ -29,11 +28,7 @@ func run() error {
 		return err
 	}
 	h := &worker.Handler{Runner: a.Engine, Logger: log, RequireTenant: cfg.JobTenantRequired()}
-	lambda.Start(func(ctx context.Context, payload json.RawMessage) (any, error) {
-		out, err := h.Invoke(ctx, payload)
-		// Hook events and spans go out before Lambda freezes the process.
-		a.AfterInvocation(ctx)
-		return out, err
-	})
+	// Hook events and spans go out before Lambda freezes the process.
+	lambda.Start(a.LambdaHandler(h.Invoke))
 	return nil
 }

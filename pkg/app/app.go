@@ -53,6 +53,9 @@ type App struct {
 	// aws loads the AWS SDK configuration once, on first use, for every
 	// client the app builds (AWS).
 	aws func() (aws.Config, error)
+	// invocations tells the cold start from later invocations
+	// (StartInvocation).
+	invocations requestid.Invocations
 }
 
 // AWS returns the AWS SDK configuration every client of the app shares

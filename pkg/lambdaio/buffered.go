@@ -2,15 +2,49 @@ package lambdaio
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/requestid"
 )
+
+// Bounds of a buffered reply. API Gateway ends a buffered integration after
+// 29 s (a REST API's default; an HTTP API's maximum is 30 s) with a 504 that
+// tells the client nothing, and Lambda refuses a synchronous reply over 6 MB.
+const (
+	// DefaultBufferedTimeout is Config.BufferedTimeout's default: API
+	// Gateway's 29 s, less a second for the reply to reach it.
+	DefaultBufferedTimeout = 28 * time.Second
+	// MaxBufferedReply is the largest reply Lambda returns from a
+	// synchronous invocation (6 MB), the event's JSON encoding included.
+	MaxBufferedReply = 6 << 20
+)
+
+// bufferedCheckFrom is the body size from which a buffered reply's JSON
+// encoding is measured against MaxBufferedReply (escaping makes it larger
+// than the body).
+const bufferedCheckFrom = MaxBufferedReply / 2
+
+// bounded returns ctx ending h.bufferedTimeout from now (or at its own
+// deadline, when sooner).
+func (h *Handler) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if h.bufferedTimeout < 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, h.bufferedTimeout)
+}
 
 // serveV1 answers a buffered REST API or HTTP API payload 1.0 request with
 // one events.APIGatewayProxyResponse.
 func (h *Handler) serveV1(ctx context.Context, ev *events.APIGatewayProxyRequest) (any, error) {
+	ctx, cancel := h.bounded(ctx)
+	defer cancel()
 	var perr error
 	resp, err := httpadapter.New(h.buffered(&perr)).ProxyWithContext(ctx, *ev)
 	if perr != nil {
@@ -19,12 +53,18 @@ func (h *Handler) serveV1(ctx context.Context, ev *events.APIGatewayProxyRequest
 	if err != nil {
 		return nil, err
 	}
+	if tooLarge(len(resp.Body), resp) {
+		resp.StatusCode, resp.Body, resp.IsBase64Encoded = replyTooLarge(resp.Body, firstHeader(resp.Headers, resp.MultiValueHeaders, requestid.Header))
+		resp.Headers, resp.MultiValueHeaders = errorHeaders(resp.Headers, resp.MultiValueHeaders)
+	}
 	return resp, nil
 }
 
 // serveV2 answers an HTTP API payload 2.0 request with one
 // events.APIGatewayV2HTTPResponse.
 func (h *Handler) serveV2(ctx context.Context, ev *events.APIGatewayV2HTTPRequest) (any, error) {
+	ctx, cancel := h.bounded(ctx)
+	defer cancel()
 	var perr error
 	resp, err := httpadapter.NewV2(h.buffered(&perr)).ProxyWithContext(ctx, *ev)
 	if perr != nil {
@@ -33,7 +73,68 @@ func (h *Handler) serveV2(ctx context.Context, ev *events.APIGatewayV2HTTPReques
 	if err != nil {
 		return nil, err
 	}
+	if tooLarge(len(resp.Body), resp) {
+		resp.StatusCode, resp.Body, resp.IsBase64Encoded = replyTooLarge(resp.Body, firstHeader(resp.Headers, resp.MultiValueHeaders, requestid.Header))
+		resp.Headers, resp.MultiValueHeaders = errorHeaders(resp.Headers, resp.MultiValueHeaders)
+		resp.Cookies = nil
+	}
 	return resp, nil
+}
+
+// tooLarge reports whether reply (whose body has n bytes) would encode over
+// MaxBufferedReply.
+func tooLarge(n int, reply any) bool {
+	if n < bufferedCheckFrom {
+		return false
+	}
+	b, err := json.Marshal(reply)
+	return err != nil || len(b) > MaxBufferedReply
+}
+
+// replyTooLarge is the status and body that replace a buffered reply over
+// MaxBufferedReply: a 400 in the OpenAI error shape saying how to get it
+// (stream it, or run it in the background and read it from a streaming
+// front door), naming the response when the body was one.
+func replyTooLarge(body, requestID string) (int, string, bool) {
+	var r struct {
+		ID     string `json:"id"`
+		Object string `json:"object"`
+	}
+	_ = json.NewDecoder(strings.NewReader(body)).Decode(&r)
+	what := "The reply"
+	if r.Object == "response" && r.ID != "" {
+		what = "The response " + r.ID
+	}
+	e := api.InvalidRequestCode("stream", "response_too_large",
+		"%s is larger than the %d MB a buffered API Gateway reply can carry. Ask for it with \"stream\": true, or with \"background\": true and read it from a streaming front door (the function URL or the REST API).",
+		what, MaxBufferedReply>>20)
+	b, _ := json.Marshal(api.ErrorBody{Error: e.ForClient(requestID)})
+	return e.Status, string(b), false
+}
+
+// errorHeaders keeps the request id of a reply's headers and makes it JSON.
+func errorHeaders(single map[string]string, multi map[string][]string) (map[string]string, map[string][]string) {
+	id := firstHeader(single, multi, requestid.Header)
+	out := map[string]string{"Content-Type": "application/json"}
+	if id != "" {
+		out[requestid.Header] = id
+	}
+	return out, nil
+}
+
+// firstHeader is the first value of header name in a reply's headers.
+func firstHeader(single map[string]string, multi map[string][]string, name string) string {
+	for k, v := range single {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	for k, v := range multi {
+		if strings.EqualFold(k, name) && len(v) > 0 {
+			return v[0]
+		}
+	}
+	return ""
 }
 
 // buffered wraps the handler for the api-proxy adapters: its writer gains a

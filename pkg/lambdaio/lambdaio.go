@@ -40,6 +40,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -67,6 +68,13 @@ type Config struct {
 	// Logger receives panics recovered from the handler (default
 	// slog.Default()).
 	Logger *slog.Logger
+	// BufferedTimeout bounds a buffered request (an HTTP API's, a buffered
+	// REST API's): its context ends that long after it arrived, so that
+	// the engine ends the response (incomplete, reason deadline) before API
+	// Gateway's integration timeout answers the client with a bare 504
+	// (default DefaultBufferedTimeout; negative: only the invocation's
+	// deadline).
+	BufferedTimeout time.Duration
 }
 
 // DefaultBufferedREST is the default [Config.BufferedREST]: a REST API
@@ -80,9 +88,10 @@ func DefaultBufferedREST(ev *events.APIGatewayProxyRequest) bool {
 // [New]; it is safe for concurrent use (Lambda managed instances run several
 // invocations at once).
 type Handler struct {
-	h            http.Handler
-	bufferedREST func(*events.APIGatewayProxyRequest) bool
-	log          *slog.Logger
+	h               http.Handler
+	bufferedREST    func(*events.APIGatewayProxyRequest) bool
+	log             *slog.Logger
+	bufferedTimeout time.Duration
 }
 
 // New returns a Handler serving h.
@@ -93,7 +102,10 @@ func New(h http.Handler, cfg Config) *Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Handler{h: h, bufferedREST: cfg.BufferedREST, log: cfg.Logger}
+	if cfg.BufferedTimeout == 0 {
+		cfg.BufferedTimeout = DefaultBufferedTimeout
+	}
+	return &Handler{h: h, bufferedREST: cfg.BufferedREST, log: cfg.Logger, bufferedTimeout: cfg.BufferedTimeout}
 }
 
 // Start serves h to Lambda invocations with [lambda.StartWithOptions]. Like

@@ -17,8 +17,12 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"strings"
+	"sync/atomic"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/lambent/lambent/pkg/tenant"
 )
 
 // Header is the response header that carries the request id.
@@ -43,10 +47,11 @@ func New() string {
 type key struct{}
 
 // info is what a context carries: the request id and the front door's
-// attributes.
+// attributes; lambda marks that those include the Lambda invocation's.
 type info struct {
-	id    string
-	attrs []slog.Attr
+	id     string
+	attrs  []slog.Attr
+	lambda bool
 }
 
 func get(ctx context.Context) *info {
@@ -59,7 +64,7 @@ func get(ctx context.Context) *info {
 func With(ctx context.Context, id string) context.Context {
 	i := &info{id: id}
 	if old := get(ctx); old != nil {
-		i.attrs = old.attrs
+		i.attrs, i.lambda = old.attrs, old.lambda
 	}
 	return context.WithValue(ctx, key{}, i)
 }
@@ -69,7 +74,7 @@ func With(ctx context.Context, id string) context.Context {
 func WithAttrs(ctx context.Context, attrs ...slog.Attr) context.Context {
 	i := &info{}
 	if old := get(ctx); old != nil {
-		i.id = old.id
+		i.id, i.lambda = old.id, old.lambda
 		i.attrs = append(i.attrs, old.attrs...)
 	}
 	i.attrs = append(i.attrs, attrs...)
@@ -120,7 +125,8 @@ type handler struct {
 
 // NewHandler wraps h: every record logged with a context that carries a
 // request id gets the attribute request_id (and the front door's
-// attributes, WithAttrs) before h handles it. Records logged without a
+// attributes, WithAttrs, and the tenant the context names, TenantKey)
+// before h handles it. Records logged without a
 // context (Info rather than InfoContext) get nothing. On a logger with a
 // group (WithGroup) the attributes land in the group.
 func NewHandler(h slog.Handler) slog.Handler {
@@ -135,6 +141,9 @@ func (h handler) Handle(ctx context.Context, r slog.Record) error {
 			r.AddAttrs(slog.String(LogKey, i.id))
 		}
 		r.AddAttrs(i.attrs...)
+		if t, ok := tenant.Named(ctx); ok {
+			r.AddAttrs(slog.String(TenantKey, t))
+		}
 	}
 	return h.Handler.Handle(ctx, r)
 }
@@ -149,15 +158,73 @@ func (h handler) WithGroup(name string) slog.Handler {
 	return handler{h.Handler.WithGroup(name)}
 }
 
-// LambdaKey is the log attribute of the Lambda invocation's request id.
-const LambdaKey = "aws_request_id"
+// TenantKey is the log attribute of the tenant a request's context names.
+const TenantKey = "tenant"
 
-// WithLambda returns ctx whose log records also carry the request id of
-// the Lambda invocation ctx belongs to (aws_request_id), when it belongs
-// to one.
+// Log attributes of a Lambda invocation, under the names AWS Lambda
+// Powertools gives them, so that log queries written for Powertools work.
+const (
+	// LambdaKey: the Lambda invocation's request id.
+	LambdaKey = "function_request_id"
+	// FunctionNameKey: the function's name.
+	FunctionNameKey = "function_name"
+	// ColdStartKey: whether the invocation is its process's first (Invocations).
+	ColdStartKey = "cold_start"
+	// TraceKey: the X-Ray trace id (the Root of the trace header) when the
+	// invocation has one.
+	TraceKey = "xray_trace_id"
+)
+
+// Invocations tells the first Lambda invocation of a process (its cold
+// start) from the ones after. A function's handler holds one; its zero
+// value is ready.
+type Invocations struct{ started atomic.Bool }
+
+// Start returns ctx whose log records carry the Lambda invocation's fields
+// (WithLambda) and cold_start: true for the first call of i, false after.
+func (i *Invocations) Start(ctx context.Context) context.Context {
+	cold := !i.started.Swap(true)
+	return withLambda(ctx, slog.Bool(ColdStartKey, cold))
+}
+
+// WithLambda returns ctx whose log records also carry the fields of the
+// Lambda invocation ctx belongs to (function_request_id, function_name,
+// xray_trace_id), when it belongs to one and does not carry them yet (an
+// outer Invocations.Start gave them, with cold_start).
 func WithLambda(ctx context.Context) context.Context {
-	if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
-		return WithAttrs(ctx, slog.String(LambdaKey, lc.AwsRequestID))
+	return withLambda(ctx)
+}
+
+func withLambda(ctx context.Context, extra ...slog.Attr) context.Context {
+	if i := get(ctx); i != nil && i.lambda {
+		return ctx
 	}
+	lc, ok := lambdacontext.FromContext(ctx)
+	if !ok || lc.AwsRequestID == "" {
+		return ctx
+	}
+	attrs := append([]slog.Attr{slog.String(LambdaKey, lc.AwsRequestID)}, extra...)
+	if lambdacontext.FunctionName != "" {
+		attrs = append(attrs, slog.String(FunctionNameKey, lambdacontext.FunctionName))
+	}
+	// aws-lambda-go keeps the invocation's trace header under this string key.
+	if h, _ := ctx.Value("x-amzn-trace-id").(string); h != "" {
+		if root := traceRoot(h); root != "" {
+			attrs = append(attrs, slog.String(TraceKey, root))
+		}
+	}
+	ctx = WithAttrs(ctx, attrs...)
+	get(ctx).lambda = true
 	return ctx
+}
+
+// traceRoot is the Root of an X-Ray trace header
+// ("Root=1-5759e988-bd862e3fe1be46a994272793;Parent=...;Sampled=1").
+func traceRoot(header string) string {
+	for part := range strings.SplitSeq(header, ";") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(part), "Root="); ok {
+			return v
+		}
+	}
+	return ""
 }

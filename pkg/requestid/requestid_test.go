@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
@@ -15,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/pkg/requestid"
+	"github.com/lambent/lambent/pkg/tenant"
 )
 
 var idRe = regexp.MustCompile(`^req_[0-9a-f]{32}$`)
@@ -44,7 +47,7 @@ func TestHandler(t *testing.T) {
 	require.NoError(t, dec.Decode(&with))
 	require.NoError(t, dec.Decode(&without))
 	assert.Equal(t, "req_0123456789abcdef0123456789abcdef", with["request_id"])
-	assert.Equal(t, "aws-1", with["aws_request_id"])
+	assert.Equal(t, "aws-1", with["function_request_id"])
 	assert.Equal(t, "gw-1", with["apigw_request_id"])
 	assert.Equal(t, "test", with["component"])
 	assert.NotContains(t, without, "request_id")
@@ -87,4 +90,41 @@ func BenchmarkNew(b *testing.B) {
 	for b.Loop() {
 		_ = requestid.New()
 	}
+}
+
+// An invocation's log records carry Powertools' fields: the Lambda
+// request id, the function's name, the X-Ray trace root, and cold_start,
+// true for a process's first invocation only; the tenant of the context
+// too. An inner WithLambda adds nothing more.
+func TestInvocations(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(requestid.NewHandler(slog.NewJSONHandler(&buf, nil)))
+	var inv requestid.Invocations
+	for _, id := range []string{"aws-1", "aws-2"} {
+		ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: id})
+		//lint:ignore SA1029 the key aws-lambda-go uses
+		ctx = context.WithValue(ctx, "x-amzn-trace-id", "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1")
+		ctx = requestid.WithLambda(inv.Start(ctx))
+		ctx = tenant.With(requestid.With(ctx, requestid.New()), "acme")
+		log.InfoContext(ctx, "line")
+	}
+	assert.Equal(t, 2, strings.Count(buf.String(), `"`+requestid.LambdaKey+`"`), "once a line, though WithLambda ran twice")
+	dec := json.NewDecoder(&buf)
+	for i, cold := range []bool{true, false} {
+		var l map[string]any
+		require.NoError(t, dec.Decode(&l))
+		assert.Equal(t, fmt.Sprintf("aws-%d", i+1), l[requestid.LambdaKey])
+		assert.Equal(t, cold, l[requestid.ColdStartKey])
+		assert.Equal(t, "1-5759e988-bd862e3fe1be46a994272793", l[requestid.TraceKey])
+		assert.Equal(t, "acme", l[requestid.TenantKey])
+	}
+
+	// No Lambda context: nothing Lambda's.
+	buf.Reset()
+	log.InfoContext(inv.Start(requestid.With(context.Background(), "req_1")), "local")
+	var l map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &l))
+	assert.NotContains(t, l, requestid.LambdaKey)
+	assert.NotContains(t, l, requestid.ColdStartKey)
+	assert.NotContains(t, l, requestid.TenantKey, "no tenant named")
 }

@@ -17,6 +17,13 @@ func With(ctx context.Context, t string) context.Context {
 	return context.WithValue(ctx, key{}, t)
 }
 
+// Named returns the tenant ctx names, and whether it names one (From
+// falls back to Default).
+func Named(ctx context.Context) (string, bool) {
+	t, ok := ctx.Value(key{}).(string)
+	return t, ok && t != ""
+}
+
 // From returns ctx's tenant, Default when none.
 func From(ctx context.Context) string {
 	if t, ok := ctx.Value(key{}).(string); ok && t != "" {

@@ -7,6 +7,8 @@ package worker
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine"
@@ -45,6 +48,13 @@ type Handler struct {
 // Invoke handles one invocation, whatever triggered it: an SQS batch
 // (answered with partial batch failures), an EventBridge event, or a
 // direct payload (a job {"response_id"} or a create request).
+//
+// A create request that names no "id" gets one derived from its delivery
+// (DeliveryID): the SQS message id, the EventBridge event id, else the
+// Lambda request id of the invocation, which an asynchronous invocation
+// keeps across Lambda's retries. A redelivered message therefore finds the
+// response its first delivery created, and resumes it or leaves it as it
+// ended, instead of creating (and paying the model for) another one.
 func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, error) {
 	ctx = requestid.WithLambda(ctx)
 	var probe struct {
@@ -53,6 +63,10 @@ func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 		Source     string            `json:"source"`
 	}
 	_ = json.Unmarshal(payload, &probe)
+	var derived string
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		derived = DeliveryID(DeliveryInvocation, lc.AwsRequestID)
+	}
 	switch {
 	case len(probe.Records) > 0:
 		var ev events.SQSEvent
@@ -66,9 +80,10 @@ func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 			return nil, fmt.Errorf("worker: EventBridge event: %w", err)
 		}
 		payload = ev.Detail
+		derived = DeliveryID(DeliveryEvent, ev.ID)
 	}
 	ctx = requestid.With(ctx, requestid.New())
-	if err := h.message(ctx, payload); err != nil {
+	if err := h.message(ctx, payload, derived); err != nil {
 		h.log().ErrorContext(ctx, "invocation failed", "invalid", errors.Is(err, ErrInvalidMessage), "err", err)
 		return nil, err
 	}
@@ -90,7 +105,7 @@ func (h *Handler) SQS(ctx context.Context, ev events.SQSEvent) events.SQSEventRe
 		go func() {
 			defer wg.Done()
 			ctx := requestid.With(ctx, requestid.New())
-			if err := h.message(ctx, json.RawMessage(m.Body)); err != nil {
+			if err := h.message(ctx, json.RawMessage(m.Body), DeliveryID(DeliveryMessage, m.MessageId)); err != nil {
 				h.log().ErrorContext(ctx, "message failed", "message_id", m.MessageId, "invalid", errors.Is(err, ErrInvalidMessage),
 					"receive_count", m.Attributes["ApproximateReceiveCount"], "err", err)
 				mu.Lock()
@@ -113,12 +128,41 @@ func (h *Handler) SQS(ctx context.Context, ev events.SQSEvent) events.SQSEventRe
 // function's on-failure destination; a synchronous Invoke returns it.
 var ErrInvalidMessage = errors.New("worker: invalid message")
 
+// Kinds of delivery a response id derives from (DeliveryID).
+const (
+	// DeliveryMessage: an SQS message, by its message id.
+	DeliveryMessage = "sqs"
+	// DeliveryEvent: an EventBridge event, by its event id.
+	DeliveryEvent = "evt"
+	// DeliveryInvocation: a direct invocation, by its Lambda request id.
+	DeliveryInvocation = "inv"
+)
+
+// DeliveryID is the response id of a create request that names none,
+// derived from its delivery: "resp_<kind>_<id>" (kind one of DeliveryMessage,
+// DeliveryEvent, DeliveryInvocation), or, when id has characters a response
+// id may not hold or is too long, "resp_<kind>_" and the SHA-256 of id in
+// hexadecimal. The same delivery always gives the same response id; "" for
+// an empty id.
+func DeliveryID(kind, id string) string {
+	if id == "" {
+		return ""
+	}
+	prefix := api.PrefixResponse + kind + "_"
+	if s := prefix + id; api.ValidResponseID(s) {
+		return s
+	}
+	sum := sha256.Sum256([]byte(id))
+	return prefix + hex.EncodeToString(sum[:])
+}
+
 // message runs one message: a job {"response_id","tenant"} resumes a
 // stored background response; anything else is a create request with an
-// optional caller-chosen "id" (and "tenant"). Every failure is returned
-// (an invalid message wrapped in ErrInvalidMessage), so that nothing is
-// dropped without a trace.
-func (h *Handler) message(ctx context.Context, body json.RawMessage) error {
+// optional caller-chosen "id" (and "tenant"), else the id derived from its
+// delivery (derived; a new one when that is empty). Every failure is
+// returned (an invalid message wrapped in ErrInvalidMessage), so that
+// nothing is dropped without a trace.
+func (h *Handler) message(ctx context.Context, body json.RawMessage, derived string) error {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
 		return fmt.Errorf("%w: not a JSON object", ErrInvalidMessage)
@@ -136,6 +180,9 @@ func (h *Handler) message(ctx context.Context, body json.RawMessage) error {
 	}
 	id := stringField(fields, "id")
 	delete(fields, "id")
+	if id == "" {
+		id = derived
+	}
 	raw, err := json.Marshal(fields)
 	if err != nil {
 		return err

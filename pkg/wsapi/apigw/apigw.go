@@ -82,6 +82,10 @@ type Config struct {
 	Endpoint string
 	// MaxAge is how long a connection is served (default 60 minutes).
 	MaxAge time.Duration
+	// KeepAlive is how long a running turn may send nothing before a
+	// keep-alive message goes to its connection (default DefaultKeepAlive,
+	// under API Gateway's 10-minute idle timeout; negative: none).
+	KeepAlive time.Duration
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -99,6 +103,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.MaxAge <= 0 {
 		cfg.MaxAge = wsapi.DefaultMaxAge
+	}
+	if cfg.KeepAlive == 0 {
+		cfg.KeepAlive = DefaultKeepAlive
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -293,8 +300,13 @@ func (h *Handler) runTurn(ctx context.Context, body string) error {
 		}
 		m.Size = int64(len(m.Data))
 	}
-	sess := &wsapi.Session{Service: h.cfg.Service, Cache: conn, Sender: p, ReadLimit: MaxMessage, WriteLimit: MaxMessage, Logger: h.log}
-	if err := sess.Handle(ctx, m); err != nil {
+	// API Gateway closes a connection idle for 10 minutes: a turn silent
+	// that long (a slow tool) keeps it open with keep-alives.
+	ka := startKeepAlive(ctx, p.Send, h.cfg.KeepAlive)
+	sess := &wsapi.Session{Service: h.cfg.Service, Cache: conn, Sender: ka, ReadLimit: MaxMessage, WriteLimit: MaxMessage, Logger: h.log}
+	err = sess.Handle(ctx, m)
+	ka.stop()
+	if err != nil {
 		h.log.InfoContext(ctx, "websocket turn: the client went away", "connection_id", t.ConnectionID, "err", err)
 		return nil
 	}
