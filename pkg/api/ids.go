@@ -103,3 +103,27 @@ func isHex(s string) bool {
 	}
 	return true
 }
+
+// ItemIDPrefix is the prefix of the ids of items of type typ (messages and
+// unknown types: PrefixMessage).
+func ItemIDPrefix(typ string) string {
+	switch typ {
+	case ItemFunctionCall:
+		return PrefixFunctionCall
+	case ItemFunctionCallOutput:
+		return PrefixFuncOutput
+	case ItemMCPCall:
+		return PrefixMCPCall
+	case ItemReasoning:
+		return PrefixReasoning
+	case ItemCompaction:
+		return PrefixCompaction
+	case ItemMCPListTools:
+		return PrefixMCPListTools
+	case ItemMCPApprovalRequest:
+		return PrefixMCPApprovalRequest
+	case ItemMCPApprovalResponse:
+		return PrefixMCPApprovalResponse
+	}
+	return PrefixMessage
+}

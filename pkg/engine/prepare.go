@@ -158,7 +158,7 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 			}
 		}
 		if it.ID == "" {
-			it.ID = r.newItemID(idPrefix(it.Type))
+			it.ID = r.newItemID(api.ItemIDPrefix(it.Type))
 		}
 		if it.Status == "" {
 			it.Status = api.ItemCompleted
@@ -248,28 +248,6 @@ func (e *Engine) fetchReferenced(ctx context.Context, req *api.CreateResponseReq
 
 // newItemID returns a new id for an item of r's response.
 func (r *run) newItemID(prefix string) string { return api.NewItemID(prefix, r.resp.ID) }
-
-func idPrefix(typ string) string {
-	switch typ {
-	case api.ItemFunctionCall:
-		return api.PrefixFunctionCall
-	case api.ItemFunctionCallOutput:
-		return api.PrefixFuncOutput
-	case api.ItemMCPCall:
-		return api.PrefixMCPCall
-	case api.ItemReasoning:
-		return api.PrefixReasoning
-	case api.ItemCompaction:
-		return api.PrefixCompaction
-	case api.ItemMCPListTools:
-		return api.PrefixMCPListTools
-	case api.ItemMCPApprovalRequest:
-		return api.PrefixMCPApprovalRequest
-	case api.ItemMCPApprovalResponse:
-		return api.PrefixMCPApprovalResponse
-	}
-	return api.PrefixMessage
-}
 
 // resolveTools turns the request's tools into the definitions the model
 // sees, each with who executes it, and the allowed-tools filter. The tool's

@@ -72,6 +72,9 @@ type Memory struct {
 	bytes   int64                    // sum of the entries' recSize+evSize
 	tenants map[string]*memTenant    // the tenants holding entries
 	seq     uint64                   // creations so far
+
+	// conversations are the store's conversations (memconv.go).
+	conversations *memConversations
 }
 
 type memKey struct{ tenant, id string }
@@ -117,6 +120,8 @@ func NewMemory(cfg MemoryConfig) *Memory {
 		entries:    make(map[memKey]*list.Element),
 		order:      list.New(),
 		tenants:    make(map[string]*memTenant),
+
+		conversations: newMemConversations(),
 	}
 }
 
@@ -458,6 +463,7 @@ func copyRecord(rec *Record) Record {
 	r.MaxToolCalls = clonePtr(r.MaxToolCalls)
 	r.SafetyIdentifier = clonePtr(r.SafetyIdentifier)
 	r.PromptCacheKey = clonePtr(r.PromptCacheKey)
+	r.Conversation = clonePtr(r.Conversation)
 	return Record{
 		Response:  &r,
 		Input:     slices.Clone(rec.Input),
