@@ -127,3 +127,21 @@ func ItemIDPrefix(typ string) string {
 	}
 	return PrefixMessage
 }
+
+// MaxItemIDLen bounds the length of an item id that reaches a store (a
+// pagination cursor, a conversation item's id).
+const MaxItemIDLen = 256
+
+// ValidItemID reports whether id can be an item id: 1 to MaxItemIDLen
+// printable ASCII characters, no space.
+func ValidItemID(id string) bool {
+	if id == "" || len(id) > MaxItemIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
+}

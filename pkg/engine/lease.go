@@ -104,6 +104,11 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
 	}
 	r := &run{req: req, resp: rec.Response, history: rec.Context, input: rec.Input, turns: job.Turns, tools: toolset{mcpItems: e.mcpItems()}}
+	if rec.Response.Conversation != nil {
+		if err := e.resumeConversation(ctx, r); err != nil {
+			return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
+		}
+	}
 	if err := r.resolveTools(e); err != nil {
 		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
 	}
@@ -370,6 +375,14 @@ func (e *Engine) finishBackground(ctx context.Context, r *run, rec *store.Record
 		j.CancelRequested = cur.Job.CancelRequested
 	}
 	*rec = next
+	// The conversation gets the response's items before its followers get
+	// its end.
+	if r.conv == nil && r.resp.Conversation != nil {
+		if cs := e.conversations(); cs != nil {
+			r.conv = &runConversation{cs: cs, id: r.resp.Conversation.ID}
+		}
+	}
+	e.endConversation(ctx, r)
 	if err := e.eventLog().AppendEvents(sctx, id, buf.take()); err != nil {
 		// Followers send the terminal event rebuilt from the record.
 		e.log.WarnContext(ctx, "the final events were not stored", "response_id", id, "err", err)

@@ -22,6 +22,9 @@ type run struct {
 	history []api.Item
 	// input is this request's input, references resolved and ids assigned.
 	input []api.Item
+	// conv is the conversation the response runs in (conversation.go);
+	// nil when none.
+	conv *runConversation
 	// summaries are the opened summaries of the conversation's compaction
 	// items, by blob (openSummaries).
 	summaries map[string]string
@@ -60,7 +63,7 @@ func (e *Engine) mcpItems() bool {
 // (nil: none), which previous_response_id is looked up in first. Every
 // error is an *api.Error: a client error, or a server error when the store
 // fails.
-func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id string, cache ConnectionCache) (*run, error) {
+func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id string, cache ConnectionCache) (_ *run, err error) {
 	if err := e.checkRequest(req); err != nil {
 		return nil, err
 	}
@@ -85,6 +88,17 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id
 			return nil, api.InvalidRequest("previous_response_id", "Previous response '%s' is still %s; continue it once it has finished.", req.PreviousResponseID, rec.Response.Status)
 		}
 		r.history = rec.Conversation()
+	}
+	if req.Conversation != "" {
+		if err := e.openConversation(ctx, r); err != nil {
+			return nil, err
+		}
+		// Refused: the conversation's lock is released.
+		defer func() {
+			if err != nil {
+				e.endConversation(ctx, r)
+			}
+		}()
 	}
 	if err := e.resolveInput(ctx, r); err != nil {
 		return nil, err
@@ -342,6 +356,9 @@ func (e *Engine) newResponse(req *api.CreateResponseRequest, model string) *api.
 	}
 	if req.PreviousResponseID != "" {
 		resp.PreviousResponseID = &req.PreviousResponseID
+	}
+	if req.Conversation != "" {
+		resp.Conversation = &api.ConversationRef{ID: req.Conversation}
 	}
 	if req.Instructions != "" {
 		resp.Instructions = &req.Instructions

@@ -407,7 +407,7 @@ func (s *Store) queryItems(ctx context.Context, p string, lo, hi int64, desc boo
 // seqOf returns the sequence number of the item itemID of partition p,
 // false when no live item has it (below next).
 func (s *Store) seqOf(ctx context.Context, p, itemID string, next int64) (int64, bool, error) {
-	if itemID == "" || len(itemID) > maxItemIDLen {
+	if itemID == "" || len(itemID) > api.MaxItemIDLen {
 		return 0, false, nil
 	}
 	out, err := s.api.GetItem(ctx, &ddb.GetItemInput{TableName: s.table, Key: keyOf(p, skItemIDPrefix+itemID), ConsistentRead: aws.Bool(true)})
@@ -423,9 +423,6 @@ func (s *Store) seqOf(ctx context.Context, p, itemID string, next int64) (int64,
 	}
 	return ix.Seq, ix.Seq < next, nil
 }
-
-// maxItemIDLen bounds the item ids looked up (the sort key's limit is 1 KB).
-const maxItemIDLen = 512
 
 // ListConversationItems pages through the items: a consistent GetItem of
 // the head, one of the cursor's id row (with after), and a Query of at
