@@ -25,6 +25,12 @@ func TestMemoryConformance(t *testing.T) {
 	})
 }
 
+func TestMemoryConversations(t *testing.T) {
+	storetest.RunConversations(t, func(t *testing.T) store.ConversationStore {
+		return store.NewMemory(store.MemoryConfig{})
+	})
+}
+
 func TestMemoryEvictsOldestWhenFull(t *testing.T) {
 	ctx := t.Context()
 	m := store.NewMemory(store.MemoryConfig{MaxEntries: 3})

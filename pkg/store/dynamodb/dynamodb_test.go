@@ -72,6 +72,22 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.ResponseStore { return newStore(t) })
 }
 
+func TestConversations(t *testing.T) {
+	t.Parallel()
+	storetest.RunConversations(t, func(t *testing.T) store.ConversationStore { return newStore(t) })
+}
+
+// TestConversationsSmallRows runs the conversation suite with tiny rows
+// and transactions: items in chunks, appends in several transactions.
+func TestConversationsSmallRows(t *testing.T) {
+	t.Parallel()
+	storetest.RunConversations(t, func(t *testing.T) store.ConversationStore {
+		s := newStore(t)
+		s.inlineMax, s.chunkSize = 300, 1<<10
+		return s
+	})
+}
+
 // TestConformanceSmallChunks runs the suite with tiny items, so that the
 // records of the suite's large tests have up to a few hundred chunks:
 // several BatchWriteItem and BatchGetItem calls per record, and
