@@ -351,6 +351,14 @@ func (e *Engine) finishBackground(ctx context.Context, r *run, rec *store.Record
 	defer cancel()
 	e.finalize(ctx, r, out)
 	r.em.lifecycle(api.TerminalEvent(r.resp.Status), r.resp)
+	// The conversation gets the response's items before anyone can read
+	// the response's end (its record or its events).
+	if r.conv == nil && r.resp.Conversation != nil {
+		if cs := e.conversations(); cs != nil {
+			r.conv = &runConversation{cs: cs, id: r.resp.Conversation.ID}
+		}
+	}
+	e.endConversation(ctx, r)
 	next := *rec
 	j := *rec.Job
 	j.Turns, j.NextSeq, j.Owner, j.LeaseUntil = r.turns, r.em.seq, "", time.Time{}
@@ -375,14 +383,6 @@ func (e *Engine) finishBackground(ctx context.Context, r *run, rec *store.Record
 		j.CancelRequested = cur.Job.CancelRequested
 	}
 	*rec = next
-	// The conversation gets the response's items before its followers get
-	// its end.
-	if r.conv == nil && r.resp.Conversation != nil {
-		if cs := e.conversations(); cs != nil {
-			r.conv = &runConversation{cs: cs, id: r.resp.Conversation.ID}
-		}
-	}
-	e.endConversation(ctx, r)
 	if err := e.eventLog().AppendEvents(sctx, id, buf.take()); err != nil {
 		// Followers send the terminal event rebuilt from the record.
 		e.log.WarnContext(ctx, "the final events were not stored", "response_id", id, "err", err)

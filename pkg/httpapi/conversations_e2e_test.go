@@ -1,0 +1,310 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/conversations"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/openai/openai-go/v3/shared"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lambent/lambent/internal/testing/fakellm"
+	"github.com/lambent/lambent/pkg/api"
+)
+
+// conversationModel answers as clientModel does, and blocks on block
+// (when set) a request whose last message says "slow".
+func conversationModel(block <-chan struct{}) *fakellm.Server {
+	return fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn {
+		if last := req.Messages[len(req.Messages)-1]; block != nil && strings.Contains(last.Content.String(), "slow") {
+			return fakellm.Turn{Text: "Slow answer.", Block: block}
+		}
+		return clientTurn(req)
+	})
+}
+
+// conversationGateways are a gateway on the memory store and one on a
+// DynamoDB Local table, each in front of conversationModel(block).
+func conversationGateways(t *testing.T, block <-chan struct{}) map[string]*gateway {
+	return map[string]*gateway{
+		"memory": newGateway(t, conversationModel(block), nil),
+		"dynamo": dynamoGateway(t, conversationModel(block), "lambent_conv_"+api.NewID("")[24:]),
+	}
+}
+
+func userMessage(text string) responses.ResponseInputItemUnionParam {
+	return responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleUser)
+}
+
+func inConversation(id, input string) responses.ResponseNewParams {
+	p := textParams(input)
+	p.Conversation = responses.ResponseNewParamsConversationUnion{OfString: openai.String(id)}
+	return p
+}
+
+// itemTypes lists a conversation's items (asc) as "type:role:text".
+func itemTypes(t *testing.T, g *gateway, id string) []string {
+	t.Helper()
+	var out []string
+	iter := g.client.Conversations.Items.ListAutoPaging(t.Context(), id, conversations.ItemListParams{Order: conversations.ItemListParamsOrderAsc, Limit: openai.Int(2)})
+	for iter.Next() {
+		it := iter.Current()
+		s := it.Type
+		switch it.Type {
+		case "message":
+			var text []string
+			for _, c := range it.Content.OfMessageContentArray {
+				text = append(text, c.Text)
+			}
+			s += ":" + it.Role + ":" + strings.Join(text, "")
+		case "function_call":
+			s += ":" + it.Name
+		case "function_call_output":
+			s += ":" + it.Output.OfString
+		}
+		out = append(out, s)
+	}
+	require.NoError(t, iter.Err())
+	return out
+}
+
+// The Conversations API through openai-go on both stores: create with
+// items and metadata, responses in the conversation (the model sees its
+// items; input and output are appended, a client-tool pause and its
+// continuation too; streamed as well), items add/list/get/delete,
+// metadata update, delete, and the errors.
+func TestConversationsOpenAIGo(t *testing.T) {
+	t.Parallel()
+	for name, g := range conversationGateways(t, nil) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			conv, err := g.client.Conversations.New(ctx, conversations.ConversationNewParams{
+				Items:    []responses.ResponseInputItemUnionParam{userMessage("My name is Ada")},
+				Metadata: shared.Metadata{"topic": "names"},
+			})
+			require.NoError(t, err)
+			require.True(t, strings.HasPrefix(conv.ID, "conv_"), conv.ID)
+			require.Equal(t, "conversation", string(conv.Object))
+			require.NotZero(t, conv.CreatedAt)
+
+			r, err := g.client.Responses.New(ctx, inConversation(conv.ID, "What is my name?"))
+			require.NoError(t, err)
+			require.Equal(t, "Your name is Ada.", r.OutputText(), "the model saw the conversation's items")
+			require.Equal(t, conv.ID, r.Conversation.ID)
+			got, err := g.client.Responses.Get(ctx, r.ID, responses.ResponseGetParams{})
+			require.NoError(t, err)
+			require.Equal(t, conv.ID, got.Conversation.ID)
+
+			// A client-tool pause, continued in the conversation.
+			p := inConversation(conv.ID, "What is the weather?")
+			p.Tools = []responses.ToolUnionParam{weatherTool()}
+			paused, err := g.client.Responses.New(ctx, p)
+			require.NoError(t, err)
+			require.Equal(t, responses.ResponseStatus("requires_action"), paused.Status)
+			callID := paused.Output[0].CallID
+			p = inConversation(conv.ID, "")
+			p.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{functionOutput(callID, "sunny")}}
+			p.Tools = []responses.ToolUnionParam{weatherTool()}
+			done, err := g.client.Responses.New(ctx, p)
+			require.NoError(t, err)
+			require.Equal(t, "Result: sunny", done.OutputText())
+
+			// Streamed, with {"id"}.
+			sp := textParams("Hi there")
+			sp.Conversation = responses.ResponseNewParamsConversationUnion{OfConversationObject: &responses.ResponseConversationParam{ID: conv.ID}}
+			stream := g.client.Responses.NewStreaming(ctx, sp)
+			var final responses.Response
+			for stream.Next() {
+				if ev := stream.Current(); ev.Type == "response.completed" {
+					final = ev.Response
+				}
+			}
+			require.NoError(t, stream.Err())
+			require.Equal(t, conv.ID, final.Conversation.ID)
+
+			require.Equal(t, []string{
+				"message:user:My name is Ada",
+				"message:user:What is my name?", "message:assistant:Your name is Ada.",
+				"message:user:What is the weather?", "function_call:get_weather",
+				"function_call_output:sunny", "message:assistant:Result: sunny",
+				"message:user:Hi there", "message:assistant:Hello from Lambent.",
+			}, itemTypes(t, g, conv.ID))
+
+			// Items: add, get, delete; the list's default order is desc.
+			added, err := g.client.Conversations.Items.New(ctx, conv.ID, conversations.ItemNewParams{
+				Items: []responses.ResponseInputItemUnionParam{userMessage("one"), userMessage("two")},
+			})
+			require.NoError(t, err)
+			require.Len(t, added.Data, 2)
+			require.Equal(t, added.Data[0].ID, added.FirstID)
+			one := added.Data[0].ID
+			require.True(t, strings.HasPrefix(one, "msg_"), one)
+			it, err := g.client.Conversations.Items.Get(ctx, conv.ID, one, conversations.ItemGetParams{})
+			require.NoError(t, err)
+			require.Equal(t, "one", it.Content.OfMessageContentArray[0].Text)
+			page, err := g.client.Conversations.Items.List(ctx, conv.ID, conversations.ItemListParams{Limit: openai.Int(1)})
+			require.NoError(t, err)
+			require.Equal(t, added.Data[1].ID, page.Data[0].ID)
+			require.True(t, page.HasMore)
+			after, err := g.client.Conversations.Items.Delete(ctx, conv.ID, one)
+			require.NoError(t, err)
+			require.Equal(t, conv.ID, after.ID)
+			_, err = g.client.Conversations.Items.Get(ctx, conv.ID, one, conversations.ItemGetParams{})
+			wantAPIError(t, err, http.StatusNotFound)
+
+			// Metadata.
+			upd, err := g.client.Conversations.Update(ctx, conv.ID, conversations.ConversationUpdateParams{Metadata: shared.Metadata{"topic": "weather"}})
+			require.NoError(t, err)
+			require.Equal(t, map[string]any{"topic": "weather"}, upd.Metadata)
+			read, err := g.client.Conversations.Get(ctx, conv.ID)
+			require.NoError(t, err)
+			require.Equal(t, map[string]any{"topic": "weather"}, read.Metadata)
+
+			// conversation with previous_response_id: a 400.
+			bad := inConversation(conv.ID, "x")
+			bad.PreviousResponseID = openai.String(r.ID)
+			_, err = g.client.Responses.New(ctx, bad)
+			e := wantAPIError(t, err, http.StatusBadRequest)
+			require.Equal(t, "conversation", e.Param)
+
+			// More items than one call may add.
+			many := make([]responses.ResponseInputItemUnionParam, 21)
+			for i := range many {
+				many[i] = userMessage(fmt.Sprint(i))
+			}
+			_, err = g.client.Conversations.Items.New(ctx, conv.ID, conversations.ItemNewParams{Items: many})
+			require.Equal(t, "limit_exceeded", wantAPIError(t, err, http.StatusBadRequest).Code)
+
+			del, err := g.client.Conversations.Delete(ctx, conv.ID)
+			require.NoError(t, err)
+			require.True(t, del.Deleted)
+			require.Equal(t, "conversation.deleted", string(del.Object))
+			_, err = g.client.Conversations.Get(ctx, conv.ID)
+			wantAPIError(t, err, http.StatusNotFound)
+			_, err = g.client.Responses.New(ctx, inConversation(conv.ID, "hello?"))
+			require.Equal(t, "conversation", wantAPIError(t, err, http.StatusNotFound).Param)
+			_, err = g.client.Responses.New(ctx, inConversation("conv_nope", "hello?"))
+			wantAPIError(t, err, http.StatusNotFound)
+			_, err = g.client.Conversations.Get(ctx, "resp_x")
+			wantAPIError(t, err, http.StatusNotFound)
+		})
+	}
+}
+
+// One response at a time in a conversation: while one runs, a second
+// create and an items-create are refused with OpenAI's 400
+// conversation_locked; once it has ended, the conversation is free and
+// holds its items. Deleting the conversation while a response runs
+// deletes it; the response still completes.
+func TestConversationsOneResponseAtATime(t *testing.T) {
+	t.Parallel()
+	block := make(chan struct{})
+	gws := conversationGateways(t, block)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var once sync.Once
+	release := func() { once.Do(func() { close(block) }) }
+	defer release()
+	type running struct {
+		g    *gateway
+		conv string
+		done chan *responses.Response
+	}
+	start := func(t *testing.T, g *gateway) running {
+		conv, err := g.client.Conversations.New(t.Context(), conversations.ConversationNewParams{})
+		require.NoError(t, err)
+		rn := running{g: g, conv: conv.ID, done: make(chan *responses.Response, 1)}
+		wg.Go(func() {
+			r, err := g.client.Responses.New(context.Background(), inConversation(conv.ID, "slow please"))
+			if err != nil {
+				t.Errorf("slow response: %v", err)
+			}
+			rn.done <- r
+		})
+		// The slow response holds the lock once its model call started.
+		for g.fake.Calls() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		return rn
+	}
+	runs := map[string][]running{}
+	for name, g := range gws {
+		runs[name] = []running{start(t, g), start(t, g)}
+		for g.fake.Calls() < 2 {
+			time.Sleep(time.Millisecond)
+		}
+		first, second := runs[name][0], runs[name][1]
+		_, err := g.client.Responses.New(t.Context(), inConversation(first.conv, "me too"))
+		e := wantAPIError(t, err, http.StatusBadRequest)
+		require.Equal(t, "conversation_locked", e.Code, name)
+		require.Equal(t, "conversation", e.Param, name)
+		require.Contains(t, e.Message, "Another process is currently operating on this conversation")
+		_, err = g.client.Conversations.Items.New(t.Context(), first.conv, conversations.ItemNewParams{Items: []responses.ResponseInputItemUnionParam{userMessage("x")}})
+		require.Equal(t, "conversation_locked", wantAPIError(t, err, http.StatusBadRequest).Code, name)
+		// Reading is never refused.
+		_, err = g.client.Conversations.Get(t.Context(), first.conv)
+		require.NoError(t, err)
+		_, err = g.client.Conversations.Delete(t.Context(), second.conv)
+		require.NoError(t, err, "deleting while a response runs")
+	}
+	release()
+	for name, rs := range runs {
+		g := gws[name]
+		first, second := rs[0], rs[1]
+		r := <-first.done
+		require.Equal(t, "Slow answer.", r.OutputText())
+		r2 := <-second.done
+		require.Equal(t, responses.ResponseStatus("completed"), r2.Status, "the response in a deleted conversation completes")
+		_, err := g.client.Responses.Get(t.Context(), r2.ID, responses.ResponseGetParams{})
+		require.NoError(t, err, "and is stored")
+		// Free again, with the response's items.
+		next, err := g.client.Responses.New(t.Context(), inConversation(first.conv, "and now"))
+		require.NoError(t, err, name)
+		require.Equal(t, "completed", string(next.Status))
+		require.Equal(t, []string{
+			"message:user:slow please", "message:assistant:Slow answer.",
+			"message:user:and now", "message:assistant:Hello from Lambent.",
+		}, itemTypes(t, g, first.conv), name)
+	}
+}
+
+// A background response in a conversation holds it until it ends, then
+// appends its items.
+func TestConversationsBackground(t *testing.T) {
+	t.Parallel()
+	for name, g := range conversationGateways(t, nil) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			conv, err := g.client.Conversations.New(ctx, conversations.ConversationNewParams{
+				Items: []responses.ResponseInputItemUnionParam{userMessage("My name is Bo")},
+			})
+			require.NoError(t, err)
+			p := inConversation(conv.ID, "What is my name?")
+			p.Background = openai.Bool(true)
+			created, err := g.client.Responses.New(ctx, p)
+			require.NoError(t, err)
+			require.Equal(t, conv.ID, created.Conversation.ID)
+			var r *responses.Response
+			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				r, err = g.client.Responses.Get(ctx, created.ID, responses.ResponseGetParams{})
+				require.NoError(t, err)
+				if r.Status == "completed" {
+					break
+				}
+			}
+			require.Equal(t, "Your name is Bo.", r.OutputText())
+			require.Equal(t, []string{
+				"message:user:My name is Bo", "message:user:What is my name?", "message:assistant:Your name is Bo.",
+			}, itemTypes(t, g, conv.ID))
+		})
+	}
+}
