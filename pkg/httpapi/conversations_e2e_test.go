@@ -308,3 +308,91 @@ func TestConversationsBackground(t *testing.T) {
 		})
 	}
 }
+
+// The npm openai SDK (client.conversations.*, responses.create with
+// conversation, streamed too) and the OpenAI Agents SDK with
+// conversationId (a function tool it runs itself included), on both
+// stores.
+func TestConversationsJSClients(t *testing.T) {
+	t.Parallel()
+	dir := jsClients(t)
+	for name, g := range conversationGateways(t, nil) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var got struct {
+				Errors  []string
+				Created struct {
+					ID, Object string
+					Metadata   map[string]string
+					Created    bool
+				}
+				Answer struct {
+					Text         string
+					Conversation struct{ ID string }
+				}
+				Streamed struct {
+					Status, Text string
+					Conversation struct{ ID string }
+				}
+				Added struct {
+					Object string
+					N      int
+					First  bool
+				}
+				Retrieved   string
+				Items       []string
+				ItemDeleted struct {
+					Object string
+					ID     bool
+				} `json:"itemDeleted"`
+				ItemsAfterDelete int `json:"itemsAfterDelete"`
+				Updated          bool
+				Exclusive        struct {
+					Status int
+					Param  string
+				}
+				Agents     struct{ Text string }
+				AgentsTool struct{ Text string } `json:"agentsTool"`
+				AgentItems []string              `json:"agentItems"`
+				Deleted    struct {
+					Object  string
+					Deleted bool
+				}
+				AfterDelete int `json:"afterDelete"`
+			}
+			runJS(t, dir, "openai_conversations.mjs", g.srv.URL+"/v1", &got)
+			require.Empty(t, got.Errors)
+			require.Equal(t, "conversation", got.Created.Object)
+			require.Equal(t, map[string]string{"topic": "names"}, got.Created.Metadata)
+			require.True(t, got.Created.Created)
+			require.Equal(t, "Your name is Ada.", got.Answer.Text)
+			require.Equal(t, got.Created.ID, got.Answer.Conversation.ID)
+			require.Equal(t, "completed", got.Streamed.Status)
+			require.Equal(t, got.Created.ID, got.Streamed.Conversation.ID)
+			require.Equal(t, "list", got.Added.Object)
+			require.Equal(t, 1, got.Added.N)
+			require.True(t, got.Added.First)
+			require.Equal(t, "user:extra", got.Retrieved)
+			require.Equal(t, []string{
+				"user:My name is Ada", "user:What is my name?", "assistant:Your name is Ada.",
+				"user:Hello there", "assistant:Hello from Lambent.", "user:extra",
+			}, got.Items)
+			require.Equal(t, "conversation", got.ItemDeleted.Object)
+			require.True(t, got.ItemDeleted.ID)
+			require.Equal(t, 5, got.ItemsAfterDelete)
+			require.True(t, got.Updated)
+			require.Equal(t, http.StatusBadRequest, got.Exclusive.Status)
+			require.Equal(t, "conversation", got.Exclusive.Param)
+			require.Equal(t, "Your name is Cy.", got.Agents.Text)
+			require.Equal(t, "Result: sunny in Rome", got.AgentsTool.Text)
+			require.Equal(t, []string{
+				"user:My name is Cy", "assistant:Hello from Lambent.",
+				"user:What is my name?", "assistant:Your name is Cy.",
+				"user:What is the weather in Rome?", "function_call", "function_call_output", "assistant:Result: sunny in Rome",
+			}, got.AgentItems)
+			require.Equal(t, "conversation.deleted", got.Deleted.Object)
+			require.True(t, got.Deleted.Deleted)
+			require.Equal(t, http.StatusNotFound, got.AfterDelete)
+		})
+	}
+}
