@@ -285,3 +285,10 @@ func BenchmarkMemoryCreateFull(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMemoryConversation measures a conversation in the memory store
+// at 10 and 100 turns (append a turn, list a page of 20, load the
+// context). Run: make bench-conversations.
+func BenchmarkMemoryConversation(b *testing.B) {
+	storetest.BenchConversation(b, store.NewMemory(store.MemoryConfig{}), nil)
+}

@@ -413,6 +413,10 @@ func askCapacity(params any) {
 		p.ReturnConsumedCapacity = total
 	case *ddb.TransactWriteItemsInput:
 		p.ReturnConsumedCapacity = total
+	case *ddb.UpdateItemInput:
+		p.ReturnConsumedCapacity = total
+	case *ddb.QueryInput:
+		p.ReturnConsumedCapacity = total
 	}
 }
 
@@ -447,6 +451,14 @@ func capacity(result any) (wcu, rcu float64) {
 		add(r.ConsumedCapacity...)
 	case *ddb.TransactWriteItemsOutput:
 		add(r.ConsumedCapacity...)
+	case *ddb.UpdateItemOutput:
+		if r.ConsumedCapacity != nil {
+			add(*r.ConsumedCapacity)
+		}
+	case *ddb.QueryOutput:
+		if r.ConsumedCapacity != nil {
+			rcu += aws.ToFloat64(r.ConsumedCapacity.CapacityUnits)
+		}
 	}
 	return wcu, rcu
 }
