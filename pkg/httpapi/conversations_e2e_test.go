@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -395,4 +396,38 @@ func TestConversationsJSClients(t *testing.T) {
 			require.Equal(t, http.StatusNotFound, got.AfterDelete)
 		})
 	}
+}
+
+// WebSocket mode: response.create with a conversation reads and appends
+// it like HTTP, and another tenant cannot reach it (HTTP or WebSocket).
+func TestConversationsWebSocket(t *testing.T) {
+	t.Parallel()
+	g := newWSGateway(t, nil)
+	status, _, body := g.doWith(http.MethodPost, "/v1/conversations", `{"metadata":{"via":"ws"}}`, "Content-Type", "application/json", "Authorization", "Bearer "+wsKeyA)
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	var conv struct{ ID string }
+	require.NoError(t, json.Unmarshal(body, &conv))
+	ws := dialWS(t, g.srv, wsKeyA)
+	evs := ws.create(fmt.Sprintf(`{"type":"response.create","conversation":%q,"input":"My name is Ada"}`, conv.ID))
+	require.Equal(t, "response.completed", last(evs).Type)
+	evs = ws.create(fmt.Sprintf(`{"type":"response.create","conversation":{"id":%q},"input":"What is my name?"}`, conv.ID))
+	require.Equal(t, "Your name is Ada.", textOf(t, evs))
+	ws.createErr(fmt.Sprintf(`{"type":"response.create","conversation":%q,"previous_response_id":%q,"input":"x"}`, conv.ID, last(evs).Response.ID), http.StatusBadRequest, "mutually_exclusive_parameters")
+
+	status, _, body = g.doAuth(http.MethodGet, "/v1/conversations/"+conv.ID+"/items?order=asc", wsKeyA)
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	var list struct {
+		Data []struct{ Role string } `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(body, &list))
+	require.Len(t, list.Data, 4)
+
+	foreign := dialWS(t, g.srv, wsKeyB)
+	foreign.createErr(fmt.Sprintf(`{"type":"response.create","conversation":%q,"input":"What is my name?"}`, conv.ID), http.StatusNotFound, "conversation_not_found")
+	for _, path := range []string{"/v1/conversations/" + conv.ID, "/v1/conversations/" + conv.ID + "/items"} {
+		status, _, _ = g.doAuth(http.MethodGet, path, wsKeyB)
+		require.Equal(t, http.StatusNotFound, status, path)
+	}
+	status, _, _ = g.doAuth(http.MethodDelete, "/v1/conversations/"+conv.ID, wsKeyB)
+	require.Equal(t, http.StatusNotFound, status)
 }
