@@ -60,7 +60,8 @@ type MemoryConfig struct {
 // Expired records are absent on every read and are removed lazily: when
 // read, and from the oldest end of the store on every Create. It is also
 // the store.EventLog of background responses: their events live and go
-// with the record.
+// with the record; and the store.ConversationStore of conversations
+// (memconv.go), bounded apart from the responses.
 type Memory struct {
 	maxEntries int
 	maxBytes   int64
