@@ -12,6 +12,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/conversations"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/stretchr/testify/require"
@@ -131,12 +132,24 @@ func TestConversationsOpenAIGo(t *testing.T) {
 			require.NoError(t, stream.Err())
 			require.Equal(t, conv.ID, final.Conversation.ID)
 
+			// A hosted tool's call (an mcp_call item) is appended too, and
+			// the model sees it as a call and its result later.
+			hr, err := g.client.Responses.New(ctx, inConversation(conv.ID, "Please calculate 17*23"),
+				option.WithJSONSet("tools", []map[string]any{{"type": "lambent:calculator"}}))
+			require.NoError(t, err)
+			require.Equal(t, "Result: 391", hr.OutputText())
+			again, err := g.client.Responses.New(ctx, inConversation(conv.ID, "Results again?"))
+			require.NoError(t, err)
+			require.Equal(t, "Earlier results: sunny, 391", again.OutputText())
+
 			require.Equal(t, []string{
 				"message:user:My name is Ada",
 				"message:user:What is my name?", "message:assistant:Your name is Ada.",
 				"message:user:What is the weather?", "function_call:get_weather",
 				"function_call_output:sunny", "message:assistant:Result: sunny",
 				"message:user:Hi there", "message:assistant:Hello from Lambent.",
+				"message:user:Please calculate 17*23", "mcp_call", "message:assistant:Result: 391",
+				"message:user:Results again?", "message:assistant:Earlier results: sunny, 391",
 			}, itemTypes(t, g, conv.ID))
 
 			// Items: add, get, delete; the list's default order is desc.
@@ -430,4 +443,37 @@ func TestConversationsWebSocket(t *testing.T) {
 	}
 	status, _, _ = g.doAuth(http.MethodDelete, "/v1/conversations/"+conv.ID, wsKeyB)
 	require.Equal(t, http.StatusNotFound, status)
+}
+
+// A conversation longer than LAMBENT_LIMIT_CONVERSATION_ITEMS is refused
+// before the model is called, and releases its lock; a response made in a
+// conversation keeps only its own items (previous_response_id on it
+// continues from those).
+func TestConversationsLimits(t *testing.T) {
+	t.Parallel()
+	fake := conversationModel(nil)
+	g := newGateway(t, fake, map[string]string{"LAMBENT_LIMIT_CONVERSATION_ITEMS": "2"})
+	ctx := t.Context()
+	conv, err := g.client.Conversations.New(ctx, conversations.ConversationNewParams{
+		Items: []responses.ResponseInputItemUnionParam{userMessage("My name is Ada")},
+	})
+	require.NoError(t, err)
+	r, err := g.client.Responses.New(ctx, inConversation(conv.ID, "Hi there"))
+	require.NoError(t, err)
+	cont, err := g.client.Responses.New(ctx, responses.ResponseNewParams{
+		PreviousResponseID: openai.String(r.ID),
+		Input:              responses.ResponseNewParamsInputUnion{OfString: openai.String("What is my name?")},
+	})
+	require.NoError(t, err)
+	require.Equal(t, "I do not know your name.", cont.OutputText(), "the record holds the response's own items only")
+	calls := fake.Calls()
+	_, err = g.client.Responses.New(ctx, inConversation(conv.ID, "What is my name?"))
+	e := wantAPIError(t, err, http.StatusBadRequest)
+	require.Equal(t, "limit_exceeded", e.Code)
+	require.Equal(t, calls, fake.Calls(), "refused before the model call")
+	_, err = g.client.Conversations.Items.Delete(ctx, conv.ID, r.Output[0].ID)
+	require.NoError(t, err)
+	again, err := g.client.Responses.New(ctx, inConversation(conv.ID, "What is my name?"))
+	require.NoError(t, err, "the refusal released the conversation")
+	require.Equal(t, "Your name is Ada.", again.OutputText())
 }
