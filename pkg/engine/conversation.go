@@ -37,6 +37,8 @@ import (
 //   - Deleting a conversation while a response runs in it deletes it at
 //     once; the response runs to its end and is stored, but its items are
 //     appended nowhere (the append finds no conversation, which is logged).
+//     A background response still queued then fails when its worker starts
+//     (conversation_not_found).
 
 // conversations returns the store's conversations; nil when it keeps none.
 func (e *Engine) conversations() store.ConversationStore {
@@ -188,7 +190,7 @@ func (e *Engine) AddConversationItems(ctx context.Context, id string, items []ap
 	}
 	store.AssignItemIDs(items)
 	owner := api.NewID("items_")
-	if _, err := cs.LockConversation(ctx, id, owner, e.cfg.Now().Add(itemsLock)); err != nil {
+	if _, err := cs.LockConversation(ctx, id, owner, time.Now().Add(itemsLock)); err != nil {
 		return nil, e.conversationErr(err, id, "")
 	}
 	if err := cs.AppendConversationItems(ctx, id, owner, items); err != nil {
@@ -277,8 +279,10 @@ type runConversation struct {
 // lockUntil is when the lock of a response lapses if never released: its
 // request's deadline plus the final store write's time, or (none, and
 // background responses) the lease-based bound of the top of this file.
+// Locks are wall-clock times, as the stores compare them with time.Now
+// (like expiry), whatever Config.Now says.
 func (e *Engine) lockUntil(ctx context.Context, background bool) time.Time {
-	now := e.cfg.Now()
+	now := time.Now()
 	if background {
 		return now.Add(4 * e.cfg.Background.Lease)
 	}
