@@ -75,7 +75,10 @@ func conversationLocked() *api.Error {
 // (param: the request's parameter naming it, "" for a path).
 func (e *Engine) conversationErr(err error, id, param string) error {
 	var inf *store.ItemNotFoundError
+	var dup *store.DuplicateItemError
 	switch {
+	case errors.As(err, &dup):
+		return api.InvalidRequestCode("items", "duplicate_item_id", "Conversation '%s' holds an item with id '%s' already.", id, dup.ItemID)
 	case errors.As(err, &inf):
 		return api.NotFound("", "item_not_found", "Item with id '%s' not found in conversation '%s'.", inf.ItemID, id)
 	case errors.Is(err, store.ErrNotFound):
@@ -102,16 +105,27 @@ func (e *Engine) checkConversationItems(param string, items []api.Item) error {
 	if n, l := len(items), e.cfg.Limits.ConversationItemsPerCall; n > l {
 		return limits.Exceeded(param, "the number of items added to a conversation in one call", n, l)
 	}
-	return checkItemIDs(param, items)
+	return checkItemIDs(param, items, true)
 }
 
 // checkItemIDs refuses item ids that cannot be a conversation item's id
-// (api.ValidItemID).
-func checkItemIDs(param string, items []api.Item) error {
+// (api.ValidItemID). unique also refuses an id given twice (the items one
+// call adds: ids are unique in a conversation).
+func checkItemIDs(param string, items []api.Item, unique bool) error {
+	seen := map[string]bool{}
 	for i := range items {
-		if id := items[i].ID; id != "" && !api.ValidItemID(id) {
-			return api.InvalidRequest(param+"["+strconv.Itoa(i)+"].id", "an item id must be at most %d printable ASCII characters", api.MaxItemIDLen)
+		id := items[i].ID
+		if id == "" {
+			continue
 		}
+		p := param + "[" + strconv.Itoa(i) + "].id"
+		if !api.ValidItemID(id) {
+			return api.InvalidRequest(p, "an item id must be at most %d printable ASCII characters", api.MaxItemIDLen)
+		}
+		if unique && seen[id] {
+			return api.InvalidRequestCode(p, "duplicate_item_id", "The item id '%s' is given twice.", id)
+		}
+		seen[id] = true
 	}
 	return nil
 }
@@ -302,7 +316,7 @@ func (e *Engine) openConversation(ctx context.Context, r *run) error {
 	if cs == nil || !api.ValidConversationID(id) {
 		return conversationNotFound(id, "conversation")
 	}
-	if err := checkItemIDs("input", r.req.Input); err != nil {
+	if err := checkItemIDs("input", r.req.Input, false); err != nil {
 		return err
 	}
 	if _, err := cs.LockConversation(ctx, id, r.resp.ID, e.lockUntil(ctx, r.req.Background)); err != nil {
@@ -351,10 +365,11 @@ func appends(status api.Status) bool {
 
 // endConversation ends r's hold on its conversation (none: nothing to
 // do; called again: nothing more): when the response ended with a status
-// that appends, its input items (but those the conversation holds
-// already: references to its items) and then its output items are
-// appended, which releases the lock; otherwise the lock is released. A
-// failure is logged: the response itself is stored apart.
+// that appends, its input items (but those whose id the conversation holds
+// already — references to its items — or that an earlier input item had)
+// and then its output items are appended, which releases the lock;
+// otherwise the lock is released. A failure is logged: the response itself
+// is stored apart.
 func (e *Engine) endConversation(ctx context.Context, r *run) {
 	c := r.conv
 	if c == nil || c.ended {
@@ -370,6 +385,7 @@ func (e *Engine) endConversation(ctx context.Context, r *run) {
 		items = make([]api.Item, 0, len(r.input)+len(r.resp.Output))
 		for _, it := range r.input {
 			if !held[it.ID] {
+				held[it.ID] = true
 				items = append(items, it)
 			}
 		}

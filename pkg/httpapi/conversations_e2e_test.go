@@ -471,9 +471,21 @@ func TestConversationsLimits(t *testing.T) {
 	e := wantAPIError(t, err, http.StatusBadRequest)
 	require.Equal(t, "limit_exceeded", e.Code)
 	require.Equal(t, calls, fake.Calls(), "refused before the model call")
-	_, err = g.client.Conversations.Items.Delete(ctx, conv.ID, r.Output[0].ID)
+	page, err := g.client.Conversations.Items.List(ctx, conv.ID, conversations.ItemListParams{Order: conversations.ItemListParamsOrderAsc})
 	require.NoError(t, err)
+	require.Len(t, page.Data, 3)
+	_, err = g.client.Conversations.Items.Delete(ctx, conv.ID, page.Data[1].ID) // "Hi there"
+	require.NoError(t, err)
+	// Item ids are unique in a conversation (and in one call).
+	held := r.Output[0].ID
+	for _, items := range []string{
+		`[{"type":"message","id":"` + held + `","role":"user","content":"x"}]`,
+		`[{"type":"message","id":"msg_x","role":"user","content":"x"},{"type":"message","id":"msg_x","role":"user","content":"y"}]`,
+	} {
+		_, err = g.client.Conversations.Items.New(ctx, conv.ID, conversations.ItemNewParams{}, option.WithJSONSet("items", json.RawMessage(items)))
+		require.Equal(t, "duplicate_item_id", wantAPIError(t, err, http.StatusBadRequest).Code, items)
+	}
 	again, err := g.client.Responses.New(ctx, inConversation(conv.ID, "What is my name?"))
-	require.NoError(t, err, "the refusal released the conversation")
+	require.NoError(t, err, "the refusals released the conversation")
 	require.Equal(t, "Your name is Ada.", again.OutputText())
 }

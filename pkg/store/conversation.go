@@ -75,10 +75,12 @@ type ConversationStore interface {
 	// the conversation; ErrLocked when another owner holds it (a lock
 	// past its LockUntil is free).
 	LockConversation(ctx context.Context, id, owner string, until time.Time) (*Conversation, error)
-	// AppendConversationItems appends items, in order, after the conversation's items
-	// and releases owner's lock, atomically: nobody sees part of them.
-	// ErrConflict when owner does not hold the lock (any more). With no
-	// items it only releases the lock.
+	// AppendConversationItems appends items, in order, after the
+	// conversation's items and releases owner's lock, atomically: nobody
+	// sees part of them. Item ids are unique in a conversation: an item
+	// whose id it holds already fails the append with a
+	// *DuplicateItemError. ErrConflict when owner does not hold the lock
+	// (any more). With no items it only releases the lock.
 	AppendConversationItems(ctx context.Context, id, owner string, items []api.Item) error
 	// ListConversationItems pages through the conversation's items (opts as for input
 	// items: after an item id, limit, order, default desc).
@@ -105,6 +107,17 @@ func (e *ItemNotFoundError) Error() string {
 
 // Is reports whether target is ErrNotFound.
 func (e *ItemNotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// DuplicateItemError is the error of an item appended with the id of an
+// item the conversation holds already; it matches ErrConflict.
+type DuplicateItemError struct{ ConversationID, ItemID string }
+
+func (e *DuplicateItemError) Error() string {
+	return fmt.Sprintf("conversation %s holds an item %s already", e.ConversationID, e.ItemID)
+}
+
+// Is reports whether target is ErrConflict.
+func (e *DuplicateItemError) Is(target error) bool { return target == ErrConflict }
 
 // ItemCursorError is InvalidCursorError for a conversation's items.
 func ItemCursorError(after string) error {

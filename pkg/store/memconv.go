@@ -230,6 +230,11 @@ func (m *Memory) AppendConversationItems(ctx context.Context, id, owner string, 
 	if err := m.fits(e.bytes + n); err != nil {
 		return fmt.Errorf("store: append to conversation %s: %w", id, err)
 	}
+	for i := range items {
+		if e.index(items[i].ID) >= 0 || slices.IndexFunc(items[:i], func(it api.Item) bool { return it.ID == items[i].ID }) >= 0 {
+			return &DuplicateItemError{ConversationID: id, ItemID: items[i].ID}
+		}
+	}
 	e.items = append(e.items, items...)
 	e.conv.Next += int64(len(items))
 	e.conv.Lock, e.conv.LockUntil = "", time.Time{}
@@ -270,8 +275,7 @@ func (m *Memory) LoadConversationItems(ctx context.Context, id string, max int) 
 	return slices.Clone(e.items), nil
 }
 
-// GetConversationItem returns the item with itemID (the latest appended, should
-// several have it).
+// GetConversationItem returns the item with itemID.
 func (m *Memory) GetConversationItem(ctx context.Context, id, itemID string) (*api.Item, error) {
 	mc := m.convs()
 	mc.mu.Lock()
@@ -308,7 +312,7 @@ func (m *Memory) DeleteConversationItem(ctx context.Context, id, itemID string) 
 	return copyConversation(&e.conv), nil
 }
 
-// index is the index of the last item with itemID, -1 when none.
+// index is the index of the item with itemID, -1 when none.
 func (e *memConv) index(itemID string) int {
 	for i := len(e.items) - 1; i >= 0; i-- {
 		if e.items[i].ID == itemID {

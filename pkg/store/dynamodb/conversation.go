@@ -254,7 +254,13 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 	p := h.PK
 	start := h.Next
 	var tx []types.TransactWriteItem
+	var txIDs []string // the ids of the items in tx
 	txBytes, first := 0, start
+	newID := expression.AttributeNotExists(expression.Name(attrPK))
+	idCond, err := expression.NewBuilder().WithCondition(newID).Build()
+	if err != nil {
+		return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
+	}
 	flush := func(next int64, last bool) error {
 		upd := expression.Set(expression.Name(attrNext), expression.Value(next))
 		if last {
@@ -283,10 +289,16 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 					}
 					return fmt.Errorf("the lock of %s was lost: %w", owner, store.ErrConflict)
 				}
+				// The id row of an item (every second action) exists.
+				for j := 1; j < len(tx)-1; j += 2 {
+					if aws.ToString(tce.CancellationReasons[j].Code) == "ConditionalCheckFailed" {
+						return &store.DuplicateItemError{ConversationID: id, ItemID: txIDs[j/2]}
+					}
+				}
 			}
 			return err
 		}
-		tx, txBytes, first = tx[:0], 0, next
+		tx, txIDs, txBytes, first = tx[:0], txIDs[:0], 0, next
 		return nil
 	}
 	for i := range items {
@@ -308,8 +320,12 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 		if err != nil {
 			return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
 		}
+		// An id row is new: item ids are unique in a conversation (an
+		// append that failed wrote none, being a transaction).
 		tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: s.table, Item: ri}},
-			types.TransactWriteItem{Put: &types.Put{TableName: s.table, Item: ii}})
+			types.TransactWriteItem{Put: &types.Put{TableName: s.table, Item: ii,
+				ConditionExpression: idCond.Condition(), ExpressionAttributeNames: idCond.Names()}})
+		txIDs = append(txIDs, items[i].ID)
 		txBytes += len(row.Body)
 	}
 	if err := flush(start+int64(len(items)), true); err != nil {

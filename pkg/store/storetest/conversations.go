@@ -32,6 +32,7 @@ func RunConversations(t *testing.T, newStore func(t *testing.T) store.Conversati
 		{"DeleteWhileLocked", testConvDeleteLocked},
 		{"TenantIsolation", testConvTenants},
 		{"LoadLimit", testConvLoadLimit},
+		{"DuplicateIDs", testConvDuplicates},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -305,4 +306,30 @@ func testConvLoadLimit(t *testing.T, s store.ConversationStore) {
 	all, err := s.LoadConversationItems(ctx, id, 5)
 	require.NoError(t, err)
 	require.Len(t, all, 5)
+}
+
+// Item ids are unique in a conversation: an append that brings an id it
+// holds fails whole, and the lock stays with its owner.
+func testConvDuplicates(t *testing.T, s store.ConversationStore) {
+	ctx := t.Context()
+	id := newConv(t, ctx, s, convMessages("a", 2))
+	_, err := s.LockConversation(ctx, id, "r", time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	items := append(convMessages("b", 2), convMessages("a", 2)[1])
+	err = s.AppendConversationItems(ctx, id, "r", items)
+	var dup *store.DuplicateItemError
+	require.ErrorAs(t, err, &dup)
+	require.Equal(t, "a_001", dup.ItemID)
+	require.ErrorIs(t, err, store.ErrConflict)
+	all, err := s.LoadConversationItems(ctx, id, 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a_000", "a_001"}, ids(all), "nothing of the failed append")
+	require.NoError(t, s.AppendConversationItems(ctx, id, "r", convMessages("b", 2)))
+	// A deleted item's id may come again.
+	_, err = s.DeleteConversationItem(ctx, id, "a_000")
+	require.NoError(t, err)
+	require.NoError(t, appendAs(ctx, s, id, "r2", convMessages("a", 1)))
+	all, err = s.LoadConversationItems(ctx, id, 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a_001", "b_000", "b_001", "a_000"}, ids(all))
 }
