@@ -9,7 +9,7 @@ export LAMBENT_CACHE ?= $(CACHE_DIR)
 
 LAMBDA_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w"
 
-.PHONY: help run demo test test-go lint bench load build fuzz clean
+.PHONY: help run demo test test-go lint bench bench-conversations load build fuzz clean
 
 ## help: list the targets with what each does
 help:
@@ -50,6 +50,11 @@ bench:
 	$(GO) test -run='^$$' -bench='BenchmarkLoopTurn|BenchmarkMCPTurn|BenchmarkRequestLimits|BenchmarkCodexSession' -benchmem ./pkg/engine/
 	$(GO) test -run='^$$' -bench=BenchmarkMCP -benchmem ./pkg/tools/mcp/
 	$(GO) test -run='^$$' -bench=BenchmarkTurn -benchmem ./pkg/provider/bedrock/
+
+## bench-conversations: a conversation at 10 and 100 turns on DynamoDB Local and the memory store: append a turn, list a page of 20, load the model's context (µs, and the WCU/RCU DynamoDB reports), then the 100-turn table beside the previous_response_id chain's cost (the reference)
+bench-conversations:
+	$(GO) test -run='^$$' -bench=Conversation -benchtime=20x ./pkg/store/dynamodb/ ./pkg/store/
+	$(GO) test -count=1 -run=TestConversationBudget -v ./pkg/store/dynamodb/ | grep -v '^=== '
 
 ## load: 200 concurrent streamed agentic responses through the gateway binary on the memory store and DynamoDB (Local unless AWS_ENDPOINT_URL_DYNAMODB is set), nothing lost, and its RSS at 100 streams; loopback only, stops by itself
 LOAD_FLAGS ?=

@@ -49,6 +49,14 @@ var (
 		"GET /v1/responses/{id}/input_items",
 		"POST /v1/responses/{id}/cancel",
 		"POST /v1/responses/compact",
+		"POST /v1/conversations",
+		"GET /v1/conversations/{id}",
+		"POST /v1/conversations/{id}",
+		"DELETE /v1/conversations/{id}",
+		"POST /v1/conversations/{id}/items",
+		"GET /v1/conversations/{id}/items",
+		"GET /v1/conversations/{id}/items/{item_id}",
+		"DELETE /v1/conversations/{id}/items/{item_id}",
 	}
 )
 

@@ -118,3 +118,57 @@ func isHex(s string) bool {
 	}
 	return true
 }
+
+// ItemIDPrefix is the prefix of the ids of items of type typ (messages and
+// unknown types: PrefixMessage).
+func ItemIDPrefix(typ string) string {
+	switch typ {
+	case ItemFunctionCall:
+		return PrefixFunctionCall
+	case ItemFunctionCallOutput:
+		return PrefixFuncOutput
+	case ItemCustomToolCall:
+		return PrefixCustomToolCall
+	case ItemCustomToolCallOutput:
+		return PrefixCustomToolCallOutput
+	case ItemShellCall:
+		return PrefixShellCall
+	case ItemShellCallOutput:
+		return PrefixShellCallOutput
+	case ItemApplyPatchCall:
+		return PrefixApplyPatchCall
+	case ItemApplyPatchCallOutput:
+		return PrefixApplyPatchCallOutput
+	case ItemMCPCall:
+		return PrefixMCPCall
+	case ItemReasoning:
+		return PrefixReasoning
+	case ItemCompaction:
+		return PrefixCompaction
+	case ItemMCPListTools:
+		return PrefixMCPListTools
+	case ItemMCPApprovalRequest:
+		return PrefixMCPApprovalRequest
+	case ItemMCPApprovalResponse:
+		return PrefixMCPApprovalResponse
+	}
+	return PrefixMessage
+}
+
+// MaxItemIDLen bounds the length of an item id that reaches a store (a
+// pagination cursor, a conversation item's id).
+const MaxItemIDLen = 256
+
+// ValidItemID reports whether id can be an item id: 1 to MaxItemIDLen
+// printable ASCII characters, no space.
+func ValidItemID(id string) bool {
+	if id == "" || len(id) > MaxItemIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
+}

@@ -26,8 +26,8 @@ import (
 // then ignored: prompt_cache_options (except prewarm), access_programs,
 // image, reasoning.context and reasoning.mode, and client_metadata (what
 // OpenAI's own clients say about themselves). Features this server does not
-// have are a 400 naming the parameter: conversation, prompt,
-// context_management, moderation and prompt_cache_options.prewarm.
+// have are a 400 naming the parameter: prompt, context_management,
+// moderation and prompt_cache_options.prewarm.
 type CreateResponseRequest struct {
 	Model        string `json:"model,omitempty"`
 	Instructions string `json:"instructions,omitempty"`
@@ -48,18 +48,22 @@ type CreateResponseRequest struct {
 	TopLogprobs       *int        `json:"top_logprobs,omitempty"`
 	// Text is the text configuration; when given, its format type is always
 	// set (text when the request left it out).
-	Text               *TextConfig       `json:"text,omitempty"`
-	Reasoning          *Reasoning        `json:"reasoning,omitempty"`
-	PreviousResponseID string            `json:"previous_response_id,omitempty"`
-	Store              *bool             `json:"store,omitempty"`
-	Background         bool              `json:"background,omitempty"`
-	Stream             bool              `json:"stream,omitempty"`
-	StreamOptions      *StreamOptions    `json:"stream_options,omitempty"`
-	Metadata           map[string]string `json:"metadata,omitempty"`
-	Include            []string          `json:"include,omitempty"`
-	Truncation         string            `json:"truncation,omitempty"`
-	SafetyIdentifier   string            `json:"safety_identifier,omitempty"`
-	PromptCacheKey     string            `json:"prompt_cache_key,omitempty"`
+	Text               *TextConfig `json:"text,omitempty"`
+	Reasoning          *Reasoning  `json:"reasoning,omitempty"`
+	PreviousResponseID string      `json:"previous_response_id,omitempty"`
+	// Conversation is the id of the conversation the response belongs to
+	// (given as a string or as {"id": ...}): the model sees its items, and
+	// the response's input and output are appended to it.
+	Conversation     string            `json:"conversation,omitempty"`
+	Store            *bool             `json:"store,omitempty"`
+	Background       bool              `json:"background,omitempty"`
+	Stream           bool              `json:"stream,omitempty"`
+	StreamOptions    *StreamOptions    `json:"stream_options,omitempty"`
+	Metadata         map[string]string `json:"metadata,omitempty"`
+	Include          []string          `json:"include,omitempty"`
+	Truncation       string            `json:"truncation,omitempty"`
+	SafetyIdentifier string            `json:"safety_identifier,omitempty"`
+	PromptCacheKey   string            `json:"prompt_cache_key,omitempty"`
 	// PromptCacheRetention is "in_memory" or "24h" (a caching hint).
 	PromptCacheRetention string `json:"prompt_cache_retention,omitempty"`
 	// ServiceTier is the requested tier; "fast" arrives as "priority", as
@@ -209,7 +213,7 @@ func paramDecoder(k string) func(r *CreateResponseRequest, v json.RawMessage) er
 			return unsupported("Automatic context compaction is not supported by this server.")(r, v)
 		}
 	case "conversation":
-		return unsupported("Conversations are not supported by this server yet; use previous_response_id or send the history in input.")
+		return (*CreateResponseRequest).decodeConversation
 	case "prompt":
 		return unsupported("This server has no stored prompts; send instructions and input instead.")
 	case "moderation":
@@ -555,10 +559,14 @@ func jsonErrText(err error) string {
 
 // Validate checks the request's values and cross-field rules.
 func (r *CreateResponseRequest) Validate() error {
-	if len(r.Input) == 0 && r.PreviousResponseID == "" {
+	if r.Conversation != "" && r.PreviousResponseID != "" {
+		return InvalidRequestCode("conversation", "mutually_exclusive_parameters", "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or 'conversation'.")
+	}
+	continues := r.PreviousResponseID != "" || r.Conversation != ""
+	if len(r.Input) == 0 && !continues {
 		return InvalidRequest("input", "input must not be empty")
 	}
-	if r.InputString && r.Input[0].Content[0].Text == "" && r.PreviousResponseID == "" {
+	if r.InputString && r.Input[0].Content[0].Text == "" && !continues {
 		return InvalidRequest("input", "input must not be empty")
 	}
 	for i := range r.Input {
@@ -667,19 +675,33 @@ func (r *CreateResponseRequest) validateValues() error {
 			return err
 		}
 	}
-	if len(r.Metadata) > 16 {
-		return InvalidRequestCode("metadata", "object_above_max_properties", "Invalid 'metadata': too many properties. Expected an object with at most 16 properties, but got an object with %d properties instead.", len(r.Metadata))
+	if err := ValidateMetadata(r.Metadata); err != nil {
+		return err
 	}
-	for _, k := range slices.Sorted(maps.Keys(r.Metadata)) {
+	return ValidateInclude("include", r.Include)
+}
+
+// ValidateMetadata checks a metadata object as the OpenAI API does: at
+// most 16 pairs, keys of at most 64 characters, values of at most 512.
+func ValidateMetadata(md map[string]string) error {
+	if len(md) > 16 {
+		return InvalidRequestCode("metadata", "object_above_max_properties", "Invalid 'metadata': too many properties. Expected an object with at most 16 properties, but got an object with %d properties instead.", len(md))
+	}
+	for _, k := range slices.Sorted(maps.Keys(md)) {
 		if l := utf8.RuneCountInString(k); l > 64 {
 			return InvalidRequestCode("metadata", "string_above_max_length", "Invalid 'metadata': key too long. Expected keys of at most 64 characters, but got a key of length %d instead.", l)
 		}
-		if err := maxLength("metadata."+k, r.Metadata[k], 512); err != nil {
+		if err := maxLength("metadata."+k, md[k], 512); err != nil {
 			return err
 		}
 	}
-	for i, inc := range r.Include {
-		if err := oneOf(fmt.Sprintf("include[%d]", i), &inc, "reasoning.encrypted_content", "message.output_text.logprobs",
+	return nil
+}
+
+// ValidateInclude checks the values of an include list (param names it).
+func ValidateInclude(param string, include []string) error {
+	for i, inc := range include {
+		if err := oneOf(fmt.Sprintf("%s[%d]", param, i), &inc, "reasoning.encrypted_content", "message.output_text.logprobs",
 			"message.input_image.image_url", "file_search_call.results", "web_search_call.results", "web_search_call.action.sources",
 			"computer_call_output.output.image_url", "code_interpreter_call.outputs"); err != nil {
 			return err

@@ -312,8 +312,13 @@ func TestDecodeRejectsAsOpenAIDoes(t *testing.T) {
 		{in(`"prompt_cache_options":{"size":1}`), "prompt_cache_options.size", "unknown_parameter", ""},
 		{in(`"max_completion_tokens":100`), "max_completion_tokens", "unknown_parameter", "'max_completion_tokens'"},
 		// Features this server does not have.
-		{in(`"conversation":"conv_1"`), "conversation", "unsupported_parameter", "previous_response_id"},
-		{in(`"conversation":{"id":"conv_1"}`), "conversation", "unsupported_parameter", ""},
+		// conversation: an id or {"id"}, never with previous_response_id.
+		{in(`"conversation":"conv_1","previous_response_id":"resp_1"`), "conversation", "mutually_exclusive_parameters", "only providing one of"},
+		{in(`"conversation":{"id":"conv_1"},"previous_response_id":"resp_1"`), "conversation", "mutually_exclusive_parameters", ""},
+		{in(`"conversation":{}`), "conversation.id", "", "missing"},
+		{in(`"conversation":{"id":"c","x":1}`), "conversation.x", "unknown_parameter", ""},
+		{in(`"conversation":""`), "conversation", "empty_string", ""},
+		{in(`"conversation":7`), "conversation", "", "string or an object"},
 		{in(`"prompt":{"id":"pmpt_1","variables":{"x":"y"}}`), "prompt", "unsupported_parameter", "no stored prompts"},
 		{in(`"context_management":[{"type":"compaction","compact_threshold":1000}]`), "context_management", "unsupported_parameter", ""},
 		{in(`"context_management":{}`), "context_management", "", "array"},

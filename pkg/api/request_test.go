@@ -78,7 +78,7 @@ func TestBadInput(t *testing.T) {
 		{`{"input":"x","metadata":{"a":1}}`, "metadata", "string"},
 		{`{"input":"x","allowed_tools":["nope"]}`, "allowed_tools[0]", "not in tools"},
 		{`{"input":"x","background":true,"store":false}`, "background", "stored"},
-		{`{"input":"x","conversation":"conv_1"}`, "conversation", "not supported"},
+		{`{"input":"x","conversation":"conv_1","previous_response_id":"resp_1"}`, "conversation", "Mutually exclusive"},
 	}
 	for _, c := range cases {
 		_, err := DecodeCreateRequest([]byte(c.body))

@@ -36,6 +36,9 @@ type Response struct {
 	Metadata           map[string]string  `json:"metadata"`
 	SafetyIdentifier   *string            `json:"safety_identifier"`
 	PromptCacheKey     *string            `json:"prompt_cache_key"`
+	// Conversation is the conversation the response belongs to, omitted
+	// when none (as responses without one always looked).
+	Conversation *ConversationRef `json:"conversation,omitempty"`
 	// Lambent is Lambent's extension field, omitted when it has nothing to
 	// say (strict clients see nothing new).
 	Lambent *LambentInfo `json:"lambent,omitempty"`

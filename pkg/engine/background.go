@@ -125,23 +125,32 @@ func (e *Engine) storeQueued(ctx context.Context, req *api.CreateResponseRequest
 	if err != nil {
 		return nil, err
 	}
+	// Until the response is stored, a refusal releases its conversation;
+	// from then on the response holds it to its end (finishBackground).
+	stored := false
+	defer func() {
+		if !stored {
+			e.endConversation(ctx, r)
+		}
+	}()
 	r.resp.Status = api.StatusQueued
 	buf := &eventBuffer{}
 	r.em = &emitter{w: buf, stream: true}
 	r.em.lifecycle(api.EventResponseCreated, r.resp)
 	r.em.lifecycle(api.EventResponseQueued, r.resp)
-	stored, secrets, err := e.sealSecrets(req, r.resp.ID)
+	sealed, secrets, err := e.sealSecrets(req, r.resp.ID)
 	if err != nil {
 		return nil, api.ServerError(err, "The request's secrets could not be sealed.")
 	}
-	rec := &store.Record{Response: r.resp, Input: r.input, Context: r.history,
-		Job: &store.Job{Request: stored, Secrets: secrets, NextSeq: r.em.seq, RequestID: requestid.From(ctx)}}
+	rec := &store.Record{Response: r.resp, Input: r.input, Context: r.storedContext(),
+		Job: &store.Job{Request: sealed, Secrets: secrets, NextSeq: r.em.seq, RequestID: requestid.From(ctx)}}
 	if err := e.cfg.Store.Create(ctx, rec); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return nil, fmt.Errorf("engine: response %s exists: %w", r.resp.ID, err)
 		}
 		return nil, e.storeErr(tooLarge(req, err), r.resp.ID, "id")
 	}
+	stored = true
 	if err := log.AppendEvents(ctx, r.resp.ID, buf.take()); err != nil {
 		se := api.ServerError(err, "The response's events could not be stored.")
 		se.Code = "store_failed"

@@ -136,7 +136,7 @@ func (r *run) clientItem(name, callID string) api.Item {
 	if ct := r.tools.defs[name].client; ct != nil {
 		it.Type, it.Name, it.Namespace = ct.typ, ct.name, ct.namespace
 		if ct.typ != api.ItemFunctionCall {
-			it.ID = r.newItemID(idPrefix(ct.typ))
+			it.ID = r.newItemID(api.ItemIDPrefix(ct.typ))
 		}
 	}
 	return it

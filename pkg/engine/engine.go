@@ -412,7 +412,7 @@ func (e *Engine) checkSize(r *run) error {
 	if !ok || !r.req.Stores() {
 		return nil
 	}
-	return tooLarge(r.req, sc.CheckSize(&store.Record{Response: r.resp, Input: r.input, Context: r.history}))
+	return tooLarge(r.req, sc.CheckSize(&store.Record{Response: r.resp, Input: r.input, Context: r.storedContext()}))
 }
 
 // tooLarge maps a store's *store.TooLargeError to the client's 400

@@ -104,6 +104,11 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
 	}
 	r := &run{req: req, resp: rec.Response, history: rec.Context, input: rec.Input, turns: job.Turns, tools: toolset{mcpItems: e.mcpItems()}}
+	if rec.Response.Conversation != nil {
+		if err := e.resumeConversation(ctx, r); err != nil {
+			return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
+		}
+	}
 	if err := r.resolveTools(e); err != nil {
 		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
 	}
@@ -348,6 +353,14 @@ func (e *Engine) finishBackground(ctx context.Context, r *run, rec *store.Record
 	defer cancel()
 	e.finalize(ctx, r, out)
 	r.em.lifecycle(api.TerminalEvent(r.resp.Status), r.resp)
+	// The conversation gets the response's items before anyone can read
+	// the response's end (its record or its events).
+	if r.conv == nil && r.resp.Conversation != nil {
+		if cs := e.conversations(); cs != nil {
+			r.conv = &runConversation{cs: cs, id: r.resp.Conversation.ID}
+		}
+	}
+	e.endConversation(ctx, r)
 	next := *rec
 	j := *rec.Job
 	j.Turns, j.NextSeq, j.Owner, j.LeaseUntil = r.turns, r.em.seq, "", time.Time{}

@@ -47,6 +47,8 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 	if err != nil {
 		return err
 	}
+	// A response that does not reach its end releases its conversation.
+	defer e.endConversation(ctx, r)
 	if err := e.checkSize(r); err != nil {
 		return err
 	}
@@ -56,7 +58,11 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 	r.em.lifecycle(api.EventResponseInProgress, r.resp)
 	out := e.loop(ctx, r)
 	e.finalize(ctx, r, out)
-	if err := e.save(ctx, r, cache); err != nil {
+	err = e.save(ctx, r, cache)
+	// The conversation gets the response's items before the client gets
+	// the response's end, so that the client's next create finds it free.
+	e.endConversation(ctx, r)
+	if err != nil {
 		if e.log.Enabled(ctx, slog.LevelError) {
 			e.log.LogAttrs(ctx, slog.LevelError, "store failed", slog.String("response_id", r.resp.ID), slog.String("status", string(r.resp.Status)),
 				slog.String("model", r.resp.Model), slog.Int("output_items", len(r.resp.Output)), slog.Any("err", err))
@@ -97,14 +103,14 @@ func (e *Engine) save(ctx context.Context, r *run, c ConnectionCache) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
 	if c != nil {
-		if err := c.Put(sctx, &store.Record{Response: r.resp, Input: r.input, Context: r.history}); err != nil {
+		if err := c.Put(sctx, &store.Record{Response: r.resp, Input: r.input, Context: r.storedContext()}); err != nil {
 			return err
 		}
 	}
 	if e.cfg.Store == nil || !r.req.Stores() {
 		return nil
 	}
-	return e.cfg.Store.Create(sctx, &store.Record{Response: r.resp, Input: r.input, Context: r.history})
+	return e.cfg.Store.Create(sctx, &store.Record{Response: r.resp, Input: r.input, Context: r.storedContext()})
 }
 
 // finalize sets the terminal status and its details on the response. A

@@ -22,6 +22,9 @@ type run struct {
 	history []api.Item
 	// input is this request's input, references resolved and ids assigned.
 	input []api.Item
+	// conv is the conversation the response runs in (conversation.go);
+	// nil when none.
+	conv *runConversation
 	// summaries are the opened summaries of the conversation's compaction
 	// items, by blob (openSummaries).
 	summaries map[string]string
@@ -62,7 +65,7 @@ func (e *Engine) mcpItems() bool {
 // (nil: none), which previous_response_id is looked up in first. Every
 // error is an *api.Error: a client error, or a server error when the store
 // fails.
-func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id string, cache ConnectionCache) (*run, error) {
+func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id string, cache ConnectionCache) (_ *run, err error) {
 	if err := e.checkRequest(req); err != nil {
 		return nil, err
 	}
@@ -87,6 +90,17 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id
 			return nil, api.InvalidRequest("previous_response_id", "Previous response '%s' is still %s; continue it once it has finished.", req.PreviousResponseID, rec.Response.Status)
 		}
 		r.history = rec.Conversation()
+	}
+	if req.Conversation != "" {
+		if err := e.openConversation(ctx, r); err != nil {
+			return nil, err
+		}
+		// Refused: the conversation's lock is released.
+		defer func() {
+			if err != nil {
+				e.endConversation(ctx, r)
+			}
+		}()
 	}
 	if err := e.resolveInput(ctx, r); err != nil {
 		return nil, err
@@ -161,7 +175,7 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 			}
 		}
 		if it.ID == "" {
-			it.ID = r.newItemID(idPrefix(it.Type))
+			it.ID = r.newItemID(api.ItemIDPrefix(it.Type))
 		}
 		if it.Status == "" {
 			it.Status = api.ItemCompleted
@@ -251,40 +265,6 @@ func (e *Engine) fetchReferenced(ctx context.Context, req *api.CreateResponseReq
 
 // newItemID returns a new id for an item of r's response.
 func (r *run) newItemID(prefix string) string { return api.NewItemID(prefix, r.resp.ID) }
-
-func idPrefix(typ string) string {
-	switch typ {
-	case api.ItemFunctionCall:
-		return api.PrefixFunctionCall
-	case api.ItemFunctionCallOutput:
-		return api.PrefixFuncOutput
-	case api.ItemCustomToolCall:
-		return api.PrefixCustomToolCall
-	case api.ItemCustomToolCallOutput:
-		return api.PrefixCustomToolCallOutput
-	case api.ItemShellCall:
-		return api.PrefixShellCall
-	case api.ItemShellCallOutput:
-		return api.PrefixShellCallOutput
-	case api.ItemApplyPatchCall:
-		return api.PrefixApplyPatchCall
-	case api.ItemApplyPatchCallOutput:
-		return api.PrefixApplyPatchCallOutput
-	case api.ItemMCPCall:
-		return api.PrefixMCPCall
-	case api.ItemReasoning:
-		return api.PrefixReasoning
-	case api.ItemCompaction:
-		return api.PrefixCompaction
-	case api.ItemMCPListTools:
-		return api.PrefixMCPListTools
-	case api.ItemMCPApprovalRequest:
-		return api.PrefixMCPApprovalRequest
-	case api.ItemMCPApprovalResponse:
-		return api.PrefixMCPApprovalResponse
-	}
-	return api.PrefixMessage
-}
 
 // resolveTools turns the request's tools into the definitions the model
 // sees, each with who executes it, and the allowed-tools filter. The tool's
@@ -408,6 +388,9 @@ func (e *Engine) newResponse(req *api.CreateResponseRequest, model string) *api.
 	}
 	if req.PreviousResponseID != "" {
 		resp.PreviousResponseID = &req.PreviousResponseID
+	}
+	if req.Conversation != "" {
+		resp.Conversation = &api.ConversationRef{ID: req.Conversation}
 	}
 	if req.Instructions != "" {
 		resp.Instructions = &req.Instructions

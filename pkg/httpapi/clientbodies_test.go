@@ -149,7 +149,7 @@ func TestOpenAIRejectionsOverHTTP(t *testing.T) {
 		{`{"input":"hi","prompt_cache_key":"` + strings.Repeat("k", 65) + `"}`, "prompt_cache_key", "string_above_max_length"},
 		{`{"input":"hi","reasoning":{"effort":"extreme"}}`, "reasoning.effort", "invalid_value"},
 		{`{"input":"hi","reasoning":{"budget_tokens":100}}`, "reasoning.budget_tokens", "unknown_parameter"},
-		{`{"input":"hi","conversation":"conv_1"}`, "conversation", "unsupported_parameter"},
+		{`{"input":"hi","conversation":"conv_1","previous_response_id":"resp_1"}`, "conversation", "mutually_exclusive_parameters"},
 		{`{"input":"hi","prompt":{"id":"pmpt_1"}}`, "prompt", "unsupported_parameter"},
 		{`{"input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"mcp","server_label":"s"}}`, "tool_choice.type", "-"},
 		{`{"input":[{"type":"computer_call_output","call_id":"c","output":{}}]}`, "input[0].type", "-"},

@@ -35,6 +35,15 @@ type Service interface {
 	StreamResponse(ctx context.Context, id string, after int64, w engine.ResponseWriter) error
 	// Compact summarises a conversation into a compacted window.
 	Compact(ctx context.Context, req *api.CompactRequest) (*api.CompactResource, error)
+	// The Conversations API (/v1/conversations).
+	CreateConversation(ctx context.Context, req *api.ConversationCreateRequest) (*api.Conversation, error)
+	GetConversation(ctx context.Context, id string) (*api.Conversation, error)
+	UpdateConversation(ctx context.Context, id string, metadata map[string]string) (*api.Conversation, error)
+	DeleteConversation(ctx context.Context, id string) (*api.ConversationDeleted, error)
+	AddConversationItems(ctx context.Context, id string, items []api.Item) (*api.ItemList, error)
+	ListConversationItems(ctx context.Context, id string, opts api.ListOptions) (*api.ItemList, error)
+	GetConversationItem(ctx context.Context, id, itemID string) (*api.Item, error)
+	DeleteConversationItem(ctx context.Context, id, itemID string) (*api.Conversation, error)
 }
 
 // DefaultMaxBody is the default request body limit (8 MiB).

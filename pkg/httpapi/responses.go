@@ -160,24 +160,9 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) error {
 
 // inputItems serves GET /v1/responses/{id}/input_items.
 func (h *Handler) inputItems(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	opts := api.ListOptions{After: q.Get("after"), Order: q.Get("order"), Limit: api.DefaultListLimit}
-	if !validCursor(opts.After) {
-		return api.InvalidRequest("after", "after must be the id of an input item: at most %d printable ASCII characters", maxCursor)
-	}
-	switch opts.Order {
-	case "":
-		opts.Order = "desc"
-	case "asc", "desc":
-	default:
-		return api.InvalidRequest("order", "invalid value %q for order; expected \"asc\" or \"desc\"", opts.Order)
-	}
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > api.MaxListLimit {
-			return api.InvalidRequest("limit", "limit must be an integer between 1 and %d", api.MaxListLimit)
-		}
-		opts.Limit = n
+	opts, err := listOptions(r)
+	if err != nil {
+		return err
 	}
 	list, err := h.svc.ListInputItems(r.Context(), r.PathValue("id"), opts)
 	if err != nil {
@@ -187,22 +172,39 @@ func (h *Handler) inputItems(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// maxCursor bounds the length of input_items' after (an item id).
-const maxCursor = 256
-
-// validCursor reports whether after can be an item id: at most maxCursor
-// printable ASCII characters (or empty: no cursor). Nothing else reaches
-// a store.
-func validCursor(after string) bool {
-	if len(after) > maxCursor {
-		return false
+// listOptions reads the query of a list of items: after (an item id),
+// order (asc or desc, default desc), limit (1..100, default 20) and
+// include (checked: items are stored whole, so every value is already
+// included).
+func listOptions(r *http.Request) (api.ListOptions, error) {
+	q := r.URL.Query()
+	opts := api.ListOptions{After: q.Get("after"), Order: q.Get("order"), Limit: api.DefaultListLimit}
+	if opts.After != "" && !api.ValidItemID(opts.After) {
+		return opts, api.InvalidRequest("after", "after must be the id of an item: at most %d printable ASCII characters", api.MaxItemIDLen)
 	}
-	for i := 0; i < len(after); i++ {
-		if after[i] <= ' ' || after[i] > '~' {
-			return false
+	switch opts.Order {
+	case "":
+		opts.Order = "desc"
+	case "asc", "desc":
+	default:
+		return opts, api.InvalidRequest("order", "invalid value %q for order; expected \"asc\" or \"desc\"", opts.Order)
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > api.MaxListLimit {
+			return opts, api.InvalidRequest("limit", "limit must be an integer between 1 and %d", api.MaxListLimit)
 		}
+		opts.Limit = n
 	}
-	return true
+	return opts, includeQuery(r)
+}
+
+// includeQuery checks the include values of a query (include or
+// include[]): items are stored whole, so each known value is included
+// already.
+func includeQuery(r *http.Request) error {
+	q := r.URL.Query()
+	return api.ValidateInclude("include", append(q["include"], q["include[]"]...))
 }
 
 // health serves GET /healthz.

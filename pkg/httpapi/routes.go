@@ -23,6 +23,14 @@ func (h *Handler) routes() []route {
 		{pattern: "POST /v1/responses/{id}/cancel", handler: h.handle(h.cancel)},
 		{pattern: "GET /v1/models", handler: h.handle(h.listModels)},
 		{pattern: "GET /v1/models/{id...}", handler: h.handle(h.getModel)},
+		{pattern: "POST /v1/conversations", handler: h.handle(h.createConversation)},
+		{pattern: "GET /v1/conversations/{id}", handler: h.handle(h.getConversation)},
+		{pattern: "POST /v1/conversations/{id}", handler: h.handle(h.updateConversation)},
+		{pattern: "DELETE /v1/conversations/{id}", handler: h.handle(h.deleteConversation)},
+		{pattern: "POST /v1/conversations/{id}/items", handler: h.handle(h.addConversationItems)},
+		{pattern: "GET /v1/conversations/{id}/items", handler: h.handle(h.listConversationItems)},
+		{pattern: "GET /v1/conversations/{id}/items/{item_id}", handler: h.handle(h.getConversationItem)},
+		{pattern: "DELETE /v1/conversations/{id}/items/{item_id}", handler: h.handle(h.deleteConversationItem)},
 		{pattern: "GET /healthz", handler: h.handle(h.health), open: true},
 	}
 }

@@ -59,6 +59,70 @@ func (routedService) StreamResponse(_ context.Context, id string, _ int64, _ eng
 func (routedService) Compact(context.Context, *api.CompactRequest) (*api.CompactResource, error) {
 	return nil, routed("compact", "")
 }
+func (routedService) CreateConversation(context.Context, *api.ConversationCreateRequest) (*api.Conversation, error) {
+	return nil, routed("conversation.create", "")
+}
+func (routedService) GetConversation(_ context.Context, id string) (*api.Conversation, error) {
+	return nil, routed("conversation.get", id)
+}
+func (routedService) UpdateConversation(_ context.Context, id string, _ map[string]string) (*api.Conversation, error) {
+	return nil, routed("conversation.update", id)
+}
+func (routedService) DeleteConversation(_ context.Context, id string) (*api.ConversationDeleted, error) {
+	return nil, routed("conversation.delete", id)
+}
+func (routedService) AddConversationItems(_ context.Context, id string, _ []api.Item) (*api.ItemList, error) {
+	return nil, routed("items.create", id)
+}
+func (routedService) ListConversationItems(_ context.Context, id string, _ api.ListOptions) (*api.ItemList, error) {
+	return nil, routed("items.list", id)
+}
+func (routedService) GetConversationItem(_ context.Context, id, itemID string) (*api.Item, error) {
+	return nil, routed("items.get", id+" "+itemID)
+}
+func (routedService) DeleteConversationItem(_ context.Context, id, itemID string) (*api.Conversation, error) {
+	return nil, routed("items.delete", id+" "+itemID)
+}
+
+// The Conversations API's routes reach their handlers with their ids (a
+// body where the route takes one), and refuse other methods with a 405
+// naming the path's methods.
+func TestConversationRoutes(t *testing.T) {
+	t.Parallel()
+	h := httpapi.New(httpapi.Config{Service: routedService{}, Logger: slog.New(slog.DiscardHandler)})
+	for _, c := range []struct{ method, target, body, call, allow string }{
+		{"POST", "/v1/conversations", `{"metadata":{"a":"b"}}`, "conversation.create", "POST"},
+		{"POST", "/v1/conversations/", "", "conversation.create", "POST"},
+		{"GET", "/v1/conversations/conv_1", "", "conversation.get conv_1", "GET, POST, DELETE"},
+		{"POST", "/v1/conversations/conv_1", `{"metadata":null}`, "conversation.update conv_1", "GET, POST, DELETE"},
+		{"DELETE", "/v1/conversations/conv_1/", "", "conversation.delete conv_1", "GET, POST, DELETE"},
+		{"POST", "/v1/conversations/conv_1/items?include=message.input_image.image_url", `{"items":[{"role":"user","content":"hi"}]}`, "items.create conv_1", "POST, GET"},
+		{"GET", "/v1/conversations/conv_1/items?limit=5&order=asc&after=msg_1", "", "items.list conv_1", "POST, GET"},
+		{"GET", "/v1/conversations/conv_1/items/msg_2", "", "items.get conv_1 msg_2", "GET, DELETE"},
+		{"DELETE", "/v1/conversations/conv_1/items/msg_2", "", "items.delete conv_1 msg_2", "GET, DELETE"},
+	} {
+		rec := serveRaw(t, h, c.method, c.target, c.body)
+		wantError(t, rec.Code, rec.Body.Bytes(), http.StatusTeapot, "", "routed")
+		require.Equal(t, c.call, errorOf(t, rec).Message, c.target)
+		rec = serveRaw(t, h, "PUT", c.target, "")
+		wantError(t, rec.Code, rec.Body.Bytes(), http.StatusMethodNotAllowed, "", "method_not_allowed")
+		require.Equal(t, c.allow, rec.Header().Get("Allow"), c.target)
+	}
+	// Bad queries and bodies are 400s before the service.
+	for _, c := range []struct{ method, target, body, param string }{
+		{"GET", "/v1/conversations/conv_1/items?limit=101", "", "limit"},
+		{"GET", "/v1/conversations/conv_1/items?order=up", "", "order"},
+		{"GET", "/v1/conversations/conv_1/items?include=nope", "", "include[0]"},
+		{"POST", "/v1/conversations/conv_1/items", `{"items":[]}`, "items"},
+		{"POST", "/v1/conversations/conv_1/items", `{"items":[{"type":"item_reference","id":"msg_1"}]}`, "items[0].type"},
+		{"POST", "/v1/conversations/conv_1", `{}`, "metadata"},
+		{"POST", "/v1/conversations", `{"metadata":{"k":` + strconv.Quote(strings.Repeat("v", 513)) + `}}`, "metadata.k"},
+		{"POST", "/v1/conversations", `{"items":[{"role":"user","content":"hi"}],"extra":1}`, "extra"},
+	} {
+		rec := serveRaw(t, h, c.method, c.target, c.body)
+		wantError(t, rec.Code, rec.Body.Bytes(), http.StatusBadRequest, c.param, "")
+	}
+}
 
 // serveRaw serves the request of method and target (as a server reads
 // it: the target is not cleaned) with header lines, with a JSON body when

@@ -75,6 +75,17 @@ type Limits struct {
 	// with 429 rate_limit_exceeded and Retry-After
 	// (LAMBENT_LIMIT_TENANT_IN_FLIGHT, default 64).
 	TenantInFlight int
+	// ConversationItemsPerCall bounds the items one call adds to a
+	// conversation: POST /v1/conversations (its first items) and POST
+	// /v1/conversations/{id}/items (LAMBENT_LIMIT_CONVERSATION_ITEMS_PER_CALL,
+	// default 20, OpenAI's own limit).
+	ConversationItemsPerCall int
+	// ConversationItems bounds the items of a conversation that a response
+	// created in it loads as its context, checked before the model call
+	// (LAMBENT_LIMIT_CONVERSATION_ITEMS, default 2,000): past it the create
+	// is a 400, and the conversation must be made smaller (delete items,
+	// or start a new one from a compaction of it).
+	ConversationItems int
 }
 
 // Defaults of the limits.
@@ -91,6 +102,9 @@ const (
 	DefaultReferencedResponses = 16
 	DefaultModelName           = 256
 	DefaultTenantInFlight      = 64
+	// DefaultConversationItemsPerCall is OpenAI's limit of items per call.
+	DefaultConversationItemsPerCall = 20
+	DefaultConversationItems        = 2000
 )
 
 // Default returns the default limits.
@@ -115,6 +129,8 @@ func (l Limits) WithDefaults() Limits {
 	def(&l.ReferencedResponses, DefaultReferencedResponses)
 	def(&l.ModelName, DefaultModelName)
 	def(&l.TenantInFlight, DefaultTenantInFlight)
+	def(&l.ConversationItemsPerCall, DefaultConversationItemsPerCall)
+	def(&l.ConversationItems, DefaultConversationItems)
 	if l.MCPReplyBytes <= 0 {
 		l.MCPReplyBytes = DefaultMCPReplyBytes
 	}
@@ -145,6 +161,8 @@ func Settings() []Setting {
 		{"LAMBENT_LIMIT_REFERENCED_RESPONSES", func(l *Limits) *int { return &l.ReferencedResponses }},
 		{"LAMBENT_LIMIT_MODEL_NAME", func(l *Limits) *int { return &l.ModelName }},
 		{"LAMBENT_LIMIT_TENANT_IN_FLIGHT", func(l *Limits) *int { return &l.TenantInFlight }},
+		{"LAMBENT_LIMIT_CONVERSATION_ITEMS_PER_CALL", func(l *Limits) *int { return &l.ConversationItemsPerCall }},
+		{"LAMBENT_LIMIT_CONVERSATION_ITEMS", func(l *Limits) *int { return &l.ConversationItems }},
 	}
 }
 

@@ -60,7 +60,8 @@ type MemoryConfig struct {
 // Expired records are absent on every read and are removed lazily: when
 // read, and from the oldest end of the store on every Create. It is also
 // the store.EventLog of background responses: their events live and go
-// with the record.
+// with the record; and the store.ConversationStore of conversations
+// (memconv.go), bounded apart from the responses.
 type Memory struct {
 	maxEntries int
 	maxBytes   int64
@@ -72,6 +73,9 @@ type Memory struct {
 	bytes   int64                    // sum of the entries' recSize+evSize
 	tenants map[string]*memTenant    // the tenants holding entries
 	seq     uint64                   // creations so far
+
+	// conversations are the store's conversations (memconv.go).
+	conversations *memConversations
 }
 
 type memKey struct{ tenant, id string }
@@ -117,6 +121,8 @@ func NewMemory(cfg MemoryConfig) *Memory {
 		entries:    make(map[memKey]*list.Element),
 		order:      list.New(),
 		tenants:    make(map[string]*memTenant),
+
+		conversations: newMemConversations(),
 	}
 }
 
@@ -458,6 +464,7 @@ func copyRecord(rec *Record) Record {
 	r.MaxToolCalls = clonePtr(r.MaxToolCalls)
 	r.SafetyIdentifier = clonePtr(r.SafetyIdentifier)
 	r.PromptCacheKey = clonePtr(r.PromptCacheKey)
+	r.Conversation = clonePtr(r.Conversation)
 	return Record{
 		Response:  &r,
 		Input:     slices.Clone(rec.Input),

@@ -25,6 +25,12 @@ func TestMemoryConformance(t *testing.T) {
 	})
 }
 
+func TestMemoryConversations(t *testing.T) {
+	storetest.RunConversations(t, func(t *testing.T) store.ConversationStore {
+		return store.NewMemory(store.MemoryConfig{})
+	})
+}
+
 func TestMemoryEvictsOldestWhenFull(t *testing.T) {
 	ctx := t.Context()
 	m := store.NewMemory(store.MemoryConfig{MaxEntries: 3})
@@ -278,4 +284,11 @@ func BenchmarkMemoryCreateFull(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkMemoryConversation measures a conversation in the memory store
+// at 10 and 100 turns (append a turn, list a page of 20, load the
+// context). Run: make bench-conversations.
+func BenchmarkMemoryConversation(b *testing.B) {
+	storetest.BenchConversation(b, store.NewMemory(store.MemoryConfig{}), nil)
 }

@@ -153,6 +153,22 @@
 // tens of seconds, absorbed by the retryer only within the request's
 // deadline.
 //
+// # Conversations (store.ConversationStore)
+//
+// A conversation is a partition of its own, pk <tenant>#<conversation id>:
+// a head item (sk "conversation": created_at, expires_at, metadata, next —
+// the next item's sequence number — and lock, lock_until), one row per item
+// (sk "item#<seq, 16 digits>": its JSON gzip-compressed, or chunks like a
+// record's past 350 KiB) and one id row per item (sk "id#<item id>": its
+// sequence number). Appending a turn is O(turn): LockConversation's
+// UpdateItem, a GetItem of the head and one TransactWriteItems of the rows
+// and the head's update, conditional on the lock and on next (48 items or
+// 3 MB per transaction). Listing a page is O(page): the head, the cursor's id
+// row, one Query of limit+1 rows. LoadConversationItems reads every row
+// (the model's context: O(conversation)). Every row carries the head's
+// expires_at (retention from the creation). TestConversationBudget measures
+// it (docs/aws.md has the figures).
+//
 // # Table creation
 //
 // In AWS the table belongs to template.yaml (the key schema and TTL above).

@@ -72,6 +72,22 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.ResponseStore { return newStore(t) })
 }
 
+func TestConversations(t *testing.T) {
+	t.Parallel()
+	storetest.RunConversations(t, func(t *testing.T) store.ConversationStore { return newStore(t) })
+}
+
+// TestConversationsSmallRows runs the conversation suite with tiny rows
+// and transactions: items in chunks, appends in several transactions.
+func TestConversationsSmallRows(t *testing.T) {
+	t.Parallel()
+	storetest.RunConversations(t, func(t *testing.T) store.ConversationStore {
+		s := newStore(t)
+		s.inlineMax, s.chunkSize = 300, 1<<10
+		return s
+	})
+}
+
 // TestConformanceSmallChunks runs the suite with tiny items, so that the
 // records of the suite's large tests have up to a few hundred chunks:
 // several BatchWriteItem and BatchGetItem calls per record, and
@@ -397,6 +413,10 @@ func askCapacity(params any) {
 		p.ReturnConsumedCapacity = total
 	case *ddb.TransactWriteItemsInput:
 		p.ReturnConsumedCapacity = total
+	case *ddb.UpdateItemInput:
+		p.ReturnConsumedCapacity = total
+	case *ddb.QueryInput:
+		p.ReturnConsumedCapacity = total
 	}
 }
 
@@ -431,6 +451,14 @@ func capacity(result any) (wcu, rcu float64) {
 		add(r.ConsumedCapacity...)
 	case *ddb.TransactWriteItemsOutput:
 		add(r.ConsumedCapacity...)
+	case *ddb.UpdateItemOutput:
+		if r.ConsumedCapacity != nil {
+			add(*r.ConsumedCapacity)
+		}
+	case *ddb.QueryOutput:
+		if r.ConsumedCapacity != nil {
+			rcu += aws.ToFloat64(r.ConsumedCapacity.CapacityUnits)
+		}
 	}
 	return wcu, rcu
 }

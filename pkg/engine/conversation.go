@@ -1,0 +1,413 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/limits"
+	"github.com/lambent/lambent/pkg/store"
+)
+
+// Conversations (OpenAI's Conversations API): a durable list of items that
+// responses created with `conversation` read as their context and append
+// their input and output to. The store keeps them (store.ConversationStore);
+// the engine checks the limits, maps the errors, and runs one response at
+// a time in a conversation:
+//
+//   - A create with `conversation` takes the conversation's lock (owner:
+//     the response id) before it reads the items, so the context it loads
+//     cannot change under it, and a second create meanwhile is refused with
+//     OpenAI's 400 conversation_locked (so is an items-create). The lock is
+//     released when the response's items are appended: once the response
+//     has ended (completed, requires_action, incomplete or failed: its
+//     input items, then its output items), before the client gets the end
+//     of the response, so the client's next create finds it free. A
+//     response that never ran (refused, cancelled) appends nothing.
+//   - A background response holds the lock from its create through its
+//     queueing and every worker invocation (each renews it) to its end.
+//   - A lock whose holder died lapses: a foreground response's at its
+//     request's deadline (plus the store write's time), or after
+//     Background.Lease when the request has none; a background response's
+//     after four leases from its last invocation.
+//   - Deleting a conversation while a response runs in it deletes it at
+//     once; the response runs to its end and is stored, but its items are
+//     appended nowhere (the append finds no conversation, which is logged).
+//     A background response still queued then fails when its worker starts
+//     (conversation_not_found).
+
+// conversations returns the store's conversations; nil when it keeps none.
+func (e *Engine) conversations() store.ConversationStore {
+	cs, _ := e.cfg.Store.(store.ConversationStore)
+	return cs
+}
+
+// conversationsOf returns the store's conversations, or the 404 of id when
+// there are none or id is not well-formed (it never reaches the store).
+func (e *Engine) conversationsOf(id string) (store.ConversationStore, error) {
+	cs := e.conversations()
+	if cs == nil || !api.ValidConversationID(id) {
+		return nil, conversationNotFound(id, "")
+	}
+	return cs, nil
+}
+
+// conversationNotFound is the 404 of an unknown conversation (param names
+// the request's parameter, "" for a path).
+func conversationNotFound(id, param string) *api.Error {
+	if len(id) > api.MaxConversationIDLen {
+		id = strings.ToValidUTF8(id[:api.MaxConversationIDLen], "") + "…"
+	}
+	return api.NotFound(param, "conversation_not_found", "Conversation with id '%s' not found.", id)
+}
+
+// conversationLocked is OpenAI's error for a conversation another response
+// is operating on.
+func conversationLocked() *api.Error {
+	return api.InvalidRequestCode("conversation", "conversation_locked", "Another process is currently operating on this conversation. Please retry in a few seconds.")
+}
+
+// conversationErr maps a conversation store's error for conversation id
+// (param: the request's parameter naming it, "" for a path).
+func (e *Engine) conversationErr(err error, id, param string) error {
+	var inf *store.ItemNotFoundError
+	var dup *store.DuplicateItemError
+	switch {
+	case errors.As(err, &dup):
+		return api.InvalidRequestCode("items", "duplicate_item_id", "Conversation '%s' holds an item with id '%s' already.", id, dup.ItemID)
+	case errors.As(err, &inf):
+		return api.NotFound("", "item_not_found", "Item with id '%s' not found in conversation '%s'.", inf.ItemID, id)
+	case errors.Is(err, store.ErrNotFound):
+		return conversationNotFound(id, param)
+	case errors.Is(err, store.ErrLocked):
+		return conversationLocked()
+	case errors.Is(err, store.ErrTooManyItems):
+		return api.InvalidRequestCode("conversation", limits.CodeLimitExceeded,
+			"The conversation holds more than %d items, this gateway's limit for the context of a response (LAMBENT_LIMIT_CONVERSATION_ITEMS). Delete items from it, or start a new conversation from a compaction of this one.",
+			e.cfg.Limits.ConversationItems)
+	case errors.Is(err, store.ErrTooLarge):
+		return api.InvalidRequestCode("items", "too_large", "The items are larger than this gateway's store keeps.")
+	}
+	return e.storeErr(err, id, "conversation")
+}
+
+func apiConversation(c *store.Conversation) *api.Conversation {
+	return &api.Conversation{ID: c.ID, Object: "conversation", CreatedAt: c.CreatedAt, Metadata: c.Metadata}
+}
+
+// checkConversationItems checks the items of one call (param names them):
+// their number, and the form of the ids they bring.
+func (e *Engine) checkConversationItems(param string, items []api.Item) error {
+	if n, l := len(items), e.cfg.Limits.ConversationItemsPerCall; n > l {
+		return limits.Exceeded(param, "the number of items added to a conversation in one call", n, l)
+	}
+	return checkItemIDs(param, items, true)
+}
+
+// checkItemIDs refuses item ids that cannot be a conversation item's id
+// (api.ValidItemID). unique also refuses an id given twice (the items one
+// call adds: ids are unique in a conversation).
+func checkItemIDs(param string, items []api.Item, unique bool) error {
+	seen := map[string]bool{}
+	for i := range items {
+		id := items[i].ID
+		if id == "" {
+			continue
+		}
+		p := param + "[" + strconv.Itoa(i) + "].id"
+		if !api.ValidItemID(id) {
+			return api.InvalidRequest(p, "an item id must be at most %d printable ASCII characters", api.MaxItemIDLen)
+		}
+		if unique && seen[id] {
+			return api.InvalidRequestCode(p, "duplicate_item_id", "The item id '%s' is given twice.", id)
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
+// CreateConversation creates a conversation with its first items.
+func (e *Engine) CreateConversation(ctx context.Context, req *api.ConversationCreateRequest) (*api.Conversation, error) {
+	cs := e.conversations()
+	if cs == nil {
+		return nil, &api.Error{Status: http.StatusNotImplemented, Type: api.ErrTypeInvalidRequest, Code: "conversations_unavailable",
+			Message: "This gateway's store keeps no conversations."}
+	}
+	if err := e.checkConversationItems("items", req.Items); err != nil {
+		return nil, err
+	}
+	store.AssignItemIDs(req.Items)
+	c := &store.Conversation{ID: api.NewID(api.PrefixConversation), CreatedAt: e.cfg.Now().Unix(), Metadata: req.Metadata}
+	if err := cs.CreateConversation(ctx, c, req.Items); err != nil {
+		return nil, e.conversationErr(err, c.ID, "")
+	}
+	return apiConversation(c), nil
+}
+
+// GetConversation returns a conversation.
+func (e *Engine) GetConversation(ctx context.Context, id string) (*api.Conversation, error) {
+	cs, err := e.conversationsOf(id)
+	if err != nil {
+		return nil, err
+	}
+	c, err := cs.GetConversation(ctx, id)
+	if err != nil {
+		return nil, e.conversationErr(err, id, "")
+	}
+	return apiConversation(c), nil
+}
+
+// UpdateConversation replaces a conversation's metadata.
+func (e *Engine) UpdateConversation(ctx context.Context, id string, md map[string]string) (*api.Conversation, error) {
+	cs, err := e.conversationsOf(id)
+	if err != nil {
+		return nil, err
+	}
+	c, err := cs.SetConversationMetadata(ctx, id, md)
+	if err != nil {
+		return nil, e.conversationErr(err, id, "")
+	}
+	return apiConversation(c), nil
+}
+
+// DeleteConversation deletes a conversation and its items (see the top of
+// this file for a response running in it).
+func (e *Engine) DeleteConversation(ctx context.Context, id string) (*api.ConversationDeleted, error) {
+	cs, err := e.conversationsOf(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := cs.DeleteConversation(ctx, id); err != nil {
+		return nil, e.conversationErr(err, id, "")
+	}
+	return &api.ConversationDeleted{ID: id, Object: "conversation.deleted", Deleted: true}, nil
+}
+
+// itemsLock is how long an items-create holds a conversation's lock if it
+// dies before releasing it.
+const itemsLock = time.Minute
+
+// AddConversationItems appends items to a conversation, under its lock
+// (conversation_locked while a response runs in it), and returns them as
+// stored.
+func (e *Engine) AddConversationItems(ctx context.Context, id string, items []api.Item) (*api.ItemList, error) {
+	cs, err := e.conversationsOf(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.checkConversationItems("items", items); err != nil {
+		return nil, err
+	}
+	store.AssignItemIDs(items)
+	owner := api.NewID("items_")
+	if _, err := cs.LockConversation(ctx, id, owner, time.Now().Add(itemsLock)); err != nil {
+		return nil, e.conversationErr(err, id, "")
+	}
+	if err := cs.AppendConversationItems(ctx, id, owner, items); err != nil {
+		e.unlockConversation(ctx, cs, id, owner)
+		return nil, e.conversationErr(err, id, "")
+	}
+	return itemList(items, false), nil
+}
+
+// unlockConversation releases owner's lock, best effort (it lapses anyway).
+func (e *Engine) unlockConversation(ctx context.Context, cs store.ConversationStore, id, owner string) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	if err := cs.AppendConversationItems(sctx, id, owner, nil); err != nil && !errors.Is(err, store.ErrNotFound) {
+		e.log.WarnContext(ctx, "conversation lock not released", "conversation_id", id, "owner", owner, "err", err)
+	}
+}
+
+// itemList is a list object of items.
+func itemList(items []api.Item, more bool) *api.ItemList {
+	list := &api.ItemList{Object: "list", Data: items, HasMore: more}
+	if list.Data == nil {
+		list.Data = []api.Item{}
+	}
+	if n := len(items); n > 0 {
+		list.FirstID, list.LastID = &items[0].ID, &items[n-1].ID
+	}
+	return list
+}
+
+// ListConversationItems pages through a conversation's items.
+func (e *Engine) ListConversationItems(ctx context.Context, id string, opts api.ListOptions) (*api.ItemList, error) {
+	cs, err := e.conversationsOf(id)
+	if err != nil {
+		return nil, err
+	}
+	page, err := cs.ListConversationItems(ctx, id, opts)
+	if err != nil {
+		return nil, e.conversationErr(err, id, "")
+	}
+	return itemList(page.Items, page.HasMore), nil
+}
+
+// GetConversationItem returns one item of a conversation.
+func (e *Engine) GetConversationItem(ctx context.Context, id, itemID string) (*api.Item, error) {
+	cs, err := e.conversationsOf(id)
+	if err != nil {
+		return nil, err
+	}
+	if !api.ValidItemID(itemID) {
+		return nil, e.conversationErr(&store.ItemNotFoundError{ConversationID: id, ItemID: itemID}, id, "")
+	}
+	it, err := cs.GetConversationItem(ctx, id, itemID)
+	if err != nil {
+		return nil, e.conversationErr(err, id, "")
+	}
+	return it, nil
+}
+
+// DeleteConversationItem deletes one item of a conversation and returns
+// the conversation.
+func (e *Engine) DeleteConversationItem(ctx context.Context, id, itemID string) (*api.Conversation, error) {
+	cs, err := e.conversationsOf(id)
+	if err != nil {
+		return nil, err
+	}
+	if !api.ValidItemID(itemID) {
+		return nil, e.conversationErr(&store.ItemNotFoundError{ConversationID: id, ItemID: itemID}, id, "")
+	}
+	c, err := cs.DeleteConversationItem(ctx, id, itemID)
+	if err != nil {
+		return nil, e.conversationErr(err, id, "")
+	}
+	return apiConversation(c), nil
+}
+
+// runConversation is the conversation a response runs in (run.conv).
+type runConversation struct {
+	cs store.ConversationStore
+	id string
+	// ended is set once the response's items were appended or the lock
+	// released.
+	ended bool
+}
+
+// lockUntil is when the lock of a response lapses if never released: its
+// request's deadline plus the final store write's time, or (none, and
+// background responses) the lease-based bound of the top of this file.
+// Locks are wall-clock times, as the stores compare them with time.Now
+// (like expiry), whatever Config.Now says.
+func (e *Engine) lockUntil(ctx context.Context, background bool) time.Time {
+	now := time.Now()
+	if background {
+		return now.Add(4 * e.cfg.Background.Lease)
+	}
+	if d, ok := ctx.Deadline(); ok {
+		return d.Add(storeTimeout)
+	}
+	return now.Add(e.cfg.Background.Lease)
+}
+
+// openConversation takes the lock of the request's conversation for r's
+// response and loads its items as r's history (checked against
+// Limits.ConversationItems). On success r.conv is set: the caller must end
+// it (endConversation) on every path.
+func (e *Engine) openConversation(ctx context.Context, r *run) error {
+	id := r.req.Conversation
+	cs := e.conversations()
+	if cs == nil || !api.ValidConversationID(id) {
+		return conversationNotFound(id, "conversation")
+	}
+	if err := checkItemIDs("input", r.req.Input, false); err != nil {
+		return err
+	}
+	if _, err := cs.LockConversation(ctx, id, r.resp.ID, e.lockUntil(ctx, r.req.Background)); err != nil {
+		return e.conversationErr(err, id, "conversation")
+	}
+	r.conv = &runConversation{cs: cs, id: id}
+	items, err := cs.LoadConversationItems(ctx, id, e.cfg.Limits.ConversationItems)
+	if err != nil {
+		e.endConversation(ctx, r)
+		return e.conversationErr(err, id, "conversation")
+	}
+	r.history = items
+	return nil
+}
+
+// resumeConversation loads the conversation of a background response
+// that a worker runs, renewing its lock: the items it loaded at its create
+// cannot have changed, as it holds the lock.
+func (e *Engine) resumeConversation(ctx context.Context, r *run) error {
+	id := r.resp.Conversation.ID
+	cs := e.conversations()
+	if cs == nil {
+		return conversationNotFound(id, "conversation")
+	}
+	r.conv = &runConversation{cs: cs, id: id}
+	if _, err := cs.LockConversation(ctx, id, r.resp.ID, e.lockUntil(ctx, true)); err != nil {
+		return e.conversationErr(err, id, "conversation")
+	}
+	items, err := cs.LoadConversationItems(ctx, id, e.cfg.Limits.ConversationItems)
+	if err != nil {
+		return e.conversationErr(err, id, "conversation")
+	}
+	r.history = items
+	return nil
+}
+
+// appends reports whether a response that ended with status adds its items
+// to its conversation.
+func appends(status api.Status) bool {
+	switch status {
+	case api.StatusCompleted, api.StatusRequiresAction, api.StatusIncomplete, api.StatusFailed:
+		return true
+	}
+	return false
+}
+
+// endConversation ends r's hold on its conversation (none: nothing to
+// do; called again: nothing more): when the response ended with a status
+// that appends, its input items (but those whose id the conversation holds
+// already — references to its items — or that an earlier input item had)
+// and then its output items are appended, which releases the lock;
+// otherwise the lock is released. A failure is logged: the response itself
+// is stored apart.
+func (e *Engine) endConversation(ctx context.Context, r *run) {
+	c := r.conv
+	if c == nil || c.ended {
+		return
+	}
+	c.ended = true
+	var items []api.Item
+	if appends(r.resp.Status) {
+		held := make(map[string]bool, len(r.history))
+		for i := range r.history {
+			held[r.history[i].ID] = true
+		}
+		items = make([]api.Item, 0, len(r.input)+len(r.resp.Output))
+		for _, it := range r.input {
+			if !held[it.ID] {
+				held[it.ID] = true
+				items = append(items, it)
+			}
+		}
+		items = append(items, r.resp.Output...)
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	if err := c.cs.AppendConversationItems(sctx, c.id, r.resp.ID, items); err != nil {
+		lvl := "items not appended to the conversation"
+		if errors.Is(err, store.ErrNotFound) {
+			lvl = "conversation deleted while the response ran: items not appended"
+		}
+		e.log.WarnContext(ctx, lvl, "conversation_id", c.id, "response_id", r.resp.ID, "items", len(items), "err", err)
+	}
+}
+
+// storedContext is the context a response's record keeps: the history
+// before its input, except in a conversation, which keeps it instead (the
+// record would otherwise copy the whole conversation on every turn).
+func (r *run) storedContext() []api.Item {
+	if r.req.Conversation != "" || r.resp.Conversation != nil {
+		return nil
+	}
+	return r.history
+}

@@ -1,0 +1,634 @@
+package dynamodb
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/tenant"
+)
+
+var _ store.ConversationStore = (*Store)(nil)
+
+// Sort keys and attributes of a conversation's partition (see the package
+// doc, "Conversations").
+const (
+	skConversation = "conversation"
+	skItemPrefix   = "item#"
+	skItemIDPrefix = "id#"
+	attrNext       = "next"
+	attrLock       = "lock"
+	attrLockUntil  = "lock_until"
+	attrMetadata   = "metadata"
+	// maxTxItems is the most conversation items one TransactWriteItems
+	// appends: two rows each and the head stay within DynamoDB's 100
+	// actions.
+	maxTxItems = 48
+	// maxTxBytes bounds the bodies one TransactWriteItems carries, under
+	// its 4 MB limit.
+	maxTxBytes = 3 << 20
+	// createLockTime is how long CreateConversation holds the lock of a
+	// conversation whose first items it appends.
+	createLockTime = time.Minute
+)
+
+// convHead is the head item of a conversation.
+type convHead struct {
+	PK        string            `dynamodbav:"pk"`
+	SK        string            `dynamodbav:"sk"`
+	CreatedAt int64             `dynamodbav:"created_at"`
+	ExpiresAt int64             `dynamodbav:"expires_at"`
+	Metadata  map[string]string `dynamodbav:"metadata"`
+	Next      int64             `dynamodbav:"next"`
+	Lock      string            `dynamodbav:"lock,omitempty"`
+	LockUntil int64             `dynamodbav:"lock_until,omitempty"`
+}
+
+func (h *convHead) conversation(id string) *store.Conversation {
+	c := &store.Conversation{ID: id, CreatedAt: h.CreatedAt, Metadata: h.Metadata, ExpiresAt: time.Unix(h.ExpiresAt, 0), Next: h.Next, Lock: h.Lock}
+	if h.LockUntil != 0 {
+		c.LockUntil = time.Unix(h.LockUntil, 0)
+	}
+	return c
+}
+
+// convItem is one item of a conversation: its JSON, gzip-compressed, in
+// the row or (past inlineMax) in chunks of generation Gen.
+type convItem struct {
+	PK        string `dynamodbav:"pk"`
+	SK        string `dynamodbav:"sk"`
+	ID        string `dynamodbav:"id"`
+	ExpiresAt int64  `dynamodbav:"expires_at"`
+	Body      []byte `dynamodbav:"body,omitempty"`
+	Gen       string `dynamodbav:"gen,omitempty"`
+	Chunks    int    `dynamodbav:"chunks,omitempty"`
+	// ModelCallID and TurnStart are the item's api.ItemHidden, which its
+	// JSON (the wire shape) leaves out.
+	ModelCallID string `dynamodbav:"model_call_id,omitempty"`
+	TurnStart   bool   `dynamodbav:"turn_start,omitempty"`
+}
+
+// convIndex points from an item id to the item's sequence number.
+type convIndex struct {
+	PK        string `dynamodbav:"pk"`
+	SK        string `dynamodbav:"sk"`
+	Seq       int64  `dynamodbav:"seq"`
+	ExpiresAt int64  `dynamodbav:"expires_at"`
+}
+
+func itemSK(seq int64) string { return fmt.Sprintf("%s%016d", skItemPrefix, seq) }
+
+func convPK(ctx context.Context, id string) string { return pk(tenant.From(ctx), id) }
+
+// CreateConversation stores c: a conditional PutItem of its head, then
+// (with items) their append as AppendConversationItems does, under a lock
+// the create holds meanwhile.
+func (s *Store) CreateConversation(ctx context.Context, c *store.Conversation, items []api.Item) error {
+	if c.ExpiresAt.IsZero() {
+		c.ExpiresAt = time.Now().Add(s.retention)
+	}
+	h := convHead{PK: convPK(ctx, c.ID), SK: skConversation, CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt.Unix(), Metadata: c.Metadata}
+	owner := ""
+	if len(items) > 0 {
+		owner = "create_" + newGen()
+		h.Lock, h.LockUntil = owner, time.Now().Add(createLockTime).Unix()
+	}
+	if h.Metadata == nil {
+		h.Metadata = map[string]string{}
+	}
+	item, err := attributevalue.MarshalMap(h)
+	if err != nil {
+		return fmt.Errorf("dynamodb: create conversation %s: %w", c.ID, err)
+	}
+	cond := expression.AttributeNotExists(expression.Name(attrPK)).
+		Or(expression.Name(attrExpiresAt).LessThanEqual(expression.Value(s.nowUnix())))
+	ex, err := expression.NewBuilder().WithCondition(cond).Build()
+	if err != nil {
+		return fmt.Errorf("dynamodb: create conversation %s: %w", c.ID, err)
+	}
+	_, err = s.api.PutItem(ctx, &ddb.PutItemInput{
+		TableName: s.table, Item: item,
+		ConditionExpression: ex.Condition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+	})
+	if err != nil {
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			return fmt.Errorf("dynamodb: create conversation %s: %w", c.ID, store.ErrConflict)
+		}
+		return fmt.Errorf("dynamodb: create conversation %s: %w", c.ID, err)
+	}
+	c.Next = 0
+	if len(items) == 0 {
+		return nil
+	}
+	if err := s.append(ctx, c.ID, &h, owner, items); err != nil {
+		return err
+	}
+	c.Next = int64(len(items))
+	return nil
+}
+
+// readConv returns the live head of conversation id; ErrNotFound when
+// absent or expired.
+func (s *Store) readConv(ctx context.Context, id string) (*convHead, error) {
+	out, err := s.api.GetItem(ctx, &ddb.GetItemInput{TableName: s.table, Key: keyOf(convPK(ctx, id), skConversation), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, fmt.Errorf("dynamodb: get conversation %s: %w", id, err)
+	}
+	return s.liveConv(id, out.Item)
+}
+
+// liveConv decodes a head item; ErrNotFound when nil or expired.
+func (s *Store) liveConv(id string, item map[string]types.AttributeValue) (*convHead, error) {
+	if item == nil {
+		return nil, fmt.Errorf("dynamodb: conversation %s: %w", id, store.ErrNotFound)
+	}
+	var h convHead
+	if err := attributevalue.UnmarshalMap(item, &h); err != nil {
+		return nil, fmt.Errorf("dynamodb: conversation %s: %w: %v", id, store.ErrCorrupt, err)
+	}
+	if h.ExpiresAt <= s.nowUnix() {
+		return nil, fmt.Errorf("dynamodb: conversation %s: %w", id, store.ErrNotFound)
+	}
+	return &h, nil
+}
+
+// GetConversation returns the conversation: one consistent GetItem.
+func (s *Store) GetConversation(ctx context.Context, id string) (*store.Conversation, error) {
+	h, err := s.readConv(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return h.conversation(id), nil
+}
+
+// updateConv applies update to the live head of conversation id under
+// cond (besides its being live) and returns the new head: one UpdateItem.
+// A failed condition is ErrNotFound (no live head) or failed(old head).
+func (s *Store) updateConv(ctx context.Context, id string, update expression.UpdateBuilder, cond *expression.ConditionBuilder, failed func(*convHead) error) (*convHead, error) {
+	live := expression.AttributeExists(expression.Name(attrPK)).
+		And(expression.Name(attrExpiresAt).GreaterThan(expression.Value(s.nowUnix())))
+	if cond != nil {
+		live = live.And(*cond)
+	}
+	ex, err := expression.NewBuilder().WithUpdate(update).WithCondition(live).Build()
+	if err != nil {
+		return nil, fmt.Errorf("dynamodb: update conversation %s: %w", id, err)
+	}
+	out, err := s.api.UpdateItem(ctx, &ddb.UpdateItemInput{
+		TableName: s.table, Key: keyOf(convPK(ctx, id), skConversation),
+		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
+		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err != nil {
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			old, lerr := s.liveConv(id, ccf.Item)
+			if lerr != nil {
+				return nil, lerr
+			}
+			return nil, failed(old)
+		}
+		return nil, fmt.Errorf("dynamodb: update conversation %s: %w", id, err)
+	}
+	return s.liveConv(id, out.Attributes)
+}
+
+// SetConversationMetadata replaces the metadata: one UpdateItem.
+func (s *Store) SetConversationMetadata(ctx context.Context, id string, md map[string]string) (*store.Conversation, error) {
+	if md == nil {
+		md = map[string]string{}
+	}
+	h, err := s.updateConv(ctx, id, expression.Set(expression.Name(attrMetadata), expression.Value(md)), nil,
+		func(*convHead) error { return fmt.Errorf("dynamodb: conversation %s: %w", id, store.ErrConflict) })
+	if err != nil {
+		return nil, err
+	}
+	return h.conversation(id), nil
+}
+
+// LockConversation takes the lock: one conditional UpdateItem.
+func (s *Store) LockConversation(ctx context.Context, id, owner string, until time.Time) (*store.Conversation, error) {
+	now := s.nowUnix()
+	free := expression.AttributeNotExists(expression.Name(attrLock)).
+		Or(expression.Name(attrLockUntil).LessThanEqual(expression.Value(now))).
+		Or(expression.Name(attrLock).Equal(expression.Value(owner)))
+	upd := expression.Set(expression.Name(attrLock), expression.Value(owner)).
+		Set(expression.Name(attrLockUntil), expression.Value(until.Unix()))
+	h, err := s.updateConv(ctx, id, upd, &free, func(*convHead) error {
+		return fmt.Errorf("dynamodb: conversation %s: %w", id, store.ErrLocked)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return h.conversation(id), nil
+}
+
+// AppendConversationItems appends items and releases owner's lock: a
+// consistent read of the head, then one TransactWriteItems per 48 items
+// (or 3 MB) holding each item's row, its id's row and the head's update
+// (next sequence number; the lock released by the last), conditional on
+// owner's lock and the sequence number read. Items larger than a row keep
+// their body in chunks, written before.
+func (s *Store) AppendConversationItems(ctx context.Context, id, owner string, items []api.Item) error {
+	h, err := s.readConv(ctx, id)
+	if err != nil {
+		return err
+	}
+	if h.Lock != owner || h.LockUntil <= s.nowUnix() {
+		return fmt.Errorf("dynamodb: append to conversation %s: the lock of %s is not held: %w", id, owner, store.ErrConflict)
+	}
+	return s.append(ctx, id, h, owner, items)
+}
+
+// append writes items after head h (read under owner's lock).
+func (s *Store) append(ctx context.Context, id string, h *convHead, owner string, items []api.Item) error {
+	p := h.PK
+	start := h.Next
+	var tx []types.TransactWriteItem
+	var txIDs []string // the ids of the items in tx
+	txBytes, first := 0, start
+	newID := expression.AttributeNotExists(expression.Name(attrPK))
+	idCond, err := expression.NewBuilder().WithCondition(newID).Build()
+	if err != nil {
+		return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
+	}
+	flush := func(next int64, last bool) error {
+		upd := expression.Set(expression.Name(attrNext), expression.Value(next))
+		if last {
+			upd = upd.Remove(expression.Name(attrLock)).Remove(expression.Name(attrLockUntil))
+		}
+		cond := expression.Name(attrLock).Equal(expression.Value(owner)).
+			And(expression.Name(attrNext).Equal(expression.Value(first))).
+			And(expression.Name(attrExpiresAt).GreaterThan(expression.Value(s.nowUnix())))
+		ex, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
+		if err != nil {
+			return err
+		}
+		tx = append(tx, types.TransactWriteItem{Update: &types.Update{
+			TableName: s.table, Key: keyOf(p, skConversation),
+			UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
+			ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}})
+		_, err = s.api.TransactWriteItems(ctx, &ddb.TransactWriteItemsInput{TransactItems: tx})
+		if err != nil {
+			var tce *types.TransactionCanceledException
+			if errors.As(err, &tce) && len(tce.CancellationReasons) == len(tx) {
+				if r := tce.CancellationReasons[len(tx)-1]; aws.ToString(r.Code) == "ConditionalCheckFailed" {
+					if _, lerr := s.liveConv(id, r.Item); lerr != nil {
+						return lerr
+					}
+					return fmt.Errorf("the lock of %s was lost: %w", owner, store.ErrConflict)
+				}
+				// The id row of an item (every second action) exists.
+				for j := 1; j < len(tx)-1; j += 2 {
+					if aws.ToString(tce.CancellationReasons[j].Code) == "ConditionalCheckFailed" {
+						return &store.DuplicateItemError{ConversationID: id, ItemID: txIDs[j/2]}
+					}
+				}
+			}
+			return err
+		}
+		tx, txIDs, txBytes, first = tx[:0], txIDs[:0], 0, next
+		return nil
+	}
+	for i := range items {
+		seq := start + int64(i)
+		row, err := s.itemRow(ctx, p, seq, h.ExpiresAt, &items[i])
+		if err != nil {
+			return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
+		}
+		if len(tx) > 0 && (len(tx)/2 >= maxTxItems || txBytes+len(row.Body) > maxTxBytes) {
+			if err := flush(seq, false); err != nil {
+				return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
+			}
+		}
+		ri, err := attributevalue.MarshalMap(row)
+		if err != nil {
+			return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
+		}
+		ii, err := attributevalue.MarshalMap(convIndex{PK: p, SK: skItemIDPrefix + items[i].ID, Seq: seq, ExpiresAt: h.ExpiresAt})
+		if err != nil {
+			return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
+		}
+		// An id row is new: item ids are unique in a conversation (an
+		// append that failed wrote none, being a transaction).
+		tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: s.table, Item: ri}},
+			types.TransactWriteItem{Put: &types.Put{TableName: s.table, Item: ii,
+				ConditionExpression: idCond.Condition(), ExpressionAttributeNames: idCond.Names()}})
+		txIDs = append(txIDs, items[i].ID)
+		txBytes += len(row.Body)
+	}
+	if err := flush(start+int64(len(items)), true); err != nil {
+		return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
+	}
+	return nil
+}
+
+// itemRow encodes item as the row of sequence number seq; a body larger
+// than a row is written to chunks first (left to TTL if the append fails).
+func (s *Store) itemRow(ctx context.Context, p string, seq, expiresAt int64, item *api.Item) (*convItem, error) {
+	body, n, err := s.codec.compressJSON(item)
+	if err != nil {
+		if errors.Is(err, errTooLargeRaw) {
+			err = s.codec.tooLarge(n)
+		}
+		return nil, fmt.Errorf("item %s: %w", item.ID, err)
+	}
+	row := &convItem{PK: p, SK: itemSK(seq), ID: item.ID, ExpiresAt: expiresAt, ModelCallID: item.Hidden.ModelCallID, TurnStart: item.Hidden.TurnStart}
+	if len(body) <= s.inlineMax {
+		row.Body = body
+		return row, nil
+	}
+	chunks, err := s.split(body)
+	if err != nil {
+		return nil, fmt.Errorf("item %s: %w", item.ID, err)
+	}
+	row.Gen, row.Chunks = newGen(), len(chunks)
+	if err := s.putChunks(ctx, p, row.Gen, expiresAt, chunks); err != nil {
+		s.dropChunks(ctx, p, row.Gen, len(chunks))
+		return nil, fmt.Errorf("item %s: write chunks: %w", item.ID, err)
+	}
+	return row, nil
+}
+
+// decodeRow returns the item a row holds (reading its chunks if any).
+func (s *Store) decodeRow(ctx context.Context, id string, row *convItem) (api.Item, error) {
+	body := row.Body
+	if row.Chunks > 0 {
+		parts, missing, err := s.readChunks(ctx, row.PK, row.Gen, row.Chunks)
+		if err != nil {
+			return api.Item{}, fmt.Errorf("dynamodb: conversation %s: item %s: %w", id, row.ID, err)
+		}
+		if missing > 0 {
+			return api.Item{}, fmt.Errorf("dynamodb: conversation %s: item %s: %w: %d of %d chunks missing", id, row.ID, store.ErrCorrupt, missing, row.Chunks)
+		}
+		body = bytes.Join(parts, nil)
+	}
+	var it api.Item
+	if err := s.codec.decompressJSON(bytes.NewReader(body), &it); err != nil {
+		return api.Item{}, fmt.Errorf("dynamodb: conversation %s: item %s: %w", id, row.ID, err)
+	}
+	it.Hidden = api.ItemHidden{ModelCallID: row.ModelCallID, TurnStart: row.TurnStart}
+	return it, nil
+}
+
+// queryItems returns the rows of sequence numbers lo..hi (inclusive), in
+// order (or reversed: desc), at most max of them (max+1 with more: the
+// caller's has_more): consistent Query calls, one per 1 MB.
+func (s *Store) queryItems(ctx context.Context, p string, lo, hi int64, desc bool, max int) ([]convItem, error) {
+	if lo > hi {
+		return nil, nil
+	}
+	kc := expression.Key(attrPK).Equal(expression.Value(p)).
+		And(expression.Key(attrSK).Between(expression.Value(itemSK(lo)), expression.Value(itemSK(hi))))
+	ex, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	if err != nil {
+		return nil, err
+	}
+	in := &ddb.QueryInput{
+		TableName: s.table, KeyConditionExpression: ex.KeyCondition(),
+		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+		ConsistentRead: aws.Bool(true), ScanIndexForward: aws.Bool(!desc),
+	}
+	var rows []convItem
+	for {
+		in.Limit = aws.Int32(int32(min(max-len(rows), 1000)))
+		out, err := s.api.Query(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("query items: %w", err)
+		}
+		for _, item := range out.Items {
+			var r convItem
+			if err := attributevalue.UnmarshalMap(item, &r); err != nil {
+				return nil, fmt.Errorf("%w: conversation item: %v", store.ErrCorrupt, err)
+			}
+			rows = append(rows, r)
+		}
+		if len(out.LastEvaluatedKey) == 0 || len(rows) >= max {
+			return rows, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+// seqOf returns the sequence number of the item itemID of partition p,
+// false when no live item has it (below next).
+func (s *Store) seqOf(ctx context.Context, p, itemID string, next int64) (int64, bool, error) {
+	if itemID == "" || len(itemID) > api.MaxItemIDLen {
+		return 0, false, nil
+	}
+	out, err := s.api.GetItem(ctx, &ddb.GetItemInput{TableName: s.table, Key: keyOf(p, skItemIDPrefix+itemID), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return 0, false, err
+	}
+	if out.Item == nil {
+		return 0, false, nil
+	}
+	var ix convIndex
+	if err := attributevalue.UnmarshalMap(out.Item, &ix); err != nil {
+		return 0, false, fmt.Errorf("%w: item index: %v", store.ErrCorrupt, err)
+	}
+	return ix.Seq, ix.Seq < next, nil
+}
+
+// ListConversationItems pages through the items: a consistent GetItem of
+// the head, one of the cursor's id row (with after), and a Query of at
+// most limit+1 rows — O(page), whatever the conversation's length.
+func (s *Store) ListConversationItems(ctx context.Context, id string, opts api.ListOptions) (*store.ItemPage, error) {
+	h, err := s.readConv(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	limit := opts.Limit
+	switch {
+	case limit <= 0:
+		limit = api.DefaultListLimit
+	case limit > api.MaxListLimit:
+		limit = api.MaxListLimit
+	}
+	desc := opts.Order != "asc"
+	lo, hi := int64(0), h.Next-1
+	if opts.After != "" {
+		seq, ok, err := s.seqOf(ctx, h.PK, opts.After, h.Next)
+		if err != nil {
+			return nil, fmt.Errorf("dynamodb: list items of %s: %w", id, err)
+		}
+		if !ok {
+			return nil, store.ItemCursorError(opts.After)
+		}
+		if desc {
+			hi = seq - 1
+		} else {
+			lo = seq + 1
+		}
+	}
+	rows, err := s.queryItems(ctx, h.PK, lo, hi, desc, limit+1)
+	if err != nil {
+		return nil, fmt.Errorf("dynamodb: list items of %s: %w", id, err)
+	}
+	page := &store.ItemPage{HasMore: len(rows) > limit}
+	rows = rows[:min(len(rows), limit)]
+	page.Items = make([]api.Item, 0, len(rows))
+	for i := range rows {
+		it, err := s.decodeRow(ctx, id, &rows[i])
+		if err != nil {
+			return nil, err
+		}
+		page.Items = append(page.Items, it)
+	}
+	return page, nil
+}
+
+// LoadConversationItems returns every item in order: a consistent GetItem
+// of the head and Query calls of 1 MB each — O(conversation), the model's
+// context.
+func (s *Store) LoadConversationItems(ctx context.Context, id string, max int) ([]api.Item, error) {
+	h, err := s.readConv(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.queryItems(ctx, h.PK, 0, h.Next-1, false, max+1)
+	if err != nil {
+		return nil, fmt.Errorf("dynamodb: load items of %s: %w", id, err)
+	}
+	if len(rows) > max {
+		return nil, fmt.Errorf("dynamodb: conversation %s: more than %d items: %w", id, max, store.ErrTooManyItems)
+	}
+	items := make([]api.Item, 0, len(rows))
+	for i := range rows {
+		it, err := s.decodeRow(ctx, id, &rows[i])
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, it)
+	}
+	return items, nil
+}
+
+// row returns the row of the item itemID and the conversation's head:
+// three consistent GetItem calls (head, id row, item row).
+func (s *Store) row(ctx context.Context, id, itemID string) (*convHead, *convItem, error) {
+	h, err := s.readConv(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	seq, ok, err := s.seqOf(ctx, h.PK, itemID, h.Next)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dynamodb: conversation %s: item %s: %w", id, itemID, err)
+	}
+	notFound := &store.ItemNotFoundError{ConversationID: id, ItemID: itemID}
+	if !ok {
+		return nil, nil, notFound
+	}
+	out, err := s.api.GetItem(ctx, &ddb.GetItemInput{TableName: s.table, Key: keyOf(h.PK, itemSK(seq)), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, nil, fmt.Errorf("dynamodb: conversation %s: item %s: %w", id, itemID, err)
+	}
+	var r convItem
+	if out.Item == nil {
+		return nil, nil, notFound
+	}
+	if err := attributevalue.UnmarshalMap(out.Item, &r); err != nil {
+		return nil, nil, fmt.Errorf("dynamodb: conversation %s: item %s: %w: %v", id, itemID, store.ErrCorrupt, err)
+	}
+	if r.ID != itemID {
+		return nil, nil, notFound // the id row of an append that failed
+	}
+	return h, &r, nil
+}
+
+// GetConversationItem returns the item itemID.
+func (s *Store) GetConversationItem(ctx context.Context, id, itemID string) (*api.Item, error) {
+	_, r, err := s.row(ctx, id, itemID)
+	if err != nil {
+		return nil, err
+	}
+	it, err := s.decodeRow(ctx, id, r)
+	if err != nil {
+		return nil, err
+	}
+	return &it, nil
+}
+
+// DeleteConversationItem deletes the item itemID (its row, its id row and
+// its chunks) and returns the conversation.
+func (s *Store) DeleteConversationItem(ctx context.Context, id, itemID string) (*store.Conversation, error) {
+	h, r, err := s.row(ctx, id, itemID)
+	if err != nil {
+		return nil, err
+	}
+	reqs := []types.WriteRequest{
+		{DeleteRequest: &types.DeleteRequest{Key: keyOf(h.PK, r.SK)}},
+		{DeleteRequest: &types.DeleteRequest{Key: keyOf(h.PK, skItemIDPrefix+itemID)}},
+	}
+	for i := range r.Chunks {
+		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: keyOf(h.PK, chunkSK(r.Gen, i))}})
+	}
+	if err := s.batchWrite(ctx, reqs); err != nil {
+		return nil, fmt.Errorf("dynamodb: conversation %s: delete item %s: %w", id, itemID, err)
+	}
+	return h.conversation(id), nil
+}
+
+// DeleteConversation deletes the head (a conditional DeleteItem: from then
+// on nobody finds the conversation, and a running response's append
+// fails), then every other item of its partition (Query of the keys,
+// BatchWriteItem), best effort: what remains expires.
+func (s *Store) DeleteConversation(ctx context.Context, id string) error {
+	p := convPK(ctx, id)
+	cond := expression.AttributeExists(expression.Name(attrPK)).
+		And(expression.Name(attrExpiresAt).GreaterThan(expression.Value(s.nowUnix())))
+	ex, err := expression.NewBuilder().WithCondition(cond).Build()
+	if err != nil {
+		return fmt.Errorf("dynamodb: delete conversation %s: %w", id, err)
+	}
+	_, err = s.api.DeleteItem(ctx, &ddb.DeleteItemInput{
+		TableName: s.table, Key: keyOf(p, skConversation),
+		ConditionExpression: ex.Condition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+	})
+	if err != nil {
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			return fmt.Errorf("dynamodb: delete conversation %s: %w", id, store.ErrNotFound)
+		}
+		return fmt.Errorf("dynamodb: delete conversation %s: %w", id, err)
+	}
+	kx, err := expression.NewBuilder().
+		WithKeyCondition(expression.Key(attrPK).Equal(expression.Value(p))).
+		WithProjection(expression.NamesList(expression.Name(attrPK), expression.Name(attrSK))).Build()
+	if err != nil {
+		return fmt.Errorf("dynamodb: delete conversation %s: %w", id, err)
+	}
+	pager := ddb.NewQueryPaginator(s.api, &ddb.QueryInput{
+		TableName: s.table, KeyConditionExpression: kx.KeyCondition(), ProjectionExpression: kx.Projection(),
+		ExpressionAttributeNames: kx.Names(), ExpressionAttributeValues: kx.Values(), ConsistentRead: aws.Bool(true),
+	})
+	for pager.HasMorePages() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("dynamodb: delete conversation %s: the conversation is deleted, but some of its items remain until they expire: %w", id, err)
+		}
+		reqs := make([]types.WriteRequest, 0, len(page.Items))
+		for _, item := range page.Items {
+			reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: map[string]types.AttributeValue{attrPK: item[attrPK], attrSK: item[attrSK]}}})
+		}
+		if err := s.batchWrite(ctx, reqs); err != nil {
+			return fmt.Errorf("dynamodb: delete conversation %s: the conversation is deleted, but some of its items remain until they expire: %w", id, err)
+		}
+	}
+	return nil
+}
