@@ -51,17 +51,7 @@ type ConversationRef struct {
 // "conv_" followed by letters, digits, '_' or '-', at most
 // MaxConversationIDLen characters in all. Nothing else reaches a store.
 func ValidConversationID(id string) bool {
-	body, ok := strings.CutPrefix(id, PrefixConversation)
-	if !ok || body == "" || len(id) > MaxConversationIDLen {
-		return false
-	}
-	for i := 0; i < len(body); i++ {
-		c := body[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
+	return validPrefixedID(id, PrefixConversation, MaxConversationIDLen)
 }
 
 // decodeConversation decodes the create request's conversation: an id, or

@@ -96,8 +96,14 @@ func ResponseIDOf(itemID string) (string, bool) {
 // characters in all. Generated ids ("resp_" and 48 hex characters) and ids
 // chosen by the caller of a background event both have this form.
 func ValidResponseID(id string) bool {
-	body, ok := strings.CutPrefix(id, PrefixResponse)
-	if !ok || body == "" || len(id) > MaxResponseIDLen {
+	return validPrefixedID(id, PrefixResponse, MaxResponseIDLen)
+}
+
+// validPrefixedID reports whether id is prefix followed by one or more
+// letters, digits, '_' or '-', at most max characters in all.
+func validPrefixedID(id, prefix string, max int) bool {
+	body, ok := strings.CutPrefix(id, prefix)
+	if !ok || body == "" || len(id) > max {
 		return false
 	}
 	for i := 0; i < len(body); i++ {
