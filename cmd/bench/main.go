@@ -58,6 +58,9 @@ func main() {
 	flag.BoolVar(&o.sequential, "sequential", false, "measure each latency series on its own instead of interleaving direct, proxy and gateway calls")
 	load := flag.Bool("load", false, "load mode (`make load`): concurrent streamed agentic responses through the gateway binary, on each store")
 	caching := flag.Bool("cache", false, "prompt caching figures (cache.go): a 10-turn agentic loop on each provider's fake, Bedrock with and without cache points")
+	costing := flag.Bool("cost", false, "the cost of an agentic response (cost.go): DynamoDB requests, capacity units and bytes, Lambda GB-s; streamed, background and a WebSocket turn, on DynamoDB Local")
+	var co costOptions
+	co.register(flag.CommandLine)
 	var lo loadOptions
 	lo.register(flag.CommandLine)
 	flag.Parse()
@@ -67,6 +70,8 @@ func main() {
 		err = runLoad(lo)
 	case *caching:
 		err = runCache()
+	case *costing:
+		err = runCost(co)
 	default:
 		err = run(o)
 	}

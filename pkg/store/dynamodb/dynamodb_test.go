@@ -16,9 +16,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lambent/lambent/internal/testing/ddbmeter"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/store/storetest"
@@ -318,122 +318,9 @@ func TestReadersDuringUpdates(t *testing.T) {
 
 // counter counts DynamoDB calls per operation (and attempts, retries
 // included) and sums the capacity units DynamoDB reports for them.
-type counter struct {
-	mu       sync.Mutex
-	calls    map[string]int
-	attempts map[string]int
-	wcu, rcu float64
-}
+type counter = ddbmeter.Meter
 
-func newCounter() *counter {
-	return &counter{calls: map[string]int{}, attempts: map[string]int{}}
-}
-
-func (c *counter) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	clear(c.calls)
-	clear(c.attempts)
-	c.wcu, c.rcu = 0, 0
-}
-
-func (c *counter) total() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, v := range c.calls {
-		n += v
-	}
-	return n
-}
-
-func (c *counter) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return fmt.Sprintf("calls %v, WCU %.0f, RCU %.1f", c.calls, c.wcu, c.rcu)
-}
-
-// options installs the counting middleware on a client.
-func (c *counter) options(o *ddb.Options) {
-	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
-		err := st.Initialize.Add(middleware.InitializeMiddlewareFunc("lambentCountCalls", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			op := middleware.GetOperationName(ctx)
-			askCapacity(in.Parameters)
-			c.mu.Lock()
-			c.calls[op]++
-			c.mu.Unlock()
-			out, md, err := next.HandleInitialize(ctx, in)
-			w, r := capacity(out.Result)
-			c.mu.Lock()
-			c.wcu += w
-			c.rcu += r
-			c.mu.Unlock()
-			return out, md, err
-		}), middleware.Before)
-		if err != nil {
-			return err
-		}
-		return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("lambentCountAttempts", func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-			c.mu.Lock()
-			c.attempts[middleware.GetOperationName(ctx)]++
-			c.mu.Unlock()
-			return next.HandleFinalize(ctx, in)
-		}), middleware.After)
-	})
-}
-
-func askCapacity(params any) {
-	total := types.ReturnConsumedCapacityTotal
-	switch p := params.(type) {
-	case *ddb.GetItemInput:
-		p.ReturnConsumedCapacity = total
-	case *ddb.PutItemInput:
-		p.ReturnConsumedCapacity = total
-	case *ddb.DeleteItemInput:
-		p.ReturnConsumedCapacity = total
-	case *ddb.BatchGetItemInput:
-		p.ReturnConsumedCapacity = total
-	case *ddb.BatchWriteItemInput:
-		p.ReturnConsumedCapacity = total
-	case *ddb.TransactWriteItemsInput:
-		p.ReturnConsumedCapacity = total
-	}
-}
-
-func capacity(result any) (wcu, rcu float64) {
-	add := func(cs ...types.ConsumedCapacity) {
-		for _, c := range cs {
-			wcu += aws.ToFloat64(c.WriteCapacityUnits)
-			rcu += aws.ToFloat64(c.ReadCapacityUnits)
-			if c.WriteCapacityUnits == nil && c.ReadCapacityUnits == nil {
-				wcu += aws.ToFloat64(c.CapacityUnits) // DynamoDB Local reports only the total
-			}
-		}
-	}
-	switch r := result.(type) {
-	case *ddb.GetItemOutput:
-		if r.ConsumedCapacity != nil {
-			rcu += aws.ToFloat64(r.ConsumedCapacity.CapacityUnits)
-		}
-	case *ddb.PutItemOutput:
-		if r.ConsumedCapacity != nil {
-			add(*r.ConsumedCapacity)
-		}
-	case *ddb.DeleteItemOutput:
-		if r.ConsumedCapacity != nil {
-			add(*r.ConsumedCapacity)
-		}
-	case *ddb.BatchGetItemOutput:
-		for _, c := range r.ConsumedCapacity {
-			rcu += aws.ToFloat64(c.CapacityUnits)
-		}
-	case *ddb.BatchWriteItemOutput:
-		add(r.ConsumedCapacity...)
-	case *ddb.TransactWriteItemsOutput:
-		add(r.ConsumedCapacity...)
-	}
-	return wcu, rcu
-}
+func newCounter() *counter { return ddbmeter.New() }
 
 // TestCallBudget counts the DynamoDB calls of every operation: issue 5's
 // budget is create ≤ 2 calls and get ≤ 1 call for a normal response, and a
@@ -441,16 +328,16 @@ func capacity(result any) (wcu, rcu float64) {
 func TestCallBudget(t *testing.T) {
 	t.Parallel()
 	c := newCounter()
-	s := newStore(t, c.options)
+	s := newStore(t, c.Options)
 	ctx := t.Context()
 
 	measure := func(name string, budget int, fn func() error) {
 		t.Helper()
-		c.reset()
+		c.Reset()
 		require.NoError(t, fn(), name)
 		t.Logf("%-28s %s", name+":", c)
 		if budget > 0 {
-			require.LessOrEqual(t, c.total(), budget, name)
+			require.LessOrEqual(t, c.Total(), budget, name)
 		}
 	}
 	normal := storetest.NewRecord(api.NewID(api.PrefixResponse), api.StatusRequiresAction)
