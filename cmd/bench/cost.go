@@ -217,17 +217,28 @@ func ddbClient(opts ...func(*ddb.Options)) *ddb.Client {
 	return dynamodb.NewClient(cfg, append([]func(*ddb.Options){func(o *ddb.Options) { o.BaseEndpoint = aws.String(endpoint) }}, opts...)...)
 }
 
+// ensureDynamoDBLocal starts DynamoDB Local unless AWS_ENDPOINT_URL_DYNAMODB
+// names an endpoint; stop stops what it started.
+func ensureDynamoDBLocal() (stop func(), err error) {
+	if os.Getenv(dynamolocal.EnvEndpoint) != "" {
+		return func() {}, nil
+	}
+	stop, err = dynamolocal.Start()
+	if err != nil {
+		return nil, fmt.Errorf("DynamoDB Local: %w", err)
+	}
+	return stop, nil
+}
+
 func runCost(co costOptions) error {
 	if co.reps < 1 {
 		return errors.New("-reps must be positive")
 	}
-	if os.Getenv(dynamolocal.EnvEndpoint) == "" {
-		stop, err := dynamolocal.Start()
-		if err != nil {
-			return fmt.Errorf("DynamoDB Local: %w", err)
-		}
-		defer stop()
+	stop, err := ensureDynamoDBLocal()
+	if err != nil {
+		return err
 	}
+	defer stop()
 	e, err := newCostEnv(co)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"regexp"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -375,6 +376,23 @@ func TestCallBudget(t *testing.T) {
 	}
 	measure("append 50 events", 2, func() error { return s.AppendEvents(ctx, jid, evs) })
 	measure("events: poll, 50 new", 1, func() error { _, err := s.Events(ctx, jid, -1); return err })
+	// A background run that has just read the record appends without
+	// reading it again: one PutItem, the events expiring with the record.
+	live, err := s.Get(ctx, jid)
+	require.NoError(t, err)
+	more := []store.Event{{Seq: 50, Type: "response.completed", Data: []byte(`{"type":"response.completed","sequence_number":50}`)}}
+	measure("append known (1 event)", 1, func() error { return s.AppendEventsKnown(ctx, jid, live.ExpiresAt, more) })
+	require.Equal(t, 1, c.Calls("PutItem"))
+	got, err := s.Events(ctx, jid, 49)
+	require.NoError(t, err)
+	require.Equal(t, more, got)
+	out, err := s.api.Query(ctx, &ddb.QueryInput{TableName: s.table, KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :ev)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pk(tenant.From(ctx), jid)},
+			":ev": &types.AttributeValueMemberS{Value: "event#"}}})
+	require.NoError(t, err)
+	for _, it := range out.Items {
+		require.Equal(t, &types.AttributeValueMemberN{Value: strconv.FormatInt(live.ExpiresAt.Unix(), 10)}, it["expires_at"])
+	}
 	measure("events: poll, none new", 2, func() error { _, err := s.Events(ctx, jid, 49); return err })
 	measure("delete (background)", 3, func() error { return s.Delete(ctx, jid) })
 
