@@ -361,6 +361,7 @@ func newCostEnv(co costOptions) (*costEnv, error) {
 		Management:  apigatewaymanagementapi.New(apigatewaymanagementapi.Options{Region: "us-east-1", Credentials: creds}),
 		Queue:       sqs.New(sqs.Options{Region: "us-east-1", Credentials: creds, BaseEndpoint: aws.String(e.wsQueue.URL)}),
 		QueueURL:    e.wsQueue.URL + "/123456789012/lambent-websocket.fifo",
+		SharedStore: true,
 		Endpoint:    e.wsMgmt.URL + "/bench",
 		Logger:      e.log,
 	}); err != nil {

@@ -62,6 +62,7 @@ func main() {
 	memory := flag.Bool("memory", false, "memory figures (memory.go): the gateway binary's peak RSS over a 50-turn loop of 8 hosted calls of 100 KB each, and its RSS with 100 streams open")
 	var mo memoryOptions
 	flag.StringVar(&mo.env, "gateway-env", "", "memory mode: more environment of the gateway, comma-separated K=V")
+	flag.StringVar(&mo.also, "memory-also", "", "memory mode: more tool output sizes (bytes, comma-separated) to run the long loop with")
 	var co costOptions
 	co.register(flag.CommandLine)
 	var lo loadOptions

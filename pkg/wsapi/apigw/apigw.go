@@ -16,7 +16,8 @@
 // Each message may land on another Lambda instance, so a connection's
 // state lives in DynamoDB (Connections): its tenant (by the tenant rule
 // at $connect: the IAM caller, else the API key), when it opened (the 60-minute limit) and its latest response,
-// store: false ones included, expiring with the connection.
+// store: false ones included, expiring with the connection (of a stored
+// response only its id when the engine's store is shared, SharedStore).
 //
 // API Gateway refuses a message over 128 KB. An event over that limit is
 // not sent; the turn ends with a websocket_message_too_large error
@@ -77,6 +78,12 @@ type Config struct {
 	// event's requestContext.identity), any other needs one of the API
 	// keys when keys are configured.
 	Tenants tenant.Rule
+	// SharedStore says the engine's store is one every instance reads
+	// (DynamoDB): then the connection keeps only the id of a stored
+	// response (store: true), which a continuation reads from that store,
+	// instead of a second copy of its record; store: false responses are
+	// kept whole as before.
+	SharedStore bool
 	// Endpoint overrides the Management API endpoint; by default it is
 	// https://{domainName}/{stage} of the route event.
 	Endpoint string
@@ -293,7 +300,11 @@ func (h *Handler) runTurn(ctx context.Context, body string) error {
 		}
 		m.Size = int64(len(m.Data))
 	}
-	sess := &wsapi.Session{Service: h.cfg.Service, Cache: conn, Sender: p, ReadLimit: MaxMessage, WriteLimit: MaxMessage, Logger: h.log}
+	var cache wsapi.Cache = conn
+	if h.cfg.SharedStore {
+		cache = sharedCache{conn}
+	}
+	sess := &wsapi.Session{Service: h.cfg.Service, Cache: cache, Sender: p, ReadLimit: MaxMessage, WriteLimit: MaxMessage, Logger: h.log}
 	if err := sess.Handle(ctx, m); err != nil {
 		h.log.InfoContext(ctx, "websocket turn: the client went away", "connection_id", t.ConnectionID, "err", err)
 		return nil
