@@ -30,6 +30,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -79,10 +80,7 @@ type costOptions struct {
 	reps                      int
 }
 
-func (co *costOptions) register(fs interface {
-	DurationVar(*time.Duration, string, time.Duration, string)
-	IntVar(*int, string, int, string)
-}) {
+func (co *costOptions) register(fs *flag.FlagSet) {
 	fs.DurationVar(&co.modelLatency, "model-latency", 300*time.Millisecond, "cost mode: the fake model's latency per call (before it answers)")
 	fs.DurationVar(&co.toolLatency, "tool-latency", 200*time.Millisecond, "cost mode: each hosted tool call's latency")
 	fs.IntVar(&co.toolBytes, "tool-bytes", 2000, "cost mode: each hosted tool call's output, in bytes")
@@ -150,15 +148,14 @@ type invocation struct {
 
 // wayResult is one way of running the response, over its invocations.
 type wayResult struct {
-	name        string
 	invocations []invocation
 	// wait is the response's model_ms + tool_ms (lambent.timing).
 	wait time.Duration
 	// stored: the items and bytes the response left in the tables.
 	items int
 	bytes int64
-	// record is the final record's JSON size; floor is one write and one
-	// read of it in a table of its own.
+	// floor is one write and one read of the final record in a table of
+	// its own; floorBytes its stored size.
 	floor      ddbmeter.Figures
 	floorBytes int64
 	id         string
@@ -290,7 +287,8 @@ func (e *costEnv) print(name string, runs []wayResult) {
 	fmt.Printf("%-15s %5d %-28s %6.0f (%6.0f) %6.1f (%6.1f) %8d (%8d) %8.4f (%8.4f) %8.5f\n", name, len(last.invocations),
 		fmt.Sprintf("%d (%d)", db.Requests(), last.floor.Requests()), db.WCU, last.floor.WCU, db.RCU, last.floor.RCU,
 		last.bytes, last.floorBytes, gbs(wall), gbs(script), gbs(own))
-	fmt.Printf("%-15s       %s; %d items stored; wall %s (waits %s)\n", "", db.Ops(), last.items, wall.Round(time.Millisecond), last.wait)
+	fmt.Printf("%-15s       %s; %d items stored; wall %s, of it the gateway's own %s (medians)\n", "", db.Ops(), last.items,
+		wall.Round(time.Millisecond), own.Round(time.Millisecond))
 }
 
 func newCostEnv(co costOptions) (*costEnv, error) {
@@ -476,7 +474,7 @@ func (e *costEnv) floor(ctx context.Context, w *wayResult) error {
 }
 
 func (e *costEnv) streamed(ctx context.Context) (wayResult, error) {
-	w := wayResult{name: "streamed"}
+	var w wayResult
 	var body []byte
 	inv, err := e.measure(func() error {
 		res, err := e.httpc.Post(e.base+"/v1/responses", "application/json", strings.NewReader(e.request(`"stream":true,`)))
@@ -508,7 +506,7 @@ func (e *costEnv) streamed(ctx context.Context) (wayResult, error) {
 }
 
 func (e *costEnv) background(ctx context.Context) (wayResult, error) {
-	w := wayResult{name: "background"}
+	var w wayResult
 	inv, err := e.measure(func() error {
 		res, err := e.httpc.Post(e.base+"/v1/responses", "application/json", strings.NewReader(e.request(`"background":true,`)))
 		if err != nil {
@@ -595,7 +593,7 @@ func (e *costEnv) getAndFinish(ctx context.Context, w *wayResult, id string) err
 }
 
 func (e *costEnv) websocket(ctx context.Context) (wayResult, error) {
-	w := wayResult{name: "WebSocket turn"}
+	var w wayResult
 	if e.wsConnection == "" {
 		// $connect, once: the connection serves many turns.
 		id := api.NewID("")[30:] + "="
