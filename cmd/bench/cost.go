@@ -316,7 +316,7 @@ func newCostEnv(co costOptions) (*costEnv, error) {
 	if err := e.floorStore.EnsureTable(ctx); err != nil {
 		return nil, err
 	}
-	e.mcp = mcptest.StartStreamable(mcptest.Options{})
+	e.mcp = mcptest.StartStreamable(mcptest.Options{Work: true})
 	args := fmt.Sprintf(`{"ms":%d,"bytes":%d}`, co.toolLatency.Milliseconds(), co.toolBytes)
 	e.model = fakellm.NewHandler(loopModel(costTurns, costCalls, "work", args, costAnswer, co.modelLatency))
 	e.model.SetRecording(false)

@@ -91,7 +91,7 @@ func runMemory(lo loadOptions, mo memoryOptions) error {
 // gateway of its own and prints its peak memory; met: the response is
 // whole and stored, and the peak within a 128 MB Lambda.
 func memoryLoop(lo loadOptions, mo memoryOptions, toolBytes int) (met bool, err error) {
-	mcp := mcptest.StartStreamable(mcptest.Options{})
+	mcp := mcptest.StartStreamable(mcptest.Options{Work: true})
 	defer mcp.Close()
 	args := fmt.Sprintf(`{"ms":0,"bytes":%d}`, toolBytes)
 	model := fakellm.NewHandler(loopModel(memTurns, memCalls, "work", args, memAnswer, 0))

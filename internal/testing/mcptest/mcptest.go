@@ -12,8 +12,9 @@
 //   - fail {}: an isError result;
 //   - huge {bytes}: that many "x";
 //   - sleep {ms}: answers after ms milliseconds (or when cancelled);
-//   - work {ms, bytes}: answers after ms milliseconds with bytes of text
-//     that compresses like a tool's report (WorkOutput);
+//   - work {ms, bytes} (only with Options.Work): answers after ms
+//     milliseconds with bytes of text that compresses like a tool's
+//     report (WorkOutput);
 //   - wait {}: answers once Options.Barrier calls of it are in flight;
 //   - noop {}: "ok".
 package mcptest
@@ -43,6 +44,8 @@ type Options struct {
 	// JSONResponse makes the streamable HTTP server answer with
 	// application/json instead of an event stream.
 	JSONResponse bool
+	// Work adds the work tool (measurements of agentic loops).
+	Work bool
 
 	// stop ends sleep and wait calls (the HTTP servers close it first).
 	stop <-chan struct{}
@@ -160,12 +163,14 @@ func NewServer(opts Options) *sdk.Server {
 		}
 		return text("slept"), nil, nil
 	})
-	sdk.AddTool(s, &sdk.Tool{Name: "work", Description: "Answer after a while with a report."}, func(ctx context.Context, _ *sdk.CallToolRequest, in WorkArgs) (*sdk.CallToolResult, any, error) {
-		if err := pause(ctx, in.MS, opts.stop); err != nil {
-			return nil, nil, err
-		}
-		return text(WorkOutput(in.Bytes)), nil, nil
-	})
+	if opts.Work {
+		sdk.AddTool(s, &sdk.Tool{Name: "work", Description: "Answer after a while with a report."}, func(ctx context.Context, _ *sdk.CallToolRequest, in WorkArgs) (*sdk.CallToolResult, any, error) {
+			if err := pause(ctx, in.MS, opts.stop); err != nil {
+				return nil, nil, err
+			}
+			return text(WorkOutput(in.Bytes)), nil, nil
+		})
+	}
 	sdk.AddTool(s, &sdk.Tool{Name: "wait", Description: "Answer once enough calls wait."}, func(ctx context.Context, _ *sdk.CallToolRequest, _ Empty) (*sdk.CallToolResult, any, error) {
 		if err := b.wait(ctx, opts.stop); err != nil {
 			return nil, nil, err
