@@ -43,13 +43,17 @@ lint:
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
-## bench: gateway overhead against a fake backend on loopback, beside a bare reverse proxy (the floor), prompt caching of a 10-turn agentic loop on each provider's fake (Bedrock with cache points beside without), the engine's per-turn cost and its per-request limit checks, MCP calls, listing and a 16-call turn, each provider's per-turn cost (Bedrock beside OpenAI-compatible), and a 20-turn Codex session replayed with store:false (gateway µs and upstream bytes per turn, beside the model call)
+## bench: gateway overhead against a fake backend on loopback, beside a bare reverse proxy (the floor), prompt caching of a 10-turn agentic loop on each provider's fake (Bedrock with cache points beside without), the engine's per-turn cost and its per-request limit checks, MCP calls, listing and a 16-call turn, each provider's per-turn cost (Bedrock beside OpenAI-compatible), a 20-turn Codex session replayed with store:false (gateway µs and upstream bytes per turn, beside the model call); then what an agentic response costs on AWS (DynamoDB requests, capacity units and bytes, Lambda GB-s; streamed, background, a WebSocket turn; on DynamoDB Local) and the gateway binary's peak memory over a 50-turn loop of 8 hosted calls of 100 KB and with 100 streams open
 bench:
 	$(GO) run ./cmd/bench
 	$(GO) run ./cmd/bench -cache
 	$(GO) test -run='^$$' -bench='BenchmarkLoopTurn|BenchmarkMCPTurn|BenchmarkRequestLimits|BenchmarkCodexSession' -benchmem ./pkg/engine/
 	$(GO) test -run='^$$' -bench=BenchmarkMCP -benchmem ./pkg/tools/mcp/
 	$(GO) test -run='^$$' -bench=BenchmarkTurn -benchmem ./pkg/provider/bedrock/
+	$(GO) run ./cmd/bench -cost
+	@set -e; dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
+	$(GO) build -o "$$dir/gateway" ./functions/gateway; \
+	$(GO) run ./cmd/bench -memory -gateway "$$dir/gateway" -memory-also 25000,10000
 
 ## bench-conversations: a conversation at 10 and 100 turns on DynamoDB Local and the memory store: append a turn, list a page of 20, load the model's context (µs, and the WCU/RCU DynamoDB reports), then the 100-turn table beside the previous_response_id chain's cost (the reference)
 bench-conversations:

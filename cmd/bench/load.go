@@ -310,6 +310,9 @@ func gatewayEnv(modelURL, store, table string) []string {
 		"LAMBENT_STORE="+store,
 		"LAMBENT_RETENTION=1h",
 		"LAMBENT_LOG_LEVEL=info",
+		// Hosted calls as function_call items: the streams are checked
+		// against the OpenResponses schema, which has no mcp_call.
+		"LAMBENT_HOSTED_TOOL_ITEMS=function_call",
 	)
 	if store == "dynamodb" {
 		env = append(env, "LAMBENT_TABLE="+table, "LAMBENT_CREATE_TABLE=true")
@@ -340,7 +343,10 @@ func loadPhase(lo loadOptions, v *schema.Validator, store string, n int) (*phase
 	defer fake.Close()
 	fake.SetRecording(false)
 	table := "lambent_load_" + api.NewID("")[24:]
-	g, err := startGateway(lo.gateway, gatewayEnv(fake.URL, store, table))
+	// The n streams are one tenant's: its in-flight cap (default 64) is
+	// raised to let them all run, the warm-up one included.
+	env := append(gatewayEnv(fake.URL, store, table), "LAMBENT_LIMIT_TENANT_IN_FLIGHT="+strconv.Itoa(n+1))
+	g, err := startGateway(lo.gateway, env)
 	if err != nil {
 		return nil, err
 	}

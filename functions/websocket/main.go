@@ -68,6 +68,9 @@ func newHandler(a *app.App, cfg app.Config, log *slog.Logger) (*apigw.Handler, e
 		Queue:       sqs.NewFromConfig(awsCfg),
 		QueueURL:    queueURL,
 		Tenants:     cfg.Tenants(),
+		// DynamoDB is read by every instance: stored responses are read
+		// from it, the connection keeps only their id.
+		SharedStore: cfg.Store.Kind == "dynamodb",
 		Endpoint:    cfg.WebSocket.Endpoint,
 		Logger:      log,
 	})

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 
@@ -97,6 +98,9 @@ type Options struct {
 func Build(ctx context.Context, cfg Config, log *slog.Logger, opts *Options) (*App, error) {
 	if opts == nil {
 		opts = &Options{}
+	}
+	if cfg.Server.MemoryLimit > 0 {
+		debug.SetMemoryLimit(cfg.Server.MemoryLimit)
 	}
 	a := &App{aws: sync.OnceValues(func() (aws.Config, error) { return awsconf.Load(ctx) }), models: &modelCatalog{configured: cfg.Models()}}
 	if err := a.build(ctx, cfg, log, opts); err != nil {

@@ -61,6 +61,12 @@ type ServerConfig struct {
 	// loopback ones (LAMBENT_ALLOWED_HOSTS, comma-separated; "*": any
 	// host). See httpapi.Handler.
 	AllowedHosts []string
+	// MemoryLimit is the Go runtime's soft memory limit Build sets, in
+	// bytes (0: none): in Lambda, unless GOMEMLIMIT is set, 80% of the
+	// function's memory (AWS_LAMBDA_FUNCTION_MEMORY_SIZE), so that the
+	// garbage collector works harder before the function runs out of
+	// memory instead of letting the heap double.
+	MemoryLimit int64
 }
 
 // ProviderConfig chooses and reaches the model providers.
@@ -284,6 +290,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			LogLevel:        or(getenv("LAMBENT_LOG_LEVEL"), "info"),
 			LogFormat:       or(getenv("LAMBENT_LOG_FORMAT"), LogAuto),
 			LambdaLogFormat: getenv("AWS_LAMBDA_LOG_FORMAT"),
+			MemoryLimit:     lambdaMemoryLimit(getenv),
 		},
 		Provider: ProviderConfig{
 			URL:                     strings.TrimSuffix(or(getenv("LAMBENT_PROVIDER_URL"), "http://127.0.0.1:11434/v1"), "/"),
@@ -543,4 +550,19 @@ func parseSecretKey(name, v string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: want 32 random bytes in base64 (openssl rand -base64 32)", name)
 	}
 	return key, nil
+}
+
+// lambdaMemoryLimit is ServerConfig.MemoryLimit: inside Lambda without
+// GOMEMLIMIT, 80% of AWS_LAMBDA_FUNCTION_MEMORY_SIZE (MiB); the rest is
+// left to what the limit does not count (the binary's mapped code, the
+// runtime's own overhead).
+func lambdaMemoryLimit(getenv func(string) string) int64 {
+	if getenv("AWS_LAMBDA_RUNTIME_API") == "" || getenv("GOMEMLIMIT") != "" {
+		return 0
+	}
+	mb, err := strconv.ParseInt(getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"), 10, 64)
+	if err != nil || mb <= 0 {
+		return 0
+	}
+	return mb << 20 * 8 / 10
 }

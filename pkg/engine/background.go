@@ -46,6 +46,16 @@ func (e *Engine) eventLog() store.EventLog {
 	return l
 }
 
+// appendKnown appends evs to the log of response id, without the store's
+// read of the response when expiresAt, its expiry, is known from a live
+// read (store.KnownEventLog).
+func (e *Engine) appendKnown(ctx context.Context, id string, expiresAt time.Time, evs []store.Event) error {
+	if kl, ok := e.cfg.Store.(store.KnownEventLog); ok && !expiresAt.IsZero() {
+		return kl.AppendEventsKnown(ctx, id, expiresAt, evs)
+	}
+	return e.eventLog().AppendEvents(ctx, id, evs)
+}
+
 // CreateBackground creates a response for a request with background=true:
 // it stores the response queued, enqueues its job for a worker
 // (RunBackground) and answers at once with the queued response, or (stream)

@@ -10,6 +10,7 @@ import (
 	"github.com/lambent/lambent/internal/testing/dynamotest"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/store/dynamodb"
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -319,4 +320,66 @@ func testBackgroundCrashResumesFromCheckpoint(t *testing.T, mk storeMaker) {
 	// Usage covers the turns whose items the response keeps: the model call
 	// of the crashed turn died with its invocation (before a checkpoint).
 	assert.Equal(t, 3, got.Usage.InputTokens)
+}
+
+// knownLog is a DynamoDB store that counts its appends: with and without
+// the read of the response (store.KnownEventLog), and the expiries passed.
+type knownLog struct {
+	*dynamodb.Store
+	mu       sync.Mutex
+	plain    int
+	expiries []time.Time
+}
+
+func (k *knownLog) AppendEvents(ctx context.Context, id string, evs []store.Event) error {
+	k.mu.Lock()
+	k.plain++
+	k.mu.Unlock()
+	return k.Store.AppendEvents(ctx, id, evs)
+}
+
+func (k *knownLog) AppendEventsKnown(ctx context.Context, id string, expiresAt time.Time, evs []store.Event) error {
+	k.mu.Lock()
+	k.expiries = append(k.expiries, expiresAt)
+	k.mu.Unlock()
+	return k.Store.AppendEventsKnown(ctx, id, expiresAt, evs)
+}
+
+// A background run appends the events of its checkpoints and of its
+// watcher without the store's read of the response (it has just read or
+// written the record), with the record's expiry; every event is still
+// there for a stream that resumes from the start.
+func TestBackgroundAppendsKnown(t *testing.T) {
+	t.Parallel()
+	log := &knownLog{Store: dynamotest.NewStore(t, "")}
+	m := newMock(echoTool, "t")
+	p := script(calls(1, 1, call("c1", "t", `{}`)), calls(1, 1, call("c2", "t", `{}`)), text("done", 2, 2))
+	e, _, q := bgEngine(t, func(*testing.T) store.ResponseStore { return log }, p, m)
+	live := &rawRecorder{}
+	go func() {
+		j := <-q.c
+		_ = e.RunBackground(context.Background(), j.ResponseID)
+	}()
+	require.NoError(t, e.CreateBackground(context.Background(), decodeReq(t, `{"input":"x","background":true,"stream":true,"tools":[{"type":"lambent:t"}]}`), live))
+	final := live.checkStream(t)
+	require.Equal(t, api.StatusCompleted, final.Status)
+
+	rec, err := log.Get(context.Background(), final.ID)
+	require.NoError(t, err)
+	log.mu.Lock()
+	require.NotEmpty(t, log.expiries, "the checkpoints append without a read")
+	for _, exp := range log.expiries {
+		require.Equal(t, rec.ExpiresAt, exp)
+	}
+	log.mu.Unlock()
+
+	all := live.parsed(t)
+	resumed := &rawRecorder{}
+	require.NoError(t, e.StreamResponse(context.Background(), final.ID, 0, resumed))
+	got := resumed.parsed(t)
+	require.Len(t, got, len(all)-1)
+	for i, ev := range got {
+		require.Equal(t, all[1+i].Seq, ev.Seq)
+		require.JSONEq(t, string(all[1+i].Data), string(ev.Data))
+	}
 }

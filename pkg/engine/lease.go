@@ -166,14 +166,16 @@ type claim struct {
 }
 
 // appendPending appends the events emitted since the last append (c.mu
-// held). A deleted response stops the run, and finishing reports it.
-func (c *claim) appendPending(ctx context.Context) error {
+// held); expiresAt is the response's expiry when the caller has just read
+// it live (zero: unknown). A deleted response stops the run, and
+// finishing reports it.
+func (c *claim) appendPending(ctx context.Context, expiresAt time.Time) error {
 	evs := c.buf.take()
 	if len(evs) == 0 {
 		return nil
 	}
 	id := c.r.resp.ID
-	if err := c.e.eventLog().AppendEvents(ctx, id, evs); err != nil {
+	if err := c.e.appendKnown(ctx, id, expiresAt, evs); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			c.cancel()
 			return nil
@@ -191,7 +193,9 @@ func (c *claim) appendPending(ctx context.Context) error {
 func (c *claim) checkpoint(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.appendPending(ctx); err != nil {
+	// The record was stored live by this claim: the Update below finds out
+	// whether it still is, so the append need not read it first.
+	if err := c.appendPending(ctx, c.rec.ExpiresAt); err != nil {
 		return err
 	}
 	e, r, id := c.e, c.r, c.r.resp.ID
@@ -237,10 +241,10 @@ func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf 
 	// Checkpoints and appends use the invocation's context: a cancelled
 	// run still stores how far it got.
 	r.checkpoint = func() error { return c.checkpoint(ctx) }
-	stopWatch := e.watch(runCtx, id, cancel, func() {
+	stopWatch := e.watch(runCtx, id, cancel, func(expiresAt time.Time) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if err := c.appendPending(ctx); err != nil && runCtx.Err() == nil {
+		if err := c.appendPending(ctx, expiresAt); err != nil && runCtx.Err() == nil {
 			e.log.WarnContext(ctx, "appending events failed; retrying", "response_id", id, "err", err)
 		}
 	})
@@ -263,11 +267,13 @@ func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf 
 	return e.finishedElsewhere(ctx, id, e.finishBackground(ctx, r, rec, api.StatusInProgress, buf, out))
 }
 
-// watch runs until stopped: every PollInterval it calls appendEvents (the
-// events the loop emitted since the last append go to the log, so that
-// followers see a model turn as it streams, not only at checkpoints), then
-// reads the record and cancels the run when a cancel was requested.
-func (e *Engine) watch(ctx context.Context, id string, cancel context.CancelFunc, appendEvents func()) (stop func()) {
+// watch runs until stopped: every PollInterval it reads the record and
+// cancels the run when it is gone or a cancel was requested, else calls
+// appendEvents (the events the loop emitted since the last append go to
+// the log, so that followers see a model turn as it streams, not only at
+// checkpoints) with the expiry of the record it just read live (zero when
+// the read failed), so that the append needs no read of its own.
+func (e *Engine) watch(ctx context.Context, id string, cancel context.CancelFunc, appendEvents func(expiresAt time.Time)) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -282,12 +288,16 @@ func (e *Engine) watch(ctx context.Context, id string, cancel context.CancelFunc
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				appendEvents()
 				rec, err := e.cfg.Store.Get(ctx, id)
 				if errors.Is(err, store.ErrNotFound) || err == nil && rec.Job != nil && (rec.Job.CancelRequested || rec.Response.Status == api.StatusCancelled) {
 					cancel()
 					return
 				}
+				var expiresAt time.Time
+				if err == nil {
+					expiresAt = rec.ExpiresAt
+				}
+				appendEvents(expiresAt)
 			}
 		}
 	}()

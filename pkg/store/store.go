@@ -87,6 +87,19 @@ type EventLog interface {
 	Events(ctx context.Context, id string, after int64) ([]Event, error)
 }
 
+// KnownEventLog is an EventLog that can append without first checking
+// that the response exists: a caller that has just read the live record
+// (a background run that polls it) passes its ExpiresAt, which the events
+// take, and saves the store a read per append. A response deleted since
+// that read may then get events that nothing reads and that expire with
+// it.
+type KnownEventLog interface {
+	EventLog
+	// AppendEventsKnown is AppendEvents for a response the caller read
+	// live, expiring at expiresAt (zero: unknown, AppendEvents).
+	AppendEventsKnown(ctx context.Context, id string, expiresAt time.Time, events []Event) error
+}
+
 // Conversation returns the full conversation of the record: Context, Input
 // and the response's Output, in order.
 func (r *Record) Conversation() []api.Item {

@@ -12,6 +12,9 @@
 //   - fail {}: an isError result;
 //   - huge {bytes}: that many "x";
 //   - sleep {ms}: answers after ms milliseconds (or when cancelled);
+//   - work {ms, bytes} (only with Options.Work): answers after ms
+//     milliseconds with bytes of text that compresses like a tool's
+//     report (WorkOutput);
 //   - wait {}: answers once Options.Barrier calls of it are in flight;
 //   - noop {}: "ok".
 package mcptest
@@ -41,6 +44,8 @@ type Options struct {
 	// JSONResponse makes the streamable HTTP server answer with
 	// application/json instead of an event stream.
 	JSONResponse bool
+	// Work adds the work tool (measurements of agentic loops).
+	Work bool
 
 	// stop ends sleep and wait calls (the HTTP servers close it first).
 	stop <-chan struct{}
@@ -67,6 +72,24 @@ type SleepArgs struct {
 	MS int `json:"ms"`
 }
 
+// WorkArgs are work's arguments.
+type WorkArgs struct {
+	MS    int `json:"ms"`
+	Bytes int `json:"bytes"`
+}
+
+// WorkOutput is work's answer of n bytes: numbered report lines, text that
+// compresses about as well as a tool's JSON or prose.
+func WorkOutput(n int) string {
+	var b strings.Builder
+	b.Grow(n + 80)
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "row %d: queue %s depth %d, latency p99 %d ms, status %s\n", i,
+			[]string{"ingest", "billing", "search", "mail"}[i%4], (i*7919)%1000, 100+(i*31)%400, []string{"ok", "degraded"}[i%7/6])
+	}
+	return b.String()[:n]
+}
+
 // Empty are the arguments of tools that take none.
 type Empty struct{}
 
@@ -87,6 +110,21 @@ func (b *barrier) wait(ctx context.Context, stop <-chan struct{}) error {
 	b.mu.Unlock()
 	select {
 	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-stop:
+		return errors.New("the server is closing")
+	}
+}
+
+// pause waits ms milliseconds, unless the call is cancelled or the server
+// closes.
+func pause(ctx context.Context, ms int, stop <-chan struct{}) error {
+	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -120,17 +158,19 @@ func NewServer(opts Options) *sdk.Server {
 		return text(strings.Repeat("x", in.Bytes)), nil, nil
 	})
 	sdk.AddTool(s, &sdk.Tool{Name: "sleep", Description: "Answer after a while."}, func(ctx context.Context, _ *sdk.CallToolRequest, in SleepArgs) (*sdk.CallToolResult, any, error) {
-		t := time.NewTimer(time.Duration(in.MS) * time.Millisecond)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return text("slept"), nil, nil
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		case <-opts.stop:
-			return nil, nil, errors.New("the server is closing")
+		if err := pause(ctx, in.MS, opts.stop); err != nil {
+			return nil, nil, err
 		}
+		return text("slept"), nil, nil
 	})
+	if opts.Work {
+		sdk.AddTool(s, &sdk.Tool{Name: "work", Description: "Answer after a while with a report."}, func(ctx context.Context, _ *sdk.CallToolRequest, in WorkArgs) (*sdk.CallToolResult, any, error) {
+			if err := pause(ctx, in.MS, opts.stop); err != nil {
+				return nil, nil, err
+			}
+			return text(WorkOutput(in.Bytes)), nil, nil
+		})
+	}
 	sdk.AddTool(s, &sdk.Tool{Name: "wait", Description: "Answer once enough calls wait."}, func(ctx context.Context, _ *sdk.CallToolRequest, _ Empty) (*sdk.CallToolResult, any, error) {
 		if err := b.wait(ctx, opts.stop); err != nil {
 			return nil, nil, err

@@ -29,21 +29,17 @@ func jsonBytes(v any) int {
 func TestConversationBudget(t *testing.T) {
 	t.Parallel()
 	c := newCounter()
-	s := newStore(t, c.options)
+	s := newStore(t, c.Options)
 	ctx := t.Context()
 	rng := mrand.New(mrand.NewPCG(24, 24))
 	conv := &store.Conversation{ID: api.NewID(api.PrefixConversation), CreatedAt: time.Now().Unix()}
 	require.NoError(t, s.CreateConversation(ctx, conv, nil))
 	measure := func(fn func() error) (calls int, wcu, rcu float64) {
 		t.Helper()
-		c.reset()
+		c.Reset()
 		require.NoError(t, fn())
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		for _, n := range c.calls {
-			calls += n
-		}
-		return calls, c.wcu, c.rcu
+		f := c.Snapshot()
+		return f.Requests(), f.WCU, f.RCU
 	}
 	var history []api.Item
 	type row struct{ calls, wcu, rcu float64 }
@@ -95,12 +91,10 @@ func TestConversationBudget(t *testing.T) {
 // operation (WCU/op, RCU/op) beside µs/op. Run: make bench-conversations.
 func BenchmarkConversation(b *testing.B) {
 	c := newCounter()
-	s := newStore(b, c.options)
+	s := newStore(b, c.Options)
 	storetest.BenchConversation(b, s, func() (float64, float64) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		w, r := c.wcu, c.rcu
-		c.wcu, c.rcu = 0, 0
-		return w, r
+		f := c.Snapshot()
+		c.Reset()
+		return f.WCU, f.RCU
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"regexp"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -16,9 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lambent/lambent/internal/testing/ddbmeter"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/store/storetest"
@@ -334,134 +335,9 @@ func TestReadersDuringUpdates(t *testing.T) {
 
 // counter counts DynamoDB calls per operation (and attempts, retries
 // included) and sums the capacity units DynamoDB reports for them.
-type counter struct {
-	mu       sync.Mutex
-	calls    map[string]int
-	attempts map[string]int
-	wcu, rcu float64
-}
+type counter = ddbmeter.Meter
 
-func newCounter() *counter {
-	return &counter{calls: map[string]int{}, attempts: map[string]int{}}
-}
-
-func (c *counter) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	clear(c.calls)
-	clear(c.attempts)
-	c.wcu, c.rcu = 0, 0
-}
-
-func (c *counter) total() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, v := range c.calls {
-		n += v
-	}
-	return n
-}
-
-func (c *counter) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return fmt.Sprintf("calls %v, WCU %.0f, RCU %.1f", c.calls, c.wcu, c.rcu)
-}
-
-// options installs the counting middleware on a client.
-func (c *counter) options(o *ddb.Options) {
-	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
-		err := st.Initialize.Add(middleware.InitializeMiddlewareFunc("lambentCountCalls", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			op := middleware.GetOperationName(ctx)
-			askCapacity(in.Parameters)
-			c.mu.Lock()
-			c.calls[op]++
-			c.mu.Unlock()
-			out, md, err := next.HandleInitialize(ctx, in)
-			w, r := capacity(out.Result)
-			c.mu.Lock()
-			c.wcu += w
-			c.rcu += r
-			c.mu.Unlock()
-			return out, md, err
-		}), middleware.Before)
-		if err != nil {
-			return err
-		}
-		return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("lambentCountAttempts", func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-			c.mu.Lock()
-			c.attempts[middleware.GetOperationName(ctx)]++
-			c.mu.Unlock()
-			return next.HandleFinalize(ctx, in)
-		}), middleware.After)
-	})
-}
-
-func askCapacity(params any) {
-	total := types.ReturnConsumedCapacityTotal
-	switch p := params.(type) {
-	case *ddb.GetItemInput:
-		p.ReturnConsumedCapacity = total
-	case *ddb.PutItemInput:
-		p.ReturnConsumedCapacity = total
-	case *ddb.DeleteItemInput:
-		p.ReturnConsumedCapacity = total
-	case *ddb.BatchGetItemInput:
-		p.ReturnConsumedCapacity = total
-	case *ddb.BatchWriteItemInput:
-		p.ReturnConsumedCapacity = total
-	case *ddb.TransactWriteItemsInput:
-		p.ReturnConsumedCapacity = total
-	case *ddb.UpdateItemInput:
-		p.ReturnConsumedCapacity = total
-	case *ddb.QueryInput:
-		p.ReturnConsumedCapacity = total
-	}
-}
-
-func capacity(result any) (wcu, rcu float64) {
-	add := func(cs ...types.ConsumedCapacity) {
-		for _, c := range cs {
-			wcu += aws.ToFloat64(c.WriteCapacityUnits)
-			rcu += aws.ToFloat64(c.ReadCapacityUnits)
-			if c.WriteCapacityUnits == nil && c.ReadCapacityUnits == nil {
-				wcu += aws.ToFloat64(c.CapacityUnits) // DynamoDB Local reports only the total
-			}
-		}
-	}
-	switch r := result.(type) {
-	case *ddb.GetItemOutput:
-		if r.ConsumedCapacity != nil {
-			rcu += aws.ToFloat64(r.ConsumedCapacity.CapacityUnits)
-		}
-	case *ddb.PutItemOutput:
-		if r.ConsumedCapacity != nil {
-			add(*r.ConsumedCapacity)
-		}
-	case *ddb.DeleteItemOutput:
-		if r.ConsumedCapacity != nil {
-			add(*r.ConsumedCapacity)
-		}
-	case *ddb.BatchGetItemOutput:
-		for _, c := range r.ConsumedCapacity {
-			rcu += aws.ToFloat64(c.CapacityUnits)
-		}
-	case *ddb.BatchWriteItemOutput:
-		add(r.ConsumedCapacity...)
-	case *ddb.TransactWriteItemsOutput:
-		add(r.ConsumedCapacity...)
-	case *ddb.UpdateItemOutput:
-		if r.ConsumedCapacity != nil {
-			add(*r.ConsumedCapacity)
-		}
-	case *ddb.QueryOutput:
-		if r.ConsumedCapacity != nil {
-			rcu += aws.ToFloat64(r.ConsumedCapacity.CapacityUnits)
-		}
-	}
-	return wcu, rcu
-}
+func newCounter() *counter { return ddbmeter.New() }
 
 // TestCallBudget counts the DynamoDB calls of every operation: issue 5's
 // budget is create ≤ 2 calls and get ≤ 1 call for a normal response, and a
@@ -469,16 +345,16 @@ func capacity(result any) (wcu, rcu float64) {
 func TestCallBudget(t *testing.T) {
 	t.Parallel()
 	c := newCounter()
-	s := newStore(t, c.options)
+	s := newStore(t, c.Options)
 	ctx := t.Context()
 
 	measure := func(name string, budget int, fn func() error) {
 		t.Helper()
-		c.reset()
+		c.Reset()
 		require.NoError(t, fn(), name)
 		t.Logf("%-28s %s", name+":", c)
 		if budget > 0 {
-			require.LessOrEqual(t, c.total(), budget, name)
+			require.LessOrEqual(t, c.Total(), budget, name)
 		}
 	}
 	normal := storetest.NewRecord(api.NewID(api.PrefixResponse), api.StatusRequiresAction)
@@ -516,6 +392,23 @@ func TestCallBudget(t *testing.T) {
 	}
 	measure("append 50 events", 2, func() error { return s.AppendEvents(ctx, jid, evs) })
 	measure("events: poll, 50 new", 1, func() error { _, err := s.Events(ctx, jid, -1); return err })
+	// A background run that has just read the record appends without
+	// reading it again: one PutItem, the events expiring with the record.
+	live, err := s.Get(ctx, jid)
+	require.NoError(t, err)
+	more := []store.Event{{Seq: 50, Type: "response.completed", Data: []byte(`{"type":"response.completed","sequence_number":50}`)}}
+	measure("append known (1 event)", 1, func() error { return s.AppendEventsKnown(ctx, jid, live.ExpiresAt, more) })
+	require.Equal(t, 1, c.Calls("PutItem"))
+	got, err := s.Events(ctx, jid, 49)
+	require.NoError(t, err)
+	require.Equal(t, more, got)
+	out, err := s.api.Query(ctx, &ddb.QueryInput{TableName: s.table, KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :ev)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pk(tenant.From(ctx), jid)},
+			":ev": &types.AttributeValueMemberS{Value: "event#"}}})
+	require.NoError(t, err)
+	for _, it := range out.Items {
+		require.Equal(t, &types.AttributeValueMemberN{Value: strconv.FormatInt(live.ExpiresAt.Unix(), 10)}, it["expires_at"])
+	}
 	measure("events: poll, none new", 2, func() error { _, err := s.Events(ctx, jid, 49); return err })
 	measure("delete (background)", 3, func() error { return s.Delete(ctx, jid) })
 

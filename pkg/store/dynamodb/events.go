@@ -101,6 +101,27 @@ func (s *Store) AppendEvents(ctx context.Context, id string, events []store.Even
 	if err != nil {
 		return err
 	}
+	return s.appendEvents(ctx, p, id, h.ExpiresAt, events)
+}
+
+var _ store.KnownEventLog = (*Store)(nil)
+
+// AppendEventsKnown is AppendEvents without its read of the head: the
+// caller read the live response and passes its ExpiresAt, which the
+// events take. One PutItem (more calls only for chunks).
+func (s *Store) AppendEventsKnown(ctx context.Context, id string, expiresAt time.Time, events []store.Event) error {
+	if id == "" {
+		return fmt.Errorf("dynamodb: append events: empty id: %w", store.ErrNotFound)
+	}
+	if expiresAt.IsZero() {
+		return s.AppendEvents(ctx, id, events)
+	}
+	return s.appendEvents(ctx, pk(tenant.From(ctx), id), id, expiresAt.Unix(), events)
+}
+
+// appendEvents writes events as one item of partition p expiring at
+// expiresAt (epoch seconds).
+func (s *Store) appendEvents(ctx context.Context, p, id string, expiresAt int64, events []store.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -124,7 +145,7 @@ func (s *Store) AppendEvents(ctx context.Context, id string, events []store.Even
 	}
 	first, last := evs[0].Seq, evs[len(evs)-1].Seq
 	b := eventBatch{PK: p, SK: eventSK(first, last), First: first, Last: last,
-		Stamp: time.Now().UnixNano(), ExpiresAt: h.ExpiresAt, Gen: newGen()}
+		Stamp: time.Now().UnixNano(), ExpiresAt: expiresAt, Gen: newGen()}
 	var chunks [][]byte
 	if len(body) <= s.inlineMax {
 		b.Body = body

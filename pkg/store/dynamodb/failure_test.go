@@ -144,7 +144,7 @@ func faultyStore(t *testing.T, fast bool, faults ...*fault) (faulty, clean *Stor
 	table := newTable(t)
 	f = &faultyHTTP{next: awshttp.NewBuildableClient(), faults: faults}
 	c = newCounter()
-	opts := []func(*ddb.Options){func(o *ddb.Options) { o.HTTPClient = f }, c.options}
+	opts := []func(*ddb.Options){func(o *ddb.Options) { o.HTTPClient = f }, c.Options}
 	if fast {
 		opts = append(opts, func(o *ddb.Options) {
 			o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
@@ -204,7 +204,7 @@ func TestThrottlingThenSuccess(t *testing.T) {
 			require.NoError(t, err)
 			storetest.RequireSameRecord(t, rec, got)
 			require.Equal(t, 4, f.count(), "every injected fault was used")
-			t.Logf("%s: %s; attempts %v", tc.kind, c, c.attempts)
+			t.Logf("%s: %s; attempts %v", tc.kind, c, c.Snapshot().Attempts)
 		})
 	}
 }
@@ -285,7 +285,7 @@ func TestDeadlineBoundsRetries(t *testing.T) {
 	elapsed := time.Since(start)
 	require.Error(t, err)
 	require.Less(t, elapsed, 5*time.Second)
-	t.Logf("gave up after %v: %v (%v attempts)", elapsed.Round(time.Millisecond), err, c.attempts)
+	t.Logf("gave up after %v: %v (%v attempts)", elapsed.Round(time.Millisecond), err, c.Snapshot().Attempts)
 	_, err = clean.Get(t.Context(), rec.Response.ID)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
@@ -309,7 +309,7 @@ func TestLostResponseIsIdempotent(t *testing.T) {
 			got, err := clean.Get(t.Context(), rec.Response.ID)
 			require.NoError(t, err)
 			storetest.RequireSameRecord(t, rec, got)
-			t.Logf("%s: %s; attempts %v", tc.kind, c, c.attempts)
+			t.Logf("%s: %s; attempts %v", tc.kind, c, c.Snapshot().Attempts)
 		})
 	}
 	t.Run("update", func(t *testing.T) {

@@ -42,13 +42,6 @@ func (l *lastResponse) WriteResponse(r *api.Response) error {
 	return nil
 }
 
-// op returns the number of calls of one operation.
-func (c *counter) op(name string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.calls[name]
-}
-
 // TestCallBudgetItemReferences counts the DynamoDB calls of a create whose
 // input references stored items (issue 11): ≤ 2 calls when the references
 // point into the previous response (its one read and the write), and one
@@ -57,7 +50,7 @@ func (c *counter) op(name string) int {
 func TestCallBudgetItemReferences(t *testing.T) {
 	t.Parallel()
 	c := newCounter()
-	s := newStore(t, c.options)
+	s := newStore(t, c.Options)
 	e, err := engine.New(engine.Config{Provider: okModel{}, Store: s, DefaultModel: "m", Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	ctx := t.Context()
@@ -81,29 +74,29 @@ func TestCallBudgetItemReferences(t *testing.T) {
 	}
 	measure := func(name, body string) int {
 		t.Helper()
-		c.reset()
+		c.Reset()
 		_, err := create(body)
 		require.NoError(t, err, name)
 		t.Logf("%-52s %s", name+":", c)
-		return c.total()
+		return c.Total()
 	}
 
 	writes := measure("create, no references", `{"input":"hi"}`)
-	require.Zero(t, c.op("GetItem"))
+	require.Zero(t, c.Calls("GetItem"))
 	require.LessOrEqual(t, writes, 2)
 
 	prev, err := create(`{"input":"hi"}`)
 	require.NoError(t, err)
 	n := measure("continuation, 2 references into the previous chain", `{"previous_response_id":"`+prev.id+`","input":[`+ref(prev.outputs[0])+`,`+ref(prev.outputs[0])+`,{"role":"user","content":"again"}]}`)
-	require.Equal(t, 1, c.op("GetItem"))
+	require.Equal(t, 1, c.Calls("GetItem"))
 	require.LessOrEqual(t, n, 2)
 
-	c.reset()
+	c.Reset()
 	missing := api.NewItemID(api.PrefixMessage, prev.id)
 	_, err = create(`{"previous_response_id":"` + prev.id + `","input":[` + ref(missing) + `]}`)
 	require.Error(t, err)
 	t.Logf("%-52s %s", "continuation, unknown item of the previous (400):", c)
-	require.Equal(t, 1, c.total(), "the previous response is not read twice")
+	require.Equal(t, 1, c.Total(), "the previous response is not read twice")
 
 	for _, others := range []int{1, 3} {
 		ids := stored(others)
@@ -113,20 +106,20 @@ func TestCallBudgetItemReferences(t *testing.T) {
 		}
 		name := strconv.Itoa(others)
 		n := measure("no previous, references into "+name+" other responses", `{"input":[`+strings.Join(refs, ",")+`,{"role":"user","content":"next"}]}`)
-		require.Equal(t, others, c.op("GetItem"), "one GetItem per other referenced response")
+		require.Equal(t, others, c.Calls("GetItem"), "one GetItem per other referenced response")
 		require.Equal(t, writes+others, n)
 
 		n = measure("continuation + references into "+name+" other responses", `{"previous_response_id":"`+prev.id+`","input":[`+ref(prev.outputs[0])+`,`+strings.Join(refs, ",")+`]}`)
-		require.Equal(t, 1+others, c.op("GetItem"))
+		require.Equal(t, 1+others, c.Calls("GetItem"))
 		require.Equal(t, writes+1+others, n)
 	}
 
-	c.reset()
+	c.Reset()
 	unknown := api.NewItemID(api.PrefixMessage, api.NewID(api.PrefixResponse))
 	_, err = create(`{"input":[` + ref(unknown) + `]}`)
 	var ae *api.Error
 	require.ErrorAs(t, err, &ae)
 	require.Equal(t, "input[0].id", ae.Param)
 	t.Logf("%-52s %s", "unknown reference (400):", c)
-	require.Equal(t, 1, c.total(), "one GetItem, nothing written")
+	require.Equal(t, 1, c.Total(), "one GetItem, nothing written")
 }

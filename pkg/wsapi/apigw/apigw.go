@@ -16,7 +16,8 @@
 // Each message may land on another Lambda instance, so a connection's
 // state lives in DynamoDB (Connections): its tenant (by the tenant rule
 // at $connect: the IAM caller, else the API key), when it opened (the 60-minute limit) and its latest response,
-// store: false ones included, expiring with the connection.
+// store: false ones included, expiring with the connection (of a stored
+// response only its id when the engine's store is shared, SharedStore).
 //
 // API Gateway refuses a message over 128 KB. An event over that limit is
 // not sent; the turn ends with a websocket_message_too_large error
@@ -77,6 +78,12 @@ type Config struct {
 	// event's requestContext.identity), any other needs one of the API
 	// keys when keys are configured.
 	Tenants tenant.Rule
+	// SharedStore says the engine's store is one every instance reads
+	// (DynamoDB): then the connection keeps only the id of a stored
+	// response (store: true), which a continuation reads from that store,
+	// instead of a second copy of its record; store: false responses are
+	// kept whole as before.
+	SharedStore bool
 	// Endpoint overrides the Management API endpoint; by default it is
 	// https://{domainName}/{stage} of the route event.
 	Endpoint string
@@ -300,10 +307,14 @@ func (h *Handler) runTurn(ctx context.Context, body string) error {
 		}
 		m.Size = int64(len(m.Data))
 	}
+	var cache wsapi.Cache = conn
+	if h.cfg.SharedStore {
+		cache = sharedCache{conn}
+	}
 	// API Gateway closes a connection idle for 10 minutes: a turn silent
 	// that long (a slow tool) keeps it open with keep-alives.
 	ka := startKeepAlive(ctx, p.Send, h.cfg.KeepAlive)
-	sess := &wsapi.Session{Service: h.cfg.Service, Cache: conn, Sender: ka, ReadLimit: MaxMessage, WriteLimit: MaxMessage, Logger: h.log}
+	sess := &wsapi.Session{Service: h.cfg.Service, Cache: cache, Sender: ka, ReadLimit: MaxMessage, WriteLimit: MaxMessage, Logger: h.log}
 	err = sess.Handle(ctx, m)
 	ka.stop()
 	if err != nil {

@@ -34,6 +34,7 @@ import (
 	"github.com/lambent/lambent/internal/testing/ssecheck"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/app"
+	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/lambent/lambent/pkg/wsapi"
 	"github.com/lambent/lambent/pkg/wsapi/apigw"
@@ -86,12 +87,23 @@ func newEnv(t *testing.T) *env {
 // keys, the template's default with WebSocketAuthType AWS_IAM).
 func newEnvRule(t *testing.T, rule tenant.Rule) *env {
 	t.Helper()
+	return newEnvStore(t, rule, false)
+}
+
+// newEnvStore is newEnvRule, with the engine's store on DynamoDB Local and
+// the handler told so (Config.SharedStore) when shared.
+func newEnvStore(t *testing.T, rule tenant.Rule, shared bool) *env {
+	t.Helper()
 	fake := model()
 	t.Cleanup(fake.Close)
 	vars := map[string]string{"LAMBENT_PROVIDER_URL": fake.URL, "LAMBENT_DEFAULT_MODEL": "test-model", "LAMBENT_STORE": "memory", "LAMBENT_LOG_LEVEL": "error"}
 	cfg, err := app.FromEnv(func(k string) string { return vars[k] })
 	require.NoError(t, err)
-	a, err := app.Build(t.Context(), cfg, app.Logger(cfg, io.Discard), nil)
+	var opts *app.Options
+	if shared {
+		opts = &app.Options{Store: dynamotest.NewStore(t, "")}
+	}
+	a, err := app.Build(t.Context(), cfg, app.Logger(cfg, io.Discard), opts)
 	require.NoError(t, err)
 	t.Cleanup(a.Close)
 
@@ -117,6 +129,7 @@ func newEnvRule(t *testing.T, rule tenant.Rule) *env {
 		Queue:       sqs.New(sqs.Options{Region: "us-east-1", Credentials: creds, BaseEndpoint: aws.String(queue.URL)}),
 		QueueURL:    queue.URL + "/123456789012/lambent-websocket.fifo",
 		Tenants:     rule,
+		SharedStore: shared,
 		Endpoint:    mgmt.URL + "/" + stage,
 		Logger:      app.Logger(cfg, io.Discard),
 	})
@@ -474,6 +487,47 @@ func TestClientGone(t *testing.T) {
 	c := e.connect(keyA)
 	e.mgmt.Disconnect(c)
 	require.Empty(t, e.send(c, `{"type":"response.create","store":false,"input":"Hi"}`))
+}
+
+// With a shared store, a stored response is not copied into the
+// connections table: the connection points at it and a continuation reads
+// it from the store; responses not stored are kept there whole, and only
+// the latest.
+func TestSharedStoreTurns(t *testing.T) {
+	t.Parallel()
+	e := newEnvStore(t, tenant.Rule{Keys: tenant.NewKeyring(map[string]string{keyA: "acme", keyB: "globex"})}, true)
+	ctx := tenantCtx(t, "acme")
+	c1 := e.connect(keyA)
+	evs := e.events(e.send(c1, `{"type":"response.create","input":"My name is Ada"}`))
+	require.Equal(t, "response.completed", evs[len(evs)-1].Type)
+	first := lastID(evs)
+	_, err := e.conns.Records().Get(ctx, first)
+	require.ErrorIs(t, err, store.ErrNotFound, "no second copy of a stored response")
+	_, err = e.app.Store.Get(ctx, first)
+	require.NoError(t, err)
+
+	evs = e.events(e.send(c1, fmt.Sprintf(`{"type":"response.create","previous_response_id":%q,"input":"What is my name?"}`, first)))
+	require.Equal(t, "Your name is Ada.", e.text(evs))
+	second := lastID(evs)
+
+	// Not stored: kept whole in the connections table, and continued.
+	evs = e.events(e.send(c1, fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"What is my name?"}`, second)))
+	require.Equal(t, "Your name is Ada.", e.text(evs))
+	third := lastID(evs)
+	_, err = e.conns.Records().Get(ctx, third)
+	require.NoError(t, err)
+	evs = e.events(e.send(c1, fmt.Sprintf(`{"type":"response.create","previous_response_id":%q,"input":"What is my name?"}`, third)))
+	require.Equal(t, "Your name is Ada.", e.text(evs))
+	fourth := lastID(evs)
+	_, err = e.conns.Records().Get(ctx, third)
+	require.ErrorIs(t, err, store.ErrNotFound, "only the latest response is kept")
+	env := e.envelope(e.send(c1, fmt.Sprintf(`{"type":"response.create","previous_response_id":%q,"input":"What is my name?"}`, third)))
+	require.Equal(t, "previous_response_not_found", env.Error.Code)
+
+	// Another connection continues the stored one from the store.
+	c2 := e.connect(keyA)
+	evs = e.events(e.send(c2, fmt.Sprintf(`{"type":"response.create","previous_response_id":%q,"input":"What is my name?"}`, fourth)))
+	require.Equal(t, "Your name is Ada.", e.text(evs))
 }
 
 func tenantCtx(t *testing.T, name string) context.Context {

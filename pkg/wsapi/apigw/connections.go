@@ -33,6 +33,7 @@ const (
 	attrTenant      = "tenant"
 	attrConnectedAt = "connected_at"
 	attrLatest      = "latest"
+	attrPointer     = "pointer"
 	attrExpiresAt   = "expires_at"
 )
 
@@ -69,7 +70,10 @@ type Connection struct {
 	Tenant      string
 	ConnectedAt time.Time
 	Latest      string
-	c           *Connections
+	// Pointer says Latest is only pointed at: its record is in the
+	// engine's shared store, not in this table (sharedCache).
+	Pointer bool
+	c       *Connections
 }
 
 func connKey(id string) map[string]types.AttributeValue {
@@ -88,6 +92,9 @@ func (c *Connection) item() map[string]types.AttributeValue {
 	it[attrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(c.expiresAt().Unix(), 10)}
 	if c.Latest != "" {
 		it[attrLatest] = &types.AttributeValueMemberS{Value: c.Latest}
+		if c.Pointer {
+			it[attrPointer] = &types.AttributeValueMemberBOOL{Value: true}
+		}
 	}
 	return it
 }
@@ -126,6 +133,9 @@ func (c *Connections) decode(id string, it map[string]types.AttributeValue) *Con
 	if v, ok := it[attrLatest].(*types.AttributeValueMemberS); ok {
 		conn.Latest = v.Value
 	}
+	if v, ok := it[attrPointer].(*types.AttributeValueMemberBOOL); ok {
+		conn.Pointer = v.Value
+	}
 	if !time.Now().Before(conn.expiresAt()) {
 		return nil
 	}
@@ -138,7 +148,7 @@ func (c *Connections) Close(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("websocket connections: close %s: %w", id, err)
 	}
-	if conn := c.decode(id, out.Attributes); conn != nil && conn.Latest != "" {
+	if conn := c.decode(id, out.Attributes); conn != nil && conn.Latest != "" && !conn.Pointer {
 		return conn.dropRecord(ctx, conn.Latest)
 	}
 	return nil
@@ -166,20 +176,46 @@ func (c *Connection) Put(ctx context.Context, rec *store.Record) error {
 	if err := c.c.records.Create(c.scoped(ctx), &kept); err != nil {
 		return fmt.Errorf("websocket connection %s: keep %s: %w", c.ID, id, err)
 	}
-	prev := c.Latest
-	c.Latest = id
-	ok, err := c.swap(ctx, prev)
+	ok, err := c.point(ctx, id, false)
 	if err != nil || !ok {
-		c.Latest = prev
 		if derr := c.dropRecord(ctx, id); derr != nil {
 			err = errors.Join(err, derr)
 		}
-		return err
 	}
-	if prev != "" {
-		return c.dropRecord(ctx, prev)
+	return err
+}
+
+// point makes id the connection's latest response (pointer: its record
+// is not in this table) and deletes the record of the one it replaced, if
+// this table keeps it; false when the connection is gone or changed.
+func (c *Connection) point(ctx context.Context, id string, pointer bool) (bool, error) {
+	prev, prevPointer := c.Latest, c.Pointer
+	c.Latest, c.Pointer = id, pointer
+	ok, err := c.swap(ctx, prev)
+	if err != nil || !ok {
+		c.Latest, c.Pointer = prev, prevPointer
+		return false, err
 	}
-	return nil
+	if prev != "" && !prevPointer {
+		return true, c.dropRecord(ctx, prev)
+	}
+	return true, nil
+}
+
+// sharedCache is the cache of a connection whose engine stores responses
+// in a store every instance reads (Config.SharedStore): a stored response
+// is only pointed at (its id is the latest, Get finds no record of it
+// here, and the engine reads it from its store); a response not stored
+// is kept whole (Connection.Put).
+type sharedCache struct{ *Connection }
+
+// Put makes rec the connection's latest response.
+func (s sharedCache) Put(ctx context.Context, rec *store.Record) error {
+	if !rec.Response.Store {
+		return s.Connection.Put(ctx, rec)
+	}
+	_, err := s.point(ctx, rec.Response.ID, true)
+	return err
 }
 
 // Evict forgets id when it is the latest response.
@@ -187,10 +223,14 @@ func (c *Connection) Evict(ctx context.Context, id string) error {
 	if id == "" || id != c.Latest {
 		return nil
 	}
-	c.Latest = ""
+	pointer := c.Pointer
+	c.Latest, c.Pointer = "", false
 	if _, err := c.swap(ctx, id); err != nil {
-		c.Latest = id
+		c.Latest, c.Pointer = id, pointer
 		return err
+	}
+	if pointer {
+		return nil // the record is the shared store's
 	}
 	return c.dropRecord(ctx, id)
 }
