@@ -240,6 +240,33 @@ type ItemHidden struct {
 	// TurnStart marks the first call of a model turn: the calls of one
 	// turn are replayed to the model as one assistant message.
 	TurnStart bool `json:"turn_start,omitempty"`
+	// Encrypted is a reasoning item's opaque provider state (a Bedrock
+	// signature or redacted reasoning) when the client was not shown it
+	// as encrypted_content (the request's include did not ask for
+	// IncludeReasoningEncrypted): the model gets it back all the same
+	// (Item.ReasoningState).
+	Encrypted string `json:"encrypted,omitempty"`
+}
+
+// IncludeReasoningEncrypted is the include value that shows reasoning
+// items' encrypted_content.
+const IncludeReasoningEncrypted = "reasoning.encrypted_content"
+
+// ReasoningState is a reasoning item's opaque provider state: its
+// encrypted_content, or the state kept hidden from the client.
+func (it *Item) ReasoningState() string {
+	return cmp.Or(it.EncryptedContent, it.Hidden.Encrypted)
+}
+
+// ShowReasoningState sets the encrypted_content of the reasoning items of
+// items that have their state hidden (a read whose include asks for
+// IncludeReasoningEncrypted), in place.
+func ShowReasoningState(items []Item) {
+	for i := range items {
+		if it := &items[i]; it.Type == ItemReasoning && it.EncryptedContent == "" {
+			it.EncryptedContent = it.Hidden.Encrypted
+		}
+	}
 }
 
 // HiddenByID returns the hidden fields of the items of lists that have any,

@@ -233,7 +233,8 @@ func customInput(arguments string) string {
 // the action, the operation); their outputs as function_call_output items
 // (a shell call's output array as JSON text, a failed patch as an error, a
 // local shell call's output text, a computer call's screenshot as an
-// image); other items as they are.
+// image); a reasoning item with its provider state, hidden from the client
+// or not (api.Item.ReasoningState); other items as they are.
 func (ts *toolset) modelItem(it *api.Item) api.Item {
 	call := func(args string) api.Item {
 		return api.Item{Type: api.ItemFunctionCall, ID: it.ID, Status: it.Status, CallID: it.CallID, Name: ts.modelName(it), Arguments: args}
@@ -256,6 +257,11 @@ func (ts *toolset) modelItem(it *api.Item) api.Item {
 	case api.ItemCustomToolCallOutput:
 		c := *it
 		c.Type = api.ItemFunctionCallOutput
+		return c
+	case api.ItemReasoning:
+		// The model gets its state back, shown to the client or not.
+		c := *it
+		c.EncryptedContent = it.ReasoningState()
 		return c
 	case api.ItemShellCallOutput:
 		return output(string(it.OutputRaw), false)
