@@ -145,6 +145,14 @@ func ItemIDPrefix(typ string) string {
 		return PrefixApplyPatchCall
 	case ItemApplyPatchCallOutput:
 		return PrefixApplyPatchCallOutput
+	case ItemLocalShellCall:
+		return PrefixLocalShellCall
+	case ItemLocalShellCallOutput:
+		return PrefixLocalShellCallOutput
+	case ItemComputerCall:
+		return PrefixComputerCall
+	case ItemComputerCallOutput:
+		return PrefixComputerCallOutput
 	case ItemMCPCall:
 		return PrefixMCPCall
 	case ItemReasoning:

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -47,13 +48,36 @@ const (
 	// ItemApplyPatchCallOutput (input) is the client's result of an
 	// apply_patch call: status completed or failed, and an output text.
 	ItemApplyPatchCallOutput = "apply_patch_call_output"
+	// ItemLocalShellCall is the model's call of the local_shell tool:
+	// Action holds {"type":"exec","command","timeout_ms",
+	// "working_directory","env","user"}.
+	ItemLocalShellCall = "local_shell_call"
+	// ItemLocalShellCallOutput (input) is the client's result of a
+	// local_shell call: Output holds its text.
+	ItemLocalShellCallOutput = "local_shell_call_output"
+	// ItemComputerCall is the model's call of the computer (or
+	// computer_use_preview) tool: Action holds the action ({"type":"click",
+	// "x","y","button"}, ...), SafetyChecks its pending_safety_checks.
+	ItemComputerCall = "computer_call"
+	// ItemComputerCallOutput (input) is the client's result of a computer
+	// call: OutputRaw holds its screenshot ({"type":"computer_screenshot",
+	// "image_url"|"file_id"}), SafetyChecks its acknowledged_safety_checks.
+	ItemComputerCallOutput = "computer_call_output"
 )
 
 // IsClientCall reports whether typ is the item type of a call the client
-// executes: function_call, custom_tool_call, shell_call, apply_patch_call.
+// executes: function_call, custom_tool_call, and the calls of OpenAI's
+// client-executed built-in tools (IsActionCall).
 func IsClientCall(typ string) bool {
+	return typ == ItemFunctionCall || typ == ItemCustomToolCall || IsActionCall(typ)
+}
+
+// IsActionCall reports whether typ is the item type of a call of one of
+// OpenAI's client-executed built-in tools, whose Action is the model's
+// arguments: shell_call, apply_patch_call, local_shell_call, computer_call.
+func IsActionCall(typ string) bool {
 	switch typ {
-	case ItemFunctionCall, ItemCustomToolCall, ItemShellCall, ItemApplyPatchCall:
+	case ItemShellCall, ItemApplyPatchCall, ItemLocalShellCall, ItemComputerCall:
 		return true
 	}
 	return false
@@ -61,10 +85,12 @@ func IsClientCall(typ string) bool {
 
 // IsClientOutput reports whether typ is the item type of a client's result
 // of such a call (function_call_output, custom_tool_call_output,
-// shell_call_output, apply_patch_call_output).
+// shell_call_output, apply_patch_call_output, local_shell_call_output,
+// computer_call_output).
 func IsClientOutput(typ string) bool {
 	switch typ {
-	case ItemFunctionCallOutput, ItemCustomToolCallOutput, ItemShellCallOutput, ItemApplyPatchCallOutput:
+	case ItemFunctionCallOutput, ItemCustomToolCallOutput, ItemShellCallOutput, ItemApplyPatchCallOutput,
+		ItemLocalShellCallOutput, ItemComputerCallOutput:
 		return true
 	}
 	return false
@@ -84,6 +110,14 @@ const (
 	PrefixApplyPatchCall = "apc_"
 	// PrefixApplyPatchCallOutput is the id prefix of apply_patch_call_output items.
 	PrefixApplyPatchCallOutput = "apco_"
+	// PrefixLocalShellCall is the id prefix of local_shell_call items.
+	PrefixLocalShellCall = "lsh_"
+	// PrefixLocalShellCallOutput is the id prefix of local_shell_call_output items.
+	PrefixLocalShellCallOutput = "lsho_"
+	// PrefixComputerCall is the id prefix of computer_call items.
+	PrefixComputerCall = "cu_"
+	// PrefixComputerCallOutput is the id prefix of computer_call_output items.
+	PrefixComputerCallOutput = "cuo_"
 )
 
 // HostedServerLabel is the server_label of the mcp_call items of Lambent's
@@ -154,10 +188,15 @@ type Item struct {
 	Arguments string
 	// Input is a custom_tool_call's free-text input.
 	Input string
-	// Action is a shell_call's action or an apply_patch_call's operation
-	// (a JSON object); OutputRaw a shell_call_output's output array.
+	// Action is a shell_call's, local_shell_call's or computer_call's
+	// action or an apply_patch_call's operation (a JSON object); OutputRaw
+	// a shell_call_output's output array or a computer_call_output's
+	// screenshot object.
 	Action    json.RawMessage
 	OutputRaw json.RawMessage
+	// SafetyChecks is a computer_call's pending_safety_checks or a
+	// computer_call_output's acknowledged_safety_checks (a JSON array).
+	SafetyChecks json.RawMessage
 	// Output is the function_call_output text; OutputParts its array form.
 	Output      string
 	OutputParts []ContentPart
@@ -201,6 +240,33 @@ type ItemHidden struct {
 	// TurnStart marks the first call of a model turn: the calls of one
 	// turn are replayed to the model as one assistant message.
 	TurnStart bool `json:"turn_start,omitempty"`
+	// Encrypted is a reasoning item's opaque provider state (a Bedrock
+	// signature or redacted reasoning) when the client was not shown it
+	// as encrypted_content (the request's include did not ask for
+	// IncludeReasoningEncrypted): the model gets it back all the same
+	// (Item.ReasoningState).
+	Encrypted string `json:"encrypted,omitempty"`
+}
+
+// IncludeReasoningEncrypted is the include value that shows reasoning
+// items' encrypted_content.
+const IncludeReasoningEncrypted = "reasoning.encrypted_content"
+
+// ReasoningState is a reasoning item's opaque provider state: its
+// encrypted_content, or the state kept hidden from the client.
+func (it *Item) ReasoningState() string {
+	return cmp.Or(it.EncryptedContent, it.Hidden.Encrypted)
+}
+
+// ShowReasoningState sets the encrypted_content of the reasoning items of
+// items that have their state hidden (a read whose include asks for
+// IncludeReasoningEncrypted), in place.
+func ShowReasoningState(items []Item) {
+	for i := range items {
+		if it := &items[i]; it.Type == ItemReasoning && it.EncryptedContent == "" {
+			it.EncryptedContent = it.Hidden.Encrypted
+		}
+	}
 }
 
 // HiddenByID returns the hidden fields of the items of lists that have any,
@@ -294,6 +360,10 @@ func (it *Item) OutputText() string {
 //	shell_call_output:    type, id, call_id, output (OutputRaw), status
 //	apply_patch_call:     type, id, call_id, operation (Action), status
 //	apply_patch_call_output: type, id, call_id, status, output (null when empty)
+//	local_shell_call:     type, id, call_id, action, status
+//	local_shell_call_output: type, id, call_id, output, status
+//	computer_call:        type, id, call_id, action, pending_safety_checks ([] when empty), status
+//	computer_call_output: type, id, call_id, output (OutputRaw), acknowledged_safety_checks ([] when empty), status
 //	reasoning:            type, id, summary ([] when nil), then content, encrypted_content and status when non-empty
 //	item_reference:       type, id
 //	compaction:           type, id, encrypted_content
@@ -334,7 +404,7 @@ func (it Item) MarshalJSON() ([]byte, error) {
 			Input     string `json:"input"`
 			Status    string `json:"status"`
 		}{it.Type, it.ID, it.CallID, it.Namespace, it.Name, it.Input, it.Status})
-	case ItemShellCall:
+	case ItemShellCall, ItemLocalShellCall:
 		return wirejson.Marshal(struct {
 			Type   string          `json:"type"`
 			ID     string          `json:"id"`
@@ -350,6 +420,32 @@ func (it Item) MarshalJSON() ([]byte, error) {
 			Operation json.RawMessage `json:"operation"`
 			Status    string          `json:"status"`
 		}{it.Type, it.ID, it.CallID, orEmptyObject(it.Action), it.Status})
+	case ItemComputerCall:
+		return wirejson.Marshal(struct {
+			Type                string          `json:"type"`
+			ID                  string          `json:"id"`
+			CallID              string          `json:"call_id"`
+			Action              json.RawMessage `json:"action"`
+			PendingSafetyChecks json.RawMessage `json:"pending_safety_checks"`
+			Status              string          `json:"status"`
+		}{it.Type, it.ID, it.CallID, orEmptyObject(it.Action), orEmptyArray(it.SafetyChecks), it.Status})
+	case ItemLocalShellCallOutput:
+		return wirejson.Marshal(struct {
+			Type   string `json:"type"`
+			ID     string `json:"id"`
+			CallID string `json:"call_id"`
+			Output string `json:"output"`
+			Status string `json:"status"`
+		}{it.Type, it.ID, it.CallID, it.Output, it.Status})
+	case ItemComputerCallOutput:
+		return wirejson.Marshal(struct {
+			Type                     string          `json:"type"`
+			ID                       string          `json:"id"`
+			CallID                   string          `json:"call_id"`
+			Output                   json.RawMessage `json:"output"`
+			AcknowledgedSafetyChecks json.RawMessage `json:"acknowledged_safety_checks"`
+			Status                   string          `json:"status"`
+		}{it.Type, it.ID, it.CallID, orEmptyObject(it.OutputRaw), orEmptyArray(it.SafetyChecks), it.Status})
 	case ItemShellCallOutput:
 		return wirejson.Marshal(struct {
 			Type   string          `json:"type"`
@@ -538,6 +634,8 @@ type wireItemIn struct {
 	Input            *string         `json:"input"`
 	Action           json.RawMessage `json:"action"`
 	Operation        json.RawMessage `json:"operation"`
+	PendingChecks    json.RawMessage `json:"pending_safety_checks"`
+	AckChecks        json.RawMessage `json:"acknowledged_safety_checks"`
 	Output           json.RawMessage `json:"output"`
 	IsError          bool            `json:"is_error"`
 	Summary          []ContentPart   `json:"summary"`
@@ -583,7 +681,7 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 			return InvalidRequest("input", "missing required parameter: input")
 		}
 		it.Input = *w.Input
-	case ItemShellCall, ItemApplyPatchCall:
+	case ItemShellCall, ItemApplyPatchCall, ItemLocalShellCall, ItemComputerCall:
 		it.CallID, it.Action = w.CallID, w.Action
 		param := "action"
 		if typ == ItemApplyPatchCall {
@@ -591,6 +689,30 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 		}
 		if len(it.Action) == 0 || it.Action[0] != '{' {
 			return InvalidRequest(param, "missing required parameter: %s (an object)", param)
+		}
+		if typ == ItemComputerCall && len(w.PendingChecks) > 0 && w.PendingChecks[0] == '[' {
+			it.SafetyChecks = w.PendingChecks
+		}
+	case ItemLocalShellCallOutput:
+		// OpenAI's SDKs name the call by "id" (the call id the model
+		// issued); "call_id" is accepted too.
+		it.CallID = cmp.Or(w.CallID, w.ID)
+		if w.CallID == "" {
+			it.ID = "" // the id was the call's: the item gets its own
+		}
+		if len(w.Output) == 0 || w.Output[0] != '"' {
+			return InvalidRequest("output", "missing required parameter: output (a string)")
+		}
+		if err := json.Unmarshal(w.Output, &it.Output); err != nil {
+			return InvalidRequest("output", "invalid output: %s", jsonErrText(err))
+		}
+	case ItemComputerCallOutput:
+		it.CallID, it.OutputRaw = w.CallID, w.Output
+		if len(it.OutputRaw) == 0 || it.OutputRaw[0] != '{' {
+			return InvalidRequest("output", "missing required parameter: output (a computer_screenshot object)")
+		}
+		if len(w.AckChecks) > 0 && w.AckChecks[0] == '[' {
+			it.SafetyChecks = w.AckChecks
 		}
 	case ItemShellCallOutput:
 		it.CallID, it.OutputRaw = w.CallID, w.Output
@@ -690,7 +812,7 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 			it.Reason = *w.Reason
 		}
 	default:
-		return InvalidRequest("type", "unsupported item type %q; supported: message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, shell_call, shell_call_output, apply_patch_call, apply_patch_call_output, reasoning, item_reference, mcp_call, mcp_list_tools, mcp_approval_request, mcp_approval_response, compaction", typ)
+		return InvalidRequest("type", "unsupported item type %q; supported: message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, shell_call, shell_call_output, apply_patch_call, apply_patch_call_output, local_shell_call, local_shell_call_output, computer_call, computer_call_output, reasoning, item_reference, mcp_call, mcp_list_tools, mcp_approval_request, mcp_approval_response, compaction", typ)
 	}
 	return nil
 }

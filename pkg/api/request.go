@@ -605,10 +605,6 @@ func (r *CreateResponseRequest) Validate() error {
 			if c.Namespace != "" && !namespaced[c.Namespace+"."+c.Name] || c.Namespace == "" && !names[c.Name] {
 				return InvalidRequest("tool_choice.name", "tool_choice names %s tool %q, which is not in tools", c.Type, qualified(c.Namespace, c.Name))
 			}
-		case ToolShell, ToolApplyPatch:
-			if !slices.ContainsFunc(r.Tools, func(t Tool) bool { return t.Type == c.Type }) {
-				return InvalidRequest("tool_choice.type", "tool_choice forces the %s tool, which is not in tools", c.Type)
-			}
 		case "allowed_tools":
 			for i, t := range c.Tools {
 				if t.Type != ToolFunction && t.Type != ToolCustom && !strings.Contains(t.Type, ":") && t.Type != ToolMCP {
@@ -623,6 +619,9 @@ func (r *CreateResponseRequest) Validate() error {
 				}
 			}
 		default:
+			if forcedBuiltin(c.Type) && !slices.ContainsFunc(r.Tools, func(t Tool) bool { return CallItemType(t.Type) == CallItemType(c.Type) }) {
+				return InvalidRequest("tool_choice.type", "tool_choice forces the %s tool, which is not in tools", c.Type)
+			}
 			if c.Mode != ToolChoiceAuto && len(r.Tools) == 0 && c.Mode != ToolChoiceNone {
 				return InvalidRequest("tool_choice", "tool_choice %q requires tools", c.Mode)
 			}
@@ -956,7 +955,8 @@ func validateInputItem(it *Item) error {
 		if it.Name == "" {
 			return InvalidRequest("name", "missing required parameter: name")
 		}
-	case ItemShellCall, ItemApplyPatchCall, ItemShellCallOutput:
+	case ItemShellCall, ItemApplyPatchCall, ItemShellCallOutput, ItemLocalShellCall, ItemLocalShellCallOutput,
+		ItemComputerCall, ItemComputerCallOutput:
 		if it.CallID == "" {
 			return InvalidRequest("call_id", "missing required parameter: call_id")
 		}

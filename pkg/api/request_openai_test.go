@@ -335,12 +335,14 @@ func TestDecodeRejectsUnsupportedToolChoice(t *testing.T) {
 		cases = append(cases, badCase{`{"input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":` + choice + `}`, "tool_choice.type", "", "tool_choice type"})
 	}
 	for _, typ := range []string{"web_search_preview", "file_search", "image_generation", "code_interpreter",
-		"computer_use_preview", "programmatic_tool_calling"} {
+		"programmatic_tool_calling"} {
 		cases = append(cases, badCase{`{"input":"hi","tools":[{"type":"` + typ + `"}],"tool_choice":{"type":"` + typ + `"}}`, "tool_choice.type", "unsupported_tool", `"` + typ + `"`})
 	}
-	for _, typ := range []string{"shell", "apply_patch"} {
+	for _, typ := range []string{"shell", "apply_patch", "computer", "computer_use_preview", "computer_use"} {
 		cases = append(cases, badCase{`{"input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"` + typ + `"}}`, "tool_choice.type", "", "not in tools"})
 	}
+	// OpenAI's tool_choice has no local_shell form.
+	cases = append(cases, badCase{`{"input":"hi","tools":[{"type":"local_shell"}],"tool_choice":{"type":"local_shell"}}`, "tool_choice.type", "", "cannot force"})
 	runBad(t, cases)
 }
 
@@ -348,9 +350,9 @@ func TestDecodeRejectsUnsupportedToolChoice(t *testing.T) {
 // does not accept (yet).
 func unsupportedItemTypes() []string {
 	return []string{
-		"file_search_call", "computer_call", "computer_call_output", "web_search_call", "tool_search_call",
+		"file_search_call", "web_search_call", "tool_search_call",
 		"tool_search_output", "additional_tools", "configuration_update", "compaction_trigger",
-		"image_generation_call", "code_interpreter_call", "local_shell_call", "local_shell_call_output", "program", "program_output",
+		"image_generation_call", "code_interpreter_call", "program", "program_output",
 	}
 }
 

@@ -27,7 +27,32 @@ const (
 	// ToolApplyPatch is the client-executed file editing tool (calls:
 	// apply_patch_call).
 	ToolApplyPatch = "apply_patch"
+	// ToolLocalShell is the client-executed local shell tool (calls:
+	// local_shell_call).
+	ToolLocalShell = "local_shell"
+	// ToolComputer and ToolComputerUsePreview are the client-executed
+	// computer use tool (calls: computer_call).
+	ToolComputer           = "computer"
+	ToolComputerUsePreview = "computer_use_preview"
 )
+
+// CallItemType is the item type of the calls of OpenAI's client-executed
+// built-in tool type typ (shell_call, ...; computer_call for "computer",
+// "computer_use_preview" and tool_choice's "computer_use"), "" for other
+// types.
+func CallItemType(typ string) string {
+	switch typ {
+	case ToolShell:
+		return ItemShellCall
+	case ToolApplyPatch:
+		return ItemApplyPatchCall
+	case ToolLocalShell:
+		return ItemLocalShellCall
+	case ToolComputer, ToolComputerUsePreview, "computer_use":
+		return ItemComputerCall
+	}
+	return ""
+}
 
 // The kinds of OpenAI's built-in tool types (BuiltinKind).
 const (
@@ -36,7 +61,8 @@ const (
 	// (LambentInfo.UnservedTools).
 	BuiltinHosted = "hosted"
 	// BuiltinClient types the client runs, with call items of their own:
-	// Lambent offers them to the model (shell, apply_patch).
+	// Lambent offers them to the model (shell, apply_patch, local_shell,
+	// computer, computer_use_preview).
 	BuiltinClient = "client"
 	// BuiltinUnsupported types the client runs at OpenAI that Lambent
 	// does not offer: treated as BuiltinHosted.
@@ -50,9 +76,9 @@ func BuiltinKind(typ string) string {
 	case "web_search", "web_search_2025_08_26", "web_search_preview", "web_search_preview_2025_03_11",
 		"file_search", "code_interpreter", "image_generation", "tool_search":
 		return BuiltinHosted
-	case ToolShell, ToolApplyPatch:
+	case ToolShell, ToolApplyPatch, ToolLocalShell, ToolComputer, ToolComputerUsePreview:
 		return BuiltinClient
-	case "local_shell", "computer", "computer_use", "computer_use_preview", "programmatic_tool_calling":
+	case "computer_use", "programmatic_tool_calling":
 		return BuiltinUnsupported
 	}
 	return ""
@@ -178,13 +204,15 @@ const (
 // string ("auto", "none", "required"), a forced function
 // {"type":"function","name"} (with "namespace" for a function of a
 // namespace tool), a forced custom tool {"type":"custom","name"}, a forced
-// shell or apply_patch tool {"type":"shell"}, or
+// client-executed built-in tool ({"type":"shell"}, "apply_patch",
+// "computer", "computer_use_preview", "computer_use"; not "local_shell",
+// which OpenAI does not let tool_choice name), or
 // {"type":"allowed_tools","mode","tools"}. Forcing another of OpenAI's
 // built-in tools ({"type":"web_search_preview"}, ...) is a 400 naming it:
 // Lambent does not run them (BuiltinKind).
 type ToolChoice struct {
-	// Type is "" for the string form, "function", "custom", "shell",
-	// "apply_patch" or "allowed_tools".
+	// Type is "" for the string form, "function", "custom",
+	// "allowed_tools", or the type of a forced built-in client tool.
 	Type string
 	// Mode is the string form's value, or the allowed_tools mode.
 	Mode string
@@ -204,11 +232,13 @@ type ToolRef struct {
 // Forced reports whether the choice forces one named function or custom
 // tool.
 func (c ToolChoice) Forced() bool {
-	switch c.Type {
-	case ToolFunction, ToolCustom, ToolShell, ToolApplyPatch:
-		return true
-	}
-	return false
+	return c.Type == ToolFunction || c.Type == ToolCustom || forcedBuiltin(c.Type)
+}
+
+// forcedBuiltin reports whether tool_choice may force the built-in tool
+// type typ (OpenAI's ToolChoiceTypes and ToolChoiceShell/ApplyPatch).
+func forcedBuiltin(typ string) bool {
+	return CallItemType(typ) != "" && typ != ToolLocalShell
 }
 
 // EffectiveMode is the mode the model runs in: auto, none or required
@@ -260,9 +290,13 @@ func (c *ToolChoice) UnmarshalJSON(data []byte) error {
 			return InvalidRequest("tool_choice.tools", "tool_choice.tools must list at least one tool")
 		}
 		c.Type, c.Mode, c.Tools = w.Type, w.Mode, w.Tools
-	case ToolShell, ToolApplyPatch:
-		c.Type = w.Type
+	case ToolLocalShell:
+		return InvalidRequest("tool_choice.type", "tool_choice cannot force the %q tool; expected \"function\", \"custom\", \"allowed_tools\" or a built-in tool type", w.Type)
 	default:
+		if forcedBuiltin(w.Type) {
+			c.Type = w.Type
+			return nil
+		}
 		if BuiltinKind(w.Type) != "" {
 			return InvalidRequestCode("tool_choice.type", "unsupported_tool", "tool_choice forces the %q tool, which this gateway does not run (see the lambent.unserved_tools of a response).", w.Type)
 		}
@@ -288,7 +322,8 @@ func (c ToolChoice) MarshalJSON() ([]byte, error) {
 			Mode  string    `json:"mode"`
 			Tools []ToolRef `json:"tools"`
 		}{c.Type, c.Mode, c.Tools})
-	case ToolShell, ToolApplyPatch:
+	}
+	if forcedBuiltin(c.Type) {
 		return wirejson.Marshal(struct {
 			Type string `json:"type"`
 		}{c.Type})

@@ -58,10 +58,10 @@ func TestDecodeToolTypes(t *testing.T) {
 	for _, typ := range []string{"web_search", "file_search", "tool_search"} {
 		assert.Equal(t, BuiltinHosted, BuiltinKind(typ), typ)
 	}
-	for _, typ := range []string{"shell", "apply_patch"} {
+	for _, typ := range []string{"shell", "apply_patch", "local_shell", "computer", "computer_use_preview"} {
 		assert.Equal(t, BuiltinClient, BuiltinKind(typ), typ)
 	}
-	for _, typ := range []string{"local_shell", "computer", "computer_use_preview", "programmatic_tool_calling"} {
+	for _, typ := range []string{"computer_use", "programmatic_tool_calling"} {
 		assert.Equal(t, BuiltinUnsupported, BuiltinKind(typ), typ)
 	}
 	assert.Empty(t, BuiltinKind("function"))
@@ -116,6 +116,16 @@ func TestCustomAndNamespacedItems(t *testing.T) {
 			`{"type":"apply_patch_call_output","id":"","call_id":"c4","status":"failed","output":"no such file"}`},
 		{`{"type":"apply_patch_call_output","call_id":"c4","status":"completed"}`,
 			`{"type":"apply_patch_call_output","id":"","call_id":"c4","status":"completed","output":null}`},
+		{`{"type":"local_shell_call","id":"lsh_1","call_id":"c5","action":{"type":"exec","command":["ls"],"env":{}},"status":"completed"}`,
+			`{"type":"local_shell_call","id":"lsh_1","call_id":"c5","action":{"type":"exec","command":["ls"],"env":{}},"status":"completed"}`},
+		{`{"type":"local_shell_call_output","id":"c5","output":"a.txt"}`,
+			`{"type":"local_shell_call_output","id":"","call_id":"c5","output":"a.txt","status":""}`},
+		{`{"type":"local_shell_call_output","id":"lsho_1","call_id":"c5","output":"a.txt","status":"completed"}`,
+			`{"type":"local_shell_call_output","id":"lsho_1","call_id":"c5","output":"a.txt","status":"completed"}`},
+		{`{"type":"computer_call","id":"cu_1","call_id":"c6","action":{"type":"screenshot"},"pending_safety_checks":[{"id":"s1","code":"malicious_instructions","message":"m"}],"status":"completed"}`,
+			`{"type":"computer_call","id":"cu_1","call_id":"c6","action":{"type":"screenshot"},"pending_safety_checks":[{"id":"s1","code":"malicious_instructions","message":"m"}],"status":"completed"}`},
+		{`{"type":"computer_call_output","call_id":"c6","output":{"type":"computer_screenshot","image_url":"https://x/y.png"},"acknowledged_safety_checks":[{"id":"s1"}]}`,
+			`{"type":"computer_call_output","id":"","call_id":"c6","output":{"type":"computer_screenshot","image_url":"https://x/y.png"},"acknowledged_safety_checks":[{"id":"s1"}],"status":""}`},
 	} {
 		var it Item
 		require.NoError(t, json.Unmarshal([]byte(c.in), &it), c.in)
@@ -133,6 +143,11 @@ func TestCustomAndNamespacedItems(t *testing.T) {
 		{`{"input":[{"type":"apply_patch_call","call_id":"c","operation":"x"}]}`, "input[0].operation", "", "operation"},
 		{`{"input":[{"type":"apply_patch_call_output","call_id":"c"}]}`, "input[0].status", "missing_required_parameter", ""},
 		{`{"input":[{"type":"apply_patch_call_output","call_id":"c","status":"in_progress"}]}`, "input[0].status", "invalid_value", ""},
+		{`{"input":[{"type":"local_shell_call","call_id":"c"}]}`, "input[0].action", "", "action"},
+		{`{"input":[{"type":"local_shell_call_output","id":"c","output":[]}]}`, "input[0].output", "", "string"},
+		{`{"input":[{"type":"local_shell_call_output","output":"x"}]}`, "input[0].call_id", "", ""},
+		{`{"input":[{"type":"computer_call","call_id":"c","action":"click"}]}`, "input[0].action", "", "action"},
+		{`{"input":[{"type":"computer_call_output","call_id":"c","output":"x"}]}`, "input[0].output", "", "computer_screenshot"},
 	})
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/lambent/lambent/internal/wirejson"
@@ -20,10 +21,12 @@ import (
 //     string parameter, "input" (customParameters); its calls come back as
 //     custom_tool_call items whose input is that string, and the client
 //     answers with custom_tool_call_output.
-//   - The shell and apply_patch tools are offered as functions whose
-//     arguments are the call's action (operation); their calls come back as
-//     shell_call and apply_patch_call items, answered with shell_call_output
-//     and apply_patch_call_output.
+//   - OpenAI's client-executed built-in tools (shell, apply_patch,
+//     local_shell, computer, computer_use_preview) are offered as functions
+//     whose arguments are the call's action (operation); their calls come
+//     back as shell_call, apply_patch_call, local_shell_call and
+//     computer_call items (api.IsActionCall), answered with their *_output
+//     items.
 //
 // The model's history shows them as function calls again (modelItem).
 
@@ -65,6 +68,11 @@ const (
 	shellParameters = `{"type":"object","properties":{"commands":{"type":"array","items":{"type":"string"},"description":"The shell commands to run, in order."},"timeout_ms":{"type":"integer","description":"How long the commands may run, in milliseconds."},"max_output_length":{"type":"integer","description":"The most characters of output to return."}},"required":["commands"],"additionalProperties":false}`
 	// applyPatchParameters: an apply_patch_call's operation.
 	applyPatchParameters = `{"type":"object","properties":{"type":{"type":"string","enum":["create_file","update_file","delete_file"],"description":"What to do with the file."},"path":{"type":"string","description":"The file's path."},"diff":{"type":"string","description":"create_file: the file's content as a V4A diff (each line prefixed with +); update_file: the V4A diff of the change."}},"required":["type","path"],"additionalProperties":false}`
+	// localShellParameters: a local_shell_call's exec action (without its
+	// "type", which is always "exec").
+	localShellParameters = `{"type":"object","properties":{"command":{"type":"array","items":{"type":"string"},"description":"The command and its arguments (argv)."},"timeout_ms":{"type":"integer","description":"How long the command may run, in milliseconds."},"working_directory":{"type":"string","description":"The directory to run the command in."},"env":{"type":"object","additionalProperties":{"type":"string"},"description":"Environment variables to set for the command."},"user":{"type":"string","description":"The user to run the command as."}},"required":["command"],"additionalProperties":false}`
+	// computerParameters: a computer_call's action.
+	computerParameters = `{"type":"object","properties":{"type":{"type":"string","enum":["click","double_click","drag","keypress","move","screenshot","scroll","type","wait"],"description":"The action."},"x":{"type":"integer","description":"click, double_click, move, scroll: the x coordinate."},"y":{"type":"integer","description":"click, double_click, move, scroll: the y coordinate."},"button":{"type":"string","enum":["left","right","wheel","back","forward"],"description":"click: the mouse button."},"scroll_x":{"type":"integer","description":"scroll: the horizontal scroll distance."},"scroll_y":{"type":"integer","description":"scroll: the vertical scroll distance."},"keys":{"type":"array","items":{"type":"string"},"description":"keypress: the keys to press together."},"text":{"type":"string","description":"type: the text to type."},"path":{"type":"array","items":{"type":"object","properties":{"x":{"type":"integer"},"y":{"type":"integer"}},"required":["x","y"]},"description":"drag: the points of the drag path."}},"required":["type"],"additionalProperties":false}`
 )
 
 // addClient adds the function or custom tool t of the namespace tool
@@ -86,23 +94,45 @@ func (ts *toolset) addClient(namespace string, t *api.Tool) {
 	ts.addRoute(ct, def)
 }
 
-// addBuiltinClient adds OpenAI's client-executed tool of type typ (shell,
-// apply_patch), under its type as its name (numbered when a tool of the
-// request has it already).
-func (ts *toolset) addBuiltinClient(typ string) {
-	def := api.ToolDefinition{Name: ts.freeName(typ)}
-	ct := &clientRoute{}
-	switch typ {
-	case api.ToolShell:
-		ct.typ = api.ItemShellCall
+// addBuiltinClient adds OpenAI's client-executed tool t (shell,
+// apply_patch, local_shell, computer, computer_use_preview), under its
+// type as its name (numbered when a tool of the request has it already).
+func (ts *toolset) addBuiltinClient(t *api.Tool) {
+	def := api.ToolDefinition{Name: ts.freeName(t.Type)}
+	ct := &clientRoute{typ: api.CallItemType(t.Type)}
+	switch ct.typ {
+	case api.ItemShellCall:
 		def.Description = "Runs shell commands on the user's machine and returns the output of each (stdout, stderr, and its exit code or a timeout)."
 		def.Parameters = json.RawMessage(shellParameters)
-	case api.ToolApplyPatch:
-		ct.typ = api.ItemApplyPatchCall
+	case api.ItemApplyPatchCall:
 		def.Description = "Creates, updates or deletes one file on the user's machine."
 		def.Parameters = json.RawMessage(applyPatchParameters)
+	case api.ItemLocalShellCall:
+		def.Description = "Runs a command on the user's machine and returns its output."
+		def.Parameters = json.RawMessage(localShellParameters)
+	case api.ItemComputerCall:
+		def.Description = "Performs one mouse or keyboard action on the user's computer and returns a screenshot of the screen after it." + displayNote(t.Raw)
+		def.Parameters = json.RawMessage(computerParameters)
 	}
 	ts.addRoute(ct, def)
+}
+
+// displayNote describes the display of a computer_use_preview declaration
+// for the computer tool's description (empty when it gives none).
+func displayNote(decl json.RawMessage) string {
+	var d struct {
+		Width       int    `json:"display_width"`
+		Height      int    `json:"display_height"`
+		Environment string `json:"environment"`
+	}
+	if json.Unmarshal(decl, &d) != nil || d.Width <= 0 || d.Height <= 0 {
+		return ""
+	}
+	note := fmt.Sprintf(" The display is %dx%d pixels", d.Width, d.Height)
+	if d.Environment != "" {
+		note += " (" + d.Environment + ")"
+	}
+	return note + "."
 }
 
 func (ts *toolset) addRoute(ct *clientRoute, def api.ToolDefinition) {
@@ -142,8 +172,8 @@ func (r *run) clientItem(name, callID string) api.Item {
 	return it
 }
 
-// finishClientItem completes a custom_tool_call, shell_call or
-// apply_patch_call item from the model's complete arguments (emitting a
+// finishClientItem completes a custom_tool_call or an action call
+// (api.IsActionCall) from the model's complete arguments (emitting a
 // custom call's input events) and reports whether it was one.
 func (a *assembler) finishClientItem(idx int, it *api.Item) bool {
 	switch it.Type {
@@ -154,17 +184,34 @@ func (a *assembler) finishClientItem(idx int, it *api.Item) bool {
 			a.r.em.emit(&api.StreamEvent{Type: api.EventCustomToolCallInputDelta, ItemID: it.ID, OutputIndex: &idx, Delta: &in})
 			a.r.em.emit(&api.StreamEvent{Type: api.EventCustomToolCallInputDone, ItemID: it.ID, OutputIndex: &idx, Input: &in})
 		}
-	case api.ItemShellCall, api.ItemApplyPatchCall:
-		// The action is the model's arguments object; arguments that are
-		// not one (the model's mistake) leave it empty.
-		it.Action = json.RawMessage("{}")
-		if json.Valid([]byte(it.Arguments)) && strings.HasPrefix(strings.TrimSpace(it.Arguments), "{") {
-			it.Action = json.RawMessage(it.Arguments)
-		}
+	case api.ItemShellCall, api.ItemApplyPatchCall, api.ItemLocalShellCall, api.ItemComputerCall:
+		it.Action = callAction(it.Type, it.Arguments)
 	default:
 		return false
 	}
 	return true
+}
+
+// callAction is the action of an action call of type typ from the model's
+// arguments: the arguments object (arguments that are not one, the
+// model's mistake, give {}), a local_shell_call's with "type":"exec"
+// first.
+func callAction(typ, arguments string) json.RawMessage {
+	args := strings.TrimSpace(arguments)
+	if !json.Valid([]byte(args)) || !strings.HasPrefix(args, "{") {
+		args = "{}"
+	}
+	if typ != api.ItemLocalShellCall {
+		return json.RawMessage(args)
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal([]byte(args), &fields) == nil {
+		delete(fields, "type")
+		if rest, err := wirejson.Marshal(fields); err == nil && len(rest) > 2 {
+			return json.RawMessage(`{"type":"exec",` + string(rest[1:]))
+		}
+	}
+	return json.RawMessage(`{"type":"exec"}`)
 }
 
 // customInput is a custom tool call's input: the "input" string of the
@@ -181,11 +228,13 @@ func customInput(arguments string) string {
 }
 
 // modelItem is it as the model sees it: a namespaced function_call under
-// the name the model knows its tool by; a custom_tool_call, shell_call or
-// apply_patch_call as a function_call of that tool (arguments: the input
-// as {"input"}, the action, the operation); their outputs as
-// function_call_output items (a shell call's output array as JSON text, a
-// failed patch as an error); other items as they are.
+// the name the model knows its tool by; a custom_tool_call or an action
+// call as a function_call of that tool (arguments: the input as {"input"},
+// the action, the operation); their outputs as function_call_output items
+// (a shell call's output array as JSON text, a failed patch as an error, a
+// local shell call's output text, a computer call's screenshot as an
+// image); a reasoning item with its provider state, hidden from the client
+// or not (api.Item.ReasoningState); other items as they are.
 func (ts *toolset) modelItem(it *api.Item) api.Item {
 	call := func(args string) api.Item {
 		return api.Item{Type: api.ItemFunctionCall, ID: it.ID, Status: it.Status, CallID: it.CallID, Name: ts.modelName(it), Arguments: args}
@@ -203,14 +252,32 @@ func (ts *toolset) modelItem(it *api.Item) api.Item {
 			Input string `json:"input"`
 		}{it.Input})
 		return call(string(args))
-	case api.ItemShellCall, api.ItemApplyPatchCall:
+	case api.ItemShellCall, api.ItemApplyPatchCall, api.ItemLocalShellCall, api.ItemComputerCall:
 		return call(string(it.Action))
 	case api.ItemCustomToolCallOutput:
 		c := *it
 		c.Type = api.ItemFunctionCallOutput
 		return c
+	case api.ItemReasoning:
+		// The model gets its state back, shown to the client or not.
+		c := *it
+		c.EncryptedContent = it.ReasoningState()
+		return c
 	case api.ItemShellCallOutput:
 		return output(string(it.OutputRaw), false)
+	case api.ItemLocalShellCallOutput:
+		return output(it.Output, it.Status == api.ItemFailed)
+	case api.ItemComputerCallOutput:
+		c := output("", false)
+		c.OutputParts = []api.ContentPart{{Type: api.PartInputText, Text: "Action performed. The screen after it:"}}
+		var shot struct {
+			ImageURL string `json:"image_url"`
+			FileID   string `json:"file_id"`
+		}
+		if json.Unmarshal(it.OutputRaw, &shot) == nil && (shot.ImageURL != "" || shot.FileID != "") {
+			c.OutputParts = append(c.OutputParts, api.ContentPart{Type: api.PartInputImage, ImageURL: shot.ImageURL, FileID: shot.FileID})
+		}
+		return c
 	case api.ItemApplyPatchCallOutput:
 		text := it.Output
 		if text == "" {
@@ -225,27 +292,33 @@ func (ts *toolset) modelItem(it *api.Item) api.Item {
 }
 
 // clientModelName is the function name the model knows the client tool
-// of a function_call, custom_tool_call, shell_call or apply_patch_call
-// item by, and whether the item names one (a top-level function_call does
-// not: its name is the model's).
+// of a function_call, custom_tool_call or action call item by, and
+// whether the item names one (a top-level function_call does not: its
+// name is the model's).
 func (ts *toolset) clientModelName(it *api.Item) (string, bool) {
 	switch it.Type {
 	case api.ItemFunctionCall:
 		if it.Namespace == "" {
 			return "", false
 		}
-	case api.ItemCustomToolCall, api.ItemShellCall, api.ItemApplyPatchCall:
+	case api.ItemCustomToolCall:
 	default:
-		return "", false
+		if !api.IsActionCall(it.Type) {
+			return "", false
+		}
 	}
-	if n, ok := ts.clientNames[clientKey{it.Type, it.Namespace, it.Name}]; ok {
+	key := clientKey{it.Type, it.Namespace, it.Name}
+	if api.IsActionCall(it.Type) {
+		key = clientKey{typ: it.Type} // the tool is its type's
+	}
+	if n, ok := ts.clientNames[key]; ok {
 		return n, true
 	}
 	switch {
-	case it.Type == api.ItemShellCall:
-		return api.ToolShell, true
-	case it.Type == api.ItemApplyPatchCall:
-		return api.ToolApplyPatch, true
+	case api.IsActionCall(it.Type):
+		// A call of a tool this request does not declare: the name the
+		// tool would have (computer_call: "computer").
+		return strings.TrimSuffix(it.Type, "_call"), true
 	case it.Namespace != "":
 		return namespacedName(it.Namespace, it.Name), true
 	}
@@ -254,8 +327,13 @@ func (ts *toolset) clientModelName(it *api.Item) (string, bool) {
 
 // forcedName is the function name of the tool a forced tool_choice names.
 func (ts *toolset) forcedName(c *api.ToolChoice) string {
-	typ := map[string]string{api.ToolFunction: api.ItemFunctionCall, api.ToolCustom: api.ItemCustomToolCall,
-		api.ToolShell: api.ItemShellCall, api.ToolApplyPatch: api.ItemApplyPatchCall}[c.Type]
+	typ := api.CallItemType(c.Type)
+	switch c.Type {
+	case api.ToolFunction:
+		typ = api.ItemFunctionCall
+	case api.ToolCustom:
+		typ = api.ItemCustomToolCall
+	}
 	if n, ok := ts.clientNames[clientKey{typ, c.Namespace, c.Name}]; ok {
 		return n
 	}

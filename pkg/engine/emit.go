@@ -101,7 +101,7 @@ func (a *assembler) delta(d provider.Delta) error {
 		}
 		if d.Encrypted != "" {
 			// The block is complete: its opaque data goes back with it.
-			it.EncryptedContent = d.Encrypted
+			a.r.keepReasoningState(it, d.Encrypted)
 			a.closeReasoning()
 		}
 	case provider.DeltaText, provider.DeltaRefusal:
@@ -217,6 +217,7 @@ func (a *assembler) closeReasoning() {
 		a.r.em.emit(&api.StreamEvent{Type: api.EventReasoningDone, ItemID: it.ID, OutputIndex: &idx, ContentIndex: &zero, Text: &text})
 	}
 	a.partEvent(api.EventContentPartDone, idx, 0, &it.Content[0])
+	a.summarize(idx, it)
 	it.Status = api.ItemCompleted
 	a.r.em.itemEvent(api.EventOutputItemDone, idx, it)
 }

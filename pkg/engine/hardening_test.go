@@ -621,6 +621,17 @@ func TestImagesBounded(t *testing.T) {
 	require.NoError(t, err)
 	_, err = run1(t, e, `{"input":[`+messages(limit)+`,{"type":"item_reference","id":"`+stored.Input[0].ID+`"}]}`)
 	wantLimit(t, err, fmt.Sprintf("input[%d]", limit))
+
+	// Images of tool outputs count: a function's image output, a computer
+	// call's screenshot.
+	_, err = run1(t, e, `{"store":false,"input":[`+messages(limit)+`,
+		{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},
+		{"type":"function_call_output","call_id":"c1","output":[`+img+`]}]}`)
+	wantLimit(t, err, fmt.Sprintf("input[%d]", limit+1))
+	_, err = run1(t, e, `{"store":false,"input":[`+messages(limit)+`,
+		{"type":"computer_call","call_id":"c2","action":{"type":"screenshot"}},
+		{"type":"computer_call_output","call_id":"c2","output":{"type":"computer_screenshot","image_url":"https://images.invalid/s.png"}}]}`)
+	wantLimit(t, err, fmt.Sprintf("input[%d]", limit+1))
 	assert.Len(t, p.requests(), 2)
 }
 

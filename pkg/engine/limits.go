@@ -139,16 +139,20 @@ func (e *Engine) checkImages(r *run) error {
 	return limits.Exceeded(param, "the number of input images a model call carries (this input and the conversation it continues)", n, limit)
 }
 
-// countImages counts the input_image parts of items' messages.
+// countImages counts the images of items: the input_image parts of
+// messages and of tool outputs, and computer call screenshots.
 func countImages(items []api.Item) int {
 	n := 0
 	for i := range items {
-		if items[i].Type != api.ItemMessage {
-			continue
+		it := &items[i]
+		if it.Type == api.ItemComputerCallOutput && len(it.OutputRaw) > 0 {
+			n++
 		}
-		for j := range items[i].Content {
-			if items[i].Content[j].Type == api.PartInputImage {
-				n++
+		for _, parts := range [][]api.ContentPart{it.Content, it.OutputParts} {
+			for j := range parts {
+				if parts[j].Type == api.PartInputImage {
+					n++
+				}
 			}
 		}
 	}

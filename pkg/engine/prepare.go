@@ -342,7 +342,7 @@ func (r *run) resolveTools(e *Engine) error {
 				r.tools.addClient(t.Name, &t.Tools[j])
 			}
 		case api.BuiltinKind(t.Type) == api.BuiltinClient:
-			r.tools.addBuiltinClient(t.Type)
+			r.tools.addBuiltinClient(t)
 		}
 	}
 	if err := r.resolveOutput(hosted, e.cfg.Limits.SchemaPatterns); err != nil {

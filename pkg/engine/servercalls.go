@@ -137,7 +137,8 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 					req := api.Item{Type: api.ItemMCPApprovalRequest, ID: it.ApprovalRequestID, Hidden: api.ItemHidden{ModelCallID: approvalCallID(lists, it.ApprovalRequestID)}}
 					result(&req, false, deniedText(it), true)
 				}
-			case api.ItemFunctionCall, api.ItemCustomToolCall, api.ItemShellCall, api.ItemApplyPatchCall:
+			case api.ItemFunctionCall, api.ItemCustomToolCall, api.ItemShellCall, api.ItemApplyPatchCall,
+				api.ItemLocalShellCall, api.ItemComputerCall:
 				if it.Hidden.TurnStart {
 					closeTurn()
 				}

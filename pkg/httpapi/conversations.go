@@ -96,6 +96,9 @@ func (h *Handler) listConversationItems(w http.ResponseWriter, r *http.Request) 
 	if err != nil {
 		return err
 	}
+	if includesReasoningState(r) {
+		list.Data = showReasoningState(list.Data)
+	}
 	h.writeJSON(w, http.StatusOK, list)
 	return nil
 }
@@ -108,6 +111,9 @@ func (h *Handler) getConversationItem(w http.ResponseWriter, r *http.Request) er
 	it, err := h.svc.GetConversationItem(r.Context(), r.PathValue("id"), r.PathValue("item_id"))
 	if err != nil {
 		return err
+	}
+	if includesReasoningState(r) {
+		it = &showReasoningState([]api.Item{*it})[0]
 	}
 	h.writeJSON(w, http.StatusOK, it)
 	return nil

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/lambent/lambent/pkg/api"
@@ -117,9 +118,17 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) error {
 		rw.done()
 		return nil
 	}
+	if err := includeQuery(r); err != nil {
+		return err
+	}
 	resp, err := h.svc.GetResponse(r.Context(), id)
 	if err != nil {
 		return err
+	}
+	if includesReasoningState(r) {
+		c := *resp
+		c.Output = showReasoningState(c.Output)
+		resp = &c
 	}
 	h.writeJSON(w, http.StatusOK, resp)
 	return nil
@@ -168,14 +177,16 @@ func (h *Handler) inputItems(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if includesReasoningState(r) {
+		list.Data = showReasoningState(list.Data)
+	}
 	h.writeJSON(w, http.StatusOK, list)
 	return nil
 }
 
 // listOptions reads the query of a list of items: after (an item id),
 // order (asc or desc, default desc), limit (1..100, default 20) and
-// include (checked: items are stored whole, so every value is already
-// included).
+// include (checked; includesReasoningState reads it).
 func listOptions(r *http.Request) (api.ListOptions, error) {
 	q := r.URL.Query()
 	opts := api.ListOptions{After: q.Get("after"), Order: q.Get("order"), Limit: api.DefaultListLimit}
@@ -200,11 +211,30 @@ func listOptions(r *http.Request) (api.ListOptions, error) {
 }
 
 // includeQuery checks the include values of a query (include or
-// include[]): items are stored whole, so each known value is included
-// already.
+// include[]). Items are stored whole, so each known value is included
+// already, but for reasoning items' encrypted_content, shown only when
+// asked for (includesReasoningState).
 func includeQuery(r *http.Request) error {
+	return api.ValidateInclude("include", includeValues(r))
+}
+
+func includeValues(r *http.Request) []string {
 	q := r.URL.Query()
-	return api.ValidateInclude("include", append(q["include"], q["include[]"]...))
+	return append(q["include"], q["include[]"]...)
+}
+
+// includesReasoningState reports whether a read's include asks for
+// reasoning items' encrypted_content (api.IncludeReasoningEncrypted).
+func includesReasoningState(r *http.Request) bool {
+	return slices.Contains(includeValues(r), api.IncludeReasoningEncrypted)
+}
+
+// showReasoningState is a copy of items with the hidden state of their
+// reasoning items shown as encrypted_content (api.ShowReasoningState).
+func showReasoningState(items []api.Item) []api.Item {
+	items = slices.Clone(items)
+	api.ShowReasoningState(items)
+	return items
 }
 
 // health serves GET /healthz.

@@ -96,7 +96,7 @@ func TestE2EToolTypes(t *testing.T) {
 		assert.JSONEq(t, `{"type":"custom_tool_call","call_id":"call_patch","name":"patch","input":"ok","status":"completed"}`, withoutID(t, resp.Output[2]))
 		assert.JSONEq(t, `{"type":"shell_call","call_id":"call_sh","action":{"commands":["ls -la"],"timeout_ms":5000},"status":"completed"}`, withoutID(t, resp.Output[3]))
 		assert.JSONEq(t, `{"type":"apply_patch_call","call_id":"call_ap","operation":{"type":"create_file","path":"a.txt","diff":"+hi"},"status":"completed"}`, withoutID(t, resp.Output[4]))
-		assert.Equal(t, []string{"web_search", "local_shell"}, resp.Lambent.UnservedTools)
+		assert.Equal(t, []string{"web_search"}, resp.Lambent.UnservedTools)
 		assert.JSONEq(t, `{"type":"shell"}`, string(resp.Tools[4]))
 		require.Len(t, resp.Tools, 7)
 		assert.JSONEq(t, `{"type":"web_search","external_web_access":false}`, string(resp.Tools[3]))
@@ -111,7 +111,7 @@ func TestE2EToolTypes(t *testing.T) {
 	for n := range offered {
 		names = append(names, n)
 	}
-	assert.ElementsMatch(t, []string{"crm__lookup", "crm__lookup_2", "crm__note", "patch", "shell", "apply_patch"}, names)
+	assert.ElementsMatch(t, []string{"crm__lookup", "crm__lookup_2", "crm__note", "patch", "shell", "apply_patch", "local_shell"}, names)
 	assert.Equal(t, "Look a customer up.", offered["crm__lookup_2"].Description)
 	assert.JSONEq(t, `{"type":"object","properties":{"input":{"type":"string","description":"The tool's input, as free text."}},"required":["input"],"additionalProperties":false}`, string(offered["patch"].Parameters))
 	assert.Contains(t, offered["patch"].Description, "lark grammar:\nstart: \"ok\"")

@@ -174,3 +174,33 @@ func imageFormat(mediaType string) (types.ImageFormat, bool) {
 	}
 	return "", false
 }
+
+// errImageFileID is the error of an input_image given by file_id, which
+// the Bedrock provider cannot read.
+func errImageFileID() error {
+	return api.InvalidRequestCode("input", "unsupported_content",
+		"input_image by file_id is not supported by the Bedrock provider; use image_url")
+}
+
+// resultImages adds the input_image parts of a tool output (a function's
+// image output, a computer call's screenshot) to its toolResult block, as
+// image blocks.
+func (p *Provider) resultImages(ctx context.Context, it *api.Item, res *types.ContentBlockMemberToolResult) error {
+	for i := range it.OutputParts {
+		part := &it.OutputParts[i]
+		if part.Type != api.PartInputImage {
+			continue
+		}
+		if part.ImageURL == "" {
+			return errImageFileID()
+		}
+		b, err := p.image(ctx, part.ImageURL)
+		if err != nil {
+			return err
+		}
+		if img, ok := b.(*types.ContentBlockMemberImage); ok {
+			res.Value.Content = append(res.Value.Content, &types.ToolResultContentBlockMemberImage{Value: img.Value})
+		}
+	}
+	return nil
+}

@@ -116,8 +116,7 @@ func (p *Provider) addItem(ctx context.Context, mb *messages, system *[]types.Sy
 				switch part.Type {
 				case api.PartInputImage:
 					if part.ImageURL == "" {
-						return api.InvalidRequestCode("input", "unsupported_content",
-							"input_image by file_id is not supported by the Bedrock provider; use image_url")
+						return errImageFileID()
 					}
 					img, err := p.image(ctx, part.ImageURL)
 					if err != nil {
@@ -141,7 +140,11 @@ func (p *Provider) addItem(ctx context.Context, mb *messages, system *[]types.Sy
 		if strings.TrimSpace(text) == "" {
 			text = emptyOutput
 		}
-		mb.add(types.ConversationRoleUser, toolResult(model, it.CallID, text, it.IsError))
+		res := toolResult(model, it.CallID, text, it.IsError)
+		if err := p.resultImages(ctx, it, res); err != nil {
+			return err
+		}
+		mb.add(types.ConversationRoleUser, res)
 	case api.ItemReasoning:
 		if b := reasoningBlock(it); b != nil {
 			mb.add(types.ConversationRoleAssistant, b)

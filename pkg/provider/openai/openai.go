@@ -18,7 +18,11 @@
 //     "max_completion_tokens". Set Config.MaxCompletionTokens to send
 //     "max_completion_tokens" instead (OpenAI reasoning models require it).
 //     Exactly one of the two is sent.
-//   - Reasoning items of earlier turns are not sent back.
+//   - Reasoning items of the current tool loop (after the last user
+//     message) are sent back as "reasoning_content" on the assistant
+//     message that follows them, as DeepSeek's thinking mode with tools
+//     requires (vLLM and Ollama ignore the field); reasoning of earlier
+//     turns is not sent (DeepSeek refuses it there).
 //   - top_logprobs is sent (with logprobs:true) only when it is above zero;
 //     log probabilities are not decoded.
 //

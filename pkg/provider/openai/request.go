@@ -104,6 +104,17 @@ func buildMessages(req *provider.Request) ([]chatwire.Message, error) {
 	// items join (-1: none): an assistant message of the current turn, or
 	// the one the previous function_call created.
 	open := -1
+	// loop is where the current tool loop starts (after the last user
+	// message); thinking is the reasoning of the loop's next assistant
+	// message.
+	loop := lastUserMessage(req.Items) + 1
+	var thinking strings.Builder
+	assistant := func(m chatwire.Message) {
+		m.ReasoningContent = thinking.String()
+		thinking.Reset()
+		msgs = append(msgs, m)
+		open = len(msgs) - 1
+	}
 	for i := range req.Items {
 		it := &req.Items[i]
 		switch it.Type {
@@ -111,8 +122,7 @@ func buildMessages(req *provider.Request) ([]chatwire.Message, error) {
 			open = -1
 			switch it.Role {
 			case api.RoleAssistant:
-				msgs = append(msgs, chatwire.Message{Role: api.RoleAssistant, Content: assistantText(it)})
-				open = len(msgs) - 1
+				assistant(chatwire.Message{Role: api.RoleAssistant, Content: assistantText(it)})
 			default:
 				role := it.Role
 				switch role {
@@ -129,8 +139,7 @@ func buildMessages(req *provider.Request) ([]chatwire.Message, error) {
 			}
 		case api.ItemFunctionCall:
 			if open < 0 {
-				msgs = append(msgs, chatwire.Message{Role: api.RoleAssistant})
-				open = len(msgs) - 1
+				assistant(chatwire.Message{Role: api.RoleAssistant})
 			}
 			args := it.Arguments
 			if args == "" {
@@ -147,9 +156,17 @@ func buildMessages(req *provider.Request) ([]chatwire.Message, error) {
 				text = provider.ErrorText(text)
 			}
 			msgs = append(msgs, chatwire.Message{Role: "tool", ToolCallID: it.CallID, Content: &chatwire.Content{Text: text}})
+		case api.ItemReasoning:
+			// The reasoning of the current tool loop goes back with its
+			// assistant message as reasoning_content (DeepSeek's thinking
+			// mode requires it there and refuses it elsewhere; vLLM and
+			// Ollama ignore it); earlier turns' reasoning is not sent.
+			if i >= loop {
+				open = -1
+				thinking.WriteString(reasoningText(it))
+			}
 		default:
-			// Reasoning items are not sent back; item references are
-			// resolved before a model call.
+			// Item references are resolved before a model call.
 		}
 	}
 	kept := msgs[:0]
@@ -167,6 +184,31 @@ func buildMessages(req *provider.Request) ([]chatwire.Message, error) {
 		kept = append(kept, *m)
 	}
 	return kept, nil
+}
+
+// lastUserMessage is the index of the last user message of items (-1:
+// none).
+func lastUserMessage(items []api.Item) int {
+	for i := len(items) - 1; i >= 0; i-- {
+		if it := &items[i]; it.Type == api.ItemMessage && (it.Role == api.RoleUser || it.Role == "") {
+			return i
+		}
+	}
+	return -1
+}
+
+// reasoningText is the readable reasoning of a reasoning item: its
+// reasoning_text content, or its summary when a client replayed it
+// without the content.
+func reasoningText(it *api.Item) string {
+	if t := it.Text(); t != "" {
+		return t
+	}
+	var b strings.Builder
+	for _, p := range it.Summary {
+		b.WriteString(p.Text)
+	}
+	return b.String()
 }
 
 // assistantText is the text of an assistant message (output_text and

@@ -251,3 +251,41 @@ func TestTranslateSamplingAndStream(t *testing.T) {
 		}
 	})
 }
+
+// The reasoning of the current tool loop (after the last user message)
+// goes back as reasoning_content on the assistant message after it, from
+// the reasoning text or, replayed without it, the summary; an earlier
+// turn's reasoning does not.
+func TestTranslateReasoningOfToolLoop(t *testing.T) {
+	p, b := newBackend(t, openai.Config{}, jsonReply(200, okCompletion))
+	reasoning := func(text string) api.Item {
+		return api.Item{Type: api.ItemReasoning, Content: []api.ContentPart{{Type: api.PartReasoningText, Text: text}}}
+	}
+	req := &provider.Request{Model: "deepseek-reasoner", Items: []api.Item{
+		msg(api.RoleUser, text("Weather?")),
+		reasoning("Earlier turn."),
+		msg(api.RoleAssistant, outText("Sunny.")),
+		msg(api.RoleUser, text("And Rome and Oslo?")),
+		reasoning("Call the tool for Rome."),
+		{Type: api.ItemFunctionCall, CallID: "call_a", Name: "weather", Arguments: `{"city":"Rome"}`},
+		{Type: api.ItemFunctionCallOutput, CallID: "call_a", Output: "21C"},
+		{Type: api.ItemReasoning, Summary: []api.ContentPart{{Type: api.PartSummaryText, Text: "Now Oslo."}}},
+		msg(api.RoleAssistant, outText("Checking Oslo.")),
+		{Type: api.ItemFunctionCall, CallID: "call_b", Name: "weather", Arguments: `{"city":"Oslo"}`},
+		{Type: api.ItemFunctionCallOutput, CallID: "call_b", Output: "5C"},
+	}}
+	if _, err := p.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	assertJSON(t, "messages", b.body(0)["messages"], `[
+		{"role":"user","content":"Weather?"},
+		{"role":"assistant","content":"Sunny."},
+		{"role":"user","content":"And Rome and Oslo?"},
+		{"role":"assistant","content":null,"reasoning_content":"Call the tool for Rome.","tool_calls":[
+			{"id":"call_a","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Rome\"}"}}]},
+		{"role":"tool","tool_call_id":"call_a","content":"21C"},
+		{"role":"assistant","content":"Checking Oslo.","reasoning_content":"Now Oslo.","tool_calls":[
+			{"id":"call_b","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Oslo\"}"}}]},
+		{"role":"tool","tool_call_id":"call_b","content":"5C"}
+	]`)
+}

@@ -76,6 +76,10 @@ type convItem struct {
 	// JSON (the wire shape) leaves out.
 	ModelCallID string `dynamodbav:"model_call_id,omitempty"`
 	TurnStart   bool   `dynamodbav:"turn_start,omitempty"`
+	// StateHidden marks a reasoning item whose encrypted_content in the
+	// body is its hidden state (api.ItemHidden.Encrypted), not shown to
+	// the client: kept in the body, whose size the chunks handle.
+	StateHidden bool `dynamodbav:"state_hidden,omitempty"`
 }
 
 // convIndex points from an item id to the item's sequence number.
@@ -341,14 +345,21 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 // itemRow encodes item as the row of sequence number seq; a body larger
 // than a row is written to chunks first (left to TTL if the append fails).
 func (s *Store) itemRow(ctx context.Context, p string, seq, expiresAt int64, item *api.Item) (*convItem, error) {
-	body, n, err := s.codec.compressJSON(item)
+	stored := item
+	if item.Hidden.Encrypted != "" {
+		c := *item
+		c.EncryptedContent = item.Hidden.Encrypted
+		stored = &c
+	}
+	body, n, err := s.codec.compressJSON(stored)
 	if err != nil {
 		if errors.Is(err, errTooLargeRaw) {
 			err = s.codec.tooLarge(n)
 		}
 		return nil, fmt.Errorf("item %s: %w", item.ID, err)
 	}
-	row := &convItem{PK: p, SK: itemSK(seq), ID: item.ID, ExpiresAt: expiresAt, ModelCallID: item.Hidden.ModelCallID, TurnStart: item.Hidden.TurnStart}
+	row := &convItem{PK: p, SK: itemSK(seq), ID: item.ID, ExpiresAt: expiresAt, ModelCallID: item.Hidden.ModelCallID, TurnStart: item.Hidden.TurnStart,
+		StateHidden: item.Hidden.Encrypted != ""}
 	if len(body) <= s.inlineMax {
 		row.Body = body
 		return row, nil
@@ -383,6 +394,9 @@ func (s *Store) decodeRow(ctx context.Context, id string, row *convItem) (api.It
 		return api.Item{}, fmt.Errorf("dynamodb: conversation %s: item %s: %w", id, row.ID, err)
 	}
 	it.Hidden = api.ItemHidden{ModelCallID: row.ModelCallID, TurnStart: row.TurnStart}
+	if row.StateHidden {
+		it.Hidden.Encrypted, it.EncryptedContent = it.EncryptedContent, ""
+	}
 	return it, nil
 }
 

@@ -108,7 +108,8 @@ func NewRecord(id string, status api.Status) *store.Record {
 		PreviousResponseID: &prev,
 		Instructions:       &instr,
 		Output: []api.Item{
-			{Type: api.ItemReasoning, ID: "rs_" + id, Summary: []api.ContentPart{{Type: api.PartSummaryText, Text: "The user wants the weather."}}},
+			{Type: api.ItemReasoning, ID: "rs_" + id, Summary: []api.ContentPart{{Type: api.PartSummaryText, Text: "The user wants the weather."}},
+				Hidden: api.ItemHidden{Encrypted: "bedrock.v1:sig:c2lnbmF0dXJl"}},
 			{Type: api.ItemFunctionCall, ID: "fc_" + id, Status: api.ItemCompleted, CallID: "call_1", Name: "get_weather", Arguments: `{"city":"Paris"}`},
 			{Type: api.ItemMessage, ID: "msg_" + id, Status: api.ItemCompleted, Role: api.RoleAssistant, Content: []api.ContentPart{
 				{Type: api.PartOutputText, Text: "It is <sunny> & 21 °C in Paris \u2028 \"quoted\" ✓", Annotations: []json.RawMessage{json.RawMessage(`{"type":"url_citation","url":"https://example.com"}`)}},
@@ -173,6 +174,8 @@ func RequireSameRecord(t testing.TB, want, got *store.Record) {
 			t.Fatalf("%s differs after the round trip (%d bytes stored, %d bytes read)\nwant: %.2000s\n got: %.2000s", c.name, len(w), len(g), w, g)
 		}
 	}
+	// The items' hidden fields, which their JSON leaves out.
+	require.Equal(t, api.HiddenByID(want.Context, want.Input, want.Response.Output), api.HiddenByID(got.Context, got.Input, got.Response.Output), "hidden fields")
 }
 
 func newID() string { return api.NewID(api.PrefixResponse) }

@@ -1,0 +1,55 @@
+package bedrock_test
+
+import (
+	"context"
+	"encoding/base64"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lambent/lambent/internal/testing/fakebedrock"
+)
+
+// Computer use through openai-go on Bedrock: Claude's call of the
+// computer_use_preview tool comes back as a computer_call, and the
+// client's screenshot reaches Claude as an image block of the toolResult.
+func TestGatewayComputerUseScreenshot(t *testing.T) {
+	fake := fakebedrock.New(
+		fakebedrock.Turn{ToolUses: []fakebedrock.ToolUse{{ID: "tooluse_cu", Name: "computer_use_preview", Input: `{"type":"screenshot"}`}}},
+		fakebedrock.Turn{Text: "A desktop."},
+	)
+	client := gateway(t, fake, nil)
+	ctx := context.Background()
+	tools := []responses.ToolUnionParam{{OfComputerUsePreview: &responses.ComputerUsePreviewToolParam{
+		DisplayWidth: 1280, DisplayHeight: 800, Environment: responses.ComputerUsePreviewToolEnvironmentLinux}}}
+	r, err := client.Responses.New(ctx, responses.ResponseNewParams{
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("What is on the screen?")}, Tools: tools,
+	})
+	require.NoError(t, err)
+	require.Len(t, r.Output, 1)
+	cu := r.Output[0].AsComputerCall()
+	require.Equal(t, "computer_call", r.Output[0].Type)
+	assert.Equal(t, "screenshot", cu.Action.Type)
+
+	shot := "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)
+	done, err := client.Responses.New(ctx, responses.ResponseNewParams{
+		PreviousResponseID: openai.String(r.ID), Tools: tools,
+		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{{OfComputerCallOutput: &responses.ResponseInputItemComputerCallOutputParam{
+			CallID: cu.CallID, Output: responses.ResponseComputerToolCallOutputScreenshotParam{ImageURL: openai.String(shot)}}}}},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "A desktop.", done.OutputText())
+
+	msgs := fake.Requests()[1].Messages
+	res := msgs[len(msgs)-1].Content[0].ToolResult
+	require.NotNil(t, res)
+	assert.Equal(t, "tooluse_cu", res.ToolUseID)
+	require.Len(t, res.Content, 2)
+	assert.Equal(t, "Action performed. The screen after it:", *res.Content[0].Text)
+	require.NotNil(t, res.Content[1].Image)
+	assert.Equal(t, "png", res.Content[1].Image.Format)
+	assert.Equal(t, png, res.Content[1].Image.Source.Bytes)
+}
