@@ -51,10 +51,12 @@ func main() {
 	var o options
 	flag.IntVar(&o.n, "n", 2000, "measured requests per latency series (concurrency 1)")
 	flag.IntVar(&o.warmup, "warmup", 200, "warm-up requests per latency series")
+	flag.IntVar(&o.allocN, "alloc-requests", 500, "requests per allocation count")
 	flag.IntVar(&o.c, "c", 16, "concurrency of the throughput phase")
 	flag.IntVar(&o.total, "requests", 20000, "request cap per throughput run")
 	flag.DurationVar(&o.dur, "duration", 5*time.Second, "time cap per throughput run")
-	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file; samples carry the label target=backend, proxy or gateway (go tool pprof -tagfocus=target=gateway)")
+	flag.StringVar(&o.memprofile, "memprofile", "", "write an allocation profile of the whole run to this file (go tool pprof -sample_index=alloc_objects)")
 	flag.BoolVar(&o.sequential, "sequential", false, "measure each latency series on its own instead of interleaving direct, proxy and gateway calls")
 	load := flag.Bool("load", false, "load mode (`make load`): concurrent streamed agentic responses through the gateway binary, on each store")
 	caching := flag.Bool("cache", false, "prompt caching figures (cache.go): a 10-turn agentic loop on each provider's fake, Bedrock with and without cache points")
@@ -78,8 +80,10 @@ func main() {
 
 type options struct {
 	n, warmup, c, total int
+	allocN              int
 	dur                 time.Duration
 	cpuprofile          string
+	memprofile          string
 	sequential          bool
 }
 
@@ -121,6 +125,14 @@ func run(o options) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if o.memprofile != "" {
+		runtime.MemProfileRate = 4096
+		defer func() {
+			if err := writeHeapProfile(o.memprofile); err != nil {
+				fmt.Fprintln(os.Stderr, "bench: memprofile:", err)
+			}
+		}()
+	}
 
 	fake := fakellm.NewHandler(func(fakellm.Request) fakellm.Turn {
 		return fakellm.Turn{Text: answer, Usage: fakeUsage}
@@ -145,7 +157,7 @@ func run(o options) error {
 		return err
 	}
 	defer gw.Close()
-	gwAddr, stopGateway, err := serve(gw.Handler)
+	gwAddr, stopGateway, err := serve(o.label("gateway", gw.Handler))
 	if err != nil {
 		return err
 	}
@@ -168,10 +180,10 @@ func run(o options) error {
 	// check for bytes past Content-Length) after the backend has answered
 	// and the proxy has written the response head, which under HTTP/1
 	// closes the inbound body and so cuts the stream (golang/go#40747).
-	proxyAddr, stopProxy, err := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	proxyAddr, stopProxy, err := serve(o.label("proxy", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = http.NewResponseController(w).EnableFullDuplex()
 		rp.ServeHTTP(w, r)
-	}))
+	})))
 	if err != nil {
 		return err
 	}
@@ -284,7 +296,76 @@ func run(o options) error {
 		fmt.Printf("    %-14s %12.0f %12.0f %12.0f %9.0f%% %9.0f%%   gateway ≥ proxy: %s\n", mode.name,
 			rates[0].rps(), rates[1].rps(), rates[2].rps(), 100*vsProxy, 100*rates[2].rps()/rates[0].rps(), verdict(vsProxy >= 1))
 	}
+
+	// (d) allocations per request, each target on its own.
+	fmt.Printf("\n(d) allocations per request (the whole process: client, backend and hop), concurrency 1, %d requests each\n", o.allocN)
+	fmt.Printf("    %-14s %12s %12s %12s %14s %14s\n", "", "direct", "proxy", "gateway", "proxy added", "gateway added")
+	for _, mode := range []struct {
+		name string
+		fn   func(target) error
+	}{
+		{"non-streaming", func(tg target) error { _, err := tg.complete(client); return err }},
+		{"streaming", func(tg target) error { _, err := tg.stream(client); return err }},
+	} {
+		var allocs, bytes [3]float64
+		for i, tg := range targets {
+			a, b, err := allocsPerRequest(o.allocN, func() error { return mode.fn(tg) })
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", tg.name, mode.name, err)
+			}
+			allocs[i], bytes[i] = a, b
+		}
+		fmt.Printf("    %-14s %12.0f %12.0f %12.0f %14.0f %14.0f   allocs/request\n", mode.name,
+			allocs[0], allocs[1], allocs[2], allocs[1]-allocs[0], allocs[2]-allocs[0])
+		fmt.Printf("    %-14s %12.0f %12.0f %12.0f %14.0f %14.0f   bytes/request\n", "",
+			bytes[0], bytes[1], bytes[2], bytes[1]-bytes[0], bytes[2]-bytes[0])
+	}
 	return nil
+}
+
+// allocsPerRequest runs fn n times (after n/10 unmeasured) and returns the
+// heap allocations and allocated bytes of the whole process per call.
+func allocsPerRequest(n int, fn func() error) (allocs, bytes float64, err error) {
+	for range n / 10 {
+		if err := fn(); err != nil {
+			return 0, 0, err
+		}
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		if err := fn(); err != nil {
+			return 0, 0, err
+		}
+	}
+	runtime.ReadMemStats(&after)
+	return float64(after.Mallocs-before.Mallocs) / float64(n), float64(after.TotalAlloc-before.TotalAlloc) / float64(n), nil
+}
+
+// label marks the CPU profile samples of h's goroutines (and of those they
+// start) with target=name when a CPU profile is written.
+func (o options) label(name string, h http.Handler) http.Handler {
+	if o.cpuprofile == "" {
+		return h
+	}
+	labels := pprof.Labels("target", name)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pprof.SetGoroutineLabels(pprof.WithLabels(r.Context(), labels))
+		h.ServeHTTP(w, r)
+	})
+}
+
+// writeHeapProfile writes the allocation profile to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // serve serves h on a fresh loopback port until stop is called.
