@@ -3,13 +3,13 @@ package openai
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"strings"
 	"sync"
 
 	"github.com/lambent/lambent/internal/chatwire"
+	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
 )
@@ -206,7 +206,7 @@ func decodeStream(body io.Reader, model string, fn func(provider.Delta) error) (
 
 func (st *streamState) chunk(data []byte) error {
 	var c chatwire.Completion
-	if err := json.Unmarshal(data, &c); err != nil {
+	if err := wirejson.Unmarshal(data, &c); err != nil {
 		return provider.BadResponse(err, "the model provider sent a malformed stream chunk")
 	}
 	if hasError(c.Error) {
