@@ -41,6 +41,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/lambent/lambent/internal/testing/fakellm"
@@ -297,8 +298,8 @@ func run(o options) error {
 			rates[0].rps(), rates[1].rps(), rates[2].rps(), 100*vsProxy, 100*rates[2].rps()/rates[0].rps(), verdict(vsProxy >= 1))
 	}
 
-	// (d) allocations per request, each target on its own.
-	fmt.Printf("\n(d) allocations per request (the whole process: client, backend and hop), concurrency 1, %d requests each\n", o.allocN)
+	// (d) allocations and CPU time per request, each target on its own.
+	fmt.Printf("\n(d) cost per request of the whole process (client, backend and hop), concurrency 1, %d requests each\n", o.allocN)
 	fmt.Printf("    %-14s %12s %12s %12s %14s %14s\n", "", "direct", "proxy", "gateway", "proxy added", "gateway added")
 	for _, mode := range []struct {
 		name string
@@ -307,39 +308,63 @@ func run(o options) error {
 		{"non-streaming", func(tg target) error { _, err := tg.complete(client); return err }},
 		{"streaming", func(tg target) error { _, err := tg.stream(client); return err }},
 	} {
-		var allocs, bytes [3]float64
+		var c [3]cost
 		for i, tg := range targets {
-			a, b, err := allocsPerRequest(o.allocN, func() error { return mode.fn(tg) })
-			if err != nil {
+			if c[i], err = costPerRequest(o.allocN, func() error { return mode.fn(tg) }); err != nil {
 				return fmt.Errorf("%s %s: %w", tg.name, mode.name, err)
 			}
-			allocs[i], bytes[i] = a, b
 		}
-		fmt.Printf("    %-14s %12.0f %12.0f %12.0f %14.0f %14.0f   allocs/request\n", mode.name,
-			allocs[0], allocs[1], allocs[2], allocs[1]-allocs[0], allocs[2]-allocs[0])
-		fmt.Printf("    %-14s %12.0f %12.0f %12.0f %14.0f %14.0f   bytes/request\n", "",
-			bytes[0], bytes[1], bytes[2], bytes[1]-bytes[0], bytes[2]-bytes[0])
+		row := func(label, unit string, f func(cost) float64) {
+			fmt.Printf("    %-14s %12.0f %12.0f %12.0f %14.0f %14.0f   %s\n", label,
+				f(c[0]), f(c[1]), f(c[2]), f(c[1])-f(c[0]), f(c[2])-f(c[0]), unit)
+		}
+		row(mode.name, "allocs/request", func(c cost) float64 { return c.allocs })
+		row("", "bytes/request", func(c cost) float64 { return c.bytes })
+		row("", "CPU µs/request", func(c cost) float64 { return c.cpu.Seconds() * 1e6 })
 	}
 	return nil
 }
 
-// allocsPerRequest runs fn n times (after n/10 unmeasured) and returns the
-// heap allocations and allocated bytes of the whole process per call.
-func allocsPerRequest(n int, fn func() error) (allocs, bytes float64, err error) {
+// cost is what one request costs the whole process.
+type cost struct {
+	allocs, bytes float64
+	cpu           time.Duration
+}
+
+// costPerRequest runs fn n times (after n/10 unmeasured) and returns the
+// heap allocations, allocated bytes and CPU time (user and system) of the
+// whole process per call.
+func costPerRequest(n int, fn func() error) (cost, error) {
 	for range n / 10 {
 		if err := fn(); err != nil {
-			return 0, 0, err
+			return cost{}, err
 		}
 	}
 	var before, after runtime.MemStats
+	runtime.GC()
 	runtime.ReadMemStats(&before)
+	cpu0 := cpuTime()
 	for range n {
 		if err := fn(); err != nil {
-			return 0, 0, err
+			return cost{}, err
 		}
 	}
+	cpu := cpuTime() - cpu0
 	runtime.ReadMemStats(&after)
-	return float64(after.Mallocs-before.Mallocs) / float64(n), float64(after.TotalAlloc-before.TotalAlloc) / float64(n), nil
+	return cost{
+		allocs: float64(after.Mallocs-before.Mallocs) / float64(n),
+		bytes:  float64(after.TotalAlloc-before.TotalAlloc) / float64(n),
+		cpu:    cpu / time.Duration(n),
+	}, nil
+}
+
+// cpuTime is the CPU time (user and system) the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // label marks the CPU profile samples of h's goroutines (and of those they
