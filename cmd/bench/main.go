@@ -11,7 +11,16 @@
 //	(b) streaming time to the first text delta and to the first byte at
 //	    concurrency 1 (p50, p99, added, gateway / proxy);
 //	(c) requests/s at concurrency 16, non-streaming and streaming, and the
-//	    gateway/proxy and gateway/direct ratios.
+//	    gateway/proxy and gateway/direct ratios;
+//	(d) what one request costs the process (allocations, bytes, CPU time),
+//	    each target on its own, and what the proxy and the gateway add.
+//
+// The gateway/proxy ratios stand beside issue 27's gates and aims (p50 ≤
+// 1.10, aim 1.05; requests/s ≥ 0.95, aim 1.00; first text delta added ≤
+// 100 µs). On a shared machine ratios of one run hold, absolute times do
+// not: run it a few times. -cpuprofile labels the samples of each hop
+// (go tool pprof -tagfocus=target=gateway), -memprofile writes the
+// allocations.
 //
 // With -load (`make load`, load.go) it loads the gateway binary instead:
 // concurrent streamed agentic responses on each store, with nothing lost,
@@ -249,7 +258,7 @@ func run(o options) error {
 		return err
 	}
 	fmt.Printf("(a) non-streaming latency, concurrency 1, %d requests each after %d warm-up, %s\n", o.n, o.warmup, o.order())
-	printLatency(lat, 100*time.Microsecond)
+	printLatency(lat, true, 0)
 
 	// (b) streaming: time to first byte and to the first text delta.
 	st, err := interleave(o, func(tg target) (streamTimes, error) { return tg.stream(client) }, targets)
@@ -264,9 +273,9 @@ func run(o options) error {
 	}
 	fmt.Printf("\n(b) streaming, concurrency 1, %d requests each after %d warm-up, %s\n", o.n, o.warmup, o.order())
 	fmt.Printf("    time to first text delta (gateway: response.output_text.delta; direct and proxy: first content delta)\n")
-	printLatency(first, 100*time.Microsecond)
+	printLatency(first, true, 100*time.Microsecond)
 	fmt.Printf("    time to first byte (gateway: its first write; direct and proxy: first chunk)\n")
-	printLatency(ttfb, 0)
+	printLatency(ttfb, false, 0)
 
 	// (c) throughput at concurrency o.c.
 	fmt.Printf("\n(c) throughput, concurrency %d, each run capped at %d requests or %s\n", o.c, o.total, o.dur)
@@ -294,8 +303,9 @@ func run(o options) error {
 			runtime.GC()
 		}
 		vsProxy := rates[2].rps() / rates[1].rps()
-		fmt.Printf("    %-14s %12.0f %12.0f %12.0f %9.0f%% %9.0f%%   gateway ≥ proxy: %s\n", mode.name,
-			rates[0].rps(), rates[1].rps(), rates[2].rps(), 100*vsProxy, 100*rates[2].rps()/rates[0].rps(), verdict(vsProxy >= 1))
+		fmt.Printf("    %-14s %12.0f %12.0f %12.0f %9.0f%% %9.0f%%   gate ≥ %.0f%%: %s, aim ≥ %.0f%%: %s\n", mode.name,
+			rates[0].rps(), rates[1].rps(), rates[2].rps(), 100*vsProxy, 100*rates[2].rps()/rates[0].rps(),
+			100*gateRPSRatio, verdict(vsProxy >= gateRPSRatio), 100*aimRPSRatio, verdict(vsProxy >= aimRPSRatio))
 	}
 
 	// (d) allocations and CPU time per request, each target on its own.
@@ -538,11 +548,21 @@ func percentile(d []time.Duration, p int) time.Duration {
 	return s[i]
 }
 
+// Issue 27's figures of the gateway against the floor (the proxy): gates
+// to meet and aims to report.
+const (
+	gateP50Ratio = 1.10 // gateway p50 / proxy p50 at concurrency 1, at most
+	aimP50Ratio  = 1.05
+	gateRPSRatio = 0.95 // gateway requests/s / proxy requests/s at concurrency o.c, at least
+	aimRPSRatio  = 1.00
+)
+
 // printLatency prints the direct, proxy and gateway series (in that
 // order) with what the proxy and the gateway add to the direct call, and
-// the gateway against the proxy floor. A positive target is the goal for
-// the gateway's added p50, and asks for the verdicts.
-func printLatency(series [][]time.Duration, target time.Duration) {
+// the gateway against the proxy floor. With verdicts, the p50 ratio is set
+// beside its gate and aim; a positive aimAdded is the aim for the
+// gateway's added p50.
+func printLatency(series [][]time.Duration, verdicts bool, aimAdded time.Duration) {
 	p50, p99 := make([]time.Duration, len(series)), make([]time.Duration, len(series))
 	for i, s := range series {
 		p50[i], p99[i] = percentile(s, 50), percentile(s, 99)
@@ -554,12 +574,12 @@ func printLatency(series [][]time.Duration, target time.Duration) {
 	fmt.Printf("    %-16s %10s %10s\n", "proxy added", us(p50[1]-p50[0]), us(p99[1]-p99[0]))
 	ratio := float64(p50[2]) / float64(p50[1])
 	fmt.Printf("    %-16s %10s %10s", "gateway added", us(p50[2]-p50[0]), us(p99[2]-p99[0]))
-	if target > 0 {
-		fmt.Printf("   target p50 ≤ %s: %s", us(target), verdict(p50[2]-p50[0] <= target))
+	if aimAdded > 0 {
+		fmt.Printf("   aim p50 ≤ %s: %s", us(aimAdded), verdict(p50[2]-p50[0] <= aimAdded))
 	}
 	fmt.Printf("\n    %-16s %10.2f %10.2f", "gateway / proxy", ratio, float64(p99[2])/float64(p99[1]))
-	if target > 0 {
-		fmt.Printf("   target p50 ≤ 1.10: %s", verdict(ratio <= 1.1))
+	if verdicts {
+		fmt.Printf("   gate p50 ≤ %.2f: %s, aim ≤ %.2f: %s", gateP50Ratio, verdict(ratio <= gateP50Ratio), aimP50Ratio, verdict(ratio <= aimP50Ratio))
 	}
 	fmt.Println()
 }
