@@ -206,10 +206,19 @@ func (a *assembler) partEvent(typ string, idx, part int, p *api.ContentPart) {
 	}
 }
 
+// deltaEvent is a text delta event with the values its pointers point to:
+// one allocation per delta instead of four.
+type deltaEvent struct {
+	ev        api.StreamEvent
+	idx, part int
+	text      string
+}
+
 func (a *assembler) textEvent(typ string, idx, part int, d provider.Delta) {
 	if a.r.em.stream {
-		text := d.Text
-		a.r.em.emitDelta(&api.StreamEvent{Type: typ, ItemID: a.out(idx).ID, OutputIndex: &idx, ContentIndex: &part, Delta: &text}, d.More)
+		e := &deltaEvent{idx: idx, part: part, text: d.Text}
+		e.ev = api.StreamEvent{Type: typ, ItemID: a.out(idx).ID, OutputIndex: &e.idx, ContentIndex: &e.part, Delta: &e.text}
+		a.r.em.emitDelta(&e.ev, d.More)
 	}
 }
 
