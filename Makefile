@@ -43,7 +43,7 @@ lint:
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
-## bench: gateway overhead against a fake backend on loopback, beside a bare reverse proxy (the floor), prompt caching of a 10-turn agentic loop on each provider's fake (Bedrock with cache points beside without), the engine's per-turn cost and its per-request limit checks, MCP calls, listing and a 16-call turn, and each provider's per-turn cost (Bedrock beside OpenAI-compatible)
+## bench: gateway overhead against a fake backend on loopback, beside a bare reverse proxy (the floor): latency, first text delta, requests/s (ratios beside their gates) and allocations/CPU per request; prompt caching of a 10-turn agentic loop on each provider's fake (Bedrock with cache points beside without), the engine's per-turn cost and its per-request limit checks, MCP calls, listing and a 16-call turn, and each provider's per-turn cost (Bedrock beside OpenAI-compatible)
 bench:
 	$(GO) run ./cmd/bench
 	$(GO) run ./cmd/bench -cache
