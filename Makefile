@@ -43,7 +43,7 @@ lint:
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
-## bench: gateway overhead against a fake backend on loopback, beside a bare reverse proxy (the floor), prompt caching of a 10-turn agentic loop on each provider's fake (Bedrock with cache points beside without), the engine's per-turn cost and its per-request limit checks, MCP calls, listing and a 16-call turn, each provider's per-turn cost (Bedrock beside OpenAI-compatible), a 20-turn Codex session replayed with store:false (gateway µs and upstream bytes per turn, beside the model call); then what an agentic response costs on AWS (DynamoDB requests, capacity units and bytes, Lambda GB-s; streamed, background, a WebSocket turn; on DynamoDB Local) and the gateway binary's peak memory over a 50-turn loop of 8 hosted calls of 100 KB and with 100 streams open
+## bench: gateway overhead against a fake backend on loopback, beside a bare reverse proxy (the floor): latency, first text delta, requests/s (ratios beside their gates) and allocations/CPU per request; prompt caching of a 10-turn agentic loop on each provider's fake (Bedrock with cache points beside without), the engine's per-turn cost and its per-request limit checks, MCP calls, listing and a 16-call turn, each provider's per-turn cost (Bedrock beside OpenAI-compatible), a 20-turn Codex session replayed with store:false (gateway µs and upstream bytes per turn, beside the model call); then what an agentic response costs on AWS (DynamoDB requests, capacity units and bytes, Lambda GB-s; streamed, background, a WebSocket turn; on DynamoDB Local) and the gateway binary's peak memory over a 50-turn loop of 8 hosted calls of 100 KB and with 100 streams open
 bench:
 	$(GO) run ./cmd/bench
 	$(GO) run ./cmd/bench -cache
@@ -69,7 +69,7 @@ load:
 
 ## fuzz: run each fuzz target for FUZZTIME (default 20s)
 FUZZTIME ?= 20s
-FUZZ_TARGETS = FuzzDecodeCreateRequest:./pkg/api/ FuzzDecodeChunk:./pkg/provider/openai/ \
+FUZZ_TARGETS = FuzzDecodeCreateRequest:./pkg/api/ FuzzDecodeChunk:./pkg/provider/openai/ FuzzChunkDecoders:./pkg/provider/openai/ \
 	FuzzEvaluate:./pkg/tools/calculator/
 
 fuzz:

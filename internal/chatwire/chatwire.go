@@ -7,14 +7,17 @@
 // Fields are the ones Lambent and its tests use. A field that the API
 // documents as "string or null" is a *string where the two must be told
 // apart when encoding (nil is null); elsewhere a null decodes as "". Values
-// are encoded and decoded with encoding/json; only the unions (message
-// content, function arguments) have their own methods.
+// are encoded and decoded with internal/wirejson (encoding/json's bytes and
+// values); only the unions (message content, function arguments) have their
+// own methods.
 package chatwire
 
 import (
 	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/lambent/lambent/internal/wirejson"
 )
 
 // Request is the body of POST /chat/completions.
@@ -97,9 +100,9 @@ func (c *Content) String() string {
 // string.
 func (c *Content) MarshalJSON() ([]byte, error) {
 	if c.Parts != nil {
-		return json.Marshal(c.Parts)
+		return wirejson.Marshal(c.Parts)
 	}
-	return json.Marshal(c.Text)
+	return wirejson.Marshal(c.Text)
 }
 
 // UnmarshalJSON accepts a string or an array of parts.
@@ -107,9 +110,9 @@ func (c *Content) UnmarshalJSON(b []byte) error {
 	*c = Content{}
 	if b = bytes.TrimSpace(b); len(b) > 0 && b[0] == '[' {
 		c.Parts = []ContentPart{}
-		return json.Unmarshal(b, &c.Parts)
+		return wirejson.Unmarshal(b, &c.Parts)
 	}
-	return json.Unmarshal(b, &c.Text)
+	return wirejson.Unmarshal(b, &c.Text)
 }
 
 // ContentPart is one element of an array "content".
@@ -157,7 +160,7 @@ func (a *Arguments) UnmarshalJSON(b []byte) error {
 	switch {
 	case len(b) > 0 && b[0] == '"':
 		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
+		if err := wirejson.Unmarshal(b, &s); err != nil {
 			return err
 		}
 		*a = Arguments(s)
@@ -294,7 +297,7 @@ type Answer struct {
 }
 
 // MarshalJSON encodes Text as a string.
-func (a *Answer) MarshalJSON() ([]byte, error) { return json.Marshal(a.Text) }
+func (a *Answer) MarshalJSON() ([]byte, error) { return wirejson.Marshal(a.Text) }
 
 // UnmarshalJSON accepts a string or an array of parts: "text" parts
 // ({"type":"text","text":...}) make Text, "thinking" parts
@@ -303,14 +306,14 @@ func (a *Answer) MarshalJSON() ([]byte, error) { return json.Marshal(a.Text) }
 func (a *Answer) UnmarshalJSON(b []byte) error {
 	*a = Answer{}
 	if b = bytes.TrimSpace(b); len(b) == 0 || b[0] != '[' {
-		return json.Unmarshal(b, &a.Text)
+		return wirejson.Unmarshal(b, &a.Text)
 	}
 	var parts []struct {
 		Type     string          `json:"type"`
 		Text     string          `json:"text"`
 		Thinking json.RawMessage `json:"thinking"`
 	}
-	if err := json.Unmarshal(b, &parts); err != nil {
+	if err := wirejson.Unmarshal(b, &parts); err != nil {
 		return err
 	}
 	var text, thinking strings.Builder
@@ -321,7 +324,7 @@ func (a *Answer) UnmarshalJSON(b []byte) error {
 		case "thinking":
 			if t := bytes.TrimSpace(p.Thinking); len(t) > 0 && t[0] == '"' {
 				var s string
-				if err := json.Unmarshal(t, &s); err != nil {
+				if err := wirejson.Unmarshal(t, &s); err != nil {
 					return err
 				}
 				thinking.WriteString(s)
@@ -331,7 +334,7 @@ func (a *Answer) UnmarshalJSON(b []byte) error {
 				Text string `json:"text"`
 			}
 			if len(p.Thinking) > 0 && string(p.Thinking) != "null" {
-				if err := json.Unmarshal(p.Thinking, &inner); err != nil {
+				if err := wirejson.Unmarshal(p.Thinking, &inner); err != nil {
 					return err
 				}
 			}

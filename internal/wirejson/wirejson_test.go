@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"reflect"
 	"testing"
 )
 
@@ -35,6 +36,51 @@ func TestMatchesEncodingJSON(t *testing.T) {
 	for _, v := range []any{math.NaN(), math.Inf(1), json.RawMessage("{"), func() {}} {
 		if _, err := Marshal(v); err == nil {
 			t.Errorf("Marshal(%#v) did not fail", v)
+		}
+	}
+}
+
+// TestUnmarshalMatchesEncodingJSON: Unmarshal gives json.Unmarshal's
+// values where decoders differ most (escapes, surrogates, invalid UTF-8,
+// key case, duplicate keys, numbers, nulls, raw JSON) and fails where it
+// fails.
+func TestUnmarshalMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	type inner struct {
+		Text string `json:"text"`
+	}
+	type value struct {
+		S   string          `json:"s"`
+		P   *string         `json:"p"`
+		N   int             `json:"n"`
+		F   float64         `json:"f"`
+		Raw json.RawMessage `json:"raw"`
+		In  *inner          `json:"in,omitempty"`
+		L   []inner         `json:"l"`
+		M   map[string]any  `json:"m"`
+	}
+	ok := []string{
+		`{"s":"q\"b\\s\/ \u00e9 \ud83d\ude00 \u2028"}`,
+		`{"s":"lone \ud800 surrogate \udc00"}`,
+		"{\"s\":\"bad \xff\xfe \xe2\x80 utf-8\"}",
+		`{"S":"upper","P":"key case"}`,
+		`{"s":"first","s":"last"}`,
+		`{"n":-12,"f":1e-7,"p":null,"raw":null,"in":null}`,
+		`{"raw":{ "a" : [1, "<&>"] },"l":[{"text":"a"},{"text":"b","x":1}],"m":{"k":[true,null,1.5]}}`,
+		` {"unknown":{"deep":[[[]]]},"s":""} `,
+	}
+	bad := []string{``, `{`, `{"s":1}`, `{"n":1.5}`, `{"n":99999999999999999999}`, `{"s":"x"} x`, `{"s":"x",}`, `[1]`, `{"l":{}}`, "{\"s\":\"ctl \x01\"}"}
+	for _, in := range ok {
+		var got, want value
+		err, wantErr := Unmarshal([]byte(in), &got), json.Unmarshal([]byte(in), &want)
+		if err != nil || wantErr != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("Unmarshal(%q) = %+v, %v\njson.Unmarshal = %+v, %v", in, got, err, want, wantErr)
+		}
+	}
+	for _, in := range bad {
+		var got, want value
+		if err, wantErr := Unmarshal([]byte(in), &got), json.Unmarshal([]byte(in), &want); err == nil || wantErr == nil {
+			t.Errorf("Unmarshal(%q): err %v, json.Unmarshal err %v; want both to fail", in, err, wantErr)
 		}
 	}
 }

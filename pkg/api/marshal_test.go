@@ -115,6 +115,21 @@ func TestMarshalResponse(t *testing.T) {
 	}
 }
 
+// TestResponseMarshalJSONIsMarshal: a response's own MarshalJSON (what the
+// HTTP transport calls) writes what Marshal writes, escapes included.
+func TestResponseMarshalJSONIsMarshal(t *testing.T) {
+	r := benchResponse()
+	r.Output[2].Content[0].Text += " <b>&amp;</b> \u2028 \xff"
+	want, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.MarshalJSON()
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("MarshalJSON = %s, %v\nwant %s", got, err, want)
+	}
+}
+
 // TestMarshalErrors: values the wire cannot carry fail to encode.
 func TestMarshalErrors(t *testing.T) {
 	for enc, marshal := range encoders {

@@ -86,14 +86,8 @@ func (r *CreateResponseRequest) Stores() bool { return r.Store == nil || *r.Stor
 // k is not a parameter of POST /v1/responses. A decoder is only called
 // with a non-null value.
 func paramDecoder(k string) func(r *CreateResponseRequest, v json.RawMessage) error {
-	field := func(target func(r *CreateResponseRequest) any) func(*CreateResponseRequest, json.RawMessage) error {
-		return func(r *CreateResponseRequest, v json.RawMessage) error { return into(k, v, target(r)) }
-	}
-	unsupported := func(why string) func(*CreateResponseRequest, json.RawMessage) error {
-		return func(*CreateResponseRequest, json.RawMessage) error {
-			return InvalidRequestCode(k, "unsupported_parameter", "Unsupported parameter: '%s'. %s", k, why)
-		}
-	}
+	// Decoders are built only for the parameter asked for: paramDecoder
+	// runs twice for every parameter of every request.
 	switch k {
 	case "input":
 		return (*CreateResponseRequest).decodeInput
@@ -132,49 +126,49 @@ func paramDecoder(k string) func(r *CreateResponseRequest, v json.RawMessage) er
 			return nil
 		}
 	case "model":
-		return field(func(r *CreateResponseRequest) any { return &r.Model })
+		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.Model })
 	case "instructions":
-		return field(func(r *CreateResponseRequest) any { return &r.Instructions })
+		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.Instructions })
 	case "allowed_tools":
-		return field(func(r *CreateResponseRequest) any { return &r.AllowedTools })
+		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.AllowedTools })
 	case "parallel_tool_calls":
-		return field(func(r *CreateResponseRequest) any { return &r.ParallelToolCalls })
+		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.ParallelToolCalls })
 	case "max_tool_calls":
-		return field(func(r *CreateResponseRequest) any { return &r.MaxToolCalls })
+		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.MaxToolCalls })
 	case "max_output_tokens":
-		return field(func(r *CreateResponseRequest) any { return &r.MaxOutputTokens })
+		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.MaxOutputTokens })
 	case "temperature":
-		return field(func(r *CreateResponseRequest) any { return &r.Temperature })
+		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.Temperature })
 	case "top_p":
-		return field(func(r *CreateResponseRequest) any { return &r.TopP })
+		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.TopP })
 	case "presence_penalty":
-		return field(func(r *CreateResponseRequest) any { return &r.PresencePenalty })
+		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.PresencePenalty })
 	case "frequency_penalty":
-		return field(func(r *CreateResponseRequest) any { return &r.FrequencyPenalty })
+		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.FrequencyPenalty })
 	case "top_logprobs":
-		return field(func(r *CreateResponseRequest) any { return &r.TopLogprobs })
+		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.TopLogprobs })
 	case "previous_response_id":
-		return field(func(r *CreateResponseRequest) any { return &r.PreviousResponseID })
+		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.PreviousResponseID })
 	case "store":
-		return field(func(r *CreateResponseRequest) any { return &r.Store })
+		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.Store })
 	case "background":
-		return field(func(r *CreateResponseRequest) any { return &r.Background })
+		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.Background })
 	case "stream":
-		return field(func(r *CreateResponseRequest) any { return &r.Stream })
+		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.Stream })
 	case "metadata":
-		return field(func(r *CreateResponseRequest) any { return &r.Metadata })
+		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.Metadata })
 	case "include":
-		return field(func(r *CreateResponseRequest) any { return &r.Include })
+		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.Include })
 	case "truncation":
-		return field(func(r *CreateResponseRequest) any { return &r.Truncation })
+		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.Truncation })
 	case "safety_identifier":
-		return field(func(r *CreateResponseRequest) any { return &r.SafetyIdentifier })
+		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.SafetyIdentifier })
 	case "prompt_cache_key":
-		return field(func(r *CreateResponseRequest) any { return &r.PromptCacheKey })
+		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.PromptCacheKey })
 	case "prompt_cache_retention":
-		return field(func(r *CreateResponseRequest) any { return &r.PromptCacheRetention })
+		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.PromptCacheRetention })
 	case "user":
-		return field(func(r *CreateResponseRequest) any { return &r.User })
+		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.User })
 	case "client_metadata":
 		// What OpenAI's own clients (Codex) send about themselves: checked
 		// to be an object of strings, then ignored.
@@ -210,16 +204,28 @@ func paramDecoder(k string) func(r *CreateResponseRequest, v json.RawMessage) er
 			if err := into(k, v, &entries); err != nil || len(entries) == 0 {
 				return err
 			}
-			return unsupported("Automatic context compaction is not supported by this server.")(r, v)
+			return unsupportedParam(k, "Automatic context compaction is not supported by this server.")(r, v)
 		}
 	case "conversation":
 		return (*CreateResponseRequest).decodeConversation
 	case "prompt":
-		return unsupported("This server has no stored prompts; send instructions and input instead.")
+		return unsupportedParam(k, "This server has no stored prompts; send instructions and input instead.")
 	case "moderation":
-		return unsupported("This server does not run moderation.")
+		return unsupportedParam(k, "This server does not run moderation.")
 	}
 	return nil
+}
+
+// fieldDecoder decodes the parameter k into the field target returns.
+func fieldDecoder(k string, target func(r *CreateResponseRequest) any) func(*CreateResponseRequest, json.RawMessage) error {
+	return func(r *CreateResponseRequest, v json.RawMessage) error { return into(k, v, target(r)) }
+}
+
+// unsupportedParam refuses the parameter k, saying why.
+func unsupportedParam(k, why string) func(*CreateResponseRequest, json.RawMessage) error {
+	return func(*CreateResponseRequest, json.RawMessage) error {
+		return InvalidRequestCode(k, "unsupported_parameter", "Unsupported parameter: '%s'. %s", k, why)
+	}
 }
 
 // DecodeCreateRequest reads, decodes and validates a create-response body.

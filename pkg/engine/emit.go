@@ -23,7 +23,14 @@ type emitter struct {
 // check m.stream first, so non-stream requests build no events). After the
 // first write error (the client went away) events are dropped; the request
 // context's cancellation stops the loop.
-func (m *emitter) emit(ev *api.StreamEvent) {
+func (m *emitter) emit(ev *api.StreamEvent) { m.write(ev, false) }
+
+// emitDelta emits a delta event; more is the model's delta's
+// provider.Delta.More: the next event follows at once, so a writer that
+// can (a heldWriter) holds this one for it.
+func (m *emitter) emitDelta(ev *api.StreamEvent, more bool) { m.write(ev, more) }
+
+func (m *emitter) write(ev *api.StreamEvent, more bool) {
 	if !m.stream {
 		return
 	}
@@ -32,6 +39,10 @@ func (m *emitter) emit(ev *api.StreamEvent) {
 	ev.SequenceNumber = m.seq
 	m.seq++
 	if m.err != nil {
+		return
+	}
+	if hw, ok := m.w.(heldWriter); ok && more {
+		m.err = hw.WriteHeldEvent(ev)
 		return
 	}
 	m.err = m.w.WriteEvent(ev)
@@ -97,7 +108,7 @@ func (a *assembler) delta(d provider.Delta) error {
 		it := a.out(a.reasoning)
 		if d.Text != "" {
 			it.Content[0].Text += d.Text
-			a.textEvent(api.EventReasoningDelta, a.reasoning, 0, d.Text)
+			a.textEvent(api.EventReasoningDelta, a.reasoning, 0, d)
 		}
 		if d.Encrypted != "" {
 			// The block is complete: its opaque data goes back with it.
@@ -126,10 +137,10 @@ func (a *assembler) delta(d provider.Delta) error {
 		p := &it.Content[a.part]
 		if typ == api.PartRefusal {
 			p.Refusal += d.Text
-			a.textEvent(api.EventRefusalDelta, a.message, a.part, d.Text)
+			a.textEvent(api.EventRefusalDelta, a.message, a.part, d)
 		} else {
 			p.Text += d.Text
-			a.textEvent(api.EventOutputTextDelta, a.message, a.part, d.Text)
+			a.textEvent(api.EventOutputTextDelta, a.message, a.part, d)
 		}
 	case provider.DeltaToolCall:
 		a.closeReasoning()
@@ -185,7 +196,7 @@ func (a *assembler) delta(d provider.Delta) error {
 				if it.Type == api.ItemMCPCall {
 					typ = api.EventMCPCallArgsDelta
 				}
-				a.r.em.emit(&api.StreamEvent{Type: typ, ItemID: it.ID, OutputIndex: &idx, Delta: &delta})
+				a.r.em.emitDelta(&api.StreamEvent{Type: typ, ItemID: it.ID, OutputIndex: &idx, Delta: &delta}, d.More)
 			}
 		}
 	}
@@ -198,9 +209,19 @@ func (a *assembler) partEvent(typ string, idx, part int, p *api.ContentPart) {
 	}
 }
 
-func (a *assembler) textEvent(typ string, idx, part int, text string) {
+// deltaEvent is a text delta event with the values its pointers point to:
+// one allocation per delta instead of four.
+type deltaEvent struct {
+	ev        api.StreamEvent
+	idx, part int
+	text      string
+}
+
+func (a *assembler) textEvent(typ string, idx, part int, d provider.Delta) {
 	if a.r.em.stream {
-		a.r.em.emit(&api.StreamEvent{Type: typ, ItemID: a.out(idx).ID, OutputIndex: &idx, ContentIndex: &part, Delta: &text})
+		e := &deltaEvent{idx: idx, part: part, text: d.Text}
+		e.ev = api.StreamEvent{Type: typ, ItemID: a.out(idx).ID, OutputIndex: &e.idx, ContentIndex: &e.part, Delta: &e.text}
+		a.r.em.emitDelta(&e.ev, d.More)
 	}
 }
 

@@ -47,6 +47,13 @@ type Flusher interface {
 	Flush() error
 }
 
+// heldWriter is implemented by ResponseWriters that can hold a delta
+// event for the events right behind it (pacing.Writer): WriteHeldEvent
+// writes ev like WriteEvent, but need not send it before the next event.
+type heldWriter interface {
+	WriteHeldEvent(ev *api.StreamEvent) error
+}
+
 // CommentWriter is implemented by ResponseWriters that can send SSE
 // comments: a follower that reaches its deadline ends with ResumeComment.
 type CommentWriter interface {

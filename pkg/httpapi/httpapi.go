@@ -256,18 +256,30 @@ func (h *Handler) writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeJSON(w http.ResponseWriter, log *slog.Logger, status int, v any) {
-	b, err := wirejson.Marshal(v)
+	var b []byte
+	var err error
+	if r, ok := v.(*api.Response); ok {
+		// Its MarshalJSON writes wirejson's compact bytes: what Marshal
+		// would give, without encoding the whole response a second time.
+		b, err = r.MarshalJSON()
+	} else {
+		b, err = wirejson.Marshal(v)
+	}
 	if err != nil {
 		log.Error("encode response", "err", err)
 		status = http.StatusInternalServerError
 		b = []byte(`{"error":{"message":"internal error: could not encode the response","type":"server_error","param":null,"code":"server_error"}}`)
 	}
-	b = append(b, '\n')
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
 	w.WriteHeader(status)
+	// Two writes to the response's buffer rather than a copy of b with
+	// the newline.
 	_, _ = w.Write(b)
+	_, _ = w.Write(newline)
 }
+
+var newline = []byte{'\n'}
 
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	WriteError(w, r, h.log, err)

@@ -47,6 +47,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) error {
 		create = h.svc.CreateBackground
 	}
 	rw := &responseWriter{h: h, w: w}
+	defer rw.release()
 	pw := pacing.New(rw, h.pacing)
 	err = create(r.Context(), req, pw)
 	// The pacing stops: what rw still buffers (the terminal event) goes
@@ -105,6 +106,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) error {
 			after = n
 		}
 		rw := &responseWriter{h: h, w: w}
+		defer rw.release()
 		pw := pacing.New(rw, h.pacing)
 		err := h.svc.StreamResponse(r.Context(), id, after, pw)
 		pw.Close()

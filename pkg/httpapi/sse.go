@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
+	"sync"
 
 	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
@@ -21,8 +22,9 @@ type responseWriter struct {
 	rc      *http.ResponseController
 	started bool
 	// buf holds the whole SSE frames not yet written, reused after each
-	// flush.
+	// flush; bp is where it came from (sseBuffers).
 	buf []byte
+	bp  *[]byte
 }
 
 func (rw *responseWriter) start() {
@@ -32,8 +34,30 @@ func (rw *responseWriter) start() {
 	hd.Set("X-Accel-Buffering", "no")
 	rw.w.WriteHeader(http.StatusOK)
 	rw.rc = http.NewResponseController(rw.w)
-	rw.buf = make([]byte, 0, 4096)
+	rw.bp = sseBuffers.Get().(*[]byte)
+	rw.buf = (*rw.bp)[:0]
 	rw.started = true
+}
+
+// sseBuffers hold the buffers of streams that ended (release), so that a
+// stream, whose deltas the model sent together share one write, does not
+// grow a new one.
+var sseBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
+
+// maxPooledBuffer is the largest buffer kept for another stream.
+const maxPooledBuffer = 64 << 10
+
+// release gives the buffer back once the stream has ended (nothing is
+// written after it).
+func (rw *responseWriter) release() {
+	if rw.bp == nil {
+		return
+	}
+	if cap(rw.buf) <= maxPooledBuffer {
+		*rw.bp = rw.buf[:0]
+		sseBuffers.Put(rw.bp)
+	}
+	rw.bp, rw.buf = nil, nil
 }
 
 // WriteEvent buffers "event: <type>\ndata: <json>\n\n" until the next

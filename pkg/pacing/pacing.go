@@ -7,11 +7,12 @@
 // A Writer wraps a transport's writer, the sink. When the sink buffers
 // events (it implements Flusher), the Writer decides when they go out: an
 // event carrying model output (a delta) is flushed at once, with whatever
-// waits before it; any other event waits up to Config.FlushDelay for the
+// waits before it, unless the model's next event is already at hand
+// (WriteHeldEvent); any other event waits up to Config.FlushDelay for the
 // events that follow it, so that events ready together (response.created,
 // response.in_progress, output_item.added, content_part.added and the first
-// delta; the done events of a turn and the outputs of fast tools) share one
-// write. When the sink takes comments (it implements Commenter), the Writer
+// delta; deltas the model sent together; the done events of a turn and the
+// outputs of fast tools) share one write. When the sink takes comments (it implements Commenter), the Writer
 // writes a "keep-alive" comment whenever nothing was written for
 // Config.KeepAlive. The terminal event of a stream (api.IsTerminalEvent)
 // ends the pacing: it stays buffered, with the events still waiting before
@@ -51,7 +52,8 @@ type Config struct {
 	// the first item events go out with the first delta when the model
 	// answers within it, else when it has passed (default
 	// DefaultFlushDelay; negative flushes after every event). Deltas are
-	// flushed at once.
+	// flushed at once, but for held ones (WriteHeldEvent), which wait as
+	// long at most.
 	FlushDelay time.Duration
 }
 
@@ -131,7 +133,16 @@ func New(sink Sink, cfg Config) *Writer {
 }
 
 // WriteEvent writes ev to the sink and decides when it is flushed.
-func (w *Writer) WriteEvent(ev *api.StreamEvent) error {
+func (w *Writer) WriteEvent(ev *api.StreamEvent) error { return w.write(ev, false) }
+
+// WriteHeldEvent writes ev, a delta the model's next event follows at once
+// (provider.Delta.More), to the sink: it is not flushed at once but with
+// the events after it, like an event that is not a delta (at the latest
+// after Config.FlushDelay), so that deltas the model sent together share
+// one write.
+func (w *Writer) WriteHeldEvent(ev *api.StreamEvent) error { return w.write(ev, true) }
+
+func (w *Writer) write(ev *api.StreamEvent, held bool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.startLocked()
@@ -147,7 +158,7 @@ func (w *Writer) WriteEvent(ev *api.StreamEvent) error {
 		return nil
 	}
 	switch {
-	case w.delay <= 0 || ev.Delta != nil:
+	case w.delay <= 0 || ev.Delta != nil && !held:
 		w.flushLocked()
 	case api.IsTerminalEvent(ev.Type):
 		// The end of the stream is the transport's to send.

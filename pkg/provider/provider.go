@@ -112,6 +112,13 @@ type Delta struct {
 	// kept as the reasoning item's encrypted_content and sent back with it
 	// on later calls. Text may be empty then.
 	Encrypted string
+	// More is set when the provider has already received the model's next
+	// event: the next delta (or the end of the answer) most likely follows
+	// without waiting on the model, so a transport may send this delta with
+	// what follows instead of on its own (as a proxy sends what one read
+	// gave it in one write). A transport holds such a delta only briefly
+	// (pacing.Config.FlushDelay at most).
+	More bool
 }
 
 // ReasoningBlock is one block of a model's reasoning.

@@ -2,12 +2,15 @@ package openai
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/lambent/lambent/internal/chatwire"
+	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
 )
@@ -214,6 +217,28 @@ func FuzzDecodeChunk(f *testing.F) {
 			if a := args[i].String(); a != c.Arguments && (a != "" || c.Arguments != "{}") {
 				t.Fatalf("decoding %q: call %d arguments %q, deltas %q", b, i, c.Arguments, a)
 			}
+		}
+	})
+}
+
+// FuzzChunkDecoders: internal/wirejson (goccy/go-json) decodes any bytes
+// into a chatwire.Completion as encoding/json does: both fail, or both
+// give the same value.
+func FuzzChunkDecoders(f *testing.F) {
+	for _, s := range payloadCorpus {
+		f.Add([]byte(s))
+	}
+	for _, chunk := range bytes.Split(streamBody(2, 3), []byte("\n\n")) {
+		f.Add(bytes.TrimPrefix(chunk, []byte("data: ")))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var got, want chatwire.Completion
+		err, wantErr := wirejson.Unmarshal(b, &got), json.Unmarshal(b, &want)
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("%q: wirejson err %v, encoding/json err %v", b, err, wantErr)
+		}
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: wirejson %+v, encoding/json %+v", b, got, want)
 		}
 	})
 }

@@ -1,6 +1,6 @@
 // Package openai is a provider.Provider for any OpenAI-compatible Chat
 // Completions API: OpenAI itself, Ollama, vLLM and the like. It is written
-// on net/http, encoding/json and internal/wirejson.
+// on net/http and internal/wirejson.
 //
 // Translation choices made for broad compatibility (documented here because
 // they are visible to the model backend):
@@ -32,15 +32,14 @@
 // errors.Is(err, context.Canceled) tells a cancellation. The provider never
 // retries.
 //
-// Requests are encoded with internal/wirejson (encoding/json's bytes,
-// faster), responses and stream chunks decoded with encoding/json, in the
-// wire types of internal/chatwire.
+// Requests are encoded and responses and stream chunks decoded with
+// internal/wirejson (encoding/json's bytes and values, faster), in the wire
+// types of internal/chatwire.
 package openai
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -52,6 +51,7 @@ import (
 	"time"
 
 	"github.com/lambent/lambent/internal/chatwire"
+	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
 )
@@ -327,7 +327,7 @@ func replay(res *provider.Result, fn func(provider.Delta) error) error {
 // decodeCompletion decodes a non-streaming chat completion.
 func decodeCompletion(body []byte, model string) (*provider.Result, error) {
 	var cr chatwire.Completion
-	if err := json.Unmarshal(body, &cr); err != nil {
+	if err := wirejson.Unmarshal(body, &cr); err != nil {
 		return nil, provider.BadResponse(err, "the model provider sent a malformed response")
 	}
 	if hasError(cr.Error) {

@@ -3,13 +3,13 @@ package openai
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"strings"
 	"sync"
 
 	"github.com/lambent/lambent/internal/chatwire"
+	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
 )
@@ -56,6 +56,14 @@ func putSSEReader(s *sseReader) {
 }
 
 var errLineTooLong = errors.New("SSE line too long")
+
+// pending reports whether the bytes already read hold the end of another
+// event (a blank line), so that the next call of next returns without
+// reading the body.
+func (s *sseReader) pending() bool {
+	b, _ := s.br.Peek(s.br.Buffered())
+	return bytes.Contains(b, []byte("\n\n")) || bytes.Contains(b, []byte("\n\r\n"))
+}
 
 // line reads one line without its line ending. At the end of the body it
 // returns the last (unterminated) line with io.EOF. The slice is valid
@@ -156,6 +164,8 @@ type streamState struct {
 	model     string
 	finish    string
 	done      bool
+	// more is the Delta.More of the deltas of the chunk being decoded.
+	more bool
 }
 
 var doneMarker = []byte("[DONE]")
@@ -191,6 +201,7 @@ func decodeStream(body io.Reader, model string, fn func(provider.Delta) error) (
 		if len(event) > 0 && string(event) == "error" {
 			return nil, eventError(data)
 		}
+		st.more = sr.pending()
 		if err := st.chunk(data); err != nil {
 			return nil, err
 		}
@@ -206,7 +217,7 @@ func decodeStream(body io.Reader, model string, fn func(provider.Delta) error) (
 
 func (st *streamState) chunk(data []byte) error {
 	var c chatwire.Completion
-	if err := json.Unmarshal(data, &c); err != nil {
+	if err := wirejson.Unmarshal(data, &c); err != nil {
 		return provider.BadResponse(err, "the model provider sent a malformed stream chunk")
 	}
 	if hasError(c.Error) {
@@ -229,19 +240,19 @@ func (st *streamState) chunk(data []byte) error {
 		}
 		if r := reasoning(d.ReasoningContent, d.Reasoning) + d.Content.Reasoning(); r != "" {
 			st.reasoning.WriteString(r)
-			if err := st.fn(provider.Delta{Kind: provider.DeltaReasoning, Text: r}); err != nil {
+			if err := st.fn(provider.Delta{Kind: provider.DeltaReasoning, Text: r, More: st.more}); err != nil {
 				return err
 			}
 		}
 		if t := d.Content.String(); t != "" {
 			st.text.WriteString(t)
-			if err := st.fn(provider.Delta{Kind: provider.DeltaText, Text: t}); err != nil {
+			if err := st.fn(provider.Delta{Kind: provider.DeltaText, Text: t, More: st.more}); err != nil {
 				return err
 			}
 		}
 		if d.Refusal != "" {
 			st.refusal.WriteString(d.Refusal)
-			if err := st.fn(provider.Delta{Kind: provider.DeltaRefusal, Text: d.Refusal}); err != nil {
+			if err := st.fn(provider.Delta{Kind: provider.DeltaRefusal, Text: d.Refusal, More: st.more}); err != nil {
 				return err
 			}
 		}
@@ -279,7 +290,7 @@ func (st *streamState) toolCall(tc *chatwire.ToolCall) error {
 	if pos >= 0 && tc.ID != "" && st.calls[pos].id != tc.ID {
 		pos = -1
 	}
-	d := provider.Delta{Kind: provider.DeltaToolCall, Text: string(tc.Function.Arguments)}
+	d := provider.Delta{Kind: provider.DeltaToolCall, Text: string(tc.Function.Arguments), More: st.more}
 	var c *callAcc
 	if pos < 0 {
 		id := tc.ID

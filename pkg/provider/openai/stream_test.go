@@ -45,10 +45,10 @@ func TestStreamTextReasoningUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantDs := []provider.Delta{
-		{Kind: provider.DeltaReasoning, Text: "Think"},
-		{Kind: provider.DeltaReasoning, Text: "ing."},
-		{Kind: provider.DeltaText, Text: "Hel"},
-		{Kind: provider.DeltaText, Text: "lo"},
+		{Kind: provider.DeltaReasoning, Text: "Think", More: true},
+		{Kind: provider.DeltaReasoning, Text: "ing.", More: true},
+		{Kind: provider.DeltaText, Text: "Hel", More: true},
+		{Kind: provider.DeltaText, Text: "lo", More: true},
 	}
 	if !reflect.DeepEqual(ds, wantDs) {
 		t.Errorf("deltas = %+v\nwant %+v", ds, wantDs)
@@ -79,12 +79,12 @@ func TestStreamParallelToolCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantDs := []provider.Delta{
-		{Kind: provider.DeltaText, Text: "Checking."},
-		{Kind: provider.DeltaToolCall, ToolIndex: 0, ToolCallID: "call_P", ToolName: "weather"},
-		{Kind: provider.DeltaToolCall, ToolIndex: 0, Text: `{"ci`},
-		{Kind: provider.DeltaToolCall, ToolIndex: 1, ToolCallID: "call_R", ToolName: "weather", Text: `{"city"`},
-		{Kind: provider.DeltaToolCall, ToolIndex: 0, Text: `ty":"Paris"}`},
-		{Kind: provider.DeltaToolCall, ToolIndex: 1, Text: `:"Rome"}`},
+		{Kind: provider.DeltaText, Text: "Checking.", More: true},
+		{Kind: provider.DeltaToolCall, ToolIndex: 0, ToolCallID: "call_P", ToolName: "weather", More: true},
+		{Kind: provider.DeltaToolCall, ToolIndex: 0, Text: `{"ci`, More: true},
+		{Kind: provider.DeltaToolCall, ToolIndex: 1, ToolCallID: "call_R", ToolName: "weather", Text: `{"city"`, More: true},
+		{Kind: provider.DeltaToolCall, ToolIndex: 0, Text: `ty":"Paris"}`, More: true},
+		{Kind: provider.DeltaToolCall, ToolIndex: 1, Text: `:"Rome"}`, More: true},
 	}
 	if !reflect.DeepEqual(ds, wantDs) {
 		t.Errorf("deltas:\n got  %+v\n want %+v", ds, wantDs)
@@ -117,15 +117,53 @@ func TestStreamToolCallsSameIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantDs := []provider.Delta{
-		{Kind: provider.DeltaReasoning, Text: "ok"},
-		{Kind: provider.DeltaToolCall, ToolIndex: 0, ToolCallID: "call_a", ToolName: "a", Text: "{}"},
-		{Kind: provider.DeltaToolCall, ToolIndex: 1, ToolCallID: "call_b", ToolName: "b", Text: `{"x":1}`},
+		{Kind: provider.DeltaReasoning, Text: "ok", More: true},
+		{Kind: provider.DeltaToolCall, ToolIndex: 0, ToolCallID: "call_a", ToolName: "a", Text: "{}", More: true},
+		{Kind: provider.DeltaToolCall, ToolIndex: 1, ToolCallID: "call_b", ToolName: "b", Text: `{"x":1}`, More: true},
 	}
 	if !reflect.DeepEqual(ds, wantDs) {
 		t.Errorf("deltas = %+v\nwant %+v", ds, wantDs)
 	}
 	if len(res.ToolCalls) != 2 || res.FinishReason != provider.FinishToolCalls || res.ToolCalls[1].Arguments != `{"x":1}` {
 		t.Errorf("result = %+v", res)
+	}
+}
+
+// A delta has More when the backend's next event came with it, and not
+// when the provider then waits on the backend.
+func TestStreamDeltaMore(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	p, _ := newBackend(t, openai.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		sseHeaders(w)
+		// One write: the two events reach the provider together.
+		_, _ = fmt.Fprintf(w, "data: %s\n\ndata: %s\n\n", chunk(`{"index":0,"delta":{"content":"a"},"finish_reason":null}`), chunk(`{"index":0,"delta":{"content":"b"},"finish_reason":null}`))
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		writeSSE(w, chunk(`{"index":0,"delta":{"content":"c"},"finish_reason":"stop"}`), "[DONE]")
+	})
+	var ds []provider.Delta
+	_, err := p.Stream(context.Background(), hi, func(d provider.Delta) error {
+		ds = append(ds, d)
+		if d.Text == "b" {
+			close(release)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []provider.Delta{
+		{Kind: provider.DeltaText, Text: "a", More: true},
+		{Kind: provider.DeltaText, Text: "b"},
+		{Kind: provider.DeltaText, Text: "c", More: true},
+	}
+	if !reflect.DeepEqual(ds, want) {
+		t.Errorf("deltas = %+v\nwant %+v", ds, want)
 	}
 }
 
