@@ -353,13 +353,16 @@ func TestLimitsOverHTTP(t *testing.T) {
 	g := newGateway(t, fakellm.New(), env)
 	env["LAMBENT_API_KEYS"] = "acme=" + wsKeyA
 	wsg := newGateway(t, fakellm.New(), env)
-	ws := dialWS(t, wsg.srv, wsKeyA)
 	for _, tc := range limitRequests() {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, mode := range []string{"", `"stream":true,`, `"background":true,`} {
 				status, _, body := g.postJSON(strings.Replace(tc.body, "{", "{"+mode, 1))
 				wantError(t, status, body, http.StatusBadRequest, tc.param, limits.CodeLimitExceeded)
 			}
+			// A connection of its own, used at once: a client answers the
+			// server's pings only while it reads, and the requests above
+			// may take longer than a ping's wait on a loaded machine.
+			ws := dialWS(t, wsg.srv, wsKeyA)
 			e := ws.createErr(`{"type":"response.create",`+strings.TrimPrefix(tc.body, "{"), http.StatusBadRequest, limits.CodeLimitExceeded)
 			require.NotNil(t, e.Error.Param)
 			assert.Equal(t, tc.param, *e.Error.Param)
