@@ -7,7 +7,7 @@ ARTIFACTS_DIR ?= bin
 CACHE_DIR ?= $(CURDIR)/.cache
 export LAMBENT_CACHE ?= $(CACHE_DIR)
 
-LAMBDA_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w"
+LAMBDA_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc,lambent_lambda -trimpath -ldflags "-s -w"
 
 .PHONY: help run demo test test-go lint bench bench-conversations load build fuzz clean
 

@@ -425,7 +425,7 @@ func TestBuildTargets(t *testing.T) {
 		if !ok {
 			continue
 		}
-		for _, want := range []string{"GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0", "-tags lambda.norpc", "-trimpath", `-ldflags "-s -w"`, "-o /artifacts/bootstrap"} {
+		for _, want := range []string{"GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0", "-tags lambda.norpc,lambent_lambda", "-trimpath", `-ldflags "-s -w"`, "-o /artifacts/bootstrap"} {
 			if !strings.Contains(bt.command, want) {
 				t.Errorf("build-%s lacks %s: %s", id, want, bt.command)
 			}

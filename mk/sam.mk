@@ -9,7 +9,7 @@
 # such function has its target here.
 
 SAM ?= sam
-SAM_GO_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w"
+SAM_GO_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc,lambent_lambda -trimpath -ldflags "-s -w"
 
 .PHONY: build-GatewayFunction build-WorkerFunction build-WebSocketFunction build-CalculatorToolFunction build-FetchUrlToolFunction deploy sam-validate
 

@@ -3,7 +3,7 @@
 // reply, a streamed one chunk by chunk as the chunks arrive. It needs
 // neither SAM nor Docker (`make invoke FN=gateway EVENT=events/<file>.json`).
 //
-// It builds ./functions/<fn> for the host (-tags lambda.norpc, as for
+// It builds ./functions/<fn> for the host (-tags lambda.norpc,lambent_lambda, as for
 // Lambda) unless -bin names a bootstrap, and starts it with the environment
 // Lambda gives a custom runtime plus the caller's LAMBENT_* and AWS_*
 // variables. When LAMBENT_PROVIDER_URL is unset it starts a fake Chat

@@ -29,7 +29,7 @@ const flushTimeout = hooks.DefaultTimeout
 // app serves, flushes and closes.
 type observability struct {
 	observer   *telemetry.Observer
-	prometheus *telemetry.Prometheus
+	prometheus prometheusMetrics
 	// lambdaOpts adjust the Lambda clients (tool Lambdas, the hook
 	// Lambda): the trace header of the tool call's span.
 	lambdaOpts []func(*lambda.Options)
@@ -79,11 +79,15 @@ func buildTelemetry(ctx context.Context, a *App, cfg Config, names telemetry.Nam
 		tc.EMF = telemetry.NewEMF(w, cfg.Telemetry.Namespace, log)
 	}
 	if cfg.Telemetry.Prometheus {
-		o.prometheus = telemetry.NewPrometheus()
-		if tc.Hooks != nil {
-			o.prometheus.WatchHooks(tc.Hooks)
+		p, err := newPrometheus()
+		if err != nil {
+			return nil, err
 		}
-		tc.Prometheus = o.prometheus
+		if tc.Hooks != nil {
+			p.WatchHooks(tc.Hooks)
+		}
+		o.prometheus = p
+		tc.Recorders = append(tc.Recorders, p)
 	}
 	if tc.Enabled() {
 		o.observer = telemetry.New(tc)
@@ -201,10 +205,18 @@ func metricsKeys(cfg Config) tenant.Keyring {
 	return tenant.NewKeyring(cfg.Security.APIKeys)
 }
 
+// prometheusMetrics are the local server's Prometheus metrics
+// (prom.Metrics, in builds without the lambent_lambda tag: newPrometheus).
+type prometheusMetrics interface {
+	telemetry.Recorder
+	WatchHooks(d *hooks.Dispatcher)
+	Handler() http.Handler
+}
+
 // metricsRoute serves the Prometheus metrics on GET /metrics, beside the
 // API and through its checks (httpapi.Config.Routes), to requests with a
 // bearer key of keys (any request when keys is nil); others get a 401.
-func metricsRoute(p *telemetry.Prometheus, keys tenant.Keyring, log *slog.Logger) httpapi.Route {
+func metricsRoute(p prometheusMetrics, keys tenant.Keyring, log *slog.Logger) httpapi.Route {
 	metrics := p.Handler()
 	return httpapi.Route{Pattern: "GET /metrics", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := (tenant.Rule{Keys: keys}).Resolve("", r.Header.Get("Authorization")); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/lambent/lambent/pkg/engine"
 	"github.com/lambent/lambent/pkg/hooks"
 	"github.com/lambent/lambent/pkg/telemetry"
+	"github.com/lambent/lambent/pkg/telemetry/prom"
 )
 
 // discardSink accepts every event.
@@ -45,11 +46,11 @@ func BenchmarkLoopTurnTelemetry(b *testing.B) {
 		{"off", func(*testing.B) telemetry.Config { return telemetry.Config{} }},
 		{"hooks", func(b *testing.B) telemetry.Config { return telemetry.Config{Hooks: dispatcher(b, log)} }},
 		{"metrics", func(*testing.B) telemetry.Config {
-			return telemetry.Config{EMF: telemetry.NewEMF(io.Discard, "", log), Prometheus: telemetry.NewPrometheus()}
+			return telemetry.Config{EMF: telemetry.NewEMF(io.Discard, "", log), Recorders: []telemetry.Recorder{prom.New()}}
 		}},
 		{"tracing", func(b *testing.B) telemetry.Config { return telemetry.Config{Tracer: tracer(b)} }},
 		{"all", func(b *testing.B) telemetry.Config {
-			return telemetry.Config{Hooks: dispatcher(b, log), EMF: telemetry.NewEMF(io.Discard, "", log), Prometheus: telemetry.NewPrometheus(), Tracer: tracer(b)}
+			return telemetry.Config{Hooks: dispatcher(b, log), EMF: telemetry.NewEMF(io.Discard, "", log), Recorders: []telemetry.Recorder{prom.New()}, Tracer: tracer(b)}
 		}},
 	}
 	for _, part := range parts {

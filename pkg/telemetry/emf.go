@@ -29,6 +29,7 @@ const (
 	DimModel                = "gen_ai.request.model"
 	DimTool                 = "gen_ai.tool.name"
 	DimStatus               = "lambent.response.status"
+	DimToolKind             = "lambent.tool.kind"
 )
 
 // EMF writes CloudWatch Embedded Metric Format lines: one per tool call
@@ -137,20 +138,23 @@ func (e *EMF) write(at time.Time, directives json.RawMessage, fields any) {
 	}
 }
 
-func (e *EMF) modelCall(*engine.ModelCall, string, string) {}
+// ModelCall records nothing: EMF lines are per tool call and per response.
+func (e *EMF) ModelCall(*engine.ModelCall, string, string) {}
 
-func (e *EMF) toolCall(c *engine.ToolCall, tool string) {
+// ToolCall writes the tool call's EMF line.
+func (e *EMF) ToolCall(c *engine.ToolCall, tool string) {
 	l := emfToolLine{
 		Operation: "execute_tool", Tool: tool, Duration: c.Duration.Seconds(),
 		CallID: c.CallID, ResponseID: c.ResponseID, Kind: c.Kind, Attempt: c.Attempt, Iteration: c.Iteration,
 	}
 	if c.Result.IsError {
-		l.Errors, l.ErrorType = 1, errorTypeToolError
+		l.Errors, l.ErrorType = 1, ErrorTypeToolError
 	}
 	e.write(c.Start.Add(c.Duration), e.toolMetrics, &l)
 }
 
-func (e *EMF) response(resp *api.Response, end *engine.ResponseEnd, model string) {
+// Response writes the response's EMF line.
+func (e *EMF) Response(resp *api.Response, end *engine.ResponseEnd, model string) {
 	l := emfResponseLine{
 		Operation: "invoke_agent", Model: model, Status: string(end.Status), Duration: end.Duration.Seconds(),
 		Turns: end.Turns, Attempts: end.Attempts, ResponseID: resp.ID, Incomplete: end.Reason,
@@ -159,7 +163,7 @@ func (e *EMF) response(resp *api.Response, end *engine.ResponseEnd, model string
 		l.InputTokens, l.OutputTokens = u.InputTokens, u.OutputTokens
 	}
 	if end.Err != nil {
-		l.ErrorType = apiErrorType(end.Err)
+		l.ErrorType = APIErrorType(end.Err)
 	}
 	if resp.Lambent != nil {
 		l.HookErrors = len(resp.Lambent.HookErrors)

@@ -18,6 +18,7 @@ import (
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine"
 	"github.com/lambent/lambent/pkg/telemetry"
+	"github.com/lambent/lambent/pkg/telemetry/prom"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -37,7 +38,7 @@ func observe(o *telemetry.Observer, model string, toolNames ...string) {
 }
 
 // scrapeText is what /metrics serves, and how many series it holds.
-func scrapeText(t *testing.T, p *telemetry.Prometheus) (body string, series int) {
+func scrapeText(t *testing.T, p *prom.Metrics) (body string, series int) {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	p.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -57,9 +58,9 @@ func scrapeText(t *testing.T, p *telemetry.Prometheus) (body string, series int)
 // grow with them (a series per name before: one 2 MB name made the next
 // scrape 145 MB), nor does CloudWatch get a metric per name.
 func TestMetricLabelsAreBounded(t *testing.T) {
-	p := telemetry.NewPrometheus()
+	p := prom.New()
 	var emf bytes.Buffer
-	o := telemetry.New(telemetry.Config{Prometheus: p, EMF: telemetry.NewEMF(&emf, "", nil),
+	o := telemetry.New(telemetry.Config{Recorders: []telemetry.Recorder{p}, EMF: telemetry.NewEMF(&emf, "", nil),
 		Names: telemetry.Names{Models: []string{"test-model", "us.anthropic.*", "us.*"}, Tools: []string{"calculator"}}})
 
 	observe(o, "test-model", "calculator", "mine")

@@ -36,7 +36,7 @@ const AgentName = "lambent"
 
 // Attributes Lambent adds to the GenAI conventions' (spans, EMF lines).
 const (
-	attrToolKind   = attribute.Key("lambent.tool.kind")
+	attrToolKind   = attribute.Key(DimToolKind)
 	attrAttempt    = attribute.Key("lambent.attempt")
 	attrIteration  = attribute.Key("lambent.iteration")
 	attrStatus     = attribute.Key("lambent.response.status")
@@ -48,8 +48,11 @@ const (
 	attrAttemptCode       = attribute.Key("lambent.attempt.code")
 	attrAttemptIterations = attribute.Key("lambent.attempt.iterations")
 	toolTypeExtension     = "extension" // gen_ai.tool.type of calls the server executes
-	errorTypeToolError    = "tool_error"
 )
+
+// ErrorTypeToolError is the error.type of a tool call whose result is an
+// error.
+const ErrorTypeToolError = "tool_error"
 
 // Config configures an Observer; every part is optional.
 type Config struct {
@@ -57,8 +60,9 @@ type Config struct {
 	Hooks *hooks.Dispatcher
 	// EMF writes CloudWatch EMF lines.
 	EMF *EMF
-	// Prometheus records the metrics /metrics serves.
-	Prometheus *Prometheus
+	// Recorders record metrics besides EMF (the local server's Prometheus
+	// metrics, package telemetry/prom).
+	Recorders []Recorder
 	// Tracer creates the spans (an SDK TracerProvider, NewTracerProvider).
 	Tracer trace.TracerProvider
 	// ProviderName is the gen_ai.provider.name of model call spans
@@ -71,21 +75,24 @@ type Config struct {
 
 // Enabled reports whether c configures anything to observe.
 func (c Config) Enabled() bool {
-	return c.Hooks != nil || c.EMF != nil || c.Prometheus != nil || c.Tracer != nil
+	return c.Hooks != nil || c.EMF != nil || len(c.Recorders) > 0 || c.Tracer != nil
 }
 
-// recorder records metrics. model and tool are the names to record (the
-// call's or response's, folded into the operator's set: labels).
-type recorder interface {
-	modelCall(m *engine.ModelCall, provider, model string)
-	toolCall(c *engine.ToolCall, tool string)
-	response(resp *api.Response, end *engine.ResponseEnd, model string)
+// Recorder records metrics. model and tool are the names to record (the
+// call's or response's, folded into the operator's set of names).
+type Recorder interface {
+	// ModelCall records a model call of the provider named provider.
+	ModelCall(m *engine.ModelCall, provider, model string)
+	// ToolCall records a tool call.
+	ToolCall(c *engine.ToolCall, tool string)
+	// Response records the end of a response's loop.
+	Response(resp *api.Response, end *engine.ResponseEnd, model string)
 }
 
 // Observer implements engine.Observer.
 type Observer struct {
 	hooks    *hooks.Dispatcher
-	metrics  []recorder
+	metrics  []Recorder
 	labels   *labels
 	tracer   trace.Tracer
 	provider string
@@ -99,9 +106,7 @@ func New(cfg Config) *Observer {
 	if cfg.EMF != nil {
 		o.metrics = append(o.metrics, cfg.EMF)
 	}
-	if cfg.Prometheus != nil {
-		o.metrics = append(o.metrics, cfg.Prometheus)
-	}
+	o.metrics = append(o.metrics, cfg.Recorders...)
 	if cfg.Tracer != nil {
 		o.tracer = cfg.Tracer.Tracer(instrumentation, trace.WithSchemaURL(semconv.SchemaURL))
 	}
@@ -151,7 +156,7 @@ func (ro *responseObserver) EndModelCall(ctx context.Context, m *engine.ModelCal
 	if len(ro.o.metrics) > 0 {
 		model := ro.o.labels.model(m.Model)
 		for _, r := range ro.o.metrics {
-			r.modelCall(m, ro.o.provider, model)
+			r.ModelCall(m, ro.o.provider, model)
 		}
 	}
 	if ro.o.tracer == nil {
@@ -163,7 +168,7 @@ func (ro *responseObserver) EndModelCall(ctx context.Context, m *engine.ModelCal
 			semconv.GenAIResponseFinishReasons(res.FinishReason))
 	}
 	if m.Err != nil {
-		span.SetAttributes(semconv.ErrorTypeKey.String(errorType(m.Err)))
+		span.SetAttributes(semconv.ErrorTypeKey.String(ErrorType(m.Err)))
 		span.SetStatus(codes.Error, m.Err.Error())
 	}
 	span.End(trace.WithTimestamp(m.Start.Add(m.Duration)))
@@ -202,7 +207,7 @@ func (ro *responseObserver) EndToolCall(ctx context.Context, c *engine.ToolCall)
 	if len(ro.o.metrics) > 0 {
 		tool := ro.o.labels.tool(c.Name)
 		for _, r := range ro.o.metrics {
-			r.toolCall(c, tool)
+			r.ToolCall(c, tool)
 		}
 	}
 	if ro.o.tracer == nil {
@@ -210,7 +215,7 @@ func (ro *responseObserver) EndToolCall(ctx context.Context, c *engine.ToolCall)
 	}
 	span := trace.SpanFromContext(ctx)
 	if c.Result.IsError {
-		span.SetAttributes(semconv.ErrorTypeKey.String(errorTypeToolError))
+		span.SetAttributes(semconv.ErrorTypeKey.String(ErrorTypeToolError))
 		span.SetStatus(codes.Error, tools.Truncate(c.Result.Output, 256))
 	}
 	span.End(trace.WithTimestamp(end))
@@ -265,7 +270,7 @@ func (ro *responseObserver) EndResponse(ctx context.Context, resp *api.Response,
 	if len(ro.o.metrics) > 0 {
 		model := ro.o.labels.model(resp.Model)
 		for _, r := range ro.o.metrics {
-			r.response(resp, end, model)
+			r.Response(resp, end, model)
 		}
 	}
 	if ro.o.tracer == nil {
@@ -283,23 +288,25 @@ func (ro *responseObserver) EndResponse(ctx context.Context, resp *api.Response,
 		span.SetAttributes(attrHookErrors.StringSlice(hookErrs))
 	}
 	if end.Err != nil {
-		span.SetAttributes(semconv.ErrorTypeKey.String(apiErrorType(end.Err)))
+		span.SetAttributes(semconv.ErrorTypeKey.String(APIErrorType(end.Err)))
 		span.SetStatus(codes.Error, end.Err.Message)
 	}
 	span.End()
 }
 
-// errorType is the error.type of a failed model call: its API error's code
+// ErrorType is the error.type of a failed model call: its API error's code
 // or type, else "_OTHER" (the conventions' fallback).
-func errorType(err error) string {
+func ErrorType(err error) string {
 	var ae *api.Error
 	if errors.As(err, &ae) {
-		return apiErrorType(ae)
+		return APIErrorType(ae)
 	}
 	return "_OTHER"
 }
 
-func apiErrorType(ae *api.Error) string {
+// APIErrorType is the error.type of a failed response: its error's code or
+// type, else "_OTHER".
+func APIErrorType(ae *api.Error) string {
 	switch {
 	case ae.Code != "":
 		return ae.Code

@@ -30,6 +30,7 @@ import (
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/telemetry"
+	"github.com/lambent/lambent/pkg/telemetry/prom"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -250,9 +251,9 @@ func sample(t *testing.T, fam *dto.MetricFamily, want map[string]string) *dto.Me
 // The Prometheus registry holds the GenAI conventions' histograms and
 // Lambent's counters, served in the text format.
 func TestPrometheusMetrics(t *testing.T) {
-	p := telemetry.NewPrometheus()
+	p := prom.New()
 	e := newEngine(t, toolLoop{batches: [][]api.Item{{toolCall("c1", "t", `{}`), toolCall("c2", "bad", `{}`)}, {toolCall("c3", "t", `{}`)}}}, catalog{},
-		telemetry.New(telemetry.Config{Prometheus: p, ProviderName: "openai", Names: operatorNames}))
+		telemetry.New(telemetry.Config{Recorders: []telemetry.Recorder{p}, ProviderName: "openai", Names: operatorNames}))
 	for range 2 {
 		require.NoError(t, e.CreateResponse(context.Background(), request(t, `{"input":"go","tools":[{"type":"lambent:t"},{"type":"lambent:bad"}]}`), &capture{}))
 	}

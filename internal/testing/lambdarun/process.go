@@ -19,12 +19,12 @@ import (
 
 // Build compiles the main package pkg (a package path or a ./relative
 // directory, resolved from dir) into the file out, as a custom runtime's
-// bootstrap: with -tags lambda.norpc, for the host's OS and architecture
+// bootstrap: with -tags lambda.norpc,lambent_lambda (as make build), for the host's OS and architecture
 // unless env (extra "KEY=value" entries for the go command, such as GOOS or
 // CGO_ENABLED) says otherwise. extra are more go build flags. The go command
 // is the one on PATH.
 func Build(ctx context.Context, dir, pkg, out string, env []string, extra ...string) error {
-	args := append([]string{"build", "-tags", "lambda.norpc", "-o", out}, extra...)
+	args := append([]string{"build", "-tags", "lambda.norpc,lambent_lambda", "-o", out}, extra...)
 	args = append(args, pkg)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir

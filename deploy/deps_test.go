@@ -1,0 +1,54 @@
+package deploy
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The Lambda builds (make build's and SAM's tags) link neither the
+// Prometheus client (local /metrics only; in Lambda metrics are EMF) nor
+// gRPC (OpenTelemetry's OTLP exporter, replaced by pkg/telemetry's own
+// OTLP/JSON one), which cost megabytes of bootstrap and milliseconds of
+// package initialisation on every cold start (docs/aws.md); tool Lambdas
+// link neither pkg/api nor its JSON library.
+func TestLambdaBuildsLeaveOutWhatTheyDoNotUse(t *testing.T) {
+	t.Parallel()
+	deps := func(tags string, pkgs ...string) string {
+		t.Helper()
+		cmd := exec.Command("go", append([]string{"list", "-tags", tags, "-deps"}, pkgs...)...)
+		cmd.Dir = ".."
+		cmd.Env = append(cmd.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	const lambdaTags = "lambda.norpc,lambent_lambda"
+	engines := deps(lambdaTags, "./functions/gateway", "./functions/worker", "./functions/websocket")
+	for _, banned := range []string{"github.com/prometheus/", "google.golang.org/grpc", "go.opentelemetry.io/otel/exporters/otlp", "html/template"} {
+		if strings.Contains(engines, banned) {
+			t.Errorf("a Lambda build of the engine functions links %s", banned)
+		}
+	}
+	toolDeps := deps(lambdaTags, "./functions/tools/calculator", "./functions/tools/fetch_url")
+	for _, banned := range []string{"github.com/lambent/lambent/pkg/api\n", "github.com/goccy/go-json"} {
+		if strings.Contains(toolDeps, banned) {
+			t.Errorf("a tool Lambda links %s", strings.TrimSpace(banned))
+		}
+	}
+	if local := deps("lambda.norpc", "./functions/gateway"); !strings.Contains(local, "github.com/prometheus/client_golang/prometheus\n") {
+		t.Error("the local build of the gateway lost Prometheus (/metrics)")
+	}
+	for _, f := range []string{"../Makefile", "../mk/sam.mk"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), "-tags "+lambdaTags) {
+			t.Errorf("%s does not build with -tags %s", f, lambdaTags)
+		}
+	}
+}
