@@ -66,17 +66,36 @@ func (rw *responseWriter) WriteEvent(ev *api.StreamEvent) error {
 	if !rw.started {
 		rw.start()
 	}
-	b := rw.buf
-	b = append(b, "event: "...)
-	b = append(b, ev.Type...)
-	b = append(b, "\ndata: "...)
 	data, err := wirejson.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("encode %s event: %w", ev.Type, err)
 	}
-	b = append(b, data...)
-	b = append(b, "\n\n"...)
-	rw.buf = b
+	return rw.frame(ev.Type, data)
+}
+
+// frame buffers the SSE frame of an event's JSON data. A frame larger than
+// a pooled buffer (a terminal event carrying a long conversation's
+// response) is written through with what is buffered before it, rather
+// than copied into the buffer: the stream's memory then holds its JSON
+// once, not twice.
+func (rw *responseWriter) frame(typ string, data []byte) error {
+	b := rw.buf
+	b = append(b, "event: "...)
+	b = append(b, typ...)
+	b = append(b, "\ndata: "...)
+	if len(data) <= maxPooledBuffer {
+		b = append(b, data...)
+		rw.buf = append(b, "\n\n"...)
+		return nil
+	}
+	rw.buf = b[:0]
+	if _, err := rw.w.Write(b); err != nil {
+		return err
+	}
+	if _, err := rw.w.Write(data); err != nil {
+		return err
+	}
+	rw.buf = append(rw.buf, "\n\n"...)
 	return nil
 }
 
@@ -86,14 +105,7 @@ func (rw *responseWriter) WriteRawEvent(typ string, data []byte) error {
 	if !rw.started {
 		rw.start()
 	}
-	b := rw.buf
-	b = append(b, "event: "...)
-	b = append(b, typ...)
-	b = append(b, "\ndata: "...)
-	b = append(b, data...)
-	b = append(b, "\n\n"...)
-	rw.buf = b
-	return nil
+	return rw.frame(typ, data)
 }
 
 // WriteComment sends an SSE comment line (a keep-alive) with the events

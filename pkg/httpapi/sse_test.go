@@ -77,3 +77,50 @@ func TestSSEWritesWholeEventsReadyTogether(t *testing.T) {
 	}
 	require.Equal(t, append(append(first, "response.output_text.delta", "response.output_text.delta"), last...), all)
 }
+
+// An event larger than a pooled buffer (here the text's done events and
+// the terminal event of a 160 KB answer) is written through in parts
+// rather than copied into the stream's buffer; a flush still follows only
+// whole events, and the stream is the same events in the same order.
+func TestSSELargeEventsWrittenThrough(t *testing.T) {
+	t.Parallel()
+	text := strings.Repeat("word ", 32<<10)
+	fake := fakellm.New(fakellm.Turn{Text: text})
+	t.Cleanup(fake.Close)
+	p := openai.New(openai.Config{BaseURL: fake.URL, HTTPClient: fake.Client()})
+	e, err := engine.New(engine.Config{Provider: p, Store: store.NewMemory(store.MemoryConfig{}), DefaultModel: "test-model", Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	h := httpapi.New(httpapi.Config{Service: e, Logger: slog.New(slog.DiscardHandler), Pacing: pacing.Config{FlushDelay: time.Hour}})
+	rec := &writeRecorder{header: http.Header{}}
+	req := httptest.NewRequest(http.MethodPost, "/v1/responses", strings.NewReader(`{"input":"talk","stream":true}`))
+	req.Header.Set("Content-Type", "application/json")
+	h.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusOK, rec.status)
+
+	var stream, sinceFlush strings.Builder
+	biggest, writes, mostWrites := 0, 0, 0
+	for _, op := range rec.ops {
+		if op == "flush" {
+			require.True(t, strings.HasSuffix(sinceFlush.String(), "\n\n"), "a flush after a partial event")
+			sinceFlush.Reset()
+			mostWrites, writes = max(mostWrites, writes), 0
+			continue
+		}
+		stream.WriteString(op)
+		sinceFlush.WriteString(op)
+		biggest = max(biggest, len(op))
+		writes++
+	}
+	require.Greater(t, mostWrites, 1, "a large event is written through in parts before its flush")
+	require.Zero(t, sinceFlush.Len(), "everything flushed")
+	frames, done := sseFrames(t, []byte(stream.String()))
+	require.True(t, done)
+	var types []string
+	for _, f := range frames {
+		types = append(types, f.event)
+	}
+	require.Equal(t, "response.completed", types[len(types)-1])
+	require.Contains(t, types, "response.output_text.done")
+	require.True(t, strings.Contains(string(frames[len(frames)-1].data), strings.TrimSpace(text[:100])), "the terminal event carries the text")
+	require.Greater(t, biggest, len(text), "the terminal event's JSON went out in one write of its own")
+}
