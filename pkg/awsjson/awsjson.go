@@ -349,7 +349,7 @@ func (s *SSM) GetParameter(ctx context.Context, name string) (string, error) {
 	in := struct {
 		Name           string
 		WithDecryption bool
-	}{name, true}
+	}{Name: name, WithDecryption: true}
 	var out struct {
 		Parameter *struct{ Value *string }
 	}
