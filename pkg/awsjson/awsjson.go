@@ -271,23 +271,21 @@ type partition struct {
 	name, dnsSuffix, dualStackSuffix string
 }
 
-// partitions by region prefix, from the SDK's partitions.json; a region
-// matching none is in "aws".
-var partitions = []struct {
-	prefix string
-	p      partition
-}{
-	{"us-gov-", partition{"aws-us-gov", "amazonaws.com", "api.aws"}},
-	{"cn-", partition{"aws-cn", "amazonaws.com.cn", "api.amazonwebservices.com.cn"}},
-	{"eusc-", partition{"aws-eusc", "amazonaws.eu", "api.amazonwebservices.eu"}},
-	{"us-isob-", partition{"aws-iso-b", "sc2s.sgov.gov", "api.aws.scloud"}},
-	{"us-isof-", partition{"aws-iso-f", "csp.hci.ic.gov", "api.aws.hci.ic.gov"}},
-	{"us-iso-", partition{"aws-iso", "c2s.ic.gov", "api.aws.ic.gov"}},
-	{"eu-isoe-", partition{"aws-iso-e", "cloud.adc-e.uk", "api.cloud-aws.adc-e.uk"}},
-}
-
+// partitionOf returns region's partition, as the SDK's partitions.json
+// matches it; a region matching none is in "aws".
 func partitionOf(region string) partition {
-	for _, p := range partitions {
+	for _, p := range []struct {
+		prefix string
+		p      partition
+	}{
+		{"us-gov-", partition{"aws-us-gov", "amazonaws.com", "api.aws"}},
+		{"cn-", partition{"aws-cn", "amazonaws.com.cn", "api.amazonwebservices.com.cn"}},
+		{"eusc-", partition{"aws-eusc", "amazonaws.eu", "api.amazonwebservices.eu"}},
+		{"us-isob-", partition{"aws-iso-b", "sc2s.sgov.gov", "api.aws.scloud"}},
+		{"us-isof-", partition{"aws-iso-f", "csp.hci.ic.gov", "api.aws.hci.ic.gov"}},
+		{"us-iso-", partition{"aws-iso", "c2s.ic.gov", "api.aws.ic.gov"}},
+		{"eu-isoe-", partition{"aws-iso-e", "cloud.adc-e.uk", "api.cloud-aws.adc-e.uk"}},
+	} {
 		if strings.HasPrefix(region, p.prefix) {
 			return p.p
 		}
