@@ -11,8 +11,10 @@ import (
 // Prometheus client (local /metrics only; in Lambda metrics are EMF) nor
 // gRPC (OpenTelemetry's OTLP exporter, replaced by pkg/telemetry's own
 // OTLP/JSON one), which cost megabytes of bootstrap and milliseconds of
-// package initialisation on every cold start (docs/aws.md); tool Lambdas
-// link neither pkg/api nor its JSON library.
+// package initialisation on every cold start (docs/aws.md), nor the SDK's
+// SSM and Secrets Manager clients (pkg/awsjson reads parameters and
+// secrets instead); tool Lambdas link neither pkg/api nor its JSON
+// library.
 func TestLambdaBuildsLeaveOutWhatTheyDoNotUse(t *testing.T) {
 	t.Parallel()
 	deps := func(tags string, pkgs ...string) string {
@@ -28,7 +30,8 @@ func TestLambdaBuildsLeaveOutWhatTheyDoNotUse(t *testing.T) {
 	}
 	const lambdaTags = "lambda.norpc,lambent_lambda"
 	engines := deps(lambdaTags, "./functions/gateway", "./functions/worker", "./functions/websocket")
-	for _, banned := range []string{"github.com/prometheus/", "google.golang.org/grpc", "go.opentelemetry.io/otel/exporters/otlp", "html/template"} {
+	for _, banned := range []string{"github.com/prometheus/", "google.golang.org/grpc", "go.opentelemetry.io/otel/exporters/otlp", "html/template",
+		"github.com/aws/aws-sdk-go-v2/service/ssm", "github.com/aws/aws-sdk-go-v2/service/secretsmanager"} {
 		if strings.Contains(engines, banned) {
 			t.Errorf("a Lambda build of the engine functions links %s", banned)
 		}

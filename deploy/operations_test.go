@@ -571,11 +571,11 @@ var grantUses = map[string]grantUse{
 	"LambentBus events:PutEvents":                {env: "LAMBENT_EVENT_BUS", dir: "pkg", code: `PutEventsInput\{`},
 	"hook-bus events:PutEvents":                  {env: "LAMBENT_HOOKS", dir: "pkg/hooks", code: `eventbus\.Put\(`},
 	"hook-function lambda:InvokeFunction":        {env: "LAMBENT_HOOKS", dir: "pkg/hooks", code: `lambda\.InvokeInput\{`},
-	"ssm-parameter ssm:GetParameter":             {env: "LAMBENT_PROVIDER_API_KEY_SSM", dir: "pkg/app", code: `AmazonSSM\.GetParameter|ssm\.GetParameterInput`},
-	"api-keys-parameter ssm:GetParameter":        {env: "LAMBENT_API_KEYS_SSM", dir: "pkg/app", code: `AmazonSSM\.GetParameter|ssm\.GetParameterInput`},
-	"compaction-keys-parameter ssm:GetParameter": {env: "LAMBENT_COMPACTION_KEYS_SSM", dir: "pkg/app", code: `AmazonSSM\.GetParameter|ssm\.GetParameterInput`},
-	"secret-key-parameter ssm:GetParameter":      {env: "LAMBENT_SECRET_KEY_SSM", dir: "pkg/app", code: `AmazonSSM\.GetParameter|ssm\.GetParameterInput`},
-	"kms-key kms:Decrypt":                        {env: "LAMBENT_PROVIDER_API_KEY_SSM", dir: "pkg/app", code: `"WithDecryption":\s*true|WithDecryption:\s*aws\.Bool\(true\)`, optional: true},
+	"ssm-parameter ssm:GetParameter":             {env: "LAMBENT_PROVIDER_API_KEY_SSM", dir: "pkg/awsjson", code: `\.call\(ctx, "GetParameter"`},
+	"api-keys-parameter ssm:GetParameter":        {env: "LAMBENT_API_KEYS_SSM", dir: "pkg/awsjson", code: `\.call\(ctx, "GetParameter"`},
+	"compaction-keys-parameter ssm:GetParameter": {env: "LAMBENT_COMPACTION_KEYS_SSM", dir: "pkg/awsjson", code: `\.call\(ctx, "GetParameter"`},
+	"secret-key-parameter ssm:GetParameter":      {env: "LAMBENT_SECRET_KEY_SSM", dir: "pkg/awsjson", code: `\.call\(ctx, "GetParameter"`},
+	"kms-key kms:Decrypt":                        {env: "LAMBENT_PROVIDER_API_KEY_SSM", dir: "pkg/awsjson", code: `WithDecryption: true`, optional: true},
 	// Bedrock is called when LAMBENT_PROVIDER (a parameter) or a route names
 	// it; the grant itself only exists with BedrockModelArns.
 	"bedrock-model bedrock:InvokeModel":                   {env: "LAMBENT_PROVIDER", dir: "pkg/provider/bedrock", code: `\.Converse\(ctx`},

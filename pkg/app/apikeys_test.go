@@ -33,7 +33,7 @@ func TestResolveAPIKeysFromSSM(t *testing.T) {
 	srv := newFakeSSM(t, map[string]string{"/lambent/api-keys": "acme=sk-acme-0123456789ab\n"})
 	cfg := &Config{}
 	env := envOf(map[string]string{EnvAPIKeysSSM: "/lambent/api-keys"})
-	if err := ResolveSecretsWith(context.Background(), cfg, env, ssmClient(srv)); err != nil {
+	if err := ResolveSecretsWith(context.Background(), cfg, env, ssmClient(t, srv)); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Security.APIKeys["sk-acme-0123456789ab"] != "acme" {

@@ -9,17 +9,17 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/awsjson"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
-// SecretsManagerClient is the part of the SDK's Secrets Manager client
-// (*secretsmanager.Client) that reads the manifest's MCP secrets.
+// SecretsManagerClient reads Secrets Manager secrets
+// (*awsjson.SecretsManager): GetSecretValue returns the SecretString of the
+// secret id.
 type SecretsManagerClient interface {
-	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
+	GetSecretValue(ctx context.Context, id string) (string, error)
 }
 
 // secretReader reads the secret references of the manifest's MCP servers
@@ -48,7 +48,11 @@ func (r *secretReader) read(ctx context.Context, ref string) (string, error) {
 			if err != nil {
 				return "", err
 			}
-			r.ssm = ssm.NewFromConfig(cfg)
+			c, err := awsjson.NewSSM(cfg)
+			if err != nil {
+				return "", err
+			}
+			r.ssm = c
 		}
 		v, err = getParameter(ctx, r.ssm, strings.TrimPrefix(ref, tools.SecretSSM))
 	case strings.HasPrefix(ref, tools.SecretSecretsManager):
@@ -76,13 +80,16 @@ func (r *secretReader) secret(ctx context.Context, ref string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		r.sm = secretsmanager.NewFromConfig(cfg)
+		c, err := awsjson.NewSecretsManager(cfg)
+		if err != nil {
+			return "", err
+		}
+		r.sm = c
 	}
-	out, err := r.sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
+	v, err := r.sm.GetSecretValue(ctx, id)
 	if err != nil {
 		return "", err
 	}
-	v := aws.ToString(out.SecretString)
 	if hasKey {
 		var fields map[string]any
 		if err := json.Unmarshal([]byte(v), &fields); err != nil {

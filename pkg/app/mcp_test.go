@@ -6,23 +6,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/testing/fakessm"
+	"github.com/lambent/lambent/pkg/awsjson"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
-func secretsClient(srv *fakessm.Server) *secretsmanager.Client {
-	return secretsmanager.New(secretsmanager.Options{
-		Region:       "us-east-1",
-		Credentials:  credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
-		BaseEndpoint: aws.String(srv.URL),
-		HTTPClient:   srv.Client(),
-	})
+func secretsClient(t *testing.T, srv *fakessm.Server) *awsjson.SecretsManager {
+	t.Helper()
+	c, err := awsjson.NewSecretsManager(srv.Config())
+	require.NoError(t, err)
+	return c
 }
 
 // The sealing key comes from LAMBENT_SECRET_KEY or the SSM parameter
@@ -39,10 +35,10 @@ func TestSecretKey(t *testing.T) {
 
 	srv := newFakeSSM(t, map[string]string{"/lambent/secret-key": key + "\n", "/lambent/bad-key": "nope"})
 	cfg = Config{}
-	require.NoError(t, ResolveSecretsWith(context.Background(), &cfg, envOf(map[string]string{EnvSecretKeySSM: "/lambent/secret-key"}), ssmClient(srv)))
+	require.NoError(t, ResolveSecretsWith(context.Background(), &cfg, envOf(map[string]string{EnvSecretKeySSM: "/lambent/secret-key"}), ssmClient(t, srv)))
 	assert.Equal(t, []byte(strings.Repeat("k", 32)), cfg.Security.SecretKey)
 	cfg = Config{}
-	err = ResolveSecretsWith(context.Background(), &cfg, envOf(map[string]string{EnvSecretKeySSM: "/lambent/bad-key"}), ssmClient(srv))
+	err = ResolveSecretsWith(context.Background(), &cfg, envOf(map[string]string{EnvSecretKeySSM: "/lambent/bad-key"}), ssmClient(t, srv))
 	assert.ErrorContains(t, err, EnvSecretKeySSM)
 	assert.NotContains(t, err.Error(), "nope")
 }
@@ -55,7 +51,7 @@ func TestMCPServersSecrets(t *testing.T) {
 		Secrets: map[string]string{"plain": "sm-value", "json": `{"token":"json-value","n":1}`},
 	})
 	defer srv.Close()
-	opts := &Options{SSM: ssmClient(srv), SecretsManager: secretsClient(srv)}
+	opts := &Options{SSM: ssmClient(t, srv), SecretsManager: secretsClient(t, srv)}
 	m, err := tools.ParseManifest([]byte(`{"tools":[
 		{"name":"a","description":"A","backing":{"type":"mcp","url":"https://a.example/mcp","headers":{"X-Plain":"p"},
 		 "secret_headers":{"X-Key":"ssm:/mcp/key","X-Other":"secretsmanager:plain"},"authorization":"secretsmanager:json#token"}},

@@ -50,8 +50,9 @@ const (
 //     LAMBENT_SECRET_KEY_SSM names (base64 of 32 bytes).
 //
 // The parameters are read in parallel, with decryption, through one SSM
-// client from the SDK's default configuration (awsconf.Load: region,
-// partition, credentials, FIPS and dual-stack endpoints, retries, and
+// client (awsjson.NewSSM, not the SDK's service/ssm, for cold starts) from
+// the SDK's default configuration (awsconf.Load: region, partition,
+// credentials, FIPS and dual-stack endpoints, retries, and
 // AWS_ENDPOINT_URL_SSM). No AWS configuration is loaded when there is no
 // parameter to read. On error cfg is left unchanged.
 func ResolveSecrets(ctx context.Context, cfg *Config, getenv func(string) string) error {

@@ -10,13 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	"github.com/aws/aws-sdk-go-v2/service/ssm/types"
 	"go.uber.org/goleak"
 
 	"github.com/lambent/lambent/internal/testing/fakessm"
+	"github.com/lambent/lambent/pkg/awsjson"
 )
 
 func newFakeSSM(t *testing.T, params map[string]string) *fakessm.Server {
@@ -26,15 +23,15 @@ func newFakeSSM(t *testing.T, params map[string]string) *fakessm.Server {
 	return srv
 }
 
-// ssmClient is the SDK's SSM client pointed at srv, as NewFromConfig makes
+// ssmClient is the app's SSM client pointed at srv, as newSSMClient makes
 // it (standard retries, SigV4) but with fixed credentials and region.
-func ssmClient(srv *fakessm.Server) *ssm.Client {
-	return ssm.New(ssm.Options{
-		Region:       "us-east-1",
-		Credentials:  credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
-		BaseEndpoint: aws.String(srv.URL),
-		HTTPClient:   srv.Client(),
-	})
+func ssmClient(t *testing.T, srv *fakessm.Server) *awsjson.SSM {
+	t.Helper()
+	c, err := awsjson.NewSSM(srv.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func envOf(m map[string]string) func(string) string {
@@ -45,7 +42,7 @@ func TestResolveProviderKeyReadsSecureString(t *testing.T) {
 	srv := newFakeSSM(t, map[string]string{"/lambent/provider-api-key": "sk-from-ssm\n"})
 	cfg := &Config{}
 	env := envOf(map[string]string{EnvProviderAPIKeySSM: "/lambent/provider-api-key"})
-	if err := ResolveSecretsWith(context.Background(), cfg, env, ssmClient(srv)); err != nil {
+	if err := ResolveSecretsWith(context.Background(), cfg, env, ssmClient(t, srv)); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Provider.APIKey != "sk-from-ssm" {
@@ -123,7 +120,7 @@ func TestResolveProviderKeyExplicitKeyWins(t *testing.T) {
 	// Set in the configuration (FromEnv read LAMBENT_PROVIDER_API_KEY).
 	cfg := &Config{Provider: ProviderConfig{APIKey: "sk-explicit"}}
 	env := envOf(map[string]string{EnvProviderAPIKey: "sk-explicit", EnvProviderAPIKeySSM: "/lambent/key"})
-	if err := ResolveSecretsWith(ctx, cfg, env, ssmClient(srv)); err != nil {
+	if err := ResolveSecretsWith(ctx, cfg, env, ssmClient(t, srv)); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Provider.APIKey != "sk-explicit" {
@@ -159,7 +156,7 @@ func TestResolveProviderKeyNoParameterNamed(t *testing.T) {
 	cfg := &Config{}
 	for _, v := range []string{"", "  "} {
 		env := envOf(map[string]string{EnvProviderAPIKeySSM: v})
-		if err := ResolveSecretsWith(context.Background(), cfg, env, ssmClient(srv)); err != nil {
+		if err := ResolveSecretsWith(context.Background(), cfg, env, ssmClient(t, srv)); err != nil {
 			t.Fatal(err)
 		}
 		if err := resolveSecrets(context.Background(), cfg, env, noSSM(t)); err != nil {
@@ -178,15 +175,15 @@ func TestResolveProviderKeyParameterNotFound(t *testing.T) {
 	srv := newFakeSSM(t, map[string]string{})
 	cfg := &Config{}
 	env := envOf(map[string]string{EnvProviderAPIKeySSM: "/lambent/missing"})
-	err := ResolveSecretsWith(context.Background(), cfg, env, ssmClient(srv))
+	err := ResolveSecretsWith(context.Background(), cfg, env, ssmClient(t, srv))
 	if err == nil {
 		t.Fatal("no error for a missing parameter")
 	}
 	if !errors.Is(err, ErrParameterNotFound) {
 		t.Fatalf("error %v (%T) does not wrap ErrParameterNotFound", err, err)
 	}
-	if nf := (*types.ParameterNotFound)(nil); !errors.As(err, &nf) {
-		t.Errorf("error %v does not wrap the SDK's ParameterNotFound", err)
+	if ae := (*awsjson.Error)(nil); !errors.As(err, &ae) || ae.Code != "ParameterNotFound" {
+		t.Errorf("error %v does not wrap SSM's ParameterNotFound", err)
 	}
 	if !strings.Contains(err.Error(), EnvProviderAPIKeySSM) || !strings.Contains(err.Error(), "/lambent/missing") {
 		t.Errorf("error %q does not name the variable and the parameter", err)
@@ -203,7 +200,7 @@ func TestResolveProviderKeyEmptyValue(t *testing.T) {
 	srv := newFakeSSM(t, map[string]string{"/lambent/empty": " \n"})
 	cfg := &Config{}
 	env := envOf(map[string]string{EnvProviderAPIKeySSM: "/lambent/empty"})
-	err := ResolveSecretsWith(context.Background(), cfg, env, ssmClient(srv))
+	err := ResolveSecretsWith(context.Background(), cfg, env, ssmClient(t, srv))
 	if !errors.Is(err, errEmptyParameter) {
 		t.Fatalf("error %v, want errEmptyParameter", err)
 	}
@@ -215,7 +212,7 @@ func TestResolveProviderKeyCanceledContext(t *testing.T) {
 	cancel()
 	cfg := &Config{}
 	env := envOf(map[string]string{EnvProviderAPIKeySSM: "/lambent/key"})
-	err := ResolveSecretsWith(ctx, cfg, env, ssmClient(srv))
+	err := ResolveSecretsWith(ctx, cfg, env, ssmClient(t, srv))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want it to wrap context.Canceled", err)
 	}
@@ -252,7 +249,7 @@ func TestResolveSecretsReadsInParallel(t *testing.T) {
 	defer cancel()
 	cfg := &Config{}
 	env := envOf(map[string]string{EnvProviderAPIKeySSM: "/lambent/provider-api-key", EnvAPIKeysSSM: "/lambent/api-keys", EnvCompactionKeysSSM: "/lambent/compaction-keys"})
-	if err := ResolveSecretsWith(ctx, cfg, env, ssmClient(srv)); err != nil {
+	if err := ResolveSecretsWith(ctx, cfg, env, ssmClient(t, srv)); err != nil {
 		t.Fatalf("the reads were not in flight together: %v", err)
 	}
 	if cfg.Provider.APIKey != "sk-provider" || cfg.Security.APIKeys["sk-acme-0123456789ab"] != "acme" {
@@ -271,7 +268,7 @@ func TestResolveSecretsReportsEveryFailure(t *testing.T) {
 	srv := newFakeSSM(t, map[string]string{"/lambent/api-keys": "\n"})
 	cfg := &Config{}
 	env := envOf(map[string]string{EnvProviderAPIKeySSM: "/lambent/missing", EnvAPIKeysSSM: "/lambent/api-keys"})
-	err := ResolveSecretsWith(context.Background(), cfg, env, ssmClient(srv))
+	err := ResolveSecretsWith(context.Background(), cfg, env, ssmClient(t, srv))
 	if !errors.Is(err, ErrParameterNotFound) || !errors.Is(err, errEmptyParameter) {
 		t.Fatalf("error %v, want both the missing and the empty parameter", err)
 	}
@@ -305,7 +302,7 @@ func TestResolveCompactionKeys(t *testing.T) {
 	}
 
 	cfg = &Config{}
-	if err := ResolveSecretsWith(ctx, cfg, envOf(map[string]string{EnvCompactionKeysSSM: "/lambent/ck"}), ssmClient(srv)); err != nil {
+	if err := ResolveSecretsWith(ctx, cfg, envOf(map[string]string{EnvCompactionKeysSSM: "/lambent/ck"}), ssmClient(t, srv)); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Security.CompactionKeys == nil || cfg.Security.CompactionKeys.SealingKeyID() != "new" {
@@ -324,7 +321,7 @@ func TestResolveCompactionKeys(t *testing.T) {
 		EnvCompactionKeys:                      {EnvCompactionKeys: "k=c2hvcnQ="},
 	} {
 		cfg = &Config{}
-		err := ResolveSecretsWith(ctx, cfg, envOf(source), ssmClient(srv))
+		err := ResolveSecretsWith(ctx, cfg, envOf(source), ssmClient(t, srv))
 		if err == nil || !strings.Contains(err.Error(), env) || strings.Contains(err.Error(), "c2hvcnQ") {
 			t.Errorf("error %v: want one naming %s without the key", err, env)
 		}

@@ -7,35 +7,30 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	"github.com/aws/aws-sdk-go-v2/service/ssm/types"
-
 	"github.com/lambent/lambent/pkg/awsconf"
+	"github.com/lambent/lambent/pkg/awsjson"
 )
 
-// SSMClient is the part of the SDK's SSM client (*ssm.Client) that reads
-// Lambent's start-up parameters.
+// SSMClient reads SSM parameters (*awsjson.SSM): GetParameter returns the
+// decrypted value of the parameter name.
 type SSMClient interface {
-	GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
+	GetParameter(ctx context.Context, name string) (string, error)
 }
 
 // ErrParameterNotFound: SSM has no parameter of that name in the client's
 // region.
 var ErrParameterNotFound = errors.New("SSM parameter not found (check its name, and that it lives in the function's region and account)")
 
-var (
-	errNoParameter    = errors.New("SSM returned no parameter")
-	errEmptyParameter = errors.New("the parameter's value is empty")
-)
+var errEmptyParameter = errors.New("the parameter's value is empty")
 
-// newSSMClient returns an SSM client from the SDK's default configuration.
+// newSSMClient returns an SSM client (awsjson.NewSSM) from the SDK's
+// default configuration.
 func newSSMClient(ctx context.Context) (SSMClient, error) {
 	cfg, err := awsconf.Load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration: %w", err)
 	}
-	return ssm.NewFromConfig(cfg), nil
+	return awsjson.NewSSM(cfg)
 }
 
 // parameter is an SSM parameter to read, named by the environment variable
@@ -80,17 +75,13 @@ func readParameters(ctx context.Context, params []parameter, newClient func(cont
 
 // getParameter returns the decrypted, non-empty value of the parameter name.
 func getParameter(ctx context.Context, client SSMClient, name string) (string, error) {
-	out, err := client.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name), WithDecryption: aws.Bool(true)})
-	if nf := (*types.ParameterNotFound)(nil); errors.As(err, &nf) {
+	v, err := client.GetParameter(ctx, name)
+	if ae := (*awsjson.Error)(nil); errors.As(err, &ae) && ae.Code == "ParameterNotFound" {
 		return "", fmt.Errorf("%w: %w", ErrParameterNotFound, err)
 	}
 	if err != nil {
 		return "", err
 	}
-	if out.Parameter == nil || out.Parameter.Value == nil {
-		return "", errNoParameter
-	}
-	v := aws.ToString(out.Parameter.Value)
 	if strings.TrimSpace(v) == "" {
 		return "", errEmptyParameter
 	}

@@ -4,8 +4,10 @@
 // endpoints (AWS_USE_FIPS_ENDPOINT, AWS_USE_DUALSTACK_ENDPOINT), retries
 // (AWS_RETRY_MODE, AWS_MAX_ATTEMPTS), shared config files and credentials
 // (in Lambda: the function's role from the environment) work as AWS users
-// expect. Clients made from its configuration honour the endpoint
-// overrides AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE> themselves.
+// expect. The SDK's clients made from its configuration honour the
+// endpoint overrides AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>
+// themselves; pkg/awsjson (SSM and Secrets Manager) reads them through
+// Endpoint.
 package awsconf
 
 import (
@@ -29,9 +31,10 @@ func Load(ctx context.Context) (aws.Config, error) {
 }
 
 // Endpoint returns the endpoint override for a service ("DYNAMODB",
-// "LAMBDA", "SQS", "EVENTBRIDGE", "SSM"): AWS_ENDPOINT_URL_<SERVICE>, else
-// AWS_ENDPOINT_URL; nil when neither is set. Clients made from Load's
-// configuration apply it already; it serves configurations built by hand.
+// "LAMBDA", "SQS", "EVENTBRIDGE", "SSM", "SECRETS_MANAGER"):
+// AWS_ENDPOINT_URL_<SERVICE>, else AWS_ENDPOINT_URL; nil when neither is
+// set. The SDK's clients made from Load's configuration apply it already;
+// it serves configurations built by hand and pkg/awsjson.
 func Endpoint(service string) *string {
 	for _, k := range []string{"AWS_ENDPOINT_URL_" + strings.ToUpper(service), "AWS_ENDPOINT_URL"} {
 		if v := os.Getenv(k); v != "" {

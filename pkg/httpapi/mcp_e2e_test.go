@@ -16,10 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
@@ -31,6 +27,7 @@ import (
 	"github.com/lambent/lambent/internal/testing/mcptest"
 	"github.com/lambent/lambent/internal/testing/ssecheck"
 	"github.com/lambent/lambent/pkg/app"
+	"github.com/lambent/lambent/pkg/awsjson"
 )
 
 // mcpModel is a fake model that answers by the conversation: after a tool
@@ -337,12 +334,11 @@ func TestE2EMCPManifest(t *testing.T) {
 		Secrets: map[string]string{"mcp-token": `{"token":"sm-secret"}`},
 	})
 	defer secrets.Close()
-	creds := credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "")
-	opts := &app.Options{
-		SSM: ssm.New(ssm.Options{Region: "us-east-1", Credentials: creds, BaseEndpoint: aws.String(secrets.URL), HTTPClient: secrets.Client()}),
-		SecretsManager: secretsmanager.New(secretsmanager.Options{Region: "us-east-1", Credentials: creds,
-			BaseEndpoint: aws.String(secrets.URL), HTTPClient: secrets.Client()}),
-	}
+	ssmClient, err := awsjson.NewSSM(secrets.Config())
+	require.NoError(t, err)
+	smClient, err := awsjson.NewSecretsManager(secrets.Config())
+	require.NoError(t, err)
+	opts := &app.Options{SSM: ssmClient, SecretsManager: smClient}
 	manifest := map[string]any{"tools": []map[string]any{
 		{"name": "docs", "description": "Docs over streamable HTTP.", "backing": map[string]any{"type": "mcp", "url": streamable.Endpoint,
 			"secret_headers": map[string]string{"X-Api-Key": "ssm:/lambent/mcp-key"}, "authorization": "secretsmanager:mcp-token#token",

@@ -6,6 +6,13 @@
 // AWS_ENDPOINT_URL_SSM or its BaseEndpoint). It answers Secrets Manager's
 // GetSecretValue (X-Amz-Target secretsmanager.GetSecretValue, the same
 // protocol) too, from Options.Secrets.
+//
+// It is as strict as the services about the request's shape: POST with
+// Content-Type application/x-amz-json-1.1, a known X-Amz-Target, an
+// X-Amz-Date, and a SigV4 Authorization header for the target's service
+// ("ssm" or "secretsmanager") that signs host, x-amz-date and x-amz-target
+// (the signature itself is not checked). A request that fails these is
+// answered as the services answer it (400 with a JSON error).
 package fakessm
 
 import (
@@ -13,7 +20,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strings"
 	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 )
 
 // Request is a GetParameter request as the server received it.
@@ -56,6 +69,41 @@ func Start(opts Options) *Server {
 	return s
 }
 
+// Config returns an AWS configuration pointed at s: region us-east-1,
+// static credentials, s's HTTP client and URL as its base endpoint.
+func (s *Server) Config() aws.Config {
+	return aws.Config{
+		Region:       "us-east-1",
+		Credentials:  credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
+		BaseEndpoint: aws.String(s.URL),
+		HTTPClient:   s.Client(),
+	}
+}
+
+// authorization is the shape of a SigV4 Authorization header.
+var authorization = regexp.MustCompile(`^AWS4-HMAC-SHA256 Credential=[A-Z0-9]+/\d{8}/([a-z0-9-]+)/([a-z0-9]+)/aws4_request, SignedHeaders=([a-z0-9;-]+), Signature=[0-9a-f]{64}$`)
+
+// checkSigned returns why r is not a well-formed SigV4-signed request for
+// service, or "".
+func checkSigned(r *http.Request, service string) string {
+	m := authorization.FindStringSubmatch(r.Header.Get("Authorization"))
+	switch {
+	case m == nil:
+		return "Authorization header is not a SigV4 signature"
+	case m[2] != service:
+		return "Credential should be scoped to a valid service: '" + service + "'"
+	case r.Header.Get("X-Amz-Date") == "":
+		return "X-Amz-Date header missing"
+	}
+	signed := strings.Split(m[3], ";")
+	for _, h := range []string{"host", "x-amz-date", "x-amz-target"} {
+		if !slices.Contains(signed, h) {
+			return "SignedHeaders does not include " + h
+		}
+	}
+	return ""
+}
+
 // Requests returns the requests received so far, in order of arrival.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
@@ -89,8 +137,19 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method != http.MethodPost || req.Target != "AmazonSSM.GetParameter" && req.Target != "secretsmanager.GetSecretValue":
 		fail(w, "UnknownOperationException", "unexpected request "+r.Method+" "+req.Target)
 		return
+	case req.ContentType != "application/x-amz-json-1.1":
+		fail(w, "UnknownOperationException", "unexpected Content-Type "+req.ContentType)
+		return
 	case err != nil:
 		fail(w, "SerializationException", "bad request body: "+err.Error())
+		return
+	}
+	service := "ssm"
+	if req.Target == "secretsmanager.GetSecretValue" {
+		service = "secretsmanager"
+	}
+	if msg := checkSigned(r, service); msg != "" {
+		fail(w, "IncompleteSignatureException", msg)
 		return
 	}
 	if s.opts.Before != nil {
