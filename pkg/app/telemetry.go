@@ -50,7 +50,7 @@ func buildTelemetry(ctx context.Context, a *App, cfg Config, names telemetry.Nam
 	case opts.Tracer != nil:
 		tc.Tracer = opts.Tracer
 	case cfg.Telemetry.OTLPEndpoint != "":
-		tp, err := telemetry.NewTracerProvider(ctx, cfg.Telemetry.OTLPEndpoint)
+		tp, err := telemetry.NewTracerProvider(cfg.Telemetry.OTLPEndpoint)
 		if err != nil {
 			return nil, err
 		}

@@ -160,156 +160,146 @@ func copyConversation(c *Conversation) *Conversation {
 	return &cp
 }
 
-// GetConversation returns a copy of the conversation.
-func (m *Memory) GetConversation(ctx context.Context, id string) (*Conversation, error) {
+// withConv runs fn on the live conversation id of ctx's tenant, with the
+// conversations' lock held.
+func (m *Memory) withConv(ctx context.Context, id string, fn func(mc *memConversations, e *memConv) error) error {
 	mc := m.convs()
 	mc.mu.Lock()
 	defer mc.mu.Unlock()
 	e, err := mc.lookup(ctx, id)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return copyConversation(&e.conv), nil
+	return fn(mc, e)
+}
+
+// GetConversation returns a copy of the conversation.
+func (m *Memory) GetConversation(ctx context.Context, id string) (c *Conversation, err error) {
+	err = m.withConv(ctx, id, func(_ *memConversations, e *memConv) error {
+		c = copyConversation(&e.conv)
+		return nil
+	})
+	return c, err
 }
 
 // SetConversationMetadata replaces the conversation's metadata.
-func (m *Memory) SetConversationMetadata(ctx context.Context, id string, md map[string]string) (*Conversation, error) {
-	mc := m.convs()
-	mc.mu.Lock()
-	defer mc.mu.Unlock()
-	e, err := mc.lookup(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	e.conv.Metadata = maps.Clone(md)
-	return copyConversation(&e.conv), nil
+func (m *Memory) SetConversationMetadata(ctx context.Context, id string, md map[string]string) (c *Conversation, err error) {
+	err = m.withConv(ctx, id, func(_ *memConversations, e *memConv) error {
+		e.conv.Metadata = maps.Clone(md)
+		c = copyConversation(&e.conv)
+		return nil
+	})
+	return c, err
 }
 
 // DeleteConversation deletes the conversation and its items.
 func (m *Memory) DeleteConversation(ctx context.Context, id string) error {
-	mc := m.convs()
-	mc.mu.Lock()
-	defer mc.mu.Unlock()
-	e, err := mc.lookup(ctx, id)
-	if err != nil {
-		return err
-	}
-	mc.remove(e)
-	return nil
+	return m.withConv(ctx, id, func(mc *memConversations, e *memConv) error {
+		mc.remove(e)
+		return nil
+	})
 }
 
 // LockConversation takes the conversation's lock for owner.
-func (m *Memory) LockConversation(ctx context.Context, id, owner string, until time.Time) (*Conversation, error) {
-	mc := m.convs()
-	mc.mu.Lock()
-	defer mc.mu.Unlock()
-	e, err := mc.lookup(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if e.conv.Locked(time.Now()) && e.conv.Lock != owner {
-		return nil, fmt.Errorf("store: conversation %s: %w", id, ErrLocked)
-	}
-	e.conv.Lock, e.conv.LockUntil = owner, until
-	return copyConversation(&e.conv), nil
+func (m *Memory) LockConversation(ctx context.Context, id, owner string, until time.Time) (c *Conversation, err error) {
+	err = m.withConv(ctx, id, func(_ *memConversations, e *memConv) error {
+		if e.conv.Locked(time.Now()) && e.conv.Lock != owner {
+			return fmt.Errorf("store: conversation %s: %w", id, ErrLocked)
+		}
+		e.conv.Lock, e.conv.LockUntil = owner, until
+		c = copyConversation(&e.conv)
+		return nil
+	})
+	return c, err
 }
 
 // AppendConversationItems appends items and releases owner's lock.
 func (m *Memory) AppendConversationItems(ctx context.Context, id, owner string, items []api.Item) error {
-	mc := m.convs()
 	n := itemBytes(items)
-	mc.mu.Lock()
-	defer mc.mu.Unlock()
-	e, err := mc.lookup(ctx, id)
-	if err != nil {
-		return err
-	}
-	if e.conv.Lock != owner || !e.conv.Locked(time.Now()) {
-		return fmt.Errorf("store: append to conversation %s: the lock of %s is not held: %w", id, owner, ErrConflict)
-	}
-	if err := m.fits(e.bytes + n); err != nil {
-		return fmt.Errorf("store: append to conversation %s: %w", id, err)
-	}
-	for i := range items {
-		if e.index(items[i].ID) >= 0 || slices.IndexFunc(items[:i], func(it api.Item) bool { return it.ID == items[i].ID }) >= 0 {
-			return &DuplicateItemError{ConversationID: id, ItemID: items[i].ID}
+	return m.withConv(ctx, id, func(mc *memConversations, e *memConv) error {
+		if e.conv.Lock != owner || !e.conv.Locked(time.Now()) {
+			return fmt.Errorf("store: append to conversation %s: the lock of %s is not held: %w", id, owner, ErrConflict)
 		}
-	}
-	e.items = append(e.items, items...)
-	e.conv.Next += int64(len(items))
-	e.conv.Lock, e.conv.LockUntil = "", time.Time{}
-	e.bytes += n
-	mc.account(e.key.tenant, n)
-	mc.shrink(e, m.maxBytes)
-	return nil
+		if err := m.fits(e.bytes + n); err != nil {
+			return fmt.Errorf("store: append to conversation %s: %w", id, err)
+		}
+		for i := range items {
+			if e.index(items[i].ID) >= 0 || slices.IndexFunc(items[:i], func(it api.Item) bool { return it.ID == items[i].ID }) >= 0 {
+				return &DuplicateItemError{ConversationID: id, ItemID: items[i].ID}
+			}
+		}
+		e.items = append(e.items, items...)
+		e.conv.Next += int64(len(items))
+		e.conv.Lock, e.conv.LockUntil = "", time.Time{}
+		e.bytes += n
+		mc.account(e.key.tenant, n)
+		mc.shrink(e, m.maxBytes)
+		return nil
+	})
 }
 
 // ListConversationItems pages through the conversation's items (see PageItems).
-func (m *Memory) ListConversationItems(ctx context.Context, id string, opts api.ListOptions) (*ItemPage, error) {
-	mc := m.convs()
-	mc.mu.Lock()
-	defer mc.mu.Unlock()
-	e, err := mc.lookup(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	page, err := PageItems(e.items, opts)
-	if err != nil {
-		return nil, ItemCursorError(opts.After)
-	}
-	return page, nil
+func (m *Memory) ListConversationItems(ctx context.Context, id string, opts api.ListOptions) (page *ItemPage, err error) {
+	err = m.withConv(ctx, id, func(_ *memConversations, e *memConv) error {
+		var perr error
+		if page, perr = PageItems(e.items, opts); perr != nil {
+			return ItemCursorError(opts.After)
+		}
+		return nil
+	})
+	return page, err
 }
 
 // LoadConversationItems returns a copy of the conversation's items.
-func (m *Memory) LoadConversationItems(ctx context.Context, id string, max int) ([]api.Item, error) {
-	mc := m.convs()
-	mc.mu.Lock()
-	defer mc.mu.Unlock()
-	e, err := mc.lookup(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if len(e.items) > max {
-		return nil, fmt.Errorf("store: conversation %s: %d items, more than %d: %w", id, len(e.items), max, ErrTooManyItems)
-	}
-	return slices.Clone(e.items), nil
+func (m *Memory) LoadConversationItems(ctx context.Context, id string, max int) (items []api.Item, err error) {
+	err = m.withConv(ctx, id, func(_ *memConversations, e *memConv) error {
+		if len(e.items) > max {
+			return fmt.Errorf("store: conversation %s: %d items, more than %d: %w", id, len(e.items), max, ErrTooManyItems)
+		}
+		items = slices.Clone(e.items)
+		return nil
+	})
+	return items, err
 }
 
 // GetConversationItem returns the item with itemID.
-func (m *Memory) GetConversationItem(ctx context.Context, id, itemID string) (*api.Item, error) {
-	mc := m.convs()
-	mc.mu.Lock()
-	defer mc.mu.Unlock()
-	e, err := mc.lookup(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	i := e.index(itemID)
-	if i < 0 {
-		return nil, &ItemNotFoundError{ConversationID: id, ItemID: itemID}
-	}
-	it := e.items[i]
-	return &it, nil
+func (m *Memory) GetConversationItem(ctx context.Context, id, itemID string) (it *api.Item, err error) {
+	err = m.withConv(ctx, id, func(_ *memConversations, e *memConv) error {
+		i, err := e.find(id, itemID)
+		if err != nil {
+			return err
+		}
+		c := e.items[i]
+		it = &c
+		return nil
+	})
+	return it, err
 }
 
 // DeleteConversationItem deletes the item with itemID.
-func (m *Memory) DeleteConversationItem(ctx context.Context, id, itemID string) (*Conversation, error) {
-	mc := m.convs()
-	mc.mu.Lock()
-	defer mc.mu.Unlock()
-	e, err := mc.lookup(ctx, id)
-	if err != nil {
-		return nil, err
+func (m *Memory) DeleteConversationItem(ctx context.Context, id, itemID string) (c *Conversation, err error) {
+	err = m.withConv(ctx, id, func(mc *memConversations, e *memConv) error {
+		i, err := e.find(id, itemID)
+		if err != nil {
+			return err
+		}
+		n := itemBytes(e.items[i : i+1])
+		e.items = slices.Delete(e.items, i, i+1)
+		e.bytes -= n
+		mc.account(e.key.tenant, -n)
+		c = copyConversation(&e.conv)
+		return nil
+	})
+	return c, err
+}
+
+// find is the index of the item with itemID of conversation id, or an
+// *ItemNotFoundError.
+func (e *memConv) find(id, itemID string) (int, error) {
+	if i := e.index(itemID); i >= 0 {
+		return i, nil
 	}
-	i := e.index(itemID)
-	if i < 0 {
-		return nil, &ItemNotFoundError{ConversationID: id, ItemID: itemID}
-	}
-	n := itemBytes(e.items[i : i+1])
-	e.items = slices.Delete(e.items, i, i+1)
-	e.bytes -= n
-	mc.account(e.key.tenant, -n)
-	return copyConversation(&e.conv), nil
+	return -1, &ItemNotFoundError{ConversationID: id, ItemID: itemID}
 }
 
 // index is the index of the item with itemID, -1 when none.

@@ -1,7 +1,6 @@
 package telemetry
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -17,11 +16,11 @@ const ServiceName = "lambent"
 // NewTracerProvider returns a tracer provider that exports spans in batches
 // to the OTLP/HTTP traces endpoint (e.g. http://127.0.0.1:4318/v1/traces,
 // an ADOT or OpenTelemetry collector) in OTLP's JSON encoding; the
-// OTEL_EXPORTER_OTLP_* headers and timeout variables apply (otlpExporter). Spans follow their parent's
-// sampling decision (an X-Ray trace that is not sampled stays unsampled),
+// OTEL_EXPORTER_OTLP_* headers and timeout variables apply (otlpExporter).
+// Spans follow their parent's sampling decision (an X-Ray trace that is not sampled stays unsampled),
 // else are all sampled. Shut it down (or ForceFlush it) to send what is
 // buffered.
-func NewTracerProvider(ctx context.Context, endpoint string) (*sdktrace.TracerProvider, error) {
+func NewTracerProvider(endpoint string) (*sdktrace.TracerProvider, error) {
 	exp, err := newOTLPExporter(endpoint, os.Getenv, &http.Client{})
 	if err != nil {
 		return nil, err
