@@ -1,18 +1,20 @@
 // Package wirejson encodes Lambent's wire values: json.Marshal's output,
-// byte for byte, from github.com/goccy/go-json, which encodes the API's
-// union types (their MarshalJSON methods nest) several times faster than
-// encoding/json; and decodes the answers of model backends (Chat
+// byte for byte, from github.com/segmentio/encoding/json, which encodes the
+// API's union types (their MarshalJSON methods nest) about twice as fast as
+// encoding/json and which the MCP SDK already links (one fast JSON library
+// in every bootstrap, not two: goccy/go-json, used before, cost 0.7 MB
+// zipped for the same speed; docs/performance.md); and decodes the answers of model backends (Chat
 // Completions bodies and stream chunks, internal/chatwire) into the values
 // json.Unmarshal gives, about three times faster, which is most of what a
 // streamed answer costs the gateway per chunk. Client request bodies stay
 // with encoding/json: its error messages are in the API's 400s.
 package wirejson
 
-import gojson "github.com/goccy/go-json"
+import fastjson "github.com/segmentio/encoding/json"
 
 // Marshal returns the JSON encoding of v, as json.Marshal does.
-func Marshal(v any) ([]byte, error) { return gojson.Marshal(v) }
+func Marshal(v any) ([]byte, error) { return fastjson.Marshal(v) }
 
 // Unmarshal decodes data into v, as json.Unmarshal does; it fails where
 // json.Unmarshal fails, with errors of its own.
-func Unmarshal(data []byte, v any) error { return gojson.Unmarshal(data, v) }
+func Unmarshal(data []byte, v any) error { return fastjson.Unmarshal(data, v) }

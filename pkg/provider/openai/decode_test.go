@@ -221,7 +221,7 @@ func FuzzDecodeChunk(f *testing.F) {
 	})
 }
 
-// FuzzChunkDecoders: internal/wirejson (goccy/go-json) decodes any bytes
+// FuzzChunkDecoders: internal/wirejson (segmentio/encoding/json) decodes any bytes
 // into a chatwire.Completion as encoding/json does: both fail, or both
 // give the same value.
 func FuzzChunkDecoders(f *testing.F) {
