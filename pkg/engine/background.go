@@ -170,6 +170,20 @@ func (e *Engine) storeQueued(ctx context.Context, req *api.CreateResponseRequest
 	return rec, nil
 }
 
+// signalCancel tells the worker running id about the cancel request just
+// stored in its record, through the store's run signals when it keeps
+// them. A failure delays the stop only until the run's next checkpoint,
+// which finds the record changed.
+func (e *Engine) signalCancel(ctx context.Context, id string, expiresAt time.Time) {
+	sig, ok := e.cfg.Store.(store.RunSignals)
+	if !ok {
+		return
+	}
+	if err := sig.RequestCancel(ctx, id, expiresAt); err != nil && ctx.Err() == nil {
+		e.log.WarnContext(ctx, "signalling the cancel request failed; the worker sees it at its next checkpoint", "response_id", id, "err", err)
+	}
+}
+
 // cancelBackground asks a background response to stop: a queued one is
 // cancelled at once, a running one gets the cancel flag its worker polls.
 func (e *Engine) cancelBackground(ctx context.Context, rec *store.Record) (*api.Response, error) {
@@ -194,6 +208,7 @@ func (e *Engine) cancelBackground(ctx context.Context, rec *store.Record) (*api.
 			j.CancelRequested = true
 			err := e.cfg.Store.Update(ctx, &next, api.StatusInProgress)
 			if err == nil {
+				e.signalCancel(ctx, id, next.ExpiresAt)
 				return e.awaitTerminal(ctx, id)
 			}
 			if !errors.Is(err, store.ErrConflict) {

@@ -3,14 +3,17 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/lambent/lambent/internal/testing/ddbmeter"
 	"github.com/lambent/lambent/internal/testing/dynamotest"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/store/dynamodb"
+	"github.com/lambent/lambent/pkg/store/storetest"
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -382,4 +385,46 @@ func TestBackgroundAppendsKnown(t *testing.T) {
 		require.Equal(t, all[1+i].Seq, ev.Seq)
 		require.JSONEq(t, string(all[1+i].Data), string(ev.Data))
 	}
+}
+
+// While a background run waits on a tool, the worker's polls for cancel
+// requests read the run's small signal item, not the record: on DynamoDB
+// each costs at most one read unit (half, eventually consistent), where a
+// read of this record's head (~300 KB, incompressible input) costs ~75.
+// A cancel request still stops the run through them.
+func TestBackgroundPollsReadSignalsNotTheRecord(t *testing.T) {
+	t.Parallel()
+	meter := ddbmeter.New()
+	started := make(chan struct{})
+	m := newMock(func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}, "slow")
+	p := script(calls(1, 1, call("c1", "slow", `{}`)), text("never", 1, 1))
+	e, _, q := bgEngine(t, func(t *testing.T) store.ResponseStore {
+		return dynamotest.NewStoreWith(t, dynamodb.Config{}, meter.Options)
+	}, p, m)
+	big := storetest.RandomText(rand.New(rand.NewPCG(1, 2)), 300_000)
+	body, err := json.Marshal(map[string]any{"input": big, "background": true, "tools": []any{map[string]string{"type": "lambent:slow"}}})
+	require.NoError(t, err)
+	rec, err := runBackground(t, e, string(body))
+	require.NoError(t, err)
+	id := rec.response(t).ID
+	done := make(chan error, 1)
+	go func() { j := <-q.c; done <- e.RunBackground(context.Background(), j.ResponseID) }()
+	<-started
+	before := meter.Snapshot()
+	const polls = 20
+	for meter.Snapshot().Sub(before).Calls["GetItem"] < polls {
+		time.Sleep(time.Millisecond)
+	}
+	during := meter.Snapshot().Sub(before)
+	gets := during.Calls["GetItem"]
+	assert.LessOrEqual(t, during.RCU, float64(gets), "%d polls read %.1f units (%s)", gets, during.RCU, during)
+
+	resp, err := e.CancelResponse(context.Background(), id)
+	require.NoError(t, err)
+	require.NoError(t, <-done)
+	assert.Equal(t, api.StatusCancelled, resp.Status)
 }

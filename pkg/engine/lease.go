@@ -241,6 +241,7 @@ func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf 
 	// Checkpoints and appends use the invocation's context: a cancelled
 	// run still stores how far it got.
 	r.checkpoint = func() error { return c.checkpoint(ctx) }
+	e.markRunning(ctx, id, rec.ExpiresAt)
 	stopWatch := e.watch(runCtx, id, cancel, func(expiresAt time.Time) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -267,11 +268,12 @@ func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf 
 	return e.finishedElsewhere(ctx, id, e.finishBackground(ctx, r, rec, api.StatusInProgress, buf, out))
 }
 
-// watch runs until stopped: every PollInterval it reads the record and
-// cancels the run when it is gone or a cancel was requested, else calls
+// watch runs until stopped: every PollInterval it polls the run
+// (pollRun) and cancels it when the response is gone or a cancel was
+// requested, else calls
 // appendEvents (the events the loop emitted since the last append go to
 // the log, so that followers see a model turn as it streams, not only at
-// checkpoints) with the expiry of the record it just read live (zero when
+// checkpoints) with the expiry of the response it just saw live (zero when
 // the read failed), so that the append needs no read of its own.
 func (e *Engine) watch(ctx context.Context, id string, cancel context.CancelFunc, appendEvents func(expiresAt time.Time)) (stop func()) {
 	done := make(chan struct{})
@@ -288,20 +290,61 @@ func (e *Engine) watch(ctx context.Context, id string, cancel context.CancelFunc
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				rec, err := e.cfg.Store.Get(ctx, id)
-				if errors.Is(err, store.ErrNotFound) || err == nil && rec.Job != nil && (rec.Job.CancelRequested || rec.Response.Status == api.StatusCancelled) {
+				stop, expiresAt := e.pollRun(ctx, id)
+				if stop {
 					cancel()
 					return
-				}
-				var expiresAt time.Time
-				if err == nil {
-					expiresAt = rec.ExpiresAt
 				}
 				appendEvents(expiresAt)
 			}
 		}
 	}()
 	return func() { close(done); wg.Wait() }
+}
+
+// pollRun tells whether the background run of id must stop (a cancel was
+// requested, the response is gone) and the live response's expiry (zero
+// when unknown). With a store that keeps run signals it is one small read
+// (store.RunSignals); without, or when no signal is noted (the response was
+// deleted, or marking the run failed), a read of the whole record, which
+// marks the run again when the response is live.
+func (e *Engine) pollRun(ctx context.Context, id string) (stop bool, expiresAt time.Time) {
+	sig, ok := e.cfg.Store.(store.RunSignals)
+	if ok {
+		cancel, exp, err := sig.Poll(ctx, id)
+		if err == nil {
+			return cancel, exp
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return false, time.Time{} // try again at the next poll
+		}
+	}
+	rec, err := e.cfg.Store.Get(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return true, time.Time{}
+	case err != nil:
+		return false, time.Time{}
+	case rec.Job != nil && (rec.Job.CancelRequested || rec.Response.Status == api.StatusCancelled):
+		return true, time.Time{}
+	}
+	if ok {
+		e.markRunning(ctx, id, rec.ExpiresAt)
+	}
+	return false, rec.ExpiresAt
+}
+
+// markRunning notes that this worker runs the background response id, so
+// that pollRun reads the run's signals instead of the record. A failure
+// costs only reads: pollRun reads the record until a mark succeeds.
+func (e *Engine) markRunning(ctx context.Context, id string, expiresAt time.Time) {
+	sig, ok := e.cfg.Store.(store.RunSignals)
+	if !ok {
+		return
+	}
+	if err := sig.MarkRunning(ctx, id, expiresAt); err != nil && ctx.Err() == nil {
+		e.log.WarnContext(ctx, "marking the background run failed; polling its record instead", "response_id", id, "err", err)
+	}
 }
 
 // handOff checkpoints, releases the lease and enqueues the continuation.

@@ -561,3 +561,26 @@ func holdsRefs(t reflect.Type) bool {
 	}
 	return true
 }
+
+var _ RunSignals = (*Memory)(nil)
+
+// MarkRunning does nothing: Poll reads the record itself, without a copy.
+func (m *Memory) MarkRunning(context.Context, string, time.Time) error { return nil }
+
+// RequestCancel does nothing: the caller has marked the record, which
+// Poll reads.
+func (m *Memory) RequestCancel(context.Context, string, time.Time) error { return nil }
+
+// Poll reports the record's cancel request (or its cancelled status) and
+// expiry without copying it; ErrNotFound when it is absent or expired.
+func (m *Memory) Poll(ctx context.Context, id string) (bool, time.Time, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	el, err := m.lookup(ctx, id)
+	if err != nil {
+		return false, time.Time{}, err
+	}
+	rec := &el.Value.(*memEntry).rec
+	cancel := rec.Response.Status == api.StatusCancelled || rec.Job != nil && rec.Job.CancelRequested
+	return cancel, rec.ExpiresAt, nil
+}

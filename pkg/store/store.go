@@ -109,6 +109,26 @@ func (r *Record) Conversation() []api.Item {
 	return append(out, r.Response.Output...)
 }
 
+// RunSignals is a ResponseStore that tells the worker running a
+// background response about a cancel request or the response's deletion
+// without a read of the whole record: the worker polls it several times a
+// second for as long as the run lasts, and a record grows with the run
+// (docs/background.md, "What polling costs").
+type RunSignals interface {
+	// MarkRunning notes that a worker runs the response id, expiring at
+	// expiresAt with the response; RequestCancel and Poll then see it.
+	MarkRunning(ctx context.Context, id string, expiresAt time.Time) error
+	// RequestCancel notes a cancel request for the running response id
+	// (whose record the caller has just marked CancelRequested), expiring
+	// at expiresAt.
+	RequestCancel(ctx context.Context, id string, expiresAt time.Time) error
+	// Poll reports whether a cancel of the response id was requested, and
+	// its expiry. ErrNotFound when nothing is noted (the response was
+	// deleted, or no worker marked it running): the caller reads the
+	// record to tell which.
+	Poll(ctx context.Context, id string) (cancel bool, expiresAt time.Time, err error)
+}
+
 // ItemPage is one page of input items.
 type ItemPage struct {
 	Items   []api.Item

@@ -15,13 +15,14 @@ import (
 	"github.com/lambent/lambent/pkg/store/dynamodb"
 )
 
-// Client returns a DynamoDB client for DynamoDB Local with dummy credentials.
-func Client(tb testing.TB) *ddb.Client {
+// Client returns a DynamoDB client for DynamoDB Local with dummy
+// credentials; optFns adjust its options (a ddbmeter.Meter's Options).
+func Client(tb testing.TB, optFns ...func(*ddb.Options)) *ddb.Client {
 	return ddb.New(ddb.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(dynamolocal.Endpoint(tb)),
 		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
-	})
+	}, optFns...)
 }
 
 // NewStore returns a DynamoDB store on a fresh table (deleted at cleanup).
@@ -32,10 +33,10 @@ func NewStore(tb testing.TB, table string) *dynamodb.Store {
 }
 
 // NewStoreWith is NewStore with the store's configuration; an empty
-// cfg.Table is a fresh table.
-func NewStoreWith(tb testing.TB, cfg dynamodb.Config) *dynamodb.Store {
+// cfg.Table is a fresh table. optFns adjust the client's options.
+func NewStoreWith(tb testing.TB, cfg dynamodb.Config, optFns ...func(*ddb.Options)) *dynamodb.Store {
 	tb.Helper()
-	c := Client(tb)
+	c := Client(tb, optFns...)
 	if cfg.Table == "" {
 		cfg.Table = "lambent_test_" + api.NewID("")[24:]
 	}

@@ -9,7 +9,9 @@
 //	pk (S, partition key)  <tenant>#<response id>; '%' and '#' in the tenant are
 //	                       escaped (%25, %23), so no id reaches another tenant
 //	sk (S, sort key)       "response" for the head item, "chunk#<gen>#<00000>" for
-//	                       chunks, "event#<last seq>#<first seq>" for stream events
+//	                       chunks, "event#<last seq>#<first seq>" for stream events,
+//	                       "signals" for a background run's signal item (a
+//	                       cancel flag its worker polls; store.RunSignals)
 //
 // A response is one record: the JSON object {"response","input","context"}
 // (the response as the client sees it, this request's input items, the

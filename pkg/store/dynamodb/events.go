@@ -293,13 +293,18 @@ func (s *Store) queryEvents(ctx context.Context, p, from string, keysOnly bool) 
 	return out, nil
 }
 
-// deleteEvents deletes every event item of partition p and their chunks.
+// deleteEvents deletes every event item of partition p and their chunks,
+// and with them the signal item of a background run (only background runs
+// have events; others pay no write for it).
 func (s *Store) deleteEvents(ctx context.Context, p string) error {
 	batches, err := s.queryEvents(ctx, p, skEventPrefix, true)
 	if err != nil {
 		return err
 	}
-	var reqs []types.WriteRequest
+	if len(batches) == 0 {
+		return nil
+	}
+	reqs := []types.WriteRequest{signalsDelete(p)}
 	for _, b := range batches {
 		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: keyOf(p, b.SK)}})
 		for i := range b.Chunks {

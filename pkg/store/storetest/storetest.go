@@ -75,6 +75,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.ResponseStore, opts ...
 		{"ConcurrentCheckpoints", testConcurrentCheckpoints},
 		{"Job", testJob},
 		{"EventLog", testEventLog},
+		{"RunSignals", testRunSignals},
 		{"ConcurrentStatusWrites", testConcurrentStatusWrites},
 		{"ConcurrentForks", testConcurrentForks},
 		{"Expiry", testExpiry},
@@ -821,6 +822,63 @@ func eventLog(t *testing.T, s store.ResponseStore) store.EventLog {
 		t.Skipf("%T implements no store.EventLog", s)
 	}
 	return l
+}
+
+// testRunSignals: a running background response's worker sees a cancel
+// request through the store's run signals, never another tenant's, and
+// ErrNotFound once the response is deleted (then it reads the record).
+func testRunSignals(t *testing.T, s store.ResponseStore) {
+	sig, ok := s.(store.RunSignals)
+	if !ok {
+		t.Skipf("%T implements no store.RunSignals", s)
+	}
+	ctx := tenant.With(t.Context(), "alice")
+	id := newID()
+	_, _, err := sig.Poll(ctx, id)
+	require.ErrorIs(t, err, store.ErrNotFound, "nothing noted for an unknown response")
+
+	rec := NewRecord(id, api.StatusQueued)
+	rec.Job = &store.Job{}
+	rec.ExpiresAt = time.Now().Add(time.Hour).Truncate(time.Second)
+	create(t, s, ctx, rec)
+	require.NoError(t, eventLog(t, s).AppendEvents(ctx, id, events(0, 1, "q")))
+	running, err := s.Get(ctx, id)
+	require.NoError(t, err)
+	running.Response.Status = api.StatusInProgress
+	require.NoError(t, s.Update(ctx, running, api.StatusQueued))
+	require.NoError(t, sig.MarkRunning(ctx, id, rec.ExpiresAt))
+	cancel, exp, err := sig.Poll(ctx, id)
+	require.NoError(t, err)
+	assert.False(t, cancel)
+	assert.True(t, exp.Equal(rec.ExpiresAt), "expires at %v, want %v", exp, rec.ExpiresAt)
+
+	bob := tenant.With(t.Context(), "bob")
+	_, _, err = sig.Poll(bob, id)
+	require.ErrorIs(t, err, store.ErrNotFound, "another tenant sees nothing")
+	require.NoError(t, sig.RequestCancel(bob, id, rec.ExpiresAt))
+	cancel, _, err = sig.Poll(ctx, id)
+	require.NoError(t, err)
+	assert.False(t, cancel, "another tenant's cancel request does not reach alice's run")
+
+	// The canceller marks the record, then signals; a worker marking its
+	// run after that keeps the cancel.
+	running.Job.CancelRequested = true
+	require.NoError(t, s.Update(ctx, running, api.StatusInProgress))
+	require.NoError(t, sig.RequestCancel(ctx, id, rec.ExpiresAt))
+	require.NoError(t, sig.MarkRunning(ctx, id, rec.ExpiresAt))
+	cancel, _, err = sig.Poll(ctx, id)
+	require.NoError(t, err)
+	assert.True(t, cancel)
+
+	require.NoError(t, s.Delete(ctx, id))
+	_, _, err = sig.Poll(ctx, id)
+	require.ErrorIs(t, err, store.ErrNotFound, "a deleted response's run is told")
+
+	// Signals expire with the response.
+	old := newID()
+	require.NoError(t, sig.MarkRunning(ctx, old, time.Now().Add(-time.Second)))
+	_, _, err = sig.Poll(ctx, old)
+	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
 func events(from, to int64, tag string) []store.Event {
