@@ -54,7 +54,11 @@
 // (BatchWriteItem and BatchGetItem take up to 25 and 100 items a call).
 // Appending 50 stream events of a background response costs a GetItem of
 // the head and one PutItem of 1 WCU; following them, one Query per poll
-// (plus a GetItem of the head when nothing is new). A create whose input
+// (plus, when nothing is new, an eventually consistent GetItem of the run's
+// signal item, 0.5 RCU, or of the head when the run has none yet: queued).
+// The running worker's poll for a cancel request is that same GetItem of
+// the signal item, whatever the record's size (a 300 KB head: 57.5 RCU).
+// A create whose input
 // holds item references (TestCallBudgetItemReferences): references into
 // the previous response cost nothing more (1 GetItem + 1 PutItem); every
 // other referenced response costs one GetItem (plus its chunks' reads if

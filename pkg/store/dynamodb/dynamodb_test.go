@@ -333,6 +333,42 @@ func TestReadersDuringUpdates(t *testing.T) {
 	require.Equal(t, h.Chunks+1, countItems(t, s), "chunks of replaced versions are deleted")
 }
 
+// A follower's poll that finds no new event of a running background
+// response tells "nothing new" by the run's signal item, not by the head:
+// half a read unit, where this head (300 KB of incompressible input)
+// costs ~75.
+func TestFollowerPollReadsSignalsNotTheHead(t *testing.T) {
+	t.Parallel()
+	c := newCounter()
+	s := newStore(t, c.Options)
+	ctx := t.Context()
+	rec := storetest.NewRecord(api.NewID(api.PrefixResponse), api.StatusInProgress)
+	rec.Job = &store.Job{NextSeq: 1}
+	rec.Input = append(rec.Input, api.Item{Type: api.ItemMessage, Role: api.RoleUser,
+		Content: []api.ContentPart{{Type: api.PartInputText, Text: storetest.RandomText(mrand.New(mrand.NewPCG(3, 4)), 300_000)}}})
+	rec.ExpiresAt = time.Now().Add(time.Hour)
+	id := rec.Response.ID
+	require.NoError(t, s.Create(ctx, rec))
+	require.NoError(t, s.AppendEvents(ctx, id, []store.Event{{Seq: 0, Type: "response.created", Data: []byte(`{"type":"response.created","sequence_number":0}`)}}))
+
+	c.Reset()
+	_, err := s.Events(ctx, id, 0)
+	require.NoError(t, err)
+	headRead := c.Snapshot().RCU
+	require.NoError(t, s.MarkRunning(ctx, id, rec.ExpiresAt))
+	c.Reset()
+	got, err := s.Events(ctx, id, 0)
+	require.NoError(t, err)
+	require.Empty(t, got)
+	t.Logf("empty poll: %.1f read units by the head, %s by the signal item", headRead, c)
+	require.LessOrEqual(t, c.Snapshot().RCU, 1.0)
+	require.Greater(t, headRead, 10.0, "the head of this record is large")
+
+	require.NoError(t, s.Delete(ctx, id))
+	_, err = s.Events(ctx, id, 0)
+	require.ErrorIs(t, err, store.ErrNotFound, "a deleted response's follower is told")
+}
+
 // counter counts DynamoDB calls per operation (and attempts, retries
 // included) and sums the capacity units DynamoDB reports for them.
 type counter = ddbmeter.Meter
@@ -409,7 +445,9 @@ func TestCallBudget(t *testing.T) {
 	for _, it := range out.Items {
 		require.Equal(t, &types.AttributeValueMemberN{Value: strconv.FormatInt(live.ExpiresAt.Unix(), 10)}, it["expires_at"])
 	}
-	measure("events: poll, none new", 2, func() error { _, err := s.Events(ctx, jid, 49); return err })
+	measure("events: poll, none new (queued)", 3, func() error { _, err := s.Events(ctx, jid, 50); return err })
+	require.NoError(t, s.MarkRunning(ctx, jid, live.ExpiresAt))
+	measure("events: poll, none new (running)", 2, func() error { _, err := s.Events(ctx, jid, 50); return err })
 	measure("delete (background)", 3, func() error { return s.Delete(ctx, jid) })
 
 	for _, r := range benchRecords() {

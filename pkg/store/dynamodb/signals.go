@@ -79,7 +79,12 @@ func (s *Store) Poll(ctx context.Context, id string) (bool, time.Time, error) {
 	if id == "" {
 		return false, time.Time{}, fmt.Errorf("dynamodb: poll: empty id: %w", store.ErrNotFound)
 	}
-	out, err := s.api.GetItem(ctx, &ddb.GetItemInput{TableName: s.table, Key: keyOf(pk(tenant.From(ctx), id), skSignals),
+	return s.poll(ctx, pk(tenant.From(ctx), id), id)
+}
+
+// poll is Poll on partition p.
+func (s *Store) poll(ctx context.Context, p, id string) (bool, time.Time, error) {
+	out, err := s.api.GetItem(ctx, &ddb.GetItemInput{TableName: s.table, Key: keyOf(p, skSignals),
 		ConsistentRead: aws.Bool(false)})
 	if err != nil {
 		return false, time.Time{}, fmt.Errorf("dynamodb: poll %s: %w", id, err)
