@@ -23,6 +23,12 @@ type Array struct {
 	Elem func(i int) any
 }
 
+// Elements is the Array of the elements of s at key (each encoded through
+// a pointer to it).
+func Elements[T any](key string, s []T) Array {
+	return Array{Key: key, Len: len(s), Elem: func(i int) any { return &s[i] }}
+}
+
 // Stream is the JSON of a value, byte for byte as Marshal encodes it, in
 // pieces: the value's encoding with some arrays left empty (its shell),
 // and the elements of those arrays encoded one at a time into a buffer the

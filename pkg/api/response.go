@@ -56,6 +56,25 @@ func (r *Response) MarshalJSON() ([]byte, error) {
 	return wirejson.Marshal(&c)
 }
 
+// Shell returns a copy of r without its output items, and the
+// wirejson.Array of them: the parts of a wirejson.Stream of a value
+// holding r (a stored record, a stream event), which encodes the items one
+// at a time.
+func (r *Response) Shell() (*Response, wirejson.Array) {
+	c := *r
+	c.Output = nil
+	return &c, wirejson.Elements("output", r.Output)
+}
+
+// JSONStream returns r's JSON, MarshalJSON's bytes, as a wirejson.Stream
+// that encodes its output items one at a time: a long agentic loop's
+// response is then written (sent, stored) without being held encoded
+// whole.
+func (r *Response) JSONStream() (*wirejson.Stream, error) {
+	shell, output := r.Shell()
+	return wirejson.NewStream(r, shell, output)
+}
+
 // Clone returns a copy of r whose Output slice can be appended to without
 // touching r's.
 func (r *Response) Clone() *Response {

@@ -93,7 +93,7 @@ func buildRequest(req *provider.Request, stream, maxCompletion bool) (body *wire
 	shell := cr
 	shell.Messages = []chatwire.Message{}
 	reopen = func() (*wirejson.Stream, error) {
-		return wirejson.NewStream(&cr, &shell, wirejson.Array{Key: "messages", Len: len(msgs), Elem: func(i int) any { return &msgs[i] }})
+		return wirejson.NewStream(&cr, &shell, wirejson.Elements("messages", msgs))
 	}
 	if body, err = reopen(); err != nil {
 		// Only invalid raw JSON (a tool or schema) can get here.
