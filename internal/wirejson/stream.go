@@ -16,17 +16,19 @@ const flags = fastjson.EscapeHTML | fastjson.SortMapKeys
 const flushAt = 32 << 10
 
 // Array is one array of a value read as a Stream: the array at key Key,
-// whose Len elements Elem returns.
+// whose Len elements Elem returns (an element is encoded as Marshal would
+// encode it in the array; a value whose MarshalJSON would give the same
+// bytes saves the copy that method returns).
 type Array struct {
 	Key  string
 	Len  int
-	Elem func(i int) any
+	Elem func(i int) (any, error)
 }
 
 // Elements is the Array of the elements of s at key (each encoded through
 // a pointer to it).
 func Elements[T any](key string, s []T) Array {
-	return Array{Key: key, Len: len(s), Elem: func(i int) any { return &s[i] }}
+	return Array{Key: key, Len: len(s), Elem: func(i int) (any, error) { return &s[i], nil }}
 }
 
 // Stream is the JSON of a value, byte for byte as Marshal encodes it, in
@@ -124,7 +126,11 @@ func (s *Stream) appendPiece(b []byte) ([]byte, error) {
 			b = append(b, ',')
 		}
 		s.elem++
-		return fastjson.Append(b, a.Elem(s.elem-1), flags)
+		v, err := a.Elem(s.elem - 1)
+		if err != nil {
+			return b, err
+		}
+		return fastjson.Append(b, v, flags)
 	}
 }
 

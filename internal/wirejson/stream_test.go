@@ -53,8 +53,8 @@ func streamOf(t *testing.T, v *outer) *Stream {
 	shell.Inner, shell.Others = &in, []elem{}
 	// Given in another order than they come.
 	s, err := NewStream(v, &shell,
-		Array{Key: "others", Len: len(v.Others), Elem: func(i int) any { return v.Others[i] }},
-		Array{Key: "items", Len: len(v.Inner.Items), Elem: func(i int) any { return &v.Inner.Items[i] }})
+		Array{Key: "others", Len: len(v.Others), Elem: func(i int) (any, error) { return v.Others[i], nil }},
+		Elements("items", v.Inner.Items))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,13 @@ func (r *Response) MarshalJSON() ([]byte, error) {
 func (r *Response) Shell() (*Response, wirejson.Array) {
 	c := *r
 	c.Output = nil
-	return &c, wirejson.Elements("output", r.Output)
+	return &c, ItemsArray("output", r.Output)
+}
+
+// ItemsArray is the wirejson.Array of items at key: each encoded as its
+// MarshalJSON encodes it, without the copy that method returns.
+func ItemsArray(key string, items []Item) wirejson.Array {
+	return wirejson.Array{Key: key, Len: len(items), Elem: func(i int) (any, error) { return items[i].wire() }}
 }
 
 // JSONStream returns r's JSON, MarshalJSON's bytes, as a wirejson.Stream

@@ -87,11 +87,11 @@ func writeRecord(w io.Writer, rec *store.Record) error {
 	arrays := []wirejson.Array{output}
 	if v.Input != nil {
 		shell.Input = []api.Item{}
-		arrays = append(arrays, wirejson.Elements("input", v.Input))
+		arrays = append(arrays, api.ItemsArray("input", v.Input))
 	}
 	if v.Context != nil {
 		shell.Context = []api.Item{}
-		arrays = append(arrays, wirejson.Elements("context", v.Context))
+		arrays = append(arrays, api.ItemsArray("context", v.Context))
 	}
 	s, err := wirejson.NewStream(&v, &shell, arrays...)
 	if err != nil {
