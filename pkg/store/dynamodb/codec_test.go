@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/pkg/api"
@@ -57,4 +58,13 @@ func TestRecordStreamed(t *testing.T) {
 	var tl *store.TooLargeError
 	require.ErrorAs(t, newCodec(whole.Len()-1, compressionLevel).checkSize(rec), &tl)
 	require.NoError(t, newCodec(whole.Len(), compressionLevel).checkSize(rec))
+}
+
+// TestChunkItem: a chunk's item is the one attributevalue makes of it.
+func TestChunkItem(t *testing.T) {
+	t.Parallel()
+	c := chunk{PK: "t#resp_1", SK: chunkSK("g", 3), ExpiresAt: 1_900_000_000, Body: []byte{0x1f, 0x8b, 0}}
+	want, err := attributevalue.MarshalMap(c)
+	require.NoError(t, err)
+	require.Equal(t, want, c.item())
 }
