@@ -75,7 +75,7 @@ func NewStream(v, shell any, arrays ...Array) (*Stream, error) {
 		marker = append(append(append(marker, '"'), a.Key...), `":[]`...)
 		i := bytes.Index(b, marker)
 		if i < 0 || bytes.Index(b[i+1:], marker) >= 0 {
-			return Whole(v)
+			return whole(v)
 		}
 		places = append(places, place{i + len(marker) - 1, a})
 	}
@@ -91,8 +91,8 @@ func NewStream(v, shell any, arrays ...Array) (*Stream, error) {
 	return s, nil
 }
 
-// Whole returns the Stream of v encoded at once (Marshal).
-func Whole(v any) (*Stream, error) {
+// whole returns the Stream of v encoded at once (Marshal).
+func whole(v any) (*Stream, error) {
 	b, err := Marshal(v)
 	if err != nil {
 		return nil, err

@@ -25,6 +25,9 @@
 //     turns is not sent (DeepSeek refuses it there).
 //   - top_logprobs is sent (with logprobs:true) only when it is above zero;
 //     log probabilities are not decoded.
+//   - A request body up to 256 KiB is sent with its Content-Length; a
+//     longer one (a long agentic loop's history) is sent chunked as its
+//     messages are encoded, so that the gateway never holds it whole.
 //
 // Errors are *api.Error values wrapping their cause (see the provider.Code
 // constants). A cancelled context gives a 499 request_cancelled error and a
