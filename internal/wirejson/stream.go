@@ -74,7 +74,7 @@ func NewStream(v, shell any, arrays ...Array) (*Stream, error) {
 		marker := make([]byte, 0, len(a.Key)+5)
 		marker = append(append(append(marker, '"'), a.Key...), `":[]`...)
 		i := bytes.Index(b, marker)
-		if i < 0 || bytes.Index(b[i+1:], marker) >= 0 {
+		if i < 0 || bytes.Contains(b[i+1:], marker) {
 			return whole(v)
 		}
 		places = append(places, place{i + len(marker) - 1, a})
