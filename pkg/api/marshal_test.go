@@ -131,9 +131,10 @@ func TestResponseMarshalJSONIsMarshal(t *testing.T) {
 	}
 }
 
-// TestResponseJSONStream: a response read from its JSONStream is its
-// MarshalJSON's bytes, also when a tool's schema holds an empty "output"
-// array (the stream then encodes it whole), and with no output at all.
+// TestResponseJSONStream: a response read as a wirejson.Stream of its
+// Shell is its MarshalJSON's bytes, also when a tool's schema holds an
+// empty "output" array (the stream then encodes it whole), and with no
+// output at all.
 func TestResponseJSONStream(t *testing.T) {
 	r := benchResponse()
 	r.Output[2].Content[0].Text += " <b>&amp;</b> \u2028 \xff"
@@ -144,7 +145,8 @@ func TestResponseJSONStream(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := r.JSONStream()
+		shell, output := r.Shell()
+		s, err := wirejson.NewStream(r, shell, output)
 		if err != nil {
 			t.Fatal(err)
 		}

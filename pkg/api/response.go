@@ -72,15 +72,6 @@ func ItemsArray(key string, items []Item) wirejson.Array {
 	return wirejson.Array{Key: key, Len: len(items), Elem: func(i int) (any, error) { return items[i].wire() }}
 }
 
-// JSONStream returns r's JSON, MarshalJSON's bytes, as a wirejson.Stream
-// that encodes its output items one at a time: a long agentic loop's
-// response is then written (sent, stored) without being held encoded
-// whole.
-func (r *Response) JSONStream() (*wirejson.Stream, error) {
-	shell, output := r.Shell()
-	return wirejson.NewStream(r, shell, output)
-}
-
 // Clone returns a copy of r whose Output slice can be appended to without
 // touching r's.
 func (r *Response) Clone() *Response {
