@@ -161,8 +161,8 @@ func memoryLoop(lo loadOptions, mo memoryOptions, toolBytes int) (met bool, err 
 		}
 	}
 	met = whole && stored && peak > 0 && peak <= memLambdaMB*1000*1000
-	fmt.Printf("    tool outputs %3d KB (%4.1f MB in all): response %s, %d output items, %.1f MB streamed in %s, stored and read back %v;\n",
-		toolBytes/1000, float64(memTurns*memCalls*toolBytes)/1e6, r.Status, len(r.Output), float64(len(stream))/1e6, elapsed.Round(time.Millisecond), stored)
+	fmt.Printf("    tool outputs %3d KB (%4.1f MB in all; the response's JSON %.1f MB, MCP outputs kept to 64 KiB): response %s, %d output items, %.1f MB streamed in %s, stored and read back %v;\n",
+		toolBytes/1000, float64(memTurns*memCalls*toolBytes)/1e6, float64(len(evs[len(evs)-1].Data))/1e6, r.Status, len(r.Output), float64(len(stream))/1e6, elapsed.Round(time.Millisecond), stored)
 	fmt.Printf("        gateway RSS %s idle, peak (VmHWM) %s   goal ≤ %d MB (a 128 MB Lambda): %s\n", mib(idle), mib(peak), memLambdaMB, verdict(met))
 	return met, nil
 }

@@ -7,7 +7,10 @@
 // Completions bodies and stream chunks, internal/chatwire) into the values
 // json.Unmarshal gives, about three times faster, which is most of what a
 // streamed answer costs the gateway per chunk. Client request bodies stay
-// with encoding/json: its error messages are in the API's 400s.
+// with encoding/json: its error messages are in the API's 400s. A Stream
+// reads Marshal's bytes of a large value in pieces, its long arrays
+// encoded element by element (a long conversation's model request,
+// response and stored record).
 package wirejson
 
 import fastjson "github.com/segmentio/encoding/json"

@@ -374,18 +374,28 @@ func (it *Item) OutputText() string {
 //
 // Any other type is an error.
 func (it Item) MarshalJSON() ([]byte, error) {
+	v, err := it.wire()
+	if err != nil {
+		return nil, err
+	}
+	return wirejson.Marshal(v)
+}
+
+// wire is the value MarshalJSON encodes: a struct of the fields of the
+// item's type, in their order.
+func (it *Item) wire() (any, error) {
 	switch it.Type {
 	case ItemMessage:
-		return wirejson.Marshal(struct {
+		return struct {
 			Type    string        `json:"type"`
 			ID      string        `json:"id"`
 			Status  string        `json:"status"`
 			Role    string        `json:"role"`
 			Content []ContentPart `json:"content"`
 			Phase   string        `json:"phase,omitempty"`
-		}{it.Type, it.ID, it.Status, it.Role, orEmpty(it.Content), it.Phase})
+		}{it.Type, it.ID, it.Status, it.Role, orEmpty(it.Content), it.Phase}, nil
 	case ItemFunctionCall:
-		return wirejson.Marshal(struct {
+		return struct {
 			Type      string `json:"type"`
 			ID        string `json:"id"`
 			CallID    string `json:"call_id"`
@@ -393,9 +403,9 @@ func (it Item) MarshalJSON() ([]byte, error) {
 			Name      string `json:"name"`
 			Arguments string `json:"arguments"`
 			Status    string `json:"status"`
-		}{it.Type, it.ID, it.CallID, it.Namespace, it.Name, it.Arguments, it.Status})
+		}{it.Type, it.ID, it.CallID, it.Namespace, it.Name, it.Arguments, it.Status}, nil
 	case ItemCustomToolCall:
-		return wirejson.Marshal(struct {
+		return struct {
 			Type      string `json:"type"`
 			ID        string `json:"id"`
 			CallID    string `json:"call_id"`
@@ -403,104 +413,104 @@ func (it Item) MarshalJSON() ([]byte, error) {
 			Name      string `json:"name"`
 			Input     string `json:"input"`
 			Status    string `json:"status"`
-		}{it.Type, it.ID, it.CallID, it.Namespace, it.Name, it.Input, it.Status})
+		}{it.Type, it.ID, it.CallID, it.Namespace, it.Name, it.Input, it.Status}, nil
 	case ItemShellCall, ItemLocalShellCall:
-		return wirejson.Marshal(struct {
+		return struct {
 			Type   string          `json:"type"`
 			ID     string          `json:"id"`
 			CallID string          `json:"call_id"`
 			Action json.RawMessage `json:"action"`
 			Status string          `json:"status"`
-		}{it.Type, it.ID, it.CallID, orEmptyObject(it.Action), it.Status})
+		}{it.Type, it.ID, it.CallID, orEmptyObject(it.Action), it.Status}, nil
 	case ItemApplyPatchCall:
-		return wirejson.Marshal(struct {
+		return struct {
 			Type      string          `json:"type"`
 			ID        string          `json:"id"`
 			CallID    string          `json:"call_id"`
 			Operation json.RawMessage `json:"operation"`
 			Status    string          `json:"status"`
-		}{it.Type, it.ID, it.CallID, orEmptyObject(it.Action), it.Status})
+		}{it.Type, it.ID, it.CallID, orEmptyObject(it.Action), it.Status}, nil
 	case ItemComputerCall:
-		return wirejson.Marshal(struct {
+		return struct {
 			Type                string          `json:"type"`
 			ID                  string          `json:"id"`
 			CallID              string          `json:"call_id"`
 			Action              json.RawMessage `json:"action"`
 			PendingSafetyChecks json.RawMessage `json:"pending_safety_checks"`
 			Status              string          `json:"status"`
-		}{it.Type, it.ID, it.CallID, orEmptyObject(it.Action), orEmptyArray(it.SafetyChecks), it.Status})
+		}{it.Type, it.ID, it.CallID, orEmptyObject(it.Action), orEmptyArray(it.SafetyChecks), it.Status}, nil
 	case ItemLocalShellCallOutput:
-		return wirejson.Marshal(struct {
+		return struct {
 			Type   string `json:"type"`
 			ID     string `json:"id"`
 			CallID string `json:"call_id"`
 			Output string `json:"output"`
 			Status string `json:"status"`
-		}{it.Type, it.ID, it.CallID, it.Output, it.Status})
+		}{it.Type, it.ID, it.CallID, it.Output, it.Status}, nil
 	case ItemComputerCallOutput:
-		return wirejson.Marshal(struct {
+		return struct {
 			Type                     string          `json:"type"`
 			ID                       string          `json:"id"`
 			CallID                   string          `json:"call_id"`
 			Output                   json.RawMessage `json:"output"`
 			AcknowledgedSafetyChecks json.RawMessage `json:"acknowledged_safety_checks"`
 			Status                   string          `json:"status"`
-		}{it.Type, it.ID, it.CallID, orEmptyObject(it.OutputRaw), orEmptyArray(it.SafetyChecks), it.Status})
+		}{it.Type, it.ID, it.CallID, orEmptyObject(it.OutputRaw), orEmptyArray(it.SafetyChecks), it.Status}, nil
 	case ItemShellCallOutput:
-		return wirejson.Marshal(struct {
+		return struct {
 			Type   string          `json:"type"`
 			ID     string          `json:"id"`
 			CallID string          `json:"call_id"`
 			Output json.RawMessage `json:"output"`
 			Status string          `json:"status"`
-		}{it.Type, it.ID, it.CallID, orEmptyArray(it.OutputRaw), it.Status})
+		}{it.Type, it.ID, it.CallID, orEmptyArray(it.OutputRaw), it.Status}, nil
 	case ItemApplyPatchCallOutput:
-		return wirejson.Marshal(struct {
+		return struct {
 			Type   string  `json:"type"`
 			ID     string  `json:"id"`
 			CallID string  `json:"call_id"`
 			Status string  `json:"status"`
 			Output *string `json:"output"`
-		}{it.Type, it.ID, it.CallID, it.Status, nilIfEmpty(it.Output)})
+		}{it.Type, it.ID, it.CallID, it.Status, nilIfEmpty(it.Output)}, nil
 	case ItemCustomToolCallOutput:
 		var output any = it.Output
 		if it.OutputParts != nil {
 			output = it.OutputParts
 		}
-		return wirejson.Marshal(struct {
+		return struct {
 			Type   string `json:"type"`
 			ID     string `json:"id"`
 			CallID string `json:"call_id"`
 			Output any    `json:"output"`
 			Status string `json:"status"`
-		}{it.Type, it.ID, it.CallID, output, it.Status})
+		}{it.Type, it.ID, it.CallID, output, it.Status}, nil
 	case ItemFunctionCallOutput:
 		var output any = it.Output
 		if it.OutputParts != nil {
 			output = it.OutputParts
 		}
-		return wirejson.Marshal(struct {
+		return struct {
 			Type    string `json:"type"`
 			ID      string `json:"id"`
 			CallID  string `json:"call_id"`
 			Output  any    `json:"output"`
 			Status  string `json:"status"`
 			IsError bool   `json:"is_error,omitempty"`
-		}{it.Type, it.ID, it.CallID, output, it.Status, it.IsError})
+		}{it.Type, it.ID, it.CallID, output, it.Status, it.IsError}, nil
 	case ItemReasoning:
-		return wirejson.Marshal(struct {
+		return struct {
 			Type             string        `json:"type"`
 			ID               string        `json:"id"`
 			Summary          []ContentPart `json:"summary"`
 			Content          []ContentPart `json:"content,omitempty"`
 			EncryptedContent string        `json:"encrypted_content,omitempty"`
 			Status           string        `json:"status,omitempty"`
-		}{it.Type, it.ID, orEmpty(it.Summary), it.Content, it.EncryptedContent, it.Status})
+		}{it.Type, it.ID, orEmpty(it.Summary), it.Content, it.EncryptedContent, it.Status}, nil
 	case ItemReference:
-		return wirejson.Marshal(struct {
+		return struct {
 			Type string `json:"type"`
 			ID   string `json:"id"`
-		}{it.Type, it.ID})
+		}{it.Type, it.ID}, nil
 	case ItemMCPCall:
 		var output *string
 		if it.Output != "" || it.Status == ItemCompleted {
@@ -510,7 +520,7 @@ func (it Item) MarshalJSON() ([]byte, error) {
 		if it.Error != "" {
 			mcpErr = &mcpError{Type: "mcp_tool_execution_error", Content: []mcpErrorText{{Type: "text", Text: it.Error}}}
 		}
-		return wirejson.Marshal(struct {
+		return struct {
 			Type              string    `json:"type"`
 			ID                string    `json:"id"`
 			ServerLabel       string    `json:"server_label"`
@@ -520,37 +530,37 @@ func (it Item) MarshalJSON() ([]byte, error) {
 			Error             *mcpError `json:"error"`
 			ApprovalRequestID *string   `json:"approval_request_id"`
 			Status            string    `json:"status"`
-		}{it.Type, it.ID, it.ServerLabel, it.Name, it.Arguments, output, mcpErr, nilIfEmpty(it.ApprovalRequestID), it.Status})
+		}{it.Type, it.ID, it.ServerLabel, it.Name, it.Arguments, output, mcpErr, nilIfEmpty(it.ApprovalRequestID), it.Status}, nil
 	case ItemCompaction:
-		return wirejson.Marshal(struct {
+		return struct {
 			Type             string `json:"type"`
 			ID               string `json:"id"`
 			EncryptedContent string `json:"encrypted_content"`
-		}{it.Type, it.ID, it.EncryptedContent})
+		}{it.Type, it.ID, it.EncryptedContent}, nil
 	case ItemMCPListTools:
-		return wirejson.Marshal(struct {
+		return struct {
 			Type        string    `json:"type"`
 			ID          string    `json:"id"`
 			ServerLabel string    `json:"server_label"`
 			Tools       []MCPTool `json:"tools"`
 			Error       *string   `json:"error"`
-		}{it.Type, it.ID, it.ServerLabel, orEmpty(it.Tools), nilIfEmpty(it.Error)})
+		}{it.Type, it.ID, it.ServerLabel, orEmpty(it.Tools), nilIfEmpty(it.Error)}, nil
 	case ItemMCPApprovalRequest:
-		return wirejson.Marshal(struct {
+		return struct {
 			Type        string `json:"type"`
 			ID          string `json:"id"`
 			ServerLabel string `json:"server_label"`
 			Name        string `json:"name"`
 			Arguments   string `json:"arguments"`
-		}{it.Type, it.ID, it.ServerLabel, it.Name, it.Arguments})
+		}{it.Type, it.ID, it.ServerLabel, it.Name, it.Arguments}, nil
 	case ItemMCPApprovalResponse:
-		return wirejson.Marshal(struct {
+		return struct {
 			Type              string  `json:"type"`
 			ID                string  `json:"id"`
 			ApprovalRequestID string  `json:"approval_request_id"`
 			Approve           bool    `json:"approve"`
 			Reason            *string `json:"reason"`
-		}{it.Type, it.ID, it.ApprovalRequestID, it.Approve, nilIfEmpty(it.Reason)})
+		}{it.Type, it.ID, it.ApprovalRequestID, it.Approve, nilIfEmpty(it.Reason)}, nil
 	}
 	return nil, fmt.Errorf("api: cannot marshal item of type %q", it.Type)
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"io"
 	"math"
 	"strings"
 	"testing"
@@ -127,6 +128,32 @@ func TestResponseMarshalJSONIsMarshal(t *testing.T) {
 	got, err := r.MarshalJSON()
 	if err != nil || string(got) != string(want) {
 		t.Fatalf("MarshalJSON = %s, %v\nwant %s", got, err, want)
+	}
+}
+
+// TestResponseJSONStream: a response read as a wirejson.Stream of its
+// Shell is its MarshalJSON's bytes, also when a tool's schema holds an
+// empty "output" array (the stream then encodes it whole), and with no
+// output at all.
+func TestResponseJSONStream(t *testing.T) {
+	r := benchResponse()
+	r.Output[2].Content[0].Text += " <b>&amp;</b> \u2028 \xff"
+	schema := *r
+	schema.Tools = []Tool{{Type: ToolFunction, Name: "f", Parameters: json.RawMessage(`{"type":"object","default":{"output" : []}}`)}}
+	for name, r := range map[string]*Response{"items": r, "schema": &schema, "none": {ID: "resp_1"}} {
+		want, err := r.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		shell, output := r.Shell()
+		s, err := wirejson.NewStream(r, shell, output)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(s)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("%s: JSONStream = %s, %v\nwant %s", name, got, err, want)
+		}
 	}
 }
 

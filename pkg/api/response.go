@@ -56,6 +56,22 @@ func (r *Response) MarshalJSON() ([]byte, error) {
 	return wirejson.Marshal(&c)
 }
 
+// Shell returns a copy of r without its output items, and the
+// wirejson.Array of them: the parts of a wirejson.Stream of a value
+// holding r (a stored record, a stream event), which encodes the items one
+// at a time.
+func (r *Response) Shell() (*Response, wirejson.Array) {
+	c := *r
+	c.Output = nil
+	return &c, ItemsArray("output", r.Output)
+}
+
+// ItemsArray is the wirejson.Array of items at key: each encoded as its
+// MarshalJSON encodes it, without the copy that method returns.
+func ItemsArray(key string, items []Item) wirejson.Array {
+	return wirejson.Array{Key: key, Len: len(items), Elem: func(i int) (any, error) { return items[i].wire() }}
+}
+
 // Clone returns a copy of r whose Output slice can be appended to without
 // touching r's.
 func (r *Response) Clone() *Response {

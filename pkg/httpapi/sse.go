@@ -66,11 +66,49 @@ func (rw *responseWriter) WriteEvent(ev *api.StreamEvent) error {
 	if !rw.started {
 		rw.start()
 	}
+	if ev.Response != nil {
+		return rw.responseFrame(ev)
+	}
 	data, err := wirejson.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("encode %s event: %w", ev.Type, err)
 	}
 	return rw.frame(ev.Type, data)
+}
+
+// responseFrame buffers the SSE frame of an event carrying a response, its
+// output items encoded one at a time (api.Response.Shell): a frame longer
+// than a pooled buffer (a terminal event carrying a long conversation's
+// response) is written through as it is encoded, so that the stream never
+// holds the response's JSON whole.
+func (rw *responseWriter) responseFrame(ev *api.StreamEvent) error {
+	shell := *ev
+	var output wirejson.Array
+	shell.Response, output = ev.Response.Shell()
+	s, err := wirejson.NewStream(ev, &shell, output)
+	if err != nil {
+		return fmt.Errorf("encode %s event: %w", ev.Type, err)
+	}
+	mark := len(rw.buf)
+	b := append(rw.buf, "event: "...)
+	b = append(b, ev.Type...)
+	b = append(b, "\ndata: "...)
+	b, done, err := s.AppendTo(b, maxPooledBuffer)
+	if err != nil {
+		rw.buf = b[:mark]
+		return fmt.Errorf("encode %s event: %w", ev.Type, err)
+	}
+	if !done {
+		if _, err := rw.w.Write(b); err != nil {
+			return err
+		}
+		b = b[:0]
+		if _, err := s.WriteTo(rw.w); err != nil {
+			return err
+		}
+	}
+	rw.buf = append(b, "\n\n"...)
+	return nil
 }
 
 // frame buffers the SSE frame of an event's JSON data. A frame larger than

@@ -152,8 +152,13 @@ func BenchmarkBuildRequest(b *testing.B) {
 		)
 	}
 	b.ReportAllocs()
+	var body []byte
 	for b.Loop() {
-		if _, err := buildRequest(req, true, false); err != nil {
+		s, _, err := buildRequest(req, true, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if body, _, err = s.AppendTo(body[:0], maxBufferedBody); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -34,6 +34,8 @@ type backend struct {
 	bodies []map[string]any
 	hdrs   []http.Header
 	paths  []string
+	// lengths are the requests' Content-Length (-1: chunked).
+	lengths []int64
 }
 
 func newBackend(t *testing.T, cfg openai.Config, handle http.HandlerFunc) (*openai.Provider, *backend) {
@@ -53,6 +55,7 @@ func newBackend(t *testing.T, cfg openai.Config, handle http.HandlerFunc) (*open
 		b.bodies = append(b.bodies, body)
 		b.hdrs = append(b.hdrs, r.Header.Clone())
 		b.paths = append(b.paths, r.URL.Path)
+		b.lengths = append(b.lengths, r.ContentLength)
 		b.mu.Unlock()
 		var req chatwire.Request
 		if err := json.Unmarshal(raw, &req); err != nil {
@@ -79,6 +82,12 @@ func (b *backend) body(i int) map[string]any {
 		b.t.Fatalf("backend got %d requests, want at least %d", len(b.bodies), i+1)
 	}
 	return b.bodies[i]
+}
+
+func (b *backend) length(i int) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lengths[i]
 }
 
 func (b *backend) header(i int) http.Header {

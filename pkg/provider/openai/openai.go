@@ -25,6 +25,9 @@
 //     turns is not sent (DeepSeek refuses it there).
 //   - top_logprobs is sent (with logprobs:true) only when it is above zero;
 //     log probabilities are not decoded.
+//   - A request body up to 256 KiB is sent with its Content-Length; a
+//     longer one (a long agentic loop's history) is sent chunked as its
+//     messages are encoded, so that the gateway never holds it whole.
 //
 // Errors are *api.Error values wrapping their cause (see the provider.Code
 // constants). A cancelled context gives a 499 request_cancelled error and a
@@ -229,14 +232,9 @@ func (p *Provider) post(ctx context.Context, req *provider.Request, stream bool)
 	if err := ctx.Err(); err != nil {
 		return nil, provider.ContextError(ctx)
 	}
-	body, err := buildRequest(req, stream, p.maxComp)
+	hreq, err := p.newRequest(ctx, req, stream)
 	if err != nil {
 		return nil, err
-	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(body))
-	if err != nil {
-		return nil, &api.Error{Status: http.StatusBadGateway, Type: api.ErrTypeUpstream, Code: "upstream_unreachable",
-			Message: "the model provider's URL is not valid", Err: err}
 	}
 	h := hreq.Header
 	h["Content-Type"] = jsonContentType
@@ -261,6 +259,59 @@ func (p *Provider) post(ctx context.Context, req *provider.Request, stream bool)
 		return nil, e
 	}
 	return resp, nil
+}
+
+// maxBufferedBody is the longest request body sent with a Content-Length:
+// a longer one (a long agentic loop's history) is sent chunked as its
+// messages are encoded, so that the gateway never holds it whole.
+const maxBufferedBody = 256 << 10
+
+// maxPooledBody is the largest body buffer kept for another request.
+const maxPooledBody = 64 << 10
+
+// requestBuffers hold the buffers request bodies are encoded in.
+var requestBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
+
+// newRequest builds the HTTP request of req: its body encoded whole up to
+// maxBufferedBody bytes, else streamed (see maxBufferedBody).
+func (p *Provider) newRequest(ctx context.Context, req *provider.Request, stream bool) (*http.Request, error) {
+	s, reopen, err := buildRequest(req, stream, p.maxComp)
+	if err != nil {
+		return nil, err
+	}
+	bp := requestBuffers.Get().(*[]byte)
+	b, done, err := s.AppendTo((*bp)[:0], maxBufferedBody)
+	var body io.Reader
+	if done {
+		body = bytes.NewReader(bytes.Clone(b))
+	} else {
+		// The first maxBufferedBody bytes, then the rest as it is read.
+		body = io.MultiReader(bytes.NewReader(b), s)
+	}
+	if done || err != nil {
+		if cap(b) <= maxPooledBody {
+			*bp = b[:0]
+			requestBuffers.Put(bp)
+		}
+	}
+	if err != nil {
+		return nil, api.ServerError(err, "encoding the model request failed")
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, body)
+	if err != nil {
+		return nil, &api.Error{Status: http.StatusBadGateway, Type: api.ErrTypeUpstream, Code: "upstream_unreachable",
+			Message: "the model provider's URL is not valid", Err: err}
+	}
+	if !done {
+		// Chunked; sent again (a redirect, a retried HTTP/2 stream)
+		// from a fresh stream.
+		hreq.ContentLength = -1
+		hreq.GetBody = func() (io.ReadCloser, error) {
+			s, err := reopen()
+			return io.NopCloser(s), err
+		}
+	}
+	return hreq, nil
 }
 
 var (

@@ -14,11 +14,15 @@ import (
 var emptyParams = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // buildRequest translates a provider.Request into the JSON body of a chat
-// completion request.
-func buildRequest(req *provider.Request, stream, maxCompletion bool) ([]byte, error) {
+// completion request, as a wirejson.Stream: the messages, most of a long
+// conversation's request, are encoded one at a time as the body is read
+// (see post). reopen returns a fresh stream of the same body (for a
+// request the transport sends again). An invalid tool or schema is
+// reported here.
+func buildRequest(req *provider.Request, stream, maxCompletion bool) (body *wirejson.Stream, reopen func() (*wirejson.Stream, error), err error) {
 	msgs, err := buildMessages(req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cr := chatwire.Request{
 		Model:            req.Model,
@@ -64,7 +68,7 @@ func buildRequest(req *provider.Request, stream, maxCompletion bool) ([]byte, er
 		}
 		if choice != nil {
 			if cr.ToolChoice, err = json.Marshal(choice); err != nil {
-				return nil, fmt.Errorf("encoding tool_choice: %w", err)
+				return nil, nil, fmt.Errorf("encoding tool_choice: %w", err)
 			}
 		}
 		cr.ParallelToolCalls = req.ParallelToolCalls
@@ -86,12 +90,16 @@ func buildRequest(req *provider.Request, stream, maxCompletion bool) ([]byte, er
 		cr.Stream = true
 		cr.StreamOptions = &chatwire.StreamOptions{IncludeUsage: true}
 	}
-	b, err := wirejson.Marshal(&cr)
-	if err != nil {
-		// Only invalid raw JSON (a tool or schema) can get here.
-		return nil, api.InvalidRequest("tools", "invalid JSON Schema in the request: %v", err)
+	shell := cr
+	shell.Messages = []chatwire.Message{}
+	reopen = func() (*wirejson.Stream, error) {
+		return wirejson.NewStream(&cr, &shell, wirejson.Elements("messages", msgs))
 	}
-	return b, nil
+	if body, err = reopen(); err != nil {
+		// Only invalid raw JSON (a tool or schema) can get here.
+		return nil, nil, api.InvalidRequest("tools", "invalid JSON Schema in the request: %v", err)
+	}
+	return body, reopen, nil
 }
 
 // buildMessages translates the instructions and items into messages.

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/lambent/lambent/pkg/api"
@@ -288,4 +291,55 @@ func TestTranslateReasoningOfToolLoop(t *testing.T) {
 			{"id":"call_b","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Oslo\"}"}}]},
 		{"role":"tool","tool_call_id":"call_b","content":"5C"}
 	]`)
+}
+
+// TestLongRequestStreamed: a request body longer than the gateway buffers
+// (a long agentic loop's history) is sent chunked as its messages are
+// encoded, and arrives whole and valid (the backend applies the fake
+// model's rules); sent again after a redirect, it is encoded again from
+// the start; a short body keeps its Content-Length.
+func TestLongRequestStreamed(t *testing.T) {
+	t.Parallel()
+	p, b := newBackend(t, openai.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("again") == "" && r.ContentLength < 0 {
+			http.Redirect(w, r, r.URL.Path+"?again=1", http.StatusTemporaryRedirect)
+			return
+		}
+		jsonReply(200, okCompletion)(w, r)
+	})
+	const rounds, size = 40, 16 << 10
+	req := &provider.Request{Model: "m", Items: []api.Item{msg(api.RoleUser, text("Check everything."))}}
+	for i := range rounds {
+		id := fmt.Sprintf("call_%d", i)
+		req.Items = append(req.Items,
+			api.Item{Type: api.ItemFunctionCall, CallID: id, Name: "check", Arguments: fmt.Sprintf(`{"n":%d}`, i)},
+			api.Item{Type: api.ItemFunctionCallOutput, CallID: id, Output: fmt.Sprintf("%d <&> ", i) + strings.Repeat(fmt.Sprint(i%10), size)})
+	}
+	if _, err := p.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.length(0); got != -1 {
+		t.Errorf("long request: Content-Length %d, want chunked", got)
+	}
+	msgs, _ := b.body(1)["messages"].([]any)
+	if len(msgs) != 1+2*rounds {
+		t.Fatalf("redirected request: %d messages, want %d", len(msgs), 1+2*rounds)
+	}
+	for i := range rounds {
+		m := msgs[2+2*i].(map[string]any)
+		if want := fmt.Sprintf("%d <&> ", i) + strings.Repeat(fmt.Sprint(i%10), size); m["content"] != want || m["tool_call_id"] != fmt.Sprintf("call_%d", i) {
+			t.Fatalf("message %d: tool_call_id %v, content of %d bytes, want call_%d's output", 2+2*i, m["tool_call_id"], len(fmt.Sprint(m["content"])), i)
+		}
+	}
+	if !reflect.DeepEqual(b.body(0), b.body(1)) {
+		t.Error("the redirected request differs from the first")
+	}
+
+	req.Items = req.Items[:3]
+	if _, err := p.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.length(2); got <= 0 {
+		t.Errorf("short request: Content-Length %d, want it set", got)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/store"
 )
@@ -72,10 +73,43 @@ func wire(rec *store.Record) wireRecord {
 		Hidden: api.HiddenByID(rec.Context, rec.Input, rec.Response.Output)}
 }
 
+// writeRecord writes rec's stored form to w: its JSON as writeJSON writes
+// it, but for HTML characters outside the items, which are escaped (as
+// they always were in items). The items — the response's output, the input
+// and the context, nearly all of a long conversation's record — are
+// encoded one at a time (wirejson.Stream), so that the record is never
+// held encoded whole, only compressed.
+func writeRecord(w io.Writer, rec *store.Record) error {
+	v := wire(rec)
+	shell := v
+	var output wirejson.Array
+	shell.Response, output = rec.Response.Shell()
+	arrays := []wirejson.Array{output}
+	if v.Input != nil {
+		shell.Input = []api.Item{}
+		arrays = append(arrays, api.ItemsArray("input", v.Input))
+	}
+	if v.Context != nil {
+		shell.Context = []api.Item{}
+		arrays = append(arrays, api.ItemsArray("context", v.Context))
+	}
+	s, err := wirejson.NewStream(&v, &shell, arrays...)
+	if err != nil {
+		return err
+	}
+	if _, err := s.WriteTo(w); err != nil {
+		return err
+	}
+	_, err = w.Write(newline)
+	return err
+}
+
+var newline = []byte{'\n'}
+
 // encode returns the compressed JSON of rec and the size of the JSON; a
 // *store.TooLargeError past c.maxRaw bytes of JSON.
 func (c *codec) encode(rec *store.Record) ([]byte, int, error) {
-	body, n, err := c.compressJSON(wire(rec))
+	body, n, err := c.compress(func(w io.Writer) error { return writeRecord(w, rec) })
 	switch {
 	case errors.Is(err, errTooLargeRaw):
 		return nil, 0, fmt.Errorf("dynamodb: response %s: %w", rec.Response.ID, c.tooLarge(n))
@@ -93,7 +127,7 @@ func (c *codec) tooLarge(n int) error {
 // c.maxRaw bytes: what encode would refuse, without compressing.
 func (c *codec) checkSize(rec *store.Record) error {
 	lw := &limitWriter{w: io.Discard, max: c.maxRaw}
-	err := writeJSON(lw, wire(rec))
+	err := writeRecord(lw, rec)
 	switch {
 	case errors.Is(err, errTooLargeRaw):
 		return c.tooLarge(lw.n)
@@ -114,6 +148,12 @@ func writeJSON(w io.Writer, v any) error {
 // errTooLargeRaw past c.maxRaw bytes of JSON (the length is then the
 // length offered so far).
 func (c *codec) compressJSON(v any) ([]byte, int, error) {
+	return c.compress(func(w io.Writer) error { return writeJSON(w, v) })
+}
+
+// compress returns what write writes, gzip-compressed, and its length;
+// errTooLargeRaw past c.maxRaw bytes (as compressJSON).
+func (c *codec) compress(write func(io.Writer) error) ([]byte, int, error) {
 	var buf bytes.Buffer
 	zw, _ := c.writers.Get().(*gzip.Writer)
 	if zw == nil {
@@ -126,7 +166,7 @@ func (c *codec) compressJSON(v any) ([]byte, int, error) {
 	}
 	defer c.writers.Put(zw)
 	lw := &limitWriter{w: zw, max: c.maxRaw}
-	if err := writeJSON(lw, v); err != nil {
+	if err := write(lw); err != nil {
 		return nil, lw.n, err
 	}
 	if err := zw.Close(); err != nil {

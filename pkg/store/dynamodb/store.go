@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -179,6 +180,17 @@ type chunk struct {
 	SK        string `dynamodbav:"sk"`
 	ExpiresAt int64  `dynamodbav:"expires_at"`
 	Body      []byte `dynamodbav:"body"`
+}
+
+// item is c as a DynamoDB item: attributevalue.MarshalMap's, without the
+// copy of the body it makes.
+func (c *chunk) item() map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		attrPK:        &types.AttributeValueMemberS{Value: c.PK},
+		attrSK:        &types.AttributeValueMemberS{Value: c.SK},
+		attrExpiresAt: &types.AttributeValueMemberN{Value: strconv.FormatInt(c.ExpiresAt, 10)},
+		"body":        &types.AttributeValueMemberB{Value: c.Body},
+	}
 }
 
 // pk is the partition key of (tenant, id). The tenant is escaped so that
@@ -384,11 +396,8 @@ func (s *Store) createTx(ctx context.Context, e *encoded, cond expression.Condit
 	}
 	items := make([]types.TransactWriteItem, 0, len(e.chunks)+1)
 	for i, body := range e.chunks {
-		item, err := attributevalue.MarshalMap(chunk{PK: e.head.PK, SK: chunkSK(e.head.Gen, i), ExpiresAt: e.head.ExpiresAt, Body: body})
-		if err != nil {
-			return fmt.Errorf("dynamodb: create %s: %w", e.id, err)
-		}
-		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: s.table, Item: item}})
+		c := chunk{PK: e.head.PK, SK: chunkSK(e.head.Gen, i), ExpiresAt: e.head.ExpiresAt, Body: body}
+		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: s.table, Item: c.item()}})
 	}
 	hitem, err := attributevalue.MarshalMap(e.head)
 	if err != nil {
@@ -470,11 +479,8 @@ func definite(err error) bool {
 func (s *Store) putChunks(ctx context.Context, pk, gen string, expiresAt int64, chunks [][]byte) error {
 	reqs := make([]types.WriteRequest, 0, len(chunks))
 	for i, body := range chunks {
-		item, err := attributevalue.MarshalMap(chunk{PK: pk, SK: chunkSK(gen, i), ExpiresAt: expiresAt, Body: body})
-		if err != nil {
-			return err
-		}
-		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
+		c := chunk{PK: pk, SK: chunkSK(gen, i), ExpiresAt: expiresAt, Body: body}
+		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: c.item()}})
 	}
 	return s.batchWrite(ctx, reqs)
 }

@@ -1,0 +1,70 @@
+package dynamodb
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/store/storetest"
+)
+
+// maxWrite records the largest write it is given.
+type maxWrite struct {
+	bytes.Buffer
+	max int
+}
+
+func (w *maxWrite) Write(p []byte) (int, error) {
+	w.max = max(w.max, len(p))
+	return w.Buffer.Write(p)
+}
+
+// TestRecordStreamed: a record is written item by item (no write holds
+// more than one long item), in the form it always had (writeJSON's, HTML
+// characters outside the items aside), and reads back the same.
+func TestRecordStreamed(t *testing.T) {
+	t.Parallel()
+	rec := storetest.NewRecord(api.NewID(api.PrefixResponse), api.StatusCompleted)
+	const item = 100 << 10
+	for i := range 20 {
+		out := fmt.Sprintf("report %d <&>\n", i) + strings.Repeat("row ok\n", item/7)
+		rec.Response.Output = append(rec.Response.Output,
+			api.Item{Type: api.ItemMCPCall, ID: fmt.Sprintf("mcp_%d", i), Status: api.ItemCompleted, ServerLabel: "ops", Name: "work", Arguments: "{}", Output: out})
+	}
+	rec.Context = append(rec.Context, api.Item{Type: api.ItemFunctionCallOutput, ID: "fco_ctx", CallID: "call_ctx", Output: strings.Repeat("c", item)})
+
+	var w maxWrite
+	require.NoError(t, writeRecord(&w, rec))
+	var whole bytes.Buffer
+	require.NoError(t, writeJSON(&whole, wire(rec)))
+	require.Equal(t, whole.String(), w.String(), "the streamed record differs from its JSON")
+	require.Less(t, w.max, item+64<<10, "a write held more than one long item")
+
+	c := newCodec(DefaultMaxRecordBytes, compressionLevel)
+	body, n, err := c.encode(rec)
+	require.NoError(t, err)
+	require.Equal(t, whole.Len(), n)
+	got, err := c.decode(rec.Response.ID, bytes.NewReader(body))
+	require.NoError(t, err)
+	require.Equal(t, rec.Response.Output, got.Response.Output)
+	require.Equal(t, rec.Context, got.Context)
+
+	var tl *store.TooLargeError
+	require.ErrorAs(t, newCodec(whole.Len()-1, compressionLevel).checkSize(rec), &tl)
+	require.NoError(t, newCodec(whole.Len(), compressionLevel).checkSize(rec))
+}
+
+// TestChunkItem: a chunk's item is the one attributevalue makes of it.
+func TestChunkItem(t *testing.T) {
+	t.Parallel()
+	c := chunk{PK: "t#resp_1", SK: chunkSK("g", 3), ExpiresAt: 1_900_000_000, Body: []byte{0x1f, 0x8b, 0}}
+	want, err := attributevalue.MarshalMap(c)
+	require.NoError(t, err)
+	require.Equal(t, want, c.item())
+}
