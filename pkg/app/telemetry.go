@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
@@ -103,11 +102,11 @@ func (o *observability) hookSinks(ctx context.Context, a *App, cfg Config, opts 
 		case hooks.TargetEventBridge:
 			client := opts.HookEventBridge
 			if client == nil {
-				awsCfg, err := a.AWS()
+				eb, err := a.eventBridge()
 				if err != nil {
-					return nil, err
+					return nil, fmt.Errorf("LAMBENT_HOOKS: %w", err)
 				}
-				client = eventbridge.NewFromConfig(awsCfg)
+				client = eb
 			}
 			sinks = append(sinks, &hooks.EventBridge{Client: client, Bus: t.Value})
 		case hooks.TargetLambda:

@@ -1,20 +1,23 @@
-// Package awsjson is a small client of AWS's JSON 1.1 protocol for the two
-// calls Lambent makes at start-up and for its MCP manifest: Systems
+// Package awsjson is a small client of AWS's JSON protocols for the calls
+// Lambent's engine functions make besides DynamoDB and Bedrock: Systems
 // Manager's GetParameter (with decryption) and Secrets Manager's
-// GetSecretValue. It replaces the SDK's service/ssm and
-// service/secretsmanager clients, whose package initialisation (about
-// 5 ms, most of it SSM's schemas) and size (about 0.8 MB of the zipped
-// bootstrap) every cold start paid (docs/aws.md).
+// GetSecretValue at start-up and for the MCP manifest, SQS's SendMessage
+// (background responses, WebSocket turns) and EventBridge's PutEvents
+// (response events, hooks). It replaces the SDK's clients of those
+// services, whose package initialisation (their schemas and endpoint
+// tables: about 5 ms for SSM, 0.5 ms for SQS and EventBridge) and size
+// (about 0.8 MB of the zipped bootstrap for SSM and Secrets Manager, 0.2 MB
+// for SQS and EventBridge) every cold start paid (docs/aws.md).
 //
 // It is built on the SDK's own parts: the aws.Config that awsconf.Load
 // returns supplies the region, the credentials provider, the HTTP client
 // and the retryer, and requests are signed with the SDK's SigV4 signer.
-// Endpoints follow the SDK's rules for the two services: an override
-// (AWS_ENDPOINT_URL_SSM, AWS_ENDPOINT_URL_SECRETS_MANAGER, AWS_ENDPOINT_URL,
-// or aws.Config.BaseEndpoint), else the region's partition (aws, aws-cn,
-// aws-us-gov and the isolated ones) with FIPS and dual-stack as the
-// environment (AWS_USE_FIPS_ENDPOINT, AWS_USE_DUALSTACK_ENDPOINT) or the
-// shared config file (use_fips_endpoint, use_dualstack_endpoint) ask.
+// Endpoints follow the SDK's rules for each service: an override
+// (AWS_ENDPOINT_URL_<SERVICE>, AWS_ENDPOINT_URL, or aws.Config.BaseEndpoint),
+// else the region's partition (aws, aws-cn, aws-us-gov and the isolated
+// ones) with FIPS and dual-stack as the environment (AWS_USE_FIPS_ENDPOINT,
+// AWS_USE_DUALSTACK_ENDPOINT) or the shared config file
+// (use_fips_endpoint, use_dualstack_endpoint) ask.
 //
 // Errors are *Error: the service's error code (the "__type" of its JSON
 // body, namespace stripped) and message. Throttling, 5xx answers and
@@ -25,6 +28,7 @@ package awsjson
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -54,13 +58,20 @@ type service struct {
 	signingName string
 	// targetPrefix prefixes the operation in X-Amz-Target.
 	targetPrefix string
+	// jsonVersion is its protocol's version: "1.0" or "1.1".
+	jsonVersion string
+	// queryMode marks a service that also speaks the Query protocol
+	// (SQS): the SDK asks for JSON answers with X-Amzn-Query-Mode.
+	queryMode bool
 	// endpoint is its default endpoint in region.
 	endpoint func(region string, p partition, fips, dualStack bool) string
 }
 
 var (
-	ssmService = service{envID: "SSM", signingName: "ssm", targetPrefix: "AmazonSSM", endpoint: ssmEndpoint}
-	smService  = service{envID: "SECRETS_MANAGER", signingName: "secretsmanager", targetPrefix: "secretsmanager", endpoint: secretsManagerEndpoint}
+	ssmService = service{envID: "SSM", signingName: "ssm", targetPrefix: "AmazonSSM", jsonVersion: "1.1", endpoint: standardEndpoint("ssm", govFIPSPlainUnlessDualStack)}
+	smService  = service{envID: "SECRETS_MANAGER", signingName: "secretsmanager", targetPrefix: "secretsmanager", jsonVersion: "1.1", endpoint: secretsManagerEndpoint}
+	sqsService = service{envID: "SQS", signingName: "sqs", targetPrefix: "AmazonSQS", jsonVersion: "1.0", queryMode: true, endpoint: standardEndpoint("sqs", govFIPSPlainUnlessDualStack)}
+	ebService  = service{envID: "EVENTBRIDGE", signingName: "events", targetPrefix: "AWSEvents", jsonVersion: "1.1", endpoint: standardEndpoint("events", govFIPSPlain)}
 )
 
 // client calls one service's operations.
@@ -156,8 +167,11 @@ func (c *client) attempt(ctx context.Context, target string, body []byte, payloa
 	if err != nil {
 		return fmt.Errorf("%s: %w", target, err)
 	}
-	req.Header.Set("Content-Type", "application/x-amz-json-1.1")
+	req.Header.Set("Content-Type", "application/x-amz-json-"+c.svc.jsonVersion)
 	req.Header.Set("X-Amz-Target", target)
+	if c.svc.queryMode {
+		req.Header.Set("X-Amzn-Query-Mode", "true")
+	}
 	creds, err := c.creds.Retrieve(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: retrieve credentials: %w", target, err)
@@ -293,18 +307,34 @@ func partitionOf(region string) partition {
 	return partition{"aws", "amazonaws.com", "api.aws"}
 }
 
-// ssmEndpoint is SSM's endpoint rule: ssm[-fips].<region>.<suffix>, except
-// FIPS without dual-stack in aws-us-gov, whose ssm.<region>.amazonaws.com
-// is FIPS already.
-func ssmEndpoint(region string, p partition, fips, dualStack bool) string {
-	host, suffix := "ssm", p.dnsSuffix
-	if dualStack {
-		suffix = p.dualStackSuffix
+// govFIPS is what FIPS names in aws-us-gov, whose amazonaws.com endpoints
+// are FIPS already for some services.
+type govFIPS int
+
+const (
+	// govFIPSHost: <host>-fips, as elsewhere.
+	govFIPSHost govFIPS = iota
+	// govFIPSPlainUnlessDualStack: the plain host, but <host>-fips with
+	// dual-stack (SSM, SQS).
+	govFIPSPlainUnlessDualStack
+	// govFIPSPlain: the plain host (EventBridge).
+	govFIPSPlain
+)
+
+// standardEndpoint is the endpoint rule of SSM, SQS and EventBridge:
+// <host>[-fips].<region>.<suffix>, the dual-stack suffix with dual-stack,
+// FIPS in aws-us-gov as gov says.
+func standardEndpoint(host string, gov govFIPS) func(region string, p partition, fips, dualStack bool) string {
+	return func(region string, p partition, fips, dualStack bool) string {
+		h, suffix := host, p.dnsSuffix
+		if dualStack {
+			suffix = p.dualStackSuffix
+		}
+		if fips && (p.name != "aws-us-gov" || gov == govFIPSHost || (gov == govFIPSPlainUnlessDualStack && dualStack)) {
+			h = host + "-fips"
+		}
+		return "https://" + h + "." + region + "." + suffix
 	}
-	if fips && (dualStack || p.name != "aws-us-gov") {
-		host = "ssm-fips"
-	}
-	return "https://" + host + "." + region + "." + suffix
 }
 
 // secretsManagerEndpoint is Secrets Manager's endpoint rule: its
@@ -394,4 +424,129 @@ func (s *SecretsManager) GetSecretValue(ctx context.Context, id string) (string,
 		return "", fmt.Errorf("%s.GetSecretValue: %w", smService.targetPrefix, ErrNoValue)
 	}
 	return *out.SecretString, nil
+}
+
+// SQS sends messages to Amazon SQS queues.
+type SQS struct{ c *client }
+
+// NewSQS returns an SQS client from cfg (see the package doc).
+func NewSQS(cfg aws.Config) (*SQS, error) {
+	c, err := newClient(cfg, sqsService)
+	if err != nil {
+		return nil, err
+	}
+	return &SQS{c}, nil
+}
+
+// Endpoint returns the URL the client calls.
+func (s *SQS) Endpoint() string { return s.c.endpoint }
+
+// SendMessageInput is a message to send.
+type SendMessageInput struct {
+	// QueueURL is the queue's URL (required).
+	QueueURL string `json:"QueueUrl"`
+	// MessageBody is the message (required).
+	MessageBody string
+	// MessageGroupID and MessageDeduplicationID are a FIFO queue's.
+	MessageGroupID         string `json:"MessageGroupId,omitempty"`
+	MessageDeduplicationID string `json:"MessageDeduplicationId,omitempty"`
+}
+
+// ErrChecksum: the MD5 of the message body SQS answered is not the body's
+// (the SDK checks it too).
+var ErrChecksum = errors.New("the answer's MD5 of the message body does not match the body sent")
+
+// SendMessage sends in (AmazonSQS.SendMessage) and returns the message's
+// id, once SQS has answered with the MD5 of the body sent.
+func (s *SQS) SendMessage(ctx context.Context, in SendMessageInput) (string, error) {
+	if in.QueueURL == "" || in.MessageBody == "" {
+		return "", errors.New("AmazonSQS.SendMessage: QueueUrl and MessageBody are required")
+	}
+	var out struct {
+		MD5OfMessageBody string
+		MessageID        string `json:"MessageId"`
+	}
+	if err := s.c.call(ctx, "SendMessage", in, &out); err != nil {
+		return "", err
+	}
+	sum := md5.Sum([]byte(in.MessageBody))
+	if out.MD5OfMessageBody != hex.EncodeToString(sum[:]) {
+		return "", fmt.Errorf("AmazonSQS.SendMessage: %w", ErrChecksum)
+	}
+	return out.MessageID, nil
+}
+
+// EventBridge puts events on Amazon EventBridge buses.
+type EventBridge struct{ c *client }
+
+// NewEventBridge returns an EventBridge client from cfg (see the package
+// doc).
+func NewEventBridge(cfg aws.Config) (*EventBridge, error) {
+	c, err := newClient(cfg, ebService)
+	if err != nil {
+		return nil, err
+	}
+	return &EventBridge{c}, nil
+}
+
+// Endpoint returns the URL the client calls.
+func (e *EventBridge) Endpoint() string { return e.c.endpoint }
+
+// PutEventsEntry is one event to put.
+type PutEventsEntry struct {
+	// EventBusName is the bus's name or ARN.
+	EventBusName string
+	// Source, DetailType and Detail (a JSON object) are the event's.
+	Source     string
+	DetailType string
+	Detail     string
+	// Time is the event's time (EventBridge's when zero).
+	Time time.Time
+}
+
+// PutEventsInput is the events to put (at most 10).
+type PutEventsInput struct {
+	Entries []PutEventsEntry
+}
+
+// PutEventsResultEntry is the fate of one entry: its event id, or the
+// error EventBridge refused it with.
+type PutEventsResultEntry struct {
+	EventID      string `json:"EventId"`
+	ErrorCode    string
+	ErrorMessage string
+}
+
+// PutEventsOutput is PutEvents' answer: how many entries failed, and each
+// entry's fate in the order sent.
+type PutEventsOutput struct {
+	FailedEntryCount int
+	Entries          []PutEventsResultEntry
+}
+
+// PutEvents puts in's entries (AWSEvents.PutEvents). An entry EventBridge
+// refuses is not an error of the call: see the output's entries.
+func (e *EventBridge) PutEvents(ctx context.Context, in PutEventsInput) (*PutEventsOutput, error) {
+	type entry struct {
+		Detail       string
+		DetailType   string
+		EventBusName string   `json:",omitempty"`
+		Resources    []string `json:"Resources"`
+		Source       string
+		Time         *float64 `json:",omitempty"`
+	}
+	body := struct{ Entries []entry }{Entries: make([]entry, len(in.Entries))}
+	for i, en := range in.Entries {
+		body.Entries[i] = entry{Detail: en.Detail, DetailType: en.DetailType, EventBusName: en.EventBusName, Resources: []string{}, Source: en.Source}
+		if !en.Time.IsZero() {
+			// Epoch seconds to the millisecond, as the SDK sends it.
+			secs := float64(en.Time.UnixMilli()) / 1e3
+			body.Entries[i].Time = &secs
+		}
+	}
+	var out PutEventsOutput
+	if err := e.c.call(ctx, "PutEvents", body, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
