@@ -12,8 +12,8 @@ import (
 // gRPC (OpenTelemetry's OTLP exporter, replaced by pkg/telemetry's own
 // OTLP/JSON one), which cost megabytes of bootstrap and milliseconds of
 // package initialisation on every cold start (docs/aws.md), nor the SDK's
-// SSM and Secrets Manager clients (pkg/awsjson reads parameters and
-// secrets instead), nor the SDK's config package and the credential
+// SSM, Secrets Manager, SQS, EventBridge and Lambda clients (pkg/awsjson
+// makes those calls instead), nor the SDK's config package and the credential
 // sources it links (awsconf.FromEnvironment reads what Lambda sets); tool
 // Lambdas link neither pkg/api nor its JSON library.
 func TestLambdaBuildsLeaveOutWhatTheyDoNotUse(t *testing.T) {
@@ -33,6 +33,7 @@ func TestLambdaBuildsLeaveOutWhatTheyDoNotUse(t *testing.T) {
 	engines := deps(lambdaTags, "./functions/gateway", "./functions/worker", "./functions/websocket")
 	for _, banned := range []string{"github.com/prometheus/", "google.golang.org/grpc", "go.opentelemetry.io/otel/exporters/otlp", "html/template",
 		"github.com/aws/aws-sdk-go-v2/service/ssm", "github.com/aws/aws-sdk-go-v2/service/secretsmanager",
+		"github.com/aws/aws-sdk-go-v2/service/sqs", "github.com/aws/aws-sdk-go-v2/service/eventbridge", "github.com/aws/aws-sdk-go-v2/service/lambda",
 		"github.com/aws/aws-sdk-go-v2/config\n", "github.com/aws/aws-sdk-go-v2/service/sts", "github.com/aws/aws-sdk-go-v2/service/sso", "github.com/aws/aws-sdk-go-v2/feature/ec2/imds"} {
 		if strings.Contains(engines, banned) {
 			t.Errorf("a Lambda build of the engine functions links %s", strings.TrimSpace(banned))

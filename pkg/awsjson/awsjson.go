@@ -36,12 +36,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/smithy-go"
 
 	"github.com/lambent/lambent/pkg/awsconf"
 )
@@ -65,6 +69,8 @@ type service struct {
 	queryMode bool
 	// endpoint is its default endpoint in region.
 	endpoint func(region string, p partition, fips, dualStack bool) string
+	// maxResponse bounds the answers read (default MaxResponseBytes).
+	maxResponse int64
 }
 
 var (
@@ -72,6 +78,9 @@ var (
 	smService  = service{envID: "SECRETS_MANAGER", signingName: "secretsmanager", targetPrefix: "secretsmanager", jsonVersion: "1.1", endpoint: secretsManagerEndpoint}
 	sqsService = service{envID: "SQS", signingName: "sqs", targetPrefix: "AmazonSQS", jsonVersion: "1.0", queryMode: true, endpoint: standardEndpoint("sqs", govFIPSPlainUnlessDualStack)}
 	ebService  = service{envID: "EVENTBRIDGE", signingName: "events", targetPrefix: "AWSEvents", jsonVersion: "1.1", endpoint: standardEndpoint("events", govFIPSPlain)}
+	// Lambda speaks REST-JSON: no target, the operation is in the path.
+	lambdaService = service{envID: "LAMBDA", signingName: "lambda", targetPrefix: "Lambda", endpoint: standardEndpoint("lambda", govFIPSHost),
+		maxResponse: MaxInvokePayloadBytes + 1<<20}
 )
 
 // client calls one service's operations.
@@ -83,14 +92,32 @@ type client struct {
 	http     aws.HTTPClient
 	retryer  aws.Retryer
 	signer   *v4.Signer
+	// traceHeader gives the X-Amzn-Trace-Id of a request's context
+	// (WithTraceHeader).
+	traceHeader func(context.Context) string
 }
 
-func newClient(cfg aws.Config, svc service) (*client, error) {
+// errIncomplete: the configuration lacks a region or credentials.
+var errIncomplete = errors.New("incomplete AWS configuration")
+
+// Option adjusts a client.
+type Option func(*client)
+
+// WithTraceHeader sets the X-Amzn-Trace-Id header of each request to what
+// f returns for its context, when not empty (the span of a tool call, so
+// that the tool Lambda's trace continues it). Without it, or when f
+// returns nothing, requests made inside Lambda carry the invocation's
+// _X_AMZN_TRACE_ID, as the SDK's recursion detection does.
+func WithTraceHeader(f func(context.Context) string) Option {
+	return func(c *client) { c.traceHeader = f }
+}
+
+func newClient(cfg aws.Config, svc service, opts ...Option) (*client, error) {
 	if cfg.Region == "" {
-		return nil, fmt.Errorf("awsjson: %s: no region configured (AWS_REGION)", svc.signingName)
+		return nil, fmt.Errorf("awsjson: %s: %w: no region configured (AWS_REGION)", svc.signingName, errIncomplete)
 	}
 	if cfg.Credentials == nil {
-		return nil, fmt.Errorf("awsjson: %s: no credentials provider configured", svc.signingName)
+		return nil, fmt.Errorf("awsjson: %s: %w: no credentials provider configured", svc.signingName, errIncomplete)
 	}
 	endpoint, err := resolveEndpoint(cfg, svc)
 	if err != nil {
@@ -107,6 +134,12 @@ func newClient(cfg aws.Config, svc service) (*client, error) {
 	if c.retryer == nil {
 		c.retryer = retry.NewStandard()
 	}
+	if c.svc.maxResponse == 0 {
+		c.svc.maxResponse = MaxResponseBytes
+	}
+	for _, o := range opts {
+		o(c)
+	}
 	return c, nil
 }
 
@@ -121,17 +154,46 @@ type Error struct {
 	Code string
 	// Message is the service's message.
 	Message string
+	// RetryAfter is the Retry-After of the answer, when it has one (a
+	// throttled Lambda Invoke).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
 	return fmt.Sprintf("%s: HTTP %d %s: %s", e.Operation, e.StatusCode, e.Code, e.Message)
 }
 
-// ErrorCode returns e.Code (the SDK's retryers read it).
+// ErrorCode returns e.Code (the SDK's retryers read it; with ErrorMessage
+// and ErrorFault, *Error is a smithy.APIError as the SDK's errors are).
 func (e *Error) ErrorCode() string { return e.Code }
+
+// ErrorMessage returns e.Message.
+func (e *Error) ErrorMessage() string { return e.Message }
+
+// ErrorFault tells a client error (4xx) from a server's (5xx).
+func (e *Error) ErrorFault() smithy.ErrorFault {
+	switch {
+	case e.StatusCode >= 500:
+		return smithy.FaultServer
+	case e.StatusCode >= 400:
+		return smithy.FaultClient
+	}
+	return smithy.FaultUnknown
+}
 
 // HTTPStatusCode returns e.StatusCode (the SDK's retryers read it).
 func (e *Error) HTTPStatusCode() int { return e.StatusCode }
+
+// request is one call: what each attempt sends.
+type request struct {
+	// op names the call in errors ("AmazonSSM.GetParameter", "Lambda.Invoke").
+	op string
+	// path and query (escaped) follow the endpoint; path is "/" for the
+	// JSON protocols.
+	path, rawPath, query string
+	header               http.Header
+	body                 []byte
+}
 
 // call sends op with the JSON body in and decodes the answer into out,
 // retrying what the retryer deems retryable.
@@ -141,63 +203,111 @@ func (c *client) call(ctx context.Context, op string, in, out any) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", target, err)
 	}
-	sum := sha256.Sum256(body)
+	h := http.Header{}
+	h.Set("Content-Type", "application/x-amz-json-"+c.svc.jsonVersion)
+	h.Set("X-Amz-Target", target)
+	if c.svc.queryMode {
+		h.Set("X-Amzn-Query-Mode", "true")
+	}
+	ans, err := c.send(ctx, request{op: target, path: "/", header: h, body: body})
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(ans.body, out); err != nil {
+		return fmt.Errorf("%s: decode answer: %w", target, err)
+	}
+	return nil
+}
+
+// reply is a successful answer.
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// send sends r, retrying what the retryer deems retryable, and returns the
+// successful answer.
+func (c *client) send(ctx context.Context, r request) (reply, error) {
+	sum := sha256.Sum256(r.body)
 	payloadHash := hex.EncodeToString(sum[:])
 	for attempt := 1; ; attempt++ {
-		err = c.attempt(ctx, target, body, payloadHash, out)
+		ans, err := c.attempt(ctx, r, payloadHash)
 		if err == nil || ctx.Err() != nil || attempt >= c.retryer.MaxAttempts() || !c.retryer.IsErrorRetryable(err) {
-			return err
+			return ans, err
 		}
 		delay, derr := c.retryer.RetryDelay(attempt, err)
 		if derr != nil {
-			return err
+			return reply{}, err
 		}
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return err
+			return reply{}, err
 		case <-t.C:
 		}
 	}
 }
 
-func (c *client) attempt(ctx context.Context, target string, body []byte, payloadHash string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+func (c *client) attempt(ctx context.Context, r request, payloadHash string) (reply, error) {
+	u, err := url.Parse(c.endpoint)
 	if err != nil {
-		return fmt.Errorf("%s: %w", target, err)
+		return reply{}, fmt.Errorf("%s: endpoint: %w", r.op, err)
 	}
-	req.Header.Set("Content-Type", "application/x-amz-json-"+c.svc.jsonVersion)
-	req.Header.Set("X-Amz-Target", target)
-	if c.svc.queryMode {
-		req.Header.Set("X-Amzn-Query-Mode", "true")
+	u.Path = strings.TrimSuffix(u.Path, "/") + r.path
+	if r.rawPath != "" {
+		u.RawPath = strings.TrimSuffix(u.EscapedPath(), "/") + r.rawPath
+	}
+	u.RawQuery = r.query
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(r.body))
+	if err != nil {
+		return reply{}, fmt.Errorf("%s: %w", r.op, err)
+	}
+	for k, v := range r.header {
+		req.Header[k] = v
+	}
+	if h := c.traceID(ctx); h != "" {
+		req.Header.Set("X-Amzn-Trace-Id", h)
 	}
 	creds, err := c.creds.Retrieve(ctx)
 	if err != nil {
-		return fmt.Errorf("%s: retrieve credentials: %w", target, err)
+		return reply{}, fmt.Errorf("%s: retrieve credentials: %w", r.op, err)
 	}
 	if err := c.signer.SignHTTP(ctx, creds, req, payloadHash, c.svc.signingName, c.region, time.Now()); err != nil {
-		return fmt.Errorf("%s: sign: %w", target, err)
+		return reply{}, fmt.Errorf("%s: sign: %w", r.op, err)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s: %w", target, err)
+		return reply{}, fmt.Errorf("%s: %w", r.op, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, c.svc.maxResponse+1))
 	if err != nil {
-		return fmt.Errorf("%s: read answer: %w", target, err)
+		return reply{}, fmt.Errorf("%s: read answer: %w", r.op, err)
 	}
-	if len(data) > MaxResponseBytes {
-		return fmt.Errorf("%s: answer over %d bytes", target, MaxResponseBytes)
+	if int64(len(data)) > c.svc.maxResponse {
+		return reply{}, fmt.Errorf("%s: answer over %d bytes", r.op, c.svc.maxResponse)
 	}
 	if resp.StatusCode/100 != 2 {
-		return decodeError(target, resp, data)
+		return reply{}, decodeError(r.op, resp, data)
 	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("%s: decode answer: %w", target, err)
+	return reply{status: resp.StatusCode, header: resp.Header, body: data}, nil
+}
+
+// traceID is the X-Amzn-Trace-Id of a request: the client's trace header
+// of ctx, else inside Lambda the invocation's (the SDK's recursion
+// detection).
+func (c *client) traceID(ctx context.Context) string {
+	if c.traceHeader != nil {
+		if h := c.traceHeader(ctx); h != "" {
+			return h
+		}
 	}
-	return nil
+	if os.Getenv("AWS_LAMBDA_FUNCTION_NAME") != "" {
+		return os.Getenv("_X_AMZN_TRACE_ID")
+	}
+	return ""
 }
 
 // decodeError reads an error answer: {"__type": "[namespace#]Code",
@@ -218,6 +328,9 @@ func decodeError(target string, resp *http.Response, data []byte) error {
 		code = body.Code
 	}
 	e := &Error{Operation: target, StatusCode: resp.StatusCode, Code: sanitizeCode(code), Message: body.Message}
+	if secs, err := strconv.ParseFloat(strings.TrimSpace(resp.Header.Get("Retry-After")), 64); err == nil && secs > 0 {
+		e.RetryAfter = time.Duration(secs * float64(time.Second))
+	}
 	if e.Message == "" {
 		e.Message = body.MessageUpper
 	}
@@ -549,4 +662,121 @@ func (e *EventBridge) PutEvents(ctx context.Context, in PutEventsInput) (*PutEve
 		return nil, err
 	}
 	return &out, nil
+}
+
+// MaxInvokePayloadBytes is Lambda's limit on a synchronous invocation's
+// request and response payloads: 6 MB.
+const MaxInvokePayloadBytes = 6 << 20
+
+// Lambda invokes AWS Lambda functions.
+type Lambda struct {
+	c *client
+	// err is the configuration's error (no region, no credentials): each
+	// invocation returns it, as the SDK's client does, so that an app whose
+	// tools are never called in a place without AWS still starts.
+	err error
+}
+
+// NewLambda returns a Lambda client from cfg (see the package doc). A
+// configuration without a region or credentials gives a client whose
+// invocations fail with that error; an endpoint that does not resolve is
+// an error.
+func NewLambda(cfg aws.Config, opts ...Option) (*Lambda, error) {
+	c, err := newClient(cfg, lambdaService, opts...)
+	if errors.Is(err, errIncomplete) {
+		return &Lambda{c: &client{svc: lambdaService}, err: err}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Lambda{c: c}, nil
+}
+
+// Endpoint returns the URL the client calls.
+func (l *Lambda) Endpoint() string { return l.c.endpoint }
+
+// CloseIdleConnections closes the pooled connections of the client's HTTP
+// client not in use, when it has such a method.
+func (l *Lambda) CloseIdleConnections() {
+	if c, ok := l.c.http.(interface{ CloseIdleConnections() }); ok && l.err == nil {
+		c.CloseIdleConnections()
+	}
+}
+
+// Invocation types of InvokeInput.
+const (
+	InvocationRequestResponse = "RequestResponse"
+	InvocationEvent           = "Event"
+)
+
+// InvokeInput is an invocation.
+type InvokeInput struct {
+	// FunctionName is the function's name or ARN (required); Qualifier
+	// its version or alias, if any.
+	FunctionName, Qualifier string
+	// InvocationType is InvocationRequestResponse (the default) or
+	// InvocationEvent (asynchronous).
+	InvocationType string
+	// Payload is the event (JSON).
+	Payload []byte
+}
+
+// InvokeOutput is an invocation's result.
+type InvokeOutput struct {
+	// StatusCode is 200 for a synchronous invocation, 202 for an
+	// asynchronous one.
+	StatusCode int
+	// FunctionError is set ("Unhandled") when the function failed; Payload
+	// then holds its error.
+	FunctionError string
+	// Payload is the function's reply (synchronous invocations).
+	Payload []byte
+	// ExecutedVersion is the version that ran.
+	ExecutedVersion string
+}
+
+// Invoke invokes a function (POST /2015-03-31/functions/{FunctionName}/
+// invocations). An error answer of the Lambda API (ResourceNotFoundException,
+// TooManyRequestsException with its Retry-After...) is an *Error; a
+// function that failed is not an error: see FunctionError.
+func (l *Lambda) Invoke(ctx context.Context, in InvokeInput) (*InvokeOutput, error) {
+	const op = "Lambda.Invoke"
+	if l.err != nil {
+		return nil, fmt.Errorf("%s: %w", op, l.err)
+	}
+	if in.FunctionName == "" {
+		return nil, errors.New(op + ": FunctionName is required")
+	}
+	h := http.Header{}
+	h.Set("Content-Type", "application/octet-stream")
+	if in.InvocationType != "" {
+		h.Set("X-Amz-Invocation-Type", in.InvocationType)
+	}
+	path := "/2015-03-31/functions/" + in.FunctionName + "/invocations"
+	raw := "/2015-03-31/functions/" + escapeLabel(in.FunctionName) + "/invocations"
+	var query string
+	if in.Qualifier != "" {
+		query = "Qualifier=" + url.QueryEscape(in.Qualifier)
+	}
+	ans, err := l.c.send(ctx, request{op: op, path: path, rawPath: raw, query: query, header: h, body: in.Payload})
+	if err != nil {
+		return nil, err
+	}
+	return &InvokeOutput{StatusCode: ans.status, FunctionError: ans.header.Get("X-Amz-Function-Error"), Payload: ans.body,
+		ExecutedVersion: ans.header.Get("X-Amz-Executed-Version")}, nil
+}
+
+// escapeLabel escapes a path label as the SDK does: every byte but the
+// unreserved ones (A-Z a-z 0-9 - . _ ~) percent-encoded.
+func escapeLabel(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	return b.String()
 }

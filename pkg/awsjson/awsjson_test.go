@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -143,6 +144,23 @@ func TestNeedsRegionAndCredentials(t *testing.T) {
 	assert.ErrorContains(t, err, "region")
 	_, err = NewSecretsManager(aws.Config{Region: "us-east-1"})
 	assert.ErrorContains(t, err, "credentials")
+	// A Lambda client fails its invocations instead, as the SDK's does.
+	l, err := NewLambda(aws.Config{})
+	require.NoError(t, err)
+	_, err = l.Invoke(context.Background(), InvokeInput{FunctionName: "f"})
+	assert.ErrorContains(t, err, "region")
+	l.CloseIdleConnections()
+}
+
+// *Error is a smithy.APIError, as the SDK's errors are: code, message and
+// fault.
+func TestErrorIsAnAPIError(t *testing.T) {
+	t.Parallel()
+	var api smithy.APIError = &Error{StatusCode: 429, Code: "TooManyRequestsException", Message: "Rate Exceeded."}
+	assert.Equal(t, "TooManyRequestsException", api.ErrorCode())
+	assert.Equal(t, "Rate Exceeded.", api.ErrorMessage())
+	assert.Equal(t, smithy.FaultClient, api.ErrorFault())
+	assert.Equal(t, smithy.FaultServer, (&Error{StatusCode: 503}).ErrorFault())
 }
 
 // Both calls over the wire, against the fake that checks the protocol and
