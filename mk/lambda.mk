@@ -12,7 +12,7 @@
 # ships it, Deflate at the best compression) and every function's cold
 # start: from process start to its first invocation served under the fake
 # Runtime API (an event of LAMBDA_METRICS_EVENTS each), reading the provider
-# key and API keys from a fake SSM through the SDK's default configuration
+# key and API keys from a fake SSM (awsconf.FromEnvironment, as in Lambda)
 # (a native build, median of LAMBDA_METRICS_RUNS fresh processes).
 
 FN    ?= gateway

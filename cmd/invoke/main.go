@@ -17,8 +17,9 @@
 // event taken (the end of the function's init). As in AWS, each process
 // starts with role credentials in its environment and reads its provider
 // key and API keys from SSM (here a fake on loopback, internal/testing/fakessm)
-// through the SDK's default configuration; the caller's LAMBENT_* and AWS_*
-// variables override that set-up.
+// through the Lambda build's configuration (awsconf.FromEnvironment); the
+// caller's LAMBENT_* and AWS_* variables (but AWS_CA_BUNDLE, which Lambda
+// does not set) override that set-up.
 package main
 
 import (
