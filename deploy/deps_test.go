@@ -12,9 +12,10 @@ import (
 // gRPC (OpenTelemetry's OTLP exporter, replaced by pkg/telemetry's own
 // OTLP/JSON one), which cost megabytes of bootstrap and milliseconds of
 // package initialisation on every cold start (docs/aws.md), nor the SDK's
-// SSM and Secrets Manager clients (pkg/awsjson reads parameters and
-// secrets instead); tool Lambdas link neither pkg/api nor its JSON
-// library.
+// SSM, Secrets Manager, SQS, EventBridge and Lambda clients (pkg/awsjson
+// makes those calls instead), nor the SDK's config package and the credential
+// sources it links (awsconf.FromEnvironment reads what Lambda sets); tool
+// Lambdas link neither pkg/api nor its JSON library.
 func TestLambdaBuildsLeaveOutWhatTheyDoNotUse(t *testing.T) {
 	t.Parallel()
 	deps := func(tags string, pkgs ...string) string {
@@ -31,9 +32,11 @@ func TestLambdaBuildsLeaveOutWhatTheyDoNotUse(t *testing.T) {
 	const lambdaTags = "lambda.norpc,lambent_lambda"
 	engines := deps(lambdaTags, "./functions/gateway", "./functions/worker", "./functions/websocket")
 	for _, banned := range []string{"github.com/prometheus/", "google.golang.org/grpc", "go.opentelemetry.io/otel/exporters/otlp", "html/template",
-		"github.com/aws/aws-sdk-go-v2/service/ssm", "github.com/aws/aws-sdk-go-v2/service/secretsmanager"} {
+		"github.com/aws/aws-sdk-go-v2/service/ssm", "github.com/aws/aws-sdk-go-v2/service/secretsmanager",
+		"github.com/aws/aws-sdk-go-v2/service/sqs", "github.com/aws/aws-sdk-go-v2/service/eventbridge", "github.com/aws/aws-sdk-go-v2/service/lambda",
+		"github.com/aws/aws-sdk-go-v2/config\n", "github.com/aws/aws-sdk-go-v2/service/sts", "github.com/aws/aws-sdk-go-v2/service/sso", "github.com/aws/aws-sdk-go-v2/feature/ec2/imds"} {
 		if strings.Contains(engines, banned) {
-			t.Errorf("a Lambda build of the engine functions links %s", banned)
+			t.Errorf("a Lambda build of the engine functions links %s", strings.TrimSpace(banned))
 		}
 	}
 	toolDeps := deps(lambdaTags, "./functions/tools/calculator", "./functions/tools/fetch_url")
@@ -42,8 +45,12 @@ func TestLambdaBuildsLeaveOutWhatTheyDoNotUse(t *testing.T) {
 			t.Errorf("a tool Lambda links %s", strings.TrimSpace(banned))
 		}
 	}
-	if local := deps("lambda.norpc", "./functions/gateway"); !strings.Contains(local, "github.com/prometheus/client_golang/prometheus\n") {
+	local := deps("lambda.norpc", "./functions/gateway")
+	if !strings.Contains(local, "github.com/prometheus/client_golang/prometheus\n") {
 		t.Error("the local build of the gateway lost Prometheus (/metrics)")
+	}
+	if !strings.Contains(local, "github.com/aws/aws-sdk-go-v2/config\n") {
+		t.Error("the local build of the gateway lost the SDK's default configuration chain (profiles, SSO)")
 	}
 	for _, f := range []string{"../Makefile", "../mk/sam.mk"} {
 		b, err := os.ReadFile(f)

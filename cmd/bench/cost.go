@@ -47,7 +47,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/apigatewaymanagementapi"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/lambent/lambent/internal/testing/ddbmeter"
 	"github.com/lambent/lambent/internal/testing/dynamolocal"
@@ -58,6 +57,7 @@ import (
 	"github.com/lambent/lambent/internal/testing/ssecheck"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/app"
+	"github.com/lambent/lambent/pkg/awsjson"
 	"github.com/lambent/lambent/pkg/engine"
 	"github.com/lambent/lambent/pkg/store/dynamodb"
 	"github.com/lambent/lambent/pkg/worker"
@@ -353,11 +353,15 @@ func newCostEnv(co costOptions) (*costEnv, error) {
 	}
 	e.wsMgmt, e.wsQueue = fakeapigw.Start(), fakesqs.Start()
 	creds := credentials.NewStaticCredentialsProvider("AKID", "SECRET", "")
+	queue, err := awsjson.NewSQS(aws.Config{Region: "us-east-1", Credentials: creds, BaseEndpoint: aws.String(e.wsQueue.URL)})
+	if err != nil {
+		return nil, err
+	}
 	if e.ws, err = apigw.New(apigw.Config{
 		Service:     e.app.Engine,
 		Connections: conns,
 		Management:  apigatewaymanagementapi.New(apigatewaymanagementapi.Options{Region: "us-east-1", Credentials: creds}),
-		Queue:       sqs.New(sqs.Options{Region: "us-east-1", Credentials: creds, BaseEndpoint: aws.String(e.wsQueue.URL)}),
+		Queue:       queue,
 		QueueURL:    e.wsQueue.URL + "/123456789012/lambent-websocket.fifo",
 		SharedStore: true,
 		Endpoint:    e.wsMgmt.URL + "/bench",

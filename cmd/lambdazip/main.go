@@ -4,10 +4,11 @@
 // quotas and download time at cold start count this size, not the
 // executable's (`make lambda-metrics`).
 //
-//	lambdazip -dir bin gateway worker tools/calculator
+//	lambdazip -dir bin -limit gateway=6 -limit 'tools/*=2.5' gateway worker tools/calculator
 //
 // reads bin/<function>/bootstrap for each function named, as `make build`
-// writes them.
+// writes them, and prints each size beside the limit of the first -limit
+// pattern (path.Match) its name matches, in MB of the zipped archive.
 package main
 
 import (
@@ -17,11 +18,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"strconv"
+	"strings"
 )
 
 func main() {
 	dir := flag.String("dir", "bin", "directory holding <function>/bootstrap")
+	var limits limitFlags
+	flag.Var(&limits, "limit", "`pattern=MB`: the zipped size limit of the functions the pattern matches (repeatable)")
 	flag.Parse()
 	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: lambdazip [-dir bin] <function>...")
@@ -33,8 +39,52 @@ func main() {
 			fmt.Fprintln(os.Stderr, "lambdazip:", err)
 			os.Exit(1)
 		}
-		fmt.Printf("%-20s bootstrap zipped: %5.2f MB (%d bytes; unzipped %.2f MB)\n", fn, float64(zipped)/1e6, zipped, float64(raw)/1e6)
+		verdict := ""
+		if mb, ok := limits.of(fn); ok {
+			verdict = fmt.Sprintf(", limit <= %.2f MB: within", mb)
+			if float64(zipped)/1e6 > mb {
+				verdict = fmt.Sprintf(", limit <= %.2f MB: OVER", mb)
+			}
+		}
+		fmt.Printf("%-20s bootstrap zipped: %5.2f MB (%d bytes; unzipped %.2f MB)%s\n", fn, float64(zipped)/1e6, zipped, float64(raw)/1e6, verdict)
 	}
+}
+
+// limit is a size limit of the functions whose names match pattern.
+type limit struct {
+	pattern string
+	mb      float64
+}
+
+// limitFlags is the -limit flag: pattern=MB, repeatable.
+type limitFlags []limit
+
+func (l *limitFlags) String() string { return fmt.Sprint(*l) }
+
+func (l *limitFlags) Set(v string) error {
+	pattern, mb, ok := strings.Cut(v, "=")
+	if !ok {
+		return fmt.Errorf("want pattern=MB, got %q", v)
+	}
+	if _, err := path.Match(pattern, ""); err != nil {
+		return fmt.Errorf("pattern %q: %w", pattern, err)
+	}
+	n, err := strconv.ParseFloat(mb, 64)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("limit %q: want a positive number of MB", mb)
+	}
+	*l = append(*l, limit{pattern, n})
+	return nil
+}
+
+// of returns the limit of the first pattern fn matches.
+func (l limitFlags) of(fn string) (float64, bool) {
+	for _, x := range l {
+		if ok, _ := path.Match(x.pattern, fn); ok {
+			return x.mb, true
+		}
+	}
+	return 0, false
 }
 
 // zippedSize returns the size of the file at path and of a zip archive

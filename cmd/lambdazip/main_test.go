@@ -49,3 +49,28 @@ func TestZipHoldsTheBootstrap(t *testing.T) {
 		t.Fatalf("unzipped %d bytes (%v), want the bootstrap's %d", len(got), err, len(content))
 	}
 }
+
+// A function's limit is the first pattern its name matches; a function no
+// pattern matches has none.
+func TestLimits(t *testing.T) {
+	t.Parallel()
+	var l limitFlags
+	for _, v := range []string{"gateway=6", "tools/*=2.5", "*=9"} {
+		if err := l.Set(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for fn, want := range map[string]float64{"gateway": 6, "tools/fetch_url": 2.5, "worker": 9} {
+		if got, ok := l.of(fn); !ok || got != want {
+			t.Errorf("%s: limit %v, %v; want %v", fn, got, ok, want)
+		}
+	}
+	for _, bad := range []string{"gateway", "gateway=0", "gateway=x", "[=6"} {
+		if err := new(limitFlags).Set(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if _, ok := limitFlags(nil).of("gateway"); ok {
+		t.Error("a limit without any -limit")
+	}
+}

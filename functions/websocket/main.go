@@ -14,9 +14,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/apigatewaymanagementapi"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/lambent/lambent/pkg/app"
+	"github.com/lambent/lambent/pkg/awsjson"
 	"github.com/lambent/lambent/pkg/store/dynamodb"
 	"github.com/lambent/lambent/pkg/wsapi/apigw"
 )
@@ -61,11 +61,15 @@ func newHandler(a *app.App, cfg app.Config, log *slog.Logger) (*apigw.Handler, e
 	if err != nil {
 		return nil, err
 	}
+	queue, err := awsjson.NewSQS(awsCfg)
+	if err != nil {
+		return nil, err
+	}
 	return apigw.New(apigw.Config{
 		Service:     a.Engine,
 		Connections: conns,
 		Management:  apigatewaymanagementapi.NewFromConfig(awsCfg),
-		Queue:       sqs.NewFromConfig(awsCfg),
+		Queue:       queue,
 		QueueURL:    queueURL,
 		Tenants:     cfg.Tenants(),
 		// DynamoDB is read by every instance: stored responses are read

@@ -13,13 +13,12 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/term"
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/awsconf"
+	"github.com/lambent/lambent/pkg/awsjson"
 	"github.com/lambent/lambent/pkg/compaction"
 	"github.com/lambent/lambent/pkg/engine"
 	"github.com/lambent/lambent/pkg/eventbus"
@@ -63,6 +62,16 @@ type App struct {
 // (awsconf.Load), loaded once on first use: runs that use no AWS service
 // never load it.
 func (a *App) AWS() (aws.Config, error) { return a.aws() }
+
+// eventBridge returns an EventBridge client (response events, hooks) of
+// the app's AWS configuration.
+func (a *App) eventBridge() (*awsjson.EventBridge, error) {
+	awsCfg, err := a.AWS()
+	if err != nil {
+		return nil, err
+	}
+	return awsjson.NewEventBridge(awsCfg)
+}
 
 // Close releases what Build started (the in-process worker pool).
 func (a *App) Close() {
@@ -181,7 +190,11 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 			if err != nil {
 				return err
 			}
-			queue = &worker.SQSQueue{Client: sqs.NewFromConfig(awsCfg), QueueURL: cfg.Background.QueueURL}
+			client, err := awsjson.NewSQS(awsCfg)
+			if err != nil {
+				return fmt.Errorf("LAMBENT_QUEUE_URL: %w", err)
+			}
+			queue = &worker.SQSQueue{Client: client, QueueURL: cfg.Background.QueueURL}
 		} else {
 			local := worker.NewLocal(cfg.Background.LocalWorkers, func(ctx context.Context, id string) error { return eng.RunBackground(ctx, id) }, log)
 			a.close = append(a.close, local.Close)
@@ -189,11 +202,11 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 		}
 	}
 	if publisher == nil && cfg.Background.EventBus != "" {
-		awsCfg, err := a.AWS()
+		client, err := a.eventBridge()
 		if err != nil {
-			return err
+			return fmt.Errorf("LAMBENT_EVENT_BUS: %w", err)
 		}
-		publisher = &worker.Publisher{Client: eventbridge.NewFromConfig(awsCfg), Bus: cfg.Background.EventBus}
+		publisher = &worker.Publisher{Client: client, Bus: cfg.Background.EventBus}
 	}
 	keys, err := compactionKeys(cfg, log)
 	if err != nil {

@@ -7,11 +7,10 @@ import (
 	"net/http"
 	"os"
 
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/awsjson"
 	"github.com/lambent/lambent/pkg/hooks"
 	"github.com/lambent/lambent/pkg/httpapi"
 	"github.com/lambent/lambent/pkg/telemetry"
@@ -32,7 +31,7 @@ type observability struct {
 	prometheus prometheusMetrics
 	// lambdaOpts adjust the Lambda clients (tool Lambdas, the hook
 	// Lambda): the trace header of the tool call's span.
-	lambdaOpts []func(*lambda.Options)
+	lambdaOpts []awsjson.Option
 	flush      []func(context.Context) error
 }
 
@@ -59,7 +58,7 @@ func buildTelemetry(ctx context.Context, a *App, cfg Config, names telemetry.Nam
 		a.close = append(a.close, func() { shutdownTracer(tp, log) })
 	}
 	if tc.Tracer != nil {
-		o.lambdaOpts = append(o.lambdaOpts, func(lo *lambda.Options) { lo.APIOptions = append(lo.APIOptions, telemetry.AWSTraceHeader) })
+		o.lambdaOpts = append(o.lambdaOpts, awsjson.WithTraceHeader(telemetry.AWSTraceHeader))
 	}
 	if len(cfg.Telemetry.Hooks) > 0 {
 		sinks, err := o.hookSinks(ctx, a, cfg, opts)
@@ -103,11 +102,11 @@ func (o *observability) hookSinks(ctx context.Context, a *App, cfg Config, opts 
 		case hooks.TargetEventBridge:
 			client := opts.HookEventBridge
 			if client == nil {
-				awsCfg, err := a.AWS()
+				eb, err := a.eventBridge()
 				if err != nil {
-					return nil, err
+					return nil, fmt.Errorf("LAMBENT_HOOKS: %w", err)
 				}
-				client = eventbridge.NewFromConfig(awsCfg)
+				client = eb
 			}
 			sinks = append(sinks, &hooks.EventBridge{Client: client, Bus: t.Value})
 		case hooks.TargetLambda:

@@ -17,17 +17,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/testing/fakessm"
 )
 
-// The endpoint rules, as the SDK's generated resolvers of the two services
-// give them (service/ssm and service/secretsmanager endpoints.go: a test
-// dependency only), for a region of every partition.
+// The endpoint rules, as the SDK's generated resolvers of the services give
+// them (service/ssm, secretsmanager, sqs and eventbridge endpoints.go: test
+// dependencies only), for a region of every partition.
 func TestEndpointsMatchTheSDK(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -38,10 +41,16 @@ func TestEndpointsMatchTheSDK(t *testing.T) {
 				name := fmt.Sprintf("%s fips=%v dualstack=%v", region, fips, dual)
 				want, err := ssm.NewDefaultEndpointResolverV2().ResolveEndpoint(ctx, ssm.EndpointParameters{Region: &region, UseFIPS: &fips, UseDualStack: &dual})
 				require.NoError(t, err, name)
-				assert.Equal(t, want.URI.String(), ssmEndpoint(region, partitionOf(region), fips, dual), "ssm "+name)
+				assert.Equal(t, want.URI.String(), ssmService.endpoint(region, partitionOf(region), fips, dual), "ssm "+name)
 				wantSM, err := secretsmanager.NewDefaultEndpointResolverV2().ResolveEndpoint(ctx, secretsmanager.EndpointParameters{Region: &region, UseFIPS: &fips, UseDualStack: &dual})
 				require.NoError(t, err, name)
 				assert.Equal(t, wantSM.URI.String(), secretsManagerEndpoint(region, partitionOf(region), fips, dual), "secretsmanager "+name)
+				wantSQS, err := sqs.NewDefaultEndpointResolverV2().ResolveEndpoint(ctx, sqs.EndpointParameters{Region: &region, UseFIPS: &fips, UseDualStack: &dual})
+				require.NoError(t, err, name)
+				assert.Equal(t, wantSQS.URI.String(), sqsService.endpoint(region, partitionOf(region), fips, dual), "sqs "+name)
+				wantEB, err := eventbridge.NewDefaultEndpointResolverV2().ResolveEndpoint(ctx, eventbridge.EndpointParameters{Region: &region, UseFIPS: &fips, UseDualStack: &dual})
+				require.NoError(t, err, name)
+				assert.Equal(t, wantEB.URI.String(), ebService.endpoint(region, partitionOf(region), fips, dual), "eventbridge "+name)
 			}
 		}
 	}
@@ -67,7 +76,7 @@ func TestEndpointTable(t *testing.T) {
 		{"us-gov-west-1", true, true, "https://ssm-fips.us-gov-west-1.api.aws", "https://secretsmanager-fips.us-gov-west-1.amazonaws.com"},
 	} {
 		p := partitionOf(c.region)
-		assert.Equal(t, c.ssm, ssmEndpoint(c.region, p, c.fips, c.dual), c)
+		assert.Equal(t, c.ssm, ssmService.endpoint(c.region, p, c.fips, c.dual), c)
 		assert.Equal(t, c.sm, secretsManagerEndpoint(c.region, p, c.fips, c.dual), c)
 	}
 }
@@ -135,6 +144,23 @@ func TestNeedsRegionAndCredentials(t *testing.T) {
 	assert.ErrorContains(t, err, "region")
 	_, err = NewSecretsManager(aws.Config{Region: "us-east-1"})
 	assert.ErrorContains(t, err, "credentials")
+	// A Lambda client fails its invocations instead, as the SDK's does.
+	l, err := NewLambda(aws.Config{})
+	require.NoError(t, err)
+	_, err = l.Invoke(context.Background(), InvokeInput{FunctionName: "f"})
+	assert.ErrorContains(t, err, "region")
+	l.CloseIdleConnections()
+}
+
+// *Error is a smithy.APIError, as the SDK's errors are: code, message and
+// fault.
+func TestErrorIsAnAPIError(t *testing.T) {
+	t.Parallel()
+	var api smithy.APIError = &Error{StatusCode: 429, Code: "TooManyRequestsException", Message: "Rate Exceeded."}
+	assert.Equal(t, "TooManyRequestsException", api.ErrorCode())
+	assert.Equal(t, "Rate Exceeded.", api.ErrorMessage())
+	assert.Equal(t, smithy.FaultClient, api.ErrorFault())
+	assert.Equal(t, smithy.FaultServer, (&Error{StatusCode: 503}).ErrorFault())
 }
 
 // Both calls over the wire, against the fake that checks the protocol and
@@ -313,4 +339,36 @@ func TestRetriesStopWithTheContext(t *testing.T) {
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, 503, ae.StatusCode)
 	assert.EqualValues(t, 1, h.n.Load(), "no retry after the context ended")
+}
+
+// SendMessage checks the MD5 of the body SQS answered, as the SDK does; the
+// SQS and EventBridge requests are SQS's JSON 1.0 (in query mode) and
+// EventBridge's JSON 1.1.
+func TestSQSAndEventBridgeRequests(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("X-Amz-Target")+" "+r.Header.Get("Content-Type")+" "+r.Header.Get("X-Amzn-Query-Mode"))
+		switch r.Header.Get("X-Amz-Target") {
+		case "AmazonSQS.SendMessage":
+			_, _ = w.Write([]byte(`{"MD5OfMessageBody":"00000000000000000000000000000000","MessageId":"m-1"}`))
+		default:
+			_, _ = w.Write([]byte(`{"FailedEntryCount":1,"Entries":[{"ErrorCode":"InternalFailure","ErrorMessage":"try again"}]}`))
+		}
+	}))
+	defer srv.Close()
+	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""), BaseEndpoint: aws.String(srv.URL), HTTPClient: srv.Client()}
+	q, err := NewSQS(cfg)
+	require.NoError(t, err)
+	_, err = q.SendMessage(ctx, SendMessageInput{QueueURL: "https://sqs.us-east-1.amazonaws.com/1/q", MessageBody: "body"})
+	assert.ErrorIs(t, err, ErrChecksum)
+	_, err = q.SendMessage(ctx, SendMessageInput{QueueURL: "https://sqs.us-east-1.amazonaws.com/1/q"})
+	assert.ErrorContains(t, err, "required")
+	eb, err := NewEventBridge(cfg)
+	require.NoError(t, err)
+	out, err := eb.PutEvents(ctx, PutEventsInput{Entries: []PutEventsEntry{{Source: "lambent", DetailType: "t", Detail: "{}"}}})
+	require.NoError(t, err)
+	assert.Equal(t, &PutEventsOutput{FailedEntryCount: 1, Entries: []PutEventsResultEntry{{ErrorCode: "InternalFailure", ErrorMessage: "try again"}}}, out)
+	assert.Equal(t, []string{"AmazonSQS.SendMessage application/x-amz-json-1.0 true", "AWSEvents.PutEvents application/x-amz-json-1.1 "}, got)
 }

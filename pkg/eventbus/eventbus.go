@@ -8,14 +8,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/lambent/lambent/pkg/awsjson"
 )
 
-// API is the part of the EventBridge client Put uses.
+// API is the part of the EventBridge client Put uses (*awsjson.EventBridge).
 type API interface {
-	PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, optFns ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error)
+	PutEvents(ctx context.Context, in awsjson.PutEventsInput) (*awsjson.PutEventsOutput, error)
 }
 
 // Source is the EventBridge source of Lambent's events.
@@ -24,21 +22,20 @@ const Source = "lambent"
 // Put puts one event (source "lambent") on bus; an entry EventBridge
 // refused is an error naming its code.
 func Put(ctx context.Context, client API, bus, detailType string, detail []byte, at time.Time) error {
-	out, err := client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{{
-		EventBusName: aws.String(bus),
-		Source:       aws.String(Source),
-		DetailType:   aws.String(detailType),
-		Detail:       aws.String(string(detail)),
-		Resources:    []string{},
-		Time:         aws.Time(at),
+	out, err := client.PutEvents(ctx, awsjson.PutEventsInput{Entries: []awsjson.PutEventsEntry{{
+		EventBusName: bus,
+		Source:       Source,
+		DetailType:   detailType,
+		Detail:       string(detail),
+		Time:         at,
 	}}})
 	if err != nil {
 		return fmt.Errorf("put event: %w", err)
 	}
 	if out.FailedEntryCount > 0 {
 		for _, e := range out.Entries {
-			if e.ErrorCode != nil {
-				return &EntryError{Code: aws.ToString(e.ErrorCode), Message: aws.ToString(e.ErrorMessage)}
+			if e.ErrorCode != "" {
+				return &EntryError{Code: e.ErrorCode, Message: e.ErrorMessage}
 			}
 		}
 		return &EntryError{Message: "the entry failed"}

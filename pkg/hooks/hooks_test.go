@@ -16,7 +16,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -24,6 +23,7 @@ import (
 	"github.com/lambent/lambent/internal/testing/ebtest"
 	"github.com/lambent/lambent/internal/testing/localinvoke"
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/awsjson"
 	"github.com/lambent/lambent/pkg/hooks"
 	"github.com/lambent/lambent/pkg/tools/lambdaexec"
 )
@@ -276,8 +276,10 @@ func TestLambdaSink(t *testing.T) {
 		srv.ServeHTTP(w, r)
 	}))
 	defer ts.Close()
-	client := lambda.New(lambda.Options{BaseEndpoint: aws.String(ts.URL), Region: "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""), Retryer: aws.NopRetryer{}, HTTPClient: lambdaexec.NewHTTPClient()})
+	client, err := awsjson.NewLambda(aws.Config{BaseEndpoint: aws.String(ts.URL), Region: "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""), Retryer: func() aws.Retryer { return aws.NopRetryer{} }, HTTPClient: lambdaexec.NewHTTPClient()})
+	require.NoError(t, err)
+	defer client.CloseIdleConnections()
 	logs := &logBuffer{}
 	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{&hooks.Lambda{Client: client, Function: "audit"}, &hooks.Lambda{Client: client, Function: "missing"}}, Logger: logs.logger()})
 	defer d.Close()

@@ -10,10 +10,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
-
+	"github.com/lambent/lambent/pkg/awsjson"
 	"github.com/lambent/lambent/pkg/egress"
 	"github.com/lambent/lambent/pkg/eventbus"
 )
@@ -34,9 +31,10 @@ func (s *EventBridge) Deliver(ctx context.Context, ev *Event, body []byte) error
 	return eventbus.Put(ctx, s.Client, s.Bus, ev.Type, body, ev.Timestamp)
 }
 
-// LambdaInvoker is the part of the Lambda client Lambda uses.
+// LambdaInvoker is the part of the Lambda client (*awsjson.Lambda) Lambda
+// uses.
 type LambdaInvoker interface {
-	Invoke(ctx context.Context, params *lambda.InvokeInput, optFns ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
+	Invoke(ctx context.Context, in awsjson.InvokeInput) (*awsjson.InvokeOutput, error)
 }
 
 // Lambda invokes a function asynchronously (InvocationType Event) with
@@ -53,9 +51,9 @@ func (*Lambda) Name() string { return "lambda" }
 
 // Deliver implements Sink.
 func (s *Lambda) Deliver(ctx context.Context, _ *Event, body []byte) error {
-	out, err := s.Client.Invoke(ctx, &lambda.InvokeInput{
-		FunctionName:   aws.String(s.Function),
-		InvocationType: types.InvocationTypeEvent,
+	out, err := s.Client.Invoke(ctx, awsjson.InvokeInput{
+		FunctionName:   s.Function,
+		InvocationType: awsjson.InvocationEvent,
 		Payload:        body,
 	})
 	if err != nil {

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/aws/smithy-go/middleware"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -140,18 +138,11 @@ func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.base.RoundTrip(req)
 }
 
-// AWSTraceHeader is an AWS SDK API option (Options.APIOptions) that sets
-// the X-Amzn-Trace-Id header of each request from the span of its context,
+// AWSTraceHeader returns the X-Amzn-Trace-Id of the span of ctx (empty
+// without one): the Lambda clients' trace header (awsjson.WithTraceHeader),
 // so that a tool Lambda's trace continues the tool call's span. Without a
-// span the SDK's own recursion detection passes _X_AMZN_TRACE_ID on
-// unchanged inside Lambda.
-func AWSTraceHeader(stack *middleware.Stack) error {
-	return stack.Build.Add(middleware.BuildMiddlewareFunc("LambentTraceHeader", func(ctx context.Context, in middleware.BuildInput, next middleware.BuildHandler) (middleware.BuildOutput, middleware.Metadata, error) {
-		if req, ok := in.Request.(*smithyhttp.Request); ok {
-			if h := xrayHeader(trace.SpanContextFromContext(ctx)); h != "" {
-				req.Header.Set(XRayHeader, h)
-			}
-		}
-		return next.HandleBuild(ctx, in)
-	}), middleware.After)
+// span the client passes _X_AMZN_TRACE_ID on unchanged inside Lambda, as
+// the SDK's recursion detection does.
+func AWSTraceHeader(ctx context.Context) string {
+	return xrayHeader(trace.SpanContextFromContext(ctx))
 }

@@ -14,8 +14,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
-	"github.com/aws/smithy-go/middleware"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -29,6 +27,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/awsjson"
 	"github.com/lambent/lambent/pkg/telemetry"
 	"github.com/lambent/lambent/pkg/telemetry/prom"
 	"github.com/lambent/lambent/pkg/tools"
@@ -351,17 +350,18 @@ func TestTransportPropagates(t *testing.T) {
 	assert.Equal(t, "Root=1-"+tid[:8]+"-"+tid[8:]+";Parent="+sc.SpanID().String()+";Sampled=1", got.Get(telemetry.XRayHeader))
 }
 
-// Tool Lambdas: the SDK middleware sets X-Amzn-Trace-Id from the span of
+// Tool Lambdas: the Lambda client sets X-Amzn-Trace-Id from the span of
 // the Invoke's context (the tool call's), and leaves it alone without one.
 func TestAWSTraceHeader(t *testing.T) {
 	h := &headers{}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	client := lambda.New(lambda.Options{BaseEndpoint: aws.String(srv.URL), Region: "us-east-1", Retryer: aws.NopRetryer{},
-		Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""), HTTPClient: srv.Client(),
-		APIOptions: []func(*middleware.Stack) error{telemetry.AWSTraceHeader}})
+	client, err := awsjson.NewLambda(aws.Config{BaseEndpoint: aws.String(srv.URL), Region: "us-east-1", Retryer: func() aws.Retryer { return aws.NopRetryer{} },
+		Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""), HTTPClient: srv.Client()},
+		awsjson.WithTraceHeader(telemetry.AWSTraceHeader))
+	require.NoError(t, err)
 	invoke := func(ctx context.Context) http.Header {
-		_, err := client.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String("CalculatorToolFunction"), Payload: []byte(`{}`)})
+		_, err := client.Invoke(ctx, awsjson.InvokeInput{FunctionName: "CalculatorToolFunction", Payload: []byte(`{}`)})
 		require.NoError(t, err)
 		return h.last()
 	}

@@ -6,17 +6,15 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/awsjson"
 	"github.com/lambent/lambent/pkg/engine"
 	"github.com/lambent/lambent/pkg/eventbus"
 )
 
-// SQSAPI is the part of the SQS client the queue uses.
+// SQSAPI is the part of the SQS client the queue uses (*awsjson.SQS).
 type SQSAPI interface {
-	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	SendMessage(ctx context.Context, in awsjson.SendMessageInput) (string, error)
 }
 
 // SQSQueue enqueues jobs on an SQS queue.
@@ -31,7 +29,7 @@ func (q *SQSQueue) Enqueue(ctx context.Context, j engine.Job) error {
 	if err != nil {
 		return err
 	}
-	if _, err := q.Client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.QueueURL), MessageBody: aws.String(string(body))}); err != nil {
+	if _, err := q.Client.SendMessage(ctx, awsjson.SendMessageInput{QueueURL: q.QueueURL, MessageBody: string(body)}); err != nil {
 		return fmt.Errorf("worker: enqueue %s: %w", j.ResponseID, err)
 	}
 	return nil

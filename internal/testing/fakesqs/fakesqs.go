@@ -1,9 +1,12 @@
 // Package fakesqs is an Amazon SQS endpoint on loopback for tests: it
 // answers SendMessage over the SQS JSON 1.0 protocol (POST / with
-// X-Amz-Target AmazonSQS.SendMessage), with the MD5 of the body the SDK
-// checks, and keeps the messages for the test to deliver as the
-// events.SQSEvent the Lambda event source mapping would send. Point a
-// client at URL (AWS_ENDPOINT_URL_SQS or its BaseEndpoint).
+// X-Amz-Target AmazonSQS.SendMessage, signed for sqs), with the MD5 of the
+// body the SDK checks, refuses what SQS refuses (no queue URL or body, a
+// FIFO queue's message without group and deduplication ids), and keeps the
+// messages for the test to deliver as the events.SQSEvent the Lambda event
+// source mapping would send. Point a client at URL (AWS_ENDPOINT_URL_SQS
+// or its BaseEndpoint). Its tests drive it with the SDK's SQS client and
+// with pkg/awsjson's, which must send the same messages.
 package fakesqs
 
 import (
@@ -15,6 +18,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -81,9 +85,21 @@ func md5Hex(s string) string {
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-	if r.Header.Get("X-Amz-Target") != "AmazonSQS.SendMessage" {
+	fail := func(code, format string, a ...any) {
 		w.WriteHeader(http.StatusBadRequest)
-		_, _ = fmt.Fprintf(w, `{"__type":"com.amazonaws.sqs#InvalidAction","message":"unsupported target %q"}`, r.Header.Get("X-Amz-Target"))
+		m, _ := json.Marshal(fmt.Sprintf(format, a...))
+		_, _ = fmt.Fprintf(w, `{"__type":"com.amazonaws.sqs#%s","message":%s}`, code, m)
+	}
+	auth := r.Header.Get("Authorization")
+	switch {
+	case r.Method != http.MethodPost || r.URL.Path != "/" || r.Header.Get("X-Amz-Target") != "AmazonSQS.SendMessage":
+		fail("InvalidAction", "unsupported request %s %s, target %q", r.Method, r.URL.Path, r.Header.Get("X-Amz-Target"))
+		return
+	case r.Header.Get("Content-Type") != "application/x-amz-json-1.0":
+		fail("InvalidParameterValue", "content type %q", r.Header.Get("Content-Type"))
+		return
+	case !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 ") || !strings.Contains(auth, "/sqs/aws4_request"):
+		fail("MissingAuthenticationToken", "the request is not signed for sqs")
 		return
 	}
 	var m Message
@@ -92,8 +108,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		err = json.Unmarshal(body, &m)
 	}
 	if err != nil || m.QueueURL == "" || m.MessageBody == "" {
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = fmt.Fprintf(w, `{"__type":"com.amazonaws.sqs#MissingParameter","message":"bad SendMessage request: %v"}`, err)
+		fail("MissingParameter", "bad SendMessage request (QueueUrl and MessageBody are required): %v", err)
+		return
+	}
+	if strings.HasSuffix(m.QueueURL, ".fifo") && (m.MessageGroupID == "" || m.MessageDeduplicationID == "") {
+		fail("MissingParameter", "a FIFO queue's message needs MessageGroupId and MessageDeduplicationId (the queue has no content-based deduplication)")
 		return
 	}
 	s.mu.Lock()

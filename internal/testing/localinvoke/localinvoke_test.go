@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lambent/lambent/internal/testing/localinvoke"
+	"github.com/lambent/lambent/pkg/awsjson"
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/lambent/lambent/pkg/tools/calculator"
 	"github.com/lambent/lambent/pkg/tools/lambdaexec"
@@ -223,6 +224,69 @@ func TestParseFunctionName(t *testing.T) {
 	} {
 		if n, q := localinvoke.ParseFunctionName(in); n != want[0] || q != want[1] {
 			t.Errorf("ParseFunctionName(%q) = %q, %q; want %q, %q", in, n, q, want[0], want[1])
+		}
+	}
+}
+
+// The executor's Lambda client (pkg/awsjson) reads the endpoint's answers
+// as the SDK's client does: the same error codes and messages, status,
+// function error, executed version and payload, for each kind of answer.
+func TestAWSJSONReadsWhatTheSDKReads(t *testing.T) {
+	ctx := context.Background()
+	newServer := func() string {
+		return serve(t, localinvoke.New(map[string]tools.Hosted{"calc": calculator.Tool()}, localinvoke.WithThrottle(1)))
+	}
+	cfg := func(url string) aws.Config {
+		return aws.Config{BaseEndpoint: aws.String(url), Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "secret", ""),
+			Retryer: func() aws.Retryer { return aws.NopRetryer{} }}
+	}
+	sdk := lambda.NewFromConfig(cfg(newServer()))
+	ours, err := awsjson.NewLambda(cfg(newServer()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		Code, Message, FunctionError, Version, Payload string
+		Status                                         int
+	}
+	calls := []struct{ fn, qualifier, typ, payload string }{
+		{"calc", "", "", calcEvent}, // throttled (the first invocation)
+		{"missing", "", "", calcEvent},
+		{"arn:aws:lambda:us-east-1:123456789012:function:calc:5", "", "", calcEvent},
+		{"calc", "7", "RequestResponse", calcEvent},
+		{"calc", "", "RequestResponse", `{"call_id":"c1","name":"calculator","arguments":"{"}`},
+		{"calc", "", "Event", calcEvent},
+		{"calc", "", "RequestResponse", `not json`},
+	}
+	for _, c := range calls {
+		var want, got result
+		in := &lambda.InvokeInput{FunctionName: aws.String(c.fn), InvocationType: types.InvocationType(c.typ), Payload: []byte(c.payload)}
+		if c.qualifier != "" {
+			in.Qualifier = aws.String(c.qualifier)
+		}
+		out, err := sdk.Invoke(ctx, in)
+		var api interface {
+			ErrorCode() string
+			ErrorMessage() string
+		}
+		if errors.As(err, &api) {
+			want.Code, want.Message = api.ErrorCode(), api.ErrorMessage()
+		} else if err != nil {
+			t.Fatalf("%+v: SDK: %v", c, err)
+		} else {
+			want = result{FunctionError: aws.ToString(out.FunctionError), Version: aws.ToString(out.ExecutedVersion), Payload: string(out.Payload), Status: int(out.StatusCode)}
+		}
+		o, err := ours.Invoke(ctx, awsjson.InvokeInput{FunctionName: c.fn, Qualifier: c.qualifier, InvocationType: c.typ, Payload: []byte(c.payload)})
+		var ae *awsjson.Error
+		if errors.As(err, &ae) {
+			got.Code, got.Message = ae.Code, ae.Message
+		} else if err != nil {
+			t.Fatalf("%+v: awsjson: %v", c, err)
+		} else {
+			got = result{FunctionError: o.FunctionError, Version: o.ExecutedVersion, Payload: string(o.Payload), Status: o.StatusCode}
+		}
+		if got != want {
+			t.Errorf("%+v:\nawsjson %+v\nSDK     %+v", c, got, want)
 		}
 	}
 }

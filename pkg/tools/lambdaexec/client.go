@@ -13,9 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/lambent/lambent/pkg/awsconf"
+	"github.com/lambent/lambent/pkg/awsjson"
 )
 
 // MaxConcurrentInvocations is how many invocations to one endpoint the
@@ -87,9 +87,9 @@ func (c *HTTPClient) CloseIdleConnections() {
 	c.transport.CloseIdleConnections()
 }
 
-// NewClient returns the Lambda client for an Executor, from the AWS
-// configuration of awsconf.Load (in Lambda: the function's role from the
-// environment) with:
+// NewClient returns the Lambda client for an Executor (awsjson.Lambda, not
+// the SDK's service/lambda, for cold starts), from the AWS configuration of
+// awsconf.Load (in Lambda: the function's role from the environment) with:
 //
 //   - an HTTPClient as NewHTTPClient's;
 //   - no SDK retries: the Executor retries throttled invocations itself,
@@ -101,8 +101,8 @@ func (c *HTTPClient) CloseIdleConnections() {
 //     not set, placeholder credentials and region us-east-1 (unless
 //     AWS_REGION is set) are used, so local runs need no AWS account.
 //
-// optFns adjust the client's options after these (tracing middleware).
-func NewClient(ctx context.Context, optFns ...func(*lambda.Options)) (*lambda.Client, error) {
+// opts adjust the client (awsjson.WithTraceHeader).
+func NewClient(ctx context.Context, opts ...awsjson.Option) (*awsjson.Lambda, error) {
 	var cfg aws.Config
 	if isLoopbackEndpoint(os.Getenv) && os.Getenv("AWS_ACCESS_KEY_ID") == "" {
 		cfg = aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")}
@@ -122,11 +122,11 @@ func NewClient(ctx context.Context, optFns ...func(*lambda.Options)) (*lambda.Cl
 	case *awshttp.BuildableClient:
 		cfg.HTTPClient = newHTTPClient(hc.GetTransport())
 	}
-	return lambda.NewFromConfig(cfg, append([]func(*lambda.Options){func(o *lambda.Options) {
-		if ep := awsconf.Endpoint("LAMBDA"); ep != nil {
-			o.BaseEndpoint = ep
-		}
-	}}, optFns...)...), nil
+	c, err := awsjson.NewLambda(cfg, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("lambdaexec: %w", err)
+	}
+	return c, nil
 }
 
 // isLoopbackEndpoint reports whether the Lambda endpoint override points at

@@ -2,16 +2,19 @@ package lambdaexec_test
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"go.uber.org/goleak"
 
 	"github.com/lambent/lambent/internal/testing/localinvoke"
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/awsjson"
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/lambent/lambent/pkg/tools/calculator"
 	"github.com/lambent/lambent/pkg/tools/lambdaexec"
@@ -26,26 +29,38 @@ func TestMain(m *testing.M) {
 type endpoint struct {
 	srv    *localinvoke.Server
 	url    string
-	client *lambda.Client
+	client *awsjson.Lambda
 }
 
-// newEndpoint serves hosted on a local Invoke endpoint and returns the real
-// aws-sdk-go-v2 Lambda client for it: BaseEndpoint = the server, static
-// credentials, us-east-1, the executor's HTTP client and no SDK retries
+// newEndpoint serves hosted on a local Invoke endpoint and returns the
+// executor's Lambda client for it: BaseEndpoint = the server, static
+// credentials, us-east-1, the executor's HTTP client and no client retries
 // (as NewClient configures it), so the executor's own retries are tested.
+// (internal/testing/localinvoke's tests hold the endpoint to the SDK's
+// client too.)
 func newEndpoint(t testing.TB, hosted map[string]tools.Hosted, opts ...localinvoke.Option) *endpoint {
 	t.Helper()
 	srv := localinvoke.New(hosted, opts...)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
-	client := lambda.New(lambda.Options{
-		BaseEndpoint: aws.String(ts.URL),
+	return &endpoint{srv: srv, url: ts.URL, client: lambdaClient(t, ts.URL)}
+}
+
+// lambdaClient returns a Lambda client of url configured as NewClient's.
+func lambdaClient(t testing.TB, url string) *awsjson.Lambda {
+	t.Helper()
+	client, err := awsjson.NewLambda(aws.Config{
+		BaseEndpoint: aws.String(url),
 		Region:       "us-east-1",
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDLOCAL", "secret", ""),
-		Retryer:      aws.NopRetryer{},
+		Retryer:      func() aws.Retryer { return aws.NopRetryer{} },
 		HTTPClient:   lambdaexec.NewHTTPClient(),
 	})
-	return &endpoint{srv: srv, url: ts.URL, client: client}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.CloseIdleConnections)
+	return client
 }
 
 // executor returns an Executor over e's client for manifest, with the
@@ -109,14 +124,8 @@ func TestNewClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if client.Options().Region != "us-east-1" {
-		t.Errorf("region = %q, want the local default us-east-1", client.Options().Region)
-	}
-	if _, ok := client.Options().HTTPClient.(*lambdaexec.HTTPClient); !ok {
-		t.Errorf("HTTP client is %T, want *lambdaexec.HTTPClient", client.Options().HTTPClient)
-	}
-	if n := client.Options().Retryer.MaxAttempts(); n != 1 {
-		t.Errorf("SDK retry attempts = %d, want 1 (the executor retries throttles itself)", n)
+	if client.Endpoint() != ts.URL {
+		t.Errorf("endpoint = %q, want %s", client.Endpoint(), ts.URL)
 	}
 	ex, err := lambdaexec.New(client, lambdaexec.Config{}, lambdaexec.LocalManifest("calculator").Tools, map[string]api.ToolDefinition{"calculator": calculator.Tool().Definition})
 	if err != nil {
@@ -125,5 +134,31 @@ func TestNewClient(t *testing.T) {
 	if res := execute(t, ex, "calculator", `{"expression":"40+2"}`); res.IsError || res.Output != "42" {
 		t.Fatalf("result = %+v", res)
 	}
-	client.Options().HTTPClient.(*lambdaexec.HTTPClient).CloseIdleConnections()
+	client.CloseIdleConnections()
+
+	// No client retries: a 503 is one request, the executor's answer an
+	// error result (it retries throttles itself, nothing else).
+	var requests atomic.Int32
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		requests.Add(1)
+		w.Header().Set("X-Amzn-ErrorType", "ServiceException")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer failing.Close()
+	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", failing.URL)
+	client, err = lambdaexec.NewClient(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.CloseIdleConnections()
+	ex, err = lambdaexec.New(client, lambdaexec.Config{}, lambdaexec.LocalManifest("calculator").Tools, map[string]api.ToolDefinition{"calculator": calculator.Tool().Definition})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := execute(t, ex, "calculator", `{"expression":"1"}`); !res.IsError || !strings.Contains(res.Output, "ServiceException") {
+		t.Fatalf("result = %+v, want the ServiceException", res)
+	}
+	if n := requests.Load(); n != 1 {
+		t.Errorf("%d requests, want 1 (no client retries)", n)
+	}
 }

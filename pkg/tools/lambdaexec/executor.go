@@ -20,16 +20,11 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
-	"github.com/aws/smithy-go"
+	"github.com/lambent/lambent/pkg/awsjson"
 
 	"github.com/lambent/lambent/pkg/tooldef"
 	"github.com/lambent/lambent/pkg/tools"
@@ -37,11 +32,12 @@ import (
 
 // MaxPayloadBytes is the Lambda limit on a synchronous (RequestResponse)
 // invocation's request and response payloads: 6 MB.
-const MaxPayloadBytes = 6 << 20
+const MaxPayloadBytes = awsjson.MaxInvokePayloadBytes
 
-// LambdaInvoker is the part of *lambda.Client the Executor uses.
+// LambdaInvoker is the part of the Lambda client (*awsjson.Lambda) the
+// Executor uses.
 type LambdaInvoker interface {
-	Invoke(ctx context.Context, params *lambda.InvokeInput, optFns ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
+	Invoke(ctx context.Context, in awsjson.InvokeInput) (*awsjson.InvokeOutput, error)
 }
 
 // Defaults applied to zero Config fields.
@@ -207,13 +203,11 @@ func (e *Executor) Execute(ctx context.Context, call tools.ToolCall) (*tools.Too
 		e.log.WarnContext(ctx, "tool request over the Invoke payload limit", "tool", call.Name, "call_id", call.ID, "bytes", len(payload))
 		return e.failure(call, "Error: the arguments of this call to %s are too large to send to its Lambda function (%d bytes; the limit is %d). Call it with smaller arguments.", call.Name, len(payload), MaxPayloadBytes), nil
 	}
-	in := &lambda.InvokeInput{
-		FunctionName:   aws.String(t.function),
-		InvocationType: types.InvocationTypeRequestResponse,
+	in := awsjson.InvokeInput{
+		FunctionName:   t.function,
+		Qualifier:      t.qualifier,
+		InvocationType: awsjson.InvocationRequestResponse,
 		Payload:        payload,
-	}
-	if t.qualifier != "" {
-		in.Qualifier = aws.String(t.qualifier)
 	}
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
@@ -250,8 +244,8 @@ func (e *Executor) Execute(ctx context.Context, call tools.ToolCall) (*tools.Too
 }
 
 // reply turns a completed Invoke into the tool result.
-func (e *Executor) reply(ctx context.Context, call tools.ToolCall, t target, out *lambda.InvokeOutput) *tools.ToolResult {
-	if out.FunctionError != nil {
+func (e *Executor) reply(ctx context.Context, call tools.ToolCall, t target, out *awsjson.InvokeOutput) *tools.ToolResult {
+	if out.FunctionError != "" {
 		var fe struct {
 			ErrorType    string `json:"errorType"`
 			ErrorMessage string `json:"errorMessage"`
@@ -265,8 +259,8 @@ func (e *Executor) reply(ctx context.Context, call tools.ToolCall, t target, out
 		} else {
 			detail = strings.TrimSpace(string(out.Payload))
 		}
-		e.log.WarnContext(ctx, "tool function error", "tool", call.Name, "call_id", call.ID, "function", t.function, "function_error", *out.FunctionError, "error_type", fe.ErrorType)
-		return e.failure(call, "Error: tool %s failed (Lambda function error, %s): %s", call.Name, *out.FunctionError, detail)
+		e.log.WarnContext(ctx, "tool function error", "tool", call.Name, "call_id", call.ID, "function", t.function, "function_error", out.FunctionError, "error_type", fe.ErrorType)
+		return e.failure(call, "Error: tool %s failed (Lambda function error, %s): %s", call.Name, out.FunctionError, detail)
 	}
 	var r struct {
 		Output  *string `json:"output"`
@@ -321,22 +315,9 @@ func isThrottleCode(code string) bool {
 
 // throttle reports whether err is a throttle, with Lambda's Retry-After.
 func throttle(err error) (retryAfter time.Duration, ok bool) {
-	var tm *types.TooManyRequestsException
-	if errors.As(err, &tm) {
-		if tm.RetryAfterSeconds != nil {
-			if s, perr := strconv.ParseFloat(strings.TrimSpace(*tm.RetryAfterSeconds), 64); perr == nil && s > 0 {
-				retryAfter = time.Duration(s * float64(time.Second))
-			}
-		}
-		return retryAfter, true
-	}
-	var api smithy.APIError
-	if errors.As(err, &api) && isThrottleCode(api.ErrorCode()) {
-		return 0, true
-	}
-	var re *awshttp.ResponseError
-	if errors.As(err, &re) && re.HTTPStatusCode() == http.StatusTooManyRequests {
-		return 0, true
+	var ae *awsjson.Error
+	if errors.As(err, &ae) && (isThrottleCode(ae.Code) || ae.StatusCode == http.StatusTooManyRequests) {
+		return ae.RetryAfter, true
 	}
 	return 0, false
 }
@@ -347,9 +328,9 @@ func throttle(err error) (retryAfter time.Duration, ok bool) {
 // nor its text: AWS messages name ARNs, accounts and roles, transport
 // errors the endpoint; the log line has them.
 func describe(err error) string {
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		return api.ErrorCode()
+	var ae *awsjson.Error
+	if errors.As(err, &ae) {
+		return ae.Code
 	}
 	return "the Lambda API could not be reached"
 }

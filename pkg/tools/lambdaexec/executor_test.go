@@ -13,10 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
-
 	"github.com/lambent/lambent/internal/testing/localinvoke"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/tools"
@@ -274,14 +270,7 @@ func TestExecuteSDKErrors(t *testing.T) {
 	// An endpoint nobody listens on any more: a transport error.
 	gone := httptest.NewServer(http.NotFoundHandler())
 	gone.Close()
-	client := lambda.New(lambda.Options{
-		BaseEndpoint: aws.String(gone.URL),
-		Region:       "us-east-1",
-		Credentials:  credentials.NewStaticCredentialsProvider("AKIDLOCAL", "secret", ""),
-		Retryer:      aws.NopRetryer{},
-		HTTPClient:   lambdaexec.NewHTTPClient(),
-	})
-	ex, err := lambdaexec.New(client, lambdaexec.Config{}, lambdaexec.ManifestFor(map[string]string{"calculator": "fn"}).Tools,
+	ex, err := lambdaexec.New(lambdaClient(t, gone.URL), lambdaexec.Config{}, lambdaexec.ManifestFor(map[string]string{"calculator": "fn"}).Tools,
 		map[string]api.ToolDefinition{"calculator": calculator.Tool().Definition})
 	if err != nil {
 		t.Fatal(err)

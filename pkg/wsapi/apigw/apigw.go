@@ -40,9 +40,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/apigatewaymanagementapi"
 	mgmttypes "github.com/aws/aws-sdk-go-v2/service/apigatewaymanagementapi/types"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/awsjson"
 	"github.com/lambent/lambent/pkg/requestid"
 	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/lambent/lambent/pkg/wsapi"
@@ -59,9 +59,9 @@ type ManagementAPI interface {
 	DeleteConnection(ctx context.Context, in *apigatewaymanagementapi.DeleteConnectionInput, optFns ...func(*apigatewaymanagementapi.Options)) (*apigatewaymanagementapi.DeleteConnectionOutput, error)
 }
 
-// QueueAPI is the part of the SQS client the handler uses.
+// QueueAPI is the part of the SQS client the handler uses (*awsjson.SQS).
 type QueueAPI interface {
-	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	SendMessage(ctx context.Context, in awsjson.SendMessageInput) (string, error)
 }
 
 // Config configures a Handler. Service, Connections, Management, Queue
@@ -229,11 +229,11 @@ func (h *Handler) message(ctx context.Context, ev *events.APIGatewayWebsocketPro
 	if dedup == "" {
 		dedup = fmt.Sprint(rc.MessageID)
 	}
-	if _, err := h.cfg.Queue.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl:               aws.String(h.cfg.QueueURL),
-		MessageBody:            aws.String(string(body)),
-		MessageGroupId:         aws.String(rc.ConnectionID),
-		MessageDeduplicationId: aws.String(dedup),
+	if _, err := h.cfg.Queue.SendMessage(ctx, awsjson.SendMessageInput{
+		QueueURL:               h.cfg.QueueURL,
+		MessageBody:            string(body),
+		MessageGroupID:         rc.ConnectionID,
+		MessageDeduplicationID: dedup,
 	}); err != nil {
 		// API Gateway tells the client the integration failed; Lambda's
 		// error log has the cause.

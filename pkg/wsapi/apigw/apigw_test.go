@@ -23,7 +23,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/apigatewaymanagementapi"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/testing/dynamolocal"
@@ -34,6 +33,7 @@ import (
 	"github.com/lambent/lambent/internal/testing/ssecheck"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/app"
+	"github.com/lambent/lambent/pkg/awsjson"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/lambent/lambent/pkg/wsapi"
@@ -122,11 +122,13 @@ func newEnvStore(t *testing.T, rule tenant.Rule, shared bool) *env {
 		_, _ = db.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: aws.String(table)})
 	})
 
+	sqsClient, err := awsjson.NewSQS(aws.Config{Region: "us-east-1", Credentials: creds, BaseEndpoint: aws.String(queue.URL)})
+	require.NoError(t, err)
 	h, err := apigw.New(apigw.Config{
 		Service:     a.Engine,
 		Connections: conns,
 		Management:  apigatewaymanagementapi.New(apigatewaymanagementapi.Options{Region: "us-east-1", Credentials: creds}),
-		Queue:       sqs.New(sqs.Options{Region: "us-east-1", Credentials: creds, BaseEndpoint: aws.String(queue.URL)}),
+		Queue:       sqsClient,
 		QueueURL:    queue.URL + "/123456789012/lambent-websocket.fifo",
 		Tenants:     rule,
 		SharedStore: shared,
