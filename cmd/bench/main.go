@@ -64,6 +64,7 @@ func main() {
 	flag.IntVar(&o.warmup, "warmup", 200, "warm-up requests per latency series")
 	flag.IntVar(&o.allocN, "alloc-requests", 500, "requests per allocation count")
 	flag.IntVar(&o.c, "c", 16, "concurrency of the throughput phase")
+	flag.IntVar(&o.rounds, "rounds", 5, "slices, taken in turn by direct, proxy and gateway, of each throughput run and cost count (a shared machine's load then weighs on the three alike)")
 	flag.IntVar(&o.total, "requests", 20000, "request cap per throughput run")
 	flag.DurationVar(&o.dur, "duration", 5*time.Second, "time cap per throughput run")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file; samples carry the label target=backend, proxy or gateway (go tool pprof -tagfocus=target=gateway)")
@@ -108,6 +109,7 @@ func main() {
 
 type options struct {
 	n, warmup, c, total int
+	rounds              int
 	allocN              int
 	dur                 time.Duration
 	cpuprofile          string
@@ -143,8 +145,8 @@ type target struct {
 }
 
 func run(o options) error {
-	if o.n < 1 || o.c < 1 || o.total < 1 {
-		return errors.New("-n, -c and -requests must be positive")
+	if o.n < 1 || o.c < 1 || o.total < 1 || o.rounds < 1 {
+		return errors.New("-n, -c, -requests and -rounds must be positive")
 	}
 	if o.cpuprofile != "" {
 		f, err := os.Create(o.cpuprofile)
@@ -257,7 +259,7 @@ func run(o options) error {
 	printLatency(ttfb, false, 0)
 
 	// (c) throughput at concurrency o.c.
-	fmt.Printf("\n(c) throughput, concurrency %d, each run capped at %d requests or %s\n", o.c, o.total, o.dur)
+	fmt.Printf("\n(c) throughput, concurrency %d, each run capped at %d requests or %s, in %d slices taken in turn\n", o.c, o.total, o.dur, o.rounds)
 	fmt.Printf("    %-14s %12s %12s %12s %10s %10s\n", "req/s", "direct", "proxy", "gateway", "gw/proxy", "gw/direct")
 	for _, mode := range []struct {
 		name string
@@ -272,14 +274,20 @@ func run(o options) error {
 				return err
 			}
 		}
+		// The run of each target is cut into o.rounds slices taken in
+		// turn, so that the three see the same machine (a shared one's
+		// load comes and goes).
 		rates := make([]rate, len(targets))
-		for i, tg := range targets {
-			r, err := throughput(o.c, o.total, o.dur, func() (time.Duration, error) { return mode.fn(tg) })
-			if err != nil {
-				return fmt.Errorf("%s %s: %w", tg.name, mode.name, err)
+		for range o.rounds {
+			for i, tg := range targets {
+				r, err := throughput(o.c, max(1, o.total/o.rounds), o.dur/time.Duration(o.rounds), func() (time.Duration, error) { return mode.fn(tg) })
+				if err != nil {
+					return fmt.Errorf("%s %s: %w", tg.name, mode.name, err)
+				}
+				rates[i].n += r.n
+				rates[i].elapsed += r.elapsed
+				runtime.GC()
 			}
-			rates[i] = r
-			runtime.GC()
 		}
 		vsProxy := rates[2].rps() / rates[1].rps()
 		fmt.Printf("    %-14s %12.0f %12.0f %12.0f %9.0f%% %9.0f%%   gate ≥ %.0f%%: %s, aim ≥ %.0f%%: %s\n", mode.name,
@@ -289,10 +297,10 @@ func run(o options) error {
 
 	// (d) allocations and CPU time per request, each target on its own.
 	if hs.pids == nil {
-		fmt.Printf("\n(d) cost per request of the whole process (client, backend and hop), concurrency 1, %d requests each\n", o.allocN)
+		fmt.Printf("\n(d) cost per request of the whole process (client, backend and hop), concurrency 1, %d requests each in %d slices taken in turn\n", o.allocN, o.rounds)
 	} else {
-		fmt.Printf("\n(d) CPU time per request, concurrency 1, %d requests each: of all processes (client, backend and hop), and of the hop's own\n", o.allocN)
-		fmt.Printf("    process (allocations: see the one-process run, where they are counted)\n")
+		fmt.Printf("\n(d) CPU time per request, concurrency 1, %d requests each in %d slices taken in turn: of all processes (client, backend\n", o.allocN, o.rounds)
+		fmt.Printf("    and hop), and of the hop's own process (allocations: see the one-process run, where they are counted)\n")
 	}
 	fmt.Printf("    %-14s %12s %12s %12s %14s %14s\n", "", "direct", "proxy", "gateway", "proxy added", "gateway added")
 	for _, mode := range []struct {
@@ -302,10 +310,15 @@ func run(o options) error {
 		{"non-streaming", func(tg target) error { _, err := tg.complete(client); return err }},
 		{"streaming", func(tg target) error { _, err := tg.stream(client); return err }},
 	} {
+		// In o.rounds slices taken in turn, as in (c).
 		var c [3]cost
-		for i, tg := range targets {
-			if c[i], err = hs.costPerRequest(o.allocN, i, func() error { return mode.fn(tg) }); err != nil {
-				return fmt.Errorf("%s %s: %w", tg.name, mode.name, err)
+		for range o.rounds {
+			for i, tg := range targets {
+				ci, err := hs.costPerRequest(max(1, o.allocN/o.rounds), i, func() error { return mode.fn(tg) })
+				if err != nil {
+					return fmt.Errorf("%s %s: %w", tg.name, mode.name, err)
+				}
+				c[i] = c[i].plus(ci, o.rounds)
 			}
 		}
 		label := mode.name
@@ -336,6 +349,17 @@ type cost struct {
 	// hop is the CPU time of the target's own process (proxy or gateway)
 	// when the hops run as processes of their own.
 	hop time.Duration
+}
+
+// plus adds x, one of n equal parts of a measurement, to c.
+func (c cost) plus(x cost, n int) cost {
+	d := time.Duration(n)
+	return cost{
+		allocs: c.allocs + x.allocs/float64(n),
+		bytes:  c.bytes + x.bytes/float64(n),
+		cpu:    c.cpu + x.cpu/d,
+		hop:    c.hop + x.hop/d,
+	}
 }
 
 // costPerRequest runs fn, a request to target i (direct, proxy or
