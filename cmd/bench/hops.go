@@ -194,6 +194,9 @@ func startProcesses(o options) (_ *hops, err error) {
 	}
 	cmd.Env = append(cmd.Env, "LAMBENT_ADDR="+addr)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	// The gateway ends with this process, however it ends (the children
+	// of -serve end when their stdin closes).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
