@@ -22,6 +22,12 @@
 // (go tool pprof -tagfocus=target=gateway), -memprofile writes the
 // allocations.
 //
+// With -processes (also `make bench`, hops.go) the backend and the proxy
+// run as this binary again (-serve) and the gateway as its binary, each a
+// process of its own on loopback, as issue 27 measured them: no shared
+// heap, garbage collector or scheduler. (d) then gives the CPU time of all
+// processes and of the hop's own process per request.
+//
 // With -load (`make load`, load.go) it loads the gateway binary instead:
 // concurrent streamed agentic responses on each store, with nothing lost,
 // and the gateway's resident memory while they are open. With -cache
@@ -39,22 +45,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/lambent/lambent/internal/testing/fakellm"
-	"github.com/lambent/lambent/pkg/app"
 )
 
 func main() {
@@ -63,11 +64,15 @@ func main() {
 	flag.IntVar(&o.warmup, "warmup", 200, "warm-up requests per latency series")
 	flag.IntVar(&o.allocN, "alloc-requests", 500, "requests per allocation count")
 	flag.IntVar(&o.c, "c", 16, "concurrency of the throughput phase")
+	flag.IntVar(&o.rounds, "rounds", 5, "slices, taken in turn by direct, proxy and gateway, of each throughput run and cost count (a shared machine's load then weighs on the three alike)")
 	flag.IntVar(&o.total, "requests", 20000, "request cap per throughput run")
 	flag.DurationVar(&o.dur, "duration", 5*time.Second, "time cap per throughput run")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file; samples carry the label target=backend, proxy or gateway (go tool pprof -tagfocus=target=gateway)")
 	flag.StringVar(&o.memprofile, "memprofile", "", "write an allocation profile of the whole run to this file (go tool pprof -sample_index=alloc_objects)")
 	flag.BoolVar(&o.sequential, "sequential", false, "measure each latency series on its own instead of interleaving direct, proxy and gateway calls")
+	flag.BoolVar(&o.processes, "processes", false, "run the backend, the proxy and the gateway as separate processes (the gateway binary of -gateway, built from ./functions/gateway when not given) instead of all in this one")
+	serveHop := flag.String("serve", "", "internal (-processes): serve the backend or the proxy (in front of -backend) in this process until stdin closes")
+	backendURL := flag.String("backend", "", "internal (-serve proxy): the backend's base URL")
 	load := flag.Bool("load", false, "load mode (`make load`): concurrent streamed agentic responses through the gateway binary, on each store")
 	caching := flag.Bool("cache", false, "prompt caching figures (cache.go): a 10-turn agentic loop on each provider's fake, Bedrock with and without cache points")
 	costing := flag.Bool("cost", false, "the cost of an agentic response (cost.go): DynamoDB requests, capacity units and bytes, Lambda GB-s; streamed, background and a WebSocket turn, on DynamoDB Local")
@@ -81,7 +86,10 @@ func main() {
 	lo.register(flag.CommandLine)
 	flag.Parse()
 	var err error
+	o.gateway = lo.gateway
 	switch {
+	case *serveHop != "":
+		err = serveChild(*serveHop, *backendURL)
 	case *load:
 		err = runLoad(lo)
 	case *caching:
@@ -101,11 +109,16 @@ func main() {
 
 type options struct {
 	n, warmup, c, total int
+	rounds              int
 	allocN              int
 	dur                 time.Duration
 	cpuprofile          string
 	memprofile          string
 	sequential          bool
+	// processes runs the backend, the proxy and the gateway (the binary
+	// gateway; built when empty) as processes of their own.
+	processes bool
+	gateway   string
 }
 
 func (o options) order() string {
@@ -132,8 +145,8 @@ type target struct {
 }
 
 func run(o options) error {
-	if o.n < 1 || o.c < 1 || o.total < 1 {
-		return errors.New("-n, -c and -requests must be positive")
+	if o.n < 1 || o.c < 1 || o.total < 1 || o.rounds < 1 {
+		return errors.New("-n, -c, -requests and -rounds must be positive")
 	}
 	if o.cpuprofile != "" {
 		f, err := os.Create(o.cpuprofile)
@@ -155,60 +168,17 @@ func run(o options) error {
 		}()
 	}
 
-	fake := fakellm.NewHandler(func(fakellm.Request) fakellm.Turn {
-		return fakellm.Turn{Text: answer, Usage: fakeUsage}
-	})
-	defer fake.Close()
-	fake.SetRecording(false)
-
-	env := map[string]string{
-		"LAMBENT_PROVIDER_URL":  fake.URL,
-		"LAMBENT_DEFAULT_MODEL": "test-model",
-		"LAMBENT_STORE":         "memory",
-		"LAMBENT_LOG_LEVEL":     "error",
-		"LAMBENT_RETENTION":     "1h",
+	var hs *hops
+	var err error
+	if o.processes {
+		hs, err = startProcesses(o)
+	} else {
+		hs, err = startInProcess(o)
 	}
-	cfg, err := app.FromEnv(func(k string) string { return env[k] })
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
-	gw, err := app.Build(ctx, cfg, app.Logger(cfg, io.Discard), nil)
-	if err != nil {
-		return err
-	}
-	defer gw.Close()
-	gwAddr, stopGateway, err := serve(o.label("gateway", gw.Handler))
-	if err != nil {
-		return err
-	}
-	defer stopGateway()
-
-	// The floor: a bare reverse proxy in front of the same backend, with a
-	// transport pooled like the gateway's provider client.
-	backend, err := url.Parse(fake.URL)
-	if err != nil {
-		return err
-	}
-	proxyTransport := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
-	defer proxyTransport.CloseIdleConnections()
-	rp := &httputil.ReverseProxy{
-		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(backend); pr.Out.URL.Path = pr.In.URL.Path },
-		Transport: proxyTransport,
-		ErrorLog:  log.New(os.Stderr, "proxy: ", 0),
-	}
-	// Full duplex: the transport may still read the request body (its
-	// check for bytes past Content-Length) after the backend has answered
-	// and the proxy has written the response head, which under HTTP/1
-	// closes the inbound body and so cuts the stream (golang/go#40747).
-	proxyAddr, stopProxy, err := serve(o.label("proxy", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = http.NewResponseController(w).EnableFullDuplex()
-		rp.ServeHTTP(w, r)
-	})))
-	if err != nil {
-		return err
-	}
-	defer stopProxy()
+	defer hs.stop()
 
 	client := &http.Client{Transport: &http.Transport{
 		MaxIdleConns:        128,
@@ -221,46 +191,46 @@ func run(o options) error {
 
 	direct := target{
 		name:       "direct",
-		url:        fake.URL + "/chat/completions",
+		url:        hs.backend + "/chat/completions",
 		body:       []byte(`{"model":"test-model","messages":[{"role":"user","content":"Say hello"}]}`),
 		streamBody: []byte(`{"model":"test-model","messages":[{"role":"user","content":"Say hello"}],"stream":true,"stream_options":{"include_usage":true}}`),
 		firstDelta: []byte(`"delta":{"content":"`),
 	}
 	proxy := direct
-	proxy.name, proxy.url = "proxy", "http://"+proxyAddr+"/v1/chat/completions"
+	proxy.name, proxy.url = "proxy", "http://"+hs.proxy+"/v1/chat/completions"
 	gateway := target{
 		name:       "gateway",
-		url:        "http://" + gwAddr + "/v1/responses",
+		url:        "http://" + hs.gateway + "/v1/responses",
 		body:       []byte(`{"input":"Say hello"}`),
 		streamBody: []byte(`{"input":"Say hello","stream":true}`),
 		firstDelta: []byte("event: response.output_text.delta\n"),
 	}
 	targets := []target{direct, proxy, gateway}
-	// Sanity: every target answers, and the proxy and the gateway really
-	// go through the backend.
+	// Sanity: every target answers with the fake's answer, and the proxy
+	// and the gateway really go through the backend.
 	for _, tg := range targets {
-		if _, err := tg.complete(client); err != nil {
-			return fmt.Errorf("%s: %w", tg.name, err)
+		if err := tg.answers(client); err != nil {
+			return err
 		}
 		if _, err := tg.stream(client); err != nil {
 			return fmt.Errorf("%s stream: %w", tg.name, err)
 		}
-		if tg.name == direct.name {
+		if tg.name == direct.name || hs.calls == nil {
 			continue
 		}
-		callsBefore := fake.Calls()
+		callsBefore := hs.calls()
 		if _, err := tg.complete(client); err != nil {
 			return err
 		}
-		if fake.Calls() != callsBefore+1 {
+		if hs.calls() != callsBefore+1 {
 			return fmt.Errorf("the %s did not call the fake backend", tg.name)
 		}
 	}
 
 	fmt.Printf("Lambent gateway overhead: fake Chat Completions backend (direct), a bare httputil.ReverseProxy\n")
 	fmt.Printf("in front of it (proxy, the floor of a Go HTTP hop) and the gateway in front of it\n")
-	fmt.Printf("loopback, one process, %s %s/%s, GOMAXPROCS=%d, NumCPU=%d, memory store, logs at error level\n\n",
-		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU())
+	fmt.Printf("loopback, %s, %s %s/%s, GOMAXPROCS=%d, NumCPU=%d, memory store, logs at error level\n\n",
+		hs.layout, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU())
 
 	// (a) non-streaming latency, concurrency 1, interleaved so every series
 	// sees the same conditions.
@@ -289,7 +259,7 @@ func run(o options) error {
 	printLatency(ttfb, false, 0)
 
 	// (c) throughput at concurrency o.c.
-	fmt.Printf("\n(c) throughput, concurrency %d, each run capped at %d requests or %s\n", o.c, o.total, o.dur)
+	fmt.Printf("\n(c) throughput, concurrency %d, each run capped at %d requests or %s, in %d slices taken in turn\n", o.c, o.total, o.dur, o.rounds)
 	fmt.Printf("    %-14s %12s %12s %12s %10s %10s\n", "req/s", "direct", "proxy", "gateway", "gw/proxy", "gw/direct")
 	for _, mode := range []struct {
 		name string
@@ -304,14 +274,20 @@ func run(o options) error {
 				return err
 			}
 		}
+		// The run of each target is cut into o.rounds slices taken in
+		// turn, so that the three see the same machine (a shared one's
+		// load comes and goes).
 		rates := make([]rate, len(targets))
-		for i, tg := range targets {
-			r, err := throughput(o.c, o.total, o.dur, func() (time.Duration, error) { return mode.fn(tg) })
-			if err != nil {
-				return fmt.Errorf("%s %s: %w", tg.name, mode.name, err)
+		for range o.rounds {
+			for i, tg := range targets {
+				r, err := throughput(o.c, max(1, o.total/o.rounds), o.dur/time.Duration(o.rounds), func() (time.Duration, error) { return mode.fn(tg) })
+				if err != nil {
+					return fmt.Errorf("%s %s: %w", tg.name, mode.name, err)
+				}
+				rates[i].n += r.n
+				rates[i].elapsed += r.elapsed
+				runtime.GC()
 			}
-			rates[i] = r
-			runtime.GC()
 		}
 		vsProxy := rates[2].rps() / rates[1].rps()
 		fmt.Printf("    %-14s %12.0f %12.0f %12.0f %9.0f%% %9.0f%%   gate ≥ %.0f%%: %s, aim ≥ %.0f%%: %s\n", mode.name,
@@ -320,7 +296,12 @@ func run(o options) error {
 	}
 
 	// (d) allocations and CPU time per request, each target on its own.
-	fmt.Printf("\n(d) cost per request of the whole process (client, backend and hop), concurrency 1, %d requests each\n", o.allocN)
+	if hs.pids == nil {
+		fmt.Printf("\n(d) cost per request of the whole process (client, backend and hop), concurrency 1, %d requests each in %d slices taken in turn\n", o.allocN, o.rounds)
+	} else {
+		fmt.Printf("\n(d) CPU time per request, concurrency 1, %d requests each in %d slices taken in turn: of all processes (client, backend\n", o.allocN, o.rounds)
+		fmt.Printf("    and hop), and of the hop's own process (allocations: see the one-process run, where they are counted)\n")
+	}
 	fmt.Printf("    %-14s %12s %12s %12s %14s %14s\n", "", "direct", "proxy", "gateway", "proxy added", "gateway added")
 	for _, mode := range []struct {
 		name string
@@ -329,33 +310,63 @@ func run(o options) error {
 		{"non-streaming", func(tg target) error { _, err := tg.complete(client); return err }},
 		{"streaming", func(tg target) error { _, err := tg.stream(client); return err }},
 	} {
+		// In o.rounds slices taken in turn, as in (c).
 		var c [3]cost
-		for i, tg := range targets {
-			if c[i], err = costPerRequest(o.allocN, func() error { return mode.fn(tg) }); err != nil {
-				return fmt.Errorf("%s %s: %w", tg.name, mode.name, err)
+		for range o.rounds {
+			for i, tg := range targets {
+				ci, err := hs.costPerRequest(max(1, o.allocN/o.rounds), i, func() error { return mode.fn(tg) })
+				if err != nil {
+					return fmt.Errorf("%s %s: %w", tg.name, mode.name, err)
+				}
+				c[i] = c[i].plus(ci, o.rounds)
 			}
 		}
-		row := func(label, unit string, f func(cost) float64) {
+		label := mode.name
+		row := func(unit string, f func(cost) float64) {
 			fmt.Printf("    %-14s %12.0f %12.0f %12.0f %14.0f %14.0f   %s\n", label,
 				f(c[0]), f(c[1]), f(c[2]), f(c[1])-f(c[0]), f(c[2])-f(c[0]), unit)
+			label = ""
 		}
-		row(mode.name, "allocs/request", func(c cost) float64 { return c.allocs })
-		row("", "bytes/request", func(c cost) float64 { return c.bytes })
-		row("", "CPU µs/request", func(c cost) float64 { return c.cpu.Seconds() * 1e6 })
+		if hs.pids == nil {
+			row("allocs/request", func(c cost) float64 { return c.allocs })
+			row("bytes/request", func(c cost) float64 { return c.bytes })
+			row("CPU µs/request", func(c cost) float64 { return c.cpu.Seconds() * 1e6 })
+			continue
+		}
+		row("CPU µs/request, all processes", func(c cost) float64 { return c.cpu.Seconds() * 1e6 })
+		row("CPU µs/request, the hop's process", func(c cost) float64 { return c.hop.Seconds() * 1e6 })
 	}
 	return nil
 }
 
-// cost is what one request costs the whole process.
+// cost is what one request costs: the whole process's allocations, and
+// the CPU time of every process that serves it.
 type cost struct {
 	allocs, bytes float64
-	cpu           time.Duration
+	// cpu is the CPU time of all processes: this one and, when the hops
+	// run as processes of their own, theirs.
+	cpu time.Duration
+	// hop is the CPU time of the target's own process (proxy or gateway)
+	// when the hops run as processes of their own.
+	hop time.Duration
 }
 
-// costPerRequest runs fn n times (after n/10 unmeasured) and returns the
-// heap allocations, allocated bytes and CPU time (user and system) of the
-// whole process per call.
-func costPerRequest(n int, fn func() error) (cost, error) {
+// plus adds x, one of n equal parts of a measurement, to c.
+func (c cost) plus(x cost, n int) cost {
+	d := time.Duration(n)
+	return cost{
+		allocs: c.allocs + x.allocs/float64(n),
+		bytes:  c.bytes + x.bytes/float64(n),
+		cpu:    c.cpu + x.cpu/d,
+		hop:    c.hop + x.hop/d,
+	}
+}
+
+// costPerRequest runs fn, a request to target i (direct, proxy or
+// gateway), n times (after n/10 unmeasured) and returns the heap
+// allocations and allocated bytes of this process and the CPU time (user
+// and system) of all processes per call.
+func (hs *hops) costPerRequest(n, i int, fn func() error) (cost, error) {
 	for range n / 10 {
 		if err := fn(); err != nil {
 			return cost{}, err
@@ -364,28 +375,20 @@ func costPerRequest(n int, fn func() error) (cost, error) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	cpu0 := cpuTime()
+	cpu0, hop0 := hs.cpuTime(i)
 	for range n {
 		if err := fn(); err != nil {
 			return cost{}, err
 		}
 	}
-	cpu := cpuTime() - cpu0
+	cpu1, hop1 := hs.cpuTime(i)
 	runtime.ReadMemStats(&after)
 	return cost{
 		allocs: float64(after.Mallocs-before.Mallocs) / float64(n),
 		bytes:  float64(after.TotalAlloc-before.TotalAlloc) / float64(n),
-		cpu:    cpu / time.Duration(n),
+		cpu:    (cpu1 - cpu0) / time.Duration(n),
+		hop:    (hop1 - hop0) / time.Duration(n),
 	}, nil
-}
-
-// cpuTime is the CPU time (user and system) the process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // label marks the CPU profile samples of h's goroutines (and of those they
@@ -448,6 +451,23 @@ func (tg target) complete(c *http.Client) (time.Duration, error) {
 		return 0, fmt.Errorf("%s: status %d", tg.url, res.StatusCode)
 	}
 	return d, nil
+}
+
+// answers checks that a non-streaming request gets the fake's answer.
+func (tg target) answers(c *http.Client) error {
+	res, err := c.Post(tg.url, "application/json", bytes.NewReader(tg.body))
+	if err != nil {
+		return fmt.Errorf("%s: %w", tg.name, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return fmt.Errorf("%s: %w", tg.name, err)
+	}
+	if res.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(answer)) {
+		return fmt.Errorf("%s: status %d without the fake's answer: %.300s", tg.name, res.StatusCode, b)
+	}
+	return nil
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}

@@ -387,13 +387,13 @@ func (it *Item) wire() (any, error) {
 	switch it.Type {
 	case ItemMessage:
 		return struct {
-			Type    string        `json:"type"`
-			ID      string        `json:"id"`
-			Status  string        `json:"status"`
-			Role    string        `json:"role"`
-			Content []ContentPart `json:"content"`
-			Phase   string        `json:"phase,omitempty"`
-		}{it.Type, it.ID, it.Status, it.Role, orEmpty(it.Content), it.Phase}, nil
+			Type    string `json:"type"`
+			ID      string `json:"id"`
+			Status  string `json:"status"`
+			Role    string `json:"role"`
+			Content []any  `json:"content"`
+			Phase   string `json:"phase,omitempty"`
+		}{it.Type, it.ID, it.Status, it.Role, partWires(it.Content), it.Phase}, nil
 	case ItemFunctionCall:
 		return struct {
 			Type      string `json:"type"`
@@ -499,13 +499,13 @@ func (it *Item) wire() (any, error) {
 		}{it.Type, it.ID, it.CallID, output, it.Status, it.IsError}, nil
 	case ItemReasoning:
 		return struct {
-			Type             string        `json:"type"`
-			ID               string        `json:"id"`
-			Summary          []ContentPart `json:"summary"`
-			Content          []ContentPart `json:"content,omitempty"`
-			EncryptedContent string        `json:"encrypted_content,omitempty"`
-			Status           string        `json:"status,omitempty"`
-		}{it.Type, it.ID, orEmpty(it.Summary), it.Content, it.EncryptedContent, it.Status}, nil
+			Type             string `json:"type"`
+			ID               string `json:"id"`
+			Summary          []any  `json:"summary"`
+			Content          []any  `json:"content,omitempty"`
+			EncryptedContent string `json:"encrypted_content,omitempty"`
+			Status           string `json:"status,omitempty"`
+		}{it.Type, it.ID, partWires(it.Summary), partWires(it.Content), it.EncryptedContent, it.Status}, nil
 	case ItemReference:
 		return struct {
 			Type string `json:"type"`
@@ -905,42 +905,57 @@ func (p *ContentPart) UnmarshalJSON(data []byte) error {
 //	input_image: type, image_url and file_id (omitted when empty), detail ("auto" when empty)
 //	input_file:  type, file_id, file_data, file_url, filename (each omitted when empty)
 //	other:       type, text
-func (p ContentPart) MarshalJSON() ([]byte, error) {
+func (p ContentPart) MarshalJSON() ([]byte, error) { return wirejson.Marshal(p.wire()) }
+
+// wire is the part in the shape MarshalJSON writes. Items encode their
+// parts' shapes (partWires) rather than calling MarshalJSON for each: the
+// encoder parses what a MarshalJSON returns again.
+func (p ContentPart) wire() any {
 	switch p.Type {
 	case PartOutputText:
-		return wirejson.Marshal(struct {
+		return struct {
 			Type        string            `json:"type"`
 			Text        string            `json:"text"`
 			Annotations []json.RawMessage `json:"annotations"`
 			Logprobs    []json.RawMessage `json:"logprobs,omitempty"`
-		}{p.Type, p.Text, orEmpty(p.Annotations), p.Logprobs})
+		}{p.Type, p.Text, orEmpty(p.Annotations), p.Logprobs}
 	case PartRefusal:
-		return wirejson.Marshal(struct {
+		return struct {
 			Type    string `json:"type"`
 			Refusal string `json:"refusal"`
-		}{p.Type, p.Refusal})
+		}{p.Type, p.Refusal}
 	case PartInputImage:
 		detail := p.Detail
 		if detail == "" {
 			detail = "auto"
 		}
-		return wirejson.Marshal(struct {
+		return struct {
 			Type     string `json:"type"`
 			ImageURL string `json:"image_url,omitempty"`
 			FileID   string `json:"file_id,omitempty"`
 			Detail   string `json:"detail"`
-		}{p.Type, p.ImageURL, p.FileID, detail})
+		}{p.Type, p.ImageURL, p.FileID, detail}
 	case PartInputFile:
-		return wirejson.Marshal(struct {
+		return struct {
 			Type     string `json:"type"`
 			FileID   string `json:"file_id,omitempty"`
 			FileData string `json:"file_data,omitempty"`
 			FileURL  string `json:"file_url,omitempty"`
 			Filename string `json:"filename,omitempty"`
-		}{p.Type, p.FileID, p.FileData, p.FileURL, p.Filename})
+		}{p.Type, p.FileID, p.FileData, p.FileURL, p.Filename}
 	}
-	return wirejson.Marshal(struct {
+	return struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
-	}{p.Type, p.Text})
+	}{p.Type, p.Text}
+}
+
+// partWires is parts in the shape they are written in (never nil: an
+// empty list is written []).
+func partWires(parts []ContentPart) []any {
+	out := make([]any, len(parts))
+	for i := range parts {
+		out[i] = parts[i].wire()
+	}
+	return out
 }

@@ -116,17 +116,34 @@ func (rt *router) resolve(r *http.Request) (*url.URL, *resource) {
 	if !strings.HasPrefix(path, "/") || strings.Contains(path, "//") {
 		return nil, nil
 	}
-	segs := strings.Split(path[1:], "/")
-	for i, s := range segs {
-		if s == "." || s == ".." {
-			segs[i] = strings.Repeat("%2E", len(s))
-		} else {
-			segs[i] = url.PathEscape(s)
+	raw := path
+	if !plainPath(path) {
+		segs := strings.Split(path[1:], "/")
+		for i, s := range segs {
+			if s == "." || s == ".." {
+				segs[i] = strings.Repeat("%2E", len(s))
+			} else {
+				segs[i] = url.PathEscape(s)
+			}
 		}
+		raw = "/" + strings.Join(segs, "/")
 	}
-	u := &url.URL{Path: path, RawPath: "/" + strings.Join(segs, "/"), RawQuery: r.URL.RawQuery}
+	u := &url.URL{Path: path, RawPath: raw, RawQuery: r.URL.RawQuery}
 	_, pattern := rt.paths.Handler(&http.Request{Method: r.Method, URL: u, Host: r.Host})
 	return u, rt.resources[pattern]
+}
+
+// plainPath reports whether path has only letters, digits, '_', '-' and
+// '/': its escaped form is itself (the API's paths and ids are such).
+func plainPath(path string) bool {
+	for i := range len(path) {
+		switch c := path[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-', c == '/':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // route serves r by the route of its method and of res, its resource

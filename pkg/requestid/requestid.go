@@ -103,7 +103,11 @@ func Ensure(ctx context.Context) (context.Context, string) {
 // its context.
 func Serve(w http.ResponseWriter, r *http.Request) (*http.Request, string) {
 	ctx, id := Ensure(r.Context())
-	w.Header().Set(Header, id)
+	// A request served through Middleware comes to the handler's Serve
+	// with its header set.
+	if h := w.Header(); len(h[Header]) != 1 || h[Header][0] != id {
+		h[Header] = []string{id}
+	}
 	if ctx != r.Context() {
 		r = r.WithContext(ctx)
 	}

@@ -503,11 +503,10 @@ func sizeOf(v reflect.Value) int64 {
 }
 
 // refBytes is the part of sizeOf outside v itself. A time.Time's Location
-// is shared by all times and not counted.
+// is shared by all times and not counted. Values that cannot refer to
+// anything (numbers, booleans, nil pointers, empty strings and slices)
+// are skipped without a call: a record is mostly such fields.
 func refBytes(v reflect.Value) int64 {
-	if v.Type() == timeType {
-		return 0
-	}
 	var n int64
 	switch v.Kind() {
 	case reflect.String:
@@ -517,23 +516,40 @@ func refBytes(v reflect.Value) int64 {
 			n = sizeOf(v.Elem())
 		}
 	case reflect.Slice:
-		n = int64(v.Cap()) * int64(v.Type().Elem().Size())
-		if holdsRefs(v.Type().Elem()) {
+		if v.Cap() == 0 {
+			return 0
+		}
+		et := v.Type().Elem()
+		n = int64(v.Cap()) * int64(et.Size())
+		if !scalar(et.Kind()) {
 			for i := range v.Len() {
 				n += refBytes(v.Index(i))
 			}
 		}
 	case reflect.Array:
-		for i := range v.Len() {
-			n += refBytes(v.Index(i))
+		if !scalar(v.Type().Elem().Kind()) {
+			for i := range v.Len() {
+				n += refBytes(v.Index(i))
+			}
 		}
 	case reflect.Map:
 		for it := v.MapRange(); it.Next(); {
 			n += sizeOf(it.Key()) + sizeOf(it.Value())
 		}
 	case reflect.Struct:
+		if v.Type() == timeType {
+			return 0
+		}
 		for i := range v.NumField() {
-			n += refBytes(v.Field(i))
+			f := v.Field(i)
+			switch k := f.Kind(); {
+			case scalar(k):
+			case k == reflect.String:
+				n += int64(f.Len())
+			case (k == reflect.Pointer || k == reflect.Interface || k == reflect.Slice || k == reflect.Map) && f.IsNil():
+			default:
+				n += refBytes(f)
+			}
 		}
 	}
 	return n
@@ -541,25 +557,15 @@ func refBytes(v reflect.Value) int64 {
 
 var timeType = reflect.TypeFor[time.Time]()
 
-// holdsRefs reports whether values of t may refer to memory outside
-// themselves.
-func holdsRefs(t reflect.Type) bool {
-	switch t.Kind() {
+// scalar reports whether values of kind k hold no references.
+func scalar(k reflect.Kind) bool {
+	switch k {
 	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
 		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
-		return false
-	case reflect.Array:
-		return holdsRefs(t.Elem())
-	case reflect.Struct:
-		for i := range t.NumField() {
-			if holdsRefs(t.Field(i).Type) {
-				return true
-			}
-		}
-		return false
+		return true
 	}
-	return true
+	return false
 }
 
 var _ RunSignals = (*Memory)(nil)
