@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/lambent/lambent/pkg/api"
@@ -80,6 +81,11 @@ type assembler struct {
 	part      int // content index of the open part in the message, -1 if none
 	calls     []int
 	byIndex   map[int]int // provider tool index → position in calls
+	// reasoningText and partText collect the text of the open reasoning
+	// item and of the open content part (its refusal for a refusal part),
+	// which get it when they close: appending to the item's string would
+	// copy it all at every delta.
+	reasoningText, partText strings.Builder
 }
 
 func newAssembler(r *run) *assembler {
@@ -107,7 +113,7 @@ func (a *assembler) delta(d provider.Delta) error {
 		}
 		it := a.out(a.reasoning)
 		if d.Text != "" {
-			it.Content[0].Text += d.Text
+			a.reasoningText.WriteString(d.Text)
 			a.textEvent(api.EventReasoningDelta, a.reasoning, 0, d)
 		}
 		if d.Encrypted != "" {
@@ -134,12 +140,10 @@ func (a *assembler) delta(d provider.Delta) error {
 			empty := api.ContentPart{Type: typ}
 			a.partEvent(api.EventContentPartAdded, a.message, a.part, &empty)
 		}
-		p := &it.Content[a.part]
+		a.partText.WriteString(d.Text)
 		if typ == api.PartRefusal {
-			p.Refusal += d.Text
 			a.textEvent(api.EventRefusalDelta, a.message, a.part, d)
 		} else {
-			p.Text += d.Text
 			a.textEvent(api.EventOutputTextDelta, a.message, a.part, d)
 		}
 	case provider.DeltaToolCall:
@@ -232,6 +236,8 @@ func (a *assembler) closeReasoning() {
 	idx := a.reasoning
 	a.reasoning = -1
 	it := a.out(idx)
+	it.Content[0].Text = a.reasoningText.String()
+	a.reasoningText.Reset()
 	zero := 0
 	text := it.Content[0].Text
 	if a.r.em.stream {
@@ -251,6 +257,12 @@ func (a *assembler) closePart() {
 	a.part = -1
 	it := a.out(idx)
 	p := &it.Content[part]
+	if p.Type == api.PartRefusal {
+		p.Refusal = a.partText.String()
+	} else {
+		p.Text = a.partText.String()
+	}
+	a.partText.Reset()
 	if p.Type == api.PartRefusal {
 		if a.r.em.stream {
 			a.r.em.emit(&api.StreamEvent{Type: api.EventRefusalDone, ItemID: it.ID, OutputIndex: &idx, ContentIndex: &part, Refusal: &p.Refusal})

@@ -61,28 +61,48 @@ func (rw *responseWriter) release() {
 }
 
 // WriteEvent buffers "event: <type>\ndata: <json>\n\n" until the next
-// Flush. The data line is the wire JSON of ev.
+// Flush. The data line is the wire JSON of ev, encoded in the buffer.
 func (rw *responseWriter) WriteEvent(ev *api.StreamEvent) error {
 	if !rw.started {
 		rw.start()
 	}
-	data, err := wirejson.Marshal(ev)
+	n := len(rw.buf)
+	b, err := wirejson.Append(rw.head(ev.Type), ev)
 	if err != nil {
+		rw.buf = rw.buf[:n]
 		return fmt.Errorf("encode %s event: %w", ev.Type, err)
 	}
-	return rw.frame(ev.Type, data)
+	rw.buf = append(b, "\n\n"...)
+	return rw.spill()
 }
 
-// frame buffers the SSE frame of an event's JSON data. A frame larger than
-// a pooled buffer (a terminal event carrying a long conversation's
+// spill writes the buffered frames through, without a flush, once they are
+// more than a pooled buffer holds (a terminal event carrying a long
+// conversation's response): the stream's memory then holds that JSON once,
+// while it is encoded, and keeps no buffer of its size.
+func (rw *responseWriter) spill() error {
+	if len(rw.buf) <= maxPooledBuffer {
+		return nil
+	}
+	_, err := rw.w.Write(rw.buf)
+	rw.buf = (*rw.bp)[:0]
+	return err
+}
+
+// head appends the lines before an event's data to the buffer.
+func (rw *responseWriter) head(typ string) []byte {
+	b := append(rw.buf, "event: "...)
+	b = append(b, typ...)
+	return append(b, "\ndata: "...)
+}
+
+// frame buffers the SSE frame of a stored event's JSON data. A frame larger
+// than a pooled buffer (a terminal event carrying a long conversation's
 // response) is written through with what is buffered before it, rather
 // than copied into the buffer: the stream's memory then holds its JSON
 // once, not twice.
 func (rw *responseWriter) frame(typ string, data []byte) error {
-	b := rw.buf
-	b = append(b, "event: "...)
-	b = append(b, typ...)
-	b = append(b, "\ndata: "...)
+	b := rw.head(typ)
 	if len(data) <= maxPooledBuffer {
 		b = append(b, data...)
 		rw.buf = append(b, "\n\n"...)
