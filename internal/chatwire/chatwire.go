@@ -250,10 +250,20 @@ type Chunk struct {
 
 // ChunkChoice is one of a chunk's "choices".
 type ChunkChoice struct {
-	Index int   `json:"index"`
-	Delta Delta `json:"delta"`
+	Index int        `json:"index"`
+	Delta ChunkDelta `json:"delta"`
 	// FinishReason is "" (null) until the last chunk.
 	FinishReason string `json:"finish_reason"`
+}
+
+// ChunkDelta is a chunk's "delta" as a client reads it: Delta's fields but
+// the role, with the content as a value (null and absent are "").
+type ChunkDelta struct {
+	Content          Answer     `json:"content"`
+	Refusal          string     `json:"refusal"`
+	ReasoningContent string     `json:"reasoning_content"`
+	Reasoning        string     `json:"reasoning"`
+	ToolCalls        []ToolCall `json:"tool_calls"`
 }
 
 // Reset empties c for the next chunk, keeping the room of its choices.
