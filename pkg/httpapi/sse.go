@@ -67,7 +67,7 @@ func (rw *responseWriter) WriteEvent(ev *api.StreamEvent) error {
 		rw.start()
 	}
 	n := len(rw.buf)
-	b, err := wirejson.Append(rw.head(ev.Type), ev)
+	b, err := wirejson.Append(rw.head(ev.Type), ev.Wire())
 	if err != nil {
 		rw.buf = rw.buf[:n]
 		return fmt.Errorf("encode %s event: %w", ev.Type, err)
