@@ -167,8 +167,10 @@ func (w *Writer) write(ev *api.StreamEvent, held bool) error {
 		w.delivered = w.delivered || ev.Delta != nil
 		w.flushLocked()
 	case api.IsTerminalEvent(ev.Type):
-		// The end of the stream is the transport's to send.
-		w.ended, w.due = true, time.Time{}
+		// The end of the stream is the transport's to send: a timer set for
+		// the events waiting before it is stopped.
+		w.ended = true
+		w.dropDueLocked()
 	case !w.ended && w.due.IsZero():
 		w.due = time.Now().Add(w.delay)
 		w.scheduleLocked()
@@ -244,15 +246,21 @@ func (w *Writer) Close() {
 	}
 }
 
-// flushLocked sends the buffered events (w.mu held). A timer set for
-// their flush is set for what is next instead.
+// flushLocked sends the buffered events (w.mu held).
 func (w *Writer) flushLocked() {
-	due := w.due
-	w.due = time.Time{}
 	if w.fl != nil && w.err == nil {
 		w.err = w.fl.Flush()
 		w.last = time.Now()
 	}
+	w.dropDueLocked()
+}
+
+// dropDueLocked forgets the flush that was due, the buffered events having
+// gone out or being the caller's to send; a timer set for it is set for
+// what is next instead (w.mu held).
+func (w *Writer) dropDueLocked() {
+	due := w.due
+	w.due = time.Time{}
 	if !due.IsZero() && due.Equal(w.fire) {
 		w.setTimerLocked(w.nextLocked())
 	}
