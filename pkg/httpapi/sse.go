@@ -84,7 +84,7 @@ func (rw *responseWriter) spill() error {
 	if len(rw.buf) <= maxPooledBuffer {
 		return nil
 	}
-	_, err := rw.w.Write(rw.buf)
+	err := rw.write()
 	rw.buf = (*rw.bp)[:0]
 	return err
 }
@@ -144,23 +144,30 @@ func (rw *responseWriter) Flush() error {
 	if len(rw.buf) == 0 {
 		return nil
 	}
-	_, err := rw.w.Write(rw.buf)
-	rw.buf = rw.buf[:0]
-	if err != nil {
+	if err := rw.write(); err != nil {
 		return err
 	}
 	return rw.rc.Flush()
 }
 
+// write writes the buffered events in one Write, without a flush.
+func (rw *responseWriter) write() error {
+	_, err := rw.w.Write(rw.buf)
+	rw.buf = rw.buf[:0]
+	return err
+}
+
 // done ends the stream: the buffered events and the [DONE] sentinel, in
 // one write. A stream with nothing before it (a resumed stream that starts
-// past the end) is just the sentinel.
+// past the end) is just the sentinel. It is not flushed: the handler
+// returns next, and net/http sends it with the end of the chunked body,
+// in one write to the connection rather than two.
 func (rw *responseWriter) done() {
 	if !rw.started {
 		rw.start()
 	}
 	rw.buf = append(rw.buf, "data: [DONE]\n\n"...)
-	_ = rw.Flush()
+	_ = rw.write()
 }
 
 // WriteResponse writes the final response as JSON.
