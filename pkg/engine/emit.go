@@ -86,6 +86,9 @@ type assembler struct {
 	// which get it when they close: appending to the item's string would
 	// copy it all at every delta.
 	reasoningText, partText strings.Builder
+	// dev is the text delta event being written, reused for every one (an
+	// event is valid only during its write: ResponseWriter).
+	dev deltaEvent
 }
 
 func newAssembler(r *run) *assembler {
@@ -213,8 +216,8 @@ func (a *assembler) partEvent(typ string, idx, part int, p *api.ContentPart) {
 	}
 }
 
-// deltaEvent is a text delta event with the values its pointers point to:
-// one allocation per delta instead of four.
+// deltaEvent is a text delta event with the values its pointers point to,
+// so that the assembler's one (dev) serves every delta without allocating.
 type deltaEvent struct {
 	ev        api.StreamEvent
 	idx, part int
@@ -223,7 +226,8 @@ type deltaEvent struct {
 
 func (a *assembler) textEvent(typ string, idx, part int, d provider.Delta) {
 	if a.r.em.stream {
-		e := &deltaEvent{idx: idx, part: part, text: d.Text}
+		e := &a.dev
+		e.idx, e.part, e.text = idx, part, d.Text
 		e.ev = api.StreamEvent{Type: typ, ItemID: a.out(idx).ID, OutputIndex: &e.idx, ContentIndex: &e.part, Delta: &e.text}
 		a.r.em.emitDelta(&e.ev, d.More)
 	}
