@@ -233,6 +233,54 @@ type Completion struct {
 	XGroq *XGroq `json:"x_groq,omitempty"`
 }
 
+// Chunk is a stream chunk ("chat.completion.chunk") as a client reads it:
+// only the fields the openai provider uses (the others, such as id,
+// created and logprobs, are skipped, never kept) and values where null and
+// absent need not be told apart, so that one Chunk decodes every chunk of a
+// stream (Reset between them) without allocating its choices anew. Servers
+// write chunks as Completion values.
+type Chunk struct {
+	Model   string        `json:"model"`
+	Choices []ChunkChoice `json:"choices"`
+	Usage   *Usage        `json:"usage"`
+	// Error is as Completion's.
+	Error json.RawMessage `json:"error"`
+	XGroq *XGroq          `json:"x_groq"`
+}
+
+// ChunkChoice is one of a chunk's "choices".
+type ChunkChoice struct {
+	Index int        `json:"index"`
+	Delta ChunkDelta `json:"delta"`
+	// FinishReason is "" (null) until the last chunk.
+	FinishReason string `json:"finish_reason"`
+}
+
+// ChunkDelta is a chunk's "delta" as a client reads it: Delta's fields but
+// the role, with the content as a value (null and absent are "").
+type ChunkDelta struct {
+	Content          Answer     `json:"content"`
+	Refusal          string     `json:"refusal"`
+	ReasoningContent string     `json:"reasoning_content"`
+	Reasoning        string     `json:"reasoning"`
+	ToolCalls        []ToolCall `json:"tool_calls"`
+}
+
+// Reset empties c for the next chunk, keeping the room of its choices.
+func (c *Chunk) Reset() {
+	clear(c.Choices)
+	*c = Chunk{Choices: c.Choices[:0]}
+}
+
+// ChunkUsage is the chunk's usage: Usage, or else Groq's x_groq.usage; nil
+// when there is none.
+func (c *Chunk) ChunkUsage() *Usage {
+	if c.Usage == nil && c.XGroq != nil {
+		return c.XGroq.Usage
+	}
+	return c.Usage
+}
+
 // XGroq is Groq's "x_groq" object.
 type XGroq struct {
 	ID    string `json:"id,omitempty"`

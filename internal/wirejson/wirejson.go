@@ -18,6 +18,13 @@ import fastjson "github.com/segmentio/encoding/json"
 // Marshal returns the JSON encoding of v, as json.Marshal does.
 func Marshal(v any) ([]byte, error) { return fastjson.Marshal(v) }
 
+// Append appends the JSON encoding of v to b, as Marshal writes it: what a
+// writer that frames values in a buffer of its own (the SSE writer) uses,
+// without a buffer per value. On error b's bytes after len(b) are garbage.
+func Append(b []byte, v any) ([]byte, error) {
+	return fastjson.Append(b, v, fastjson.EscapeHTML|fastjson.SortMapKeys)
+}
+
 // Unmarshal decodes data into v, as json.Unmarshal does; it fails where
 // json.Unmarshal fails, with errors of its own.
 func Unmarshal(data []byte, v any) error { return fastjson.Unmarshal(data, v) }

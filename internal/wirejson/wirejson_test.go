@@ -32,6 +32,9 @@ func TestMatchesEncodingJSON(t *testing.T) {
 		if err != nil || wantErr != nil || !bytes.Equal(got, want) {
 			t.Errorf("Marshal(%#v) = %s, %v\njson.Marshal = %s, %v", v, got, err, want, wantErr)
 		}
+		if got, err := Append([]byte("x"), v); err != nil || !bytes.Equal(got, append([]byte("x"), want...)) {
+			t.Errorf("Append(%#v) = %s, %v\nwant x%s", v, got, err, want)
+		}
 	}
 	for _, v := range []any{math.NaN(), math.Inf(1), json.RawMessage("{"), func() {}} {
 		if _, err := Marshal(v); err == nil {

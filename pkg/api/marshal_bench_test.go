@@ -3,6 +3,8 @@ package api
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/lambent/lambent/internal/wirejson"
 )
 
 // benchResponse is a completed response of a typical agentic turn: a
@@ -37,7 +39,8 @@ func benchResponse() *Response {
 // whole response (non-streaming body, response.completed), the
 // response.created event (twice per stream before the first token) and an
 // output_text.delta event (one per streamed token), by wirejson (the HTTP
-// and SSE writers) and by encoding/json at the top (everything else).
+// and SSE writers; the SSE writer encodes what StreamEvent.Wire gives into
+// its buffer) and by encoding/json at the top (everything else).
 func BenchmarkMarshal(b *testing.B) {
 	r := benchResponse()
 	created := &Response{ID: r.ID, Object: "response", CreatedAt: r.CreatedAt, Status: StatusInProgress, Model: r.Model,
@@ -52,6 +55,19 @@ func BenchmarkMarshal(b *testing.B) {
 		{"output_text.delta", &StreamEvent{Type: EventOutputTextDelta, SequenceNumber: 7, ItemID: r.Output[2].ID,
 			OutputIndex: Ptr(2), ContentIndex: Ptr(0), Delta: Ptr("word ")}},
 	} {
+		if ev, ok := bc.v.(*StreamEvent); ok {
+			b.Run(bc.name+"/wirejson-Wire", func(b *testing.B) {
+				b.ReportAllocs()
+				var buf []byte
+				for b.Loop() {
+					var err error
+					if buf, err = wirejson.Append(buf[:0], ev.Wire()); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.SetBytes(int64(len(buf)))
+			})
+		}
 		for _, enc := range []string{"wirejson", "encoding/json"} {
 			marshal := encoders[enc]
 			b.Run(bc.name+"/"+enc, func(b *testing.B) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -153,6 +154,70 @@ func TestResponseJSONStream(t *testing.T) {
 		got, err := io.ReadAll(s)
 		if err != nil || string(got) != string(want) {
 			t.Errorf("%s: JSONStream = %s, %v\nwant %s", name, got, err, want)
+		}
+	}
+}
+
+// TestStreamEventWire: what the streaming writers encode (Wire) is the
+// event's JSON byte for byte, for lifecycle events (responses with and
+// without nil output, tools and metadata, escapes included) and for the
+// others, and the response is left as it was.
+func TestStreamEventWire(t *testing.T) {
+	full := benchResponse()
+	full.Output[2].Content[0].Text += " <b>&amp;</b> \u2028 \xff"
+	bare := &Response{ID: "resp_1", Object: "response", Status: StatusInProgress}
+	withNils := benchResponse()
+	withNils.Metadata = nil
+	idx := 0
+	for _, ev := range []*StreamEvent{
+		{Type: EventResponseCreated, Response: bare},
+		{Type: EventResponseInProgress, SequenceNumber: 1, Response: withNils},
+		{Type: EventResponseCompleted, SequenceNumber: 9, Response: full},
+		{Type: EventOutputItemAdded, SequenceNumber: 2, OutputIndex: &idx, Item: &full.Output[2]},
+		{Type: EventOutputTextDelta, SequenceNumber: 3, OutputIndex: &idx, ContentIndex: &idx, ItemID: "msg_1", Delta: Ptr("<3")},
+		{Type: "odd", Response: full, ItemID: "x"},
+	} {
+		want, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := wirejson.Marshal(ev.Wire())
+		if err != nil || string(got) != string(want) {
+			t.Errorf("Wire of %s = %s, %v\nwant %s", ev.Type, got, err, want)
+		}
+	}
+	if bare.Output != nil || bare.Tools != nil || bare.Metadata != nil || withNils.Metadata != nil {
+		t.Error("Wire changed the response")
+	}
+}
+
+// TestWireCoversEveryField: an event with any field set besides its type,
+// sequence number and response is encoded as it is (onlyResponse knows
+// every field of StreamEvent).
+func TestWireCoversEveryField(t *testing.T) {
+	typ := reflect.TypeFor[StreamEvent]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		switch f.Name {
+		case "Type", "SequenceNumber", "Response":
+			continue
+		}
+		ev := &StreamEvent{Type: EventResponseCompleted, Response: &Response{}}
+		v := reflect.ValueOf(ev).Elem().Field(i)
+		switch v.Kind() {
+		case reflect.Pointer:
+			v.Set(reflect.New(f.Type.Elem()))
+		case reflect.String:
+			v.SetString("x")
+		case reflect.Slice:
+			v.Set(reflect.MakeSlice(f.Type, 0, 0))
+		case reflect.Interface:
+			v.Set(reflect.ValueOf(1))
+		default:
+			t.Fatalf("field %s of kind %s: teach this test to set it", f.Name, v.Kind())
+		}
+		if w, ok := ev.Wire().(*StreamEvent); !ok || w != ev {
+			t.Errorf("an event with %s set is encoded as a lifecycle event", f.Name)
 		}
 	}
 }

@@ -46,14 +46,27 @@ type Response struct {
 
 // MarshalJSON writes every field, nil output, tools and metadata as empty
 // ones, as the schema requires.
-func (r *Response) MarshalJSON() ([]byte, error) {
-	type plain Response // Response's fields without its methods
-	c := plain(*r)
+func (r *Response) MarshalJSON() ([]byte, error) { return wirejson.Marshal(r.wire()) }
+
+// responseWire is a Response's fields without its methods: what its JSON
+// is encoded from, once nil output, tools and metadata are empty ones
+// (wire). A value that holds one encodes the response's fields in place
+// (StreamEvent.Wire), rather than through MarshalJSON, whose output the
+// encoder parses again.
+type responseWire Response
+
+// wire returns r as responseWire: r itself when its output, tools and
+// metadata are not nil, else a copy where they are empty.
+func (r *Response) wire() *responseWire {
+	if r.Output != nil && r.Tools != nil && r.Metadata != nil {
+		return (*responseWire)(r)
+	}
+	c := responseWire(*r)
 	c.Output, c.Tools = orEmpty(c.Output), orEmpty(c.Tools)
 	if c.Metadata == nil {
 		c.Metadata = map[string]string{}
 	}
-	return wirejson.Marshal(&c)
+	return &c
 }
 
 // Shell returns a copy of r without its output items, and the

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/lambent/lambent/pkg/api"
@@ -80,6 +81,14 @@ type assembler struct {
 	part      int // content index of the open part in the message, -1 if none
 	calls     []int
 	byIndex   map[int]int // provider tool index → position in calls
+	// reasoningText and partText collect the text of the open reasoning
+	// item and of the open content part (its refusal for a refusal part),
+	// which get it when they close: appending to the item's string would
+	// copy it all at every delta.
+	reasoningText, partText strings.Builder
+	// dev is the text delta event being written, reused for every one (an
+	// event is valid only during its write: ResponseWriter).
+	dev deltaEvent
 }
 
 func newAssembler(r *run) *assembler {
@@ -107,7 +116,7 @@ func (a *assembler) delta(d provider.Delta) error {
 		}
 		it := a.out(a.reasoning)
 		if d.Text != "" {
-			it.Content[0].Text += d.Text
+			a.reasoningText.WriteString(d.Text)
 			a.textEvent(api.EventReasoningDelta, a.reasoning, 0, d)
 		}
 		if d.Encrypted != "" {
@@ -134,12 +143,10 @@ func (a *assembler) delta(d provider.Delta) error {
 			empty := api.ContentPart{Type: typ}
 			a.partEvent(api.EventContentPartAdded, a.message, a.part, &empty)
 		}
-		p := &it.Content[a.part]
+		a.partText.WriteString(d.Text)
 		if typ == api.PartRefusal {
-			p.Refusal += d.Text
 			a.textEvent(api.EventRefusalDelta, a.message, a.part, d)
 		} else {
-			p.Text += d.Text
 			a.textEvent(api.EventOutputTextDelta, a.message, a.part, d)
 		}
 	case provider.DeltaToolCall:
@@ -209,8 +216,8 @@ func (a *assembler) partEvent(typ string, idx, part int, p *api.ContentPart) {
 	}
 }
 
-// deltaEvent is a text delta event with the values its pointers point to:
-// one allocation per delta instead of four.
+// deltaEvent is a text delta event with the values its pointers point to,
+// so that the assembler's one (dev) serves every delta without allocating.
 type deltaEvent struct {
 	ev        api.StreamEvent
 	idx, part int
@@ -219,7 +226,8 @@ type deltaEvent struct {
 
 func (a *assembler) textEvent(typ string, idx, part int, d provider.Delta) {
 	if a.r.em.stream {
-		e := &deltaEvent{idx: idx, part: part, text: d.Text}
+		e := &a.dev
+		e.idx, e.part, e.text = idx, part, d.Text
 		e.ev = api.StreamEvent{Type: typ, ItemID: a.out(idx).ID, OutputIndex: &e.idx, ContentIndex: &e.part, Delta: &e.text}
 		a.r.em.emitDelta(&e.ev, d.More)
 	}
@@ -232,6 +240,8 @@ func (a *assembler) closeReasoning() {
 	idx := a.reasoning
 	a.reasoning = -1
 	it := a.out(idx)
+	it.Content[0].Text = a.reasoningText.String()
+	a.reasoningText.Reset()
 	zero := 0
 	text := it.Content[0].Text
 	if a.r.em.stream {
@@ -251,6 +261,12 @@ func (a *assembler) closePart() {
 	a.part = -1
 	it := a.out(idx)
 	p := &it.Content[part]
+	if p.Type == api.PartRefusal {
+		p.Refusal = a.partText.String()
+	} else {
+		p.Text = a.partText.String()
+	}
+	a.partText.Reset()
 	if p.Type == api.PartRefusal {
 		if a.r.em.stream {
 			a.r.em.emit(&api.StreamEvent{Type: api.EventRefusalDone, ItemID: it.ID, OutputIndex: &idx, ContentIndex: &part, Refusal: &p.Refusal})

@@ -31,7 +31,9 @@ import (
 // writer's business: a transport that buffers them paces them (package
 // pacing), the engine only emits them.
 type ResponseWriter interface {
-	// WriteEvent sends one streaming event (stream requests only).
+	// WriteEvent sends one streaming event (stream requests only). ev,
+	// and what it points to, is valid only during the call (the engine
+	// reuses a delta's event): a writer encodes it at once.
 	WriteEvent(ev *api.StreamEvent) error
 	// WriteResponse sends the final response (non-stream requests only).
 	WriteResponse(r *api.Response) error

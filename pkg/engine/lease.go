@@ -26,7 +26,7 @@ type eventBuffer struct {
 }
 
 func (b *eventBuffer) WriteEvent(ev *api.StreamEvent) error {
-	data, err := wirejson.Marshal(ev)
+	data, err := wirejson.Marshal(ev.Wire())
 	if err != nil {
 		return err
 	}

@@ -61,23 +61,26 @@ func (rw *responseWriter) release() {
 }
 
 // WriteEvent buffers "event: <type>\ndata: <json>\n\n" until the next
-// Flush. The data line is the wire JSON of ev.
+// Flush. The data line is the wire JSON of ev, encoded in the buffer.
 func (rw *responseWriter) WriteEvent(ev *api.StreamEvent) error {
 	if !rw.started {
 		rw.start()
 	}
-	if ev.Response != nil {
+	if ev.Response != nil && len(ev.Response.Output) > 0 {
 		return rw.responseFrame(ev)
 	}
-	data, err := wirejson.Marshal(ev)
+	n := len(rw.buf)
+	b, err := wirejson.Append(rw.head(ev.Type), ev.Wire())
 	if err != nil {
+		rw.buf = rw.buf[:n]
 		return fmt.Errorf("encode %s event: %w", ev.Type, err)
 	}
-	return rw.frame(ev.Type, data)
+	rw.buf = append(b, "\n\n"...)
+	return rw.spill()
 }
 
-// responseFrame buffers the SSE frame of an event carrying a response, its
-// output items encoded one at a time (api.Response.Shell): a frame longer
+// responseFrame buffers the SSE frame of an event carrying a response with
+// output, its items encoded one at a time (api.Response.Shell): a frame longer
 // than a pooled buffer (a terminal event carrying a long conversation's
 // response) is written through as it is encoded, so that the stream never
 // holds the response's JSON whole.
@@ -85,15 +88,12 @@ func (rw *responseWriter) responseFrame(ev *api.StreamEvent) error {
 	shell := *ev
 	var output wirejson.Array
 	shell.Response, output = ev.Response.Shell()
-	s, err := wirejson.NewStream(ev, &shell, output)
+	s, err := wirejson.NewStream(ev, shell.Wire(), output)
 	if err != nil {
 		return fmt.Errorf("encode %s event: %w", ev.Type, err)
 	}
 	mark := len(rw.buf)
-	b := append(rw.buf, "event: "...)
-	b = append(b, ev.Type...)
-	b = append(b, "\ndata: "...)
-	b, done, err := s.AppendTo(b, maxPooledBuffer)
+	b, done, err := s.AppendTo(rw.head(ev.Type), maxPooledBuffer)
 	if err != nil {
 		rw.buf = b[:mark]
 		return fmt.Errorf("encode %s event: %w", ev.Type, err)
@@ -111,16 +111,33 @@ func (rw *responseWriter) responseFrame(ev *api.StreamEvent) error {
 	return nil
 }
 
-// frame buffers the SSE frame of an event's JSON data. A frame larger than
-// a pooled buffer (a terminal event carrying a long conversation's
+// spill writes the buffered frames through, without a flush, once they are
+// more than a pooled buffer holds (a terminal event carrying a long
+// conversation's response): the stream's memory then holds that JSON once,
+// while it is encoded, and keeps no buffer of its size.
+func (rw *responseWriter) spill() error {
+	if len(rw.buf) <= maxPooledBuffer {
+		return nil
+	}
+	err := rw.write()
+	rw.buf = (*rw.bp)[:0]
+	return err
+}
+
+// head appends the lines before an event's data to the buffer.
+func (rw *responseWriter) head(typ string) []byte {
+	b := append(rw.buf, "event: "...)
+	b = append(b, typ...)
+	return append(b, "\ndata: "...)
+}
+
+// frame buffers the SSE frame of a stored event's JSON data. A frame larger
+// than a pooled buffer (a terminal event carrying a long conversation's
 // response) is written through with what is buffered before it, rather
 // than copied into the buffer: the stream's memory then holds its JSON
 // once, not twice.
 func (rw *responseWriter) frame(typ string, data []byte) error {
-	b := rw.buf
-	b = append(b, "event: "...)
-	b = append(b, typ...)
-	b = append(b, "\ndata: "...)
+	b := rw.head(typ)
 	if len(data) <= maxPooledBuffer {
 		b = append(b, data...)
 		rw.buf = append(b, "\n\n"...)
@@ -162,23 +179,30 @@ func (rw *responseWriter) Flush() error {
 	if len(rw.buf) == 0 {
 		return nil
 	}
-	_, err := rw.w.Write(rw.buf)
-	rw.buf = rw.buf[:0]
-	if err != nil {
+	if err := rw.write(); err != nil {
 		return err
 	}
 	return rw.rc.Flush()
 }
 
+// write writes the buffered events in one Write, without a flush.
+func (rw *responseWriter) write() error {
+	_, err := rw.w.Write(rw.buf)
+	rw.buf = rw.buf[:0]
+	return err
+}
+
 // done ends the stream: the buffered events and the [DONE] sentinel, in
 // one write. A stream with nothing before it (a resumed stream that starts
-// past the end) is just the sentinel.
+// past the end) is just the sentinel. It is not flushed: the handler
+// returns next, and net/http sends it with the end of the chunked body,
+// in one write to the connection rather than two.
 func (rw *responseWriter) done() {
 	if !rw.started {
 		rw.start()
 	}
 	rw.buf = append(rw.buf, "data: [DONE]\n\n"...)
-	_ = rw.Flush()
+	_ = rw.write()
 }
 
 // WriteResponse writes the final response as JSON.

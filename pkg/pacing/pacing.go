@@ -19,10 +19,12 @@
 // it, for the transport to send when it ends the stream (the HTTP transport
 // sends it with data: [DONE]).
 //
-// Pacing runs in a goroutine that starts with the first call of the
-// Writer's methods that stream (WriteEvent, WriteRawEvent, WriteComment,
-// Flush), not before: a request refused before anything is streamed gets
-// its error, never a comment. Close stops it. Stored events forwarded as
+// Pacing begins with the first call of the Writer's methods that stream
+// (WriteEvent, WriteRawEvent, WriteComment, Flush), not before: a request
+// refused before anything is streamed gets its error, never a comment.
+// Close stops it. The pacer is a timer set for the next flush or keep-alive
+// that is due, not a goroutine: a stream whose events go out with its deltas
+// (the model answers within FlushDelay) starts none. Stored events forwarded as
 // they are (WriteRawEvent, a background response's followers) are not
 // paced: their writer flushes each batch.
 package pacing
@@ -110,17 +112,18 @@ type Writer struct {
 	// err is the first error of a write; after it nothing is written.
 	err error
 	// started is set once pacing began; ended once a terminal event was
-	// written.
-	started, ended bool
+	// written; delivered once a delta was flushed; closed by Close.
+	started, ended, delivered, closed bool
+	// comments is set when keep-alives are paced.
+	comments bool
 	// last is the time of the last write that reached the client, for
 	// keep-alives.
 	last time.Time
 	// due is when buffered events must be flushed, zero when none wait.
 	due time.Time
-	// wake tells the running pacer that due was set; nil when none runs.
-	wake chan struct{}
-	done chan struct{}
-	wg   sync.WaitGroup
+	// timer runs tick at fire (zero: not set); nil until pacing needs it.
+	timer *time.Timer
+	fire  time.Time
 }
 
 // New returns a Writer pacing sink by cfg (zero values: the defaults).
@@ -158,19 +161,19 @@ func (w *Writer) write(ev *api.StreamEvent, held bool) error {
 		return nil
 	}
 	switch {
-	case w.delay <= 0 || ev.Delta != nil && !held:
+	case w.delay <= 0 || ev.Delta != nil && (!held || !w.delivered):
+		// The first delta is never held: it is the time to the first
+		// token that a client feels.
+		w.delivered = w.delivered || ev.Delta != nil
 		w.flushLocked()
 	case api.IsTerminalEvent(ev.Type):
-		// The end of the stream is the transport's to send.
-		w.ended, w.due = true, time.Time{}
+		// The end of the stream is the transport's to send: a timer set for
+		// the events waiting before it is stopped.
+		w.ended = true
+		w.dropDueLocked()
 	case !w.ended && w.due.IsZero():
 		w.due = time.Now().Add(w.delay)
-		if w.wake != nil {
-			select {
-			case w.wake <- struct{}{}:
-			default:
-			}
-		}
+		w.scheduleLocked()
 	}
 	return w.err
 }
@@ -236,85 +239,112 @@ func (w *Writer) WriteResponse(r *api.Response) error {
 // called.
 func (w *Writer) Close() {
 	w.mu.Lock()
-	done := w.done
-	w.done = nil
-	w.mu.Unlock()
-	if done == nil {
-		return
+	defer w.mu.Unlock()
+	w.closed, w.due = true, time.Time{}
+	if w.timer != nil {
+		w.timer.Stop()
 	}
-	close(done)
-	w.wg.Wait()
-	w.mu.Lock()
-	w.wake, w.due = nil, time.Time{}
-	w.mu.Unlock()
 }
 
 // flushLocked sends the buffered events (w.mu held).
 func (w *Writer) flushLocked() {
-	w.due = time.Time{}
 	if w.fl != nil && w.err == nil {
 		w.err = w.fl.Flush()
 		w.last = time.Now()
 	}
+	w.dropDueLocked()
 }
 
-// startLocked begins pacing, once (w.mu held): a goroutine that flushes
-// buffered events when their delay has passed and writes a keep-alive
-// comment whenever nothing was written for keepAlive. Without a sink that
-// buffers (or with no delay) and without comments, there is nothing to
-// pace.
+// dropDueLocked forgets the flush that was due, the buffered events having
+// gone out or being the caller's to send; a timer set for it is set for
+// what is next instead (w.mu held).
+func (w *Writer) dropDueLocked() {
+	due := w.due
+	w.due = time.Time{}
+	if !due.IsZero() && due.Equal(w.fire) {
+		w.setTimerLocked(w.nextLocked())
+	}
+}
+
+// startLocked begins pacing, once (w.mu held): buffered events are flushed
+// when their delay has passed, and a keep-alive comment is written
+// whenever nothing was written for keepAlive. Without a sink that takes
+// comments there are no keep-alives.
 func (w *Writer) startLocked() {
 	if w.started {
 		return
 	}
 	w.started = true
-	flushes := w.fl != nil && w.delay > 0
-	comments := w.cw != nil && w.keepAlive > 0
-	if !flushes && !comments {
-		return
-	}
+	w.comments = w.cw != nil && w.keepAlive > 0
 	w.last = time.Now()
-	w.wake = make(chan struct{}, 1)
-	w.done = make(chan struct{})
-	wake, done := w.wake, w.done
-	w.wg.Go(func() { w.pace(comments, wake, done) })
+	w.scheduleLocked()
 }
 
-// pace is the pacer's loop (see startLocked).
-func (w *Writer) pace(comments bool, wake, done chan struct{}) {
-	t := time.NewTimer(time.Hour)
-	defer t.Stop()
-	for {
-		w.mu.Lock()
-		now := time.Now()
-		if !w.due.IsZero() && !now.Before(w.due) {
+// nextLocked is when the pacer must run next: the flush that is due, else
+// the next keep-alive; zero when nothing is to be paced (w.mu held). After
+// the first failed write (the client went away), after the terminal event
+// and once closed there is nothing more to pace.
+func (w *Writer) nextLocked() time.Time {
+	if w.closed || w.err != nil {
+		return time.Time{}
+	}
+	var next time.Time
+	if w.comments && !w.ended {
+		next = w.last.Add(w.keepAlive)
+	}
+	if !w.due.IsZero() && (next.IsZero() || w.due.Before(next)) {
+		next = w.due
+	}
+	return next
+}
+
+// scheduleLocked sets the timer for nextLocked when it is set later than
+// that, or not at all (w.mu held). A timer set earlier than needed (for
+// the next keep-alive, before a write) is left alone: tick sets it again.
+func (w *Writer) scheduleLocked() {
+	if next := w.nextLocked(); w.fire.IsZero() || !next.IsZero() && next.Before(w.fire) {
+		w.setTimerLocked(next)
+	}
+}
+
+// setTimerLocked sets the timer to run tick at next, or stops it when next
+// is zero (w.mu held).
+func (w *Writer) setTimerLocked(next time.Time) {
+	w.fire = next
+	switch {
+	case next.IsZero():
+		if w.timer != nil {
+			w.timer.Stop()
+		}
+	case w.timer == nil:
+		w.timer = time.AfterFunc(time.Until(next), w.tick)
+	default:
+		w.timer.Reset(time.Until(next))
+	}
+}
+
+// tick is the pacer: it flushes the events whose delay has passed and
+// writes a keep-alive when nothing was written for keepAlive, then sets
+// the timer for what is next.
+func (w *Writer) tick() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.fire = time.Time{}
+	if w.closed {
+		return
+	}
+	now := time.Now()
+	if !w.due.IsZero() && !now.Before(w.due) {
+		w.flushLocked()
+	}
+	if w.comments && !w.ended && w.err == nil && now.Sub(w.last) >= w.keepAlive {
+		if !w.due.IsZero() {
 			w.flushLocked()
 		}
-		next := time.Hour
-		// After the first failed write (the client went away) and after
-		// the terminal event there is nothing more to pace.
-		if comments && !w.ended && w.err == nil {
-			if now.Sub(w.last) >= w.keepAlive {
-				if !w.due.IsZero() {
-					w.flushLocked()
-				}
-				if w.err == nil {
-					w.err = w.cw.WriteComment("keep-alive")
-				}
-				w.last = now
-			}
-			next = w.last.Add(w.keepAlive).Sub(now)
+		if w.err == nil {
+			w.err = w.cw.WriteComment("keep-alive")
 		}
-		if !w.due.IsZero() && w.err == nil {
-			next = min(next, w.due.Sub(now))
-		}
-		w.mu.Unlock()
-		t.Reset(next)
-		select {
-		case <-done:
-			return
-		case <-wake:
-		case <-t.C:
-		}
+		w.last = now
 	}
+	w.scheduleLocked()
 }

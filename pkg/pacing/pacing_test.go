@@ -108,26 +108,31 @@ func TestEventsReadyTogetherShareAWrite(t *testing.T) {
 
 // A held delta (the model's next event is at hand) goes out with the delta
 // after it that is not held, or once FlushDelay has passed; with a
-// negative delay it goes out at once.
+// negative delay it goes out at once. The first delta of a stream is never
+// held: the time to the first token is what a client feels.
 func TestHeldDeltas(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &sink{}
 		w := pacing.New(s, pacing.Config{FlushDelay: time.Second, KeepAlive: -1})
 		defer w.Close()
+		require.NoError(t, w.WriteEvent(ev(api.EventResponseCreated)))
+		require.NoError(t, w.WriteHeldEvent(delta(api.EventOutputTextDelta)))
+		assert.Equal(t, [][]string{{api.EventResponseCreated, api.EventOutputTextDelta}}, s.written(), "the first delta goes out at once")
+
 		require.NoError(t, w.WriteHeldEvent(delta(api.EventOutputTextDelta)))
 		require.NoError(t, w.WriteHeldEvent(delta(api.EventOutputTextDelta)))
 		synctest.Wait()
-		assert.Empty(t, s.written(), "held deltas wait")
+		assert.Len(t, s.written(), 1, "held deltas wait")
 		require.NoError(t, w.WriteEvent(delta(api.EventOutputTextDelta)))
-		assert.Equal(t, [][]string{{api.EventOutputTextDelta, api.EventOutputTextDelta, api.EventOutputTextDelta}}, s.written(), "together with the next delta")
+		assert.Equal(t, []string{api.EventOutputTextDelta, api.EventOutputTextDelta, api.EventOutputTextDelta}, s.written()[1], "together with the next delta")
 
 		require.NoError(t, w.WriteHeldEvent(delta(api.EventOutputTextDelta)))
 		time.Sleep(time.Second / 2)
 		synctest.Wait()
-		assert.Len(t, s.written(), 1, "within the delay")
+		assert.Len(t, s.written(), 2, "within the delay")
 		time.Sleep(time.Second / 2)
 		synctest.Wait()
-		assert.Equal(t, []string{api.EventOutputTextDelta}, s.written()[1], "once the delay has passed")
+		assert.Equal(t, []string{api.EventOutputTextDelta}, s.written()[2], "once the delay has passed")
 	})
 	s := &sink{}
 	w := pacing.New(s, pacing.Config{FlushDelay: -1})

@@ -176,7 +176,7 @@ func (w *eventWriter) WriteEvent(ev *api.StreamEvent) error {
 	case api.EventResponseFailed, api.EventError:
 		w.failed = true
 	}
-	data, err := wirejson.Marshal(ev)
+	data, err := wirejson.Marshal(ev.Wire())
 	if err != nil {
 		return fmt.Errorf("encode %s event: %w", ev.Type, err)
 	}

@@ -135,6 +135,42 @@ func TestDecodeChunk(t *testing.T) {
 	}
 }
 
+// The chunks of a stream are decoded into one reused value: nothing of a
+// chunk (a delta's text, a choice's index, the finish reason) is seen again
+// in the chunks after it that leave it out.
+func TestDecodeChunksReuseNothing(t *testing.T) {
+	var body []byte
+	for _, c := range []string{
+		`{"model":"a","choices":[{"index":1,"delta":{"content":"other"},"finish_reason":"length"}]}`,
+		`{"choices":[{"delta":{"role":"assistant","content":"x","refusal":"r"}}],"usage":{"prompt_tokens":1,"completion_tokens":2}}`,
+		`{"choices":[{"index":0,"delta":{}}]}`,
+		`{"choices":[{"delta":{"content":"y"}}]}`,
+		`{"choices":[{"index":0,"delta":{"reasoning":"z"},"finish_reason":"stop"}]}`,
+	} {
+		body = append(append(append(body, "data: "...), c...), "\n\n"...)
+	}
+	body = append(body, "data: [DONE]\n\n"...)
+	var ds []provider.Delta
+	res, err := decodeStream(bytes.NewReader(body), "m", func(d provider.Delta) error {
+		ds = append(ds, d)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []provider.Delta{{Kind: provider.DeltaText, Text: "x"}, {Kind: provider.DeltaRefusal, Text: "r"},
+		{Kind: provider.DeltaText, Text: "y"}, {Kind: provider.DeltaReasoning, Text: "z"}}
+	for i := range ds {
+		ds[i].More = false
+	}
+	if !reflect.DeepEqual(ds, want) {
+		t.Errorf("deltas = %+v\nwant %+v", ds, want)
+	}
+	if res.Model != "a" || res.FinishReason != provider.FinishStop || res.Usage.TotalTokens != 3 {
+		t.Errorf("result = %+v", res.Result)
+	}
+}
+
 // decodeCompletion reads a completion's message; arguments may be an
 // object, and null or absent fields are empty.
 func TestDecodeCompletionPayloads(t *testing.T) {

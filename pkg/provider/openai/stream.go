@@ -166,6 +166,8 @@ type streamState struct {
 	done      bool
 	// more is the Delta.More of the deltas of the chunk being decoded.
 	more bool
+	// c is the chunk being decoded, reused for every chunk.
+	c chatwire.Chunk
 }
 
 var doneMarker = []byte("[DONE]")
@@ -216,8 +218,9 @@ func decodeStream(body io.Reader, model string, fn func(provider.Delta) error) (
 }
 
 func (st *streamState) chunk(data []byte) error {
-	var c chatwire.Completion
-	if err := wirejson.Unmarshal(data, &c); err != nil {
+	c := &st.c
+	c.Reset()
+	if err := wirejson.Unmarshal(data, c); err != nil {
 		return provider.BadResponse(err, "the model provider sent a malformed stream chunk")
 	}
 	if hasError(c.Error) {
@@ -226,7 +229,7 @@ func (st *streamState) chunk(data []byte) error {
 	if c.Model != "" {
 		st.model = c.Model
 	}
-	if u := c.CompletionUsage(); u != nil {
+	if u := c.ChunkUsage(); u != nil {
 		st.usage = u
 	}
 	for i := range c.Choices {
@@ -234,10 +237,7 @@ func (st *streamState) chunk(data []byte) error {
 		if ch.Index != 0 {
 			continue
 		}
-		d := ch.Delta
-		if d == nil {
-			d = &chatwire.Delta{}
-		}
+		d := &ch.Delta
 		if r := reasoning(d.ReasoningContent, d.Reasoning) + d.Content.Reasoning(); r != "" {
 			st.reasoning.WriteString(r)
 			if err := st.fn(provider.Delta{Kind: provider.DeltaReasoning, Text: r, More: st.more}); err != nil {
@@ -261,8 +261,8 @@ func (st *streamState) chunk(data []byte) error {
 				return err
 			}
 		}
-		if f := str(ch.FinishReason); f != "" {
-			st.finish = f
+		if ch.FinishReason != "" {
+			st.finish = ch.FinishReason
 		}
 	}
 	return nil
