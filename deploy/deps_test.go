@@ -5,9 +5,12 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/lambent/lambent/internal/testing/lambdarun"
 )
 
-// The Lambda builds (make build's and SAM's tags) link neither the
+// The Lambda builds (make build's and SAM's tags; tool Lambdas also leave
+// net/http's HTTP/2 out, tag nethttpomithttp2) link neither the
 // Prometheus client (local /metrics only; in Lambda metrics are EMF) nor
 // gRPC (OpenTelemetry's OTLP exporter, replaced by pkg/telemetry's own
 // OTLP/JSON one), which cost megabytes of bootstrap and milliseconds of
@@ -39,8 +42,9 @@ func TestLambdaBuildsLeaveOutWhatTheyDoNotUse(t *testing.T) {
 			t.Errorf("a Lambda build of the engine functions links %s", strings.TrimSpace(banned))
 		}
 	}
-	toolDeps := deps(lambdaTags, "./functions/tools/calculator", "./functions/tools/fetch_url")
-	for _, banned := range []string{"github.com/lambent/lambent/pkg/api\n", "github.com/segmentio/encoding"} {
+	toolDeps := deps(lambdarun.Tags("./functions/tools/fetch_url"), "./functions/tools/calculator", "./functions/tools/fetch_url")
+	// nethttpomithttp2 leaves out net/http's HTTP/2, and with it hpack.
+	for _, banned := range []string{"github.com/lambent/lambent/pkg/api\n", "github.com/segmentio/encoding", "golang.org/x/net/http2/hpack"} {
 		if strings.Contains(toolDeps, banned) {
 			t.Errorf("a tool Lambda links %s", strings.TrimSpace(banned))
 		}
@@ -57,8 +61,10 @@ func TestLambdaBuildsLeaveOutWhatTheyDoNotUse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(b), "-tags "+lambdaTags) {
-			t.Errorf("%s does not build with -tags %s", f, lambdaTags)
+		for _, tags := range []string{lambdaTags, lambdarun.Tags("./functions/tools/fetch_url")} {
+			if !strings.Contains(string(b), "-tags "+tags+" ") {
+				t.Errorf("%s does not build with -tags %s", f, tags)
+			}
 		}
 	}
 }

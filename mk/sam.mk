@@ -10,6 +10,8 @@
 
 SAM ?= sam
 SAM_GO_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc,lambent_lambda -trimpath -ldflags "-s -w"
+# Tool Lambdas speak HTTP/1.1 only (see TOOL_LAMBDA_BUILD in the Makefile).
+SAM_TOOL_GO_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc,lambent_lambda,nethttpomithttp2 -trimpath -ldflags "-s -w"
 
 .PHONY: build-GatewayFunction build-WorkerFunction build-WebSocketFunction build-CalculatorToolFunction build-FetchUrlToolFunction deploy sam-validate
 
@@ -23,10 +25,10 @@ build-WebSocketFunction:
 	$(SAM_GO_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/websocket
 
 build-CalculatorToolFunction:
-	$(SAM_GO_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/tools/calculator
+	$(SAM_TOOL_GO_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/tools/calculator
 
 build-FetchUrlToolFunction:
-	$(SAM_GO_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/tools/fetch_url
+	$(SAM_TOOL_GO_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/tools/fetch_url
 
 ## deploy: sam build && sam deploy with samconfig.toml's default environment (SAM_GUIDED=1: sam deploy --guided)
 deploy:

@@ -17,14 +17,26 @@ import (
 	"time"
 )
 
+// Tags returns the build tags of the main package pkg's bootstrap, as
+// make build gives them: lambda.norpc,lambent_lambda, and for a tool Lambda
+// (under functions/tools/) nethttpomithttp2 as well: tools call out over
+// HTTP/1.1 only, and leave net/http's HTTP/2 out of their bootstrap.
+func Tags(pkg string) string {
+	const tags = "lambda.norpc,lambent_lambda"
+	if strings.Contains(pkg, "functions/tools/") {
+		return tags + ",nethttpomithttp2"
+	}
+	return tags
+}
+
 // Build compiles the main package pkg (a package path or a ./relative
 // directory, resolved from dir) into the file out, as a custom runtime's
-// bootstrap: with -tags lambda.norpc,lambent_lambda (as make build), for the host's OS and architecture
+// bootstrap: with its Tags (as make build), for the host's OS and architecture
 // unless env (extra "KEY=value" entries for the go command, such as GOOS or
 // CGO_ENABLED) says otherwise. extra are more go build flags. The go command
 // is the one on PATH.
 func Build(ctx context.Context, dir, pkg, out string, env []string, extra ...string) error {
-	args := append([]string{"build", "-tags", "lambda.norpc,lambent_lambda", "-o", out}, extra...)
+	args := append([]string{"build", "-tags", Tags(pkg), "-o", out}, extra...)
 	args = append(args, pkg)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
