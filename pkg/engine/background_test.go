@@ -143,17 +143,23 @@ func testBackgroundStreamAndResume(t *testing.T, mk storeMaker) {
 	}
 }
 
+// blockingTool is the hosted tool "slow": its one call closes started and
+// runs until its context ends.
+func blockingTool() (m *mockExec, started chan struct{}) {
+	started = make(chan struct{})
+	return newMock(func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}, "slow"), started
+}
+
 // Cancel while a tool runs: the response ends cancelled, stored, with a
 // terminal event.
 func TestBackgroundCancelWhileToolRuns(t *testing.T) { forStores(t, testBackgroundCancelWhileToolRuns) }
 
 func testBackgroundCancelWhileToolRuns(t *testing.T, mk storeMaker) {
-	started := make(chan struct{})
-	m := newMock(func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
-		close(started)
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}, "slow")
+	m, started := blockingTool()
 	p := script(calls(1, 1, call("c1", "slow", `{}`)), text("never", 1, 1))
 	e, st, q := bgEngine(t, mk, p, m)
 	rec, err := runBackground(t, e, `{"input":"x","background":true,"tools":[{"type":"lambent:slow"}]}`)
@@ -395,12 +401,7 @@ func TestBackgroundAppendsKnown(t *testing.T) {
 func TestBackgroundPollsReadSignalsNotTheRecord(t *testing.T) {
 	t.Parallel()
 	meter := ddbmeter.New()
-	started := make(chan struct{})
-	m := newMock(func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
-		close(started)
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}, "slow")
+	m, started := blockingTool()
 	p := script(calls(1, 1, call("c1", "slow", `{}`)), text("never", 1, 1))
 	e, _, q := bgEngine(t, func(t *testing.T) store.ResponseStore {
 		return dynamotest.NewStoreWith(t, dynamodb.Config{}, meter.Options)
