@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"math/rand/v2"
@@ -46,6 +47,18 @@ func (r *rawRecorder) WriteRawEvent(_ string, data []byte) error {
 	r.events = append(r.events, append([]byte(nil), data...))
 	r.mu.Unlock()
 	return nil
+}
+
+// has reports whether an event written so far holds s.
+func (r *rawRecorder) has(s string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ev := range r.events {
+		if bytes.Contains(ev, []byte(s)) {
+			return true
+		}
+	}
+	return false
 }
 
 // runBackground creates a background response from a JSON request body.
@@ -428,4 +441,45 @@ func TestBackgroundPollsReadSignalsNotTheRecord(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, <-done)
 	assert.Equal(t, api.StatusCancelled, resp.Status)
+}
+
+// Nobody following, a background run appends its events at checkpoints
+// only: while its tool runs, its polls write nothing. A follower's note
+// (store.RunSignals.Follow) brings the events of the turn in flight to it
+// before the tool ends, as they came before the note.
+func TestBackgroundAppendsEventsWhileFollowed(t *testing.T) {
+	t.Parallel()
+	meter := ddbmeter.New()
+	m, started := blockingTool()
+	p := script(calls(1, 1, call("c1", "slow", `{}`)), text("never", 1, 1))
+	e, _, q := bgEngine(t, func(t *testing.T) store.ResponseStore {
+		return dynamotest.NewStoreWith(t, dynamodb.Config{}, meter.Options)
+	}, p, m)
+	rec, err := runBackground(t, e, `{"input":"x","background":true,"tools":[{"type":"lambent:slow"}]}`)
+	require.NoError(t, err)
+	id := rec.response(t).ID
+	done := make(chan error, 1)
+	go func() { j := <-q.c; done <- e.RunBackground(context.Background(), j.ResponseID) }()
+	<-started
+
+	before := meter.Snapshot()
+	for meter.Snapshot().Sub(before).Calls["GetItem"] < 20 {
+		time.Sleep(time.Millisecond)
+	}
+	during := meter.Snapshot().Sub(before)
+	assert.Zero(t, during.Calls["PutItem"], "20 polls and nobody following: no append (%s)", during)
+
+	ctx, stopFollowing := context.WithCancel(context.Background())
+	followed := make(chan error, 1)
+	w := &rawRecorder{}
+	go func() { followed <- e.StreamResponse(ctx, id, -1, w) }()
+	for !w.has(`"type":"response.output_item.added"`) {
+		time.Sleep(time.Millisecond)
+	}
+	stopFollowing()
+	require.NoError(t, <-followed)
+
+	_, err = e.CancelResponse(context.Background(), id)
+	require.NoError(t, err)
+	require.NoError(t, <-done)
 }

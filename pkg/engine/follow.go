@@ -82,11 +82,13 @@ func (e *Engine) follow(ctx context.Context, rec *store.Record, after int64, w R
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	noteFollower := e.followerNote(ctx, rec)
 	idle := 0
 	for {
 		if end >= 0 && after >= end {
 			return nil
 		}
+		noteFollower()
 		evs, err := log.Events(ctx, id, after)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -147,6 +149,37 @@ func (e *Engine) follow(ctx context.Context, rec *store.Record, after int64, w R
 		case <-ctx.Done():
 			return nil
 		case <-timer.C:
+		}
+	}
+}
+
+// followNote is how long a follower's note lasts (store.RunSignals.Follow):
+// a follower renews it every third of that while it follows; after it
+// ends, the worker appends its events only at checkpoints.
+const followNote = 30 * time.Second
+
+// followerNote returns the function that tells the worker running rec,
+// through the store's run signals, that a client follows its events, and
+// renews the note when it is due: the worker appends its events as they
+// come only while someone follows (docs/background.md). A response that
+// has finished, or a store without run signals, needs no note. A failed
+// note is logged and tried again when due; meanwhile the events come at
+// the worker's checkpoints.
+func (e *Engine) followerNote(ctx context.Context, rec *store.Record) func() {
+	sig, ok := e.cfg.Store.(store.RunSignals)
+	if !ok || rec.Response.Status.Terminal() {
+		return func() {}
+	}
+	id := rec.Response.ID
+	var due time.Time
+	return func() {
+		now := e.cfg.Now()
+		if now.Before(due) {
+			return
+		}
+		due = now.Add(followNote / 3)
+		if err := sig.Follow(ctx, id, now.Add(followNote), rec.ExpiresAt); err != nil && ctx.Err() == nil {
+			e.log.WarnContext(ctx, "noting a follower failed; the worker's events come at its checkpoints", "response_id", id, "err", err)
 		}
 	}
 }

@@ -180,7 +180,12 @@ func testFollowerDeadlineAndResume(t *testing.T, mk storeMaker) {
 	worker := make(chan error, 1)
 	go func() { worker <- e.RunBackground(context.Background(), id) }()
 
-	// Wait until the in-flight turn's first delta is in the log.
+	// Wait until the in-flight turn's first delta is in the log (the
+	// worker appends as events come while someone follows: note one, as a
+	// follower does).
+	if sig, ok := st.(store.RunSignals); ok {
+		require.NoError(t, sig.Follow(context.Background(), id, time.Now().Add(time.Hour), time.Now().Add(time.Hour)))
+	}
 	logged := func() bool {
 		evs, err := st.(store.EventLog).Events(context.Background(), id, -1)
 		require.NoError(t, err)

@@ -270,11 +270,13 @@ func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf 
 
 // watch runs until stopped: every PollInterval it polls the run
 // (pollRun) and cancels it when the response is gone or a cancel was
-// requested, else calls
-// appendEvents (the events the loop emitted since the last append go to
-// the log, so that followers see a model turn as it streams, not only at
-// checkpoints) with the expiry of the response it just saw live (zero when
-// the read failed), so that the append needs no read of its own.
+// requested; else, while someone follows the run, it calls appendEvents
+// (the events the loop emitted since the last append go to the log, so
+// that followers see a model turn as it streams, not only at checkpoints)
+// with the expiry of the response it just saw live (zero when the read
+// failed), so that the append needs no read of its own. Nobody following,
+// the events wait for the next checkpoint: one write a turn instead of
+// one a poll.
 func (e *Engine) watch(ctx context.Context, id string, cancel context.CancelFunc, appendEvents func(expiresAt time.Time)) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -290,48 +292,61 @@ func (e *Engine) watch(ctx context.Context, id string, cancel context.CancelFunc
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				stop, expiresAt := e.pollRun(ctx, id)
-				if stop {
+				p := e.pollRun(ctx, id)
+				if p.stop {
 					cancel()
 					return
 				}
-				appendEvents(expiresAt)
+				if p.followed {
+					appendEvents(p.expiresAt)
+				}
 			}
 		}
 	}()
 	return func() { close(done); wg.Wait() }
 }
 
-// pollRun tells whether the background run of id must stop (a cancel was
-// requested, the response is gone) and the live response's expiry (zero
-// when unknown). With a store that keeps run signals it is one small read
-// (store.RunSignals); without, or when no signal is noted (the response was
-// deleted, or marking the run failed), a read of the whole record, which
-// marks the run again when the response is live.
-func (e *Engine) pollRun(ctx context.Context, id string) (stop bool, expiresAt time.Time) {
+// runPoll is what pollRun found.
+type runPoll struct {
+	// stop: a cancel was requested, or the response is gone.
+	stop bool
+	// expiresAt is the live response's expiry (zero when unknown).
+	expiresAt time.Time
+	// followed: someone may follow the run's events (true unless the
+	// run's signals say nobody does).
+	followed bool
+}
+
+// pollRun tells whether the background run of id must stop, the live
+// response's expiry and whether anyone follows the run. With a store that
+// keeps run signals it is one small read (store.RunSignals); without, or
+// when no signal is noted (the response was deleted, or marking the run
+// failed), a read of the whole record, which marks the run again when the
+// response is live.
+func (e *Engine) pollRun(ctx context.Context, id string) runPoll {
 	sig, ok := e.cfg.Store.(store.RunSignals)
 	if ok {
-		cancel, exp, err := sig.Poll(ctx, id)
+		rs, err := sig.Poll(ctx, id)
 		if err == nil {
-			return cancel, exp
+			return runPoll{stop: rs.Cancel, expiresAt: rs.ExpiresAt, followed: rs.FollowedUntil.After(e.cfg.Now())}
 		}
 		if !errors.Is(err, store.ErrNotFound) {
-			return false, time.Time{} // try again at the next poll
+			return runPoll{followed: true} // try again at the next poll
 		}
 	}
 	rec, err := e.cfg.Store.Get(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return true, time.Time{}
+		return runPoll{stop: true}
 	case err != nil:
-		return false, time.Time{}
+		return runPoll{followed: true}
 	case rec.Job != nil && (rec.Job.CancelRequested || rec.Response.Status == api.StatusCancelled):
-		return true, time.Time{}
+		return runPoll{stop: true}
 	}
 	if ok {
 		e.markRunning(ctx, id, rec.ExpiresAt)
 	}
-	return false, rec.ExpiresAt
+	return runPoll{expiresAt: rec.ExpiresAt, followed: true}
 }
 
 // markRunning notes that this worker runs the background response id, so

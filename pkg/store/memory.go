@@ -577,16 +577,24 @@ func (m *Memory) MarkRunning(context.Context, string, time.Time) error { return 
 // Poll reads.
 func (m *Memory) RequestCancel(context.Context, string, time.Time) error { return nil }
 
+// Follow does nothing: Poll reports every run as followed, since
+// appending events to memory costs nothing.
+func (m *Memory) Follow(context.Context, string, time.Time, time.Time) error { return nil }
+
 // Poll reports the record's cancel request (or its cancelled status) and
-// expiry without copying it; ErrNotFound when it is absent or expired.
-func (m *Memory) Poll(ctx context.Context, id string) (bool, time.Time, error) {
+// expiry without copying it, and the run as always followed; ErrNotFound
+// when it is absent or expired.
+func (m *Memory) Poll(ctx context.Context, id string) (RunSignal, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	el, err := m.lookup(ctx, id)
 	if err != nil {
-		return false, time.Time{}, err
+		return RunSignal{}, err
 	}
 	rec := &el.Value.(*memEntry).rec
-	cancel := rec.Response.Status == api.StatusCancelled || rec.Job != nil && rec.Job.CancelRequested
-	return cancel, rec.ExpiresAt, nil
+	return RunSignal{
+		Cancel:        rec.Response.Status == api.StatusCancelled || rec.Job != nil && rec.Job.CancelRequested,
+		ExpiresAt:     rec.ExpiresAt,
+		FollowedUntil: rec.ExpiresAt,
+	}, nil
 }

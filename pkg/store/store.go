@@ -110,10 +110,11 @@ func (r *Record) Conversation() []api.Item {
 }
 
 // RunSignals is a ResponseStore that tells the worker running a
-// background response about a cancel request or the response's deletion
-// without a read of the whole record: the worker polls it several times a
-// second for as long as the run lasts, and a record grows with the run
-// (docs/background.md, "What polling costs").
+// background response about a cancel request, the response's deletion and
+// whether anyone follows its events, without a read of the whole record:
+// the worker polls it several times a second for as long as the run lasts,
+// and a record grows with the run (docs/background.md, "What polling
+// costs").
 type RunSignals interface {
 	// MarkRunning notes that a worker runs the response id, expiring at
 	// expiresAt with the response; RequestCancel and Poll then see it.
@@ -122,11 +123,27 @@ type RunSignals interface {
 	// (whose record the caller has just marked CancelRequested), expiring
 	// at expiresAt.
 	RequestCancel(ctx context.Context, id string, expiresAt time.Time) error
-	// Poll reports whether a cancel of the response id was requested, and
-	// its expiry. ErrNotFound when nothing is noted (the response was
-	// deleted, or no worker marked it running): the caller reads the
-	// record to tell which.
-	Poll(ctx context.Context, id string) (cancel bool, expiresAt time.Time, err error)
+	// Follow notes that a client follows the events of the response id
+	// until `until` (followers renew it while they follow), expiring at
+	// expiresAt with the response.
+	Follow(ctx context.Context, id string, until, expiresAt time.Time) error
+	// Poll returns what is noted for the response id. ErrNotFound when
+	// nothing is (the response was deleted, or no worker marked it
+	// running): the caller reads the record to tell which.
+	Poll(ctx context.Context, id string) (RunSignal, error)
+}
+
+// RunSignal is what RunSignals.Poll reports about a running background
+// response.
+type RunSignal struct {
+	// Cancel: a cancel was requested.
+	Cancel bool
+	// ExpiresAt is the response's expiry.
+	ExpiresAt time.Time
+	// FollowedUntil is when the last follower's note ends (zero: nobody
+	// followed): until then the worker appends its events as they come,
+	// after it only at checkpoints.
+	FollowedUntil time.Time
 }
 
 // ItemPage is one page of input items.

@@ -258,7 +258,7 @@ func (s *Store) readEvents(ctx context.Context, p, id string, after int64) (_ []
 // answers for half a read unit; without one, the head does, at one unit
 // per 4 KB of it.
 func (s *Store) exists(ctx context.Context, p, id string) error {
-	if _, _, err := s.poll(ctx, p, id); err == nil {
+	if _, err := s.poll(ctx, p, id); err == nil {
 		return nil
 	}
 	_, err := s.readHead(ctx, p, id, true)

@@ -15,8 +15,9 @@ import (
 	"github.com/lambent/lambent/pkg/tenant"
 )
 
-// skSignals is the sort key of a background run's signal item: a few
-// dozen bytes beside the record, so that the worker's poll (several a
+// skSignals is the sort key of a background run's signal item (a cancel
+// flag, when a follower's note ends, the expiry): a few dozen bytes beside
+// the record, so that the worker's poll (several a
 // second, for as long as the run lasts) costs half a read unit whatever
 // the record's size, where reading the head would cost one unit per 4 KB
 // of it (DynamoDB bills a read by the whole item's size, projections or
@@ -25,6 +26,7 @@ const (
 	skSignals     = "signals"
 	attrRunning   = "running"
 	attrCancelled = "cancel"
+	attrFollowed  = "followed_until"
 )
 
 var _ store.RunSignals = (*Store)(nil)
@@ -33,27 +35,35 @@ var _ store.RunSignals = (*Store)(nil)
 type signals struct {
 	Cancel    bool  `dynamodbav:"cancel"`
 	ExpiresAt int64 `dynamodbav:"expires_at"`
+	// FollowedUntil is in Unix milliseconds.
+	FollowedUntil int64 `dynamodbav:"followed_until"`
 }
 
 // MarkRunning upserts the signal item of id (one UpdateItem; a cancel
 // already noted stays).
 func (s *Store) MarkRunning(ctx context.Context, id string, expiresAt time.Time) error {
-	return s.setSignal(ctx, id, attrRunning, expiresAt)
+	return s.setSignal(ctx, id, attrRunning, true, expiresAt)
 }
 
 // RequestCancel sets the cancel flag of id's signal item (one UpdateItem).
 func (s *Store) RequestCancel(ctx context.Context, id string, expiresAt time.Time) error {
-	return s.setSignal(ctx, id, attrCancelled, expiresAt)
+	return s.setSignal(ctx, id, attrCancelled, true, expiresAt)
 }
 
-// setSignal sets attr of id's signal item to true and its expiry, leaving
-// the other flag as it is: a worker marking its run and a cancel request
-// may cross without losing either.
-func (s *Store) setSignal(ctx context.Context, id, attr string, expiresAt time.Time) error {
+// Follow sets when the follow of id's run ends (one UpdateItem; a
+// follower renews it while it follows).
+func (s *Store) Follow(ctx context.Context, id string, until, expiresAt time.Time) error {
+	return s.setSignal(ctx, id, attrFollowed, until.UnixMilli(), expiresAt)
+}
+
+// setSignal sets attr of id's signal item to v and its expiry, leaving the
+// other attributes as they are: a worker marking its run, a cancel request
+// and followers may cross without losing any.
+func (s *Store) setSignal(ctx context.Context, id, attr string, v any, expiresAt time.Time) error {
 	if id == "" {
 		return fmt.Errorf("dynamodb: signal: empty id: %w", store.ErrNotFound)
 	}
-	upd := expression.Set(expression.Name(attr), expression.Value(true)).
+	upd := expression.Set(expression.Name(attr), expression.Value(v)).
 		Set(expression.Name(attrExpiresAt), expression.Value(expiresAt.Unix()))
 	ex, err := expression.NewBuilder().WithUpdate(upd).Build()
 	if err != nil {
@@ -73,33 +83,37 @@ func (s *Store) setSignal(ctx context.Context, id, attr string, expiresAt time.T
 }
 
 // Poll reads id's signal item: one eventually consistent GetItem of
-// under 1 KB (half a read unit). A cancel request is seen within a poll
-// or two; ErrNotFound when there is no live signal item.
-func (s *Store) Poll(ctx context.Context, id string) (bool, time.Time, error) {
+// under 1 KB (half a read unit). A cancel request or a follower is seen
+// within a poll or two; ErrNotFound when there is no live signal item.
+func (s *Store) Poll(ctx context.Context, id string) (store.RunSignal, error) {
 	if id == "" {
-		return false, time.Time{}, fmt.Errorf("dynamodb: poll: empty id: %w", store.ErrNotFound)
+		return store.RunSignal{}, fmt.Errorf("dynamodb: poll: empty id: %w", store.ErrNotFound)
 	}
 	return s.poll(ctx, pk(tenant.From(ctx), id), id)
 }
 
 // poll is Poll on partition p.
-func (s *Store) poll(ctx context.Context, p, id string) (bool, time.Time, error) {
+func (s *Store) poll(ctx context.Context, p, id string) (store.RunSignal, error) {
 	out, err := s.api.GetItem(ctx, &ddb.GetItemInput{TableName: s.table, Key: keyOf(p, skSignals),
 		ConsistentRead: aws.Bool(false)})
 	if err != nil {
-		return false, time.Time{}, fmt.Errorf("dynamodb: poll %s: %w", id, err)
+		return store.RunSignal{}, fmt.Errorf("dynamodb: poll %s: %w", id, err)
+	}
+	if out.Item == nil {
+		return store.RunSignal{}, fmt.Errorf("dynamodb: poll %s: %w", id, store.ErrNotFound)
 	}
 	var sig signals
-	if out.Item == nil {
-		return false, time.Time{}, fmt.Errorf("dynamodb: poll %s: %w", id, store.ErrNotFound)
-	}
 	if err := attributevalue.UnmarshalMap(out.Item, &sig); err != nil {
-		return false, time.Time{}, fmt.Errorf("dynamodb: poll %s: %w: %v", id, store.ErrCorrupt, err)
+		return store.RunSignal{}, fmt.Errorf("dynamodb: poll %s: %w: %v", id, store.ErrCorrupt, err)
 	}
 	if sig.ExpiresAt <= s.nowUnix() {
-		return false, time.Time{}, fmt.Errorf("dynamodb: poll %s: %w", id, store.ErrNotFound)
+		return store.RunSignal{}, fmt.Errorf("dynamodb: poll %s: %w", id, store.ErrNotFound)
 	}
-	return sig.Cancel, time.Unix(sig.ExpiresAt, 0), nil
+	rs := store.RunSignal{Cancel: sig.Cancel, ExpiresAt: time.Unix(sig.ExpiresAt, 0)}
+	if sig.FollowedUntil > 0 {
+		rs.FollowedUntil = time.UnixMilli(sig.FollowedUntil)
+	}
+	return rs, nil
 }
 
 // signalsDelete is the request deleting partition p's signal item.

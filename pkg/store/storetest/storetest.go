@@ -834,7 +834,7 @@ func testRunSignals(t *testing.T, s store.ResponseStore) {
 	}
 	ctx := tenant.With(t.Context(), "alice")
 	id := newID()
-	_, _, err := sig.Poll(ctx, id)
+	_, err := sig.Poll(ctx, id)
 	require.ErrorIs(t, err, store.ErrNotFound, "nothing noted for an unknown response")
 
 	rec := NewRecord(id, api.StatusQueued)
@@ -847,37 +847,46 @@ func testRunSignals(t *testing.T, s store.ResponseStore) {
 	running.Response.Status = api.StatusInProgress
 	require.NoError(t, s.Update(ctx, running, api.StatusQueued))
 	require.NoError(t, sig.MarkRunning(ctx, id, rec.ExpiresAt))
-	cancel, exp, err := sig.Poll(ctx, id)
+	got, err := sig.Poll(ctx, id)
 	require.NoError(t, err)
-	assert.False(t, cancel)
-	assert.True(t, exp.Equal(rec.ExpiresAt), "expires at %v, want %v", exp, rec.ExpiresAt)
+	assert.False(t, got.Cancel)
+	assert.True(t, got.ExpiresAt.Equal(rec.ExpiresAt), "expires at %v, want %v", got.ExpiresAt, rec.ExpiresAt)
+
+	// A follower's note: the run is followed until it ends (a store whose
+	// appends cost nothing may report every run as followed).
+	until := time.Now().Add(30 * time.Second).Truncate(time.Millisecond)
+	require.NoError(t, sig.Follow(ctx, id, until, rec.ExpiresAt))
+	got, err = sig.Poll(ctx, id)
+	require.NoError(t, err)
+	assert.False(t, got.FollowedUntil.Before(until), "followed until %v, want %v or later", got.FollowedUntil, until)
 
 	bob := tenant.With(t.Context(), "bob")
-	_, _, err = sig.Poll(bob, id)
+	_, err = sig.Poll(bob, id)
 	require.ErrorIs(t, err, store.ErrNotFound, "another tenant sees nothing")
 	require.NoError(t, sig.RequestCancel(bob, id, rec.ExpiresAt))
-	cancel, _, err = sig.Poll(ctx, id)
+	got, err = sig.Poll(ctx, id)
 	require.NoError(t, err)
-	assert.False(t, cancel, "another tenant's cancel request does not reach alice's run")
+	assert.False(t, got.Cancel, "another tenant's cancel request does not reach alice's run")
 
 	// The canceller marks the record, then signals; a worker marking its
-	// run after that keeps the cancel.
+	// run after that keeps the cancel, and so does a follower.
 	running.Job.CancelRequested = true
 	require.NoError(t, s.Update(ctx, running, api.StatusInProgress))
 	require.NoError(t, sig.RequestCancel(ctx, id, rec.ExpiresAt))
 	require.NoError(t, sig.MarkRunning(ctx, id, rec.ExpiresAt))
-	cancel, _, err = sig.Poll(ctx, id)
+	require.NoError(t, sig.Follow(ctx, id, until, rec.ExpiresAt))
+	got, err = sig.Poll(ctx, id)
 	require.NoError(t, err)
-	assert.True(t, cancel)
+	assert.True(t, got.Cancel)
 
 	require.NoError(t, s.Delete(ctx, id))
-	_, _, err = sig.Poll(ctx, id)
+	_, err = sig.Poll(ctx, id)
 	require.ErrorIs(t, err, store.ErrNotFound, "a deleted response's run is told")
 
 	// Signals expire with the response.
 	old := newID()
 	require.NoError(t, sig.MarkRunning(ctx, old, time.Now().Add(-time.Second)))
-	_, _, err = sig.Poll(ctx, old)
+	_, err = sig.Poll(ctx, old)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
