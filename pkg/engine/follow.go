@@ -32,9 +32,12 @@ func (e *Engine) StreamResponse(ctx context.Context, id string, after int64, w R
 }
 
 // followCheckEvery is how many polls of the event log without a new event
-// pass between two reads of the record, which tell a follower that the
-// response has finished.
-const followCheckEvery = 4
+// pass between two reads of the record (10 s at the default PollInterval).
+// A follower learns that the response finished from its terminal event in
+// the log; the record is the fallback for a terminal event whose append
+// failed, and a read of it costs a DynamoDB read unit per 4 KB of a record
+// that grows with the run, where a poll of the log costs half a unit.
+const followCheckEvery = 40
 
 // ResumeComment is the SSE comment that ends a followed stream (background
 // and stream, or GET ?stream=true) which reached the gateway's own deadline
