@@ -406,6 +406,53 @@ func TestBackgroundAppendsKnown(t *testing.T) {
 	}
 }
 
+// toolRun is a background response on DynamoDB Local (its client metered)
+// whose worker runs, waiting on the blocking tool "slow".
+type toolRun struct {
+	e     *Engine
+	id    string
+	meter *ddbmeter.Meter
+	// done gets the worker's result.
+	done chan error
+}
+
+// startToolRun creates the background response of body (a request with
+// the tool lambent:slow) and runs its worker until the tool has started.
+func startToolRun(t *testing.T, body string) *toolRun {
+	t.Helper()
+	tr := &toolRun{meter: ddbmeter.New(), done: make(chan error, 1)}
+	m, started := blockingTool()
+	p := script(calls(1, 1, call("c1", "slow", `{}`)), text("never", 1, 1))
+	e, _, q := bgEngine(t, func(t *testing.T) store.ResponseStore {
+		return dynamotest.NewStoreWith(t, dynamodb.Config{}, tr.meter.Options)
+	}, p, m)
+	rec, err := runBackground(t, e, body)
+	require.NoError(t, err)
+	tr.e, tr.id = e, rec.response(t).ID
+	go func() { j := <-q.c; tr.done <- e.RunBackground(context.Background(), j.ResponseID) }()
+	<-started
+	return tr
+}
+
+// polls waits for n more polls of the worker (GetItem calls) and returns
+// what DynamoDB served meanwhile.
+func (tr *toolRun) polls(n int) ddbmeter.Figures {
+	before := tr.meter.Snapshot()
+	for tr.meter.Snapshot().Sub(before).Calls["GetItem"] < n {
+		time.Sleep(time.Millisecond)
+	}
+	return tr.meter.Snapshot().Sub(before)
+}
+
+// cancel cancels the run and waits for its worker.
+func (tr *toolRun) cancel(t *testing.T) {
+	t.Helper()
+	resp, err := tr.e.CancelResponse(context.Background(), tr.id)
+	require.NoError(t, err)
+	require.NoError(t, <-tr.done)
+	assert.Equal(t, api.StatusCancelled, resp.Status)
+}
+
 // While a background run waits on a tool, the worker's polls for cancel
 // requests read the run's small signal item, not the record: on DynamoDB
 // each costs at most one read unit (half, eventually consistent), where a
@@ -413,34 +460,14 @@ func TestBackgroundAppendsKnown(t *testing.T) {
 // A cancel request still stops the run through them.
 func TestBackgroundPollsReadSignalsNotTheRecord(t *testing.T) {
 	t.Parallel()
-	meter := ddbmeter.New()
-	m, started := blockingTool()
-	p := script(calls(1, 1, call("c1", "slow", `{}`)), text("never", 1, 1))
-	e, _, q := bgEngine(t, func(t *testing.T) store.ResponseStore {
-		return dynamotest.NewStoreWith(t, dynamodb.Config{}, meter.Options)
-	}, p, m)
 	big := storetest.RandomText(rand.New(rand.NewPCG(1, 2)), 300_000)
 	body, err := json.Marshal(map[string]any{"input": big, "background": true, "tools": []any{map[string]string{"type": "lambent:slow"}}})
 	require.NoError(t, err)
-	rec, err := runBackground(t, e, string(body))
-	require.NoError(t, err)
-	id := rec.response(t).ID
-	done := make(chan error, 1)
-	go func() { j := <-q.c; done <- e.RunBackground(context.Background(), j.ResponseID) }()
-	<-started
-	before := meter.Snapshot()
-	const polls = 20
-	for meter.Snapshot().Sub(before).Calls["GetItem"] < polls {
-		time.Sleep(time.Millisecond)
-	}
-	during := meter.Snapshot().Sub(before)
+	tr := startToolRun(t, string(body))
+	during := tr.polls(20)
 	gets := during.Calls["GetItem"]
 	assert.LessOrEqual(t, during.RCU, float64(gets), "%d polls read %.1f units (%s)", gets, during.RCU, during)
-
-	resp, err := e.CancelResponse(context.Background(), id)
-	require.NoError(t, err)
-	require.NoError(t, <-done)
-	assert.Equal(t, api.StatusCancelled, resp.Status)
+	tr.cancel(t)
 }
 
 // Nobody following, a background run appends its events at checkpoints
@@ -449,37 +476,18 @@ func TestBackgroundPollsReadSignalsNotTheRecord(t *testing.T) {
 // before the tool ends, as they came before the note.
 func TestBackgroundAppendsEventsWhileFollowed(t *testing.T) {
 	t.Parallel()
-	meter := ddbmeter.New()
-	m, started := blockingTool()
-	p := script(calls(1, 1, call("c1", "slow", `{}`)), text("never", 1, 1))
-	e, _, q := bgEngine(t, func(t *testing.T) store.ResponseStore {
-		return dynamotest.NewStoreWith(t, dynamodb.Config{}, meter.Options)
-	}, p, m)
-	rec, err := runBackground(t, e, `{"input":"x","background":true,"tools":[{"type":"lambent:slow"}]}`)
-	require.NoError(t, err)
-	id := rec.response(t).ID
-	done := make(chan error, 1)
-	go func() { j := <-q.c; done <- e.RunBackground(context.Background(), j.ResponseID) }()
-	<-started
-
-	before := meter.Snapshot()
-	for meter.Snapshot().Sub(before).Calls["GetItem"] < 20 {
-		time.Sleep(time.Millisecond)
-	}
-	during := meter.Snapshot().Sub(before)
+	tr := startToolRun(t, `{"input":"x","background":true,"tools":[{"type":"lambent:slow"}]}`)
+	during := tr.polls(20)
 	assert.Zero(t, during.Calls["PutItem"], "20 polls and nobody following: no append (%s)", during)
 
 	ctx, stopFollowing := context.WithCancel(context.Background())
 	followed := make(chan error, 1)
 	w := &rawRecorder{}
-	go func() { followed <- e.StreamResponse(ctx, id, -1, w) }()
+	go func() { followed <- tr.e.StreamResponse(ctx, tr.id, -1, w) }()
 	for !w.has(`"type":"response.output_item.added"`) {
 		time.Sleep(time.Millisecond)
 	}
 	stopFollowing()
 	require.NoError(t, <-followed)
-
-	_, err = e.CancelResponse(context.Background(), id)
-	require.NoError(t, err)
-	require.NoError(t, <-done)
+	tr.cancel(t)
 }
