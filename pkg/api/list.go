@@ -18,3 +18,18 @@ type ListOptions struct {
 	// Order is "asc" or "desc" (default "desc", as the OpenAI API).
 	Order string
 }
+
+// PageSize is the page size o asks for: Limit, DefaultListLimit when it is
+// not positive, at most MaxListLimit.
+func (o ListOptions) PageSize() int {
+	switch {
+	case o.Limit <= 0:
+		return DefaultListLimit
+	case o.Limit > MaxListLimit:
+		return MaxListLimit
+	}
+	return o.Limit
+}
+
+// Descending reports whether o lists newest first (any Order but "asc").
+func (o ListOptions) Descending() bool { return o.Order != "asc" }

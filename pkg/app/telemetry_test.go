@@ -118,15 +118,7 @@ func newGateway(t *testing.T, fake *fakellm.Server, env map[string]string, log *
 
 func (g *gateway) create(t *testing.T) map[string]any {
 	t.Helper()
-	resp, err := http.Post(g.url+"/v1/responses", "application/json", strings.NewReader(createBody))
-	require.NoError(t, err)
-	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
-	var out map[string]any
-	require.NoError(t, json.Unmarshal(b, &out))
-	return out
+	return g.post(t, createBody)
 }
 
 func (g *gateway) flush(t *testing.T) {

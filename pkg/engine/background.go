@@ -175,13 +175,8 @@ func (e *Engine) storeQueued(ctx context.Context, req *api.CreateResponseRequest
 // them. A failure delays the stop only until the run's next checkpoint,
 // which finds the record changed.
 func (e *Engine) signalCancel(ctx context.Context, id string, expiresAt time.Time) {
-	sig, ok := e.cfg.Store.(store.RunSignals)
-	if !ok {
-		return
-	}
-	if err := sig.RequestCancel(ctx, id, expiresAt); err != nil && ctx.Err() == nil {
-		e.log.WarnContext(ctx, "signalling the cancel request failed; the worker sees it at its next checkpoint", "response_id", id, "err", err)
-	}
+	e.signal(ctx, id, "signalling the cancel request failed; the worker sees it at its next checkpoint",
+		func(sig store.RunSignals) error { return sig.RequestCancel(ctx, id, expiresAt) })
 }
 
 // cancelBackground asks a background response to stop: a queued one is

@@ -466,6 +466,7 @@ func TestBackgroundPollsReadSignalsNotTheRecord(t *testing.T) {
 	tr := startToolRun(t, string(body))
 	during := tr.polls(20)
 	gets := during.Calls["GetItem"]
+	t.Logf("%d polls of a running run with a 300 KB record: %s", gets, during)
 	assert.LessOrEqual(t, during.RCU, float64(gets), "%d polls read %.1f units (%s)", gets, during.RCU, during)
 	tr.cancel(t)
 }

@@ -169,8 +169,7 @@ const followNote = 30 * time.Second
 // note is logged and tried again when due; meanwhile the events come at
 // the worker's checkpoints.
 func (e *Engine) followerNote(ctx context.Context, rec *store.Record) func() {
-	sig, ok := e.cfg.Store.(store.RunSignals)
-	if !ok || rec.Response.Status.Terminal() {
+	if _, ok := e.cfg.Store.(store.RunSignals); !ok || rec.Response.Status.Terminal() {
 		return func() {}
 	}
 	id := rec.Response.ID
@@ -181,9 +180,8 @@ func (e *Engine) followerNote(ctx context.Context, rec *store.Record) func() {
 			return
 		}
 		due = now.Add(followNote / 3)
-		if err := sig.Follow(ctx, id, now.Add(followNote), rec.ExpiresAt); err != nil && ctx.Err() == nil {
-			e.log.WarnContext(ctx, "noting a follower failed; the worker's events come at its checkpoints", "response_id", id, "err", err)
-		}
+		e.signal(ctx, id, "noting a follower failed; the worker's events come at its checkpoints",
+			func(sig store.RunSignals) error { return sig.Follow(ctx, id, now.Add(followNote), rec.ExpiresAt) })
 	}
 }
 

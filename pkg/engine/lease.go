@@ -353,12 +353,21 @@ func (e *Engine) pollRun(ctx context.Context, id string) runPoll {
 // that pollRun reads the run's signals instead of the record. A failure
 // costs only reads: pollRun reads the record until a mark succeeds.
 func (e *Engine) markRunning(ctx context.Context, id string, expiresAt time.Time) {
+	e.signal(ctx, id, "marking the background run failed; polling its record instead",
+		func(sig store.RunSignals) error { return sig.MarkRunning(ctx, id, expiresAt) })
+}
+
+// signal writes one of the run signals of the background response id
+// (store.RunSignals) when the store keeps them. Every signal has a slower
+// fallback, so a failure never fails the caller: it is logged with what
+// it costs (failed).
+func (e *Engine) signal(ctx context.Context, id, failed string, write func(store.RunSignals) error) {
 	sig, ok := e.cfg.Store.(store.RunSignals)
 	if !ok {
 		return
 	}
-	if err := sig.MarkRunning(ctx, id, expiresAt); err != nil && ctx.Err() == nil {
-		e.log.WarnContext(ctx, "marking the background run failed; polling its record instead", "response_id", id, "err", err)
+	if err := write(sig); err != nil && ctx.Err() == nil {
+		e.log.WarnContext(ctx, failed, "response_id", id, "err", err)
 	}
 }
 

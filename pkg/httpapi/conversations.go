@@ -88,19 +88,7 @@ func (h *Handler) addConversationItems(w http.ResponseWriter, r *http.Request) e
 
 // listConversationItems serves GET /v1/conversations/{id}/items.
 func (h *Handler) listConversationItems(w http.ResponseWriter, r *http.Request) error {
-	opts, err := listOptions(r)
-	if err != nil {
-		return err
-	}
-	list, err := h.svc.ListConversationItems(r.Context(), r.PathValue("id"), opts)
-	if err != nil {
-		return err
-	}
-	if includesReasoningState(r) {
-		list.Data = showReasoningState(list.Data)
-	}
-	h.writeJSON(w, http.StatusOK, list)
-	return nil
+	return h.listItems(w, r, h.svc.ListConversationItems)
 }
 
 // getConversationItem serves GET /v1/conversations/{id}/items/{item_id}.

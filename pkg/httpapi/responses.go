@@ -171,18 +171,25 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) error {
 
 // inputItems serves GET /v1/responses/{id}/input_items.
 func (h *Handler) inputItems(w http.ResponseWriter, r *http.Request) error {
+	return h.listItems(w, r, h.svc.ListInputItems)
+}
+
+// listItems serves a page of the items of the object {id} (a response's
+// input, a conversation's items) that list returns, as the query asks
+// (listOptions, include).
+func (h *Handler) listItems(w http.ResponseWriter, r *http.Request, list func(ctx context.Context, id string, opts api.ListOptions) (*api.ItemList, error)) error {
 	opts, err := listOptions(r)
 	if err != nil {
 		return err
 	}
-	list, err := h.svc.ListInputItems(r.Context(), r.PathValue("id"), opts)
+	page, err := list(r.Context(), r.PathValue("id"), opts)
 	if err != nil {
 		return err
 	}
 	if includesReasoningState(r) {
-		list.Data = showReasoningState(list.Data)
+		page.Data = showReasoningState(page.Data)
 	}
-	h.writeJSON(w, http.StatusOK, list)
+	h.writeJSON(w, http.StatusOK, page)
 	return nil
 }
 

@@ -10,14 +10,7 @@ import (
 // (default 20, larger values clamped). The page's Items slice is new; the
 // items themselves are shared with the argument.
 func PageItems(items []api.Item, opts api.ListOptions) (*ItemPage, error) {
-	limit := opts.Limit
-	switch {
-	case limit <= 0:
-		limit = api.DefaultListLimit
-	case limit > api.MaxListLimit:
-		limit = api.MaxListLimit
-	}
-	desc := opts.Order != "asc"
+	limit, desc := opts.PageSize(), opts.Descending()
 	n := len(items)
 	// pos(i) is the index in items of the i-th element in listing order.
 	pos := func(i int) int {

@@ -467,14 +467,7 @@ func (s *Store) ListConversationItems(ctx context.Context, id string, opts api.L
 	if err != nil {
 		return nil, err
 	}
-	limit := opts.Limit
-	switch {
-	case limit <= 0:
-		limit = api.DefaultListLimit
-	case limit > api.MaxListLimit:
-		limit = api.MaxListLimit
-	}
-	desc := opts.Order != "asc"
+	limit, desc := opts.PageSize(), opts.Descending()
 	lo, hi := int64(0), h.Next-1
 	if opts.After != "" {
 		seq, ok, err := s.seqOf(ctx, h.PK, opts.After, h.Next)
