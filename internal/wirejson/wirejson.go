@@ -14,7 +14,11 @@
 // response and stored record).
 package wirejson
 
-import fastjson "github.com/segmentio/encoding/json"
+import (
+	"encoding/json"
+
+	fastjson "github.com/segmentio/encoding/json"
+)
 
 // Marshal returns the JSON encoding of v, as json.Marshal does.
 func Marshal(v any) ([]byte, error) { return fastjson.Marshal(v) }
@@ -27,5 +31,39 @@ func Append(b []byte, v any) ([]byte, error) {
 }
 
 // Unmarshal decodes data into v, as json.Unmarshal does; it fails where
-// json.Unmarshal fails, with errors of its own.
-func Unmarshal(data []byte, v any) error { return fastjson.Unmarshal(data, v) }
+// json.Unmarshal fails, with errors of its own. segmentio's decoder wraps
+// an integer of 20 digits around instead of failing (21000000000000000000
+// decodes into an int64 as 2553255926290448384): data holding such a run
+// of digits is decoded by encoding/json.
+func Unmarshal(data []byte, v any) error {
+	if longDigitRun(data) {
+		return json.Unmarshal(data, v)
+	}
+	return fastjson.Unmarshal(data, v)
+}
+
+// longDigitRun reports whether data holds 20 ASCII digits in a row (no
+// int64 or uint64 has more than 19 or 20). It looks at about one byte in
+// 20 of text without long numbers: a run of 20 must cover the byte it
+// looks at.
+func longDigitRun(data []byte) bool {
+	const n = 20
+	for i := n - 1; i < len(data); {
+		if !isDigit(data[i]) {
+			i += n
+			continue
+		}
+		j := i
+		for j > i-n+1 && isDigit(data[j-1]) {
+			j--
+		}
+		if j == i-n+1 {
+			return true
+		}
+		// data[j-1] is not a digit: a run of n starts at j or later.
+		i = j + n - 1
+	}
+	return false
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -71,8 +72,9 @@ func TestUnmarshalMatchesEncodingJSON(t *testing.T) {
 		`{"n":-12,"f":1e-7,"p":null,"raw":null,"in":null}`,
 		`{"raw":{ "a" : [1, "<&>"] },"l":[{"text":"a"},{"text":"b","x":1}],"m":{"k":[true,null,1.5]}}`,
 		` {"unknown":{"deep":[[[]]]},"s":""} `,
+		`{"s":"12345678901234567890123","f":210000000000000000000,"n":9223372036854775807}`,
 	}
-	bad := []string{``, `{`, `{"s":1}`, `{"n":1.5}`, `{"n":99999999999999999999}`, `{"s":"x"} x`, `{"s":"x",}`, `[1]`, `{"l":{}}`, "{\"s\":\"ctl \x01\"}"}
+	bad := []string{``, `{`, `{"s":1}`, `{"n":1.5}`, `{"n":99999999999999999999}`, `{"n":21000000000000000000}`, `{"n":-21000000000000000000}`, `{"s":"x"} x`, `{"s":"x",}`, `[1]`, `{"l":{}}`, "{\"s\":\"ctl \x01\"}"}
 	for _, in := range ok {
 		var got, want value
 		err, wantErr := Unmarshal([]byte(in), &got), json.Unmarshal([]byte(in), &want)
@@ -84,6 +86,27 @@ func TestUnmarshalMatchesEncodingJSON(t *testing.T) {
 		var got, want value
 		if err, wantErr := Unmarshal([]byte(in), &got), json.Unmarshal([]byte(in), &want); err == nil || wantErr == nil {
 			t.Errorf("Unmarshal(%q): err %v, json.Unmarshal err %v; want both to fail", in, err, wantErr)
+		}
+	}
+}
+
+// TestLongDigitRun: runs of 20 digits are found wherever they are, runs of
+// 19 are not, however the runs fall against the scan's strides.
+func TestLongDigitRun(t *testing.T) {
+	t.Parallel()
+	run := func(n int) string { return strings.Repeat("7", n) }
+	for pad := range 45 {
+		for _, c := range []struct {
+			s    string
+			want bool
+		}{
+			{run(20), true}, {run(19), false}, {run(19) + "," + run(19), false}, {run(5) + "x" + run(20), true},
+			{run(30), true}, {run(19) + "-" + run(20), true}, {run(10) + "." + run(10), false},
+		} {
+			in := strings.Repeat(" ", pad) + c.s + strings.Repeat("}", pad%7)
+			if got := longDigitRun([]byte(in)); got != c.want {
+				t.Errorf("longDigitRun(%q) = %v, want %v", in, got, c.want)
+			}
 		}
 	}
 }

@@ -196,13 +196,13 @@ func decodeItems(param string, v json.RawMessage) ([]Item, error) {
 		return nil, InvalidRequest(param, "invalid type for '%s': expected an array of items", param)
 	}
 	var raws []json.RawMessage
-	if err := json.Unmarshal(v, &raws); err != nil {
+	if err := unmarshal(v, &raws); err != nil {
 		return nil, InvalidRequest(param, "invalid %s: %s", param, jsonErrText(err))
 	}
 	items := make([]Item, len(raws))
 	for i, raw := range raws {
 		p := param + "[" + strconv.Itoa(i) + "]"
-		if err := json.Unmarshal(raw, &items[i]); err != nil {
+		if err := unmarshal(raw, &items[i]); err != nil {
 			return nil, prefixParam(typeError("", err), p)
 		}
 		if items[i].Type == ItemReference {

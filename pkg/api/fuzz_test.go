@@ -3,7 +3,10 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
+
+	"github.com/lambent/lambent/internal/wirejson"
 )
 
 // FuzzDecodeCreateRequest: any body either decodes into a valid request
@@ -11,6 +14,38 @@ import (
 // error shape; never a panic. The corpus holds the shapes the OpenAI API
 // accepts and the bodies official clients send.
 func FuzzDecodeCreateRequest(f *testing.F) {
+	addCreateSeeds(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := DecodeCreateRequest(body)
+		if err != nil {
+			var ae *Error
+			if !errors.As(err, &ae) || ae.Status < 400 || ae.Status > 499 {
+				t.Fatalf("error is not a 4xx *Error: %#v", err)
+			}
+			var env struct {
+				Error struct{ Message, Type string } `json:"error"`
+			}
+			b, err := json.Marshal(ErrorBody{Error: ae})
+			if err != nil || json.Unmarshal(b, &env) != nil || env.Error.Message == "" || env.Error.Type == "" {
+				t.Fatalf("error is not in the OpenAI error shape: %s (%v)", b, err)
+			}
+			return
+		}
+		if err := req.Validate(); err != nil {
+			t.Fatalf("decoded request does not validate: %v", err)
+		}
+		if _, err := json.Marshal(req.Input); err != nil {
+			t.Fatalf("decoded input does not marshal: %v", err)
+		}
+		if len(req.Input) == 0 && req.PreviousResponseID == "" {
+			t.Fatalf("empty input accepted")
+		}
+	})
+}
+
+// addCreateSeeds adds the create-request corpus to f: the shapes the OpenAI
+// API accepts, faulty ones, and the bodies official clients send.
+func addCreateSeeds(f *testing.F) {
 	for _, s := range []string{
 		`{"model":"m","input":"hello"}`,
 		`{"input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]}],"stream":true}`,
@@ -44,30 +79,54 @@ func FuzzDecodeCreateRequest(f *testing.F) {
 	for _, c := range clientBodies(f) {
 		f.Add([]byte(c.Body))
 	}
+}
+
+// FuzzUnmarshalMatchesEncodingJSON holds unmarshal's fast pass to
+// encoding/json: for the body and, recursively, every value inside it,
+// wirejson decodes each of the types the request decoders decode into
+// exactly when encoding/json does, into the same value. unmarshal trusts
+// the fast pass's success, so this is what keeps the 400s and the values
+// of DecodeCreateRequest those of encoding/json.
+func FuzzUnmarshalMatchesEncodingJSON(f *testing.F) {
+	addCreateSeeds(f)
+	for _, s := range []string{`"\ud800"`, "\"\xff\"", `{"Type":"x","TYPE":"y"}`, `{"a":1,"a":2}`, `[1,]`, `1e400`, `-0`, `{"id":"a" } x`, ` [ ] `, `"\u0000"`} {
+		f.Add([]byte(s))
+	}
+	targets := []func() any{
+		func() any { return new(map[string]json.RawMessage) }, func() any { return new([]json.RawMessage) },
+		func() any { return new(string) }, func() any { return new(*bool) }, func() any { return new(*float64) },
+		func() any { return new(*int64) }, func() any { return new(map[string]string) }, func() any { return new([]string) },
+		func() any { return new(wireItemIn) }, func() any { return new(wirePartIn) }, func() any { return new(wireTool) },
+		func() any { return new(StreamOptions) }, func() any { return new([]ToolRef) }, func() any { return new(MCPTool) },
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := DecodeCreateRequest(body)
-		if err != nil {
-			var ae *Error
-			if !errors.As(err, &ae) || ae.Status < 400 || ae.Status > 499 {
-				t.Fatalf("error is not a 4xx *Error: %#v", err)
+		var check func(data []byte, depth int)
+		check = func(data []byte, depth int) {
+			for _, target := range targets {
+				fast, slow := target(), target()
+				fastErr, slowErr := wirejson.Unmarshal(data, fast), json.Unmarshal(data, slow)
+				if (fastErr == nil) != (slowErr == nil) {
+					t.Fatalf("%T from %q: wirejson %v, encoding/json %v", fast, data, fastErr, slowErr)
+				}
+				if fastErr == nil && !reflect.DeepEqual(fast, slow) {
+					t.Fatalf("%T from %q: wirejson %#v, encoding/json %#v", fast, data, fast, slow)
+				}
 			}
-			var env struct {
-				Error struct{ Message, Type string } `json:"error"`
+			if depth == 0 {
+				return
 			}
-			b, err := json.Marshal(ErrorBody{Error: ae})
-			if err != nil || json.Unmarshal(b, &env) != nil || env.Error.Message == "" || env.Error.Type == "" {
-				t.Fatalf("error is not in the OpenAI error shape: %s (%v)", b, err)
+			var fields map[string]json.RawMessage
+			var elems []json.RawMessage
+			if json.Unmarshal(data, &fields) == nil {
+				for _, v := range fields {
+					check(v, depth-1)
+				}
+			} else if json.Unmarshal(data, &elems) == nil {
+				for _, v := range elems {
+					check(v, depth-1)
+				}
 			}
-			return
 		}
-		if err := req.Validate(); err != nil {
-			t.Fatalf("decoded request does not validate: %v", err)
-		}
-		if _, err := json.Marshal(req.Input); err != nil {
-			t.Fatalf("decoded input does not marshal: %v", err)
-		}
-		if len(req.Input) == 0 && req.PreviousResponseID == "" {
-			t.Fatalf("empty input accepted")
-		}
+		check(body, 6)
 	})
 }

@@ -584,14 +584,14 @@ func mcpErrorMessage(raw json.RawMessage) string {
 		return ""
 	}
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if decodes(raw, &s) {
 		return s
 	}
 	var o struct {
 		Message string         `json:"message"`
 		Content []mcpErrorText `json:"content"`
 	}
-	if json.Unmarshal(raw, &o) == nil {
+	if decodes(raw, &o) {
 		var b strings.Builder
 		b.WriteString(o.Message)
 		for _, c := range o.Content {
@@ -664,7 +664,7 @@ type wireItemIn struct {
 // relative to the item (the caller prefixes the path).
 func (it *Item) UnmarshalJSON(data []byte) error {
 	var w wireItemIn
-	if err := json.Unmarshal(data, &w); err != nil {
+	if err := unmarshal(data, &w); err != nil {
 		return InvalidRequest("", "invalid item: %s", jsonErrText(err))
 	}
 	typ := ItemMessage
@@ -713,7 +713,7 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 		if len(w.Output) == 0 || w.Output[0] != '"' {
 			return InvalidRequest("output", "missing required parameter: output (a string)")
 		}
-		if err := json.Unmarshal(w.Output, &it.Output); err != nil {
+		if err := unmarshal(w.Output, &it.Output); err != nil {
 			return InvalidRequest("output", "invalid output: %s", jsonErrText(err))
 		}
 	case ItemComputerCallOutput:
@@ -732,7 +732,7 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 	case ItemApplyPatchCallOutput:
 		it.CallID = w.CallID
 		if len(w.Output) > 0 && w.Output[0] == '"' {
-			if err := json.Unmarshal(w.Output, &it.Output); err != nil {
+			if err := unmarshal(w.Output, &it.Output); err != nil {
 				return InvalidRequest("output", "invalid output: %s", jsonErrText(err))
 			}
 		}
@@ -745,7 +745,7 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 			return InvalidRequest("output", "missing required parameter: output")
 		}
 		if w.Output[0] == '"' {
-			if err := json.Unmarshal(w.Output, &it.Output); err != nil {
+			if err := unmarshal(w.Output, &it.Output); err != nil {
 				return InvalidRequest("output", "invalid output: %s", jsonErrText(err))
 			}
 		} else {
@@ -777,7 +777,7 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 			it.ApprovalRequestID = *w.ApprovalRequest
 		}
 		if len(w.Output) > 0 && w.Output[0] == '"' {
-			if err := json.Unmarshal(w.Output, &it.Output); err != nil {
+			if err := unmarshal(w.Output, &it.Output); err != nil {
 				return InvalidRequest("output", "invalid output: %s", jsonErrText(err))
 			}
 			if it.Status == "" || it.Status == ItemInProgress {
@@ -833,7 +833,7 @@ func decodeContent(raw json.RawMessage, param string) ([]ContentPart, error) {
 	}
 	if raw[0] == '"' {
 		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		if err := unmarshal(raw, &s); err != nil {
 			return nil, InvalidRequest(param, "invalid %s: %s", param, jsonErrText(err))
 		}
 		return []ContentPart{{Type: PartInputText, Text: s}}, nil
@@ -842,12 +842,12 @@ func decodeContent(raw json.RawMessage, param string) ([]ContentPart, error) {
 		return nil, InvalidRequest(param, "invalid type for %s: expected a string or an array of content parts", param)
 	}
 	var raws []json.RawMessage
-	if err := json.Unmarshal(raw, &raws); err != nil {
+	if err := unmarshal(raw, &raws); err != nil {
 		return nil, InvalidRequest(param, "invalid %s: %s", param, jsonErrText(err))
 	}
 	parts := make([]ContentPart, len(raws))
 	for j, r := range raws {
-		if err := json.Unmarshal(r, &parts[j]); err != nil {
+		if err := unmarshal(r, &parts[j]); err != nil {
 			return nil, prefixParam(err, param+"["+strconv.Itoa(j)+"]")
 		}
 	}
@@ -871,7 +871,7 @@ type wirePartIn struct {
 // UnmarshalJSON decodes a content part, checking its type and required fields.
 func (p *ContentPart) UnmarshalJSON(data []byte) error {
 	var w wirePartIn
-	if err := json.Unmarshal(data, &w); err != nil {
+	if err := unmarshal(data, &w); err != nil {
 		return InvalidRequest("", "invalid content part: %s", jsonErrText(err))
 	}
 	*p = ContentPart{Type: w.Type, Annotations: w.Annotations, Logprobs: w.Logprobs,

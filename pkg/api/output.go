@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"encoding/json"
 	"strconv"
 	"strings"
 )
@@ -48,7 +47,7 @@ func (t *Tool) Reflects() bool {
 // ("lambent:review" → "review"), or "" for the default handler (true).
 func (t *Tool) ReflectionTool() string {
 	var s string
-	if json.Unmarshal(t.Reflection, &s) != nil {
+	if !decodes(t.Reflection, &s) {
 		return ""
 	}
 	return strings.TrimPrefix(s, HostedPrefix)
@@ -110,8 +109,8 @@ func validateOutputTool(t *Tool, p string) error {
 		var b bool
 		var s string
 		switch {
-		case json.Unmarshal(t.Reflection, &b) == nil:
-		case json.Unmarshal(t.Reflection, &s) == nil && strings.HasPrefix(s, HostedPrefix) && validName(strings.TrimPrefix(s, HostedPrefix)) && s != ToolOutput:
+		case decodes(t.Reflection, &b):
+		case decodes(t.Reflection, &s) && strings.HasPrefix(s, HostedPrefix) && validName(strings.TrimPrefix(s, HostedPrefix)) && s != ToolOutput:
 		default:
 			return InvalidRequest(p+".reflection", "reflection must be true, false or a hosted tool (\"%s<name>\")", HostedPrefix)
 		}

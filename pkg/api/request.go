@@ -267,8 +267,8 @@ func decodeParams(body []byte, known func(string) bool) (*CreateResponseRequest,
 // decodeObject decodes a request body that must be a JSON object into its
 // fields.
 func decodeObject(body []byte) (map[string]json.RawMessage, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
+	fields, err := unmarshalFields(body)
+	if err != nil {
 		var ute *json.UnmarshalTypeError
 		if errors.As(err, &ute) {
 			return nil, InvalidRequest("", "the request body must be a JSON object")
@@ -289,7 +289,7 @@ func unknownParam(p string) *Error {
 
 // into decodes v into target; a failure is a 400 naming param.
 func into(param string, v json.RawMessage, target any) error {
-	if err := json.Unmarshal(v, target); err != nil {
+	if err := unmarshal(v, target); err != nil {
 		return prefixParam(typeError(param, err), param)
 	}
 	return nil
@@ -298,8 +298,8 @@ func into(param string, v json.RawMessage, target any) error {
 // object decodes the JSON object v into target after checking that each
 // of its keys is one of keys; any other key is a 400 naming param.key.
 func object(param string, v json.RawMessage, target any, keys ...string) error {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(v, &fields); err != nil || fields == nil {
+	fields, err := unmarshalFields(v)
+	if err != nil || fields == nil {
 		return InvalidRequestCode(param, "invalid_type", "Invalid type for '%s': expected an object.", param)
 	}
 	for _, k := range slices.Sorted(maps.Keys(fields)) {
@@ -331,12 +331,12 @@ func (r *CreateResponseRequest) decodeTools(v json.RawMessage) error {
 		return InvalidRequest("tools", "invalid type for 'tools': expected an array of tools")
 	}
 	var raws []json.RawMessage
-	if err := json.Unmarshal(v, &raws); err != nil {
+	if err := unmarshal(v, &raws); err != nil {
 		return InvalidRequest("tools", "invalid tools: %s", jsonErrText(err))
 	}
 	r.Tools = make([]Tool, len(raws))
 	for i, raw := range raws {
-		if err := json.Unmarshal(raw, &r.Tools[i]); err != nil {
+		if err := unmarshal(raw, &r.Tools[i]); err != nil {
 			return prefixParam(err, "tools["+strconv.Itoa(i)+"]")
 		}
 	}
@@ -373,7 +373,7 @@ func decodeFormat(raw json.RawMessage, f *TextFormat) error {
 	var head struct {
 		Type string `json:"type"`
 	}
-	if json.Unmarshal(raw, &head) == nil && (head.Type == FormatText || head.Type == FormatJSONObject) {
+	if decodes(raw, &head) && (head.Type == FormatText || head.Type == FormatJSONObject) {
 		keys = keys[:1]
 	}
 	*f = TextFormat{}
@@ -455,7 +455,7 @@ func (r *CreateResponseRequest) decodeInput(v json.RawMessage) error {
 	switch v[0] {
 	case '"':
 		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
+		if err := unmarshal(v, &s); err != nil {
 			return InvalidRequest("input", "invalid input: %s", jsonErrText(err))
 		}
 		r.Input = []Item{{Type: ItemMessage, Role: RoleUser, Content: []ContentPart{{Type: PartInputText, Text: s}}}}
@@ -463,12 +463,12 @@ func (r *CreateResponseRequest) decodeInput(v json.RawMessage) error {
 		return nil
 	case '[':
 		var raws []json.RawMessage
-		if err := json.Unmarshal(v, &raws); err != nil {
+		if err := unmarshal(v, &raws); err != nil {
 			return InvalidRequest("input", "invalid input: %s", jsonErrText(err))
 		}
 		r.Input = make([]Item, len(raws))
 		for i, raw := range raws {
-			if err := json.Unmarshal(raw, &r.Input[i]); err != nil {
+			if err := unmarshal(raw, &r.Input[i]); err != nil {
 				id, ok := implicitReference(raw)
 				if !ok {
 					return prefixParam(typeError("", err), "input["+strconv.Itoa(i)+"]")
@@ -484,15 +484,15 @@ func (r *CreateResponseRequest) decodeInput(v json.RawMessage) error {
 // implicitReference reports whether raw is an item reference without its
 // type ({"id":"msg_1"}, type absent or null), which OpenAI accepts.
 func implicitReference(raw json.RawMessage) (string, bool) {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(raw, &fields) != nil {
+	fields, err := unmarshalFields(raw)
+	if err != nil {
 		return "", false
 	}
 	var id string
 	for k, v := range fields {
 		switch {
 		case k == "id":
-			if json.Unmarshal(v, &id) != nil {
+			if !decodes(v, &id) {
 				return "", false
 			}
 		case k != "type" || !isNull(v):

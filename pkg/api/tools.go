@@ -151,7 +151,7 @@ type wireTool struct {
 // UnmarshalJSON decodes a tool declaration.
 func (t *Tool) UnmarshalJSON(data []byte) error {
 	var w wireTool
-	if err := json.Unmarshal(data, &w); err != nil {
+	if err := unmarshal(data, &w); err != nil {
 		return InvalidRequest("", "invalid tool: %s", jsonErrText(err))
 	}
 	*t = Tool(w)
@@ -257,7 +257,7 @@ func (c ToolChoice) EffectiveMode() string {
 func (c *ToolChoice) UnmarshalJSON(data []byte) error {
 	*c = ToolChoice{}
 	if len(data) > 0 && data[0] == '"' {
-		if err := json.Unmarshal(data, &c.Mode); err != nil {
+		if err := unmarshal(data, &c.Mode); err != nil {
 			return InvalidRequest("tool_choice", "invalid tool_choice: %s", jsonErrText(err))
 		}
 		switch c.Mode {
@@ -273,7 +273,7 @@ func (c *ToolChoice) UnmarshalJSON(data []byte) error {
 		Mode      string    `json:"mode"`
 		Tools     []ToolRef `json:"tools"`
 	}
-	if err := json.Unmarshal(data, &w); err != nil {
+	if err := unmarshal(data, &w); err != nil {
 		return InvalidRequest("tool_choice", "invalid type for tool_choice: expected a string or an object")
 	}
 	switch w.Type {

@@ -1,0 +1,34 @@
+package api
+
+import (
+	"encoding/json"
+
+	"github.com/lambent/lambent/internal/wirejson"
+)
+
+// unmarshal decodes data into v as json.Unmarshal does: with wirejson's
+// decoder first (about three times faster, and it does not scan each nested
+// value again before decoding it, as encoding/json does at every level of a
+// request's items and content parts), then, only when that fails, again with
+// encoding/json, whose errors the API's 400 texts are built from. A valid
+// body costs one fast pass; a faulty one pays for both
+// (FuzzUnmarshalMatchesEncodingJSON holds the two to the same results).
+func unmarshal(data []byte, v any) error {
+	if wirejson.Unmarshal(data, v) == nil {
+		return nil
+	}
+	return json.Unmarshal(data, v)
+}
+
+// decodes reports whether data decodes into v, for a probe that needs no
+// error text.
+func decodes(data []byte, v any) bool { return wirejson.Unmarshal(data, v) == nil }
+
+// unmarshalFields decodes the JSON object data into its fields, as
+// unmarshal does (nil for null). The map starts small: wirejson's decoder
+// would make one for 64 fields.
+func unmarshalFields(data []byte) (map[string]json.RawMessage, error) {
+	fields := make(map[string]json.RawMessage, 8)
+	err := unmarshal(data, &fields)
+	return fields, err
+}
