@@ -70,9 +70,9 @@ func NewStream(v, shell any, arrays ...Array) (*Stream, error) {
 		a  Array
 	}
 	places := make([]place, 0, len(arrays))
+	var marker []byte
 	for _, a := range arrays {
-		marker := make([]byte, 0, len(a.Key)+5)
-		marker = append(append(append(marker, '"'), a.Key...), `":[]`...)
+		marker = append(append(append(marker[:0], '"'), a.Key...), `":[]`...)
 		i := bytes.Index(b, marker)
 		if i < 0 || bytes.Contains(b[i+1:], marker) {
 			return whole(v)

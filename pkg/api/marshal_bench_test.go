@@ -36,7 +36,8 @@ func benchResponse() *Response {
 }
 
 // BenchmarkMarshal measures the encoding of the gateway's hot values: a
-// whole response (non-streaming body, response.completed), the
+// whole response (a non-streaming body: MarshalJSON, which the HTTP writer
+// calls, items and tools encoded in place; response.completed), the
 // response.created event (twice per stream before the first token) and an
 // output_text.delta event (one per streamed token), by wirejson (the HTTP
 // and SSE writers; the SSE writer encodes what StreamEvent.Wire gives into
@@ -55,6 +56,21 @@ func BenchmarkMarshal(b *testing.B) {
 		{"output_text.delta", &StreamEvent{Type: EventOutputTextDelta, SequenceNumber: 7, ItemID: r.Output[2].ID,
 			OutputIndex: Ptr(2), ContentIndex: Ptr(0), Delta: Ptr("word ")}},
 	} {
+		if r, ok := bc.v.(*Response); ok {
+			// What the HTTP writer calls for a response body.
+			b.Run(bc.name+"/MarshalJSON", func(b *testing.B) {
+				b.ReportAllocs()
+				var n int
+				for b.Loop() {
+					out, err := r.MarshalJSON()
+					if err != nil {
+						b.Fatal(err)
+					}
+					n = len(out)
+				}
+				b.SetBytes(int64(n))
+			})
+		}
 		if ev, ok := bc.v.(*StreamEvent); ok {
 			b.Run(bc.name+"/wirejson-Wire", func(b *testing.B) {
 				b.ReportAllocs()

@@ -132,28 +132,38 @@ func TestResponseMarshalJSONIsMarshal(t *testing.T) {
 	}
 }
 
-// TestResponseJSONStream: a response read as a wirejson.Stream of its
-// Shell is its MarshalJSON's bytes, also when a tool's schema holds an
-// empty "output" array (the stream then encodes it whole), and with no
-// output at all.
+// TestResponseJSONStream: a response's MarshalJSON, which encodes its
+// items and tools in place (a wirejson.Stream of its Shell), and an event's
+// stream of it are the bytes encoding/json writes for the response's fields
+// through each item's and tool's MarshalJSON, also when a tool's schema
+// holds empty "output" and "tools" arrays, and with no output at all.
 func TestResponseJSONStream(t *testing.T) {
 	r := benchResponse()
 	r.Output[2].Content[0].Text += " <b>&amp;</b> \u2028 \xff"
 	schema := *r
-	schema.Tools = []Tool{{Type: ToolFunction, Name: "f", Parameters: json.RawMessage(`{"type":"object","default":{"output" : []}}`)}}
+	schema.Tools = []Tool{{Type: ToolFunction, Name: "f", Parameters: json.RawMessage(`{"type":"object","default":{"output":[],"tools" : []}}`)},
+		{Type: "web_search", Raw: json.RawMessage(`{"type":"web_search","filters":{"tools":[]}}`)}}
 	for name, r := range map[string]*Response{"items": r, "schema": &schema, "none": {ID: "resp_1"}} {
-		want, err := r.MarshalJSON()
+		want, err := json.Marshal(r.wire())
 		if err != nil {
 			t.Fatal(err)
 		}
-		shell, output := r.Shell()
-		s, err := wirejson.NewStream(r, shell, output)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := io.ReadAll(s)
+		got, err := r.MarshalJSON()
 		if err != nil || string(got) != string(want) {
-			t.Errorf("%s: JSONStream = %s, %v\nwant %s", name, got, err, want)
+			t.Errorf("%s: MarshalJSON = %s, %v\nwant %s", name, got, err, want)
+		}
+		ev := &StreamEvent{Type: EventResponseCompleted, SequenceNumber: 9, Response: r}
+		shell := *ev
+		var arrays []wirejson.Array
+		shell.Response, arrays = r.Shell()
+		s, err := wirejson.NewStream(ev, shell.Wire(), arrays...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err = io.ReadAll(s)
+		wantEv, _ := json.Marshal(ev)
+		if err != nil || string(got) != string(wantEv) {
+			t.Errorf("%s: event stream = %s, %v\nwant %s", name, got, err, wantEv)
 		}
 	}
 }

@@ -1,6 +1,10 @@
 package api
 
-import "github.com/lambent/lambent/internal/wirejson"
+import (
+	"math"
+
+	"github.com/lambent/lambent/internal/wirejson"
+)
 
 // Response is the response object (ResponseResource). Every field the spec
 // requires is always written; nullable ones are pointers.
@@ -45,8 +49,26 @@ type Response struct {
 }
 
 // MarshalJSON writes every field, nil output, tools and metadata as empty
-// ones, as the schema requires.
-func (r *Response) MarshalJSON() ([]byte, error) { return wirejson.Marshal(r.wire()) }
+// ones, as the schema requires. The output items and the tools are
+// encoded in place (Shell), not through their own MarshalJSON methods,
+// whose bytes the encoder would parse and compact again.
+func (r *Response) MarshalJSON() ([]byte, error) {
+	shell, arrays := r.Shell()
+	s, err := wirejson.NewStream((*wholeResponse)(r), shell.wire(), arrays...)
+	if err != nil {
+		return nil, err
+	}
+	b, _, err := s.AppendTo(make([]byte, 0, 2048), math.MaxInt)
+	return b, err
+}
+
+// wholeResponse is a Response that encodes itself in one piece, its items
+// and tools through their MarshalJSON methods: what MarshalJSON's stream
+// falls back to.
+type wholeResponse Response
+
+// MarshalJSON encodes r whole.
+func (r *wholeResponse) MarshalJSON() ([]byte, error) { return wirejson.Marshal((*Response)(r).wire()) }
 
 // responseWire is a Response's fields without its methods: what its JSON
 // is encoded from, once nil output, tools and metadata are empty ones
@@ -69,14 +91,18 @@ func (r *Response) wire() *responseWire {
 	return &c
 }
 
-// Shell returns a copy of r without its output items, and the
-// wirejson.Array of them: the parts of a wirejson.Stream of a value
-// holding r (a stored record, a stream event), which encodes the items one
-// at a time.
-func (r *Response) Shell() (*Response, wirejson.Array) {
+// Shell returns a copy of r without its output items and tools, and the
+// wirejson.Arrays of them: the parts of a wirejson.Stream of a value
+// holding r (the response itself, a stored record, a stream event), which
+// encodes the items and tools one at a time, each in place.
+func (r *Response) Shell() (*Response, []wirejson.Array) {
 	c := *r
-	c.Output = nil
-	return &c, ItemsArray("output", r.Output)
+	c.Output, c.Tools = []Item{}, []Tool{}
+	if c.Metadata == nil {
+		c.Metadata = map[string]string{}
+	}
+	return &c, []wirejson.Array{ItemsArray("output", r.Output),
+		{Key: "tools", Len: len(r.Tools), Elem: func(i int) (any, error) { return r.Tools[i].wire(), nil }}}
 }
 
 // ItemsArray is the wirejson.Array of items at key: each encoded as its

@@ -171,26 +171,29 @@ func (t *Tool) UnmarshalJSON(data []byte) error {
 // (null when absent); other tools have the fields of wireTool, each
 // omitted when empty, except the headers and the authorization secret,
 // which are never echoed.
-func (t Tool) MarshalJSON() ([]byte, error) {
+func (t Tool) MarshalJSON() ([]byte, error) { return wirejson.Marshal(t.wire()) }
+
+// wire is the value MarshalJSON encodes.
+func (t *Tool) wire() any {
 	if t.Type == ToolFunction {
 		params := t.Parameters
 		if len(params) == 0 {
 			params = nil // written as null
 		}
-		return wirejson.Marshal(struct {
+		return &struct {
 			Type        string          `json:"type"`
 			Name        string          `json:"name"`
 			Description *string         `json:"description"`
 			Parameters  json.RawMessage `json:"parameters"`
 			Strict      *bool           `json:"strict"`
-		}{t.Type, t.Name, t.Description, params, t.Strict})
+		}{t.Type, t.Name, t.Description, params, t.Strict}
 	}
 	if t.Raw != nil {
-		return t.Raw, nil
+		return t.Raw
 	}
-	w := wireTool(t)
+	w := wireTool(*t)
 	w.Headers, w.Authorization = nil, ""
-	return wirejson.Marshal(w)
+	return &w
 }
 
 // Tool choice modes.

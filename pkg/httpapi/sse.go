@@ -86,9 +86,9 @@ func (rw *responseWriter) WriteEvent(ev *api.StreamEvent) error {
 // holds the response's JSON whole.
 func (rw *responseWriter) responseFrame(ev *api.StreamEvent) error {
 	shell := *ev
-	var output wirejson.Array
-	shell.Response, output = ev.Response.Shell()
-	s, err := wirejson.NewStream(ev, shell.Wire(), output)
+	var arrays []wirejson.Array
+	shell.Response, arrays = ev.Response.Shell()
+	s, err := wirejson.NewStream(ev, shell.Wire(), arrays...)
 	if err != nil {
 		return fmt.Errorf("encode %s event: %w", ev.Type, err)
 	}

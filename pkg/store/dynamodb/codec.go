@@ -82,9 +82,8 @@ func wire(rec *store.Record) wireRecord {
 func writeRecord(w io.Writer, rec *store.Record) error {
 	v := wire(rec)
 	shell := v
-	var output wirejson.Array
-	shell.Response, output = rec.Response.Shell()
-	arrays := []wirejson.Array{output}
+	var arrays []wirejson.Array
+	shell.Response, arrays = rec.Response.Shell()
 	if v.Input != nil {
 		shell.Input = []api.Item{}
 		arrays = append(arrays, api.ItemsArray("input", v.Input))
