@@ -94,7 +94,7 @@ func (e *Engine) openSummaries(ctx context.Context, r *run) error {
 			}
 			param := "previous_response_id"
 			if part.input {
-				param = "input[" + strconv.Itoa(i) + "].encrypted_content"
+				param = inputParam(i, "encrypted_content")
 			}
 			if e.cfg.Compaction == nil {
 				err := compactionUnavailable()

@@ -116,7 +116,7 @@ func (e *Engine) checkReferenced(req *api.CreateResponseRequest, refs []referenc
 	if req.PreviousResponseID != "" {
 		first--
 	}
-	return limits.Exceeded("input["+strconv.Itoa(refs[first].item)+"].id",
+	return limits.Exceeded(inputParam(refs[first].item, "id"),
 		"the number of stored responses this request reads (previous_response_id and the distinct responses its item references point into)", n, limit)
 }
 
@@ -134,7 +134,7 @@ func (e *Engine) checkImages(r *run) error {
 	param, seen := "previous_response_id", history
 	for i := 0; seen <= limit; i++ {
 		seen += countImages(r.input[i : i+1])
-		param = "input[" + strconv.Itoa(i) + "]"
+		param = inputParam(i, "")
 	}
 	return limits.Exceeded(param, "the number of input images a model call carries (this input and the conversation it continues)", n, limit)
 }

@@ -338,7 +338,7 @@ func (r *run) checkApprovals() error {
 		if it.Type != api.ItemMCPApprovalResponse {
 			continue
 		}
-		p := "input[" + strconv.Itoa(i) + "].approval_request_id"
+		p := inputParam(i, "approval_request_id")
 		if !requests[it.ApprovalRequestID] {
 			return api.InvalidRequestCode(p, "approval_request_not_found", "No MCP approval request with id '%s' in this conversation.", it.ApprovalRequestID)
 		}

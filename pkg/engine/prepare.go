@@ -144,11 +144,10 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 	}
 	r.input = make([]api.Item, 0, len(r.req.Input))
 	for i, it := range r.req.Input {
-		p := "input[" + strconv.Itoa(i) + "]"
 		if it.Type == api.ItemReference {
 			ref, ok := byID[it.ID]
 			if !ok {
-				return api.InvalidRequest(p+".id", "Item with id '%s' not found.", it.ID)
+				return api.InvalidRequest(inputParam(i, "id"), "Item with id '%s' not found.", it.ID)
 			}
 			it = *ref
 		}
@@ -169,9 +168,9 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 		case api.IsClientOutput(it.Type):
 			if !calls[it.CallID] {
 				if r.req.PreviousResponseID != "" {
-					return api.InvalidRequest(p+".call_id", "No tool call found for function call output with call_id '%s' in previous response '%s'.", it.CallID, r.req.PreviousResponseID)
+					return api.InvalidRequest(inputParam(i, "call_id"), "No tool call found for function call output with call_id '%s' in previous response '%s'.", it.CallID, r.req.PreviousResponseID)
 				}
-				return api.InvalidRequest(p+".call_id", "No tool call found for function call output with call_id '%s'.", it.CallID)
+				return api.InvalidRequest(inputParam(i, "call_id"), "No tool call found for function call output with call_id '%s'.", it.CallID)
 			}
 		}
 		if it.ID == "" {
@@ -183,6 +182,16 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 		r.input = append(r.input, it)
 	}
 	return nil
+}
+
+// inputParam is the param of field of the request's input item i, as
+// errors name it ("input[2].call_id"; the item itself when field is "").
+func inputParam(i int, field string) string {
+	p := "input[" + strconv.Itoa(i) + "]"
+	if field == "" {
+		return p
+	}
+	return p + "." + field
 }
 
 // maxReferenceReads bounds the concurrent store reads of one request's
@@ -221,7 +230,7 @@ func (e *Engine) fetchReferenced(ctx context.Context, req *api.CreateResponseReq
 			wanted[it.ID] = true
 		}
 	}
-	if err := e.checkReferenced(req, refs); err != nil {
+	if err := e.checkReferenced(req, refs); err != nil || len(refs) == 0 {
 		return err
 	}
 	found := make([][]api.Item, len(refs))
