@@ -841,17 +841,12 @@ func decodeContent(raw json.RawMessage, param string) ([]ContentPart, error) {
 	if raw[0] != '[' {
 		return nil, InvalidRequest(param, "invalid type for %s: expected a string or an array of content parts", param)
 	}
-	var raws []json.RawMessage
-	if err := unmarshal(raw, &raws); err != nil {
-		return nil, InvalidRequest(param, "invalid %s: %s", param, jsonErrText(err))
-	}
-	parts := make([]ContentPart, len(raws))
-	for j, r := range raws {
-		if err := unmarshal(r, &parts[j]); err != nil {
-			return nil, prefixParam(err, param+"["+strconv.Itoa(j)+"]")
+	return decodeElems(param, raw, func(j int, r json.RawMessage, p *ContentPart) error {
+		if err := unmarshal(r, p); err != nil {
+			return prefixParam(err, param+"["+strconv.Itoa(j)+"]")
 		}
-	}
-	return parts, nil
+		return nil
+	})
 }
 
 type wirePartIn struct {

@@ -330,17 +330,14 @@ func (r *CreateResponseRequest) decodeTools(v json.RawMessage) error {
 	if v[0] != '[' {
 		return InvalidRequest("tools", "invalid type for 'tools': expected an array of tools")
 	}
-	var raws []json.RawMessage
-	if err := unmarshal(v, &raws); err != nil {
-		return InvalidRequest("tools", "invalid tools: %s", jsonErrText(err))
-	}
-	r.Tools = make([]Tool, len(raws))
-	for i, raw := range raws {
-		if err := unmarshal(raw, &r.Tools[i]); err != nil {
+	tools, err := decodeElems("tools", v, func(i int, raw json.RawMessage, t *Tool) error {
+		if err := unmarshal(raw, t); err != nil {
 			return prefixParam(err, "tools["+strconv.Itoa(i)+"]")
 		}
-	}
-	return nil
+		return nil
+	})
+	r.Tools = tools
+	return err
 }
 
 // decodeText decodes text; a missing or null format is {"type":"text"}.
@@ -462,21 +459,18 @@ func (r *CreateResponseRequest) decodeInput(v json.RawMessage) error {
 		r.InputString = true
 		return nil
 	case '[':
-		var raws []json.RawMessage
-		if err := unmarshal(v, &raws); err != nil {
-			return InvalidRequest("input", "invalid input: %s", jsonErrText(err))
-		}
-		r.Input = make([]Item, len(raws))
-		for i, raw := range raws {
-			if err := unmarshal(raw, &r.Input[i]); err != nil {
+		input, err := decodeElems("input", v, func(i int, raw json.RawMessage, it *Item) error {
+			if err := unmarshal(raw, it); err != nil {
 				id, ok := implicitReference(raw)
 				if !ok {
 					return prefixParam(typeError("", err), "input["+strconv.Itoa(i)+"]")
 				}
-				r.Input[i] = Item{Type: ItemReference, ID: id}
+				*it = Item{Type: ItemReference, ID: id}
 			}
-		}
-		return nil
+			return nil
+		})
+		r.Input = input
+		return err
 	}
 	return InvalidRequest("input", "invalid type for 'input': expected a string or an array of input items")
 }

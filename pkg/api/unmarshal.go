@@ -32,3 +32,26 @@ func unmarshalFields(data []byte) (map[string]json.RawMessage, error) {
 	err := unmarshal(data, &fields)
 	return fields, err
 }
+
+// decodeElems decodes the JSON array v (the request's param) into a []T.
+// The elements are decoded in one pass over v, each by T's decoder; when
+// that fails, again one at a time by elem, from their raw bytes, so that
+// the error names the element (and elem may accept a form T's decoder
+// refuses). A valid array is read once instead of twice.
+func decodeElems[T any](param string, v json.RawMessage, elem func(i int, raw json.RawMessage, t *T) error) ([]T, error) {
+	var out []T
+	if wirejson.Unmarshal(v, &out) == nil {
+		return out, nil
+	}
+	var raws []json.RawMessage
+	if err := unmarshal(v, &raws); err != nil {
+		return nil, InvalidRequest(param, "invalid %s: %s", param, jsonErrText(err))
+	}
+	out = make([]T, len(raws))
+	for i, raw := range raws {
+		if err := elem(i, raw, &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
