@@ -488,12 +488,6 @@ func eventBytes(ev Event) int64 {
 	return sizeOf(reflect.ValueOf(ev))
 }
 
-// recordBytes is what a stored record holds: the Record and everything it
-// refers to (see sizeOf).
-func recordBytes(rec *Record) int64 {
-	return sizeOf(reflect.ValueOf(rec).Elem())
-}
-
 // sizeOf estimates the bytes v holds: its own size and, recursively, what
 // its pointers, slices, maps, strings and interfaces refer to. It walks
 // every field, so no client-given value escapes the count; data shared
