@@ -214,6 +214,7 @@ func testCopies(t *testing.T, s store.ResponseStore) {
 	rec := NewRecord(newID(), api.StatusCompleted)
 	want := MustJSON(t, rec.Response)
 	wantIn := MustJSON(t, rec.Input)
+	wantCtx := MustJSON(t, rec.Context)
 	create(t, s, ctx, rec)
 
 	// Mutating the caller's record after Create changes nothing stored.
@@ -223,22 +224,58 @@ func testCopies(t *testing.T, s store.ResponseStore) {
 	rec.Response.Metadata["customer"] = "changed"
 	*rec.Response.Instructions = "changed"
 	rec.Response.Usage.TotalTokens = -1
+	*rec.Response.CompletedAt = -1
+	*rec.Response.MaxOutputTokens = -1
 	rec.Input[0].ID = "changed"
+	rec.Context[0].ID = "changed"
 
 	got, err := s.Get(ctx, rec.Response.ID)
 	require.NoError(t, err)
 	require.JSONEq(t, string(want), string(MustJSON(t, got.Response)))
 	require.JSONEq(t, string(wantIn), string(MustJSON(t, got.Input)))
+	require.JSONEq(t, string(wantCtx), string(MustJSON(t, got.Context)))
 
-	// Mutating a record returned by Get changes nothing stored either.
+	// Mutating a record returned by Get changes nothing stored either,
+	// and appending to one of its item slices changes none of the others.
 	got.Response.Status = api.StatusFailed
 	got.Response.Output[0].ID = "changed"
 	got.Response.Metadata["customer"] = "changed"
+	got.Response.Usage.TotalTokens = -1
+	*got.Response.CompletedAt = -1
 	got.Input[0].ID = "changed"
+	got.Context[0].ID = "changed"
+	got.Input = append(got.Input, api.Item{Type: api.ItemMessage, ID: "extra_in"})
+	got.Context = append(got.Context, api.Item{Type: api.ItemMessage, ID: "extra_ctx"})
+	require.Equal(t, "changed", got.Input[0].ID)
+	require.Equal(t, "changed", got.Context[0].ID)
+	require.Equal(t, "changed", got.Response.Output[0].ID)
 	again, err := s.Get(ctx, rec.Response.ID)
 	require.NoError(t, err)
 	require.JSONEq(t, string(want), string(MustJSON(t, again.Response)))
 	require.JSONEq(t, string(wantIn), string(MustJSON(t, again.Input)))
+	require.JSONEq(t, string(wantCtx), string(MustJSON(t, again.Context)))
+
+	// The same after an Update.
+	running := NewRecord(newID(), api.StatusInProgress)
+	create(t, s, ctx, running)
+	upd, err := s.Get(ctx, running.Response.ID)
+	require.NoError(t, err)
+	upd.Response.Status = api.StatusCompleted
+	done := upd.Response.CreatedAt + 1
+	upd.Response.CompletedAt = &done
+	upd.Response.Output = append(upd.Response.Output, api.Item{Type: api.ItemMessage, ID: "msg_upd", Role: api.RoleAssistant})
+	want, wantIn = MustJSON(t, upd.Response), MustJSON(t, upd.Input)
+	require.NoError(t, s.Update(ctx, upd, api.StatusInProgress))
+	upd.Response.Output[0].ID = "changed"
+	upd.Response.Usage.TotalTokens = -1
+	*upd.Response.CompletedAt = -1
+	upd.Input[0].ID = "changed"
+	after, err := s.Get(ctx, running.Response.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, string(want), string(MustJSON(t, after.Response)))
+	require.JSONEq(t, string(wantIn), string(MustJSON(t, after.Input)))
+	after.Input = append(after.Input, api.Item{Type: api.ItemMessage, ID: "extra_in"})
+	require.Equal(t, "msg_c1", after.Context[0].ID, "appending to Input wrote over Context")
 }
 
 func testInvalidRecord(t *testing.T, s store.ResponseStore) {
