@@ -52,9 +52,9 @@ type MemoryConfig struct {
 // is over its bound, the tenant holding the most holds more than that
 // share. Choosing the tenant scans the tenants holding records, once per
 // eviction. It keeps its own copies of the
-// Response struct and of the record's slices and maps, so a caller that
-// changes its Record (or a Record returned by Get) after the call does not
-// change what is stored. Items and content parts are values and are shared;
+// Response struct, its Lambent field and the record's slices and maps, so
+// a caller that changes its Record (or a Record returned by Get) after the
+// call does not change what is stored. Items and content parts are values and are shared;
 // stored records are treated as immutable.
 //
 // Expired records are absent on every read and are removed lazily: when
@@ -456,7 +456,8 @@ func live(el *list.Element, now time.Time) bool {
 
 // copyRecord copies rec deeply enough that neither side can change the
 // other through the Response struct, its pointers, slices and maps, or the
-// record's item slices. Items are copied by value. It allocates the copy
+// record's item slices. Items are copied by value; the response's
+// Lambent field is copied deeply. It allocates the copy
 // of the response with those of its usage and completed_at (see
 // responseCopy.record) and the three item slices in one array.
 func copyRecord(rec *Record) Record {
@@ -464,12 +465,15 @@ func copyRecord(rec *Record) Record {
 }
 
 // responseCopy holds the copy of a record's response and of the pointer
-// fields every finished response has, usage and completed_at: one
-// allocation rather than three (a memEntry holds the one of its Create).
+// fields every finished response has (usage, completed_at, the Lambent
+// field and its timing): one allocation rather than five (a memEntry
+// holds the one of its Create).
 type responseCopy struct {
 	resp        api.Response
 	usage       api.Usage
 	completedAt int64
+	lambent     api.LambentInfo
+	timing      api.Timing
 }
 
 // record copies rec as copyRecord does, its response into c.
@@ -486,6 +490,10 @@ func (c *responseCopy) record(rec *Record) Record {
 	if r.Usage != nil {
 		c.usage = *r.Usage
 		r.Usage = &c.usage
+	}
+	if r.Lambent != nil {
+		c.copyLambent(r.Lambent)
+		r.Lambent = &c.lambent
 	}
 	r.IncompleteDetails = clonePtr(r.IncompleteDetails)
 	r.PreviousResponseID = clonePtr(r.PreviousResponseID)
@@ -507,6 +515,26 @@ func (c *responseCopy) record(rec *Record) Record {
 		Version:   rec.Version,
 		Job:       clonePtr(rec.Job),
 	}
+}
+
+// copyLambent copies l deeply into c.lambent (its timing into c.timing).
+func (c *responseCopy) copyLambent(l *api.LambentInfo) {
+	c.lambent = *l
+	cl := &c.lambent
+	if l.Attempts != nil {
+		cl.Attempts = slices.Clone(l.Attempts)
+		for i := range cl.Attempts {
+			cl.Attempts[i].Errors = slices.Clone(cl.Attempts[i].Errors)
+		}
+	}
+	cl.Cancelled = clonePtr(l.Cancelled)
+	cl.HookErrors = slices.Clone(l.HookErrors)
+	cl.Usage = clonePtr(l.Usage)
+	if l.Timing != nil {
+		c.timing = *l.Timing
+		cl.Timing = &c.timing
+	}
+	cl.UnservedTools = slices.Clone(l.UnservedTools)
 }
 
 // cloneItems clones a, b and c into one new array, each clone's capacity

@@ -15,12 +15,14 @@ func TestMemoryEntryHoldsItsCopy(t *testing.T) {
 	m := NewMemory(MemoryConfig{})
 	usage := api.Usage{InputTokens: 3}
 	rec := &Record{Response: &api.Response{ID: "resp_a", Status: api.StatusInProgress, Usage: &usage,
-		Output: []api.Item{{Type: api.ItemMessage, ID: "msg_a"}}}}
+		Output:  []api.Item{{Type: api.ItemMessage, ID: "msg_a"}},
+		Lambent: &api.LambentInfo{Timing: &api.Timing{DurationMS: 5}}}}
 	if err := m.Create(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
 	e := m.entries[memKey{tenant.Default, "resp_a"}].Value.(*memEntry)
-	if e.rec.Response != &e.created.resp || e.rec.Response.Usage != &e.created.usage {
+	if r := e.rec.Response; r != &e.created.resp || r.Usage != &e.created.usage ||
+		r.Lambent != &e.created.lambent || r.Lambent.Timing != &e.created.timing {
 		t.Fatal("the created entry's response is not its own copy")
 	}
 	rec.Response.Status = api.StatusCompleted

@@ -24,13 +24,18 @@ var (
 	reasoningSize  = int64(reflect.TypeFor[api.Reasoning]().Size())
 	usageSize      = int64(reflect.TypeFor[api.Usage]().Size())
 	convRefSize    = int64(reflect.TypeFor[api.ConversationRef]().Size())
+	lambentSize    = int64(reflect.TypeFor[api.LambentInfo]().Size())
+	attemptSize    = int64(reflect.TypeFor[api.Attempt]().Size())
+	cancelSize     = int64(reflect.TypeFor[api.Cancellation]().Size())
+	lUsageSize     = int64(reflect.TypeFor[api.LambentUsage]().Size())
+	timingSize     = int64(reflect.TypeFor[api.Timing]().Size())
 )
 
 // recordBytes is what a stored record holds: the Record and everything it
 // refers to, as sizeOf counts it. It walks the fields a response's record
-// holds on every request (the response, its items and their content
-// parts) by name, and the rarer rest (tools, the Lambent field, a
-// background job) with sizeOf: the same count, without reflection on the
+// holds on every request (the response, its Lambent field, its items and
+// their content parts) by name, and the rarer rest (tools, a background
+// job) with sizeOf: the same count, without reflection on the
 // request path. TestRecordBytesMatchesSizeOf holds it to sizeOf on records
 // with every field set, so that a field added to these types and not
 // counted here fails it.
@@ -92,7 +97,39 @@ func responseBytes(r *api.Response) int64 {
 		n += refBytes(reflect.ValueOf(r.ToolChoice.Tools))
 	}
 	if r.Lambent != nil {
-		n += sizeOf(reflect.ValueOf(r.Lambent).Elem())
+		n += lambentBytes(r.Lambent)
+	}
+	return n
+}
+
+// lambentBytes is sizeOf of *l (every terminal response has one, with its
+// timing).
+func lambentBytes(l *api.LambentInfo) int64 {
+	n := lambentSize + stringsBytes(l.HookErrors) + stringsBytes(l.UnservedTools)
+	if c := l.Cancelled; c != nil {
+		n += cancelSize + int64(len(c.Phase))
+	}
+	if l.Usage != nil {
+		n += lUsageSize
+	}
+	if l.Timing != nil {
+		n += timingSize
+	}
+	if cap(l.Attempts) > 0 {
+		n += int64(cap(l.Attempts)) * attemptSize
+		for i := range l.Attempts {
+			a := &l.Attempts[i]
+			n += int64(len(a.Code)) + stringsBytes(a.Errors)
+		}
+	}
+	return n
+}
+
+// stringsBytes is refBytes of s.
+func stringsBytes(s []string) int64 {
+	n := int64(cap(s)) * stringSize
+	for _, e := range s {
+		n += int64(len(e))
 	}
 	return n
 }

@@ -212,6 +212,14 @@ func testRoundTrip(t *testing.T, s store.ResponseStore) {
 func testCopies(t *testing.T, s store.ResponseStore) {
 	ctx := t.Context()
 	rec := NewRecord(newID(), api.StatusCompleted)
+	rec.Response.Lambent = &api.LambentInfo{
+		Attempts:      []api.Attempt{{Number: 1, Errors: []string{"too short"}}},
+		Cancelled:     &api.Cancellation{Phase: "model", Attempt: 1},
+		HookErrors:    []string{"hook failed"},
+		Usage:         &api.LambentUsage{CacheWriteInputTokens: 3},
+		Timing:        &api.Timing{StartedAt: time.Unix(1, 0).UTC(), EndedAt: time.Unix(2, 0).UTC(), DurationMS: 1000},
+		UnservedTools: []string{"web_search"},
+	}
 	want := MustJSON(t, rec.Response)
 	wantIn := MustJSON(t, rec.Input)
 	wantCtx := MustJSON(t, rec.Context)
@@ -228,6 +236,15 @@ func testCopies(t *testing.T, s store.ResponseStore) {
 	*rec.Response.MaxOutputTokens = -1
 	rec.Input[0].ID = "changed"
 	rec.Context[0].ID = "changed"
+	changeLambent := func(l *api.LambentInfo) {
+		l.Attempts[0].Number, l.Attempts[0].Errors[0] = 9, "changed"
+		l.Attempts = append(l.Attempts, api.Attempt{Number: 2})
+		l.Cancelled.Phase = "changed"
+		l.HookErrors[0], l.UnservedTools[0] = "changed", "changed"
+		l.Usage.CacheWriteInputTokens = -1
+		l.Timing.DurationMS = -1
+	}
+	changeLambent(rec.Response.Lambent)
 
 	got, err := s.Get(ctx, rec.Response.ID)
 	require.NoError(t, err)
@@ -244,6 +261,7 @@ func testCopies(t *testing.T, s store.ResponseStore) {
 	*got.Response.CompletedAt = -1
 	got.Input[0].ID = "changed"
 	got.Context[0].ID = "changed"
+	changeLambent(got.Response.Lambent)
 	got.Input = append(got.Input, api.Item{Type: api.ItemMessage, ID: "extra_in"})
 	got.Context = append(got.Context, api.Item{Type: api.ItemMessage, ID: "extra_ctx"})
 	require.Equal(t, "changed", got.Input[0].ID)
