@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -168,4 +169,48 @@ func TestFillerSetsEveryField(t *testing.T) {
 		}
 	}
 	check(reflect.ValueOf(rec), "Record", 0)
+}
+
+// BenchmarkRecordBytes sizes the record of BenchmarkGateway/complete's
+// response (a one-line input, a 14-word answer, usage and timing) by
+// recordBytes ("named") and by walking it with sizeOf ("reflect"), as the
+// store did before; the two run in one process, so their ratio holds on a
+// busy machine.
+func BenchmarkRecordBytes(b *testing.B) {
+	done, started := int64(1700000002), time.Unix(1700000000, 0).UTC()
+	rec := &Record{
+		Response: &api.Response{
+			ID: "resp_18ec10a0c7cb0b87f32390f1fb7a96e42fae0bc8ea9d900a", Object: "response", CreatedAt: 1700000000,
+			CompletedAt: &done, Status: api.StatusCompleted, Model: "test-model",
+			Output: []api.Item{{Type: api.ItemMessage, ID: "msg_18ec10a0c7cb0b87f32390f1fb7a96e42fae0bc8ea9d900a", Status: api.ItemCompleted, Role: api.RoleAssistant,
+				Content: []api.ContentPart{{Type: api.PartOutputText, Text: "Hello! This is a short answer from the fake backend, sent word by word.", Annotations: []json.RawMessage{}}}}},
+			ToolChoice: api.ToolChoice{Mode: api.ToolChoiceAuto}, Truncation: "disabled", ParallelToolCalls: true,
+			Text: api.TextConfig{Format: api.TextFormat{Type: api.FormatText}}, TopP: 1, Temperature: 1,
+			Usage: &api.Usage{InputTokens: 12, OutputTokens: 16, TotalTokens: 28}, Store: true, ServiceTier: "default",
+			Lambent: &api.LambentInfo{Timing: &api.Timing{StartedAt: started, EndedAt: started.Add(time.Millisecond), DurationMS: 1}},
+		},
+		Input: []api.Item{{Type: api.ItemMessage, ID: "msg_18ec10a0c7cb0b87f32390f1fb7a96e42fae0bc8ea9d900b", Role: api.RoleUser,
+			Content: []api.ContentPart{{Type: api.PartInputText, Text: "Say hello"}}}},
+	}
+	if recordBytes(rec) != sizeOf(reflect.ValueOf(rec).Elem()) {
+		b.Fatal("recordBytes and sizeOf differ")
+	}
+	b.Run("named", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			recordBytes(rec)
+		}
+	})
+	b.Run("reflect", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sizeOf(reflect.ValueOf(rec).Elem())
+		}
+	})
+	b.Run("copy", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			copyRecord(rec)
+		}
+	})
 }
