@@ -216,7 +216,7 @@ func (e *Engine) AddConversationItems(ctx context.Context, id string, items []ap
 
 // unlockConversation releases owner's lock, best effort (it lapses anyway).
 func (e *Engine) unlockConversation(ctx context.Context, cs store.ConversationStore, id, owner string) {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	sctx, cancel := writeContext(ctx, cs)
 	defer cancel()
 	if err := cs.AppendConversationItems(sctx, id, owner, nil); err != nil && !errors.Is(err, store.ErrNotFound) {
 		e.log.WarnContext(ctx, "conversation lock not released", "conversation_id", id, "owner", owner, "err", err)
@@ -391,7 +391,7 @@ func (e *Engine) endConversation(ctx context.Context, r *run) {
 		}
 		items = append(items, r.resp.Output...)
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	sctx, cancel := writeContext(ctx, c.cs)
 	defer cancel()
 	if err := c.cs.AppendConversationItems(sctx, c.id, r.resp.ID, items); err != nil {
 		lvl := "items not appended to the conversation"

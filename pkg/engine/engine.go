@@ -421,13 +421,16 @@ func (e *Engine) checkSize(r *run) error {
 	if !ok || !r.req.Stores() {
 		return nil
 	}
-	return tooLarge(r.req, sc.CheckSize(&store.Record{Response: r.resp, Input: r.input, Context: r.storedContext()}))
+	return tooLarge(r.req, sc.CheckSize(r.record()))
 }
 
 // tooLarge maps a store's *store.TooLargeError to the client's 400
 // context_too_large (param previous_response_id when the conversation
 // continues one, else input); other errors pass unchanged.
 func tooLarge(req *api.CreateResponseRequest, err error) error {
+	if err == nil {
+		return nil
+	}
 	var tl *store.TooLargeError
 	if !errors.As(err, &tl) {
 		return err

@@ -19,6 +19,21 @@ import (
 // request context is cancelled so that cancelled responses are kept.
 const storeTimeout = 15 * time.Second
 
+// writeContext is the context of a write that runs even after ctx is
+// cancelled: without ctx's cancellation, and within storeTimeout unless
+// every one of stores (nil ones skipped) is store.InProcess, whose calls
+// cannot hang (a deadline's timer costs a request about 1 µs and 4
+// allocations).
+func writeContext(ctx context.Context, stores ...any) (context.Context, context.CancelFunc) {
+	wctx := context.WithoutCancel(ctx)
+	for _, s := range stores {
+		if p, ok := s.(store.InProcess); s != nil && (!ok || !p.InProcess()) {
+			return context.WithTimeout(wctx, storeTimeout)
+		}
+	}
+	return wctx, func() {}
+}
+
 // outcome is how the loop ended.
 type outcome struct {
 	status api.Status
@@ -100,17 +115,22 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 // save keeps the terminal response of r: in the connection's cache c
 // (nil: none) and, when the request stores it, in the store.
 func (e *Engine) save(ctx context.Context, r *run, c ConnectionCache) error {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	stores := e.cfg.Store != nil && r.req.Stores()
+	var st store.ResponseStore
+	if stores {
+		st = e.cfg.Store
+	}
+	sctx, cancel := writeContext(ctx, c, st)
 	defer cancel()
 	if c != nil {
-		if err := c.Put(sctx, &store.Record{Response: r.resp, Input: r.input, Context: r.storedContext()}); err != nil {
+		if err := c.Put(sctx, r.record()); err != nil {
 			return err
 		}
 	}
-	if e.cfg.Store == nil || !r.req.Stores() {
+	if !stores {
 		return nil
 	}
-	return e.cfg.Store.Create(sctx, &store.Record{Response: r.resp, Input: r.input, Context: r.storedContext()})
+	return st.Create(sctx, r.record())
 }
 
 // finalize sets the terminal status and its details on the response. A

@@ -53,6 +53,18 @@ type run struct {
 	// checkpoint, set for a background run (claim.checkpoint), runs
 	// before every model call; an error fails the response.
 	checkpoint func() error
+	// rec is the response's record as record last filled it.
+	rec store.Record
+}
+
+// record returns the record of r's response as the store keeps it (its
+// input and stored context), in r's own Record, which every call fills
+// anew: checkSize and save hand it to the store and the connection's
+// cache, which copy or encode it and keep no reference to it, and r is
+// done with once saved, so a request allocates no Record for them.
+func (r *run) record() *store.Record {
+	r.rec = store.Record{Response: r.resp, Input: r.input, Context: r.storedContext()}
+	return &r.rec
 }
 
 // mcpItems reports whether server-executed calls appear as mcp_call items.

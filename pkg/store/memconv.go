@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -37,10 +36,12 @@ type memConv struct {
 	el    *list.Element
 }
 
+// itemBytes is what items hold: each item and what it refers to (sizeOf
+// of each, without the array that holds them).
 func itemBytes(items []api.Item) int64 {
-	var n int64
+	n := int64(len(items)) * itemSize
 	for i := range items {
-		n += sizeOf(reflect.ValueOf(&items[i]).Elem())
+		n += itemRefBytes(&items[i])
 	}
 	return n
 }

@@ -52,9 +52,9 @@ type MemoryConfig struct {
 // is over its bound, the tenant holding the most holds more than that
 // share. Choosing the tenant scans the tenants holding records, once per
 // eviction. It keeps its own copies of the
-// Response struct and of the record's slices and maps, so a caller that
-// changes its Record (or a Record returned by Get) after the call does not
-// change what is stored. Items and content parts are values and are shared;
+// Response struct, its Lambent field and the record's slices and maps, so
+// a caller that changes its Record (or a Record returned by Get) after the
+// call does not change what is stored. Items and content parts are values and are shared;
 // stored records are treated as immutable.
 //
 // Expired records are absent on every read and are removed lazily: when
@@ -81,8 +81,11 @@ type Memory struct {
 type memKey struct{ tenant, id string }
 
 type memEntry struct {
-	key     memKey
-	rec     Record // ExpiresAt always set
+	key memKey
+	rec Record // ExpiresAt always set
+	// created holds the copy of the created record's response, until an
+	// Update replaces it.
+	created responseCopy
 	events  []Event
 	recSize int64 // recordBytes(&rec)
 	evSize  int64 // sum of the events' eventBytes
@@ -101,7 +104,11 @@ type memTenant struct {
 var (
 	_ ResponseStore = (*Memory)(nil)
 	_ SizeChecker   = (*Memory)(nil)
+	_ InProcess     = (*Memory)(nil)
 )
+
+// InProcess reports true: the store's calls wait on nothing but its lock.
+func (m *Memory) InProcess() bool { return true }
 
 // NewMemory returns an empty memory store.
 func NewMemory(cfg MemoryConfig) *Memory {
@@ -167,7 +174,8 @@ func (m *Memory) Create(ctx context.Context, rec *Record) error {
 		return fmt.Errorf("store: create %s: %w", rec.Response.ID, err)
 	}
 	now := time.Now()
-	e := &memEntry{key: memKey{tenant.From(ctx), rec.Response.ID}, rec: copyRecord(rec)}
+	e := &memEntry{key: memKey{tenant.From(ctx), rec.Response.ID}}
+	e.rec = e.created.record(rec)
 	e.recSize = recordBytes(&e.rec)
 	if err := m.fits(e.recSize); err != nil {
 		return fmt.Errorf("store: create %s: %w", e.key.id, err)
@@ -242,6 +250,8 @@ func (m *Memory) Update(ctx context.Context, rec *Record, expect api.Status) err
 	}
 	cp.Version = rec.Version + 1
 	e.rec = cp
+	// Nothing refers to the created copy any more: what it refers to goes.
+	e.created = responseCopy{}
 	rec.Version = cp.Version
 	m.resize(el, recSize, e.evSize)
 	return nil
@@ -446,33 +456,100 @@ func live(el *list.Element, now time.Time) bool {
 
 // copyRecord copies rec deeply enough that neither side can change the
 // other through the Response struct, its pointers, slices and maps, or the
-// record's item slices. Items are copied by value.
+// record's item slices. Items are copied by value; the response's
+// Lambent field is copied deeply. It allocates the copy
+// of the response with those of its usage and completed_at (see
+// responseCopy.record) and the three item slices in one array.
 func copyRecord(rec *Record) Record {
-	r := *rec.Response
-	r.Output = slices.Clone(r.Output)
+	return new(responseCopy).record(rec)
+}
+
+// responseCopy holds the copy of a record's response and of the pointer
+// fields every finished response has (usage, completed_at, the Lambent
+// field and its timing): one allocation rather than five (a memEntry
+// holds the one of its Create).
+type responseCopy struct {
+	resp        api.Response
+	usage       api.Usage
+	completedAt int64
+	lambent     api.LambentInfo
+	timing      api.Timing
+}
+
+// record copies rec as copyRecord does, its response into c.
+func (c *responseCopy) record(rec *Record) Record {
+	c.resp = *rec.Response
+	r := &c.resp
 	r.Tools = slices.Clone(r.Tools)
 	r.Metadata = maps.Clone(r.Metadata)
 	r.ToolChoice.Tools = slices.Clone(r.ToolChoice.Tools)
-	r.CompletedAt = clonePtr(r.CompletedAt)
+	if r.CompletedAt != nil {
+		c.completedAt = *r.CompletedAt
+		r.CompletedAt = &c.completedAt
+	}
+	if r.Usage != nil {
+		c.usage = *r.Usage
+		r.Usage = &c.usage
+	}
+	if r.Lambent != nil {
+		c.copyLambent(r.Lambent)
+		r.Lambent = &c.lambent
+	}
 	r.IncompleteDetails = clonePtr(r.IncompleteDetails)
 	r.PreviousResponseID = clonePtr(r.PreviousResponseID)
 	r.Instructions = clonePtr(r.Instructions)
 	r.Error = clonePtr(r.Error)
 	r.Reasoning = clonePtr(r.Reasoning)
-	r.Usage = clonePtr(r.Usage)
 	r.MaxOutputTokens = clonePtr(r.MaxOutputTokens)
 	r.MaxToolCalls = clonePtr(r.MaxToolCalls)
 	r.SafetyIdentifier = clonePtr(r.SafetyIdentifier)
 	r.PromptCacheKey = clonePtr(r.PromptCacheKey)
 	r.Conversation = clonePtr(r.Conversation)
+	var input, history []api.Item
+	input, history, r.Output = cloneItems(rec.Input, rec.Context, r.Output)
 	return Record{
-		Response:  &r,
-		Input:     slices.Clone(rec.Input),
-		Context:   slices.Clone(rec.Context),
+		Response:  r,
+		Input:     input,
+		Context:   history,
 		ExpiresAt: rec.ExpiresAt,
 		Version:   rec.Version,
 		Job:       clonePtr(rec.Job),
 	}
+}
+
+// copyLambent copies l deeply into c.lambent (its timing into c.timing).
+func (c *responseCopy) copyLambent(l *api.LambentInfo) {
+	c.lambent = *l
+	cl := &c.lambent
+	if l.Attempts != nil {
+		cl.Attempts = slices.Clone(l.Attempts)
+		for i := range cl.Attempts {
+			cl.Attempts[i].Errors = slices.Clone(cl.Attempts[i].Errors)
+		}
+	}
+	cl.Cancelled = clonePtr(l.Cancelled)
+	cl.HookErrors = slices.Clone(l.HookErrors)
+	cl.Usage = clonePtr(l.Usage)
+	if l.Timing != nil {
+		c.timing = *l.Timing
+		cl.Timing = &c.timing
+	}
+	cl.UnservedTools = slices.Clone(l.UnservedTools)
+}
+
+// cloneItems clones a, b and c into one new array, each clone's capacity
+// its length (so that appending to one never writes over the next). A nil
+// slice stays nil, an empty one empty.
+func cloneItems(a, b, c []api.Item) (_, _, _ []api.Item) {
+	buf := make([]api.Item, 0, len(a)+len(b)+len(c))
+	clone := func(s []api.Item) []api.Item {
+		if len(s) == 0 {
+			return s[:0:0]
+		}
+		buf = append(buf, s...)
+		return buf[len(buf)-len(s) : len(buf) : len(buf)]
+	}
+	return clone(a), clone(b), clone(c)
 }
 
 func clonePtr[T any](p *T) *T {
@@ -486,12 +563,6 @@ func clonePtr[T any](p *T) *T {
 // eventBytes is what one stored event holds.
 func eventBytes(ev Event) int64 {
 	return sizeOf(reflect.ValueOf(ev))
-}
-
-// recordBytes is what a stored record holds: the Record and everything it
-// refers to (see sizeOf).
-func recordBytes(rec *Record) int64 {
-	return sizeOf(reflect.ValueOf(rec).Elem())
 }
 
 // sizeOf estimates the bytes v holds: its own size and, recursively, what

@@ -146,6 +146,16 @@ type RunSignal struct {
 	FollowedUntil time.Time
 }
 
+// InProcess is implemented by stores that keep their data in the
+// process (Memory): their calls wait on nothing but their own locks, so a
+// caller that bounds how long a store call may take (a write that must
+// outlive its request) needs no deadline around theirs.
+type InProcess interface {
+	// InProcess reports whether the store's calls wait on nothing but its
+	// locks.
+	InProcess() bool
+}
+
 // ItemPage is one page of input items.
 type ItemPage struct {
 	Items   []api.Item

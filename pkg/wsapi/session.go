@@ -220,6 +220,10 @@ func (c *MemoryCache) Get(ctx context.Context, id string) (*store.Record, error)
 	return c.m.Get(ctx, id)
 }
 
+// InProcess reports true (store.InProcess): the cache is in memory, and
+// the engine writes to it without a deadline.
+func (c *MemoryCache) InProcess() bool { return c.m.InProcess() }
+
 // Put makes rec the latest response, replacing the one before.
 func (c *MemoryCache) Put(ctx context.Context, rec *store.Record) error {
 	return c.m.Create(ctx, rec)

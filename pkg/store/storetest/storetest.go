@@ -212,8 +212,17 @@ func testRoundTrip(t *testing.T, s store.ResponseStore) {
 func testCopies(t *testing.T, s store.ResponseStore) {
 	ctx := t.Context()
 	rec := NewRecord(newID(), api.StatusCompleted)
+	rec.Response.Lambent = &api.LambentInfo{
+		Attempts:      []api.Attempt{{Number: 1, Errors: []string{"too short"}}},
+		Cancelled:     &api.Cancellation{Phase: "model", Attempt: 1},
+		HookErrors:    []string{"hook failed"},
+		Usage:         &api.LambentUsage{CacheWriteInputTokens: 3},
+		Timing:        &api.Timing{StartedAt: time.Unix(1, 0).UTC(), EndedAt: time.Unix(2, 0).UTC(), DurationMS: 1000},
+		UnservedTools: []string{"web_search"},
+	}
 	want := MustJSON(t, rec.Response)
 	wantIn := MustJSON(t, rec.Input)
+	wantCtx := MustJSON(t, rec.Context)
 	create(t, s, ctx, rec)
 
 	// Mutating the caller's record after Create changes nothing stored.
@@ -223,22 +232,68 @@ func testCopies(t *testing.T, s store.ResponseStore) {
 	rec.Response.Metadata["customer"] = "changed"
 	*rec.Response.Instructions = "changed"
 	rec.Response.Usage.TotalTokens = -1
+	*rec.Response.CompletedAt = -1
+	*rec.Response.MaxOutputTokens = -1
 	rec.Input[0].ID = "changed"
+	rec.Context[0].ID = "changed"
+	changeLambent := func(l *api.LambentInfo) {
+		l.Attempts[0].Number, l.Attempts[0].Errors[0] = 9, "changed"
+		l.Attempts = append(l.Attempts, api.Attempt{Number: 2})
+		l.Cancelled.Phase = "changed"
+		l.HookErrors[0], l.UnservedTools[0] = "changed", "changed"
+		l.Usage.CacheWriteInputTokens = -1
+		l.Timing.DurationMS = -1
+	}
+	changeLambent(rec.Response.Lambent)
 
 	got, err := s.Get(ctx, rec.Response.ID)
 	require.NoError(t, err)
 	require.JSONEq(t, string(want), string(MustJSON(t, got.Response)))
 	require.JSONEq(t, string(wantIn), string(MustJSON(t, got.Input)))
+	require.JSONEq(t, string(wantCtx), string(MustJSON(t, got.Context)))
 
-	// Mutating a record returned by Get changes nothing stored either.
+	// Mutating a record returned by Get changes nothing stored either,
+	// and appending to one of its item slices changes none of the others.
 	got.Response.Status = api.StatusFailed
 	got.Response.Output[0].ID = "changed"
 	got.Response.Metadata["customer"] = "changed"
+	got.Response.Usage.TotalTokens = -1
+	*got.Response.CompletedAt = -1
 	got.Input[0].ID = "changed"
+	got.Context[0].ID = "changed"
+	changeLambent(got.Response.Lambent)
+	got.Input = append(got.Input, api.Item{Type: api.ItemMessage, ID: "extra_in"})
+	got.Context = append(got.Context, api.Item{Type: api.ItemMessage, ID: "extra_ctx"})
+	require.Equal(t, "changed", got.Input[0].ID)
+	require.Equal(t, "changed", got.Context[0].ID)
+	require.Equal(t, "changed", got.Response.Output[0].ID)
 	again, err := s.Get(ctx, rec.Response.ID)
 	require.NoError(t, err)
 	require.JSONEq(t, string(want), string(MustJSON(t, again.Response)))
 	require.JSONEq(t, string(wantIn), string(MustJSON(t, again.Input)))
+	require.JSONEq(t, string(wantCtx), string(MustJSON(t, again.Context)))
+
+	// The same after an Update.
+	running := NewRecord(newID(), api.StatusInProgress)
+	create(t, s, ctx, running)
+	upd, err := s.Get(ctx, running.Response.ID)
+	require.NoError(t, err)
+	upd.Response.Status = api.StatusCompleted
+	done := upd.Response.CreatedAt + 1
+	upd.Response.CompletedAt = &done
+	upd.Response.Output = append(upd.Response.Output, api.Item{Type: api.ItemMessage, ID: "msg_upd", Role: api.RoleAssistant})
+	want, wantIn = MustJSON(t, upd.Response), MustJSON(t, upd.Input)
+	require.NoError(t, s.Update(ctx, upd, api.StatusInProgress))
+	upd.Response.Output[0].ID = "changed"
+	upd.Response.Usage.TotalTokens = -1
+	*upd.Response.CompletedAt = -1
+	upd.Input[0].ID = "changed"
+	after, err := s.Get(ctx, running.Response.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, string(want), string(MustJSON(t, after.Response)))
+	require.JSONEq(t, string(wantIn), string(MustJSON(t, after.Input)))
+	after.Input = append(after.Input, api.Item{Type: api.ItemMessage, ID: "extra_in"})
+	require.Equal(t, "msg_c1", after.Context[0].ID, "appending to Input wrote over Context")
 }
 
 func testInvalidRecord(t *testing.T, s store.ResponseStore) {
