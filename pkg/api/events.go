@@ -90,16 +90,39 @@ type StreamEvent struct {
 }
 
 // Wire returns the value to encode for ev, whose JSON is ev's: ev itself,
-// or for a lifecycle event (one that carries a response and nothing else
-// but its type and number) a value that encodes the response's fields in
-// place, rather than through Response.MarshalJSON, whose output the
-// encoder would parse and copy again (about four times the work of a
-// response.created event). The streaming writers encode events with it.
+// or a value that encodes in place what ev would encode through a
+// MarshalJSON method, whose output the encoder would parse and copy again:
+// for a lifecycle event (one that carries a response and nothing else but
+// its type and number) the response's fields (about four times the work
+// of a response.created event), for an event carrying an item or a
+// content part (response.output_item.*, response.content_part.*) the
+// fields of the item's or part's shape. The streaming writers encode
+// events with it.
 func (ev *StreamEvent) Wire() any {
-	if ev.Response == nil || !ev.onlyResponse() {
-		return ev
+	switch {
+	case ev.Response != nil:
+		if ev.onlyResponse() {
+			return &lifecycleWire{Type: ev.Type, SequenceNumber: ev.SequenceNumber, Response: ev.Response.wire()}
+		}
+	case ev.Item != nil || ev.Part != nil:
+		w := &eventWire{Type: ev.Type, SequenceNumber: ev.SequenceNumber, OutputIndex: ev.OutputIndex, ItemID: ev.ItemID,
+			ContentIndex: ev.ContentIndex, SummaryIndex: ev.SummaryIndex, AnnotationIndex: ev.AnnotationIndex,
+			Delta: ev.Delta, Text: ev.Text, Arguments: ev.Arguments, Input: ev.Input, Refusal: ev.Refusal,
+			Annotation: ev.Annotation, Logprobs: ev.Logprobs, Error: ev.Error}
+		if ev.Item != nil {
+			// An item that cannot be encoded keeps its MarshalJSON, which
+			// fails the same way.
+			w.Item = ev.Item
+			if v, err := ev.Item.wire(); err == nil {
+				w.Item = v
+			}
+		}
+		if ev.Part != nil {
+			w.Part = ev.Part.wire()
+		}
+		return w
 	}
-	return &lifecycleWire{Type: ev.Type, SequenceNumber: ev.SequenceNumber, Response: ev.Response.wire()}
+	return ev
 }
 
 // lifecycleWire is how a lifecycle event is encoded (Wire): StreamEvent's
@@ -108,6 +131,31 @@ type lifecycleWire struct {
 	Type           string        `json:"type"`
 	SequenceNumber int64         `json:"sequence_number"`
 	Response       *responseWire `json:"response"`
+}
+
+// eventWire is how an event carrying an item or a content part but no
+// response is encoded (Wire): StreamEvent's fields but its response, with
+// the item's and the part's shapes (Item.wire, ContentPart.wire) in place
+// of the values whose MarshalJSON encodes them
+// (TestEventWireMirrorsStreamEvent keeps it up to date with StreamEvent).
+type eventWire struct {
+	Type            string        `json:"type"`
+	SequenceNumber  int64         `json:"sequence_number"`
+	OutputIndex     *int          `json:"output_index,omitempty"`
+	ItemID          string        `json:"item_id,omitempty"`
+	ContentIndex    *int          `json:"content_index,omitempty"`
+	SummaryIndex    *int          `json:"summary_index,omitempty"`
+	AnnotationIndex *int          `json:"annotation_index,omitempty"`
+	Item            any           `json:"item,omitempty"`
+	Part            any           `json:"part,omitempty"`
+	Delta           *string       `json:"delta,omitempty"`
+	Text            *string       `json:"text,omitempty"`
+	Arguments       *string       `json:"arguments,omitempty"`
+	Input           *string       `json:"input,omitempty"`
+	Refusal         *string       `json:"refusal,omitempty"`
+	Annotation      any           `json:"annotation,omitempty"`
+	Logprobs        []any         `json:"logprobs,omitempty"`
+	Error           *ErrorPayload `json:"error,omitempty"`
 }
 
 // onlyResponse reports whether ev has no field set but its type, sequence

@@ -38,7 +38,8 @@ func benchResponse() *Response {
 // BenchmarkMarshal measures the encoding of the gateway's hot values: a
 // whole response (a non-streaming body: MarshalJSON, which the HTTP writer
 // calls, items and tools encoded in place; response.completed), the
-// response.created event (twice per stream before the first token) and an
+// response.created event (twice per stream before the first token), the
+// item and part events of a message (two of each per message) and an
 // output_text.delta event (one per streamed token), by wirejson (the HTTP
 // and SSE writers; the SSE writer encodes what StreamEvent.Wire gives into
 // its buffer) and by encoding/json at the top (everything else).
@@ -53,6 +54,9 @@ func BenchmarkMarshal(b *testing.B) {
 	}{
 		{"response", r},
 		{"response.created", &StreamEvent{Type: EventResponseCreated, Response: created}},
+		{"output_item.done", &StreamEvent{Type: EventOutputItemDone, SequenceNumber: 20, OutputIndex: Ptr(2), Item: &r.Output[2]}},
+		{"content_part.added", &StreamEvent{Type: EventContentPartAdded, SequenceNumber: 3, ItemID: r.Output[2].ID,
+			OutputIndex: Ptr(2), ContentIndex: Ptr(0), Part: &ContentPart{Type: PartOutputText}}},
 		{"output_text.delta", &StreamEvent{Type: EventOutputTextDelta, SequenceNumber: 7, ItemID: r.Output[2].ID,
 			OutputIndex: Ptr(2), ContentIndex: Ptr(0), Delta: Ptr("word ")}},
 	} {

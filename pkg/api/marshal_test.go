@@ -184,8 +184,19 @@ func TestStreamEventWire(t *testing.T) {
 		{Type: EventResponseInProgress, SequenceNumber: 1, Response: withNils},
 		{Type: EventResponseCompleted, SequenceNumber: 9, Response: full},
 		{Type: EventOutputItemAdded, SequenceNumber: 2, OutputIndex: &idx, Item: &full.Output[2]},
+		{Type: EventOutputItemDone, SequenceNumber: 4, OutputIndex: &idx, Item: &full.Output[0]},
+		{Type: EventOutputItemAdded, SequenceNumber: 5, OutputIndex: &idx, Item: &Item{Type: ItemMessage, ID: "msg_2", Status: ItemInProgress, Role: RoleAssistant, Content: []ContentPart{}}},
+		{Type: EventOutputItemDone, SequenceNumber: 6, OutputIndex: &idx, Item: &Item{Type: ItemReasoning, ID: "rs_1", Status: ItemCompleted,
+			Content: []ContentPart{{Type: PartReasoningText, Text: "hm <"}}, EncryptedContent: "e"}},
+		{Type: EventContentPartAdded, SequenceNumber: 7, ItemID: "msg_1", OutputIndex: &idx, ContentIndex: &idx, Part: &ContentPart{Type: PartOutputText}},
+		{Type: EventContentPartDone, SequenceNumber: 8, ItemID: "msg_1", OutputIndex: &idx, ContentIndex: &idx, Part: &full.Output[2].Content[0]},
+		{Type: EventContentPartDone, SequenceNumber: 9, ItemID: "msg_1", OutputIndex: &idx, ContentIndex: &idx, Part: &ContentPart{Type: PartRefusal, Refusal: "no & <no>"}},
 		{Type: EventOutputTextDelta, SequenceNumber: 3, OutputIndex: &idx, ContentIndex: &idx, ItemID: "msg_1", Delta: Ptr("<3")},
 		{Type: "odd", Response: full, ItemID: "x"},
+		{Type: "odd", Response: full, Item: &full.Output[0]},
+		{Type: "odd", Item: &full.Output[1], Part: &full.Output[2].Content[0], Text: Ptr("t"), Delta: Ptr("d"), Logprobs: []any{1},
+			Annotation: map[string]string{"a": "<"}, Error: &ErrorPayload{Type: "x"}, SummaryIndex: &idx, AnnotationIndex: &idx,
+			Arguments: Ptr("{}"), Input: Ptr("i"), Refusal: Ptr("r")},
 	} {
 		want, err := json.Marshal(ev)
 		if err != nil {
@@ -198,6 +209,111 @@ func TestStreamEventWire(t *testing.T) {
 	}
 	if bare.Output != nil || bare.Tools != nil || bare.Metadata != nil || withNils.Metadata != nil {
 		t.Error("Wire changed the response")
+	}
+}
+
+// plainResponse is a Response encoded field by field by encoding/json,
+// each through its own MarshalJSON: the reference of responseWire.
+type plainResponse Response
+
+// TestResponseWire: a response's wire (what its MarshalJSON and its
+// lifecycle events encode) is the bytes encoding/json writes for its
+// fields through their own MarshalJSON methods, for every shape of tool
+// choice and text format, escapes included.
+func TestResponseWire(t *testing.T) {
+	schema := json.RawMessage("{\n \"type\": \"object\", \"description\": \"<b>\"}")
+	var i int
+	for _, choice := range []ToolChoice{{}, {Mode: ToolChoiceNone}, {Mode: ToolChoiceRequired}, {Type: ToolFunction, Name: "f<"},
+		{Type: ToolCustom, Name: "c", Namespace: "ns"}, {Type: "allowed_tools", Mode: ToolChoiceAuto, Tools: []ToolRef{{Type: ToolFunction, Name: "f"}}},
+		{Type: ToolShell}} {
+		for _, text := range []TextConfig{{}, {Format: TextFormat{Type: FormatText}, Verbosity: "low"}, {Format: TextFormat{Type: FormatJSONObject}},
+			{Format: TextFormat{Type: FormatJSONSchema, Name: "s", Schema: schema}},
+			{Format: TextFormat{Type: FormatJSONSchema, Name: "s", Description: Ptr("d&"), Schema: schema, Strict: Ptr(true)}, Verbosity: "high"}} {
+			i++
+			r := benchResponse()
+			r.ToolChoice, r.Text = choice, text
+			r.Instructions, r.Lambent = Ptr("<be brief>"), &LambentInfo{}
+			want, err := json.Marshal((*plainResponse)(r))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for enc, marshal := range encoders {
+				got, err := marshal(r.wire())
+				if err != nil || string(got) != string(want) {
+					t.Errorf("%d, %s: wire = %s, %v\nwant %s", i, enc, got, err, want)
+				}
+			}
+			got, err := r.MarshalJSON()
+			if err != nil || string(got) != string(want) {
+				t.Errorf("%d: MarshalJSON = %s, %v\nwant %s", i, got, err, want)
+			}
+		}
+	}
+}
+
+// TestResponseWireMirrorsResponse: responseWire has Response's fields, in
+// order, with the same JSON names and options; the tool choice, the text
+// configuration and the metadata are those of their shapes.
+func TestResponseWireMirrorsResponse(t *testing.T) {
+	want, got := reflect.TypeFor[Response](), reflect.TypeFor[responseWire]()
+	if got.NumField() != want.NumField() {
+		t.Fatalf("responseWire has %d fields, Response %d", got.NumField(), want.NumField())
+	}
+	shapes := map[string]reflect.Type{"ToolChoice": reflect.TypeFor[any](), "Text": reflect.TypeFor[textConfigWire](), "Metadata": reflect.TypeFor[any]()}
+	for i := range want.NumField() {
+		w, g := want.Field(i), got.Field(i)
+		wantType := w.Type
+		if s, ok := shapes[w.Name]; ok {
+			wantType = s
+		}
+		if g.Name != w.Name || g.Tag != w.Tag || g.Type != wantType {
+			t.Errorf("responseWire field %d is %s %s %q, want %s %s %q", i, g.Name, g.Type, g.Tag, w.Name, wantType, w.Tag)
+		}
+	}
+	tc, tcw := reflect.TypeFor[TextConfig](), reflect.TypeFor[textConfigWire]()
+	for i := range tc.NumField() {
+		if tc.Field(i).Name != tcw.Field(i).Name || tc.Field(i).Tag != tcw.Field(i).Tag {
+			t.Errorf("textConfigWire field %d is %s %q, want %s %q", i, tcw.Field(i).Name, tcw.Field(i).Tag, tc.Field(i).Name, tc.Field(i).Tag)
+		}
+	}
+	if tc.NumField() != tcw.NumField() {
+		t.Errorf("textConfigWire has %d fields, TextConfig %d", tcw.NumField(), tc.NumField())
+	}
+}
+
+// TestStreamEventWireErrors: an event whose item cannot be encoded fails
+// to encode through Wire as it does whole.
+func TestStreamEventWireErrors(t *testing.T) {
+	ev := &StreamEvent{Type: EventOutputItemAdded, OutputIndex: Ptr(0), Item: &Item{Type: "bogus"}}
+	if _, err := wirejson.Marshal(ev.Wire()); err == nil || !strings.Contains(err.Error(), `cannot marshal item of type "bogus"`) {
+		t.Errorf("Wire of an unknown item: %v", err)
+	}
+}
+
+// TestEventWireMirrorsStreamEvent: eventWire has StreamEvent's fields but
+// its response, in order, with the same JSON names and options, an item
+// and a part of any type.
+func TestEventWireMirrorsStreamEvent(t *testing.T) {
+	var want []reflect.StructField
+	typ := reflect.TypeFor[StreamEvent]()
+	for i := range typ.NumField() {
+		if f := typ.Field(i); f.Name != "Response" {
+			want = append(want, f)
+		}
+	}
+	got := reflect.TypeFor[eventWire]()
+	if got.NumField() != len(want) {
+		t.Fatalf("eventWire has %d fields, StreamEvent %d besides Response", got.NumField(), len(want))
+	}
+	for i, w := range want {
+		g := got.Field(i)
+		wantType := w.Type
+		if w.Name == "Item" || w.Name == "Part" {
+			wantType = reflect.TypeFor[any]()
+		}
+		if g.Name != w.Name || g.Tag != w.Tag || g.Type != wantType {
+			t.Errorf("eventWire field %d is %s %s %q, want %s %s %q", i, g.Name, g.Type, g.Tag, w.Name, wantType, w.Tag)
+		}
 	}
 }
 

@@ -386,19 +386,22 @@ func decodeFormat(raw json.RawMessage, f *TextFormat) error {
 // MarshalJSON writes the format as the response echoes it: a json_schema
 // format has every field (description null when absent, strict false when
 // unset), the others only their type.
-func (f TextFormat) MarshalJSON() ([]byte, error) {
+func (f TextFormat) MarshalJSON() ([]byte, error) { return wirejson.Marshal(f.wire()) }
+
+// wire is the format in the shape MarshalJSON writes.
+func (f TextFormat) wire() any {
 	if f.Type != FormatJSONSchema {
-		return wirejson.Marshal(struct {
+		return struct {
 			Type string `json:"type"`
-		}{f.Type})
+		}{f.Type}
 	}
-	return wirejson.Marshal(struct {
+	return struct {
 		Type        string          `json:"type"`
 		Name        string          `json:"name"`
 		Description *string         `json:"description"`
 		Schema      json.RawMessage `json:"schema"`
 		Strict      bool            `json:"strict"`
-	}{f.Type, f.Name, f.Description, f.Schema, f.Strict != nil && *f.Strict})
+	}{f.Type, f.Name, f.Description, f.Schema, f.Strict != nil && *f.Strict}
 }
 
 // decodeReasoning decodes reasoning; the deprecated generate_summary stands

@@ -70,25 +70,75 @@ type wholeResponse Response
 // MarshalJSON encodes r whole.
 func (r *wholeResponse) MarshalJSON() ([]byte, error) { return wirejson.Marshal((*Response)(r).wire()) }
 
-// responseWire is a Response's fields without its methods: what its JSON
-// is encoded from, once nil output, tools and metadata are empty ones
-// (wire). A value that holds one encodes the response's fields in place
+// responseWire is how a Response is encoded: its fields, in order, with
+// the same names and options, once nil output, tools and metadata are
+// empty ones (wire), and the tool choice and text format in the shapes
+// their MarshalJSON methods write (ToolChoice.wire, TextFormat.wire). A
+// value that holds one encodes the response's fields in place
 // (StreamEvent.Wire), rather than through MarshalJSON, whose output the
-// encoder parses again.
-type responseWire Response
+// encoder parses again (TestResponseWireMirrorsResponse keeps it up to
+// date with Response).
+type responseWire struct {
+	ID                 string             `json:"id"`
+	Object             string             `json:"object"`
+	CreatedAt          int64              `json:"created_at"`
+	CompletedAt        *int64             `json:"completed_at"`
+	Status             Status             `json:"status"`
+	IncompleteDetails  *IncompleteDetails `json:"incomplete_details"`
+	Model              string             `json:"model"`
+	PreviousResponseID *string            `json:"previous_response_id"`
+	Instructions       *string            `json:"instructions"`
+	Output             []Item             `json:"output"`
+	Error              *ResponseError     `json:"error"`
+	Tools              []Tool             `json:"tools"`
+	ToolChoice         any                `json:"tool_choice"`
+	Truncation         string             `json:"truncation"`
+	ParallelToolCalls  bool               `json:"parallel_tool_calls"`
+	Text               textConfigWire     `json:"text"`
+	TopP               float64            `json:"top_p"`
+	PresencePenalty    float64            `json:"presence_penalty"`
+	FrequencyPenalty   float64            `json:"frequency_penalty"`
+	TopLogprobs        int                `json:"top_logprobs"`
+	Temperature        float64            `json:"temperature"`
+	Reasoning          *Reasoning         `json:"reasoning"`
+	Usage              *Usage             `json:"usage"`
+	MaxOutputTokens    *int               `json:"max_output_tokens"`
+	MaxToolCalls       *int               `json:"max_tool_calls"`
+	Store              bool               `json:"store"`
+	Background         bool               `json:"background"`
+	ServiceTier        string             `json:"service_tier"`
+	// Metadata is the response's map, or when it is nil an empty struct
+	// (whose JSON is an empty object too, with no map to allocate).
+	Metadata         any              `json:"metadata"`
+	SafetyIdentifier *string          `json:"safety_identifier"`
+	PromptCacheKey   *string          `json:"prompt_cache_key"`
+	Conversation     *ConversationRef `json:"conversation,omitempty"`
+	Lambent          *LambentInfo     `json:"lambent,omitempty"`
+}
 
-// wire returns r as responseWire: r itself when its output, tools and
-// metadata are not nil, else a copy where they are empty.
+// textConfigWire is how a TextConfig is encoded in a response
+// (responseWire): its format in the shape TextFormat.MarshalJSON writes.
+type textConfigWire struct {
+	Format    any    `json:"format"`
+	Verbosity string `json:"verbosity,omitempty"`
+}
+
+// wire returns the value r is encoded from (responseWire).
 func (r *Response) wire() *responseWire {
-	if r.Output != nil && r.Tools != nil && r.Metadata != nil {
-		return (*responseWire)(r)
+	w := &responseWire{ID: r.ID, Object: r.Object, CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt, Status: r.Status,
+		IncompleteDetails: r.IncompleteDetails, Model: r.Model, PreviousResponseID: r.PreviousResponseID,
+		Instructions: r.Instructions, Output: orEmpty(r.Output), Error: r.Error, Tools: orEmpty(r.Tools),
+		ToolChoice: r.ToolChoice.wire(), Truncation: r.Truncation, ParallelToolCalls: r.ParallelToolCalls,
+		Text: textConfigWire{Format: r.Text.Format.wire(), Verbosity: r.Text.Verbosity}, TopP: r.TopP,
+		PresencePenalty: r.PresencePenalty, FrequencyPenalty: r.FrequencyPenalty, TopLogprobs: r.TopLogprobs,
+		Temperature: r.Temperature, Reasoning: r.Reasoning, Usage: r.Usage, MaxOutputTokens: r.MaxOutputTokens,
+		MaxToolCalls: r.MaxToolCalls, Store: r.Store, Background: r.Background, ServiceTier: r.ServiceTier,
+		Metadata: struct{}{}, SafetyIdentifier: r.SafetyIdentifier, PromptCacheKey: r.PromptCacheKey,
+		Conversation: r.Conversation, Lambent: r.Lambent}
+	if r.Metadata != nil {
+		w.Metadata = r.Metadata
 	}
-	c := responseWire(*r)
-	c.Output, c.Tools = orEmpty(c.Output), orEmpty(c.Tools)
-	if c.Metadata == nil {
-		c.Metadata = map[string]string{}
-	}
-	return &c
+	return w
 }
 
 // Shell returns a copy of r without its output items and tools, and the

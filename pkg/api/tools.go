@@ -311,27 +311,30 @@ func (c *ToolChoice) UnmarshalJSON(data []byte) error {
 // MarshalJSON writes the form the choice was given in: {type, name} for a
 // forced tool (and namespace when set), {type, mode, tools} for
 // allowed_tools, else the effective mode as a string.
-func (c ToolChoice) MarshalJSON() ([]byte, error) {
+func (c ToolChoice) MarshalJSON() ([]byte, error) { return wirejson.Marshal(c.wire()) }
+
+// wire is the choice in the shape MarshalJSON writes.
+func (c ToolChoice) wire() any {
 	switch c.Type {
 	case ToolFunction, ToolCustom:
-		return wirejson.Marshal(struct {
+		return struct {
 			Type      string `json:"type"`
 			Name      string `json:"name"`
 			Namespace string `json:"namespace,omitempty"`
-		}{c.Type, c.Name, c.Namespace})
+		}{c.Type, c.Name, c.Namespace}
 	case "allowed_tools":
-		return wirejson.Marshal(struct {
+		return struct {
 			Type  string    `json:"type"`
 			Mode  string    `json:"mode"`
 			Tools []ToolRef `json:"tools"`
-		}{c.Type, c.Mode, c.Tools})
+		}{c.Type, c.Mode, c.Tools}
 	}
 	if forcedBuiltin(c.Type) {
-		return wirejson.Marshal(struct {
+		return struct {
 			Type string `json:"type"`
-		}{c.Type})
+		}{c.Type}
 	}
-	return wirejson.Marshal(c.EffectiveMode())
+	return c.EffectiveMode()
 }
 
 // TextConfig is the text output configuration.

@@ -18,6 +18,10 @@ type emitter struct {
 	stream bool
 	seq    int64
 	err    error
+	// ev is the lifecycle, item or MCP event being written (mu held),
+	// reused for every one: an event is valid only during its write
+	// (ResponseWriter).
+	ev scratchEvent
 }
 
 // emit stamps ev with the next sequence number and writes it (callers
@@ -37,6 +41,11 @@ func (m *emitter) write(ev *api.StreamEvent, more bool) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.writeLocked(ev, more)
+}
+
+// writeLocked is write with m.mu held.
+func (m *emitter) writeLocked(ev *api.StreamEvent, more bool) {
 	ev.SequenceNumber = m.seq
 	m.seq++
 	if m.err != nil {
@@ -49,18 +58,28 @@ func (m *emitter) write(ev *api.StreamEvent, more bool) {
 	m.err = m.w.WriteEvent(ev)
 }
 
+// lifecycle emits the lifecycle event typ of r.
 func (m *emitter) lifecycle(typ string, r *api.Response) {
 	if !m.stream {
 		return
 	}
-	m.emit(&api.StreamEvent{Type: typ, Response: r})
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ev.ev = api.StreamEvent{Type: typ, Response: r}
+	m.writeLocked(&m.ev.ev, false)
 }
 
+// itemEvent emits the item event typ of it, the output item idx.
 func (m *emitter) itemEvent(typ string, idx int, it *api.Item) {
 	if !m.stream {
 		return
 	}
-	m.emit(&api.StreamEvent{Type: typ, OutputIndex: &idx, Item: it})
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := &m.ev
+	e.idx = idx
+	e.ev = api.StreamEvent{Type: typ, OutputIndex: &e.idx, Item: it}
+	m.writeLocked(&e.ev, false)
 }
 
 // mcpEvent emits one of the response.mcp_call.* events of the item id.
@@ -68,7 +87,12 @@ func (m *emitter) mcpEvent(typ string, idx int, id string) {
 	if !m.stream {
 		return
 	}
-	m.emit(&api.StreamEvent{Type: typ, OutputIndex: &idx, ItemID: id})
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := &m.ev
+	e.idx = idx
+	e.ev = api.StreamEvent{Type: typ, OutputIndex: &e.idx, ItemID: id}
+	m.writeLocked(&e.ev, false)
 }
 
 // assembler turns one model call's deltas into output items, emitting the
@@ -86,9 +110,9 @@ type assembler struct {
 	// which get it when they close: appending to the item's string would
 	// copy it all at every delta.
 	reasoningText, partText strings.Builder
-	// dev is the text delta event being written, reused for every one (an
-	// event is valid only during its write: ResponseWriter).
-	dev deltaEvent
+	// ev is the content part or text event being written, reused for
+	// every one (an event is valid only during its write: ResponseWriter).
+	ev scratchEvent
 }
 
 func newAssembler(r *run) *assembler {
@@ -112,7 +136,7 @@ func (a *assembler) delta(d provider.Delta) error {
 			a.reasoning = a.open(api.Item{Type: api.ItemReasoning, ID: a.r.newItemID(api.PrefixReasoning), Status: api.ItemInProgress})
 			it := a.out(a.reasoning)
 			it.Content = []api.ContentPart{{Type: api.PartReasoningText}}
-			a.partEvent(api.EventContentPartAdded, a.reasoning, 0, &api.ContentPart{Type: api.PartReasoningText})
+			a.partAdded(a.reasoning, 0, api.PartReasoningText)
 		}
 		it := a.out(a.reasoning)
 		if d.Text != "" {
@@ -140,8 +164,7 @@ func (a *assembler) delta(d provider.Delta) error {
 		if a.part < 0 {
 			a.part = len(it.Content)
 			it.Content = append(it.Content, api.ContentPart{Type: typ})
-			empty := api.ContentPart{Type: typ}
-			a.partEvent(api.EventContentPartAdded, a.message, a.part, &empty)
+			a.partAdded(a.message, a.part, typ)
 		}
 		a.partText.WriteString(d.Text)
 		if typ == api.PartRefusal {
@@ -210,23 +233,37 @@ func (a *assembler) delta(d provider.Delta) error {
 	return nil
 }
 
-func (a *assembler) partEvent(typ string, idx, part int, p *api.ContentPart) {
+// partAdded emits response.content_part.added of the empty part of type
+// typ, the content part part of the output item idx.
+func (a *assembler) partAdded(idx, part int, typ string) {
 	if a.r.em.stream {
-		a.r.em.emit(&api.StreamEvent{Type: typ, ItemID: a.out(idx).ID, OutputIndex: &idx, ContentIndex: &part, Part: p})
+		a.ev.p = api.ContentPart{Type: typ}
+		a.partEvent(api.EventContentPartAdded, idx, part, &a.ev.p)
 	}
 }
 
-// deltaEvent is a text delta event with the values its pointers point to,
-// so that the assembler's one (dev) serves every delta without allocating.
-type deltaEvent struct {
+func (a *assembler) partEvent(typ string, idx, part int, p *api.ContentPart) {
+	if a.r.em.stream {
+		e := &a.ev
+		e.idx, e.part = idx, part
+		e.ev = api.StreamEvent{Type: typ, ItemID: a.out(idx).ID, OutputIndex: &e.idx, ContentIndex: &e.part, Part: p}
+		a.r.em.emit(&e.ev)
+	}
+}
+
+// scratchEvent is an event with the values its pointers point to, so that
+// one (the emitter's, the assembler's) serves every event of its kind
+// without allocating.
+type scratchEvent struct {
 	ev        api.StreamEvent
 	idx, part int
 	text      string
+	p         api.ContentPart
 }
 
 func (a *assembler) textEvent(typ string, idx, part int, d provider.Delta) {
 	if a.r.em.stream {
-		e := &a.dev
+		e := &a.ev
 		e.idx, e.part, e.text = idx, part, d.Text
 		e.ev = api.StreamEvent{Type: typ, ItemID: a.out(idx).ID, OutputIndex: &e.idx, ContentIndex: &e.part, Delta: &e.text}
 		a.r.em.emitDelta(&e.ev, d.More)
@@ -242,10 +279,11 @@ func (a *assembler) closeReasoning() {
 	it := a.out(idx)
 	it.Content[0].Text = a.reasoningText.String()
 	a.reasoningText.Reset()
-	zero := 0
-	text := it.Content[0].Text
 	if a.r.em.stream {
-		a.r.em.emit(&api.StreamEvent{Type: api.EventReasoningDone, ItemID: it.ID, OutputIndex: &idx, ContentIndex: &zero, Text: &text})
+		e := &a.ev
+		e.idx, e.part, e.text = idx, 0, it.Content[0].Text
+		e.ev = api.StreamEvent{Type: api.EventReasoningDone, ItemID: it.ID, OutputIndex: &e.idx, ContentIndex: &e.part, Text: &e.text}
+		a.r.em.emit(&e.ev)
 	}
 	a.partEvent(api.EventContentPartDone, idx, 0, &it.Content[0])
 	a.summarize(idx, it)
@@ -267,14 +305,14 @@ func (a *assembler) closePart() {
 		p.Text = a.partText.String()
 	}
 	a.partText.Reset()
-	if p.Type == api.PartRefusal {
-		if a.r.em.stream {
-			a.r.em.emit(&api.StreamEvent{Type: api.EventRefusalDone, ItemID: it.ID, OutputIndex: &idx, ContentIndex: &part, Refusal: &p.Refusal})
+	if a.r.em.stream {
+		e := &a.ev
+		e.idx, e.part = idx, part
+		e.ev = api.StreamEvent{Type: api.EventOutputTextDone, ItemID: it.ID, OutputIndex: &e.idx, ContentIndex: &e.part, Text: &p.Text}
+		if p.Type == api.PartRefusal {
+			e.ev = api.StreamEvent{Type: api.EventRefusalDone, ItemID: it.ID, OutputIndex: &e.idx, ContentIndex: &e.part, Refusal: &p.Refusal}
 		}
-	} else {
-		if a.r.em.stream {
-			a.r.em.emit(&api.StreamEvent{Type: api.EventOutputTextDone, ItemID: it.ID, OutputIndex: &idx, ContentIndex: &part, Text: &p.Text})
-		}
+		a.r.em.emit(&e.ev)
 	}
 	a.partEvent(api.EventContentPartDone, idx, part, p)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/pacing"
+	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -185,4 +186,44 @@ func TestNoFlushDelayFlushesEachEvent(t *testing.T) {
 		require.NoError(t, json.Unmarshal(raw, &ev))
 		assert.Equal(t, int64(i), ev.Seq)
 	}
+}
+
+// seqWriter keeps the sequence number and JSON of the events written to it
+// into a buffer it reuses, allocating nothing once grown.
+type seqWriter struct {
+	seqs []int64
+	buf  []byte
+}
+
+func (w *seqWriter) WriteEvent(ev *api.StreamEvent) error {
+	w.seqs = append(w.seqs, ev.SequenceNumber)
+	w.buf = append(append(w.buf, ev.Type...), ev.ItemID...)
+	return nil
+}
+
+func (w *seqWriter) WriteResponse(*api.Response) error { return nil }
+
+// TestEventsReuseTheirScratch: the lifecycle, item, MCP, content part and
+// text events of a stream are built in the emitter's and the assembler's
+// reused events, allocating nothing, and still numbered one by one.
+func TestEventsReuseTheirScratch(t *testing.T) {
+	w := &seqWriter{seqs: make([]int64, 0, 1024), buf: make([]byte, 0, 64<<10)}
+	r := &run{resp: &api.Response{ID: "resp_1", Output: []api.Item{{Type: api.ItemMessage, ID: "msg_1", Content: []api.ContentPart{{Type: api.PartOutputText}}}}},
+		em: &emitter{w: w, stream: true}}
+	a := newAssembler(r)
+	a.message = 0
+	allocs := testing.AllocsPerRun(20, func() {
+		r.em.lifecycle(api.EventResponseInProgress, r.resp)
+		r.em.itemEvent(api.EventOutputItemAdded, 0, &r.resp.Output[0])
+		r.em.mcpEvent(api.EventMCPCallInProgress, 0, "mcp_1")
+		a.part = 0
+		a.partAdded(0, 0, api.PartOutputText)
+		a.textEvent(api.EventOutputTextDelta, 0, 0, provider.Delta{Kind: provider.DeltaText, Text: "hi"})
+		a.closePart()
+	})
+	assert.Zero(t, allocs, "allocations a round of events")
+	for i, s := range w.seqs {
+		require.Equal(t, int64(i), s)
+	}
+	require.Len(t, w.seqs, 21*7, "events written")
 }

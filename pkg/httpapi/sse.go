@@ -17,8 +17,11 @@ import (
 // that events ready together share one write) and sends the keep-alive
 // comments; it is not safe for concurrent use on its own.
 type responseWriter struct {
-	h       *Handler
-	w       http.ResponseWriter
+	h *Handler
+	w http.ResponseWriter
+	// fe flushes w when it has a FlushError method (net/http's writer
+	// has), else rc (a writer wrapping one).
+	fe      interface{ FlushError() error }
 	rc      *http.ResponseController
 	started bool
 	// buf holds the whole SSE frames not yet written, reused after each
@@ -28,12 +31,17 @@ type responseWriter struct {
 }
 
 func (rw *responseWriter) start() {
+	// The three values share one array, each header its own full slice
+	// of it; the names are canonical already.
+	v := &[3]string{"text/event-stream; charset=utf-8", "no-cache", "no"}
 	hd := rw.w.Header()
-	hd.Set("Content-Type", "text/event-stream; charset=utf-8")
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("X-Accel-Buffering", "no")
+	hd["Content-Type"], hd["Cache-Control"], hd["X-Accel-Buffering"] = v[0:1:1], v[1:2:2], v[2:3:3]
 	rw.w.WriteHeader(http.StatusOK)
-	rw.rc = http.NewResponseController(rw.w)
+	if fe, ok := rw.w.(interface{ FlushError() error }); ok {
+		rw.fe = fe
+	} else {
+		rw.rc = http.NewResponseController(rw.w)
+	}
 	rw.bp = sseBuffers.Get().(*[]byte)
 	rw.buf = (*rw.bp)[:0]
 	rw.started = true
@@ -181,6 +189,9 @@ func (rw *responseWriter) Flush() error {
 	}
 	if err := rw.write(); err != nil {
 		return err
+	}
+	if rw.fe != nil {
+		return rw.fe.FlushError()
 	}
 	return rw.rc.Flush()
 }
