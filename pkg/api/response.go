@@ -147,10 +147,7 @@ func (r *Response) wire() *responseWire {
 // encodes the items and tools one at a time, each in place.
 func (r *Response) Shell() (*Response, []wirejson.Array) {
 	c := *r
-	c.Output, c.Tools = []Item{}, []Tool{}
-	if c.Metadata == nil {
-		c.Metadata = map[string]string{}
-	}
+	c.Output, c.Tools = nil, nil
 	return &c, []wirejson.Array{ItemsArray("output", r.Output),
 		{Key: "tools", Len: len(r.Tools), Elem: func(i int) (any, error) { return r.Tools[i].wire(), nil }}}
 }
