@@ -233,12 +233,14 @@ type Completion struct {
 	XGroq *XGroq `json:"x_groq,omitempty"`
 }
 
-// Chunk is a stream chunk ("chat.completion.chunk") as a client reads it:
-// only the fields the openai provider uses (the others, such as id,
-// created and logprobs, are skipped, never kept) and values where null and
-// absent need not be told apart, so that one Chunk decodes every chunk of a
-// stream (Reset between them) without allocating its choices anew. Servers
-// write chunks as Completion values.
+// Chunk is a stream chunk ("chat.completion.chunk") or a completion
+// ("chat.completion") as a client reads it: only the fields the openai
+// provider uses (the others, such as id, created and logprobs, are
+// skipped, never kept) and values where null and absent need not be told
+// apart, so that one Chunk decodes every chunk of a stream (Reset between
+// them) without allocating its choices anew, and a completion decodes
+// with a few allocations: its strings, its choices and its usage. Servers
+// write chunks and completions as Completion values.
 type Chunk struct {
 	Model   string        `json:"model"`
 	Choices []ChunkChoice `json:"choices"`
@@ -248,16 +250,19 @@ type Chunk struct {
 	XGroq *XGroq          `json:"x_groq"`
 }
 
-// ChunkChoice is one of a chunk's "choices".
+// ChunkChoice is one of a chunk's or a completion's "choices".
 type ChunkChoice struct {
-	Index int        `json:"index"`
-	Delta ChunkDelta `json:"delta"`
+	Index int `json:"index"`
+	// Delta is a chunk's, Message a completion's.
+	Delta   ChunkDelta `json:"delta"`
+	Message ChunkDelta `json:"message"`
 	// FinishReason is "" (null) until the last chunk.
 	FinishReason string `json:"finish_reason"`
 }
 
-// ChunkDelta is a chunk's "delta" as a client reads it: Delta's fields but
-// the role, with the content as a value (null and absent are "").
+// ChunkDelta is a chunk's "delta" or a completion's "message" as a client
+// reads it: Delta's fields but the role, with the content as a value (null
+// and absent are "").
 type ChunkDelta struct {
 	Content          Answer     `json:"content"`
 	Refusal          string     `json:"refusal"`

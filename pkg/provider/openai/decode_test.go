@@ -258,8 +258,9 @@ func FuzzDecodeChunk(f *testing.F) {
 }
 
 // FuzzChunkDecoders: internal/wirejson (segmentio/encoding/json) decodes any bytes
-// into a chatwire.Completion as encoding/json does: both fail, or both
-// give the same value.
+// into a chatwire.Completion and into a chatwire.Chunk (what the provider
+// decodes chunks and completions into) as encoding/json does: both fail,
+// or both give the same value.
 func FuzzChunkDecoders(f *testing.F) {
 	for _, s := range payloadCorpus {
 		f.Add([]byte(s))
@@ -275,6 +276,14 @@ func FuzzChunkDecoders(f *testing.F) {
 		}
 		if err == nil && !reflect.DeepEqual(got, want) {
 			t.Fatalf("%q: wirejson %+v, encoding/json %+v", b, got, want)
+		}
+		var gotChunk, wantChunk chatwire.Chunk
+		err, wantErr = wirejson.Unmarshal(b, &gotChunk), json.Unmarshal(b, &wantChunk)
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("%q: chunk: wirejson err %v, encoding/json err %v", b, err, wantErr)
+		}
+		if err == nil && !reflect.DeepEqual(gotChunk, wantChunk) {
+			t.Fatalf("%q: chunk: wirejson %+v, encoding/json %+v", b, gotChunk, wantChunk)
 		}
 	})
 }

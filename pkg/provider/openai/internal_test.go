@@ -154,12 +154,30 @@ func BenchmarkBuildRequest(b *testing.B) {
 	b.ReportAllocs()
 	var body []byte
 	for b.Loop() {
-		s, _, err := buildRequest(req, true, false)
+		cr, err := buildRequest(req, true, false)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if body, _, err = s.AppendTo(body[:0], maxBufferedBody); err != nil {
+		if body, _, _, err = encodeRequest(cr, body[:0]); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// completionBody is the fake model's non-streaming answer to
+// BenchmarkGateway's request.
+const completionBody = `{"id":"chatcmpl-39evphkg1","object":"chat.completion","created":1795827915,"model":"gpt-4o-mini","service_tier":"default","system_fingerprint":"fp_fakellm","choices":[{"index":0,"message":{"role":"assistant","content":"Hello! This is a short answer from the fake backend, sent word by word.","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":16,"total_tokens":28,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}`
+
+// BenchmarkDecodeCompletion measures the decoding of a non-streaming
+// answer (what Complete does after reading the body).
+func BenchmarkDecodeCompletion(b *testing.B) {
+	body := []byte(completionBody)
+	b.ReportAllocs()
+	for b.Loop() {
+		// Complete decodes a body of its own: a copy, as readBody's.
+		res, err := decodeCompletion(bytes.Clone(body), "m")
+		if err != nil || res.Text == "" {
+			b.Fatal(res, err)
 		}
 	}
 }

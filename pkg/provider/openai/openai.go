@@ -49,6 +49,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -85,8 +86,13 @@ type Config struct {
 // Provider calls an OpenAI-compatible Chat Completions API. It is safe for
 // concurrent use. It never retries.
 type Provider struct {
-	url       string
-	auth      string
+	// u is the URL requests go to, parsed once (urlErr: it is not
+	// valid).
+	u      url.URL
+	urlErr error
+	auth   string
+	// headers are every request's headers, non-streaming and streaming.
+	headers   [2]http.Header
 	client    *http.Client
 	ownClient bool
 	log       *slog.Logger
@@ -101,7 +107,6 @@ var _ provider.Provider = (*Provider)(nil)
 // backend and no overall timeout.
 func New(cfg Config) *Provider {
 	p := &Provider{
-		url:     strings.TrimRight(cfg.BaseURL, "/") + "/chat/completions",
 		client:  cfg.HTTPClient,
 		log:     cfg.Logger,
 		maxComp: cfg.MaxCompletionTokens,
@@ -109,6 +114,15 @@ func New(cfg Config) *Provider {
 	}
 	if p.rules == (provider.Rules{}) {
 		p.rules = provider.OpenAIRules()
+	}
+	if u, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/") + "/chat/completions"); err != nil {
+		p.urlErr = err
+	} else {
+		// An empty port dropped, as http.NewRequest does.
+		if strings.LastIndex(u.Host, ":") > strings.LastIndex(u.Host, "]") {
+			u.Host = strings.TrimSuffix(u.Host, ":")
+		}
+		p.u = *u
 	}
 	if cfg.APIKey != "" {
 		p.auth = "Bearer " + cfg.APIKey
@@ -119,6 +133,13 @@ func New(cfg Config) *Provider {
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
+	}
+	for i, accept := range []string{"application/json", "text/event-stream"} {
+		h := http.Header{"Content-Type": {"application/json"}, "Accept": {accept}, "User-Agent": {"lambent"}}
+		if p.auth != "" {
+			h["Authorization"] = []string{p.auth}
+		}
+		p.headers[i] = h
 	}
 	return p
 }
@@ -236,17 +257,6 @@ func (p *Provider) post(ctx context.Context, req *provider.Request, stream bool)
 	if err != nil {
 		return nil, err
 	}
-	h := hreq.Header
-	h["Content-Type"] = jsonContentType
-	if stream {
-		h["Accept"] = sseAccept
-	} else {
-		h["Accept"] = jsonContentType
-	}
-	h["User-Agent"] = userAgent
-	if p.auth != "" {
-		h["Authorization"] = []string{p.auth}
-	}
 	resp, err := p.client.Do(hreq)
 	if err != nil {
 		return nil, transportError(ctx, err)
@@ -273,20 +283,28 @@ const maxPooledBody = 64 << 10
 var requestBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
 
 // newRequest builds the HTTP request of req: its body encoded whole up to
-// maxBufferedBody bytes, else streamed (see maxBufferedBody).
+// maxBufferedBody bytes, else streamed (see maxBufferedBody), and its
+// headers.
 func (p *Provider) newRequest(ctx context.Context, req *provider.Request, stream bool) (*http.Request, error) {
-	s, reopen, err := buildRequest(req, stream, p.maxComp)
+	if p.urlErr != nil {
+		return nil, &api.Error{Status: http.StatusBadGateway, Type: api.ErrTypeUpstream, Code: "upstream_unreachable",
+			Message: "the model provider's URL is not valid", Err: p.urlErr}
+	}
+	cr, err := buildRequest(req, stream, p.maxComp)
 	if err != nil {
 		return nil, err
 	}
 	bp := requestBuffers.Get().(*[]byte)
-	b, done, err := s.AppendTo((*bp)[:0], maxBufferedBody)
-	var body io.Reader
+	b, done, rest, err := encodeRequest(cr, (*bp)[:0])
+	out := &outgoing{url: p.u}
+	var body []byte
 	if done {
-		body = bytes.NewReader(bytes.Clone(b))
-	} else {
-		// The first maxBufferedBody bytes, then the rest as it is read.
-		body = io.MultiReader(bytes.NewReader(b), s)
+		body = bytes.Clone(b)
+		out.body.Reset(body)
+	} else if err == nil {
+		// The first maxBufferedBody bytes (or all of a long shell's
+		// body), then the rest as it is read; b stays in use.
+		out.body.Reset(b)
 	}
 	if done || err != nil {
 		if cap(b) <= maxPooledBody {
@@ -295,30 +313,63 @@ func (p *Provider) newRequest(ctx context.Context, req *provider.Request, stream
 		}
 	}
 	if err != nil {
-		return nil, api.ServerError(err, "encoding the model request failed")
+		return nil, err
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, body)
-	if err != nil {
-		return nil, &api.Error{Status: http.StatusBadGateway, Type: api.ErrTypeUpstream, Code: "upstream_unreachable",
-			Message: "the model provider's URL is not valid", Err: err}
+	h := p.headers[0]
+	if stream {
+		h = p.headers[1]
 	}
-	if !done {
+	if !p.ownClient {
+		// A client passed in might change a request's headers
+		// (RoundTrippers should not, some do); the provider's own
+		// never does, and shares them.
+		h = h.Clone()
+	}
+	// As http.NewRequestWithContext builds it, from the URL parsed once
+	// (New). Host stays empty: the URL's host is sent.
+	hreq := &http.Request{
+		Method:     http.MethodPost,
+		URL:        &out.url,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     h,
+	}
+	if done {
+		hreq.Body = &out.body
+		hreq.ContentLength = int64(len(body))
+		hreq.GetBody = func() (io.ReadCloser, error) {
+			r := &bodyReader{}
+			r.Reset(body)
+			return r, nil
+		}
+	} else {
 		// Chunked; sent again (a redirect, a retried HTTP/2 stream)
 		// from a fresh stream.
 		hreq.ContentLength = -1
+		hreq.Body = &out.body
+		if rest != nil {
+			hreq.Body = io.NopCloser(io.MultiReader(&out.body, rest))
+		}
 		hreq.GetBody = func() (io.ReadCloser, error) {
-			s, err := reopen()
+			s, err := streamOf(cr)
 			return io.NopCloser(s), err
 		}
 	}
-	return hreq, nil
+	return hreq.WithContext(ctx), nil
 }
 
-var (
-	jsonContentType = []string{"application/json"}
-	sseAccept       = []string{"text/event-stream"}
-	userAgent       = []string{"lambent"}
-)
+// outgoing holds what a request points to, in one allocation.
+type outgoing struct {
+	url  url.URL
+	body bodyReader
+}
+
+// bodyReader is a request body held in memory.
+type bodyReader struct{ bytes.Reader }
+
+// Close does nothing.
+func (*bodyReader) Close() error { return nil }
 
 func isJSON(ct string) bool {
 	if ct == "" {
@@ -326,6 +377,9 @@ func isJSON(ct string) bool {
 	}
 	if strings.HasPrefix(ct, "application/json") {
 		return true
+	}
+	if strings.HasPrefix(ct, "text/event-stream") {
+		return false
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	return err == nil && mt == "application/json"
@@ -375,16 +429,17 @@ func replay(res *provider.Result, fn func(provider.Delta) error) error {
 	return nil
 }
 
-// decodeCompletion decodes a non-streaming chat completion.
+// decodeCompletion decodes a non-streaming chat completion, as a
+// chatwire.Chunk: the fields it uses, as values.
 func decodeCompletion(body []byte, model string) (*provider.Result, error) {
-	var cr chatwire.Completion
+	var cr chatwire.Chunk
 	if err := wirejson.Unmarshal(body, &cr); err != nil {
 		return nil, provider.BadResponse(err, "the model provider sent a malformed response")
 	}
 	if hasError(cr.Error) {
 		return nil, embeddedError(cr.Error)
 	}
-	var ch *chatwire.Choice
+	var ch *chatwire.ChunkChoice
 	for i := range cr.Choices {
 		if cr.Choices[i].Index == 0 {
 			ch = &cr.Choices[i]
@@ -394,33 +449,34 @@ func decodeCompletion(body []byte, model string) (*provider.Result, error) {
 	if ch == nil {
 		return nil, provider.BadResponse(errors.New("no choices"), "the model provider's response has no choices")
 	}
-	res := &provider.Result{Model: cr.Model}
-	if m := ch.Message; m != nil {
-		res.Text = m.Content.String()
-		res.Refusal = str(m.Refusal)
-		res.Reasoning = reasoning(m.ReasoningContent, m.Reasoning) + m.Content.Reasoning()
-		if len(m.ToolCalls) > 0 {
-			res.ToolCalls = make([]api.Item, 0, len(m.ToolCalls))
-			for _, tc := range m.ToolCalls {
-				id := tc.ID
-				if id == "" {
-					id = api.NewCallID()
-				}
-				args := string(tc.Function.Arguments)
-				if args == "" {
-					args = "{}"
-				}
-				res.ToolCalls = append(res.ToolCalls, api.Item{Type: api.ItemFunctionCall, CallID: id, Name: tc.Function.Name, Arguments: args})
+	m := &ch.Message
+	res := &provider.Result{
+		Model:     cr.Model,
+		Text:      m.Content.Text,
+		Refusal:   m.Refusal,
+		Reasoning: reasoning(m.ReasoningContent, m.Reasoning) + m.Content.Thinking,
+	}
+	if len(m.ToolCalls) > 0 {
+		res.ToolCalls = make([]api.Item, 0, len(m.ToolCalls))
+		for _, tc := range m.ToolCalls {
+			id := tc.ID
+			if id == "" {
+				id = api.NewCallID()
 			}
+			args := string(tc.Function.Arguments)
+			if args == "" {
+				args = "{}"
+			}
+			res.ToolCalls = append(res.ToolCalls, api.Item{Type: api.ItemFunctionCall, CallID: id, Name: tc.Function.Name, Arguments: args})
 		}
 	}
 	if res.Model == "" {
 		res.Model = model
 	}
-	if u := cr.CompletionUsage(); u != nil {
+	if u := cr.ChunkUsage(); u != nil {
 		res.Usage = usageToAPI(u)
 	}
-	res.FinishReason = mapFinish(str(ch.FinishReason), len(res.ToolCalls) > 0)
+	res.FinishReason = mapFinish(ch.FinishReason, len(res.ToolCalls) > 0)
 	return res, nil
 }
 

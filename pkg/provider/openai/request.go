@@ -3,6 +3,7 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/lambent/lambent/internal/chatwire"
@@ -13,18 +14,14 @@ import (
 
 var emptyParams = json.RawMessage(`{"type":"object","properties":{}}`)
 
-// buildRequest translates a provider.Request into the JSON body of a chat
-// completion request, as a wirejson.Stream: the messages, most of a long
-// conversation's request, are encoded one at a time as the body is read
-// (see post). reopen returns a fresh stream of the same body (for a
-// request the transport sends again). An invalid tool or schema is
-// reported here.
-func buildRequest(req *provider.Request, stream, maxCompletion bool) (body *wirejson.Stream, reopen func() (*wirejson.Stream, error), err error) {
+// buildRequest translates a provider.Request into the chat completion
+// request it sends (see encodeRequest for its JSON).
+func buildRequest(req *provider.Request, stream, maxCompletion bool) (*chatwire.Request, error) {
 	msgs, err := buildMessages(req)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	cr := chatwire.Request{
+	cr := &chatwire.Request{
 		Model:            req.Model,
 		Messages:         msgs,
 		Temperature:      req.Temperature,
@@ -68,7 +65,7 @@ func buildRequest(req *provider.Request, stream, maxCompletion bool) (body *wire
 		}
 		if choice != nil {
 			if cr.ToolChoice, err = json.Marshal(choice); err != nil {
-				return nil, nil, fmt.Errorf("encoding tool_choice: %w", err)
+				return nil, fmt.Errorf("encoding tool_choice: %w", err)
 			}
 		}
 		cr.ParallelToolCalls = req.ParallelToolCalls
@@ -88,18 +85,91 @@ func buildRequest(req *provider.Request, stream, maxCompletion bool) (body *wire
 	}
 	if stream {
 		cr.Stream = true
-		cr.StreamOptions = &chatwire.StreamOptions{IncludeUsage: true}
+		cr.StreamOptions = &includeUsage
 	}
-	shell := cr
+	return cr, nil
+}
+
+// includeUsage is every streamed request's stream_options (never
+// modified).
+var includeUsage = chatwire.StreamOptions{IncludeUsage: true}
+
+// wholeText is the most text (the bytes of its strings, see messagesText)
+// a request's messages may hold for its body to be encoded at once: they
+// then encode to well under maxBufferedBody. Longer messages are encoded
+// as the body is read (streamOf).
+const wholeText = 16 << 10
+
+// messagesText bounds the size of msgs' JSON: no more than 6 bytes a
+// byte it returns (a string's byte encodes to 6 at most, as \u00XX, and
+// each message, part and call counts 64 bytes for its keys). It stops
+// counting above wholeText.
+func messagesText(msgs []chatwire.Message) int {
+	const keys = 64
+	n := 0
+	for i := range msgs {
+		m := &msgs[i]
+		n += keys + len(m.Role) + len(m.Name) + len(m.ToolCallID) + len(m.Refusal) + len(m.ReasoningContent)
+		if c := m.Content; c != nil {
+			n += len(c.Text)
+			for j := range c.Parts {
+				p := &c.Parts[j]
+				n += keys + len(p.Type) + len(p.Text) + len(p.Refusal) + len(p.InputAudio) + len(p.File)
+				if u := p.ImageURL; u != nil {
+					n += len(u.URL) + len(u.Detail)
+				}
+			}
+		}
+		for j := range m.ToolCalls {
+			c := &m.ToolCalls[j]
+			n += keys + len(c.ID) + len(c.Type) + len(c.Function.Name) + len(c.Function.Arguments)
+		}
+		if n > wholeText {
+			break
+		}
+	}
+	return n
+}
+
+// encodeRequest appends cr's JSON to b: all of it (done) when it is no
+// longer than maxBufferedBody, else its first maxBufferedBody bytes or
+// more, the rest to be read from rest. A request whose messages hold
+// little text (messagesText) is encoded at once, a longer one as a
+// wirejson.Stream, its messages encoded one at a time as the body is read
+// (see post). Only an invalid tool or schema fails.
+func encodeRequest(cr *chatwire.Request, b []byte) (_ []byte, done bool, rest io.Reader, err error) {
+	if messagesText(cr.Messages) <= wholeText {
+		start := len(b)
+		if out, err := wirejson.Append(b, cr); err == nil {
+			// A long shell (the tools) can still make a long body:
+			// it is sent chunked as a longer one always is.
+			return out, len(out)-start <= maxBufferedBody, nil, nil
+		}
+		// The stream says what is wrong.
+		b = b[:start]
+	}
+	s, err := streamOf(cr)
+	if err != nil {
+		return b, false, nil, err
+	}
+	b, done, err = s.AppendTo(b, maxBufferedBody)
+	if err != nil {
+		return b, false, nil, api.ServerError(err, "encoding the model request failed")
+	}
+	return b, done, s, nil
+}
+
+// streamOf returns cr's JSON as a wirejson.Stream, its messages encoded
+// one at a time as it is read.
+func streamOf(cr *chatwire.Request) (*wirejson.Stream, error) {
+	shell := *cr
 	shell.Messages = []chatwire.Message{}
-	reopen = func() (*wirejson.Stream, error) {
-		return wirejson.NewStream(&cr, &shell, wirejson.Elements("messages", msgs))
-	}
-	if body, err = reopen(); err != nil {
+	s, err := wirejson.NewStream(cr, &shell, wirejson.Elements("messages", cr.Messages))
+	if err != nil {
 		// Only invalid raw JSON (a tool or schema) can get here.
-		return nil, nil, api.InvalidRequest("tools", "invalid JSON Schema in the request: %v", err)
+		return nil, api.InvalidRequest("tools", "invalid JSON Schema in the request: %v", err)
 	}
-	return body, reopen, nil
+	return s, nil
 }
 
 // buildMessages translates the instructions and items into messages.

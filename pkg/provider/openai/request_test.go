@@ -343,3 +343,69 @@ func TestLongRequestStreamed(t *testing.T) {
 		t.Errorf("short request: Content-Length %d, want it set", got)
 	}
 }
+
+// TestLongShellChunked: a body made long by its tools, not its messages,
+// is sent chunked too, arrives whole, and is sent again whole after a
+// redirect.
+func TestLongShellChunked(t *testing.T) {
+	t.Parallel()
+	p, b := newBackend(t, openai.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("again") == "" {
+			http.Redirect(w, r, r.URL.Path+"?again=1", http.StatusTemporaryRedirect)
+			return
+		}
+		jsonReply(200, okCompletion)(w, r)
+	})
+	desc := strings.Repeat("a <long> description ", 16<<10)
+	req := &provider.Request{Model: "m", Items: []api.Item{msg(api.RoleUser, text("hi"))},
+		Tools: []api.ToolDefinition{{Name: "f", Description: desc, Parameters: []byte(`{"type":"object"}`)}}}
+	if _, err := p.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.length(0); got != -1 {
+		t.Errorf("Content-Length %d, want chunked", got)
+	}
+	for i := range 2 {
+		tools, _ := b.body(i)["tools"].([]any)
+		if len(tools) != 1 || tools[0].(map[string]any)["function"].(map[string]any)["description"] != desc {
+			t.Errorf("request %d: the tool did not arrive whole", i)
+		}
+	}
+}
+
+// headerRoundTripper adds a header to the request it is given, as some
+// tracing RoundTrippers do.
+type headerRoundTripper struct{ base http.RoundTripper }
+
+func (h headerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	r.Header.Add("X-Trace", "1")
+	return h.base.RoundTrip(r)
+}
+
+// A client passed in that changes a request's headers does not change the
+// next request's.
+func TestClientChangesHeaders(t *testing.T) {
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	p, b := newBackend(t, openai.Config{APIKey: "k", HTTPClient: &http.Client{Transport: headerRoundTripper{tr}}}, jsonReply(200, okCompletion))
+	for range 3 {
+		if _, err := p.Complete(context.Background(), hi); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		if h := b.header(i); len(h["X-Trace"]) != 1 || h.Get("Authorization") != "Bearer k" || h.Get("Accept") != "application/json" {
+			t.Errorf("request %d: headers %v", i, h)
+		}
+	}
+}
+
+// An invalid base URL fails every call with a 502.
+func TestInvalidURL(t *testing.T) {
+	p := openai.New(openai.Config{BaseURL: "http://[::1"})
+	_, err := p.Complete(context.Background(), hi)
+	e := apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, "upstream_unreachable")
+	if e.Message != "the model provider's URL is not valid" {
+		t.Errorf("message %q", e.Message)
+	}
+}

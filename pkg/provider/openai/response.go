@@ -16,14 +16,6 @@ func reasoning(reasoningContent, reasoning string) string {
 	return reasoning
 }
 
-// str is *s, or "" for nil (null).
-func str(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
 // usageToAPI converts a usage object; a missing total is the sum.
 func usageToAPI(u *chatwire.Usage) api.Usage {
 	out := api.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
