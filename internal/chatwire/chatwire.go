@@ -271,9 +271,15 @@ type ChunkDelta struct {
 	ToolCalls        []ToolCall `json:"tool_calls"`
 }
 
-// Reset empties c for the next chunk, keeping the room of its choices.
+// Reset empties c for the next chunk, keeping the room of its choices and
+// of their deltas' tool calls (a decoder makes room for ten elements of a
+// slice at once).
 func (c *Chunk) Reset() {
-	clear(c.Choices)
+	for i := range c.Choices {
+		calls := c.Choices[i].Delta.ToolCalls
+		clear(calls)
+		c.Choices[i] = ChunkChoice{Delta: ChunkDelta{ToolCalls: calls[:0]}}
+	}
 	*c = Chunk{Choices: c.Choices[:0]}
 }
 

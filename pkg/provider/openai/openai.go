@@ -432,8 +432,15 @@ func replay(res *provider.Result, fn func(provider.Delta) error) error {
 // decodeCompletion decodes a non-streaming chat completion, as a
 // chatwire.Chunk: the fields it uses, as values.
 func decodeCompletion(body []byte, model string) (*provider.Result, error) {
-	var cr chatwire.Chunk
-	if err := wirejson.Unmarshal(body, &cr); err != nil {
+	// The choice is allocated with the chunk: the decoder would make
+	// room for ten.
+	var one struct {
+		cr     chatwire.Chunk
+		choice [1]chatwire.ChunkChoice
+	}
+	cr := &one.cr
+	cr.Choices = one.choice[:0]
+	if err := wirejson.Unmarshal(body, cr); err != nil {
 		return nil, provider.BadResponse(err, "the model provider sent a malformed response")
 	}
 	if hasError(cr.Error) {

@@ -166,8 +166,10 @@ type streamState struct {
 	done      bool
 	// more is the Delta.More of the deltas of the chunk being decoded.
 	more bool
-	// c is the chunk being decoded, reused for every chunk.
-	c chatwire.Chunk
+	// c is the chunk being decoded, reused for every chunk; its first
+	// choice is choice (the decoder would make room for ten).
+	c      chatwire.Chunk
+	choice [1]chatwire.ChunkChoice
 }
 
 var doneMarker = []byte("[DONE]")
@@ -177,7 +179,8 @@ var doneMarker = []byte("[DONE]")
 func decodeStream(body io.Reader, model string, fn func(provider.Delta) error) (*streamResult, error) {
 	sr := getSSEReader(body)
 	defer putSSEReader(sr)
-	st := streamState{fn: fn, model: model}
+	st := &streamState{fn: fn, model: model}
+	st.c.Choices = st.choice[:0]
 	for {
 		data, event, err := sr.next()
 		if err == io.EOF {
