@@ -169,6 +169,25 @@ func TestDecodeChunksReuseNothing(t *testing.T) {
 	if res.Model != "a" || res.FinishReason != provider.FinishStop || res.Usage.TotalTokens != 3 {
 		t.Errorf("result = %+v", res.Result)
 	}
+
+	// Nor is a tool call's id, name or index seen in the next chunk's call.
+	body = body[:0]
+	for _, c := range []string{
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":3,"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":"{\"a\":1}"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"[]"}}]},"finish_reason":"tool_calls"}]}`,
+	} {
+		body = append(append(append(body, "data: "...), c...), "\n\n"...)
+	}
+	body = append(body, "data: [DONE]\n\n"...)
+	res, err = decodeStream(bytes.NewReader(body), "m", func(provider.Delta) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.ToolCalls) != 2 || res.ToolCalls[0].CallID != "c1" || res.ToolCalls[0].Arguments != `{}{"a":1}` ||
+		res.ToolCalls[1].CallID == "c1" || res.ToolCalls[1].Name != "" || res.ToolCalls[1].Arguments != "[]" {
+		t.Errorf("tool calls = %+v", res.ToolCalls)
+	}
 }
 
 // decodeCompletion reads a completion's message; arguments may be an
