@@ -109,10 +109,45 @@ type assembler struct {
 	// item and of the open content part (its refusal for a refusal part),
 	// which get it when they close: appending to the item's string would
 	// copy it all at every delta.
-	reasoningText, partText strings.Builder
+	reasoningText, partText textAcc
 	// ev is the content part or text event being written, reused for
 	// every one (an event is valid only during its write: ResponseWriter).
 	ev scratchEvent
+}
+
+// textAcc collects a text from its deltas: one delta's text (a completed
+// call's whole text, replayed) is kept as it is, not copied; from the
+// second on they are joined in a builder.
+type textAcc struct {
+	first string
+	b     strings.Builder
+	n     int // deltas added
+}
+
+func (t *textAcc) add(s string) {
+	switch t.n {
+	case 0:
+		t.first = s
+	case 1:
+		t.b.Grow(len(t.first) + len(s))
+		t.b.WriteString(t.first)
+		t.first = ""
+		fallthrough
+	default:
+		t.b.WriteString(s)
+	}
+	t.n++
+}
+
+// take returns the text and empties t.
+func (t *textAcc) take() string {
+	s := t.first
+	if t.n > 1 {
+		s = t.b.String()
+	}
+	t.first, t.n = "", 0
+	t.b.Reset()
+	return s
 }
 
 func newAssembler(r *run) *assembler {
@@ -140,7 +175,7 @@ func (a *assembler) delta(d provider.Delta) error {
 		}
 		it := a.out(a.reasoning)
 		if d.Text != "" {
-			a.reasoningText.WriteString(d.Text)
+			a.reasoningText.add(d.Text)
 			a.textEvent(api.EventReasoningDelta, a.reasoning, 0, d)
 		}
 		if d.Encrypted != "" {
@@ -166,7 +201,7 @@ func (a *assembler) delta(d provider.Delta) error {
 			it.Content = append(it.Content, api.ContentPart{Type: typ})
 			a.partAdded(a.message, a.part, typ)
 		}
-		a.partText.WriteString(d.Text)
+		a.partText.add(d.Text)
 		if typ == api.PartRefusal {
 			a.textEvent(api.EventRefusalDelta, a.message, a.part, d)
 		} else {
@@ -217,7 +252,6 @@ func (a *assembler) delta(d provider.Delta) error {
 		}
 		if d.Text != "" {
 			it.Arguments += d.Text
-			delta := d.Text
 			// Only function and MCP calls have argument events: an
 			// approval request is done with its arguments, the other
 			// client calls are completed from theirs (finishClientItem).
@@ -226,7 +260,11 @@ func (a *assembler) delta(d provider.Delta) error {
 				if it.Type == api.ItemMCPCall {
 					typ = api.EventMCPCallArgsDelta
 				}
-				a.r.em.emitDelta(&api.StreamEvent{Type: typ, ItemID: it.ID, OutputIndex: &idx, Delta: &delta}, d.More)
+				// Declared here, not above: what an event points to
+				// is allocated where it is declared, every call's
+				// for a non-stream response too.
+				i, delta := idx, d.Text
+				a.r.em.emitDelta(&api.StreamEvent{Type: typ, ItemID: it.ID, OutputIndex: &i, Delta: &delta}, d.More)
 			}
 		}
 	}
@@ -277,8 +315,7 @@ func (a *assembler) closeReasoning() {
 	idx := a.reasoning
 	a.reasoning = -1
 	it := a.out(idx)
-	it.Content[0].Text = a.reasoningText.String()
-	a.reasoningText.Reset()
+	it.Content[0].Text = a.reasoningText.take()
 	if a.r.em.stream {
 		e := &a.ev
 		e.idx, e.part, e.text = idx, 0, it.Content[0].Text
@@ -300,11 +337,10 @@ func (a *assembler) closePart() {
 	it := a.out(idx)
 	p := &it.Content[part]
 	if p.Type == api.PartRefusal {
-		p.Refusal = a.partText.String()
+		p.Refusal = a.partText.take()
 	} else {
-		p.Text = a.partText.String()
+		p.Text = a.partText.take()
 	}
-	a.partText.Reset()
 	if a.r.em.stream {
 		e := &a.ev
 		e.idx, e.part = idx, part
@@ -342,7 +378,6 @@ func (a *assembler) finish(itemStatus string) []api.Item {
 		if it.Arguments == "" {
 			it.Arguments = "{}"
 		}
-		args := it.Arguments
 		if it.Type == api.ItemMCPApprovalRequest {
 			it.Status = itemStatus
 			a.r.em.itemEvent(api.EventOutputItemDone, idx, it)
@@ -351,7 +386,8 @@ func (a *assembler) finish(itemStatus string) []api.Item {
 		}
 		if it.Type == api.ItemMCPCall {
 			if a.r.em.stream {
-				a.r.em.emit(&api.StreamEvent{Type: api.EventMCPCallArgsDone, ItemID: it.ID, OutputIndex: &idx, Arguments: &args})
+				i, args := idx, it.Arguments
+				a.r.em.emit(&api.StreamEvent{Type: api.EventMCPCallArgsDone, ItemID: it.ID, OutputIndex: &i, Arguments: &args})
 			}
 			if itemStatus != api.ItemCompleted {
 				it.Status = itemStatus
@@ -361,7 +397,8 @@ func (a *assembler) finish(itemStatus string) []api.Item {
 			continue
 		}
 		if !a.finishClientItem(idx, it) && a.r.em.stream {
-			a.r.em.emit(&api.StreamEvent{Type: api.EventFunctionCallArgsDone, ItemID: it.ID, OutputIndex: &idx, Arguments: &args})
+			i, args := idx, it.Arguments
+			a.r.em.emit(&api.StreamEvent{Type: api.EventFunctionCallArgsDone, ItemID: it.ID, OutputIndex: &i, Arguments: &args})
 		}
 		it.Status = itemStatus
 		a.r.em.itemEvent(api.EventOutputItemDone, idx, it)

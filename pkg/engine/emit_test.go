@@ -227,3 +227,25 @@ func TestEventsReuseTheirScratch(t *testing.T) {
 	}
 	require.Len(t, w.seqs, 21*7, "events written")
 }
+
+// textAcc joins its deltas, keeps a single one as it is, and starts empty
+// again after take.
+func TestTextAcc(t *testing.T) {
+	var a textAcc
+	if got := a.take(); got != "" {
+		t.Errorf("empty: %q", got)
+	}
+	for _, deltas := range [][]string{{"one"}, {"a", "b"}, {"", "x", "", "yz"}, {""}, {"p", "q", "r"}} {
+		want := ""
+		for _, d := range deltas {
+			a.add(d)
+			want += d
+		}
+		if got := a.take(); got != want {
+			t.Errorf("%q: %q", deltas, got)
+		}
+	}
+	if got := a.take(); got != "" {
+		t.Errorf("after take: %q", got)
+	}
+}
