@@ -189,7 +189,8 @@ func (m Mapping) Stream(fn func(Delta) error) func(Delta) error {
 // Mapping of the names back. Call ids stay unique: a later call reusing an
 // earlier call's id (models that number their calls per turn) gets a
 // derived one, and each function_call_output follows its call's. req is not
-// changed; the result shares what it leaves unchanged.
+// changed; the result shares what it leaves unchanged, and is req itself
+// when nothing changes (callers only read it).
 func (rl Rules) Map(req *Request) (*Request, Mapping) {
 	var m Mapping
 	name := func(n string) string {
@@ -256,6 +257,9 @@ func (rl Rules) Map(req *Request) (*Request, Mapping) {
 				set(i, it)
 			}
 		}
+	}
+	if items == nil && tools == nil && out.ForcedTool == req.ForcedTool {
+		return req, m
 	}
 	if items != nil {
 		out.Items = items

@@ -113,6 +113,22 @@ func TestRulesMapNames(t *testing.T) {
 	assert.Equal(t, []string{"github.search/issues", ""}, deltas)
 }
 
+// A request that fits the rules is returned as it is; one that does not
+// is copied, never changed.
+func TestRulesMapUnchanged(t *testing.T) {
+	t.Parallel()
+	req := &provider.Request{Model: "m", Tools: []api.ToolDefinition{{Name: "get_weather"}}, ForcedTool: "get_weather",
+		Items: []api.Item{{Type: api.ItemFunctionCall, CallID: "call_1", Name: "get_weather"}, {Type: api.ItemFunctionCallOutput, CallID: "call_1"}}}
+	got, _ := provider.OpenAIRules().Map(req)
+	assert.Same(t, req, got)
+
+	req.ForcedTool = "github.search/issues"
+	got, _ = provider.OpenAIRules().Map(req)
+	assert.NotSame(t, req, got)
+	assert.Equal(t, "github.search/issues", req.ForcedTool, "the request is not changed")
+	assert.NotEqual(t, req.ForcedTool, got.ForcedTool)
+}
+
 func TestDerivedCallID(t *testing.T) {
 	t.Parallel()
 	id := provider.DerivedCallID("mcp_0123")
