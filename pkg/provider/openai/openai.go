@@ -28,6 +28,8 @@
 //   - A request body up to 256 KiB is sent with its Content-Length; a
 //     longer one (a long agentic loop's history) is sent chunked as its
 //     messages are encoded, so that the gateway never holds it whole.
+//     (Messages of little text, 16 KiB at most, are encoded at once: a
+//     body longer for its tools alone is sent chunked too.)
 //
 // Errors are *api.Error values wrapping their cause (see the provider.Code
 // constants). A cancelled context gives a 499 request_cancelled error and a
