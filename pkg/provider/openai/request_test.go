@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lambent/lambent/pkg/api"
@@ -407,5 +408,42 @@ func TestInvalidURL(t *testing.T) {
 	e := apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, "upstream_unreachable")
 	if e.Message != "the model provider's URL is not valid" {
 		t.Errorf("message %q", e.Message)
+	}
+}
+
+// Concurrent calls share the provider's headers and URL (run with -race):
+// every request arrives with them, streamed or not.
+func TestConcurrentCalls(t *testing.T) {
+	t.Parallel()
+	p, b := newBackend(t, openai.Config{APIKey: "k"}, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Accept") == "text/event-stream" {
+			sseReply(`{"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}`)(w, r)
+			return
+		}
+		jsonReply(200, okCompletion)(w, r)
+	})
+	const n = 8
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			for range 5 {
+				var res *provider.Result
+				var err error
+				if i%2 == 0 {
+					res, err = p.Complete(context.Background(), hi)
+				} else {
+					res, err = p.Stream(context.Background(), hi, func(provider.Delta) error { return nil })
+				}
+				if err != nil || res.Text != "ok" {
+					t.Errorf("call: %+v, %v", res, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i := range 5 * n {
+		if h := b.header(i); h.Get("Authorization") != "Bearer k" || h.Get("User-Agent") != "lambent" || h.Get("Content-Type") != "application/json" {
+			t.Errorf("request %d: headers %v", i, h)
+		}
 	}
 }
