@@ -9,7 +9,8 @@
 // apart when encoding (nil is null); elsewhere a null decodes as "". Values
 // are encoded and decoded with internal/wirejson (encoding/json's bytes and
 // values); only the unions (message content, function arguments) have their
-// own methods.
+// own methods. A client encodes its requests' messages as OutMessage values
+// (RequestOf[OutMessage]: the same JSON), whose content needs no method.
 package chatwire
 
 import (
@@ -21,10 +22,15 @@ import (
 )
 
 // Request is the body of POST /chat/completions.
-type Request struct {
-	Model    string    `json:"model"`
-	Messages []Message `json:"messages"`
-	Tools    []Tool    `json:"tools,omitempty"`
+type Request = RequestOf[Message]
+
+// RequestOf is a Request whose messages are M values: Message, or
+// OutMessage in the requests a client encodes (the same JSON, encoded
+// faster).
+type RequestOf[M any] struct {
+	Model    string `json:"model"`
+	Messages []M    `json:"messages"`
+	Tools    []Tool `json:"tools,omitempty"`
 	// ToolChoice is "tool_choice" as raw JSON: a mode string ("auto",
 	// "none", "required") or an object such as a NamedToolChoice.
 	ToolChoice          json.RawMessage `json:"tool_choice,omitempty"`
@@ -49,7 +55,9 @@ type Request struct {
 
 // IncludeUsage reports whether the request asks for a usage chunk at the
 // end of the stream (stream_options.include_usage).
-func (r Request) IncludeUsage() bool { return r.StreamOptions != nil && r.StreamOptions.IncludeUsage }
+func (r RequestOf[M]) IncludeUsage() bool {
+	return r.StreamOptions != nil && r.StreamOptions.IncludeUsage
+}
 
 // StreamOptions is "stream_options".
 type StreamOptions struct {
@@ -70,6 +78,36 @@ type Message struct {
 	// ReasoningContent is the non-standard field some backends accept back
 	// in an assistant message of the history.
 	ReasoningContent string `json:"reasoning_content,omitempty"`
+}
+
+// OutMessage is a Message as a client encodes it, in the same JSON: its
+// Content is the *string or *[]ContentPart of the message's Content (nil
+// for null), which the encoder writes as it writes every other string,
+// where the output of a *Content's MarshalJSON would be parsed and escaped
+// again (most of the encoding of a long conversation's request).
+type OutMessage struct {
+	Role             string     `json:"role"`
+	Content          any        `json:"content"`
+	Name             string     `json:"name,omitempty"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID       string     `json:"tool_call_id,omitempty"`
+	Refusal          string     `json:"refusal,omitempty"`
+	ReasoningContent string     `json:"reasoning_content,omitempty"`
+}
+
+// Out returns m as an OutMessage, which points into m's Content: that
+// must not change while it is used.
+func (m *Message) Out() OutMessage {
+	o := OutMessage{Role: m.Role, Name: m.Name, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID,
+		Refusal: m.Refusal, ReasoningContent: m.ReasoningContent}
+	switch c := m.Content; {
+	case c == nil:
+	case c.Parts != nil:
+		o.Content = &c.Parts
+	default:
+		o.Content = &c.Text
+	}
+	return o
 }
 
 // Content is a message's "content": a string, or an array of parts when

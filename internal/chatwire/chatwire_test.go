@@ -1,11 +1,13 @@
 package chatwire_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
 
 	"github.com/lambent/lambent/internal/chatwire"
+	"github.com/lambent/lambent/internal/wirejson"
 )
 
 func TestMessageContent(t *testing.T) {
@@ -105,5 +107,42 @@ func TestAnswer(t *testing.T) {
 	}
 	if (*chatwire.Answer)(nil).String() != "" || (*chatwire.Answer)(nil).Reasoning() != "" {
 		t.Error("nil answer")
+	}
+}
+
+// An OutMessage has Message's fields in Message's order, and encodes as
+// the Message does, with encoding/json and with wirejson, text escapes and
+// invalid UTF-8 included.
+func TestOutMessage(t *testing.T) {
+	mt, ot := reflect.TypeFor[chatwire.Message](), reflect.TypeFor[chatwire.OutMessage]()
+	if mt.NumField() != ot.NumField() {
+		t.Fatalf("Message has %d fields, OutMessage %d", mt.NumField(), ot.NumField())
+	}
+	for i := range mt.NumField() {
+		if f, g := mt.Field(i), ot.Field(i); f.Name != g.Name || f.Tag != g.Tag || f.Type != g.Type && f.Name != "Content" {
+			t.Errorf("field %d: Message's %s %s %q, OutMessage's %s %s %q", i, f.Name, f.Type, f.Tag, g.Name, g.Type, g.Tag)
+		}
+	}
+	text := "\x01<&>\"\\\u2028é\xff"
+	for _, m := range []chatwire.Message{
+		{Role: "user", Content: &chatwire.Content{Text: text}},
+		{Role: "user", Content: &chatwire.Content{}},
+		{Role: "user", Content: &chatwire.Content{Parts: []chatwire.ContentPart{{Type: "text", Text: text},
+			{Type: "image_url", ImageURL: &chatwire.ImageURL{URL: "https://x/<a>", Detail: "low"}}}}},
+		{Role: "user", Content: &chatwire.Content{Text: "ignored", Parts: []chatwire.ContentPart{}}},
+		{Role: "assistant", ToolCalls: []chatwire.ToolCall{{ID: "c", Type: "function", Function: chatwire.FunctionCall{Name: "f", Arguments: `{"a":"<"}`}}},
+			Refusal: text, ReasoningContent: text, Name: "n"},
+		{Role: "tool", ToolCallID: "c", Content: &chatwire.Content{Text: text}},
+	} {
+		want, err := json.Marshal(&m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := m.Out()
+		for _, enc := range []func(any) ([]byte, error){json.Marshal, wirejson.Marshal} {
+			if got, err := enc(&out); err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%+v: OutMessage %s, Message %s (%v)", m, got, want, err)
+			}
+		}
 	}
 }

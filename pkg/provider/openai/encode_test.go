@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -28,7 +29,7 @@ func encodeRequests() map[string]*provider.Request {
 	}
 	return map[string]*provider.Request{
 		"short": {Model: "m", Instructions: "Be brief.", Items: []api.Item{user("hi")}},
-		"escapes": {Model: "m", Items: []api.Item{user(strings.Repeat("\x01<&>\"\\\u2028é\xff", 500)),
+		"escapes": {Model: "m", Items: []api.Item{user(strings.Repeat("\x01<&>\"\\\u2028é", 500)),
 			{Type: api.ItemMessage, Role: api.RoleAssistant, Content: []api.ContentPart{{Type: api.PartOutputText, Text: "ok"}}}}},
 		"image": {Model: "m", Items: []api.Item{{Type: api.ItemMessage, Role: api.RoleUser, Content: []api.ContentPart{
 			{Type: api.PartInputText, Text: "Look:"}, {Type: api.PartInputImage, ImageURL: "https://x/img.png", Detail: "low"}}}}},
@@ -37,8 +38,10 @@ func encodeRequests() map[string]*provider.Request {
 	}
 }
 
-// encodeRequest gives json.Marshal's bytes, as streamOf does, whether it
-// encodes the body at once (short messages) or as a stream (long ones).
+// encodeRequest gives json.Marshal's bytes of the chatwire.Request, as
+// streamOf does, whether it encodes the body at once (short messages) or
+// as a stream (long ones): the request decodes as a chatwire.Request with
+// buildMessages' messages, and encodes again to the same bytes.
 func TestEncodeRequestBytes(t *testing.T) {
 	for name, req := range encodeRequests() {
 		for _, stream := range []bool{false, true} {
@@ -49,6 +52,16 @@ func TestEncodeRequestBytes(t *testing.T) {
 			want, err := json.Marshal(cr)
 			if err != nil {
 				t.Fatal(err)
+			}
+			var back chatwire.Request
+			if err := json.Unmarshal(want, &back); err != nil {
+				t.Fatal(err)
+			}
+			if again, err := json.Marshal(&back); err != nil || !bytes.Equal(again, want) {
+				t.Errorf("%s: as a chatwire.Request\n%s\nwant\n%s (%v)", name, again, want, err)
+			}
+			if msgs, _ := buildMessages(req); !reflect.DeepEqual(back.Messages, msgs) {
+				t.Errorf("%s: messages\n%+v\nwant\n%+v", name, back.Messages, msgs)
 			}
 			b, done, rest, err := encodeRequest(cr, []byte("prefix"))
 			if err != nil || !done || rest != nil && name != "long" {
@@ -89,7 +102,7 @@ func TestMessagesTextBound(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := messagesText(msgs[i : i+1]); len(b) > 6*n {
+		if n := messagesText([]chatwire.OutMessage{msgs[i].Out()}); len(b) > 6*n {
 			t.Errorf("message %d: %d bytes of JSON, messagesText %d", i, len(b), n)
 		}
 	}

@@ -14,16 +14,24 @@ import (
 
 var emptyParams = json.RawMessage(`{"type":"object","properties":{}}`)
 
+// chatRequest is a chat completion request as the provider encodes it:
+// chatwire.Request's JSON.
+type chatRequest = chatwire.RequestOf[chatwire.OutMessage]
+
 // buildRequest translates a provider.Request into the chat completion
 // request it sends (see encodeRequest for its JSON).
-func buildRequest(req *provider.Request, stream, maxCompletion bool) (*chatwire.Request, error) {
+func buildRequest(req *provider.Request, stream, maxCompletion bool) (*chatRequest, error) {
 	msgs, err := buildMessages(req)
 	if err != nil {
 		return nil, err
 	}
-	cr := &chatwire.Request{
+	out := make([]chatwire.OutMessage, len(msgs))
+	for i := range msgs {
+		out[i] = msgs[i].Out()
+	}
+	cr := &chatRequest{
 		Model:            req.Model,
-		Messages:         msgs,
+		Messages:         out,
 		Temperature:      req.Temperature,
 		TopP:             req.TopP,
 		PresencePenalty:  req.PresencePenalty,
@@ -104,16 +112,18 @@ const wholeText = 16 << 10
 // byte it returns (a string's byte encodes to 6 at most, as \u00XX, and
 // each message, part and call counts 64 bytes for its keys). It stops
 // counting above wholeText.
-func messagesText(msgs []chatwire.Message) int {
+func messagesText(msgs []chatwire.OutMessage) int {
 	const keys = 64
 	n := 0
 	for i := range msgs {
 		m := &msgs[i]
 		n += keys + len(m.Role) + len(m.Name) + len(m.ToolCallID) + len(m.Refusal) + len(m.ReasoningContent)
-		if c := m.Content; c != nil {
-			n += len(c.Text)
-			for j := range c.Parts {
-				p := &c.Parts[j]
+		switch c := m.Content.(type) {
+		case *string:
+			n += len(*c)
+		case *[]chatwire.ContentPart:
+			for j := range *c {
+				p := &(*c)[j]
 				n += keys + len(p.Type) + len(p.Text) + len(p.Refusal) + len(p.InputAudio) + len(p.File)
 				if u := p.ImageURL; u != nil {
 					n += len(u.URL) + len(u.Detail)
@@ -137,7 +147,7 @@ func messagesText(msgs []chatwire.Message) int {
 // little text (messagesText) is encoded at once, a longer one as a
 // wirejson.Stream, its messages encoded one at a time as the body is read
 // (see post). Only an invalid tool or schema fails.
-func encodeRequest(cr *chatwire.Request, b []byte) (_ []byte, done bool, rest io.Reader, err error) {
+func encodeRequest(cr *chatRequest, b []byte) (_ []byte, done bool, rest io.Reader, err error) {
 	if messagesText(cr.Messages) <= wholeText {
 		start := len(b)
 		if out, err := wirejson.Append(b, cr); err == nil {
@@ -161,9 +171,9 @@ func encodeRequest(cr *chatwire.Request, b []byte) (_ []byte, done bool, rest io
 
 // streamOf returns cr's JSON as a wirejson.Stream, its messages encoded
 // one at a time as it is read.
-func streamOf(cr *chatwire.Request) (*wirejson.Stream, error) {
+func streamOf(cr *chatRequest) (*wirejson.Stream, error) {
 	shell := *cr
-	shell.Messages = []chatwire.Message{}
+	shell.Messages = []chatwire.OutMessage{}
 	s, err := wirejson.NewStream(cr, &shell, wirejson.Elements("messages", cr.Messages))
 	if err != nil {
 		// Only invalid raw JSON (a tool or schema) can get here.
