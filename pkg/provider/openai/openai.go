@@ -338,18 +338,19 @@ func (p *Provider) newRequest(ctx context.Context, req *provider.Request, stream
 		Header:     h,
 	}
 	if done {
-		hreq.Body = &out.body
+		// An io.NopCloser of a *bytes.Reader, which net/http knows is in
+		// memory: it writes the headers and the body at once, where it
+		// flushes the headers first (one more packet) for another type.
+		hreq.Body = io.NopCloser(&out.body)
 		hreq.ContentLength = int64(len(body))
 		hreq.GetBody = func() (io.ReadCloser, error) {
-			r := &bodyReader{}
-			r.Reset(body)
-			return r, nil
+			return io.NopCloser(bytes.NewReader(body)), nil
 		}
 	} else {
 		// Chunked; sent again (a redirect, a retried HTTP/2 stream)
 		// from a fresh stream.
 		hreq.ContentLength = -1
-		hreq.Body = &out.body
+		hreq.Body = io.NopCloser(&out.body)
 		if rest != nil {
 			hreq.Body = io.NopCloser(io.MultiReader(&out.body, rest))
 		}
@@ -364,14 +365,8 @@ func (p *Provider) newRequest(ctx context.Context, req *provider.Request, stream
 // outgoing holds what a request points to, in one allocation.
 type outgoing struct {
 	url  url.URL
-	body bodyReader
+	body bytes.Reader
 }
-
-// bodyReader is a request body held in memory.
-type bodyReader struct{ bytes.Reader }
-
-// Close does nothing.
-func (*bodyReader) Close() error { return nil }
 
 func isJSON(ct string) bool {
 	if ct == "" {

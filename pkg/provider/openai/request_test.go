@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"reflect"
 	"strings"
@@ -445,5 +446,45 @@ func TestConcurrentCalls(t *testing.T) {
 		if h := b.header(i); h.Get("Authorization") != "Bearer k" || h.Get("User-Agent") != "lambent" || h.Get("Content-Type") != "application/json" {
 			t.Errorf("request %d: headers %v", i, h)
 		}
+	}
+}
+
+// writeCounter counts the writes of the connections it dials.
+type writeCounter struct {
+	mu     sync.Mutex
+	writes int
+}
+
+func (w *writeCounter) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	return countedConn{c, w}, err
+}
+
+type countedConn struct {
+	net.Conn
+	w *writeCounter
+}
+
+func (c countedConn) Write(b []byte) (int, error) {
+	c.w.mu.Lock()
+	c.w.writes++
+	c.w.mu.Unlock()
+	return c.Conn.Write(b)
+}
+
+// A short request goes out in one write, its headers with its body (as
+// net/http sends a body it knows is in memory), not in two packets.
+func TestShortRequestOneWrite(t *testing.T) {
+	var wc writeCounter
+	tr := &http.Transport{DialContext: wc.dial}
+	t.Cleanup(tr.CloseIdleConnections)
+	p, _ := newBackend(t, openai.Config{HTTPClient: &http.Client{Transport: tr}}, jsonReply(200, okCompletion))
+	for range 2 {
+		if _, err := p.Complete(context.Background(), hi); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if wc.writes != 2 {
+		t.Errorf("%d writes for 2 short requests, want 2", wc.writes)
 	}
 }
