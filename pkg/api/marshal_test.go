@@ -252,14 +252,15 @@ func TestResponseWire(t *testing.T) {
 }
 
 // TestResponseWireMirrorsResponse: responseWire has Response's fields, in
-// order, with the same JSON names and options; the tool choice, the text
-// configuration and the metadata are those of their shapes.
+// order, with the same JSON names and options; the output items, the
+// tools, the tool choice, the text configuration and the metadata are
+// those of their shapes.
 func TestResponseWireMirrorsResponse(t *testing.T) {
 	want, got := reflect.TypeFor[Response](), reflect.TypeFor[responseWire]()
 	if got.NumField() != want.NumField() {
 		t.Fatalf("responseWire has %d fields, Response %d", got.NumField(), want.NumField())
 	}
-	shapes := map[string]reflect.Type{"ToolChoice": reflect.TypeFor[any](), "Text": reflect.TypeFor[textConfigWire](), "Metadata": reflect.TypeFor[any]()}
+	shapes := map[string]reflect.Type{"Output": reflect.TypeFor[[]any](), "Tools": reflect.TypeFor[[]any](), "ToolChoice": reflect.TypeFor[any](), "Text": reflect.TypeFor[textConfigWire](), "Metadata": reflect.TypeFor[any]()}
 	for i := range want.NumField() {
 		w, g := want.Field(i), got.Field(i)
 		wantType := w.Type
@@ -360,5 +361,23 @@ func TestMarshalErrors(t *testing.T) {
 		if _, err := marshal(Tool{Type: ToolFunction, Parameters: json.RawMessage("{")}); err == nil {
 			t.Errorf("%s: invalid parameters encoded", enc)
 		}
+	}
+}
+
+// TestResponseWithUnknownItemFails: a response holding an item of a type
+// that has no wire shape fails to encode, naming the type, in one piece
+// and as a stream of its Shell.
+func TestResponseWithUnknownItemFails(t *testing.T) {
+	r := &Response{ID: "resp_1", Output: []Item{{Type: "no_such_item"}}}
+	if _, err := r.MarshalJSON(); err == nil || !strings.Contains(err.Error(), "no_such_item") {
+		t.Errorf("MarshalJSON: err %v, want one naming the item type", err)
+	}
+	shell, arrays := r.Shell()
+	s, err := wirejson.NewStream(r, shell.wire(), arrays...)
+	if err == nil {
+		_, err = io.ReadAll(s)
+	}
+	if err == nil || !strings.Contains(err.Error(), "no_such_item") {
+		t.Errorf("stream: err %v, want one naming the item type", err)
 	}
 }

@@ -1,10 +1,6 @@
 package api
 
-import (
-	"math"
-
-	"github.com/lambent/lambent/internal/wirejson"
-)
+import "github.com/lambent/lambent/internal/wirejson"
 
 // Response is the response object (ResponseResource). Every field the spec
 // requires is always written; nullable ones are pointers.
@@ -49,26 +45,10 @@ type Response struct {
 }
 
 // MarshalJSON writes every field, nil output, tools and metadata as empty
-// ones, as the schema requires. The output items and the tools are
-// encoded in place (Shell), not through their own MarshalJSON methods,
+// ones, as the schema requires, from its wire: the output items and the
+// tools are encoded in place, not through their own MarshalJSON methods,
 // whose bytes the encoder would parse and compact again.
-func (r *Response) MarshalJSON() ([]byte, error) {
-	shell, arrays := r.Shell()
-	s, err := wirejson.NewStream((*wholeResponse)(r), shell.wire(), arrays...)
-	if err != nil {
-		return nil, err
-	}
-	b, _, err := s.AppendTo(make([]byte, 0, 2048), math.MaxInt)
-	return b, err
-}
-
-// wholeResponse is a Response that encodes itself in one piece, its items
-// and tools through their MarshalJSON methods: what MarshalJSON's stream
-// falls back to.
-type wholeResponse Response
-
-// MarshalJSON encodes r whole.
-func (r *wholeResponse) MarshalJSON() ([]byte, error) { return wirejson.Marshal((*Response)(r).wire()) }
+func (r *Response) MarshalJSON() ([]byte, error) { return wirejson.Marshal(r.wire()) }
 
 // responseWire is how a Response is encoded: its fields, in order, with
 // the same names and options, once nil output, tools and metadata are
@@ -88,9 +68,9 @@ type responseWire struct {
 	Model              string             `json:"model"`
 	PreviousResponseID *string            `json:"previous_response_id"`
 	Instructions       *string            `json:"instructions"`
-	Output             []Item             `json:"output"`
+	Output             []any              `json:"output"`
 	Error              *ResponseError     `json:"error"`
-	Tools              []Tool             `json:"tools"`
+	Tools              []any              `json:"tools"`
 	ToolChoice         any                `json:"tool_choice"`
 	Truncation         string             `json:"truncation"`
 	ParallelToolCalls  bool               `json:"parallel_tool_calls"`
@@ -127,7 +107,7 @@ type textConfigWire struct {
 func (r *Response) wire() *responseWire {
 	w := &responseWire{ID: r.ID, Object: r.Object, CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt, Status: r.Status,
 		IncompleteDetails: r.IncompleteDetails, Model: r.Model, PreviousResponseID: r.PreviousResponseID,
-		Instructions: r.Instructions, Output: orEmpty(r.Output), Error: r.Error, Tools: orEmpty(r.Tools),
+		Instructions: r.Instructions, Output: itemValues(r.Output), Error: r.Error, Tools: toolValues(r.Tools),
 		ToolChoice: r.ToolChoice.wire(), Truncation: r.Truncation, ParallelToolCalls: r.ParallelToolCalls,
 		Text: textConfigWire{Format: r.Text.Format.wire(), Verbosity: r.Text.Verbosity}, TopP: r.TopP,
 		PresencePenalty: r.PresencePenalty, FrequencyPenalty: r.FrequencyPenalty, TopLogprobs: r.TopLogprobs,
@@ -151,6 +131,37 @@ func (r *Response) Shell() (*Response, []wirejson.Array) {
 	return &c, []wirejson.Array{ItemsArray("output", r.Output),
 		{Key: "tools", Len: len(r.Tools), Elem: func(i int) (any, error) { return r.Tools[i].wire(), nil }}}
 }
+
+// itemValues are the values items are encoded from in place (Item.wire):
+// an item that has none is a value whose encoding fails with the reason.
+// Never nil.
+func itemValues(items []Item) []any {
+	vs := make([]any, len(items))
+	for i := range items {
+		v, err := items[i].wire()
+		if err != nil {
+			v = failing{err}
+		}
+		vs[i] = v
+	}
+	return vs
+}
+
+// toolValues are the values tools are encoded from in place (Tool.wire).
+// Never nil.
+func toolValues(tools []Tool) []any {
+	vs := make([]any, len(tools))
+	for i := range tools {
+		vs[i] = tools[i].wire()
+	}
+	return vs
+}
+
+// failing is a value whose encoding fails with err.
+type failing struct{ err error }
+
+// MarshalJSON returns f's error.
+func (f failing) MarshalJSON() ([]byte, error) { return nil, f.err }
 
 // ItemsArray is the wirejson.Array of items at key: each encoded as its
 // MarshalJSON encodes it, without the copy that method returns.
