@@ -46,7 +46,7 @@ lint:
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
-## bench: gateway overhead against a fake backend on loopback, beside a bare reverse proxy (the floor): latency, first text delta, requests/s (ratios beside their gates) and allocations/CPU per request, all in one process and then with the backend, the proxy and the gateway binary each in a process of its own (as issue 27 measured); prompt caching of a 10-turn agentic loop on each provider's fake (Bedrock with cache points beside without), the engine's per-turn cost and its per-request limit checks, MCP calls, listing and a 16-call turn, each provider's per-turn cost (Bedrock beside OpenAI-compatible), a 20-turn Codex session replayed with store:false (gateway µs and upstream bytes per turn, beside the model call); then what an agentic response costs on AWS (DynamoDB requests, capacity units and bytes, Lambda GB-s; streamed, background, a WebSocket turn; on DynamoDB Local) and the gateway binary's peak memory over a 50-turn loop of 8 hosted calls of 100 KB and with 100 streams open
+## bench: gateway overhead against a fake backend on loopback, beside a bare reverse proxy (the floor): latency, first text delta, requests/s (ratios beside their gates) and allocations/CPU per request, all in one process and then with the backend, the proxy and the gateway binary each in a process of its own (as issue 27 measured); prompt caching of a 10-turn agentic loop on each provider's fake (Bedrock with cache points beside without), the engine's per-turn cost and its per-request limit checks, MCP calls, listing and a 16-call turn, each provider's per-turn cost (Bedrock beside OpenAI-compatible), a 20-turn Codex session replayed with store:false (gateway µs and upstream bytes per turn, beside the model call), decoding a create request (a one-line body and Codex CLI's first request, beside encoding/json's generic pass) and encoding a response (beside encoding/json), one model call of the OpenAI-compatible provider; then what an agentic response costs on AWS (DynamoDB requests, capacity units and bytes, Lambda GB-s; streamed, background, a WebSocket turn; on DynamoDB Local) and the gateway binary's peak memory over a 50-turn loop of 8 hosted calls of 100 KB and with 100 streams open
 bench:
 	$(GO) run ./cmd/bench
 	@set -e; dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
@@ -56,6 +56,8 @@ bench:
 	$(GO) test -run='^$$' -bench='BenchmarkLoopTurn|BenchmarkMCPTurn|BenchmarkRequestLimits|BenchmarkCodexSession' -benchmem ./pkg/engine/
 	$(GO) test -run='^$$' -bench=BenchmarkMCP -benchmem ./pkg/tools/mcp/
 	$(GO) test -run='^$$' -bench=BenchmarkTurn -benchmem ./pkg/provider/bedrock/
+	$(GO) test -run='^$$' -bench='BenchmarkDecodeCreate|BenchmarkMarshal/response/' -benchmem ./pkg/api/
+	$(GO) test -run='^$$' -bench=BenchmarkCall -benchmem ./pkg/provider/openai/
 	$(GO) run ./cmd/bench -cost
 	@set -e; dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
 	$(GO) build -o "$$dir/gateway" ./functions/gateway; \
