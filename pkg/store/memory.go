@@ -543,8 +543,11 @@ func (c *responseCopy) copyLambent(l *api.LambentInfo) {
 func cloneItems(a, b, c []api.Item) (_, _, _ []api.Item) {
 	buf := make([]api.Item, 0, len(a)+len(b)+len(c))
 	clone := func(s []api.Item) []api.Item {
+		if s == nil {
+			return nil
+		}
 		if len(s) == 0 {
-			return s[:0:0]
+			return []api.Item{} // not s[:0:0], which would keep s's array
 		}
 		buf = append(buf, s...)
 		return buf[len(buf)-len(s) : len(buf) : len(buf)]
