@@ -110,12 +110,7 @@ func (ev *StreamEvent) Wire() any {
 			Delta: ev.Delta, Text: ev.Text, Arguments: ev.Arguments, Input: ev.Input, Refusal: ev.Refusal,
 			Annotation: ev.Annotation, Logprobs: ev.Logprobs, Error: ev.Error}
 		if ev.Item != nil {
-			// An item that cannot be encoded keeps its MarshalJSON, which
-			// fails the same way.
-			w.Item = ev.Item
-			if v, err := ev.Item.wire(); err == nil {
-				w.Item = v
-			}
+			w.Item = ev.Item.value()
 		}
 		if ev.Part != nil {
 			w.Part = ev.Part.wire()

@@ -365,8 +365,8 @@ func TestMarshalErrors(t *testing.T) {
 }
 
 // TestResponseWithUnknownItemFails: a response holding an item of a type
-// that has no wire shape fails to encode, naming the type, in one piece
-// and as a stream of its Shell.
+// that has no wire shape fails to encode, naming the type: in one piece,
+// as a stream of its Shell, and in an item event.
 func TestResponseWithUnknownItemFails(t *testing.T) {
 	r := &Response{ID: "resp_1", Output: []Item{{Type: "no_such_item"}}}
 	if _, err := r.MarshalJSON(); err == nil || !strings.Contains(err.Error(), "no_such_item") {
@@ -379,5 +379,9 @@ func TestResponseWithUnknownItemFails(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "no_such_item") {
 		t.Errorf("stream: err %v, want one naming the item type", err)
+	}
+	ev := &StreamEvent{Type: EventOutputItemDone, OutputIndex: Ptr(0), Item: &r.Output[0]}
+	if _, err := wirejson.Marshal(ev.Wire()); err == nil || !strings.Contains(err.Error(), "no_such_item") {
+		t.Errorf("event: err %v, want one naming the item type", err)
 	}
 }

@@ -481,8 +481,8 @@ func (r *CreateResponseRequest) decodeInput(v json.RawMessage) error {
 // implicitReference reports whether raw is an item reference without its
 // type ({"id":"msg_1"}, type absent or null), which OpenAI accepts.
 func implicitReference(raw json.RawMessage) (string, bool) {
-	fields, err := unmarshalFields(raw)
-	if err != nil {
+	var fields map[string]json.RawMessage
+	if !decodes(raw, &fields) {
 		return "", false
 	}
 	var id string

@@ -132,19 +132,24 @@ func (r *Response) Shell() (*Response, []wirejson.Array) {
 		{Key: "tools", Len: len(r.Tools), Elem: func(i int) (any, error) { return r.Tools[i].wire(), nil }}}
 }
 
-// itemValues are the values items are encoded from in place (Item.wire):
-// an item that has none is a value whose encoding fails with the reason.
-// Never nil.
+// itemValues are the values items are encoded from in place
+// (Item.value). Never nil.
 func itemValues(items []Item) []any {
 	vs := make([]any, len(items))
 	for i := range items {
-		v, err := items[i].wire()
-		if err != nil {
-			v = failing{err}
-		}
-		vs[i] = v
+		vs[i] = items[i].value()
 	}
 	return vs
+}
+
+// value is the value it is encoded from in place (wire); for an item that
+// has none, a value whose encoding fails with the reason.
+func (it *Item) value() any {
+	v, err := it.wire()
+	if err != nil {
+		return failing{err}
+	}
+	return v
 }
 
 // toolValues are the values tools are encoded from in place (Tool.wire).

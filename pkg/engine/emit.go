@@ -74,12 +74,7 @@ func (m *emitter) itemEvent(typ string, idx int, it *api.Item) {
 	if !m.stream {
 		return
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e := &m.ev
-	e.idx = idx
-	e.ev = api.StreamEvent{Type: typ, OutputIndex: &e.idx, Item: it}
-	m.writeLocked(&e.ev, false)
+	m.indexed(idx, api.StreamEvent{Type: typ, Item: it})
 }
 
 // mcpEvent emits one of the response.mcp_call.* events of the item id.
@@ -87,11 +82,18 @@ func (m *emitter) mcpEvent(typ string, idx int, id string) {
 	if !m.stream {
 		return
 	}
+	m.indexed(idx, api.StreamEvent{Type: typ, ItemID: id})
+}
+
+// indexed writes ev, whose output index is idx, as the emitter's reused
+// event.
+func (m *emitter) indexed(idx int, ev api.StreamEvent) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := &m.ev
 	e.idx = idx
-	e.ev = api.StreamEvent{Type: typ, OutputIndex: &e.idx, ItemID: id}
+	e.ev = ev
+	e.ev.OutputIndex = &e.idx
 	m.writeLocked(&e.ev, false)
 }
 

@@ -147,10 +147,11 @@ func New(cfg Config) *Provider {
 }
 
 // newHTTPClient is the provider's own client, pooling connections to the
-// model backend. Its requests share the provider's header maps (newRequest): neither this
-// client (no cookie jar) nor its transport writes to a request's Header.
-// A RoundTripper added here that sets headers (trace context, say) must
-// clone the request first, as telemetry.Transport does.
+// model backend. Its requests share the provider's header maps
+// (newRequest): neither this client (no cookie jar) nor its transport
+// writes to a request's Header. A RoundTripper added here that sets
+// headers (trace context, say) must clone the request first, as
+// telemetry.Transport does.
 func newHTTPClient() *http.Client {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Client{Transport: &http.Transport{
