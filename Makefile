@@ -53,7 +53,7 @@ bench:
 	$(GO) build -o "$$dir/gateway" ./functions/gateway; \
 	$(GO) run ./cmd/bench -processes -gateway "$$dir/gateway"
 	$(GO) run ./cmd/bench -cache
-	$(GO) test -run='^$$' -bench='BenchmarkLoopTurn|BenchmarkMCPTurn|BenchmarkRequestLimits|BenchmarkCodexSession' -benchmem ./pkg/engine/
+	$(GO) test -run='^$$' -bench='BenchmarkLoopTurn|BenchmarkMCPTurn|BenchmarkRequestLimits|BenchmarkCodexSession|BenchmarkFragments' -benchmem ./pkg/engine/
 	$(GO) test -run='^$$' -bench=BenchmarkMCP -benchmem ./pkg/tools/mcp/
 	$(GO) test -run='^$$' -bench=BenchmarkTurn -benchmem ./pkg/provider/bedrock/
 	$(GO) test -run='^$$' -bench='BenchmarkDecodeCreate|BenchmarkMarshal/response/' -benchmem ./pkg/api/

@@ -155,13 +155,26 @@ func startProcesses(o options) (_ *hops, err error) {
 	if err != nil {
 		return nil, err
 	}
+	dir, err := os.MkdirTemp("", "lambent-bench-")
+	if err != nil {
+		return nil, err
+	}
+	hs.stops = append(hs.stops, func() { _ = os.RemoveAll(dir) })
+	// The backend and the proxy each run from a copy of this binary, so no
+	// two processes share the pages of their code: a process running the
+	// same file as the one before it on the core would find its code
+	// (net/http's included) in the CPU's caches, an advantage the gateway,
+	// a binary of its own, cannot have.
+	backendBin, err := copyExecutable(self, filepath.Join(dir, "backend"))
+	if err != nil {
+		return nil, err
+	}
+	proxyBin, err := copyExecutable(self, filepath.Join(dir, "proxy"))
+	if err != nil {
+		return nil, err
+	}
 	gateway := o.gateway
 	if gateway == "" {
-		dir, err := os.MkdirTemp("", "lambent-bench-")
-		if err != nil {
-			return nil, err
-		}
-		hs.stops = append(hs.stops, func() { _ = os.RemoveAll(dir) })
 		gateway = filepath.Join(dir, "gateway")
 		build := exec.Command("go", "build", "-o", gateway, "./functions/gateway")
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -170,12 +183,12 @@ func startProcesses(o options) (_ *hops, err error) {
 		}
 	}
 
-	backend, err := startChild(hs, exec.Command(self, "-serve", "backend"))
+	backend, err := startChild(hs, exec.Command(backendBin, "-serve", "backend"))
 	if err != nil {
 		return nil, fmt.Errorf("backend: %w", err)
 	}
 	hs.backend = backend
-	if hs.proxy, err = startChild(hs, exec.Command(self, "-serve", "proxy", "-backend", backend)); err != nil {
+	if hs.proxy, err = startChild(hs, exec.Command(proxyBin, "-serve", "proxy", "-backend", backend)); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
 
@@ -229,6 +242,18 @@ func startProcesses(o options) (_ *hops, err error) {
 	}
 	hs.gateway = addr
 	return hs, nil
+}
+
+// copyExecutable copies the executable src to dst and returns dst.
+func copyExecutable(src, dst string) (string, error) {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(dst, b, 0o755); err != nil {
+		return "", err
+	}
+	return dst, nil
 }
 
 // freeAddr returns a loopback address with a port free a moment ago.

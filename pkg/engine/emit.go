@@ -110,8 +110,10 @@ type assembler struct {
 	// reasoningText and partText collect the text of the open reasoning
 	// item and of the open content part (its refusal for a refusal part),
 	// which get it when they close: appending to the item's string would
-	// copy it all at every delta.
+	// copy it all at every delta. args does the same for each call's
+	// arguments (by position in calls), which its item gets in finish.
 	reasoningText, partText textAcc
+	args                    []textAcc
 	// ev is the content part or text event being written, reused for
 	// every one (an event is valid only during its write: ResponseWriter).
 	ev scratchEvent
@@ -242,6 +244,7 @@ func (a *assembler) delta(d provider.Delta) error {
 			}
 			pos = len(a.calls)
 			a.calls = append(a.calls, idx)
+			a.args = append(a.args, textAcc{})
 			a.byIndex[d.ToolIndex] = pos
 		}
 		idx := a.calls[pos]
@@ -253,20 +256,15 @@ func (a *assembler) delta(d provider.Delta) error {
 			it.Hidden.ModelCallID = d.ToolCallID
 		}
 		if d.Text != "" {
-			it.Arguments += d.Text
+			a.args[pos].add(d.Text)
 			// Only function and MCP calls have argument events: an
 			// approval request is done with its arguments, the other
 			// client calls are completed from theirs (finishClientItem).
-			if a.r.em.stream && (it.Type == api.ItemFunctionCall || it.Type == api.ItemMCPCall) {
-				typ := api.EventFunctionCallArgsDelta
-				if it.Type == api.ItemMCPCall {
-					typ = api.EventMCPCallArgsDelta
-				}
-				// Declared here, not above: what an event points to
-				// is allocated where it is declared, every call's
-				// for a non-stream response too.
-				i, delta := idx, d.Text
-				a.r.em.emitDelta(&api.StreamEvent{Type: typ, ItemID: it.ID, OutputIndex: &i, Delta: &delta}, d.More)
+			switch it.Type {
+			case api.ItemFunctionCall:
+				a.textEvent(api.EventFunctionCallArgsDelta, idx, -1, d)
+			case api.ItemMCPCall:
+				a.textEvent(api.EventMCPCallArgsDelta, idx, -1, d)
 			}
 		}
 	}
@@ -301,11 +299,17 @@ type scratchEvent struct {
 	p         api.ContentPart
 }
 
+// textEvent emits the delta event typ of d's text for the content part
+// part of the output item idx, or, with part < 0, for the item itself (a
+// call's arguments).
 func (a *assembler) textEvent(typ string, idx, part int, d provider.Delta) {
 	if a.r.em.stream {
 		e := &a.ev
 		e.idx, e.part, e.text = idx, part, d.Text
-		e.ev = api.StreamEvent{Type: typ, ItemID: a.out(idx).ID, OutputIndex: &e.idx, ContentIndex: &e.part, Delta: &e.text}
+		e.ev = api.StreamEvent{Type: typ, ItemID: a.out(idx).ID, OutputIndex: &e.idx, Delta: &e.text}
+		if part >= 0 {
+			e.ev.ContentIndex = &e.part
+		}
 		a.r.em.emitDelta(&e.ev, d.More)
 	}
 }
@@ -375,8 +379,11 @@ func (a *assembler) finish(itemStatus string) []api.Item {
 	a.closeReasoning()
 	a.closeMessage(itemStatus)
 	calls := make([]api.Item, 0, len(a.calls))
-	for _, idx := range a.calls {
+	for pos, idx := range a.calls {
 		it := a.out(idx)
+		if args := a.args[pos].take(); args != "" {
+			it.Arguments += args
+		}
 		if it.Arguments == "" {
 			it.Arguments = "{}"
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -247,5 +249,72 @@ func TestTextAcc(t *testing.T) {
 	}
 	if got := a.take(); got != "" {
 		t.Errorf("after take: %q", got)
+	}
+}
+
+// interleaved streams two client function calls whose argument fragments
+// alternate, as a model calling tools in parallel sends them.
+type interleaved struct{ a, b []string }
+
+func (p interleaved) Complete(ctx context.Context, req *provider.Request) (*provider.Result, error) {
+	return p.Stream(ctx, req, func(provider.Delta) error { return nil })
+}
+
+func (p interleaved) Stream(_ context.Context, _ *provider.Request, fn func(provider.Delta) error) (*provider.Result, error) {
+	for i := range max(len(p.a), len(p.b)) {
+		for n, frags := range [][]string{p.a, p.b} {
+			if i >= len(frags) {
+				continue
+			}
+			d := provider.Delta{Kind: provider.DeltaToolCall, ToolIndex: n, Text: frags[i], More: true}
+			if i == 0 {
+				d.ToolCallID, d.ToolName = fmt.Sprintf("call_%d", n), "write"
+			}
+			if err := fn(d); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &provider.Result{ToolCalls: []api.Item{call("call_0", "write", strings.Join(p.a, "")), call("call_1", "write", strings.Join(p.b, ""))},
+		FinishReason: provider.FinishToolCalls}, nil
+}
+
+// Each call's arguments are joined from its own fragments, however they
+// interleave: the items end with them, each argument delta event carries
+// one fragment of its item (no content index), and the done event the
+// whole.
+func TestArgumentFragmentsJoinPerCall(t *testing.T) {
+	t.Parallel()
+	a := []string{`{"path":`, `"a.txt",`, `"text":"`, strings.Repeat("x", 300), `"}`}
+	b := []string{`{"path":"b.txt"}`}
+	e, _ := newEngine(t, interleaved{a: a, b: b}, nil)
+	rec, err := run1(t, e, `{"input":"write","stream":true,"tools":[{"type":"function","name":"write","parameters":{"type":"object"}}]}`)
+	require.NoError(t, err)
+	r := rec.checkStream(t)
+	assert.Equal(t, api.StatusCompleted, r.Status, "a client call ends the response")
+	require.Len(t, r.Output, 2)
+	assert.Equal(t, strings.Join(a, ""), r.Output[0].Arguments)
+	assert.Equal(t, strings.Join(b, ""), r.Output[1].Arguments)
+	deltas, done := map[string]string{}, map[string]string{}
+	for _, raw := range rec.events {
+		var ev struct {
+			Type         string  `json:"type"`
+			ItemID       string  `json:"item_id"`
+			ContentIndex *int    `json:"content_index"`
+			Delta        string  `json:"delta"`
+			Arguments    *string `json:"arguments"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &ev))
+		switch ev.Type {
+		case api.EventFunctionCallArgsDelta:
+			assert.Nil(t, ev.ContentIndex, "an argument delta has no content index")
+			deltas[ev.ItemID] += ev.Delta
+		case api.EventFunctionCallArgsDone:
+			done[ev.ItemID] = *ev.Arguments
+		}
+	}
+	for _, it := range r.Output {
+		assert.Equal(t, it.Arguments, deltas[it.ID], "deltas of %s", it.ID)
+		assert.Equal(t, it.Arguments, done[it.ID], "done of %s", it.ID)
 	}
 }
