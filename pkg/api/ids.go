@@ -34,10 +34,13 @@ func NewID(prefix string) string {
 		n >>= 8
 	}
 	_, _ = rand.Read(raw[8:])
-	buf := make([]byte, len(prefix)+48)
-	copy(buf, prefix)
-	hex.Encode(buf[len(prefix):], raw[:])
-	return string(buf)
+	var hx [2 * len(raw)]byte
+	hex.Encode(hx[:], raw[:])
+	var b strings.Builder
+	b.Grow(len(prefix) + len(hx))
+	b.WriteString(prefix)
+	b.Write(hx[:])
+	return b.String()
 }
 
 // NewCallID returns a new tool call id for a call the model made without
@@ -48,11 +51,13 @@ func NewCallID() string {
 	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 	var raw [24]byte
 	_, _ = rand.Read(raw[:])
-	buf := append(make([]byte, 0, 5+len(raw)), "call_"...)
-	for _, b := range raw {
-		buf = append(buf, alphabet[int(b)%len(alphabet)])
+	var b strings.Builder
+	b.Grow(5 + len(raw))
+	b.WriteString("call_")
+	for _, c := range raw {
+		b.WriteByte(alphabet[int(c)%len(alphabet)])
 	}
-	return string(buf)
+	return b.String()
 }
 
 // NewItemID returns a new id for an item of response responseID (a
@@ -63,12 +68,16 @@ func NewCallID() string {
 func NewItemID(prefix, responseID string) string {
 	var raw [itemSuffixLen / 2]byte
 	_, _ = rand.Read(raw[:])
+	var hx [itemSuffixLen]byte
+	hex.Encode(hx[:], raw[:])
 	body := strings.TrimPrefix(responseID, PrefixResponse)
-	buf := make([]byte, 0, len(prefix)+len(body)+1+itemSuffixLen)
-	buf = append(buf, prefix...)
-	buf = append(buf, body...)
-	buf = append(buf, '_')
-	return string(hex.AppendEncode(buf, raw[:]))
+	var b strings.Builder
+	b.Grow(len(prefix) + len(body) + 1 + len(hx))
+	b.WriteString(prefix)
+	b.WriteString(body)
+	b.WriteByte('_')
+	b.Write(hx[:])
+	return b.String()
 }
 
 // ResponseIDOf returns the id of the response an item id made by NewItemID

@@ -244,7 +244,11 @@ func decodeParams(body []byte, known func(string) bool) (*CreateResponseRequest,
 	if err != nil {
 		return nil, err
 	}
-	keys := slices.Sorted(maps.Keys(fields))
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
 	for _, k := range keys {
 		if !known(k) {
 			return nil, unknownParam(k)
@@ -688,6 +692,9 @@ func (r *CreateResponseRequest) validateValues() error {
 func ValidateMetadata(md map[string]string) error {
 	if len(md) > 16 {
 		return InvalidRequestCode("metadata", "object_above_max_properties", "Invalid 'metadata': too many properties. Expected an object with at most 16 properties, but got an object with %d properties instead.", len(md))
+	}
+	if len(md) == 0 {
+		return nil
 	}
 	for _, k := range slices.Sorted(maps.Keys(md)) {
 		if l := utf8.RuneCountInString(k); l > 64 {
