@@ -999,16 +999,17 @@ func validateInputItem(it *Item) error {
 // validateDetails checks the detail of image and file parts.
 func validateDetails(param string, parts []ContentPart) error {
 	for j, p := range parts {
-		d := fmt.Sprintf("%s[%d].detail", param, j)
+		var allowed []string
 		switch p.Type {
 		case PartInputImage:
-			if err := oneOf(d, optional(p.Detail), "auto", "low", "high", "original"); err != nil {
-				return err
-			}
+			allowed = []string{"auto", "low", "high", "original"}
 		case PartInputFile:
-			if err := oneOf(d, optional(p.Detail), "auto", "low", "high"); err != nil {
-				return err
-			}
+			allowed = []string{"auto", "low", "high"}
+		default:
+			continue
+		}
+		if err := oneOf(fmt.Sprintf("%s[%d].detail", param, j), optional(p.Detail), allowed...); err != nil {
+			return err
 		}
 	}
 	return nil
