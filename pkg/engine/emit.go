@@ -381,9 +381,7 @@ func (a *assembler) finish(itemStatus string) []api.Item {
 	calls := make([]api.Item, 0, len(a.calls))
 	for pos, idx := range a.calls {
 		it := a.out(idx)
-		if args := a.args[pos].take(); args != "" {
-			it.Arguments += args
-		}
+		it.Arguments = a.args[pos].take()
 		if it.Arguments == "" {
 			it.Arguments = "{}"
 		}

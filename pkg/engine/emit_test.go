@@ -310,6 +310,7 @@ func TestArgumentFragmentsJoinPerCall(t *testing.T) {
 			assert.Nil(t, ev.ContentIndex, "an argument delta has no content index")
 			deltas[ev.ItemID] += ev.Delta
 		case api.EventFunctionCallArgsDone:
+			require.NotNil(t, ev.Arguments, "arguments of the done event")
 			done[ev.ItemID] = *ev.Arguments
 		}
 	}
