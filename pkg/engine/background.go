@@ -48,7 +48,7 @@ func (e *Engine) eventLog() store.EventLog {
 
 // appendKnown appends evs to the log of response id, without the store's
 // read of the response when expiresAt, its expiry, is known from a live
-// read (store.KnownEventLog).
+// read or this worker's own write of the record (store.KnownEventLog).
 func (e *Engine) appendKnown(ctx context.Context, id string, expiresAt time.Time, evs []store.Event) error {
 	if kl, ok := e.cfg.Store.(store.KnownEventLog); ok && !expiresAt.IsZero() {
 		return kl.AppendEventsKnown(ctx, id, expiresAt, evs)
@@ -161,7 +161,8 @@ func (e *Engine) storeQueued(ctx context.Context, req *api.CreateResponseRequest
 		return nil, e.storeErr(tooLarge(req, err), r.resp.ID, "id")
 	}
 	stored = true
-	if err := log.AppendEvents(ctx, r.resp.ID, buf.take()); err != nil {
+	// Create has just stored the record live: the append needs no read.
+	if err := e.appendKnown(ctx, r.resp.ID, rec.ExpiresAt, buf.take()); err != nil {
 		se := api.ServerError(err, "The response's events could not be stored.")
 		se.Code = "store_failed"
 		_ = e.failBackground(ctx, rec, se)

@@ -18,6 +18,7 @@ import (
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
 )
 
 // jobQueue records enqueued jobs; tests run them explicitly.
@@ -496,4 +497,72 @@ func TestBackgroundAppendsEventsWhileFollowed(t *testing.T) {
 	stopFollowing()
 	require.NoError(t, <-followed)
 	tr.cancel(t)
+}
+
+// The stream of a background + stream create notes its follower with the
+// response's expiry, as a GET ?stream=true does: the signal item it writes
+// is live, so the worker's polls read it (and see the follower) instead of
+// finding nothing and reading the whole record.
+func TestBackgroundStreamCreateNotesFollowerLive(t *testing.T) {
+	forStores(t, func(t *testing.T, mk storeMaker) {
+		e, st, _ := bgEngine(t, mk, script(text("done", 1, 1)), nil)
+		sig, ok := st.(store.RunSignals)
+		if !ok {
+			t.Skip("the store keeps no run signals")
+		}
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		w := &rawRecorder{}
+		created := make(chan error, 1)
+		go func() {
+			created <- e.CreateBackground(ctx, decodeReq(t, `{"input":"x","background":true,"stream":true}`), w)
+		}()
+		for !w.has(`"type":"response.queued"`) {
+			time.Sleep(time.Millisecond)
+		}
+		w.mu.Lock()
+		id := gjson.GetBytes(w.events[0], "response.id").String()
+		w.mu.Unlock()
+		var rs store.RunSignal
+		require.Eventually(t, func() bool {
+			var err error
+			rs, err = sig.Poll(context.Background(), id)
+			return err == nil && !rs.FollowedUntil.IsZero()
+		}, 10*time.Second, time.Millisecond, "the follower's note is live")
+		rec, err := st.Get(context.Background(), id)
+		require.NoError(t, err)
+		assert.Equal(t, rec.ExpiresAt.Unix(), rs.ExpiresAt.Unix(), "the note expires with the response")
+		stop()
+		require.NoError(t, <-created)
+	})
+}
+
+// A background create stores the queued record and appends its first
+// events without reading the record back: Create gave it the expiry the
+// events take (store.KnownEventLog). So does the worker after its claim
+// and its terminal write.
+func TestBackgroundAppendsAfterItsWritesWithoutReads(t *testing.T) {
+	t.Parallel()
+	meter := ddbmeter.New()
+	e, _, q := bgEngine(t, func(t *testing.T) store.ResponseStore {
+		return dynamotest.NewStoreWith(t, dynamodb.Config{}, meter.Options)
+	}, script(text("done", 1, 1)), nil, func(c *Config) { c.Background.PollInterval = time.Hour })
+	before := meter.Snapshot() // the table's creation
+	rec, err := runBackground(t, e, `{"input":"x","background":true}`)
+	require.NoError(t, err)
+	created := meter.Snapshot().Sub(before)
+	assert.Equal(t, 2, created.Calls["PutItem"], "the record and its first events (%s)", created)
+	assert.Zero(t, created.Calls["GetItem"], "no read (%s)", created)
+	created = meter.Snapshot()
+
+	id := rec.response(t).ID
+	j := <-q.c
+	require.NoError(t, e.RunBackground(context.Background(), j.ResponseID))
+	run := meter.Snapshot().Sub(created)
+	// The worker reads the record once (its job; no poll is due within
+	// the hour); every append follows a write of its own.
+	assert.Equal(t, 1, run.Calls["GetItem"], "the worker's reads (%s)", run)
+	resp, err := e.GetResponse(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, api.StatusCompleted, resp.Status)
 }

@@ -141,7 +141,7 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 		}
 		return e.finishedElsewhere(ctx, id, fmt.Errorf("engine: claim %s: %w", id, err))
 	}
-	if err := log.AppendEvents(ctx, id, buf.take()); err != nil {
+	if err := e.appendKnown(ctx, id, claimed.ExpiresAt, buf.take()); err != nil {
 		return e.finishedElsewhere(ctx, id, fmt.Errorf("engine: events of %s: %w", id, err))
 	}
 	return e.finishedElsewhere(ctx, id, e.runClaimed(ctx, r, &claimed, buf))
@@ -376,7 +376,9 @@ func (e *Engine) handOff(ctx context.Context, r *run, rec *store.Record, buf *ev
 	id := r.resp.ID
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
-	if err := e.eventLog().AppendEvents(sctx, id, buf.take()); err != nil {
+	// As at a checkpoint: the record was stored live by this claim, and
+	// the Update below finds out whether it still is.
+	if err := e.appendKnown(sctx, id, rec.ExpiresAt, buf.take()); err != nil {
 		return fmt.Errorf("engine: hand-off events of %s: %w", id, err)
 	}
 	next := *rec
@@ -462,7 +464,7 @@ func (e *Engine) finishBackground(ctx context.Context, r *run, rec *store.Record
 		j.CancelRequested = cur.Job.CancelRequested
 	}
 	*rec = next
-	if err := e.eventLog().AppendEvents(sctx, id, buf.take()); err != nil {
+	if err := e.appendKnown(sctx, id, next.ExpiresAt, buf.take()); err != nil {
 		// Followers send the terminal event rebuilt from the record.
 		e.log.WarnContext(ctx, "the final events were not stored", "response_id", id, "err", err)
 	}

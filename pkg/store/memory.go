@@ -164,8 +164,9 @@ func (m *Memory) fits(size int64) error {
 	return nil
 }
 
-// Create stores a copy of rec as version 0 (setting rec.Version to 0);
-// ErrConflict when a live record has its id.
+// Create stores a copy of rec as version 0 (setting rec.Version to 0 and
+// rec.ExpiresAt to the stored expiry); ErrConflict when a live record has
+// its id.
 func (m *Memory) Create(ctx context.Context, rec *Record) error {
 	if err := CheckRecord(rec); err != nil {
 		return err
@@ -198,6 +199,7 @@ func (m *Memory) Create(ctx context.Context, rec *Record) error {
 		m.remove(m.victim(nil, func(t *memTenant) int64 { return int64(t.order.Len()) }))
 	}
 	m.add(e)
+	rec.ExpiresAt = e.rec.ExpiresAt
 	return nil
 }
 
@@ -216,8 +218,8 @@ func (m *Memory) Get(ctx context.Context, id string) (*Record, error) {
 // Update replaces the record if its stored status is expect, its stored
 // version is rec.Version and store.UpdateAllowed(expect,
 // rec.Response.Status); else ErrConflict (ErrNotFound when absent). On
-// success the stored version and rec.Version are incremented. A zero
-// rec.ExpiresAt restarts the retention.
+// success the stored version and rec.Version are incremented, and
+// rec.ExpiresAt is the stored expiry: a zero one restarts the retention.
 func (m *Memory) Update(ctx context.Context, rec *Record, expect api.Status) error {
 	if err := CheckRecord(rec); err != nil {
 		return err
@@ -252,7 +254,7 @@ func (m *Memory) Update(ctx context.Context, rec *Record, expect api.Status) err
 	e.rec = cp
 	// Nothing refers to the created copy any more: what it refers to goes.
 	e.created = responseCopy{}
-	rec.Version = cp.Version
+	rec.Version, rec.ExpiresAt = cp.Version, cp.ExpiresAt
 	m.resize(el, recSize, e.evSize)
 	return nil
 }

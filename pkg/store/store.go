@@ -31,7 +31,9 @@ type Record struct {
 	// its inputs and outputs), so continuing from this response needs one read.
 	Context []api.Item
 	// ExpiresAt is when the record stops being readable; zero means the
-	// store's default retention.
+	// store's default retention. Create and Update set it to the expiry
+	// they stored, so that the writer knows it without a read (an event
+	// log's KnownEventLog, a run's signals).
 	ExpiresAt time.Time
 	// Version counts the record's writes: Create stores version 0, every
 	// Update requires the stored version to equal rec.Version and stores
@@ -89,10 +91,10 @@ type EventLog interface {
 
 // KnownEventLog is an EventLog that can append without first checking
 // that the response exists: a caller that has just read the live record
-// (a background run that polls it) passes its ExpiresAt, which the events
-// take, and saves the store a read per append. A response deleted since
-// that read may then get events that nothing reads and that expire with
-// it.
+// (a background run that polls it) or written it (Create and Update set
+// its ExpiresAt) passes its ExpiresAt, which the events take, and saves
+// the store a read per append. A response deleted since then may get
+// events that nothing reads and that expire with it.
 type KnownEventLog interface {
 	EventLog
 	// AppendEventsKnown is AppendEvents for a response the caller read
@@ -164,7 +166,9 @@ type ItemPage struct {
 
 // ResponseStore keeps responses. Every method is safe for concurrent use.
 type ResponseStore interface {
-	// Create stores a new record; ErrConflict when the id exists.
+	// Create stores a new record; ErrConflict when the id exists. On
+	// success rec.ExpiresAt is the stored expiry (the default retention's
+	// when it was zero).
 	Create(ctx context.Context, rec *Record) error
 	// Get returns the record; ErrNotFound when absent or expired.
 	Get(ctx context.Context, id string) (*Record, error)
@@ -172,7 +176,8 @@ type ResponseStore interface {
 	// stored Version equals rec.Version, and the transition expect →
 	// rec.Response.Status is allowed (or the status is unchanged and not
 	// terminal, for progress checkpoints); else ErrConflict (ErrNotFound when
-	// absent). On success rec.Version is incremented.
+	// absent). On success rec.Version is incremented and rec.ExpiresAt is
+	// the stored expiry (a zero one restarts the default retention).
 	Update(ctx context.Context, rec *Record, expect api.Status) error
 	// Delete removes the record and every part of it; ErrNotFound when absent.
 	Delete(ctx context.Context, id string) error

@@ -53,7 +53,8 @@
 // Query for event items); a large one adds the calls of its chunks
 // (BatchWriteItem and BatchGetItem take up to 25 and 100 items a call).
 // Appending 50 stream events of a background response costs a GetItem of
-// the head and one PutItem of 1 WCU; following them, one Query per poll
+// the head and one PutItem of 1 WCU (the PutItem alone for a writer that
+// has just read or written the record: AppendEventsKnown); following them, one Query per poll
 // (plus, when nothing is new, an eventually consistent GetItem of the run's
 // signal item, 0.5 RCU, or of the head when the run has none yet: queued).
 // The running worker's poll for a cancel request is that same GetItem of

@@ -285,7 +285,8 @@ func (s *Store) nowUnix() int64 { return time.Now().Unix() }
 // condition (no live record with this key) is on the head, which is
 // written last or atomically with the chunks, so no reader ever sees part
 // of a record. ErrConflict when a live record has the id. The record is
-// stored as version 0, and rec.Version is set to 0.
+// stored as version 0; rec.Version is set to 0 and rec.ExpiresAt to the
+// stored expiry.
 func (s *Store) Create(ctx context.Context, rec *store.Record) error {
 	e, err := s.encode(ctx, rec, 0)
 	if err != nil {
@@ -299,7 +300,7 @@ func (s *Store) Create(ctx context.Context, rec *store.Record) error {
 		err = s.putHead(ctx, e, cond, nil)
 	}
 	if err == nil {
-		rec.Version = 0
+		rec.Version, rec.ExpiresAt = 0, time.Unix(e.head.ExpiresAt, 0)
 	}
 	return err
 }
@@ -309,8 +310,8 @@ func (s *Store) Create(ctx context.Context, rec *store.Record) error {
 // rec.Response.Status): a PutItem of the head conditional on status and
 // version (after the new chunks, for a large record), which stores version
 // rec.Version+1 and, on success, increments rec.Version. Chunks of the
-// replaced version are deleted afterwards. A zero rec.ExpiresAt restarts
-// the retention.
+// replaced version are deleted afterwards. On success rec.ExpiresAt is the
+// stored expiry: a zero one restarts the retention.
 func (s *Store) Update(ctx context.Context, rec *store.Record, expect api.Status) error {
 	if err := store.CheckRecord(rec); err != nil {
 		return err
@@ -334,6 +335,7 @@ func (s *Store) Update(ctx context.Context, rec *store.Record, expect api.Status
 		return err
 	}
 	rec.Version++
+	rec.ExpiresAt = time.Unix(e.head.ExpiresAt, 0)
 	return nil
 }
 

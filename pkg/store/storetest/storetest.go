@@ -196,6 +196,7 @@ func testRoundTrip(t *testing.T, s store.ResponseStore) {
 		RequireSameRecord(t, want, got)
 		assert.Equal(t, st, got.Response.Status)
 		assert.True(t, got.ExpiresAt.After(time.Now()), "a record without ExpiresAt gets the default retention; got %v", got.ExpiresAt)
+		assert.True(t, want.ExpiresAt.Equal(got.ExpiresAt), "Create sets the record's ExpiresAt to the stored expiry: %v, stored %v", want.ExpiresAt, got.ExpiresAt)
 		conv := got.Conversation()
 		require.Len(t, conv, len(want.Context)+len(want.Input)+len(want.Response.Output))
 	}
@@ -440,6 +441,7 @@ func testUpdateCheckpoint(t *testing.T, s store.ResponseStore) {
 		got, err := s.Get(ctx, id)
 		require.NoError(t, err)
 		RequireSameRecord(t, next, got)
+		assert.True(t, next.ExpiresAt.Equal(got.ExpiresAt), "Update sets the record's ExpiresAt to the stored expiry: %v, stored %v", next.ExpiresAt, got.ExpiresAt)
 	}
 	done := NewRecord(id, api.StatusCompleted)
 	done.Version = version
