@@ -184,7 +184,9 @@ func testFollowerDeadlineAndResume(t *testing.T, mk storeMaker) {
 	// worker appends as events come while someone follows: note one, as a
 	// follower does).
 	if sig, ok := st.(store.RunSignals); ok {
-		require.NoError(t, sig.Follow(context.Background(), id, time.Now().Add(time.Hour), time.Now().Add(time.Hour)))
+		stored, err := st.Get(context.Background(), id)
+		require.NoError(t, err)
+		require.NoError(t, sig.Follow(context.Background(), id, time.Now().Add(time.Hour), stored.ExpiresAt))
 	}
 	logged := func() bool {
 		evs, err := st.(store.EventLog).Events(context.Background(), id, -1)

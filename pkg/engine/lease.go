@@ -115,8 +115,12 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 	if err := e.openSummaries(ctx, r); err != nil {
 		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
 	}
+	seq, err := e.resumeSeq(ctx, rec)
+	if err != nil {
+		return e.finishedElsewhere(ctx, id, err)
+	}
 	buf := &eventBuffer{}
-	r.em = &emitter{w: buf, stream: true, seq: job.NextSeq}
+	r.em = &emitter{w: buf, stream: true, seq: seq}
 	r.budget = newBudget(ctx, e.cfg.Now, e.cfg.Loop.DeadlineReserve)
 	expect := rec.Response.Status
 	claimed := *rec
@@ -145,6 +149,29 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 		return e.finishedElsewhere(ctx, id, fmt.Errorf("engine: events of %s: %w", id, err))
 	}
 	return e.finishedElsewhere(ctx, id, e.runClaimed(ctx, r, &claimed, buf))
+}
+
+// resumeSeq returns the sequence number of the first event a worker
+// running rec emits: the one its job stored, or, when a worker that ran it
+// before appended events past it and then died (the events of the turn in
+// flight, appended for a follower), the one after the log's last. A
+// follower that received those events then receives the resumed run's,
+// the terminal one last, instead of finding the rest of the run numbered
+// below what it has (and its end before its position). Only an unfinished
+// run can have such events: a queued one reads nothing.
+func (e *Engine) resumeSeq(ctx context.Context, rec *store.Record) (int64, error) {
+	seq := rec.Job.NextSeq
+	if rec.Response.Status != api.StatusInProgress {
+		return seq, nil
+	}
+	evs, err := e.eventLog().Events(ctx, rec.Response.ID, seq-1)
+	if err != nil {
+		return 0, fmt.Errorf("engine: events of %s: %w", rec.Response.ID, err)
+	}
+	if n := len(evs); n > 0 {
+		seq = max(seq, evs[n-1].Seq+1)
+	}
+	return seq, nil
 }
 
 // claim is a background response this worker has claimed and runs: its
@@ -186,10 +213,38 @@ func (c *claim) appendPending(ctx context.Context, expiresAt time.Time) error {
 	return nil
 }
 
+// afterConflict reads the record of id when a write of this worker's claim
+// lost to another one (store.ErrConflict) and tells what that was: a cancel
+// request (cancelled, and cur is the record holding it), a deletion
+// (store.ErrNotFound), or else another worker's claim (the lease was taken
+// over). A record it cannot read, after a few tries, is an error: the
+// caller cannot tell which, and must not take the run for lost (nothing
+// would end it).
+func (e *Engine) afterConflict(ctx context.Context, id string) (cur *store.Record, cancelled bool, err error) {
+	wait := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		cur, err = e.cfg.Store.Get(ctx, id)
+		switch {
+		case err == nil:
+			return cur, cur.Job != nil && cur.Job.CancelRequested, nil
+		case errors.Is(err, store.ErrNotFound), attempt == 3:
+			return nil, false, fmt.Errorf("engine: reading %s after a conflicting write: %w", id, err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, false, fmt.Errorf("engine: reading %s after a conflicting write: %w", id, err)
+		case <-t.C:
+		}
+		wait *= 2
+	}
+}
+
 // checkpoint appends the pending events and stores the response as it is,
 // renewing the lease, when anything happened since the last checkpoint.
 // When the record changed under it (a cancel request, another worker) or
-// is gone, the run is cancelled instead.
+// is gone, the run is cancelled instead; when it cannot tell, it fails.
 func (c *claim) checkpoint(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -214,14 +269,17 @@ func (c *claim) checkpoint(ctx context.Context) error {
 			return nil
 		case errors.Is(err, store.ErrConflict):
 			// Someone else wrote: a cancel request, or a worker that
-			// took the lease over. Reload and decide.
-			cur, gerr := e.cfg.Store.Get(ctx, id)
-			if gerr == nil && cur.Job != nil && cur.Job.CancelRequested {
+			// took the lease over.
+			cur, cancelled, gerr := e.afterConflict(ctx, id)
+			switch {
+			case errors.Is(gerr, store.ErrNotFound):
+			case gerr != nil:
+				return fmt.Errorf("engine: checkpoint %s: %w", id, gerr)
+			case cancelled:
 				*c.rec = *cur
-				c.cancel()
-				return nil
+			default:
+				c.lost = true
 			}
-			c.lost = !errors.Is(gerr, store.ErrNotFound)
 			c.cancel()
 			return nil
 		}
@@ -366,7 +424,9 @@ func (e *Engine) signal(ctx context.Context, id, failed string, write func(store
 	if !ok {
 		return
 	}
-	if err := write(sig); err != nil && ctx.Err() == nil {
+	// ErrNotFound: the response was deleted, which the run's next poll
+	// and its followers' find out.
+	if err := write(sig); err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrNotFound) {
 		e.log.WarnContext(ctx, failed, "response_id", id, "err", err)
 	}
 }
@@ -387,7 +447,20 @@ func (e *Engine) handOff(ctx context.Context, r *run, rec *store.Record, buf *ev
 	next.Job, next.Response = &j, r.resp.Clone()
 	r.stampTiming(next.Response, e.cfg.Now())
 	if err := e.cfg.Store.Update(sctx, &next, api.StatusInProgress); err != nil {
-		return fmt.Errorf("engine: hand-off %s: %w", id, err)
+		if !errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("engine: hand-off %s: %w", id, err)
+		}
+		// A cancel request since the last checkpoint ends the run here:
+		// no continuation would (this worker's lease still holds it).
+		cur, cancelled, gerr := e.afterConflict(sctx, id)
+		switch {
+		case gerr != nil:
+			return fmt.Errorf("engine: hand-off %s: %w", id, gerr)
+		case cancelled:
+			*rec = *cur
+			return e.finishBackground(ctx, r, rec, api.StatusInProgress, buf, outcome{status: api.StatusCancelled})
+		}
+		return errFinishedElsewhere
 	}
 	if err := e.cfg.Background.Queue.Enqueue(sctx, Job{ResponseID: id, Tenant: tenant.From(ctx)}); err != nil {
 		return fmt.Errorf("engine: hand-off %s: enqueue: %w", id, err)

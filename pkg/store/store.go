@@ -117,6 +117,13 @@ func (r *Record) Conversation() []api.Item {
 // the worker polls it several times a second for as long as the run lasts,
 // and a record grows with the run (docs/background.md, "What polling
 // costs").
+//
+// Every write passes expiresAt, the response's expiry as the store holds
+// it (Record.ExpiresAt after a Get, Create or Update): it tells the
+// response the signals belong to from an earlier one of the same id, whose
+// signals the writes replace (an expired response's cancel request is not
+// the next one's). A write after the response's deletion may return
+// ErrNotFound; it never makes the response look live again.
 type RunSignals interface {
 	// MarkRunning notes that a worker runs the response id, expiring at
 	// expiresAt with the response; RequestCancel and Poll then see it.

@@ -11,7 +11,8 @@
 //	sk (S, sort key)       "response" for the head item, "chunk#<gen>#<00000>" for
 //	                       chunks, "event#<last seq>#<first seq>" for stream events,
 //	                       "signals" for a background run's signal item (a
-//	                       cancel flag its worker polls; store.RunSignals)
+//	                       cancel flag its worker polls; store.RunSignals;
+//	                       a tombstone once the response is deleted)
 //
 // A response is one record: the JSON object {"response","input","context"}
 // (the response as the client sees it, this request's input items, the
@@ -106,7 +107,13 @@
 // Delete is a DeleteItem of the head conditional on a live record (from
 // then on no reader finds it), then a BatchWriteItem deleting its chunks,
 // and a Query for event items (an empty one for all but background
-// responses) with a BatchWriteItem deleting those it finds.
+// responses) with a BatchWriteItem deleting those it finds and putting a
+// tombstone in place of the run's signal item, so that a signal written
+// after the delete (a follower's renewed note) fails instead of making
+// the response look live again. A signal item of an earlier response of
+// the same id (expired, or deleted and the id created again), which a
+// different expiry tells, is replaced whole by the new response's first
+// signal: its cancel flag never reaches the new one.
 //
 // Throttling and transient errors are retried by the SDK's standard
 // retryer (NewClient sets 8 attempts, 50 ms–2 s jittered backoff, no retry

@@ -305,9 +305,10 @@ func (s *Store) queryEvents(ctx context.Context, p, from string, keysOnly bool) 
 }
 
 // deleteEvents deletes every event item of partition p and their chunks,
-// and with them the signal item of a background run (only background runs
-// have events; others pay no write for it).
-func (s *Store) deleteEvents(ctx context.Context, p string) error {
+// and puts the tombstone of a background run's signal item (expiring at
+// expiresAt, with the deleted response) in its place: only background runs
+// have events; others pay no write for it.
+func (s *Store) deleteEvents(ctx context.Context, p string, expiresAt int64) error {
 	batches, err := s.queryEvents(ctx, p, skEventPrefix, true)
 	if err != nil {
 		return err
@@ -315,7 +316,7 @@ func (s *Store) deleteEvents(ctx context.Context, p string) error {
 	if len(batches) == 0 {
 		return nil
 	}
-	reqs := []types.WriteRequest{signalsDelete(p)}
+	reqs := []types.WriteRequest{signalsTombstone(p, expiresAt)}
 	for _, b := range batches {
 		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: keyOf(p, b.SK)}})
 		for i := range b.Chunks {

@@ -726,7 +726,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		}
 	}
 	// Any response may have events (AppendEvents does not ask), so look.
-	if err := s.deleteEvents(ctx, p); err != nil {
+	if err := s.deleteEvents(ctx, p, h.ExpiresAt); err != nil {
 		return fmt.Errorf("dynamodb: delete %s: the response is deleted, but some of its event items remain until they expire: %w", id, err)
 	}
 	return nil

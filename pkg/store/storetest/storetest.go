@@ -939,6 +939,44 @@ func testRunSignals(t *testing.T, s store.ResponseStore) {
 	require.NoError(t, s.Delete(ctx, id))
 	_, err = sig.Poll(ctx, id)
 	require.ErrorIs(t, err, store.ErrNotFound, "a deleted response's run is told")
+	// A follower's note renewed just after the delete does not bring the
+	// response back, for the worker's poll nor for the followers.
+	if err := sig.Follow(ctx, id, until, rec.ExpiresAt); err != nil {
+		require.ErrorIs(t, err, store.ErrNotFound)
+	}
+	_, err = sig.Poll(ctx, id)
+	require.ErrorIs(t, err, store.ErrNotFound, "a note after the delete leaves it deleted")
+	_, err = eventLog(t, s).Events(ctx, id, -1)
+	require.ErrorIs(t, err, store.ErrNotFound, "a note after the delete leaves its events gone")
+
+	// An id created again after its response expired starts with no
+	// signal: the earlier run's cancel request is not the new one's.
+	reused := NewRecord(newID(), api.StatusInProgress)
+	reused.Job = &store.Job{}
+	reused.ExpiresAt = time.Now().Add(-time.Minute).Truncate(time.Second)
+	create(t, s, ctx, reused)
+	require.NoError(t, sig.MarkRunning(ctx, reused.Response.ID, reused.ExpiresAt))
+	require.NoError(t, sig.RequestCancel(ctx, reused.Response.ID, reused.ExpiresAt))
+	again := NewRecord(reused.Response.ID, api.StatusInProgress)
+	again.Job = &store.Job{}
+	create(t, s, ctx, again)
+	require.NoError(t, sig.MarkRunning(ctx, again.Response.ID, again.ExpiresAt))
+	got, err = sig.Poll(ctx, again.Response.ID)
+	require.NoError(t, err)
+	assert.False(t, got.Cancel, "the expired response's cancel request stays with it")
+	assert.True(t, got.ExpiresAt.Equal(again.ExpiresAt), "expires at %v, want %v", got.ExpiresAt, again.ExpiresAt)
+	// And the same after a delete: the tombstone is the deleted one's.
+	require.NoError(t, sig.RequestCancel(ctx, again.Response.ID, again.ExpiresAt))
+	require.NoError(t, eventLog(t, s).AppendEvents(ctx, again.Response.ID, events(0, 1, "r")))
+	require.NoError(t, s.Delete(ctx, again.Response.ID))
+	third := NewRecord(again.Response.ID, api.StatusInProgress)
+	third.Job = &store.Job{}
+	third.ExpiresAt = again.ExpiresAt.Add(time.Hour)
+	create(t, s, ctx, third)
+	require.NoError(t, sig.MarkRunning(ctx, third.Response.ID, third.ExpiresAt))
+	got, err = sig.Poll(ctx, third.Response.ID)
+	require.NoError(t, err, "the id created again after its delete has its own signal")
+	assert.False(t, got.Cancel, "the deleted response's cancel request stays with it")
 
 	// Signals expire with the response.
 	old := newID()
