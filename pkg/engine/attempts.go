@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -138,7 +139,11 @@ func (r *run) resolveOutput(hosted tools.Catalog, patterns int) error {
 	}
 	for i, v := range t.Validators {
 		name := strings.TrimPrefix(v, api.HostedPrefix)
-		exec, err := lookup(p+".validators["+strconv.Itoa(i)+"]", name)
+		param := p + ".validators[" + strconv.Itoa(i) + "]"
+		if slices.ContainsFunc(a.check.validators, func(w validatorTool) bool { return w.name == name }) {
+			return api.InvalidRequest(param, "the validator %q is named twice", v)
+		}
+		exec, err := lookup(param, name)
 		if err != nil {
 			return err
 		}

@@ -103,7 +103,8 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 	if err := e.checkRequest(req); err != nil {
 		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
 	}
-	r := &run{req: req, resp: rec.Response, history: rec.Context, input: rec.Input, turns: job.Turns, tools: toolset{mcpItems: e.mcpItems()}}
+	r := &run{req: req, resp: rec.Response, history: rec.Context, input: rec.Input, turns: job.Turns,
+		tools: toolset{mcpItems: e.mcpItems(), hostedCalls: job.HostedCalls}}
 	if rec.Response.Conversation != nil {
 		if err := e.resumeConversation(ctx, r); err != nil {
 			return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
@@ -149,6 +150,14 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 		return e.finishedElsewhere(ctx, id, fmt.Errorf("engine: events of %s: %w", id, err))
 	}
 	return e.finishedElsewhere(ctx, id, e.runClaimed(ctx, r, &claimed, buf))
+}
+
+// saveProgress records in j how far r got, for the run's next checkpoint,
+// hand-off or end: its model calls, its executed hosted calls (which
+// max_tool_calls bounds over every invocation) and the sequence number of
+// its next event.
+func (r *run) saveProgress(j *store.Job) {
+	j.Turns, j.HostedCalls, j.NextSeq = r.turns, r.tools.hostedCalls, r.em.seq
 }
 
 // resumeSeq returns the sequence number of the first event a worker
@@ -259,7 +268,8 @@ func (c *claim) checkpoint(ctx context.Context) error {
 	}
 	next := *c.rec
 	j := *c.rec.Job
-	j.Turns, j.NextSeq, j.LeaseUntil = r.turns, r.em.seq, e.cfg.Now().Add(e.cfg.Background.Lease)
+	r.saveProgress(&j)
+	j.LeaseUntil = e.cfg.Now().Add(e.cfg.Background.Lease)
 	next.Job, next.Response = &j, r.resp.Clone()
 	r.stampTiming(next.Response, e.cfg.Now())
 	if err := e.cfg.Store.Update(ctx, &next, api.StatusInProgress); err != nil {
@@ -443,7 +453,8 @@ func (e *Engine) handOff(ctx context.Context, r *run, rec *store.Record, buf *ev
 	}
 	next := *rec
 	j := *rec.Job
-	j.Turns, j.NextSeq, j.Owner, j.LeaseUntil = r.turns, r.em.seq, "", time.Time{}
+	r.saveProgress(&j)
+	j.Owner, j.LeaseUntil = "", time.Time{}
 	next.Job, next.Response = &j, r.resp.Clone()
 	r.stampTiming(next.Response, e.cfg.Now())
 	if err := e.cfg.Store.Update(sctx, &next, api.StatusInProgress); err != nil {
@@ -515,7 +526,8 @@ func (e *Engine) finishBackground(ctx context.Context, r *run, rec *store.Record
 	e.endConversation(ctx, r)
 	next := *rec
 	j := *rec.Job
-	j.Turns, j.NextSeq, j.Owner, j.LeaseUntil = r.turns, r.em.seq, "", time.Time{}
+	r.saveProgress(&j)
+	j.Owner, j.LeaseUntil = "", time.Time{}
 	next.Job, next.Response = &j, r.resp
 	for attempt := 0; ; attempt++ {
 		err := e.cfg.Store.Update(sctx, &next, expect)

@@ -41,10 +41,12 @@ func (e *Engine) checkRequest(req *api.CreateResponseRequest) error {
 	}
 	n := len(req.Tools)
 	for i := range req.Tools {
-		n += len(req.Tools[i].Tools) // a namespace's tools count too
+		// A namespace's tools count too, and an output tool's validators
+		// (each runs on every output the model hands in).
+		n += len(req.Tools[i].Tools) + len(req.Tools[i].Validators)
 	}
 	if n > l.Tools {
-		return limits.Exceeded("tools", "the number of tools", n, l.Tools)
+		return limits.Exceeded("tools", "the number of tools (the tools of namespace tools and the validators of output tools included)", n, l.Tools)
 	}
 	if t := req.Text; t != nil {
 		if err := checkSchema(l, t.Format.Schema, func() string { return "text.format.schema" }); err != nil {

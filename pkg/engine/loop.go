@@ -377,6 +377,15 @@ type plannedCall struct {
 	kind string
 }
 
+// limited reports whether a tool of kind counts toward max_tool_calls: the
+// output tool's reflection does not (the gateway's step of the attempts
+// loop, like its validators and submit), or a response at its limit could
+// never hand in its output.
+func limited(kind string) bool { return kind != ToolKindReflection }
+
+// counted reports whether p is an executed call max_tool_calls counts.
+func (p *plannedCall) counted() bool { return p.exec != nil && limited(p.kind) }
+
 // plan decides, for each call, which executor runs it (the hosted tool's),
 // or whether the client must (a function tool), or which error is fed
 // back (arguments that do not match the tool's input schema: argcheck.go).
@@ -401,14 +410,16 @@ func (e *Engine) plan(ctx context.Context, r *run, calls []api.Item, unanswered 
 			p.errText = fmt.Sprintf("Error: no output was provided for the call to %q (call_id %s).", c.Name, c.CallID)
 		case t.exec == nil:
 			p.client = true
-		case r.req.MaxToolCalls != nil && r.tools.hostedCalls >= *r.req.MaxToolCalls:
+		case r.req.MaxToolCalls != nil && limited(t.kind) && r.tools.hostedCalls >= *r.req.MaxToolCalls:
 			p.errText = fmt.Sprintf("Error: the limit of %d tool calls for this response was reached; answer with what you have.", *r.req.MaxToolCalls)
 		default:
 			if p.errText = e.argumentsError(ctx, t.args, name, c.Arguments); p.errText != "" {
 				break // the tool does not run
 			}
 			p.exec, p.kind = t.exec, t.kind
-			r.tools.hostedCalls++
+			if p.counted() {
+				r.tools.hostedCalls++
+			}
 		}
 		plans[i] = p
 	}
@@ -422,7 +433,7 @@ func (e *Engine) plan(ctx context.Context, r *run, calls []api.Item, unanswered 
 // iteration is the model call that asked for the calls (ToolCall.Iteration).
 func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswered bool, iteration int) (outcome, bool) {
 	plans := e.plan(ctx, r, calls, unanswered)
-	pause, hosted, validates := false, 0, false
+	pause, hosted, counted, validates := false, 0, 0, false
 	for _, p := range plans {
 		if p.client {
 			pause = true
@@ -430,12 +441,15 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 		if p.exec != nil {
 			hosted++
 		}
+		if p.counted() {
+			counted++
+		}
 		validates = validates || p.ends && r.att.runsValidators()
 	}
 	if !pause && (hosted > 0 || validates) && !r.budget.fits(r.budget.maxTools) {
 		// The calls stay unanswered; a continuation runs them.
 		r.closeUnexecuted(calls)
-		r.tools.hostedCalls -= hosted
+		r.tools.hostedCalls -= counted
 		return outcome{status: api.StatusIncomplete, reason: api.ReasonDeadline}, true
 	}
 	results := make([]*tools.ToolResult, len(plans))
@@ -452,7 +466,7 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 		case p.client, p.ends:
 		case pause:
 			// Server-side calls of a paused turn run when it continues.
-			if p.exec != nil {
+			if p.counted() {
 				r.tools.hostedCalls--
 			}
 		case parallel:

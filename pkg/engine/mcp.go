@@ -54,6 +54,16 @@ func (t *mcpTool) Execute(ctx context.Context, call tools.ToolCall) (*tools.Tool
 	return t.s.sess.CallTool(ctx, t.tool.Name, call.Arguments)
 }
 
+// served returns the tool that serves t: the operator's tool a built-in
+// type is mapped to (Builtin.Tools: web_search served by a manifest MCP
+// server, say), else t.
+func (e *Engine) served(t *api.Tool) *api.Tool {
+	if name, ok := e.cfg.Builtin.Tools[t.Type]; ok {
+		return &api.Tool{Type: api.HostedPrefix + name}
+	}
+	return t
+}
+
 // mcpKey names an MCP tool: its server's label and its own name.
 type mcpKey struct{ label, name string }
 
@@ -64,7 +74,7 @@ type mcpKey struct{ label, name string }
 func (e *Engine) checkMCPServers(req *api.CreateResponseRequest) error {
 	n := 0
 	for i := range req.Tools {
-		if t := &req.Tools[i]; t.Type == api.ToolMCP || t.IsHosted() && e.cfg.MCP.Servers[t.HostedName()] != nil {
+		if t := e.served(&req.Tools[i]); t.Type == api.ToolMCP || t.IsHosted() && e.cfg.MCP.Servers[t.HostedName()] != nil {
 			n++
 		}
 	}
@@ -133,9 +143,10 @@ func (t *toolset) closeMCP() {
 
 // startMCP lists the tools of the servers whose list the conversation does
 // not hold yet (or holds one longer than Limits.MCPToolsPerServer: a client
-// may send any list), concurrently, one goroutine per server (at most
-// Limits.MCPServers), as mcp_list_tools items, and adds every server's
-// allowed tools to the model's tools.
+// may send any list; for an operator's server, one the gateway did not
+// make itself: api.ItemHidden.Listed), concurrently, one goroutine per
+// server (at most Limits.MCPServers), as mcp_list_tools items, and adds
+// every server's allowed tools to the model's tools.
 func (e *Engine) startMCP(ctx context.Context, r *run) {
 	if len(r.tools.mcp) == 0 {
 		return
@@ -143,7 +154,7 @@ func (e *Engine) startMCP(ctx context.Context, r *run) {
 	for _, list := range [][]api.Item{r.history, r.input, r.resp.Output} {
 		for i := range list {
 			if it := &list[i]; it.Type == api.ItemMCPListTools && it.Error == "" && len(it.Tools) <= e.cfg.Limits.MCPToolsPerServer {
-				if s := r.tools.mcpServer(it.ServerLabel); s != nil {
+				if s := r.tools.mcpServer(it.ServerLabel); s != nil && (it.Hidden.Listed || !s.srv.Trusted) {
 					s.tools, s.listed = it.Tools, true
 				}
 			}
@@ -161,7 +172,8 @@ func (e *Engine) startMCP(ctx context.Context, r *run) {
 			continue
 		}
 		idx := len(r.resp.Output)
-		r.resp.Output = append(r.resp.Output, api.Item{Type: api.ItemMCPListTools, ID: r.newItemID(api.PrefixMCPListTools), Status: api.ItemInProgress, ServerLabel: s.srv.Label})
+		r.resp.Output = append(r.resp.Output, api.Item{Type: api.ItemMCPListTools, ID: r.newItemID(api.PrefixMCPListTools), Status: api.ItemInProgress, ServerLabel: s.srv.Label,
+			Hidden: api.ItemHidden{Listed: true}})
 		r.em.itemEvent(api.EventOutputItemAdded, idx, &r.resp.Output[idx])
 		r.em.mcpEvent(api.EventMCPListToolsInProgress, idx, r.resp.Output[idx].ID)
 		todo = append(todo, &listing{s: s, idx: idx})

@@ -300,11 +300,8 @@ func (r *run) resolveTools(e *Engine) error {
 	}
 	r.tools.defs = make(map[string]requestTool, len(r.req.Tools))
 	for i := range r.req.Tools {
-		t := &r.req.Tools[i]
+		t := e.served(&r.req.Tools[i])
 		p := "tools[" + strconv.Itoa(i) + "]"
-		if name, ok := e.cfg.Builtin.Tools[t.Type]; ok {
-			t = &api.Tool{Type: api.HostedPrefix + name} // the operator's tool serves it
-		}
 		var rt requestTool
 		switch {
 		case t.IsOutput():

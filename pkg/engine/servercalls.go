@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
@@ -67,48 +68,79 @@ func modelCallID(it *api.Item) string {
 // call items; the first of each turn the gateway recorded is marked
 // (api.ItemHidden.TurnStart), so that two turns of calls only are told
 // apart; consecutive calls without a mark (replayed by a client) are taken
-// as one turn.
+// as one turn. The result of a call whose turn has closed (a server-side
+// call paused with its turn and run in a continuation whose input, a new
+// message say, came first) goes back to the end of its turn's results:
+// every provider wants them right after the turn's calls, before the next
+// message (Chat Completions refuses anything else).
 func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 	n := 0
 	for _, l := range lists {
 		n += len(l)
 	}
 	out := make([]api.Item, 0, n)
-	var called, resolved map[string]bool
+	var resolved map[string]bool
+	// turnOf maps the key of each server-side call added to its turn;
+	// ends[t] is where turn t's calls end in out (its results follow).
+	var turnOf map[string]int
+	var ends []int
+	open := false
 	// held are the results of the open turn's calls, sent after its last
 	// call.
 	var held []api.Item
 	closeTurn := func() {
 		out = append(out, held...)
 		held = held[:0]
+		open = false
 	}
+	// startCall opens a turn for a call item, or lets it join the open one.
+	startCall := func(it *api.Item) {
+		if it.Hidden.TurnStart || !open {
+			closeTurn()
+			ends = append(ends, 0)
+			open = true
+		}
+	}
+	// endCall notes that the open turn's calls now end here.
+	endCall := func() { ends[len(ends)-1] = len(out) }
 	// call adds the function call of it, opening a turn or joining the
 	// open one, and reports false when the call was already added.
 	call := func(it *api.Item) bool {
 		key := callKey(it)
-		if called[key] {
+		if _, ok := turnOf[key]; ok {
 			return false
 		}
-		if called == nil {
-			called = map[string]bool{}
+		if turnOf == nil {
+			turnOf = map[string]int{}
 		}
-		called[key] = true
-		if it.Hidden.TurnStart {
-			closeTurn()
-		}
+		startCall(it)
+		turnOf[key] = len(ends) - 1
 		out = append(out, api.Item{Type: api.ItemFunctionCall, ID: it.ID, Status: api.ItemCompleted, CallID: modelCallID(it), Name: r.tools.modelName(it), Arguments: it.Arguments})
+		endCall()
 		return true
 	}
 	// result adds the result of the call it: held back while its turn is
-	// open, else at once (a call of an earlier turn, answered later).
-	result := func(it *api.Item, inTurn bool, output string, isError bool) {
+	// open; a call of a closed turn gets it after that turn's results (a
+	// result of no call added, a denied approval's, at once).
+	result := func(it *api.Item, output string, isError bool) {
 		res := api.Item{Type: api.ItemFunctionCallOutput, ID: it.ID, Status: api.ItemCompleted, CallID: modelCallID(it), Output: output, IsError: isError}
-		if inTurn {
+		t, ok := turnOf[callKey(it)]
+		switch {
+		case ok && open && t == len(ends)-1:
 			held = append(held, res)
-			return
+		case ok:
+			at := ends[t]
+			for at < len(out) && api.IsClientOutput(out[at].Type) {
+				at++
+			}
+			out = slices.Insert(out, at, res)
+			for u := t + 1; u < len(ends); u++ {
+				ends[u]++
+			}
+		default:
+			closeTurn()
+			out = append(out, res)
 		}
-		closeTurn()
-		out = append(out, res)
 	}
 	for _, l := range lists {
 		for i := range l {
@@ -116,33 +148,32 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 			switch it.Type {
 			case api.ItemMCPListTools:
 			case api.ItemMCPCall:
-				inTurn := call(it)
+				call(it)
 				if it.Executed() {
 					if it.Error != "" {
-						result(it, inTurn, it.Error, true)
+						result(it, it.Error, true)
 					} else {
-						result(it, inTurn, it.Output, false)
+						result(it, it.Output, false)
 					}
 				}
 			case api.ItemMCPApprovalRequest:
-				inTurn := call(it)
+				call(it)
 				if resolved == nil {
 					resolved = approvalsAnswered(lists)
 				}
 				if !resolved[it.ID] {
-					result(it, inTurn, deniedText(nil), true)
+					result(it, deniedText(nil), true)
 				}
 			case api.ItemMCPApprovalResponse:
 				if !it.Approve {
 					req := api.Item{Type: api.ItemMCPApprovalRequest, ID: it.ApprovalRequestID, Hidden: api.ItemHidden{ModelCallID: approvalCallID(lists, it.ApprovalRequestID)}}
-					result(&req, false, deniedText(it), true)
+					result(&req, deniedText(it), true)
 				}
 			case api.ItemFunctionCall, api.ItemCustomToolCall, api.ItemShellCall, api.ItemApplyPatchCall,
 				api.ItemLocalShellCall, api.ItemComputerCall:
-				if it.Hidden.TurnStart {
-					closeTurn()
-				}
+				startCall(it)
 				out = append(out, r.tools.modelItem(it))
+				endCall()
 			default:
 				closeTurn()
 				out = append(out, r.tools.modelItem(it))

@@ -60,6 +60,9 @@ type Job struct {
 	CancelRequested bool `json:"cancel_requested,omitempty"`
 	// Turns counts the model calls made so far, over every invocation.
 	Turns int `json:"turns"`
+	// HostedCalls counts the hosted tool calls executed so far, over every
+	// invocation (the request's max_tool_calls bounds them).
+	HostedCalls int `json:"hosted_calls,omitempty"`
 	// NextSeq is the sequence number of the next stream event.
 	NextSeq int64 `json:"next_seq"`
 	// Invocations counts the worker invocations that ran the loop.

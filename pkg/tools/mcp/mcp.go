@@ -259,9 +259,11 @@ func (s *session) httpClient() *http.Client {
 }
 
 // op bounds an operation by the connector's timeout and turns its failure
-// into an error the model can read, without the server's secrets. A reply
-// over the session's bound is reported as such, whatever the SDK made of
-// the cut body.
+// into an error the model can read, without the server's secrets and cut
+// to Config.MaxOutput like an output (a server's error message is its
+// text: the model reads it, the item stores it). A reply over the
+// session's bound is reported as such, whatever the SDK made of the cut
+// body.
 func (s *session) op(ctx context.Context, what string, fn func(ctx context.Context, cs *sdk.ClientSession) error) error {
 	ctx, cancel := context.WithTimeout(ctx, s.c.cfg.Timeout)
 	defer cancel()
@@ -291,7 +293,7 @@ func (s *session) op(ctx context.Context, what string, fn func(ctx context.Conte
 		// (its URL and addresses).
 		return &hiddenCause{text: fmt.Sprintf("MCP server %q: %s: the server could not be reached", s.srv.Label, what), cause: err}
 	}
-	return fmt.Errorf("MCP server %q: %s: %s", s.srv.Label, what, s.redact(err.Error()))
+	return errors.New(truncate(fmt.Sprintf("MCP server %q: %s: %s", s.srv.Label, what, s.redact(err.Error())), s.c.cfg.MaxOutput))
 }
 
 // isTransport reports whether err failed on the way to the server (its
