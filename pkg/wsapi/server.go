@@ -161,7 +161,12 @@ func (s *Server) serve(parent context.Context, c *websocket.Conn) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		readDone <- s.read(ctx, c, msgs)
+		err := s.read(ctx, c, msgs)
+		// The client is gone (or closed the connection): its response in
+		// flight stops too, as an SSE request's does (what it produced so
+		// far is stored all the same).
+		cancel()
+		readDone <- err
 	}()
 	if s.cfg.PingInterval > 0 {
 		wg.Add(1)

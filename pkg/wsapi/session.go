@@ -205,7 +205,10 @@ func (w *eventWriter) WriteResponse(*api.Response) error {
 }
 
 // MemoryCache is the Cache of a connection served in this process: its
-// latest response, in memory, gone with the connection.
+// latest response, in memory, gone with the connection, when it is not
+// stored (store: false). A stored response is read from the engine's store
+// (as on AWS, apigw's shared cache), so that one deleted over HTTP is gone
+// on its socket too.
 type MemoryCache struct {
 	m *store.Memory
 }
@@ -224,8 +227,13 @@ func (c *MemoryCache) Get(ctx context.Context, id string) (*store.Record, error)
 // the engine writes to it without a deadline.
 func (c *MemoryCache) InProcess() bool { return c.m.InProcess() }
 
-// Put makes rec the latest response, replacing the one before.
+// Put makes rec the latest response, replacing the one before: kept
+// when it is not stored, else left to the store.
 func (c *MemoryCache) Put(ctx context.Context, rec *store.Record) error {
+	if rec.Response.Store {
+		c.m = store.NewMemory(store.MemoryConfig{MaxEntries: 1})
+		return nil
+	}
 	return c.m.Create(ctx, rec)
 }
 
