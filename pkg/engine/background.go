@@ -131,6 +131,18 @@ func (e *Engine) storeQueued(ctx context.Context, req *api.CreateResponseRequest
 	if id != "" && !api.ValidResponseID(id) {
 		return nil, api.InvalidRequest("id", "a caller-chosen response id must be %q followed by letters, digits, '_' or '-', at most %d characters in all", api.PrefixResponse, api.MaxResponseIDLen)
 	}
+	if id != "" {
+		// A delivery again of a response that exists (the usual
+		// redelivery) prepares nothing: prepare would lock the
+		// conversation for the id again (the lock is re-entrant for its
+		// owner, the running response) and the refusal release it.
+		switch _, err := e.cfg.Store.Get(ctx, id); {
+		case err == nil:
+			return nil, fmt.Errorf("engine: response %s exists: %w", id, store.ErrConflict)
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, e.storeErr(err, id, "id")
+		}
+	}
 	r, err := e.prepare(ctx, req, id, nil)
 	if err != nil {
 		return nil, err
@@ -156,6 +168,9 @@ func (e *Engine) storeQueued(ctx context.Context, req *api.CreateResponseRequest
 		Job: &store.Job{Request: sealed, Secrets: secrets, NextSeq: r.em.seq, RequestID: requestid.From(ctx)}}
 	if err := e.cfg.Store.Create(ctx, rec); err != nil {
 		if errors.Is(err, store.ErrConflict) {
+			// Delivered twice at once: the response created first holds
+			// the conversation (the same owner), which stays locked for it.
+			stored = id != ""
 			return nil, fmt.Errorf("engine: response %s exists: %w", r.resp.ID, err)
 		}
 		return nil, e.storeErr(tooLarge(req, err), r.resp.ID, "id")

@@ -399,6 +399,11 @@ func (e *Engine) endConversation(ctx context.Context, r *run) {
 			lvl = "conversation deleted while the response ran: items not appended"
 		}
 		e.log.WarnContext(ctx, lvl, "conversation_id", c.id, "response_id", r.resp.ID, "items", len(items), "err", err)
+		if !errors.Is(err, store.ErrNotFound) && len(items) > 0 {
+			// The append failed whole: the lock is still held, and the
+			// conversation's next writer should not wait for it to lapse.
+			e.unlockConversation(ctx, c.cs, c.id, r.resp.ID)
+		}
 	}
 }
 

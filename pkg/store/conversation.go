@@ -77,8 +77,10 @@ type ConversationStore interface {
 	LockConversation(ctx context.Context, id, owner string, until time.Time) (*Conversation, error)
 	// AppendConversationItems appends items, in order, after the
 	// conversation's items and releases owner's lock, atomically: nobody
-	// sees part of them. Item ids are unique in a conversation: an item
-	// whose id it holds already fails the append with a
+	// sees part of them. Item ids are unique in a conversation: an
+	// mcp_call item whose id it holds replaces that item in place (a
+	// server-side call paused with its turn, executed in a continuation:
+	// Replaces); any other item whose id it holds fails the append with a
 	// *DuplicateItemError. ErrConflict when owner does not hold the lock
 	// (any more). With no items it only releases the lock.
 	AppendConversationItems(ctx context.Context, id, owner string, items []api.Item) error
@@ -107,6 +109,11 @@ func (e *ItemNotFoundError) Error() string {
 
 // Is reports whether target is ErrNotFound.
 func (e *ItemNotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// Replaces reports whether it, appended to a conversation holding an item
+// with its id, replaces that item (AppendConversationItems): an mcp_call
+// does, the call executed after its turn paused.
+func Replaces(it *api.Item) bool { return it.Type == api.ItemMCPCall }
 
 // DuplicateItemError is the error of an item appended with the id of an
 // item the conversation holds already; it matches ErrConflict.

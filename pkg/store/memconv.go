@@ -224,13 +224,22 @@ func (m *Memory) AppendConversationItems(ctx context.Context, id, owner string, 
 		if err := m.fits(e.bytes + n); err != nil {
 			return fmt.Errorf("store: append to conversation %s: %w", id, err)
 		}
+		held := make([]int, len(items)) // where items[i] replaces an item, or -1
 		for i := range items {
-			if e.index(items[i].ID) >= 0 || slices.IndexFunc(items[:i], func(it api.Item) bool { return it.ID == items[i].ID }) >= 0 {
+			held[i] = e.index(items[i].ID)
+			if held[i] >= 0 && !Replaces(&items[i]) || slices.IndexFunc(items[:i], func(it api.Item) bool { return it.ID == items[i].ID }) >= 0 {
 				return &DuplicateItemError{ConversationID: id, ItemID: items[i].ID}
 			}
 		}
-		e.items = append(e.items, items...)
-		e.conv.Next += int64(len(items))
+		for i := range items {
+			if held[i] >= 0 {
+				n -= itemBytes(e.items[held[i] : held[i]+1])
+				e.items[held[i]] = items[i]
+				continue
+			}
+			e.items = append(e.items, items[i])
+			e.conv.Next++
+		}
 		e.conv.Lock, e.conv.LockUntil = "", time.Time{}
 		e.bytes += n
 		mc.account(e.key.tenant, n)

@@ -309,14 +309,29 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 		tx, txIDs, txBytes, first = tx[:0], txIDs[:0], 0, next
 		return nil
 	}
+	heldID, err := expression.NewBuilder().WithCondition(expression.AttributeExists(expression.Name(attrPK))).Build()
+	if err != nil {
+		return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
+	}
+	next := start // the sequence number of the next new item
 	for i := range items {
-		seq := start + int64(i)
+		// An mcp_call the conversation holds (store.Replaces) takes the
+		// place of that item: its row is rewritten, its id row checked.
+		seq, held := next, false
+		if store.Replaces(&items[i]) {
+			if seq, held, err = s.seqOf(ctx, p, items[i].ID, start); err != nil {
+				return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
+			}
+			if !held {
+				seq = next
+			}
+		}
 		row, err := s.itemRow(ctx, p, seq, h.ExpiresAt, &items[i])
 		if err != nil {
 			return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
 		}
 		if len(tx) > 0 && (len(tx)/2 >= maxTxItems || txBytes+len(row.Body) > maxTxBytes) {
-			if err := flush(seq, false); err != nil {
+			if err := flush(next, false); err != nil {
 				return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
 			}
 		}
@@ -324,6 +339,15 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 		if err != nil {
 			return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
 		}
+		if held {
+			tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: s.table, Item: ri}},
+				types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: s.table, Key: keyOf(p, skItemIDPrefix+items[i].ID),
+					ConditionExpression: heldID.Condition(), ExpressionAttributeNames: heldID.Names()}})
+			txIDs = append(txIDs, items[i].ID)
+			txBytes += len(row.Body)
+			continue
+		}
+		next++
 		ii, err := attributevalue.MarshalMap(convIndex{PK: p, SK: skItemIDPrefix + items[i].ID, Seq: seq, ExpiresAt: h.ExpiresAt})
 		if err != nil {
 			return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
@@ -336,7 +360,7 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 		txIDs = append(txIDs, items[i].ID)
 		txBytes += len(row.Body)
 	}
-	if err := flush(start+int64(len(items)), true); err != nil {
+	if err := flush(next, true); err != nil {
 		return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/pkg/api"
@@ -333,6 +334,22 @@ func testConvDuplicates(t *testing.T, s store.ConversationStore) {
 	all, err = s.LoadConversationItems(ctx, id, 10)
 	require.NoError(t, err)
 	require.Equal(t, []string{"a_001", "b_000", "b_001", "a_000"}, ids(all))
+
+	// An mcp_call the conversation holds (a call paused with its turn)
+	// is replaced in place by its executed version, with the items after
+	// it appended (store.Replaces).
+	open := api.Item{Type: api.ItemMCPCall, ID: "mcp_p", Status: api.ItemInProgress, ServerLabel: "lambent", Name: "search", Arguments: "{}",
+		Hidden: api.ItemHidden{ModelCallID: "call_p", TurnStart: true}}
+	require.NoError(t, appendAs(ctx, s, id, "r3", []api.Item{open}))
+	done := open
+	done.Status, done.Output = api.ItemCompleted, "found"
+	require.NoError(t, appendAs(ctx, s, id, "r4", append([]api.Item{done}, convMessages("c", 1)...)))
+	all, err = s.LoadConversationItems(ctx, id, 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a_001", "b_000", "b_001", "a_000", "mcp_p", "c_000"}, ids(all))
+	assert.Equal(t, api.ItemCompleted, all[4].Status)
+	assert.Equal(t, "found", all[4].Output)
+	assert.Equal(t, open.Hidden, all[4].Hidden)
 }
 
 // The items' fields beyond their wire shape (api.ItemHidden: the call id

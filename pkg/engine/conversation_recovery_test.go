@@ -1,0 +1,97 @@
+package engine
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/store"
+)
+
+// A mixed turn (hosted + client call) in a conversation pauses; its
+// continuation in the same conversation runs the hosted call, whose
+// completed mcp_call keeps the id of the open one the conversation holds
+// and takes its place (store.Replaces); the continuation's other items are
+// appended and the conversation is free again. (The append failed on the
+// duplicate id: the items were lost and the conversation stayed locked.)
+func TestConversationPausedCallContinued(t *testing.T) {
+	forStores(t, func(t *testing.T, mk storeMaker) {
+		m := newMock(echoTool, "search")
+		p := script(calls(1, 1, call("cs", "search", `{}`), call("cw", "get_weather", `{}`)), text("both done", 1, 1), text("third", 1, 1))
+		st := mk(t)
+		e, _ := newEngine(t, p, m, mcpMode, func(c *Config) { c.Store = st })
+		cs := st.(store.ConversationStore)
+		ctx := context.Background()
+		c := &store.Conversation{ID: api.NewID(api.PrefixConversation)}
+		require.NoError(t, cs.CreateConversation(ctx, c, nil))
+		tl := `"tools":[` + clientTool + `,{"type":"lambent:search"}]`
+		rec, err := run1(t, e, `{"conversation":"`+c.ID+`","stream":true,"input":"x",`+tl+`}`)
+		require.NoError(t, err)
+		first := rec.checkOpenAIStream(t)
+		require.Equal(t, api.StatusRequiresAction, first.Status)
+
+		rec2, err := run1(t, e, `{"conversation":"`+c.ID+`","stream":true,"input":[{"type":"function_call_output","call_id":"cw","output":"rain"}],`+tl+`}`)
+		require.NoError(t, err)
+		r := rec2.checkOpenAIStream(t)
+		require.Equal(t, api.StatusCompleted, r.Status)
+
+		items, err := cs.LoadConversationItems(ctx, c.ID, 100)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"message", "mcp_call", "function_call:get_weather", "function_call_output", "message"}, types(items),
+			"the continuation's items are appended")
+		require.Len(t, items, 5)
+		assert.Equal(t, api.ItemCompleted, items[1].Status, "the paused call's item is its executed version")
+		assert.NotEmpty(t, items[1].Output)
+
+		_, err = run1(t, e, `{"conversation":"`+c.ID+`","input":"next"}`)
+		assert.NoError(t, err, "the conversation is free again")
+	})
+}
+
+// An event delivered twice (SQS, EventBridge: at least once) while its
+// background response runs in a conversation: the second delivery finds
+// the response exists before it prepares anything, and leaves the
+// conversation locked for the running response, whose items are then
+// appended. (It took the lock again under the same owner, the response
+// id, and released it on finding the response: another writer got in and
+// the running response's items were appended nowhere.)
+func TestStartBackgroundRedeliveryKeepsConversationLock(t *testing.T) {
+	forStores(t, func(t *testing.T, mk storeMaker) {
+		ctx := context.Background()
+		running, release := make(chan struct{}), make(chan struct{})
+		p := script(step{res: text("first answer", 1, 1).res, hook: func(context.Context) { close(running); <-release }})
+		e, st, _ := bgEngine(t, mk, p, nil)
+		cs := st.(store.ConversationStore)
+		c := &store.Conversation{ID: api.NewID(api.PrefixConversation)}
+		require.NoError(t, cs.CreateConversation(ctx, c, nil))
+		body := `{"conversation":"` + c.ID + `","input":"hello"}`
+		id := "resp_evt_" + api.NewID("")[30:]
+		done := make(chan error, 1)
+		go func() {
+			_, err := e.StartBackground(ctx, decodeReq(t, body), id)
+			done <- err
+		}()
+		<-running
+		// The redelivery, while the first delivery's run is in its model call.
+		_, err := e.StartBackground(ctx, decodeReq(t, body), id)
+		require.NoError(t, err)
+		// Meanwhile the conversation must still be held.
+		_, err = e.AddConversationItems(ctx, c.ID, []api.Item{{Type: api.ItemMessage, Role: "user", Content: []api.ContentPart{{Type: api.PartInputText, Text: "sneaked in"}}}})
+		assert.Error(t, err, "the conversation is still locked by the running response")
+		close(release)
+		require.NoError(t, <-done)
+		got, err := e.GetResponse(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, api.StatusCompleted, got.Status)
+		items, err := cs.LoadConversationItems(ctx, c.ID, 100)
+		require.NoError(t, err)
+		var roles []string
+		for _, it := range items {
+			roles = append(roles, it.Role)
+		}
+		assert.Equal(t, []string{"user", "assistant"}, roles, "the response's items are appended to its conversation")
+	})
+}
