@@ -236,6 +236,7 @@ func TestPausedCallResultStaysWithItsTurn(t *testing.T) {
 	require.Equal(t, api.StatusRequiresAction, first.Status)
 	rec, err = run1(t, e, `{"previous_response_id":"`+first.ID+`",`+tl+`,"input":[{"type":"function_call_output","call_id":"c1","output":"f done"},{"type":"message","role":"user","content":"and then?"}]}`)
 	require.NoError(t, err)
+	assert.Equal(t, api.StatusCompleted, rec.openAIResponse(t).Status)
 	items := p.requests()[1].Items
 	var seq []string
 	for _, it := range items {
