@@ -3,6 +3,7 @@ package fakebedrock
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"regexp"
 	"slices"
 	"strings"
@@ -73,6 +74,12 @@ func validateThinking(in *Input) string {
 	}
 	if extra.Thinking.Budget < 1024 {
 		return "thinking.budget_tokens: Input should be greater than or equal to 1024"
+	}
+	if c := in.InferenceConfig; c != nil && c.Temperature != nil && *c.Temperature != 1 {
+		return "`temperature` may only be set to 1 when thinking is enabled. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#important-considerations-when-using-extended-thinking"
+	}
+	if c := in.InferenceConfig; c != nil && c.TopP != nil && *c.TopP < 0.95 {
+		return "`top_p` must be greater than or equal to 0.95 or unset when thinking is enabled. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#important-considerations-when-using-extended-thinking"
 	}
 	if c := in.InferenceConfig; c == nil || c.MaxTokens == nil || *c.MaxTokens <= extra.Thinking.Budget {
 		return "`max_tokens` must be greater than `thinking.budget_tokens`."
@@ -151,6 +158,11 @@ func (s *Server) validateBlock(role string, i, j int, b *ContentBlock) string {
 	case b.Image != nil:
 		if !slices.Contains([]string{"png", "jpeg", "gif", "webp"}, b.Image.Format) || len(b.Image.Source.Bytes) == 0 {
 			return fmt.Sprintf("The image at %s needs a format (png, jpeg, gif, webp) and bytes.", at)
+		}
+		// The model checks the bytes against the declared format.
+		if sniffed, ok := strings.CutPrefix(http.DetectContentType(b.Image.Source.Bytes), "image/"); ok &&
+			slices.Contains([]string{"png", "jpeg", "gif", "webp"}, sniffed) && sniffed != b.Image.Format {
+			return fmt.Sprintf("%s.image.source.base64.data: Image does not match the provided media type image/%s", at, b.Image.Format)
 		}
 	case b.ToolUse != nil:
 		if role != "assistant" {

@@ -37,10 +37,12 @@ func (p *Provider) image(ctx context.Context, raw string) (types.ContentBlock, e
 	if err != nil {
 		return nil, err
 	}
-	format, ok := imageFormat(mediaType)
+	// The bytes tell the format (the model refuses an image whose bytes
+	// are not the format declared, and a declared type may be wrong,
+	// missing or generic); the declared type only when they do not.
+	format, ok := imageFormat(http.DetectContentType(data))
 	if !ok {
-		// The declared type may be missing or generic: look at the bytes.
-		if format, ok = imageFormat(http.DetectContentType(data)); !ok {
+		if format, ok = imageFormat(mediaType); !ok {
 			return nil, imageError("the image at %s is %s; Bedrock takes png, jpeg, gif and webp images", describeURL(raw), mediaType)
 		}
 	}

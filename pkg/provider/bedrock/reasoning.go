@@ -68,6 +68,19 @@ func thinkingBudget(effort string) int {
 	return 0
 }
 
-// isClaude reports whether model names an Anthropic Claude model: a model
-// id, a cross-region inference profile id or an ARN naming either.
-func isClaude(model string) bool { return strings.Contains(model, "anthropic.claude") }
+// minThinkingTopP is the least top_p Claude takes with extended thinking.
+const minThinkingTopP = 0.95
+
+// thinks reports whether model names a Claude model with extended thinking
+// (Claude 3.7 Sonnet and the Claude 4 families): a model id, a
+// cross-region inference profile id or an ARN naming either. Earlier
+// Claude models (3.5 Haiku, say) refuse the thinking field.
+func thinks(model string) bool {
+	id := baseModelID(model)
+	for _, p := range []string{"anthropic.claude-3-7-sonnet-", "anthropic.claude-opus-4", "anthropic.claude-sonnet-4", "anthropic.claude-haiku-4"} {
+		if strings.HasPrefix(id, p) {
+			return true
+		}
+	}
+	return false
+}

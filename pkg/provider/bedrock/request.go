@@ -2,6 +2,7 @@ package bedrock
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"slices"
 	"strings"
@@ -51,7 +52,7 @@ func (p *Provider) build(ctx context.Context, req *provider.Request) (*built, er
 			return nil, err
 		}
 	}
-	in.Messages = pairToolResults(mb.msgs, req.Model)
+	in.Messages = pairToolResults(startWithUser(mb.msgs), req.Model)
 	b := &built{input: in, noTools: req.ToolChoice == api.ToolChoiceNone, names: names}
 	tc, err := toolConfig(req, historyTools(in.Messages))
 	if err != nil {
@@ -168,6 +169,20 @@ func (p *Provider) arguments(ctx context.Context, it *api.Item) document.Interfa
 	return document.NewLazyDocument(map[string]any{})
 }
 
+// conversationStart is the text of the user message put before a history
+// that does not start with one (Converse requires it): a client's replayed
+// greeting first, or instructions alone.
+const conversationStart = "(conversation start)"
+
+// startWithUser returns msgs starting with a user message.
+func startWithUser(msgs []types.Message) []types.Message {
+	if len(msgs) > 0 && msgs[0].Role == types.ConversationRoleUser {
+		return msgs
+	}
+	first := types.Message{Role: types.ConversationRoleUser, Content: []types.ContentBlock{&types.ContentBlockMemberText{Value: conversationStart}}}
+	return append([]types.Message{first}, msgs...)
+}
+
 // pairToolResults makes the message after each assistant message with
 // toolUse blocks a user message that starts with exactly one toolResult
 // per toolUse, in toolUse order: a missing result becomes an error result;
@@ -261,6 +276,28 @@ func historyTools(msgs []types.Message) []string {
 	return names
 }
 
+// objectSchema returns a tool's parameters as Converse takes them: a JSON
+// Schema object of type "object". None, null, and an object without a
+// "type" (`{}`, which OpenAI's APIs take for "no parameters") become one.
+func objectSchema(params json.RawMessage) []byte {
+	if len(params) == 0 || string(params) == "null" {
+		return []byte(openSchema)
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(params, &m) != nil || m == nil || m["type"] != nil {
+		return params
+	}
+	m["type"] = json.RawMessage(`"object"`)
+	if m["properties"] == nil {
+		m["properties"] = json.RawMessage(`{}`)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return params
+	}
+	return b
+}
+
 // toolConfig declares the request's tools and tool choice, and is never
 // nil while the history holds tool blocks (Bedrock requires it then).
 func toolConfig(req *provider.Request, history []string) (*types.ToolConfiguration, error) {
@@ -270,11 +307,7 @@ func toolConfig(req *provider.Request, history []string) (*types.ToolConfigurati
 		tools = make([]types.Tool, 0, len(req.Tools))
 		for i := range req.Tools {
 			d := &req.Tools[i]
-			params := d.Parameters
-			if len(params) == 0 || string(params) == "null" {
-				params = []byte(openSchema)
-			}
-			schema, err := jsonDocument(params)
+			schema, err := jsonDocument(objectSchema(d.Parameters))
 			if err != nil {
 				return nil, api.InvalidRequest("tools", "the parameters of tool %q are not valid JSON: %v", d.Name, err)
 			}
@@ -348,7 +381,7 @@ func inference(req *provider.Request, thinking bool) (*types.InferenceConfigurat
 		set = true
 	}
 	var extra document.Interface
-	if budget := thinkingBudget(req.ReasoningEffort); thinking && budget > 0 && isClaude(req.Model) {
+	if budget := thinkingBudget(req.ReasoningEffort); thinking && budget > 0 && thinks(req.Model) {
 		if ic.MaxTokens == nil {
 			ic.MaxTokens = aws.Int32(int32(budget + thinkingAnswerTokens))
 		} else if int(*ic.MaxTokens) <= budget {
@@ -357,6 +390,12 @@ func inference(req *provider.Request, thinking bool) (*types.InferenceConfigurat
 		if budget >= minThinkingBudget {
 			extra = document.NewLazyDocument(map[string]any{"thinking": map[string]any{"type": "enabled", "budget_tokens": budget}})
 			set = true
+			// Claude thinks at temperature 1 and top_p 0.95 or above
+			// only: the request's reasoning effort wins over its sampling.
+			ic.Temperature = nil
+			if ic.TopP != nil && *ic.TopP < minThinkingTopP {
+				ic.TopP = aws.Float32(minThinkingTopP)
+			}
 		}
 	}
 	if !set {
