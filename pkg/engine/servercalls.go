@@ -81,9 +81,9 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 	out := make([]api.Item, 0, n)
 	var resolved map[string]bool
 	// turnOf maps the key of each server-side call added to its turn;
-	// ends[t] is where turn t's calls end in out (its results follow).
+	// turn t's calls are out[starts[t]:ends[t]] (its results follow).
 	var turnOf map[string]int
-	var ends []int
+	var starts, ends []int
 	open := false
 	// held are the results of the open turn's calls, sent after its last
 	// call.
@@ -97,7 +97,7 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 	startCall := func(it *api.Item) {
 		if it.Hidden.TurnStart || !open {
 			closeTurn()
-			ends = append(ends, 0)
+			starts, ends = append(starts, len(out)), append(ends, 0)
 			open = true
 		}
 	}
@@ -135,6 +135,7 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 			}
 			out = slices.Insert(out, at, res)
 			for u := t + 1; u < len(ends); u++ {
+				starts[u]++
 				ends[u]++
 			}
 		default:
@@ -174,6 +175,20 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 				startCall(it)
 				out = append(out, r.tools.modelItem(it))
 				endCall()
+			case api.ItemMessage:
+				if open && len(held) == 0 && it.Role == api.RoleAssistant {
+					// Text the model wrote after its calls, in the same
+					// turn (before any of their results): it goes with the
+					// turn's assistant message, before the calls (Chat
+					// Completions wants a turn's results right after its
+					// calls).
+					t := len(ends) - 1
+					out = slices.Insert(out, starts[t], r.tools.modelItem(it))
+					ends[t]++
+					continue
+				}
+				closeTurn()
+				out = append(out, r.tools.modelItem(it))
 			default:
 				closeTurn()
 				out = append(out, r.tools.modelItem(it))

@@ -245,3 +245,24 @@ func TestPausedCallResultStaysWithItsTurn(t *testing.T) {
 	t.Logf("model items: %v", seq)
 	require.Equal(t, []string{"message:", "function_call:c1", "function_call:c2", "function_call_output:c1", "function_call_output:c2", "message:"}, seq)
 }
+
+// Text the model streamed after its calls, in the same turn, is its own
+// message item after the call; replayed (here by a stateless client), it
+// reaches the model before the turn's calls, whose results then follow
+// them at once: Chat Completions refuses an assistant message between an
+// assistant message's tool_calls and their tool messages.
+func TestTextAfterCallsGoesBeforeThem(t *testing.T) {
+	p := script(text("rain it is", 1, 1))
+	e, _ := newEngine(t, p, nil)
+	_, err := run1(t, e, `{"store":false,"tools":[`+clientTool+`],"input":[
+		{"type":"message","role":"user","content":"Weather?"},
+		{"type":"function_call","call_id":"cw","name":"get_weather","arguments":"{}"},
+		{"type":"message","role":"assistant","content":"Checking the weather."},
+		{"type":"function_call_output","call_id":"cw","output":"rain"}]}`)
+	require.NoError(t, err)
+	var seq []string
+	for _, it := range p.requests()[0].Items {
+		seq = append(seq, it.Type+":"+it.Role+it.CallID)
+	}
+	require.Equal(t, []string{"message:user", "message:assistant", "function_call:cw", "function_call_output:cw"}, seq)
+}
