@@ -235,16 +235,23 @@ func (h *Handler) handle(f handlerFunc) http.Handler {
 }
 
 // fail answers err (nothing when nil) with WriteError, unless err only
-// says that the client went away (the request's context ended and the
-// error is that context's): then there is no one to answer and nothing
-// failed, so it stops.
+// says that the client went away (the request's context was cancelled and
+// the error is a context's): then there is no one to answer and nothing
+// failed, so it stops. A request whose own deadline passed (a buffered
+// front door's, lambdaio) still has its client waiting: it gets the error,
+// a bare context deadline as a 504.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if err == nil {
 		return
 	}
-	if r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+	if errors.Is(r.Context().Err(), context.Canceled) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		h.log.DebugContext(r.Context(), "client went away", "method", r.Method, "path", r.URL.Path, "err", err)
 		return
+	}
+	var ae *api.Error
+	if !errors.As(err, &ae) && errors.Is(err, context.DeadlineExceeded) {
+		err = &api.Error{Status: http.StatusGatewayTimeout, Type: api.ErrTypeServer, Code: "timeout", Err: err,
+			Message: "The request did not finish within its time limit. Retry it, or stream the response (\"stream\": true) to get its output as it comes."}
 	}
 	h.writeError(w, r, err)
 }

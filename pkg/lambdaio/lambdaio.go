@@ -37,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"net/http"
 	"runtime/debug"
 	"strings"
@@ -143,6 +144,7 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (any, err
 		}
 		ctx = withEventID(ctx, GatewayRequestKey, ev.RequestContext.RequestID)
 		ctx = withCaller(ctx, restCaller(&ev))
+		ev.Path = parsablePath(ev.Path)
 		if kind == EventREST && !h.bufferedREST(&ev) {
 			return h.serveRESTStream(ctx, &ev)
 		}
@@ -153,9 +155,25 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (any, err
 			return nil, fmt.Errorf("lambdaio: decoding %s event: %w", kind, err)
 		}
 		ctx = withEventID(ctx, GatewayRequestKey, ev.RequestContext.RequestID)
+		ev.RawPath, ev.RequestContext.HTTP.Path = parsablePath(ev.RawPath), parsablePath(ev.RequestContext.HTTP.Path)
 		return h.serveV2(withCaller(ctx, httpAPICaller(&ev)), &ev)
 	}
 	return nil, errors.New("lambdaio: unsupported event: not a function URL, API Gateway REST API or HTTP API request")
+}
+
+// parsablePath returns the path of an event as a URL holds it. An HTTP API
+// passes the path decoded (a client's "%25" as "%", "%00" as a NUL byte),
+// which no URL parses and which failed the invocation (API Gateway's
+// bare 500) instead of reaching the gateway's router (a 404 in the OpenAI
+// shape): such a path is escaped again. A path that parses stays as it is.
+func parsablePath(p string) string {
+	if p == "" {
+		return p
+	}
+	if _, err := url.ParseRequestURI(p); err == nil {
+		return p
+	}
+	return (&url.URL{Path: p}).EscapedPath()
 }
 
 // Log attributes of the front door's own request id (the event's

@@ -96,7 +96,7 @@ func functionURLRequest(ctx context.Context, ev *events.LambdaFunctionURLRequest
 	if !strings.HasPrefix(path, "/") {
 		path = "/" + path
 	}
-	target := "https://" + ev.RequestContext.DomainName + path
+	target := "https://" + ev.RequestContext.DomainName + parsablePath(path)
 	if ev.RawQueryString != "" {
 		target += "?" + ev.RawQueryString
 	}
