@@ -72,10 +72,11 @@ type convItem struct {
 	Body      []byte `dynamodbav:"body,omitempty"`
 	Gen       string `dynamodbav:"gen,omitempty"`
 	Chunks    int    `dynamodbav:"chunks,omitempty"`
-	// ModelCallID and TurnStart are the item's api.ItemHidden, which its
-	// JSON (the wire shape) leaves out.
+	// ModelCallID, TurnStart and Listed are the item's api.ItemHidden,
+	// which its JSON (the wire shape) leaves out.
 	ModelCallID string `dynamodbav:"model_call_id,omitempty"`
 	TurnStart   bool   `dynamodbav:"turn_start,omitempty"`
+	Listed      bool   `dynamodbav:"listed,omitempty"`
 	// StateHidden marks a reasoning item whose encrypted_content in the
 	// body is its hidden state (api.ItemHidden.Encrypted), not shown to
 	// the client: kept in the body, whose size the chunks handle.
@@ -382,7 +383,7 @@ func (s *Store) itemRow(ctx context.Context, p string, seq, expiresAt int64, ite
 		}
 		return nil, fmt.Errorf("item %s: %w", item.ID, err)
 	}
-	row := &convItem{PK: p, SK: itemSK(seq), ID: item.ID, ExpiresAt: expiresAt, ModelCallID: item.Hidden.ModelCallID, TurnStart: item.Hidden.TurnStart,
+	row := &convItem{PK: p, SK: itemSK(seq), ID: item.ID, ExpiresAt: expiresAt, ModelCallID: item.Hidden.ModelCallID, TurnStart: item.Hidden.TurnStart, Listed: item.Hidden.Listed,
 		StateHidden: item.Hidden.Encrypted != ""}
 	if len(body) <= s.inlineMax {
 		row.Body = body
@@ -417,7 +418,7 @@ func (s *Store) decodeRow(ctx context.Context, id string, row *convItem) (api.It
 	if err := s.codec.decompressJSON(bytes.NewReader(body), &it); err != nil {
 		return api.Item{}, fmt.Errorf("dynamodb: conversation %s: item %s: %w", id, row.ID, err)
 	}
-	it.Hidden = api.ItemHidden{ModelCallID: row.ModelCallID, TurnStart: row.TurnStart}
+	it.Hidden = api.ItemHidden{ModelCallID: row.ModelCallID, TurnStart: row.TurnStart, Listed: row.Listed}
 	if row.StateHidden {
 		it.Hidden.Encrypted, it.EncryptedContent = it.EncryptedContent, ""
 	}

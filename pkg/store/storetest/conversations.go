@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -365,6 +366,9 @@ func testConvHidden(t *testing.T, s store.ConversationStore) {
 		{Type: api.ItemMCPCall, ID: "mcp_2", Status: api.ItemCompleted, ServerLabel: api.HostedServerLabel, Name: "calc", Arguments: "{}", Output: RandomText(rng, 400<<10),
 			Hidden: api.ItemHidden{ModelCallID: "call_b"}},
 		textMessage("m_3", "done"),
+		// A listing the gateway made (an operator's MCP server trusts no other).
+		{Type: api.ItemMCPListTools, ID: "mcpl_5", Status: api.ItemCompleted, ServerLabel: "ops", Tools: []api.MCPTool{{Name: "add", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+			Hidden: api.ItemHidden{Listed: true}},
 		// A reasoning item's state hidden from the client.
 		{Type: api.ItemReasoning, ID: "rs_4", Status: api.ItemCompleted, Content: []api.ContentPart{{Type: api.PartReasoningText, Text: "hm"}},
 			Hidden: api.ItemHidden{Encrypted: "bedrock.v1:sig:abc"}},
@@ -372,9 +376,9 @@ func testConvHidden(t *testing.T, s store.ConversationStore) {
 	require.NoError(t, appendAs(ctx, s, id, "r", items))
 	all, err := s.LoadConversationItems(ctx, id, 10)
 	require.NoError(t, err)
-	require.Len(t, all, 4)
+	require.Len(t, all, 5)
 	for i := range items {
 		require.Equal(t, items[i].Hidden, all[i].Hidden, "item %d", i)
 	}
-	require.Empty(t, all[3].EncryptedContent, "the hidden state stays hidden")
+	require.Empty(t, all[4].EncryptedContent, "the hidden state stays hidden")
 }
