@@ -374,12 +374,26 @@ func (a *assembler) closeMessage(status string) {
 // finish closes every open item of the turn and returns the function_call,
 // mcp_call and mcp_approval_request items it produced, in order. An mcp_call of a completed turn
 // stays open until its tool has answered (completeServerCall) or the turn
-// ends without running it (closeUnexecuted).
+// ends without running it (closeUnexecuted). itemStatus is the status of
+// the turn's last item (incomplete when the turn was cut); the items
+// before it were whole (completed): an incomplete item is the last one
+// emitted (OpenResponses, "Items").
 func (a *assembler) finish(itemStatus string) []api.Item {
+	last := a.message
+	for _, idx := range a.calls {
+		last = max(last, idx)
+	}
+	statusOf := func(idx int) string {
+		if idx == last {
+			return itemStatus
+		}
+		return api.ItemCompleted
+	}
 	a.closeReasoning()
-	a.closeMessage(itemStatus)
+	a.closeMessage(statusOf(a.message))
 	calls := make([]api.Item, 0, len(a.calls))
 	for pos, idx := range a.calls {
+		itemStatus := statusOf(idx)
 		it := a.out(idx)
 		it.Arguments = a.args[pos].take()
 		if it.Arguments == "" {

@@ -217,14 +217,22 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 		}
 		res, err := e.callModel(ctx, r, turn)
 		if err != nil {
-			r.asm.finish(api.ItemIncomplete)
+			out := outcome{status: api.StatusFailed, err: api.AsError(err)}
 			switch {
 			case ctx.Err() != nil:
-				return outcome{status: api.StatusCancelled}
+				out = outcome{status: api.StatusCancelled}
 			case r.budget.left() <= 0:
-				return outcome{status: api.StatusIncomplete, reason: api.ReasonDeadline}
+				out = outcome{status: api.StatusIncomplete, reason: api.ReasonDeadline}
 			}
-			return outcome{status: api.StatusFailed, err: api.AsError(err)}
+			// What the model had sent is its turn's output, cut: its last
+			// item is incomplete only in an incomplete response (an
+			// incomplete item needs one, OpenResponses "Items").
+			cut := api.ItemCompleted
+			if out.status == api.StatusIncomplete {
+				cut = api.ItemIncomplete
+			}
+			r.asm.finish(cut)
+			return out
 		}
 		r.addUsage(res)
 		a := r.asm

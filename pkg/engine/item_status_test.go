@@ -1,0 +1,74 @@
+package engine
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/provider"
+)
+
+// deltaModel streams each step's deltas, then ends it with its result or
+// error: a model call cut in the middle.
+type deltaModel struct{ steps []deltaStep }
+
+type deltaStep struct {
+	deltas []provider.Delta
+	res    provider.Result
+	err    error
+}
+
+func (s *deltaModel) Complete(context.Context, *provider.Request) (*provider.Result, error) {
+	panic("deltaModel streams only")
+}
+
+func (s *deltaModel) Stream(_ context.Context, _ *provider.Request, fn func(provider.Delta) error) (*provider.Result, error) {
+	st := s.steps[0]
+	s.steps = s.steps[1:]
+	for _, d := range st.deltas {
+		if err := fn(d); err != nil {
+			return nil, err
+		}
+	}
+	if st.err != nil {
+		return nil, st.err
+	}
+	return &st.res, nil
+}
+
+// An incomplete item is the last one emitted, in an incomplete response
+// (OpenResponses, "Items"): a model call that fails after it streamed
+// text leaves a failed response whose message is completed, not
+// incomplete.
+func TestFailedResponseHasNoIncompleteItem(t *testing.T) {
+	p := &deltaModel{steps: []deltaStep{{deltas: []provider.Delta{{Kind: provider.DeltaText, Text: "abc"}},
+		err: &api.Error{Status: 502, Type: api.ErrTypeUpstream, Code: "boom", Message: "boom"}}}}
+	e, _ := newEngine(t, p, nil)
+	rec, err := run1(t, e, `{"model":"m","input":"hi","stream":true}`)
+	require.NoError(t, err)
+	r := rec.checkStream(t)
+	require.Equal(t, api.StatusFailed, r.Status)
+	require.NotEmpty(t, r.Output)
+	for i, it := range r.Output {
+		require.NotEqual(t, api.ItemIncomplete, it.Status, "output[%d]: an incomplete item needs an incomplete response", i)
+	}
+}
+
+// A max_output_tokens cut inside the turn's second call leaves that call
+// incomplete, and the first, which the model had finished, completed.
+func TestCutLeavesOnlyTheLastItemIncomplete(t *testing.T) {
+	p := &deltaModel{steps: []deltaStep{{
+		deltas: []provider.Delta{{Kind: provider.DeltaToolCall, ToolIndex: 0, ToolCallID: "c1", ToolName: "f", Text: `{"a":1}`},
+			{Kind: provider.DeltaToolCall, ToolIndex: 1, ToolCallID: "c2", ToolName: "f", Text: `{"b"`}},
+		res: provider.Result{FinishReason: provider.FinishLength}}}}
+	e, _ := newEngine(t, p, nil)
+	rec, err := run1(t, e, `{"model":"m","input":"hi","stream":true,"max_output_tokens":16,"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}]}`)
+	require.NoError(t, err)
+	r := rec.checkStream(t)
+	require.Equal(t, api.StatusIncomplete, r.Status)
+	require.Len(t, r.Output, 2)
+	require.Equal(t, api.ItemCompleted, r.Output[0].Status, "the finished call")
+	require.Equal(t, api.ItemIncomplete, r.Output[1].Status, "the cut call")
+}
