@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -265,4 +266,29 @@ func TestTextAfterCallsGoesBeforeThem(t *testing.T) {
 		seq = append(seq, it.Type+":"+it.Role+it.CallID)
 	}
 	require.Equal(t, []string{"message:user", "message:assistant", "function_call:cw", "function_call_output:cw"}, seq)
+}
+
+// A validator's errors are bounded as the schema's are (20, each cut to
+// 500 bytes, and how many more): the failed response's error, which a
+// background response's lambent.response.failed event carries to
+// EventBridge (256 KB), stays small. 60 errors of 5,000 bytes made a
+// 301 KB message, and an event that was never published.
+func TestValidatorErrorsBounded(t *testing.T) {
+	errs := make([]string, 60)
+	for i := range errs {
+		errs[i] = strings.Repeat("x", 5000)
+	}
+	reply, err := json.Marshal(map[string]any{"valid": false, "errors": errs})
+	require.NoError(t, err)
+	m := newMock(func(context.Context, tools.ToolCall) (*tools.ToolResult, error) {
+		return &tools.ToolResult{Output: string(reply)}, nil
+	}, "check_report")
+	p := script(calls(1, 1, call("c1", "report", validReport)))
+	e, _ := newEngine(t, p, m, func(c *Config) { c.Loop.MaxAttempts = 1 })
+	rec, err := run1(t, e, `{"input":"assess","tools":[`+outputTool(`"validators":["lambent:check_report"]`)+`]}`)
+	require.NoError(t, err)
+	r := rec.response(t)
+	require.Equal(t, api.StatusFailed, r.Status)
+	require.LessOrEqual(t, len(r.Error.Message), 16<<10)
+	require.Contains(t, r.Error.Message, "(and 40 more errors)")
 }

@@ -110,7 +110,7 @@ func validatorErrors(name string, res *tools.ToolResult) []string {
 	for i, m := range rep.Errors {
 		out[i] = name + ": " + m
 	}
-	return out
+	return schemacheck.BoundErrors(out)
 }
 
 // show adds a validator call with its result to output, as the server's

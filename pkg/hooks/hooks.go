@@ -249,6 +249,12 @@ func (d *Dispatcher) work(q chan item) {
 	}
 }
 
+// maxEventErrors bounds the errors an event carries (each cut to
+// MaxField: 20 of DefaultMaxField, 160 KiB), so that an attempt's event
+// stays under what its sinks take (EventBridge and an asynchronous Lambda
+// invocation: 256 KB).
+const maxEventErrors = 20
+
 // deliver sends one event to every sink.
 func (d *Dispatcher) deliver(it item) {
 	ev := it.ev
@@ -257,6 +263,9 @@ func (d *Dispatcher) deliver(it item) {
 		if p != nil {
 			*p = tools.Truncate(*p, d.cfg.MaxField)
 		}
+	}
+	if n := len(ev.Errors); n > maxEventErrors {
+		ev.Errors = append(ev.Errors[:maxEventErrors:maxEventErrors], fmt.Sprintf("(and %d more errors)", n-maxEventErrors))
 	}
 	for i := range ev.Errors {
 		ev.Errors[i] = tools.Truncate(ev.Errors[i], d.cfg.MaxField)

@@ -445,3 +445,27 @@ func TestAttemptEventFailureNamesTheAttempt(t *testing.T) {
 	flush(t, d)
 	assert.Equal(t, []string{"test hook: lambent.attempt.start event for attempt 2: error"}, errs.Seal())
 }
+
+// An attempt's event carries at most 20 of its errors (each cut to
+// MaxField), so that it fits what its sinks take (EventBridge and an
+// asynchronous Lambda invocation: 256 KB): 40 errors of 10 KB made a
+// 330 KB body that every sink refused.
+func TestAttemptResultEventBounded(t *testing.T) {
+	s := &recordingSink{}
+	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{s}, Logger: quiet()})
+	defer d.Close()
+	errs := make([]string, 40)
+	for i := range errs {
+		errs[i] = "check: " + strings.Repeat("y", 10000)
+	}
+	valid, n := false, 1
+	d.Send(context.Background(), &hooks.Event{Type: hooks.EventAttemptResult, ResponseID: "resp_1", Tenant: "t", Attempt: 1,
+		Valid: &valid, Code: "validation_failed", Errors: errs, Iterations: &n, Timestamp: time.Now()}, nil)
+	require.NoError(t, d.Flush(context.Background()))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Len(t, s.bodies, 1)
+	require.LessOrEqual(t, len(s.bodies[0]), 256<<10)
+	require.Len(t, s.events[0].Errors, 21)
+	require.Equal(t, "(and 20 more errors)", s.events[0].Errors[20])
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/lambent/lambent/pkg/awsjson"
 	"github.com/lambent/lambent/pkg/engine"
 	"github.com/lambent/lambent/pkg/eventbus"
+	"github.com/lambent/lambent/pkg/tools"
 )
 
 // SQSAPI is the part of the SQS client the queue uses (*awsjson.SQS).
@@ -41,6 +42,9 @@ type Publisher struct {
 	Bus    string
 }
 
+// maxDetailMessage bounds the error message a published event carries.
+const maxDetailMessage = 16 << 10
+
 // Detail is the detail of a published response event.
 type Detail struct {
 	ID                string                 `json:"id"`
@@ -55,7 +59,15 @@ type Detail struct {
 
 // Publish sends one event for r.
 func (p *Publisher) Publish(ctx context.Context, r *api.Response) error {
-	detail, err := json.Marshal(Detail{ID: r.ID, Status: r.Status, Model: r.Model, Usage: r.Usage, Error: r.Error, IncompleteDetails: r.IncompleteDetails, Metadata: r.Metadata, CompletedAt: r.CompletedAt})
+	rerr := r.Error
+	if rerr != nil && len(rerr.Message) > maxDetailMessage {
+		// The event must fit EventBridge's 256 KB, or it is never
+		// published; the response keeps the whole message.
+		c := *rerr
+		c.Message = tools.Truncate(c.Message, maxDetailMessage)
+		rerr = &c
+	}
+	detail, err := json.Marshal(Detail{ID: r.ID, Status: r.Status, Model: r.Model, Usage: r.Usage, Error: rerr, IncompleteDetails: r.IncompleteDetails, Metadata: r.Metadata, CompletedAt: r.CompletedAt})
 	if err != nil {
 		return err
 	}

@@ -290,3 +290,20 @@ func TestRequireTenant(t *testing.T) {
 	_, err = e.app.Engine.GetResponse(context.Background(), "resp_with_tenant_1")
 	require.Error(t, err, "not the default tenant's")
 }
+
+// A failed response's error message, however long, is cut in the event
+// published for it (EventBridge refuses an event over 256 KB, and the
+// event would be lost); the stored response keeps it whole.
+func TestPublishedErrorMessageBounded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	p := &worker.Publisher{Client: e.bus.Client, Bus: "lambent-bus"}
+	r := &api.Response{ID: "resp_long_error", Status: api.StatusFailed, Model: "m",
+		Error: &api.ResponseError{Code: "validation_failed", Message: strings.Repeat("x", 300<<10)}}
+	require.NoError(t, p.Publish(context.Background(), r))
+	entries := e.bus.All()
+	require.Len(t, entries, 1)
+	detail := entries[0]["Detail"].(string)
+	require.Less(t, len(detail), 256<<10)
+	assert.Len(t, r.Error.Message, 300<<10, "the response keeps its message")
+}

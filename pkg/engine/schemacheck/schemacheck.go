@@ -207,6 +207,23 @@ const (
 	maxSchemaErrorLen = 500
 )
 
+// BoundErrors returns errs as a validation reports them: at most 20, each
+// cut to 500 bytes, and a note of how many more there were. A validator
+// tool's reply holds what its author wrote: bounded so, the errors fit
+// the response's error, the model's feedback and the events that carry
+// them (EventBridge's 256 KB).
+func BoundErrors(errs []string) []string {
+	n := min(len(errs), maxSchemaErrors)
+	out := make([]string, n, n+1)
+	for i := range n {
+		out[i] = clip(errs[i], maxSchemaErrorLen)
+	}
+	if more := len(errs) - n; more > 0 {
+		out = append(out, fmt.Sprintf("(and %d more errors)", more))
+	}
+	return out
+}
+
 // clip returns s, cut to n bytes with "…" when it is longer.
 func clip(s string, n int) string {
 	if len(s) <= n {
