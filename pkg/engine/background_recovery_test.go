@@ -221,3 +221,29 @@ func TestBackgroundCheckpointConflictReadRetried(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, api.StatusCancelled, got.Response.Status, "the cancel request ends the run")
 }
+
+// A model call longer than an invocation is cut at the invocation's
+// deadline; an invocation that finished no model call and ran no tool
+// does not hand off (its continuation would do the same, for ever, past
+// LAMBENT_MAX_TURNS, each one billed): the response ends incomplete.
+func TestBackgroundNoHandOffWithoutProgress(t *testing.T) {
+	clock := &fakeClock{t: time.Now()}
+	never := func() step {
+		return step{err: context.DeadlineExceeded, hook: func(context.Context) { clock.advance(50 * time.Minute) }}
+	}
+	p := script(never(), never(), never())
+	e, _, q := bgEngine(t, func(*testing.T) store.ResponseStore { return store.NewMemory(store.MemoryConfig{}) }, p, nil,
+		func(c *Config) { c.Now = clock.Now })
+	rec, err := runBackground(t, e, `{"input":"x","background":true}`)
+	require.NoError(t, err)
+	id := rec.response(t).ID
+	<-q.c
+	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(40*time.Minute))
+	require.NoError(t, e.RunBackground(ctx, id))
+	cancel()
+	assert.Empty(t, q.c, "no continuation")
+	got, err := e.GetResponse(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, api.StatusIncomplete, got.Status)
+	assert.Len(t, p.requests(), 1)
+}

@@ -317,6 +317,7 @@ func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf 
 			e.log.WarnContext(ctx, "appending events failed; retrying", "response_id", id, "err", err)
 		}
 	})
+	turns, calls := r.turns, r.tools.hostedCalls
 	out := e.loop(runCtx, r)
 	stopWatch()
 	if c.lost {
@@ -328,7 +329,11 @@ func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf 
 		// redelivered job resumes from the last checkpoint.
 		return ctx.Err()
 	}
-	if out.status == api.StatusIncomplete && out.reason == api.ReasonDeadline && r.turns < e.turnLimit(r) {
+	// An invocation that finished no model call and ran no tool would
+	// hand off to one that does the same (a model call longer than an
+	// invocation), for ever: the response ends incomplete instead.
+	progressed := r.turns > turns || r.tools.hostedCalls > calls
+	if out.status == api.StatusIncomplete && out.reason == api.ReasonDeadline && r.turns < e.turnLimit(r) && progressed {
 		return e.handOff(ctx, r, rec, buf)
 	}
 	c.mu.Lock()
