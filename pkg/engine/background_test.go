@@ -309,7 +309,7 @@ func testBackgroundCrashResumesFromCheckpoint(t *testing.T, mk storeMaker) {
 		calls(1, 1, call("c3", "slow", `{}`)),
 		text("done", 1, 1),
 	)
-	e, _, q := bgEngine(t, mk, p, m, func(c *Config) {
+	e, st, q := bgEngine(t, mk, p, m, func(c *Config) {
 		c.Now = clock.Now
 		c.Background.Lease = time.Minute
 	})
@@ -328,6 +328,12 @@ func testBackgroundCrashResumesFromCheckpoint(t *testing.T, mk storeMaker) {
 	require.NoError(t, err)
 	assert.Equal(t, api.StatusInProgress, got.Status)
 	assert.Equal(t, []string{"function_call:fast", "function_call_output"}, types(got.Output), "the checkpoint after turn 1")
+	stored, err := st.Get(context.Background(), id)
+	require.NoError(t, err)
+	assert.Empty(t, stored.Job.Owner, "an invocation whose context ended released its lease (releaseLease)")
+	// A crash releases nothing: the lease of a worker that died holds.
+	stored.Job.Owner, stored.Job.LeaseUntil = "worker_dead", clock.Now().Add(time.Minute)
+	require.NoError(t, st.Update(context.Background(), stored, api.StatusInProgress))
 
 	require.NoError(t, e.RunBackground(context.Background(), id), "redelivered within the lease")
 	assert.Len(t, p.requests(), 2, "nothing ran while the lease was live")

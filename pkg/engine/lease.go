@@ -147,9 +147,35 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 		return e.finishedElsewhere(ctx, id, fmt.Errorf("engine: claim %s: %w", id, err))
 	}
 	if err := e.appendKnown(ctx, id, claimed.ExpiresAt, buf.take()); err != nil {
+		e.releaseLease(ctx, &claimed)
 		return e.finishedElsewhere(ctx, id, fmt.Errorf("engine: events of %s: %w", id, err))
 	}
-	return e.finishedElsewhere(ctx, id, e.runClaimed(ctx, r, &claimed, buf))
+	err = e.runClaimed(ctx, r, &claimed, buf)
+	if err != nil && !errors.Is(err, errFinishedElsewhere) && !errors.Is(err, store.ErrNotFound) {
+		e.releaseLease(ctx, &claimed)
+	}
+	return e.finishedElsewhere(ctx, id, err)
+}
+
+// releaseLease gives up this worker's lease on rec (as last stored) when
+// its run stops without an end (the invocation ended, a store write
+// failed) and the job is to be delivered again: a retry of an EventBridge
+// event or an asynchronous invocation comes within minutes, inside the
+// lease, and would find the response leased and do nothing, leaving it
+// unfinished. Released, the retry resumes it from its last checkpoint.
+// Best effort: a crash leaves the lease to expire.
+func (e *Engine) releaseLease(ctx context.Context, rec *store.Record) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	next := *rec
+	j := *rec.Job
+	j.Owner, j.LeaseUntil = "", time.Time{}
+	next.Job = &j
+	if err := e.cfg.Store.Update(sctx, &next, rec.Response.Status); err != nil {
+		e.log.WarnContext(ctx, "releasing the lease failed: it expires", "response_id", rec.Response.ID, "err", err)
+		return
+	}
+	*rec = next
 }
 
 // saveProgress records in j how far r got, for the run's next checkpoint,
