@@ -455,6 +455,46 @@ func checkPromptCacheOptions(v json.RawMessage) error {
 	)
 }
 
+// MaxInputItems bounds the items of a request's input (a client that keeps
+// its own history, Codex say, sends all of it; a conversation holds at
+// most 2,000 items beside it).
+const MaxInputItems = 10000
+
+// arrayLen returns the number of elements of the JSON array v (valid JSON,
+// as a decoder hands it over), in one pass that builds nothing.
+func arrayLen(v []byte) int {
+	n, depth, inString, escaped, empty := 0, 0, false, false, true
+	for _, c := range v {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+		case c == ']' || c == '}':
+			depth--
+		case c == ',' && depth == 1:
+			n++
+		}
+		if depth >= 1 && c != ' ' && c != '\t' && c != '\n' && c != '\r' && !(depth == 1 && c == '[') {
+			empty = false
+		}
+	}
+	if empty {
+		return 0
+	}
+	return n + 1
+}
+
 func (r *CreateResponseRequest) decodeInput(v json.RawMessage) error {
 	switch v[0] {
 	case '"':
@@ -466,6 +506,12 @@ func (r *CreateResponseRequest) decodeInput(v json.RawMessage) error {
 		r.InputString = true
 		return nil
 	case '[':
+		// Counted before anything is built: an item takes ~100 times
+		// the bytes of its JSON ({"role":"user","content":"a"}), so an
+		// 8 MB body of them would take ~900 MB.
+		if n := arrayLen(v); n > MaxInputItems {
+			return InvalidRequestCode("input", "limit_exceeded", "the number of input items: %d is over this gateway's limit of %d.", n, MaxInputItems)
+		}
 		input, err := decodeElems("input", v, func(i int, raw json.RawMessage, it *Item) error {
 			if err := unmarshal(raw, it); err != nil {
 				id, ok := implicitReference(raw)
@@ -661,6 +707,7 @@ func (r *CreateResponseRequest) validateValues() error {
 		decimalRange("frequency_penalty", r.FrequencyPenalty, -2, 2),
 		maxLength("prompt_cache_key", r.PromptCacheKey, 64),
 		maxLength("safety_identifier", r.SafetyIdentifier, 128),
+		maxLength("user", r.User, 128),
 		oneOf("truncation", optional(r.Truncation), "auto", "disabled"),
 		oneOf("service_tier", optional(r.ServiceTier), "auto", "default", "flex", "scale", "priority", "ultrafast"),
 		oneOf("prompt_cache_retention", optional(r.PromptCacheRetention), "in_memory", "24h"),

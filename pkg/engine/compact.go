@@ -47,7 +47,7 @@ func (e *Engine) Compact(ctx context.Context, req *api.CompactRequest) (*api.Com
 	items := r.withSummaries(r.modelItems(conv))
 	items = append(items, api.Item{Type: api.ItemMessage, Role: api.RoleUser, Content: []api.ContentPart{{Type: api.PartInputText, Text: compactPrompt}}})
 	res, err := e.cfg.Provider.Complete(ctx, &provider.Request{Model: r.resp.Model, Instructions: req.Instructions, Items: items,
-		PromptCacheKey: req.PromptCacheKey, ServiceTier: req.ServiceTier})
+		PromptCacheKey: tenantScoped(tenant.From(ctx), req.PromptCacheKey), ServiceTier: req.ServiceTier})
 	if err != nil {
 		return nil, api.AsError(err)
 	}

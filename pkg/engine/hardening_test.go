@@ -515,7 +515,8 @@ func TestBackgroundWorkerAppliesItsLimits(t *testing.T) {
 
 // item_reference fan-out is bounded: previous_response_id plus the
 // distinct stored responses the references point into, counted before any
-// of them is read (80,000 references were 80,000 store reads).
+// of them is read (80,000 references were 80,000 store reads; an input now
+// holds at most api.MaxInputItems items).
 func TestReferencedResponsesBounded(t *testing.T) {
 	t.Parallel()
 	var steps []step
@@ -554,8 +555,9 @@ func TestReferencedResponsesBounded(t *testing.T) {
 	wantLimit(t, err, fmt.Sprintf("input[%d].id", limit-1))
 	assert.Equal(t, r0+1, reads(), "only previous_response_id read")
 
-	// 80,000 references into distinct (unknown) responses.
-	many := make([]string, 80_000)
+	// As many references as an input may hold (api.MaxInputItems), into
+	// distinct (unknown) responses.
+	many := make([]string, api.MaxInputItems)
 	for i := range many {
 		many[i] = api.NewItemID(api.PrefixMessage, api.NewID(api.PrefixResponse))
 	}

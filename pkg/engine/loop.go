@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +15,7 @@ import (
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/requestid"
 	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -299,7 +303,7 @@ func (r *run) toolChoiceMode() string {
 // assembler (kept on the run for finish).
 // The call is bounded by the deadline budget and measured for it.
 func (e *Engine) callModel(ctx context.Context, r *run, turn int) (res *provider.Result, err error) {
-	preq := r.providerRequest(turn)
+	preq := r.providerRequest(tenant.From(ctx), turn)
 	r.asm = newAssembler(r)
 	r.modelCalls = turn + 1
 	ctx, cancel := r.budget.bound(ctx)
@@ -327,8 +331,22 @@ func (e *Engine) callModel(ctx context.Context, r *run, turn int) (res *provider
 	return res, nil
 }
 
-// providerRequest builds the model call of a turn.
-func (r *run) providerRequest(turn int) *provider.Request {
+// tenantScoped returns a client's value for the provider's account, which
+// every tenant shares: a hash of the tenant and the value (the same for
+// the same tenant and value), so that tenants never share a prompt-cache
+// bucket (prompt_cache_key) nor an end-user identity (safety_identifier,
+// user) at the provider; "" stays "". The response echoes the client's
+// own value.
+func tenantScoped(tn, v string) string {
+	if v == "" {
+		return ""
+	}
+	h := sha256.Sum256([]byte(tn + "\x00" + v))
+	return "lmb_" + hex.EncodeToString(h[:20])
+}
+
+// providerRequest builds the model call of a turn for tenant tn.
+func (r *run) providerRequest(tn string, turn int) *provider.Request {
 	items := r.withSummaries(r.modelItems(r.history, r.input, r.resp.Output))
 	q := &provider.Request{
 		Model:             r.resp.Model,
@@ -343,12 +361,9 @@ func (r *run) providerRequest(turn int) *provider.Request {
 		FrequencyPenalty:  r.req.FrequencyPenalty,
 		TopLogprobs:       r.req.TopLogprobs,
 		Text:              r.req.Text,
-		User:              r.req.SafetyIdentifier,
-		PromptCacheKey:    r.req.PromptCacheKey,
+		User:              tenantScoped(tn, cmp.Or(r.req.SafetyIdentifier, r.req.User)),
+		PromptCacheKey:    tenantScoped(tn, r.req.PromptCacheKey),
 		ServiceTier:       r.req.ServiceTier,
-	}
-	if q.User == "" {
-		q.User = r.req.User
 	}
 	if r.req.Reasoning != nil && r.req.Reasoning.Effort != nil {
 		q.ReasoningEffort = *r.req.Reasoning.Effort

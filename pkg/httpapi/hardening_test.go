@@ -338,9 +338,10 @@ func limitRequests() []struct{ name, body, param string } {
 		{"20 attempts of 100 iterations", `{"input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":{}}},"lambent":{"max_attempts":20,"max_iterations_per_attempt":100}}`, "lambent.max_attempts"},
 		{"100 iterations", `{"input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":{}}},"lambent":{"max_iterations_per_attempt":100}}`, "lambent.max_iterations_per_attempt"},
 		{"100 images", `{"input":[{"type":"message","role":"user","content":[` + many(100, func(int) string { return `{"type":"input_image","image_url":"https://images.invalid/a.png"}` }) + `]}]}`, "input[0]"},
-		{"80,000 item references", `{"input":[` + many(80_000, func(int) string {
+		{"10,000 item references", `{"input":[` + many(api.MaxInputItems, func(int) string {
 			return `{"type":"item_reference","id":"` + api.NewItemID(api.PrefixMessage, api.NewID(api.PrefixResponse)) + `"}`
 		}) + `]}`, "input[16].id"},
+		{"10,001 input items", `{"input":[` + many(api.MaxInputItems+1, func(int) string { return `{"role":"user","content":"a"}` }) + `]}`, "input"},
 	}
 }
 

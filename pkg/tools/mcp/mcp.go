@@ -315,12 +315,15 @@ func (e *hiddenCause) Error() string        { return e.text }
 func (e *hiddenCause) Unwrap() error        { return e.cause }
 func (e *hiddenCause) LogValue() slog.Value { return slog.StringValue(e.text + ": " + e.cause.Error()) }
 
-// redact removes the server URL's query (which may hold a key) from text.
+// redact removes the server URL's query (which may hold a key) from text,
+// as written and as %q writes it (a url.Error's text quotes its URL).
 func (s *session) redact(text string) string {
 	u, err := url.Parse(s.srv.URL)
 	if err != nil || u.RawQuery == "" {
 		return text
 	}
+	q := strconv.Quote(u.RawQuery)
+	text = strings.ReplaceAll(text, "?"+q[1:len(q)-1], "?"+tools.RedactedQuery)
 	return strings.ReplaceAll(text, "?"+u.RawQuery, "?"+tools.RedactedQuery)
 }
 
@@ -488,6 +491,12 @@ type serverTransport struct {
 }
 
 func (t *serverTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if origin(req.URL) != t.origin && req.Header.Get("Referer") != "" {
+		// A redirect elsewhere: http.Client set Referer to the URL before
+		// it, whose query may hold the server's key.
+		req = req.Clone(req.Context())
+		req.Header.Del("Referer")
+	}
 	if origin(req.URL) == t.origin && (len(t.srv.Headers) > 0 || t.srv.Authorization != "") {
 		req = req.Clone(req.Context())
 		for k, v := range t.srv.Headers {

@@ -1,0 +1,38 @@
+package engine
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
+
+	"github.com/lambent/lambent/pkg/tenant"
+)
+
+// prompt_cache_key and safety_identifier (or user) reach the provider's
+// account, which every tenant shares, scoped to the tenant: two tenants
+// sending the same values share no prompt-cache bucket and no end-user
+// identity there; one tenant sending them again gets the same (its cache
+// holds); the response echoes the client's own values.
+func TestProviderValuesScopedToTheTenant(t *testing.T) {
+	p := script(text("a", 1, 1), text("b", 1, 1), text("c", 1, 1))
+	e, _ := newEngine(t, p, nil)
+	body := `{"input":"hi","prompt_cache_key":"support-bot","safety_identifier":"user-42"}`
+	for _, who := range []string{"acme", "globex", "acme"} {
+		rec := &recorder{}
+		require.NoError(t, e.CreateResponse(tenant.With(context.Background(), who), decodeReq(t, body), rec))
+		rec.response(t)
+		assert.Equal(t, "support-bot", gjson.GetBytes(rec.resp, "prompt_cache_key").String(), "echoed as sent")
+		assert.Equal(t, "user-42", gjson.GetBytes(rec.resp, "safety_identifier").String())
+	}
+	reqs := p.requests()
+	require.Len(t, reqs, 3)
+	assert.NotEqual(t, reqs[0].PromptCacheKey, reqs[1].PromptCacheKey)
+	assert.NotEqual(t, reqs[0].User, reqs[1].User)
+	assert.Equal(t, reqs[0].PromptCacheKey, reqs[2].PromptCacheKey, "the same tenant keeps its cache bucket")
+	assert.Equal(t, reqs[0].User, reqs[2].User)
+	assert.NotContains(t, reqs[0].PromptCacheKey, "support-bot")
+	assert.LessOrEqual(t, len(reqs[0].PromptCacheKey), 64, "OpenAI's limit")
+}
