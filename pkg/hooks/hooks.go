@@ -164,7 +164,12 @@ type Dispatcher struct {
 
 	mu      sync.Mutex
 	pending int
-	idle    []chan struct{}
+	// byTenant counts each tenant's events waiting in the queues; share
+	// bounds it (half of one worker's queue), so that one tenant's burst
+	// fills no queue another tenant's events need.
+	byTenant map[string]int
+	share    int
+	idle     []chan struct{}
 }
 
 // New starts a dispatcher for cfg.Sinks.
@@ -187,7 +192,8 @@ func New(cfg Config) *Dispatcher {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	d := &Dispatcher{cfg: cfg, log: cfg.Logger, seed: maphash.MakeSeed()}
+	d := &Dispatcher{cfg: cfg, log: cfg.Logger, seed: maphash.MakeSeed(), byTenant: map[string]int{},
+		share: max(1, cfg.QueueSize/cfg.Workers/2)}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.queues = make([]chan item, cfg.Workers)
 	for i := range d.queues {
@@ -205,10 +211,17 @@ func (d *Dispatcher) Send(ctx context.Context, ev *Event, errs *Errors) {
 	ctx = context.WithoutCancel(ctx)
 	q := d.queues[maphash.String(d.seed, ev.key())%uint64(len(d.queues))]
 	d.mu.Lock()
+	if d.byTenant[ev.Tenant] >= d.share {
+		d.mu.Unlock()
+		d.drop(ctx, ev, errs, "this tenant's share of the hook queue is full")
+		return
+	}
+	d.byTenant[ev.Tenant]++
 	d.pending++
 	d.mu.Unlock()
 	select {
 	case <-d.ctx.Done():
+		d.dequeued(ev.Tenant)
 		d.done()
 		d.drop(ctx, ev, errs, "the dispatcher is closed")
 		return
@@ -217,8 +230,18 @@ func (d *Dispatcher) Send(ctx context.Context, ev *Event, errs *Errors) {
 	select {
 	case q <- item{ev: ev, errs: errs, ctx: ctx}:
 	default:
+		d.dequeued(ev.Tenant)
 		d.done()
 		d.drop(ctx, ev, errs, "the hook queue is full")
+	}
+}
+
+// dequeued marks one event of tenant as out of the queues.
+func (d *Dispatcher) dequeued(tenant string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.byTenant[tenant]--; d.byTenant[tenant] <= 0 {
+		delete(d.byTenant, tenant)
 	}
 }
 
@@ -241,6 +264,7 @@ func (d *Dispatcher) work(q chan item) {
 	for {
 		select {
 		case it := <-q:
+			d.dequeued(it.ev.Tenant)
 			d.deliver(it)
 			d.done()
 		case <-d.ctx.Done():

@@ -154,7 +154,8 @@ func TestDispatcherDropsWhenTheQueueIsFull(t *testing.T) {
 		ids = append(ids, ev.CallID)
 	}
 	assert.Equal(t, []string{"c1", "c2"}, ids)
-	assert.Equal(t, []string{"lambent.tool.call event for call c3 dropped: the hook queue is full"}, errs.Seal())
+	assert.Equal(t, []string{"lambent.tool.call event for call c3 dropped: this tenant's share of the hook queue is full"}, errs.Seal(),
+		"one tenant may fill half a worker's queue, here its one place")
 }
 
 // A delivery that outlasts the timeout fails with the context's error,
@@ -468,4 +469,41 @@ func TestAttemptResultEventBounded(t *testing.T) {
 	require.LessOrEqual(t, len(s.bodies[0]), 256<<10)
 	require.Len(t, s.events[0].Errors, 21)
 	require.Equal(t, "(and 20 more errors)", s.events[0].Errors[20])
+}
+
+// The queues are shared, their room is not: one tenant's burst of events
+// (its sink slow) takes at most half of each worker's queue, so another
+// tenant's event still finds room, and only the bursting tenant's own
+// events are dropped.
+func TestHookQueueShareOfATenant(t *testing.T) {
+	release := make(chan struct{})
+	sink := &recordingSink{block: func(ctx context.Context, ev *hooks.Event) error {
+		if ev.Tenant == "acme" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}}
+	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{sink}, Timeout: time.Hour, Logger: quiet()})
+	defer d.Close()
+	aErrs := &hooks.Errors{}
+	for i := range 4 * hooks.DefaultQueueSize {
+		ev := event(hooks.EventToolCall, fmt.Sprint("acme-", i))
+		ev.Tenant, ev.ResponseID = "acme", "resp_acme"
+		d.Send(t.Context(), ev, aErrs)
+	}
+	require.NotZero(t, d.Dropped(), "acme's burst is cut")
+	before := d.Dropped()
+	bErrs := &hooks.Errors{}
+	ev := event(hooks.EventToolCall, "globex-1")
+	ev.Tenant, ev.ResponseID = "globex", "resp_globex"
+	d.Send(t.Context(), ev, bErrs)
+	dropped := d.Dropped() - before
+	close(release)
+	flush(t, d)
+	require.Zero(t, dropped, "globex's event was dropped: %q", bErrs.Seal())
+	require.Empty(t, bErrs.Seal())
 }
