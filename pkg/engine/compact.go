@@ -93,6 +93,9 @@ func (e *Engine) openSummaries(ctx context.Context, r *run) error {
 				continue
 			}
 			param := "previous_response_id"
+			if r.req.Conversation != "" || r.conv != nil {
+				param = "conversation" // the history is the conversation's
+			}
 			if part.input {
 				param = inputParam(i, "encrypted_content")
 			}

@@ -272,3 +272,29 @@ func testBackgroundCompactionItem(t *testing.T, mk storeMaker) {
 	require.Len(t, reqs, 2)
 	assert.Equal(t, "message/user: hi\nmessage/developer: "+summaryIntro+theSummary+"\n", modelText(reqs[1].Items))
 }
+
+// A compaction item held by a conversation whose key this gateway no
+// longer holds is refused naming the request's own parameter,
+// conversation (not previous_response_id, which the request never sent).
+func TestCompactionItemInConversationNamesConversation(t *testing.T) {
+	t.Parallel()
+	st := store.NewMemory(store.MemoryConfig{})
+	onStore := func(c *Config) { c.Store = st }
+	old, _ := newEngine(t, script(text(theSummary, 1, 1)), nil, withKeys(testKeyring(t, "k1")), onStore)
+	out, err := old.Compact(context.Background(), compactReq(t, `{"input":"hi"}`))
+	require.NoError(t, err)
+	b, err := json.Marshal(map[string]any{"items": out.Output})
+	require.NoError(t, err)
+	creq, err := api.DecodeConversationCreate(b)
+	require.NoError(t, err)
+	conv, err := old.CreateConversation(context.Background(), creq)
+	require.NoError(t, err)
+
+	e, _ := newEngine(t, script(), nil, withKeys(testKeyring(t, "k2")), onStore)
+	_, err = run1(t, e, `{"conversation":"`+conv.ID+`","input":"more"}`)
+	ae := api.AsError(err)
+	require.NotNil(t, ae)
+	assert.Equal(t, 400, ae.Status)
+	assert.Equal(t, "invalid_encrypted_content", ae.Code)
+	assert.Equal(t, "conversation", ae.Param, ae.Message)
+}
