@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -258,36 +259,58 @@ func (s *Store) AppendConversationItems(ctx context.Context, id, owner string, i
 	return s.append(ctx, id, h, owner, items)
 }
 
-// append writes items after head h (read under owner's lock).
+// append writes items after head h (read under owner's lock). A long
+// append takes several transactions (maxTxItems, maxTxBytes): the rows of
+// all but the last are written above the head's next, where no reader
+// looks, and the last moves next past them all, so that nobody sees part
+// of the append, and one that fails leaves nothing seen (its rows, above
+// next, are overwritten by the next append or expire).
 func (s *Store) append(ctx context.Context, id string, h *convHead, owner string, items []api.Item) error {
 	p := h.PK
 	start := h.Next
+	for i := range items {
+		if slices.IndexFunc(items[:i], func(it api.Item) bool { return it.ID == items[i].ID }) >= 0 {
+			return &store.DuplicateItemError{ConversationID: id, ItemID: items[i].ID}
+		}
+	}
 	var tx []types.TransactWriteItem
 	var txIDs []string // the ids of the items in tx
-	txBytes, first := 0, start
-	newID := expression.AttributeNotExists(expression.Name(attrPK))
+	txBytes := 0
+	// An id row is new, or one a failed append left above next.
+	newID := expression.AttributeNotExists(expression.Name(attrPK)).
+		Or(expression.Name("seq").GreaterThanEqual(expression.Value(start)))
 	idCond, err := expression.NewBuilder().WithCondition(newID).Build()
 	if err != nil {
 		return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
 	}
 	flush := func(next int64, last bool) error {
-		upd := expression.Set(expression.Name(attrNext), expression.Value(next))
-		if last {
-			upd = upd.Remove(expression.Name(attrLock)).Remove(expression.Name(attrLockUntil))
-		}
 		cond := expression.Name(attrLock).Equal(expression.Value(owner)).
-			And(expression.Name(attrNext).Equal(expression.Value(first))).
+			And(expression.Name(attrNext).Equal(expression.Value(start))).
 			And(expression.Name(attrExpiresAt).GreaterThan(expression.Value(s.nowUnix())))
-		ex, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
-		if err != nil {
-			return err
+		if !last {
+			ex, err := expression.NewBuilder().WithCondition(cond).Build()
+			if err != nil {
+				return err
+			}
+			tx = append(tx, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+				TableName: s.table, Key: keyOf(p, skConversation), ConditionExpression: ex.Condition(),
+				ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}})
+		} else {
+			upd := expression.Set(expression.Name(attrNext), expression.Value(next)).
+				Remove(expression.Name(attrLock)).Remove(expression.Name(attrLockUntil))
+			ex, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
+			if err != nil {
+				return err
+			}
+			tx = append(tx, types.TransactWriteItem{Update: &types.Update{
+				TableName: s.table, Key: keyOf(p, skConversation),
+				UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
+				ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}})
 		}
-		tx = append(tx, types.TransactWriteItem{Update: &types.Update{
-			TableName: s.table, Key: keyOf(p, skConversation),
-			UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
-			ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		}})
 		_, err = s.api.TransactWriteItems(ctx, &ddb.TransactWriteItemsInput{TransactItems: tx})
 		if err != nil {
 			var tce *types.TransactionCanceledException
@@ -307,7 +330,7 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 			}
 			return err
 		}
-		tx, txIDs, txBytes, first = tx[:0], txIDs[:0], 0, next
+		tx, txIDs, txBytes = tx[:0], txIDs[:0], 0
 		return nil
 	}
 	heldID, err := expression.NewBuilder().WithCondition(expression.AttributeExists(expression.Name(attrPK))).Build()
@@ -357,7 +380,7 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 		// append that failed wrote none, being a transaction).
 		tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: s.table, Item: ri}},
 			types.TransactWriteItem{Put: &types.Put{TableName: s.table, Item: ii,
-				ConditionExpression: idCond.Condition(), ExpressionAttributeNames: idCond.Names()}})
+				ConditionExpression: idCond.Condition(), ExpressionAttributeNames: idCond.Names(), ExpressionAttributeValues: idCond.Values()}})
 		txIDs = append(txIDs, items[i].ID)
 		txBytes += len(row.Body)
 	}

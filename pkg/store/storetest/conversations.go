@@ -336,6 +336,23 @@ func testConvDuplicates(t *testing.T, s store.ConversationStore) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"a_001", "b_000", "b_001", "a_000"}, ids(all))
 
+	// A long append (more items than one transaction takes on DynamoDB)
+	// that fails at its end leaves nothing of its beginning either; the
+	// same items appended again then all go in.
+	_, err = s.LockConversation(ctx, id, "r5", time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	long := convMessages("d", 60)
+	err = s.AppendConversationItems(ctx, id, "r5", append(long, convMessages("a", 1)...))
+	require.ErrorAs(t, err, &dup)
+	all, err = s.LoadConversationItems(ctx, id, 100)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a_001", "b_000", "b_001", "a_000"}, ids(all), "nothing of the failed long append")
+	require.NoError(t, s.AppendConversationItems(ctx, id, "r5", long))
+	all, err = s.LoadConversationItems(ctx, id, 100)
+	require.NoError(t, err)
+	require.Len(t, all, 64)
+	require.Equal(t, "d_059", all[63].ID)
+
 	// An mcp_call the conversation holds (a call paused with its turn)
 	// is replaced in place by its executed version, with the items after
 	// it appended (store.Replaces).
@@ -345,12 +362,13 @@ func testConvDuplicates(t *testing.T, s store.ConversationStore) {
 	done := open
 	done.Status, done.Output = api.ItemCompleted, "found"
 	require.NoError(t, appendAs(ctx, s, id, "r4", append([]api.Item{done}, convMessages("c", 1)...)))
-	all, err = s.LoadConversationItems(ctx, id, 10)
+	all, err = s.LoadConversationItems(ctx, id, 100)
 	require.NoError(t, err)
-	require.Equal(t, []string{"a_001", "b_000", "b_001", "a_000", "mcp_p", "c_000"}, ids(all))
-	assert.Equal(t, api.ItemCompleted, all[4].Status)
-	assert.Equal(t, "found", all[4].Output)
-	assert.Equal(t, open.Hidden, all[4].Hidden)
+	all = all[len(all)-2:]
+	require.Equal(t, []string{"mcp_p", "c_000"}, ids(all))
+	assert.Equal(t, api.ItemCompleted, all[0].Status)
+	assert.Equal(t, "found", all[0].Output)
+	assert.Equal(t, open.Hidden, all[0].Hidden)
 }
 
 // The items' fields beyond their wire shape (api.ItemHidden: the call id
