@@ -244,9 +244,10 @@ func (s *Store) LockConversation(ctx context.Context, id, owner string, until ti
 
 // AppendConversationItems appends items and releases owner's lock: a
 // consistent read of the head, then one TransactWriteItems per 48 items
-// (or 3 MB) holding each item's row, its id's row and the head's update
-// (next sequence number; the lock released by the last), conditional on
-// owner's lock and the sequence number read. Items larger than a row keep
+// (or 3 MB) holding each item's row and its id's row, conditional on
+// owner's lock and the sequence number read (a check of the head), the
+// last one updating the head (next sequence number past every item, the
+// lock released). Items larger than a row keep
 // their body in chunks, written before.
 func (s *Store) AppendConversationItems(ctx context.Context, id, owner string, items []api.Item) error {
 	h, err := s.readConv(ctx, id)
@@ -376,8 +377,8 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 		if err != nil {
 			return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
 		}
-		// An id row is new: item ids are unique in a conversation (an
-		// append that failed wrote none, being a transaction).
+		// An id row is new (or one a failed append left above next):
+		// item ids are unique in a conversation.
 		tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: s.table, Item: ri}},
 			types.TransactWriteItem{Put: &types.Put{TableName: s.table, Item: ii,
 				ConditionExpression: idCond.Condition(), ExpressionAttributeNames: idCond.Names(), ExpressionAttributeValues: idCond.Values()}})
