@@ -214,6 +214,21 @@ func callAction(typ, arguments string) json.RawMessage {
 	return json.RawMessage(`{"type":"exec"}`)
 }
 
+// localShellArguments is a local_shell_call's action without the "type"
+// its item shape adds: the arguments the model gave.
+func localShellArguments(action json.RawMessage) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(action, &fields) != nil {
+		return string(action)
+	}
+	delete(fields, "type")
+	b, err := wirejson.Marshal(fields)
+	if err != nil {
+		return string(action)
+	}
+	return string(b)
+}
+
 // customInput is a custom tool call's input: the "input" string of the
 // model's arguments, or the arguments as they are when they are not that
 // object.
@@ -252,8 +267,13 @@ func (ts *toolset) modelItem(it *api.Item) api.Item {
 			Input string `json:"input"`
 		}{it.Input})
 		return call(string(args))
-	case api.ItemShellCall, api.ItemApplyPatchCall, api.ItemLocalShellCall, api.ItemComputerCall:
+	case api.ItemShellCall, api.ItemApplyPatchCall, api.ItemComputerCall:
 		return call(string(it.Action))
+	case api.ItemLocalShellCall:
+		// The action is the model's arguments with the "type":"exec" the
+		// item's shape adds (callAction); the model gets its arguments
+		// back as it wrote them.
+		return call(localShellArguments(it.Action))
 	case api.ItemCustomToolCallOutput:
 		c := *it
 		c.Type = api.ItemFunctionCallOutput

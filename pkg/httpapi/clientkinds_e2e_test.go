@@ -98,7 +98,9 @@ func TestE2EClientKindsSDK(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{
-		`call_ls local_shell {"type":"exec","command":["ls","-la"],"env":{"A":"1"},"timeout_ms":5000,"working_directory":"/tmp"}`,
+		// The model's own arguments, without the "type":"exec" the item's
+		// action adds (the local_shell schema has no type).
+		`call_ls local_shell {"command":["ls","-la"],"env":{"A":"1"},"timeout_ms":5000,"working_directory":"/tmp"}`,
 		`call_cu computer_use_preview {"type":"click","x":10,"y":20,"button":"left"}`}, calls)
 	assert.Equal(t, []string{"call_ls a.txt\n", "call_cu Action performed. The screen after it:"}, outputs)
 
