@@ -985,6 +985,13 @@ func validateInputItem(it *Item) error {
 		return err
 	}
 	switch it.Type {
+	case ItemMCPCall:
+		// Its id names the call to the model (a call id derived from it,
+		// the same on every request): without one the same history would
+		// reach the model differently each time. OpenAI requires it too.
+		if it.ID == "" {
+			return InvalidRequestCode("id", "missing_required_parameter", "Missing required parameter: 'id' (an mcp_call item replayed in input keeps the id the response gave it).")
+		}
 	case ItemMessage:
 		switch it.Role {
 		case RoleUser, RoleSystem, RoleDeveloper:

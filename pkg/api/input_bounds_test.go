@@ -36,3 +36,15 @@ func TestInputItemsAndUserBounded(t *testing.T) {
 		t.Fatalf("a 129-byte user: %v, want a 400 of user", err)
 	}
 }
+
+// An mcp_call replayed in input keeps its id: the call id the model sees
+// derives from it, so without one the same history would reach the model
+// differently on every request (a prompt cache broken from there).
+func TestInputMCPCallNeedsItsID(t *testing.T) {
+	_, err := DecodeCreateRequest([]byte(`{"input":[{"type":"message","role":"user","content":"go"},
+		{"type":"mcp_call","server_label":"docs","name":"search","arguments":"{}","output":"found","status":"completed"}]}`))
+	var ae *Error
+	if !errors.As(err, &ae) || ae.Status != 400 || ae.Param != "input[1].id" {
+		t.Fatalf("an mcp_call without id: %v, want a 400 of input[1].id", err)
+	}
+}
