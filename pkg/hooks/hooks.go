@@ -145,6 +145,14 @@ type item struct {
 	ev   *Event
 	errs *Errors
 	ctx  context.Context
+	// share is the tenant's share of the queue the event waits in.
+	share shareKey
+}
+
+// shareKey names a tenant's share of one worker's queue.
+type shareKey struct {
+	queue  int
+	tenant string
 }
 
 // Dispatcher queues events and delivers them to every sink. It is safe for
@@ -164,12 +172,12 @@ type Dispatcher struct {
 
 	mu      sync.Mutex
 	pending int
-	// byTenant counts each tenant's events waiting in the queues; share
-	// bounds it (half of one worker's queue), so that one tenant's burst
-	// fills no queue another tenant's events need.
-	byTenant map[string]int
-	share    int
-	idle     []chan struct{}
+	// waiting counts each tenant's events waiting in each worker's queue;
+	// share bounds it (half of a queue), so that one tenant's burst fills
+	// no queue another tenant's events need.
+	waiting map[shareKey]int
+	share   int
+	idle    []chan struct{}
 }
 
 // New starts a dispatcher for cfg.Sinks.
@@ -192,7 +200,7 @@ func New(cfg Config) *Dispatcher {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	d := &Dispatcher{cfg: cfg, log: cfg.Logger, seed: maphash.MakeSeed(), byTenant: map[string]int{},
+	d := &Dispatcher{cfg: cfg, log: cfg.Logger, seed: maphash.MakeSeed(), waiting: map[shareKey]int{},
 		share: max(1, cfg.QueueSize/cfg.Workers/2)}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.queues = make([]chan item, cfg.Workers)
@@ -209,39 +217,40 @@ func New(cfg Config) *Dispatcher {
 // request's: the log lines of the delivery carry its request id.
 func (d *Dispatcher) Send(ctx context.Context, ev *Event, errs *Errors) {
 	ctx = context.WithoutCancel(ctx)
-	q := d.queues[maphash.String(d.seed, ev.key())%uint64(len(d.queues))]
+	qi := int(maphash.String(d.seed, ev.key()) % uint64(len(d.queues)))
+	q, share := d.queues[qi], shareKey{queue: qi, tenant: ev.Tenant}
 	d.mu.Lock()
-	if d.byTenant[ev.Tenant] >= d.share {
+	if d.waiting[share] >= d.share {
 		d.mu.Unlock()
 		d.drop(ctx, ev, errs, "this tenant's share of the hook queue is full")
 		return
 	}
-	d.byTenant[ev.Tenant]++
+	d.waiting[share]++
 	d.pending++
 	d.mu.Unlock()
 	select {
 	case <-d.ctx.Done():
-		d.dequeued(ev.Tenant)
+		d.dequeued(share)
 		d.done()
 		d.drop(ctx, ev, errs, "the dispatcher is closed")
 		return
 	default:
 	}
 	select {
-	case q <- item{ev: ev, errs: errs, ctx: ctx}:
+	case q <- item{ev: ev, errs: errs, ctx: ctx, share: share}:
 	default:
-		d.dequeued(ev.Tenant)
+		d.dequeued(share)
 		d.done()
 		d.drop(ctx, ev, errs, "the hook queue is full")
 	}
 }
 
-// dequeued marks one event of tenant as out of the queues.
-func (d *Dispatcher) dequeued(tenant string) {
+// dequeued marks one event of a tenant's share as out of its queue.
+func (d *Dispatcher) dequeued(share shareKey) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.byTenant[tenant]--; d.byTenant[tenant] <= 0 {
-		delete(d.byTenant, tenant)
+	if d.waiting[share]--; d.waiting[share] <= 0 {
+		delete(d.waiting, share)
 	}
 }
 
@@ -264,7 +273,7 @@ func (d *Dispatcher) work(q chan item) {
 	for {
 		select {
 		case it := <-q:
-			d.dequeued(it.ev.Tenant)
+			d.dequeued(it.share)
 			d.deliver(it)
 			d.done()
 		case <-d.ctx.Done():

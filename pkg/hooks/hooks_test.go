@@ -507,3 +507,28 @@ func TestHookQueueShareOfATenant(t *testing.T) {
 	require.Zero(t, dropped, "globex's event was dropped: %q", bErrs.Seal())
 	require.Empty(t, bErrs.Seal())
 }
+
+// A tenant's share is half of each worker's queue, not of one: a gateway
+// with one tenant (every single-tenant deployment) keeps about half of
+// all its queue's room (200 events over 4 queues of 256 drop none).
+func TestHookQueueShareIsPerQueue(t *testing.T) {
+	release := make(chan struct{})
+	sink := &recordingSink{block: func(ctx context.Context, _ *hooks.Event) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}}
+	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{sink}, Timeout: time.Hour, Logger: quiet()})
+	defer d.Close()
+	for i := range 200 {
+		ev := event(hooks.EventToolCall, fmt.Sprint("c", i))
+		ev.ResponseID = fmt.Sprint("resp_", i)
+		d.Send(t.Context(), ev, nil)
+	}
+	dropped := d.Dropped()
+	close(release)
+	flush(t, d)
+	require.Zero(t, dropped)
+}

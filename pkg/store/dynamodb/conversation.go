@@ -342,13 +342,16 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 	for i := range items {
 		// An mcp_call the conversation holds (store.Replaces) takes the
 		// place of that item: its row is rewritten, its id row checked.
-		seq, held := next, false
+		seq, held, stale := next, false, int64(-1)
 		if store.Replaces(&items[i]) {
-			if seq, held, err = s.seqOf(ctx, p, items[i].ID, start); err != nil {
+			at, h, st, err := s.heldAt(ctx, p, items[i].ID, start)
+			if err != nil {
 				return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
 			}
-			if !held {
-				seq = next
+			if held = h; held {
+				seq = at
+			} else if st {
+				stale = at
 			}
 		}
 		row, err := s.itemRow(ctx, p, seq, h.ExpiresAt, &items[i])
@@ -378,10 +381,17 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 			return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
 		}
 		// An id row is new (or one a failed append left above next):
-		// item ids are unique in a conversation.
+		// item ids are unique in a conversation. A stale one (heldAt) is
+		// replaced as it was read.
+		cond := idCond
+		if stale >= 0 {
+			if cond, err = expression.NewBuilder().WithCondition(expression.Name("seq").Equal(expression.Value(stale))).Build(); err != nil {
+				return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
+			}
+		}
 		tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: s.table, Item: ri}},
 			types.TransactWriteItem{Put: &types.Put{TableName: s.table, Item: ii,
-				ConditionExpression: idCond.Condition(), ExpressionAttributeNames: idCond.Names(), ExpressionAttributeValues: idCond.Values()}})
+				ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names(), ExpressionAttributeValues: cond.Values()}})
 		txIDs = append(txIDs, items[i].ID)
 		txBytes += len(row.Body)
 	}
@@ -486,6 +496,33 @@ func (s *Store) queryItems(ctx context.Context, p string, lo, hi int64, desc boo
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
+}
+
+// heldAt returns the sequence number of the live item itemID of partition
+// p, and whether there is one: its id row below next and its row holding
+// that id. An id row a failed append left above next, which next has since
+// passed, points at another item's row: stale is true, and the id is free.
+func (s *Store) heldAt(ctx context.Context, p, itemID string, next int64) (seq int64, held, stale bool, err error) {
+	seq, ok, err := s.seqOf(ctx, p, itemID, next)
+	if err != nil || !ok {
+		return seq, false, false, err
+	}
+	proj, err := expression.NewBuilder().WithProjection(expression.NamesList(expression.Name("id"))).Build()
+	if err != nil {
+		return 0, false, false, err
+	}
+	out, err := s.api.GetItem(ctx, &ddb.GetItemInput{TableName: s.table, Key: keyOf(p, itemSK(seq)), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: proj.Projection(), ExpressionAttributeNames: proj.Names()})
+	if err != nil {
+		return 0, false, false, err
+	}
+	var r struct {
+		ID string `dynamodbav:"id"`
+	}
+	if out.Item == nil || attributevalue.UnmarshalMap(out.Item, &r) != nil || r.ID != itemID {
+		return seq, false, true, nil
+	}
+	return seq, true, false, nil
 }
 
 // seqOf returns the sequence number of the item itemID of partition p,

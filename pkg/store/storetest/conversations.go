@@ -353,6 +353,20 @@ func testConvDuplicates(t *testing.T, s store.ConversationStore) {
 	require.Len(t, all, 64)
 	require.Equal(t, "d_059", all[63].ID)
 
+	// An mcp_call a failed long append brought (its rows left above the
+	// end, then passed by a later append) is not held: appended again, it
+	// goes at the end and replaces nothing.
+	_, err = s.LockConversation(ctx, id, "r6", time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	stray := api.Item{Type: api.ItemMCPCall, ID: "mcp_s", Status: api.ItemInProgress, ServerLabel: "lambent", Name: "search", Arguments: "{}"}
+	err = s.AppendConversationItems(ctx, id, "r6", append(append([]api.Item{stray}, convMessages("e", 59)...), convMessages("a", 1)...))
+	require.ErrorAs(t, err, &dup)
+	require.NoError(t, s.AppendConversationItems(ctx, id, "r6", convMessages("y", 1)))
+	require.NoError(t, appendAs(ctx, s, id, "r7", []api.Item{stray}))
+	all, err = s.LoadConversationItems(ctx, id, 100)
+	require.NoError(t, err)
+	require.Equal(t, []string{"y_000", "mcp_s"}, ids(all[len(all)-2:]), "the item after the failed append stays, the stray call is appended")
+
 	// An mcp_call the conversation holds (a call paused with its turn)
 	// is replaced in place by its executed version, with the items after
 	// it appended (store.Replaces).
