@@ -75,13 +75,7 @@ func TestBackgroundResumedRunNumbersAfterTheLog(t *testing.T) {
 		require.Equal(t, api.StatusCompleted, got.Response.Status)
 		t.Logf("follower had seq %d; terminal event stored at seq %d", seen, got.Job.NextSeq-1)
 
-		all, err := log.Events(context.Background(), id, -1)
-		require.NoError(t, err)
-		for i, ev := range all {
-			if api.IsTerminalEvent(ev.Type) {
-				assert.Equal(t, len(all)-1, i, "the terminal event (seq %d) is the log's last; %d events follow it", ev.Seq, len(all)-1-i)
-			}
-		}
+		terminalLast(t, log, id)
 		w := &rawRecorder{}
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -123,10 +117,7 @@ func (s *cancelBeforeHandoff) Update(ctx context.Context, rec *store.Record, exp
 // lease would end (and a local worker never retries).
 func TestBackgroundCancelAtHandOff(t *testing.T) {
 	clock := &fakeClock{t: time.Now()}
-	slow := func(s step) step {
-		s.hook = func(context.Context) { clock.advance(15 * time.Minute) }
-		return s
-	}
+	slow := clock.taking(15 * time.Minute)
 	m := newMock(echoTool, "t")
 	p := script(
 		slow(calls(1, 1, call("c1", "t", `{}`))),
@@ -147,13 +138,7 @@ func TestBackgroundCancelAtHandOff(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, api.StatusCancelled, got.Status, "the cancel request ends the run at its hand-off")
 	assert.Empty(t, q.c, "no continuation is enqueued")
-	all, err := st.Events(context.Background(), id, -1)
-	require.NoError(t, err)
-	for i, ev := range all {
-		if api.IsTerminalEvent(ev.Type) {
-			assert.Equal(t, len(all)-1, i, "the terminal event (seq %d) is the log's last; %d events follow it", ev.Seq, len(all)-1-i)
-		}
-	}
+	terminalLast(t, st, id)
 }
 
 // cancelThenGetFails is a memory store on which a POST /cancel lands just
@@ -246,4 +231,17 @@ func TestBackgroundNoHandOffWithoutProgress(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, api.StatusIncomplete, got.Status)
 	assert.Len(t, p.requests(), 1)
+}
+
+// terminalLast checks that the terminal event of response id is the last
+// event of its log.
+func terminalLast(t *testing.T, log store.EventLog, id string) {
+	t.Helper()
+	all, err := log.Events(context.Background(), id, -1)
+	require.NoError(t, err)
+	for i, ev := range all {
+		if api.IsTerminalEvent(ev.Type) {
+			assert.Equal(t, len(all)-1, i, "the terminal event (seq %d) is the log's last; %d events follow it", ev.Seq, len(all)-1-i)
+		}
+	}
 }

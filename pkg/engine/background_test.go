@@ -211,10 +211,7 @@ func TestBackgroundHandoff(t *testing.T) { forStores(t, testBackgroundHandoff) }
 
 func testBackgroundHandoff(t *testing.T, mk storeMaker) {
 	clock := &fakeClock{t: time.Now()}
-	slow := func(s step) step {
-		s.hook = func(context.Context) { clock.advance(15 * time.Minute) }
-		return s
-	}
+	slow := clock.taking(15 * time.Minute)
 	m := newMock(echoTool, "t")
 	p := script(
 		slow(calls(10, 1, call("c1", "t", `{"n":1}`))),

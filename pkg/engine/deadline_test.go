@@ -30,6 +30,15 @@ func (c *fakeClock) Now() time.Time {
 	return c.t
 }
 
+// taking returns a step's copy whose model call takes d on c (its hook
+// advances c).
+func (c *fakeClock) taking(d time.Duration) func(step) step {
+	return func(s step) step {
+		s.hook = func(context.Context) { c.advance(d) }
+		return s
+	}
+}
+
 func (c *fakeClock) advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)

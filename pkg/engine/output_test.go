@@ -736,10 +736,7 @@ func TestOutput_BackgroundHandOff(t *testing.T) { forStores(t, testOutputBackgro
 
 func testOutputBackgroundHandOff(t *testing.T, mk storeMaker) {
 	clock := &fakeClock{t: time.Now()}
-	slow := func(s step) step {
-		s.hook = func(context.Context) { clock.advance(15 * time.Minute) }
-		return s
-	}
+	slow := clock.taking(15 * time.Minute)
 	m := newMock(echoTool, "lookup")
 	p := script(
 		slow(calls(10, 1, call("c1", "report", invalidReport))),

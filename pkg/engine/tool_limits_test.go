@@ -146,10 +146,7 @@ func TestMaxToolCallsLeavesReflectionOut(t *testing.T) {
 // invocations runs two hosted calls, not two an invocation.
 func TestMaxToolCallsAcrossHandOffs(t *testing.T) {
 	clock := &fakeClock{t: time.Now()}
-	slow := func(s step) step {
-		s.hook = func(context.Context) { clock.advance(15 * time.Minute) }
-		return s
-	}
+	slow := clock.taking(15 * time.Minute)
 	m := newMock(echoTool, "t")
 	p := script(
 		slow(calls(10, 1, call("c1", "t", `{"n":1}`))),
