@@ -346,6 +346,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	default:
 		return c, fmt.Errorf("LAMBENT_LOG_FORMAT: unknown value %q (want auto, json or text)", c.Server.LogFormat)
 	}
+	switch strings.ToLower(c.Server.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		return c, fmt.Errorf("LAMBENT_LOG_LEVEL: unknown value %q (want debug, info, warn or error)", c.Server.LogLevel)
+	}
 	var err error
 	if c.Store.CreateTable, err = parseBool(getenv, "LAMBENT_CREATE_TABLE", false); err != nil {
 		return c, err

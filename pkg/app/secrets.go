@@ -71,11 +71,13 @@ func resolveSecrets(ctx context.Context, cfg *Config, getenv func(string) string
 	if name := strings.TrimSpace(getenv(EnvProviderAPIKeySSM)); key == "" && getenv(EnvProviderAPIKey) == "" && name != "" {
 		params = append(params, parameter{env: EnvProviderAPIKeySSM, name: name, dst: &key})
 	}
-	list := getenv(EnvAPIKeys)
+	// A blank variable is unset: its SSM parameter, if named, is read.
+	list, listSource := strings.TrimSpace(getenv(EnvAPIKeys)), EnvAPIKeys
 	if name := strings.TrimSpace(getenv(EnvAPIKeysSSM)); list == "" && name != "" {
 		params = append(params, parameter{env: EnvAPIKeysSSM, name: name, dst: &list})
+		listSource = EnvAPIKeysSSM + "=" + name
 	}
-	compactionKeys, compactionSource := getenv(EnvCompactionKeys), EnvCompactionKeys
+	compactionKeys, compactionSource := strings.TrimSpace(getenv(EnvCompactionKeys)), EnvCompactionKeys
 	if name := strings.TrimSpace(getenv(EnvCompactionKeysSSM)); compactionKeys == "" && name != "" {
 		params = append(params, parameter{env: EnvCompactionKeysSSM, name: name, dst: &compactionKeys})
 		compactionSource = EnvCompactionKeysSSM + "=" + name
@@ -95,9 +97,17 @@ func resolveSecrets(ctx context.Context, cfg *Config, getenv func(string) string
 	if err != nil {
 		return err
 	}
+	// A list given that holds no key (",", a value of separators) would
+	// leave the API open, or compaction off: refused at start-up.
+	if strings.TrimSpace(list) != "" && len(keys) == 0 {
+		return fmt.Errorf("%s: the list holds no key (for an API that needs no key, leave it unset)", listSource)
+	}
 	ring, err := compaction.ParseKeys(compactionKeys)
 	if err != nil {
 		return fmt.Errorf("%s: %w", compactionSource, err)
+	}
+	if strings.TrimSpace(compactionKeys) != "" && ring == nil {
+		return fmt.Errorf("%s: the list holds no key", compactionSource)
 	}
 	// A value stored from a file often ends in a newline; a bearer token
 	// never contains whitespace.

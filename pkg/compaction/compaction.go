@@ -96,13 +96,15 @@ func ParseKeys(list string) (*Keyring, error) {
 			continue
 		}
 		id, secret, ok := strings.Cut(entry, "=")
-		if !ok {
-			return nil, fmt.Errorf("compaction: key entry %d is not id=base64key", i+1)
+		id, secret = strings.TrimSpace(id), strings.TrimSpace(secret)
+		// An entry that is a bare key (base64, "=" padded) splits at its
+		// padding: its "id" is key material, which no message quotes.
+		if !ok || !validID(id) || secret == "" {
+			return nil, fmt.Errorf("compaction: key entry %d is not id=base64key (the id: 1 to %d characters of A-Z, a-z, 0-9, '_' and '-')", i+1, maxKeyID)
 		}
-		id = strings.TrimSpace(id)
-		b, err := decodeKey(strings.TrimSpace(secret))
+		b, err := decodeKey(secret)
 		if err != nil {
-			return nil, fmt.Errorf("compaction: key %q is not base64", id)
+			return nil, fmt.Errorf("compaction: the key of entry %d (id %q) is not base64", i+1, id)
 		}
 		keys = append(keys, Key{ID: id, Secret: b})
 	}

@@ -165,3 +165,17 @@ func TestNewKeyringRejectsBadKeys(t *testing.T) {
 		}
 	}
 }
+
+// An entry that is a bare key (no "id=", as `openssl rand -base64 32`
+// prints it, "=" padded) is refused without quoting it: split at its
+// padding, its "id" was the key, which the error quoted.
+func TestParseKeysQuotesNoKey(t *testing.T) {
+	const key = "q83vEjRWeJq8/+/u3c7/ABEiM0RVZneImaq7zN3u/wA="
+	_, err := ParseKeys(key)
+	if err == nil {
+		t.Fatal("a bare key accepted")
+	}
+	if strings.Contains(err.Error(), strings.TrimRight(key, "=")[:16]) {
+		t.Fatalf("the error quotes the key: %v", err)
+	}
+}

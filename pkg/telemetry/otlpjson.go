@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"golang.org/x/net/http/httpguts"
 )
 
 // otlpExporter sends spans to an OTLP/HTTP traces endpoint in OTLP's JSON
@@ -64,18 +65,23 @@ func newOTLPExporter(endpoint string, getenv func(string) string, client *http.C
 // addHeaders adds the headers of an OTEL_EXPORTER_OTLP_HEADERS value
 // ("k1=v1,k2=v2", values URL-encoded) to h.
 func addHeaders(h http.Header, list string) error {
-	for _, f := range strings.Split(list, ",") {
+	for i, f := range strings.Split(list, ",") {
 		if strings.TrimSpace(f) == "" {
 			continue
 		}
 		k, v, ok := strings.Cut(f, "=")
 		k = strings.TrimSpace(k)
-		if !ok || k == "" {
-			return fmt.Errorf("header %q: want key=value", f)
+		// Checked here, at start-up, not by every export that would fail;
+		// the messages name the header, never its value (a token).
+		if !ok || !httpguts.ValidHeaderFieldName(k) {
+			return fmt.Errorf("header %d: want name=value with a valid header name", i+1)
 		}
 		dv, err := url.PathUnescape(strings.TrimSpace(v))
 		if err != nil {
-			return fmt.Errorf("header %q: %w", k, err)
+			return fmt.Errorf("header %q: the value is not percent-encoded text", k)
+		}
+		if !httpguts.ValidHeaderFieldValue(dv) {
+			return fmt.Errorf("header %q: the value holds characters a header cannot (CR, LF, controls)", k)
 		}
 		h.Set(k, dv)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -184,5 +185,20 @@ func TestOTLPJSONErrors(t *testing.T) {
 			return ""
 		}, http.DefaultClient)
 		assert.Error(t, err, "%+v", bad)
+	}
+}
+
+// OTEL_EXPORTER_OTLP_HEADERS that no HTTP request can carry (a CR/LF in a
+// value, a space in a name) are refused at start-up, without quoting the
+// value (a token): accepted, every export failed.
+func TestOTLPHeadersCheckedAtStart(t *testing.T) {
+	for _, v := range []string{"Authorization=Bearer%20secret%0D%0AX-Evil%3A%201", "bad key=v"} {
+		env := map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": v}
+		_, err := newOTLPExporter("http://127.0.0.1:4318", func(k string) string { return env[k] }, http.DefaultClient)
+		if err == nil {
+			t.Errorf("%q accepted", v)
+		} else if strings.Contains(err.Error(), "secret") {
+			t.Errorf("%q: the error quotes the value: %v", v, err)
+		}
 	}
 }
