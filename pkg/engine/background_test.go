@@ -211,16 +211,8 @@ func TestBackgroundHandoff(t *testing.T) { forStores(t, testBackgroundHandoff) }
 
 func testBackgroundHandoff(t *testing.T, mk storeMaker) {
 	clock := &fakeClock{t: time.Now()}
-	slow := clock.taking(15 * time.Minute)
 	m := newMock(echoTool, "t")
-	p := script(
-		slow(calls(10, 1, call("c1", "t", `{"n":1}`))),
-		slow(calls(10, 1, call("c2", "t", `{"n":2}`))),
-		slow(calls(10, 1, call("c3", "t", `{"n":3}`))),
-		slow(calls(10, 1, call("c4", "t", `{"n":4}`))),
-		slow(text("all five done", 10, 1)),
-	)
-	e, _, q := bgEngine(t, mk, p, m, func(c *Config) { c.Now = clock.Now })
+	e, _, q := bgEngine(t, mk, fiveTurns(clock), m, func(c *Config) { c.Now = clock.Now })
 	rec, err := runBackground(t, e, `{"input":"five steps","background":true,"tools":[{"type":"lambent:t"}]}`)
 	require.NoError(t, err)
 	id := rec.response(t).ID
@@ -510,9 +502,7 @@ func TestBackgroundStreamCreateNotesFollowerLive(t *testing.T) {
 	forStores(t, func(t *testing.T, mk storeMaker) {
 		e, st, _ := bgEngine(t, mk, script(text("done", 1, 1)), nil)
 		sig, ok := st.(store.RunSignals)
-		if !ok {
-			t.Skip("the store keeps no run signals")
-		}
+		require.True(t, ok, "both stores keep run signals")
 		ctx, stop := context.WithCancel(context.Background())
 		defer stop()
 		w := &rawRecorder{}
@@ -568,4 +558,34 @@ func TestBackgroundAppendsAfterItsWritesWithoutReads(t *testing.T) {
 	resp, err := e.GetResponse(context.Background(), id)
 	require.NoError(t, err)
 	assert.Equal(t, api.StatusCompleted, resp.Status)
+}
+
+// fiveTurns scripts a background run that hands off: four turns of one
+// call of tool t, then the answer, each model call taking 15 minutes on
+// clock.
+func fiveTurns(clock *fakeClock) *scripted {
+	slow := clock.taking(15 * time.Minute)
+	return script(
+		slow(calls(10, 1, call("c1", "t", `{"n":1}`))),
+		slow(calls(10, 1, call("c2", "t", `{"n":2}`))),
+		slow(calls(10, 1, call("c3", "t", `{"n":3}`))),
+		slow(calls(10, 1, call("c4", "t", `{"n":4}`))),
+		slow(text("all five done", 10, 1)),
+	)
+}
+
+// runInvocations runs the jobs of q, each in an invocation of 40 minutes
+// on clock, until none is left (continuations included), and returns how
+// many ran.
+func runInvocations(t *testing.T, e *Engine, q *jobQueue, clock *fakeClock) int {
+	t.Helper()
+	n := 0
+	for len(q.c) > 0 {
+		j := <-q.c
+		n++
+		ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(40*time.Minute))
+		require.NoError(t, e.RunBackground(ctx, j.ResponseID))
+		cancel()
+	}
+	return n
 }

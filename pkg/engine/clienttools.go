@@ -204,29 +204,26 @@ func callAction(typ, arguments string) json.RawMessage {
 	if typ != api.ItemLocalShellCall {
 		return json.RawMessage(args)
 	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal([]byte(args), &fields) == nil {
-		delete(fields, "type")
-		if rest, err := wirejson.Marshal(fields); err == nil && len(rest) > 2 {
-			return json.RawMessage(`{"type":"exec",` + string(rest[1:]))
-		}
+	if rest := withoutType(json.RawMessage(args)); len(rest) > 2 {
+		return json.RawMessage(`{"type":"exec",` + string(rest[1:]))
 	}
 	return json.RawMessage(`{"type":"exec"}`)
 }
 
-// localShellArguments is a local_shell_call's action without the "type"
-// its item shape adds: the arguments the model gave.
-func localShellArguments(action json.RawMessage) string {
+// withoutType returns the JSON object obj without its "type" key: a
+// local_shell_call's action as the model's arguments (callAction adds the
+// "type":"exec" of the item's shape); obj itself when it is not an object.
+func withoutType(obj json.RawMessage) json.RawMessage {
 	var fields map[string]json.RawMessage
-	if json.Unmarshal(action, &fields) != nil {
-		return string(action)
+	if json.Unmarshal(obj, &fields) != nil || fields == nil {
+		return obj
 	}
 	delete(fields, "type")
 	b, err := wirejson.Marshal(fields)
 	if err != nil {
-		return string(action)
+		return obj
 	}
-	return string(b)
+	return b
 }
 
 // customInput is a custom tool call's input: the "input" string of the
@@ -273,7 +270,7 @@ func (ts *toolset) modelItem(it *api.Item) api.Item {
 		// The action is the model's arguments with the "type":"exec" the
 		// item's shape adds (callAction); the model gets its arguments
 		// back as it wrote them.
-		return call(localShellArguments(it.Action))
+		return call(string(withoutType(it.Action)))
 	case api.ItemCustomToolCallOutput:
 		c := *it
 		c.Type = api.ItemFunctionCallOutput

@@ -504,6 +504,7 @@ func (e *Engine) handOff(ctx context.Context, r *run, rec *store.Record, buf *ev
 		}
 		return errFinishedElsewhere
 	}
+	*rec = next
 	if err := e.cfg.Background.Queue.Enqueue(sctx, Job{ResponseID: id, Tenant: tenant.From(ctx)}); err != nil {
 		return fmt.Errorf("engine: hand-off %s: enqueue: %w", id, err)
 	}

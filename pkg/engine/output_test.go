@@ -749,15 +749,7 @@ func testOutputBackgroundHandOff(t *testing.T, mk storeMaker) {
 	rec, err := runBackground(t, e, `{"input":"assess","background":true,"tools":[{"type":"lambent:lookup"},`+outputTool(`"reflection":true`)+`]}`)
 	require.NoError(t, err)
 	id := rec.response(t).ID
-	invocations := 0
-	for len(q.c) > 0 {
-		j := <-q.c
-		invocations++
-		ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(40*time.Minute))
-		require.NoError(t, e.RunBackground(ctx, j.ResponseID))
-		cancel()
-	}
-	assert.Equal(t, 3, invocations)
+	assert.Equal(t, 3, runInvocations(t, e, q, clock))
 	got := e.mustGet(t, id)
 	assert.Equal(t, api.StatusCompleted, got.Status)
 	assert.Equal(t, validReport, outputText(got))

@@ -77,12 +77,13 @@ type ConversationStore interface {
 	LockConversation(ctx context.Context, id, owner string, until time.Time) (*Conversation, error)
 	// AppendConversationItems appends items, in order, after the
 	// conversation's items and releases owner's lock, atomically: nobody
-	// sees part of them, and an append that fails leaves none of them. Item ids are unique in a conversation: an
-	// mcp_call item whose id it holds replaces that item in place (a
-	// server-side call paused with its turn, executed in a continuation:
-	// Replaces); any other item whose id it holds fails the append with a
-	// *DuplicateItemError. ErrConflict when owner does not hold the lock
-	// (any more). With no items it only releases the lock.
+	// sees part of them, and an append that fails leaves none of them.
+	// Item ids are unique in a conversation: an mcp_call item whose id it
+	// holds replaces that item in place (a server-side call paused with
+	// its turn, executed in a continuation: Replaces); any other item
+	// whose id it holds fails the append with a *DuplicateItemError.
+	// ErrConflict when owner does not hold the lock (any more). With no
+	// items it only releases the lock.
 	AppendConversationItems(ctx context.Context, id, owner string, items []api.Item) error
 	// ListConversationItems pages through the conversation's items (opts as for input
 	// items: after an item id, limit, order, default desc).

@@ -13,6 +13,15 @@ import (
 // jsonDocument parses one JSON value into a document for the SDK, keeping
 // numbers exactly as written (the SDK writes a document.Number verbatim).
 func jsonDocument(b []byte) (document.Interface, error) {
+	v, err := decodeValue(b)
+	if err != nil {
+		return nil, err
+	}
+	return document.NewLazyDocument(exactNumbers(v)), nil
+}
+
+// decodeValue parses one JSON value, its numbers as json.Number.
+func decodeValue(b []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var v any
@@ -22,7 +31,7 @@ func jsonDocument(b []byte) (document.Interface, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("trailing data after the JSON value")
 	}
-	return document.NewLazyDocument(exactNumbers(v)), nil
+	return v, nil
 }
 
 // exactNumbers replaces the json.Number values of v with document.Number.

@@ -2,7 +2,6 @@ package bedrock
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"slices"
 	"strings"
@@ -276,26 +275,24 @@ func historyTools(msgs []types.Message) []string {
 	return names
 }
 
-// objectSchema returns a tool's parameters as Converse takes them: a JSON
+// toolSchema returns a tool's parameters as Converse takes them: a JSON
 // Schema object of type "object". None, null, and an object without a
 // "type" (`{}`, which OpenAI's APIs take for "no parameters") become one.
-func objectSchema(params json.RawMessage) []byte {
+func toolSchema(params []byte) (document.Interface, error) {
 	if len(params) == 0 || string(params) == "null" {
-		return []byte(openSchema)
+		params = []byte(openSchema)
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(params, &m) != nil || m == nil || m["type"] != nil {
-		return params
-	}
-	m["type"] = json.RawMessage(`"object"`)
-	if m["properties"] == nil {
-		m["properties"] = json.RawMessage(`{}`)
-	}
-	b, err := json.Marshal(m)
+	v, err := decodeValue(params)
 	if err != nil {
-		return params
+		return nil, err
 	}
-	return b
+	if m, ok := v.(map[string]any); ok && m["type"] == nil {
+		m["type"] = "object"
+		if m["properties"] == nil {
+			m["properties"] = map[string]any{}
+		}
+	}
+	return document.NewLazyDocument(exactNumbers(v)), nil
 }
 
 // toolConfig declares the request's tools and tool choice, and is never
@@ -307,7 +304,7 @@ func toolConfig(req *provider.Request, history []string) (*types.ToolConfigurati
 		tools = make([]types.Tool, 0, len(req.Tools))
 		for i := range req.Tools {
 			d := &req.Tools[i]
-			schema, err := jsonDocument(objectSchema(d.Parameters))
+			schema, err := toolSchema(d.Parameters)
 			if err != nil {
 				return nil, api.InvalidRequest("tools", "the parameters of tool %q are not valid JSON: %v", d.Name, err)
 			}

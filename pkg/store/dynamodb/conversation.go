@@ -263,9 +263,10 @@ func (s *Store) AppendConversationItems(ctx context.Context, id, owner string, i
 // append writes items after head h (read under owner's lock). A long
 // append takes several transactions (maxTxItems, maxTxBytes): the rows of
 // all but the last are written above the head's next, where no reader
-// looks, and the last moves next past them all, so that nobody sees part
-// of the append, and one that fails leaves nothing seen (its rows, above
-// next, are overwritten by the next append or expire).
+// looks, and the last moves next past them all and rewrites the rows of
+// the items it replaces (store.Replaces), so that nobody sees part of the
+// append, and one that fails leaves nothing seen (its rows, above next,
+// are overwritten by the next append or expire).
 func (s *Store) append(ctx context.Context, id string, h *convHead, owner string, items []api.Item) error {
 	p := h.PK
 	start := h.Next
@@ -339,16 +340,21 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 		return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
 	}
 	next := start // the sequence number of the next new item
+	// The replacements of held items (their rows are below next, where
+	// readers look) go in the last transaction, with the head's update.
+	var replaced []types.TransactWriteItem
+	var replacedIDs []string
+	replacedBytes := 0
 	for i := range items {
 		// An mcp_call the conversation holds (store.Replaces) takes the
 		// place of that item: its row is rewritten, its id row checked.
 		seq, held, stale := next, false, int64(-1)
 		if store.Replaces(&items[i]) {
-			at, h, st, err := s.heldAt(ctx, p, items[i].ID, start)
+			at, ok, st, err := s.heldAt(ctx, p, items[i].ID, start)
 			if err != nil {
 				return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
 			}
-			if held = h; held {
+			if held = ok; held {
 				seq = at
 			} else if st {
 				stale = at
@@ -358,7 +364,7 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 		if err != nil {
 			return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
 		}
-		if len(tx) > 0 && (len(tx)/2 >= maxTxItems || txBytes+len(row.Body) > maxTxBytes) {
+		if len(tx) > 0 && ((len(tx)+len(replaced))/2 >= maxTxItems || txBytes+replacedBytes+len(row.Body) > maxTxBytes) {
 			if err := flush(next, false); err != nil {
 				return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
 			}
@@ -368,11 +374,11 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 			return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
 		}
 		if held {
-			tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: s.table, Item: ri}},
+			replaced = append(replaced, types.TransactWriteItem{Put: &types.Put{TableName: s.table, Item: ri}},
 				types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: s.table, Key: keyOf(p, skItemIDPrefix+items[i].ID),
 					ConditionExpression: heldID.Condition(), ExpressionAttributeNames: heldID.Names()}})
-			txIDs = append(txIDs, items[i].ID)
-			txBytes += len(row.Body)
+			replacedIDs = append(replacedIDs, items[i].ID)
+			replacedBytes += len(row.Body)
 			continue
 		}
 		next++
@@ -395,6 +401,7 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 		txIDs = append(txIDs, items[i].ID)
 		txBytes += len(row.Body)
 	}
+	tx, txIDs = append(tx, replaced...), append(txIDs, replacedIDs...)
 	if err := flush(next, true); err != nil {
 		return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -383,6 +384,20 @@ func testConvDuplicates(t *testing.T, s store.ConversationStore) {
 	assert.Equal(t, api.ItemCompleted, all[0].Status)
 	assert.Equal(t, "found", all[0].Output)
 	assert.Equal(t, open.Hidden, all[0].Hidden)
+
+	// A long append that replaces a held call and fails at its end leaves
+	// the held call as it was too.
+	again := done
+	again.Output = "found again"
+	_, err = s.LockConversation(ctx, id, "r8", time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	err = s.AppendConversationItems(ctx, id, "r8", append(append([]api.Item{again}, convMessages("f", 60)...), convMessages("a", 1)...))
+	require.ErrorAs(t, err, &dup)
+	all, err = s.LoadConversationItems(ctx, id, 100)
+	require.NoError(t, err)
+	i := slices.IndexFunc(all, func(it api.Item) bool { return it.ID == "mcp_p" })
+	require.GreaterOrEqual(t, i, 0)
+	assert.Equal(t, "found", all[i].Output, "nothing of the failed append, its replacement included")
 }
 
 // The items' fields beyond their wire shape (api.ItemHidden: the call id
