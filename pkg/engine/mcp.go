@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/limits"
 	"github.com/lambent/lambent/pkg/tools"
@@ -112,12 +114,31 @@ func (e *Engine) mcpBounds() tools.MCPBounds {
 	return tools.MCPBounds{Tools: e.cfg.Limits.MCPToolsPerServer, ReplyBytes: e.cfg.Limits.MCPReplyBytes}
 }
 
+// Bounds of a request's MCP server declaration (docs/configuration.md),
+// checked before anything connects: its headers and authorization go with
+// every request to the server, its label into every item of the server and
+// the names of its tools.
+const (
+	maxMCPLabelBytes  = 256
+	maxMCPURLBytes    = 8 << 10
+	maxMCPHeaders     = 64
+	maxMCPHeaderBytes = 16 << 10
+)
+
 // mcpRequestServer reads a request's {"type":"mcp"} tool. A URL whose
 // path ends in /sse uses the HTTP+SSE transport, any other streamable HTTP.
-func mcpRequestServer(t *api.Tool, p string) (*tools.MCPServer, error) {
+// maxTools bounds the names of its allowed_tools (a server offers at most
+// Limits.MCPToolsPerServer tools).
+func mcpRequestServer(t *api.Tool, p string, maxTools int) (*tools.MCPServer, error) {
+	if err := checkMCPDeclaration(t, p); err != nil {
+		return nil, err
+	}
 	allowed, err := tools.ParseMCPAllowedTools(t.AllowedTools)
 	if err != nil {
 		return nil, api.InvalidRequest(p+".allowed_tools", "invalid allowed_tools: %v", err)
+	}
+	if n := len(allowed.Names); n > maxTools {
+		return nil, limits.Exceeded(p+".allowed_tools", "tool names in allowed_tools", n, maxTools)
 	}
 	approval, err := tools.ParseMCPApproval(t.RequireApproval)
 	if err != nil {
@@ -129,6 +150,38 @@ func mcpRequestServer(t *api.Tool, p string) (*tools.MCPServer, error) {
 		srv.Transport = tools.MCPSSE
 	}
 	return srv, nil
+}
+
+// checkMCPDeclaration bounds an MCP tool's label, URL and headers, and
+// refuses a header no HTTP request can carry (without quoting its value,
+// a secret).
+func checkMCPDeclaration(t *api.Tool, p string) error {
+	if n := len(t.ServerLabel); n > maxMCPLabelBytes {
+		return limits.Exceeded(p+".server_label", "bytes of server_label", n, maxMCPLabelBytes)
+	}
+	if n := len(t.ServerURL); n > maxMCPURLBytes {
+		return limits.Exceeded(p+".server_url", "bytes of server_url", n, maxMCPURLBytes)
+	}
+	if n := len(t.Headers); n > maxMCPHeaders {
+		return limits.Exceeded(p+".headers", "headers of the MCP server", n, maxMCPHeaders)
+	}
+	size := len(t.Authorization)
+	for k, v := range t.Headers {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return api.InvalidRequest(p+".headers", "invalid header name %q", k)
+		}
+		if !httpguts.ValidHeaderFieldValue(v) {
+			return api.InvalidRequest(p+".headers", "the value of header %q is not a valid HTTP header value", k)
+		}
+		size += len(k) + len(v)
+	}
+	if !httpguts.ValidHeaderFieldValue(t.Authorization) {
+		return api.InvalidRequest(p+".authorization", "authorization is not a valid HTTP header value")
+	}
+	if size > maxMCPHeaderBytes {
+		return limits.Exceeded(p+".headers", "bytes of the MCP server's headers and authorization", size, maxMCPHeaderBytes)
+	}
+	return nil
 }
 
 // mcpServer returns the response's server labelled label, or nil.

@@ -340,7 +340,7 @@ func (r *run) resolveTools(e *Engine) error {
 			}
 			rt.args = e.hostedArgCheck(rt.def)
 		case t.Type == api.ToolMCP:
-			srv, err := mcpRequestServer(t, p)
+			srv, err := mcpRequestServer(t, p, e.cfg.Limits.MCPToolsPerServer)
 			if err == nil {
 				err = r.tools.addMCP(e, p, srv)
 			}

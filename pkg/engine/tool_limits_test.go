@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -275,4 +276,53 @@ func TestValidatorErrorsBounded(t *testing.T) {
 	require.Equal(t, api.StatusFailed, r.Status)
 	require.LessOrEqual(t, len(r.Error.Message), 16<<10)
 	require.Contains(t, r.Error.Message, "(and 40 more errors)")
+}
+
+// A request's MCP server declaration is bounded before anything connects
+// (docs/configuration.md): its headers and authorization go with every
+// request to the server, its label into every item and tool name. Each
+// used to be bounded only by the body limit: a 1 MB header went out with
+// every MCP request, a header no HTTP request can carry failed only when
+// the listing was sent.
+func TestMCPDeclarationBounded(t *testing.T) {
+	srv := startMCP(t, mcptest.Options{})
+	names := make([]string, 300)
+	for i := range names {
+		names[i] = fmt.Sprintf("%q", fmt.Sprint("t", i))
+	}
+	many := map[string]string{}
+	for i := range 65 {
+		many[fmt.Sprint("X-H", i)] = "v"
+	}
+	manyJSON, _ := json.Marshal(many)
+	for _, c := range []struct {
+		name, tool, param string
+		limit             bool
+	}{
+		{"label", `{"type":"mcp","server_label":"` + strings.Repeat("l", 257) + `","server_url":"` + srv.Endpoint + `"}`, "tools[0].server_label", true},
+		{"url", mcpServerTool(srv.Endpoint+"?q="+strings.Repeat("u", 8192), ""), "tools[0].server_url", true},
+		{"header value", mcpServerTool(srv.Endpoint, `,"headers":{"X-Big":"`+strings.Repeat("h", 1<<20)+`"}`), "tools[0].headers", true},
+		{"authorization", mcpServerTool(srv.Endpoint, `,"authorization":"`+strings.Repeat("a", 17<<10)+`"`), "tools[0].headers", true},
+		{"header count", mcpServerTool(srv.Endpoint, `,"headers":`+string(manyJSON)), "tools[0].headers", true},
+		{"header name", mcpServerTool(srv.Endpoint, `,"headers":{"Bad Name":"v"}`), "tools[0].headers", false},
+		{"header line break", mcpServerTool(srv.Endpoint, `,"headers":{"X-A":"v\r\nX-Injected: 1"}`), "tools[0].headers", false},
+		{"allowed tools", mcpServerTool(srv.Endpoint, `,"allowed_tools":[`+strings.Join(names, ",")+`]`), "tools[0].allowed_tools", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := script(text("ok", 1, 1))
+			e, _ := newEngine(t, p, nil, withMCP)
+			_, err := run1(t, e, `{"input":"x","tools":[`+c.tool+`]}`)
+			if c.limit {
+				wantLimit(t, err, c.param)
+			} else {
+				var ae *api.Error
+				require.ErrorAs(t, err, &ae)
+				assert.Equal(t, http.StatusBadRequest, ae.Status, ae.Message)
+				assert.Equal(t, c.param, ae.Param, ae.Message)
+				assert.NotContains(t, ae.Message, "Injected", "a header's value is a secret: not quoted")
+			}
+			assert.Empty(t, p.requests(), "no model call")
+			assert.Empty(t, srv.Headers(), "no server contacted")
+		})
+	}
 }
