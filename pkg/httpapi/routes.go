@@ -15,7 +15,7 @@ func (h *Handler) routes() []route {
 	return []route{
 		{pattern: "POST /v1/responses", handler: h.handle(h.create)},
 		// WebSocket mode: a plain GET is refused as a method not allowed.
-		{pattern: "GET /v1/responses", handler: h.ws, when: wsapi.IsUpgrade},
+		{pattern: "GET /v1/responses", handler: http.HandlerFunc(h.upgrade), when: wsapi.IsUpgrade},
 		{pattern: "POST /v1/responses/compact", handler: h.handle(h.compact)},
 		{pattern: "GET /v1/responses/{id}", handler: h.handle(h.get)},
 		{pattern: "DELETE /v1/responses/{id}", handler: h.handle(h.delete)},

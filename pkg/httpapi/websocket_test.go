@@ -510,6 +510,7 @@ func TestWebSocketShutdown(t *testing.T) {
 	_, res, err := websocket.Dial(t.Context(), wsURL(srv), &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + wsKeyA}}})
 	require.Error(t, err)
 	require.Equal(t, http.StatusServiceUnavailable, res.StatusCode)
+	wantErrorBody(t, res, "server_shutting_down")
 }
 
 // At MaxAge (60 minutes by default) the client gets
@@ -615,4 +616,32 @@ func TestWebSocketAgentsSDK(t *testing.T) {
 	require.Equal(t, "Hello from Lambent.", got.AfterErrors.Text)
 	require.Nil(t, got.BadKey.Envelope)
 	require.NotEmpty(t, got.BadKey.Thrown)
+}
+
+// A refused upgrade is answered in the OpenAI error shape, as every other
+// refusal: a malformed handshake (the WebSocket library answers those in
+// plain text), a cross-origin page, and a front door that cannot upgrade
+// (a ResponseWriter without Hijack: Lambda's adapters) — the last one a
+// 501 that says where WebSocket mode is served.
+func TestWebSocketRefusedUpgradeIsAnOpenAIError(t *testing.T) {
+	t.Parallel()
+	g := newWSGateway(t, nil)
+	auth := "Authorization: Bearer " + wsKeyA
+	up := []string{auth, "Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Version: 13"}
+	for _, c := range []struct {
+		name   string
+		header []string
+		status int
+		code   string
+	}{
+		{"no key", up, http.StatusBadRequest, "invalid_websocket_handshake"},
+		{"bad version", append([]string{auth, "Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Version: 8"}, "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="), http.StatusBadRequest, "invalid_websocket_handshake"},
+		{"foreign origin", append(up, "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Origin: https://evil.example"), http.StatusForbidden, "invalid_websocket_handshake"},
+		{"no hijack", append(up, "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="), http.StatusNotImplemented, "websocket_unsupported"},
+	} {
+		rec := serveRaw(t, g.srv.Config.Handler, http.MethodGet, "/v1/responses", "", c.header...)
+		wantError(t, rec.Code, rec.Body.Bytes(), c.status, "", c.code)
+		require.Equal(t, "application/json", rec.Header().Get("Content-Type"), c.name)
+		require.Empty(t, rec.Header().Get("Sec-WebSocket-Accept"), c.name)
+	}
 }
