@@ -10,6 +10,7 @@ import (
 	"github.com/lambent/lambent/pkg/awsjson"
 	"github.com/lambent/lambent/pkg/engine"
 	"github.com/lambent/lambent/pkg/eventbus"
+	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -47,7 +48,10 @@ const maxDetailMessage = 16 << 10
 
 // Detail is the detail of a published response event.
 type Detail struct {
-	ID                string                 `json:"id"`
+	ID string `json:"id"`
+	// Tenant is the tenant the response belongs to (tenant.Default when
+	// the gateway has no API keys).
+	Tenant            string                 `json:"tenant"`
 	Status            api.Status             `json:"status"`
 	Model             string                 `json:"model"`
 	Usage             *api.Usage             `json:"usage"`
@@ -67,7 +71,7 @@ func (p *Publisher) Publish(ctx context.Context, r *api.Response) error {
 		c.Message = tools.Truncate(c.Message, maxDetailMessage)
 		rerr = &c
 	}
-	detail, err := json.Marshal(Detail{ID: r.ID, Status: r.Status, Model: r.Model, Usage: r.Usage, Error: rerr, IncompleteDetails: r.IncompleteDetails, Metadata: r.Metadata, CompletedAt: r.CompletedAt})
+	detail, err := json.Marshal(Detail{ID: r.ID, Tenant: tenant.From(ctx), Status: r.Status, Model: r.Model, Usage: r.Usage, Error: rerr, IncompleteDetails: r.IncompleteDetails, Metadata: r.Metadata, CompletedAt: r.CompletedAt})
 	if err != nil {
 		return err
 	}

@@ -158,6 +158,24 @@ func TestEventBridgeSampleAndPublish(t *testing.T) {
 	assert.Equal(t, api.StatusCompleted, detail.Status)
 	assert.Equal(t, 26, detail.Usage.TotalTokens)
 	assert.Equal(t, "42", detail.Metadata["ticket"])
+	assert.Equal(t, "default", detail.Tenant, "an event naming no tenant runs as the default one")
+}
+
+// A published event names the response's tenant: a consumer of a
+// multi-tenant gateway's bus (billing, notifications) can tell whose
+// response ended. It used to name none.
+func TestPublishedEventNamesTenant(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, fakellm.Turn{Text: "Done."})
+	ev := strings.Replace(string(sample(t, "worker-eventbridge-create.json", "")), `"detail": {`, `"detail": {"tenant": "acme",`, 1)
+	_, err := e.h.Invoke(context.Background(), json.RawMessage(ev))
+	require.NoError(t, err)
+	entries := e.bus.All()
+	require.Len(t, entries, 1)
+	var detail worker.Detail
+	require.NoError(t, json.Unmarshal([]byte(entries[0]["Detail"].(string)), &detail))
+	assert.Equal(t, "resp_eventbridge_ticket_42", detail.ID)
+	assert.Equal(t, "acme", detail.Tenant)
 }
 
 // failingRunner fails for one id, to check partial batch failures.
