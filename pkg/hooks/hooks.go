@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/engine/schemacheck"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -282,12 +283,6 @@ func (d *Dispatcher) work(q chan item) {
 	}
 }
 
-// maxEventErrors bounds the errors an event carries (each cut to
-// MaxField: 20 of DefaultMaxField, 160 KiB), so that an attempt's event
-// stays under what its sinks take (EventBridge and an asynchronous Lambda
-// invocation: 256 KB).
-const maxEventErrors = 20
-
 // deliver sends one event to every sink.
 func (d *Dispatcher) deliver(it item) {
 	ev := it.ev
@@ -297,8 +292,12 @@ func (d *Dispatcher) deliver(it item) {
 			*p = tools.Truncate(*p, d.cfg.MaxField)
 		}
 	}
-	if n := len(ev.Errors); n > maxEventErrors {
-		ev.Errors = append(ev.Errors[:maxEventErrors:maxEventErrors], fmt.Sprintf("(and %d more errors)", n-maxEventErrors))
+	if len(ev.Errors) > 0 {
+		// Bounded as a validation reports them (at most 20, each cut to
+		// 500 bytes), so that an attempt's event stays under what its
+		// sinks take (EventBridge and an asynchronous Lambda invocation:
+		// 256 KB).
+		ev.Errors = schemacheck.BoundErrors(ev.Errors)
 	}
 	for i := range ev.Errors {
 		ev.Errors[i] = tools.Truncate(ev.Errors[i], d.cfg.MaxField)

@@ -447,8 +447,8 @@ func TestAttemptEventFailureNamesTheAttempt(t *testing.T) {
 	assert.Equal(t, []string{"test hook: lambent.attempt.start event for attempt 2: error"}, errs.Seal())
 }
 
-// An attempt's event carries at most 20 of its errors (each cut to
-// MaxField), so that it fits what its sinks take (EventBridge and an
+// An attempt's event carries at most 20 of its errors (each cut to 500
+// bytes, as a validation reports them), so that it fits what its sinks take (EventBridge and an
 // asynchronous Lambda invocation: 256 KB): 40 errors of 10 KB made a
 // 330 KB body that every sink refused.
 func TestAttemptResultEventBounded(t *testing.T) {
@@ -469,6 +469,7 @@ func TestAttemptResultEventBounded(t *testing.T) {
 	require.LessOrEqual(t, len(s.bodies[0]), 256<<10)
 	require.Len(t, s.events[0].Errors, 21)
 	require.Equal(t, "(and 20 more errors)", s.events[0].Errors[20])
+	require.LessOrEqual(t, len(s.events[0].Errors[0]), 500+len("…"))
 }
 
 // The queues are shared, their room is not: one tenant's burst of events
