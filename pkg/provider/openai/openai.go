@@ -35,7 +35,9 @@
 // constants). A cancelled context gives a 499 request_cancelled error and a
 // passed deadline a 504 upstream_timeout, both wrapping ctx.Err(), so
 // errors.Is(err, context.Canceled) tells a cancellation. The provider never
-// retries.
+// retries. An answer is bounded: a non-streaming body at 64 MiB, a streamed
+// answer's text, refusal, reasoning and tool calls at 64 MiB together
+// (longer: a 502 upstream_bad_response).
 //
 // Requests are encoded and responses and stream chunks decoded with
 // internal/wirejson (encoding/json's bytes and values, faster), in the wire

@@ -164,6 +164,8 @@ type streamState struct {
 	model     string
 	finish    string
 	done      bool
+	// size is the bytes of the answer so far (grow).
+	size int
 	// more is the Delta.More of the deltas of the chunk being decoded.
 	more bool
 	// c is the chunk being decoded, reused for every chunk; its first
@@ -241,13 +243,17 @@ func (st *streamState) chunk(data []byte) error {
 			continue
 		}
 		d := &ch.Delta
-		if r := reasoning(d.ReasoningContent, d.Reasoning) + d.Content.Reasoning(); r != "" {
+		r, t := reasoning(d.ReasoningContent, d.Reasoning)+d.Content.Reasoning(), d.Content.String()
+		if err := st.grow(len(r) + len(t) + len(d.Refusal)); err != nil {
+			return err
+		}
+		if r != "" {
 			st.reasoning.WriteString(r)
 			if err := st.fn(provider.Delta{Kind: provider.DeltaReasoning, Text: r, More: st.more}); err != nil {
 				return err
 			}
 		}
-		if t := d.Content.String(); t != "" {
+		if t != "" {
 			st.text.WriteString(t)
 			if err := st.fn(provider.Delta{Kind: provider.DeltaText, Text: t, More: st.more}); err != nil {
 				return err
@@ -293,6 +299,9 @@ func (st *streamState) toolCall(tc *chatwire.ToolCall) error {
 	if pos >= 0 && tc.ID != "" && st.calls[pos].id != tc.ID {
 		pos = -1
 	}
+	if err := st.grow(len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments)); err != nil {
+		return err
+	}
 	d := provider.Delta{Kind: provider.DeltaToolCall, Text: string(tc.Function.Arguments), More: st.more}
 	var c *callAcc
 	if pos < 0 {
@@ -317,6 +326,18 @@ func (st *streamState) toolCall(tc *chatwire.ToolCall) error {
 	d.ToolIndex = pos
 	c.args.WriteString(d.Text)
 	return st.fn(d)
+}
+
+// grow counts n more bytes of the answer: a streamed answer is bounded
+// as a non-streaming one is (maxResponseBody), or a backend streaming
+// without end (or a model repeating itself with no max_tokens) would grow
+// the gateway's memory until the deadline.
+func (st *streamState) grow(n int) error {
+	st.size += n
+	if st.size > maxResponseBody {
+		return provider.BadResponse(errors.New("answer too long"), "the model provider's streamed answer is longer than %d bytes", maxResponseBody)
+	}
+	return nil
 }
 
 func (st *streamState) result(warn string) *streamResult {
