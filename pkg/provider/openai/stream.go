@@ -194,7 +194,7 @@ func decodeStream(body io.Reader, model string, fn func(provider.Delta) error) (
 			}
 			if st.finish != "" {
 				// The answer is complete; only [DONE] (and maybe usage) is missing.
-				return st.result("read error after finish_reason: " + err.Error()), nil
+				return st.result("read error after finish_reason: " + err.Error())
 			}
 			return nil, &readError{err}
 		}
@@ -217,9 +217,9 @@ func decodeStream(body io.Reader, model string, fn func(provider.Delta) error) (
 		if st.finish == "" {
 			return nil, provider.StreamCut(io.ErrUnexpectedEOF, "the model provider's stream ended before the answer was complete")
 		}
-		return st.result("stream ended without [DONE]"), nil
+		return st.result("stream ended without [DONE]")
 	}
-	return st.result(""), nil
+	return st.result("")
 }
 
 func (st *streamState) chunk(data []byte) error {
@@ -340,7 +340,12 @@ func (st *streamState) grow(n int) error {
 	return nil
 }
 
-func (st *streamState) result(warn string) *streamResult {
+// result is the accumulated answer, or the error of a finish_reason that
+// broke it off (interrupted).
+func (st *streamState) result(warn string) (*streamResult, error) {
+	if err := interrupted(st.finish); err != nil {
+		return nil, err
+	}
 	r := &streamResult{warn: warn}
 	r.Text = st.text.String()
 	r.Refusal = st.refusal.String()
@@ -360,5 +365,5 @@ func (st *streamState) result(warn string) *streamResult {
 		r.Usage = usageToAPI(st.usage)
 	}
 	r.FinishReason = mapFinish(st.finish, len(st.calls) > 0)
-	return r
+	return r, nil
 }
