@@ -93,12 +93,15 @@ func codeString(code any) string {
 
 // statusError maps a non-2xx upstream response: its status, header and
 // body. The provider's message reaches the client only when it is about
-// the request (400, 404, 409, 422: the client's to fix); a rate limit's
-// (OpenAI's names the organization), a credentials error's (it names part
-// of the key) and a server error's (a proxy's may name internal hosts, or
-// hold a stack trace) stay in the cause, for the logs.
+// the request (400, 404, 409, 422 with the API's JSON error body: the
+// client's to fix); a rate limit's (OpenAI's names the organization), a
+// credentials error's (it names part of the key), a server error's (a
+// proxy's may name internal hosts, or hold a stack trace) and a 4xx's
+// without a JSON error (a proxy's HTML page, a wrong provider URL's "404
+// page not found": the operator's to fix) stay in the cause, for the logs.
 func statusError(status int, header http.Header, body []byte) *api.Error {
 	msg, code := parseErrorBody(body)
+	apiError := msg != "" || code != ""
 	if msg == "" {
 		msg = strings.TrimSpace(string(body))
 		if len(msg) > 512 || !isPrintable(msg) {
@@ -111,6 +114,9 @@ func statusError(status int, header http.Header, body []byte) *api.Error {
 	cause := fmt.Errorf("upstream HTTP %d: %s", status, msg)
 	switch status {
 	case http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity:
+		if !apiError {
+			break
+		}
 		if code == "" {
 			code = provider.CodeUpstreamError
 		}

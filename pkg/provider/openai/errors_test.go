@@ -60,6 +60,14 @@ func TestUpstreamStatusErrors(t *testing.T) {
 			502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 500)"},
 		{"503 plain", 503, "", 502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 503)"},
 		{"413", 413, `{"error":"too big"}`, 502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 413)"},
+		// A 4xx without the API's JSON error is not the API's verdict on
+		// the request: a proxy's page, or a wrong provider URL.
+		{"404 html", 404, "<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n<center><h1>404 Not Found</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>",
+			502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 404)"},
+		{"400 html", 400, "<html><head><title>400 The plain HTTP request was sent to HTTPS port</title></head></html>",
+			502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 400)"},
+		{"404 code only", 404, `{"error":{"code":"model_not_found"}}`, 404, api.ErrTypeInvalidRequest, "model_not_found", ""},
+		{"404 text", 404, "404 page not found", 502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 404)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
