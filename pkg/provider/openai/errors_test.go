@@ -56,6 +56,10 @@ func TestUpstreamStatusErrors(t *testing.T) {
 		// 500 may name internal hosts.
 		{"429", 429, `{"error":{"message":"Rate limit reached for gpt-4o in organization org-operator on tokens per min","type":"requests","param":null,"code":"rate_limit_exceeded"}}`,
 			429, api.ErrTypeRateLimit, provider.CodeRateLimitExceeded, "the model provider is rate limiting requests"},
+		// An account out of quota is no rate limit: no retry helps the
+		// client, the operator must act.
+		{"429 quota", 429, `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`,
+			502, api.ErrTypeUpstream, provider.CodeUpstreamError, "the model provider refused the call: the gateway's account with it is out of quota (HTTP 429 insufficient_quota)"},
 		{"500", 500, `{"error":{"message":"litellm.InternalServerError: connect to http://10.0.3.7:8000 failed","type":"server_error"}}`,
 			502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 500)"},
 		{"503 plain", 503, "", 502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 503)"},
