@@ -51,9 +51,8 @@ func (e *Engine) Compact(ctx context.Context, req *api.CompactRequest) (*api.Com
 	if err != nil {
 		return nil, api.AsError(err)
 	}
-	if res.Text == "" {
-		return nil, &api.Error{Status: http.StatusBadGateway, Type: api.ErrTypeUpstream, Code: "empty_summary",
-			Message: "The model returned no summary of the conversation (finish reason " + strconv.Quote(res.FinishReason) + ")."}
+	if err := summaryError(res); err != nil {
+		return nil, err
 	}
 	blob, err := e.cfg.Compaction.Seal(tenant.From(ctx), res.Text)
 	if err != nil {
@@ -72,6 +71,23 @@ func (e *Engine) Compact(ctx context.Context, req *api.CompactRequest) (*api.Com
 			slog.Int("items", len(conv)), slog.Int("summary_bytes", len(res.Text)), slog.String("key_id", e.cfg.Compaction.SealingKeyID()))
 	}
 	return out, nil
+}
+
+// summaryError is the 502 of a summarising call whose answer is not a
+// whole summary: empty, or cut (at the model's output limit or by a
+// content filter), which as the compacted window would lose what the cut
+// left out; nil for a whole one.
+func summaryError(res *provider.Result) *api.Error {
+	reason := " (finish reason " + strconv.Quote(res.FinishReason) + ")."
+	switch {
+	case res.Text == "":
+		return &api.Error{Status: http.StatusBadGateway, Type: api.ErrTypeUpstream, Code: "empty_summary",
+			Message: "The model returned no summary of the conversation" + reason}
+	case res.FinishReason == provider.FinishLength || res.FinishReason == provider.FinishContentFilter:
+		return &api.Error{Status: http.StatusBadGateway, Type: api.ErrTypeUpstream, Code: "incomplete_summary",
+			Message: "The model's summary of the conversation was cut off" + reason}
+	}
+	return nil
 }
 
 // openSummaries opens the compaction items of the conversation (the stored

@@ -10,6 +10,7 @@ import (
 	"github.com/lambent/lambent/internal/testing/schema"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/compaction"
+	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/stretchr/testify/assert"
@@ -250,6 +251,23 @@ func TestCompactErrors(t *testing.T) {
 	ae := api.AsError(err)
 	assert.Equal(t, 404, ae.Status)
 	assert.Equal(t, "previous_response_id", ae.Param)
+}
+
+// A summary the model did not finish (cut at its output limit, or by a
+// content filter) is not a compaction: the window it would stand for
+// loses what the cut left out. The call fails with a 502 instead.
+func TestCompactCutSummary(t *testing.T) {
+	t.Parallel()
+	for _, finish := range []string{provider.FinishLength, provider.FinishContentFilter} {
+		e, _ := newEngine(t, script(step{res: provider.Result{Text: "The user wants a trip to", FinishReason: finish}}), nil, withKeys(testKeyring(t, "k1")))
+		out, err := e.Compact(context.Background(), compactReq(t, `{"input":"hi"}`))
+		if out != nil {
+			t.Errorf("%s: compacted to %+v, want an error", finish, out.Output)
+		}
+		ae := api.AsError(err)
+		assert.Equal(t, 502, ae.Status, finish)
+		assert.Equal(t, "incomplete_summary", ae.Code, finish)
+	}
 }
 
 // A background response with a compaction item: the worker opens it again

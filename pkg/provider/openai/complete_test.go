@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"context"
+	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -127,5 +128,39 @@ func TestCompleteRefusal(t *testing.T) {
 	}
 	if res.Refusal != "I can't help with that." || res.Text != "" {
 		t.Errorf("result = %+v", res)
+	}
+}
+
+// A finish_reason saying the backend interrupted the answer (DeepSeek's
+// insufficient_system_resource, OpenRouter's error, vLLM's abort) fails
+// the call: the text so far is a cut answer, not a completed one.
+func TestInterruptedFinishReasons(t *testing.T) {
+	for upstream, want := range map[string]struct {
+		status int
+		code   string
+	}{
+		"insufficient_system_resource": {http.StatusServiceUnavailable, provider.CodeModelUnavailable},
+		"error":                        {http.StatusBadGateway, provider.CodeUpstreamError},
+		"abort":                        {http.StatusBadGateway, provider.CodeUpstreamError},
+	} {
+		t.Run(upstream, func(t *testing.T) {
+			p, _ := newBackend(t, openai.Config{}, jsonReply(200, `{"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Once upon a"},"finish_reason":"`+upstream+`"}]}`))
+			res, err := p.Complete(context.Background(), hi)
+			if res != nil {
+				t.Errorf("Complete: result = %+v, want none", res)
+			}
+			e := apiErr(t, err, want.status, api.ErrTypeUpstream, want.code)
+			contains(t, "Complete: message", e.Message, upstream)
+			p, _ = newBackend(t, openai.Config{}, sseReply(
+				chunk(`{"index":0,"delta":{"content":"Once upon a"},"finish_reason":null}`),
+				chunk(`{"index":0,"delta":{},"finish_reason":"`+upstream+`"}`),
+			))
+			res, err = p.Stream(context.Background(), hi, collect(new([]provider.Delta)))
+			if res != nil {
+				t.Errorf("Stream: result = %+v, want none", res)
+			}
+			e = apiErr(t, err, want.status, api.ErrTypeUpstream, want.code)
+			contains(t, "Stream: message", e.Message, upstream)
+		})
 	}
 }

@@ -93,12 +93,17 @@ func codeString(code any) string {
 
 // statusError maps a non-2xx upstream response: its status, header and
 // body. The provider's message reaches the client only when it is about
-// the request (400, 404, 409, 422: the client's to fix); a rate limit's
-// (OpenAI's names the organization), a credentials error's (it names part
-// of the key) and a server error's (a proxy's may name internal hosts, or
-// hold a stack trace) stay in the cause, for the logs.
+// the request (400, 404, 409, 422 with the API's JSON error body: the
+// client's to fix). A 429 is a rate limit, but for OpenAI's
+// insufficient_quota (the gateway's account out of credit: a 502, which
+// no retry cures). A rate limit's (OpenAI's names the organization), a
+// credentials error's (it names part of the key), a server error's (a
+// proxy's may name internal hosts, or hold a stack trace) and a 4xx's
+// without a JSON error (a proxy's HTML page, a wrong provider URL's "404
+// page not found": the operator's to fix) stay in the cause, for the logs.
 func statusError(status int, header http.Header, body []byte) *api.Error {
 	msg, code := parseErrorBody(body)
+	apiError := msg != "" || code != ""
 	if msg == "" {
 		msg = strings.TrimSpace(string(body))
 		if len(msg) > 512 || !isPrintable(msg) {
@@ -111,6 +116,9 @@ func statusError(status int, header http.Header, body []byte) *api.Error {
 	cause := fmt.Errorf("upstream HTTP %d: %s", status, msg)
 	switch status {
 	case http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity:
+		if !apiError {
+			break
+		}
 		if code == "" {
 			code = provider.CodeUpstreamError
 		}
@@ -122,6 +130,11 @@ func statusError(status int, header http.Header, body []byte) *api.Error {
 		return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamAuthFailed, cause,
 			"the model provider rejected the gateway's credentials (HTTP %d)", status)
 	case http.StatusTooManyRequests:
+		if code == "insufficient_quota" {
+			// OpenAI's 429 of an account out of credit: no retry helps.
+			return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, cause,
+				"the model provider refused the call: the gateway's account with it is out of quota (HTTP 429 insufficient_quota)")
+		}
 		return provider.RateLimited(provider.RetryAfter(header), cause, "the model provider is rate limiting requests")
 	}
 	return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, cause, "model provider error (HTTP %d)", status)

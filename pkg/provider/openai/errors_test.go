@@ -56,10 +56,22 @@ func TestUpstreamStatusErrors(t *testing.T) {
 		// 500 may name internal hosts.
 		{"429", 429, `{"error":{"message":"Rate limit reached for gpt-4o in organization org-operator on tokens per min","type":"requests","param":null,"code":"rate_limit_exceeded"}}`,
 			429, api.ErrTypeRateLimit, provider.CodeRateLimitExceeded, "the model provider is rate limiting requests"},
+		// An account out of quota is no rate limit: no retry helps the
+		// client, the operator must act.
+		{"429 quota", 429, `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`,
+			502, api.ErrTypeUpstream, provider.CodeUpstreamError, "the model provider refused the call: the gateway's account with it is out of quota (HTTP 429 insufficient_quota)"},
 		{"500", 500, `{"error":{"message":"litellm.InternalServerError: connect to http://10.0.3.7:8000 failed","type":"server_error"}}`,
 			502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 500)"},
 		{"503 plain", 503, "", 502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 503)"},
 		{"413", 413, `{"error":"too big"}`, 502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 413)"},
+		// A 4xx without the API's JSON error is not the API's verdict on
+		// the request: a proxy's page, or a wrong provider URL.
+		{"404 html", 404, "<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n<center><h1>404 Not Found</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>",
+			502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 404)"},
+		{"400 html", 400, "<html><head><title>400 The plain HTTP request was sent to HTTPS port</title></head></html>",
+			502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 400)"},
+		{"404 code only", 404, `{"error":{"code":"model_not_found"}}`, 404, api.ErrTypeInvalidRequest, "model_not_found", ""},
+		{"404 text", 404, "404 page not found", 502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 404)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -181,3 +181,38 @@ func BenchmarkDecodeCompletion(b *testing.B) {
 		}
 	}
 }
+
+// A stream whose answer grows past maxResponseBody (an endless stream, a
+// model repeating itself) fails with a 502 instead of growing the
+// gateway's memory without bound: text, reasoning and tool arguments
+// alike, as a non-streaming answer is bounded.
+func TestDecodeStreamAnswerBounded(t *testing.T) {
+	const piece = 1 << 20
+	big := strings.Repeat("x", piece)
+	for name, delta := range map[string]string{
+		"text":      `{"content":"` + big + `"}`,
+		"reasoning": `{"reasoning_content":"` + big + `"}`,
+		"arguments": `{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"f","arguments":"` + big + `"}}]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			ev := []byte(`data: {"choices":[{"index":0,"delta":` + delta + `,"finish_reason":null}]}` + "\n\n")
+			var parts []io.Reader
+			for range maxResponseBody/piece + 1 {
+				parts = append(parts, bytes.NewReader(ev))
+			}
+			parts = append(parts, strings.NewReader("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"))
+			res, err := decodeStream(io.MultiReader(parts...), "m", func(provider.Delta) error { return nil })
+			var e *api.Error
+			if !errors.As(err, &e) || e.Status != 502 || e.Code != provider.CodeUpstreamBadResponse {
+				n := 0
+				if res != nil {
+					n = len(res.Text) + len(res.Reasoning)
+					for _, c := range res.ToolCalls {
+						n += len(c.Arguments)
+					}
+				}
+				t.Fatalf("err = %v (answer of %d bytes), want a 502 %s", err, n, provider.CodeUpstreamBadResponse)
+			}
+		})
+	}
+}

@@ -31,11 +31,17 @@
 //     (Messages of little text, 16 KiB at most, are encoded at once: a
 //     body longer for its tools alone is sent chunked too.)
 //
+// finish_reason length and content_filter end the response incomplete;
+// one saying the backend broke the answer off (insufficient_system_resource,
+// error, abort) fails the call (interrupted).
+//
 // Errors are *api.Error values wrapping their cause (see the provider.Code
 // constants). A cancelled context gives a 499 request_cancelled error and a
 // passed deadline a 504 upstream_timeout, both wrapping ctx.Err(), so
 // errors.Is(err, context.Canceled) tells a cancellation. The provider never
-// retries.
+// retries. An answer is bounded: a non-streaming body at 64 MiB, a streamed
+// answer's text, refusal, reasoning and tool calls at 64 MiB together
+// (longer: a 502 upstream_bad_response).
 //
 // Requests are encoded and responses and stream chunks decoded with
 // internal/wirejson (encoding/json's bytes and values, faster), in the wire
@@ -486,8 +492,28 @@ func decodeCompletion(body []byte, model string) (*provider.Result, error) {
 	if u := cr.ChunkUsage(); u != nil {
 		res.Usage = usageToAPI(u)
 	}
+	if err := interrupted(ch.FinishReason); err != nil {
+		return nil, err
+	}
 	res.FinishReason = mapFinish(ch.FinishReason, len(res.ToolCalls) > 0)
 	return res, nil
+}
+
+// interrupted is the error of a finish_reason saying the backend broke
+// the answer off, nil for any other: DeepSeek's
+// insufficient_system_resource (503 model_unavailable: retrying later may
+// succeed), OpenRouter's and vLLM's error and vLLM's abort (502). What the
+// model had sent is a cut answer, never a completed one.
+func interrupted(r string) *api.Error {
+	switch r {
+	case "insufficient_system_resource":
+		return provider.UpstreamError(http.StatusServiceUnavailable, provider.CodeModelUnavailable, errors.New("finish_reason "+r),
+			"the model provider interrupted its answer (finish_reason %q)", r)
+	case "error", "abort":
+		return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, errors.New("finish_reason "+r),
+			"the model provider interrupted its answer (finish_reason %q)", r)
+	}
+	return nil
 }
 
 // mapFinish maps a Chat Completions finish_reason to a provider.Finish

@@ -164,6 +164,8 @@ type streamState struct {
 	model     string
 	finish    string
 	done      bool
+	// size is the bytes of the answer so far (grow).
+	size int
 	// more is the Delta.More of the deltas of the chunk being decoded.
 	more bool
 	// c is the chunk being decoded, reused for every chunk; its first
@@ -192,7 +194,7 @@ func decodeStream(body io.Reader, model string, fn func(provider.Delta) error) (
 			}
 			if st.finish != "" {
 				// The answer is complete; only [DONE] (and maybe usage) is missing.
-				return st.result("read error after finish_reason: " + err.Error()), nil
+				return st.result("read error after finish_reason: " + err.Error())
 			}
 			return nil, &readError{err}
 		}
@@ -215,9 +217,9 @@ func decodeStream(body io.Reader, model string, fn func(provider.Delta) error) (
 		if st.finish == "" {
 			return nil, provider.StreamCut(io.ErrUnexpectedEOF, "the model provider's stream ended before the answer was complete")
 		}
-		return st.result("stream ended without [DONE]"), nil
+		return st.result("stream ended without [DONE]")
 	}
-	return st.result(""), nil
+	return st.result("")
 }
 
 func (st *streamState) chunk(data []byte) error {
@@ -241,13 +243,17 @@ func (st *streamState) chunk(data []byte) error {
 			continue
 		}
 		d := &ch.Delta
-		if r := reasoning(d.ReasoningContent, d.Reasoning) + d.Content.Reasoning(); r != "" {
+		r, t := reasoning(d.ReasoningContent, d.Reasoning)+d.Content.Reasoning(), d.Content.String()
+		if err := st.grow(len(r) + len(t) + len(d.Refusal)); err != nil {
+			return err
+		}
+		if r != "" {
 			st.reasoning.WriteString(r)
 			if err := st.fn(provider.Delta{Kind: provider.DeltaReasoning, Text: r, More: st.more}); err != nil {
 				return err
 			}
 		}
-		if t := d.Content.String(); t != "" {
+		if t != "" {
 			st.text.WriteString(t)
 			if err := st.fn(provider.Delta{Kind: provider.DeltaText, Text: t, More: st.more}); err != nil {
 				return err
@@ -293,6 +299,9 @@ func (st *streamState) toolCall(tc *chatwire.ToolCall) error {
 	if pos >= 0 && tc.ID != "" && st.calls[pos].id != tc.ID {
 		pos = -1
 	}
+	if err := st.grow(len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments)); err != nil {
+		return err
+	}
 	d := provider.Delta{Kind: provider.DeltaToolCall, Text: string(tc.Function.Arguments), More: st.more}
 	var c *callAcc
 	if pos < 0 {
@@ -319,7 +328,24 @@ func (st *streamState) toolCall(tc *chatwire.ToolCall) error {
 	return st.fn(d)
 }
 
-func (st *streamState) result(warn string) *streamResult {
+// grow counts n more bytes of the answer: a streamed answer is bounded
+// as a non-streaming one is (maxResponseBody), or a backend streaming
+// without end (or a model repeating itself with no max_tokens) would grow
+// the gateway's memory until the deadline.
+func (st *streamState) grow(n int) error {
+	st.size += n
+	if st.size > maxResponseBody {
+		return provider.BadResponse(errors.New("answer too long"), "the model provider's streamed answer is longer than %d bytes", maxResponseBody)
+	}
+	return nil
+}
+
+// result is the accumulated answer, or the error of a finish_reason that
+// broke it off (interrupted).
+func (st *streamState) result(warn string) (*streamResult, error) {
+	if err := interrupted(st.finish); err != nil {
+		return nil, err
+	}
 	r := &streamResult{warn: warn}
 	r.Text = st.text.String()
 	r.Refusal = st.refusal.String()
@@ -339,5 +365,5 @@ func (st *streamState) result(warn string) *streamResult {
 		r.Usage = usageToAPI(st.usage)
 	}
 	r.FinishReason = mapFinish(st.finish, len(st.calls) > 0)
-	return r
+	return r, nil
 }
