@@ -185,10 +185,10 @@ func (a *assembler) delta(d provider.Delta) error {
 		if d.Encrypted != "" {
 			// The block is complete: its opaque data goes back with it.
 			a.r.keepReasoningState(it, d.Encrypted)
-			a.closeReasoning()
+			a.closeReasoning(api.ItemCompleted)
 		}
 	case provider.DeltaText, provider.DeltaRefusal:
-		a.closeReasoning()
+		a.closeReasoning(api.ItemCompleted)
 		typ := api.PartOutputText
 		if d.Kind == provider.DeltaRefusal {
 			typ = api.PartRefusal
@@ -212,7 +212,7 @@ func (a *assembler) delta(d provider.Delta) error {
 			a.textEvent(api.EventOutputTextDelta, a.message, a.part, d)
 		}
 	case provider.DeltaToolCall:
-		a.closeReasoning()
+		a.closeReasoning(api.ItemCompleted)
 		a.closeMessage(api.ItemCompleted)
 		pos, ok := a.byIndex[d.ToolIndex]
 		if !ok {
@@ -314,7 +314,9 @@ func (a *assembler) textEvent(typ string, idx, part int, d provider.Delta) {
 	}
 }
 
-func (a *assembler) closeReasoning() {
+// closeReasoning closes the open reasoning item, if any, with status
+// status (incomplete when the turn was cut while the model reasoned).
+func (a *assembler) closeReasoning(status string) {
 	if a.reasoning < 0 {
 		return
 	}
@@ -330,7 +332,7 @@ func (a *assembler) closeReasoning() {
 	}
 	a.partEvent(api.EventContentPartDone, idx, 0, &it.Content[0])
 	a.summarize(idx, it)
-	it.Status = api.ItemCompleted
+	it.Status = status
 	a.r.em.itemEvent(api.EventOutputItemDone, idx, it)
 }
 
@@ -375,11 +377,12 @@ func (a *assembler) closeMessage(status string) {
 // mcp_call and mcp_approval_request items it produced, in order. An mcp_call of a completed turn
 // stays open until its tool has answered (completeServerCall) or the turn
 // ends without running it (closeUnexecuted). itemStatus is the status of
-// the turn's last item (incomplete when the turn was cut); the items
-// before it were whole (completed): an incomplete item is the last one
-// emitted (OpenResponses, "Items").
+// the turn's last item (incomplete when the turn was cut; a reasoning item
+// still open is one the model was emitting); the items before it were
+// whole (completed): an incomplete item is the last one emitted
+// (OpenResponses, "Items").
 func (a *assembler) finish(itemStatus string) []api.Item {
-	last := a.message
+	last := max(a.reasoning, a.message)
 	for _, idx := range a.calls {
 		last = max(last, idx)
 	}
@@ -389,7 +392,7 @@ func (a *assembler) finish(itemStatus string) []api.Item {
 		}
 		return api.ItemCompleted
 	}
-	a.closeReasoning()
+	a.closeReasoning(statusOf(a.reasoning))
 	a.closeMessage(statusOf(a.message))
 	calls := make([]api.Item, 0, len(a.calls))
 	for pos, idx := range a.calls {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/requestid"
 	"github.com/lambent/lambent/pkg/store"
 )
 
@@ -60,7 +61,9 @@ const ResumeComment = "resume starting_after="
 // response's terminal event is its last (events a worker that lost its
 // lease wrote after it are not sent), and when that event is missing from
 // the log (its append failed after the terminal state was stored) it is
-// sent as stored, rebuilt from the record.
+// sent as stored, rebuilt from the record. A store failure after the
+// first read of the log ends the stream with an error event
+// (followFailed).
 func (e *Engine) follow(ctx context.Context, rec *store.Record, after int64, w ResponseWriter) error {
 	raw, ok := w.(rawEventWriter)
 	if !ok {
@@ -87,6 +90,7 @@ func (e *Engine) follow(ctx context.Context, rec *store.Record, after int64, w R
 	defer timer.Stop()
 	noteFollower := e.followerNote(ctx, rec)
 	idle := 0
+	polled := false
 	for {
 		if end >= 0 && after >= end {
 			return nil
@@ -97,8 +101,12 @@ func (e *Engine) follow(ctx context.Context, rec *store.Record, after int64, w R
 			if ctx.Err() != nil {
 				return nil
 			}
+			if polled {
+				return e.followFailed(ctx, raw, id, after, e.storeErr(err, id, "id"))
+			}
 			return e.storeErr(err, id, "id")
 		}
+		polled = true
 		sent := 0
 		for _, ev := range evs {
 			if end >= 0 && ev.Seq > end {
@@ -126,7 +134,7 @@ func (e *Engine) follow(ctx context.Context, rec *store.Record, after int64, w R
 				if ctx.Err() != nil {
 					return nil
 				}
-				return err
+				return e.followFailed(ctx, raw, id, after, err)
 			}
 			if cur.Response.Status.Terminal() {
 				if end >= 0 {
@@ -154,6 +162,25 @@ func (e *Engine) follow(ctx context.Context, rec *store.Record, after int64, w R
 		case <-timer.C:
 		}
 	}
+}
+
+// followFailed ends a followed stream that started (its first read of the
+// log succeeded, so the client may have its first events) on err, a
+// failure of the store: with an error event numbered after the last event
+// sent, which the official SDKs report as an error where a stream that
+// stopped short would read as one that ended, and nil, so that the
+// transport ends the stream as usual (data: [DONE]). The client may
+// resume from the last event it received.
+func (e *Engine) followFailed(ctx context.Context, raw rawEventWriter, id string, after int64, err error) error {
+	e.log.WarnContext(ctx, "following a background response failed", "response_id", id, "after", after, "err", err)
+	ev := api.NewErrorEvent(api.AsError(err).ForClient(requestid.From(ctx)))
+	ev.SequenceNumber = after + 1
+	data, merr := wirejson.Marshal(ev.Wire())
+	if merr != nil {
+		return fmt.Errorf("engine: encode the error event of %s: %w", id, merr)
+	}
+	_ = raw.WriteRawEvent(ev.Type, data) // an error: the client went away
+	return nil
 }
 
 // followNote is how long a follower's note lasts (store.RunSignals.Follow):

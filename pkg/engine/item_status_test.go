@@ -72,3 +72,28 @@ func TestCutLeavesOnlyTheLastItemIncomplete(t *testing.T) {
 	require.Equal(t, api.ItemCompleted, r.Output[0].Status, "the finished call")
 	require.Equal(t, api.ItemIncomplete, r.Output[1].Status, "the cut call")
 }
+
+// A max_output_tokens cut while the model reasons (a reasoning model that
+// spends its budget thinking) leaves the reasoning item incomplete, in its
+// output_item.done event and in the response: it is the item the model
+// was emitting when the budget ran out (OpenResponses, "Items").
+func TestCutWhileReasoningLeavesTheReasoningIncomplete(t *testing.T) {
+	p := &deltaModel{steps: []deltaStep{{
+		deltas: []provider.Delta{{Kind: provider.DeltaReasoning, Text: "Let me think about"}},
+		res:    provider.Result{Reasoning: "Let me think about", FinishReason: provider.FinishLength}}}}
+	e, _ := newEngine(t, p, nil)
+	rec, err := run1(t, e, `{"model":"m","input":"hi","stream":true,"max_output_tokens":16}`)
+	require.NoError(t, err)
+	r := rec.checkStream(t)
+	require.Equal(t, api.StatusIncomplete, r.Status)
+	require.Len(t, r.Output, 1)
+	require.Equal(t, api.ItemReasoning, r.Output[0].Type)
+	require.Equal(t, api.ItemIncomplete, r.Output[0].Status, "the cut reasoning")
+	var done []string
+	for _, ev := range rec.parsed(t) {
+		if ev.Type == api.EventOutputItemDone {
+			done = append(done, ev.Item.Status)
+		}
+	}
+	require.Equal(t, []string{api.ItemIncomplete}, done)
+}

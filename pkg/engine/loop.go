@@ -235,7 +235,8 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 			if out.status == api.StatusIncomplete {
 				cut = api.ItemIncomplete
 			}
-			r.asm.finish(cut)
+			// None of its calls runs: its mcp_call items end here.
+			r.closeUnexecuted(r.asm.finish(cut))
 			return out
 		}
 		r.addUsage(res)
@@ -245,6 +246,11 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 			itemStatus = api.ItemIncomplete
 		}
 		calls := a.finish(itemStatus)
+		if res.FinishReason == provider.FinishLength || res.FinishReason == provider.FinishContentFilter {
+			// The turn was cut: none of its calls runs, its mcp_call
+			// items end here.
+			r.closeUnexecuted(calls)
+		}
 		switch res.FinishReason {
 		case provider.FinishLength:
 			return outcome{status: api.StatusIncomplete, reason: api.ReasonMaxOutputTokens}

@@ -267,14 +267,16 @@ func (r *run) completeServerCall(call *api.Item, res *tools.ToolResult) {
 }
 
 // closeUnexecuted ends the stream's open mcp_call items of calls that did
-// not run (their turn paused, or the deadline left no time): they stay
-// in_progress in the stored output, and a continuation runs them.
+// not run (their turn paused or was cut, or the deadline left no time):
+// they stay in_progress in the stored output, and a continuation runs
+// them. An item the assembler closed already (the incomplete last item of
+// a cut turn) is left alone.
 func (r *run) closeUnexecuted(calls []api.Item) {
 	for i := range calls {
 		if calls[i].Type != api.ItemMCPCall {
 			continue
 		}
-		if idx := r.outputIndex(calls[i].ID); idx >= 0 && !r.resp.Output[idx].Executed() {
+		if idx := r.outputIndex(calls[i].ID); idx >= 0 && r.resp.Output[idx].Status == api.ItemInProgress && !r.resp.Output[idx].Executed() {
 			r.em.itemEvent(api.EventOutputItemDone, idx, &r.resp.Output[idx])
 		}
 	}
