@@ -162,6 +162,8 @@ func ItemIDPrefix(typ string) string {
 		return PrefixComputerCall
 	case ItemComputerCallOutput:
 		return PrefixComputerCallOutput
+	case ItemWebSearchCall:
+		return PrefixWebSearchCall
 	case ItemMCPCall:
 		return PrefixMCPCall
 	case ItemReasoning:

@@ -63,6 +63,12 @@ const (
 	// call: OutputRaw holds its screenshot ({"type":"computer_screenshot",
 	// "image_url"|"file_id"}), SafetyChecks its acknowledged_safety_checks.
 	ItemComputerCallOutput = "computer_call_output"
+	// ItemWebSearchCall (input only) is a search OpenAI's hosted web_search
+	// tool ran, replayed by a client that keeps its own history (Codex):
+	// Action holds its action ({"type":"search","query"}, open_page, find),
+	// when given. The search's results are not in it; Lambent runs no such
+	// search and leaves the item out of what the model sees.
+	ItemWebSearchCall = "web_search_call"
 )
 
 // IsClientCall reports whether typ is the item type of a call the client
@@ -118,6 +124,8 @@ const (
 	PrefixComputerCall = "cu_"
 	// PrefixComputerCallOutput is the id prefix of computer_call_output items.
 	PrefixComputerCallOutput = "cuo_"
+	// PrefixWebSearchCall is the id prefix of web_search_call items.
+	PrefixWebSearchCall = "ws_"
 )
 
 // HostedServerLabel is the server_label of the mcp_call items of Lambent's
@@ -188,8 +196,9 @@ type Item struct {
 	Arguments string
 	// Input is a custom_tool_call's free-text input.
 	Input string
-	// Action is a shell_call's, local_shell_call's or computer_call's
-	// action or an apply_patch_call's operation (a JSON object); OutputRaw
+	// Action is a shell_call's, local_shell_call's, computer_call's or
+	// web_search_call's action or an apply_patch_call's operation (a JSON
+	// object; a web_search_call may have none); OutputRaw
 	// a shell_call_output's output array or a computer_call_output's
 	// screenshot object.
 	Action    json.RawMessage
@@ -369,6 +378,7 @@ func (it *Item) OutputText() string {
 //	local_shell_call_output: type, id, call_id, output, status
 //	computer_call:        type, id, call_id, action, pending_safety_checks ([] when empty), status
 //	computer_call_output: type, id, call_id, output (OutputRaw), acknowledged_safety_checks ([] when empty), status
+//	web_search_call:      type, id, status, action (omitted when empty)
 //	reasoning:            type, id, summary ([] when nil), then content, encrypted_content and status when non-empty
 //	item_reference:       type, id
 //	compaction:           type, id, encrypted_content
@@ -444,6 +454,13 @@ func (it *Item) wire() (any, error) {
 			PendingSafetyChecks json.RawMessage `json:"pending_safety_checks"`
 			Status              string          `json:"status"`
 		}{it.Type, it.ID, it.CallID, orEmptyObject(it.Action), orEmptyArray(it.SafetyChecks), it.Status}, nil
+	case ItemWebSearchCall:
+		return struct {
+			Type   string          `json:"type"`
+			ID     string          `json:"id"`
+			Status string          `json:"status"`
+			Action json.RawMessage `json:"action,omitempty"`
+		}{it.Type, it.ID, it.Status, it.Action}, nil
 	case ItemLocalShellCallOutput:
 		return struct {
 			Type   string `json:"type"`
@@ -708,6 +725,13 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 		if typ == ItemComputerCall && len(w.PendingChecks) > 0 && w.PendingChecks[0] == '[' {
 			it.SafetyChecks = w.PendingChecks
 		}
+	case ItemWebSearchCall:
+		if len(w.Action) > 0 && !isNull(w.Action) {
+			if err := checkWebSearchAction(w.Action); err != nil {
+				return err
+			}
+			it.Action = w.Action
+		}
 	case ItemLocalShellCallOutput:
 		// OpenAI's SDKs name the call by "id" (the call id the model
 		// issued); "call_id" is accepted too.
@@ -827,7 +851,7 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 			it.Reason = *w.Reason
 		}
 	default:
-		return InvalidRequest("type", "unsupported item type %q; supported: message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, shell_call, shell_call_output, apply_patch_call, apply_patch_call_output, local_shell_call, local_shell_call_output, computer_call, computer_call_output, reasoning, item_reference, mcp_call, mcp_list_tools, mcp_approval_request, mcp_approval_response, compaction", typ)
+		return InvalidRequest("type", "unsupported item type %q; supported: message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, shell_call, shell_call_output, apply_patch_call, apply_patch_call_output, local_shell_call, local_shell_call_output, computer_call, computer_call_output, web_search_call, reasoning, item_reference, mcp_call, mcp_list_tools, mcp_approval_request, mcp_approval_response, compaction", typ)
 	}
 	return nil
 }
