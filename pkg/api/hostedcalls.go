@@ -1,6 +1,9 @@
 package api
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strconv"
+)
 
 // The items of OpenAI's hosted tools that a client keeping its own history
 // (Codex) replays from a thread OpenAI ran: Lambent runs none of these
@@ -11,7 +14,8 @@ import "encoding/json"
 
 // MaxItemValueDepth bounds the nesting depth (objects and arrays inside
 // each other) of a JSON value an input item carries as it is: a
-// web_search_call's action.
+// web_search_call's action, a tool_search_call's arguments, a
+// tool_search_output's tools.
 const MaxItemValueDepth = 64
 
 // checkDepth checks that the JSON value v (the item's param) is nested at
@@ -95,6 +99,31 @@ func checkWebSearchAction(v json.RawMessage) error {
 	}
 	if a.Type == nil || *a.Type == "" {
 		return InvalidRequestCode("action.type", "missing_required_parameter", "Missing required parameter: 'action.type'.")
+	}
+	return nil
+}
+
+// checkLoadedTools checks a tool_search_output's tools: an array of tool
+// definitions (objects with a type) of a bounded depth. Lambent offers
+// none of them to the model.
+func checkLoadedTools(v json.RawMessage) error {
+	if len(v) == 0 || isNull(v) {
+		return InvalidRequestCode("tools", "missing_required_parameter", "Missing required parameter: 'tools'.")
+	}
+	if err := checkDepth("tools", v); err != nil {
+		return err
+	}
+	var tools []struct {
+		Type *string `json:"type"`
+	}
+	if err := into("tools", v, &tools); err != nil {
+		return err
+	}
+	for j, t := range tools {
+		if t.Type == nil || *t.Type == "" {
+			p := "tools[" + strconv.Itoa(j) + "].type"
+			return InvalidRequestCode(p, "missing_required_parameter", "Missing required parameter: '%s'.", p)
+		}
 	}
 	return nil
 }

@@ -164,6 +164,10 @@ func ItemIDPrefix(typ string) string {
 		return PrefixComputerCallOutput
 	case ItemWebSearchCall:
 		return PrefixWebSearchCall
+	case ItemToolSearchCall:
+		return PrefixToolSearchCall
+	case ItemToolSearchOutput:
+		return PrefixToolSearchOutput
 	case ItemMCPCall:
 		return PrefixMCPCall
 	case ItemReasoning:

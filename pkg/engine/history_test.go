@@ -135,9 +135,9 @@ func TestPausedTurnStaysOneTurn(t *testing.T) {
 }
 
 // The items of OpenAI's hosted tools a client replays from a thread OpenAI
-// ran (web_search_call) are left out of what the model sees wherever they
-// stand: the calls of one turn around them stay one turn, then their
-// results.
+// ran (web_search_call, tool_search_call, tool_search_output) are left out
+// of what the model sees wherever they stand: the calls of one turn around
+// them stay one turn, then their results.
 func TestOpenAIHostedItemsLeftOut(t *testing.T) {
 	t.Parallel()
 	p := script(text("done", 1, 1))
@@ -146,7 +146,9 @@ func TestOpenAIHostedItemsLeftOut(t *testing.T) {
 	call := func(id, out string) string {
 		return `{"type":"mcp_call","id":"` + id + `","server_label":"lambent","name":"calc","arguments":"{}","output":"` + out + `","status":"completed"}`
 	}
-	in := `[{"role":"user","content":"x"},` + ws + `,` + call("mcp_a", "1") + `,` + ws + `,` + call("mcp_b", "2") + `,` + ws + `,{"role":"user","content":"and?"}]`
+	ts := `{"type":"tool_search_call","call_id":"s1","execution":"client","arguments":{"query":"q"}},` +
+		`{"type":"tool_search_output","call_id":"s1","execution":"client","tools":[{"type":"function","name":"f"}]}`
+	in := `[{"role":"user","content":"x"},` + ws + `,` + call("mcp_a", "1") + `,` + ts + `,` + call("mcp_b", "2") + `,` + ws + `,{"role":"user","content":"and?"}]`
 	_, err := run1(t, e, `{"store":false,"input":`+in+`,"tools":[{"type":"lambent:calc"}]}`)
 	require.NoError(t, err)
 	items := p.requests()[0].Items

@@ -17,7 +17,9 @@ import (
 // codexOpenAIThread is a thread Codex started on OpenAI, as Codex replays
 // it (store: false, no item ids; pkg/api/testdata/codex_openai_thread.json):
 // OpenAI's hosted web searches between the calls of one turn, the turn's
-// results, the answer, a new question. Each item is its wire shape.
+// results, the answer; a client-executed tool search loading an MCP
+// server's tool, the call of that tool, the answer; a new question. Each
+// item is its wire shape.
 func codexOpenAIThread(t *testing.T) []json.RawMessage {
 	t.Helper()
 	b, err := os.ReadFile("../api/testdata/codex_openai_thread.json")
@@ -50,14 +52,16 @@ func TestE2ECodexOpenAIThreadResumed(t *testing.T) {
 		require.NoError(t, json.Unmarshal(body, &resp))
 		require.Equal(t, "completed", resp.Status)
 
-		msgs := g.fake.Requests()[i].Messages
+		req := g.fake.Requests()[i]
 		var roles []string
-		for _, m := range msgs {
+		for _, m := range req.Messages {
 			roles = append(roles, m.Role)
-			assert.NotContains(t, m.Content.String(), "weather.example", "no search reaches the model")
+			assert.NotContains(t, m.Content.String(), "weather.example", "no web search reaches the model")
+			assert.NotContains(t, m.Content.String(), "calendar create event", "no tool search reaches the model")
 		}
-		require.Equal(t, []string{"system", "user", "assistant", "tool", "tool", "assistant", "user"}, roles)
-		require.Len(t, msgs[2].ToolCalls, 2, "the turn's calls stay one assistant message")
+		require.Equal(t, []string{"system", "user", "assistant", "tool", "tool", "assistant", "user", "assistant", "tool", "assistant", "user"}, roles)
+		require.Len(t, req.Messages[2].ToolCalls, 2, "the turn's calls stay one assistant message")
+		require.Len(t, req.Tools, 1, "the model is offered the request's tools, not those a search loaded")
 		if !store {
 			continue
 		}
@@ -68,16 +72,19 @@ func TestE2ECodexOpenAIThreadResumed(t *testing.T) {
 		}
 		require.NoError(t, json.Unmarshal(body, &list))
 		require.Len(t, list.Data, len(thread))
+		prefixes := map[string]string{"web_search_call": "ws_", "tool_search_call": "tsc_", "tool_search_output": "tso_"}
+		hosted := 0
 		for j, raw := range list.Data {
-			if !strings.Contains(string(thread[j]), `"web_search_call"`) {
+			var it struct{ Type, ID string }
+			require.NoError(t, json.Unmarshal(raw, &it))
+			prefix, ok := prefixes[it.Type]
+			if !ok {
 				continue
 			}
-			var id struct {
-				ID string `json:"id"`
-			}
-			require.NoError(t, json.Unmarshal(raw, &id))
-			assert.True(t, strings.HasPrefix(id.ID, "ws_"), id.ID)
+			hosted++
+			assert.True(t, strings.HasPrefix(it.ID, prefix), it.ID)
 			assert.JSONEq(t, string(thread[j]), withoutID(t, raw))
 		}
+		require.Equal(t, 5, hosted)
 	}
 }

@@ -13,9 +13,10 @@ import (
 )
 
 // A Codex thread started on OpenAI (pkg/api/testdata/codex_openai_thread.json:
-// OpenAI's hosted web searches between the calls of one turn) resumes on
-// Bedrock: the strict fake gets the turn's toolUse blocks together, their
-// toolResult blocks in the next message, and none of the searches.
+// OpenAI's hosted web searches between the calls of one turn, a tool
+// search) resumes on Bedrock: the strict fake gets the turn's toolUse
+// blocks together, their toolResult blocks in the next message, and none
+// of the searches.
 func TestGatewayCodexOpenAIThreadResumed(t *testing.T) {
 	fake := fakebedrock.New(fakebedrock.Turn{Text: "Nothing else."})
 	client := gateway(t, fake, nil)
@@ -39,10 +40,12 @@ func TestGatewayCodexOpenAIThreadResumed(t *testing.T) {
 				s += " toolResult"
 			case b.Text != nil:
 				s += " text"
-				assert.NotContains(t, *b.Text, "weather.example", "no search reaches the model")
+				assert.NotContains(t, *b.Text, "weather.example", "no web search reaches the model")
+				assert.NotContains(t, *b.Text, "calendar create event", "no tool search reaches the model")
 			}
 		}
 		shape = append(shape, s)
 	}
-	assert.Equal(t, []string{"user: text", "assistant: toolUse toolUse", "user: toolResult toolResult", "assistant: text", "user: text"}, shape)
+	assert.Equal(t, []string{"user: text", "assistant: toolUse toolUse", "user: toolResult toolResult", "assistant: text",
+		"user: text", "assistant: toolUse", "user: toolResult", "assistant: text", "user: text"}, shape)
 }
