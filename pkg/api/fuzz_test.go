@@ -72,6 +72,13 @@ func addCreateSeeds(f *testing.F) {
 		`{"input":[{"type":"mcp_call","id":"mcp_1","server_label":"lambent","name":"calculator","arguments":"{}","output":"2","error":null,"status":"completed"},` +
 			`{"type":"mcp_call","id":"mcp_2","server_label":"lambent","name":"c","arguments":"{}","error":{"type":"mcp_tool_execution_error","content":[{"type":"text","text":"e"}]},"status":"failed"},` +
 			`{"type":"mcp_call","id":"mcp_3","name":"c","error":"boom","status":"calling"}]}`,
+		`{"input":[{"type":"web_search_call","status":"completed","action":{"type":"search","query":"q","queries":["q"]}},{"type":"web_search_call","id":"ws_1","status":"searching",` +
+			`"action":{"type":"open_page","url":"https://x"}},{"type":"web_search_call","action":{"type":"find_in_page","url":"u","pattern":"p","sources":[{"type":"url","url":"u"}]}},{"type":"web_search_call"}]}`,
+		`{"input":[{"type":"tool_search_call","call_id":"s","execution":"client","arguments":{"query":"q","limit":1}},{"type":"tool_search_output","call_id":"s","execution":"client",` +
+			`"tools":[{"type":"namespace","name":"n","tools":[{"type":"function","name":"f","parameters":{"type":"object"}}]}]},{"type":"tool_search_call","call_id":null,"arguments":"x"},` +
+			`{"type":"tool_search_output","tools":[]}]}`,
+		`{"input":[{"type":"tool_search_call"}]}`, `{"input":[{"type":"tool_search_output","tools":[{}]}]}`, `{"input":[{"type":"function_call","call_id":"c","name":"f","arguments":{}}]}`,
+		`{"input":[{"type":"web_search_call","action":"search"}]}`, `{"input":[{"type":"web_search_call","action":{"type":"search","x":[[[[[[[[]]]]]]]]}}]}`,
 		`{"input":[{"type":"computer_call","call_id":"c"}]}`, `{"input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}","status":"done"}]}`,
 	} {
 		f.Add([]byte(s))

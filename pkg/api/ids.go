@@ -162,6 +162,12 @@ func ItemIDPrefix(typ string) string {
 		return PrefixComputerCall
 	case ItemComputerCallOutput:
 		return PrefixComputerCallOutput
+	case ItemWebSearchCall:
+		return PrefixWebSearchCall
+	case ItemToolSearchCall:
+		return PrefixToolSearchCall
+	case ItemToolSearchOutput:
+		return PrefixToolSearchOutput
 	case ItemMCPCall:
 		return PrefixMCPCall
 	case ItemReasoning:

@@ -63,6 +63,23 @@ const (
 	// call: OutputRaw holds its screenshot ({"type":"computer_screenshot",
 	// "image_url"|"file_id"}), SafetyChecks its acknowledged_safety_checks.
 	ItemComputerCallOutput = "computer_call_output"
+	// ItemWebSearchCall (input only) is a search OpenAI's hosted web_search
+	// tool ran, replayed by a client that keeps its own history (Codex):
+	// Action holds its action ({"type":"search","query"}, open_page, find),
+	// when given. The search's results are not in it; Lambent runs no such
+	// search and leaves the item out of what the model sees.
+	ItemWebSearchCall = "web_search_call"
+	// ItemToolSearchCall (input only) is a tool search OpenAI's tool_search
+	// tool made, replayed as web_search_call is: Arguments holds its
+	// arguments as JSON text ({"query","limit"}, {"paths"}: any value),
+	// Execution where it ran ("server" or "client"), CallID its call id
+	// (a client-executed search's). Lambent leaves it out of what the
+	// model sees.
+	ItemToolSearchCall = "tool_search_call"
+	// ItemToolSearchOutput (input only) is a tool search's result, replayed
+	// as ItemToolSearchCall is: OutputRaw holds the tool definitions it
+	// loaded (a JSON array), Execution and CallID are its call's.
+	ItemToolSearchOutput = "tool_search_output"
 )
 
 // IsClientCall reports whether typ is the item type of a call the client
@@ -118,6 +135,12 @@ const (
 	PrefixComputerCall = "cu_"
 	// PrefixComputerCallOutput is the id prefix of computer_call_output items.
 	PrefixComputerCallOutput = "cuo_"
+	// PrefixWebSearchCall is the id prefix of web_search_call items.
+	PrefixWebSearchCall = "ws_"
+	// PrefixToolSearchCall is the id prefix of tool_search_call items.
+	PrefixToolSearchCall = "tsc_"
+	// PrefixToolSearchOutput is the id prefix of tool_search_output items.
+	PrefixToolSearchOutput = "tso_"
 )
 
 // HostedServerLabel is the server_label of the mcp_call items of Lambent's
@@ -188,10 +211,14 @@ type Item struct {
 	Arguments string
 	// Input is a custom_tool_call's free-text input.
 	Input string
-	// Action is a shell_call's, local_shell_call's or computer_call's
-	// action or an apply_patch_call's operation (a JSON object); OutputRaw
-	// a shell_call_output's output array or a computer_call_output's
-	// screenshot object.
+	// Execution is where a tool_search_call's search ran, "server" or
+	// "client" (its tool_search_output's too; empty when not given).
+	Execution string
+	// Action is a shell_call's, local_shell_call's, computer_call's or
+	// web_search_call's action or an apply_patch_call's operation (a JSON
+	// object; a web_search_call may have none); OutputRaw
+	// a shell_call_output's output array, a computer_call_output's
+	// screenshot object or a tool_search_output's tools array.
 	Action    json.RawMessage
 	OutputRaw json.RawMessage
 	// SafetyChecks is a computer_call's pending_safety_checks or a
@@ -369,6 +396,9 @@ func (it *Item) OutputText() string {
 //	local_shell_call_output: type, id, call_id, output, status
 //	computer_call:        type, id, call_id, action, pending_safety_checks ([] when empty), status
 //	computer_call_output: type, id, call_id, output (OutputRaw), acknowledged_safety_checks ([] when empty), status
+//	web_search_call:      type, id, status, action (omitted when empty)
+//	tool_search_call:     type, id, call_id (null when empty), execution (omitted when empty), arguments, status
+//	tool_search_output:   type, id, call_id (null when empty), execution (omitted when empty), tools (OutputRaw), status
 //	reasoning:            type, id, summary ([] when nil), then content, encrypted_content and status when non-empty
 //	item_reference:       type, id
 //	compaction:           type, id, encrypted_content
@@ -444,6 +474,31 @@ func (it *Item) wire() (any, error) {
 			PendingSafetyChecks json.RawMessage `json:"pending_safety_checks"`
 			Status              string          `json:"status"`
 		}{it.Type, it.ID, it.CallID, orEmptyObject(it.Action), orEmptyArray(it.SafetyChecks), it.Status}, nil
+	case ItemWebSearchCall:
+		return struct {
+			Type   string          `json:"type"`
+			ID     string          `json:"id"`
+			Status string          `json:"status"`
+			Action json.RawMessage `json:"action,omitempty"`
+		}{it.Type, it.ID, it.Status, it.Action}, nil
+	case ItemToolSearchCall:
+		return struct {
+			Type      string          `json:"type"`
+			ID        string          `json:"id"`
+			CallID    *string         `json:"call_id"`
+			Execution string          `json:"execution,omitempty"`
+			Arguments json.RawMessage `json:"arguments"`
+			Status    string          `json:"status"`
+		}{it.Type, it.ID, nilIfEmpty(it.CallID), it.Execution, json.RawMessage(it.Arguments), it.Status}, nil
+	case ItemToolSearchOutput:
+		return struct {
+			Type      string          `json:"type"`
+			ID        string          `json:"id"`
+			CallID    *string         `json:"call_id"`
+			Execution string          `json:"execution,omitempty"`
+			Tools     json.RawMessage `json:"tools"`
+			Status    string          `json:"status"`
+		}{it.Type, it.ID, nilIfEmpty(it.CallID), it.Execution, orEmptyArray(it.OutputRaw), it.Status}, nil
 	case ItemLocalShellCallOutput:
 		return struct {
 			Type   string `json:"type"`
@@ -645,7 +700,7 @@ type wireItemIn struct {
 	CallID           string          `json:"call_id"`
 	Name             string          `json:"name"`
 	Namespace        string          `json:"namespace"`
-	Arguments        *string         `json:"arguments"`
+	Arguments        json.RawMessage `json:"arguments"`
 	Input            *string         `json:"input"`
 	Action           json.RawMessage `json:"action"`
 	Operation        json.RawMessage `json:"operation"`
@@ -658,7 +713,8 @@ type wireItemIn struct {
 	ServerLabel      string          `json:"server_label"`
 	Error            json.RawMessage `json:"error"`
 	ApprovalRequest  *string         `json:"approval_request_id"`
-	Tools            []MCPTool       `json:"tools"`
+	Tools            json.RawMessage `json:"tools"`
+	Execution        string          `json:"execution"`
 	Approve          *bool           `json:"approve"`
 	Reason           *string         `json:"reason"`
 }
@@ -677,6 +733,15 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 		typ = *w.Type
 	}
 	*it = Item{Type: typ, ID: w.ID, Status: w.Status}
+	// Arguments are a string (function_call, mcp_call,
+	// mcp_approval_request), but a tool_search_call's: any JSON value.
+	var args string
+	if typ != ItemToolSearchCall {
+		var err error
+		if args, err = stringField("arguments", w.Arguments); err != nil {
+			return err
+		}
+	}
 	switch typ {
 	case ItemMessage:
 		it.Role, it.Phase = w.Role, w.Phase
@@ -687,9 +752,7 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 		it.Content = parts
 	case ItemFunctionCall:
 		it.CallID, it.Name, it.Namespace = w.CallID, w.Name, w.Namespace
-		if w.Arguments != nil {
-			it.Arguments = *w.Arguments
-		}
+		it.Arguments = args
 	case ItemCustomToolCall:
 		it.CallID, it.Name, it.Namespace = w.CallID, w.Name, w.Namespace
 		if w.Input == nil {
@@ -708,6 +771,28 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 		if typ == ItemComputerCall && len(w.PendingChecks) > 0 && w.PendingChecks[0] == '[' {
 			it.SafetyChecks = w.PendingChecks
 		}
+	case ItemWebSearchCall:
+		if len(w.Action) > 0 && !isNull(w.Action) {
+			if err := checkWebSearchAction(w.Action); err != nil {
+				return err
+			}
+			it.Action = w.Action
+		}
+	case ItemToolSearchCall:
+		it.CallID, it.Execution = w.CallID, w.Execution
+		if len(w.Arguments) == 0 || isNull(w.Arguments) {
+			return InvalidRequestCode("arguments", "missing_required_parameter", "Missing required parameter: 'arguments'.")
+		}
+		if err := checkDepth("arguments", w.Arguments); err != nil {
+			return err
+		}
+		it.Arguments = string(w.Arguments)
+	case ItemToolSearchOutput:
+		it.CallID, it.Execution = w.CallID, w.Execution
+		if err := checkLoadedTools(w.Tools); err != nil {
+			return err
+		}
+		it.OutputRaw = w.Tools
 	case ItemLocalShellCallOutput:
 		// OpenAI's SDKs name the call by "id" (the call id the model
 		// issued); "call_id" is accepted too.
@@ -775,9 +860,7 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 	case ItemReference:
 	case ItemMCPCall:
 		it.ServerLabel, it.Name, it.Error = w.ServerLabel, w.Name, mcpErrorMessage(w.Error)
-		if w.Arguments != nil {
-			it.Arguments = *w.Arguments
-		}
+		it.Arguments = args
 		if w.ApprovalRequest != nil {
 			it.ApprovalRequestID = *w.ApprovalRequest
 		}
@@ -798,7 +881,12 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 		}
 		it.EncryptedContent = *w.EncryptedContent
 	case ItemMCPListTools:
-		it.ServerLabel, it.Tools, it.Error = w.ServerLabel, w.Tools, mcpErrorMessage(w.Error)
+		it.ServerLabel, it.Error = w.ServerLabel, mcpErrorMessage(w.Error)
+		if len(w.Tools) > 0 && !isNull(w.Tools) {
+			if err := into("tools", w.Tools, &it.Tools); err != nil {
+				return err
+			}
+		}
 		if it.ServerLabel == "" {
 			return InvalidRequest("server_label", "missing required parameter: server_label")
 		}
@@ -809,9 +897,7 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 		}
 	case ItemMCPApprovalRequest:
 		it.ServerLabel, it.Name = w.ServerLabel, w.Name
-		if w.Arguments != nil {
-			it.Arguments = *w.Arguments
-		}
+		it.Arguments = args
 		if it.ID == "" {
 			return InvalidRequest("id", "missing required parameter: id")
 		}
@@ -827,7 +913,7 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 			it.Reason = *w.Reason
 		}
 	default:
-		return InvalidRequest("type", "unsupported item type %q; supported: message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, shell_call, shell_call_output, apply_patch_call, apply_patch_call_output, local_shell_call, local_shell_call_output, computer_call, computer_call_output, reasoning, item_reference, mcp_call, mcp_list_tools, mcp_approval_request, mcp_approval_response, compaction", typ)
+		return InvalidRequest("type", "unsupported item type %q; supported: message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, shell_call, shell_call_output, apply_patch_call, apply_patch_call_output, local_shell_call, local_shell_call_output, computer_call, computer_call_output, web_search_call, tool_search_call, tool_search_output, reasoning, item_reference, mcp_call, mcp_list_tools, mcp_approval_request, mcp_approval_response, compaction", typ)
 	}
 	return nil
 }
@@ -958,4 +1044,17 @@ func partWires(parts []ContentPart) []any {
 		out[i] = parts[i].wire()
 	}
 	return out
+}
+
+// stringField decodes the string field v (param names it): "" when absent
+// or null.
+func stringField(param string, v json.RawMessage) (string, error) {
+	if len(v) == 0 || isNull(v) {
+		return "", nil
+	}
+	var s string
+	if err := into(param, v, &s); err != nil {
+		return "", err
+	}
+	return s, nil
 }

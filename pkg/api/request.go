@@ -463,27 +463,21 @@ const MaxInputItems = 10000
 // arrayLen returns the number of elements of the JSON array v (valid JSON,
 // as a decoder hands it over), in one pass that builds nothing.
 func arrayLen(v []byte) int {
-	n, depth, inString, escaped, empty := 0, 0, false, false, true
+	var str jsonStrings
+	n, depth, empty := 0, 0, true
 	for _, c := range v {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
+		if str.inside(c) {
 			continue
-		case c == '"':
-			inString = true
-		case c == '[' || c == '{':
+		}
+		switch c {
+		case '[', '{':
 			depth++
-		case c == ']' || c == '}':
+		case ']', '}':
 			depth--
-		case c == ',' && depth == 1:
-			n++
+		case ',':
+			if depth == 1 {
+				n++
+			}
 		}
 		if depth >= 1 && c != ' ' && c != '\t' && c != '\n' && c != '\r' && !(depth == 1 && c == '[') {
 			empty = false
@@ -980,8 +974,13 @@ func validateInputItem(it *Item) error {
 		statuses = append(statuses, "calling", ItemFailed)
 	case ItemApplyPatchCallOutput:
 		statuses = []string{ItemCompleted, ItemFailed}
+	case ItemWebSearchCall:
+		statuses = append(statuses, "searching", ItemFailed)
 	}
 	if err := oneOf("status", optional(it.Status), statuses...); err != nil {
+		return err
+	}
+	if err := oneOf("execution", optional(it.Execution), "server", "client"); err != nil {
 		return err
 	}
 	switch it.Type {

@@ -133,3 +133,24 @@ func TestPausedTurnStaysOneTurn(t *testing.T) {
 		})
 	}
 }
+
+// The items of OpenAI's hosted tools a client replays from a thread OpenAI
+// ran (web_search_call, tool_search_call, tool_search_output) are left out
+// of what the model sees wherever they stand: the calls of one turn around
+// them stay one turn, then their results.
+func TestOpenAIHostedItemsLeftOut(t *testing.T) {
+	t.Parallel()
+	p := script(text("done", 1, 1))
+	e, _ := newEngine(t, p, newMock(echoTool, "calc"), mcpMode)
+	ws := `{"type":"web_search_call","status":"completed","action":{"type":"search","query":"q"}}`
+	call := func(id, out string) string {
+		return `{"type":"mcp_call","id":"` + id + `","server_label":"lambent","name":"calc","arguments":"{}","output":"` + out + `","status":"completed"}`
+	}
+	ts := `{"type":"tool_search_call","call_id":"s1","execution":"client","arguments":{"query":"q"}},` +
+		`{"type":"tool_search_output","call_id":"s1","execution":"client","tools":[{"type":"function","name":"f"}]}`
+	in := `[{"role":"user","content":"x"},` + ws + `,` + call("mcp_a", "1") + `,` + ts + `,` + call("mcp_b", "2") + `,` + ws + `,{"role":"user","content":"and?"}]`
+	_, err := run1(t, e, `{"store":false,"input":`+in+`,"tools":[{"type":"lambent:calc"}]}`)
+	require.NoError(t, err)
+	items := p.requests()[0].Items
+	assert.Equal(t, []string{"message", "function_call:calc", "function_call:calc", "function_call_output", "function_call_output", "message"}, types(items))
+}

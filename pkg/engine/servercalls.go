@@ -61,7 +61,11 @@ func modelCallID(it *api.Item) string {
 // approved" when the conversation holds no answer to it. A call that
 // appears again later (a call paused with its turn and executed in a
 // continuation, the mcp_call of an approved request) adds only its output
-// there. mcp_list_tools items are left out; other items pass through.
+// there. mcp_list_tools items are left out, and so are the items of
+// OpenAI's hosted tools a client replays (web_search_call: the item does
+// not hold the results; tool_search_call and tool_search_output: the
+// model is offered the request's tools only), wherever they stand; other
+// items pass through.
 //
 // The calls of one model turn reach the model as they came from it: all
 // the turn's calls, then their results. A turn's calls are consecutive
@@ -147,7 +151,7 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 		for i := range l {
 			it := &l[i]
 			switch it.Type {
-			case api.ItemMCPListTools:
+			case api.ItemMCPListTools, api.ItemWebSearchCall, api.ItemToolSearchCall, api.ItemToolSearchOutput:
 			case api.ItemMCPCall:
 				call(it)
 				if it.Executed() {

@@ -150,7 +150,7 @@ func itemsBytes(items []api.Item) int64 {
 // itemRefBytes is refBytes of *it.
 func itemRefBytes(it *api.Item) int64 {
 	n := int64(len(it.Type)+len(it.ID)+len(it.Status)+len(it.Role)+len(it.Phase)+
-		len(it.CallID)+len(it.Name)+len(it.Namespace)+len(it.Arguments)+len(it.Input)+
+		len(it.CallID)+len(it.Name)+len(it.Namespace)+len(it.Arguments)+len(it.Input)+len(it.Execution)+
 		len(it.Output)+len(it.EncryptedContent)+len(it.ServerLabel)+len(it.Error)+
 		len(it.ApprovalRequestID)+len(it.Reason)+len(it.Hidden.ModelCallID)+len(it.Hidden.Encrypted)) +
 		int64(cap(it.Action)+cap(it.OutputRaw)+cap(it.SafetyChecks)) +

@@ -1,0 +1,129 @@
+package api
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// The items of OpenAI's hosted tools that a client keeping its own history
+// (Codex) replays from a thread OpenAI ran: Lambent runs none of these
+// tools, but keeps the items as they came (stored, listed back) and leaves
+// them out of what the model sees. The JSON values they carry as they are
+// have a bounded depth (MaxItemValueDepth); their size is bounded by the
+// body's (LAMBENT_MAX_BODY).
+
+// MaxItemValueDepth bounds the nesting depth (objects and arrays inside
+// each other) of a JSON value an input item carries as it is: a
+// web_search_call's action, a tool_search_call's arguments, a
+// tool_search_output's tools.
+const MaxItemValueDepth = 64
+
+// checkDepth checks that the JSON value v (the item's param) is nested at
+// most MaxItemValueDepth levels deep.
+func checkDepth(param string, v json.RawMessage) error {
+	if deeperThan(v, MaxItemValueDepth) {
+		return InvalidRequestCode(param, "limit_exceeded", "Invalid '%s': nested deeper than this gateway's limit of %d levels (objects and arrays inside each other).", param, MaxItemValueDepth)
+	}
+	return nil
+}
+
+// deeperThan reports whether the JSON value v (valid JSON, as a decoder
+// hands it over) nests objects and arrays more than limit levels deep, in
+// one pass that stops there.
+func deeperThan(v []byte, limit int) bool {
+	var str jsonStrings
+	depth := 0
+	for _, c := range v {
+		if str.inside(c) {
+			continue
+		}
+		switch c {
+		case '[', '{':
+			if depth++; depth > limit {
+				return true
+			}
+		case ']', '}':
+			depth--
+		}
+	}
+	return false
+}
+
+// jsonStrings follows the strings of a byte-by-byte pass over valid JSON.
+type jsonStrings struct{ in, escaped bool }
+
+// inside reports whether c, the pass's next byte, belongs to a string after
+// its opening quote (its content or its closing quote).
+func (s *jsonStrings) inside(c byte) bool {
+	switch {
+	case !s.in:
+		s.in = c == '"'
+		return false
+	case s.escaped:
+		s.escaped = false
+	case c == '\\':
+		s.escaped = true
+	case c == '"':
+		s.in = false
+	}
+	return true
+}
+
+// webSearchAction is the shape of a web_search_call's action: search
+// (query, queries, sources), open_page (url), find (url, pattern; Codex
+// names it find_in_page). Other keys and types pass as they are.
+type webSearchAction struct {
+	Type    *string  `json:"type"`
+	Query   *string  `json:"query"`
+	Queries []string `json:"queries"`
+	Sources []struct {
+		Type string `json:"type"`
+		URL  string `json:"url"`
+	} `json:"sources"`
+	URL     *string `json:"url"`
+	Pattern *string `json:"pattern"`
+}
+
+// checkWebSearchAction checks a web_search_call's action: an object of a
+// bounded depth with a type, whose fields have their types.
+func checkWebSearchAction(v json.RawMessage) error {
+	if v[0] != '{' {
+		return InvalidRequestCode("action", "invalid_type", "Invalid type for 'action': expected an object.")
+	}
+	if err := checkDepth("action", v); err != nil {
+		return err
+	}
+	var a webSearchAction
+	if err := into("action", v, &a); err != nil {
+		return err
+	}
+	if a.Type == nil || *a.Type == "" {
+		return InvalidRequestCode("action.type", "missing_required_parameter", "Missing required parameter: 'action.type'.")
+	}
+	return nil
+}
+
+// checkLoadedTools checks a tool_search_output's tools: an array of tool
+// definitions (objects with a type) of a bounded depth. Lambent offers
+// none of them to the model.
+func checkLoadedTools(v json.RawMessage) error {
+	if len(v) == 0 || isNull(v) {
+		return InvalidRequestCode("tools", "missing_required_parameter", "Missing required parameter: 'tools'.")
+	}
+	if err := checkDepth("tools", v); err != nil {
+		return err
+	}
+	var tools []struct {
+		Type *string `json:"type"`
+	}
+	if err := into("tools", v, &tools); err != nil {
+		return err
+	}
+	for j, t := range tools {
+		if t.Type == nil || *t.Type == "" {
+			p := "tools[" + strconv.Itoa(j) + "].type"
+			return InvalidRequestCode(p, "missing_required_parameter", "Missing required parameter: '%s'.", p)
+		}
+	}
+	return nil
+}
