@@ -15,7 +15,9 @@ import (
 // MaxItemValueDepth bounds the nesting depth (objects and arrays inside
 // each other) of a JSON value an input item carries as it is: a
 // web_search_call's action, a tool_search_call's arguments, a
-// tool_search_output's tools.
+// tool_search_output's tools, the action (operation) of a computer, shell,
+// local shell or apply_patch call, safety checks, and the output of a
+// computer or shell call kept as it came.
 const MaxItemValueDepth = 64
 
 // checkDepth checks that the JSON value v (the item's param) is nested at

@@ -129,3 +129,22 @@ func TestToolSearchItemsMalformed(t *testing.T) {
 		{in(`{"type":"function_call","call_id":"c","name":"f","arguments":{}}`), "input[1].arguments", "", "string"},
 	})
 }
+
+// Every JSON value an input item carries as it is has the same depth
+// bound: the actions of computer, shell, local shell and apply_patch calls,
+// their safety checks and the outputs kept as they came. A computer_call
+// action nested 20,000 levels deep was accepted, stored and replayed.
+func TestItemValuesDepthBounded(t *testing.T) {
+	in := func(item string) string { return `{"input":[{"role":"user","content":"hi"},` + item + `]}` }
+	deep := strings.Repeat("[", MaxItemValueDepth) + strings.Repeat("]", MaxItemValueDepth)
+	runBad(t, []badCase{
+		{in(`{"type":"computer_call","call_id":"c","action":{"type":"click","x":` + deep + `}}`), "input[1].action", "limit_exceeded", "64"},
+		{in(`{"type":"computer_call","call_id":"c","action":{"type":"click"},"pending_safety_checks":[` + deep + `]}`), "input[1].pending_safety_checks", "limit_exceeded", "64"},
+		{in(`{"type":"local_shell_call","call_id":"c","action":{"type":"exec","command":` + deep + `}}`), "input[1].action", "limit_exceeded", "64"},
+		{in(`{"type":"shell_call","call_id":"c","action":{"commands":` + deep + `}}`), "input[1].action", "limit_exceeded", "64"},
+		{in(`{"type":"apply_patch_call","call_id":"c","operation":{"type":"create_file","x":` + deep + `}}`), "input[1].operation", "limit_exceeded", "64"},
+		{in(`{"type":"computer_call_output","call_id":"c","output":{"type":"computer_screenshot","x":` + deep + `}}`), "input[1].output", "limit_exceeded", "64"},
+		{in(`{"type":"computer_call_output","call_id":"c","output":{"type":"computer_screenshot"},"acknowledged_safety_checks":[` + deep + `]}`), "input[1].acknowledged_safety_checks", "limit_exceeded", "64"},
+		{in(`{"type":"shell_call_output","call_id":"c","output":[` + deep + `]}`), "input[1].output", "limit_exceeded", "64"},
+	})
+}
