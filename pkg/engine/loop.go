@@ -423,6 +423,8 @@ func (e *Engine) plan(ctx context.Context, r *run, calls []api.Item, unanswered 
 		switch {
 		case !ok:
 			p.errText = fmt.Sprintf("Error: tool %q does not exist. Available tools: %s.", name, r.tools.names())
+		case !t.serves(&c):
+			p.errText = fmt.Sprintf("Error: tool %q of %q is not available in this request, so the call did not run.", c.Name, c.ServerLabel)
 		case !r.tools.filter.Allowed(name):
 			p.errText = fmt.Sprintf("Error: tool %q is not allowed for this request.", name)
 		case c.Type == api.ItemMCPApprovalRequest:

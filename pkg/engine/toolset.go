@@ -56,6 +56,22 @@ type requestTool struct {
 	args *argCheck
 }
 
+// serves reports whether t is the tool a call item names. An mcp_call or
+// mcp_approval_request names its server too: a server's tool serves only
+// its own server's calls of its name, and the gateway's own tools only
+// calls labelled as theirs. (A call whose tool the request no longer
+// offers could otherwise run another tool that has its name.) Other items
+// name their tool by name alone.
+func (t *requestTool) serves(it *api.Item) bool {
+	if it.Type != api.ItemMCPCall && it.Type != api.ItemMCPApprovalRequest {
+		return true
+	}
+	if t.mcp == nil {
+		return it.ServerLabel == api.HostedServerLabel
+	}
+	return it.ServerLabel == t.mcp.s.srv.Label && it.Name == t.mcp.tool.Name
+}
+
 func (ts *toolset) add(t requestTool) {
 	ts.defs[t.def.Name] = t
 	ts.defList = append(ts.defList, t.def)
