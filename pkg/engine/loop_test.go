@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -475,6 +476,42 @@ func TestParallelToolCallsFalseIsSequential(t *testing.T) {
 	assert.Equal(t, int32(1), peak.Load())
 	assert.Len(t, m.calls(), 3)
 	assert.False(t, *p.requests()[0].ParallelToolCalls)
+}
+
+// A turn of many calls (a model asked to fetch 200 pages at once) runs at
+// most maxConcurrentCalls of them at a time, every one in the end, results
+// in call order.
+func TestManyCallsOfATurnRunBounded(t *testing.T) {
+	t.Parallel()
+	const n = 200
+	var inFlight, peak atomic.Int32
+	m := newMock(func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
+		cur := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for {
+			p := peak.Load()
+			if cur <= p || peak.CompareAndSwap(p, cur) {
+				break
+			}
+		}
+		time.Sleep(2 * time.Millisecond) // in flight a while, as a fetch is
+		return &tools.ToolResult{Output: "done " + c.ID}, nil
+	}, "fetch")
+	var cs []api.Item
+	for i := 0; i < n; i++ {
+		cs = append(cs, call(fmt.Sprintf("c%d", i), "fetch", `{}`))
+	}
+	p := script(calls(1, 1, cs...), text("ok", 1, 1))
+	e, _ := newEngine(t, p, m)
+	rec, err := run1(t, e, `{"input":"x","tools":[{"type":"lambent:fetch"}]}`)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, peak.Load(), int32(maxConcurrentCalls), "calls in flight at once")
+	assert.Greater(t, peak.Load(), int32(1), "still concurrent")
+	r := rec.response(t)
+	require.Len(t, r.Output, 2*n+1)
+	for i := 0; i < n; i++ {
+		assert.Equal(t, fmt.Sprintf("done c%d", i), r.Output[n+i].Output)
+	}
 }
 
 // max_tool_calls caps hosted calls; further calls are fed back as errors.
