@@ -144,7 +144,8 @@ func (t *toolset) closeMCP() {
 // startMCP lists the tools of the servers whose list the conversation does
 // not hold yet (or holds one longer than Limits.MCPToolsPerServer: a client
 // may send any list; for an operator's server, one the gateway did not
-// make itself: api.ItemHidden.Listed), concurrently, one goroutine per
+// make itself of an operator's server — not of a request's server of its
+// label: api.ItemHidden.Listed), concurrently, one goroutine per
 // server (at most Limits.MCPServers), as mcp_list_tools items, and adds
 // every server's allowed tools to the model's tools.
 func (e *Engine) startMCP(ctx context.Context, r *run) {
@@ -173,7 +174,7 @@ func (e *Engine) startMCP(ctx context.Context, r *run) {
 		}
 		idx := len(r.resp.Output)
 		r.resp.Output = append(r.resp.Output, api.Item{Type: api.ItemMCPListTools, ID: r.newItemID(api.PrefixMCPListTools), Status: api.ItemInProgress, ServerLabel: s.srv.Label,
-			Hidden: api.ItemHidden{Listed: true}})
+			Hidden: api.ItemHidden{Listed: s.srv.Trusted}})
 		r.em.itemEvent(api.EventOutputItemAdded, idx, &r.resp.Output[idx])
 		r.em.mcpEvent(api.EventMCPListToolsInProgress, idx, r.resp.Output[idx].ID)
 		todo = append(todo, &listing{s: s, idx: idx})
