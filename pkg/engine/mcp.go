@@ -209,7 +209,8 @@ func (e *Engine) startMCP(ctx context.Context, r *run) {
 
 // addMCPDefs offers every listed server's allowed tools to the model, in
 // the request's order of servers and the servers' order of tools; check
-// has their calls' arguments checked against their input schemas.
+// has their calls' arguments checked against their input schemas. The
+// tools an allowed_tools reference to their server names join the filter.
 func (ts *toolset) addMCPDefs(check bool) {
 	ts.mcpNames = map[mcpKey]string{}
 	ts.nameNext = map[string]int{}
@@ -229,8 +230,23 @@ func (ts *toolset) addMCPDefs(check bool) {
 			ts.defs[name] = rt
 			ts.defList = append(ts.defList, def)
 			ts.mcpNames[mcpKey{s.srv.Label, t.Name}] = name
+			if mcpRefAllows(ts.allowedMCP, s.srv.Label, t.Name) {
+				ts.filter.Allow(name)
+			}
 		}
 	}
+}
+
+// mcpRefAllows reports whether an allowed_tools reference of refs names
+// the tool name of the MCP server label (the gateway's own tools are the
+// server "lambent"): the server's, without a name, or that tool.
+func mcpRefAllows(refs []api.ToolRef, label, name string) bool {
+	for _, r := range refs {
+		if r.ServerLabel == label && (r.Name == "" || r.Name == name) {
+			return true
+		}
+	}
+	return false
 }
 
 // numberedStem is how much of a name numbered names keep: room for "_"

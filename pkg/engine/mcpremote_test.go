@@ -283,6 +283,39 @@ func TestMCPRemote_ApprovedCallRunsOnlyItsServersTool(t *testing.T) {
 	assert.Empty(t, m.calls())
 }
 
+// tool_choice allowed_tools names an MCP server as OpenAI's documentation
+// does, {"type":"mcp","server_label":"docs"}: the server's tools may be
+// called (with "name", that one tool), the request's others not; the
+// gateway's own tools are the server "lambent", as the tools echo says.
+func TestMCPRemote_AllowedToolsNamesAServer(t *testing.T) {
+	t.Parallel()
+	srv := startMCP(t, mcptest.Options{})
+	args := map[string]string{"echo": `{"text":"hi"}`, "add": `{"a":1,"b":2}`, "calc": `{"x":1}`}
+	for _, c := range []struct{ ref, allowed, refused string }{
+		{`{"type":"mcp","server_label":"docs"}`, "echo", "calc"},
+		{`{"type":"mcp","server_label":"docs","name":"add"}`, "add", "echo"},
+		{`{"type":"mcp","server_label":"lambent"}`, "calc", "echo"},
+	} {
+		m := newMock(echoTool, "calc")
+		p := script(calls(1, 1, call("c1", c.allowed, args[c.allowed]), call("c2", c.refused, args[c.refused])), text("done", 1, 1))
+		e, _ := newEngine(t, p, m, withMCP, mcpMode)
+		rec, err := run1(t, e, `{"input":"x","tools":[`+mcpServerTool(srv.Endpoint, `,"require_approval":"never"`)+`,{"type":"lambent:calc"}],`+
+			`"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[`+c.ref+`]}}`)
+		require.NoError(t, err)
+		r := rec.openAIResponse(t)
+		require.Equal(t, []string{"mcp_list_tools", "mcp_call", "mcp_call", "message"}, types(r.Output), c.ref)
+		assert.Equal(t, api.ItemCompleted, r.Output[1].Status, "%s: %s %s", c.ref, r.Output[1].Name, r.Output[1].Error)
+		assert.Equal(t, api.ItemFailed, r.Output[2].Status, c.ref)
+		assert.Contains(t, r.Output[2].Error, "is not allowed", c.ref)
+		assert.Equal(t, c.allowed == "calc", len(m.calls()) == 1, c.ref)
+		var echoed struct {
+			ToolChoice json.RawMessage `json:"tool_choice"`
+		}
+		require.NoError(t, json.Unmarshal(rec.resp, &echoed))
+		assert.Contains(t, string(echoed.ToolChoice), c.ref, "the tool_choice echo keeps the reference")
+	}
+}
+
 // Per-tool approval: a turn with a call that needs approval, one that does
 // not, a client function and a hosted tool pauses once; the continuation
 // with the function's output and the approval runs every server-side call.

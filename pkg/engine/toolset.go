@@ -16,6 +16,9 @@ type toolset struct {
 	defs    map[string]requestTool
 	defList []api.ToolDefinition
 	filter  tools.Filter
+	// allowedMCP are the allowed_tools references to MCP servers: their
+	// tools join filter once listed (addMCPDefs).
+	allowedMCP []api.ToolRef
 	// mcpItems shows server-executed calls as mcp_call items
 	// (Config.Loop.HostedToolItems).
 	mcpItems bool
