@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -384,6 +385,29 @@ func TestEdge_UnknownToolFedBack(t *testing.T) {
 	assert.True(t, r.Output[1].IsError)
 	assert.Contains(t, r.Output[1].Output, `"nope" does not exist`)
 	assert.Equal(t, api.StatusCompleted, r.Status)
+}
+
+// The error of a call to an unknown tool lists the tools, within
+// maxToolNamesBytes: a request's tools and its MCP servers' (8 × 256) make
+// a list of up to 130 KB, fed back (and stored) once per such call, and a
+// model turn of a thousand of them held 130 MB.
+func TestEdge_UnknownToolErrorBounded(t *testing.T) {
+	t.Parallel()
+	var names, decl []string
+	for i := 0; i < 120; i++ {
+		n := fmt.Sprintf("tool_%03d_%s", i, strings.Repeat("x", 50))
+		names = append(names, n)
+		decl = append(decl, `{"type":"lambent:`+n+`"}`)
+	}
+	m := newMock(echoTool, names...)
+	p := script(calls(1, 1, call("c1", "nope", `{}`)), text("ok", 1, 1))
+	e, _ := newEngine(t, p, m)
+	rec, err := run1(t, e, `{"input":"x","tools":[`+strings.Join(decl, ",")+`]}`)
+	require.NoError(t, err)
+	out := rec.response(t).Output[1].Output
+	assert.LessOrEqual(t, len(out), maxToolNamesBytes+200)
+	assert.Contains(t, out, `"nope" does not exist. Available tools: tool_000_`)
+	assert.Regexp(t, `, and \d+ more\.$`, out)
 }
 
 // Edge: every call of a turn fails → errors fed back, the loop goes on.

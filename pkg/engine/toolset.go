@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/tools"
 )
@@ -80,17 +83,25 @@ func (ts *toolset) add(t requestTool) {
 	ts.defList = append(ts.defList, t.def)
 }
 
-// names lists the tools the model sees, for an error it reads.
+// maxToolNamesBytes bounds the list of tool names an error gives.
+const maxToolNamesBytes = 2048
+
+// names lists the tools the model sees, for an error it reads: their
+// names in order up to maxToolNamesBytes, then how many more there are.
 func (t *toolset) names() string {
-	s := ""
-	for i, d := range t.defList {
-		if i > 0 {
-			s += ", "
-		}
-		s += d.Name
-	}
-	if s == "" {
+	if len(t.defList) == 0 {
 		return "none"
 	}
-	return s
+	var b strings.Builder
+	for i, d := range t.defList {
+		if i > 0 && b.Len()+len(d.Name) > maxToolNamesBytes {
+			fmt.Fprintf(&b, ", and %d more", len(t.defList)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(d.Name)
+	}
+	return b.String()
 }
