@@ -267,10 +267,11 @@ type ItemHidden struct {
 	// TurnStart marks the first call of a model turn: the calls of one
 	// turn are replayed to the model as one assistant message.
 	TurnStart bool `json:"turn_start,omitempty"`
-	// Listed marks an mcp_list_tools item the gateway made by listing the
-	// server itself. An operator's server (tools.MCPServer.Trusted) trusts
-	// no other listing: its allowed_tools and approval rules may go by the
-	// tools' annotations, which a client's copy of a listing could claim.
+	// Listed marks an mcp_list_tools item the gateway made by listing an
+	// operator's server (tools.MCPServer.Trusted) itself. Such a server
+	// trusts no other listing: its allowed_tools and approval rules may go
+	// by the tools' annotations, which a client's copy of a listing could
+	// claim, or a client's own server listed under the operator's label.
 	Listed bool `json:"listed,omitempty"`
 	// Encrypted is a reasoning item's opaque provider state (a Bedrock
 	// signature or redacted reasoning) when the client was not shown it

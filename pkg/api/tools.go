@@ -226,10 +226,13 @@ type ToolChoice struct {
 	Tools []ToolRef
 }
 
-// ToolRef names one tool in an allowed_tools list.
+// ToolRef names one tool in an allowed_tools list; an "mcp" reference
+// names an MCP server by its ServerLabel (OpenAI's {"type": "mcp",
+// "server_label": "deepwiki"}), and with Name one of its tools.
 type ToolRef struct {
-	Type string `json:"type"`
-	Name string `json:"name,omitempty"`
+	Type        string `json:"type"`
+	ServerLabel string `json:"server_label,omitempty"`
+	Name        string `json:"name,omitempty"`
 }
 
 // Forced reports whether the choice forces one named function or custom

@@ -429,6 +429,8 @@ func (e *Engine) plan(ctx context.Context, r *run, calls []api.Item, unanswered 
 		switch {
 		case !ok:
 			p.errText = fmt.Sprintf("Error: tool %q does not exist. Available tools: %s.", name, r.tools.names())
+		case !t.serves(&c):
+			p.errText = fmt.Sprintf("Error: tool %q of %q is not available in this request, so the call did not run.", c.Name, c.ServerLabel)
 		case !r.tools.filter.Allowed(name):
 			p.errText = fmt.Sprintf("Error: tool %q is not allowed for this request.", name)
 		case c.Type == api.ItemMCPApprovalRequest:
@@ -455,10 +457,17 @@ func (e *Engine) plan(ctx context.Context, r *run, calls []api.Item, unanswered 
 	return plans
 }
 
+// maxConcurrentCalls is how many calls of one turn run at once: a model
+// may ask for hundreds in one turn (fetch 200 pages), each holding a
+// goroutine, a connection and its reply's buffer (fetch_url reads up to
+// 1 MiB) while in flight; the others wait for a slot.
+const maxConcurrentCalls = 32
+
 // runTools executes a turn's tool calls: when any must run on the client,
 // the whole turn pauses (only calls that cannot run get their error
-// results); otherwise every executable call runs, concurrently unless
-// parallel_tool_calls is false, and the results are appended in call order.
+// results); otherwise every executable call runs, concurrently (at most
+// maxConcurrentCalls at a time) unless parallel_tool_calls is false, and
+// the results are appended in call order.
 // iteration is the model call that asked for the calls (ToolCall.Iteration).
 func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswered bool, iteration int) (outcome, bool) {
 	plans := e.plan(ctx, r, calls, unanswered)
@@ -487,6 +496,7 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 	start := e.cfg.Now()
 	var wg sync.WaitGroup
 	parallel := r.req.ParallelToolCalls == nil || *r.req.ParallelToolCalls
+	slots := make(chan struct{}, maxConcurrentCalls)
 	for i := range plans {
 		p := &plans[i]
 		switch {
@@ -499,9 +509,10 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 				r.tools.hostedCalls--
 			}
 		case parallel:
+			slots <- struct{}{}
 			wg.Add(1)
 			go func() {
-				defer wg.Done()
+				defer func() { <-slots; wg.Done() }()
 				results[i] = e.execute(tctx, r, p, iteration)
 			}()
 		default:

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -385,6 +387,29 @@ func TestEdge_UnknownToolFedBack(t *testing.T) {
 	assert.Equal(t, api.StatusCompleted, r.Status)
 }
 
+// The error of a call to an unknown tool lists the tools, within
+// maxToolNamesBytes: a request's tools and its MCP servers' (8 × 256) make
+// a list of up to 130 KB, fed back (and stored) once per such call, and a
+// model turn of a thousand of them held 130 MB.
+func TestEdge_UnknownToolErrorBounded(t *testing.T) {
+	t.Parallel()
+	var names, decl []string
+	for i := 0; i < 120; i++ {
+		n := fmt.Sprintf("tool_%03d_%s", i, strings.Repeat("x", 50))
+		names = append(names, n)
+		decl = append(decl, `{"type":"lambent:`+n+`"}`)
+	}
+	m := newMock(echoTool, names...)
+	p := script(calls(1, 1, call("c1", "nope", `{}`)), text("ok", 1, 1))
+	e, _ := newEngine(t, p, m)
+	rec, err := run1(t, e, `{"input":"x","tools":[`+strings.Join(decl, ",")+`]}`)
+	require.NoError(t, err)
+	out := rec.response(t).Output[1].Output
+	assert.LessOrEqual(t, len(out), maxToolNamesBytes+200)
+	assert.Contains(t, out, `"nope" does not exist. Available tools: tool_000_`)
+	assert.Regexp(t, `, and \d+ more\.$`, out)
+}
+
 // Edge: every call of a turn fails → errors fed back, the loop goes on.
 func TestEdge_AllToolsFailLoopContinues(t *testing.T) {
 	t.Parallel()
@@ -475,6 +500,42 @@ func TestParallelToolCallsFalseIsSequential(t *testing.T) {
 	assert.Equal(t, int32(1), peak.Load())
 	assert.Len(t, m.calls(), 3)
 	assert.False(t, *p.requests()[0].ParallelToolCalls)
+}
+
+// A turn of many calls (a model asked to fetch 200 pages at once) runs at
+// most maxConcurrentCalls of them at a time, every one in the end, results
+// in call order.
+func TestManyCallsOfATurnRunBounded(t *testing.T) {
+	t.Parallel()
+	const n = 200
+	var inFlight, peak atomic.Int32
+	m := newMock(func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
+		cur := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for {
+			p := peak.Load()
+			if cur <= p || peak.CompareAndSwap(p, cur) {
+				break
+			}
+		}
+		time.Sleep(2 * time.Millisecond) // in flight a while, as a fetch is
+		return &tools.ToolResult{Output: "done " + c.ID}, nil
+	}, "fetch")
+	var cs []api.Item
+	for i := 0; i < n; i++ {
+		cs = append(cs, call(fmt.Sprintf("c%d", i), "fetch", `{}`))
+	}
+	p := script(calls(1, 1, cs...), text("ok", 1, 1))
+	e, _ := newEngine(t, p, m)
+	rec, err := run1(t, e, `{"input":"x","tools":[{"type":"lambent:fetch"}]}`)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, peak.Load(), int32(maxConcurrentCalls), "calls in flight at once")
+	assert.Greater(t, peak.Load(), int32(1), "still concurrent")
+	r := rec.response(t)
+	require.Len(t, r.Output, 2*n+1)
+	for i := 0; i < n; i++ {
+		assert.Equal(t, fmt.Sprintf("done c%d", i), r.Output[n+i].Output)
+	}
 }
 
 // max_tool_calls caps hosted calls; further calls are fed back as errors.

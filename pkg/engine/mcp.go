@@ -197,7 +197,8 @@ func (t *toolset) closeMCP() {
 // startMCP lists the tools of the servers whose list the conversation does
 // not hold yet (or holds one longer than Limits.MCPToolsPerServer: a client
 // may send any list; for an operator's server, one the gateway did not
-// make itself: api.ItemHidden.Listed), concurrently, one goroutine per
+// make itself of an operator's server — not of a request's server of its
+// label: api.ItemHidden.Listed), concurrently, one goroutine per
 // server (at most Limits.MCPServers), as mcp_list_tools items, and adds
 // every server's allowed tools to the model's tools.
 func (e *Engine) startMCP(ctx context.Context, r *run) {
@@ -226,7 +227,7 @@ func (e *Engine) startMCP(ctx context.Context, r *run) {
 		}
 		idx := len(r.resp.Output)
 		r.resp.Output = append(r.resp.Output, api.Item{Type: api.ItemMCPListTools, ID: r.newItemID(api.PrefixMCPListTools), Status: api.ItemInProgress, ServerLabel: s.srv.Label,
-			Hidden: api.ItemHidden{Listed: true}})
+			Hidden: api.ItemHidden{Listed: s.srv.Trusted}})
 		r.em.itemEvent(api.EventOutputItemAdded, idx, &r.resp.Output[idx])
 		r.em.mcpEvent(api.EventMCPListToolsInProgress, idx, r.resp.Output[idx].ID)
 		todo = append(todo, &listing{s: s, idx: idx})
@@ -261,7 +262,8 @@ func (e *Engine) startMCP(ctx context.Context, r *run) {
 
 // addMCPDefs offers every listed server's allowed tools to the model, in
 // the request's order of servers and the servers' order of tools; check
-// has their calls' arguments checked against their input schemas.
+// has their calls' arguments checked against their input schemas. The
+// tools an allowed_tools reference to their server names join the filter.
 func (ts *toolset) addMCPDefs(check bool) {
 	ts.mcpNames = map[mcpKey]string{}
 	ts.nameNext = map[string]int{}
@@ -281,8 +283,23 @@ func (ts *toolset) addMCPDefs(check bool) {
 			ts.defs[name] = rt
 			ts.defList = append(ts.defList, def)
 			ts.mcpNames[mcpKey{s.srv.Label, t.Name}] = name
+			if mcpRefAllows(ts.allowedMCP, s.srv.Label, t.Name) {
+				ts.filter.Allow(name)
+			}
 		}
 	}
+}
+
+// mcpRefAllows reports whether an allowed_tools reference of refs names
+// the tool name of the MCP server label (the gateway's own tools are the
+// server "lambent"): the server's, without a name, or that tool.
+func mcpRefAllows(refs []api.ToolRef, label, name string) bool {
+	for _, r := range refs {
+		if r.ServerLabel == label && (r.Name == "" || r.Name == name) {
+			return true
+		}
+	}
+	return false
 }
 
 // numberedStem is how much of a name numbered names keep: room for "_"

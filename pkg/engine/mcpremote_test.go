@@ -240,6 +240,82 @@ func TestMCPRemote_UnknownApproval(t *testing.T) {
 	require.ErrorContains(t, err, "approval_request_id")
 }
 
+// An approved call runs on the tool its request names, the server's: a
+// continuation without that server (but with another tool of the name, the
+// gateway's own) does not run the other tool in its place; the model reads
+// that the tool is not available. Nor does a paused call of the gateway's
+// tool run on a server's tool of its name.
+func TestMCPRemote_ApprovedCallRunsOnlyItsServersTool(t *testing.T) {
+	t.Parallel()
+	srv := startMCP(t, mcptest.Options{})
+	m := newMock(echoTool, "echo")
+	p := script(calls(1, 1, call("c1", "echo", `{"text":"ok?"}`)), text("done", 1, 1),
+		calls(1, 1, call("c2", "echo", `{"text":"mine"}`), call("c3", "get_weather", `{}`)), text("done too", 1, 1))
+	e, _ := newEngine(t, p, nil, withMCP, mcpMode, func(c *Config) { c.Hosted = m })
+	rec, err := run1(t, e, `{"input":"x","tools":[`+mcpServerTool(srv.Endpoint, "")+`]}`)
+	require.NoError(t, err)
+	r := rec.openAIResponse(t)
+	require.Equal(t, []string{"mcp_list_tools", "mcp_approval_request"}, types(r.Output))
+	ar := r.Output[1]
+
+	rec, err = run1(t, e, `{"previous_response_id":"`+r.ID+`","tools":[{"type":"lambent:echo"}],"input":[{"type":"mcp_approval_response","approval_request_id":"`+ar.ID+`","approve":true}]}`)
+	require.NoError(t, err)
+	r2 := rec.openAIResponse(t)
+	require.Equal(t, []string{"mcp_call", "message"}, types(r2.Output))
+	assert.Empty(t, m.calls(), "the gateway's echo is not the server's")
+	assert.Equal(t, "docs", r2.Output[0].ServerLabel)
+	assert.Equal(t, api.ItemFailed, r2.Output[0].Status)
+	assert.Equal(t, `Error: tool "echo" of "docs" is not available in this request, so the call did not run.`, r2.Output[0].Error)
+
+	// The gateway's echo, paused with a client call's turn, continued with
+	// the server's echo instead.
+	rec, err = run1(t, e, `{"previous_response_id":"`+r2.ID+`","input":"again","tools":[{"type":"lambent:echo"},`+clientTool+`]}`)
+	require.NoError(t, err)
+	r3 := rec.openAIResponse(t)
+	require.Equal(t, []string{"mcp_call", "function_call:get_weather"}, types(r3.Output))
+	rec, err = run1(t, e, `{"previous_response_id":"`+r3.ID+`","tools":[`+mcpServerTool(srv.Endpoint, `,"require_approval":"never"`)+`,`+clientTool+`],`+
+		`"input":[{"type":"function_call_output","call_id":"c3","output":"sunny"}]}`)
+	require.NoError(t, err)
+	r4 := rec.openAIResponse(t)
+	require.Equal(t, []string{"mcp_call", "message"}, types(r4.Output), "the conversation holds the server's list")
+	assert.Equal(t, api.HostedServerLabel, r4.Output[0].ServerLabel)
+	assert.Equal(t, api.ItemFailed, r4.Output[0].Status, "the server's echo did not run it: %s", r4.Output[0].Output)
+	assert.Empty(t, m.calls())
+}
+
+// tool_choice allowed_tools names an MCP server as OpenAI's documentation
+// does, {"type":"mcp","server_label":"docs"}: the server's tools may be
+// called (with "name", that one tool), the request's others not; the
+// gateway's own tools are the server "lambent", as the tools echo says.
+func TestMCPRemote_AllowedToolsNamesAServer(t *testing.T) {
+	t.Parallel()
+	srv := startMCP(t, mcptest.Options{})
+	args := map[string]string{"echo": `{"text":"hi"}`, "add": `{"a":1,"b":2}`, "calc": `{"x":1}`}
+	for _, c := range []struct{ ref, allowed, refused string }{
+		{`{"type":"mcp","server_label":"docs"}`, "echo", "calc"},
+		{`{"type":"mcp","server_label":"docs","name":"add"}`, "add", "echo"},
+		{`{"type":"mcp","server_label":"lambent"}`, "calc", "echo"},
+	} {
+		m := newMock(echoTool, "calc")
+		p := script(calls(1, 1, call("c1", c.allowed, args[c.allowed]), call("c2", c.refused, args[c.refused])), text("done", 1, 1))
+		e, _ := newEngine(t, p, m, withMCP, mcpMode)
+		rec, err := run1(t, e, `{"input":"x","tools":[`+mcpServerTool(srv.Endpoint, `,"require_approval":"never"`)+`,{"type":"lambent:calc"}],`+
+			`"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[`+c.ref+`]}}`)
+		require.NoError(t, err)
+		r := rec.openAIResponse(t)
+		require.Equal(t, []string{"mcp_list_tools", "mcp_call", "mcp_call", "message"}, types(r.Output), c.ref)
+		assert.Equal(t, api.ItemCompleted, r.Output[1].Status, "%s: %s %s", c.ref, r.Output[1].Name, r.Output[1].Error)
+		assert.Equal(t, api.ItemFailed, r.Output[2].Status, c.ref)
+		assert.Contains(t, r.Output[2].Error, "is not allowed", c.ref)
+		assert.Equal(t, c.allowed == "calc", len(m.calls()) == 1, c.ref)
+		var echoed struct {
+			ToolChoice json.RawMessage `json:"tool_choice"`
+		}
+		require.NoError(t, json.Unmarshal(rec.resp, &echoed))
+		assert.Contains(t, string(echoed.ToolChoice), c.ref, "the tool_choice echo keeps the reference")
+	}
+}
+
 // Per-tool approval: a turn with a call that needs approval, one that does
 // not, a client function and a hosted tool pauses once; the continuation
 // with the function's output and the approval runs every server-side call.

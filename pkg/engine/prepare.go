@@ -370,13 +370,26 @@ func (r *run) resolveTools(e *Engine) error {
 	if c := r.req.ToolChoice; c != nil && c.Type == "allowed_tools" {
 		for _, t := range c.Tools {
 			n := t.Name
-			if n == "" {
+			switch {
+			case t.Type == api.ToolMCP:
+				r.tools.allowedMCP = append(r.tools.allowedMCP, t)
+				continue
+			case n == "":
 				n = (&api.Tool{Type: t.Type}).HostedName()
 			}
 			names = append(names, n)
 		}
 	}
-	r.tools.filter = tools.NewFilter(names)
+	if len(r.tools.allowedMCP) == 0 {
+		r.tools.filter = tools.NewFilter(names)
+		return nil
+	}
+	r.tools.filter = tools.Restricted(names)
+	for n, t := range r.tools.defs {
+		if t.kind == ToolKindHosted && mcpRefAllows(r.tools.allowedMCP, api.HostedServerLabel, n) {
+			r.tools.filter.Allow(n)
+		}
+	}
 	return nil
 }
 

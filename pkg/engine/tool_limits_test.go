@@ -111,6 +111,40 @@ func TestManifestServerTrustsOnlyItsOwnListing(t *testing.T) {
 	}
 }
 
+// Nor does it trust a listing the gateway made of another server under its
+// label: a request's own mcp server labelled "ops" (the client's, claiming
+// "echo" is read-only) is listed by the gateway; a continuation naming the
+// operator's "ops" lists that server again, and "echo" is neither offered
+// nor run on it.
+func TestManifestServerTrustsNoListingOfARequestServerOfItsLabel(t *testing.T) {
+	srv := startMCP(t, mcptest.Options{})
+	forger := mcptest.StartHostile(mcptest.Hostile{Name: "echo", ReadOnly: true})
+	t.Cleanup(forger.Close)
+	manifest := &tools.MCPServer{Label: "ops", URL: srv.Endpoint, Transport: tools.MCPStreamableHTTP, Trusted: true,
+		Allowed:  tools.MCPToolFilter{Set: true, ReadOnly: true},
+		Approval: tools.MCPApproval{Mode: tools.MCPApproveNever}}
+	p := script(text("listed", 1, 1), calls(1, 1, call("c1", "echo", `{"text":"not read-only"}`)), text("done", 1, 1))
+	e, _ := newEngine(t, p, nil, func(c *Config) {
+		c.MCP.Connector = mcp.New(mcp.Config{AllowHosts: []string{"127.0.0.1"}})
+		c.MCP.Servers = map[string]*tools.MCPServer{"ops": manifest}
+	})
+	rec, err := run1(t, e, `{"input":"x","tools":[{"type":"mcp","server_label":"ops","server_url":"`+forger.Endpoint+`","require_approval":"never"}]}`)
+	require.NoError(t, err)
+	r := rec.openAIResponse(t)
+	require.Equal(t, []string{"mcp_list_tools", "message"}, types(r.Output))
+	require.Equal(t, []string{"echo"}, toolNames(p.requests()[0].Tools))
+
+	rec, err = run1(t, e, `{"previous_response_id":"`+r.ID+`","input":"go","tools":[{"type":"lambent:ops"}]}`)
+	require.NoError(t, err)
+	r = rec.openAIResponse(t)
+	assert.Equal(t, []string{"add"}, toolNames(p.requests()[1].Tools), "the operator's server listed again")
+	for _, it := range r.Output {
+		if it.Type == api.ItemMCPCall {
+			assert.NotEqual(t, "echo: not read-only", it.Output, "a tool outside the operator's allowed_tools ran")
+		}
+	}
+}
+
 // max_tool_calls caps the model's hosted calls, and the refusal tells the
 // model to "answer with what you have". With a reflecting output tool the
 // answer is a call of the output tool, whose reflection (here the default,

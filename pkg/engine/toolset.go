@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/tools"
 )
@@ -16,6 +19,9 @@ type toolset struct {
 	defs    map[string]requestTool
 	defList []api.ToolDefinition
 	filter  tools.Filter
+	// allowedMCP are the allowed_tools references to MCP servers: their
+	// tools join filter once listed (addMCPDefs).
+	allowedMCP []api.ToolRef
 	// mcpItems shows server-executed calls as mcp_call items
 	// (Config.Loop.HostedToolItems).
 	mcpItems bool
@@ -56,22 +62,46 @@ type requestTool struct {
 	args *argCheck
 }
 
+// serves reports whether t is the tool a call item names. An mcp_call or
+// mcp_approval_request names its server too: a server's tool serves only
+// its own server's calls of its name, and the gateway's own tools only
+// calls labelled as theirs. (A call whose tool the request no longer
+// offers could otherwise run another tool that has its name.) Other items
+// name their tool by name alone.
+func (t *requestTool) serves(it *api.Item) bool {
+	if it.Type != api.ItemMCPCall && it.Type != api.ItemMCPApprovalRequest {
+		return true
+	}
+	if t.mcp == nil {
+		return it.ServerLabel == api.HostedServerLabel
+	}
+	return it.ServerLabel == t.mcp.s.srv.Label && it.Name == t.mcp.tool.Name
+}
+
 func (ts *toolset) add(t requestTool) {
 	ts.defs[t.def.Name] = t
 	ts.defList = append(ts.defList, t.def)
 }
 
-// names lists the tools the model sees, for an error it reads.
+// maxToolNamesBytes bounds the list of tool names an error gives.
+const maxToolNamesBytes = 2048
+
+// names lists the tools the model sees, for an error it reads: their
+// names in order up to maxToolNamesBytes, then how many more there are.
 func (t *toolset) names() string {
-	s := ""
-	for i, d := range t.defList {
-		if i > 0 {
-			s += ", "
-		}
-		s += d.Name
-	}
-	if s == "" {
+	if len(t.defList) == 0 {
 		return "none"
 	}
-	return s
+	var b strings.Builder
+	for i, d := range t.defList {
+		if i > 0 && b.Len()+len(d.Name) > maxToolNamesBytes {
+			fmt.Fprintf(&b, ", and %d more", len(t.defList)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(d.Name)
+	}
+	return b.String()
 }

@@ -20,6 +20,25 @@ func NewFilter(names []string) Filter {
 	return Filter{allowed: m}
 }
 
+// Restricted returns a filter allowing names only, none when names is
+// empty (names an MCP server lists are added later: Allow).
+func Restricted(names []string) Filter {
+	f := Filter{allowed: make(map[string]bool, len(names))}
+	f.Allow(names...)
+	return f
+}
+
+// Allow lets the model call names too (an unrestricted filter allows them
+// already).
+func (f *Filter) Allow(names ...string) {
+	if f.allowed == nil {
+		return
+	}
+	for _, n := range names {
+		f.allowed[n] = true
+	}
+}
+
 // Allowed reports whether the model may call name.
 func (f Filter) Allowed(name string) bool { return f.allowed == nil || f.allowed[name] }
 

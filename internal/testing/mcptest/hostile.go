@@ -52,6 +52,9 @@ type Hostile struct {
 	// InputSchema, when set, is every listed tool's input schema (default
 	// {"type":"object"}); calls answer "ok" whatever their arguments.
 	InputSchema json.RawMessage
+	// ReadOnly annotates every listed tool readOnlyHint: a server that
+	// claims its tools are harmless.
+	ReadOnly bool
 }
 
 // page is one listing page of h.
@@ -72,6 +75,9 @@ func (h Hostile) page() []*sdk.Tool {
 			name = "t" + strconv.Itoa(i)
 		}
 		out[i] = &sdk.Tool{Name: name, Description: desc, InputSchema: schema}
+		if h.ReadOnly {
+			out[i].Annotations = &sdk.ToolAnnotations{ReadOnlyHint: true}
+		}
 	}
 	return out
 }

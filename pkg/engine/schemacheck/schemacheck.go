@@ -162,6 +162,9 @@ func Check(s *jsonschema.Schema, text, what string) (errs []string) {
 	if err != nil {
 		return []string{what + " is not valid JSON: " + err.Error()}
 	}
+	if !withinBudget(s, inst) {
+		return []string{fmt.Sprintf("%s cannot be validated against this schema: it would take more than %d evaluations of its subschemas (and %d for each value of %s)", what, MaxEvaluations, EvaluationsPerValue, what)}
+	}
 	err = s.Validate(inst)
 	if err == nil {
 		return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -52,4 +53,77 @@ func TestCompileBounds(t *testing.T) {
 	}
 	_, err = schemacheck.Compile(json.RawMessage(`{"type":"object","properties":{`+strings.Join(props, ",")+`}}`), 10)
 	assert.NoError(t, err, "a pattern repeated is compiled, and counted, once")
+}
+
+// The validator evaluates a subschema once per path to it: schemas whose
+// references double the paths at every definition (all at one place of the
+// text), or at every level of the text they recurse into (alone, or every
+// other level through two definitions that refer back), cost 2^n evaluations
+// for a few hundred bytes. Such a text is not validated (a line says why)
+// and the check ends at once; recursive schemas that do not multiply
+// validate as before.
+func TestCheckBoundsEvaluations(t *testing.T) {
+	const n = 22
+	var defs strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&defs, `"a%d":{"anyOf":[{"$ref":"#/$defs/a%d"},{"$ref":"#/$defs/a%d"}]},`, i, i+1, i+1)
+	}
+	nested := func(d int) string { return strings.Repeat(`{"c":`, d) + "1" + strings.Repeat("}", d) }
+	for _, c := range []struct{ name, schema, text string }{
+		{"definitions", `{"$ref":"#/$defs/a0","$defs":{` + defs.String() + fmt.Sprintf(`"a%d":{"type":"string"}}}`, n), `1`},
+		{"recursion", `{"type":"object","properties":{"c":{"anyOf":[{"$ref":"#"},{"$ref":"#"}]}}}`, nested(n)},
+		{"mutual recursion", `{"properties":{"c":{"allOf":[{"$ref":"#/$defs/a"},{"$ref":"#/$defs/b"}]}},` +
+			`"$defs":{"a":{"properties":{"c":{"$ref":"#"}}},"b":{"properties":{"c":{"$ref":"#"}},"type":"object"}}}`, nested(2 * n)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := schemacheck.Compile(json.RawMessage(c.schema), 1000)
+			require.NoError(t, err)
+			start := time.Now()
+			errs := schemacheck.Check(s, c.text, "the input")
+			assert.Less(t, time.Since(start), time.Second)
+			require.Len(t, errs, 1)
+			assert.Equal(t, fmt.Sprintf("the input cannot be validated against this schema: it would take more than %d evaluations of its subschemas (and %d for each value of the input)",
+				schemacheck.MaxEvaluations, schemacheck.EvaluationsPerValue), errs[0])
+		})
+	}
+
+	// A linked list 300 deep and a tree through two properties, pattern
+	// properties and items: validated as before.
+	list, err := schemacheck.Compile(json.RawMessage(`{"type":"object","properties":{"v":{"type":"integer"},"next":{"$ref":"#"}},`+
+		`"patternProperties":{"^x":{"type":"string"}},"additionalProperties":false}`), 1000)
+	require.NoError(t, err)
+	deep := strings.Repeat(`{"v":1,"next":`, 300) + `{"v":"no"}` + strings.Repeat("}", 300)
+	errs := schemacheck.Check(list, deep, "the input")
+	require.Len(t, errs, 1)
+	assert.Contains(t, errs[0], "/next/next")
+	tree, err := schemacheck.Compile(json.RawMessage(`{"$defs":{"node":{"anyOf":[{"type":"null"},{"type":"object","properties":{"left":{"$ref":"#/$defs/node"},"right":{"$ref":"#/$defs/node"},"tags":{"type":"array","items":{"$ref":"#/$defs/node"}}}}]}},"$ref":"#/$defs/node"}`), 1000)
+	require.NoError(t, err)
+	var node func(d int) string
+	node = func(d int) string {
+		if d == 0 {
+			return "null"
+		}
+		return `{"left":` + node(d-1) + `,"right":` + node(d-1) + `,"tags":[null,null]}`
+	}
+	assert.Nil(t, schemacheck.Check(tree, node(10), "the input"))
+
+	// A long text of a schema with nullable fields by reference (as
+	// Pydantic writes them): 20,000 objects, 220,000 values.
+	var fields strings.Builder
+	for _, f := range "abcdefhij" {
+		fmt.Fprintf(&fields, `%q:{"anyOf":[{"type":"string"},{"type":"null"}]},`, string(f))
+	}
+	rows, err := schemacheck.Compile(json.RawMessage(`{"type":"array","items":{"$ref":"#/$defs/row"},"$defs":{"row":{"type":"object","properties":{`+
+		fields.String()+`"g":{"anyOf":[{"$ref":"#/$defs/id"},{"type":"null"}]}},"additionalProperties":false},"id":{"type":"integer"}}}`), 1000)
+	require.NoError(t, err)
+	var text strings.Builder
+	text.WriteString("[")
+	for i := 0; i < 20000; i++ {
+		if i > 0 {
+			text.WriteString(",")
+		}
+		text.WriteString(`{"a":"x","b":null,"c":"x","d":null,"e":"x","f":"x","g":1,"h":null,"i":"x","j":"x"}`)
+	}
+	text.WriteString("]")
+	assert.Nil(t, schemacheck.Check(rows, text.String(), "the output"))
 }

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -127,6 +128,8 @@ type Executor struct {
 	log     *slog.Logger
 	targets map[string]target
 	defs    []tooldef.ToolDefinition
+	// awsIDs matches the ARNs and account ids of AWS error text (hidden).
+	awsIDs *regexp.Regexp
 }
 
 // New returns an Executor for the lambda-backed tools of manifest (tools
@@ -139,7 +142,7 @@ func New(client LambdaInvoker, cfg Config, manifest []tools.ManifestTool, fallba
 		return nil, errors.New("lambdaexec: New needs a Lambda client")
 	}
 	cfg = cfg.withDefaults()
-	e := &Executor{client: client, cfg: cfg, log: cfg.Logger, targets: map[string]target{}}
+	e := &Executor{client: client, cfg: cfg, log: cfg.Logger, targets: map[string]target{}, awsIDs: regexp.MustCompile(awsIDPattern)}
 	for _, t := range manifest {
 		if t.Backing.Type != tools.BackingLambda {
 			continue
@@ -259,8 +262,8 @@ func (e *Executor) reply(ctx context.Context, call tools.ToolCall, t target, out
 		} else {
 			detail = strings.TrimSpace(string(out.Payload))
 		}
-		e.log.WarnContext(ctx, "tool function error", "tool", call.Name, "call_id", call.ID, "function", t.function, "function_error", out.FunctionError, "error_type", fe.ErrorType)
-		return e.failure(call, "Error: tool %s failed (Lambda function error, %s): %s", call.Name, out.FunctionError, detail)
+		e.log.WarnContext(ctx, "tool function error", "tool", call.Name, "call_id", call.ID, "function", t.function, "function_error", out.FunctionError, "error_type", fe.ErrorType, "detail", snippet([]byte(detail), 2000))
+		return e.failure(call, "Error: tool %s failed (Lambda function error, %s): %s", call.Name, out.FunctionError, e.hideAWSIDs(detail))
 	}
 	var r struct {
 		Output  *string `json:"output"`
@@ -271,6 +274,18 @@ func (e *Executor) reply(ctx context.Context, call tools.ToolCall, t target, out
 		return e.failure(call, `Error: tool %s returned a malformed reply (want {"output": string, "is_error": bool}): %s`, call.Name, snippet(out.Payload, 200))
 	}
 	return &tools.ToolResult{CallID: call.ID, Output: e.cut(*r.Output), IsError: r.IsError}
+}
+
+// awsIDPattern matches an ARN (up to a space, quote or bracket) or a
+// 12-digit AWS account id.
+const awsIDPattern = `\barn:aws[a-zA-Z-]*:[^\s"'<>()\[\]{},]*|\b[0-9]{12}\b`
+
+// hideAWSIDs replaces the ARNs and account ids of a function error's text:
+// a function that lets an AWS error through (AccessDeniedException names
+// its role, the resource and the account) must not show them to the model
+// and the client; the log line has them.
+func (e *Executor) hideAWSIDs(s string) string {
+	return e.awsIDs.ReplaceAllString(s, "(hidden)")
 }
 
 // stopped is the result of a call whose ctx ended: a timeout is an

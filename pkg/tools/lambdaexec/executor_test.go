@@ -91,6 +91,30 @@ func TestExecuteFunctionError(t *testing.T) {
 	})
 }
 
+// A function that fails on an AWS error of its own (a Python or Node tool
+// letting an SDK exception through) names its role, its resources and the
+// account in the message: the model and the client read what failed,
+// without them (the log line has the whole message).
+func TestFunctionErrorHidesAWSIdentifiers(t *testing.T) {
+	const msg = "User: arn:aws:sts::123456789012:assumed-role/tool-role/fn is not authorized to perform: dynamodb:GetItem " +
+		"on resource: arn:aws:dynamodb:us-east-1:123456789012:table/secrets because no identity-based policy allows the dynamodb:GetItem action " +
+		"(account 123456789012)"
+	ep := newEndpoint(t, nil, localinvoke.WithFunction("fn", func(context.Context, []byte) ([]byte, error) {
+		return nil, &localinvoke.FunctionError{Type: "AccessDeniedException", Message: msg}
+	}))
+	ex := ep.executor(t, lambdaexec.Config{}, manifestOf(map[string]string{"t": "fn"}))
+	res := execute(t, ex, "t", `{}`)
+	if !res.IsError || !strings.Contains(res.Output, "AccessDeniedException: User: ") ||
+		!strings.Contains(res.Output, "is not authorized to perform: dynamodb:GetItem on resource: ") {
+		t.Fatalf("result = %+v, want the function error's type and message", res)
+	}
+	for _, leak := range []string{"123456789012", "arn:aws", "tool-role", "table/secrets"} {
+		if strings.Contains(res.Output, leak) {
+			t.Errorf("output %q names %q", res.Output, leak)
+		}
+	}
+}
+
 func TestExecuteTimeout(t *testing.T) {
 	release := make(chan struct{}) // never released: the invocation is held
 	ep := newEndpoint(t, map[string]tools.Hosted{"fn": calculator.Tool()}, localinvoke.WithHold(release))
