@@ -201,7 +201,10 @@ func (e *BlockedError) Error() string {
 	if normalizeHost(e.host) == canonicalAddr(e.ip) {
 		return fmt.Sprintf("destination %s is not allowed (%s address); only public internet addresses can be fetched", ip, e.reason)
 	}
-	return fmt.Sprintf("destination %s resolves to %s, which is not allowed (%s address); only public internet addresses can be fetched", e.host, ip, e.reason)
+	// The address a name resolves to is not told: it would map the
+	// deployment's internal DNS for whoever reads the error (the model,
+	// the tenant).
+	return fmt.Sprintf("destination %s resolves to an address that is not allowed (%s address); only public internet addresses can be fetched", e.host, e.reason)
 }
 
 // check returns a *BlockedError when a dial to host:port must not reach ip.
