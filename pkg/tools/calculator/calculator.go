@@ -28,7 +28,7 @@ const MaxExpressionLength = 4096
 // and exponents that Evaluate accepts; it keeps recursion strictly bounded.
 const MaxDepth = 200
 
-const description = "Evaluate an arithmetic expression exactly and return the numeric result. " +
+const description = "Evaluate an arithmetic expression and return the numeric result (64-bit floating point, shortest exact form: 0.1 + 0.2 gives 0.30000000000000004). " +
 	"Use it for any calculation instead of computing in your head. " +
 	"Supports numbers (3, 2.5, .5, 1e3, 6.02e23), operators + - * / % (remainder) and ^ (power, right-associative; ** also works), " +
 	"unary minus/plus (-2^2 = -4), parentheses, constants pi and e, and functions " +
