@@ -497,6 +497,7 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 	var wg sync.WaitGroup
 	parallel := r.req.ParallelToolCalls == nil || *r.req.ParallelToolCalls
 	slots := make(chan struct{}, maxConcurrentCalls)
+	var done completions
 	for i := range plans {
 		p := &plans[i]
 		switch {
@@ -513,10 +514,10 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 			wg.Add(1)
 			go func() {
 				defer func() { <-slots; wg.Done() }()
-				results[i] = e.execute(tctx, r, p, iteration)
+				results[i] = done.record(r, &calls[i], e.execute(tctx, r, p, iteration))
 			}()
 		default:
-			results[i] = e.execute(tctx, r, p, iteration)
+			results[i] = done.record(r, &calls[i], e.execute(tctx, r, p, iteration))
 		}
 	}
 	wg.Wait()
@@ -540,6 +541,28 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 		return e.afterAttempt(ctx, r)
 	}
 	return outcome{}, false
+}
+
+// completions completes the mcp_call items of a turn's calls as each call
+// ends, so that a stream shows a fast call done while a slow one of its
+// turn still runs; the other results are recorded, in call order, once
+// every call has ended (a function_call_output is a new item: output
+// indexes follow the calls).
+type completions struct{ mu sync.Mutex }
+
+// record completes call's mcp_call item with res at once when the item is
+// in the output (and returns nil: recorded), else returns res for later.
+func (c *completions) record(r *run, call *api.Item, res *tools.ToolResult) *tools.ToolResult {
+	if call.Type != api.ItemMCPCall {
+		return res
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r.outputIndex(call.ID) < 0 {
+		return res
+	}
+	r.completeServerCall(call, res)
+	return nil
 }
 
 // recordResult shows res as the result of call: an mcp_call item is

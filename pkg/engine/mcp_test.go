@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -294,4 +295,48 @@ func testMCPItems_DeadlineLeavesCallForContinuation(t *testing.T) {
 	assert.Equal(t, first.Output[1].ID, second.Output[0].ID)
 	assert.Equal(t, "ok", second.Output[0].Output)
 	assert.Len(t, m.calls(), 2)
+}
+
+// notingRecorder is a recorder that closes seen when an event of type typ
+// is written.
+type notingRecorder struct {
+	recorder
+	typ  string
+	once sync.Once
+	seen chan struct{}
+}
+
+func (r *notingRecorder) WriteEvent(ev *api.StreamEvent) error {
+	if ev.Type == r.typ {
+		r.once.Do(func() { close(r.seen) })
+	}
+	return r.recorder.WriteEvent(ev)
+}
+
+// Each call of a turn is completed in the stream as it ends: a fast call's
+// response.mcp_call.completed and output_item.done go out while a slow
+// call of its turn still runs (the slow one waits for them: a barrier).
+// They used to wait for the turn's slowest call.
+func TestMCPItems_CallsCompleteAsTheyEnd(t *testing.T) {
+	t.Parallel()
+	rec := &notingRecorder{typ: api.EventMCPCallCompleted, seen: make(chan struct{})}
+	m := newMock(func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
+		if c.Name == "slow" {
+			select {
+			case <-rec.seen:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(10 * time.Second):
+				return &tools.ToolResult{Output: "the fast call's completion was held back", IsError: true}, nil
+			}
+		}
+		return &tools.ToolResult{Output: "done " + c.Name}, nil
+	}, "fast", "slow")
+	p := script(calls(1, 1, call("c1", "slow", `{}`), call("c2", "fast", `{}`)), text("ok", 1, 1))
+	e, _ := newEngine(t, p, m, mcpMode)
+	require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, `{"input":"x","stream":true,"tools":[{"type":"lambent:fast"},{"type":"lambent:slow"}]}`), rec))
+	r := rec.checkOpenAIStream(t)
+	require.Len(t, r.Output, 3)
+	assert.Equal(t, "done slow", r.Output[0].Output, r.Output[0].Error)
+	assert.Equal(t, "done fast", r.Output[1].Output)
 }
