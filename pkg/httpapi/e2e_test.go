@@ -785,6 +785,30 @@ func TestE2EGetDeleteInputItems(t *testing.T) {
 	require.Equal(t, 1, g.fake.Calls())
 }
 
+// Item ids are unique in a request's input, as at OpenAI ("Duplicate item
+// found with id …", a 400): two input items of one id (given, or resolved
+// from references) are refused, naming the second. (They were stored, and
+// input_items' cursor, an item id, then named two items: the official
+// clients' auto-paging, asc with limit 1, returned the second one for
+// ever.)
+func TestE2EDuplicateInputItemIDs(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, fakellm.New(fakellm.Turn{Text: "first"}), nil)
+	msg := func(text, id string) string {
+		return `{"type":"message","role":"user","content":"` + text + `","id":"` + id + `"}`
+	}
+	status, _, body := g.postJSON(`{"input":[` + msg("a", "msg_dup") + `,` + msg("b", "msg_dup") + `,{"role":"user","content":"c"}]}`)
+	wantError(t, status, body, http.StatusBadRequest, "input[1].id", "duplicate_item_id")
+	require.Contains(t, string(body), "Duplicate item found with id msg_dup.")
+
+	status, _, body = g.postJSON(`{"input":[` + msg("a", "msg_one") + `]}`)
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	first := decodeWire(t, body).ID
+	status, _, body = g.postJSON(`{"previous_response_id":"` + first + `","input":[{"type":"item_reference","id":"msg_one"},{"type":"item_reference","id":"msg_one"}]}`)
+	wantError(t, status, body, http.StatusBadRequest, "input[1].id", "duplicate_item_id")
+	require.Len(t, g.fake.Requests(), 1, "no model call for a refused request")
+}
+
 // inputText returns the text of a message item's first content part.
 func inputText(t *testing.T, raw string) string {
 	t.Helper()
