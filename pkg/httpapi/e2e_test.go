@@ -809,6 +809,34 @@ func TestE2EDuplicateInputItemIDs(t *testing.T) {
 	require.Len(t, g.fake.Requests(), 1, "no model call for a refused request")
 }
 
+// A requires_action response continued without the outputs of its calls
+// ("never mind"): the calls get error results (the engine's
+// TestEdge_ContinuationWithoutOutputs), which the model sees right after
+// the assistant message that made the calls, as Chat Completions requires,
+// before the new input. (They followed the new user message: a strict
+// provider refused the history, a 400 upstream_error, and the response was
+// stored failed.)
+func TestE2EContinuationWithoutOutputs(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, fakellm.NewHandler(clientTurn), nil)
+	tools := `"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]`
+	status, _, body := g.postJSON(`{"input":"what is the weather",` + tools + `}`)
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	first := decodeWire(t, body)
+	require.Equal(t, "requires_action", first.Status)
+
+	status, _, body = g.postJSON(`{"previous_response_id":"` + first.ID + `","input":"never mind, hello",` + tools + `}`)
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	require.Equal(t, "completed", decodeWire(t, body).Status)
+	reqs := g.fake.Requests()
+	require.Len(t, reqs, 2)
+	var roles []string
+	for _, m := range reqs[1].Messages {
+		roles = append(roles, m.Role)
+	}
+	require.Equal(t, []string{"user", "assistant", "tool", "user"}, roles)
+}
+
 // inputText returns the text of a message item's first content part.
 func inputText(t *testing.T, raw string) string {
 	t.Helper()
