@@ -182,7 +182,7 @@ func (e *Engine) DeleteConversation(ctx context.Context, id string) (*api.Conver
 	if err != nil {
 		return nil, err
 	}
-	if err := cs.DeleteConversation(ctx, id); err != nil {
+	if err := cs.DeleteConversation(ctx, id); err != nil && !e.deletedAnyway(ctx, id, err) {
 		return nil, e.conversationErr(err, id, "")
 	}
 	return &api.ConversationDeleted{ID: id, Object: "conversation.deleted", Deleted: true}, nil

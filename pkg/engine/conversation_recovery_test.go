@@ -152,3 +152,28 @@ func TestDeleteUnreadableResponse(t *testing.T) {
 	_, err = st.Get(context.Background(), id)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
+
+// partlyDeletingStore deletes records but reports parts of them left.
+type partlyDeletingStore struct{ store.ResponseStore }
+
+func (s partlyDeletingStore) Delete(ctx context.Context, id string) error {
+	if err := s.ResponseStore.Delete(ctx, id); err != nil {
+		return err
+	}
+	return fmt.Errorf("test: %w: chunks throttled", store.ErrPartlyDeleted)
+}
+
+// A delete that removed the response but left parts of it to expire
+// (store.ErrPartlyDeleted) succeeded: the client gets the deletion, not a
+// 500 whose retry would be a 404.
+func TestDeletePartlyIsDeleted(t *testing.T) {
+	t.Parallel()
+	st := store.NewMemory(store.MemoryConfig{})
+	e, _ := newEngine(t, script(text("answer", 1, 1)), nil, func(c *Config) { c.Store = partlyDeletingStore{st} })
+	rec, err := run1(t, e, `{"input":"hello"}`)
+	require.NoError(t, err)
+	id := rec.response(t).ID
+	res, err := e.DeleteResponse(context.Background(), id)
+	require.NoError(t, err)
+	assert.True(t, res.Deleted)
+}

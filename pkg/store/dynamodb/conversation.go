@@ -687,7 +687,8 @@ func (s *Store) DeleteConversationItem(ctx context.Context, id, itemID string) (
 // DeleteConversation deletes the head (a conditional DeleteItem: from then
 // on nobody finds the conversation, and a running response's append
 // fails), then every other item of its partition (Query of the keys,
-// BatchWriteItem), best effort: what remains expires.
+// BatchWriteItem), best effort: what remains expires
+// (store.ErrPartlyDeleted).
 func (s *Store) DeleteConversation(ctx context.Context, id string) error {
 	p := convPK(ctx, id)
 	cond := expression.AttributeExists(expression.Name(attrPK)).
@@ -720,14 +721,14 @@ func (s *Store) DeleteConversation(ctx context.Context, id string) error {
 	for pager.HasMorePages() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			return fmt.Errorf("dynamodb: delete conversation %s: the conversation is deleted, but some of its items remain until they expire: %w", id, err)
+			return fmt.Errorf("dynamodb: delete conversation %s: %w: of its items: %w", id, store.ErrPartlyDeleted, err)
 		}
 		reqs := make([]types.WriteRequest, 0, len(page.Items))
 		for _, item := range page.Items {
 			reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: map[string]types.AttributeValue{attrPK: item[attrPK], attrSK: item[attrSK]}}})
 		}
 		if err := s.batchWrite(ctx, reqs); err != nil {
-			return fmt.Errorf("dynamodb: delete conversation %s: the conversation is deleted, but some of its items remain until they expire: %w", id, err)
+			return fmt.Errorf("dynamodb: delete conversation %s: %w: of its items: %w", id, store.ErrPartlyDeleted, err)
 		}
 	}
 	return nil
