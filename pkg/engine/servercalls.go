@@ -61,7 +61,10 @@ func modelCallID(it *api.Item) string {
 // approved" when the conversation holds no answer to it. A call that
 // appears again later (a call paused with its turn and executed in a
 // continuation, the mcp_call of an approved request) adds only its output
-// there. mcp_list_tools items are left out; other items pass through.
+// there. mcp_list_tools items are left out; other items pass through, but
+// a client call or call output given again (an input's reference to the
+// call of the conversation it continues, or the item sent again) is added
+// once: every provider refuses a call id twice.
 //
 // The calls of one model turn reach the model as they came from it: all
 // the turn's calls, then their results. A turn's calls are consecutive
@@ -143,9 +146,19 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 			out = append(out, res)
 		}
 	}
+	var added map[string]bool // the ids of the client calls and outputs added
 	for _, l := range lists {
 		for i := range l {
 			it := &l[i]
+			if (api.IsClientCall(it.Type) || api.IsClientOutput(it.Type)) && it.ID != "" {
+				if added == nil {
+					added = map[string]bool{}
+				}
+				if added[it.ID] {
+					continue
+				}
+				added[it.ID] = true
+			}
 			switch it.Type {
 			case api.ItemMCPListTools:
 			case api.ItemMCPCall:

@@ -837,6 +837,53 @@ func TestE2EContinuationWithoutOutputs(t *testing.T) {
 	require.Equal(t, []string{"user", "assistant", "tool", "user"}, roles)
 }
 
+// A continuation whose input names an item the conversation it continues
+// holds already (an item reference to the paused call, as clients that
+// replay their history send it, or the item sent again) hands the model
+// that item once: through previous_response_id and in a conversation.
+// (The model got the call twice, and Chat Completions refused the
+// history: a 400 upstream_error, the response stored failed.)
+func TestE2EReferenceToHeldItemSentOnce(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, fakellm.NewHandler(clientTurn), nil)
+	tools := `"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]`
+	status, _, body := g.do(http.MethodPost, "/v1/conversations", "application/json", `{}`)
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	conv := decodeWire(t, body).ID
+	for _, scope := range []func(prev string) string{
+		func(prev string) string {
+			if prev == "" {
+				return ""
+			}
+			return `"previous_response_id":"` + prev + `",`
+		},
+		func(string) string { return `"conversation":"` + conv + `",` },
+	} {
+		status, _, body := g.postJSON(`{` + scope("") + `"input":"what is the weather",` + tools + `}`)
+		require.Equal(t, http.StatusOK, status, "%s", body)
+		paused := decodeWire(t, body)
+		require.Equal(t, "requires_action", paused.Status)
+		var out struct {
+			Output []struct {
+				ID     string `json:"id"`
+				CallID string `json:"call_id"`
+			} `json:"output"`
+		}
+		require.NoError(t, json.Unmarshal(body, &out))
+		call := out.Output[0]
+		status, _, body = g.postJSON(`{` + scope(paused.ID) + `"input":[{"type":"item_reference","id":"` + call.ID + `"},` +
+			`{"type":"function_call_output","call_id":"` + call.CallID + `","output":"sunny"}],` + tools + `}`)
+		require.Equal(t, http.StatusOK, status, "%s", body)
+		require.Equal(t, "completed", decodeWire(t, body).Status)
+		reqs := g.fake.Requests()
+		var roles []string
+		for _, m := range reqs[len(reqs)-1].Messages {
+			roles = append(roles, m.Role)
+		}
+		require.Equal(t, []string{"user", "assistant", "tool"}, roles)
+	}
+}
+
 // inputText returns the text of a message item's first content part.
 func inputText(t *testing.T, raw string) string {
 	t.Helper()
