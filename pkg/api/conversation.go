@@ -120,7 +120,7 @@ func DecodeConversationCreate(body []byte) (*ConversationCreateRequest, error) {
 			}
 		case "metadata":
 			if !isNull(v) {
-				if err := into(k, v, &out.Metadata); err != nil {
+				if out.Metadata, err = decodeMetadata(k, v); err != nil {
 					return nil, err
 				}
 			}
@@ -177,7 +177,7 @@ func DecodeMetadataUpdate(body []byte) (map[string]string, error) {
 	}
 	md := map[string]string{}
 	if !isNull(v) {
-		if err := into("metadata", v, &md); err != nil {
+		if md, err = decodeMetadata("metadata", v); err != nil {
 			return nil, err
 		}
 	}

@@ -33,3 +33,14 @@ func (o ListOptions) PageSize() int {
 
 // Descending reports whether o lists newest first (any Order but "asc").
 func (o ListOptions) Descending() bool { return o.Order != "asc" }
+
+// CheckListQuery checks the order and limit a list's query asks for as
+// the OpenAI API checks them: order "asc" or "desc", limit 1..MaxListLimit
+// (a 400 invalid_value, integer_below_min_value or
+// integer_above_max_value naming the parameter).
+func CheckListQuery(order string, limit int) error {
+	if err := oneOf("order", &order, "asc", "desc"); err != nil {
+		return err
+	}
+	return intRange("limit", &limit, 1, MaxListLimit)
+}

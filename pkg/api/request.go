@@ -156,7 +156,10 @@ func paramDecoder(k string) func(r *CreateResponseRequest, v json.RawMessage) er
 	case "stream":
 		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.Stream })
 	case "metadata":
-		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.Metadata })
+		return func(r *CreateResponseRequest, v json.RawMessage) (err error) {
+			r.Metadata, err = decodeMetadata(k, v)
+			return err
+		}
 	case "include":
 		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.Include })
 	case "truncation":
@@ -726,6 +729,24 @@ func (r *CreateResponseRequest) validateValues() error {
 		return err
 	}
 	return ValidateInclude("include", r.Include)
+}
+
+// decodeMetadata decodes a metadata object (param names it) whose values
+// are strings, as the OpenAI API requires: a null value is refused, where
+// decoding into a map of strings would read it as "".
+func decodeMetadata(param string, v json.RawMessage) (map[string]string, error) {
+	var raw map[string]*string
+	if err := into(param, v, &raw); err != nil || raw == nil {
+		return nil, err
+	}
+	md := make(map[string]string, len(raw))
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		if raw[k] == nil {
+			return nil, InvalidRequest(param+"."+k, "invalid type for '%s.%s': expected a string, got null", param, k)
+		}
+		md[k] = *raw[k]
+	}
+	return md, nil
 }
 
 // ValidateMetadata checks a metadata object as the OpenAI API does: at

@@ -150,3 +150,30 @@ func TestItemRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, string(b), string(b2))
 }
+
+// A metadata value must be a string, as at OpenAI: null is refused (400
+// naming the key) by every decoder of metadata, a response's create, a
+// conversation's create and its metadata update. (Decoded into a map of
+// strings, null was read as "" and stored.)
+func TestMetadataNullValueRefused(t *testing.T) {
+	decoders := map[string]func(md string) error{
+		"create response": func(md string) error {
+			_, err := DecodeCreateRequest([]byte(`{"input":"x","metadata":` + md + `}`))
+			return err
+		},
+		"create conversation": func(md string) error {
+			_, err := DecodeConversationCreate([]byte(`{"metadata":` + md + `}`))
+			return err
+		},
+		"update metadata": func(md string) error { _, err := DecodeMetadataUpdate([]byte(`{"metadata":` + md + `}`)); return err },
+	}
+	for name, decode := range decoders {
+		err := decode(`{"a":"b","k":null}`)
+		var ae *Error
+		require.ErrorAs(t, err, &ae, name)
+		assert.Equal(t, 400, ae.Status, name)
+		assert.Equal(t, "metadata.k", ae.Param, name)
+		assert.Contains(t, ae.Message, "null", name)
+		require.NoError(t, decode(`{"a":"b"}`), name)
+	}
+}

@@ -29,7 +29,8 @@ import (
 //     of the response, so the client's next create finds it free. A
 //     response that never ran (refused, cancelled) appends nothing.
 //   - A background response holds the lock from its create through its
-//     queueing and every worker invocation (each renews it) to its end.
+//     queueing and every worker invocation (each renews it) to its end,
+//     or to its deletion (releaseDeleted).
 //   - A lock whose holder died lapses: a foreground response's at its
 //     request's deadline (plus the store write's time), or after
 //     Background.Lease when the request has none; a background response's
@@ -181,7 +182,7 @@ func (e *Engine) DeleteConversation(ctx context.Context, id string) (*api.Conver
 	if err != nil {
 		return nil, err
 	}
-	if err := cs.DeleteConversation(ctx, id); err != nil {
+	if err := cs.DeleteConversation(ctx, id); err != nil && !e.deletedAnyway(ctx, id, err) {
 		return nil, e.conversationErr(err, id, "")
 	}
 	return &api.ConversationDeleted{ID: id, Object: "conversation.deleted", Deleted: true}, nil
@@ -221,6 +222,20 @@ func (e *Engine) unlockConversation(ctx context.Context, cs store.ConversationSt
 	if err := cs.AppendConversationItems(sctx, id, owner, nil); err != nil && !errors.Is(err, store.ErrNotFound) {
 		e.log.WarnContext(ctx, "conversation lock not released", "conversation_id", id, "owner", owner, "err", err)
 	}
+}
+
+// releaseDeleted releases the conversation lock of rec's response, just
+// deleted, when it is a background response that had not ended: a queued
+// one's worker finds no response, and so no conversation to release, and
+// the lock would hold the conversation until it lapsed. A running one's
+// worker stops at its next poll and appends nothing (cancelled). Only the
+// response's own lock is released (unlockConversation).
+func (e *Engine) releaseDeleted(ctx context.Context, rec *store.Record) {
+	c, cs := rec.Response.Conversation, e.conversations()
+	if c == nil || cs == nil || rec.Job == nil || rec.Response.Status.Terminal() {
+		return
+	}
+	e.unlockConversation(ctx, cs, c.ID, rec.Response.ID)
 }
 
 // itemList is a list object of items.

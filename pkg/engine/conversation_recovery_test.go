@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -94,4 +95,85 @@ func TestStartBackgroundRedeliveryKeepsConversationLock(t *testing.T) {
 		}
 		assert.Equal(t, []string{"user", "assistant"}, roles, "the response's items are appended to its conversation")
 	})
+}
+
+// A queued background response in a conversation holds its lock; deleting
+// the response before a worker ran it frees the conversation at once, and
+// its job, delivered after, runs nothing. (Nothing released the lock: the
+// worker found no response and so no conversation, and every create and
+// items-create in the conversation was refused with conversation_locked
+// until the lock lapsed, an hour later.)
+func TestDeleteQueuedBackgroundFreesConversation(t *testing.T) {
+	forStores(t, func(t *testing.T, mk storeMaker) {
+		ctx := context.Background()
+		e, st, q := bgEngine(t, mk, script(text("answer", 1, 1)), nil)
+		cs := st.(store.ConversationStore)
+		c := &store.Conversation{ID: api.NewID(api.PrefixConversation)}
+		require.NoError(t, cs.CreateConversation(ctx, c, nil))
+		rec, err := runBackground(t, e, `{"conversation":"`+c.ID+`","input":"hello","background":true}`)
+		require.NoError(t, err)
+		queued := rec.response(t)
+		require.Equal(t, api.StatusQueued, queued.Status)
+
+		_, err = e.DeleteResponse(ctx, queued.ID)
+		require.NoError(t, err)
+		job := <-q.c
+		require.NoError(t, e.RunBackground(ctx, job.ResponseID))
+
+		msg := []api.Item{{Type: api.ItemMessage, Role: "user", Content: []api.ContentPart{{Type: api.PartInputText, Text: "next"}}}}
+		_, err = e.AddConversationItems(ctx, c.ID, msg)
+		assert.NoError(t, err, "the deleted response no longer holds the conversation")
+		items, err := cs.LoadConversationItems(ctx, c.ID, 100)
+		require.NoError(t, err)
+		assert.Len(t, items, 1, "the deleted response appended nothing")
+	})
+}
+
+// corruptStore is a store whose records cannot be read.
+type corruptStore struct{ store.ResponseStore }
+
+func (s corruptStore) Get(context.Context, string) (*store.Record, error) {
+	return nil, fmt.Errorf("test: %w", store.ErrCorrupt)
+}
+
+// A response whose record cannot be read is still deleted: the read that
+// DELETE makes first (for the conversation a background response holds)
+// does not stand in its way.
+func TestDeleteUnreadableResponse(t *testing.T) {
+	t.Parallel()
+	st := store.NewMemory(store.MemoryConfig{})
+	e, _ := newEngine(t, script(text("answer", 1, 1)), nil, func(c *Config) { c.Store = st })
+	rec, err := run1(t, e, `{"input":"hello"}`)
+	require.NoError(t, err)
+	id := rec.response(t).ID
+	e.cfg.Store = corruptStore{st}
+	_, err = e.DeleteResponse(context.Background(), id)
+	require.NoError(t, err)
+	_, err = st.Get(context.Background(), id)
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+// partlyDeletingStore deletes records but reports parts of them left.
+type partlyDeletingStore struct{ store.ResponseStore }
+
+func (s partlyDeletingStore) Delete(ctx context.Context, id string) error {
+	if err := s.ResponseStore.Delete(ctx, id); err != nil {
+		return err
+	}
+	return fmt.Errorf("test: %w: chunks throttled", store.ErrPartlyDeleted)
+}
+
+// A delete that removed the response but left parts of it to expire
+// (store.ErrPartlyDeleted) succeeded: the client gets the deletion, not a
+// 500 whose retry would be a 404.
+func TestDeletePartlyIsDeleted(t *testing.T) {
+	t.Parallel()
+	st := store.NewMemory(store.MemoryConfig{})
+	e, _ := newEngine(t, script(text("answer", 1, 1)), nil, func(c *Config) { c.Store = partlyDeletingStore{st} })
+	rec, err := run1(t, e, `{"input":"hello"}`)
+	require.NoError(t, err)
+	id := rec.response(t).ID
+	res, err := e.DeleteResponse(context.Background(), id)
+	require.NoError(t, err)
+	assert.True(t, res.Deleted)
 }

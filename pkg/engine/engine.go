@@ -319,15 +319,36 @@ func (e *Engine) GetResponse(ctx context.Context, id string) (*api.Response, err
 	return rec.Response, nil
 }
 
-// DeleteResponse deletes a stored response.
+// DeleteResponse deletes a stored response. It reads the response first:
+// a background response deleted before its end gives up the lock of its
+// conversation (releaseDeleted). A record that cannot be decoded
+// (store.ErrCorrupt) is deleted all the same.
 func (e *Engine) DeleteResponse(ctx context.Context, id string) (*api.DeleteResult, error) {
 	if e.cfg.Store == nil || !api.ValidResponseID(id) {
 		return nil, notFound(id, "id")
 	}
-	if err := e.cfg.Store.Delete(ctx, id); err != nil {
+	rec, err := e.cfg.Store.Get(ctx, id)
+	if err != nil && !errors.Is(err, store.ErrCorrupt) {
 		return nil, e.storeErr(err, id, "id")
 	}
+	if err := e.cfg.Store.Delete(ctx, id); err != nil && !e.deletedAnyway(ctx, id, err) {
+		return nil, e.storeErr(err, id, "id")
+	}
+	if rec != nil {
+		e.releaseDeleted(ctx, rec)
+	}
 	return &api.DeleteResult{ID: id, Object: "response", Deleted: true}, nil
+}
+
+// deletedAnyway reports whether a delete of id that failed deleted it all
+// the same (store.ErrPartlyDeleted: only parts that expire with it
+// remain), which it logs: the client's delete succeeded.
+func (e *Engine) deletedAnyway(ctx context.Context, id string, err error) bool {
+	if !errors.Is(err, store.ErrPartlyDeleted) {
+		return false
+	}
+	e.log.WarnContext(ctx, "deleted; some parts remain until they expire", "id", id, "err", err)
+	return true
 }
 
 // ListInputItems pages through a stored response's input items.

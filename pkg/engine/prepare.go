@@ -135,10 +135,11 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id
 }
 
 // resolveInput resolves item references, checks that every
-// function_call_output answers a call of the conversation, and assigns ids.
-// A reference resolves to an item of the previous_response_id chain (read
-// already), else to an item of the stored response its id names (see
-// fetchReferenced); it becomes that item, id included.
+// function_call_output answers a call of the conversation and that no two
+// input items have one id (references resolved), as OpenAI does, and
+// assigns ids. A reference resolves to an item of the previous_response_id
+// chain (read already), else to an item of the stored response its id
+// names (see fetchReferenced); it becomes that item, id included.
 func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 	calls := map[string]bool{}
 	byID := map[string]*api.Item{}
@@ -155,6 +156,7 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 		return err
 	}
 	r.input = make([]api.Item, 0, len(r.req.Input))
+	given := make(map[string]bool, len(r.req.Input)) // the ids of the input items so far
 	for i, it := range r.req.Input {
 		if it.Type == api.ItemReference {
 			ref, ok := byID[it.ID]
@@ -185,9 +187,13 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 				return api.InvalidRequest(inputParam(i, "call_id"), "No tool call found for function call output with call_id '%s'.", it.CallID)
 			}
 		}
+		if given[it.ID] {
+			return api.InvalidRequestCode(inputParam(i, "id"), "duplicate_item_id", "Duplicate item found with id %s. Remove duplicate items from your input and try again.", it.ID)
+		}
 		if it.ID == "" {
 			it.ID = r.newItemID(api.ItemIDPrefix(it.Type))
 		}
+		given[it.ID] = true
 		if it.Status == "" {
 			it.Status = api.ItemCompleted
 		}

@@ -65,7 +65,9 @@ func modelCallID(it *api.Item) string {
 // OpenAI's hosted tools a client replays (web_search_call: the item does
 // not hold the results; tool_search_call and tool_search_output: the
 // model is offered the request's tools only), wherever they stand; other
-// items pass through.
+// items pass through, but a client call or call output given again (an
+// input's reference to the call of the conversation it continues, or the
+// item sent again) is added once: every provider refuses a call id twice.
 //
 // The calls of one model turn reach the model as they came from it: all
 // the turn's calls, then their results. A turn's calls are consecutive
@@ -147,9 +149,19 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 			out = append(out, res)
 		}
 	}
+	var added map[string]bool // the ids of the client calls and outputs added
 	for _, l := range lists {
 		for i := range l {
 			it := &l[i]
+			if (api.IsClientCall(it.Type) || api.IsClientOutput(it.Type)) && it.ID != "" {
+				if added == nil {
+					added = map[string]bool{}
+				}
+				if added[it.ID] {
+					continue
+				}
+				added[it.ID] = true
+			}
 			switch it.Type {
 			case api.ItemMCPListTools, api.ItemWebSearchCall, api.ItemToolSearchCall, api.ItemToolSearchOutput:
 			case api.ItemMCPCall:

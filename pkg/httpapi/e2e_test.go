@@ -785,6 +785,105 @@ func TestE2EGetDeleteInputItems(t *testing.T) {
 	require.Equal(t, 1, g.fake.Calls())
 }
 
+// Item ids are unique in a request's input, as at OpenAI ("Duplicate item
+// found with id …", a 400): two input items of one id (given, or resolved
+// from references) are refused, naming the second. (They were stored, and
+// input_items' cursor, an item id, then named two items: the official
+// clients' auto-paging, asc with limit 1, returned the second one for
+// ever.)
+func TestE2EDuplicateInputItemIDs(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, fakellm.New(fakellm.Turn{Text: "first"}), nil)
+	msg := func(text, id string) string {
+		return `{"type":"message","role":"user","content":"` + text + `","id":"` + id + `"}`
+	}
+	status, _, body := g.postJSON(`{"input":[` + msg("a", "msg_dup") + `,` + msg("b", "msg_dup") + `,{"role":"user","content":"c"}]}`)
+	wantError(t, status, body, http.StatusBadRequest, "input[1].id", "duplicate_item_id")
+	require.Contains(t, string(body), "Duplicate item found with id msg_dup.")
+
+	status, _, body = g.postJSON(`{"input":[` + msg("a", "msg_one") + `]}`)
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	first := decodeWire(t, body).ID
+	status, _, body = g.postJSON(`{"previous_response_id":"` + first + `","input":[{"type":"item_reference","id":"msg_one"},{"type":"item_reference","id":"msg_one"}]}`)
+	wantError(t, status, body, http.StatusBadRequest, "input[1].id", "duplicate_item_id")
+	require.Len(t, g.fake.Requests(), 1, "no model call for a refused request")
+}
+
+// A requires_action response continued without the outputs of its calls
+// ("never mind"): the calls get error results (the engine's
+// TestEdge_ContinuationWithoutOutputs), which the model sees right after
+// the assistant message that made the calls, as Chat Completions requires,
+// before the new input. (They followed the new user message: a strict
+// provider refused the history, a 400 upstream_error, and the response was
+// stored failed.)
+func TestE2EContinuationWithoutOutputs(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, fakellm.NewHandler(clientTurn), nil)
+	tools := `"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]`
+	status, _, body := g.postJSON(`{"input":"what is the weather",` + tools + `}`)
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	first := decodeWire(t, body)
+	require.Equal(t, "requires_action", first.Status)
+
+	status, _, body = g.postJSON(`{"previous_response_id":"` + first.ID + `","input":"never mind, hello",` + tools + `}`)
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	require.Equal(t, "completed", decodeWire(t, body).Status)
+	reqs := g.fake.Requests()
+	require.Len(t, reqs, 2)
+	var roles []string
+	for _, m := range reqs[1].Messages {
+		roles = append(roles, m.Role)
+	}
+	require.Equal(t, []string{"user", "assistant", "tool", "user"}, roles)
+}
+
+// A continuation whose input names an item the conversation it continues
+// holds already (an item reference to the paused call, as clients that
+// replay their history send it, or the item sent again) hands the model
+// that item once: through previous_response_id and in a conversation.
+// (The model got the call twice, and Chat Completions refused the
+// history: a 400 upstream_error, the response stored failed.)
+func TestE2EReferenceToHeldItemSentOnce(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, fakellm.NewHandler(clientTurn), nil)
+	tools := `"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]`
+	status, _, body := g.do(http.MethodPost, "/v1/conversations", "application/json", `{}`)
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	conv := decodeWire(t, body).ID
+	for _, scope := range []func(prev string) string{
+		func(prev string) string {
+			if prev == "" {
+				return ""
+			}
+			return `"previous_response_id":"` + prev + `",`
+		},
+		func(string) string { return `"conversation":"` + conv + `",` },
+	} {
+		status, _, body := g.postJSON(`{` + scope("") + `"input":"what is the weather",` + tools + `}`)
+		require.Equal(t, http.StatusOK, status, "%s", body)
+		paused := decodeWire(t, body)
+		require.Equal(t, "requires_action", paused.Status)
+		var out struct {
+			Output []struct {
+				ID     string `json:"id"`
+				CallID string `json:"call_id"`
+			} `json:"output"`
+		}
+		require.NoError(t, json.Unmarshal(body, &out))
+		call := out.Output[0]
+		status, _, body = g.postJSON(`{` + scope(paused.ID) + `"input":[{"type":"item_reference","id":"` + call.ID + `"},` +
+			`{"type":"function_call_output","call_id":"` + call.CallID + `","output":"sunny"}],` + tools + `}`)
+		require.Equal(t, http.StatusOK, status, "%s", body)
+		require.Equal(t, "completed", decodeWire(t, body).Status)
+		reqs := g.fake.Requests()
+		var roles []string
+		for _, m := range reqs[len(reqs)-1].Messages {
+			roles = append(roles, m.Role)
+		}
+		require.Equal(t, []string{"user", "assistant", "tool"}, roles)
+	}
+}
+
 // inputText returns the text of a message item's first content part.
 func inputText(t *testing.T, raw string) string {
 	t.Helper()

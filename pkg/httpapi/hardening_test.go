@@ -103,6 +103,34 @@ func TestInputItemsAfterBounded(t *testing.T) {
 	wantError(t, status, body, http.StatusBadRequest, "after", "")
 }
 
+// A list's limit and order out of range are OpenAI's 400s, with its
+// codes and messages, on input items and conversation items alike: the
+// same as the body's numbers and enumerations (code null and messages of
+// their own before).
+func TestListQueryErrorsAsOpenAI(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, fakellm.New(fakellm.Turn{Text: "ok"}), nil)
+	status, _, body := g.postJSON(`{"input":"hi"}`)
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	resp := decodeWire(t, body).ID
+	status, _, body = g.do(http.MethodPost, "/v1/conversations", "application/json", `{}`)
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	conv := decodeWire(t, body).ID
+	for _, path := range []string{"/v1/responses/" + resp + "/input_items", "/v1/conversations/" + conv + "/items"} {
+		for _, c := range []struct{ query, param, code, message string }{
+			{"limit=101", "limit", "integer_above_max_value", "Invalid 'limit': integer above maximum value. Expected a value between 1 and 100, but got 101 instead."},
+			{"limit=0", "limit", "integer_below_min_value", "Invalid 'limit': integer below minimum value. Expected a value between 1 and 100, but got 0 instead."},
+			{"order=sideways", "order", "invalid_value", `Invalid value for 'order': "sideways". Supported values are: 'asc', 'desc'.`},
+		} {
+			status, _, body := g.do(http.MethodGet, path+"?"+c.query, "", "")
+			wantError(t, status, body, http.StatusBadRequest, c.param, c.code)
+			var e struct{ Error struct{ Message string } }
+			require.NoError(t, json.Unmarshal(body, &e))
+			require.Equal(t, c.message, e.Error.Message, path+"?"+c.query)
+		}
+	}
+}
+
 // hostileRequest is one request of TestHostileInputs.
 type hostileRequest struct {
 	method, path, contentType, body string

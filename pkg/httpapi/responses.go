@@ -202,19 +202,18 @@ func listOptions(r *http.Request) (api.ListOptions, error) {
 	if opts.After != "" && !api.ValidItemID(opts.After) {
 		return opts, api.InvalidRequest("after", "after must be the id of an item: at most %d printable ASCII characters", api.MaxItemIDLen)
 	}
-	switch opts.Order {
-	case "":
+	if opts.Order == "" {
 		opts.Order = "desc"
-	case "asc", "desc":
-	default:
-		return opts, api.InvalidRequest("order", "invalid value %q for order; expected \"asc\" or \"desc\"", opts.Order)
 	}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > api.MaxListLimit {
+		if err != nil {
 			return opts, api.InvalidRequest("limit", "limit must be an integer between 1 and %d", api.MaxListLimit)
 		}
 		opts.Limit = n
+	}
+	if err := api.CheckListQuery(opts.Order, opts.Limit); err != nil {
+		return opts, err
 	}
 	return opts, includeQuery(r)
 }

@@ -69,7 +69,8 @@ type ConversationStore interface {
 	SetConversationMetadata(ctx context.Context, id string, md map[string]string) (*Conversation, error)
 	// DeleteConversation deletes the conversation and its items, whether
 	// or not a response holds its lock (that response's items are then
-	// not appended: AppendConversationItems finds no conversation).
+	// not appended: AppendConversationItems finds no conversation); an
+	// error wrapping ErrPartlyDeleted when items remain (they expire).
 	DeleteConversation(ctx context.Context, id string) error
 	// LockConversation takes the conversation's lock for owner until until and returns
 	// the conversation; ErrLocked when another owner holds it (a lock

@@ -20,6 +20,10 @@ var (
 	// ErrTooLarge: a record is larger than the store keeps (see
 	// TooLargeError and SizeChecker).
 	ErrTooLarge = errors.New("response too large to store")
+	// ErrPartlyDeleted: a delete removed the record (a response, a
+	// conversation), which nobody reads from then on, but not every part
+	// of it: what remains expires with it. The delete itself succeeded.
+	ErrPartlyDeleted = errors.New("deleted, but some parts remain until they expire")
 )
 
 // TooLargeError is the error of a record larger than a store keeps. It

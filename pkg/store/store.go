@@ -189,7 +189,9 @@ type ResponseStore interface {
 	// absent). On success rec.Version is incremented and rec.ExpiresAt is
 	// the stored expiry (a zero one restarts the default retention).
 	Update(ctx context.Context, rec *Record, expect api.Status) error
-	// Delete removes the record and every part of it; ErrNotFound when absent.
+	// Delete removes the record and every part of it; ErrNotFound when
+	// absent, an error wrapping ErrPartlyDeleted when the record is gone
+	// but parts of it remain (they expire with it).
 	Delete(ctx context.Context, id string) error
 	// ListInputItems pages through the record's Input.
 	ListInputItems(ctx context.Context, id string, opts api.ListOptions) (*ItemPage, error)

@@ -271,7 +271,44 @@ func buildMessages(req *provider.Request) ([]chatwire.Message, error) {
 		}
 		kept = append(kept, *m)
 	}
-	return kept, nil
+	return pairToolMessages(kept), nil
+}
+
+// pairToolMessages moves each tool message that answers a call of an
+// earlier assistant message but does not follow it (the error result of a
+// call that a continuation left unanswered comes after the continuation's
+// input) to the tool messages right after that assistant message, as Chat
+// Completions requires. Tool messages in place keep their order.
+func pairToolMessages(msgs []chatwire.Message) []chatwire.Message {
+	answer := map[string]int{} // the index of the first tool message answering each call id
+	for i := range msgs {
+		if m := &msgs[i]; m.Role == "tool" {
+			if _, ok := answer[m.ToolCallID]; !ok {
+				answer[m.ToolCallID] = i
+			}
+		}
+	}
+	out := make([]chatwire.Message, 0, len(msgs))
+	moved := make([]bool, len(msgs))
+	for i := range msgs {
+		if moved[i] {
+			continue
+		}
+		out = append(out, msgs[i])
+		if len(msgs[i].ToolCalls) == 0 {
+			continue
+		}
+		j := i + 1
+		for ; j < len(msgs) && msgs[j].Role == "tool"; j++ {
+			out, moved[j] = append(out, msgs[j]), true
+		}
+		for _, c := range msgs[i].ToolCalls {
+			if k, ok := answer[c.ID]; ok && k >= j && !moved[k] {
+				out, moved[k] = append(out, msgs[k]), true
+			}
+		}
+	}
+	return out
 }
 
 // lastUserMessage is the index of the last user message of items (-1:

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/pkg/api"
@@ -67,4 +68,17 @@ func TestChunkItem(t *testing.T) {
 	want, err := attributevalue.MarshalMap(c)
 	require.NoError(t, err)
 	require.Equal(t, want, c.item())
+}
+
+// convMetadata reads the head of a conversation written before it, whose
+// metadata is a map attribute, and writes a JSON string.
+func TestConvMetadataReadsMap(t *testing.T) {
+	var h convHead
+	require.NoError(t, attributevalue.UnmarshalMap(map[string]types.AttributeValue{
+		"metadata": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"k": &types.AttributeValueMemberS{Value: "v"}}},
+	}, &h))
+	require.Equal(t, convMetadata{"k": "v"}, h.Metadata)
+	av, err := attributevalue.Marshal(convMetadata{"": "x"})
+	require.NoError(t, err)
+	require.Equal(t, &types.AttributeValueMemberS{Value: `{"":"x"}`}, av)
 }

@@ -3,6 +3,7 @@ package dynamodb
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -45,14 +46,14 @@ const (
 
 // convHead is the head item of a conversation.
 type convHead struct {
-	PK        string            `dynamodbav:"pk"`
-	SK        string            `dynamodbav:"sk"`
-	CreatedAt int64             `dynamodbav:"created_at"`
-	ExpiresAt int64             `dynamodbav:"expires_at"`
-	Metadata  map[string]string `dynamodbav:"metadata"`
-	Next      int64             `dynamodbav:"next"`
-	Lock      string            `dynamodbav:"lock,omitempty"`
-	LockUntil int64             `dynamodbav:"lock_until,omitempty"`
+	PK        string       `dynamodbav:"pk"`
+	SK        string       `dynamodbav:"sk"`
+	CreatedAt int64        `dynamodbav:"created_at"`
+	ExpiresAt int64        `dynamodbav:"expires_at"`
+	Metadata  convMetadata `dynamodbav:"metadata"`
+	Next      int64        `dynamodbav:"next"`
+	Lock      string       `dynamodbav:"lock,omitempty"`
+	LockUntil int64        `dynamodbav:"lock_until,omitempty"`
 }
 
 func (h *convHead) conversation(id string) *store.Conversation {
@@ -61,6 +62,40 @@ func (h *convHead) conversation(id string) *store.Conversation {
 		c.LockUntil = time.Unix(h.LockUntil, 0)
 	}
 	return c
+}
+
+// convMetadata is a conversation's metadata as its head keeps it: a JSON
+// object in a string attribute, as a map attribute refuses an empty key,
+// which metadata may have. A head written with a map reads as before.
+type convMetadata map[string]string
+
+// MarshalDynamoDBAttributeValue writes m as a JSON object (nil: {}).
+func (m convMetadata) MarshalDynamoDBAttributeValue() (types.AttributeValue, error) {
+	if m == nil {
+		m = convMetadata{}
+	}
+	b, err := json.Marshal(map[string]string(m))
+	if err != nil {
+		return nil, err
+	}
+	return &types.AttributeValueMemberS{Value: string(b)}, nil
+}
+
+// UnmarshalDynamoDBAttributeValue reads a JSON object, or a map.
+func (m *convMetadata) UnmarshalDynamoDBAttributeValue(av types.AttributeValue) error {
+	var md map[string]string
+	switch v := av.(type) {
+	case *types.AttributeValueMemberS:
+		if err := json.Unmarshal([]byte(v.Value), &md); err != nil {
+			return fmt.Errorf("metadata: %w", err)
+		}
+	case *types.AttributeValueMemberM:
+		if err := attributevalue.UnmarshalMap(v.Value, &md); err != nil {
+			return fmt.Errorf("metadata: %w", err)
+		}
+	}
+	*m = md
+	return nil
 }
 
 // convItem is one item of a conversation: its JSON, gzip-compressed, in
@@ -108,9 +143,6 @@ func (s *Store) CreateConversation(ctx context.Context, c *store.Conversation, i
 	if len(items) > 0 {
 		owner = "create_" + newGen()
 		h.Lock, h.LockUntil = owner, time.Now().Add(createLockTime).Unix()
-	}
-	if h.Metadata == nil {
-		h.Metadata = map[string]string{}
 	}
 	item, err := attributevalue.MarshalMap(h)
 	if err != nil {
@@ -214,10 +246,7 @@ func (s *Store) updateConv(ctx context.Context, id string, update expression.Upd
 
 // SetConversationMetadata replaces the metadata: one UpdateItem.
 func (s *Store) SetConversationMetadata(ctx context.Context, id string, md map[string]string) (*store.Conversation, error) {
-	if md == nil {
-		md = map[string]string{}
-	}
-	h, err := s.updateConv(ctx, id, expression.Set(expression.Name(attrMetadata), expression.Value(md)), nil,
+	h, err := s.updateConv(ctx, id, expression.Set(expression.Name(attrMetadata), expression.Value(convMetadata(md))), nil,
 		func(*convHead) error { return fmt.Errorf("dynamodb: conversation %s: %w", id, store.ErrConflict) })
 	if err != nil {
 		return nil, err
@@ -687,7 +716,8 @@ func (s *Store) DeleteConversationItem(ctx context.Context, id, itemID string) (
 // DeleteConversation deletes the head (a conditional DeleteItem: from then
 // on nobody finds the conversation, and a running response's append
 // fails), then every other item of its partition (Query of the keys,
-// BatchWriteItem), best effort: what remains expires.
+// BatchWriteItem), best effort: what remains expires
+// (store.ErrPartlyDeleted).
 func (s *Store) DeleteConversation(ctx context.Context, id string) error {
 	p := convPK(ctx, id)
 	cond := expression.AttributeExists(expression.Name(attrPK)).
@@ -720,14 +750,14 @@ func (s *Store) DeleteConversation(ctx context.Context, id string) error {
 	for pager.HasMorePages() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			return fmt.Errorf("dynamodb: delete conversation %s: the conversation is deleted, but some of its items remain until they expire: %w", id, err)
+			return fmt.Errorf("dynamodb: delete conversation %s: %w: of its items: %w", id, store.ErrPartlyDeleted, err)
 		}
 		reqs := make([]types.WriteRequest, 0, len(page.Items))
 		for _, item := range page.Items {
 			reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: map[string]types.AttributeValue{attrPK: item[attrPK], attrSK: item[attrSK]}}})
 		}
 		if err := s.batchWrite(ctx, reqs); err != nil {
-			return fmt.Errorf("dynamodb: delete conversation %s: the conversation is deleted, but some of its items remain until they expire: %w", id, err)
+			return fmt.Errorf("dynamodb: delete conversation %s: %w: of its items: %w", id, store.ErrPartlyDeleted, err)
 		}
 	}
 	return nil

@@ -325,3 +325,18 @@ func TestLostResponseIsIdempotent(t *testing.T) {
 		storetest.RequireSameRecord(t, next, got)
 	})
 }
+
+// TestDeleteLeavingPartsIsADeletion: a Delete that removed the head but
+// could not remove the chunks (throttled past every retry) reports
+// store.ErrPartlyDeleted: the response is gone, and the caller must not
+// take the delete for failed (a 500 there made clients retry into a 404).
+func TestDeleteLeavingPartsIsADeletion(t *testing.T) {
+	t.Parallel()
+	s, clean, _, _ := faultyStore(t, true, &fault{op: "BatchWriteItem", kind: faultThrottle, times: -1})
+	rec := recordOfSize("batched")
+	require.NoError(t, clean.Create(t.Context(), rec))
+	err := s.Delete(t.Context(), rec.Response.ID)
+	require.ErrorIs(t, err, store.ErrPartlyDeleted)
+	_, err = clean.Get(t.Context(), rec.Response.ID)
+	require.ErrorIs(t, err, store.ErrNotFound)
+}

@@ -62,13 +62,22 @@ func TestCallBudgetItemReferences(t *testing.T) {
 		return w, e.CreateResponse(ctx, req, w)
 	}
 	ref := func(id string) string { return `{"type":"item_reference","id":"` + id + `"}` }
-	// stored creates n responses and returns the ids of their output items.
-	stored := func(n int) []string {
-		var ids []string
+	// items returns the ids of a stored response's input and output items
+	// (two items of one response: ids are unique in an input).
+	items := func(w *lastResponse) []string {
+		page, err := s.ListInputItems(ctx, w.id, api.ListOptions{})
+		require.NoError(t, err)
+		require.Len(t, page.Items, 1)
+		return append([]string{page.Items[0].ID}, w.outputs...)
+	}
+	// stored creates n responses and returns the ids of their input and
+	// output items, two per response.
+	stored := func(n int) [][]string {
+		var ids [][]string
 		for range n {
 			w, err := create(`{"input":"hi"}`)
 			require.NoError(t, err)
-			ids = append(ids, w.outputs...)
+			ids = append(ids, items(w))
 		}
 		return ids
 	}
@@ -87,7 +96,8 @@ func TestCallBudgetItemReferences(t *testing.T) {
 
 	prev, err := create(`{"input":"hi"}`)
 	require.NoError(t, err)
-	n := measure("continuation, 2 references into the previous chain", `{"previous_response_id":"`+prev.id+`","input":[`+ref(prev.outputs[0])+`,`+ref(prev.outputs[0])+`,{"role":"user","content":"again"}]}`)
+	prevItems := items(prev)
+	n := measure("continuation, 2 references into the previous chain", `{"previous_response_id":"`+prev.id+`","input":[`+ref(prevItems[0])+`,`+ref(prevItems[1])+`,{"role":"user","content":"again"}]}`)
 	require.Equal(t, 1, c.Calls("GetItem"))
 	require.LessOrEqual(t, n, 2)
 
@@ -101,8 +111,8 @@ func TestCallBudgetItemReferences(t *testing.T) {
 	for _, others := range []int{1, 3} {
 		ids := stored(others)
 		var refs []string
-		for _, id := range ids {
-			refs = append(refs, ref(id), ref(id)) // two references per response
+		for _, two := range ids {
+			refs = append(refs, ref(two[0]), ref(two[1])) // two references per response
 		}
 		name := strconv.Itoa(others)
 		n := measure("no previous, references into "+name+" other responses", `{"input":[`+strings.Join(refs, ",")+`,{"role":"user","content":"next"}]}`)

@@ -689,7 +689,8 @@ func (s *Store) readChunks(ctx context.Context, pk, gen string, n int) (parts []
 // Delete removes the record: a conditional DeleteItem of the head (so no
 // reader finds it from then on), a BatchWriteItem of its chunks if it has
 // any, and a Query for its event items (deleted by BatchWriteItem if there
-// are any). ErrNotFound when absent or expired.
+// are any). ErrNotFound when absent or expired; store.ErrPartlyDeleted when
+// the head is deleted but some chunks or events are not.
 func (s *Store) Delete(ctx context.Context, id string) error {
 	if id == "" {
 		return fmt.Errorf("dynamodb: delete: empty id: %w", store.ErrNotFound)
@@ -722,12 +723,12 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	}
 	if h.Chunks > 0 {
 		if err := s.deleteChunks(ctx, p, h.Gen, h.Chunks); err != nil {
-			return fmt.Errorf("dynamodb: delete %s: the response is deleted, but some of its %d chunk items remain until they expire: %w", id, h.Chunks, err)
+			return fmt.Errorf("dynamodb: delete %s: %w: of its %d chunk items: %w", id, store.ErrPartlyDeleted, h.Chunks, err)
 		}
 	}
 	// Any response may have events (AppendEvents does not ask), so look.
 	if err := s.deleteEvents(ctx, p, h.ExpiresAt); err != nil {
-		return fmt.Errorf("dynamodb: delete %s: the response is deleted, but some of its event items remain until they expire: %w", id, err)
+		return fmt.Errorf("dynamodb: delete %s: %w: of its event items: %w", id, store.ErrPartlyDeleted, err)
 	}
 	return nil
 }

@@ -37,6 +37,7 @@ func RunConversations(t *testing.T, newStore func(t *testing.T) store.Conversati
 		{"LoadLimit", testConvLoadLimit},
 		{"DuplicateIDs", testConvDuplicates},
 		{"HiddenFields", testConvHidden},
+		{"MetadataKeys", testConvMetadataKeys},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -428,4 +429,25 @@ func testConvHidden(t *testing.T, s store.ConversationStore) {
 		require.Equal(t, items[i].Hidden, all[i].Hidden, "item %d", i)
 	}
 	require.Empty(t, all[4].EncryptedContent, "the hidden state stays hidden")
+}
+
+// testConvMetadataKeys: any metadata the API accepts round-trips, an empty
+// key and an empty value included. (DynamoDB refuses an empty key in a map
+// attribute: a create or update holding one was a 500.)
+func testConvMetadataKeys(t *testing.T, s store.ConversationStore) {
+	ctx := t.Context()
+	md := map[string]string{"": "empty key", "k": "", "ключ": "значение"}
+	c := &store.Conversation{ID: api.NewID(api.PrefixConversation), CreatedAt: time.Now().Unix(), Metadata: md}
+	require.NoError(t, s.CreateConversation(ctx, c, nil))
+	got, err := s.GetConversation(ctx, c.ID)
+	require.NoError(t, err)
+	require.Equal(t, md, got.Metadata)
+
+	md = map[string]string{"": ""}
+	got, err = s.SetConversationMetadata(ctx, c.ID, md)
+	require.NoError(t, err)
+	require.Equal(t, md, got.Metadata)
+	got, err = s.GetConversation(ctx, c.ID)
+	require.NoError(t, err)
+	require.Equal(t, md, got.Metadata)
 }
