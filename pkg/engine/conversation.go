@@ -34,7 +34,10 @@ import (
 //   - A lock whose holder died lapses: a foreground response's at its
 //     request's deadline (plus the store write's time), or after
 //     Background.Lease when the request has none; a background response's
-//     after four leases from its last invocation.
+//     after four leases from its last invocation. A lapsed lock is still
+//     its holder's until another writer takes it: a response that ran
+//     past it appends its items all the same (when another writer took
+//     it, they are not appended, which is logged as an error).
 //   - Deleting a conversation while a response runs in it deletes it at
 //     once; the response runs to its end and is stored, but its items are
 //     appended nowhere (the append finds no conversation, which is logged).
@@ -408,17 +411,22 @@ func (e *Engine) endConversation(ctx context.Context, r *run) {
 	}
 	sctx, cancel := writeContext(ctx, c.cs)
 	defer cancel()
-	if err := c.cs.AppendConversationItems(sctx, c.id, r.resp.ID, items); err != nil {
-		lvl := "items not appended to the conversation"
-		if errors.Is(err, store.ErrNotFound) {
-			lvl = "conversation deleted while the response ran: items not appended"
-		}
-		e.log.WarnContext(ctx, lvl, "conversation_id", c.id, "response_id", r.resp.ID, "items", len(items), "err", err)
-		if !errors.Is(err, store.ErrNotFound) && len(items) > 0 {
-			// The append failed whole: the lock is still held, and the
-			// conversation's next writer should not wait for it to lapse.
-			e.unlockConversation(ctx, c.cs, c.id, r.resp.ID)
-		}
+	err := c.cs.AppendConversationItems(sctx, c.id, r.resp.ID, items)
+	if err == nil {
+		return
+	}
+	attrs := []any{"conversation_id", c.id, "response_id", r.resp.ID, "items", len(items), "err", err}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		e.log.WarnContext(ctx, "conversation deleted while the response ran: items not appended", attrs...)
+	case len(items) == 0:
+		e.log.WarnContext(ctx, "conversation lock not released", attrs...)
+	default:
+		// A lost turn: another writer took the lock, or the store failed.
+		e.log.ErrorContext(ctx, "items not appended to the conversation", attrs...)
+		// The append failed whole: the lock may still be held, and the
+		// conversation's next writer should not wait for it to lapse.
+		e.unlockConversation(ctx, c.cs, c.id, r.resp.ID)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -176,4 +177,47 @@ func TestDeletePartlyIsDeleted(t *testing.T) {
 	res, err := e.DeleteResponse(context.Background(), id)
 	require.NoError(t, err)
 	assert.True(t, res.Deleted)
+}
+
+// lapseLock makes the lock of conversation id lapse as if its holder had
+// run past its LockUntil (the stores compare locks with the wall clock):
+// the holder keeps it, with a LockUntil in the past.
+func lapseLock(t *testing.T, ctx context.Context, cs store.ConversationStore, id string) {
+	t.Helper()
+	c, err := cs.GetConversation(ctx, id)
+	require.NoError(t, err)
+	require.NotEmpty(t, c.Lock, "a response holds the conversation")
+	_, err = cs.LockConversation(ctx, id, c.Lock, time.Now().Add(-time.Minute))
+	require.NoError(t, err)
+}
+
+// A foreground response that runs longer than its conversation lock (a
+// local server's request has no deadline: the lock lapses after
+// Background.Lease, 15 minutes, which a long agentic loop with slow tools
+// can pass) still appends its items when nobody else took the lock
+// meanwhile. (The append found the lock lapsed and failed: the turn was
+// silently lost from the conversation, only a warning logged.)
+func TestLongResponseOutlivesConversationLock(t *testing.T) {
+	forStores(t, func(t *testing.T, mk storeMaker) {
+		ctx := context.Background()
+		st := mk(t)
+		cs := st.(store.ConversationStore)
+		c := &store.Conversation{ID: api.NewID(api.PrefixConversation)}
+		require.NoError(t, cs.CreateConversation(ctx, c, nil))
+		p := script(step{res: text("late answer", 1, 1).res, hook: func(ctx context.Context) { lapseLock(t, ctx, cs, c.ID) }})
+		e, _ := newEngine(t, p, nil, func(cfg *Config) { cfg.Store = st })
+		rec, err := run1(t, e, `{"conversation":"`+c.ID+`","input":"hello"}`)
+		require.NoError(t, err)
+		require.Equal(t, api.StatusCompleted, rec.response(t).Status)
+		items, err := cs.LoadConversationItems(ctx, c.ID, 100)
+		require.NoError(t, err)
+		var roles []string
+		for _, it := range items {
+			roles = append(roles, it.Role)
+		}
+		assert.Equal(t, []string{"user", "assistant"}, roles, "the response's turn is appended to its conversation")
+		got, err := cs.GetConversation(ctx, c.ID)
+		require.NoError(t, err)
+		assert.Empty(t, got.Lock, "the append released the lock")
+	})
 }

@@ -274,7 +274,8 @@ func (s *Store) LockConversation(ctx context.Context, id, owner string, until ti
 // AppendConversationItems appends items and releases owner's lock: a
 // consistent read of the head, then one TransactWriteItems per 48 items
 // (or 3 MB) holding each item's row and its id's row, conditional on
-// owner's lock and the sequence number read (a check of the head), the
+// owner's lock (lapsed or not: see store.ConversationStore) and the
+// sequence number read (a check of the head), the
 // last one updating the head (next sequence number past every item, the
 // lock released). Items larger than a row keep
 // their body in chunks, written before.
@@ -283,7 +284,7 @@ func (s *Store) AppendConversationItems(ctx context.Context, id, owner string, i
 	if err != nil {
 		return err
 	}
-	if h.Lock != owner || h.LockUntil <= s.nowUnix() {
+	if h.Lock != owner {
 		return fmt.Errorf("dynamodb: append to conversation %s: the lock of %s is not held: %w", id, owner, store.ErrConflict)
 	}
 	return s.append(ctx, id, h, owner, items)

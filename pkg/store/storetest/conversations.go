@@ -208,6 +208,14 @@ func testConvLock(t *testing.T, s store.ConversationStore) {
 	require.NoError(t, err)
 	require.False(t, c.Locked(time.Now()))
 	require.Equal(t, int64(2), c.Next)
+	// A lapsed lock nobody took since is still its holder's: it appends.
+	_, err = s.LockConversation(ctx, id, "resp_e", time.Now().Add(-time.Second))
+	require.NoError(t, err)
+	require.NoError(t, s.AppendConversationItems(ctx, id, "resp_e", convMessages("e", 1)))
+	c, err = s.GetConversation(ctx, id)
+	require.NoError(t, err)
+	require.Empty(t, c.Lock)
+	require.Equal(t, int64(3), c.Next)
 }
 
 // Writers racing on one conversation never interleave or lose items: each
