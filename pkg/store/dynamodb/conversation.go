@@ -584,30 +584,19 @@ func (s *Store) seqOf(ctx context.Context, p, itemID string, next int64) (int64,
 
 // ListConversationItems pages through the items: a consistent GetItem of
 // the head, one of the cursor's id row (with after), and a Query of at
-// most limit+1 rows — O(page), whatever the conversation's length.
+// most limit+1 rows (with after, from the cursor's own row, which is
+// checked: pageRows) — O(page), whatever the conversation's length.
 func (s *Store) ListConversationItems(ctx context.Context, id string, opts api.ListOptions) (*store.ItemPage, error) {
 	h, err := s.readConv(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	limit, desc := opts.PageSize(), opts.Descending()
-	lo, hi := int64(0), h.Next-1
-	if opts.After != "" {
-		seq, ok, err := s.seqOf(ctx, h.PK, opts.After, h.Next)
-		if err != nil {
-			return nil, fmt.Errorf("dynamodb: list items of %s: %w", id, err)
-		}
-		if !ok {
-			return nil, store.ItemCursorError(opts.After)
-		}
-		if desc {
-			hi = seq - 1
-		} else {
-			lo = seq + 1
-		}
-	}
-	rows, err := s.queryItems(ctx, h.PK, lo, hi, desc, limit+1)
+	limit := opts.PageSize()
+	rows, err := s.pageRows(ctx, h, opts, limit+1)
 	if err != nil {
+		if errors.Is(err, store.ErrInvalidCursor) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("dynamodb: list items of %s: %w", id, err)
 	}
 	page := &store.ItemPage{HasMore: len(rows) > limit}
@@ -621,6 +610,39 @@ func (s *Store) ListConversationItems(ctx context.Context, id string, opts api.L
 		page.Items = append(page.Items, it)
 	}
 	return page, nil
+}
+
+// pageRows returns at most max rows of the page opts asks for, of the
+// conversation of head h. With after, the Query starts at the cursor's own
+// row, which must hold the cursor's id (an id row a failed append left
+// above next, which next has since passed, points at another item's row:
+// heldAt) and is left out; store.ItemCursorError otherwise.
+func (s *Store) pageRows(ctx context.Context, h *convHead, opts api.ListOptions, max int) ([]convItem, error) {
+	desc := opts.Descending()
+	lo, hi := int64(0), h.Next-1
+	if opts.After == "" {
+		return s.queryItems(ctx, h.PK, lo, hi, desc, max)
+	}
+	seq, ok, err := s.seqOf(ctx, h.PK, opts.After, h.Next)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, store.ItemCursorError(opts.After)
+	}
+	if desc {
+		hi = seq
+	} else {
+		lo = seq
+	}
+	rows, err := s.queryItems(ctx, h.PK, lo, hi, desc, max+1)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 || rows[0].SK != itemSK(seq) || rows[0].ID != opts.After {
+		return nil, store.ItemCursorError(opts.After)
+	}
+	return rows[1:], nil
 }
 
 // LoadConversationItems returns every item in order: a consistent GetItem
