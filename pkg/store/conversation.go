@@ -60,7 +60,8 @@ func (c *Conversation) Locked(now time.Time) bool {
 type ConversationStore interface {
 	// CreateConversation stores c with items as its first items (ids
 	// assigned); ErrConflict when the id exists. c.Next and c.ExpiresAt
-	// are set.
+	// are set. A create that fails (its items too large) leaves no
+	// conversation.
 	CreateConversation(ctx context.Context, c *Conversation, items []api.Item) error
 	// GetConversation returns the conversation.
 	GetConversation(ctx context.Context, id string) (*Conversation, error)

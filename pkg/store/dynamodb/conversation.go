@@ -133,7 +133,8 @@ func convPK(ctx context.Context, id string) string { return pk(tenant.From(ctx),
 
 // CreateConversation stores c: a conditional PutItem of its head, then
 // (with items) their append as AppendConversationItems does, under a lock
-// the create holds meanwhile.
+// the create holds meanwhile; an append that fails deletes the head (and
+// what the append wrote).
 func (s *Store) CreateConversation(ctx context.Context, c *store.Conversation, items []api.Item) error {
 	if c.ExpiresAt.IsZero() {
 		c.ExpiresAt = time.Now().Add(s.retention)
@@ -170,6 +171,9 @@ func (s *Store) CreateConversation(ctx context.Context, c *store.Conversation, i
 		return nil
 	}
 	if err := s.append(ctx, c.ID, &h, owner, items); err != nil {
+		// The create fails whole: its caller never learns the id of a
+		// conversation left behind. Best effort: what remains expires.
+		_ = s.DeleteConversation(ctx, c.ID)
 		return err
 	}
 	c.Next = int64(len(items))
