@@ -283,16 +283,31 @@ func (s *Store) LockConversation(ctx context.Context, id, owner string, until ti
 // last one updating the head (next sequence number past every item, the
 // lock released). Items larger than a row keep
 // their body in chunks, written before.
+// An append whose replaced item is deleted under it (errReplacedGone) is
+// tried again, appendAttempts times in all.
 func (s *Store) AppendConversationItems(ctx context.Context, id, owner string, items []api.Item) error {
-	h, err := s.readConv(ctx, id)
-	if err != nil {
-		return err
+	for try := 1; ; try++ {
+		h, err := s.readConv(ctx, id)
+		if err != nil {
+			return err
+		}
+		if h.Lock != owner {
+			return fmt.Errorf("dynamodb: append to conversation %s: the lock of %s is not held: %w", id, owner, store.ErrConflict)
+		}
+		err = s.append(ctx, id, h, owner, items)
+		if !errors.Is(err, errReplacedGone) || try == appendAttempts {
+			return err
+		}
 	}
-	if h.Lock != owner {
-		return fmt.Errorf("dynamodb: append to conversation %s: the lock of %s is not held: %w", id, owner, store.ErrConflict)
-	}
-	return s.append(ctx, id, h, owner, items)
 }
+
+// errReplacedGone: an item that an append replaces (store.Replaces) was
+// deleted between the append's read of its id row and its transaction.
+// Tried again, the append finds it gone and appends the item anew.
+var errReplacedGone = errors.New("an item the append replaces was deleted meanwhile")
+
+// appendAttempts bounds the tries of an append (errReplacedGone).
+const appendAttempts = 3
 
 // append writes items after head h (read under owner's lock). A long
 // append takes several transactions (maxTxItems, maxTxBytes): the rows of
@@ -311,6 +326,9 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 	}
 	var tx []types.TransactWriteItem
 	var txIDs []string // the ids of the items in tx
+	// The replacements of held items (their rows are below next, where
+	// readers look) go in the last transaction, with the head's update.
+	var replaced []types.TransactWriteItem
 	txBytes := 0
 	// An id row is new, or one a failed append left above next.
 	newID := expression.AttributeNotExists(expression.Name(attrPK)).
@@ -320,6 +338,12 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 		return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
 	}
 	flush := func(next int64, last bool) error {
+		// The actions from fresh on (before the head's) check the id rows
+		// of replaced items.
+		fresh := len(tx)
+		if last {
+			fresh -= len(replaced)
+		}
 		cond := expression.Name(attrLock).Equal(expression.Value(owner)).
 			And(expression.Name(attrNext).Equal(expression.Value(start))).
 			And(expression.Name(attrExpiresAt).GreaterThan(expression.Value(s.nowUnix())))
@@ -357,9 +381,14 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 					}
 					return fmt.Errorf("the lock of %s was lost: %w", owner, store.ErrConflict)
 				}
-				// The id row of an item (every second action) exists.
+				// The id row of a new item (every second action) exists,
+				// or that of a replaced one is gone.
 				for j := 1; j < len(tx)-1; j += 2 {
-					if aws.ToString(tce.CancellationReasons[j].Code) == "ConditionalCheckFailed" {
+					switch {
+					case aws.ToString(tce.CancellationReasons[j].Code) != "ConditionalCheckFailed":
+					case j >= fresh:
+						return fmt.Errorf("item %s: %w", txIDs[j/2], errReplacedGone)
+					default:
 						return &store.DuplicateItemError{ConversationID: id, ItemID: txIDs[j/2]}
 					}
 				}
@@ -374,9 +403,6 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 		return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
 	}
 	next := start // the sequence number of the next new item
-	// The replacements of held items (their rows are below next, where
-	// readers look) go in the last transaction, with the head's update.
-	var replaced []types.TransactWriteItem
 	var replacedIDs []string
 	replacedBytes := 0
 	for i := range items {
