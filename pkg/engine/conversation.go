@@ -30,7 +30,8 @@ import (
 //     response that never ran (refused, cancelled) appends nothing.
 //   - A background response holds the lock from its create through its
 //     queueing and every worker invocation (each renews it) to its end,
-//     or to its deletion (releaseDeleted).
+//     or to its deletion (releaseDeleted). A run without a deadline
+//     renews it at its turns as well (renewConversation).
 //   - A lock whose holder died lapses: a foreground response's at its
 //     request's deadline (plus the store write's time), or after
 //     Background.Lease when the request has none; a background response's
@@ -303,6 +304,8 @@ func (e *Engine) DeleteConversationItem(ctx context.Context, id, itemID string) 
 type runConversation struct {
 	cs store.ConversationStore
 	id string
+	// locked is when the run took or last renewed the lock (Config.Now).
+	locked time.Time
 	// ended is set once the response's items were appended or the lock
 	// released.
 	ended bool
@@ -340,7 +343,7 @@ func (e *Engine) openConversation(ctx context.Context, r *run) error {
 	if _, err := cs.LockConversation(ctx, id, r.resp.ID, e.lockUntil(ctx, r.req.Background)); err != nil {
 		return e.conversationErr(err, id, "conversation")
 	}
-	r.conv = &runConversation{cs: cs, id: id}
+	r.conv = &runConversation{cs: cs, id: id, locked: e.cfg.Now()}
 	items, err := cs.LoadConversationItems(ctx, id, e.cfg.Limits.ConversationItems)
 	if err != nil {
 		e.endConversation(ctx, r)
@@ -359,7 +362,7 @@ func (e *Engine) resumeConversation(ctx context.Context, r *run) error {
 	if cs == nil {
 		return conversationNotFound(id, "conversation")
 	}
-	r.conv = &runConversation{cs: cs, id: id}
+	r.conv = &runConversation{cs: cs, id: id, locked: e.cfg.Now()}
 	if _, err := cs.LockConversation(ctx, id, r.resp.ID, e.lockUntil(ctx, true)); err != nil {
 		return e.conversationErr(err, id, "conversation")
 	}
@@ -369,6 +372,29 @@ func (e *Engine) resumeConversation(ctx context.Context, r *run) error {
 	}
 	r.history = items
 	return nil
+}
+
+// renewConversation renews the lock of r's conversation at the start of a
+// turn when a third of Background.Lease has passed since it was taken or
+// last renewed and nothing bounds the run (its context has no deadline: a
+// local server's request, a worker without an invocation deadline), so
+// that a loop running longer than the lock keeps the conversation to
+// itself; with a deadline the lock outlasts the run already. A lock
+// another writer took once it lapsed is logged: the response's items will
+// not be appended (endConversation).
+func (e *Engine) renewConversation(ctx context.Context, r *run) {
+	c := r.conv
+	if c == nil || c.ended || e.cfg.Now().Sub(c.locked) < e.cfg.Background.Lease/3 {
+		return
+	}
+	if _, ok := ctx.Deadline(); ok {
+		return
+	}
+	if _, err := c.cs.LockConversation(ctx, c.id, r.resp.ID, e.lockUntil(ctx, r.req.Background)); err != nil {
+		e.log.WarnContext(ctx, "conversation lock not renewed", "conversation_id", c.id, "response_id", r.resp.ID, "err", err)
+		return
+	}
+	c.locked = e.cfg.Now()
 }
 
 // appends reports whether a response that ended with status adds its items

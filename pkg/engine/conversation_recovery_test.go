@@ -221,3 +221,42 @@ func TestLongResponseOutlivesConversationLock(t *testing.T) {
 		assert.Empty(t, got.Lock, "the append released the lock")
 	})
 }
+
+// A foreground response whose loop runs past its conversation lock (no
+// request deadline; its first turn takes 20 minutes) keeps the
+// conversation to itself: the lock is renewed at its next turn, so an items-create meanwhile is refused with
+// conversation_locked, and the response's turn is appended. (Once the
+// lock had lapsed the items-create got in and released the lock, and the
+// response's own append, at its end, found the lock gone: its turn was
+// lost.)
+func TestLongResponseRenewsConversationLock(t *testing.T) {
+	forStores(t, func(t *testing.T, mk storeMaker) {
+		ctx := context.Background()
+		st := mk(t)
+		cs := st.(store.ConversationStore)
+		c := &store.Conversation{ID: api.NewID(api.PrefixConversation)}
+		require.NoError(t, cs.CreateConversation(ctx, c, nil))
+		var e *Engine
+		var sneak error
+		clock := &fakeClock{t: time.Now()}
+		first := calls(1, 1, call("c1", "t", `{}`))
+		first.hook = func(ctx context.Context) {
+			clock.advance(20 * time.Minute)
+			lapseLock(t, ctx, cs, c.ID)
+		}
+		second := text("done", 1, 1)
+		second.hook = func(ctx context.Context) {
+			_, sneak = e.AddConversationItems(ctx, c.ID, []api.Item{{Type: api.ItemMessage, Role: "user", Content: []api.ContentPart{{Type: api.PartInputText, Text: "sneaked in"}}}})
+		}
+		e, _ = newEngine(t, script(first, second), newMock(echoTool, "t"), func(cfg *Config) { cfg.Store, cfg.Now = st, clock.Now })
+		rec, err := run1(t, e, `{"conversation":"`+c.ID+`","input":"hello","tools":[{"type":"lambent:t"}]}`)
+		require.NoError(t, err)
+		require.Equal(t, api.StatusCompleted, rec.response(t).Status)
+		var ae *api.Error
+		require.ErrorAs(t, sneak, &ae, "the running response still holds the conversation")
+		assert.Equal(t, "conversation_locked", ae.Code)
+		items, err := cs.LoadConversationItems(ctx, c.ID, 100)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"message", "function_call:t", "function_call_output", "message"}, types(items), "the response's turn is appended")
+	})
+}
