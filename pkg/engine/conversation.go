@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -410,8 +411,9 @@ func appends(status api.Status) bool {
 // endConversation ends r's hold on its conversation (none: nothing to
 // do; called again: nothing more): when the response ended with a status
 // that appends, its input items (but those whose id the conversation holds
-// already — references to its items — or that an earlier input item had)
-// and then its output items are appended, which releases the lock;
+// already — references to its items, as its history or the store
+// (appendTurn) tells — or that an earlier input item had) and then its
+// output items are appended, which releases the lock;
 // otherwise the lock is released. A failure is logged: the response itself
 // is stored apart.
 func (e *Engine) endConversation(ctx context.Context, r *run) {
@@ -421,6 +423,7 @@ func (e *Engine) endConversation(ctx context.Context, r *run) {
 	}
 	c.ended = true
 	var items []api.Item
+	nInput := 0
 	if appends(r.resp.Status) {
 		held := make(map[string]bool, len(r.history))
 		for i := range r.history {
@@ -433,11 +436,12 @@ func (e *Engine) endConversation(ctx context.Context, r *run) {
 				items = append(items, it)
 			}
 		}
+		nInput = len(items)
 		items = append(items, r.resp.Output...)
 	}
 	sctx, cancel := writeContext(ctx, c.cs)
 	defer cancel()
-	err := c.cs.AppendConversationItems(sctx, c.id, r.resp.ID, items)
+	err := appendTurn(sctx, c, r.resp.ID, items, nInput)
 	if err == nil {
 		return
 	}
@@ -453,6 +457,26 @@ func (e *Engine) endConversation(ctx context.Context, r *run) {
 		// The append failed whole: the lock may still be held, and the
 		// conversation's next writer should not wait for it to lapse.
 		e.unlockConversation(ctx, c.cs, c.id, r.resp.ID)
+	}
+}
+
+// appendTurn appends items, the first nInput of them the response's
+// input, to c as owner. An input item whose id the conversation holds
+// already (one it names, when the run did not load the conversation: a
+// background response that failed before its worker did) is left out and
+// the append tried again.
+func appendTurn(ctx context.Context, c *runConversation, owner string, items []api.Item, nInput int) error {
+	for {
+		err := c.cs.AppendConversationItems(ctx, c.id, owner, items)
+		var dup *store.DuplicateItemError
+		if !errors.As(err, &dup) {
+			return err
+		}
+		i := slices.IndexFunc(items[:nInput], func(it api.Item) bool { return it.ID == dup.ItemID })
+		if i < 0 {
+			return err
+		}
+		items, nInput = slices.Delete(items, i, i+1), nInput-1
 	}
 }
 

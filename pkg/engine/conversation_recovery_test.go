@@ -260,3 +260,45 @@ func TestLongResponseRenewsConversationLock(t *testing.T) {
 		assert.Equal(t, []string{"message", "function_call:t", "function_call_output", "message"}, types(items), "the response's turn is appended")
 	})
 }
+
+// A background response in a conversation whose input names an item the
+// conversation holds (a client replaying it) and that fails when its
+// worker starts (here: the conversation passed a lowered item limit) ends
+// failed, and its other input items are appended, as a failed response's
+// are. (The worker had not loaded the conversation, so the named item was
+// appended again: a duplicate id, and the append failed whole.)
+func TestBackgroundFailedAtStartAppendsNewInput(t *testing.T) {
+	forStores(t, func(t *testing.T, mk storeMaker) {
+		ctx := context.Background()
+		e, st, q := bgEngine(t, mk, script(text("answer", 1, 1)), nil)
+		cs := st.(store.ConversationStore)
+		msg := func(id, text string) api.Item {
+			return api.Item{Type: api.ItemMessage, ID: id, Role: "user", Status: api.ItemCompleted, Content: []api.ContentPart{{Type: api.PartInputText, Text: text}}}
+		}
+		c := &store.Conversation{ID: api.NewID(api.PrefixConversation)}
+		require.NoError(t, cs.CreateConversation(ctx, c, []api.Item{msg("msg_a", "one"), msg("msg_b", "two")}))
+		body := `{"conversation":"` + c.ID + `","background":true,"input":[` +
+			`{"type":"message","id":"msg_b","role":"user","content":"two"},{"type":"message","id":"msg_c","role":"user","content":"three"}]}`
+		rec, err := runBackground(t, e, body)
+		require.NoError(t, err)
+		require.Equal(t, api.StatusQueued, rec.response(t).Status)
+
+		e.cfg.Limits.ConversationItems = 1
+		job := <-q.c
+		require.NoError(t, e.RunBackground(ctx, job.ResponseID))
+		got, err := e.GetResponse(ctx, job.ResponseID)
+		require.NoError(t, err)
+		require.Equal(t, api.StatusFailed, got.Status)
+
+		items, err := cs.LoadConversationItems(ctx, c.ID, 100)
+		require.NoError(t, err)
+		var ids []string
+		for _, it := range items {
+			ids = append(ids, it.ID)
+		}
+		assert.Equal(t, []string{"msg_a", "msg_b", "msg_c"}, ids, "the failed response's new input is appended once")
+		conv, err := cs.GetConversation(ctx, c.ID)
+		require.NoError(t, err)
+		assert.Empty(t, conv.Lock)
+	})
+}
