@@ -54,6 +54,9 @@ type convHead struct {
 	Next      int64        `dynamodbav:"next"`
 	Lock      string       `dynamodbav:"lock,omitempty"`
 	LockUntil int64        `dynamodbav:"lock_until,omitempty"`
+	// Gen is random per create: a create retried after its answer was
+	// lost recognises its own head (ownHead).
+	Gen string `dynamodbav:"gen,omitempty"`
 }
 
 func (h *convHead) conversation(id string) *store.Conversation {
@@ -139,10 +142,10 @@ func (s *Store) CreateConversation(ctx context.Context, c *store.Conversation, i
 	if c.ExpiresAt.IsZero() {
 		c.ExpiresAt = time.Now().Add(s.retention)
 	}
-	h := convHead{PK: convPK(ctx, c.ID), SK: skConversation, CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt.Unix(), Metadata: c.Metadata}
+	h := convHead{PK: convPK(ctx, c.ID), SK: skConversation, CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt.Unix(), Metadata: c.Metadata, Gen: newGen()}
 	owner := ""
 	if len(items) > 0 {
-		owner = "create_" + newGen()
+		owner = "create_" + h.Gen
 		h.Lock, h.LockUntil = owner, time.Now().Add(createLockTime).Unix()
 	}
 	item, err := attributevalue.MarshalMap(h)
@@ -158,13 +161,18 @@ func (s *Store) CreateConversation(ctx context.Context, c *store.Conversation, i
 	_, err = s.api.PutItem(ctx, &ddb.PutItemInput{
 		TableName: s.table, Item: item,
 		ConditionExpression: ex.Condition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err != nil {
 		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
+		switch {
+		case !errors.As(err, &ccf):
+			return fmt.Errorf("dynamodb: create conversation %s: %w", c.ID, err)
+		case !ownHead(ccf.Item, h.Gen):
 			return fmt.Errorf("dynamodb: create conversation %s: %w", c.ID, store.ErrConflict)
 		}
-		return fmt.Errorf("dynamodb: create conversation %s: %w", c.ID, err)
+		// The head is this create's own: a retry whose first attempt
+		// succeeded.
 	}
 	c.Next = 0
 	if len(items) == 0 {
@@ -178,6 +186,14 @@ func (s *Store) CreateConversation(ctx context.Context, c *store.Conversation, i
 	}
 	c.Next = int64(len(items))
 	return nil
+}
+
+// ownHead reports whether old (the head that failed a create's condition)
+// is the one the create of generation gen put: a retried PutItem whose
+// first attempt had succeeded.
+func ownHead(old map[string]types.AttributeValue, gen string) bool {
+	var h convHead
+	return old != nil && attributevalue.UnmarshalMap(old, &h) == nil && h.Gen == gen
 }
 
 // readConv returns the live head of conversation id; ErrNotFound when

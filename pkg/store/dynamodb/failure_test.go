@@ -394,3 +394,23 @@ func TestReplacedItemDeletedDuringAppend(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, got.Lock)
 }
+
+// A conversation create whose PutItem reached DynamoDB but whose answer
+// was lost is retried by the SDK; the retry recognises the create's own
+// head instead of reporting a conflict (the client got a 409 for a
+// conversation that was created, whose id it never learned).
+func TestCreateConversationLostResponse(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{0, 2} {
+		s, clean, f, _ := faultyStore(t, false, &fault{op: "PutItem", kind: faultLostResponse, times: 1})
+		c := &store.Conversation{ID: api.NewID(api.PrefixConversation), CreatedAt: time.Now().Unix(), Metadata: map[string]string{"k": "v"}}
+		items := []api.Item{{Type: api.ItemMessage, ID: "msg_1", Role: api.RoleUser, Status: api.ItemCompleted,
+			Content: []api.ContentPart{{Type: api.PartInputText, Text: "hi"}}}, {Type: api.ItemMessage, ID: "msg_2", Role: api.RoleUser, Status: api.ItemCompleted,
+			Content: []api.ContentPart{{Type: api.PartInputText, Text: "there"}}}}[:n]
+		require.NoError(t, s.CreateConversation(t.Context(), c, items), "%d items", n)
+		require.Equal(t, 1, f.count())
+		got, err := clean.LoadConversationItems(t.Context(), c.ID, 10)
+		require.NoError(t, err)
+		require.Len(t, got, n)
+	}
+}
