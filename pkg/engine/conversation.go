@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,11 +31,15 @@ import (
 //     response that never ran (refused, cancelled) appends nothing.
 //   - A background response holds the lock from its create through its
 //     queueing and every worker invocation (each renews it) to its end,
-//     or to its deletion (releaseDeleted).
+//     or to its deletion (releaseDeleted). A run without a deadline
+//     renews it at its turns as well (renewConversation).
 //   - A lock whose holder died lapses: a foreground response's at its
 //     request's deadline (plus the store write's time), or after
 //     Background.Lease when the request has none; a background response's
-//     after four leases from its last invocation.
+//     after four leases from its last invocation. A lapsed lock is still
+//     its holder's until another writer takes it: a response that ran
+//     past it appends its items all the same (when another writer took
+//     it, they are not appended, which is logged as an error).
 //   - Deleting a conversation while a response runs in it deletes it at
 //     once; the response runs to its end and is stored, but its items are
 //     appended nowhere (the append finds no conversation, which is logged).
@@ -300,6 +305,8 @@ func (e *Engine) DeleteConversationItem(ctx context.Context, id, itemID string) 
 type runConversation struct {
 	cs store.ConversationStore
 	id string
+	// locked is when the run took or last renewed the lock (Config.Now).
+	locked time.Time
 	// ended is set once the response's items were appended or the lock
 	// released.
 	ended bool
@@ -337,7 +344,7 @@ func (e *Engine) openConversation(ctx context.Context, r *run) error {
 	if _, err := cs.LockConversation(ctx, id, r.resp.ID, e.lockUntil(ctx, r.req.Background)); err != nil {
 		return e.conversationErr(err, id, "conversation")
 	}
-	r.conv = &runConversation{cs: cs, id: id}
+	r.conv = &runConversation{cs: cs, id: id, locked: e.cfg.Now()}
 	items, err := cs.LoadConversationItems(ctx, id, e.cfg.Limits.ConversationItems)
 	if err != nil {
 		e.endConversation(ctx, r)
@@ -356,7 +363,7 @@ func (e *Engine) resumeConversation(ctx context.Context, r *run) error {
 	if cs == nil {
 		return conversationNotFound(id, "conversation")
 	}
-	r.conv = &runConversation{cs: cs, id: id}
+	r.conv = &runConversation{cs: cs, id: id, locked: e.cfg.Now()}
 	if _, err := cs.LockConversation(ctx, id, r.resp.ID, e.lockUntil(ctx, true)); err != nil {
 		return e.conversationErr(err, id, "conversation")
 	}
@@ -366,6 +373,29 @@ func (e *Engine) resumeConversation(ctx context.Context, r *run) error {
 	}
 	r.history = items
 	return nil
+}
+
+// renewConversation renews the lock of r's conversation at the start of a
+// turn when a third of Background.Lease has passed since it was taken or
+// last renewed and nothing bounds the run (its context has no deadline: a
+// local server's request, a worker without an invocation deadline), so
+// that a loop running longer than the lock keeps the conversation to
+// itself; with a deadline the lock outlasts the run already. A lock
+// another writer took once it lapsed is logged: the response's items will
+// not be appended (endConversation).
+func (e *Engine) renewConversation(ctx context.Context, r *run) {
+	c := r.conv
+	if c == nil || c.ended || e.cfg.Now().Sub(c.locked) < e.cfg.Background.Lease/3 {
+		return
+	}
+	if _, ok := ctx.Deadline(); ok {
+		return
+	}
+	if _, err := c.cs.LockConversation(ctx, c.id, r.resp.ID, e.lockUntil(ctx, r.req.Background)); err != nil {
+		e.log.WarnContext(ctx, "conversation lock not renewed", "conversation_id", c.id, "response_id", r.resp.ID, "err", err)
+		return
+	}
+	c.locked = e.cfg.Now()
 }
 
 // appends reports whether a response that ended with status adds its items
@@ -381,8 +411,9 @@ func appends(status api.Status) bool {
 // endConversation ends r's hold on its conversation (none: nothing to
 // do; called again: nothing more): when the response ended with a status
 // that appends, its input items (but those whose id the conversation holds
-// already — references to its items — or that an earlier input item had)
-// and then its output items are appended, which releases the lock;
+// already — references to its items, as its history or the store
+// (appendTurn) tells — or that an earlier input item had) and then its
+// output items are appended, which releases the lock;
 // otherwise the lock is released. A failure is logged: the response itself
 // is stored apart.
 func (e *Engine) endConversation(ctx context.Context, r *run) {
@@ -392,6 +423,7 @@ func (e *Engine) endConversation(ctx context.Context, r *run) {
 	}
 	c.ended = true
 	var items []api.Item
+	nInput := 0
 	if appends(r.resp.Status) {
 		held := make(map[string]bool, len(r.history))
 		for i := range r.history {
@@ -404,21 +436,47 @@ func (e *Engine) endConversation(ctx context.Context, r *run) {
 				items = append(items, it)
 			}
 		}
+		nInput = len(items)
 		items = append(items, r.resp.Output...)
 	}
 	sctx, cancel := writeContext(ctx, c.cs)
 	defer cancel()
-	if err := c.cs.AppendConversationItems(sctx, c.id, r.resp.ID, items); err != nil {
-		lvl := "items not appended to the conversation"
-		if errors.Is(err, store.ErrNotFound) {
-			lvl = "conversation deleted while the response ran: items not appended"
+	err := appendTurn(sctx, c, r.resp.ID, items, nInput)
+	if err == nil {
+		return
+	}
+	attrs := []any{"conversation_id", c.id, "response_id", r.resp.ID, "items", len(items), "err", err}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		e.log.WarnContext(ctx, "conversation deleted while the response ran: items not appended", attrs...)
+	case len(items) == 0:
+		e.log.WarnContext(ctx, "conversation lock not released", attrs...)
+	default:
+		// A lost turn: another writer took the lock, or the store failed.
+		e.log.ErrorContext(ctx, "items not appended to the conversation", attrs...)
+		// The append failed whole: the lock may still be held, and the
+		// conversation's next writer should not wait for it to lapse.
+		e.unlockConversation(ctx, c.cs, c.id, r.resp.ID)
+	}
+}
+
+// appendTurn appends items, the first nInput of them the response's
+// input, to c as owner. An input item whose id the conversation holds
+// already (one it names, when the run did not load the conversation: a
+// background response that failed before its worker did) is left out and
+// the append tried again.
+func appendTurn(ctx context.Context, c *runConversation, owner string, items []api.Item, nInput int) error {
+	for {
+		err := c.cs.AppendConversationItems(ctx, c.id, owner, items)
+		var dup *store.DuplicateItemError
+		if !errors.As(err, &dup) {
+			return err
 		}
-		e.log.WarnContext(ctx, lvl, "conversation_id", c.id, "response_id", r.resp.ID, "items", len(items), "err", err)
-		if !errors.Is(err, store.ErrNotFound) && len(items) > 0 {
-			// The append failed whole: the lock is still held, and the
-			// conversation's next writer should not wait for it to lapse.
-			e.unlockConversation(ctx, c.cs, c.id, r.resp.ID)
+		i := slices.IndexFunc(items[:nInput], func(it api.Item) bool { return it.ID == dup.ItemID })
+		if i < 0 {
+			return err
 		}
+		items, nInput = slices.Delete(items, i, i+1), nInput-1
 	}
 }
 

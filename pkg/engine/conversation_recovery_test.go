@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -176,4 +177,128 @@ func TestDeletePartlyIsDeleted(t *testing.T) {
 	res, err := e.DeleteResponse(context.Background(), id)
 	require.NoError(t, err)
 	assert.True(t, res.Deleted)
+}
+
+// lapseLock makes the lock of conversation id lapse as if its holder had
+// run past its LockUntil (the stores compare locks with the wall clock):
+// the holder keeps it, with a LockUntil in the past.
+func lapseLock(t *testing.T, ctx context.Context, cs store.ConversationStore, id string) {
+	t.Helper()
+	c, err := cs.GetConversation(ctx, id)
+	require.NoError(t, err)
+	require.NotEmpty(t, c.Lock, "a response holds the conversation")
+	_, err = cs.LockConversation(ctx, id, c.Lock, time.Now().Add(-time.Minute))
+	require.NoError(t, err)
+}
+
+// A foreground response that runs longer than its conversation lock (a
+// local server's request has no deadline: the lock lapses after
+// Background.Lease, 15 minutes, which a long agentic loop with slow tools
+// can pass) still appends its items when nobody else took the lock
+// meanwhile. (The append found the lock lapsed and failed: the turn was
+// silently lost from the conversation, only a warning logged.)
+func TestLongResponseOutlivesConversationLock(t *testing.T) {
+	forStores(t, func(t *testing.T, mk storeMaker) {
+		ctx := context.Background()
+		st := mk(t)
+		cs := st.(store.ConversationStore)
+		c := &store.Conversation{ID: api.NewID(api.PrefixConversation)}
+		require.NoError(t, cs.CreateConversation(ctx, c, nil))
+		p := script(step{res: text("late answer", 1, 1).res, hook: func(ctx context.Context) { lapseLock(t, ctx, cs, c.ID) }})
+		e, _ := newEngine(t, p, nil, func(cfg *Config) { cfg.Store = st })
+		rec, err := run1(t, e, `{"conversation":"`+c.ID+`","input":"hello"}`)
+		require.NoError(t, err)
+		require.Equal(t, api.StatusCompleted, rec.response(t).Status)
+		items, err := cs.LoadConversationItems(ctx, c.ID, 100)
+		require.NoError(t, err)
+		var roles []string
+		for _, it := range items {
+			roles = append(roles, it.Role)
+		}
+		assert.Equal(t, []string{"user", "assistant"}, roles, "the response's turn is appended to its conversation")
+		got, err := cs.GetConversation(ctx, c.ID)
+		require.NoError(t, err)
+		assert.Empty(t, got.Lock, "the append released the lock")
+	})
+}
+
+// A foreground response whose loop runs past its conversation lock (no
+// request deadline; its first turn takes 20 minutes) keeps the
+// conversation to itself: the lock is renewed at its next turn, so an items-create meanwhile is refused with
+// conversation_locked, and the response's turn is appended. (Once the
+// lock had lapsed the items-create got in and released the lock, and the
+// response's own append, at its end, found the lock gone: its turn was
+// lost.)
+func TestLongResponseRenewsConversationLock(t *testing.T) {
+	forStores(t, func(t *testing.T, mk storeMaker) {
+		ctx := context.Background()
+		st := mk(t)
+		cs := st.(store.ConversationStore)
+		c := &store.Conversation{ID: api.NewID(api.PrefixConversation)}
+		require.NoError(t, cs.CreateConversation(ctx, c, nil))
+		var e *Engine
+		var sneak error
+		clock := &fakeClock{t: time.Now()}
+		first := calls(1, 1, call("c1", "t", `{}`))
+		first.hook = func(ctx context.Context) {
+			clock.advance(20 * time.Minute)
+			lapseLock(t, ctx, cs, c.ID)
+		}
+		second := text("done", 1, 1)
+		second.hook = func(ctx context.Context) {
+			_, sneak = e.AddConversationItems(ctx, c.ID, []api.Item{{Type: api.ItemMessage, Role: "user", Content: []api.ContentPart{{Type: api.PartInputText, Text: "sneaked in"}}}})
+		}
+		e, _ = newEngine(t, script(first, second), newMock(echoTool, "t"), func(cfg *Config) { cfg.Store, cfg.Now = st, clock.Now })
+		rec, err := run1(t, e, `{"conversation":"`+c.ID+`","input":"hello","tools":[{"type":"lambent:t"}]}`)
+		require.NoError(t, err)
+		require.Equal(t, api.StatusCompleted, rec.response(t).Status)
+		var ae *api.Error
+		require.ErrorAs(t, sneak, &ae, "the running response still holds the conversation")
+		assert.Equal(t, "conversation_locked", ae.Code)
+		items, err := cs.LoadConversationItems(ctx, c.ID, 100)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"message", "function_call:t", "function_call_output", "message"}, types(items), "the response's turn is appended")
+	})
+}
+
+// A background response in a conversation whose input names an item the
+// conversation holds (a client replaying it) and that fails when its
+// worker starts (here: the conversation passed a lowered item limit) ends
+// failed, and its other input items are appended, as a failed response's
+// are. (The worker had not loaded the conversation, so the named item was
+// appended again: a duplicate id, and the append failed whole.)
+func TestBackgroundFailedAtStartAppendsNewInput(t *testing.T) {
+	forStores(t, func(t *testing.T, mk storeMaker) {
+		ctx := context.Background()
+		e, st, q := bgEngine(t, mk, script(text("answer", 1, 1)), nil)
+		cs := st.(store.ConversationStore)
+		msg := func(id, text string) api.Item {
+			return api.Item{Type: api.ItemMessage, ID: id, Role: "user", Status: api.ItemCompleted, Content: []api.ContentPart{{Type: api.PartInputText, Text: text}}}
+		}
+		c := &store.Conversation{ID: api.NewID(api.PrefixConversation)}
+		require.NoError(t, cs.CreateConversation(ctx, c, []api.Item{msg("msg_a", "one"), msg("msg_b", "two")}))
+		body := `{"conversation":"` + c.ID + `","background":true,"input":[` +
+			`{"type":"message","id":"msg_b","role":"user","content":"two"},{"type":"message","id":"msg_c","role":"user","content":"three"}]}`
+		rec, err := runBackground(t, e, body)
+		require.NoError(t, err)
+		require.Equal(t, api.StatusQueued, rec.response(t).Status)
+
+		e.cfg.Limits.ConversationItems = 1
+		job := <-q.c
+		require.NoError(t, e.RunBackground(ctx, job.ResponseID))
+		got, err := e.GetResponse(ctx, job.ResponseID)
+		require.NoError(t, err)
+		require.Equal(t, api.StatusFailed, got.Status)
+
+		items, err := cs.LoadConversationItems(ctx, c.ID, 100)
+		require.NoError(t, err)
+		var ids []string
+		for _, it := range items {
+			ids = append(ids, it.ID)
+		}
+		assert.Equal(t, []string{"msg_a", "msg_b", "msg_c"}, ids, "the failed response's new input is appended once")
+		conv, err := cs.GetConversation(ctx, c.ID)
+		require.NoError(t, err)
+		assert.Empty(t, conv.Lock)
+	})
 }

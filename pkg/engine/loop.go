@@ -206,6 +206,7 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 		if ctx.Err() != nil {
 			return outcome{status: api.StatusCancelled}
 		}
+		e.renewConversation(ctx, r)
 		turn := r.turns
 		// An attempt out of iterations is the precise reason when the last
 		// attempt's iterations also reach the turn limit.

@@ -60,7 +60,8 @@ func (c *Conversation) Locked(now time.Time) bool {
 type ConversationStore interface {
 	// CreateConversation stores c with items as its first items (ids
 	// assigned); ErrConflict when the id exists. c.Next and c.ExpiresAt
-	// are set.
+	// are set. A create that fails (its items too large) leaves no
+	// conversation.
 	CreateConversation(ctx context.Context, c *Conversation, items []api.Item) error
 	// GetConversation returns the conversation.
 	GetConversation(ctx context.Context, id string) (*Conversation, error)
@@ -83,8 +84,11 @@ type ConversationStore interface {
 	// holds replaces that item in place (a server-side call paused with
 	// its turn, executed in a continuation: Replaces); any other item
 	// whose id it holds fails the append with a *DuplicateItemError.
-	// ErrConflict when owner does not hold the lock (any more). With no
-	// items it only releases the lock.
+	// ErrConflict when owner does not hold the lock (any more): a lock
+	// that lapsed is still its holder's until another owner takes it (a
+	// response that ran past its LockUntil, which nobody else wrote
+	// meanwhile, still appends its turn). With no items it only releases
+	// the lock.
 	AppendConversationItems(ctx context.Context, id, owner string, items []api.Item) error
 	// ListConversationItems pages through the conversation's items (opts as for input
 	// items: after an item id, limit, order, default desc).

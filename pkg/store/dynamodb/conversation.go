@@ -54,6 +54,9 @@ type convHead struct {
 	Next      int64        `dynamodbav:"next"`
 	Lock      string       `dynamodbav:"lock,omitempty"`
 	LockUntil int64        `dynamodbav:"lock_until,omitempty"`
+	// Gen is random per create: a create retried after its answer was
+	// lost recognises its own head (ownHead).
+	Gen string `dynamodbav:"gen,omitempty"`
 }
 
 func (h *convHead) conversation(id string) *store.Conversation {
@@ -133,15 +136,16 @@ func convPK(ctx context.Context, id string) string { return pk(tenant.From(ctx),
 
 // CreateConversation stores c: a conditional PutItem of its head, then
 // (with items) their append as AppendConversationItems does, under a lock
-// the create holds meanwhile.
+// the create holds meanwhile; an append that fails deletes the head (and
+// what the append wrote).
 func (s *Store) CreateConversation(ctx context.Context, c *store.Conversation, items []api.Item) error {
 	if c.ExpiresAt.IsZero() {
 		c.ExpiresAt = time.Now().Add(s.retention)
 	}
-	h := convHead{PK: convPK(ctx, c.ID), SK: skConversation, CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt.Unix(), Metadata: c.Metadata}
+	h := convHead{PK: convPK(ctx, c.ID), SK: skConversation, CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt.Unix(), Metadata: c.Metadata, Gen: newGen()}
 	owner := ""
 	if len(items) > 0 {
-		owner = "create_" + newGen()
+		owner = "create_" + h.Gen
 		h.Lock, h.LockUntil = owner, time.Now().Add(createLockTime).Unix()
 	}
 	item, err := attributevalue.MarshalMap(h)
@@ -157,23 +161,39 @@ func (s *Store) CreateConversation(ctx context.Context, c *store.Conversation, i
 	_, err = s.api.PutItem(ctx, &ddb.PutItemInput{
 		TableName: s.table, Item: item,
 		ConditionExpression: ex.Condition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err != nil {
 		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
+		switch {
+		case !errors.As(err, &ccf):
+			return fmt.Errorf("dynamodb: create conversation %s: %w", c.ID, err)
+		case !ownHead(ccf.Item, h.Gen):
 			return fmt.Errorf("dynamodb: create conversation %s: %w", c.ID, store.ErrConflict)
 		}
-		return fmt.Errorf("dynamodb: create conversation %s: %w", c.ID, err)
+		// The head is this create's own: a retry whose first attempt
+		// succeeded.
 	}
 	c.Next = 0
 	if len(items) == 0 {
 		return nil
 	}
 	if err := s.append(ctx, c.ID, &h, owner, items); err != nil {
+		// The create fails whole: its caller never learns the id of a
+		// conversation left behind. Best effort: what remains expires.
+		_ = s.DeleteConversation(ctx, c.ID)
 		return err
 	}
 	c.Next = int64(len(items))
 	return nil
+}
+
+// ownHead reports whether old (the head that failed a create's condition)
+// is the one the create of generation gen put: a retried PutItem whose
+// first attempt had succeeded.
+func ownHead(old map[string]types.AttributeValue, gen string) bool {
+	var h convHead
+	return old != nil && attributevalue.UnmarshalMap(old, &h) == nil && h.Gen == gen
 }
 
 // readConv returns the live head of conversation id; ErrNotFound when
@@ -274,20 +294,36 @@ func (s *Store) LockConversation(ctx context.Context, id, owner string, until ti
 // AppendConversationItems appends items and releases owner's lock: a
 // consistent read of the head, then one TransactWriteItems per 48 items
 // (or 3 MB) holding each item's row and its id's row, conditional on
-// owner's lock and the sequence number read (a check of the head), the
+// owner's lock (lapsed or not: see store.ConversationStore) and the
+// sequence number read (a check of the head), the
 // last one updating the head (next sequence number past every item, the
 // lock released). Items larger than a row keep
 // their body in chunks, written before.
+// An append whose replaced item is deleted under it (errReplacedGone) is
+// tried again, appendAttempts times in all.
 func (s *Store) AppendConversationItems(ctx context.Context, id, owner string, items []api.Item) error {
-	h, err := s.readConv(ctx, id)
-	if err != nil {
-		return err
+	for try := 1; ; try++ {
+		h, err := s.readConv(ctx, id)
+		if err != nil {
+			return err
+		}
+		if h.Lock != owner {
+			return fmt.Errorf("dynamodb: append to conversation %s: the lock of %s is not held: %w", id, owner, store.ErrConflict)
+		}
+		err = s.append(ctx, id, h, owner, items)
+		if !errors.Is(err, errReplacedGone) || try == appendAttempts {
+			return err
+		}
 	}
-	if h.Lock != owner || h.LockUntil <= s.nowUnix() {
-		return fmt.Errorf("dynamodb: append to conversation %s: the lock of %s is not held: %w", id, owner, store.ErrConflict)
-	}
-	return s.append(ctx, id, h, owner, items)
 }
+
+// errReplacedGone: an item that an append replaces (store.Replaces) was
+// deleted between the append's read of its id row and its transaction.
+// Tried again, the append finds it gone and appends the item anew.
+var errReplacedGone = errors.New("an item the append replaces was deleted meanwhile")
+
+// appendAttempts bounds the tries of an append (errReplacedGone).
+const appendAttempts = 3
 
 // append writes items after head h (read under owner's lock). A long
 // append takes several transactions (maxTxItems, maxTxBytes): the rows of
@@ -306,6 +342,9 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 	}
 	var tx []types.TransactWriteItem
 	var txIDs []string // the ids of the items in tx
+	// The replacements of held items (their rows are below next, where
+	// readers look) go in the last transaction, with the head's update.
+	var replaced []types.TransactWriteItem
 	txBytes := 0
 	// An id row is new, or one a failed append left above next.
 	newID := expression.AttributeNotExists(expression.Name(attrPK)).
@@ -315,6 +354,12 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 		return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
 	}
 	flush := func(next int64, last bool) error {
+		// The actions from fresh on (before the head's) check the id rows
+		// of replaced items.
+		fresh := len(tx)
+		if last {
+			fresh -= len(replaced)
+		}
 		cond := expression.Name(attrLock).Equal(expression.Value(owner)).
 			And(expression.Name(attrNext).Equal(expression.Value(start))).
 			And(expression.Name(attrExpiresAt).GreaterThan(expression.Value(s.nowUnix())))
@@ -352,9 +397,14 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 					}
 					return fmt.Errorf("the lock of %s was lost: %w", owner, store.ErrConflict)
 				}
-				// The id row of an item (every second action) exists.
+				// The id row of a new item (every second action) exists,
+				// or that of a replaced one is gone.
 				for j := 1; j < len(tx)-1; j += 2 {
-					if aws.ToString(tce.CancellationReasons[j].Code) == "ConditionalCheckFailed" {
+					switch {
+					case aws.ToString(tce.CancellationReasons[j].Code) != "ConditionalCheckFailed":
+					case j >= fresh:
+						return fmt.Errorf("item %s: %w", txIDs[j/2], errReplacedGone)
+					default:
 						return &store.DuplicateItemError{ConversationID: id, ItemID: txIDs[j/2]}
 					}
 				}
@@ -369,9 +419,6 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 		return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
 	}
 	next := start // the sequence number of the next new item
-	// The replacements of held items (their rows are below next, where
-	// readers look) go in the last transaction, with the head's update.
-	var replaced []types.TransactWriteItem
 	var replacedIDs []string
 	replacedBytes := 0
 	for i := range items {
@@ -583,30 +630,19 @@ func (s *Store) seqOf(ctx context.Context, p, itemID string, next int64) (int64,
 
 // ListConversationItems pages through the items: a consistent GetItem of
 // the head, one of the cursor's id row (with after), and a Query of at
-// most limit+1 rows — O(page), whatever the conversation's length.
+// most limit+1 rows (with after, from the cursor's own row, which is
+// checked: pageRows) — O(page), whatever the conversation's length.
 func (s *Store) ListConversationItems(ctx context.Context, id string, opts api.ListOptions) (*store.ItemPage, error) {
 	h, err := s.readConv(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	limit, desc := opts.PageSize(), opts.Descending()
-	lo, hi := int64(0), h.Next-1
-	if opts.After != "" {
-		seq, ok, err := s.seqOf(ctx, h.PK, opts.After, h.Next)
-		if err != nil {
-			return nil, fmt.Errorf("dynamodb: list items of %s: %w", id, err)
-		}
-		if !ok {
-			return nil, store.ItemCursorError(opts.After)
-		}
-		if desc {
-			hi = seq - 1
-		} else {
-			lo = seq + 1
-		}
-	}
-	rows, err := s.queryItems(ctx, h.PK, lo, hi, desc, limit+1)
+	limit := opts.PageSize()
+	rows, err := s.pageRows(ctx, h, opts, limit+1)
 	if err != nil {
+		if errors.Is(err, store.ErrInvalidCursor) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("dynamodb: list items of %s: %w", id, err)
 	}
 	page := &store.ItemPage{HasMore: len(rows) > limit}
@@ -620,6 +656,39 @@ func (s *Store) ListConversationItems(ctx context.Context, id string, opts api.L
 		page.Items = append(page.Items, it)
 	}
 	return page, nil
+}
+
+// pageRows returns at most max rows of the page opts asks for, of the
+// conversation of head h. With after, the Query starts at the cursor's own
+// row, which must hold the cursor's id (an id row a failed append left
+// above next, which next has since passed, points at another item's row:
+// heldAt) and is left out; store.ItemCursorError otherwise.
+func (s *Store) pageRows(ctx context.Context, h *convHead, opts api.ListOptions, max int) ([]convItem, error) {
+	desc := opts.Descending()
+	lo, hi := int64(0), h.Next-1
+	if opts.After == "" {
+		return s.queryItems(ctx, h.PK, lo, hi, desc, max)
+	}
+	seq, ok, err := s.seqOf(ctx, h.PK, opts.After, h.Next)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, store.ItemCursorError(opts.After)
+	}
+	if desc {
+		hi = seq
+	} else {
+		lo = seq
+	}
+	rows, err := s.queryItems(ctx, h.PK, lo, hi, desc, max+1)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 || rows[0].SK != itemSK(seq) || rows[0].ID != opts.After {
+		return nil, store.ItemCursorError(opts.After)
+	}
+	return rows[1:], nil
 }
 
 // LoadConversationItems returns every item in order: a consistent GetItem

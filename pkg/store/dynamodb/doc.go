@@ -179,7 +179,7 @@
 // UpdateItem, a GetItem of the head and one TransactWriteItems of the rows
 // and the head's update, conditional on the lock and on next (48 items or
 // 3 MB per transaction). Listing a page is O(page): the head, the cursor's id
-// row, one Query of limit+1 rows. LoadConversationItems reads every row
+// row, one Query of limit+1 rows (and the cursor's). LoadConversationItems reads every row
 // (the model's context: O(conversation)). Every row carries the head's
 // expires_at (retention from the creation). TestConversationBudget measures
 // it (docs/aws.md has the figures).

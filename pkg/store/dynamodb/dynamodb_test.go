@@ -234,6 +234,24 @@ func TestTooLarge(t *testing.T) {
 	require.Equal(t, 0, countItems(t, s))
 }
 
+// A conversation create whose first items cannot be appended (too large)
+// fails whole: no conversation is left behind, whose id the client never
+// learns. (Its head was written first and stayed, locked, until TTL.)
+func TestCreateConversationTooLargeLeavesNothing(t *testing.T) {
+	t.Parallel()
+	s, err := New(newClient(t), Config{Table: newTable(t), MaxRecordBytes: 64 << 10})
+	require.NoError(t, err)
+	ctx := t.Context()
+	c := &store.Conversation{ID: api.NewID(api.PrefixConversation), CreatedAt: time.Now().Unix()}
+	big := api.Item{Type: api.ItemMessage, ID: "msg_x", Role: api.RoleUser,
+		Content: []api.ContentPart{{Type: api.PartInputText, Text: storetest.Words(mrand.New(mrand.NewPCG(1, 1)), 100<<10)}}}
+	err = s.CreateConversation(ctx, c, []api.Item{big})
+	require.ErrorIs(t, err, store.ErrTooLarge)
+	_, err = s.GetConversation(ctx, c.ID)
+	require.ErrorIs(t, err, store.ErrNotFound, "the failed create left no conversation")
+	require.Equal(t, 0, countItems(t, s))
+}
+
 func TestCorruptRecordIsAServerError(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)

@@ -340,3 +340,77 @@ func TestDeleteLeavingPartsIsADeletion(t *testing.T) {
 	_, err = clean.Get(t.Context(), rec.Response.ID)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
+
+// hookHTTP runs fn (once) before the first call of op goes on to DynamoDB.
+type hookHTTP struct {
+	next aws.HTTPClient
+	op   string
+	once sync.Once
+	fn   func()
+}
+
+func (h *hookHTTP) Do(req *http.Request) (*http.Response, error) {
+	if strings.TrimPrefix(req.Header.Get("X-Amz-Target"), "DynamoDB_20120810.") == h.op {
+		h.once.Do(h.fn)
+	}
+	return h.next.Do(req)
+}
+
+// A paused mcp_call deleted by its conversation's client while the
+// continuation appends its executed version (between the append's read of
+// the call's id row and its transaction): the append still goes in, the
+// call appended anew, as if the delete had come first. (The failed check
+// of the call's id row was reported as a duplicate id: the continuation's
+// items were appended nowhere.)
+func TestReplacedItemDeletedDuringAppend(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	table := newTable(t)
+	clean, err := New(newClient(t), Config{Table: table})
+	require.NoError(t, err)
+	hook := &hookHTTP{next: awshttp.NewBuildableClient(), op: "TransactWriteItems"}
+	s, err := New(newClient(t, func(o *ddb.Options) { o.HTTPClient = hook }), Config{Table: table})
+	require.NoError(t, err)
+	c := &store.Conversation{ID: api.NewID(api.PrefixConversation), CreatedAt: time.Now().Unix()}
+	open := api.Item{Type: api.ItemMCPCall, ID: "mcp_p", Status: api.ItemInProgress, ServerLabel: "lambent", Name: "search", Arguments: "{}"}
+	require.NoError(t, clean.CreateConversation(ctx, c, []api.Item{open}))
+	hook.fn = func() {
+		_, err := clean.DeleteConversationItem(ctx, c.ID, "mcp_p")
+		require.NoError(t, err)
+	}
+	_, err = s.LockConversation(ctx, c.ID, "r", time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	done := open
+	done.Status, done.Output = api.ItemCompleted, "found"
+	msg := api.Item{Type: api.ItemMessage, ID: "msg_c", Role: api.RoleAssistant, Status: api.ItemCompleted,
+		Content: []api.ContentPart{{Type: api.PartOutputText, Text: "done"}}}
+	require.NoError(t, s.AppendConversationItems(ctx, c.ID, "r", []api.Item{done, msg}))
+	all, err := clean.LoadConversationItems(ctx, c.ID, 10)
+	require.NoError(t, err)
+	require.Len(t, all, 2)
+	require.Equal(t, []string{"mcp_p", "msg_c"}, []string{all[0].ID, all[1].ID})
+	require.Equal(t, "found", all[0].Output)
+	got, err := clean.GetConversation(ctx, c.ID)
+	require.NoError(t, err)
+	require.Empty(t, got.Lock)
+}
+
+// A conversation create whose PutItem reached DynamoDB but whose answer
+// was lost is retried by the SDK; the retry recognises the create's own
+// head instead of reporting a conflict (the client got a 409 for a
+// conversation that was created, whose id it never learned).
+func TestCreateConversationLostResponse(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{0, 2} {
+		s, clean, f, _ := faultyStore(t, false, &fault{op: "PutItem", kind: faultLostResponse, times: 1})
+		c := &store.Conversation{ID: api.NewID(api.PrefixConversation), CreatedAt: time.Now().Unix(), Metadata: map[string]string{"k": "v"}}
+		items := []api.Item{{Type: api.ItemMessage, ID: "msg_1", Role: api.RoleUser, Status: api.ItemCompleted,
+			Content: []api.ContentPart{{Type: api.PartInputText, Text: "hi"}}}, {Type: api.ItemMessage, ID: "msg_2", Role: api.RoleUser, Status: api.ItemCompleted,
+			Content: []api.ContentPart{{Type: api.PartInputText, Text: "there"}}}}[:n]
+		require.NoError(t, s.CreateConversation(t.Context(), c, items), "%d items", n)
+		require.Equal(t, 1, f.count())
+		got, err := clean.LoadConversationItems(t.Context(), c.ID, 10)
+		require.NoError(t, err)
+		require.Len(t, got, n)
+	}
+}

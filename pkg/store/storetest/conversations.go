@@ -208,6 +208,14 @@ func testConvLock(t *testing.T, s store.ConversationStore) {
 	require.NoError(t, err)
 	require.False(t, c.Locked(time.Now()))
 	require.Equal(t, int64(2), c.Next)
+	// A lapsed lock nobody took since is still its holder's: it appends.
+	_, err = s.LockConversation(ctx, id, "resp_e", time.Now().Add(-time.Second))
+	require.NoError(t, err)
+	require.NoError(t, s.AppendConversationItems(ctx, id, "resp_e", convMessages("e", 1)))
+	c, err = s.GetConversation(ctx, id)
+	require.NoError(t, err)
+	require.Empty(t, c.Lock)
+	require.Equal(t, int64(3), c.Next)
 }
 
 // Writers racing on one conversation never interleave or lose items: each
@@ -368,6 +376,15 @@ func testConvDuplicates(t *testing.T, s store.ConversationStore) {
 	all, err = s.LoadConversationItems(ctx, id, 100)
 	require.NoError(t, err)
 	require.Equal(t, []string{"y_000", "mcp_s"}, ids(all[len(all)-2:]), "the item after the failed append stays, the stray call is appended")
+	// An id of the failed append is no item: no cursor either, in either
+	// order (DynamoDB: its id row, left above the end then passed, points
+	// at another item's row).
+	for _, order := range []string{"asc", "desc"} {
+		_, err = s.ListConversationItems(ctx, id, api.ListOptions{After: "e_000", Order: order})
+		require.ErrorIs(t, err, store.ErrInvalidCursor, "order %s", order)
+	}
+	_, err = s.GetConversationItem(ctx, id, "e_000")
+	require.ErrorIs(t, err, store.ErrNotFound)
 
 	// An mcp_call the conversation holds (a call paused with its turn)
 	// is replaced in place by its executed version, with the items after
