@@ -244,6 +244,14 @@ func TestWebSocketEvictionAfterFailedContinuation(t *testing.T) {
 			ws.createErr(fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":[{"type":"function_call_output","call_id":"call_nope","output":"x"}]}`, id),
 				http.StatusBadRequest, "")
 		}},
+		{"4xx of the message itself", func(ws *wsConn, id string) {
+			ws.createErr(fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"Hi","temperature":9}`, id),
+				http.StatusBadRequest, "")
+		}},
+		{"HTTP transport field", func(ws *wsConn, id string) {
+			ws.createErr(fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"Hi","background":true}`, id),
+				http.StatusBadRequest, "unsupported_parameter")
+		}},
 		{"response.failed", func(ws *wsConn, id string) {
 			evs := ws.create(fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"Please fail"}`, id))
 			require.Equal(t, "response.failed", last(evs).Type)

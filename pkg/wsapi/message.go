@@ -123,6 +123,21 @@ func DecodeCreate(m Message, limit int64) (*api.CreateResponseRequest, error) {
 	return req, nil
 }
 
+// continuedFrom returns the previous_response_id of m when m is a
+// response.create JSON object naming one, else "": the response that a
+// continuation refused by DecodeCreate continued from.
+func continuedFrom(m Message) string {
+	var fields map[string]json.RawMessage
+	if m.Binary || json.Unmarshal(m.Data, &fields) != nil {
+		return ""
+	}
+	var typ, prev string
+	if json.Unmarshal(fields["type"], &typ) != nil || typ != TypeResponseCreate || json.Unmarshal(fields["previous_response_id"], &prev) != nil {
+		return ""
+	}
+	return prev
+}
+
 func typeText(raw json.RawMessage) string {
 	if raw == nil {
 		return "(none)"
