@@ -217,13 +217,33 @@ type turn struct {
 const GatewayRequestKey = "apigw_request_id"
 
 // message queues a client message ($default) in its connection's message
-// group, and returns at once: the turn runs from the queue.
+// group, and returns at once: the turn runs from the queue. A message
+// that cannot be queued is answered on the connection with the error
+// envelope (a failed $default would reach the client as API Gateway's own
+// {"message":"Internal server error"}, which no client of the spec knows).
 func (h *Handler) message(ctx context.Context, ev *events.APIGatewayWebsocketProxyRequest) (events.APIGatewayProxyResponse, error) {
 	rc := ev.RequestContext
-	body, err := json.Marshal(turn{ConnectionID: rc.ConnectionID, Endpoint: "https://" + rc.DomainName + "/" + rc.Stage, Body: ev.Body, Base64: ev.IsBase64Encoded,
-		RequestID: requestid.From(ctx), GatewayRequestID: rc.RequestID})
+	t := turn{ConnectionID: rc.ConnectionID, Endpoint: "https://" + rc.DomainName + "/" + rc.Stage, Body: ev.Body, Base64: ev.IsBase64Encoded,
+		RequestID: requestid.From(ctx), GatewayRequestID: rc.RequestID}
+	err := h.queue(ctx, &t, rc)
+	if err == nil {
+		return reply(http.StatusOK, nil), nil
+	}
+	h.log.ErrorContext(ctx, "websocket $default", "connection_id", rc.ConnectionID, "err", err)
+	p := h.poster(&t, func() {})
+	if perr := p.Send(ctx, wsapi.EncodeError(ctx, api.ServerError(err, "The message could not be queued; send it again."))); perr != nil {
+		// API Gateway tells the client the integration failed.
+		return events.APIGatewayProxyResponse{}, errors.Join(err, perr)
+	}
+	return reply(http.StatusOK, nil), nil
+}
+
+// queue puts t, the message of the route event whose context is rc, in
+// its connection's message group.
+func (h *Handler) queue(ctx context.Context, t *turn, rc events.APIGatewayWebsocketProxyRequestContext) error {
+	body, err := json.Marshal(t)
 	if err != nil {
-		return events.APIGatewayProxyResponse{}, fmt.Errorf("apigw: encode turn: %w", err)
+		return fmt.Errorf("apigw: encode turn: %w", err)
 	}
 	dedup := rc.RequestID
 	if dedup == "" {
@@ -235,11 +255,9 @@ func (h *Handler) message(ctx context.Context, ev *events.APIGatewayWebsocketPro
 		MessageGroupID:         rc.ConnectionID,
 		MessageDeduplicationID: dedup,
 	}); err != nil {
-		// API Gateway tells the client the integration failed; Lambda's
-		// error log has the cause.
-		return events.APIGatewayProxyResponse{}, fmt.Errorf("apigw: queue the message of %s: %w", rc.ConnectionID, err)
+		return fmt.Errorf("apigw: queue the message of %s: %w", rc.ConnectionID, err)
 	}
-	return reply(http.StatusOK, nil), nil
+	return nil
 }
 
 func (h *Handler) disconnect(ctx context.Context, ev *events.APIGatewayWebsocketProxyRequest) events.APIGatewayProxyResponse {
@@ -292,11 +310,7 @@ func (h *Handler) runTurn(ctx context.Context, body string) error {
 	}
 	ctx, cancel := context.WithCancel(tenant.With(ctx, conn.Tenant))
 	defer cancel()
-	endpoint := t.Endpoint
-	if h.cfg.Endpoint != "" {
-		endpoint = h.cfg.Endpoint
-	}
-	p := &poster{api: h.cfg.Management, id: t.ConnectionID, endpoint: endpoint, gone: cancel}
+	p := h.poster(&t, cancel)
 	if h.expired(conn) {
 		return h.limit(ctx, p)
 	}
@@ -350,6 +364,17 @@ type poster struct {
 	endpoint string
 	// gone cancels the turn when the client has gone away.
 	gone context.CancelFunc
+}
+
+// poster returns the poster of t's connection, through Config.Endpoint
+// when set, else the endpoint of t's route event; gone is called when the
+// client has gone away.
+func (h *Handler) poster(t *turn, gone context.CancelFunc) *poster {
+	endpoint := t.Endpoint
+	if h.cfg.Endpoint != "" {
+		endpoint = h.cfg.Endpoint
+	}
+	return &poster{api: h.cfg.Management, id: t.ConnectionID, endpoint: endpoint, gone: gone}
 }
 
 func (p *poster) at(o *apigatewaymanagementapi.Options) { o.BaseEndpoint = aws.String(p.endpoint) }

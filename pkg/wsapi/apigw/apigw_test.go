@@ -491,6 +491,27 @@ func TestClientGone(t *testing.T) {
 	require.Empty(t, e.send(c, `{"type":"response.create","store":false,"input":"Hi"}`))
 }
 
+// A message that cannot be queued (SQS unavailable) is answered with the
+// spec's error envelope on the connection, not with a failed $default,
+// which API Gateway would answer with its own {"message":"Internal server
+// error"}: the client learns that its turn will not run.
+func TestQueueFailureIsAnErrorEnvelope(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.connect(keyA)
+	e.queue.Close()
+	b, err := json.Marshal(routeEvent("MESSAGE", "$default", c, "", `{"type":"response.create","input":"Hi"}`, time.Now()))
+	require.NoError(t, err)
+	out, err := e.h.Invoke(t.Context(), b)
+	require.NoError(t, err, "$default answers; its failure would reach the client as API Gateway's own message")
+	require.Equal(t, http.StatusOK, out.(events.APIGatewayProxyResponse).StatusCode)
+	env := e.envelope(e.mgmt.Messages(c))
+	require.Equal(t, http.StatusInternalServerError, env.Status)
+	require.Equal(t, "server_error", env.Error.Code)
+	require.Regexp(t, `^req_[0-9a-f]{32}$`, env.RequestID)
+	require.Contains(t, env.Error.Message, env.RequestID)
+}
+
 // With a shared store, a stored response is not copied into the
 // connections table: the connection points at it and a continuation reads
 // it from the store; responses not stored are kept there whole, and only
