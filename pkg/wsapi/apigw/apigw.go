@@ -15,7 +15,9 @@
 //
 // Each message may land on another Lambda instance, so a connection's
 // state lives in DynamoDB (Connections): its tenant (by the tenant rule
-// at $connect: the IAM caller, else the API key), when it opened (the 60-minute limit) and its latest response,
+// at $connect: the IAM caller, else the API key), when it opened (the 60-minute limit), the request id
+// of the turn it last started (a turn SQS delivers again after its
+// invocation died is not run twice) and its latest response,
 // store: false ones included, expiring with the connection (of a stored
 // response only its id when the engine's store is shared, SharedStore).
 //
@@ -270,7 +272,8 @@ func (h *Handler) disconnect(ctx context.Context, ev *events.APIGatewayWebsocket
 // Turns runs the queued messages of ev in order. A message whose
 // connection could not be read is reported as a batch item failure, so
 // SQS delivers it again (and holds its group's later messages back); a
-// turn that ran is never repeated.
+// turn that started is never repeated, even when its invocation died
+// (begin).
 func (h *Handler) Turns(ctx context.Context, ev events.SQSEvent) events.SQSEventResponse {
 	var res events.SQSEventResponse
 	ctx = requestid.WithLambda(ctx)
@@ -296,6 +299,7 @@ func (h *Handler) runTurn(ctx context.Context, body string) error {
 	// The turn's log lines and error envelopes carry the request id its
 	// $default request got.
 	ctx = requestid.WithAttrs(ctx, slog.String(GatewayRequestKey, t.GatewayRequestID))
+	queued := t.RequestID
 	if t.RequestID == "" {
 		t.RequestID = requestid.New()
 	}
@@ -313,6 +317,9 @@ func (h *Handler) runTurn(ctx context.Context, body string) error {
 	p := h.poster(&t, cancel)
 	if h.expired(conn) {
 		return h.limit(ctx, p)
+	}
+	if ok, err := h.begin(ctx, conn, p, queued); err != nil || !ok {
+		return err
 	}
 	m := wsapi.Message{Binary: t.Base64, Data: []byte(t.Body), Size: int64(len(t.Body))}
 	if t.Base64 {
@@ -339,6 +346,28 @@ func (h *Handler) runTurn(ctx context.Context, body string) error {
 		return h.limit(ctx, p)
 	}
 	return nil
+}
+
+// begin notes that the turn of request id requestID starts on conn
+// (Connection.Begin), and reports whether it is to run. A turn that
+// started before was interrupted (its invocation died: SQS delivers it
+// again): it is not run twice, the client gets an error envelope instead.
+// A message queued without a request id is run.
+func (h *Handler) begin(ctx context.Context, conn *Connection, p *poster, requestID string) (bool, error) {
+	if requestID == "" {
+		return true, nil
+	}
+	if conn.Interrupted(requestID) {
+		h.log.ErrorContext(ctx, "websocket turn: interrupted by the end of its invocation, not run again", "connection_id", conn.ID)
+		_ = p.Send(ctx, wsapi.EncodeError(ctx, api.ServerError(errors.New("turn delivered again"),
+			"The response to this message was interrupted (the function running it stopped) and is not run again; send the message again.")))
+		return false, nil
+	}
+	ok, err := conn.Begin(ctx, requestID)
+	if err == nil && !ok {
+		h.log.InfoContext(ctx, "websocket turn: the connection is gone, message dropped", "connection_id", conn.ID)
+	}
+	return ok, err
 }
 
 func (h *Handler) expired(c *Connection) bool {

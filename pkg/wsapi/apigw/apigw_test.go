@@ -512,6 +512,36 @@ func TestQueueFailureIsAnErrorEnvelope(t *testing.T) {
 	require.Contains(t, env.Error.Message, env.RequestID)
 }
 
+// A turn whose invocation died after it started (out of memory, a crash:
+// SQS never learned that it ran) is delivered again after the visibility
+// timeout. It is not run again (a second response, its tools called
+// twice, long after the first): the client gets an error envelope saying
+// so, and the connection goes on.
+func TestInterruptedTurnIsNotRunAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.connect(keyA)
+	e.invoke(routeEvent("MESSAGE", "$default", c, "", `{"type":"response.create","store":false,"input":"Hi"}`, time.Now()))
+	ev := fakesqs.Event(e.queue.Take()...)
+	out := e.invoke(ev).(events.SQSEventResponse)
+	require.Empty(t, out.BatchItemFailures)
+	calls, before := e.fake.Calls(), len(e.mgmt.Messages(c))
+
+	// The same message again, as SQS delivers it when the invocation that
+	// ran it never returned.
+	ev.Records[0].Attributes["ApproximateReceiveCount"] = "2"
+	out = e.invoke(ev).(events.SQSEventResponse)
+	require.Empty(t, out.BatchItemFailures, "not retried again")
+	require.Equal(t, calls, e.fake.Calls(), "the turn did not run again")
+	env := e.envelope(e.mgmt.Messages(c)[before:])
+	require.Equal(t, http.StatusInternalServerError, env.Status)
+	require.Equal(t, "server_error", env.Error.Code)
+	require.Contains(t, env.Error.Message, "interrupted")
+
+	evs := e.events(e.send(c, `{"type":"response.create","store":false,"input":"Hi"}`))
+	require.Equal(t, "Hello from API Gateway.", e.text(evs))
+}
+
 // With a shared store, a stored response is not copied into the
 // connections table: the connection points at it and a continuation reads
 // it from the store; responses not stored are kept there whole, and only
