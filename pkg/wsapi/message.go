@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
@@ -64,6 +65,29 @@ func EncodeError(ctx context.Context, err error) []byte {
 		return []byte(`{"type":"error","status":500,"error":{"message":"internal error: could not encode the error","type":"server_error","param":null,"code":"server_error"}}`)
 	}
 	return b
+}
+
+// maxErrorText bounds the message and the param of a shortened error.
+const maxErrorText = 1 << 10
+
+// shortened returns e with its message and param cut to maxErrorText
+// bytes each (at a UTF-8 boundary, "…" appended), so that its envelope
+// fits any transport's message limit.
+func shortened(e *api.Error) *api.Error {
+	c := *e
+	c.Message, c.Param = clip(c.Message), clip(c.Param)
+	return &c
+}
+
+func clip(s string) string {
+	if len(s) <= maxErrorText {
+		return s
+	}
+	n := maxErrorText
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // ConnectionLimitError is the error that ends a connection at MaxAge.

@@ -138,12 +138,19 @@ func (s *Session) evict(ctx context.Context, id string) {
 }
 
 // sendError sends the error envelope of err; a server error's cause is
-// logged with the message's request id.
+// logged with the message's request id. An envelope over WriteLimit (an
+// error quoting a long part of the message, such as an unknown
+// parameter's name) is sent with its message and param shortened.
 func (s *Session) sendError(ctx context.Context, err error) error {
-	if e := api.AsError(err); e.Status >= 500 {
+	e := api.AsError(err)
+	if e.Status >= 500 {
 		s.logger().ErrorContext(ctx, "websocket: request failed", "status", e.Status, "code", e.Code, "err", err)
 	}
-	return s.Sender.Send(ctx, EncodeError(ctx, err))
+	msg := EncodeError(ctx, e)
+	if s.WriteLimit > 0 && len(msg) > s.WriteLimit {
+		msg = EncodeError(ctx, shortened(e))
+	}
+	return s.Sender.Send(ctx, msg)
 }
 
 func (s *Session) logger() *slog.Logger {

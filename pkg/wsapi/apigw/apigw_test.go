@@ -491,6 +491,21 @@ func TestClientGone(t *testing.T) {
 	require.Empty(t, e.send(c, `{"type":"response.create","store":false,"input":"Hi"}`))
 }
 
+// An error envelope is never dropped for its size either: an error that
+// quotes the message (an unknown parameter's name, twice: message and
+// param) would be over API Gateway's 128 KB; it is sent shortened.
+func TestLongErrorFitsTheMessageLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.connect(keyA)
+	key := strings.Repeat("k", 100<<10)
+	env := e.envelope(e.send(c, fmt.Sprintf(`{"type":"response.create","input":"Hi",%q:1}`, key)))
+	require.Equal(t, http.StatusBadRequest, env.Status)
+	require.Equal(t, "unknown_parameter", env.Error.Code)
+	require.True(t, strings.HasPrefix(env.Error.Param, "kkk"), env.Error.Param)
+	require.Contains(t, env.Error.Message, "Unknown parameter: 'kkk")
+}
+
 // A message that cannot be queued (SQS unavailable) is answered with the
 // spec's error envelope on the connection, not with a failed $default,
 // which API Gateway would answer with its own {"message":"Internal server
