@@ -485,6 +485,43 @@ func TestWebSocketPingDuringResponse(t *testing.T) {
 	require.Equal(t, "Slow answer.", textOf(t, evs))
 }
 
+// A shutdown whose grace ends before a response in flight does closes its
+// connection at once: the response is cancelled and stored as far as it
+// got (the process exits next: left running, it would be lost).
+func TestWebSocketShutdownDeadline(t *testing.T) {
+	t.Parallel()
+	block := make(chan struct{})
+	defer close(block)
+	g := newWSGateway(t, block)
+	h := httpapi.New(httpapi.Config{Service: g.app.Engine, Tenants: tenant.Rule{Keys: tenant.NewKeyring(map[string]string{wsKeyA: "acme"})}})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	ws := dialWS(t, srv, wsKeyA)
+	ws.send(`{"type":"response.create","input":"Be slow"}`)
+	ev, err := ssecheck.Decode(ws.read())
+	require.NoError(t, err)
+	require.Equal(t, "response.created", ev.Type)
+	id := ev.Response.ID
+
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, h.Shutdown(ctx), context.DeadlineExceeded)
+	rctx, rcancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer rcancel()
+	for {
+		_, data, err := ws.c.Read(rctx)
+		if err != nil {
+			require.NoError(t, rctx.Err(), "the connection is still open after the shutdown")
+			break
+		}
+		ev, derr := ssecheck.Decode(data)
+		require.NoError(t, derr, "%s", data)
+		require.NotEqual(t, "response.completed", ev.Type)
+	}
+	status, _, body := g.doAuth(http.MethodGet, "/v1/responses/"+id, wsKeyA)
+	require.Equal(t, http.StatusOK, status, "the response in flight is stored: %s", body)
+}
+
 // On shutdown a connection finishes its response in flight, then closes
 // with 1001 (going away); new upgrades get 503.
 func TestWebSocketShutdown(t *testing.T) {
