@@ -412,8 +412,13 @@ func TestWebSocketBadMessages(t *testing.T) {
 				typ = websocket.MessageBinary
 			}
 			require.NoError(t, ws.c.Write(t.Context(), typ, []byte(tc.msg)))
-			evs, e := ws.turn()
-			require.NotNil(t, e, "events %v", evs)
+			// One message: the spec's error envelope, whose error.code is a
+			// string (WebSocketErrorEvent).
+			data := ws.read()
+			require.NoError(t, validator(t).Validate("WebSocketErrorEvent", data), "%s", data)
+			var e wsError
+			require.NoError(t, json.Unmarshal(data, &e))
+			require.Equal(t, "error", e.Type)
 			require.Equal(t, tc.status, e.Status, "%+v", e)
 			if tc.code != "" {
 				require.Equal(t, tc.code, *e.Error.Code, "%+v", e)
@@ -422,7 +427,7 @@ func TestWebSocketBadMessages(t *testing.T) {
 				require.Equal(t, tc.param, *e.Error.Param, "%+v", e)
 			}
 			// Still usable.
-			evs = ws.create(`{"type":"response.create","store":false,"input":"Hi"}`)
+			evs := ws.create(`{"type":"response.create","store":false,"input":"Hi"}`)
 			require.Equal(t, "Hello from Lambent.", textOf(t, evs))
 		})
 	}

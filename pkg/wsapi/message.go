@@ -56,11 +56,18 @@ type Envelope struct {
 
 // EncodeError returns the error envelope of err for the message whose
 // context is ctx: its request id, and a server error in general terms
-// (api.Error.ForClient).
+// (api.Error.ForClient). Its error.code is never null (the spec's
+// WebSocketErrorEvent requires a string): an error without a code of its
+// own, null over HTTP, has its type's (invalid_request_error, ...).
 func EncodeError(ctx context.Context, err error) []byte {
 	id := requestid.From(ctx)
-	e := api.AsError(err)
-	b, merr := wirejson.Marshal(Envelope{Type: api.EventError, Status: e.Status, Error: e.ForClient(id), RequestID: id})
+	e := api.AsError(err).ForClient(id)
+	if e.Code == "" {
+		c := *e
+		c.Code = c.Type
+		e = &c
+	}
+	b, merr := wirejson.Marshal(Envelope{Type: api.EventError, Status: e.Status, Error: e, RequestID: id})
 	if merr != nil {
 		return []byte(`{"type":"error","status":500,"error":{"message":"internal error: could not encode the error","type":"server_error","param":null,"code":"server_error"}}`)
 	}
