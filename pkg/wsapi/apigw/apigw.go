@@ -29,6 +29,7 @@
 package apigw
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -247,6 +248,7 @@ func (h *Handler) queue(ctx context.Context, t *turn, rc events.APIGatewayWebsoc
 	if err != nil {
 		return fmt.Errorf("apigw: encode turn: %w", err)
 	}
+	body = sqsText(body)
 	dedup := rc.RequestID
 	if dedup == "" {
 		dedup = fmt.Sprint(rc.MessageID)
@@ -260,6 +262,17 @@ func (h *Handler) queue(ctx context.Context, t *turn, rc events.APIGatewayWebsoc
 		return fmt.Errorf("apigw: queue the message of %s: %w", rc.ConnectionID, err)
 	}
 	return nil
+}
+
+// sqsText returns body, JSON from json.Marshal, with the characters an
+// SQS message body may not hold written as JSON escapes: SQS accepts #x9,
+// #xA, #xD, #x20-#xD7FF, #xE000-#xFFFD and #x10000-#x10FFFF, and of the
+// others json.Marshal escapes all but the noncharacters U+FFFE and U+FFFF,
+// which a client's text may hold. They occur only in JSON strings, where
+// the escapes decode to them again.
+func sqsText(body []byte) []byte {
+	body = bytes.ReplaceAll(body, []byte("\ufffe"), []byte(`\ufffe`))
+	return bytes.ReplaceAll(body, []byte("\uffff"), []byte(`\uffff`))
 }
 
 func (h *Handler) disconnect(ctx context.Context, ev *events.APIGatewayWebsocketProxyRequest) events.APIGatewayProxyResponse {

@@ -506,6 +506,38 @@ func TestLongErrorFitsTheMessageLimit(t *testing.T) {
 	require.Contains(t, env.Error.Message, "Unknown parameter: 'kkk")
 }
 
+// sqsAllows reports whether SQS accepts r in a message body: #x9, #xA,
+// #xD, #x20 to #xD7FF, #xE000 to #xFFFD, #x10000 to #x10FFFF (SQS refuses
+// or replaces any other character).
+func sqsAllows(r rune) bool {
+	return r == 0x9 || r == 0xA || r == 0xD || (r >= 0x20 && r <= 0xD7FF) || (r >= 0xE000 && r <= 0xFFFD) || (r >= 0x10000 && r <= 0x10FFFF)
+}
+
+// A client message may hold characters an SQS message body may not (the
+// noncharacters U+FFFE and U+FFFF, which JSON and a WebSocket text frame
+// allow and JSON.stringify sends raw): the queued turn carries them
+// escaped, and the model gets the client's text unchanged.
+func TestQueuedTurnHasOnlySQSCharacters(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.connect(keyA)
+	const input = "odd \uffff and \ufffe <b>"
+	res := e.invoke(routeEvent("MESSAGE", "$default", c, "", `{"type":"response.create","store":false,"input":"`+input+`"}`, time.Now())).(events.APIGatewayProxyResponse)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	msgs := e.queue.Take()
+	require.Len(t, msgs, 1)
+	for i, r := range msgs[0].MessageBody {
+		require.True(t, sqsAllows(r), "character %U at byte %d of the queued body", r, i)
+	}
+	out := e.invoke(fakesqs.Event(msgs...)).(events.SQSEventResponse)
+	require.Empty(t, out.BatchItemFailures)
+	e.events(e.mgmt.Messages(c))
+	reqs := e.fake.Requests()
+	require.NotEmpty(t, reqs)
+	sent := reqs[len(reqs)-1].Messages
+	require.Equal(t, input, sent[len(sent)-1].Content.String())
+}
+
 // A message that cannot be queued (SQS unavailable) is answered with the
 // spec's error envelope on the connection, not with a failed $default,
 // which API Gateway would answer with its own {"message":"Internal server
