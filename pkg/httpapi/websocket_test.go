@@ -244,6 +244,14 @@ func TestWebSocketEvictionAfterFailedContinuation(t *testing.T) {
 			ws.createErr(fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":[{"type":"function_call_output","call_id":"call_nope","output":"x"}]}`, id),
 				http.StatusBadRequest, "")
 		}},
+		{"4xx of the message itself", func(ws *wsConn, id string) {
+			ws.createErr(fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"Hi","temperature":9}`, id),
+				http.StatusBadRequest, "")
+		}},
+		{"HTTP transport field", func(ws *wsConn, id string) {
+			ws.createErr(fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"Hi","background":true}`, id),
+				http.StatusBadRequest, "unsupported_parameter")
+		}},
 		{"response.failed", func(ws *wsConn, id string) {
 			evs := ws.create(fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"Please fail"}`, id))
 			require.Equal(t, "response.failed", last(evs).Type)
@@ -404,8 +412,13 @@ func TestWebSocketBadMessages(t *testing.T) {
 				typ = websocket.MessageBinary
 			}
 			require.NoError(t, ws.c.Write(t.Context(), typ, []byte(tc.msg)))
-			evs, e := ws.turn()
-			require.NotNil(t, e, "events %v", evs)
+			// One message: the spec's error envelope, whose error.code is a
+			// string (WebSocketErrorEvent).
+			data := ws.read()
+			require.NoError(t, validator(t).Validate("WebSocketErrorEvent", data), "%s", data)
+			var e wsError
+			require.NoError(t, json.Unmarshal(data, &e))
+			require.Equal(t, "error", e.Type)
 			require.Equal(t, tc.status, e.Status, "%+v", e)
 			if tc.code != "" {
 				require.Equal(t, tc.code, *e.Error.Code, "%+v", e)
@@ -414,7 +427,7 @@ func TestWebSocketBadMessages(t *testing.T) {
 				require.Equal(t, tc.param, *e.Error.Param, "%+v", e)
 			}
 			// Still usable.
-			evs = ws.create(`{"type":"response.create","store":false,"input":"Hi"}`)
+			evs := ws.create(`{"type":"response.create","store":false,"input":"Hi"}`)
 			require.Equal(t, "Hello from Lambent.", textOf(t, evs))
 		})
 	}
@@ -475,6 +488,43 @@ func TestWebSocketPingDuringResponse(t *testing.T) {
 	}
 	checkEvents(t, evs)
 	require.Equal(t, "Slow answer.", textOf(t, evs))
+}
+
+// A shutdown whose grace ends before a response in flight does closes its
+// connection at once: the response is cancelled and stored as far as it
+// got (the process exits next: left running, it would be lost).
+func TestWebSocketShutdownDeadline(t *testing.T) {
+	t.Parallel()
+	block := make(chan struct{})
+	defer close(block)
+	g := newWSGateway(t, block)
+	h := httpapi.New(httpapi.Config{Service: g.app.Engine, Tenants: tenant.Rule{Keys: tenant.NewKeyring(map[string]string{wsKeyA: "acme"})}})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	ws := dialWS(t, srv, wsKeyA)
+	ws.send(`{"type":"response.create","input":"Be slow"}`)
+	ev, err := ssecheck.Decode(ws.read())
+	require.NoError(t, err)
+	require.Equal(t, "response.created", ev.Type)
+	id := ev.Response.ID
+
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, h.Shutdown(ctx), context.DeadlineExceeded)
+	rctx, rcancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer rcancel()
+	for {
+		_, data, err := ws.c.Read(rctx)
+		if err != nil {
+			require.NoError(t, rctx.Err(), "the connection is still open after the shutdown")
+			break
+		}
+		ev, derr := ssecheck.Decode(data)
+		require.NoError(t, derr, "%s", data)
+		require.NotEqual(t, "response.completed", ev.Type)
+	}
+	status, _, body := g.doAuth(http.MethodGet, "/v1/responses/"+id, wsKeyA)
+	require.Equal(t, http.StatusOK, status, "the response in flight is stored: %s", body)
 }
 
 // On shutdown a connection finishes its response in flight, then closes

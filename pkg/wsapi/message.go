@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
@@ -55,15 +56,45 @@ type Envelope struct {
 
 // EncodeError returns the error envelope of err for the message whose
 // context is ctx: its request id, and a server error in general terms
-// (api.Error.ForClient).
+// (api.Error.ForClient). Its error.code is never null (the spec's
+// WebSocketErrorEvent requires a string): an error without a code of its
+// own, null over HTTP, has its type's (invalid_request_error, ...).
 func EncodeError(ctx context.Context, err error) []byte {
 	id := requestid.From(ctx)
-	e := api.AsError(err)
-	b, merr := wirejson.Marshal(Envelope{Type: api.EventError, Status: e.Status, Error: e.ForClient(id), RequestID: id})
+	e := api.AsError(err).ForClient(id)
+	if e.Code == "" {
+		c := *e
+		c.Code = c.Type
+		e = &c
+	}
+	b, merr := wirejson.Marshal(Envelope{Type: api.EventError, Status: e.Status, Error: e, RequestID: id})
 	if merr != nil {
 		return []byte(`{"type":"error","status":500,"error":{"message":"internal error: could not encode the error","type":"server_error","param":null,"code":"server_error"}}`)
 	}
 	return b
+}
+
+// maxErrorText bounds the message and the param of a shortened error.
+const maxErrorText = 1 << 10
+
+// shortened returns e with its message and param cut to maxErrorText
+// bytes each (at a UTF-8 boundary, "…" appended), so that its envelope
+// fits any transport's message limit.
+func shortened(e *api.Error) *api.Error {
+	c := *e
+	c.Message, c.Param = clip(c.Message), clip(c.Param)
+	return &c
+}
+
+func clip(s string) string {
+	if len(s) <= maxErrorText {
+		return s
+	}
+	n := maxErrorText
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // ConnectionLimitError is the error that ends a connection at MaxAge.
@@ -121,6 +152,21 @@ func DecodeCreate(m Message, limit int64) (*api.CreateResponseRequest, error) {
 	}
 	req.Stream = true
 	return req, nil
+}
+
+// continuedFrom returns the previous_response_id of m when m is a
+// response.create JSON object naming one, else "": the response that a
+// continuation refused by DecodeCreate continued from.
+func continuedFrom(m Message) string {
+	var fields map[string]json.RawMessage
+	if m.Binary || json.Unmarshal(m.Data, &fields) != nil {
+		return ""
+	}
+	var typ, prev string
+	if json.Unmarshal(fields["type"], &typ) != nil || typ != TypeResponseCreate || json.Unmarshal(fields["previous_response_id"], &prev) != nil {
+		return ""
+	}
+	return prev
 }
 
 func typeText(raw json.RawMessage) string {

@@ -63,6 +63,9 @@ type Server struct {
 	closing chan struct{}
 	closed  bool
 	conns   sync.WaitGroup
+	// abort ends every connection at once (stop: Shutdown's deadline).
+	abort context.Context
+	stop  context.CancelFunc
 }
 
 // NewServer returns a server for cfg.
@@ -85,7 +88,8 @@ func NewServer(cfg Config) *Server {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
-	return &Server{cfg: cfg, log: cfg.Logger, closing: make(chan struct{})}
+	abort, stop := context.WithCancel(context.Background())
+	return &Server{cfg: cfg, log: cfg.Logger, closing: make(chan struct{}), abort: abort, stop: stop}
 }
 
 // IsUpgrade reports whether r asks for a WebSocket.
@@ -119,7 +123,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Shutdown stops accepting connections and closes the open ones: each
 // finishes its response in flight, then closes with 1001 (going away). It
 // returns when every connection has ended, or with ctx's error when ctx
-// ends first (the connections left are then closed at once).
+// ends first: the connections left are then closed at once, their
+// responses in flight cancelled (and kept as far as they got, as when a
+// client goes away), and Shutdown returns once they have ended.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if !s.closed {
@@ -136,8 +142,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
 	}
+	s.stop()
+	<-done
+	return ctx.Err()
 }
 
 // serve runs one connection: a reader goroutine queues messages (and lets
@@ -146,8 +154,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // the client is alive.
 func (s *Server) serve(parent context.Context, c *websocket.Conn) {
 	ctx, cancel := context.WithCancel(parent)
+	stopAbort := context.AfterFunc(s.abort, cancel)
 	var wg sync.WaitGroup
 	defer func() {
+		stopAbort()
 		cancel()
 		_ = c.CloseNow()
 		wg.Wait()

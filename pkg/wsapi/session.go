@@ -74,7 +74,7 @@ type Session struct {
 //   - a message that is not a valid response.create (binary, not JSON,
 //     over ReadLimit, another type, HTTP transport fields, an invalid
 //     create body) and a create the engine refuses (previous_response_not_found,
-//     ...) get the envelope of that error, and nothing else;
+//     ...) get the envelope of that error, and no event;
 //   - an event over WriteLimit is not sent, nor are the events after it;
 //     the response runs to its end (and is kept by the connection and,
 //     with store=true, stored), and the turn ends with an envelope of
@@ -82,7 +82,9 @@ type Session struct {
 //     the response id.
 //
 // When a continuation fails (an error envelope, or response.failed), the
-// referenced previous_response_id is evicted from the connection's cache.
+// referenced previous_response_id is evicted from the connection's cache,
+// also when the message itself is invalid but names one (a
+// response.create JSON object with a previous_response_id string).
 // Handle returns an error only when the connection can no longer send.
 func (s *Session) Handle(ctx context.Context, m Message) error {
 	limit := s.ReadLimit
@@ -91,6 +93,10 @@ func (s *Session) Handle(ctx context.Context, m Message) error {
 	}
 	req, err := DecodeCreate(m, limit)
 	if err != nil {
+		// A response.create that continues a response fails as a
+		// continuation, whatever its fault: the response it names is
+		// evicted too.
+		s.evict(ctx, continuedFrom(m))
 		return s.sendError(ctx, err)
 	}
 	w := &eventWriter{ctx: ctx, send: s.Sender, limit: s.WriteLimit, cache: s.Cache}
@@ -111,10 +117,8 @@ func (s *Session) Handle(ctx context.Context, m Message) error {
 	case w.tooLarge != nil:
 		failed, reply = true, w.tooLarge
 	}
-	if failed && req.PreviousResponseID != "" {
-		if err := s.Cache.Evict(ctx, req.PreviousResponseID); err != nil {
-			s.logger().ErrorContext(ctx, "websocket: evict the previous response", "previous_response_id", req.PreviousResponseID, "err", err)
-		}
+	if failed {
+		s.evict(ctx, req.PreviousResponseID)
 	}
 	if reply != nil {
 		return s.sendError(ctx, reply)
@@ -122,13 +126,31 @@ func (s *Session) Handle(ctx context.Context, m Message) error {
 	return nil
 }
 
+// evict evicts response id ("": none), the previous response of a failed
+// continuation, from the connection's cache; a failure is logged.
+func (s *Session) evict(ctx context.Context, id string) {
+	if id == "" {
+		return
+	}
+	if err := s.Cache.Evict(ctx, id); err != nil {
+		s.logger().ErrorContext(ctx, "websocket: evict the previous response", "previous_response_id", id, "err", err)
+	}
+}
+
 // sendError sends the error envelope of err; a server error's cause is
-// logged with the message's request id.
+// logged with the message's request id. An envelope over WriteLimit (an
+// error quoting a long part of the message, such as an unknown
+// parameter's name) is sent with its message and param shortened.
 func (s *Session) sendError(ctx context.Context, err error) error {
-	if e := api.AsError(err); e.Status >= 500 {
+	e := api.AsError(err)
+	if e.Status >= 500 {
 		s.logger().ErrorContext(ctx, "websocket: request failed", "status", e.Status, "code", e.Code, "err", err)
 	}
-	return s.Sender.Send(ctx, EncodeError(ctx, err))
+	msg := EncodeError(ctx, e)
+	if s.WriteLimit > 0 && len(msg) > s.WriteLimit {
+		msg = EncodeError(ctx, shortened(e))
+	}
+	return s.Sender.Send(ctx, msg)
 }
 
 func (s *Session) logger() *slog.Logger {

@@ -15,7 +15,9 @@
 //
 // Each message may land on another Lambda instance, so a connection's
 // state lives in DynamoDB (Connections): its tenant (by the tenant rule
-// at $connect: the IAM caller, else the API key), when it opened (the 60-minute limit) and its latest response,
+// at $connect: the IAM caller, else the API key), when it opened (the 60-minute limit), the request id
+// of the turn it last started (a turn SQS delivers again after its
+// invocation died is not run twice) and its latest response,
 // store: false ones included, expiring with the connection (of a stored
 // response only its id when the engine's store is shared, SharedStore).
 //
@@ -27,6 +29,7 @@
 package apigw
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -217,14 +220,35 @@ type turn struct {
 const GatewayRequestKey = "apigw_request_id"
 
 // message queues a client message ($default) in its connection's message
-// group, and returns at once: the turn runs from the queue.
+// group, and returns at once: the turn runs from the queue. A message
+// that cannot be queued is answered on the connection with the error
+// envelope (a failed $default would reach the client as API Gateway's own
+// {"message":"Internal server error"}, which no client of the spec knows).
 func (h *Handler) message(ctx context.Context, ev *events.APIGatewayWebsocketProxyRequest) (events.APIGatewayProxyResponse, error) {
 	rc := ev.RequestContext
-	body, err := json.Marshal(turn{ConnectionID: rc.ConnectionID, Endpoint: "https://" + rc.DomainName + "/" + rc.Stage, Body: ev.Body, Base64: ev.IsBase64Encoded,
-		RequestID: requestid.From(ctx), GatewayRequestID: rc.RequestID})
-	if err != nil {
-		return events.APIGatewayProxyResponse{}, fmt.Errorf("apigw: encode turn: %w", err)
+	t := turn{ConnectionID: rc.ConnectionID, Endpoint: "https://" + rc.DomainName + "/" + rc.Stage, Body: ev.Body, Base64: ev.IsBase64Encoded,
+		RequestID: requestid.From(ctx), GatewayRequestID: rc.RequestID}
+	err := h.queue(ctx, &t, rc)
+	if err == nil {
+		return reply(http.StatusOK, nil), nil
 	}
+	h.log.ErrorContext(ctx, "websocket $default", "connection_id", rc.ConnectionID, "err", err)
+	p := h.poster(&t, func() {})
+	if perr := p.Send(ctx, wsapi.EncodeError(ctx, api.ServerError(err, "The message could not be queued; send it again."))); perr != nil {
+		// API Gateway tells the client the integration failed.
+		return events.APIGatewayProxyResponse{}, errors.Join(err, perr)
+	}
+	return reply(http.StatusOK, nil), nil
+}
+
+// queue puts t, the message of the route event whose context is rc, in
+// its connection's message group.
+func (h *Handler) queue(ctx context.Context, t *turn, rc events.APIGatewayWebsocketProxyRequestContext) error {
+	body, err := json.Marshal(t)
+	if err != nil {
+		return fmt.Errorf("apigw: encode turn: %w", err)
+	}
+	body = sqsText(body)
 	dedup := rc.RequestID
 	if dedup == "" {
 		dedup = fmt.Sprint(rc.MessageID)
@@ -235,11 +259,20 @@ func (h *Handler) message(ctx context.Context, ev *events.APIGatewayWebsocketPro
 		MessageGroupID:         rc.ConnectionID,
 		MessageDeduplicationID: dedup,
 	}); err != nil {
-		// API Gateway tells the client the integration failed; Lambda's
-		// error log has the cause.
-		return events.APIGatewayProxyResponse{}, fmt.Errorf("apigw: queue the message of %s: %w", rc.ConnectionID, err)
+		return fmt.Errorf("apigw: queue the message of %s: %w", rc.ConnectionID, err)
 	}
-	return reply(http.StatusOK, nil), nil
+	return nil
+}
+
+// sqsText returns body, JSON from json.Marshal, with the characters an
+// SQS message body may not hold written as JSON escapes: SQS accepts #x9,
+// #xA, #xD, #x20-#xD7FF, #xE000-#xFFFD and #x10000-#x10FFFF, and of the
+// others json.Marshal escapes all but the noncharacters U+FFFE and U+FFFF,
+// which a client's text may hold. They occur only in JSON strings, where
+// the escapes decode to them again.
+func sqsText(body []byte) []byte {
+	body = bytes.ReplaceAll(body, []byte("\ufffe"), []byte(`\ufffe`))
+	return bytes.ReplaceAll(body, []byte("\uffff"), []byte(`\uffff`))
 }
 
 func (h *Handler) disconnect(ctx context.Context, ev *events.APIGatewayWebsocketProxyRequest) events.APIGatewayProxyResponse {
@@ -252,7 +285,8 @@ func (h *Handler) disconnect(ctx context.Context, ev *events.APIGatewayWebsocket
 // Turns runs the queued messages of ev in order. A message whose
 // connection could not be read is reported as a batch item failure, so
 // SQS delivers it again (and holds its group's later messages back); a
-// turn that ran is never repeated.
+// turn that started is never repeated, even when its invocation died
+// (begin).
 func (h *Handler) Turns(ctx context.Context, ev events.SQSEvent) events.SQSEventResponse {
 	var res events.SQSEventResponse
 	ctx = requestid.WithLambda(ctx)
@@ -278,6 +312,7 @@ func (h *Handler) runTurn(ctx context.Context, body string) error {
 	// The turn's log lines and error envelopes carry the request id its
 	// $default request got.
 	ctx = requestid.WithAttrs(ctx, slog.String(GatewayRequestKey, t.GatewayRequestID))
+	queued := t.RequestID
 	if t.RequestID == "" {
 		t.RequestID = requestid.New()
 	}
@@ -292,13 +327,12 @@ func (h *Handler) runTurn(ctx context.Context, body string) error {
 	}
 	ctx, cancel := context.WithCancel(tenant.With(ctx, conn.Tenant))
 	defer cancel()
-	endpoint := t.Endpoint
-	if h.cfg.Endpoint != "" {
-		endpoint = h.cfg.Endpoint
-	}
-	p := &poster{api: h.cfg.Management, id: t.ConnectionID, endpoint: endpoint, gone: cancel}
+	p := h.poster(&t, cancel)
 	if h.expired(conn) {
 		return h.limit(ctx, p)
+	}
+	if ok, err := h.begin(ctx, conn, p, queued); err != nil || !ok {
+		return err
 	}
 	m := wsapi.Message{Binary: t.Base64, Data: []byte(t.Body), Size: int64(len(t.Body))}
 	if t.Base64 {
@@ -327,6 +361,28 @@ func (h *Handler) runTurn(ctx context.Context, body string) error {
 	return nil
 }
 
+// begin notes that the turn of request id requestID starts on conn
+// (Connection.Begin), and reports whether it is to run. A turn that
+// started before was interrupted (its invocation died: SQS delivers it
+// again): it is not run twice, the client gets an error envelope instead.
+// A message queued without a request id is run.
+func (h *Handler) begin(ctx context.Context, conn *Connection, p *poster, requestID string) (bool, error) {
+	if requestID == "" {
+		return true, nil
+	}
+	if conn.Interrupted(requestID) {
+		h.log.ErrorContext(ctx, "websocket turn: interrupted by the end of its invocation, not run again", "connection_id", conn.ID)
+		_ = p.Send(ctx, wsapi.EncodeError(ctx, api.ServerError(errors.New("turn delivered again"),
+			"The response to this message was interrupted (the function running it stopped) and is not run again; send the message again.")))
+		return false, nil
+	}
+	ok, err := conn.Begin(ctx, requestID)
+	if err == nil && !ok {
+		h.log.InfoContext(ctx, "websocket turn: the connection is gone, message dropped", "connection_id", conn.ID)
+	}
+	return ok, err
+}
+
 func (h *Handler) expired(c *Connection) bool {
 	return !time.Now().Before(c.ConnectedAt.Add(h.cfg.MaxAge))
 }
@@ -350,6 +406,17 @@ type poster struct {
 	endpoint string
 	// gone cancels the turn when the client has gone away.
 	gone context.CancelFunc
+}
+
+// poster returns the poster of t's connection, through Config.Endpoint
+// when set, else the endpoint of t's route event; gone is called when the
+// client has gone away.
+func (h *Handler) poster(t *turn, gone context.CancelFunc) *poster {
+	endpoint := t.Endpoint
+	if h.cfg.Endpoint != "" {
+		endpoint = h.cfg.Endpoint
+	}
+	return &poster{api: h.cfg.Management, id: t.ConnectionID, endpoint: endpoint, gone: gone}
 }
 
 func (p *poster) at(o *apigatewaymanagementapi.Options) { o.BaseEndpoint = aws.String(p.endpoint) }

@@ -491,6 +491,104 @@ func TestClientGone(t *testing.T) {
 	require.Empty(t, e.send(c, `{"type":"response.create","store":false,"input":"Hi"}`))
 }
 
+// An error envelope is never dropped for its size either: an error that
+// quotes the message (an unknown parameter's name, twice: message and
+// param) would be over API Gateway's 128 KB; it is sent shortened.
+func TestLongErrorFitsTheMessageLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.connect(keyA)
+	key := strings.Repeat("k", 100<<10)
+	env := e.envelope(e.send(c, fmt.Sprintf(`{"type":"response.create","input":"Hi",%q:1}`, key)))
+	require.Equal(t, http.StatusBadRequest, env.Status)
+	require.Equal(t, "unknown_parameter", env.Error.Code)
+	require.True(t, strings.HasPrefix(env.Error.Param, "kkk"), env.Error.Param)
+	require.Contains(t, env.Error.Message, "Unknown parameter: 'kkk")
+}
+
+// sqsAllows reports whether SQS accepts r in a message body: #x9, #xA,
+// #xD, #x20 to #xD7FF, #xE000 to #xFFFD, #x10000 to #x10FFFF (SQS refuses
+// or replaces any other character).
+func sqsAllows(r rune) bool {
+	return r == 0x9 || r == 0xA || r == 0xD || (r >= 0x20 && r <= 0xD7FF) || (r >= 0xE000 && r <= 0xFFFD) || (r >= 0x10000 && r <= 0x10FFFF)
+}
+
+// A client message may hold characters an SQS message body may not (the
+// noncharacters U+FFFE and U+FFFF, which JSON and a WebSocket text frame
+// allow and JSON.stringify sends raw): the queued turn carries them
+// escaped, and the model gets the client's text unchanged.
+func TestQueuedTurnHasOnlySQSCharacters(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.connect(keyA)
+	const input = "odd \uffff and \ufffe <b>"
+	res := e.invoke(routeEvent("MESSAGE", "$default", c, "", `{"type":"response.create","store":false,"input":"`+input+`"}`, time.Now())).(events.APIGatewayProxyResponse)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	msgs := e.queue.Take()
+	require.Len(t, msgs, 1)
+	for i, r := range msgs[0].MessageBody {
+		require.True(t, sqsAllows(r), "character %U at byte %d of the queued body", r, i)
+	}
+	out := e.invoke(fakesqs.Event(msgs...)).(events.SQSEventResponse)
+	require.Empty(t, out.BatchItemFailures)
+	e.events(e.mgmt.Messages(c))
+	reqs := e.fake.Requests()
+	require.NotEmpty(t, reqs)
+	sent := reqs[len(reqs)-1].Messages
+	require.Equal(t, input, sent[len(sent)-1].Content.String())
+}
+
+// A message that cannot be queued (SQS unavailable) is answered with the
+// spec's error envelope on the connection, not with a failed $default,
+// which API Gateway would answer with its own {"message":"Internal server
+// error"}: the client learns that its turn will not run.
+func TestQueueFailureIsAnErrorEnvelope(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.connect(keyA)
+	e.queue.Close()
+	b, err := json.Marshal(routeEvent("MESSAGE", "$default", c, "", `{"type":"response.create","input":"Hi"}`, time.Now()))
+	require.NoError(t, err)
+	out, err := e.h.Invoke(t.Context(), b)
+	require.NoError(t, err, "$default answers; its failure would reach the client as API Gateway's own message")
+	require.Equal(t, http.StatusOK, out.(events.APIGatewayProxyResponse).StatusCode)
+	env := e.envelope(e.mgmt.Messages(c))
+	require.Equal(t, http.StatusInternalServerError, env.Status)
+	require.Equal(t, "server_error", env.Error.Code)
+	require.Regexp(t, `^req_[0-9a-f]{32}$`, env.RequestID)
+	require.Contains(t, env.Error.Message, env.RequestID)
+}
+
+// A turn whose invocation died after it started (out of memory, a crash:
+// SQS never learned that it ran) is delivered again after the visibility
+// timeout. It is not run again (a second response, its tools called
+// twice, long after the first): the client gets an error envelope saying
+// so, and the connection goes on.
+func TestInterruptedTurnIsNotRunAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.connect(keyA)
+	e.invoke(routeEvent("MESSAGE", "$default", c, "", `{"type":"response.create","store":false,"input":"Hi"}`, time.Now()))
+	ev := fakesqs.Event(e.queue.Take()...)
+	out := e.invoke(ev).(events.SQSEventResponse)
+	require.Empty(t, out.BatchItemFailures)
+	calls, before := e.fake.Calls(), len(e.mgmt.Messages(c))
+
+	// The same message again, as SQS delivers it when the invocation that
+	// ran it never returned.
+	ev.Records[0].Attributes["ApproximateReceiveCount"] = "2"
+	out = e.invoke(ev).(events.SQSEventResponse)
+	require.Empty(t, out.BatchItemFailures, "not retried again")
+	require.Equal(t, calls, e.fake.Calls(), "the turn did not run again")
+	env := e.envelope(e.mgmt.Messages(c)[before:])
+	require.Equal(t, http.StatusInternalServerError, env.Status)
+	require.Equal(t, "server_error", env.Error.Code)
+	require.Contains(t, env.Error.Message, "interrupted")
+
+	evs := e.events(e.send(c, `{"type":"response.create","store":false,"input":"Hi"}`))
+	require.Equal(t, "Hello from API Gateway.", e.text(evs))
+}
+
 // With a shared store, a stored response is not copied into the
 // connections table: the connection points at it and a continuation reads
 // it from the store; responses not stored are kept there whole, and only

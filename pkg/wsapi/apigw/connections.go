@@ -34,11 +34,13 @@ const (
 	attrConnectedAt = "connected_at"
 	attrLatest      = "latest"
 	attrPointer     = "pointer"
+	attrTurn        = "turn"
 	attrExpiresAt   = "expires_at"
 )
 
 // Connections is the connection table of the WebSocket API: for each open
-// connection its tenant, when it opened and the id of its latest response,
+// connection its tenant, when it opened, the request id of the turn it
+// last started and the id of its latest response,
 // whose record (store: false ones included) lives in the same table through
 // a store/dynamodb.Store. The HTTP API has no access to this table, so
 // nothing kept here is readable through it. Every item expires with
@@ -73,7 +75,10 @@ type Connection struct {
 	// Pointer says Latest is only pointed at: its record is in the
 	// engine's shared store, not in this table (sharedCache).
 	Pointer bool
-	c       *Connections
+	// Turn is the request id of the last turn started on the connection
+	// (Begin).
+	Turn string
+	c    *Connections
 }
 
 func connKey(id string) map[string]types.AttributeValue {
@@ -95,6 +100,9 @@ func (c *Connection) item() map[string]types.AttributeValue {
 		if c.Pointer {
 			it[attrPointer] = &types.AttributeValueMemberBOOL{Value: true}
 		}
+	}
+	if c.Turn != "" {
+		it[attrTurn] = &types.AttributeValueMemberS{Value: c.Turn}
 	}
 	return it
 }
@@ -135,6 +143,9 @@ func (c *Connections) decode(id string, it map[string]types.AttributeValue) *Con
 	}
 	if v, ok := it[attrPointer].(*types.AttributeValueMemberBOOL); ok {
 		conn.Pointer = v.Value
+	}
+	if v, ok := it[attrTurn].(*types.AttributeValueMemberS); ok {
+		conn.Turn = v.Value
 	}
 	if !time.Now().Before(conn.expiresAt()) {
 		return nil
@@ -200,6 +211,26 @@ func (c *Connection) point(ctx context.Context, id string, pointer bool) (bool, 
 		return true, c.dropRecord(ctx, prev)
 	}
 	return true, nil
+}
+
+// Begin notes that the turn of request id requestID starts on the
+// connection, so that a delivery of it again, after an invocation that
+// died while running it, is known (Interrupted); false when the
+// connection is gone.
+func (c *Connection) Begin(ctx context.Context, requestID string) (bool, error) {
+	prev := c.Turn
+	c.Turn = requestID
+	ok, err := c.swap(ctx, c.Latest)
+	if err != nil || !ok {
+		c.Turn = prev
+	}
+	return ok, err
+}
+
+// Interrupted reports whether the turn of request id requestID started on
+// the connection before (Begin): this delivery of it is another one.
+func (c *Connection) Interrupted(requestID string) bool {
+	return requestID != "" && c.Turn == requestID
 }
 
 // sharedCache is the cache of a connection whose engine stores responses
