@@ -145,6 +145,9 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (any, err
 		ctx = withEventID(ctx, GatewayRequestKey, ev.RequestContext.RequestID)
 		ctx = withCaller(ctx, restCaller(&ev))
 		ev.Path = parsablePath(ev.Path)
+		if kind == EventHTTPAPIV1 {
+			ev.Path = stagelessPath(ev.Path, ev.RequestContext.Stage, ev.RequestContext.DomainName)
+		}
 		if kind == EventREST && !h.bufferedREST(&ev) {
 			return h.serveRESTStream(ctx, &ev)
 		}
@@ -156,6 +159,8 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (any, err
 		}
 		ctx = withEventID(ctx, GatewayRequestKey, ev.RequestContext.RequestID)
 		ev.RawPath, ev.RequestContext.HTTP.Path = parsablePath(ev.RawPath), parsablePath(ev.RequestContext.HTTP.Path)
+		rc := &ev.RequestContext
+		ev.RawPath, rc.HTTP.Path = stagelessPath(ev.RawPath, rc.Stage, rc.DomainName), stagelessPath(rc.HTTP.Path, rc.Stage, rc.DomainName)
 		return h.serveV2(withCaller(ctx, httpAPICaller(&ev)), &ev)
 	}
 	return nil, errors.New("lambdaio: unsupported event: not a function URL, API Gateway REST API or HTTP API request")
@@ -174,6 +179,26 @@ func parsablePath(p string) string {
 		return p
 	}
 	return (&url.URL{Path: p}).EscapedPath()
+}
+
+// stagelessPath returns the path of an HTTP API event (either payload
+// format) without its stage. An HTTP API serves a stage other than $default
+// under /<stage> of its execute-api domain and leaves that prefix in the
+// event's path (a REST API takes it out), where no route of the handler
+// matches it. A custom domain's path carries no stage (its API mapping
+// names it) and stays as it is.
+func stagelessPath(p, stage, domain string) string {
+	if stage == "" || stage == "$default" || !strings.Contains(domain, ".execute-api.") {
+		return p
+	}
+	rest, ok := strings.CutPrefix(p, "/"+stage)
+	switch {
+	case !ok || (rest != "" && rest[0] != '/'):
+		return p
+	case rest == "":
+		return "/"
+	}
+	return rest
 }
 
 // Log attributes of the front door's own request id (the event's
