@@ -167,15 +167,18 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (any, err
 }
 
 // parsablePath returns the path of an event as a URL holds it. An HTTP API
-// passes the path decoded (a client's "%25" as "%", "%00" as a NUL byte),
-// which no URL parses and which failed the invocation (API Gateway's
-// bare 500) instead of reaching the gateway's router (a 404 in the OpenAI
-// shape): such a path is escaped again. A path that parses stays as it is.
+// passes the path decoded (a client's "%25" as "%", "%00" as a NUL byte,
+// "%23" as "#"), which no URL parses and which failed the invocation (API
+// Gateway's bare 500) instead of reaching the gateway's router (a 404 in
+// the OpenAI shape), or which a URL splits at its "?" or "#" (so that
+// DELETE /v1/responses/resp_x%23 deleted resp_x): such a path is escaped
+// again. A path that parses as a path alone stays as it is (the other front
+// doors pass it encoded, where "?" and "#" cannot appear).
 func parsablePath(p string) string {
 	if p == "" {
 		return p
 	}
-	if _, err := url.ParseRequestURI(p); err == nil {
+	if _, err := url.ParseRequestURI(p); err == nil && !strings.ContainsAny(p, "?#") {
 		return p
 	}
 	return (&url.URL{Path: p}).EscapedPath()
