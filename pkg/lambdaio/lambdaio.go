@@ -147,6 +147,8 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (any, err
 		ev.Path = parsablePath(ev.Path)
 		if kind == EventHTTPAPIV1 {
 			ev.Path = stagelessPath(ev.Path, ev.RequestContext.Stage, ev.RequestContext.DomainName)
+		} else {
+			ev.Path = resourcePath(&ev)
 		}
 		if kind == EventREST && !h.bufferedREST(&ev) {
 			return h.serveRESTStream(ctx, &ev)
@@ -202,6 +204,36 @@ func stagelessPath(p, stage, domain string) string {
 		return "/"
 	}
 	return rest
+}
+
+// resourcePath returns the path of a REST API event without the base path
+// of the custom domain's API mapping it came through: API Gateway leaves
+// that base path in the event's path (/openai/v1/responses through the
+// mapping "openai"), where no route of the handler matches it. The path
+// keeps as many segments as the matched resource (the event's resource, a
+// greedy {name+} counting the segments of its value), in their original
+// encoding. On the execute-api domain the path has no base path and stays
+// as it is.
+func resourcePath(ev *events.APIGatewayProxyRequest) string {
+	p := ev.Path
+	if ev.Resource == "" || strings.Contains(ev.RequestContext.DomainName, ".execute-api.") {
+		return p
+	}
+	n := strings.Count(strings.TrimSuffix(ev.Resource, "/"), "/")
+	for name, v := range ev.PathParameters {
+		if strings.Contains(ev.Resource, "{"+name+"+}") {
+			n += strings.Count(v, "/")
+		}
+	}
+	trimmed := strings.TrimSuffix(p, "/")
+	segs := strings.Split(trimmed, "/") // segs[0] is the empty one before the first "/"
+	switch {
+	case len(segs)-1 <= n:
+		return p
+	case n == 0:
+		return "/"
+	}
+	return "/" + strings.Join(segs[len(segs)-n:], "/") + p[len(trimmed):]
 }
 
 // Log attributes of the front door's own request id (the event's

@@ -1,6 +1,7 @@
 package lambdaio
 
 import (
+	"io"
 	"net/http"
 	"testing"
 
@@ -55,4 +56,35 @@ func TestHTTPAPINamedStage(t *testing.T) {
 		ev.StageVariables = map[string]string{TransferModeStageVariable: "BUFFERED"}
 		require.Equal(t, "/prod/v1/responses", serve(t, ev))
 	})
+}
+
+// TestRESTCustomDomainBasePath: a REST API reached through a custom
+// domain's API mapping with a base path (https://api.example.com/openai/v1/
+// responses) gets events whose path keeps that base path
+// (/openai/v1/responses), while its resources (the event's resource) name
+// /v1/responses. The handler must see the API's path, as on the
+// execute-api domain; a mapping without base path changes nothing.
+func TestRESTCustomDomainBasePath(t *testing.T) {
+	var got string
+	h := New(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.URL.Path
+	}), Config{})
+	serve := func(t *testing.T, path, resource string, params map[string]string) string {
+		t.Helper()
+		ev := restEvent("GET", path, "")
+		ev.Resource, ev.PathParameters = resource, params
+		ev.RequestContext.DomainName, ev.RequestContext.ResourcePath, ev.RequestContext.Path = "api.example.com", resource, path
+		ev.Headers["Host"], ev.MultiValueHeaders["Host"] = "api.example.com", []string{"api.example.com"}
+		got = ""
+		out, err := h.Handle(testCtx(t), mustJSON(t, ev))
+		require.NoError(t, err)
+		require.NoError(t, out.(io.Closer).Close())
+		return got
+	}
+	require.Equal(t, "/v1/responses/resp_1", serve(t, "/openai/v1/responses/resp_1", "/v1/responses/{id}", map[string]string{"id": "resp_1"}))
+	require.Equal(t, "/v1/responses", serve(t, "/team/openai/v1/responses", "/v1/responses", nil))
+	require.Equal(t, "/v1/models/meta-llama/Llama-3.1-8B", serve(t, "/openai/v1/models/meta-llama/Llama-3.1-8B", "/v1/models/{id+}", map[string]string{"id": "meta-llama/Llama-3.1-8B"}))
+	require.Equal(t, "/v1/responses/", serve(t, "/openai/v1/responses/", "/v1/responses", nil))
+	require.Equal(t, "/v1/responses/resp_1", serve(t, "/v1/responses/resp_1", "/v1/responses/{id}", map[string]string{"id": "resp_1"}))
+	require.Equal(t, "/", serve(t, "/openai/", "/", nil))
 }
