@@ -57,6 +57,8 @@ var (
 		"GET /v1/conversations/{id}/items",
 		"GET /v1/conversations/{id}/items/{item_id}",
 		"DELETE /v1/conversations/{id}/items/{item_id}",
+		"GET /v1/models",
+		"GET /v1/models/{id+}",
 	}
 )
 

@@ -62,3 +62,24 @@ func TestDecodedPathReachesTheRouter(t *testing.T) {
 	resp := out.(events.APIGatewayV2HTTPResponse)
 	wantError(t, resp.StatusCode, []byte(resp.Body), http.StatusNotFound, "id", "response_not_found")
 }
+
+// An HTTP API passes a client's "%23" as "#" too: the id "resp_x#" of
+// DELETE /v1/responses/resp_x%23 is not resp_x, which stays stored (as
+// locally, a 404), and the query after it is the query's, not a fragment's.
+func TestDecodedHashIsPartOfThePath(t *testing.T) {
+	g := newGateway(t, fakellm.New(fakellm.Turn{Text: "s"}), nil)
+	status, _, body := g.do(http.MethodPost, "/v1/responses", "application/json", `{"input":"hi"}`)
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	var created struct{ ID string }
+	require.NoError(t, json.Unmarshal(body, &created))
+	status, _, body = g.do(http.MethodDelete, "/v1/responses/"+created.ID+"%23", "", "")
+	wantError(t, status, body, http.StatusNotFound, "id", "response_not_found")
+
+	h := lambdaio.New(g.app.Handler, lambdaio.Config{})
+	out, err := h.Handle(context.Background(), httpAPIRequest(t, http.MethodDelete, "/v1/responses/"+created.ID+"#", ""))
+	require.NoError(t, err)
+	resp := out.(events.APIGatewayV2HTTPResponse)
+	wantError(t, resp.StatusCode, []byte(resp.Body), http.StatusNotFound, "id", "response_not_found")
+	status, _, body = g.do(http.MethodGet, "/v1/responses/"+created.ID, "", "")
+	require.Equal(t, http.StatusOK, status, "the response was deleted: %s", body)
+}

@@ -145,6 +145,11 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (any, err
 		ctx = withEventID(ctx, GatewayRequestKey, ev.RequestContext.RequestID)
 		ctx = withCaller(ctx, restCaller(&ev))
 		ev.Path = parsablePath(ev.Path)
+		if kind == EventHTTPAPIV1 {
+			ev.Path = stagelessPath(ev.Path, ev.RequestContext.Stage, ev.RequestContext.DomainName)
+		} else {
+			ev.Path = resourcePath(&ev)
+		}
 		if kind == EventREST && !h.bufferedREST(&ev) {
 			return h.serveRESTStream(ctx, &ev)
 		}
@@ -156,24 +161,79 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (any, err
 		}
 		ctx = withEventID(ctx, GatewayRequestKey, ev.RequestContext.RequestID)
 		ev.RawPath, ev.RequestContext.HTTP.Path = parsablePath(ev.RawPath), parsablePath(ev.RequestContext.HTTP.Path)
+		rc := &ev.RequestContext
+		ev.RawPath, rc.HTTP.Path = stagelessPath(ev.RawPath, rc.Stage, rc.DomainName), stagelessPath(rc.HTTP.Path, rc.Stage, rc.DomainName)
 		return h.serveV2(withCaller(ctx, httpAPICaller(&ev)), &ev)
 	}
 	return nil, errors.New("lambdaio: unsupported event: not a function URL, API Gateway REST API or HTTP API request")
 }
 
 // parsablePath returns the path of an event as a URL holds it. An HTTP API
-// passes the path decoded (a client's "%25" as "%", "%00" as a NUL byte),
-// which no URL parses and which failed the invocation (API Gateway's
-// bare 500) instead of reaching the gateway's router (a 404 in the OpenAI
-// shape): such a path is escaped again. A path that parses stays as it is.
+// passes the path decoded (a client's "%25" as "%", "%00" as a NUL byte,
+// "%23" as "#"), which no URL parses and which failed the invocation (API
+// Gateway's bare 500) instead of reaching the gateway's router (a 404 in
+// the OpenAI shape), or which a URL splits at its "?" or "#" (so that
+// DELETE /v1/responses/resp_x%23 deleted resp_x): such a path is escaped
+// again. A path that parses as a path alone stays as it is (the other front
+// doors pass it encoded, where "?" and "#" cannot appear).
 func parsablePath(p string) string {
 	if p == "" {
 		return p
 	}
-	if _, err := url.ParseRequestURI(p); err == nil {
+	if _, err := url.ParseRequestURI(p); err == nil && !strings.ContainsAny(p, "?#") {
 		return p
 	}
 	return (&url.URL{Path: p}).EscapedPath()
+}
+
+// stagelessPath returns the path of an HTTP API event (either payload
+// format) without its stage. An HTTP API serves a stage other than $default
+// under /<stage> of its execute-api domain and leaves that prefix in the
+// event's path (a REST API takes it out), where no route of the handler
+// matches it. A custom domain's path carries no stage (its API mapping
+// names it) and stays as it is.
+func stagelessPath(p, stage, domain string) string {
+	if stage == "" || stage == "$default" || !strings.Contains(domain, ".execute-api.") {
+		return p
+	}
+	rest, ok := strings.CutPrefix(p, "/"+stage)
+	switch {
+	case !ok || (rest != "" && rest[0] != '/'):
+		return p
+	case rest == "":
+		return "/"
+	}
+	return rest
+}
+
+// resourcePath returns the path of a REST API event without the base path
+// of the custom domain's API mapping it came through: API Gateway leaves
+// that base path in the event's path (/openai/v1/responses through the
+// mapping "openai"), where no route of the handler matches it. The path
+// keeps as many segments as the matched resource (the event's resource, a
+// greedy {name+} counting the segments of its value), in their original
+// encoding. On the execute-api domain the path has no base path and stays
+// as it is.
+func resourcePath(ev *events.APIGatewayProxyRequest) string {
+	p := ev.Path
+	if ev.Resource == "" || strings.Contains(ev.RequestContext.DomainName, ".execute-api.") {
+		return p
+	}
+	n := strings.Count(strings.TrimSuffix(ev.Resource, "/"), "/")
+	for name, v := range ev.PathParameters {
+		if strings.Contains(ev.Resource, "{"+name+"+}") {
+			n += strings.Count(v, "/")
+		}
+	}
+	trimmed := strings.TrimSuffix(p, "/")
+	segs := strings.Split(trimmed, "/") // segs[0] is the empty one before the first "/"
+	switch {
+	case len(segs)-1 <= n:
+		return p
+	case n == 0:
+		return "/"
+	}
+	return "/" + strings.Join(segs[len(segs)-n:], "/") + p[len(trimmed):]
 }
 
 // Log attributes of the front door's own request id (the event's

@@ -72,3 +72,32 @@ func TestConfig(t *testing.T) {
 		t.Fatalf("AllowHosts = %q, want none", cfg.AllowHosts)
 	}
 }
+
+// TestSampleEventRefused runs events/tool-fetch_url-refused.json: its URL
+// is a loopback address, which the SSRF guard refuses without fetching;
+// the refusal is an is_error result for the model, not a function error.
+func TestSampleEventRefused(t *testing.T) {
+	event, err := os.ReadFile("../../../events/tool-fetch_url-refused.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	cfg := config(func(string) string { return "" })
+	cfg.Client = &http.Client{Transport: examplePage{got}}
+	out, err := lambdatool.Handle(context.Background(), fetchurl.Tool(cfg), event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply tools.ToolResult
+	if err := json.Unmarshal(out, &reply); err != nil {
+		t.Fatal(err)
+	}
+	if !reply.IsError || !strings.Contains(reply.Output, "not allowed") {
+		t.Fatalf("reply = %+v, want a refusal", reply)
+	}
+	select {
+	case u := <-got:
+		t.Fatalf("fetched %q", u)
+	default:
+	}
+}
