@@ -65,9 +65,13 @@ type Config struct {
 	Recorders []Recorder
 	// Tracer creates the spans (an SDK TracerProvider, NewTracerProvider).
 	Tracer trace.TracerProvider
-	// ProviderName is the gen_ai.provider.name of model call spans
-	// ("openai" for OpenAI-compatible APIs).
+	// ProviderName is the gen_ai.provider.name of model calls ("openai"
+	// for OpenAI-compatible APIs): of every call without ProviderOf.
 	ProviderName string
+	// ProviderOf (optional) is the gen_ai.provider.name of a model's calls:
+	// that of the provider the model is routed to, which may not be the
+	// default one (LAMBENT_MODEL_ROUTES).
+	ProviderOf func(model string) string
 	// Names are the model and tool names metrics may carry; any other
 	// counts as OtherLabel.
 	Names Names
@@ -96,13 +100,15 @@ type Observer struct {
 	labels   *labels
 	tracer   trace.Tracer
 	provider string
+	// providerOf is Config.ProviderOf (nil: provider for every model).
+	providerOf func(model string) string
 }
 
 var _ engine.Observer = (*Observer)(nil)
 
 // New returns the Observer of cfg.
 func New(cfg Config) *Observer {
-	o := &Observer{hooks: cfg.Hooks, provider: cfg.ProviderName, labels: newLabels(cfg.Names)}
+	o := &Observer{hooks: cfg.Hooks, provider: cfg.ProviderName, providerOf: cfg.ProviderOf, labels: newLabels(cfg.Names)}
 	if cfg.EMF != nil {
 		o.metrics = append(o.metrics, cfg.EMF)
 	}
@@ -111,6 +117,14 @@ func New(cfg Config) *Observer {
 		o.tracer = cfg.Tracer.Tracer(instrumentation, trace.WithSchemaURL(semconv.SchemaURL))
 	}
 	return o
+}
+
+// providerName is the gen_ai.provider.name of model's calls.
+func (o *Observer) providerName(model string) string {
+	if o.providerOf != nil {
+		return o.providerOf(model)
+	}
+	return o.provider
 }
 
 // responseObserver observes one response.
@@ -145,7 +159,7 @@ func (o *Observer) StartResponse(ctx context.Context, resp *api.Response) (conte
 func (ro *responseObserver) StartModelCall(ctx context.Context, m *engine.ModelCall) context.Context {
 	if t := ro.o.tracer; t != nil {
 		ctx, _ = t.Start(ctx, "chat "+m.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(m.Start), trace.WithAttributes(
-			semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(ro.o.provider), semconv.GenAIRequestModel(m.Model),
+			semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(ro.o.providerName(m.Model)), semconv.GenAIRequestModel(m.Model),
 			attrIteration.Int(m.Iteration)))
 	}
 	return ctx
@@ -154,9 +168,9 @@ func (ro *responseObserver) StartModelCall(ctx context.Context, m *engine.ModelC
 // EndModelCall implements engine.ResponseObserver.
 func (ro *responseObserver) EndModelCall(ctx context.Context, m *engine.ModelCall) {
 	if len(ro.o.metrics) > 0 {
-		model := ro.o.labels.model(m.Model)
+		model, provider := ro.o.labels.model(m.Model), ro.o.providerName(m.Model)
 		for _, r := range ro.o.metrics {
-			r.ModelCall(m, ro.o.provider, model)
+			r.ModelCall(m, provider, model)
 		}
 	}
 	if ro.o.tracer == nil {
