@@ -89,8 +89,17 @@ type Recorder interface {
 	ModelCall(m *engine.ModelCall, provider, model string)
 	// ToolCall records a tool call.
 	ToolCall(c *engine.ToolCall, tool string)
-	// Response records the end of a response's loop.
-	Response(resp *api.Response, end *engine.ResponseEnd, model string)
+	// Response records the end of a response's loop in this invocation;
+	// tokens are what its model calls used in it.
+	Response(resp *api.Response, end *engine.ResponseEnd, model string, tokens Tokens)
+}
+
+// Tokens are the tokens the model calls of one invocation of a response's
+// loop used: a background response continued in another invocation
+// starts it again with the usage of the invocations before, which its
+// metrics and spans would otherwise count again.
+type Tokens struct {
+	Input, Output int
 }
 
 // Observer implements engine.Observer.
@@ -133,12 +142,18 @@ type responseObserver struct {
 	tenant string
 	// errs collects the response's hook errors (nil without hooks).
 	errs *hooks.Errors
+	// before is the usage the response held when its loop started in
+	// this invocation.
+	before api.Usage
 }
 
 // StartResponse implements engine.Observer: it opens the response's span
 // (a child of the Lambda invocation's trace when there is no parent span).
 func (o *Observer) StartResponse(ctx context.Context, resp *api.Response) (context.Context, engine.ResponseObserver) {
 	ro := &responseObserver{o: o, tenant: tenant.From(ctx)}
+	if resp.Usage != nil {
+		ro.before = *resp.Usage
+	}
 	if o.hooks != nil {
 		ro.errs = &hooks.Errors{}
 	}
@@ -281,10 +296,11 @@ func (ro *responseObserver) EndResponse(ctx context.Context, resp *api.Response,
 		hookErrs = ro.errs.Seal()
 		resp.AddHookErrors(hookErrs...)
 	}
+	tokens := ro.tokens(resp)
 	if len(ro.o.metrics) > 0 {
 		model := ro.o.labels.model(resp.Model)
 		for _, r := range ro.o.metrics {
-			r.Response(resp, end, model)
+			r.Response(resp, end, model, tokens)
 		}
 	}
 	if ro.o.tracer == nil {
@@ -292,8 +308,8 @@ func (ro *responseObserver) EndResponse(ctx context.Context, resp *api.Response,
 	}
 	span := trace.SpanFromContext(ctx)
 	span.SetAttributes(attrStatus.String(string(end.Status)), attrTurns.Int(end.Turns))
-	if u := resp.Usage; u != nil {
-		span.SetAttributes(semconv.GenAIUsageInputTokens(u.InputTokens), semconv.GenAIUsageOutputTokens(u.OutputTokens))
+	if resp.Usage != nil {
+		span.SetAttributes(semconv.GenAIUsageInputTokens(tokens.Input), semconv.GenAIUsageOutputTokens(tokens.Output))
 	}
 	if end.Reason != "" {
 		span.SetAttributes(attrIncomplete.String(end.Reason))
@@ -306,6 +322,15 @@ func (ro *responseObserver) EndResponse(ctx context.Context, resp *api.Response,
 		span.SetStatus(codes.Error, end.Err.Message)
 	}
 	span.End()
+}
+
+// tokens is what resp's model calls used since its loop started in this
+// invocation.
+func (ro *responseObserver) tokens(resp *api.Response) Tokens {
+	if resp.Usage == nil {
+		return Tokens{}
+	}
+	return Tokens{Input: resp.Usage.InputTokens - ro.before.InputTokens, Output: resp.Usage.OutputTokens - ro.before.OutputTokens}
 }
 
 // ErrorType is the error.type of a failed model call: its API error's code
