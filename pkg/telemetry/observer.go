@@ -234,7 +234,7 @@ func (ro *responseObserver) EndToolCall(ctx context.Context, c *engine.ToolCall)
 		ro.o.hooks.Send(ctx, ev, ro.errs)
 	}
 	if len(ro.o.metrics) > 0 {
-		tool := ro.o.labels.tool(c.Name)
+		tool := ro.o.labels.tool(c.Kind, c.Name)
 		for _, r := range ro.o.metrics {
 			r.ToolCall(c, tool)
 		}
