@@ -39,12 +39,8 @@ type observability struct {
 // model and tool names metrics may carry (metricNames). Closers go on a.
 func buildTelemetry(ctx context.Context, a *App, cfg Config, names telemetry.Names, log *slog.Logger, opts *Options) (*observability, error) {
 	o := &observability{}
-	// gen_ai.provider.name of the default provider (routes may send some
-	// models to the other one).
-	tc := telemetry.Config{ProviderName: "openai", Names: names}
-	if cfg.Provider.Name == ProviderBedrock {
-		tc.ProviderName = "aws.bedrock"
-	}
+	tc := telemetry.Config{ProviderName: genAIProviderName(cfg.defaultProvider()), Names: names,
+		ProviderOf: func(model string) string { return genAIProviderName(cfg.providerOf(model)) }}
 	switch {
 	case opts.Tracer != nil:
 		tc.Tracer = opts.Tracer
@@ -92,6 +88,15 @@ func buildTelemetry(ctx context.Context, a *App, cfg Config, names telemetry.Nam
 		o.observer = telemetry.New(tc)
 	}
 	return o, nil
+}
+
+// genAIProviderName is the gen_ai.provider.name of the provider named name
+// (ProviderOpenAI, ProviderBedrock).
+func genAIProviderName(name string) string {
+	if name == ProviderBedrock {
+		return "aws.bedrock"
+	}
+	return "openai"
 }
 
 // hookSinks builds the sink of each configured hook.

@@ -614,3 +614,35 @@ func TestHooksSeeValidatedOutputEndToEnd(t *testing.T) {
 		assert.Equal(t, float64(11), valid["usage"].(map[string]any)["input_tokens"], name)
 	}
 }
+
+// A model call's gen_ai.provider.name (its span, the token usage metric)
+// names the provider the model is routed to, not the default provider:
+// with Bedrock the default and test-model routed to the OpenAI-compatible
+// API, the call is an OpenAI call.
+func TestModelCallsNameTheProviderTheirModelIsRoutedTo(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	fake := fakellm.New(fakellm.Turn{Text: "hi", Usage: fakellm.Usage{PromptTokens: 5, CompletionTokens: 2}})
+	defer fake.Close()
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	g := newGateway(t, fake, map[string]string{"LAMBENT_TOOLS": "", "LAMBENT_METRICS": "prometheus",
+		"LAMBENT_PROVIDER": "bedrock", "LAMBENT_MODEL_ROUTES": "test-model=openai"}, nil, &app.Options{Tracer: tp})
+	require.Equal(t, "completed", g.post(t, `{"input":"hi"}`)["status"])
+
+	var providers []string
+	for _, s := range spans.Ended() {
+		for _, kv := range s.Attributes() {
+			if kv.Key == "gen_ai.provider.name" {
+				providers = append(providers, s.Name()+": "+kv.Value.AsString())
+			}
+		}
+	}
+	assert.Equal(t, []string{"chat test-model: openai"}, providers)
+	_, body := getMetrics(t, g.url, "")
+	assert.True(t, strings.Contains(body, `gen_ai_client_token_usage_count{gen_ai_operation_name="chat",gen_ai_provider_name="openai",gen_ai_request_model="test-model",gen_ai_token_type="input"} 1`),
+		"the token usage of the call is OpenAI's")
+}

@@ -533,3 +533,24 @@ func TestHookQueueShareIsPerQueue(t *testing.T) {
 	flush(t, d)
 	require.Zero(t, dropped)
 }
+
+// A webhook URL refused at start-up (by the SSRF guard, or not a URL) is
+// named without its query and password, as the webhook's delivery errors
+// name it: the error is logged (a Lambda's init error goes to its log
+// group), and the query may hold the hook's token. So is a LAMBENT_HOOKS
+// entry of no known kind (a mistyped URL).
+func TestWebhookRefusedAtStartHidesItsQuery(t *testing.T) {
+	for _, raw := range []string{"http://127.0.0.1:9/hook?token=s3cret", "http://10.0.0.5/hook?token=s3cret", "http://[::1/hook?token=s3cret",
+		"http://127.0.0.1:9/hook#s3cret", "http://hook:s3cret@127.0.0.1:9/hook"} {
+		_, err := hooks.NewWebhook(raw, nil)
+		require.Error(t, err, raw)
+		assert.NotContains(t, err.Error(), "s3cret", raw)
+		assert.Contains(t, err.Error(), "hooks: webhook URL", raw)
+	}
+	for _, bad := range []string{"https://hooks.example.com/x?token=s3cret%zz", "htps://hooks.example.com/x?token=s3cret"} {
+		_, err := hooks.ParseTargets(bad)
+		if err != nil {
+			assert.NotContains(t, err.Error(), "s3cret", bad)
+		}
+	}
+}

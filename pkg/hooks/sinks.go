@@ -82,15 +82,20 @@ type Webhook struct {
 }
 
 // NewWebhook returns the webhook for rawURL (http or https), with the SSRF
-// guard's allow-list allow (LAMBENT_FETCH_ALLOW_HOSTS).
+// guard's allow-list allow (LAMBENT_FETCH_ALLOW_HOSTS). Its errors name
+// rawURL without its query and password.
 func NewWebhook(rawURL string, allow []string) (*Webhook, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("hooks: webhook URL: %w", err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL
+		}
+		return nil, fmt.Errorf("hooks: webhook URL %s: %w", redactQuery(rawURL), err)
 	}
 	g := egress.New(allow)
 	if err := g.CheckURL(u); err != nil {
-		return nil, fmt.Errorf("hooks: webhook URL %s: %w", rawURL, err)
+		return nil, fmt.Errorf("hooks: webhook URL %s: %w", withoutQuery(u), err)
 	}
 	return &Webhook{url: u.String(), client: g.Client(nil, true), shown: withoutQuery(u)}, nil
 }
@@ -123,14 +128,26 @@ func (s *Webhook) Deliver(ctx context.Context, ev *Event, body []byte) error {
 	return nil
 }
 
-// withoutQuery is u without its query and fragment.
+// withoutQuery is u without its query and fragment, its password masked.
 func withoutQuery(u *url.URL) string {
 	c := *u
 	c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = "", false, "", ""
 	if u.RawQuery != "" {
 		c.RawQuery = "…"
 	}
-	return c.String()
+	return c.Redacted()
+}
+
+// redactQuery is s, a URL that may not parse, without its query or
+// fragment nor what comes before an "@" (a user and password).
+func redactQuery(s string) string {
+	if i := strings.IndexAny(s, "?#"); i >= 0 {
+		s = s[:i] + "?…"
+	}
+	if at := strings.LastIndexByte(s, '@'); at >= 0 {
+		s = "…" + s[at:]
+	}
+	return s
 }
 
 // CloseIdleConnections closes the webhook's idle connections.

@@ -43,7 +43,8 @@ func ParseTargets(s string) ([]Target, error) {
 		case "http", "https":
 			out = append(out, Target{Kind: TargetWebhook, Value: e})
 		default:
-			return nil, fmt.Errorf("hook %q: want eventbridge:<bus>, lambda:<function> or an http(s) URL", e)
+			// Named without what may be a URL's query (a token).
+			return nil, fmt.Errorf("hook %q: want eventbridge:<bus>, lambda:<function> or an http(s) URL", redactQuery(e))
 		}
 	}
 	return out, nil

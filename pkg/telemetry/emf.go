@@ -153,14 +153,13 @@ func (e *EMF) ToolCall(c *engine.ToolCall, tool string) {
 	e.write(c.Start.Add(c.Duration), e.toolMetrics, &l)
 }
 
-// Response writes the response's EMF line.
-func (e *EMF) Response(resp *api.Response, end *engine.ResponseEnd, model string) {
+// Response writes the response's EMF line: its loop in this invocation,
+// the tokens of this invocation's model calls.
+func (e *EMF) Response(resp *api.Response, end *engine.ResponseEnd, model string, tokens Tokens) {
 	l := emfResponseLine{
 		Operation: "invoke_agent", Model: model, Status: string(end.Status), Duration: end.Duration.Seconds(),
-		Turns: end.Turns, Attempts: end.Attempts, ResponseID: resp.ID, Incomplete: end.Reason,
-	}
-	if u := resp.Usage; u != nil {
-		l.InputTokens, l.OutputTokens = u.InputTokens, u.OutputTokens
+		Turns: end.Turns, Attempts: end.Attempts, InputTokens: tokens.Input, OutputTokens: tokens.Output,
+		ResponseID: resp.ID, Incomplete: end.Reason,
 	}
 	if end.Err != nil {
 		l.ErrorType = APIErrorType(end.Err)

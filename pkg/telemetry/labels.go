@@ -3,6 +3,8 @@ package telemetry
 import (
 	"sort"
 	"strings"
+
+	"github.com/lambent/lambent/pkg/engine"
 )
 
 // OtherLabel is the label value (Prometheus) and dimension value (EMF) of a
@@ -66,10 +68,19 @@ func (l *labels) model(m string) string {
 	return OtherLabel
 }
 
-// tool is the label of tool name t: t when the operator named it, else
+// operatorKind reports whether calls of kind (engine.ToolCall.Kind) are
+// of the operator's tools, whose names may be labels. An MCP server's
+// tools and a validated output's output tool are named by the request,
+// which may give them the name of one of the operator's tools.
+func operatorKind(kind string) bool {
+	return kind == engine.ToolKindHosted || kind == engine.ToolKindValidator
+}
+
+// tool is the label of a call of kind to tool name t: t when the operator
+// named it and the call is of one of the operator's tools, else
 // OtherLabel.
-func (l *labels) tool(t string) string {
-	if l.tools[t] {
+func (l *labels) tool(kind, t string) string {
+	if operatorKind(kind) && l.tools[t] {
 		return t
 	}
 	return OtherLabel

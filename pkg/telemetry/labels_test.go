@@ -23,14 +23,19 @@ import (
 )
 
 // observe runs one response of model through o: a model call, then one
-// tool call of each name.
+// tool call of each name: the operator's calculator (a hosted tool), any
+// other name an MCP server's tool.
 func observe(o *telemetry.Observer, model string, toolNames ...string) {
 	resp := &api.Response{ID: api.NewID("resp_"), Model: model, Usage: &api.Usage{InputTokens: 1, OutputTokens: 1}}
 	ctx, ro := o.StartResponse(context.Background(), resp)
 	m := &engine.ModelCall{ResponseID: resp.ID, Model: model, Iteration: 1, Start: time.Now()}
 	ro.EndModelCall(ro.StartModelCall(ctx, m), m)
 	for i, name := range toolNames {
-		c := &engine.ToolCall{ResponseID: resp.ID, Kind: engine.ToolKindMCP, Name: name, CallID: fmt.Sprint("mcp_", i), Arguments: "{}",
+		kind := engine.ToolKindMCP
+		if name == "calculator" {
+			kind = engine.ToolKindHosted
+		}
+		c := &engine.ToolCall{ResponseID: resp.ID, Kind: kind, Name: name, CallID: fmt.Sprint("mcp_", i), Arguments: "{}",
 			Attempt: 1, Iteration: 1, Start: time.Now(), Result: &tools.ToolResult{Output: "x", IsError: i%2 == 0}}
 		ro.EndToolCall(ro.StartToolCall(ctx, c), c)
 	}
@@ -101,4 +106,38 @@ func TestMetricLabelsAreBounded(t *testing.T) {
 	}
 	require.NoError(t, sc.Err())
 	assert.Equal(t, map[string]bool{"test-model": true, "us.anthropic.*": true, "us.*": true, "other": true, "calculator": true}, dims)
+}
+
+// A tool name the operator configured is a label only for the calls of
+// the operator's tools (hosted tools, validators): a tenant's MCP server
+// listing a "calculator", or a validated output whose output tool is
+// named so, counts as "other" (under "calculator" before: a tenant's
+// failing calls moved the operator's calculator error metrics and
+// alarms).
+func TestTenantToolsNamedAsTheOperatorsCountAsOther(t *testing.T) {
+	p := prom.New()
+	var emf bytes.Buffer
+	o := telemetry.New(telemetry.Config{Recorders: []telemetry.Recorder{p}, EMF: telemetry.NewEMF(&emf, "", nil),
+		Names: telemetry.Names{Models: []string{"test-model"}, Tools: []string{"calculator", "check_report"}}})
+	resp := &api.Response{ID: "resp_1", Model: "test-model"}
+	ctx, ro := o.StartResponse(context.Background(), resp)
+	for i, kind := range []string{engine.ToolKindMCP, engine.ToolKindOutput, engine.ToolKindReflection, engine.ToolKindHosted} {
+		c := &engine.ToolCall{ResponseID: resp.ID, Kind: kind, Name: "calculator", CallID: fmt.Sprint("mcp_", i), Arguments: "{}",
+			Attempt: 1, Iteration: 1, Start: time.Now(), Result: &tools.ToolResult{Output: "down", IsError: true}}
+		ro.EndToolCall(ro.StartToolCall(ctx, c), c)
+	}
+	c := &engine.ToolCall{ResponseID: resp.ID, Kind: engine.ToolKindValidator, Name: "check_report", CallID: "v", Start: time.Now(), Result: &tools.ToolResult{Output: "ok"}}
+	ro.EndToolCall(ro.StartToolCall(ctx, c), c)
+
+	sc := bufio.NewScanner(&emf)
+	byKind := map[string]string{}
+	for sc.Scan() {
+		var l map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &l))
+		byKind[l[telemetry.DimToolKind].(string)] = l[telemetry.DimTool].(string)
+	}
+	assert.Equal(t, map[string]string{"mcp": "other", "output": "other", "reflection": "other", "hosted": "calculator", "validator": "check_report"}, byKind)
+	body, _ := scrapeText(t, p)
+	assert.Contains(t, body, `lambent_tool_errors_total{gen_ai_tool_name="calculator",lambent_tool_kind="hosted"} 1`)
+	assert.False(t, strings.Contains(body, `lambent_tool_errors_total{gen_ai_tool_name="calculator",lambent_tool_kind="mcp"}`), "an MCP tool's error is other's")
 }

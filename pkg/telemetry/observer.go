@@ -65,9 +65,13 @@ type Config struct {
 	Recorders []Recorder
 	// Tracer creates the spans (an SDK TracerProvider, NewTracerProvider).
 	Tracer trace.TracerProvider
-	// ProviderName is the gen_ai.provider.name of model call spans
-	// ("openai" for OpenAI-compatible APIs).
+	// ProviderName is the gen_ai.provider.name of model calls ("openai"
+	// for OpenAI-compatible APIs): of every call without ProviderOf.
 	ProviderName string
+	// ProviderOf (optional) is the gen_ai.provider.name of a model's calls:
+	// that of the provider the model is routed to, which may not be the
+	// default one (LAMBENT_MODEL_ROUTES).
+	ProviderOf func(model string) string
 	// Names are the model and tool names metrics may carry; any other
 	// counts as OtherLabel.
 	Names Names
@@ -85,8 +89,17 @@ type Recorder interface {
 	ModelCall(m *engine.ModelCall, provider, model string)
 	// ToolCall records a tool call.
 	ToolCall(c *engine.ToolCall, tool string)
-	// Response records the end of a response's loop.
-	Response(resp *api.Response, end *engine.ResponseEnd, model string)
+	// Response records the end of a response's loop in this invocation;
+	// tokens are what its model calls used in it.
+	Response(resp *api.Response, end *engine.ResponseEnd, model string, tokens Tokens)
+}
+
+// Tokens are the tokens the model calls of one invocation of a response's
+// loop used: a background response continued in another invocation
+// starts it again with the usage of the invocations before, which its
+// metrics and spans would otherwise count again.
+type Tokens struct {
+	Input, Output int
 }
 
 // Observer implements engine.Observer.
@@ -96,13 +109,15 @@ type Observer struct {
 	labels   *labels
 	tracer   trace.Tracer
 	provider string
+	// providerOf is Config.ProviderOf (nil: provider for every model).
+	providerOf func(model string) string
 }
 
 var _ engine.Observer = (*Observer)(nil)
 
 // New returns the Observer of cfg.
 func New(cfg Config) *Observer {
-	o := &Observer{hooks: cfg.Hooks, provider: cfg.ProviderName, labels: newLabels(cfg.Names)}
+	o := &Observer{hooks: cfg.Hooks, provider: cfg.ProviderName, providerOf: cfg.ProviderOf, labels: newLabels(cfg.Names)}
 	if cfg.EMF != nil {
 		o.metrics = append(o.metrics, cfg.EMF)
 	}
@@ -113,18 +128,32 @@ func New(cfg Config) *Observer {
 	return o
 }
 
+// providerName is the gen_ai.provider.name of model's calls.
+func (o *Observer) providerName(model string) string {
+	if o.providerOf != nil {
+		return o.providerOf(model)
+	}
+	return o.provider
+}
+
 // responseObserver observes one response.
 type responseObserver struct {
 	o      *Observer
 	tenant string
 	// errs collects the response's hook errors (nil without hooks).
 	errs *hooks.Errors
+	// before is the usage the response held when its loop started in
+	// this invocation.
+	before api.Usage
 }
 
 // StartResponse implements engine.Observer: it opens the response's span
 // (a child of the Lambda invocation's trace when there is no parent span).
 func (o *Observer) StartResponse(ctx context.Context, resp *api.Response) (context.Context, engine.ResponseObserver) {
 	ro := &responseObserver{o: o, tenant: tenant.From(ctx)}
+	if resp.Usage != nil {
+		ro.before = *resp.Usage
+	}
 	if o.hooks != nil {
 		ro.errs = &hooks.Errors{}
 	}
@@ -145,7 +174,7 @@ func (o *Observer) StartResponse(ctx context.Context, resp *api.Response) (conte
 func (ro *responseObserver) StartModelCall(ctx context.Context, m *engine.ModelCall) context.Context {
 	if t := ro.o.tracer; t != nil {
 		ctx, _ = t.Start(ctx, "chat "+m.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(m.Start), trace.WithAttributes(
-			semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(ro.o.provider), semconv.GenAIRequestModel(m.Model),
+			semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(ro.o.providerName(m.Model)), semconv.GenAIRequestModel(m.Model),
 			attrIteration.Int(m.Iteration)))
 	}
 	return ctx
@@ -154,9 +183,9 @@ func (ro *responseObserver) StartModelCall(ctx context.Context, m *engine.ModelC
 // EndModelCall implements engine.ResponseObserver.
 func (ro *responseObserver) EndModelCall(ctx context.Context, m *engine.ModelCall) {
 	if len(ro.o.metrics) > 0 {
-		model := ro.o.labels.model(m.Model)
+		model, provider := ro.o.labels.model(m.Model), ro.o.providerName(m.Model)
 		for _, r := range ro.o.metrics {
-			r.ModelCall(m, ro.o.provider, model)
+			r.ModelCall(m, provider, model)
 		}
 	}
 	if ro.o.tracer == nil {
@@ -205,7 +234,7 @@ func (ro *responseObserver) EndToolCall(ctx context.Context, c *engine.ToolCall)
 		ro.o.hooks.Send(ctx, ev, ro.errs)
 	}
 	if len(ro.o.metrics) > 0 {
-		tool := ro.o.labels.tool(c.Name)
+		tool := ro.o.labels.tool(c.Kind, c.Name)
 		for _, r := range ro.o.metrics {
 			r.ToolCall(c, tool)
 		}
@@ -267,10 +296,11 @@ func (ro *responseObserver) EndResponse(ctx context.Context, resp *api.Response,
 		hookErrs = ro.errs.Seal()
 		resp.AddHookErrors(hookErrs...)
 	}
+	tokens := ro.tokens(resp)
 	if len(ro.o.metrics) > 0 {
 		model := ro.o.labels.model(resp.Model)
 		for _, r := range ro.o.metrics {
-			r.Response(resp, end, model)
+			r.Response(resp, end, model, tokens)
 		}
 	}
 	if ro.o.tracer == nil {
@@ -278,8 +308,8 @@ func (ro *responseObserver) EndResponse(ctx context.Context, resp *api.Response,
 	}
 	span := trace.SpanFromContext(ctx)
 	span.SetAttributes(attrStatus.String(string(end.Status)), attrTurns.Int(end.Turns))
-	if u := resp.Usage; u != nil {
-		span.SetAttributes(semconv.GenAIUsageInputTokens(u.InputTokens), semconv.GenAIUsageOutputTokens(u.OutputTokens))
+	if resp.Usage != nil {
+		span.SetAttributes(semconv.GenAIUsageInputTokens(tokens.Input), semconv.GenAIUsageOutputTokens(tokens.Output))
 	}
 	if end.Reason != "" {
 		span.SetAttributes(attrIncomplete.String(end.Reason))
@@ -292,6 +322,15 @@ func (ro *responseObserver) EndResponse(ctx context.Context, resp *api.Response,
 		span.SetStatus(codes.Error, end.Err.Message)
 	}
 	span.End()
+}
+
+// tokens is what resp's model calls used since its loop started in this
+// invocation.
+func (ro *responseObserver) tokens(resp *api.Response) Tokens {
+	if resp.Usage == nil {
+		return Tokens{}
+	}
+	return Tokens{Input: resp.Usage.InputTokens - ro.before.InputTokens, Output: resp.Usage.OutputTokens - ro.before.OutputTokens}
 }
 
 // ErrorType is the error.type of a failed model call: its API error's code

@@ -202,3 +202,31 @@ func TestOTLPHeadersCheckedAtStart(t *testing.T) {
 		}
 	}
 }
+
+// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES name the service and its
+// resource, as OpenTelemetry specifies they do (they take precedence over
+// the SDK's default, "lambent" here): a staging and a production gateway
+// reporting to one backend tell their spans apart.
+func TestTracerProviderResourceFromEnvironment(t *testing.T) {
+	t.Setenv("OTEL_SERVICE_NAME", "gateway-staging")
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment.name=staging")
+	stub := &collectorStub{}
+	srv := httptest.NewServer(stub)
+	defer srv.Close()
+	tp, err := NewTracerProvider(srv.URL + "/v1/traces")
+	require.NoError(t, err)
+	_, sp := tp.Tracer("t").Start(context.Background(), "s")
+	sp.End()
+	require.NoError(t, tp.Shutdown(context.Background()))
+
+	stub.mu.Lock()
+	defer stub.mu.Unlock()
+	require.Len(t, stub.bodies, 1)
+	res := map[string]string{}
+	for _, kv := range decodeOTLP(t, stub.bodies[0]).ResourceSpans[0].Resource.Attributes {
+		res[kv.Key] = kv.Value.GetStringValue()
+	}
+	assert.Equal(t, "gateway-staging", res["service.name"])
+	assert.Equal(t, "staging", res["deployment.environment.name"])
+	assert.Equal(t, "go", res["telemetry.sdk.language"])
+}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/awsjson"
+	"github.com/lambent/lambent/pkg/engine"
 	"github.com/lambent/lambent/pkg/telemetry"
 	"github.com/lambent/lambent/pkg/telemetry/prom"
 	"github.com/lambent/lambent/pkg/tools"
@@ -403,4 +404,43 @@ func TestAttemptSpanEvents(t *testing.T) {
 		"lambent.attempt.start map[lambent.attempt:2]",
 		"lambent.attempt.result map[lambent.attempt:2 lambent.attempt.code:validation_failed lambent.attempt.iterations:1 lambent.attempt.valid:false]",
 	}, got)
+}
+
+// A background response's loop runs again in each invocation that
+// continues it (StartResponse again), its response holding the usage of
+// the invocations before: each invocation's EMF line and response span
+// count the tokens of its own model calls, so that their sum is the
+// response's (the line of every invocation counted all the earlier ones'
+// again).
+func TestContinuedResponseCountsEachInvocationsTokensOnce(t *testing.T) {
+	var buf bytes.Buffer
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	o := telemetry.New(telemetry.Config{EMF: telemetry.NewEMF(&buf, "", nil), Tracer: tp, Names: operatorNames})
+	resp := &api.Response{ID: "resp_1", Model: "test-model", Usage: &api.Usage{}}
+	invocation := func(in, out int, end *engine.ResponseEnd) {
+		ctx, ro := o.StartResponse(context.Background(), resp)
+		resp.Usage.Add(api.Usage{InputTokens: in, OutputTokens: out, TotalTokens: in + out})
+		ro.EndResponse(ctx, resp, end)
+	}
+	invocation(20, 2, &engine.ResponseEnd{Status: api.StatusIncomplete, Reason: api.ReasonDeadline, Turns: 2, Attempts: 1})
+	invocation(30, 3, &engine.ResponseEnd{Status: api.StatusCompleted, Turns: 5, Attempts: 1})
+
+	var input, output float64
+	sc := bufio.NewScanner(&buf)
+	for sc.Scan() {
+		var l emfLine
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &l), sc.Text())
+		input += l["gen_ai.usage.input_tokens"].(float64)
+		output += l["gen_ai.usage.output_tokens"].(float64)
+	}
+	assert.Equal(t, []float64{50, 5}, []float64{input, output}, "the response's tokens, once")
+	var spanInput, spanOutput int64
+	for _, s := range rec.Ended() {
+		a := attrs(s.Attributes())
+		spanInput += a["gen_ai.usage.input_tokens"].(int64)
+		spanOutput += a["gen_ai.usage.output_tokens"].(int64)
+	}
+	assert.Equal(t, []int64{50, 5}, []int64{spanInput, spanOutput}, "the response's tokens, once")
 }

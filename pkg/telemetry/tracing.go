@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -17,6 +18,8 @@ const ServiceName = "lambent"
 // to the OTLP/HTTP traces endpoint (e.g. http://127.0.0.1:4318/v1/traces,
 // an ADOT or OpenTelemetry collector) in OTLP's JSON encoding; the
 // OTEL_EXPORTER_OTLP_* headers and timeout variables apply (otlpExporter).
+// Its resource names the service ServiceName unless OTEL_SERVICE_NAME or
+// OTEL_RESOURCE_ATTRIBUTES name it otherwise.
 // Spans follow their parent's sampling decision (an X-Ray trace that is not sampled stays unsampled),
 // else are all sampled. Shut it down (or ForceFlush it) to send what is
 // buffered.
@@ -25,7 +28,10 @@ func NewTracerProvider(endpoint string) (*sdktrace.TracerProvider, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(semconv.ServiceName(ServiceName)))
+	// The environment's (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES)
+	// come last: OpenTelemetry gives them precedence over ServiceName.
+	res, err := resource.New(context.Background(), resource.WithTelemetrySDK(),
+		resource.WithAttributes(semconv.ServiceName(ServiceName)), resource.WithFromEnv())
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: resource: %w", err)
 	}

@@ -116,7 +116,8 @@ func (p *Metrics) ToolCall(c *engine.ToolCall, tool string) {
 }
 
 // Response records a response's duration, status, turns and attempts.
-func (p *Metrics) Response(resp *api.Response, end *engine.ResponseEnd, model string) {
+// Tokens are recorded by model call (ModelCall).
+func (p *Metrics) Response(_ *api.Response, end *engine.ResponseEnd, model string, _ telemetry.Tokens) {
 	errType := ""
 	if end.Err != nil {
 		errType = telemetry.APIErrorType(end.Err)
