@@ -64,15 +64,21 @@ func (h *convHead) conversation(id string) *store.Conversation {
 	return c
 }
 
-// convMetadata is a conversation's metadata as its head keeps it: a JSON
-// object in a string attribute, as a map attribute refuses an empty key,
-// which metadata may have. A head written with a map reads as before.
+// convMetadata is a conversation's metadata as its head keeps it: a map
+// attribute, or a JSON object in a string attribute when it has an empty
+// key, which a map attribute refuses. A map is what releases before
+// convMetadata read (during a rolling deploy they read the heads this one
+// writes); both read here.
 type convMetadata map[string]string
 
-// MarshalDynamoDBAttributeValue writes m as a JSON object (nil: {}).
+// MarshalDynamoDBAttributeValue writes m as a map (nil: {}), or as a JSON
+// object when it has an empty key.
 func (m convMetadata) MarshalDynamoDBAttributeValue() (types.AttributeValue, error) {
 	if m == nil {
 		m = convMetadata{}
+	}
+	if _, ok := m[""]; !ok {
+		return attributevalue.Marshal(map[string]string(m))
 	}
 	b, err := json.Marshal(map[string]string(m))
 	if err != nil {
