@@ -699,22 +699,24 @@ func (s *Store) GetConversationItem(ctx context.Context, id, itemID string) (*ap
 	return &it, nil
 }
 
-// DeleteConversationItem deletes the item itemID (its row, its id row and
-// its chunks) and returns the conversation.
+// DeleteConversationItem deletes the item itemID (its row and its id row,
+// then its chunks, which nobody reads once the row is gone) and returns
+// the conversation; with store.ErrPartlyDeleted when chunks remain.
 func (s *Store) DeleteConversationItem(ctx context.Context, id, itemID string) (*store.Conversation, error) {
 	h, r, err := s.row(ctx, id, itemID)
 	if err != nil {
 		return nil, err
 	}
-	reqs := []types.WriteRequest{
+	if err := s.batchWrite(ctx, []types.WriteRequest{
 		{DeleteRequest: &types.DeleteRequest{Key: keyOf(h.PK, r.SK)}},
 		{DeleteRequest: &types.DeleteRequest{Key: keyOf(h.PK, skItemIDPrefix+itemID)}},
-	}
-	for i := range r.Chunks {
-		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: keyOf(h.PK, chunkSK(r.Gen, i))}})
-	}
-	if err := s.batchWrite(ctx, reqs); err != nil {
+	}); err != nil {
 		return nil, fmt.Errorf("dynamodb: conversation %s: delete item %s: %w", id, itemID, err)
+	}
+	if r.Chunks > 0 {
+		if err := s.deleteChunks(ctx, h.PK, r.Gen, r.Chunks); err != nil {
+			return h.conversation(id), fmt.Errorf("dynamodb: conversation %s: delete item %s: %w: of its %d chunk items: %w", id, itemID, store.ErrPartlyDeleted, r.Chunks, err)
+		}
 	}
 	return h.conversation(id), nil
 }
