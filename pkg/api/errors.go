@@ -38,6 +38,11 @@ type Error struct {
 	// RetryAfter is the value of the Retry-After header to answer with
 	// (delay-seconds or an HTTP-date), empty when none; never serialized.
 	RetryAfter string `json:"-"`
+	// NoRetry marks an error that no retry cures (the operator must act):
+	// the reply tells the official SDKs not to retry it (x-should-retry:
+	// false), and its message does not ask the client to; never
+	// serialized.
+	NoRetry bool `json:"-"`
 	// Err is the wrapped cause, if any; never serialized.
 	Err error `json:"-"`
 }
@@ -167,18 +172,27 @@ func (e *Error) ForClient(requestID string) *Error {
 		return e
 	}
 	c := *e
-	c.Message = WithRequestID(e.Message, requestID)
+	if e.NoRetry {
+		c.Message = withAdvice(e.Message, "Contact the operator", requestID)
+	} else {
+		c.Message = WithRequestID(e.Message, requestID)
+	}
 	return &c
 }
 
 // WithRequestID is msg, a server error's, followed by what to do and the
 // request id (when known).
 func WithRequestID(msg, requestID string) string {
+	return withAdvice(msg, "Please retry; if the error persists, contact the operator", requestID)
+}
+
+// withAdvice is msg followed by advice and the request id (when known).
+func withAdvice(msg, advice, requestID string) string {
 	if msg != "" && !strings.HasSuffix(msg, ".") {
 		msg += "."
 	}
 	if requestID == "" {
-		return msg + " Please retry; if the error persists, contact the operator."
+		return msg + " " + advice + "."
 	}
-	return msg + " Please retry; if the error persists, contact the operator with the request ID " + requestID + "."
+	return msg + " " + advice + " with the request ID " + requestID + "."
 }

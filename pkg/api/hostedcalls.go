@@ -17,7 +17,8 @@ import (
 // web_search_call's action, a tool_search_call's arguments, a
 // tool_search_output's tools, the action (operation) of a computer, shell,
 // local shell or apply_patch call, safety checks, and the output of a
-// computer or shell call kept as it came.
+// computer or shell call kept as it came. It bounds a client's items, not
+// stored ones (checkActionDepths).
 const MaxItemValueDepth = 64
 
 // checkDepth checks that the JSON value v (the item's param) is nested at
@@ -49,6 +50,34 @@ func deeperThan(v []byte, limit int) bool {
 		}
 	}
 	return false
+}
+
+// checkActionDepths checks the depth of the JSON values an input item of
+// a client-executed call, or of its output, carries as it is: the action
+// (an apply_patch_call's operation), the safety checks, the output. It is
+// a bound of client input (validateInputItem), not of the item type: a
+// call the model makes has its arguments as its action, and it is stored
+// and read back whatever their depth.
+func checkActionDepths(it *Item) error {
+	action, checks := "action", "pending_safety_checks"
+	switch it.Type {
+	case ItemApplyPatchCall:
+		action = "operation"
+	case ItemComputerCallOutput:
+		checks = "acknowledged_safety_checks"
+	case ItemShellCall, ItemLocalShellCall, ItemComputerCall, ItemShellCallOutput:
+	default:
+		return nil
+	}
+	for _, v := range []struct {
+		param string
+		value json.RawMessage
+	}{{action, it.Action}, {checks, it.SafetyChecks}, {"output", it.OutputRaw}} {
+		if err := checkDepth(v.param, v.value); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // jsonStrings follows the strings of a byte-by-byte pass over valid JSON.

@@ -769,13 +769,7 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 		if len(it.Action) == 0 || it.Action[0] != '{' {
 			return InvalidRequest(param, "missing required parameter: %s (an object)", param)
 		}
-		if err := checkDepth(param, it.Action); err != nil {
-			return err
-		}
 		if typ == ItemComputerCall && len(w.PendingChecks) > 0 && w.PendingChecks[0] == '[' {
-			if err := checkDepth("pending_safety_checks", w.PendingChecks); err != nil {
-				return err
-			}
 			it.SafetyChecks = w.PendingChecks
 		}
 	case ItemWebSearchCall:
@@ -818,22 +812,13 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 		if len(it.OutputRaw) == 0 || it.OutputRaw[0] != '{' {
 			return InvalidRequest("output", "missing required parameter: output (a computer_screenshot object)")
 		}
-		if err := checkDepth("output", it.OutputRaw); err != nil {
-			return err
-		}
 		if len(w.AckChecks) > 0 && w.AckChecks[0] == '[' {
-			if err := checkDepth("acknowledged_safety_checks", w.AckChecks); err != nil {
-				return err
-			}
 			it.SafetyChecks = w.AckChecks
 		}
 	case ItemShellCallOutput:
 		it.CallID, it.OutputRaw = w.CallID, w.Output
 		if len(it.OutputRaw) == 0 || it.OutputRaw[0] != '[' {
 			return InvalidRequest("output", "missing required parameter: output (an array)")
-		}
-		if err := checkDepth("output", it.OutputRaw); err != nil {
-			return err
 		}
 	case ItemApplyPatchCallOutput:
 		it.CallID = w.CallID

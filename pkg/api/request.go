@@ -1004,6 +1004,9 @@ func validateInputItem(it *Item) error {
 	if err := oneOf("execution", optional(it.Execution), "server", "client"); err != nil {
 		return err
 	}
+	if err := checkActionDepths(it); err != nil {
+		return err
+	}
 	switch it.Type {
 	case ItemMCPCall:
 		// Its id names the call to the model (a call id derived from it,

@@ -295,7 +295,7 @@ func (e *Engine) DeleteConversationItem(ctx context.Context, id, itemID string) 
 		return nil, e.conversationErr(&store.ItemNotFoundError{ConversationID: id, ItemID: itemID}, id, "")
 	}
 	c, err := cs.DeleteConversationItem(ctx, id, itemID)
-	if err != nil {
+	if err != nil && (c == nil || !e.deletedAnyway(ctx, itemID, err)) {
 		return nil, e.conversationErr(err, id, "")
 	}
 	return apiConversation(c), nil

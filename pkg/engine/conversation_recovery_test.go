@@ -302,3 +302,30 @@ func TestBackgroundFailedAtStartAppendsNewInput(t *testing.T) {
 		assert.Empty(t, conv.Lock)
 	})
 }
+
+// partlyDeletingConversations deletes conversation items but reports parts
+// of them left.
+type partlyDeletingConversations struct{ *store.Memory }
+
+func (s partlyDeletingConversations) DeleteConversationItem(ctx context.Context, id, itemID string) (*store.Conversation, error) {
+	c, err := s.Memory.DeleteConversationItem(ctx, id, itemID)
+	if err != nil {
+		return nil, err
+	}
+	return c, fmt.Errorf("test: %w: chunks throttled", store.ErrPartlyDeleted)
+}
+
+// A conversation item's delete that removed the item but left parts of it
+// to expire (store.ErrPartlyDeleted) succeeded, as a response's does.
+func TestDeleteItemPartlyIsDeleted(t *testing.T) {
+	t.Parallel()
+	st := partlyDeletingConversations{store.NewMemory(store.MemoryConfig{})}
+	e, _ := newEngine(t, script(), nil, func(c *Config) { c.Store = st })
+	creq, err := api.DecodeConversationCreate([]byte(`{"items":[{"type":"message","id":"msg_a","role":"user","content":"hi"}]}`))
+	require.NoError(t, err)
+	conv, err := e.CreateConversation(context.Background(), creq)
+	require.NoError(t, err)
+	got, err := e.DeleteConversationItem(context.Background(), conv.ID, "msg_a")
+	require.NoError(t, err)
+	assert.Equal(t, conv.ID, got.ID)
+}

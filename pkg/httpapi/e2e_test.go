@@ -1465,3 +1465,23 @@ func TestE2EClientDisconnectMidStream(t *testing.T) {
 	}
 	require.Equal(t, "cancelled", status)
 }
+
+// TestE2EQuotaErrorNotRetried: the model provider's account out of quota
+// (OpenAI's 429 insufficient_quota) is a 502 that tells the official SDKs
+// not to retry it (x-should-retry: false), which they otherwise do for any
+// 5xx: two more calls that fail the same way.
+func TestE2EQuotaErrorNotRetried(t *testing.T) {
+	t.Parallel()
+	quota := fakellm.Turn{Status: http.StatusTooManyRequests, ErrorType: "insufficient_quota", ErrorCode: "insufficient_quota",
+		ErrorMessage: "You exceeded your current quota, please check your plan and billing details."}
+	g := newGateway(t, fakellm.New(quota, quota, quota, quota), nil)
+	status, hdr, body := g.postJSON(`{"input":"hi"}`)
+	wantError(t, status, body, http.StatusBadGateway, "-", "upstream_error")
+	require.Equal(t, "false", hdr.Get("x-should-retry"))
+	require.NotContains(t, string(body), "Please retry", "no retry helps")
+
+	retrying := openai.NewClient(option.WithBaseURL(g.srv.URL+"/v1/"), option.WithAPIKey("test"), option.WithHTTPClient(g.srv.Client()))
+	_, err := retrying.Responses.New(t.Context(), textParams("hi"))
+	wantAPIError(t, err, http.StatusBadGateway)
+	require.Equal(t, 2, g.fake.Calls(), "the SDK's create called the model once")
+}

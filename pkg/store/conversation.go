@@ -101,7 +101,8 @@ type ConversationStore interface {
 	// see ItemNotFound).
 	GetConversationItem(ctx context.Context, id, itemID string) (*api.Item, error)
 	// DeleteConversationItem deletes the item with itemID and returns the
-	// conversation.
+	// conversation; the conversation and an error wrapping ErrPartlyDeleted
+	// when the item is gone but parts of it remain (they expire).
 	DeleteConversationItem(ctx context.Context, id, itemID string) (*Conversation, error)
 }
 

@@ -95,8 +95,8 @@ func codeString(code any) string {
 // body. The provider's message reaches the client only when it is about
 // the request (400, 404, 409, 422 with the API's JSON error body: the
 // client's to fix). A 429 is a rate limit, but for OpenAI's
-// insufficient_quota (the gateway's account out of credit: a 502, which
-// no retry cures). A rate limit's (OpenAI's names the organization), a
+// insufficient_quota (the gateway's account out of credit: a 502 which
+// no retry cures, api.Error.NoRetry). A rate limit's (OpenAI's names the organization), a
 // credentials error's (it names part of the key), a server error's (a
 // proxy's may name internal hosts, or hold a stack trace) and a 4xx's
 // without a JSON error (a proxy's HTML page, a wrong provider URL's "404
@@ -132,8 +132,10 @@ func statusError(status int, header http.Header, body []byte) *api.Error {
 	case http.StatusTooManyRequests:
 		if code == "insufficient_quota" {
 			// OpenAI's 429 of an account out of credit: no retry helps.
-			return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, cause,
+			e := provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, cause,
 				"the model provider refused the call: the gateway's account with it is out of quota (HTTP 429 insufficient_quota)")
+			e.NoRetry = true
+			return e
 		}
 		return provider.RateLimited(provider.RetryAfter(header), cause, "the model provider is rate limiting requests")
 	}

@@ -82,3 +82,24 @@ func TestConvMetadataReadsMap(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, &types.AttributeValueMemberS{Value: `{"":"x"}`}, av)
 }
+
+// TestConvMetadataReadByPreviousRelease: a head whose metadata a map
+// attribute can hold (no empty key) is written as a map, which the
+// release before convMetadata (metadata map[string]string) reads: during
+// a rolling deploy its instances read heads the new ones wrote (a JSON
+// string there failed every read, and a lock taken with ALL_NEW).
+func TestConvMetadataReadByPreviousRelease(t *testing.T) {
+	for _, md := range []convMetadata{{"k": "v"}, {}, nil} {
+		var previous struct {
+			Metadata map[string]string `dynamodbav:"metadata"`
+		}
+		item, err := attributevalue.MarshalMap(convHead{Metadata: md})
+		require.NoError(t, err)
+		require.NoError(t, attributevalue.UnmarshalMap(item, &previous), "metadata %v", md)
+		if len(md) == 0 {
+			require.Empty(t, previous.Metadata)
+			continue
+		}
+		require.Equal(t, map[string]string(md), previous.Metadata)
+	}
+}

@@ -67,15 +67,21 @@ func (h *convHead) conversation(id string) *store.Conversation {
 	return c
 }
 
-// convMetadata is a conversation's metadata as its head keeps it: a JSON
-// object in a string attribute, as a map attribute refuses an empty key,
-// which metadata may have. A head written with a map reads as before.
+// convMetadata is a conversation's metadata as its head keeps it: a map
+// attribute, or a JSON object in a string attribute when it has an empty
+// key, which a map attribute refuses. A map is what releases before
+// convMetadata read (during a rolling deploy they read the heads this one
+// writes); both read here.
 type convMetadata map[string]string
 
-// MarshalDynamoDBAttributeValue writes m as a JSON object (nil: {}).
+// MarshalDynamoDBAttributeValue writes m as a map (nil: {}), or as a JSON
+// object when it has an empty key.
 func (m convMetadata) MarshalDynamoDBAttributeValue() (types.AttributeValue, error) {
 	if m == nil {
 		m = convMetadata{}
+	}
+	if _, ok := m[""]; !ok {
+		return attributevalue.Marshal(map[string]string(m))
 	}
 	b, err := json.Marshal(map[string]string(m))
 	if err != nil {
@@ -762,22 +768,24 @@ func (s *Store) GetConversationItem(ctx context.Context, id, itemID string) (*ap
 	return &it, nil
 }
 
-// DeleteConversationItem deletes the item itemID (its row, its id row and
-// its chunks) and returns the conversation.
+// DeleteConversationItem deletes the item itemID (its row and its id row,
+// then its chunks, which nobody reads once the row is gone) and returns
+// the conversation; with store.ErrPartlyDeleted when chunks remain.
 func (s *Store) DeleteConversationItem(ctx context.Context, id, itemID string) (*store.Conversation, error) {
 	h, r, err := s.row(ctx, id, itemID)
 	if err != nil {
 		return nil, err
 	}
-	reqs := []types.WriteRequest{
+	if err := s.batchWrite(ctx, []types.WriteRequest{
 		{DeleteRequest: &types.DeleteRequest{Key: keyOf(h.PK, r.SK)}},
 		{DeleteRequest: &types.DeleteRequest{Key: keyOf(h.PK, skItemIDPrefix+itemID)}},
-	}
-	for i := range r.Chunks {
-		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: keyOf(h.PK, chunkSK(r.Gen, i))}})
-	}
-	if err := s.batchWrite(ctx, reqs); err != nil {
+	}); err != nil {
 		return nil, fmt.Errorf("dynamodb: conversation %s: delete item %s: %w", id, itemID, err)
+	}
+	if r.Chunks > 0 {
+		if err := s.deleteChunks(ctx, h.PK, r.Gen, r.Chunks); err != nil {
+			return h.conversation(id), fmt.Errorf("dynamodb: conversation %s: delete item %s: %w: of its %d chunk items: %w", id, itemID, store.ErrPartlyDeleted, r.Chunks, err)
+		}
 	}
 	return h.conversation(id), nil
 }

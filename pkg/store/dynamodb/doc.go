@@ -170,8 +170,8 @@
 // # Conversations (store.ConversationStore)
 //
 // A conversation is a partition of its own, pk <tenant>#<conversation id>:
-// a head item (sk "conversation": created_at, expires_at, metadata as a
-// JSON string (convMetadata), next —
+// a head item (sk "conversation": created_at, expires_at, metadata (a
+// map, or a JSON string when it has an empty key: convMetadata), next —
 // the next item's sequence number — and lock, lock_until), one row per item
 // (sk "item#<seq, 16 digits>": its JSON gzip-compressed, or chunks like a
 // record's past 350 KiB) and one id row per item (sk "id#<item id>": its

@@ -414,3 +414,24 @@ func TestCreateConversationLostResponse(t *testing.T) {
 		require.Len(t, got, n)
 	}
 }
+
+// TestDeleteConversationItemLeavingChunksIsADeletion: an item delete that
+// removed the item but not all of its chunks (throttled past every retry)
+// reports store.ErrPartlyDeleted, with the conversation: the item is gone
+// (a plain error there was a 500, and a client's retry a 404).
+func TestDeleteConversationItemLeavingChunksIsADeletion(t *testing.T) {
+	t.Parallel()
+	s, clean, _, _ := faultyStore(t, true, &fault{op: "BatchWriteItem", kind: faultThrottle, skip: 1, times: -1})
+	ctx := t.Context()
+	big := api.Item{Type: api.ItemMessage, ID: "msg_big", Role: api.RoleUser, Status: api.ItemCompleted,
+		Content: []api.ContentPart{{Type: api.PartInputText, Text: storetest.RandomText(mrand.New(mrand.NewPCG(1, 9)), 300<<10)}}}
+	c := &store.Conversation{ID: api.NewID(api.PrefixConversation), CreatedAt: time.Now().Unix()}
+	require.NoError(t, clean.CreateConversation(ctx, c, []api.Item{big}))
+	got, err := s.DeleteConversationItem(ctx, c.ID, big.ID)
+	require.ErrorIs(t, err, store.ErrPartlyDeleted)
+	require.NotNil(t, got)
+	require.Equal(t, c.ID, got.ID)
+	items, err := clean.LoadConversationItems(ctx, c.ID, 10)
+	require.NoError(t, err)
+	require.Empty(t, items, "the item is gone")
+}

@@ -270,8 +270,8 @@ func (e *Executor) reply(ctx context.Context, call tools.ToolCall, t target, out
 		IsError bool    `json:"is_error"`
 	}
 	if err := json.Unmarshal(out.Payload, &r); err != nil || r.Output == nil {
-		e.log.WarnContext(ctx, "tool function returned a malformed reply", "tool", call.Name, "call_id", call.ID, "function", t.function, "bytes", len(out.Payload))
-		return e.failure(call, `Error: tool %s returned a malformed reply (want {"output": string, "is_error": bool}): %s`, call.Name, snippet(out.Payload, 200))
+		e.log.WarnContext(ctx, "tool function returned a malformed reply", "tool", call.Name, "call_id", call.ID, "function", t.function, "bytes", len(out.Payload), "reply", snippet(out.Payload, 2000))
+		return e.failure(call, `Error: tool %s returned a malformed reply (want {"output": string, "is_error": bool}): %s`, call.Name, snippet([]byte(e.hideAWSIDs(string(out.Payload))), 200))
 	}
 	return &tools.ToolResult{CallID: call.ID, Output: e.cut(*r.Output), IsError: r.IsError}
 }
@@ -280,10 +280,11 @@ func (e *Executor) reply(ctx context.Context, call tools.ToolCall, t target, out
 // 12-digit AWS account id.
 const awsIDPattern = `\barn:aws[a-zA-Z-]*:[^\s"'<>()\[\]{},]*|\b[0-9]{12}\b`
 
-// hideAWSIDs replaces the ARNs and account ids of a function error's text:
-// a function that lets an AWS error through (AccessDeniedException names
-// its role, the resource and the account) must not show them to the model
-// and the client; the log line has them.
+// hideAWSIDs replaces the ARNs and account ids of a function error's text
+// (or of a malformed reply, which may be one): a function that lets an AWS
+// error through (AccessDeniedException names its role, the resource and
+// the account) must not show them to the model and the client; the log
+// line has them.
 func (e *Executor) hideAWSIDs(s string) string {
 	return e.awsIDs.ReplaceAllString(s, "(hidden)")
 }

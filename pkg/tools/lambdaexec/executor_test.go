@@ -115,6 +115,27 @@ func TestFunctionErrorHidesAWSIdentifiers(t *testing.T) {
 	}
 }
 
+// A function that answers an AWS error's text as its reply, not in the
+// {"output", "is_error"} shape (a handler returning the exception's
+// message), shows the model the reply's start without ARNs and account ids,
+// as a function error's.
+func TestMalformedReplyHidesAWSIdentifiers(t *testing.T) {
+	const msg = `"User: arn:aws:sts::123456789012:assumed-role/tool-role/fn is not authorized to perform: dynamodb:GetItem"`
+	ep := newEndpoint(t, nil, localinvoke.WithFunction("fn", func(context.Context, []byte) ([]byte, error) {
+		return []byte(msg), nil
+	}))
+	ex := ep.executor(t, lambdaexec.Config{}, manifestOf(map[string]string{"t": "fn"}))
+	res := execute(t, ex, "t", `{}`)
+	if !res.IsError || !strings.Contains(res.Output, "malformed reply") || !strings.Contains(res.Output, "is not authorized to perform") {
+		t.Fatalf("result = %+v, want the malformed reply's start", res)
+	}
+	for _, leak := range []string{"123456789012", "arn:aws", "tool-role"} {
+		if strings.Contains(res.Output, leak) {
+			t.Errorf("output %q names %q", res.Output, leak)
+		}
+	}
+}
+
 func TestExecuteTimeout(t *testing.T) {
 	release := make(chan struct{}) // never released: the invocation is held
 	ep := newEndpoint(t, map[string]tools.Hosted{"fn": calculator.Tool()}, localinvoke.WithHold(release))
