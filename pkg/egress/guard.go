@@ -16,7 +16,15 @@ import (
 type LookupFunc func(ctx context.Context, host string) ([]netip.Addr, error)
 
 func defaultLookup(ctx context.Context, host string) ([]netip.Addr, error) {
-	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if de, ok := errors.AsType[*net.DNSError](err); ok && de.Server != "" {
+		// The resolver's address is the deployment's (a VPC's resolver):
+		// the error reaches the model and the tenant.
+		c := *de
+		c.Server = ""
+		err = &c
+	}
+	return ips, err
 }
 
 // blockedRange is one address range the tool must never connect to.

@@ -3,6 +3,7 @@ package egress
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -177,5 +178,22 @@ func TestCheckURL(t *testing.T) {
 				t.Fatalf("CheckURL = %v, want error containing %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// A failed lookup's error does not name the resolver (its address is the
+// deployment's, e.g. a VPC's resolver: the error reaches the model and the
+// tenant, as "lookup x on 10.0.0.2:53: no such host" used to).
+func TestLookupErrorHidesTheResolver(t *testing.T) {
+	_, err := defaultLookup(t.Context(), "nonexistent-lambent.invalid")
+	var de *net.DNSError
+	if !errors.As(err, &de) {
+		t.Fatalf("lookup error %v is not a *net.DNSError", err)
+	}
+	if de.Server != "" || strings.Contains(err.Error(), ":53") {
+		t.Errorf("lookup error %q names the resolver", err)
+	}
+	if !strings.Contains(err.Error(), "nonexistent-lambent.invalid") {
+		t.Errorf("lookup error %q does not name the host", err)
 	}
 }
