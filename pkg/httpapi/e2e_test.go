@@ -1485,3 +1485,18 @@ func TestE2EQuotaErrorNotRetried(t *testing.T) {
 	wantAPIError(t, err, http.StatusBadGateway)
 	require.Equal(t, 2, g.fake.Calls(), "the SDK's create called the model once")
 }
+
+// Nor does a retry cure the provider refusing the gateway's own
+// credentials (401, 403): the same x-should-retry: false, so the SDKs do
+// not call again (they retried the 502 twice).
+func TestE2ECredentialsErrorNotRetried(t *testing.T) {
+	t.Parallel()
+	for _, st := range []int{http.StatusUnauthorized, http.StatusForbidden} {
+		denied := fakellm.Turn{Status: st, ErrorType: "invalid_request_error", ErrorCode: "invalid_api_key", ErrorMessage: "Incorrect API key provided: sk-abc***xyz."}
+		g := newGateway(t, fakellm.New(denied, denied, denied), nil)
+		retrying := openai.NewClient(option.WithBaseURL(g.srv.URL+"/v1/"), option.WithAPIKey("test"), option.WithHTTPClient(g.srv.Client()))
+		_, err := retrying.Responses.New(t.Context(), textParams("hi"))
+		wantAPIError(t, err, http.StatusBadGateway)
+		require.Equal(t, 1, g.fake.Calls(), "HTTP %d: the SDK's create called the model once", st)
+	}
+}

@@ -96,7 +96,7 @@ func codeString(code any) string {
 // the request (400, 404, 409, 422 with the API's JSON error body: the
 // client's to fix). A 429 is a rate limit, but for OpenAI's
 // insufficient_quota (the gateway's account out of credit: a 502 which
-// no retry cures, api.Error.NoRetry). A rate limit's (OpenAI's names the organization), a
+// no retry cures, api.Error.NoRetry; so is a credentials error). A rate limit's (OpenAI's names the organization), a
 // credentials error's (it names part of the key), a server error's (a
 // proxy's may name internal hosts, or hold a stack trace) and a 4xx's
 // without a JSON error (a proxy's HTML page, a wrong provider URL's "404
@@ -127,8 +127,10 @@ func statusError(status int, header http.Header, body []byte) *api.Error {
 	case http.StatusUnauthorized, http.StatusForbidden:
 		// The upstream message stays out of the client's view: OpenAI's
 		// names part of the key.
-		return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamAuthFailed, cause,
+		e := provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamAuthFailed, cause,
 			"the model provider rejected the gateway's credentials (HTTP %d)", status)
+		e.NoRetry = true // the operator must act
+		return e
 	case http.StatusTooManyRequests:
 		if code == "insufficient_quota" {
 			// OpenAI's 429 of an account out of credit: no retry helps.
