@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -580,4 +581,29 @@ func TestFuncName(t *testing.T) {
 	assert.Equal(t, "a_b_c", funcName("a.b/c"))
 	assert.Equal(t, strings.Repeat("x", 64), funcName(strings.Repeat("x", 70)))
 	assert.Equal(t, "tool", funcName(""))
+}
+
+// An allowed_tools reference to an MCP server names one of the request's
+// servers (or lambent, the hosted tools): one without a server_label, or
+// naming no server of the request, is a 400 naming it before anything
+// connects. It used to be accepted and to allow nothing.
+func TestMCPRemote_AllowedToolsNamesAKnownServer(t *testing.T) {
+	t.Parallel()
+	srv := startMCP(t, mcptest.Options{})
+	for ref, param := range map[string]string{
+		`{"type":"mcp"}`:                        "tool_choice.tools[0].server_label",
+		`{"type":"mcp","server_label":"nope"}`:  "tool_choice.tools[0].server_label",
+		`{"type":"mcp","server_label":"nope2"}`: "tool_choice.tools[0].server_label",
+	} {
+		p := script(text("done", 1, 1))
+		e, _ := newEngine(t, p, newMock(echoTool, "calc"), withMCP, mcpMode)
+		_, err := run1(t, e, `{"input":"x","tools":[`+mcpServerTool(srv.Endpoint, `,"require_approval":"never"`)+`,{"type":"lambent:calc"}],`+
+			`"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[`+ref+`]}}`)
+		var ae *api.Error
+		require.ErrorAs(t, err, &ae, ref)
+		assert.Equal(t, http.StatusBadRequest, ae.Status, ref)
+		assert.Equal(t, param, ae.Param, "%s: %s", ref, ae.Message)
+		assert.Empty(t, p.requests(), "no model call")
+		assert.Empty(t, srv.Headers(), "no server contacted")
+	}
 }

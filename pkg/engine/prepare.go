@@ -374,10 +374,16 @@ func (r *run) resolveTools(e *Engine) error {
 	}
 	names := r.req.AllowedTools
 	if c := r.req.ToolChoice; c != nil && c.Type == "allowed_tools" {
-		for _, t := range c.Tools {
+		for i, t := range c.Tools {
 			n := t.Name
 			switch {
 			case t.Type == api.ToolMCP:
+				// A reference names one of the request's servers, or the
+				// hosted tools ("lambent").
+				if t.ServerLabel != api.HostedServerLabel && r.tools.mcpServer(t.ServerLabel) == nil {
+					return api.InvalidRequest("tool_choice.tools["+strconv.Itoa(i)+"].server_label",
+						"allowed tool {\"type\":\"mcp\",\"server_label\":%q} names no MCP server of this request's tools", t.ServerLabel)
+				}
 				r.tools.allowedMCP = append(r.tools.allowedMCP, t)
 				continue
 			case n == "":
