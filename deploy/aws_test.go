@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/lambent/lambent/pkg/app"
+	"github.com/lambent/lambent/pkg/wsapi/apigw"
 )
 
 // TestWebSocketStageThrottlingAndAccessLogs: like the REST stage, the
@@ -102,6 +103,20 @@ func TestQueueTriggersAreCapped(t *testing.T) {
 	}
 	if seen != len(want) {
 		t.Errorf("%d capped event sources, want %d (%v)", seen, len(want), want)
+	}
+}
+
+// TestWebSocketQueueHoldsTheLargestTurn: a queued turn is the client's
+// message (at most apigw.MaxMessage, API Gateway's 128 KB) as a JSON
+// string, which can grow it up to 6 times (every byte a \u00XX escape),
+// plus the turn's other fields. SQS's default limit, 256 KiB, refused such
+// turns; its largest, 1 MiB, holds them.
+func TestWebSocketQueueHoldsTheLargestTurn(t *testing.T) {
+	tpl := loadTemplate(t)
+	p := asMap(get(tpl.resources()["WebSocketQueue"], "Properties"))
+	got, ok := asInt(p["MaximumMessageSize"])
+	if want := 6*apigw.MaxMessage + 4<<10; !ok || got < want || got > 1<<20 {
+		t.Errorf("WebSocketQueue MaximumMessageSize = %v, want at least %d (6 x the largest message and the turn's fields) and at most 1 MiB (SQS's largest)", p["MaximumMessageSize"], want)
 	}
 }
 
