@@ -339,7 +339,7 @@ func (e *Engine) endIterations(ctx context.Context, r *run, calls []api.Item, pl
 			v.errors = []string{fmt.Sprintf("%s was called before %s: there is no output to submit.", api.SubmitTool, a.output)}
 		} else {
 			a.phase = phaseValidation
-			v.errors, made = e.validate(ctx, r, v.output)
+			v.errors, made = e.validate(ctx, r, v.output, iteration)
 			if ctx.Err() == nil {
 				a.phase = ""
 			}

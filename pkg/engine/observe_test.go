@@ -317,3 +317,31 @@ func TestObserverSeesReflectionSubmitAndFailedAttempts(t *testing.T) {
 	assert.Contains(t, refl[0].Result.Output, `"summary": "fine"`)
 	assert.Equal(t, 3, refl[0].Attempt)
 }
+
+// A validator call is placed at the model call whose output call it
+// checks (ToolCall.Iteration, the hooks' "iteration"): the same iteration
+// as that output call, not the one before it (0 would be a call left
+// pending by the previous response).
+func TestObserverValidatorCallsHaveTheirOutputCallsIteration(t *testing.T) {
+	t.Parallel()
+	w := &watcher{}
+	m := newMock(func(_ context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
+		if c.Name == "check_report" {
+			return &tools.ToolResult{Output: `{"valid":true}`}, nil
+		}
+		return echoTool(context.Background(), c)
+	}, "check_report", "lookup")
+	p := script(
+		calls(1, 1, call("c1", "lookup", `{}`)),
+		calls(1, 1, call("c2", "report", validReport)),
+	)
+	e, _ := newEngine(t, p, m, func(c *Config) { c.Observer = w })
+	rec, err := run1(t, e, `{"input":"assess","tools":[{"type":"lambent:lookup"},`+outputTool(`"validators":["lambent:check_report"]`)+`]}`)
+	require.NoError(t, err)
+	require.Equal(t, api.StatusCompleted, rec.response(t).Status)
+	outs, vals := w.byKind(ToolKindOutput), w.byKind(ToolKindValidator)
+	require.Len(t, outs, 1)
+	require.Len(t, vals, 1)
+	assert.Equal(t, 2, outs[0].Iteration)
+	assert.Equal(t, 2, vals[0].Iteration, "the validator checks the output call of model call 2")
+}

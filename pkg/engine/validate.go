@@ -55,8 +55,10 @@ type serverCall struct {
 // validate checks output: the errors (nil when valid) and the validator
 // calls made, for the caller to add to output after the calls whose result
 // the verdict is. A validator that fails or answers outside its contract
-// fails the check: no output passes unvalidated.
-func (e *Engine) validate(ctx context.Context, r *run, output string) ([]string, []serverCall) {
+// fails the check: no output passes unvalidated. iteration is the model
+// call that asked for the check (its output or submit call's), which the
+// validator calls report (ToolCall.Iteration).
+func (e *Engine) validate(ctx context.Context, r *run, output string, iteration int) ([]string, []serverCall) {
 	c := &r.att.check
 	if errs := schemacheck.Errors(c.schema, output); errs != nil {
 		return errs, nil
@@ -81,7 +83,7 @@ func (e *Engine) validate(ctx context.Context, r *run, output string) ([]string,
 		if !r.tools.mcpItems {
 			it = api.Item{Type: api.ItemFunctionCall, ID: r.newItemID(api.PrefixFunctionCall), Status: api.ItemCompleted, CallID: api.NewCallID(), Name: v.name, Arguments: args, Hidden: hidden}
 		}
-		res := e.execute(tctx, r, &plannedCall{call: tools.ToolCall{ID: callKey(&it), Name: v.name, Arguments: args, ResponseID: r.resp.ID}, exec: v.exec, kind: ToolKindValidator}, r.turns)
+		res := e.execute(tctx, r, &plannedCall{call: tools.ToolCall{ID: callKey(&it), Name: v.name, Arguments: args, ResponseID: r.resp.ID}, exec: v.exec, kind: ToolKindValidator}, iteration)
 		made = append(made, serverCall{item: it, res: res})
 		if errs := validatorErrors(v.name, res); errs != nil {
 			return errs, made
