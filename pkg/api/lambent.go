@@ -1,6 +1,9 @@
 package api
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // LambentInfo is the response's "lambent" extension field: what Lambent
 // reports beyond the OpenResponses schema. Response.Lambent is nil (and the
@@ -112,7 +115,8 @@ func (l *LambentInfo) clone() *LambentInfo {
 	if l.Attempts != nil {
 		c.Attempts = make([]Attempt, len(l.Attempts))
 		for i, a := range l.Attempts {
-			a.Errors = append([]string(nil), a.Errors...)
+			// An empty list stays one: the wire shows "errors": [].
+			a.Errors = slices.Clone(a.Errors)
 			c.Attempts[i] = a
 		}
 	}

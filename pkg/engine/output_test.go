@@ -836,3 +836,36 @@ func testOutput_DeadlineContinuationSubmits(t *testing.T) {
 	assert.Equal(t, "check_report", m.calls()[1].Name)
 	assert.Len(t, p.requests(), 2, "no model call in the continuation")
 }
+
+// An attempt's errors are a list, empty for a valid attempt (and for the
+// current one while it runs), as docs/validated-output.md shows them:
+// never null, in the response, the terminal event and the stored response.
+func TestOutput_AttemptErrorsAreAList(t *testing.T) {
+	t.Parallel()
+	p := script(calls(1, 1, call("c1", "report", validReport)), calls(1, 1, call("c2", "report", validReport)))
+	e, _ := newEngine(t, p, newMock(echoTool))
+	errorsOf := func(t *testing.T, body []byte) string {
+		t.Helper()
+		var w struct {
+			Lambent struct {
+				Attempts []map[string]json.RawMessage `json:"attempts"`
+			} `json:"lambent"`
+		}
+		require.NoError(t, json.Unmarshal(body, &w))
+		require.Len(t, w.Lambent.Attempts, 1)
+		return string(w.Lambent.Attempts[0]["errors"])
+	}
+	rec, err := run1(t, e, `{"input":"assess","tools":[`+outputTool("")+`]}`)
+	require.NoError(t, err)
+	assert.Equal(t, "[]", errorsOf(t, rec.resp), "the response")
+	stored, err := json.Marshal(e.mustGet(t, rec.response(t).ID))
+	require.NoError(t, err)
+	assert.Equal(t, "[]", errorsOf(t, stored), "the stored response")
+	rec2, err := run1(t, e, `{"input":"assess","stream":true,"tools":[`+outputTool("")+`]}`)
+	require.NoError(t, err)
+	var last struct {
+		Response json.RawMessage `json:"response"`
+	}
+	require.NoError(t, json.Unmarshal(rec2.events[len(rec2.events)-1], &last))
+	assert.Equal(t, "[]", errorsOf(t, last.Response), "the terminal event")
+}
