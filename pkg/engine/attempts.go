@@ -83,6 +83,9 @@ type verdict struct {
 	// answer is the output index of the model's answer that ended the
 	// attempt, -1 when none did.
 	answer int
+	// refused: the answer (text.format json_schema) is the model's
+	// refusal, which ends the response as it is.
+	refused bool
 }
 
 // Cancellation phases.
@@ -382,13 +385,36 @@ func (e *Engine) answered(r *run) {
 			i = 0
 		}
 	}
-	if a.output != "" {
+	switch {
+	case a.output != "":
 		v.code, v.output = api.CodeInvalidResponse, ""
 		v.errors = []string{fmt.Sprintf("The answer did not call %s: the output must be given as the arguments of a call of %s.", a.output, a.output)}
-	} else if v.errors = schemacheck.Errors(a.check.schema, v.output); v.errors != nil {
-		v.code = api.CodeValidationFailed
+	case v.answer >= 0 && refusal(&r.resp.Output[v.answer]):
+		v.refused = true
+	default:
+		if v.errors = schemacheck.Errors(a.check.schema, v.output); v.errors != nil {
+			v.code = api.CodeValidationFailed
+		}
 	}
 	a.verdict = v
+}
+
+// refusal reports whether the message it is the model's refusal: it holds
+// a refusal part.
+func refusal(it *api.Item) bool {
+	return slices.ContainsFunc(it.Content, func(p api.ContentPart) bool { return p.Type == api.PartRefusal })
+}
+
+// setAsideBut sets aside every assistant message of the output but the
+// one at keep (-1: none) as commentary: output_text, which the SDKs'
+// helpers read and parse, is then the validated output (or the refusal)
+// alone.
+func (r *run) setAsideBut(keep int) {
+	for i := range r.resp.Output {
+		if it := &r.resp.Output[i]; i != keep && it.Type == api.ItemMessage && it.Role == api.RoleAssistant {
+			r.setAside(i)
+		}
+	}
 }
 
 // setAside marks a model message that is not the validated output (an
@@ -407,7 +433,8 @@ func (r *run) setAside(idx int) {
 
 // afterAttempt acts on the verdict of an attempt whose iterations ended:
 // a valid output completes the response (the output tool's output becomes
-// the final message); a failed attempt is fed back and the next one starts
+// the final message), and so does a refusal of structured text, left
+// unjudged; a failed attempt is fed back and the next one starts
 // (stop false), or, when none is left, the response fails with the
 // attempt's code.
 func (e *Engine) afterAttempt(ctx context.Context, r *run) (outcome, bool) {
@@ -415,16 +442,17 @@ func (e *Engine) afterAttempt(ctx context.Context, r *run) (outcome, bool) {
 	v := a.verdict
 	a.verdict = nil
 	cur := a.current(r)
+	if v.refused {
+		// As at OpenAI, a refusal of structured text is the response's
+		// answer: there is no output to judge, nor to ask for again.
+		r.setAsideBut(v.answer)
+		return outcome{status: api.StatusCompleted}, true
+	}
 	if v.code == "" {
 		cur.Valid = true
 		e.attemptEnded(ctx, r)
-		// The model's other text is commentary: output_text, which the
-		// SDKs' helpers read and parse, is the validated output alone.
-		for i := range r.resp.Output {
-			if it := &r.resp.Output[i]; i != v.answer && it.Type == api.ItemMessage && it.Role == api.RoleAssistant {
-				r.setAside(i)
-			}
-		}
+		// The model's other text is commentary.
+		r.setAsideBut(v.answer)
 		if a.output != "" {
 			r.finalMessage(v.output)
 		}

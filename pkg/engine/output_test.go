@@ -531,6 +531,36 @@ func TestOutput_TextFormatJSONSchema(t *testing.T) {
 	assert.True(t, info.Attempts[1].Valid)
 }
 
+// A refusal of structured text (text.format json_schema) is the answer, as
+// at OpenAI: the response completes with the refusal, one model call,
+// not a failed attempt fed back until the attempts run out.
+func TestOutput_TextFormatRefusalIsTheAnswer(t *testing.T) {
+	t.Parallel()
+	refusal := step{res: provider.Result{Refusal: "I can't help with that.", FinishReason: provider.FinishStop, Usage: api.Usage{InputTokens: 1, OutputTokens: 1}}}
+	p := script(text("not json", 1, 1), refusal, text(validReport, 1, 1))
+	e, _ := newEngine(t, p, nil)
+	rec, err := run1(t, e, `{"input":"assess","text":{"format":{"type":"json_schema","name":"report","strict":true,"schema":`+reportSchema+`}}}`)
+	require.NoError(t, err)
+	r := rec.response(t)
+	assert.Equal(t, api.StatusCompleted, r.Status)
+	assert.Nil(t, r.Error)
+	assert.Len(t, p.requests(), 2, "the refusal is not asked again")
+	require.Equal(t, []string{"message", "message", "message"}, types(r.Output))
+	last := r.Output[2]
+	assert.Empty(t, last.Phase)
+	require.Len(t, last.Content, 1)
+	assert.Equal(t, api.PartRefusal, last.Content[0].Type)
+	assert.Equal(t, "I can't help with that.", last.Content[0].Refusal)
+	assert.Equal(t, "commentary", r.Output[0].Phase, "the failed answer is set aside")
+	assert.Empty(t, outputText(r))
+	info := rec.lambent(t)
+	require.Len(t, info.Attempts, 2)
+	assert.Equal(t, api.CodeValidationFailed, info.Attempts[0].Code)
+	assert.False(t, info.Attempts[1].Valid, "a refusal is not a valid output")
+	assert.Empty(t, info.Attempts[1].Code)
+	assert.Equal(t, 2, r.Usage.InputTokens)
+}
+
 // Responses without validated output carry no attempts in their
 // "lambent" field: only its timing.
 func TestOutput_NoAttemptsOtherwise(t *testing.T) {
