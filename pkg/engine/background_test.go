@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -588,4 +589,43 @@ func runInvocations(t *testing.T, e *Engine, q *jobQueue, clock *fakeClock) int 
 		cancel()
 	}
 	return n
+}
+
+// The turn limit holds over hand-offs in the middle of a turn: a run that
+// stops before its turn's tool calls (they do not fit the invocation) has
+// made that turn's model call, and its continuation runs the calls without
+// making it again. (It counted the turn as not made: every invocation that
+// ran the pending calls, one model call and stopped before its calls left
+// the count where it was, and the response called the model without end.)
+// At the limit, the last turn's pending calls are still handed off and
+// run, and the response ends incomplete with max_turns, as with time.
+func TestBackgroundTurnLimitAcrossMidTurnHandOffs(t *testing.T) {
+	forStores(t, testBackgroundTurnLimitAcrossMidTurnHandOffs)
+}
+
+func testBackgroundTurnLimitAcrossMidTurnHandOffs(t *testing.T, mk storeMaker) {
+	clock := &fakeClock{t: time.Now()}
+	// Invocations have 40 minutes: a model call takes 12, a tool call 15,
+	// so each invocation runs the pending call, one model call, and finds
+	// no time for that call's tool call.
+	slow := clock.taking(12 * time.Minute)
+	m := newMock(func(context.Context, tools.ToolCall) (*tools.ToolResult, error) {
+		clock.advance(15 * time.Minute)
+		return &tools.ToolResult{Output: "found"}, nil
+	}, "lookup")
+	var steps []step
+	for i := range 8 {
+		steps = append(steps, slow(calls(1, 1, call(fmt.Sprintf("c%d", i), "lookup", `{}`))))
+	}
+	p := script(steps...)
+	e, _, q := bgEngine(t, mk, p, m, func(c *Config) { c.Now = clock.Now; c.Loop.MaxTurns = 3 })
+	rec, err := runBackground(t, e, `{"input":"go","background":true,"tools":[{"type":"lambent:lookup"}]}`)
+	require.NoError(t, err)
+	require.Greater(t, runInvocations(t, e, q, clock), 1, "the run was handed off")
+	got := e.mustGet(t, rec.response(t).ID)
+	assert.Len(t, p.requests(), 3, "LAMBENT_MAX_TURNS 3")
+	assert.Len(t, m.calls(), 3, "the last turn's call ran")
+	assert.Equal(t, api.StatusIncomplete, got.Status)
+	require.NotNil(t, got.IncompleteDetails)
+	assert.Equal(t, api.ReasonMaxTurns, got.IncompleteDetails.Reason)
 }

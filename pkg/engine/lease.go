@@ -359,7 +359,10 @@ func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf 
 	// hand off to one that does the same (a model call longer than an
 	// invocation), for ever: the response ends incomplete instead.
 	progressed := r.turns > turns || r.tools.hostedCalls > calls
-	if out.status == api.StatusIncomplete && out.reason == api.ReasonDeadline && r.turns < e.turnLimit(r) && progressed {
+	// A run at its turn limit hands off the calls its last turn left
+	// pending, as a run with time runs them before it ends.
+	more := r.turns < e.turnLimit(r) || len(r.pendingCalls()) > 0
+	if out.status == api.StatusIncomplete && out.reason == api.ReasonDeadline && more && progressed {
 		return e.handOff(ctx, r, rec, buf)
 	}
 	c.mu.Lock()

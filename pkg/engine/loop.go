@@ -197,7 +197,7 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 			return out
 		}
 	}
-	for ; ; r.turns++ {
+	for {
 		if r.checkpoint != nil {
 			if err := r.checkpoint(); err != nil {
 				return outcome{status: api.StatusFailed, err: api.AsError(err)}
@@ -240,6 +240,10 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 			r.closeUnexecuted(r.asm.finish(cut))
 			return out
 		}
+		// The turn counts from its answer on: a run that stops before its
+		// tool calls (a background hand-off with the calls pending) has
+		// made it, and its continuation must not make it again.
+		r.turns = turn + 1
 		r.addUsage(res)
 		a := r.asm
 		itemStatus := api.ItemCompleted

@@ -41,10 +41,11 @@ type run struct {
 	timing timing
 	// obs observes the loop; nil when Config.Observer is (see observe).
 	obs ResponseObserver
-	// turns counts model calls, over every invocation of a background
-	// response; modelCalls is the number of the last model call made (turns
-	// counts the turns begun, and may be one short when the loop ends in a
-	// turn).
+	// turns counts the model calls that answered, over every invocation
+	// of a background response (the turn limit bounds it; a run that stops
+	// before its turn's tool calls has counted the turn); modelCalls is the
+	// number of the last model call made (one more than turns when that
+	// call failed).
 	turns, modelCalls int
 
 	// att is the validated-output state (attempts.go); nil when the
