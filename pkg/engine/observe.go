@@ -162,7 +162,7 @@ func (e *Engine) attemptStarted(ctx context.Context, r *run) {
 		return
 	}
 	cur := r.att.current(r)
-	r.obs.StartAttempt(ctx, &Attempt{ResponseID: r.resp.ID, Number: cur.Number, Turns: r.modelCalls, At: e.cfg.Now()})
+	r.obs.StartAttempt(ctx, &Attempt{ResponseID: r.resp.ID, Number: cur.Number, Turns: r.turns, At: e.cfg.Now()})
 }
 
 // attemptEnded tells the observer that r's current attempt ended (its
@@ -172,7 +172,7 @@ func (e *Engine) attemptEnded(ctx context.Context, r *run) {
 		return
 	}
 	cur := r.att.current(r)
-	r.obs.EndAttempt(ctx, &Attempt{ResponseID: r.resp.ID, Number: cur.Number, Turns: r.modelCalls, At: e.cfg.Now(),
+	r.obs.EndAttempt(ctx, &Attempt{ResponseID: r.resp.ID, Number: cur.Number, Turns: r.turns, At: e.cfg.Now(),
 		Valid: cur.Valid, Code: cur.Code, Errors: append([]string(nil), cur.Errors...), Iterations: cur.Iterations, Usage: cur.Usage})
 }
 

@@ -10,11 +10,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -344,4 +346,43 @@ func TestObserverValidatorCallsHaveTheirOutputCallsIteration(t *testing.T) {
 	require.Len(t, vals, 1)
 	assert.Equal(t, 2, outs[0].Iteration)
 	assert.Equal(t, 2, vals[0].Iteration, "the validator checks the output call of model call 2")
+}
+
+// The attempt events of a background response place the attempt among
+// the response's model calls over every invocation (Attempt.Turns, the
+// hooks' "iteration"), and the calls an invocation runs for its
+// predecessor at the model call that asked for them: an output call left
+// pending by a hand-off is judged in the next invocation, before its first
+// model call.
+func TestObserverAttemptAfterHandOff(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{t: time.Now()}
+	// Invocations have 40 minutes: a model call takes 12, the lookup 10,
+	// so the validation of the second model call's output does not fit.
+	slow := clock.taking(12 * time.Minute)
+	w := &watcher{}
+	m := newMock(func(_ context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
+		if c.Name == "lookup" {
+			clock.advance(10 * time.Minute)
+			return &tools.ToolResult{Output: "found"}, nil
+		}
+		return &tools.ToolResult{Output: `{"valid":true}`}, nil
+	}, "lookup", "check_report")
+	p := script(
+		slow(calls(1, 1, call("c1", "lookup", `{}`))),
+		slow(calls(1, 1, call("c2", "report", validReport))),
+	)
+	mem := func(*testing.T) store.ResponseStore { return store.NewMemory(store.MemoryConfig{}) }
+	e, _, q := bgEngine(t, mem, p, m, func(c *Config) { c.Now = clock.Now; c.Observer = w })
+	rec, err := runBackground(t, e, `{"input":"assess","background":true,"tools":[{"type":"lambent:lookup"},`+outputTool(`"validators":["lambent:check_report"]`)+`]}`)
+	require.NoError(t, err)
+	require.Equal(t, 2, runInvocations(t, e, q, clock), "handed off with the output call pending")
+	require.Equal(t, api.StatusCompleted, e.mustGet(t, rec.response(t).ID).Status)
+	require.Len(t, w.attempts, 1)
+	assert.True(t, w.attempts[0].Valid)
+	assert.Equal(t, 2, w.attempts[0].Turns, "judged after the response's second model call")
+	outs := w.byKind(ToolKindOutput)
+	require.Len(t, outs, 1)
+	assert.Equal(t, 2, outs[0].Iteration, "asked for by model call 2")
+	assert.Equal(t, 1, w.byKind(ToolKindHosted)[0].Iteration)
 }
