@@ -376,7 +376,7 @@ func (a *assembler) closeMessage(status string) {
 // finish closes every open item of the turn and returns the function_call,
 // mcp_call and mcp_approval_request items it produced, in order. An mcp_call of a completed turn
 // stays open until its tool has answered (completeServerCall) or the turn
-// ends without running it (closeUnexecuted). itemStatus is the status of
+// ends without running it (closeOpenCalls). itemStatus is the status of
 // the turn's last item (incomplete when the turn was cut; a reasoning item
 // still open is one the model was emitting); the items before it were
 // whole (completed): an incomplete item is the last one emitted

@@ -137,7 +137,8 @@ func (e *Engine) save(ctx context.Context, r *run, c ConnectionCache) error {
 	return st.Create(sctx, r.record())
 }
 
-// finalize sets the terminal status and its details on the response. A
+// finalize sets the terminal status and its details on the response, and
+// ends the stream's mcp_call items of calls that did not run. A
 // failure's error is what the client may see (api.Error.ForClient: a
 // server error says what happened in general terms and names the request
 // id of ctx); its cause is logged.
@@ -167,6 +168,7 @@ func (e *Engine) finalize(ctx context.Context, r *run, out outcome) {
 		resp.Error = &api.ResponseError{Code: code, Message: out.err.ForClient(requestid.From(ctx)).Message}
 	}
 	r.att.finalize(r, out)
+	r.closeOpenCalls()
 	r.stampTiming(resp, e.cfg.Now())
 }
 
@@ -236,8 +238,8 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 			if out.status == api.StatusIncomplete {
 				cut = api.ItemIncomplete
 			}
-			// None of its calls runs: its mcp_call items end here.
-			r.closeUnexecuted(r.asm.finish(cut))
+			// None of its calls runs (finalize ends their mcp_call items).
+			r.asm.finish(cut)
 			return out
 		}
 		// The turn counts from its answer on: a run that stops before its
@@ -250,12 +252,8 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 		if res.FinishReason == provider.FinishLength {
 			itemStatus = api.ItemIncomplete
 		}
+		// A cut turn's calls do not run (finalize ends their mcp_call items).
 		calls := a.finish(itemStatus)
-		if res.FinishReason == provider.FinishLength || res.FinishReason == provider.FinishContentFilter {
-			// The turn was cut: none of its calls runs, its mcp_call
-			// items end here.
-			r.closeUnexecuted(calls)
-		}
 		switch res.FinishReason {
 		case provider.FinishLength:
 			return outcome{status: api.StatusIncomplete, reason: api.ReasonMaxOutputTokens}
@@ -491,7 +489,6 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 	}
 	if !pause && (hosted > 0 || validates) && !r.budget.fits(r.budget.maxTools) {
 		// The calls stay unanswered; a continuation runs them.
-		r.closeUnexecuted(calls)
 		r.tools.hostedCalls -= counted
 		return outcome{status: api.StatusIncomplete, reason: api.ReasonDeadline}, true
 	}
@@ -535,7 +532,6 @@ func (e *Engine) runTools(ctx context.Context, r *run, calls []api.Item, unanswe
 	if !pause && r.att != nil {
 		e.endIterations(ctx, r, calls, plans, iteration)
 	}
-	r.closeUnexecuted(calls)
 	if pause {
 		return outcome{status: api.StatusRequiresAction}, true
 	}

@@ -340,3 +340,38 @@ func TestMCPItems_CallsCompleteAsTheyEnd(t *testing.T) {
 	assert.Equal(t, "done slow", r.Output[0].Output, r.Output[0].Error)
 	assert.Equal(t, "done fast", r.Output[1].Output)
 }
+
+// A background run that hands off with its turn's calls pending (they did
+// not fit the invocation) leaves their mcp_call items open: its next
+// invocation runs them, and the one stream across invocations completes
+// each item once (it ended them in_progress at the hand-off, then
+// completed them again: mcp_call.completed for an item already done).
+func TestMCPItems_HandOffKeepsPendingCallsOpen(t *testing.T) {
+	forStores(t, testMCPItemsHandOffKeepsPendingCallsOpen)
+}
+
+func testMCPItemsHandOffKeepsPendingCallsOpen(t *testing.T, mk storeMaker) {
+	clock := &fakeClock{t: time.Now()}
+	// Invocations have 40 minutes: a model call takes 12, a tool call 10,
+	// so the second turn's call does not fit the first invocation.
+	slow := clock.taking(12 * time.Minute)
+	m := newMock(func(context.Context, tools.ToolCall) (*tools.ToolResult, error) {
+		clock.advance(10 * time.Minute)
+		return &tools.ToolResult{Output: "found"}, nil
+	}, "lookup")
+	p := script(slow(calls(1, 1, call("c1", "lookup", `{}`))), slow(calls(1, 1, call("c2", "lookup", `{}`))), slow(text("done", 1, 1)))
+	e, _, q := bgEngine(t, mk, p, m, func(c *Config) { c.Now = clock.Now; mcpMode(c) })
+	rec, err := runBackground(t, e, `{"input":"go","background":true,"tools":[{"type":"lambent:lookup"}]}`)
+	require.NoError(t, err)
+	id := rec.response(t).ID
+	require.Equal(t, 2, runInvocations(t, e, q, clock), "handed off with the second call pending")
+	raw := &rawRecorder{}
+	require.NoError(t, e.StreamResponse(context.Background(), id, -1, raw))
+	final := raw.checkOpenAIStream(t)
+	assert.Equal(t, api.StatusCompleted, final.Status)
+	assert.Equal(t, []string{api.ItemMCPCall, api.ItemMCPCall, api.ItemMessage}, types(final.Output))
+	for _, it := range final.Output[:2] {
+		assert.Equal(t, api.ItemCompleted, it.Status)
+		assert.Equal(t, "found", it.Output)
+	}
+}

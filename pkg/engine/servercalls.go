@@ -282,18 +282,17 @@ func (r *run) completeServerCall(call *api.Item, res *tools.ToolResult) {
 	r.em.itemEvent(api.EventOutputItemDone, idx, it)
 }
 
-// closeUnexecuted ends the stream's open mcp_call items of calls that did
-// not run (their turn paused or was cut, or the deadline left no time):
-// they stay in_progress in the stored output, and a continuation runs
-// them. An item the assembler closed already (the incomplete last item of
-// a cut turn) is left alone.
-func (r *run) closeUnexecuted(calls []api.Item) {
-	for i := range calls {
-		if calls[i].Type != api.ItemMCPCall {
-			continue
-		}
-		if idx := r.outputIndex(calls[i].ID); idx >= 0 && r.resp.Output[idx].Status == api.ItemInProgress && !r.resp.Output[idx].Executed() {
-			r.em.itemEvent(api.EventOutputItemDone, idx, &r.resp.Output[idx])
+// closeOpenCalls ends, when the response ends, the stream's open mcp_call
+// items: those of calls that did not run (their turn paused or was cut, or
+// the deadline left no time). They stay in_progress in the stored output,
+// and a continuation runs them. A background run that hands off leaves
+// them open: its next invocation runs them in the same stream, which
+// completes each once. An item the assembler closed already (the
+// incomplete last item of a cut turn) is left alone.
+func (r *run) closeOpenCalls() {
+	for i := range r.resp.Output {
+		if it := &r.resp.Output[i]; it.Type == api.ItemMCPCall && it.Status == api.ItemInProgress && !it.Executed() {
+			r.em.itemEvent(api.EventOutputItemDone, i, it)
 		}
 	}
 }
