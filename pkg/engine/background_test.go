@@ -13,6 +13,7 @@ import (
 	"github.com/lambent/lambent/internal/testing/ddbmeter"
 	"github.com/lambent/lambent/internal/testing/dynamotest"
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/store/dynamodb"
 	"github.com/lambent/lambent/pkg/store/storetest"
@@ -628,4 +629,76 @@ func testBackgroundTurnLimitAcrossMidTurnHandOffs(t *testing.T, mk storeMaker) {
 	assert.Equal(t, api.StatusIncomplete, got.Status)
 	require.NotNil(t, got.IncompleteDetails)
 	assert.Equal(t, api.ReasonMaxTurns, got.IncompleteDetails.Reason)
+}
+
+// cutModel is a scripted model whose call number cut sends text (if any)
+// and then runs into the invocation's deadline (the clock passes it).
+type cutModel struct {
+	*scripted
+	clock *fakeClock
+	cut   int
+	text  string
+	mu    sync.Mutex
+	n     int
+}
+
+func (c *cutModel) Stream(ctx context.Context, req *provider.Request, fn func(provider.Delta) error) (*provider.Result, error) {
+	c.mu.Lock()
+	c.n++
+	n := c.n
+	c.mu.Unlock()
+	if n != c.cut {
+		return c.scripted.Stream(ctx, req, fn)
+	}
+	if c.text != "" {
+		if err := fn(provider.Delta{Kind: provider.DeltaText, Text: c.text}); err != nil {
+			return nil, err
+		}
+	}
+	c.clock.advance(time.Hour)
+	return nil, context.DeadlineExceeded
+}
+
+// A background model call the invocation's deadline cuts after it sent
+// output ends the response incomplete with that output (its last item
+// incomplete, as OpenResponses has it only in an incomplete response):
+// handed off, the next invocation made the call again after the cut text,
+// and the completed response's output_text held both. A call cut before it
+// sent anything is made again by the next invocation.
+func TestBackgroundDeadlineInAModelCall(t *testing.T) {
+	for _, c := range []struct {
+		name, text  string
+		invocations int
+		status      api.Status
+		types       []string
+	}{
+		{"after output", "The answer is", 1, api.StatusIncomplete, []string{"function_call:lookup", "function_call_output", "message"}},
+		{"before output", "", 2, api.StatusCompleted, []string{"function_call:lookup", "function_call_output", "message"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clock := &fakeClock{t: time.Now()}
+			slow := clock.taking(5 * time.Minute)
+			p := &cutModel{scripted: script(slow(calls(1, 1, call("c1", "lookup", `{}`))), slow(text("done", 1, 1))), clock: clock, cut: 2, text: c.text}
+			mem := func(*testing.T) store.ResponseStore { return store.NewMemory(store.MemoryConfig{}) }
+			e, _, q := bgEngine(t, mem, nil, newMock(echoTool, "lookup"), func(cfg *Config) { cfg.Now = clock.Now; cfg.Provider = p })
+			rec, err := runBackground(t, e, `{"input":"go","background":true,"tools":[{"type":"lambent:lookup"}]}`)
+			require.NoError(t, err)
+			id := rec.response(t).ID
+			assert.Equal(t, c.invocations, runInvocations(t, e, q, clock))
+			got := e.mustGet(t, id)
+			assert.Equal(t, c.status, got.Status)
+			assert.Equal(t, c.types, types(got.Output))
+			last := got.Output[len(got.Output)-1]
+			if c.text != "" {
+				assert.Equal(t, api.ItemIncomplete, last.Status)
+				assert.Equal(t, api.ReasonDeadline, got.IncompleteDetails.Reason)
+				assert.Equal(t, c.text, outputText(got))
+			} else {
+				assert.Equal(t, "done", outputText(got))
+			}
+			raw := &rawRecorder{}
+			require.NoError(t, e.StreamResponse(context.Background(), id, -1, raw))
+			raw.checkStream(t)
+		})
+	}
 }

@@ -362,7 +362,7 @@ func (e *Engine) runClaimed(ctx context.Context, r *run, rec *store.Record, buf 
 	// A run at its turn limit hands off the calls its last turn left
 	// pending, as a run with time runs them before it ends.
 	more := r.turns < e.turnLimit(r) || len(r.pendingCalls()) > 0
-	if out.status == api.StatusIncomplete && out.reason == api.ReasonDeadline && more && progressed {
+	if out.status == api.StatusIncomplete && out.reason == api.ReasonDeadline && more && progressed && !out.cut {
 		return e.handOff(ctx, r, rec, buf)
 	}
 	c.mu.Lock()

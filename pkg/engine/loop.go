@@ -46,6 +46,11 @@ type outcome struct {
 	// answer marks a failure that is the response's own result (validated
 	// output): the response is written, not turned into an HTTP error.
 	answer bool
+	// cut marks a response the deadline stopped in a model call that had
+	// sent output: that output ends it (its last item incomplete), so a
+	// background run does not hand it off, whose next invocation would
+	// make the call again after it (the cut text then part of the answer).
+	cut bool
 }
 
 // CreateResponse creates a response for req, running the loop within this
@@ -222,6 +227,7 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 		if !r.budget.fits(r.budget.maxModel) {
 			return outcome{status: api.StatusIncomplete, reason: api.ReasonDeadline}
 		}
+		items := len(r.resp.Output)
 		res, err := e.callModel(ctx, r, turn)
 		if err != nil {
 			out := outcome{status: api.StatusFailed, err: api.AsError(err)}
@@ -236,7 +242,7 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 			// incomplete item needs one, OpenResponses "Items").
 			cut := api.ItemCompleted
 			if out.status == api.StatusIncomplete {
-				cut = api.ItemIncomplete
+				cut, out.cut = api.ItemIncomplete, len(r.resp.Output) > items
 			}
 			// None of its calls runs (finalize ends their mcp_call items).
 			r.asm.finish(cut)
