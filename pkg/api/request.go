@@ -333,9 +333,63 @@ func quoteList(vs []string) string {
 	return strings.Join(q, ", ")
 }
 
+// MaxTools bounds the tools a request declares, the tools of namespace
+// tools included, counted before any is decoded: a declaration takes ~300
+// bytes however short its JSON ({}), so an 8 MB body of them took over 3 GB
+// to decode. LAMBENT_LIMIT_TOOLS bounds them further, once decoded.
+const MaxTools = 10000
+
+// countTools returns the number of tool declarations of the JSON array v
+// (the request's tools, valid JSON as a decoder hands it over), the tools
+// they hold (a namespace's) included, each array counted before anything
+// in it is decoded; counting stops once the count is over MaxTools. A tool
+// held by another holds none itself: one that does is a 400, as decoding
+// each level of such nesting read every level under it again (40,000
+// levels, a 1.6 MB body, took two minutes).
+func countTools(v []byte) (int, error) {
+	n := arrayLen(v)
+	var tools []json.RawMessage
+	if n > MaxTools || !decodes(v, &tools) {
+		return n, nil // decodeElems names a malformed tool
+	}
+	for i, raw := range tools {
+		inner := heldTools(raw)
+		if n += arrayLen(inner); n > MaxTools {
+			return n, nil
+		}
+		var held []json.RawMessage
+		if !decodes(inner, &held) {
+			continue
+		}
+		for j, t := range held {
+			if arrayLen(heldTools(t)) > 0 {
+				return n, unknownParam(fmt.Sprintf("tools[%d].tools[%d].tools", i, j))
+			}
+		}
+	}
+	return n, nil
+}
+
+// heldTools returns the array of the tool declaration raw's "tools", nil
+// when it has none.
+func heldTools(raw json.RawMessage) json.RawMessage {
+	var t struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	if !decodes(raw, &t) || len(t.Tools) == 0 || t.Tools[0] != '[' {
+		return nil
+	}
+	return t.Tools
+}
+
 func (r *CreateResponseRequest) decodeTools(v json.RawMessage) error {
 	if v[0] != '[' {
 		return InvalidRequest("tools", "invalid type for 'tools': expected an array of tools")
+	}
+	if n, err := countTools(v); err != nil {
+		return err
+	} else if n > MaxTools {
+		return InvalidRequestCode("tools", "limit_exceeded", "the number of tools (the tools of namespace tools included) is over this gateway's limit of %d.", MaxTools)
 	}
 	tools, err := decodeElems("tools", v, func(i int, raw json.RawMessage, t *Tool) error {
 		if err := unmarshal(raw, t); err != nil {
