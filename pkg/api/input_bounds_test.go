@@ -105,3 +105,32 @@ func TestNestedToolsRefused(t *testing.T) {
 		t.Errorf("decoding took %v", d)
 	}
 }
+
+// The items of a conversation call (POST /v1/conversations, POST
+// /v1/conversations/{id}/items) are counted before any is decoded, as a
+// response's input is: every one took an item's ~500 bytes before the
+// first was checked, so an 8 MiB body of {} items took 1.5 GB to refuse.
+func TestConversationItemsCountedBeforeDecoding(t *testing.T) {
+	const size = 8 << 20
+	items := `[` + strings.Repeat(`{},`, size/3) + `{}]`
+	for name, decode := range map[string]func([]byte) error{
+		"create": func(b []byte) error { _, err := DecodeConversationCreate(b); return err },
+		"add":    func(b []byte) error { _, err := DecodeConversationItems(b); return err },
+	} {
+		t.Run(name, func(t *testing.T) {
+			body := []byte(`{"items":` + items + `}`)
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			err := decode(body)
+			runtime.ReadMemStats(&after)
+			var ae *Error
+			if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != "limit_exceeded" || ae.Param != "items" {
+				t.Errorf("%d MiB of {} items: %v, want a 400 limit_exceeded of items", size>>20, err)
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > 4*size {
+				t.Errorf("decoding allocated %d MB for a body of %d MB", got>>20, size>>20)
+			}
+		})
+	}
+}

@@ -546,6 +546,17 @@ func arrayLen(v []byte) int {
 	return n + 1
 }
 
+// checkItemCount refuses the JSON array of items v (param names it) when
+// it holds more than MaxInputItems, counted before anything is built: an
+// item takes ~100 times the bytes of its JSON ({"role":"user","content":
+// "a"}; ~500 bytes for a {}), so an 8 MB body of them would take ~900 MB.
+func checkItemCount(param string, v []byte) error {
+	if n := arrayLen(v); n > MaxInputItems {
+		return InvalidRequestCode(param, "limit_exceeded", "the number of items of '%s': %d is over this gateway's limit of %d.", param, n, MaxInputItems)
+	}
+	return nil
+}
+
 func (r *CreateResponseRequest) decodeInput(v json.RawMessage) error {
 	switch v[0] {
 	case '"':
@@ -557,11 +568,8 @@ func (r *CreateResponseRequest) decodeInput(v json.RawMessage) error {
 		r.InputString = true
 		return nil
 	case '[':
-		// Counted before anything is built: an item takes ~100 times
-		// the bytes of its JSON ({"role":"user","content":"a"}), so an
-		// 8 MB body of them would take ~900 MB.
-		if n := arrayLen(v); n > MaxInputItems {
-			return InvalidRequestCode("input", "limit_exceeded", "the number of input items: %d is over this gateway's limit of %d.", n, MaxInputItems)
+		if err := checkItemCount("input", v); err != nil {
+			return err
 		}
 		input, err := decodeElems("input", v, func(i int, raw json.RawMessage, it *Item) error {
 			if err := unmarshal(raw, it); err != nil {
