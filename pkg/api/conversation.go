@@ -195,7 +195,7 @@ func decodeItems(param string, v json.RawMessage) ([]Item, error) {
 	if v[0] != '[' {
 		return nil, InvalidRequest(param, "invalid type for '%s': expected an array of items", param)
 	}
-	if err := checkItemCount(param, v); err != nil {
+	if err := checkArrayLen(param, v); err != nil {
 		return nil, err
 	}
 	var raws []json.RawMessage

@@ -134,3 +134,33 @@ func TestConversationItemsCountedBeforeDecoding(t *testing.T) {
 		})
 	}
 }
+
+// The arrays an input item holds (a message's content, a tool output's
+// parts, an mcp_list_tools item's tools) are counted before any element is
+// decoded: a null part or a {} tool was made (~200 and ~80 bytes) with all
+// the others, and the item decoded up to three times, before the first was
+// found wrong, so 8 MiB of them took 1.4 to 2.5 GB to refuse.
+func TestItemArraysCountedBeforeDecoding(t *testing.T) {
+	const size = 8 << 20
+	for _, c := range []struct{ prefix, elem, param string }{
+		{`{"role":"user","content":[`, `null`, "input[0].content"},
+		{`{"type":"function_call_output","call_id":"c","output":[`, `null`, "input[0].output"},
+		{`{"type":"mcp_list_tools","server_label":"s","tools":[`, `{}`, "input[0].tools"},
+	} {
+		t.Run(c.param, func(t *testing.T) {
+			body := []byte(`{"input":[` + c.prefix + strings.Repeat(c.elem+",", size/(len(c.elem)+1)) + c.elem + `]}]}`)
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := DecodeCreateRequest(body)
+			runtime.ReadMemStats(&after)
+			var ae *Error
+			if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != "limit_exceeded" || ae.Param != c.param {
+				t.Errorf("%d MiB of %s: %v, want a 400 limit_exceeded of %s", size>>20, c.elem, err, c.param)
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > 8*size {
+				t.Errorf("decoding allocated %d MB for a body of %d MB", got>>20, size>>20)
+			}
+		})
+	}
+}

@@ -546,13 +546,16 @@ func arrayLen(v []byte) int {
 	return n + 1
 }
 
-// checkItemCount refuses the JSON array of items v (param names it) when
-// it holds more than MaxInputItems, counted before anything is built: an
+// checkArrayLen refuses the JSON array v (param names it) when it holds
+// more than MaxInputItems elements, counted before anything is built: an
 // item takes ~100 times the bytes of its JSON ({"role":"user","content":
-// "a"}; ~500 bytes for a {}), so an 8 MB body of them would take ~900 MB.
-func checkItemCount(param string, v []byte) error {
+// "a"}; ~500 bytes for a {}), so an 8 MB body of them would take ~900 MB;
+// the arrays an item holds (content parts, an mcp_list_tools item's tools)
+// were made whole, and the item decoded up to three times, before their
+// first element was found wrong.
+func checkArrayLen(param string, v []byte) error {
 	if n := arrayLen(v); n > MaxInputItems {
-		return InvalidRequestCode(param, "limit_exceeded", "the number of items of '%s': %d is over this gateway's limit of %d.", param, n, MaxInputItems)
+		return InvalidRequestCode(param, "limit_exceeded", "the number of elements of '%s': %d is over this gateway's limit of %d.", param, n, MaxInputItems)
 	}
 	return nil
 }
@@ -568,7 +571,7 @@ func (r *CreateResponseRequest) decodeInput(v json.RawMessage) error {
 		r.InputString = true
 		return nil
 	case '[':
-		if err := checkItemCount("input", v); err != nil {
+		if err := checkArrayLen("input", v); err != nil {
 			return err
 		}
 		input, err := decodeElems("input", v, func(i int, raw json.RawMessage, it *Item) error {
