@@ -164,3 +164,23 @@ func TestItemArraysCountedBeforeDecoding(t *testing.T) {
 		})
 	}
 }
+
+// tool_choice's allowed tools are counted before any is decoded: each
+// names a tool of tools, so there are no more of them than tools may
+// hold; 8 MiB of {} references took ~500 MB to refuse.
+func TestAllowedToolsCountedBeforeDecoding(t *testing.T) {
+	const size = 8 << 20
+	body := []byte(`{"input":"hi","tool_choice":{"type":"allowed_tools","mode":"auto","tools":[` + strings.Repeat(`{},`, size/3) + `{}]}}`)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := DecodeCreateRequest(body)
+	runtime.ReadMemStats(&after)
+	var ae *Error
+	if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != "limit_exceeded" || ae.Param != "tool_choice.tools" {
+		t.Errorf("%d MiB of allowed tools: %v, want a 400 limit_exceeded of tool_choice.tools", size>>20, err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 8*size {
+		t.Errorf("decoding allocated %d MB for a body of %d MB", got>>20, size>>20)
+	}
+}
