@@ -984,7 +984,8 @@ func validateTool(t *Tool, p string) (string, error) {
 		}
 		return t.Name, validateCustomFormat(t.Format, p+".format")
 	case BuiltinKind(t.Type) != "":
-		return "", nil
+		// Echoed as it was given.
+		return "", checkDepth(p, t.Raw)
 	case t.IsOutput():
 		if err := validateOutputTool(t, p); err != nil {
 			return "", err
@@ -1069,7 +1070,7 @@ func validateInputItem(it *Item) error {
 	if err := oneOf("execution", optional(it.Execution), "server", "client"); err != nil {
 		return err
 	}
-	if err := checkActionDepths(it); err != nil {
+	if err := cmp.Or(checkActionDepths(it), checkCarriedDepths(it)); err != nil {
 		return err
 	}
 	switch it.Type {
