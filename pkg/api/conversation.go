@@ -195,6 +195,9 @@ func decodeItems(param string, v json.RawMessage) ([]Item, error) {
 	if v[0] != '[' {
 		return nil, InvalidRequest(param, "invalid type for '%s': expected an array of items", param)
 	}
+	if err := checkArrayLen(param, v); err != nil {
+		return nil, err
+	}
 	var raws []json.RawMessage
 	if err := unmarshal(v, &raws); err != nil {
 		return nil, InvalidRequest(param, "invalid %s: %s", param, jsonErrText(err))

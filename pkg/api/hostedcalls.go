@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"strconv"
 )
@@ -17,8 +18,10 @@ import (
 // web_search_call's action, a tool_search_call's arguments, a
 // tool_search_output's tools, the action (operation) of a computer, shell,
 // local shell or apply_patch call, safety checks, and the output of a
-// computer or shell call kept as it came. It bounds a client's items, not
-// stored ones (checkActionDepths).
+// computer or shell call kept as it came, the annotations and logprobs of
+// parts, an mcp_list_tools item's tool schemas and annotations, and a
+// built-in tool's declaration. It bounds a client's items, not stored ones
+// (checkActionDepths, checkCarriedDepths).
 const MaxItemValueDepth = 64
 
 // checkDepth checks that the JSON value v (the item's param) is nested at
@@ -74,6 +77,47 @@ func checkActionDepths(it *Item) error {
 		value json.RawMessage
 	}{{action, it.Action}, {checks, it.SafetyChecks}, {"output", it.OutputRaw}} {
 		if err := checkDepth(v.param, v.value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkCarriedDepths checks the depth of the other JSON values an input
+// item carries as it is: the annotations and logprobs of its parts
+// (content, a tool output's parts), and the input schema and annotations
+// of an mcp_list_tools item's tools. Deeper ones were stored, and a store
+// that reads them back with encoding/json (10,000 levels at most) could not.
+func checkCarriedDepths(it *Item) error {
+	for _, parts := range []struct {
+		param string
+		parts []ContentPart
+	}{{"content", it.Content}, {"output", it.OutputParts}} {
+		for j := range parts.parts {
+			p := &parts.parts[j]
+			if err := checkDepths(parts.param+"["+strconv.Itoa(j)+"].annotations", p.Annotations...); err != nil {
+				return err
+			}
+			if err := checkDepths(parts.param+"["+strconv.Itoa(j)+"].logprobs", p.Logprobs...); err != nil {
+				return err
+			}
+		}
+	}
+	for j := range it.Tools {
+		t := &it.Tools[j]
+		p := "tools[" + strconv.Itoa(j) + "]"
+		if err := cmp.Or(checkDepth(p+".input_schema", t.InputSchema), checkDepth(p+".annotations", t.Annotations)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkDepths checks each of values (elements of the item's param) as
+// checkDepth does.
+func checkDepths(param string, values ...json.RawMessage) error {
+	for _, v := range values {
+		if err := checkDepth(param, v); err != nil {
 			return err
 		}
 	}

@@ -148,3 +148,23 @@ func TestItemValuesDepthBounded(t *testing.T) {
 		{in(`{"type":"shell_call_output","call_id":"c","output":[` + deep + `]}`), "input[1].output", "limit_exceeded", "64"},
 	})
 }
+
+// The other JSON values a request carries as they are have the same bound:
+// the annotations and logprobs of a message's (or a tool output's) parts,
+// the input schema and annotations of a replayed mcp_list_tools item's
+// tools, and the declaration of a built-in tool (echoed as given). Nested
+// 20,000 levels deep they were accepted and stored, and the stored
+// response could not be read back from DynamoDB (every GET a 500), or the
+// response echoing the declaration could not be parsed by a client.
+func TestCarriedValuesDepthBounded(t *testing.T) {
+	in := func(item string) string { return `{"input":[{"role":"user","content":"hi"},` + item + `]}` }
+	deep := strings.Repeat("[", MaxItemValueDepth) + strings.Repeat("]", MaxItemValueDepth)
+	runBad(t, []badCase{
+		{in(`{"role":"assistant","content":[{"type":"output_text","text":"a","annotations":[{"x":` + deep + `}]}]}`), "input[1].content[0].annotations", "limit_exceeded", "64"},
+		{in(`{"role":"assistant","content":[{"type":"output_text","text":"a","logprobs":[{"x":` + deep + `}]}]}`), "input[1].content[0].logprobs", "limit_exceeded", "64"},
+		{in(`{"type":"function_call_output","call_id":"c","output":[{"type":"output_text","text":"a","annotations":[{"x":` + deep + `}]}]}`), "input[1].output[0].annotations", "limit_exceeded", "64"},
+		{in(`{"type":"mcp_list_tools","server_label":"s","tools":[{"name":"a","input_schema":{"x":` + deep + `}}]}`), "input[1].tools[0].input_schema", "limit_exceeded", "64"},
+		{in(`{"type":"mcp_list_tools","server_label":"s","tools":[{"name":"a","input_schema":{},"annotations":{"x":` + deep + `}}]}`), "input[1].tools[0].annotations", "limit_exceeded", "64"},
+		{`{"input":"hi","tools":[{"type":"web_search","x":` + deep + `}]}`, "tools[0]", "limit_exceeded", "64"},
+	})
+}

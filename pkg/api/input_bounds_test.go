@@ -2,8 +2,10 @@ package api
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestArrayLen(t *testing.T) {
@@ -46,5 +48,139 @@ func TestInputMCPCallNeedsItsID(t *testing.T) {
 	var ae *Error
 	if !errors.As(err, &ae) || ae.Status != 400 || ae.Param != "input[1].id" {
 		t.Fatalf("an mcp_call without id: %v, want a 400 of input[1].id", err)
+	}
+}
+
+// A request's tools are counted before any is decoded, the tools of
+// namespace tools included: a declaration takes ~300 bytes however short
+// its JSON, so an 8 MiB body of {} tools (given flat, in a namespace, or
+// in a tool nested in one) took over 3 GB to decode before
+// LAMBENT_LIMIT_TOOLS refused it (or, nested, accepted it).
+func TestToolsCountedBeforeDecoding(t *testing.T) {
+	const size = 8 << 20
+	fill := func(prefix, suffix string) string {
+		return prefix + strings.Repeat(`{},`, (size-len(prefix)-len(suffix))/3) + `{}` + suffix
+	}
+	for name, body := range map[string]string{
+		"flat":      fill(`{"input":"hi","tools":[`, `]}`),
+		"namespace": fill(`{"input":"hi","tools":[{"type":"namespace","name":"n","tools":[`, `]}]}`),
+		"nested":    fill(`{"input":"hi","tools":[{"type":"namespace","name":"n","tools":[{"type":"function","name":"f","tools":[`, `]}]}]}`),
+		"then bad":  fill(`{"input":"hi","tools":[{"type":"namespace","name":"n","tools":[`, `]},"x"]}`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := DecodeCreateRequest([]byte(body))
+			runtime.ReadMemStats(&after)
+			var ae *Error
+			if !errors.As(err, &ae) || ae.Status != 400 || !(ae.Code == "limit_exceeded" && ae.Param == "tools" || ae.Param == "tools[0].tools[0].tools") {
+				t.Errorf("%d MiB of {} tools: %v, want a 400 limit_exceeded of tools (or of the nested tools)", size>>20, err)
+			}
+			// The body, its copy as a parameter and a copy of each level.
+			if got := after.TotalAlloc - before.TotalAlloc; got > 8*size {
+				t.Errorf("decoding allocated %d MB for a body of %d MB", got>>20, size>>20)
+			}
+		})
+	}
+	tools := strings.Repeat(`{"type":"web_search"},`, MaxTools-2) + `{"type":"namespace","name":"n","tools":[{"type":"function","name":"f"}]}`
+	if _, err := DecodeCreateRequest([]byte(`{"input":"hi","tools":[` + tools + `]}`)); err != nil {
+		t.Fatalf("%d tools: %v", MaxTools, err)
+	}
+}
+
+// A tool held by another (a namespace's) holds no tools of its own:
+// decoding each level of such nesting read every level under it again, so
+// 40,000 levels (a 1.6 MB body) took two minutes and were accepted.
+func TestNestedToolsRefused(t *testing.T) {
+	const depth = 40000
+	body := `{"input":"hi","tools":[` + strings.Repeat(`{"type":"function","name":"f","tools":[`, depth) + strings.Repeat(`]}`, depth) + `]}`
+	start := time.Now()
+	_, err := DecodeCreateRequest([]byte(body))
+	var ae *Error
+	if !errors.As(err, &ae) || ae.Status != 400 || ae.Param != "tools[0].tools[0].tools" {
+		t.Errorf("tools nested %d deep: %v, want a 400 of tools[0].tools[0].tools", depth, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("decoding took %v", d)
+	}
+}
+
+// The items of a conversation call (POST /v1/conversations, POST
+// /v1/conversations/{id}/items) are counted before any is decoded, as a
+// response's input is: every one took an item's ~500 bytes before the
+// first was checked, so an 8 MiB body of {} items took 1.5 GB to refuse.
+func TestConversationItemsCountedBeforeDecoding(t *testing.T) {
+	const size = 8 << 20
+	items := `[` + strings.Repeat(`{},`, size/3) + `{}]`
+	for name, decode := range map[string]func([]byte) error{
+		"create": func(b []byte) error { _, err := DecodeConversationCreate(b); return err },
+		"add":    func(b []byte) error { _, err := DecodeConversationItems(b); return err },
+	} {
+		t.Run(name, func(t *testing.T) {
+			body := []byte(`{"items":` + items + `}`)
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			err := decode(body)
+			runtime.ReadMemStats(&after)
+			var ae *Error
+			if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != "limit_exceeded" || ae.Param != "items" {
+				t.Errorf("%d MiB of {} items: %v, want a 400 limit_exceeded of items", size>>20, err)
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > 4*size {
+				t.Errorf("decoding allocated %d MB for a body of %d MB", got>>20, size>>20)
+			}
+		})
+	}
+}
+
+// The arrays an input item holds (a message's content, a tool output's
+// parts, an mcp_list_tools item's tools) are counted before any element is
+// decoded: a null part or a {} tool was made (~200 and ~80 bytes) with all
+// the others, and the item decoded up to three times, before the first was
+// found wrong, so 8 MiB of them took 1.4 to 2.5 GB to refuse.
+func TestItemArraysCountedBeforeDecoding(t *testing.T) {
+	const size = 8 << 20
+	for _, c := range []struct{ prefix, elem, param string }{
+		{`{"role":"user","content":[`, `null`, "input[0].content"},
+		{`{"type":"function_call_output","call_id":"c","output":[`, `null`, "input[0].output"},
+		{`{"type":"mcp_list_tools","server_label":"s","tools":[`, `{}`, "input[0].tools"},
+	} {
+		t.Run(c.param, func(t *testing.T) {
+			body := []byte(`{"input":[` + c.prefix + strings.Repeat(c.elem+",", size/(len(c.elem)+1)) + c.elem + `]}]}`)
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := DecodeCreateRequest(body)
+			runtime.ReadMemStats(&after)
+			var ae *Error
+			if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != "limit_exceeded" || ae.Param != c.param {
+				t.Errorf("%d MiB of %s: %v, want a 400 limit_exceeded of %s", size>>20, c.elem, err, c.param)
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > 8*size {
+				t.Errorf("decoding allocated %d MB for a body of %d MB", got>>20, size>>20)
+			}
+		})
+	}
+}
+
+// tool_choice's allowed tools are counted before any is decoded: each
+// names a tool of tools, so there are no more of them than tools may
+// hold; 8 MiB of {} references took ~500 MB to refuse.
+func TestAllowedToolsCountedBeforeDecoding(t *testing.T) {
+	const size = 8 << 20
+	body := []byte(`{"input":"hi","tool_choice":{"type":"allowed_tools","mode":"auto","tools":[` + strings.Repeat(`{},`, size/3) + `{}]}}`)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := DecodeCreateRequest(body)
+	runtime.ReadMemStats(&after)
+	var ae *Error
+	if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != "limit_exceeded" || ae.Param != "tool_choice.tools" {
+		t.Errorf("%d MiB of allowed tools: %v, want a 400 limit_exceeded of tool_choice.tools", size>>20, err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 8*size {
+		t.Errorf("decoding allocated %d MB for a body of %d MB", got>>20, size>>20)
 	}
 }

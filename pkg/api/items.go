@@ -884,6 +884,11 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 	case ItemMCPListTools:
 		it.ServerLabel, it.Error = w.ServerLabel, mcpErrorMessage(w.Error)
 		if len(w.Tools) > 0 && !isNull(w.Tools) {
+			if w.Tools[0] == '[' {
+				if err := checkArrayLen("tools", w.Tools); err != nil {
+					return err
+				}
+			}
 			if err := into("tools", w.Tools, &it.Tools); err != nil {
 				return err
 			}
@@ -932,6 +937,9 @@ func decodeContent(raw json.RawMessage, param string) ([]ContentPart, error) {
 	}
 	if raw[0] != '[' {
 		return nil, InvalidRequest(param, "invalid type for %s: expected a string or an array of content parts", param)
+	}
+	if err := checkArrayLen(param, raw); err != nil {
+		return nil, err
 	}
 	return decodeElems(param, raw, func(j int, r json.RawMessage, p *ContentPart) error {
 		if err := unmarshal(r, p); err != nil {

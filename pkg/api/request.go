@@ -333,9 +333,63 @@ func quoteList(vs []string) string {
 	return strings.Join(q, ", ")
 }
 
+// MaxTools bounds the tools a request declares, the tools of namespace
+// tools included, counted before any is decoded: a declaration takes ~300
+// bytes however short its JSON ({}), so an 8 MB body of them took over 3 GB
+// to decode. LAMBENT_LIMIT_TOOLS bounds them further, once decoded.
+const MaxTools = 10000
+
+// countTools returns the number of tool declarations of the JSON array v
+// (the request's tools, valid JSON as a decoder hands it over), the tools
+// they hold (a namespace's) included, each array counted before anything
+// in it is decoded; counting stops once the count is over MaxTools. A tool
+// held by another holds none itself: one that does is a 400, as decoding
+// each level of such nesting read every level under it again (40,000
+// levels, a 1.6 MB body, took two minutes).
+func countTools(v []byte) (int, error) {
+	n := arrayLen(v)
+	var tools []json.RawMessage
+	if n > MaxTools || !decodes(v, &tools) {
+		return n, nil // decodeElems names a malformed tool
+	}
+	for i, raw := range tools {
+		inner := heldTools(raw)
+		if n += arrayLen(inner); n > MaxTools {
+			return n, nil
+		}
+		var held []json.RawMessage
+		if !decodes(inner, &held) {
+			continue
+		}
+		for j, t := range held {
+			if arrayLen(heldTools(t)) > 0 {
+				return n, unknownParam(fmt.Sprintf("tools[%d].tools[%d].tools", i, j))
+			}
+		}
+	}
+	return n, nil
+}
+
+// heldTools returns the array of the tool declaration raw's "tools", nil
+// when it has none.
+func heldTools(raw json.RawMessage) json.RawMessage {
+	var t struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	if !decodes(raw, &t) || len(t.Tools) == 0 || t.Tools[0] != '[' {
+		return nil
+	}
+	return t.Tools
+}
+
 func (r *CreateResponseRequest) decodeTools(v json.RawMessage) error {
 	if v[0] != '[' {
 		return InvalidRequest("tools", "invalid type for 'tools': expected an array of tools")
+	}
+	if n, err := countTools(v); err != nil {
+		return err
+	} else if n > MaxTools {
+		return InvalidRequestCode("tools", "limit_exceeded", "the number of tools (the tools of namespace tools included) is over this gateway's limit of %d.", MaxTools)
 	}
 	tools, err := decodeElems("tools", v, func(i int, raw json.RawMessage, t *Tool) error {
 		if err := unmarshal(raw, t); err != nil {
@@ -492,6 +546,20 @@ func arrayLen(v []byte) int {
 	return n + 1
 }
 
+// checkArrayLen refuses the JSON array v (param names it) when it holds
+// more than MaxInputItems elements, counted before anything is built: an
+// item takes ~100 times the bytes of its JSON ({"role":"user","content":
+// "a"}; ~500 bytes for a {}), so an 8 MB body of them would take ~900 MB;
+// the arrays an item holds (content parts, an mcp_list_tools item's tools)
+// were made whole, and the item decoded up to three times, before their
+// first element was found wrong.
+func checkArrayLen(param string, v []byte) error {
+	if n := arrayLen(v); n > MaxInputItems {
+		return InvalidRequestCode(param, "limit_exceeded", "the number of elements of '%s': %d is over this gateway's limit of %d.", param, n, MaxInputItems)
+	}
+	return nil
+}
+
 func (r *CreateResponseRequest) decodeInput(v json.RawMessage) error {
 	switch v[0] {
 	case '"':
@@ -503,11 +571,8 @@ func (r *CreateResponseRequest) decodeInput(v json.RawMessage) error {
 		r.InputString = true
 		return nil
 	case '[':
-		// Counted before anything is built: an item takes ~100 times
-		// the bytes of its JSON ({"role":"user","content":"a"}), so an
-		// 8 MB body of them would take ~900 MB.
-		if n := arrayLen(v); n > MaxInputItems {
-			return InvalidRequestCode("input", "limit_exceeded", "the number of input items: %d is over this gateway's limit of %d.", n, MaxInputItems)
+		if err := checkArrayLen("input", v); err != nil {
+			return err
 		}
 		input, err := decodeElems("input", v, func(i int, raw json.RawMessage, it *Item) error {
 			if err := unmarshal(raw, it); err != nil {
@@ -919,7 +984,8 @@ func validateTool(t *Tool, p string) (string, error) {
 		}
 		return t.Name, validateCustomFormat(t.Format, p+".format")
 	case BuiltinKind(t.Type) != "":
-		return "", nil
+		// Echoed as it was given.
+		return "", checkDepth(p, t.Raw)
 	case t.IsOutput():
 		if err := validateOutputTool(t, p); err != nil {
 			return "", err
@@ -1004,7 +1070,7 @@ func validateInputItem(it *Item) error {
 	if err := oneOf("execution", optional(it.Execution), "server", "client"); err != nil {
 		return err
 	}
-	if err := checkActionDepths(it); err != nil {
+	if err := cmp.Or(checkActionDepths(it), checkCarriedDepths(it)); err != nil {
 		return err
 	}
 	switch it.Type {

@@ -273,11 +273,11 @@ func (c *ToolChoice) UnmarshalJSON(data []byte) error {
 		return InvalidRequest("tool_choice", "invalid value %q for tool_choice; expected one of \"auto\", \"none\", \"required\" or an object", c.Mode)
 	}
 	var w struct {
-		Type      string    `json:"type"`
-		Name      string    `json:"name"`
-		Namespace string    `json:"namespace"`
-		Mode      string    `json:"mode"`
-		Tools     []ToolRef `json:"tools"`
+		Type      string          `json:"type"`
+		Name      string          `json:"name"`
+		Namespace string          `json:"namespace"`
+		Mode      string          `json:"mode"`
+		Tools     json.RawMessage `json:"tools"` // counted before it is decoded
 	}
 	if err := unmarshal(data, &w); err != nil {
 		return InvalidRequest("tool_choice", "invalid type for tool_choice: expected a string or an object")
@@ -292,10 +292,10 @@ func (c *ToolChoice) UnmarshalJSON(data []byte) error {
 		if w.Mode != ToolChoiceAuto && w.Mode != ToolChoiceRequired {
 			return InvalidRequest("tool_choice.mode", "invalid value %q for tool_choice.mode; expected \"auto\" or \"required\"", w.Mode)
 		}
-		if len(w.Tools) == 0 {
-			return InvalidRequest("tool_choice.tools", "tool_choice.tools must list at least one tool")
+		if err := c.decodeAllowed(w.Tools); err != nil {
+			return err
 		}
-		c.Type, c.Mode, c.Tools = w.Type, w.Mode, w.Tools
+		c.Type, c.Mode = w.Type, w.Mode
 	case ToolLocalShell:
 		return InvalidRequest("tool_choice.type", "tool_choice cannot force the %q tool; expected \"function\", \"custom\", \"allowed_tools\" or a built-in tool type", w.Type)
 	default:
@@ -307,6 +307,27 @@ func (c *ToolChoice) UnmarshalJSON(data []byte) error {
 			return InvalidRequestCode("tool_choice.type", "unsupported_tool", "tool_choice forces the %q tool, which this gateway does not run (see the lambent.unserved_tools of a response).", w.Type)
 		}
 		return InvalidRequest("tool_choice.type", "unsupported tool_choice type %q; expected \"function\", \"custom\" or \"allowed_tools\"", w.Type)
+	}
+	return nil
+}
+
+// decodeAllowed decodes the tools of an allowed_tools choice, at least one
+// and, counted before any is decoded, at most MaxTools (each names one of
+// the request's tools).
+func (c *ToolChoice) decodeAllowed(v json.RawMessage) error {
+	const p = "tool_choice.tools"
+	if len(v) > 0 && v[0] == '[' {
+		if n := arrayLen(v); n > MaxTools {
+			return InvalidRequestCode(p, "limit_exceeded", "the number of allowed tools: %d is over this gateway's limit of %d.", n, MaxTools)
+		}
+	}
+	if len(v) > 0 && !isNull(v) {
+		if err := into(p, v, &c.Tools); err != nil {
+			return err
+		}
+	}
+	if len(c.Tools) == 0 {
+		return InvalidRequest(p, "tool_choice.tools must list at least one tool")
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -206,4 +207,23 @@ func TestDynamoBackgroundOverHTTP(t *testing.T) {
 	evs, _, err := ssecheck.Parse(bytes.NewReader(body))
 	require.NoError(t, err)
 	require.Equal(t, "response.cancelled", evs[len(evs)-1].Type)
+}
+
+// A response whose input carries a value nested deeper than a store can
+// read back (an annotation 20,000 levels deep; encoding/json stops at
+// 10,000) is refused when it is created: it was stored, and every GET,
+// input_items and continuation of it was a 500 from then on.
+func TestDynamoDeepAnnotationRefusedNotStoredUnreadable(t *testing.T) {
+	t.Parallel()
+	g := dynamoGateway(t, fakellm.New(fakellm.Turn{Text: "ok"}), "")
+	deep := strings.Repeat("[", 20000) + strings.Repeat("]", 20000)
+	status, _, body := g.postJSON(`{"input":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"output_text","text":"yo","annotations":[` +
+		deep + `]}]},{"role":"user","content":"again"}]}`)
+	if status == http.StatusOK {
+		id := decodeWire(t, body).ID
+		got, _, page := g.do(http.MethodGet, "/v1/responses/"+id+"/input_items", "", "")
+		t.Fatalf("created, and its input_items: %d %.200s", got, page)
+	}
+	require.Equal(t, http.StatusBadRequest, status, "%.300s", body)
+	require.Contains(t, string(body), `"param":"input[1].content[0].annotations"`)
 }

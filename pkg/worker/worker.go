@@ -217,13 +217,29 @@ func (h *Handler) log() *slog.Logger {
 
 // Local is an in-process queue for local runs: Enqueue hands the job to a
 // pool of goroutines that run it through the same worker code as Lambda.
+// The pool is shared fairly by the tenants: a worker that comes free runs
+// the oldest job of the tenant running the fewest jobs, so a tenant that
+// queued many long jobs does not hold the others' behind all of them.
 type Local struct {
-	jobs   chan engine.Job
-	wg     sync.WaitGroup
-	cancel context.CancelFunc
-	run    func(ctx context.Context, id string) error
-	log    *slog.Logger
+	mu      sync.Mutex
+	waiting map[string][]localJob // queued jobs by tenant, oldest first
+	running map[string]int        // jobs running by tenant
+	seq     uint64                // the next job's arrival number
+	ready   chan struct{}         // a token per queued job
+	wg      sync.WaitGroup
+	cancel  context.CancelFunc
+	run     func(ctx context.Context, id string) error
+	log     *slog.Logger
 }
+
+// localJob is a queued job and its arrival number.
+type localJob struct {
+	job engine.Job
+	seq uint64
+}
+
+// localQueueSize bounds the jobs the in-process queue holds.
+const localQueueSize = 1024
 
 // NewLocal starts n workers running jobs with run (engine.RunBackground).
 // Close stops them.
@@ -232,7 +248,8 @@ func NewLocal(n int, run func(ctx context.Context, id string) error, log *slog.L
 		n = 4
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &Local{jobs: make(chan engine.Job, 1024), cancel: cancel, run: run, log: log}
+	l := &Local{waiting: map[string][]localJob{}, running: map[string]int{}, ready: make(chan struct{}, localQueueSize),
+		cancel: cancel, run: run, log: log}
 	for i := 0; i < n; i++ {
 		l.wg.Add(1)
 		go func() {
@@ -241,14 +258,8 @@ func NewLocal(n int, run func(ctx context.Context, id string) error, log *slog.L
 				select {
 				case <-ctx.Done():
 					return
-				case j := <-l.jobs:
-					jctx := ctx
-					if j.Tenant != "" {
-						jctx = tenant.With(ctx, j.Tenant)
-					}
-					if err := l.run(jctx, j.ResponseID); err != nil && ctx.Err() == nil {
-						l.log.Error("background job failed", "response_id", j.ResponseID, "err", err)
-					}
+				case <-l.ready:
+					l.runNext(ctx)
 				}
 			}
 		}()
@@ -256,16 +267,66 @@ func NewLocal(n int, run func(ctx context.Context, id string) error, log *slog.L
 	return l
 }
 
+// runNext runs the job next picks, as its tenant.
+func (l *Local) runNext(ctx context.Context) {
+	j := l.next()
+	defer l.done(j.Tenant)
+	jctx := ctx
+	if j.Tenant != "" {
+		jctx = tenant.With(ctx, j.Tenant)
+	}
+	if err := l.run(jctx, j.ResponseID); err != nil && ctx.Err() == nil {
+		l.log.Error("background job failed", "response_id", j.ResponseID, "err", err)
+	}
+}
+
+// next takes the job to run: the oldest of the tenant running the fewest
+// jobs (of those with jobs queued; between equals, the one whose job came
+// first). A token of ready stands for it, so one is queued.
+func (l *Local) next() engine.Job {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	pick := ""
+	for t, q := range l.waiting {
+		if p, ok := l.waiting[pick]; !ok || l.running[t] < l.running[pick] ||
+			l.running[t] == l.running[pick] && q[0].seq < p[0].seq {
+			pick = t
+		}
+	}
+	q := l.waiting[pick]
+	if len(q) == 1 {
+		delete(l.waiting, pick)
+	} else {
+		l.waiting[pick] = q[1:]
+	}
+	l.running[pick]++
+	return q[0].job
+}
+
+// done records the end of a job of tenant t.
+func (l *Local) done(t string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.running[t]--; l.running[t] == 0 {
+		delete(l.running, t)
+	}
+}
+
 // Enqueue queues a job; it fails when the queue is full or closed.
 func (l *Local) Enqueue(ctx context.Context, j engine.Job) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	select {
-	case l.jobs <- j:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	case l.ready <- struct{}{}:
 	default:
 		return errors.New("worker: local queue is full")
 	}
+	l.waiting[j.Tenant] = append(l.waiting[j.Tenant], localJob{job: j, seq: l.seq})
+	l.seq++
+	return nil
 }
 
 // Close stops the workers, cancelling running jobs (their responses resume

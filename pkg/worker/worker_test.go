@@ -325,3 +325,55 @@ func TestPublishedErrorMessageBounded(t *testing.T) {
 	require.Less(t, len(detail), 256<<10)
 	assert.Len(t, r.Error.Message, 300<<10, "the response keeps its message")
 }
+
+// The in-process queue is shared fairly by the tenants: a worker that
+// comes free runs a job of the tenant running the fewest, not the oldest
+// job queued. A tenant that queued many long jobs (up to its in-flight
+// limit, 64) held every other tenant's background responses behind all of
+// them.
+func TestLocalQueueFairAcrossTenants(t *testing.T) {
+	t.Parallel()
+	ids := []string{"a1", "a2", "a3", "a4", "b1"}
+	started := make(chan string, len(ids))
+	gates := map[string]chan struct{}{}
+	var once sync.Map
+	release := func(id string) {
+		if _, done := once.LoadOrStore(id, true); !done {
+			close(gates[id])
+		}
+	}
+	for _, id := range ids {
+		gates[id] = make(chan struct{})
+	}
+	l := worker.NewLocal(2, func(ctx context.Context, id string) error {
+		started <- id
+		<-gates[id]
+		return nil
+	}, app.Logger(app.Config{Server: app.ServerConfig{LogLevel: "error"}}, io.Discard))
+	defer l.Close()
+	defer func() {
+		for _, id := range ids {
+			release(id)
+		}
+	}()
+	next := func() string {
+		select {
+		case id := <-started:
+			return id
+		case <-time.After(10 * time.Second):
+			t.Fatal("no job started")
+			return ""
+		}
+	}
+	enqueue := func(id string) {
+		require.NoError(t, l.Enqueue(context.Background(), engine.Job{ResponseID: id, Tenant: id[:1]}))
+	}
+	for _, id := range ids[:4] {
+		enqueue(id)
+	}
+	first := map[string]bool{next(): true, next(): true}
+	require.Equal(t, map[string]bool{"a1": true, "a2": true}, first)
+	enqueue("b1")
+	release("a1")
+	assert.Equal(t, "b1", next(), "the job a worker runs next, tenant a running one and b none")
+}
