@@ -317,3 +317,36 @@ func TestClientOpenAIHostedItems(t *testing.T) {
 		})
 	}
 }
+
+// The Vercel AI SDK runs OpenAI's action tools (shell, apply_patch,
+// local_shell) for the app, streamed too: its stream parser validates each
+// output_item.added, whose action call must already carry its action (or
+// operation) in OpenAI's shape.
+func TestClientAISDKActionCalls(t *testing.T) {
+	dir := jsClients(t)
+	g := newGateway(t, mcpModel(), nil)
+	type run struct {
+		Text  string
+		Calls []json.RawMessage
+	}
+	var got struct {
+		Errors                                          []string
+		Shell, ApplyPatch, LocalShell                   *run
+		ShellStream, ApplyPatchStream, LocalShellStream *run
+	}
+	runJS(t, dir, "ai_sdk_actions.mjs", g.srv.URL+"/v1", &got)
+	require.Empty(t, got.Errors)
+	for want, r := range map[string][2]*run{
+		`Result: [{"stdout":"hi","stderr":"","outcome":{"type":"exit","exit_code":0}}]`: {got.Shell, got.ShellStream},
+		"Result: patched": {got.ApplyPatch, got.ApplyPatchStream},
+		"Result: hi":      {got.LocalShell, got.LocalShellStream},
+	} {
+		require.NotNil(t, r[0], want)
+		require.NotNil(t, r[1], want)
+		require.Equal(t, want, r[0].Text)
+		require.Equal(t, want, r[1].Text)
+		require.Len(t, r[1].Calls, 1, want)
+	}
+	require.JSONEq(t, `{"action":{"commands":["echo hi"]}}`, string(got.ShellStream.Calls[0]))
+	require.Contains(t, string(got.ApplyPatchStream.Calls[0]), `"operation":{"type":"create_file","path":"a.txt","diff":"+x"}`)
+}
