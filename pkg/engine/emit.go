@@ -467,7 +467,7 @@ func (a *assembler) finish(itemStatus string) []api.Item {
 			i, args := idx, it.Arguments
 			a.r.em.emit(&api.StreamEvent{Type: api.EventFunctionCallArgsDone, ItemID: it.ID, OutputIndex: &i, Arguments: &args})
 		}
-		it.Status = itemStatus
+		it.Status = cutStatus(it.Type, itemStatus)
 		a.r.em.itemEvent(api.EventOutputItemDone, idx, it)
 		calls = append(calls, *it)
 	}
