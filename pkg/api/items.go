@@ -404,7 +404,8 @@ func (it *Item) OutputText() string {
 //	item_reference:       type, id
 //	compaction:           type, id, encrypted_content
 //	mcp_call:             type, id, server_label, name, arguments, output, error, approval_request_id, status
-//	mcp_list_tools:       type, id, server_label, tools ([] when nil), error (null when empty)
+//	mcp_list_tools:       type, id, server_label, tools ([] when nil), error (omitted when empty, as
+//	                      OpenAI omits it: the Vercel AI SDK refuses a null one)
 //	mcp_approval_request: type, id, server_label, name, arguments
 //	mcp_approval_response: type, id, approval_request_id, approve, reason (null when empty)
 //
@@ -604,8 +605,8 @@ func (it *Item) wire() (any, error) {
 			ID          string    `json:"id"`
 			ServerLabel string    `json:"server_label"`
 			Tools       []MCPTool `json:"tools"`
-			Error       *string   `json:"error"`
-		}{it.Type, it.ID, it.ServerLabel, orEmpty(it.Tools), nilIfEmpty(it.Error)}, nil
+			Error       string    `json:"error,omitempty"`
+		}{it.Type, it.ID, it.ServerLabel, orEmpty(it.Tools), it.Error}, nil
 	case ItemMCPApprovalRequest:
 		return struct {
 			Type        string `json:"type"`

@@ -16,7 +16,7 @@ func TestMCPItemsRoundTrip(t *testing.T) {
 	}{
 		{Item{Type: ItemMCPListTools, ID: "mcpl_1", Status: ItemCompleted, ServerLabel: "docs",
 			Tools: []MCPTool{{Name: "echo", Description: "Echo.", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: json.RawMessage(`{"readOnlyHint":true}`)}}},
-			`{"type":"mcp_list_tools","id":"mcpl_1","server_label":"docs","tools":[{"name":"echo","description":"Echo.","input_schema":{"type":"object"},"annotations":{"readOnlyHint":true}}],"error":null}`},
+			`{"type":"mcp_list_tools","id":"mcpl_1","server_label":"docs","tools":[{"name":"echo","description":"Echo.","input_schema":{"type":"object"},"annotations":{"readOnlyHint":true}}]}`},
 		{Item{Type: ItemMCPListTools, ID: "mcpl_2", ServerLabel: "docs", Error: "down", Tools: []MCPTool{}},
 			`{"type":"mcp_list_tools","id":"mcpl_2","server_label":"docs","tools":[],"error":"down"}`},
 		{Item{Type: ItemMCPApprovalRequest, ID: "mcpr_1", ServerLabel: "docs", Name: "echo", Arguments: `{"text":"x"}`},

@@ -72,6 +72,12 @@ type CreateResponseRequest struct {
 	User        string `json:"user,omitempty"`
 	// Lambent is the loop policy of validated output (extension).
 	Lambent *LoopPolicy `json:"lambent,omitempty"`
+	// NoGenerate is a WebSocket response.create's "generate": false
+	// (OpenAI's prewarm, which Codex sends when a session starts): the
+	// response holds the request's state and no output, without a model
+	// call, and a later turn continues from it. Never read from an HTTP
+	// body (wsapi.DecodeCreate sets it).
+	NoGenerate bool `json:"-"`
 }
 
 // StreamOptions are the request's stream_options.

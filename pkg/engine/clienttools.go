@@ -192,6 +192,18 @@ func (a *assembler) finishClientItem(idx int, it *api.Item) bool {
 	return true
 }
 
+// cutStatus is the status a client call of type typ ends its turn with,
+// status being the turn's: an apply_patch_call has no "incomplete" status
+// (OpenAI's has in_progress and completed only; the Vercel AI SDK refuses
+// any other), so one the output limit cut stays in_progress, never
+// completed.
+func cutStatus(typ, status string) string {
+	if typ == api.ItemApplyPatchCall && status == api.ItemIncomplete {
+		return api.ItemInProgress
+	}
+	return status
+}
+
 // callAction is the action of an action call of type typ from the model's
 // arguments: the arguments object (arguments that are not one, the
 // model's mistake, give {}), a local_shell_call's with "type":"exec"

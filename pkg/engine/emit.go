@@ -114,6 +114,14 @@ type assembler struct {
 	// arguments (by position in calls), which its item gets in finish.
 	reasoningText, partText textAcc
 	args                    []textAcc
+	// waiting is the position in calls of an action call
+	// (api.IsActionCall) whose output_item.added waits for its arguments,
+	// -1 if none: the event carries the call's action (or operation), as
+	// OpenAI's does — the Vercel AI SDK refuses one without it — and the
+	// model's arguments are that action. It is emitted when the next item
+	// opens (the model has moved on: its calls stream one after another)
+	// or the turn ends.
+	waiting int
 	// ev is the content part or text event being written, reused for
 	// every one (an event is valid only during its write: ResponseWriter).
 	ev scratchEvent
@@ -143,6 +151,14 @@ func (t *textAcc) add(s string) {
 	t.n++
 }
 
+// String returns the text so far, leaving t as it is.
+func (t *textAcc) String() string {
+	if t.n > 1 {
+		return t.b.String()
+	}
+	return t.first
+}
+
 // take returns the text and empties t.
 func (t *textAcc) take() string {
 	s := t.first
@@ -155,16 +171,37 @@ func (t *textAcc) take() string {
 }
 
 func newAssembler(r *run) *assembler {
-	return &assembler{r: r, reasoning: -1, message: -1, part: -1}
+	return &assembler{r: r, reasoning: -1, message: -1, part: -1, waiting: -1}
 }
 
 func (a *assembler) out(i int) *api.Item { return &a.r.resp.Output[i] }
 
+// open adds it to the output and emits its output_item.added.
 func (a *assembler) open(it api.Item) int {
-	idx := len(a.r.resp.Output)
-	a.r.resp.Output = append(a.r.resp.Output, it)
+	idx := a.add(it)
 	a.r.em.itemEvent(api.EventOutputItemAdded, idx, a.out(idx))
 	return idx
+}
+
+// add adds it to the output without an event, after the
+// output_item.added of the call waiting for one, and returns its index.
+func (a *assembler) add(it api.Item) int {
+	a.addWaiting()
+	a.r.resp.Output = append(a.r.resp.Output, it)
+	return len(a.r.resp.Output) - 1
+}
+
+// addWaiting emits the output_item.added of the waiting action call, its
+// action made of its arguments so far.
+func (a *assembler) addWaiting() {
+	if a.waiting < 0 {
+		return
+	}
+	pos := a.waiting
+	a.waiting = -1
+	it := a.out(a.calls[pos])
+	it.Action = callAction(it.Type, a.args[pos].String())
+	a.r.em.itemEvent(api.EventOutputItemAdded, a.calls[pos], it)
 }
 
 // delta handles one increment of the model's answer.
@@ -240,7 +277,12 @@ func (a *assembler) delta(d provider.Delta) error {
 				}
 				it := a.r.clientItem(d.ToolName, callID)
 				it.Hidden = hidden
-				idx = a.open(it)
+				if api.IsActionCall(it.Type) {
+					idx = a.add(it)
+					a.waiting = len(a.calls)
+				} else {
+					idx = a.open(it)
+				}
 			}
 			pos = len(a.calls)
 			a.calls = append(a.calls, idx)
@@ -382,6 +424,7 @@ func (a *assembler) closeMessage(status string) {
 // whole (completed): an incomplete item is the last one emitted
 // (OpenResponses, "Items").
 func (a *assembler) finish(itemStatus string) []api.Item {
+	a.addWaiting()
 	last := max(a.reasoning, a.message)
 	for _, idx := range a.calls {
 		last = max(last, idx)
@@ -424,7 +467,7 @@ func (a *assembler) finish(itemStatus string) []api.Item {
 			i, args := idx, it.Arguments
 			a.r.em.emit(&api.StreamEvent{Type: api.EventFunctionCallArgsDone, ItemID: it.ID, OutputIndex: &i, Arguments: &args})
 		}
-		it.Status = itemStatus
+		it.Status = cutStatus(it.Type, itemStatus)
 		a.r.em.itemEvent(api.EventOutputItemDone, idx, it)
 		calls = append(calls, *it)
 	}

@@ -191,8 +191,12 @@ func (e *Engine) loop(ctx context.Context, r *run) (out outcome) {
 	return e.turns(ctx, r)
 }
 
-// turns runs the loop's turns (see loop).
+// turns runs the loop's turns (see loop). A prewarm (NoGenerate) runs
+// none: the response completes with its input and no output.
 func (e *Engine) turns(ctx context.Context, r *run) outcome {
+	if r.req.NoGenerate {
+		return outcome{status: api.StatusCompleted}
+	}
 	if r.att.begin(r, &e.cfg) {
 		e.attemptStarted(ctx, r)
 	}

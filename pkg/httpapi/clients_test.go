@@ -317,3 +317,62 @@ func TestClientOpenAIHostedItems(t *testing.T) {
 		})
 	}
 }
+
+// actionModel is a fake model for action calls: for a user message `call
+// <tool> <json>`, that call; for `cut <tool> <json>`, that call cut by the
+// output limit (finish_reason "length"); after a tool result, "Result: <the
+// result>".
+func actionModel() *fakellm.Server {
+	return fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == "tool" {
+			return fakellm.Turn{Text: "Result: " + last.Content.String()}
+		}
+		verb, rest, _ := strings.Cut(last.Content.String(), " ")
+		name, args, _ := strings.Cut(rest, " ")
+		turn := fakellm.Turn{ToolCalls: []fakellm.ToolCall{{Name: name, Arguments: args}}}
+		if verb == "cut" {
+			turn.FinishReason = "length"
+		}
+		return turn
+	})
+}
+
+// The Vercel AI SDK runs OpenAI's action tools (shell, apply_patch,
+// local_shell) for the app, streamed too: its parser validates each item
+// and event against OpenAI's shapes — an action call's output_item.added
+// must already carry its action (or operation), and an apply_patch_call
+// is never "incomplete" (OpenAI's has in_progress and completed only).
+func TestClientAISDKActionCalls(t *testing.T) {
+	dir := jsClients(t)
+	g := newGateway(t, actionModel(), nil)
+	type run struct {
+		Text, FinishReason string
+		Calls              []json.RawMessage
+	}
+	var got struct {
+		Errors                                          []string
+		Shell, ApplyPatch, LocalShell, CutPatch         *run
+		ShellStream, ApplyPatchStream, LocalShellStream *run
+		CutPatchStream                                  *run
+	}
+	runJS(t, dir, "ai_sdk_actions.mjs", g.srv.URL+"/v1", &got)
+	require.Empty(t, got.Errors)
+	for want, r := range map[string][2]*run{
+		`Result: [{"stdout":"hi","stderr":"","outcome":{"type":"exit","exit_code":0}}]`: {got.Shell, got.ShellStream},
+		"Result: patched": {got.ApplyPatch, got.ApplyPatchStream},
+		"Result: hi":      {got.LocalShell, got.LocalShellStream},
+	} {
+		require.NotNil(t, r[0], want)
+		require.NotNil(t, r[1], want)
+		require.Equal(t, want, r[0].Text)
+		require.Equal(t, want, r[1].Text)
+		require.Len(t, r[1].Calls, 1, want)
+	}
+	require.JSONEq(t, `{"action":{"commands":["echo hi"]}}`, string(got.ShellStream.Calls[0]))
+	require.Contains(t, string(got.ApplyPatchStream.Calls[0]), `"operation":{"type":"create_file","path":"a.txt","diff":"+x"}`)
+	for _, r := range []*run{got.CutPatch, got.CutPatchStream} {
+		require.NotNil(t, r)
+		require.Equal(t, "length", r.FinishReason)
+	}
+}

@@ -298,6 +298,40 @@ func TestE2EMCPTypeScriptServer(t *testing.T) {
 	require.Equal(t, "Result: Error: broken on purpose", got.Approval.Resumed.Text)
 }
 
+// The Vercel AI SDK's openai.tools.mcp validates every item and event
+// against OpenAI's shapes: the listing, the call and the answer come back,
+// generated and streamed, with no validation error.
+func TestClientAISDKMCP(t *testing.T) {
+	dir := jsClients(t)
+	url := startTSServer(t, dir)
+	g := mcpGateway(t, false, nil)
+	type part struct {
+		Type, Name       string
+		ProviderExecuted bool
+		Output           json.RawMessage
+	}
+	var got struct {
+		Errors           []string
+		Generate, Stream *struct {
+			Text  string
+			Parts []part
+		}
+	}
+	runJS(t, dir, "ai_sdk_mcp.mjs", g.srv.URL+"/v1", &got, url)
+	require.Empty(t, got.Errors)
+	for _, r := range []*struct {
+		Text  string
+		Parts []part
+	}{got.Generate, got.Stream} {
+		require.NotNil(t, r)
+		require.Equal(t, "Result: HELLO", r.Text)
+		require.Len(t, r.Parts, 2, "%+v", r.Parts)
+		require.Equal(t, "tool-result", r.Parts[1].Type)
+		require.True(t, r.Parts[1].ProviderExecuted)
+		require.Contains(t, string(r.Parts[1].Output), "HELLO")
+	}
+}
+
 // startTSServer starts testdata/clients/mcp_server.mjs and returns its URL;
 // the server stops with the test.
 func startTSServer(t *testing.T, dir string) string {

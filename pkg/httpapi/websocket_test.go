@@ -204,6 +204,31 @@ func TestWebSocketCreateAndContinue(t *testing.T) {
 	foreign.createErr(fmt.Sprintf(`{"type":"response.create","previous_response_id":%q,"input":"What is my name?"}`, second), http.StatusNotFound, "previous_response_not_found")
 }
 
+// A response.create with "generate": false (OpenAI's prewarm, which Codex
+// sends on its WebSocket when a session starts) prepares the response's
+// state without calling the model: the response completes with no output,
+// and the next turn continues from it with only its new input.
+func TestWebSocketPrewarm(t *testing.T) {
+	t.Parallel()
+	g := newWSGateway(t, nil)
+	ws := dialWS(t, g.srv, wsKeyA)
+	evs := ws.create(`{"type":"response.create","store":false,"generate":false,"instructions":"Be brief.","input":"My name is Ada"}`)
+	require.Equal(t, "response.completed", last(evs).Type)
+	require.Len(t, evs, 3, "response.created, response.in_progress, response.completed")
+	require.Contains(t, string(last(evs).Data), `"output":[]`)
+	require.Zero(t, g.fake.Calls(), "a prewarm does not call the model")
+	evs = ws.create(fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"What is my name?"}`, last(evs).Response.ID))
+	require.Equal(t, "Your name is Ada.", textOf(t, evs))
+	msgs := g.fake.Requests()[0].Messages
+	require.Len(t, msgs, 2, "the prewarm's input, then the turn's; instructions do not carry over, as at OpenAI")
+	require.Equal(t, "My name is Ada", msgs[0].Content.String())
+
+	ws.createErr(`{"type":"response.create","generate":"no","input":"Hi"}`, http.StatusBadRequest, "")
+	// "generate": true is every turn's default.
+	evs = ws.create(`{"type":"response.create","generate":true,"input":"Hi"}`)
+	require.Equal(t, "Hello from Lambent.", textOf(t, evs))
+}
+
 // store=false responses live in the connection's cache only: they continue
 // on the same socket, never on another, and are never readable over HTTP.
 func TestWebSocketStoreFalseContinuation(t *testing.T) {

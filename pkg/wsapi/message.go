@@ -108,10 +108,10 @@ func ConnectionLimitError() *api.Error {
 var transportFields = []string{"stream", "stream_options", "background"}
 
 // DecodeCreate decodes a response.create message into a streaming create
-// request. The body is the standard create body plus "type"; stream,
-// stream_options and background are HTTP transport fields and rejected,
-// except "stream": true, which only says what a WebSocket always does and
-// which the OpenAI Agents SDK sends.
+// request. The body is the standard create body plus "type" and OpenAI's
+// WebSocket field "generate"; stream, stream_options and background are
+// HTTP transport fields and rejected, except "stream": true, which only
+// says what a WebSocket always does and which the OpenAI Agents SDK sends.
 func DecodeCreate(m Message, limit int64) (*api.CreateResponseRequest, error) {
 	if m.Binary {
 		return nil, &api.Error{Status: http.StatusBadRequest, Type: api.ErrTypeInvalidRequest, Code: CodeBinaryMessage,
@@ -142,6 +142,10 @@ func DecodeCreate(m Message, limit int64) (*api.CreateResponseRequest, error) {
 		}
 		return nil, api.InvalidRequestCode(k, "unsupported_parameter", "Unsupported parameter: '%s' is an HTTP transport field and is not accepted on a WebSocket connection.", k)
 	}
+	generate, err := takeGenerate(fields)
+	if err != nil {
+		return nil, err
+	}
 	body, err := json.Marshal(fields)
 	if err != nil {
 		return nil, api.InvalidRequestCode("", "invalid_json", "could not parse the message: %v", err)
@@ -150,8 +154,24 @@ func DecodeCreate(m Message, limit int64) (*api.CreateResponseRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	req.Stream = true
+	req.Stream, req.NoGenerate = true, !generate
 	return req, nil
+}
+
+// takeGenerate removes the WebSocket-only field "generate" from fields and
+// returns its value: true when absent or null (every turn generates by
+// default), false for a prewarm (api.CreateResponseRequest.NoGenerate).
+func takeGenerate(fields map[string]json.RawMessage) (bool, error) {
+	raw, ok := fields["generate"]
+	delete(fields, "generate")
+	if !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return true, nil
+	}
+	var generate bool
+	if err := json.Unmarshal(raw, &generate); err != nil {
+		return false, api.InvalidRequestCode("generate", "invalid_type", "Invalid type for 'generate': expected a boolean.")
+	}
+	return generate, nil
 }
 
 // continuedFrom returns the previous_response_id of m when m is a
