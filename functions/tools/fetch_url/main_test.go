@@ -39,21 +39,7 @@ func (e examplePage) RoundTrip(r *http.Request) (*http.Response, error) {
 // TestSampleEvent runs events/tool-fetch_url.json (the sample for `sam local
 // invoke -e`) through the function's handler.
 func TestSampleEvent(t *testing.T) {
-	event, err := os.ReadFile("../../../events/tool-fetch_url.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan string, 1)
-	cfg := config(func(string) string { return "" })
-	cfg.Client = &http.Client{Transport: examplePage{got}}
-	out, err := lambdatool.Handle(context.Background(), fetchurl.Tool(cfg), event)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var reply tools.ToolResult
-	if err := json.Unmarshal(out, &reply); err != nil {
-		t.Fatal(err)
-	}
+	reply, got := runSample(t, "tool-fetch_url.json")
 	if reply.IsError || !strings.Contains(reply.Output, "Example Domain") || !strings.Contains(reply.Output, "documentation examples") {
 		t.Fatalf("reply = %+v, want the page's text", reply)
 	}
@@ -77,21 +63,7 @@ func TestConfig(t *testing.T) {
 // is a loopback address, which the SSRF guard refuses without fetching;
 // the refusal is an is_error result for the model, not a function error.
 func TestSampleEventRefused(t *testing.T) {
-	event, err := os.ReadFile("../../../events/tool-fetch_url-refused.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan string, 1)
-	cfg := config(func(string) string { return "" })
-	cfg.Client = &http.Client{Transport: examplePage{got}}
-	out, err := lambdatool.Handle(context.Background(), fetchurl.Tool(cfg), event)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var reply tools.ToolResult
-	if err := json.Unmarshal(out, &reply); err != nil {
-		t.Fatal(err)
-	}
+	reply, got := runSample(t, "tool-fetch_url-refused.json")
 	if !reply.IsError || !strings.Contains(reply.Output, "not allowed") {
 		t.Fatalf("reply = %+v, want a refusal", reply)
 	}
@@ -100,4 +72,25 @@ func TestSampleEventRefused(t *testing.T) {
 		t.Fatalf("fetched %q", u)
 	default:
 	}
+}
+
+// runSample runs the events/ sample name through the function's handler,
+// its fetches answered by examplePage (each URL fetched is sent on got).
+func runSample(t *testing.T, name string) (reply tools.ToolResult, got chan string) {
+	t.Helper()
+	event, err := os.ReadFile("../../../events/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = make(chan string, 1)
+	cfg := config(func(string) string { return "" })
+	cfg.Client = &http.Client{Transport: examplePage{got}}
+	out, err := lambdatool.Handle(context.Background(), fetchurl.Tool(cfg), event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(out, &reply); err != nil {
+		t.Fatal(err)
+	}
+	return reply, got
 }
