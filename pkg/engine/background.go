@@ -75,6 +75,9 @@ func (e *Engine) CreateBackground(ctx context.Context, req *api.CreateResponseRe
 	if !req.Stream {
 		return w.WriteResponse(rec.Response)
 	}
+	// The stream counts toward the cap while it is open, as a followed
+	// one does (StreamResponse); its create was admitted already.
+	defer e.inflight.leave(e.inflight.hold(ctx))
 	return e.follow(ctx, rec, -1, w)
 }
 

@@ -29,6 +29,13 @@ func (e *Engine) StreamResponse(ctx context.Context, id string, after int64, w R
 	if rec.Job == nil || e.eventLog() == nil {
 		return api.InvalidRequest("stream", "Only background responses can be streamed after they were created.")
 	}
+	// An open stream polls the store: it counts toward the tenant's
+	// in-flight cap, as a create does.
+	t, err := e.inflight.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer e.inflight.leave(t)
 	return e.follow(ctx, rec, after, w)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/lambent/lambent/pkg/pacing"
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/tenant"
 )
 
 // gatedModel streams "Hello " at once, then waits for release before the
@@ -416,4 +418,44 @@ func testBackgroundTerminalPublishedOnce(t *testing.T, mk storeMaker) {
 		seen[check(id)]++
 	}
 	t.Logf("terminal states of the races: %v", seen)
+}
+
+// A followed stream (GET ?stream=true) takes a slot of its tenant's
+// in-flight cap while it is open, as a create does: one tenant could open
+// any number of them, each polling the store. Another tenant is not
+// affected.
+func TestFollowersCountInFlight(t *testing.T) {
+	q := newJobQueue()
+	e, _ := newEngine(t, script(), nil, func(c *Config) {
+		c.Store, c.Background.Queue = store.NewMemory(store.MemoryConfig{}), q
+		c.Background.PollInterval = 5 * time.Millisecond
+		c.Limits.TenantInFlight = 2
+	})
+	acme := tenant.With(context.Background(), "acme")
+	rec := &recorder{}
+	require.NoError(t, e.CreateBackground(acme, decodeReq(t, `{"input":"x","background":true}`), rec))
+	id := rec.response(t).ID
+	<-q.c // queued: nothing runs it, the followers wait
+	ctx, stop := context.WithCancel(acme)
+	done := make(chan error, 2)
+	for range 2 {
+		f := newFollowRecorder()
+		go func() { done <- e.StreamResponse(ctx, id, -1, f) }()
+		f.await(t, "the follower streams", func() bool { return f.has(t, api.EventResponseCreated) })
+	}
+	// Before the cap it would follow until its context ends.
+	third, cancel := context.WithTimeout(acme, 5*time.Second)
+	defer cancel()
+	err := e.StreamResponse(third, id, -1, newFollowRecorder())
+	var ae *api.Error
+	require.ErrorAs(t, err, &ae, "a third follower is over the cap")
+	assert.Equal(t, http.StatusTooManyRequests, ae.Status)
+	other := &recorder{}
+	require.NoError(t, e.CreateBackground(tenant.With(context.Background(), "other"), decodeReq(t, `{"input":"y","background":true}`), other), "another tenant is not affected")
+	stop()
+	for range 2 {
+		<-done
+	}
+	// The slots are free again.
+	require.NoError(t, e.CreateBackground(acme, decodeReq(t, `{"input":"z","background":true}`), &recorder{}))
 }

@@ -17,7 +17,7 @@ const TenantRetryAfter = 2 * time.Second
 
 // inflight counts the responses each tenant has running on this engine
 // (Limits.TenantInFlight): foreground creates, streamed or not, background
-// runs and compactions. The count is per engine, that is per gateway
+// runs, compactions and the followed streams of background responses. The count is per engine, that is per gateway
 // process or Lambda instance.
 type inflight struct {
 	limit int
