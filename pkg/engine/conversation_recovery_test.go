@@ -90,11 +90,7 @@ func TestStartBackgroundRedeliveryKeepsConversationLock(t *testing.T) {
 		require.Equal(t, api.StatusCompleted, got.Status)
 		items, err := cs.LoadConversationItems(ctx, c.ID, 100)
 		require.NoError(t, err)
-		var roles []string
-		for _, it := range items {
-			roles = append(roles, it.Role)
-		}
-		assert.Equal(t, []string{"user", "assistant"}, roles, "the response's items are appended to its conversation")
+		assert.Equal(t, []string{"user", "assistant"}, fieldOf(items, role), "the response's items are appended to its conversation")
 	})
 }
 
@@ -211,11 +207,7 @@ func TestLongResponseOutlivesConversationLock(t *testing.T) {
 		require.Equal(t, api.StatusCompleted, rec.response(t).Status)
 		items, err := cs.LoadConversationItems(ctx, c.ID, 100)
 		require.NoError(t, err)
-		var roles []string
-		for _, it := range items {
-			roles = append(roles, it.Role)
-		}
-		assert.Equal(t, []string{"user", "assistant"}, roles, "the response's turn is appended to its conversation")
+		assert.Equal(t, []string{"user", "assistant"}, fieldOf(items, role), "the response's turn is appended to its conversation")
 		got, err := cs.GetConversation(ctx, c.ID)
 		require.NoError(t, err)
 		assert.Empty(t, got.Lock, "the append released the lock")
@@ -292,11 +284,7 @@ func TestBackgroundFailedAtStartAppendsNewInput(t *testing.T) {
 
 		items, err := cs.LoadConversationItems(ctx, c.ID, 100)
 		require.NoError(t, err)
-		var ids []string
-		for _, it := range items {
-			ids = append(ids, it.ID)
-		}
-		assert.Equal(t, []string{"msg_a", "msg_b", "msg_c"}, ids, "the failed response's new input is appended once")
+		assert.Equal(t, []string{"msg_a", "msg_b", "msg_c"}, fieldOf(items, itemID), "the failed response's new input is appended once")
 		conv, err := cs.GetConversation(ctx, c.ID)
 		require.NoError(t, err)
 		assert.Empty(t, conv.Lock)

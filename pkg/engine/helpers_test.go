@@ -241,6 +241,18 @@ func types(items []api.Item) []string {
 	return out
 }
 
+// fieldOf is one field of each item, in order (f picks it).
+func fieldOf(items []api.Item, f func(*api.Item) string) []string {
+	out := make([]string, len(items))
+	for i := range items {
+		out[i] = f(&items[i])
+	}
+	return out
+}
+
+func role(it *api.Item) string   { return it.Role }
+func itemID(it *api.Item) string { return it.ID }
+
 // newEngine builds an engine over a memory store. A nil hosted catalog is
 // the single-shot engine; a mock without names offers no hosted tools but
 // runs the loop (client calls pause it).

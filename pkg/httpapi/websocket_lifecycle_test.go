@@ -4,15 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/testing/ssecheck"
-	"github.com/lambent/lambent/pkg/httpapi"
-	"github.com/lambent/lambent/pkg/tenant"
 )
 
 // A client that closes its WebSocket while a response runs: the response
@@ -24,9 +21,7 @@ func TestWebSocketClientGoneStopsResponse(t *testing.T) {
 	block := make(chan struct{})
 	defer close(block)
 	g := newWSGateway(t, block)
-	h := httpapi.New(httpapi.Config{Service: g.app.Engine, Tenants: tenant.Rule{Keys: tenant.NewKeyring(map[string]string{wsKeyA: "acme"})}})
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	h, srv := g.ownHandler(t)
 	ws := dialWS(t, srv, wsKeyA)
 	ws.send(`{"type":"response.create","store":false,"input":"Be slow"}`)
 	ev, err := ssecheck.Decode(ws.read())

@@ -51,6 +51,16 @@ func newWSGateway(t *testing.T, block <-chan struct{}) *gateway {
 	return newGateway(t, wsModel(block), map[string]string{"LAMBENT_API_KEYS": "acme=" + wsKeyA + ",globex=" + wsKeyB})
 }
 
+// ownHandler serves g's engine (key wsKeyA, tenant acme) through a
+// handler of its own, whose Shutdown a test calls, on a server of its own.
+func (g *gateway) ownHandler(t *testing.T) (*httpapi.Handler, *httptest.Server) {
+	t.Helper()
+	h := httpapi.New(httpapi.Config{Service: g.app.Engine, Tenants: tenant.Rule{Keys: tenant.NewKeyring(map[string]string{wsKeyA: "acme"})}})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return h, srv
+}
+
 // wsURL is the WebSocket URL of /v1/responses on srv.
 func wsURL(srv *httptest.Server) string {
 	return "ws" + strings.TrimPrefix(srv.URL, "http") + "/v1/responses"
@@ -523,9 +533,7 @@ func TestWebSocketShutdownDeadline(t *testing.T) {
 	block := make(chan struct{})
 	defer close(block)
 	g := newWSGateway(t, block)
-	h := httpapi.New(httpapi.Config{Service: g.app.Engine, Tenants: tenant.Rule{Keys: tenant.NewKeyring(map[string]string{wsKeyA: "acme"})}})
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	h, srv := g.ownHandler(t)
 	ws := dialWS(t, srv, wsKeyA)
 	ws.send(`{"type":"response.create","input":"Be slow"}`)
 	ev, err := ssecheck.Decode(ws.read())
@@ -558,9 +566,7 @@ func TestWebSocketShutdown(t *testing.T) {
 	t.Parallel()
 	block := make(chan struct{})
 	g := newWSGateway(t, block)
-	h := httpapi.New(httpapi.Config{Service: g.app.Engine, Tenants: tenant.Rule{Keys: tenant.NewKeyring(map[string]string{wsKeyA: "acme"})}})
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	h, srv := g.ownHandler(t)
 	ws := dialWS(t, srv, wsKeyA)
 	idle := dialWS(t, srv, wsKeyA)
 	ws.send(`{"type":"response.create","store":false,"input":"Be slow"}`)

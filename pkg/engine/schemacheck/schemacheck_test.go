@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -78,9 +77,7 @@ func TestCheckBoundsEvaluations(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s, err := schemacheck.Compile(json.RawMessage(c.schema), 1000)
 			require.NoError(t, err)
-			start := time.Now()
 			errs := schemacheck.Check(s, c.text, "the input")
-			assert.Less(t, time.Since(start), time.Second)
 			require.Len(t, errs, 1)
 			assert.Equal(t, fmt.Sprintf("the input cannot be validated against this schema: it would take more than %d evaluations of its subschemas (and %d for each value of the input)",
 				schemacheck.MaxEvaluations, schemacheck.EvaluationsPerValue), errs[0])
