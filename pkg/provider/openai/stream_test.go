@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
+	"time"
 	"testing"
 
 	"github.com/lambent/lambent/pkg/api"
@@ -314,5 +316,68 @@ func TestStreamMidStreamErrorEvent(t *testing.T) {
 			contains(t, "message", e.Message, "the model provider reported an error")
 			contains(t, "cause", e.Err.Error(), "The server is overloaded")
 		})
+	}
+}
+
+// A streamed call hands its connection back to the pool: the stream is
+// read to its end after [DONE], so the next call (here, streamed and not)
+// goes over the same connection instead of dialing (with TLS, a handshake
+// a model call).
+func TestStreamReusesConnection(t *testing.T) {
+	var mu sync.Mutex
+	remotes := map[string]bool{}
+	p, _ := newBackend(t, openai.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		remotes[r.RemoteAddr] = true
+		mu.Unlock()
+		if r.Header.Get("Accept") == "text/event-stream" {
+			sseReply(chunk(`{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}`))(w, r)
+			// The body's last chunk follows [DONE] in a packet of its
+			// own, a little later, as over a network.
+			time.Sleep(10 * time.Millisecond)
+			return
+		}
+		jsonReply(200, okCompletion)(w, r)
+	})
+	for range 3 {
+		if _, err := p.Stream(context.Background(), hi, func(provider.Delta) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.Complete(context.Background(), hi); err != nil {
+		t.Fatal(err)
+	}
+	if len(remotes) != 1 {
+		t.Errorf("4 calls used %d connections, want 1", len(remotes))
+	}
+}
+
+// A server that keeps its response open after [DONE] does not hold the
+// call: what follows [DONE] is awaited only briefly.
+func TestStreamDoneServerKeepsOpen(t *testing.T) {
+	release := make(chan struct{})
+	p, _ := newBackend(t, openai.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		sseReply(chunk(`{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}`))(w, r)
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	})
+	defer close(release)
+	done := make(chan error, 1)
+	go func() {
+		res, err := p.Stream(context.Background(), hi, func(provider.Delta) error { return nil })
+		if err == nil && res.Text != "ok" {
+			err = fmt.Errorf("text %q", res.Text)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call waited for the end of a response that stays open after [DONE]")
 	}
 }
