@@ -9,8 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
