@@ -49,6 +49,7 @@ var (
 		"GET /v1/responses/{id}/input_items",
 		"POST /v1/responses/{id}/cancel",
 		"POST /v1/responses/compact",
+		"POST /v1/responses/input_tokens",
 		"POST /v1/conversations",
 		"GET /v1/conversations/{id}",
 		"POST /v1/conversations/{id}",

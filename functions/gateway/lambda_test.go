@@ -432,3 +432,35 @@ func TestSampleEvents(t *testing.T) {
 		})
 	}
 }
+
+// POST /v1/responses/input_tokens through each front door (the compact
+// samples with the path changed: function URL, REST API, HTTP API) is the
+// gateway's 501 input_tokens_unsupported, not a 405.
+func TestInputTokensUnsupportedOnEveryFrontDoor(t *testing.T) {
+	t.Parallel()
+	fake := fakellm.New()
+	defer fake.Close()
+	h := lambdaHandler(newApp(t, fake))
+	for _, name := range []string{"gateway-url-compact.json", "gateway-rest-compact.json", "gateway-httpapi-compact.json"} {
+		ev := strings.ReplaceAll(string(readEvent(t, name)), "/v1/responses/compact", "/v1/responses/input_tokens")
+		out, err := h(testCtx(t), json.RawMessage(ev))
+		require.NoError(t, err, name)
+		var status int
+		var body []byte
+		switch r := out.(type) {
+		case *events.LambdaFunctionURLStreamingResponse:
+			s := readStreamed(t, r)
+			status, body = s.prelude.StatusCode, s.body()
+		case *events.APIGatewayProxyStreamingResponse:
+			s := readStreamed(t, r)
+			status, body = s.prelude.StatusCode, s.body()
+		case events.APIGatewayV2HTTPResponse:
+			status, body = r.StatusCode, []byte(r.Body)
+		default:
+			t.Fatalf("%s: reply %T", name, out)
+		}
+		require.Equal(t, 501, status, "%s: %s", name, body)
+		require.Contains(t, string(body), `"code":"input_tokens_unsupported"`, name)
+	}
+	require.Zero(t, fake.Calls())
+}

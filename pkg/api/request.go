@@ -726,6 +726,8 @@ func (r *CreateResponseRequest) Validate() error {
 			if c.Namespace != "" && !namespaced[c.Namespace+"."+c.Name] || c.Namespace == "" && !names[c.Name] {
 				return InvalidRequest("tool_choice.name", "tool_choice names %s tool %q, which is not in tools", c.Type, qualified(c.Namespace, c.Name))
 			}
+		case ToolMCP:
+			// The engine checks the server (it knows the operator's).
 		case "allowed_tools":
 			for i, t := range c.Tools {
 				if t.Type != ToolFunction && t.Type != ToolCustom && !strings.Contains(t.Type, ":") && t.Type != ToolMCP {

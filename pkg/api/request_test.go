@@ -40,7 +40,8 @@ func TestDecodeStringAndItemInput(t *testing.T) {
 
 func TestToolChoiceForms(t *testing.T) {
 	for in, mode := range map[string]string{`"auto"`: "auto", `"none"`: "none", `"required"`: "required",
-		`{"type":"function","name":"f"}`: "required", `{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"f"}]}`: "auto"} {
+		`{"type":"function","name":"f"}`: "required", `{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"f"}]}`: "auto",
+		`{"type":"mcp","server_label":"docs","name":"search.v2"}`: "required", `{"type":"mcp","server_label":"docs"}`: "required"} {
 		r, err := DecodeCreateRequest([]byte(`{"input":"x","tools":[{"type":"function","name":"f"}],"tool_choice":` + in + `}`))
 		require.NoError(t, err, in)
 		assert.Equal(t, mode, r.ToolChoice.EffectiveMode(), in)
@@ -48,6 +49,21 @@ func TestToolChoiceForms(t *testing.T) {
 		require.NoError(t, err)
 		assert.JSONEq(t, in, string(b))
 	}
+}
+
+// tool_choice {"type":"mcp"} (OpenAI's ToolChoiceMcp) needs a server_label;
+// its name, if given, is an MCP tool name of at most 128 bytes. Whether the
+// label names a server of the request is the engine's to check.
+func TestDecodeMCPToolChoice(t *testing.T) {
+	r, err := DecodeCreateRequest([]byte(`{"input":"x","tools":[{"type":"mcp","server_label":"docs","server_url":"https://mcp.example/mcp"}],` +
+		`"tool_choice":{"type":"mcp","server_label":"docs","name":null}}`))
+	require.NoError(t, err)
+	assert.Equal(t, ToolChoice{Type: ToolMCP, ServerLabel: "docs"}, *r.ToolChoice)
+	runBad(t, []badCase{
+		{`{"input":"x","tool_choice":{"type":"mcp","name":"search"}}`, "tool_choice.server_label", "", "missing required parameter"},
+		{`{"input":"x","tool_choice":{"type":"mcp","server_label":""}}`, "tool_choice.server_label", "", "missing required parameter"},
+		{`{"input":"x","tool_choice":{"type":"mcp","server_label":"docs","name":"` + strings.Repeat("n", 129) + `"}}`, "tool_choice.name", "", "128"},
+	})
 }
 
 // Every bad input is a 400 (or 413) naming the parameter.

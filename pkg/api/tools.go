@@ -209,19 +209,23 @@ const (
 // namespace tool), a forced custom tool {"type":"custom","name"}, a forced
 // client-executed built-in tool ({"type":"shell"}, "apply_patch",
 // "computer", "computer_use_preview", "computer_use"; not "local_shell",
-// which OpenAI does not let tool_choice name), or
+// which OpenAI does not let tool_choice name), a tool of an MCP server
+// {"type":"mcp","server_label","name"} (without name, any tool of the
+// server; the engine checks the label), or
 // {"type":"allowed_tools","mode","tools"}. Forcing another of OpenAI's
 // built-in tools ({"type":"web_search_preview"}, ...) is a 400 naming it:
 // Lambent does not run them (BuiltinKind).
 type ToolChoice struct {
-	// Type is "" for the string form, "function", "custom",
+	// Type is "" for the string form, "function", "custom", "mcp",
 	// "allowed_tools", or the type of a forced built-in client tool.
 	Type string
 	// Mode is the string form's value, or the allowed_tools mode.
 	Mode string
-	// Name is the forced tool's name, Namespace its namespace tool's.
-	Name      string
-	Namespace string
+	// Name is the forced tool's name, Namespace its namespace tool's,
+	// ServerLabel its MCP server's ("mcp"; Name may then be "").
+	Name        string
+	Namespace   string
+	ServerLabel string
 	// Tools lists the allowed tools of the allowed_tools form.
 	Tools []ToolRef
 }
@@ -236,10 +240,15 @@ type ToolRef struct {
 }
 
 // Forced reports whether the choice forces one named function or custom
-// tool.
+// tool, a built-in client tool, or a tool of an MCP server.
 func (c ToolChoice) Forced() bool {
-	return c.Type == ToolFunction || c.Type == ToolCustom || forcedBuiltin(c.Type)
+	return c.Type == ToolFunction || c.Type == ToolCustom || c.Type == ToolMCP || forcedBuiltin(c.Type)
 }
+
+// MaxMCPToolNameBytes bounds the name of an MCP tool a tool_choice forces
+// (the MCP specification's bound on tool names: 128 characters; an MCP
+// tool's name is not a function name and may hold dots or slashes).
+const MaxMCPToolNameBytes = 128
 
 // forcedBuiltin reports whether tool_choice may force the built-in tool
 // type typ (OpenAI's ToolChoiceTypes and ToolChoiceShell/ApplyPatch).
@@ -273,11 +282,12 @@ func (c *ToolChoice) UnmarshalJSON(data []byte) error {
 		return InvalidRequest("tool_choice", "invalid value %q for tool_choice; expected one of \"auto\", \"none\", \"required\" or an object", c.Mode)
 	}
 	var w struct {
-		Type      string          `json:"type"`
-		Name      string          `json:"name"`
-		Namespace string          `json:"namespace"`
-		Mode      string          `json:"mode"`
-		Tools     json.RawMessage `json:"tools"` // counted before it is decoded
+		Type        string          `json:"type"`
+		Name        string          `json:"name"`
+		Namespace   string          `json:"namespace"`
+		ServerLabel string          `json:"server_label"`
+		Mode        string          `json:"mode"`
+		Tools       json.RawMessage `json:"tools"` // counted before it is decoded
 	}
 	if err := unmarshal(data, &w); err != nil {
 		return InvalidRequest("tool_choice", "invalid type for tool_choice: expected a string or an object")
@@ -288,6 +298,14 @@ func (c *ToolChoice) UnmarshalJSON(data []byte) error {
 			return InvalidRequest("tool_choice.name", "missing required parameter: tool_choice.name")
 		}
 		c.Type, c.Name, c.Namespace = w.Type, w.Name, w.Namespace
+	case ToolMCP:
+		if w.ServerLabel == "" {
+			return InvalidRequest("tool_choice.server_label", "missing required parameter: tool_choice.server_label")
+		}
+		if len(w.Name) > MaxMCPToolNameBytes {
+			return InvalidRequest("tool_choice.name", "invalid tool_choice.name: an MCP tool name is at most %d bytes, got %d", MaxMCPToolNameBytes, len(w.Name))
+		}
+		c.Type, c.ServerLabel, c.Name = w.Type, w.ServerLabel, w.Name
 	case "allowed_tools":
 		if w.Mode != ToolChoiceAuto && w.Mode != ToolChoiceRequired {
 			return InvalidRequest("tool_choice.mode", "invalid value %q for tool_choice.mode; expected \"auto\" or \"required\"", w.Mode)
@@ -297,7 +315,7 @@ func (c *ToolChoice) UnmarshalJSON(data []byte) error {
 		}
 		c.Type, c.Mode = w.Type, w.Mode
 	case ToolLocalShell:
-		return InvalidRequest("tool_choice.type", "tool_choice cannot force the %q tool; expected \"function\", \"custom\", \"allowed_tools\" or a built-in tool type", w.Type)
+		return InvalidRequest("tool_choice.type", "tool_choice cannot force the %q tool; expected \"function\", \"custom\", \"mcp\", \"allowed_tools\" or a built-in tool type", w.Type)
 	default:
 		if forcedBuiltin(w.Type) {
 			c.Type = w.Type
@@ -306,7 +324,7 @@ func (c *ToolChoice) UnmarshalJSON(data []byte) error {
 		if BuiltinKind(w.Type) != "" {
 			return InvalidRequestCode("tool_choice.type", "unsupported_tool", "tool_choice forces the %q tool, which this gateway does not run (see the lambent.unserved_tools of a response).", w.Type)
 		}
-		return InvalidRequest("tool_choice.type", "unsupported tool_choice type %q; expected \"function\", \"custom\" or \"allowed_tools\"", w.Type)
+		return InvalidRequest("tool_choice.type", "unsupported tool_choice type %q; expected \"function\", \"custom\", \"mcp\" or \"allowed_tools\"", w.Type)
 	}
 	return nil
 }
@@ -333,7 +351,8 @@ func (c *ToolChoice) decodeAllowed(v json.RawMessage) error {
 }
 
 // MarshalJSON writes the form the choice was given in: {type, name} for a
-// forced tool (and namespace when set), {type, mode, tools} for
+// forced tool (and namespace when set), {type, server_label, name} for an
+// MCP server's tool (name when set), {type, mode, tools} for
 // allowed_tools, else the effective mode as a string.
 func (c ToolChoice) MarshalJSON() ([]byte, error) { return wirejson.Marshal(c.wire()) }
 
@@ -346,6 +365,12 @@ func (c ToolChoice) wire() any {
 			Name      string `json:"name"`
 			Namespace string `json:"namespace,omitempty"`
 		}{c.Type, c.Name, c.Namespace}
+	case ToolMCP:
+		return struct {
+			Type        string `json:"type"`
+			ServerLabel string `json:"server_label"`
+			Name        string `json:"name,omitempty"`
+		}{c.Type, c.ServerLabel, c.Name}
 	case "allowed_tools":
 		return struct {
 			Type  string    `json:"type"`

@@ -322,8 +322,11 @@ func (r *run) toolChoiceMode() string {
 // assembler (kept on the run for finish).
 // The call is bounded by the deadline budget and measured for it.
 func (e *Engine) callModel(ctx context.Context, r *run, turn int) (res *provider.Result, err error) {
-	preq := r.providerRequest(tenant.From(ctx), turn)
-	r.asm = newAssembler(r)
+	r.asm = newAssembler(r) // before any error: the loop finishes it
+	preq, err := r.providerRequest(tenant.From(ctx), turn)
+	if err != nil {
+		return nil, err
+	}
 	r.modelCalls = turn + 1
 	ctx, cancel := r.budget.bound(ctx)
 	defer cancel()
@@ -364,8 +367,9 @@ func tenantScoped(tn, v string) string {
 	return "lmb_" + hex.EncodeToString(h[:20])
 }
 
-// providerRequest builds the model call of a turn for tenant tn.
-func (r *run) providerRequest(tn string, turn int) *provider.Request {
+// providerRequest builds the model call of a turn for tenant tn; the
+// error is a forced MCP tool the server does not offer (forceMCP).
+func (r *run) providerRequest(tn string, turn int) (*provider.Request, error) {
 	items := r.withSummaries(r.modelItems(r.history, r.input, r.resp.Output))
 	q := &provider.Request{
 		Model:             r.resp.Model,
@@ -393,15 +397,21 @@ func (r *run) providerRequest(tn string, turn int) *provider.Request {
 		// response only; afterwards the model must be free to answer.
 		// With an output tool the answer is a call: "required" stays (a
 		// forced function is forced only once).
-		if turn > 0 && q.ToolChoice == api.ToolChoiceRequired {
+		c := r.req.ToolChoice
+		switch {
+		case turn > 0 && q.ToolChoice == api.ToolChoiceRequired:
 			if !r.att.keepsRequired() {
 				q.ToolChoice = api.ToolChoiceAuto
 			}
-		} else if c := r.req.ToolChoice; c != nil && c.Forced() {
+		case c != nil && c.Type == api.ToolMCP:
+			if err := r.tools.forceMCP(q, c); err != nil {
+				return nil, err
+			}
+		case c != nil && c.Forced():
 			q.ForcedTool = r.tools.forcedName(c)
 		}
 	}
-	return q
+	return q, nil
 }
 
 // plannedCall is a tool call with what will happen to it.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/limits"
+	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -186,6 +187,50 @@ func checkMCPDeclaration(t *api.Tool, p string) error {
 
 // mcpServer returns the response's server labelled label, or nil.
 func (t *toolset) mcpServer(label string) *mcpServer { return t.mcpByLabel[label] }
+
+// knowsServer reports whether label, a tool_choice's reference to an MCP
+// server (allowed_tools' or a forced {"type":"mcp"}), names one of the
+// request's servers or the gateway's hosted tools ("lambent").
+func (t *toolset) knowsServer(label string) bool {
+	return label == api.HostedServerLabel || t.mcpServer(label) != nil
+}
+
+// serverTools are the definitions of the tools the model sees of the MCP
+// server label (the gateway's hosted tools: "lambent"), in the order it
+// sees them: all of them, or with name the one of that name.
+func (ts *toolset) serverTools(label, name string) []api.ToolDefinition {
+	ref := []api.ToolRef{{Type: api.ToolMCP, ServerLabel: label, Name: name}}
+	var out []api.ToolDefinition
+	for _, d := range ts.defList {
+		t := ts.defs[d.Name]
+		switch {
+		case t.mcp != nil && mcpRefAllows(ref, t.mcp.s.srv.Label, t.mcp.tool.Name),
+			t.mcp == nil && t.kind == ToolKindHosted && mcpRefAllows(ref, api.HostedServerLabel, d.Name):
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// forceMCP makes q, the first model call of a response whose tool_choice
+// c is {"type":"mcp"}, call a tool of c's server: the tool c names
+// (ForcedTool, the function name the model knows it by), or without a
+// name one of the server's tools, which are then all q offers. A tool the
+// server does not offer (its listing failed, say) is a 400.
+func (ts *toolset) forceMCP(q *provider.Request, c *api.ToolChoice) error {
+	defs := ts.serverTools(c.ServerLabel, c.Name)
+	switch {
+	case len(defs) == 0 && c.Name != "":
+		return api.InvalidRequest("tool_choice.name", "tool_choice forces tool %q of MCP server %q, which the server does not offer (see its mcp_list_tools item)", c.Name, c.ServerLabel)
+	case len(defs) == 0:
+		return api.InvalidRequest("tool_choice.server_label", "tool_choice forces a tool of MCP server %q, which offers none (see its mcp_list_tools item)", c.ServerLabel)
+	case c.Name != "":
+		q.ForcedTool = defs[0].Name
+	default:
+		q.Tools = defs
+	}
+	return nil
+}
 
 // closeMCP ends the response's MCP sessions.
 func (t *toolset) closeMCP() {

@@ -607,3 +607,81 @@ func TestMCPRemote_AllowedToolsNamesAKnownServer(t *testing.T) {
 		assert.Empty(t, srv.Headers(), "no server contacted")
 	}
 }
+
+// tool_choice {"type":"mcp","server_label","name"} (OpenAI's ToolChoiceMcp)
+// forces a call of that MCP tool on the first model call, by the function
+// name the model knows it by; without name, one of the server's tools:
+// only they are offered, and a call is required. The gateway's own tools
+// are the server "lambent". As a forced function, it holds for the first
+// model call only: the next one offers every tool, choice auto. The
+// response echoes the choice as given.
+func TestMCPRemote_ToolChoiceForcesAServersTool(t *testing.T) {
+	t.Parallel()
+	srv := startMCP(t, mcptest.Options{})
+	args := map[string]string{"echo": `{"text":"hi"}`, "add": `{"a":1,"b":2}`, "calc": `{"x":1}`}
+	for _, c := range []struct {
+		choice, call, forced string
+		offered              []string
+	}{
+		{`{"type":"mcp","server_label":"docs","name":"add"}`, "add", "add", []string{"calc", "add", "echo"}},
+		{`{"type":"mcp","server_label":"docs"}`, "echo", "", []string{"add", "echo"}},
+		{`{"type":"mcp","server_label":"lambent","name":"calc"}`, "calc", "calc", []string{"calc", "add", "echo"}},
+		{`{"type":"mcp","server_label":"lambent"}`, "calc", "", []string{"calc"}},
+	} {
+		p := script(calls(1, 1, call("c1", c.call, args[c.call])), text("done", 1, 1))
+		e, _ := newEngine(t, p, newMock(echoTool, "calc"), withMCP, mcpMode)
+		rec, err := run1(t, e, `{"input":"x","tools":[{"type":"lambent:calc"},`+mcpServerTool(srv.Endpoint, `,"require_approval":"never","allowed_tools":["echo","add"]`)+`],`+
+			`"tool_choice":`+c.choice+`}`)
+		require.NoError(t, err, c.choice)
+		r := rec.openAIResponse(t)
+		require.Equal(t, []string{"mcp_list_tools", "mcp_call", "message"}, types(r.Output), c.choice)
+		assert.Equal(t, api.ItemCompleted, r.Output[1].Status, c.choice)
+		reqs := p.requests()
+		require.Len(t, reqs, 2, c.choice)
+		assert.Equal(t, c.forced, reqs[0].ForcedTool, c.choice)
+		assert.Equal(t, api.ToolChoiceRequired, reqs[0].ToolChoice, c.choice)
+		assert.Equal(t, c.offered, toolNames(reqs[0].Tools), c.choice)
+		assert.Empty(t, reqs[1].ForcedTool, c.choice)
+		assert.Equal(t, api.ToolChoiceAuto, reqs[1].ToolChoice, c.choice)
+		assert.Equal(t, []string{"calc", "add", "echo"}, toolNames(reqs[1].Tools), c.choice)
+		var echoed struct {
+			ToolChoice json.RawMessage `json:"tool_choice"`
+		}
+		require.NoError(t, json.Unmarshal(rec.resp, &echoed))
+		assert.JSONEq(t, c.choice, string(echoed.ToolChoice), "the tool_choice echo")
+	}
+}
+
+// tool_choice {"type":"mcp"} names one of the request's MCP servers (or
+// lambent), as an allowed_tools reference does: another label is a 400
+// naming tool_choice.server_label before anything connects. A tool the
+// server does not offer (known once it is listed) is a 400 naming
+// tool_choice.name, before any model call.
+func TestMCPRemote_ToolChoiceNamesAKnownServer(t *testing.T) {
+	t.Parallel()
+	srv := startMCP(t, mcptest.Options{})
+	for _, c := range []struct{ choice, param string }{
+		{`{"type":"mcp","server_label":"nope"}`, "tool_choice.server_label"},
+		{`{"type":"mcp","server_label":"nope","name":"add"}`, "tool_choice.server_label"},
+		{`{"type":"mcp","server_label":"docs","name":"nope"}`, "tool_choice.name"},
+		{`{"type":"mcp","server_label":"lambent","name":"nope"}`, "tool_choice.name"},
+	} {
+		p := script(text("done", 1, 1))
+		e, _ := newEngine(t, p, newMock(echoTool, "calc"), withMCP, mcpMode)
+		_, err := run1(t, e, `{"input":"x","tools":[`+mcpServerTool(srv.Endpoint, `,"require_approval":"never"`)+`,{"type":"lambent:calc"}],`+
+			`"tool_choice":`+c.choice+`}`)
+		var ae *api.Error
+		require.ErrorAs(t, err, &ae, c.choice)
+		assert.Equal(t, http.StatusBadRequest, ae.Status, c.choice)
+		assert.Equal(t, c.param, ae.Param, "%s: %s", c.choice, ae.Message)
+		assert.Empty(t, p.requests(), "no model call")
+	}
+	other := startMCP(t, mcptest.Options{})
+	e, _ := newEngine(t, script(text("done", 1, 1)), nil, withMCP)
+	_, err := run1(t, e, `{"input":"x","tools":[{"type":"function","name":"f"},`+
+		fmt.Sprintf(`{"type":"mcp","server_label":"other","server_url":%q}`, other.Endpoint)+`],"tool_choice":{"type":"mcp","server_label":"docs"}}`)
+	var ae *api.Error
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, "tool_choice.server_label", ae.Param)
+	assert.Empty(t, other.Headers(), "no server contacted")
+}

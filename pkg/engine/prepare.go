@@ -374,14 +374,17 @@ func (r *run) resolveTools(e *Engine) error {
 		return err
 	}
 	names := r.req.AllowedTools
-	if c := r.req.ToolChoice; c != nil && c.Type == "allowed_tools" {
+	c := r.req.ToolChoice
+	if c != nil && c.Type == api.ToolMCP && !r.tools.knowsServer(c.ServerLabel) {
+		return api.InvalidRequest("tool_choice.server_label",
+			"tool_choice {\"type\":\"mcp\",\"server_label\":%q} names no MCP server of this request's tools", c.ServerLabel)
+	}
+	if c != nil && c.Type == "allowed_tools" {
 		for i, t := range c.Tools {
 			n := t.Name
 			switch {
 			case t.Type == api.ToolMCP:
-				// A reference names one of the request's servers, or the
-				// hosted tools ("lambent").
-				if t.ServerLabel != api.HostedServerLabel && r.tools.mcpServer(t.ServerLabel) == nil {
+				if !r.tools.knowsServer(t.ServerLabel) {
 					return api.InvalidRequest("tool_choice.tools["+strconv.Itoa(i)+"].server_label",
 						"allowed tool {\"type\":\"mcp\",\"server_label\":%q} names no MCP server of this request's tools", t.ServerLabel)
 				}

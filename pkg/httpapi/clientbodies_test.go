@@ -151,7 +151,7 @@ func TestOpenAIRejectionsOverHTTP(t *testing.T) {
 		{`{"input":"hi","reasoning":{"budget_tokens":100}}`, "reasoning.budget_tokens", "unknown_parameter"},
 		{`{"input":"hi","conversation":"conv_1","previous_response_id":"resp_1"}`, "conversation", "mutually_exclusive_parameters"},
 		{`{"input":"hi","prompt":{"id":"pmpt_1"}}`, "prompt", "unsupported_parameter"},
-		{`{"input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"mcp","server_label":"s"}}`, "tool_choice.type", "-"},
+		{`{"input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"mcp","server_label":"s"}}`, "tool_choice.server_label", "-"},
 		{`{"input":[{"type":"computer_call_output","call_id":"c","output":{}}]}`, "input[0].call_id", "-"},
 		{`{"input":[{"type":"image_generation_call","id":"ig_1","status":"completed"}]}`, "input[0].type", "-"},
 	}

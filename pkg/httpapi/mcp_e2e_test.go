@@ -225,6 +225,47 @@ func TestE2EMCPBackground(t *testing.T) {
 	}
 }
 
+// openai-go's ToolChoiceMcpParam forces the server's tool: the model's
+// first Chat Completions call names the function it knows the tool by in
+// tool_choice, the second is "auto" again; the response echoes the choice
+// as OpenAI's ToolChoiceMcp, streamed and not. Without a name, the first
+// call offers the server's tools alone, "required".
+func TestE2EMCPToolChoice(t *testing.T) {
+	t.Parallel()
+	srv := mcptest.StartStreamable(mcptest.Options{})
+	defer srv.Close()
+	for _, c := range []struct {
+		name, choice string
+		offered      int
+	}{{"echo", `{"type":"function","function":{"name":"echo"}}`, 3}, {"", `"required"`, 2}} {
+		for _, stream := range []bool{false, true} {
+			g := mcpGateway(t, false, nil)
+			params := textParams(`call echo {"text":"hi"}`)
+			tool := mcpToolParam("docs", srv.Endpoint, "never")
+			tool.OfMcp.AllowedTools = responses.ToolMcpAllowedToolsUnionParam{OfMcpAllowedTools: []string{"echo", "add"}}
+			params.Tools = []responses.ToolUnionParam{tool, {OfFunction: &responses.FunctionToolParam{Name: "f", Parameters: map[string]any{"type": "object"}}}}
+			choice := &responses.ToolChoiceMcpParam{ServerLabel: "docs"}
+			if c.name != "" {
+				choice.Name = openai.String(c.name)
+			}
+			params.ToolChoice = responses.ResponseNewParamsToolChoiceUnion{OfMcpTool: choice}
+			r, _ := create(t, g, stream, params)
+			require.Equal(t, []string{"mcp_list_tools", "mcp_call", "message"}, outputTypes(r))
+			require.Equal(t, "echo: hi", r.Output[1].AsMcpCall().Output)
+			mc := r.ToolChoice.AsMcpTool()
+			require.Equal(t, "mcp", string(mc.Type), r.ToolChoice.RawJSON())
+			require.Equal(t, "docs", mc.ServerLabel)
+			require.Equal(t, c.name, mc.Name)
+			reqs := g.fake.Requests()
+			require.Len(t, reqs, 2)
+			require.JSONEq(t, c.choice, string(reqs[0].ToolChoice))
+			require.Len(t, reqs[0].Tools, c.offered)
+			require.JSONEq(t, `"auto"`, string(reqs[1].ToolChoice))
+			require.Len(t, reqs[1].Tools, 3)
+		}
+	}
+}
+
 // The official TypeScript SDK's server, started with node, through
 // openai-go and the npm openai SDK (streamed and not, approval included).
 func TestE2EMCPTypeScriptServer(t *testing.T) {

@@ -91,6 +91,16 @@ func (h *Handler) compact(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// inputTokens serves POST /v1/responses/input_tokens, OpenAI's count of a
+// create request's input tokens, with a 501 input_tokens_unsupported (no
+// retry cures it): the gateway has no tokenizer for its models and asks no
+// model provider for a count, so it has no count it could give truthfully.
+func inputTokens(http.ResponseWriter, *http.Request) error {
+	return &api.Error{Status: http.StatusNotImplemented, Type: api.ErrTypeInvalidRequest, Code: "input_tokens_unsupported", NoRetry: true,
+		Message: "Counting input tokens (POST /v1/responses/input_tokens) is not supported by this gateway: it has no tokenizer for its models. " +
+			"A response's usage.input_tokens counts what its model calls read."}
+}
+
 // get serves GET /v1/responses/{id}: the response, or with stream=true its
 // events.
 func (h *Handler) get(w http.ResponseWriter, r *http.Request) error {

@@ -54,7 +54,7 @@ func recordBytes(rec *Record) int64 {
 func responseBytes(r *api.Response) int64 {
 	n := responseSize +
 		int64(len(r.ID)+len(r.Object)+len(r.Status)+len(r.Model)+len(r.Truncation)+len(r.ServiceTier)) +
-		int64(len(r.ToolChoice.Type)+len(r.ToolChoice.Mode)+len(r.ToolChoice.Name)+len(r.ToolChoice.Namespace)) +
+		int64(len(r.ToolChoice.Type)+len(r.ToolChoice.Mode)+len(r.ToolChoice.Name)+len(r.ToolChoice.Namespace)+len(r.ToolChoice.ServerLabel)) +
 		int64(len(r.Text.Format.Type)+len(r.Text.Format.Name)+len(r.Text.Verbosity)) +
 		stringPtrBytes(r.PreviousResponseID) + stringPtrBytes(r.Instructions) +
 		stringPtrBytes(r.SafetyIdentifier) + stringPtrBytes(r.PromptCacheKey) +
