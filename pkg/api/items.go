@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -279,6 +280,24 @@ type ItemHidden struct {
 	// IncludeReasoningEncrypted): the model gets it back all the same
 	// (Item.ReasoningState).
 	Encrypted string `json:"encrypted,omitempty"`
+	// Aside marks an output item set aside by validated output
+	// (docs/validated-output.md): a failed attempt's answer, the feedback
+	// on it, the model's text next to its calls. The model sees it in the
+	// run's later calls; a response's output on the wire, a continuation
+	// and a conversation do not (Shown).
+	Aside bool `json:"aside,omitempty"`
+}
+
+// Shown returns the items of items that are not set aside
+// (ItemHidden.Aside): a response's output as clients, continuations and
+// conversations get it. It is items itself when none is set aside.
+func Shown(items []Item) []Item {
+	for i := range items {
+		if items[i].Hidden.Aside {
+			return slices.DeleteFunc(slices.Clone(items), func(it Item) bool { return it.Hidden.Aside })
+		}
+	}
+	return items
 }
 
 // IncludeReasoningEncrypted is the include value that shows reasoning

@@ -168,6 +168,51 @@ func TestResponseJSONStream(t *testing.T) {
 	}
 }
 
+// TestResponseLeavesOutSetAsideItems: the output items set aside
+// (ItemHidden.Aside) are in no encoding of the response a client gets
+// (MarshalJSON, Shell for the streaming writers, a lifecycle event), and
+// in the stored record's (StoredShell), which keeps them.
+func TestResponseLeavesOutSetAsideItems(t *testing.T) {
+	r := benchResponse()
+	r.Output[0].Hidden.Aside = true
+	aside := r.Output[0].ID
+	shownOnly := *r
+	shownOnly.Output = r.Output[1:]
+	want, err := shownOnly.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := func(shell func() (*Response, []wirejson.Array)) string {
+		c, arrays := shell()
+		s, err := wirejson.NewStream(r, c, arrays...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	got, err := r.MarshalJSON()
+	ev, evErr := wirejson.Marshal((&StreamEvent{Type: EventResponseCompleted, Response: r}).Wire())
+	switch {
+	case err != nil || evErr != nil:
+		t.Fatal(err, evErr)
+	case string(got) != string(want):
+		t.Errorf("MarshalJSON = %s\nwant %s", got, want)
+	case stream(r.Shell) != string(want):
+		t.Errorf("Shell streams %s\nwant %s", stream(r.Shell), want)
+	case strings.Contains(string(ev), aside):
+		t.Errorf("the terminal event holds the set-aside item: %s", ev)
+	case !strings.Contains(stream(r.StoredShell), aside):
+		t.Errorf("StoredShell leaves out the set-aside item")
+	}
+	if len(Shown(r.Output)) != len(r.Output)-1 || !r.Output[0].Hidden.Aside {
+		t.Errorf("Shown changed its argument or kept the item")
+	}
+}
+
 // TestStreamEventWire: what the streaming writers encode (Wire) is the
 // event's JSON byte for byte, for lifecycle events (responses with and
 // without nil output, tools and metadata, escapes included) and for the

@@ -107,7 +107,7 @@ type textConfigWire struct {
 func (r *Response) wire() *responseWire {
 	w := &responseWire{ID: r.ID, Object: r.Object, CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt, Status: r.Status,
 		IncompleteDetails: r.IncompleteDetails, Model: r.Model, PreviousResponseID: r.PreviousResponseID,
-		Instructions: r.Instructions, Output: itemValues(r.Output), Error: r.Error, Tools: toolValues(r.Tools),
+		Instructions: r.Instructions, Output: itemValues(Shown(r.Output)), Error: r.Error, Tools: toolValues(r.Tools),
 		ToolChoice: r.ToolChoice.wire(), Truncation: r.Truncation, ParallelToolCalls: r.ParallelToolCalls,
 		Text: textConfigWire{Format: r.Text.Format.wire(), Verbosity: r.Text.Verbosity}, TopP: r.TopP,
 		PresencePenalty: r.PresencePenalty, FrequencyPenalty: r.FrequencyPenalty, TopLogprobs: r.TopLogprobs,
@@ -123,12 +123,21 @@ func (r *Response) wire() *responseWire {
 
 // Shell returns a copy of r without its output items and tools, and the
 // wirejson.Arrays of them: the parts of a wirejson.Stream of a value
-// holding r (the response itself, a stored record, a stream event), which
-// encodes the items and tools one at a time, each in place.
-func (r *Response) Shell() (*Response, []wirejson.Array) {
+// holding r (the response itself, a stream event), which encodes the items
+// and tools one at a time, each in place. The output is the items shown
+// (Shown), as MarshalJSON writes it.
+func (r *Response) Shell() (*Response, []wirejson.Array) { return r.shell(Shown(r.Output)) }
+
+// StoredShell is Shell for a stored record: its output array holds every
+// output item, the ones set aside too (ItemHidden.Aside), which a resumed
+// run gives the model again.
+func (r *Response) StoredShell() (*Response, []wirejson.Array) { return r.shell(r.Output) }
+
+// shell is Shell with output as the output items.
+func (r *Response) shell(output []Item) (*Response, []wirejson.Array) {
 	c := *r
 	c.Output, c.Tools = nil, nil
-	return &c, []wirejson.Array{ItemsArray("output", r.Output),
+	return &c, []wirejson.Array{ItemsArray("output", output),
 		{Key: "tools", Len: len(r.Tools), Elem: func(i int) (any, error) { return r.Tools[i].wire(), nil }}}
 }
 

@@ -32,8 +32,10 @@ import (
 // A failed attempt is fed back to the model (as the result of the call that
 // ended it, or as a user message when none did) and the next attempt
 // continues the conversation. The state lives in the response's "lambent"
-// field (the last attempt is the current one) and in its output, so a
-// background response resumes it from a checkpoint.
+// field (the last attempt is the current one) and in its output, the items
+// set aside included (api.ItemHidden.Aside: a failed answer, the feedback
+// on it; the model sees them, the wire's output does not), so a background
+// response resumes it from a checkpoint.
 //
 // The seam with the loop (loop.go) is r.att, nil when the response
 // validates no output; its methods the loop calls are no-ops on nil:
@@ -93,9 +95,6 @@ const (
 	phaseIteration  = "iteration"
 	phaseValidation = "validation"
 )
-
-// phaseCommentary is the message phase of an answer that failed its attempt.
-const phaseCommentary = "commentary"
 
 // submitParameters is the schema of the submit tool: no arguments.
 const submitParameters = `{"type":"object","properties":{},"additionalProperties":false}`
@@ -405,29 +404,27 @@ func refusal(it *api.Item) bool {
 	return slices.ContainsFunc(it.Content, func(p api.ContentPart) bool { return p.Type == api.PartRefusal })
 }
 
-// setAsideBut sets aside every assistant message of the output but the
-// one at keep (-1: none) as commentary: output_text, which the SDKs'
-// helpers read and parse, is then the validated output (or the refusal)
-// alone.
+// setAsideBut sets aside (api.ItemHidden.Aside) every assistant message of
+// the output but the one at keep (-1: none), text the model wrote next to
+// its calls: output_text, which the SDKs' helpers read and parse, is then
+// the validated output (or the refusal) alone.
 func (r *run) setAsideBut(keep int) {
 	for i := range r.resp.Output {
 		if it := &r.resp.Output[i]; i != keep && it.Type == api.ItemMessage && it.Role == api.RoleAssistant {
-			r.setAside(i)
+			it.Hidden.Aside = true
 		}
 	}
 }
 
-// setAside marks a model message that is not the validated output (an
-// answer that failed its attempt, text next to tool calls) as commentary:
-// phase "commentary", its output_text parts "text" parts, which output_text
-// leaves out.
-func (r *run) setAside(idx int) {
-	it := &r.resp.Output[idx]
-	it.Phase = phaseCommentary
-	for i := range it.Content {
-		if it.Content[i].Type == api.PartOutputText {
-			it.Content[i].Type = api.PartText
-		}
+// setAsideAnswer sets aside the model turn whose answer, at idx, failed
+// its attempt: the answer and the reasoning items before it. The model
+// sees them in its later calls; a response's output as clients see it,
+// continuations and conversations do not, as OpenAI would send the valid
+// answer alone.
+func (r *run) setAsideAnswer(idx int) {
+	r.resp.Output[idx].Hidden.Aside = true
+	for i := idx - 1; i >= 0 && r.resp.Output[i].Type == api.ItemReasoning; i-- {
+		r.resp.Output[i].Hidden.Aside = true
 	}
 }
 
@@ -451,7 +448,7 @@ func (e *Engine) afterAttempt(ctx context.Context, r *run) (outcome, bool) {
 	if v.code == "" {
 		cur.Valid = true
 		e.attemptEnded(ctx, r)
-		// The model's other text is commentary.
+		// The model's other text is set aside.
 		r.setAsideBut(v.answer)
 		if a.output != "" {
 			r.finalMessage(v.output)
@@ -461,7 +458,7 @@ func (e *Engine) afterAttempt(ctx context.Context, r *run) (outcome, bool) {
 	cur.Code, cur.Errors = v.code, v.errors
 	e.attemptEnded(ctx, r)
 	if v.answer >= 0 {
-		r.setAside(v.answer)
+		r.setAsideAnswer(v.answer)
 	}
 	if cur.Number >= a.maxAttempts {
 		msg := fmt.Sprintf("The output was not valid after %d attempts. Last errors: %s", cur.Number, strings.Join(v.errors, "; "))
@@ -536,11 +533,12 @@ func (r *run) finalMessage(output string) {
 	asm.finish(api.ItemCompleted)
 }
 
-// addFeedback adds a user message telling the model why its attempt failed.
+// addFeedback adds a user message telling the model why its attempt
+// failed, set aside as the answer it is about (setAsideAnswer).
 func (r *run) addFeedback(text string) {
 	idx := len(r.resp.Output)
 	r.resp.Output = append(r.resp.Output, api.Item{Type: api.ItemMessage, ID: r.newItemID(api.PrefixMessage), Status: api.ItemCompleted,
-		Role: api.RoleUser, Content: []api.ContentPart{{Type: api.PartInputText, Text: text}}})
+		Role: api.RoleUser, Content: []api.ContentPart{{Type: api.PartInputText, Text: text}}, Hidden: api.ItemHidden{Aside: true}})
 	it := &r.resp.Output[idx]
 	r.em.itemEvent(api.EventOutputItemAdded, idx, it)
 	r.em.itemEvent(api.EventOutputItemDone, idx, it)

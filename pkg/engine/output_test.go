@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/lambent/lambent/internal/testing/ssecheck"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/tools"
@@ -258,22 +259,19 @@ func TestOutput_NoOutputCall(t *testing.T) {
 	require.NoError(t, err)
 	r := rec.response(t)
 	assert.Equal(t, api.StatusCompleted, r.Status)
-	assert.Equal(t, []string{"message", "message", "function_call:report", "function_call_output", "message"}, types(r.Output))
-	fb := r.Output[1]
-	assert.Equal(t, api.RoleUser, fb.Role)
-	assert.Contains(t, fb.Text(), "did not call report")
+	// The failed answer and the feedback are set aside: out of the output,
+	// whose output_text is the output alone.
+	assert.Equal(t, []string{"function_call:report", "function_call_output", "message"}, types(r.Output))
+	assert.Equal(t, validReport, outputText(r))
 	// The model saw its answer and the feedback.
 	items := p.requests()[1].Items
-	assert.Equal(t, fb.Text(), items[len(items)-1].Text())
+	require.Equal(t, []string{"user", "assistant", "user"}, fieldOf(items, role))
+	assert.Equal(t, "Here is my report: all fine.", items[1].Text())
+	assert.Contains(t, items[2].Text(), "did not call report")
 	info := rec.lambent(t)
 	require.Len(t, info.Attempts, 2)
 	assert.Equal(t, api.CodeInvalidResponse, info.Attempts[0].Code)
 	assert.True(t, info.Attempts[1].Valid)
-	// The failed answer is set aside as commentary: output_text is the
-	// output alone.
-	assert.Equal(t, "commentary", r.Output[0].Phase)
-	assert.Equal(t, "Here is my report: all fine.", r.Output[0].Text())
-	assert.Equal(t, validReport, outputText(r))
 }
 
 // An attempt that exceeds its iterations fails the response with
@@ -517,18 +515,90 @@ func TestOutput_TextFormatJSONSchema(t *testing.T) {
 	require.NoError(t, err)
 	r := rec.response(t)
 	assert.Equal(t, api.StatusCompleted, r.Status)
-	assert.Equal(t, []string{"message", "message", "message"}, types(r.Output))
-	assert.Equal(t, api.RoleUser, r.Output[1].Role)
-	assert.Contains(t, r.Output[1].Text(), "at '/score'")
-	assert.Equal(t, validReport, r.Output[2].Text())
-	assert.Equal(t, "commentary", r.Output[0].Phase)
+	// The output is the valid answer alone, as OpenAI would send it: the
+	// failed answer and the feedback are set aside.
+	assert.Equal(t, []string{"message"}, types(r.Output))
+	assert.Equal(t, validReport, r.Output[0].Text())
+	assert.Empty(t, r.Output[0].Phase)
 	assert.Equal(t, validReport, outputText(r), "output_text is the validated answer alone")
 	require.Len(t, p.requests(), 2)
 	assert.NotNil(t, p.requests()[1].Text, "the format still reaches the model")
+	// Attempt 2's model call saw the failed answer and the feedback.
+	items := p.requests()[1].Items
+	require.Equal(t, []string{"user", "assistant", "user"}, fieldOf(items, role))
+	assert.Equal(t, `{"score":"high"}`, items[1].Text())
+	assert.Contains(t, items[2].Text(), "at '/score'")
 	info := rec.lambent(t)
 	require.Len(t, info.Attempts, 2)
 	assert.Equal(t, api.CodeValidationFailed, info.Attempts[0].Code)
 	assert.True(t, info.Attempts[1].Valid)
+	// So is the stored response (GET).
+	stored, err := json.Marshal(e.mustGet(t, r.ID))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"message"}, types(decodeResponse(t, stored).Output))
+}
+
+// jsonSchemaFormat is a request's text.format json_schema of the report.
+const jsonSchemaFormat = `"text":{"format":{"type":"json_schema","name":"report","strict":true,"schema":` + reportSchema + `}}`
+
+// A continuation of a validated response sees its output only, as it would
+// at OpenAI: not the failed answer nor the feedback.
+func TestOutput_ContinuationSeesOutputOnly(t *testing.T) {
+	t.Parallel()
+	p := script(text(invalidReport, 1, 1), text(validReport, 1, 1), text("You are welcome.", 1, 1))
+	e, _ := newEngine(t, p, nil)
+	rec, err := run1(t, e, `{"input":"assess",`+jsonSchemaFormat+`}`)
+	require.NoError(t, err)
+	first := rec.response(t)
+	require.Equal(t, api.StatusCompleted, first.Status)
+	_, err = run1(t, e, `{"previous_response_id":"`+first.ID+`","input":"thanks"}`)
+	require.NoError(t, err)
+	require.Len(t, p.requests(), 3)
+	items := p.requests()[2].Items
+	require.Equal(t, []string{"user", "assistant", "user"}, fieldOf(items, role))
+	assert.Equal(t, validReport, items[1].Text())
+	assert.Equal(t, "thanks", items[2].Text())
+}
+
+// A conversation gets the response's output only: the failed answer and
+// the feedback are not its items.
+func TestOutput_ConversationGetsOutputOnly(t *testing.T) {
+	t.Parallel()
+	p := script(text(invalidReport, 1, 1), text(validReport, 1, 1))
+	e, _ := newEngine(t, p, nil)
+	conv, err := e.CreateConversation(context.Background(), &api.ConversationCreateRequest{})
+	require.NoError(t, err)
+	_, err = run1(t, e, `{"conversation":"`+conv.ID+`","input":"assess",`+jsonSchemaFormat+`}`)
+	require.NoError(t, err)
+	list, err := e.ListConversationItems(context.Background(), conv.ID, api.ListOptions{Limit: 100, Order: "asc"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"user", "assistant"}, fieldOf(list.Data, role))
+	assert.Equal(t, validReport, list.Data[1].Text())
+}
+
+// Streamed, a failed answer and its feedback have their events as they
+// happen (they are sent before the verdict is known), at the output_index
+// clients count them at; the terminal event's output is the valid answer
+// alone, the item streamed last.
+func TestOutput_StreamTerminalOutputIsClean(t *testing.T) {
+	t.Parallel()
+	p := script(text(invalidReport, 1, 1), text(validReport, 1, 1))
+	e, _ := newEngine(t, p, nil)
+	rec, err := run1(t, e, `{"input":"assess","stream":true,`+jsonSchemaFormat+`}`)
+	require.NoError(t, err)
+	r := rec.checkStream(t)
+	require.NoError(t, ssecheck.CheckOpenAI(rec.parsed(t)))
+	assert.Equal(t, api.StatusCompleted, r.Status)
+	require.Equal(t, []string{"message"}, types(r.Output))
+	assert.Equal(t, validReport, r.Output[0].Text())
+	var added []string
+	for _, ev := range rec.parsed(t) {
+		if ev.Type == api.EventOutputItemAdded {
+			added = append(added, ev.Item.ID)
+		}
+	}
+	require.Len(t, added, 3, "the failed answer, the feedback, the valid answer")
+	assert.Equal(t, added[2], r.Output[0].ID)
 }
 
 // A refusal of structured text (text.format json_schema) is the answer, as
@@ -545,13 +615,12 @@ func TestOutput_TextFormatRefusalIsTheAnswer(t *testing.T) {
 	assert.Equal(t, api.StatusCompleted, r.Status)
 	assert.Nil(t, r.Error)
 	assert.Len(t, p.requests(), 2, "the refusal is not asked again")
-	require.Equal(t, []string{"message", "message", "message"}, types(r.Output))
-	last := r.Output[2]
+	require.Equal(t, []string{"message"}, types(r.Output), "the failed answer and its feedback are set aside")
+	last := r.Output[0]
 	assert.Empty(t, last.Phase)
 	require.Len(t, last.Content, 1)
 	assert.Equal(t, api.PartRefusal, last.Content[0].Type)
 	assert.Equal(t, "I can't help with that.", last.Content[0].Refusal)
-	assert.Equal(t, "commentary", r.Output[0].Phase, "the failed answer is set aside")
 	assert.Empty(t, outputText(r))
 	info := rec.lambent(t)
 	require.Len(t, info.Attempts, 2)
@@ -588,7 +657,9 @@ func TestOutput_StreamAcrossAttempts(t *testing.T) {
 	require.NoError(t, err)
 	r := rec.checkStream(t)
 	assert.Equal(t, api.StatusCompleted, r.Status)
-	assert.Equal(t, []string{"function_call:report", "function_call_output", "message", "message", "function_call:report", "function_call_output", "message"}, types(r.Output))
+	// The invalid answer ("oops") and its feedback streamed, then were set
+	// aside: the terminal event's output leaves them out.
+	assert.Equal(t, []string{"function_call:report", "function_call_output", "function_call:report", "function_call_output", "message"}, types(r.Output))
 	ts := rec.types(t)
 	assert.Equal(t, "response.created", ts[0])
 	assert.Equal(t, "response.completed", ts[len(ts)-1])
@@ -602,9 +673,13 @@ func TestOutput_StreamAcrossAttempts(t *testing.T) {
 	info := rec.lambent(t)
 	assert.Len(t, info.Attempts, 3)
 	// The final message streams like model text: its deltas are the output.
+	// It streamed at output_index 6, after the set-aside items.
 	var final strings.Builder
 	for _, ev := range rec.parsed(t) {
-		if ev.Type == api.EventOutputTextDelta && ev.OutputIndex != nil && *ev.OutputIndex == len(r.Output)-1 {
+		if ev.Type == api.EventOutputItemAdded {
+			assert.Equal(t, ev.Item.ID == r.Output[len(r.Output)-1].ID, *ev.OutputIndex == 6)
+		}
+		if ev.Type == api.EventOutputTextDelta && ev.OutputIndex != nil && *ev.OutputIndex == 6 {
 			var d struct{ Delta string }
 			require.NoError(t, json.Unmarshal(ev.Data, &d))
 			final.WriteString(d.Delta)
@@ -797,9 +872,9 @@ func testOutputBackgroundHandOff(t *testing.T, mk storeMaker) {
 	assert.Equal(t, api.StatusCompleted, final.Status)
 }
 
-// Text the model writes next to its calls is commentary: output_text is
+// Text the model writes next to its calls is set aside: output_text is
 // the validated output alone.
-func TestOutput_TextNextToCallsIsCommentary(t *testing.T) {
+func TestOutput_TextNextToCallsIsSetAside(t *testing.T) {
 	t.Parallel()
 	m := newMock(echoTool, "lookup")
 	withText := func(s step, text string) step {
@@ -816,8 +891,7 @@ func TestOutput_TextNextToCallsIsCommentary(t *testing.T) {
 	r := rec.checkStream(t)
 	assert.Equal(t, api.StatusCompleted, r.Status)
 	assert.Equal(t, validReport, outputText(r))
-	assert.Equal(t, "commentary", r.Output[0].Phase)
-	assert.Equal(t, "Let me look that up.", r.Output[0].Text(), "the text is kept")
+	assert.Equal(t, []string{"function_call:lookup", "function_call_output", "function_call:report", "function_call_output", "message"}, types(r.Output))
 	// The model still sees its own words.
 	assert.Equal(t, "Let me look that up.", p.requests()[1].Items[1].Text())
 }
@@ -898,4 +972,37 @@ func TestOutput_AttemptErrorsAreAList(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(rec2.events[len(rec2.events)-1], &last))
 	assert.Equal(t, "[]", errorsOf(t, last.Response), "the terminal event")
+}
+
+// A background response that hands off between attempts resumes with what
+// the model saw: the next invocation's model call gets the failed answers
+// and their feedback, which the stored response keeps off its output.
+func TestOutput_BackgroundResumeKeepsSetAsideHistory(t *testing.T) {
+	forStores(t, testOutput_BackgroundResumeKeepsSetAsideHistory)
+}
+
+func testOutput_BackgroundResumeKeepsSetAsideHistory(t *testing.T, mk storeMaker) {
+	clock := &fakeClock{t: time.Now()}
+	slow := clock.taking(15 * time.Minute)
+	p := script(slow(text("not json", 1, 1)), slow(text(invalidReport, 1, 1)), slow(text(validReport, 1, 1)))
+	e, _, q := bgEngine(t, mk, p, nil, func(c *Config) { c.Now = clock.Now })
+	rec, err := runBackground(t, e, `{"input":"assess","background":true,`+jsonSchemaFormat+`}`)
+	require.NoError(t, err)
+	id := rec.response(t).ID
+	assert.Equal(t, 2, runInvocations(t, e, q, clock), "a hand-off after two model calls")
+	got, err := e.GetResponse(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, api.StatusCompleted, got.Status)
+	b, err := json.Marshal(got)
+	require.NoError(t, err)
+	wire := decodeResponse(t, b)
+	require.Equal(t, []string{"message"}, types(wire.Output))
+	assert.Equal(t, validReport, wire.Output[0].Text())
+	require.Len(t, p.requests(), 3)
+	items := p.requests()[2].Items
+	require.Equal(t, []string{"user", "assistant", "user", "assistant", "user"}, fieldOf(items, role))
+	assert.Equal(t, "not json", items[1].Text())
+	assert.Contains(t, items[2].Text(), "failed validation")
+	assert.Equal(t, invalidReport, items[3].Text())
+	assert.Contains(t, items[4].Text(), "at '/score'")
 }

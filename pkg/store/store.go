@@ -106,12 +106,14 @@ type KnownEventLog interface {
 }
 
 // Conversation returns the full conversation of the record: Context, Input
-// and the response's Output, in order.
+// and the response's Output as clients see it (api.Shown: without the
+// items validated output set aside), in order.
 func (r *Record) Conversation() []api.Item {
-	out := make([]api.Item, 0, len(r.Context)+len(r.Input)+len(r.Response.Output))
+	output := api.Shown(r.Response.Output)
+	out := make([]api.Item, 0, len(r.Context)+len(r.Input)+len(output))
 	out = append(out, r.Context...)
 	out = append(out, r.Input...)
-	return append(out, r.Response.Output...)
+	return append(out, output...)
 }
 
 // RunSignals is a ResponseStore that tells the worker running a

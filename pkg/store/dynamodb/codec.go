@@ -83,7 +83,7 @@ func writeRecord(w io.Writer, rec *store.Record) error {
 	v := wire(rec)
 	shell := v
 	var arrays []wirejson.Array
-	shell.Response, arrays = rec.Response.Shell()
+	shell.Response, arrays = rec.Response.StoredShell()
 	if v.Input != nil {
 		shell.Input = []api.Item{}
 		arrays = append(arrays, api.ItemsArray("input", v.Input))

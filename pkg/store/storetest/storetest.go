@@ -64,6 +64,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.ResponseStore, opts ...
 		{"EventLogLarge", testEventLogLarge},
 		{"UpdateLarge", testUpdateLarge},
 		{"RoundTrip", testRoundTrip},
+		{"SetAsideItems", testSetAsideItems},
 		{"CopiesAreIndependent", testCopies},
 		{"InvalidRecord", testInvalidRecord},
 		{"CreateConflict", testCreateConflict},
@@ -190,6 +191,40 @@ func newID() string { return api.NewID(api.PrefixResponse) }
 func create(t *testing.T, s store.ResponseStore, ctx context.Context, rec *store.Record) {
 	t.Helper()
 	require.NoError(t, s.Create(ctx, rec))
+}
+
+// Output items set aside by validated output (api.ItemHidden.Aside) are
+// kept in order with the others, which a resumed run gives the model; a
+// continuation (Conversation) and the response's JSON leave them out.
+func testSetAsideItems(t *testing.T, s store.ResponseStore) {
+	ctx := t.Context()
+	want := NewRecord(newID(), api.StatusInProgress)
+	aside := []api.Item{
+		{Type: api.ItemMessage, ID: "msg_failed", Status: api.ItemCompleted, Role: api.RoleAssistant,
+			Content: []api.ContentPart{{Type: api.PartOutputText, Text: "not json"}}, Hidden: api.ItemHidden{Aside: true}},
+		{Type: api.ItemMessage, ID: "msg_feedback", Status: api.ItemCompleted, Role: api.RoleUser,
+			Content: []api.ContentPart{{Type: api.PartInputText, Text: "Your answer failed validation."}}, Hidden: api.ItemHidden{Aside: true}},
+	}
+	shown := want.Response.Output
+	want.Response.Output = append(slices.Clone(aside), shown...)
+	create(t, s, ctx, want)
+	got, err := s.Get(ctx, want.Response.ID)
+	require.NoError(t, err)
+	RequireSameRecord(t, want, got)
+	ids := func(items []api.Item) []string {
+		out := make([]string, len(items))
+		for i := range items {
+			out[i] = items[i].ID
+		}
+		return out
+	}
+	require.Equal(t, ids(want.Response.Output), ids(got.Response.Output), "every output item, in order")
+	assert.Equal(t, "not json", got.Response.Output[0].Text())
+	assert.True(t, got.Response.Output[1].Hidden.Aside)
+	conv := got.Conversation()
+	assert.Equal(t, ids(shown), ids(conv[len(conv)-len(shown):]), "a continuation gets the output shown")
+	assert.Len(t, conv, len(want.Context)+len(want.Input)+len(shown))
+	assert.NotContains(t, string(MustJSON(t, got.Response)), "msg_failed")
 }
 
 func testRoundTrip(t *testing.T, s store.ResponseStore) {
