@@ -294,8 +294,9 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 
 // WriteError answers r with err in the OpenAI error shape (api.AsError's
 // status), with its Retry-After (a 429's) as a header, and x-should-retry:
-// false for an error no retry cures (api.Error.NoRetry), which the
-// official SDKs then do not retry. A server error's
+// false for an error no retry cures (api.Error.NoRetry, or a 501: a
+// feature this gateway does not offer), which the official SDKs, retrying
+// every 5xx, then do not retry. A server error's
 // message says what happened in general terms and names the request id
 // (api.Error.ForClient); its cause goes to log with that id.
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
@@ -306,7 +307,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	if e.RetryAfter != "" {
 		w.Header().Set("Retry-After", e.RetryAfter)
 	}
-	if e.NoRetry {
+	if e.NoRetry || e.Status == http.StatusNotImplemented {
 		w.Header().Set("x-should-retry", "false")
 	}
 	writeJSON(w, log, e.Status, api.ErrorBody{Error: e.ForClient(requestid.From(r.Context()))})

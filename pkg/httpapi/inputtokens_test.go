@@ -3,7 +3,9 @@ package httpapi_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -11,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/testing/fakellm"
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/httpapi"
 )
 
 // POST /v1/responses/input_tokens (OpenAI's input token count) is a 501
@@ -43,4 +47,17 @@ func TestInputTokensUnsupported(t *testing.T) {
 	require.Equal(t, "input_tokens_unsupported", got.Error.Code)
 	require.Contains(t, got.Error.Message, "not supported")
 	require.Equal(t, 0, g.fake.Calls(), "nothing reaches the model")
+}
+
+// A feature this gateway does not offer (a 501: compaction on Lambda
+// without keys, conversations on a store without them) is an error no
+// retry cures: x-should-retry: false, so the official SDKs, which retry
+// every 5xx, ask once.
+func TestNotImplementedNotRetried(t *testing.T) {
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/v1/responses/compact", nil)
+	httpapi.WriteError(rec, req, slog.New(slog.DiscardHandler), &api.Error{Status: http.StatusNotImplemented,
+		Type: api.ErrTypeInvalidRequest, Code: "compaction_unavailable", Message: "Compaction is not configured."})
+	require.Equal(t, http.StatusNotImplemented, rec.Code)
+	require.Equal(t, "false", rec.Header().Get("X-Should-Retry"))
 }
