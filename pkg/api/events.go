@@ -169,11 +169,14 @@ type ErrorPayload struct {
 	Code    *string `json:"code"`
 	Message string  `json:"message"`
 	Param   *string `json:"param"`
+	// Status is the error's HTTP status, which a WebSocket error envelope
+	// carries; never serialized here.
+	Status int `json:"-"`
 }
 
 // NewErrorEvent builds the "error" event for err.
 func NewErrorEvent(e *Error) StreamEvent {
-	return StreamEvent{Type: EventError, Error: &ErrorPayload{Type: e.Type, Code: nilIfEmpty(e.Code), Message: e.Message, Param: nilIfEmpty(e.Param)}}
+	return StreamEvent{Type: EventError, Error: &ErrorPayload{Type: e.Type, Code: nilIfEmpty(e.Code), Message: e.Message, Param: nilIfEmpty(e.Param), Status: e.Status}}
 }
 
 // Ptr returns a pointer to v.

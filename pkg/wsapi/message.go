@@ -46,12 +46,16 @@ type Message struct {
 // Envelope is the spec's error message:
 // {"type":"error","status":400,"error":{"code","message","param","type"}},
 // with the request id of the message it answers (an extension field: a
-// WebSocket message has no x-request-id header).
+// WebSocket message has no x-request-id header) and, for an error after
+// its response started, the error event's sequence_number.
 type Envelope struct {
-	Type      string     `json:"type"`
-	Status    int        `json:"status"`
-	Error     *api.Error `json:"error"`
-	RequestID string     `json:"request_id,omitempty"`
+	Type   string `json:"type"`
+	Status int    `json:"status"`
+	// SequenceNumber places an error after its response started among the
+	// response's events (EncodeStreamError); nil for any other error.
+	SequenceNumber *int64     `json:"sequence_number,omitempty"`
+	Error          *api.Error `json:"error"`
+	RequestID      string     `json:"request_id,omitempty"`
 }
 
 // EncodeError returns the error envelope of err for the message whose
@@ -60,14 +64,42 @@ type Envelope struct {
 // WebSocketErrorEvent requires a string): an error without a code of its
 // own, null over HTTP, has its type's (invalid_request_error, ...).
 func EncodeError(ctx context.Context, err error) []byte {
+	return encodeEnvelope(ctx, api.AsError(err), nil)
+}
+
+// EncodeStreamError returns the message of a response's "error" event ev
+// (an error after the response started, such as its store failing once it
+// had run): EncodeError's envelope of its error, with its sequence_number,
+// so that it is the spec's WebSocket error envelope and, like OpenAI's
+// WebSocket error event, the stream's error event too.
+func EncodeStreamError(ctx context.Context, ev *api.StreamEvent) []byte {
+	e := &api.Error{Status: http.StatusInternalServerError, Type: api.ErrTypeServer, Message: api.ServerErrorMessage}
+	if p := ev.Error; p != nil {
+		e = &api.Error{Status: p.Status, Type: p.Type, Message: p.Message}
+		if p.Code != nil {
+			e.Code = *p.Code
+		}
+		if p.Param != nil {
+			e.Param = *p.Param
+		}
+		if e.Status == 0 {
+			e.Status = http.StatusInternalServerError
+		}
+	}
+	return encodeEnvelope(ctx, e, &ev.SequenceNumber)
+}
+
+// encodeEnvelope encodes the envelope of e (EncodeError) with sequence
+// number seq (nil: none).
+func encodeEnvelope(ctx context.Context, e *api.Error, seq *int64) []byte {
 	id := requestid.From(ctx)
-	e := api.AsError(err).ForClient(id)
+	e = e.ForClient(id)
 	if e.Code == "" {
 		c := *e
 		c.Code = c.Type
 		e = &c
 	}
-	b, merr := wirejson.Marshal(Envelope{Type: api.EventError, Status: e.Status, Error: e, RequestID: id})
+	b, merr := wirejson.Marshal(Envelope{Type: api.EventError, Status: e.Status, SequenceNumber: seq, Error: e, RequestID: id})
 	if merr != nil {
 		return []byte(`{"type":"error","status":500,"error":{"message":"internal error: could not encode the error","type":"server_error","param":null,"code":"server_error"}}`)
 	}

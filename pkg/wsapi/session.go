@@ -75,6 +75,9 @@ type Session struct {
 //     over ReadLimit, another type, HTTP transport fields, an invalid
 //     create body) and a create the engine refuses (previous_response_not_found,
 //     ...) get the envelope of that error, and no event;
+//   - an error after the response started (its store failing once it had
+//     run) ends its events as that envelope with the error event's
+//     sequence_number (EncodeStreamError);
 //   - an event over WriteLimit is not sent, nor are the events after it;
 //     the response runs to its end (and is kept by the connection and,
 //     with store=true, stored), and the turn ends with an envelope of
@@ -162,7 +165,9 @@ func (s *Session) logger() *slog.Logger {
 
 // eventWriter is the WebSocket engine.ResponseWriter: each event is one
 // text message holding the event's JSON, the bytes an SSE stream carries
-// on its data line. It is an engine.ConnectionWriter: the engine reads and
+// on its data line, but for an error event: the error envelope every
+// WebSocket error gets, with the event's sequence_number
+// (EncodeStreamError). It is an engine.ConnectionWriter: the engine reads and
 // keeps the connection's responses in its cache.
 type eventWriter struct {
 	ctx   context.Context
@@ -198,9 +203,9 @@ func (w *eventWriter) WriteEvent(ev *api.StreamEvent) error {
 	case api.EventResponseFailed, api.EventError:
 		w.failed = true
 	}
-	data, err := wirejson.Marshal(ev.Wire())
+	data, err := w.encode(ev)
 	if err != nil {
-		return fmt.Errorf("encode %s event: %w", ev.Type, err)
+		return err
 	}
 	if w.limit > 0 && len(data) > w.limit {
 		w.tooLarge = &api.Error{Status: http.StatusInternalServerError, Type: api.ErrTypeServer, Code: CodeMessageTooLarge,
@@ -214,6 +219,19 @@ func (w *eventWriter) WriteEvent(ev *api.StreamEvent) error {
 		return err
 	}
 	return nil
+}
+
+// encode returns the message of ev: its JSON, an error event's being the
+// spec's error envelope (EncodeStreamError).
+func (w *eventWriter) encode(ev *api.StreamEvent) ([]byte, error) {
+	if ev.Type == api.EventError {
+		return EncodeStreamError(w.ctx, ev), nil
+	}
+	data, err := wirejson.Marshal(ev.Wire())
+	if err != nil {
+		return nil, fmt.Errorf("encode %s event: %w", ev.Type, err)
+	}
+	return data, nil
 }
 
 var _ engine.ConnectionWriter = (*eventWriter)(nil)
