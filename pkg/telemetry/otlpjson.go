@@ -25,12 +25,16 @@ import (
 // dependencies would triple the size of every Lambda bootstrap
 // (docs/observability.md, "Traces"). It honours OTEL_EXPORTER_OTLP_HEADERS,
 // OTEL_EXPORTER_OTLP_TRACES_HEADERS, OTEL_EXPORTER_OTLP_TIMEOUT and
-// OTEL_EXPORTER_OTLP_TRACES_TIMEOUT.
+// OTEL_EXPORTER_OTLP_TRACES_TIMEOUT (the time of a whole export, its
+// retries included), and retries a throttled export (ExportSpans).
 type otlpExporter struct {
 	endpoint string
 	headers  http.Header
 	timeout  time.Duration
 	client   *http.Client
+	// backoff is the wait before the first retry of a retryable reply
+	// without Retry-After, doubled for each retry after it.
+	backoff time.Duration
 }
 
 // maxOTLPErrorBody bounds how much of a collector's error reply is read.
@@ -44,7 +48,7 @@ func newOTLPExporter(endpoint string, getenv func(string) string, client *http.C
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("telemetry: OTLP endpoint %q: want an http(s) URL", endpoint)
 	}
-	e := &otlpExporter{endpoint: endpoint, headers: http.Header{}, timeout: 10 * time.Second, client: client}
+	e := &otlpExporter{endpoint: endpoint, headers: http.Header{}, timeout: 10 * time.Second, client: client, backoff: time.Second}
 	for _, env := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
 		if err := addHeaders(e.headers, getenv(env)); err != nil {
 			return nil, fmt.Errorf("telemetry: %s: %w", env, err)
@@ -88,7 +92,15 @@ func addHeaders(h http.Header, list string) error {
 	return nil
 }
 
-// ExportSpans sends spans in one request.
+// maxOTLPRetries bounds the retries of one export (a collector answering
+// Retry-After: 0 again and again is not sent the spans more often).
+const maxOTLPRetries = 5
+
+// ExportSpans sends spans in one request, sent again while the collector
+// answers with a status OTLP/HTTP lets a client retry (retryWait), the
+// wait before the next attempt ends before the export's timeout, and
+// fewer than maxOTLPRetries retries were made; else the export fails with
+// the collector's last reply.
 func (e *otlpExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	if len(spans) == 0 {
 		return nil
@@ -99,9 +111,25 @@ func (e *otlpExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
+	for retry := 0; ; retry++ {
+		status, retryAfter, err := e.post(ctx, body)
+		if err == nil {
+			return nil
+		}
+		wait, ok := retryWait(status, retryAfter, e.backoff<<retry, time.Now())
+		if !ok || retry == maxOTLPRetries || !sleep(ctx, wait) {
+			return fmt.Errorf("telemetry: export %d spans: %w", len(spans), err)
+		}
+	}
+}
+
+// post sends body once and returns the collector's status and Retry-After
+// header, and an error unless the status is 2xx (a request that got no
+// reply: status 0).
+func (e *otlpExporter) post(ctx context.Context, body []byte) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.endpoint, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("telemetry: OTLP request: %w", err)
+		return 0, "", fmt.Errorf("OTLP request: %w", err)
 	}
 	for k, v := range e.headers {
 		req.Header[k] = v
@@ -109,14 +137,49 @@ func (e *otlpExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := e.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("telemetry: export %d spans: %w", len(spans), err)
+		return 0, "", err
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, maxOTLPErrorBody))
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("telemetry: export %d spans: %s: %s", len(spans), resp.Status, bytes.TrimSpace(msg))
+		return resp.StatusCode, resp.Header.Get("Retry-After"), fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
 	}
-	return nil
+	return resp.StatusCode, "", nil
+}
+
+// retryWait reports whether a reply of status may be retried (OTLP/HTTP,
+// "Retryable Response Codes": 429, 502, 503 and 504; no other) and after
+// how long: its Retry-After (delay-seconds or an HTTP-date, at now), else
+// backoff.
+func retryWait(status int, retryAfter string, backoff time.Duration, now time.Time) (time.Duration, bool) {
+	switch status {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+	default:
+		return 0, false
+	}
+	if s, err := strconv.Atoi(retryAfter); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second, true
+	}
+	if t, err := http.ParseTime(retryAfter); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return backoff, true
+}
+
+// sleep waits d and reports true, or reports false at once when ctx ends
+// before d has passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= d {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // Shutdown releases nothing: the exporter holds no state between exports.

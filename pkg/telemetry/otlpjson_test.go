@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -229,4 +230,107 @@ func TestTracerProviderResourceFromEnvironment(t *testing.T) {
 	assert.Equal(t, "gateway-staging", res["service.name"])
 	assert.Equal(t, "staging", res["deployment.environment.name"])
 	assert.Equal(t, "go", res["telemetry.sdk.language"])
+}
+
+// flakyCollector is an OTLP/HTTP traces endpoint that answers its first
+// requests with replies (a status and a Retry-After, "" for none), then
+// accepts; it keeps the bodies and the arrival times.
+type flakyCollector struct {
+	mu      sync.Mutex
+	replies []flakyReply
+	bodies  [][]byte
+	at      []time.Time
+}
+
+type flakyReply struct {
+	status     int
+	retryAfter string
+}
+
+func (c *flakyCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	c.mu.Lock()
+	n := len(c.bodies)
+	c.bodies, c.at = append(c.bodies, b), append(c.at, time.Now())
+	c.mu.Unlock()
+	if n < len(c.replies) {
+		if ra := c.replies[n].retryAfter; ra != "" {
+			w.Header().Set("Retry-After", ra)
+		}
+		http.Error(w, `{"code":8,"message":"busy"}`, c.replies[n].status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{}`)
+}
+
+// testBackoff is the exporters' backoff in exportOne.
+const testBackoff = 20 * time.Millisecond
+
+// exportOne exports one span to a new flakyCollector answering replies,
+// with the export timeout timeoutMS, and returns the collector and the
+// export's error.
+func exportOne(t *testing.T, timeoutMS string, replies ...flakyReply) (*flakyCollector, error) {
+	t.Helper()
+	c := &flakyCollector{replies: replies}
+	srv := httptest.NewServer(c)
+	defer srv.Close()
+	exp, err := newOTLPExporter(srv.URL+"/v1/traces", func(k string) string {
+		if k == "OTEL_EXPORTER_OTLP_TIMEOUT" {
+			return timeoutMS
+		}
+		return ""
+	}, srv.Client())
+	require.NoError(t, err)
+	exp.backoff = testBackoff
+	_, sp := sdktrace.NewTracerProvider().Tracer("t").Start(context.Background(), "s")
+	sp.End()
+	return c, exp.ExportSpans(context.Background(), []sdktrace.ReadOnlySpan{sp.(sdktrace.ReadOnlySpan)})
+}
+
+// A collector that throttles (429, 503) or whose gateway fails (502, 504)
+// gets the same spans again (OTLP/HTTP, "Retryable Response Codes"): after
+// its Retry-After when it sends one (delay-seconds or an HTTP-date), else
+// after an exponential backoff, within the export's timeout; a Retry-After
+// beyond that timeout ends the export at once with the collector's error,
+// and other errors (400) are never retried.
+func TestOTLPRetries(t *testing.T) {
+	t.Parallel()
+	t.Run("retry-after seconds", func(t *testing.T) {
+		t.Parallel()
+		c, err := exportOne(t, "5000", flakyReply{http.StatusTooManyRequests, "0"}, flakyReply{http.StatusServiceUnavailable, "1"})
+		require.NoError(t, err)
+		require.Len(t, c.bodies, 3)
+		require.Equal(t, c.bodies[0], c.bodies[2])
+		require.GreaterOrEqual(t, c.at[2].Sub(c.at[1]), time.Second)
+	})
+	t.Run("retry-after date", func(t *testing.T) {
+		t.Parallel()
+		c, err := exportOne(t, "5000", flakyReply{http.StatusServiceUnavailable, time.Now().Add(-time.Minute).UTC().Format(http.TimeFormat)})
+		require.NoError(t, err)
+		require.Len(t, c.bodies, 2)
+	})
+	t.Run("backoff", func(t *testing.T) {
+		t.Parallel()
+		c, err := exportOne(t, "5000", flakyReply{http.StatusBadGateway, ""}, flakyReply{http.StatusGatewayTimeout, ""}, flakyReply{http.StatusServiceUnavailable, ""})
+		require.NoError(t, err)
+		require.Len(t, c.bodies, 4)
+		for i := range 3 {
+			require.GreaterOrEqual(t, c.at[i+1].Sub(c.at[i]), testBackoff<<i, "wait %d: the waits double", i)
+		}
+	})
+	t.Run("retry-after beyond the timeout", func(t *testing.T) {
+		t.Parallel()
+		start := time.Now()
+		c, err := exportOne(t, "2000", flakyReply{http.StatusServiceUnavailable, "30"})
+		require.ErrorContains(t, err, "503")
+		require.Len(t, c.bodies, 1)
+		require.Less(t, time.Since(start), time.Second, "it did not wait for a retry it could not make")
+	})
+	t.Run("not retryable", func(t *testing.T) {
+		t.Parallel()
+		c, err := exportOne(t, "5000", flakyReply{http.StatusBadRequest, "0"}, flakyReply{http.StatusInternalServerError, ""})
+		require.ErrorContains(t, err, "400")
+		require.Len(t, c.bodies, 1)
+	})
 }
