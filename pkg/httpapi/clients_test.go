@@ -90,6 +90,17 @@ func clientModel() *fakellm.Server {
 	return fakellm.NewHandler(clientTurn)
 }
 
+// reasoningClientModel is clientModel reasoning briefly before each of its
+// replies, as a reasoning model does, so that a client reads reasoning
+// items and their events too.
+func reasoningClientModel() *fakellm.Server {
+	return fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn {
+		turn := clientTurn(req)
+		turn.Reasoning = "Let me see what is asked."
+		return turn
+	})
+}
+
 // clientTurn is clientModel's answer to req.
 func clientTurn(req fakellm.Request) fakellm.Turn {
 	msgs := req.Messages
@@ -127,7 +138,7 @@ func clientTurn(req fakellm.Request) fakellm.Turn {
 // to run it), and chat history sent back as item references.
 func TestClientAISDK(t *testing.T) {
 	dir := jsClients(t)
-	g := newGateway(t, clientModel(), nil)
+	g := newGateway(t, reasoningClientModel(), nil)
 	var got struct {
 		Generate    struct{ Text, FinishReason string }
 		Stream      struct{ Text, FinishReason string }
@@ -191,7 +202,7 @@ func TestClientAISDK(t *testing.T) {
 // previousResponseId.
 func TestClientAgentsSDK(t *testing.T) {
 	dir := jsClients(t)
-	g := newGateway(t, clientModel(), nil)
+	g := newGateway(t, reasoningClientModel(), nil)
 	var got struct {
 		Errors []string
 		Run    *struct{ Text, LastResponseID string }
@@ -236,7 +247,7 @@ func TestClientAgentsSDK(t *testing.T) {
 // (no tool call for the app) and replays as history.
 func TestClientLangChain(t *testing.T) {
 	dir := jsClients(t)
-	g := newGateway(t, clientModel(), nil)
+	g := newGateway(t, reasoningClientModel(), nil)
 	var got struct {
 		Errors    []string
 		Invoke    *struct{ Text string }

@@ -157,7 +157,7 @@ func items(evs []codexEvent, typ string) []codexEvent {
 //     notification) with "The helper answered: …";
 //   - "what did the command print": the earlier tool results it sees in
 //     the replayed history;
-//   - anything else: "Hello from Lambent."
+//   - anything else: "Hello from Lambent.", after a short reasoning.
 func codexTurn(req fakellm.Request) fakellm.Turn {
 	msgs := req.Messages
 	last := msgs[len(msgs)-1]
@@ -201,7 +201,7 @@ func codexTurn(req fakellm.Request) fakellm.Turn {
 		}
 		return fakellm.Turn{Text: "Earlier: " + strings.Join(seen, ", ")}
 	}
-	return fakellm.Turn{Text: "Hello from Lambent."}
+	return fakellm.Turn{Reasoning: "A greeting is enough.", Text: "Hello from Lambent."}
 }
 
 // calledTool is the name of the tool call id of the conversation's
