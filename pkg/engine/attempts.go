@@ -457,12 +457,14 @@ func (e *Engine) afterAttempt(ctx context.Context, r *run) (outcome, bool) {
 	}
 	cur.Code, cur.Errors = v.code, v.errors
 	e.attemptEnded(ctx, r)
-	if v.answer >= 0 {
-		r.setAsideAnswer(v.answer)
-	}
 	if cur.Number >= a.maxAttempts {
+		// The last answer stays in the failed response's output, as the
+		// last output call does: what the model last said.
 		msg := fmt.Sprintf("The output was not valid after %d attempts. Last errors: %s", cur.Number, strings.Join(v.errors, "; "))
 		return outcome{status: api.StatusFailed, err: &api.Error{Type: api.ErrTypeServer, Code: v.code, Message: msg}, answer: true}, true
+	}
+	if v.answer >= 0 {
+		r.setAsideAnswer(v.answer)
 	}
 	if v.message {
 		r.addFeedback(a.feedback(r, v))
