@@ -973,6 +973,33 @@ func testOutput_DeadlineContinuationSubmits(t *testing.T) {
 	assert.Len(t, p.requests(), 2, "no model call in the continuation")
 }
 
+// A continuation (previous_response_id, no input) of an incomplete
+// response whose attempt failed with invalid_response (an answer without
+// the output call, fed back by a set-aside user message) sees the output
+// only, as its model does: the output call before that answer is the last
+// output it sees, and its submit validates that output (no
+// submit_before_output over a feedback the model was never shown).
+func TestOutput_ContinuationSubmitsTheOutputItSees(t *testing.T) {
+	t.Parallel()
+	cut := step{res: provider.Result{Text: "Let me", FinishReason: provider.FinishLength, Usage: api.Usage{InputTokens: 1, OutputTokens: 1}}}
+	p := script(calls(1, 1, call("c1", "report", validReport)), text("I am done.", 1, 1), cut, calls(1, 1, call("c2", "submit", `{}`)))
+	e, _ := newEngine(t, p, newMock(echoTool))
+	tl := `"tools":[` + outputTool(`"reflection":true`) + `]`
+	rec, err := run1(t, e, `{"input":"assess",`+tl+`}`)
+	require.NoError(t, err)
+	first := rec.response(t)
+	require.Equal(t, api.StatusIncomplete, first.Status)
+	require.Equal(t, api.CodeInvalidResponse, rec.lambent(t).Attempts[0].Code)
+	rec2, err := run1(t, e, `{"previous_response_id":"`+first.ID+`",`+tl+`}`)
+	require.NoError(t, err)
+	second := rec2.response(t)
+	assert.Equal(t, api.StatusCompleted, second.Status)
+	assert.Equal(t, validReport, outputText(second))
+	for _, it := range p.requests()[3].Items {
+		assert.NotContains(t, it.Text(), "did not call report", "the continuation's model is not shown the feedback")
+	}
+}
+
 // An attempt's errors are a list, empty for a valid attempt (and for the
 // current one while it runs), as docs/validated-output.md shows them:
 // never null, in the response, the terminal event and the stored response.
