@@ -261,7 +261,9 @@ func (a *attempts) current(r *run) *api.Attempt {
 // (a resumed response, or one continuing an incomplete one): the arguments
 // of the last call of the output tool after the last answered submit call
 // or user message (feedback or new input), which end attempts. pending
-// holds the ids of the calls not answered yet.
+// holds the ids of the calls not answered yet. A continuation's history
+// is the output shown (api.Shown): feedback set aside, which its model
+// never saw, ends no attempt there (docs/validated-output.md).
 func lastOutput(name string, pending map[string]bool, lists ...[]api.Item) string {
 	for l := len(lists) - 1; l >= 0; l-- {
 		for i := len(lists[l]) - 1; i >= 0; i-- {
@@ -457,12 +459,14 @@ func (e *Engine) afterAttempt(ctx context.Context, r *run) (outcome, bool) {
 	}
 	cur.Code, cur.Errors = v.code, v.errors
 	e.attemptEnded(ctx, r)
-	if v.answer >= 0 {
-		r.setAsideAnswer(v.answer)
-	}
 	if cur.Number >= a.maxAttempts {
+		// The last answer stays in the failed response's output, as the
+		// last output call does: what the model last said.
 		msg := fmt.Sprintf("The output was not valid after %d attempts. Last errors: %s", cur.Number, strings.Join(v.errors, "; "))
 		return outcome{status: api.StatusFailed, err: &api.Error{Type: api.ErrTypeServer, Code: v.code, Message: msg}, answer: true}, true
+	}
+	if v.answer >= 0 {
+		r.setAsideAnswer(v.answer)
 	}
 	if v.message {
 		r.addFeedback(a.feedback(r, v))

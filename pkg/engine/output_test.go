@@ -449,6 +449,38 @@ func TestOutput_AttemptsExhausted(t *testing.T) {
 	assert.Len(t, stored.Response.Lambent.Attempts, 2)
 }
 
+// A structured-text response whose attempts ran out fails with the last
+// answer kept in its output, as the last output call is: what the model
+// last said, for whoever debugs it (clients parse no failed response). The
+// earlier answers and their feedback stay set aside.
+func TestOutput_FailedKeepsLastAnswer(t *testing.T) {
+	t.Parallel()
+	last := `{"score":-2,"summary":"worse"}`
+	p := script(text(invalidReport, 1, 1), text(last, 1, 1))
+	e, _ := newEngine(t, p, nil, func(c *Config) { c.Loop.MaxAttempts = 2 })
+	rec, err := run1(t, e, `{"input":"assess",`+jsonSchemaFormat+`}`)
+	require.NoError(t, err)
+	r := rec.response(t)
+	require.Equal(t, api.StatusFailed, r.Status)
+	assert.Equal(t, api.CodeValidationFailed, r.Error.Code)
+	require.Equal(t, []string{"message"}, types(r.Output))
+	assert.Equal(t, api.RoleAssistant, r.Output[0].Role)
+	assert.Equal(t, last, outputText(r), "the last answer is kept")
+	b, err := json.Marshal(e.mustGet(t, r.ID))
+	require.NoError(t, err)
+	assert.Equal(t, last, outputText(decodeResponse(t, b)), "so is the stored response's")
+
+	// With an output tool, an answer that did not call it, last.
+	p2 := script(text("All fine.", 1, 1))
+	e2, _ := newEngine(t, p2, newMock(echoTool), func(c *Config) { c.Loop.MaxAttempts = 1 })
+	rec2, err := run1(t, e2, `{"input":"assess","tools":[`+outputTool("")+`]}`)
+	require.NoError(t, err)
+	r2 := rec2.response(t)
+	require.Equal(t, api.StatusFailed, r2.Status)
+	assert.Equal(t, api.CodeInvalidResponse, r2.Error.Code)
+	assert.Equal(t, "All fine.", outputText(r2))
+}
+
 // Usage sums every iteration of every attempt; each attempt has its own.
 func TestOutput_TokensAcrossIterationsAndAttempts(t *testing.T) {
 	t.Parallel()
@@ -939,6 +971,33 @@ func testOutput_DeadlineContinuationSubmits(t *testing.T) {
 	assert.Len(t, m.calls(), 2)
 	assert.Equal(t, "check_report", m.calls()[1].Name)
 	assert.Len(t, p.requests(), 2, "no model call in the continuation")
+}
+
+// A continuation (previous_response_id, no input) of an incomplete
+// response whose attempt failed with invalid_response (an answer without
+// the output call, fed back by a set-aside user message) sees the output
+// only, as its model does: the output call before that answer is the last
+// output it sees, and its submit validates that output (no
+// submit_before_output over a feedback the model was never shown).
+func TestOutput_ContinuationSubmitsTheOutputItSees(t *testing.T) {
+	t.Parallel()
+	cut := step{res: provider.Result{Text: "Let me", FinishReason: provider.FinishLength, Usage: api.Usage{InputTokens: 1, OutputTokens: 1}}}
+	p := script(calls(1, 1, call("c1", "report", validReport)), text("I am done.", 1, 1), cut, calls(1, 1, call("c2", "submit", `{}`)))
+	e, _ := newEngine(t, p, newMock(echoTool))
+	tl := `"tools":[` + outputTool(`"reflection":true`) + `]`
+	rec, err := run1(t, e, `{"input":"assess",`+tl+`}`)
+	require.NoError(t, err)
+	first := rec.response(t)
+	require.Equal(t, api.StatusIncomplete, first.Status)
+	require.Equal(t, api.CodeInvalidResponse, rec.lambent(t).Attempts[0].Code)
+	rec2, err := run1(t, e, `{"previous_response_id":"`+first.ID+`",`+tl+`}`)
+	require.NoError(t, err)
+	second := rec2.response(t)
+	assert.Equal(t, api.StatusCompleted, second.Status)
+	assert.Equal(t, validReport, outputText(second))
+	for _, it := range p.requests()[3].Items {
+		assert.NotContains(t, it.Text(), "did not call report", "the continuation's model is not shown the feedback")
+	}
 }
 
 // An attempt's errors are a list, empty for a valid attempt (and for the

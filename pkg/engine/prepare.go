@@ -94,6 +94,9 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id
 	if id != "" {
 		r.resp.ID = id
 	}
+	// prevOutput is the previous response's output, the items validated
+	// output set aside included, which its conversation leaves out.
+	var prevOutput []api.Item
 	if req.PreviousResponseID != "" {
 		rec, err := e.previous(ctx, cache, req.PreviousResponseID)
 		if err != nil {
@@ -102,7 +105,7 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id
 		if !rec.Response.Status.Terminal() {
 			return nil, api.InvalidRequest("previous_response_id", "Previous response '%s' is still %s; continue it once it has finished.", req.PreviousResponseID, rec.Response.Status)
 		}
-		r.history = rec.Conversation()
+		r.history, prevOutput = rec.Conversation(), rec.Response.Output
 	}
 	if req.Conversation != "" {
 		if err := e.openConversation(ctx, r); err != nil {
@@ -115,7 +118,7 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id
 			}
 		}()
 	}
-	if err := e.resolveInput(ctx, r); err != nil {
+	if err := e.resolveInput(ctx, r, prevOutput); err != nil {
 		return nil, err
 	}
 	if err := e.checkImages(r); err != nil {
@@ -139,9 +142,11 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id
 // function_call_output answers a call of the conversation and that no two
 // input items have one id (references resolved), as OpenAI does, and
 // assigns ids. A reference resolves to an item of the previous_response_id
-// chain (read already), else to an item of the stored response its id
-// names (see fetchReferenced); it becomes that item, id included.
-func (e *Engine) resolveInput(ctx context.Context, r *run) error {
+// chain (read already: the history, and the items of prevOutput, the
+// previous response's output, that validated output set aside), else to an
+// item of the stored response its id names (see fetchReferenced); it
+// becomes that item, id included, shown as input is (not set aside).
+func (e *Engine) resolveInput(ctx context.Context, r *run, prevOutput []api.Item) error {
 	calls := map[string]bool{}
 	byID := map[string]*api.Item{}
 	for i := range r.history {
@@ -151,6 +156,11 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 		}
 		if api.IsClientCall(it.Type) {
 			calls[it.CallID] = true
+		}
+	}
+	for i := range prevOutput {
+		if it := &prevOutput[i]; it.Hidden.Aside {
+			byID[it.ID] = it
 		}
 	}
 	if err := e.fetchReferenced(ctx, r.req, byID); err != nil {
@@ -165,6 +175,7 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 				return api.InvalidRequest(inputParam(i, "id"), "Item with id '%s' not found.", it.ID)
 			}
 			it = *ref
+			it.Hidden.Aside = false
 		}
 		switch {
 		case api.IsClientCall(it.Type):

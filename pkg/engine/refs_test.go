@@ -201,3 +201,30 @@ func testReferenceIntoCallerNamedResponse(t *testing.T, mk storeMaker) {
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, "id", ae.Param)
 }
+
+// A reference to an output item validated output set aside (a failed
+// answer, whose id the stream's events showed) resolves, whether
+// previous_response_id names its response or not, to that item as an input
+// item: the model gets it, and as input it is shown, not set aside.
+func TestReferenceToSetAsideItem(t *testing.T) {
+	t.Parallel()
+	p := script(text(invalidReport, 1, 1), text(validReport, 1, 1), text("ok", 1, 1), text("ok", 1, 1))
+	e, st := newEngine(t, p, nil)
+	ctx := context.Background()
+	first, err := createIn(ctx, t, e, `{"input":"assess",`+jsonSchemaFormat+`}`)
+	require.NoError(t, err)
+	rec, err := st.Get(ctx, first.ID)
+	require.NoError(t, err)
+	aside := rec.Response.Output[0]
+	require.True(t, aside.Hidden.Aside, "the failed answer is set aside")
+	for i, prev := range []string{"", `"previous_response_id":"` + first.ID + `",`} {
+		r, err := createIn(ctx, t, e, `{`+prev+`"input":[`+ref(aside.ID)+`,{"role":"user","content":"why?"}]}`)
+		require.NoError(t, err, "previous_response_id: %q", prev)
+		got, err := st.Get(ctx, r.ID)
+		require.NoError(t, err)
+		require.Equal(t, aside.ID, got.Input[0].ID)
+		assert.False(t, got.Input[0].Hidden.Aside, "as input, the item is shown")
+		items := p.requests()[2+i].Items
+		assert.Equal(t, invalidReport, items[len(items)-2].Text(), "the model gets the referenced item")
+	}
+}

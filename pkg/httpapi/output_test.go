@@ -182,6 +182,31 @@ func TestE2EValidatedTextFormatOpenAIGo(t *testing.T) {
 	}
 }
 
+// A text.format json_schema response whose attempts ran out is failed with
+// its last answer in output, in openai-go as in the stream: OutputText is
+// what the model last said.
+func TestE2EValidatedTextFormatFailedOpenAIGo(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, outputModel(), nil)
+	params := textParams("Assess the quarter.")
+	params.Text = responses.ResponseTextConfigParam{Format: responses.ResponseFormatTextConfigUnionParam{
+		OfJSONSchema: &responses.ResponseFormatTextJSONSchemaConfigParam{Name: "report", Schema: reportParameters, Strict: openai.Bool(true)},
+	}}
+	once := option.WithJSONSet("lambent", map[string]any{"max_attempts": 1})
+	r, err := g.client.Responses.New(context.Background(), params, once)
+	require.NoError(t, err)
+	evs := readSDKStream(t, g.client.Responses.NewStreaming(context.Background(), params, once))
+	require.Equal(t, "response.failed", evs[len(evs)-1].ev.Type)
+	streamed := evs[len(evs)-1].ev.AsResponseFailed().Response
+	for _, final := range []responses.Response{*r, streamed} {
+		require.Equal(t, responses.ResponseStatusFailed, final.Status)
+		require.Equal(t, "validation_failed", string(final.Error.Code))
+		require.Len(t, final.Output, 1)
+		require.Equal(t, "message", final.Output[0].Type)
+		require.JSONEq(t, badReport, final.OutputText(), "the last answer is kept")
+	}
+}
+
 // The npm `openai` SDK: create, stream (reflection), parse (zodTextFormat)
 // and a failed response all work unchanged.
 func TestClientOpenAIOutput(t *testing.T) {
@@ -211,7 +236,12 @@ func TestClientOpenAIOutput(t *testing.T) {
 				Summary string
 			}
 		}
-		Failed summary
+		Failed       summary
+		FailedParsed struct {
+			summary
+			Parsed *struct{ Score int }
+		}
+		FailedStreamed summary
 	}
 	runJS(t, dir, "openai_output.mjs", g.srv.URL+"/v1", &got)
 
@@ -236,6 +266,17 @@ func TestClientOpenAIOutput(t *testing.T) {
 	require.Equal(t, "failed", got.Failed.Status)
 	require.Equal(t, "validation_failed", *got.Failed.Code)
 	require.Len(t, got.Failed.Attempts, 1)
+
+	// Structured text whose attempts ran out: the failed response holds the
+	// last answer, which responses.parse does not parse (output_parsed
+	// null) and responses.stream returns as the terminal event has it.
+	for name, f := range map[string]summary{"parse": got.FailedParsed.summary, "stream": got.FailedStreamed} {
+		require.Equal(t, "failed", f.Status, name)
+		require.Equal(t, "validation_failed", *f.Code, name)
+		require.JSONEq(t, badReport, f.Text, name)
+		require.Equal(t, []string{"message:assistant"}, f.Items, name)
+	}
+	require.Nil(t, got.FailedParsed.Parsed)
 }
 
 // Each client's own structured-output helper gets the valid object when

@@ -361,3 +361,53 @@ func TestGatewayMCPCallItems(t *testing.T) {
 		require.Greater(t, len(mcp.ID), 64)
 	}
 }
+
+// Validated output through Bedrock: a text.format json_schema answer that
+// fails validation is set aside (with its signed thinking) and still
+// reaches Claude with the feedback, roles alternating (the fake refuses
+// otherwise, and altered reasoning); a continuation sends the valid answer
+// alone.
+func TestGatewayValidatedTextFormatRetried(t *testing.T) {
+	fake := fakebedrock.New(
+		fakebedrock.Turn{Reasoning: "A first try.", Text: `{"city":7}`, Usage: fakebedrock.Usage{InputTokens: 10, OutputTokens: 5}},
+		fakebedrock.Turn{Reasoning: "The city is a name.", Text: `{"city":"Rome"}`, Usage: fakebedrock.Usage{InputTokens: 20, OutputTokens: 5}},
+		fakebedrock.Turn{Text: "You are welcome.", Usage: fakebedrock.Usage{InputTokens: 30, OutputTokens: 5}},
+	)
+	client := gateway(t, fake, nil)
+	ctx := context.Background()
+	schema := map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []string{"city"}, "additionalProperties": false}
+	r, err := client.Responses.New(ctx, responses.ResponseNewParams{
+		Input:     responses.ResponseNewParamsInputUnion{OfString: openai.String("Which city?")},
+		Reasoning: responses.ReasoningParam{Effort: responses.ReasoningEffortMedium},
+		Text: responses.ResponseTextConfigParam{Format: responses.ResponseFormatTextConfigUnionParam{
+			OfJSONSchema: &responses.ResponseFormatTextJSONSchemaConfigParam{Name: "city", Schema: schema, Strict: openai.Bool(true)}}},
+	})
+	require.NoError(t, err)
+	require.Equal(t, responses.ResponseStatusCompleted, r.Status)
+	require.JSONEq(t, `{"city":"Rome"}`, r.OutputText())
+	require.Equal(t, []string{"reasoning", "message"}, []string{r.Output[0].Type, r.Output[1].Type}, "the failed answer and its feedback are set aside")
+	require.Len(t, r.Output, 2)
+	roles := func(req fakebedrock.Request) []string {
+		var out []string
+		for _, m := range req.Messages {
+			out = append(out, m.Role)
+		}
+		return out
+	}
+	retry := fake.Requests()[1]
+	require.Equal(t, []string{"user", "assistant", "user"}, roles(retry))
+	require.NotNil(t, retry.Messages[1].Content[0].ReasoningContent, "the failed answer's thinking goes back")
+	require.Equal(t, `{"city":7}`, *retry.Messages[1].Content[1].Text)
+	require.Contains(t, *retry.Messages[2].Content[0].Text, "failed validation")
+
+	_, err = client.Responses.New(ctx, responses.ResponseNewParams{PreviousResponseID: openai.String(r.ID),
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Thanks.")}})
+	require.NoError(t, err)
+	next := fake.Requests()[2]
+	require.Equal(t, []string{"user", "assistant", "user"}, roles(next))
+	for _, b := range next.Messages[1].Content {
+		if b.Text != nil {
+			require.Equal(t, `{"city":"Rome"}`, *b.Text, "the continuation gets the valid answer alone")
+		}
+	}
+}

@@ -1,6 +1,7 @@
 // Validated output through the official npm `openai` SDK: an output tool
 // without and with reflection (created and streamed), structured text
-// parsed with zodTextFormat, and a response whose attempts ran out.
+// parsed with zodTextFormat, and responses whose attempts ran out (output
+// tool; structured text, parsed and streamed).
 // Prints what the SDK returned.
 import OpenAI from "openai";
 import { zodTextFormat } from "openai/helpers/zod";
@@ -39,5 +40,11 @@ out.parsed = { ...summary(parsed), parsed: parsed.output_parsed };
 
 const failed = await client.responses.create({ model, input: "Assess the quarter.", tools: report({}), lambent: { max_attempts: 1 } });
 out.failed = summary(failed);
+
+// Structured text whose attempts ran out: the last answer is in output.
+const once = { model, input: "Assess the quarter.", text: { format: zodTextFormat(Report, "report") }, lambent: { max_attempts: 1 } };
+const failedParsed = await client.responses.parse(once);
+out.failedParsed = { ...summary(failedParsed), parsed: failedParsed.output_parsed };
+out.failedStreamed = summary(await client.responses.stream(once).finalResponse());
 
 console.log(JSON.stringify(out));
