@@ -2,7 +2,7 @@
 // tests and measurements: one server with a fixed set of tools, served
 // over streamable HTTP or HTTP+SSE on loopback, or over stdio (Serve, for
 // a test binary). The HTTP servers record the headers and URL queries
-// they receive. StartHostile runs a malicious server beside them (see
+// they receive and count the connections they accept. StartHostile runs a malicious server beside them (see
 // Hostile): huge listings, duplicate names, endless pages, oversized and
 // trickling replies.
 //
@@ -15,7 +15,8 @@
 //   - work {ms, bytes} (only with Options.Work): answers after ms
 //     milliseconds with bytes of text that compresses like a tool's
 //     report (WorkOutput);
-//   - wait {}: answers once Options.Barrier calls of it are in flight;
+//   - wait {}: answers once Options.Barrier calls of it are in flight
+//     (then the next that many make the next round);
 //   - noop {}: "ok".
 package mcptest
 
@@ -23,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -31,6 +33,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -93,7 +96,7 @@ func WorkOutput(n int) string {
 // Empty are the arguments of tools that take none.
 type Empty struct{}
 
-// barrier releases its waiters once n are in.
+// barrier releases its waiters once n are in, then starts a new round.
 type barrier struct {
 	mu      sync.Mutex
 	n, in   int
@@ -103,10 +106,11 @@ type barrier struct {
 func (b *barrier) wait(ctx context.Context, stop <-chan struct{}) error {
 	b.mu.Lock()
 	b.in++
+	ch := b.release
 	if b.in == b.n {
 		close(b.release)
+		b.in, b.release = 0, make(chan struct{})
 	}
-	ch := b.release
 	b.mu.Unlock()
 	select {
 	case <-ch:
@@ -194,6 +198,7 @@ type Server struct {
 	queries []string
 	stop    chan struct{}
 	once    sync.Once
+	opened  atomic.Int64
 }
 
 // Close ends the calls still waiting and stops the server.
@@ -208,6 +213,9 @@ func (s *Server) Headers() []http.Header {
 	defer s.mu.Unlock()
 	return append([]http.Header(nil), s.headers...)
 }
+
+// Connections returns how many connections the server has accepted.
+func (s *Server) Connections() int { return int(s.opened.Load()) }
 
 // Queries returns the URL query of every request received so far.
 func (s *Server) Queries() []string {
@@ -246,7 +254,13 @@ func StartSSE(opts Options) *Server {
 func (s *Server) start(h http.Handler) *Server {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s.record(h))
-	s.Server = httptest.NewServer(mux)
+	s.Server = httptest.NewUnstartedServer(mux)
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.opened.Add(1)
+		}
+	}
+	s.Start()
 	s.Endpoint = s.URL + "/mcp"
 	return s
 }

@@ -105,7 +105,7 @@ func New(cfg Config) *Connector {
 	c.guarded = c.guard.Client(cfg.HTTPClient, true)
 	c.trusted = cfg.HTTPClient
 	if c.trusted == nil {
-		c.trusted = &http.Client{Transport: http.DefaultTransport}
+		c.trusted = &http.Client{Transport: egress.PooledTransport()}
 	}
 	c.client = sdk.NewClient(&Implementation, &sdk.ClientOptions{Logger: cfg.Logger})
 	return c
