@@ -49,6 +49,10 @@ type Options struct {
 	JSONResponse bool
 	// Work adds the work tool (measurements of agentic loops).
 	Work bool
+	// EndDelay sends the end of each event stream answering a request
+	// that much after its last event, as a network may (the last chunk of
+	// a chunked body in a packet of its own).
+	EndDelay time.Duration
 
 	// stop ends sleep and wait calls (the HTTP servers close it first).
 	stop <-chan struct{}
@@ -199,6 +203,8 @@ type Server struct {
 	stop    chan struct{}
 	once    sync.Once
 	opened  atomic.Int64
+	// busy counts the requests being answered.
+	busy sync.WaitGroup
 }
 
 // Close ends the calls still waiting and stops the server.
@@ -217,6 +223,10 @@ func (s *Server) Headers() []http.Header {
 // Connections returns how many connections the server has accepted.
 func (s *Server) Connections() int { return int(s.opened.Load()) }
 
+// Idle waits until the server has answered every request it received,
+// the ends of their bodies sent.
+func (s *Server) Idle() { s.busy.Wait() }
+
 // Queries returns the URL query of every request received so far.
 func (s *Server) Queries() []string {
 	s.mu.Lock()
@@ -226,6 +236,8 @@ func (s *Server) Queries() []string {
 
 func (s *Server) record(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.busy.Add(1)
+		defer s.busy.Done()
 		s.mu.Lock()
 		s.headers = append(s.headers, r.Header.Clone())
 		s.queries = append(s.queries, r.URL.RawQuery)
@@ -240,7 +252,21 @@ func StartStreamable(opts Options) *Server {
 	opts.stop = s.stop
 	srv := NewServer(opts)
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{JSONResponse: opts.JSONResponse})
-	return s.start(h)
+	return s.start(endLater(h, opts.EndDelay))
+}
+
+// endLater delays the end of h's event streams answering a POST by d.
+func endLater(h http.Handler, d time.Duration) http.Handler {
+	if d <= 0 {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		if r.Method == http.MethodPost && strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
+			_ = http.NewResponseController(w).Flush()
+			time.Sleep(d)
+		}
+	})
 }
 
 // StartSSE serves the tools over HTTP+SSE at /mcp.

@@ -560,3 +560,34 @@ func TestConcurrentCallsReuseConnections(t *testing.T) {
 		})
 	}
 }
+
+// A call answered with an event stream leaves its connection for the next
+// call although the stream's end (the chunked body's last chunk) comes
+// after the answer's event, as over a network: the call's end must not cut
+// the SDK's reading of that end. Two turns of 8 concurrent calls (a
+// session each; the second once the server has sent the first's ends, as
+// a turn's model call takes longer than that) open 8 connections and 3
+// for the first session's requests sent while the others' streams still
+// end (its initialization, its close): 11; cutting the streams closed
+// them, and the second turn dialed again (19-21).
+func TestSSERepliesReuseConnections(t *testing.T) {
+	t.Parallel()
+	const n = 8
+	srv := mcptest.StartStreamable(mcptest.Options{Barrier: n, EndDelay: 10 * time.Millisecond})
+	defer srv.Close()
+	c := loopback()
+	for range 2 {
+		s := c.Open(server("s", srv.Endpoint), tools.MCPBounds{})
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() { _, errs[i] = s.CallTool(context.Background(), "wait", "{}") })
+		}
+		wg.Wait()
+		require.NoError(t, errors.Join(errs...))
+		require.NoError(t, s.Close())
+		srv.Idle()
+	}
+	t.Logf("2 turns of %d concurrent calls: %d connections", n, srv.Connections())
+	assert.LessOrEqual(t, srv.Connections(), n+3, "2 turns of %d concurrent calls", n)
+}
