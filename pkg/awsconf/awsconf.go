@@ -9,13 +9,45 @@
 // credential source it links. The SDK's clients made from its
 // configuration honour the endpoint overrides AWS_ENDPOINT_URL and
 // AWS_ENDPOINT_URL_<SERVICE> themselves; pkg/awsjson (SSM and Secrets
-// Manager) reads them through Endpoint.
+// Manager) reads them through Endpoint. Its HTTP client keeps
+// MaxIdleConnsPerHost idle connections to each endpoint.
 package awsconf
 
 import (
+	"net/http"
 	"os"
 	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 )
+
+// MaxIdleConnsPerHost is how many idle connections to one AWS endpoint the
+// HTTP client of Load's configuration keeps. A turn runs its calls
+// concurrently (up to 32 hosted calls, each of which may store, put events
+// or invoke a hook), and the endpoints Lambent calls speak HTTP/1.1: with
+// the SDK's default of 10 (net/http's 2, the default client of a
+// configuration without one), every turn closed the connections above it
+// and the next dialed them again, a TLS handshake each.
+const MaxIdleConnsPerHost = 64
+
+// withPool returns hc (nil: the SDK's default client) with its connection
+// pool sized by MaxIdleConnsPerHost; a client that is not the SDK's
+// buildable one is returned as it is. The SDK's clients made from the
+// configuration copy its transport, keeping the pool's size.
+func withPool(hc aws.HTTPClient) aws.HTTPClient {
+	b, ok := hc.(*awshttp.BuildableClient)
+	switch {
+	case hc == nil:
+		b = awshttp.NewBuildableClient()
+	case !ok:
+		return hc
+	}
+	return b.WithTransportOptions(func(tr *http.Transport) {
+		tr.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+		tr.MaxIdleConns = max(tr.MaxIdleConns, 4*MaxIdleConnsPerHost)
+	})
+}
 
 // Endpoint returns the endpoint override for a service ("DYNAMODB",
 // "LAMBDA", "SQS", "EVENTBRIDGE", "SSM", "SECRETS_MANAGER"):

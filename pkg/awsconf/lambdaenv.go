@@ -52,7 +52,8 @@ import (
 // credential processes are the full chain's (builds without the tag):
 // without credentials in the environment, a variable naming one of them
 // (AWS_PROFILE, AWS_WEB_IDENTITY_TOKEN_FILE, AWS_ROLE_ARN...) is an error
-// saying so, as is an environment without any credentials.
+// saying so, as is an environment without any credentials. Its HTTP client
+// is the SDK's, keeping MaxIdleConnsPerHost idle connections a host.
 func FromEnvironment(getenv func(string) string) (aws.Config, error) {
 	src, err := readEnvSource(getenv)
 	if err != nil {
@@ -77,6 +78,7 @@ func FromEnvironment(getenv func(string) string) (aws.Config, error) {
 	if cfg.Credentials, err = environmentCredentials(getenv, cfg.HTTPClient); err != nil {
 		return aws.Config{}, fmt.Errorf("awsconf: %w", err)
 	}
+	cfg.HTTPClient = withPool(cfg.HTTPClient)
 	return cfg, nil
 }
 

@@ -21,10 +21,40 @@ func New(allow []string) *Guard {
 	return NewWithLookup(allow, nil)
 }
 
+// MaxIdleConnsPerHost is how many idle connections to one host the
+// clients of Client (keeping connections) and PooledTransport keep: a
+// turn runs its calls concurrently (up to 32 to one MCP server or webhook
+// host), each holding a connection over HTTP/1.1, and net/http's default
+// of 2 closed the others after every turn, so the next dialed them again
+// (a TLS handshake each).
+const MaxIdleConnsPerHost = 64
+
+// PooledTransport returns a copy of net/http's default transport (proxy
+// from the environment, its timeouts, HTTP/2) keeping MaxIdleConnsPerHost
+// idle connections a host.
+func PooledTransport() *http.Transport {
+	t := &http.Transport{}
+	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
+		t = dt.Clone()
+	}
+	pool(t)
+	return t
+}
+
+// pool sizes t's pool of idle connections for a turn's concurrent calls.
+func pool(t *http.Transport) {
+	t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+	t.MaxIdleConns = max(t.MaxIdleConns, 4*MaxIdleConnsPerHost)
+	if t.IdleConnTimeout == 0 {
+		t.IdleConnTimeout = 90 * time.Second
+	}
+}
+
 // Client returns an HTTP client whose every connection passes the guard:
 // base (copied; nil for a fresh one) with the guarded dialer and redirect
 // policy, as Config.Client describes. keepAlive keeps checked connections
-// for reuse.
+// for reuse, MaxIdleConnsPerHost a host unless base's transport sets its
+// own pool.
 func (g *Guard) Client(base *http.Client, keepAlive bool) *http.Client {
 	var c http.Client
 	var t *http.Transport
@@ -32,11 +62,7 @@ func (g *Guard) Client(base *http.Client, keepAlive bool) *http.Client {
 		c = *base
 		switch rt := base.Transport.(type) {
 		case nil:
-			if dt, ok := http.DefaultTransport.(*http.Transport); ok {
-				t = dt.Clone()
-			} else {
-				t = &http.Transport{}
-			}
+			t = PooledTransport()
 		case *http.Transport:
 			t = rt.Clone()
 		default:
@@ -47,6 +73,7 @@ func (g *Guard) Client(base *http.Client, keepAlive bool) *http.Client {
 			TLSHandshakeTimeout:    10 * time.Second,
 			MaxResponseHeaderBytes: 64 << 10,
 		}
+		pool(t)
 	}
 	if t != nil {
 		t.Proxy = nil // a proxy would make the dialer check the proxy, not the target

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/lambent/lambent/internal/testing/conncount"
 	"github.com/lambent/lambent/internal/testing/ebtest"
 	"github.com/lambent/lambent/internal/testing/localinvoke"
 	"github.com/lambent/lambent/pkg/api"
@@ -553,4 +554,20 @@ func TestWebhookRefusedAtStartHidesItsQuery(t *testing.T) {
 			assert.NotContains(t, err.Error(), "s3cret", bad)
 		}
 	}
+}
+
+// A webhook keeps the connections its concurrent deliveries (one a worker)
+// opened: two rounds of DefaultWorkers concurrent deliveries open
+// DefaultWorkers connections, not 2 more a round (net/http's default pool
+// of 2 a host).
+func TestWebhookReusesConnections(t *testing.T) {
+	n := hooks.DefaultWorkers
+	b := conncount.NewBarrier(n)
+	srv := conncount.Start(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { b.Wait() }))
+	w, err := hooks.NewWebhook(srv.URL+"/hook", []string{strings.TrimPrefix(srv.URL, "http://")})
+	require.NoError(t, err)
+	defer w.CloseIdleConnections()
+	ev := event(hooks.EventToolCall, "c1")
+	require.NoError(t, conncount.Rounds(2, n, func() error { return w.Deliver(t.Context(), ev, []byte(`{}`)) }))
+	assert.Equal(t, n, srv.Opened(), "connections of 2 rounds of %d concurrent deliveries", n)
 }

@@ -2,7 +2,7 @@
 // tests and measurements: one server with a fixed set of tools, served
 // over streamable HTTP or HTTP+SSE on loopback, or over stdio (Serve, for
 // a test binary). The HTTP servers record the headers and URL queries
-// they receive. StartHostile runs a malicious server beside them (see
+// they receive and count the connections they accept. StartHostile runs a malicious server beside them (see
 // Hostile): huge listings, duplicate names, endless pages, oversized and
 // trickling replies.
 //
@@ -15,7 +15,8 @@
 //   - work {ms, bytes} (only with Options.Work): answers after ms
 //     milliseconds with bytes of text that compresses like a tool's
 //     report (WorkOutput);
-//   - wait {}: answers once Options.Barrier calls of it are in flight;
+//   - wait {}: answers once Options.Barrier calls of it are in flight
+//     (then the next that many make the next round);
 //   - noop {}: "ok".
 package mcptest
 
@@ -23,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -31,6 +33,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -46,6 +49,10 @@ type Options struct {
 	JSONResponse bool
 	// Work adds the work tool (measurements of agentic loops).
 	Work bool
+	// EndDelay sends the end of each event stream answering a request
+	// that much after its last event, as a network may (the last chunk of
+	// a chunked body in a packet of its own).
+	EndDelay time.Duration
 
 	// stop ends sleep and wait calls (the HTTP servers close it first).
 	stop <-chan struct{}
@@ -93,7 +100,7 @@ func WorkOutput(n int) string {
 // Empty are the arguments of tools that take none.
 type Empty struct{}
 
-// barrier releases its waiters once n are in.
+// barrier releases its waiters once n are in, then starts a new round.
 type barrier struct {
 	mu      sync.Mutex
 	n, in   int
@@ -103,10 +110,11 @@ type barrier struct {
 func (b *barrier) wait(ctx context.Context, stop <-chan struct{}) error {
 	b.mu.Lock()
 	b.in++
+	ch := b.release
 	if b.in == b.n {
 		close(b.release)
+		b.in, b.release = 0, make(chan struct{})
 	}
-	ch := b.release
 	b.mu.Unlock()
 	select {
 	case <-ch:
@@ -194,6 +202,9 @@ type Server struct {
 	queries []string
 	stop    chan struct{}
 	once    sync.Once
+	opened  atomic.Int64
+	// busy counts the requests being answered.
+	busy sync.WaitGroup
 }
 
 // Close ends the calls still waiting and stops the server.
@@ -209,6 +220,13 @@ func (s *Server) Headers() []http.Header {
 	return append([]http.Header(nil), s.headers...)
 }
 
+// Connections returns how many connections the server has accepted.
+func (s *Server) Connections() int { return int(s.opened.Load()) }
+
+// Idle waits until the server has answered every request it received,
+// the ends of their bodies sent.
+func (s *Server) Idle() { s.busy.Wait() }
+
 // Queries returns the URL query of every request received so far.
 func (s *Server) Queries() []string {
 	s.mu.Lock()
@@ -218,6 +236,8 @@ func (s *Server) Queries() []string {
 
 func (s *Server) record(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.busy.Add(1)
+		defer s.busy.Done()
 		s.mu.Lock()
 		s.headers = append(s.headers, r.Header.Clone())
 		s.queries = append(s.queries, r.URL.RawQuery)
@@ -232,7 +252,21 @@ func StartStreamable(opts Options) *Server {
 	opts.stop = s.stop
 	srv := NewServer(opts)
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{JSONResponse: opts.JSONResponse})
-	return s.start(h)
+	return s.start(endLater(h, opts.EndDelay))
+}
+
+// endLater delays the end of h's event streams answering a POST by d.
+func endLater(h http.Handler, d time.Duration) http.Handler {
+	if d <= 0 {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		if r.Method == http.MethodPost && strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
+			_ = http.NewResponseController(w).Flush()
+			time.Sleep(d)
+		}
+	})
 }
 
 // StartSSE serves the tools over HTTP+SSE at /mcp.
@@ -246,7 +280,13 @@ func StartSSE(opts Options) *Server {
 func (s *Server) start(h http.Handler) *Server {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s.record(h))
-	s.Server = httptest.NewServer(mux)
+	s.Server = httptest.NewUnstartedServer(mux)
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.opened.Add(1)
+		}
+	}
+	s.Start()
 	s.Endpoint = s.URL + "/mcp"
 	return s
 }

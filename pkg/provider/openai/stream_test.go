@@ -381,3 +381,42 @@ func TestStreamDoneServerKeepsOpen(t *testing.T) {
 		t.Fatal("the call waited for the end of a response that stays open after [DONE]")
 	}
 }
+
+// An error answer (429, 500, 400) of a size a backend sends is read to its
+// end, so the connection serves the next call (the caller's retry): four
+// calls, three refused, one connection. A non-streaming completion sent
+// chunked, its end a little after the rest, does not close it either.
+func TestErrorsReuseConnection(t *testing.T) {
+	var mu sync.Mutex
+	remotes := map[string]bool{}
+	calls := 0
+	p, _ := newBackend(t, openai.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		remotes[r.RemoteAddr] = true
+		calls++
+		n := calls
+		mu.Unlock()
+		switch n {
+		case 1:
+			jsonReply(http.StatusTooManyRequests, `{"error":{"message":"slow down","type":"rate_limit_exceeded"}}`)(w, r)
+		case 2:
+			jsonReply(http.StatusInternalServerError, `{"error":{"message":"oops"}}`)(w, r)
+		case 3:
+			jsonReply(http.StatusBadRequest, `{"error":{"message":"bad","type":"invalid_request_error"}}`)(w, r)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, okCompletion)
+			_ = http.NewResponseController(w).Flush()
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	for i := range 4 {
+		_, err := p.Complete(context.Background(), hi)
+		if (err == nil) != (i == 3) {
+			t.Fatalf("call %d: %v", i+1, err)
+		}
+	}
+	if len(remotes) != 1 {
+		t.Errorf("4 calls used %d connections, want 1", len(remotes))
+	}
+}

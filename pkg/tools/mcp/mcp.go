@@ -105,7 +105,7 @@ func New(cfg Config) *Connector {
 	c.guarded = c.guard.Client(cfg.HTTPClient, true)
 	c.trusted = cfg.HTTPClient
 	if c.trusted == nil {
-		c.trusted = &http.Client{Transport: http.DefaultTransport}
+		c.trusted = &http.Client{Transport: egress.PooledTransport()}
 	}
 	c.client = sdk.NewClient(&Implementation, &sdk.ClientOptions{Logger: cfg.Logger})
 	return c
@@ -509,19 +509,22 @@ func (t *serverTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.Header.Set("Authorization", token)
 		}
 	}
-	cancel := context.CancelFunc(func() {})
+	ctx, arrived, release := outlive(req.Context())
+	cancel := release
 	if req.Method == http.MethodDelete {
 		// Closing the session: a server may hold the DELETE until its
 		// calls end; the response does not wait for that.
-		var ctx context.Context
-		ctx, cancel = context.WithTimeout(req.Context(), closeGrace)
-		req = req.WithContext(ctx)
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeout(ctx, closeGrace)
+		cancel = func() { stop(); release() }
 	}
+	req = req.WithContext(ctx)
 	res, err := t.base.RoundTrip(req)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
+	arrived()
 	over, _ := req.Context().Value(overflowKey{}).(*overflow)
 	if t.srv.Transport == tools.MCPSSE && req.Method == http.MethodGet {
 		res.Body = &limitedBody{r: res.Body, c: res.Body, max: t.max, perEvent: true, done: cancel, over: over}
@@ -533,6 +536,31 @@ func (t *serverTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // closeGrace bounds how long closing a session waits on the server.
 const closeGrace = time.Second
+
+// replyEndWait bounds how long a reply's end is still read once the call
+// it answers has ended.
+const replyEndWait = 200 * time.Millisecond
+
+// outlive returns the context of a request made in parent: it ends with
+// parent before the response arrives (marked by arrived), and
+// replyEndWait after parent once it has (cancel releases it). The SDK
+// reads an event stream answering a call to its end after the call's
+// answer, but the call returns with that answer and its operation's
+// context ends at once: ending the request then, before the chunked body's
+// last chunk arrived (over a network, often in a packet of its own), made
+// net/http close the connection, and the next call dialed again.
+func outlive(parent context.Context) (ctx context.Context, arrived func(), cancel context.CancelFunc) {
+	ctx, end := context.WithCancel(context.WithoutCancel(parent))
+	var got atomic.Bool
+	stop := context.AfterFunc(parent, func() {
+		if got.Load() {
+			time.AfterFunc(replyEndWait, end)
+			return
+		}
+		end()
+	})
+	return ctx, func() { got.Store(true) }, func() { stop(); end() }
+}
 
 // errTooLarge is the error of a reply over max bytes.
 func errTooLarge(max int64) error {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -525,4 +526,68 @@ func TestTruncate(t *testing.T) {
 	assert.LessOrEqual(t, len(s), 60)
 	assert.True(t, strings.HasPrefix(s, "é"))
 	assert.Contains(t, s, "[truncated: the tool returned 200 bytes]")
+}
+
+// A turn's concurrent calls to one server leave their connections for the
+// next turn's: two turns of 32 concurrent calls (a session each, as two
+// responses) open about 32 connections to a request-declared server (the
+// guarded client) and to a manifest's (the trusted one), not 32 and then
+// 30 more (net/http's default pool keeps 2 a host; over the internet each
+// is a TLS handshake). The server answers in JSON here (see
+// TestSSERepliesReuseConnections for SSE replies).
+func TestConcurrentCallsReuseConnections(t *testing.T) {
+	t.Parallel()
+	const n = 32
+	for name, trusted := range map[string]bool{"guarded": false, "trusted": true} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := mcptest.StartStreamable(mcptest.Options{Barrier: n, JSONResponse: true})
+			defer srv.Close()
+			c := loopback()
+			for range 2 {
+				s := c.Open(&tools.MCPServer{Label: "s", URL: srv.Endpoint, Transport: tools.MCPStreamableHTTP, Trusted: trusted}, tools.MCPBounds{})
+				var wg sync.WaitGroup
+				errs := make([]error, n)
+				for i := range n {
+					wg.Go(func() { _, errs[i] = s.CallTool(context.Background(), "wait", "{}") })
+				}
+				wg.Wait()
+				require.NoError(t, errors.Join(errs...))
+				require.NoError(t, s.Close())
+			}
+			t.Logf("2 turns of %d concurrent calls: %d connections", n, srv.Connections())
+			assert.LessOrEqual(t, srv.Connections(), n+2, "2 turns of %d concurrent calls", n)
+		})
+	}
+}
+
+// A call answered with an event stream leaves its connection for the next
+// call although the stream's end (the chunked body's last chunk) comes
+// after the answer's event, as over a network: the call's end must not cut
+// the SDK's reading of that end. Two turns of 8 concurrent calls (a
+// session each; the second once the server has sent the first's ends, as
+// a turn's model call takes longer than that) open 8 connections and 3
+// for the first session's requests sent while the others' streams still
+// end (its initialization, its close): 11; cutting the streams closed
+// them, and the second turn dialed again (19-21).
+func TestSSERepliesReuseConnections(t *testing.T) {
+	t.Parallel()
+	const n = 8
+	srv := mcptest.StartStreamable(mcptest.Options{Barrier: n, EndDelay: 10 * time.Millisecond})
+	defer srv.Close()
+	c := loopback()
+	for range 2 {
+		s := c.Open(server("s", srv.Endpoint), tools.MCPBounds{})
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() { _, errs[i] = s.CallTool(context.Background(), "wait", "{}") })
+		}
+		wg.Wait()
+		require.NoError(t, errors.Join(errs...))
+		require.NoError(t, s.Close())
+		srv.Idle()
+	}
+	t.Logf("2 turns of %d concurrent calls: %d connections", n, srv.Connections())
+	assert.LessOrEqual(t, srv.Connections(), n+3, "2 turns of %d concurrent calls", n)
 }
