@@ -391,13 +391,15 @@ func (r *run) providerRequest(tn string, turn int) (*provider.Request, error) {
 	if r.req.Reasoning != nil && r.req.Reasoning.Effort != nil {
 		q.ReasoningEffort = *r.req.Reasoning.Effort
 	}
-	if len(r.tools.defList) > 0 {
+	// A forced MCP tool is checked even when the model is offered no tool
+	// at all: forceMCP refuses it then (its server offers none).
+	c := r.req.ToolChoice
+	if len(r.tools.defList) > 0 || turn == 0 && c != nil && c.Type == api.ToolMCP {
 		q.ToolChoice = r.toolChoiceMode()
 		// A forced or required choice applies to the first model call of a
 		// response only; afterwards the model must be free to answer.
 		// With an output tool the answer is a call: "required" stays (a
 		// forced function is forced only once).
-		c := r.req.ToolChoice
 		switch {
 		case turn > 0 && q.ToolChoice == api.ToolChoiceRequired:
 			if !r.att.keepsRequired() {

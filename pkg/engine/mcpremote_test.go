@@ -685,3 +685,26 @@ func TestMCPRemote_ToolChoiceNamesAKnownServer(t *testing.T) {
 	assert.Equal(t, "tool_choice.server_label", ae.Param)
 	assert.Empty(t, other.Headers(), "no server contacted")
 }
+
+// A forced MCP tool the server does not offer is a 400 before any model
+// call also when the response has no tool at all to offer the model: a
+// server whose allowed_tools filter out every tool it lists, or the
+// gateway's hosted tools ("lambent") named by a request that enables none.
+func TestMCPRemote_ToolChoiceWithNothingOffered(t *testing.T) {
+	t.Parallel()
+	srv := startMCP(t, mcptest.Options{})
+	for _, c := range []struct{ tools, choice, param string }{
+		{mcpServerTool(srv.Endpoint, `,"require_approval":"never","allowed_tools":["nope"]`), `{"type":"mcp","server_label":"docs","name":"echo"}`, "tool_choice.name"},
+		{mcpServerTool(srv.Endpoint, `,"require_approval":"never","allowed_tools":["nope"]`), `{"type":"mcp","server_label":"docs"}`, "tool_choice.server_label"},
+		{``, `{"type":"mcp","server_label":"lambent"}`, "tool_choice.server_label"},
+	} {
+		p := script(text("done", 1, 1))
+		e, _ := newEngine(t, p, nil, withMCP, mcpMode)
+		_, err := run1(t, e, `{"input":"x","tools":[`+c.tools+`],"tool_choice":`+c.choice+`}`)
+		var ae *api.Error
+		require.ErrorAs(t, err, &ae, c.choice)
+		assert.Equal(t, http.StatusBadRequest, ae.Status, c.choice)
+		assert.Equal(t, c.param, ae.Param, "%s: %s", c.choice, ae.Message)
+		assert.Empty(t, p.requests(), "no model call")
+	}
+}

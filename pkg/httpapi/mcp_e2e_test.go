@@ -266,6 +266,26 @@ func TestE2EMCPToolChoice(t *testing.T) {
 	}
 }
 
+// openai-go's ToolChoiceMcpParam naming a tool the server does not offer
+// (its allowed_tools keep none of its tools, so the model is offered no
+// tool at all) is a 400 naming tool_choice.name, and the model is not
+// called.
+func TestE2EMCPToolChoiceNothingOffered(t *testing.T) {
+	t.Parallel()
+	srv := mcptest.StartStreamable(mcptest.Options{})
+	defer srv.Close()
+	g := mcpGateway(t, false, nil)
+	params := textParams(`call echo {"text":"hi"}`)
+	tool := mcpToolParam("docs", srv.Endpoint, "never")
+	tool.OfMcp.AllowedTools = responses.ToolMcpAllowedToolsUnionParam{OfMcpAllowedTools: []string{"nope"}}
+	params.Tools = []responses.ToolUnionParam{tool}
+	params.ToolChoice = responses.ResponseNewParamsToolChoiceUnion{OfMcpTool: &responses.ToolChoiceMcpParam{ServerLabel: "docs", Name: openai.String("echo")}}
+	_, err := g.client.Responses.New(context.Background(), params)
+	apiErr := wantAPIError(t, err, 400)
+	require.Equal(t, "tool_choice.name", apiErr.Param, apiErr.Message)
+	require.Empty(t, g.fake.Requests(), "no model call")
+}
+
 // The official TypeScript SDK's server, started with node, through
 // openai-go and the npm openai SDK (streamed and not, approval included).
 func TestE2EMCPTypeScriptServer(t *testing.T) {

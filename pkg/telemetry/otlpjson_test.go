@@ -327,6 +327,16 @@ func TestOTLPRetries(t *testing.T) {
 		require.Len(t, c.bodies, 1)
 		require.Less(t, time.Since(start), time.Second, "it did not wait for a retry it could not make")
 	})
+	t.Run("retry-after beyond what a duration holds", func(t *testing.T) {
+		t.Parallel()
+		// Seconds that overflow a time.Duration (to a negative wait, and to
+		// 0.29 s) or an int64 are as far beyond the timeout as any.
+		for _, ra := range []string{"9223372037", "18446744074", "99999999999999999", "99999999999999999999"} {
+			c, err := exportOne(t, "2000", flakyReply{http.StatusServiceUnavailable, ra})
+			require.ErrorContains(t, err, "503", ra)
+			require.Len(t, c.bodies, 1, ra)
+		}
+	})
 	t.Run("not retryable", func(t *testing.T) {
 		t.Parallel()
 		c, err := exportOne(t, "5000", flakyReply{http.StatusBadRequest, "0"}, flakyReply{http.StatusInternalServerError, ""})
