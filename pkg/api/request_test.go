@@ -63,6 +63,9 @@ func TestDecodeMCPToolChoice(t *testing.T) {
 		{`{"input":"x","tool_choice":{"type":"mcp","name":"search"}}`, "tool_choice.server_label", "", "missing required parameter"},
 		{`{"input":"x","tool_choice":{"type":"mcp","server_label":""}}`, "tool_choice.server_label", "", "missing required parameter"},
 		{`{"input":"x","tool_choice":{"type":"mcp","server_label":"docs","name":"` + strings.Repeat("n", 129) + `"}}`, "tool_choice.name", "", "128"},
+		// A label is bounded as a declaration's is, before any message
+		// quotes it.
+		{`{"input":"x","tool_choice":{"type":"mcp","server_label":"` + strings.Repeat("l", 257) + `"}}`, "tool_choice.server_label", "", "256"},
 	})
 }
 

@@ -250,6 +250,10 @@ func (c ToolChoice) Forced() bool {
 // tool's name is not a function name and may hold dots or slashes).
 const MaxMCPToolNameBytes = 128
 
+// MaxMCPServerLabelBytes bounds an MCP server's label, in a tool's
+// declaration and in a tool_choice (docs/configuration.md).
+const MaxMCPServerLabelBytes = 256
+
 // forcedBuiltin reports whether tool_choice may force the built-in tool
 // type typ (OpenAI's ToolChoiceTypes and ToolChoiceShell/ApplyPatch).
 func forcedBuiltin(typ string) bool {
@@ -301,6 +305,9 @@ func (c *ToolChoice) UnmarshalJSON(data []byte) error {
 	case ToolMCP:
 		if w.ServerLabel == "" {
 			return InvalidRequest("tool_choice.server_label", "missing required parameter: tool_choice.server_label")
+		}
+		if len(w.ServerLabel) > MaxMCPServerLabelBytes {
+			return InvalidRequest("tool_choice.server_label", "invalid tool_choice.server_label: a server label is at most %d bytes, got %d", MaxMCPServerLabelBytes, len(w.ServerLabel))
 		}
 		if len(w.Name) > MaxMCPToolNameBytes {
 			return InvalidRequest("tool_choice.name", "invalid tool_choice.name: an MCP tool name is at most %d bytes, got %d", MaxMCPToolNameBytes, len(w.Name))

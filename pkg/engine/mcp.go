@@ -120,7 +120,7 @@ func (e *Engine) mcpBounds() tools.MCPBounds {
 // every request to the server, its label into every item of the server and
 // the names of its tools.
 const (
-	maxMCPLabelBytes  = 256
+	maxMCPLabelBytes  = api.MaxMCPServerLabelBytes
 	maxMCPURLBytes    = 8 << 10
 	maxMCPHeaders     = 64
 	maxMCPHeaderBytes = 16 << 10
