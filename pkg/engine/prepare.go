@@ -169,16 +169,15 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 		switch {
 		case api.IsClientCall(it.Type):
 			calls[it.CallID] = true
-		case it.Type == api.ItemMCPCall:
+		case resultMissing(&it):
 			// Clients send executed calls back, some without the output
-			// (the Agents SDK): the stored item has it. A call Lambent never
-			// stored is shown to the model as one whose result is unknown.
-			if !it.Executed() {
-				if ref, ok := byID[it.ID]; ok && ref.Type == api.ItemMCPCall {
-					it = *ref
-				} else {
-					it.Status, it.Error = api.ItemFailed, "The result of this call is not available."
-				}
+			// (the Agents SDK, which says "completed"): the stored item has
+			// it. A call Lambent never stored is shown to the model as one
+			// whose result is unknown, unless the client says it completed.
+			if ref, ok := byID[it.ID]; ok && ref.Type == api.ItemMCPCall {
+				it = *ref
+			} else if !it.Executed() {
+				it.Status, it.Error = api.ItemFailed, "The result of this call is not available."
 			}
 		case api.IsClientOutput(it.Type):
 			if !calls[it.CallID] {
@@ -203,6 +202,13 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 	return nil
 }
 
+// resultMissing reports whether it, an item of a request's input, is an
+// mcp_call without its result (neither output nor error), whatever status
+// it gives.
+func resultMissing(it *api.Item) bool {
+	return it.Type == api.ItemMCPCall && it.Output == "" && it.Error == ""
+}
+
 // inputParam is the param of field of the request's input item i, as
 // errors name it ("input[2].call_id"; the item itself when field is "").
 func inputParam(i int, field string) string {
@@ -219,38 +225,53 @@ func inputParam(i int, field string) string {
 const maxReferenceReads = 4
 
 // fetchReferenced reads the stored responses that req's item references
-// name (api.ResponseIDOf) and byID (the previous chain) does not already
-// resolve, one Get per response and concurrently, and adds the items of
-// theirs the request names (references, and mcp_call items sent back
-// without their output; from input, output and context, in that order) to
-// byID without replacing any: a record is dropped as soon as they are
-// copied. A response that is not found (absent, expired, deleted, another
-// tenant's: the store is tenant-scoped) adds nothing; ids of other forms
-// name no response, and the previous response, read already, is not read
-// again. Their number is checked (checkReferenced) before any is read.
+// and its mcp_call items sent back without their result (resultMissing)
+// name (api.ResponseIDOf) and byID (the previous chain, the conversation)
+// does not already resolve, one Get per response and concurrently, and
+// adds the items of theirs the request names (from input, output and
+// context, in that order) to byID without replacing any: a record is
+// dropped as soon as they are copied. A response that is not found
+// (absent, expired, deleted, another tenant's: the store is tenant-scoped)
+// adds nothing; ids of other forms name no response, and the previous
+// response, read already, is not read again. The number the references
+// need is checked (checkReferenced) before any is read; the calls' take
+// what that limit leaves, in input order, and the calls past it keep what
+// the client sent.
 func (e *Engine) fetchReferenced(ctx context.Context, req *api.CreateResponseRequest, byID map[string]*api.Item) error {
 	if e.cfg.Store == nil {
 		return nil
 	}
-	var refs []referencedResponse
 	seen := map[string]bool{req.PreviousResponseID: true}
 	wanted := map[string]bool{}
-	for i := range req.Input {
-		it := &req.Input[i]
-		switch {
-		case it.ID == "" || byID[it.ID] != nil:
-		case it.Type == api.ItemReference:
+	// named returns the responses the input items that match name and byID
+	// does not resolve point into, each once.
+	named := func(match func(*api.Item) bool) []referencedResponse {
+		var refs []referencedResponse
+		for i := range req.Input {
+			it := &req.Input[i]
+			if it.ID == "" || byID[it.ID] != nil || !match(it) {
+				continue
+			}
 			wanted[it.ID] = true
 			if id, ok := api.ResponseIDOf(it.ID); ok && !seen[id] {
 				seen[id] = true
 				refs = append(refs, referencedResponse{id: id, item: i})
 			}
-		case it.Type == api.ItemMCPCall && !it.Executed():
-			wanted[it.ID] = true
 		}
+		return refs
 	}
-	if err := e.checkReferenced(req, refs); err != nil || len(refs) == 0 {
+	refs := named(func(it *api.Item) bool { return it.Type == api.ItemReference })
+	if err := e.checkReferenced(req, refs); err != nil {
 		return err
+	}
+	calls := named(resultMissing)
+	room := e.cfg.Limits.ReferencedResponses - len(refs)
+	if req.PreviousResponseID != "" {
+		room--
+	}
+	refs = append(refs, calls[:max(0, min(room, len(calls)))]...)
+	if len(refs) == 0 {
+		return nil
 	}
 	found := make([][]api.Item, len(refs))
 	errs := make([]error, len(refs))

@@ -71,7 +71,7 @@ func TestClientAgentsSDKSessions(t *testing.T) {
 			require.True(t, strings.HasPrefix(runs[kind].Again, "Earlier results: "), "%s/%s: %q", name, kind, runs[kind].Again)
 		}
 		for name, runs := range map[string]map[string]sessionRuns{
-			"previousResponseId": got.PreviousResponseID, "conversationId": got.ConversationID,
+			"history": got.History, "previousResponseId": got.PreviousResponseID, "conversationId": got.ConversationID,
 		} {
 			require.Equal(t, "Earlier results: "+results[kind], runs[kind].Again, "%s/%s", name, kind)
 		}
