@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"sync"
@@ -140,10 +142,14 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id
 // input items have one id (references resolved), as OpenAI does, and
 // assigns ids. A reference resolves to an item of the previous_response_id
 // chain (read already), else to an item of the stored response its id
-// names (see fetchReferenced); it becomes that item, id included.
+// names (see fetchReferenced); it becomes that item, id included. A client
+// call output sent again without its id (see sentAgain) becomes the
+// conversation's item too, or is left out when an earlier input item is
+// that output.
 func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 	calls := map[string]bool{}
 	byID := map[string]*api.Item{}
+	answers := map[string]answer{}
 	for i := range r.history {
 		it := &r.history[i]
 		if it.ID != "" {
@@ -151,6 +157,9 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 		}
 		if api.IsClientCall(it.Type) {
 			calls[it.CallID] = true
+		}
+		if _, ok := answers[it.CallID]; api.IsClientOutput(it.Type) && !ok {
+			answers[it.CallID] = answer{item: *it, held: true}
 		}
 	}
 	if err := e.fetchReferenced(ctx, r.req, byID); err != nil {
@@ -187,6 +196,15 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 				return api.InvalidRequest(inputParam(i, "call_id"), "No tool call found for function call output with call_id '%s'.", it.CallID)
 			}
 		}
+		if api.IsClientOutput(it.Type) {
+			drop, err := sentAgain(answers, &it, i)
+			if err != nil {
+				return err
+			}
+			if drop {
+				continue
+			}
+		}
 		if given[it.ID] {
 			return api.InvalidRequestCode(inputParam(i, "id"), "duplicate_item_id", "Duplicate item found with id %s. Remove duplicate items from your input and try again.", it.ID)
 		}
@@ -200,6 +218,49 @@ func (e *Engine) resolveInput(ctx context.Context, r *run) error {
 		r.input = append(r.input, it)
 	}
 	return nil
+}
+
+// answer is the output a conversation holds for a client call: its item,
+// and whether the conversation continued holds it (else an earlier item of
+// the request's input).
+type answer struct {
+	item api.Item
+	held bool
+}
+
+// sentAgain looks up it, a client call output of the request's input
+// (input item i), in answers (by call id). An output answers holds already,
+// the same but for its id and status, was sent again (a client that keeps
+// its own history, without the id): it becomes the conversation's item
+// (not stored again, shown to the model once), or it is dropped (true)
+// when an earlier input item is that output. A different output is a 400
+// naming its call_id: every provider wants one output per call id, and
+// which answer counts would be a guess. A new output is added to answers.
+func sentAgain(answers map[string]answer, it *api.Item, i int) (drop bool, err error) {
+	prev, ok := answers[it.CallID]
+	switch {
+	case !ok:
+		answers[it.CallID] = answer{item: *it}
+	case !sameItem(&prev.item, it):
+		return false, api.InvalidRequest(inputParam(i, "call_id"),
+			"Duplicate output for call_id '%s': the conversation holds a different output for this call already, and a call is answered once. Send the output unchanged, or not at all.", it.CallID)
+	case !prev.held:
+		return true, nil
+	default:
+		*it = prev.item
+		answers[it.CallID] = answer{item: prev.item}
+	}
+	return false, nil
+}
+
+// sameItem reports whether a and b are the same item but for their ids and
+// statuses (what a client that resends an item may leave out).
+func sameItem(a, b *api.Item) bool {
+	x, y := *a, *b
+	x.ID, x.Status, y.ID, y.Status = "", "", "", ""
+	xj, errX := json.Marshal(&x)
+	yj, errY := json.Marshal(&y)
+	return errX == nil && errY == nil && bytes.Equal(xj, yj)
 }
 
 // resultMissing reports whether it, an item of a request's input, is an
