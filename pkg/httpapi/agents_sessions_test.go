@@ -14,11 +14,8 @@ import (
 func sessionModel() *fakellm.Server {
 	return fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn {
 		last := req.Messages[len(req.Messages)-1]
-		if last.Role == "user" {
-			if rest, ok := strings.CutPrefix(last.Content.String(), "call "); ok {
-				name, args, _ := strings.Cut(rest, " ")
-				return fakellm.Turn{ToolCalls: []fakellm.ToolCall{{Name: name, Arguments: args}}}
-			}
+		if turn, ok := callTurn(last.Content.String()); ok && last.Role == "user" {
+			return turn
 		}
 		return clientTurn(req)
 	})
