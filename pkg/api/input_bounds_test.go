@@ -50,6 +50,20 @@ func TestInputMCPCallNeedsItsID(t *testing.T) {
 	}
 }
 
+// An mcp_call added to a conversation may come without id (the Agents
+// SDK's OpenAIConversationsSession strips every item's id but a
+// reasoning item's): the conversation gives it one when it stores it, and
+// the call id the model sees derives from that id from then on.
+func TestConversationMCPCallWithoutID(t *testing.T) {
+	item := `{"type":"mcp_call","server_label":"docs","name":"search","arguments":"{}","status":"completed"}`
+	if _, err := DecodeConversationItems([]byte(`{"items":[` + item + `]}`)); err != nil {
+		t.Fatalf("items create: %v", err)
+	}
+	if _, err := DecodeConversationCreate([]byte(`{"items":[` + item + `]}`)); err != nil {
+		t.Fatalf("conversation create: %v", err)
+	}
+}
+
 // A request's tools are counted before any is decoded, the tools of
 // namespace tools included: a declaration takes ~300 bytes however short
 // its JSON, so an 8 MiB body of {} tools (given flat, in a namespace, or

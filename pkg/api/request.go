@@ -691,7 +691,7 @@ func (r *CreateResponseRequest) Validate() error {
 		return InvalidRequest("input", "input must not be empty")
 	}
 	for i := range r.Input {
-		if err := validateInputItem(&r.Input[i]); err != nil {
+		if err := cmp.Or(validateInputItem(&r.Input[i]), replayedCallID(&r.Input[i])); err != nil {
 			return prefixParam(err, "input["+strconv.Itoa(i)+"]")
 		}
 	}
@@ -1062,6 +1062,19 @@ func validateFormat(f *TextFormat) error {
 	return nil
 }
 
+// replayedCallID checks that an mcp_call of a request's input has its id:
+// the id names the call to the model (a call id derived from it, the same
+// on every request), so without one the same history would reach the model
+// differently each time; OpenAI requires it too. A conversation's items
+// need none: the conversation gives the item an id once, when it stores it
+// (docs/api.md, Conversations).
+func replayedCallID(it *Item) error {
+	if it.Type == ItemMCPCall && it.ID == "" {
+		return InvalidRequestCode("id", "missing_required_parameter", "Missing required parameter: 'id' (an mcp_call item replayed in input keeps the id the response gave it).")
+	}
+	return nil
+}
+
 func validateInputItem(it *Item) error {
 	statuses := []string{ItemInProgress, ItemCompleted, ItemIncomplete}
 	switch it.Type {
@@ -1082,13 +1095,6 @@ func validateInputItem(it *Item) error {
 		return err
 	}
 	switch it.Type {
-	case ItemMCPCall:
-		// Its id names the call to the model (a call id derived from it,
-		// the same on every request): without one the same history would
-		// reach the model differently each time. OpenAI requires it too.
-		if it.ID == "" {
-			return InvalidRequestCode("id", "missing_required_parameter", "Missing required parameter: 'id' (an mcp_call item replayed in input keeps the id the response gave it).")
-		}
 	case ItemMessage:
 		switch it.Role {
 		case RoleUser, RoleSystem, RoleDeveloper:

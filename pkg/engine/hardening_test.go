@@ -579,6 +579,36 @@ func TestReferencedResponsesBounded(t *testing.T) {
 	assert.Equal(t, r0+limit, reads())
 }
 
+// mcp_call items sent back without their result are looked up in the
+// responses their ids name within what the reference limit leaves, never
+// refused for it: the calls past it keep what the client sent.
+func TestReplayedCallResultsBounded(t *testing.T) {
+	t.Parallel()
+	p := script(text("ok", 1, 1), text("ok", 1, 1), text("ok", 1, 1))
+	spy := &spyStore{ResponseStore: store.NewMemory(store.MemoryConfig{})}
+	e, _ := newEngine(t, p, newMock(echoTool, "calc"), mcpMode, func(c *Config) { c.Store = spy })
+	const limit = limits.DefaultReferencedResponses
+	items := []string{`{"role":"user","content":"x"}`}
+	for range limit + 4 {
+		id := api.NewItemID(api.PrefixMCPCall, api.NewID(api.PrefixResponse))
+		items = append(items, `{"type":"mcp_call","id":"`+id+`","server_label":"lambent","name":"calc","arguments":"{}","status":"completed"}`)
+	}
+	body := `{"tools":[{"type":"lambent:calc"}],"input":[` + strings.Join(items, ",")
+	r0 := spy.calls.Load()
+	_, err := run1(t, e, body+`]}`)
+	require.NoError(t, err)
+	assert.Equal(t, r0+limit, spy.calls.Load())
+
+	// A reference takes its place first.
+	stored, err := run1(t, e, `{"input":"y"}`)
+	require.NoError(t, err)
+	ref := `{"type":"item_reference","id":"` + stored.response(t).Output[0].ID + `"}`
+	r0 = spy.calls.Load()
+	_, err = run1(t, e, body+`,`+ref+`]}`)
+	require.NoError(t, err)
+	assert.Equal(t, r0+limit, spy.calls.Load())
+}
+
 // The input images a model call carries (the conversation continued, this
 // input, references resolved) are bounded before the model is called: the
 // Bedrock provider fetches or decodes each on every call.

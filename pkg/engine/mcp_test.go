@@ -183,12 +183,14 @@ func callIDs(items []api.Item) []string {
 }
 
 // Clients send history back with the mcp_call items, with the output
-// (LangChain) or without it (the Agents SDK): both are accepted, the stored
-// output fills the gap, and the model sees call and result.
+// (LangChain) or without it (the Agents SDK, which says "completed"): all
+// are accepted, the stored output fills the gap (read from the response
+// the item's id names when no previous_response_id brought it), and the
+// model sees call and result.
 func TestMCPItems_ReplayedInput(t *testing.T) {
 	t.Parallel()
 	m := newMock(echoTool, "calc")
-	p := script(calls(1, 1, call("c1", "calc", `{"x":1}`)), text("42", 1, 1), text("again", 1, 1), text("third", 1, 1), text("fourth", 1, 1), text("fifth", 1, 1))
+	p := script(calls(1, 1, call("c1", "calc", `{"x":1}`)), text("42", 1, 1), text("again", 1, 1), text("third", 1, 1), text("fourth", 1, 1), text("fifth", 1, 1), text("sixth", 1, 1))
 	e, _ := newEngine(t, p, m, mcpMode)
 	rec, err := run1(t, e, `{"input":"x","tools":[{"type":"lambent:calc"}]}`)
 	require.NoError(t, err)
@@ -200,7 +202,11 @@ func TestMCPItems_ReplayedInput(t *testing.T) {
 	foreign := `{"type":"mcp_call","id":"mcp_foreign","server_label":"lambent","name":"calc","arguments":"{}","error":"boom"}`
 	unknown := `{"type":"mcp_call","id":"mcp_unknown","server_label":"lambent","name":"calc","arguments":"{}"}`
 
-	for i, history := range []string{string(full), noOutput, foreign, unknown} {
+	// The Agents SDK's replay of result.history: status, no output, no
+	// previous_response_id.
+	agents := `{"type":"mcp_call","id":"` + mcpItem.ID + `","server_label":"lambent","name":"calc","arguments":"{\"x\":1}","error":null,"approval_request_id":null,"status":"completed"}`
+
+	for i, history := range []string{string(full), noOutput, foreign, unknown, agents} {
 		body := `{"input":[{"role":"user","content":"x"},` + history + `,{"role":"user","content":"again"}],"tools":[{"type":"lambent:calc"}]`
 		if i == 1 {
 			body += `,"previous_response_id":"` + first.ID + `"`
@@ -221,8 +227,12 @@ func TestMCPItems_ReplayedInput(t *testing.T) {
 		require.NotNil(t, out, history)
 		assert.Equal(t, fc.CallID, out.CallID)
 		switch i {
-		case 0, 1:
+		case 0:
 			assert.Equal(t, mcpItem.Output, out.Output)
+			assert.False(t, out.IsError)
+		case 1, 4:
+			assert.Equal(t, mcpItem.Output, out.Output, history)
+			assert.Equal(t, "c1", out.CallID, "the stored item, with the model's own call id")
 			assert.False(t, out.IsError)
 		case 2:
 			assert.Equal(t, "boom", out.Output)

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"sync"
@@ -145,10 +147,14 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id
 // chain (read already: the history, and the items of prevOutput, the
 // previous response's output, that validated output set aside), else to an
 // item of the stored response its id names (see fetchReferenced); it
-// becomes that item, id included, shown as input is (not set aside).
+// becomes that item, id included, shown as input is (not set aside). A
+// client call output sent again without its id (see sentAgain) becomes the
+// conversation's item too, or is left out when an earlier input item is
+// that output.
 func (e *Engine) resolveInput(ctx context.Context, r *run, prevOutput []api.Item) error {
 	calls := map[string]bool{}
 	byID := map[string]*api.Item{}
+	answers := map[string]answer{}
 	for i := range r.history {
 		it := &r.history[i]
 		if it.ID != "" {
@@ -156,6 +162,9 @@ func (e *Engine) resolveInput(ctx context.Context, r *run, prevOutput []api.Item
 		}
 		if api.IsClientCall(it.Type) {
 			calls[it.CallID] = true
+		}
+		if _, ok := answers[it.CallID]; api.IsClientOutput(it.Type) && !ok {
+			answers[it.CallID] = answer{item: *it, held: true}
 		}
 	}
 	for i := range prevOutput {
@@ -180,16 +189,15 @@ func (e *Engine) resolveInput(ctx context.Context, r *run, prevOutput []api.Item
 		switch {
 		case api.IsClientCall(it.Type):
 			calls[it.CallID] = true
-		case it.Type == api.ItemMCPCall:
+		case resultMissing(&it):
 			// Clients send executed calls back, some without the output
-			// (the Agents SDK): the stored item has it. A call Lambent never
-			// stored is shown to the model as one whose result is unknown.
-			if !it.Executed() {
-				if ref, ok := byID[it.ID]; ok && ref.Type == api.ItemMCPCall {
-					it = *ref
-				} else {
-					it.Status, it.Error = api.ItemFailed, "The result of this call is not available."
-				}
+			// (the Agents SDK, which says "completed"): the stored item has
+			// it. A call Lambent never stored is shown to the model as one
+			// whose result is unknown, unless the client says it completed.
+			if ref, ok := byID[it.ID]; ok && ref.Type == api.ItemMCPCall {
+				it = *ref
+			} else if !it.Executed() {
+				it.Status, it.Error = api.ItemFailed, "The result of this call is not available."
 			}
 		case api.IsClientOutput(it.Type):
 			if !calls[it.CallID] {
@@ -197,6 +205,15 @@ func (e *Engine) resolveInput(ctx context.Context, r *run, prevOutput []api.Item
 					return api.InvalidRequest(inputParam(i, "call_id"), "No tool call found for function call output with call_id '%s' in previous response '%s'.", it.CallID, r.req.PreviousResponseID)
 				}
 				return api.InvalidRequest(inputParam(i, "call_id"), "No tool call found for function call output with call_id '%s'.", it.CallID)
+			}
+		}
+		if api.IsClientOutput(it.Type) {
+			drop, err := sentAgain(answers, &it, i)
+			if err != nil {
+				return err
+			}
+			if drop {
+				continue
 			}
 		}
 		if given[it.ID] {
@@ -212,6 +229,56 @@ func (e *Engine) resolveInput(ctx context.Context, r *run, prevOutput []api.Item
 		r.input = append(r.input, it)
 	}
 	return nil
+}
+
+// answer is the output a conversation holds for a client call: its item,
+// and whether the conversation continued holds it (else an earlier item of
+// the request's input).
+type answer struct {
+	item api.Item
+	held bool
+}
+
+// sentAgain looks up it, a client call output of the request's input
+// (input item i), in answers (by call id). An output answers holds already,
+// the same but for its id and status, was sent again (a client that keeps
+// its own history, without the id): it becomes the conversation's item
+// (not stored again, shown to the model once), or it is dropped (true)
+// when an earlier input item is that output. A different output is a 400
+// naming its call_id: every provider wants one output per call id, and
+// which answer counts would be a guess. A new output is added to answers.
+func sentAgain(answers map[string]answer, it *api.Item, i int) (drop bool, err error) {
+	prev, ok := answers[it.CallID]
+	switch {
+	case !ok:
+		answers[it.CallID] = answer{item: *it}
+	case !sameItem(&prev.item, it):
+		return false, api.InvalidRequest(inputParam(i, "call_id"),
+			"Duplicate output for call_id '%s': the conversation holds a different output for this call already, and a call is answered once. Send the output unchanged, or not at all.", it.CallID)
+	case !prev.held:
+		return true, nil
+	default:
+		*it = prev.item
+		answers[it.CallID] = answer{item: prev.item}
+	}
+	return false, nil
+}
+
+// sameItem reports whether a and b are the same item but for their ids and
+// statuses (what a client that resends an item may leave out).
+func sameItem(a, b *api.Item) bool {
+	x, y := *a, *b
+	x.ID, x.Status, y.ID, y.Status = "", "", "", ""
+	xj, errX := json.Marshal(&x)
+	yj, errY := json.Marshal(&y)
+	return errX == nil && errY == nil && bytes.Equal(xj, yj)
+}
+
+// resultMissing reports whether it, an item of a request's input, is an
+// mcp_call without its result (neither output nor error), whatever status
+// it gives.
+func resultMissing(it *api.Item) bool {
+	return it.Type == api.ItemMCPCall && it.Output == "" && it.Error == ""
 }
 
 // inputParam is the param of field of the request's input item i, as
@@ -230,38 +297,53 @@ func inputParam(i int, field string) string {
 const maxReferenceReads = 4
 
 // fetchReferenced reads the stored responses that req's item references
-// name (api.ResponseIDOf) and byID (the previous chain) does not already
-// resolve, one Get per response and concurrently, and adds the items of
-// theirs the request names (references, and mcp_call items sent back
-// without their output; from input, output and context, in that order) to
-// byID without replacing any: a record is dropped as soon as they are
-// copied. A response that is not found (absent, expired, deleted, another
-// tenant's: the store is tenant-scoped) adds nothing; ids of other forms
-// name no response, and the previous response, read already, is not read
-// again. Their number is checked (checkReferenced) before any is read.
+// and its mcp_call items sent back without their result (resultMissing)
+// name (api.ResponseIDOf) and byID (the previous chain, the conversation)
+// does not already resolve, one Get per response and concurrently, and
+// adds the items of theirs the request names (from input, output and
+// context, in that order) to byID without replacing any: a record is
+// dropped as soon as they are copied. A response that is not found
+// (absent, expired, deleted, another tenant's: the store is tenant-scoped)
+// adds nothing; ids of other forms name no response, and the previous
+// response, read already, is not read again. The number the references
+// need is checked (checkReferenced) before any is read; the calls' take
+// what that limit leaves, in input order, and the calls past it keep what
+// the client sent.
 func (e *Engine) fetchReferenced(ctx context.Context, req *api.CreateResponseRequest, byID map[string]*api.Item) error {
 	if e.cfg.Store == nil {
 		return nil
 	}
-	var refs []referencedResponse
 	seen := map[string]bool{req.PreviousResponseID: true}
 	wanted := map[string]bool{}
-	for i := range req.Input {
-		it := &req.Input[i]
-		switch {
-		case it.ID == "" || byID[it.ID] != nil:
-		case it.Type == api.ItemReference:
+	// named returns the responses the input items that match name and byID
+	// does not resolve point into, each once.
+	named := func(match func(*api.Item) bool) []referencedResponse {
+		var refs []referencedResponse
+		for i := range req.Input {
+			it := &req.Input[i]
+			if it.ID == "" || byID[it.ID] != nil || !match(it) {
+				continue
+			}
 			wanted[it.ID] = true
 			if id, ok := api.ResponseIDOf(it.ID); ok && !seen[id] {
 				seen[id] = true
 				refs = append(refs, referencedResponse{id: id, item: i})
 			}
-		case it.Type == api.ItemMCPCall && !it.Executed():
-			wanted[it.ID] = true
 		}
+		return refs
 	}
-	if err := e.checkReferenced(req, refs); err != nil || len(refs) == 0 {
+	refs := named(func(it *api.Item) bool { return it.Type == api.ItemReference })
+	if err := e.checkReferenced(req, refs); err != nil {
 		return err
+	}
+	calls := named(resultMissing)
+	room := e.cfg.Limits.ReferencedResponses - len(refs)
+	if req.PreviousResponseID != "" {
+		room--
+	}
+	refs = append(refs, calls[:max(0, min(room, len(calls)))]...)
+	if len(refs) == 0 {
+		return nil
 	}
 	found := make([][]api.Item, len(refs))
 	errs := make([]error, len(refs))

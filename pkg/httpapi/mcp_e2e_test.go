@@ -39,12 +39,21 @@ func mcpModel() *fakellm.Server {
 		if last.Role == "tool" {
 			return fakellm.Turn{Text: "Result: " + last.Content.String()}
 		}
-		if rest, ok := strings.CutPrefix(last.Content.String(), "call "); ok {
-			name, args, _ := strings.Cut(rest, " ")
-			return fakellm.Turn{ToolCalls: []fakellm.ToolCall{{Name: name, Arguments: args}}}
+		if turn, ok := callTurn(last.Content.String()); ok {
+			return turn
 		}
 		return fakellm.Turn{Text: "Hello."}
 	})
+}
+
+// callTurn is the call a user message `call <tool> <json>` asks for.
+func callTurn(msg string) (fakellm.Turn, bool) {
+	rest, ok := strings.CutPrefix(msg, "call ")
+	if !ok {
+		return fakellm.Turn{}, false
+	}
+	name, args, _ := strings.Cut(rest, " ")
+	return fakellm.Turn{ToolCalls: []fakellm.ToolCall{{Name: name, Arguments: args}}}, true
 }
 
 // mcpGateway is a gateway that lets request-declared MCP servers reach
