@@ -116,7 +116,9 @@ func TestTranslateInputFileRejected(t *testing.T) {
 	}
 }
 
-var weatherParams = json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)
+// weatherParams is a strict-mode schema (OpenAI refuses strict tools whose
+// objects do not set additionalProperties false).
+var weatherParams = json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}`)
 
 func TestTranslateToolsAndChoice(t *testing.T) {
 	defs := []api.ToolDefinition{
@@ -124,7 +126,7 @@ func TestTranslateToolsAndChoice(t *testing.T) {
 		{Name: "now"},
 	}
 	wantTools := `[
-		{"type":"function","function":{"name":"weather","description":"Weather by city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]},"strict":true}},
+		{"type":"function","function":{"name":"weather","description":"Weather by city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false},"strict":true}},
 		{"type":"function","function":{"name":"now","parameters":{"type":"object","properties":{}}}}
 	]`
 	cases := []struct {
