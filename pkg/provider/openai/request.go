@@ -42,7 +42,7 @@ func buildRequest(req *provider.Request, stream, maxCompletion bool) (*chatReque
 		ServiceTier:      req.ServiceTier,
 	}
 	if req.MaxOutputTokens != nil {
-		if maxCompletion {
+		if maxCompletion || reasoningModel(req.Model) {
 			cr.MaxCompletionTokens = req.MaxOutputTokens
 		} else {
 			cr.MaxTokens = req.MaxOutputTokens
@@ -96,6 +96,18 @@ func buildRequest(req *provider.Request, stream, maxCompletion bool) (*chatReque
 		cr.StreamOptions = &includeUsage
 	}
 	return cr, nil
+}
+
+// reasoningModel reports whether model is one of OpenAI's reasoning
+// models (the o-series and GPT-5, with their dated and sized variants),
+// which refuse max_tokens and take max_completion_tokens only.
+func reasoningModel(model string) bool {
+	for _, family := range []string{"o1", "o3", "o4", "gpt-5"} {
+		if rest, ok := strings.CutPrefix(model, family); ok && (rest == "" || rest[0] == '-' || rest[0] == '.') {
+			return true
+		}
+	}
+	return false
 }
 
 // includeUsage is every streamed request's stream_options (never

@@ -243,6 +243,22 @@ func TestTranslateSamplingAndStream(t *testing.T) {
 			t.Errorf("max_tokens = %v sent too", v)
 		}
 	})
+	t.Run("reasoning models take max_completion_tokens", func(t *testing.T) {
+		// OpenAI refuses max_tokens for its reasoning models, whatever
+		// Config.MaxCompletionTokens says.
+		for _, model := range []string{"o3", "o4-mini", "gpt-5", "gpt-5-mini-2025-08-07", "gpt-5.1"} {
+			p, b := newBackend(t, openai.Config{}, jsonReply(200, okCompletion))
+			r := *req
+			r.Model = model
+			if _, err := p.Complete(context.Background(), &r); err != nil {
+				t.Fatalf("%s: %v", model, err)
+			}
+			body := b.body(0)
+			if _, ok := body["max_tokens"]; ok || body["max_completion_tokens"] != 256.0 {
+				t.Errorf("%s: max_tokens = %v, max_completion_tokens = %v", model, body["max_tokens"], body["max_completion_tokens"])
+			}
+		}
+	})
 	t.Run("stream", func(t *testing.T) {
 		p, b := newBackend(t, openai.Config{}, sseReply(`{"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}`))
 		if _, err := p.Stream(context.Background(), req, func(provider.Delta) error { return nil }); err != nil {
