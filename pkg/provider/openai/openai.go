@@ -12,7 +12,8 @@
 //   - Message content is sent as a plain string (text parts joined with "\n")
 //     unless it contains an image, in which case it is an array of parts.
 //     input_file parts are rejected with a 400: Chat Completions backends
-//     do not take them portably.
+//     do not take them portably. So are images in system and developer
+//     messages: Chat Completions takes images in user messages only.
 //   - MaxOutputTokens is sent as "max_tokens", which OpenAI (non-reasoning
 //     models), Ollama and vLLM all honour; Ollama ignores
 //     "max_completion_tokens". It is sent as "max_completion_tokens" to

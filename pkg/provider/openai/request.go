@@ -231,7 +231,7 @@ func buildMessages(req *provider.Request) ([]chatwire.Message, error) {
 				case "":
 					role = api.RoleUser
 				}
-				content, err := userContent(it)
+				content, err := userContent(it, role)
 				if err != nil {
 					return nil, err
 				}
@@ -373,9 +373,10 @@ func assistantText(it *api.Item) *chatwire.Content {
 	return &chatwire.Content{Text: b.String()}
 }
 
-// userContent is the content of a user or system message: a string, or
-// parts when it has images.
-func userContent(it *api.Item) (*chatwire.Content, error) {
+// userContent is the content of a user or system message (role, as
+// sent): a string, or parts when it has images, which only a user message
+// may have.
+func userContent(it *api.Item, role string) (*chatwire.Content, error) {
 	images := false
 	for i := range it.Content {
 		switch it.Content[i].Type {
@@ -383,6 +384,12 @@ func userContent(it *api.Item) (*chatwire.Content, error) {
 			if it.Content[i].ImageURL == "" {
 				return nil, api.InvalidRequestCode("input", "unsupported_content",
 					"input_image by file_id is not supported by this model provider; use image_url")
+			}
+			if role != api.RoleUser {
+				// Chat Completions refuses image_url parts outside user
+				// messages.
+				return nil, api.InvalidRequestCode("input", "unsupported_content",
+					"input_image is supported in user messages only by this model provider, not in %s messages", it.Role)
 			}
 			images = true
 		case api.PartInputFile:

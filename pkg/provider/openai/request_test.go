@@ -101,6 +101,27 @@ func TestTranslateNoAPIKey(t *testing.T) {
 	}
 }
 
+// Chat Completions takes image_url parts in user messages only (OpenAI
+// refuses "Image URLs are only allowed for messages with role 'user'"):
+// an image in a system or developer message is a 400 before the call.
+func TestTranslateSystemImageRejected(t *testing.T) {
+	for _, role := range []string{api.RoleSystem, api.RoleDeveloper} {
+		p, b := newBackend(t, openai.Config{}, jsonReply(200, okCompletion))
+		_, err := p.Complete(context.Background(), &provider.Request{Model: "m", Items: []api.Item{
+			msg(role, text("the logo:"), api.ContentPart{Type: api.PartInputImage, ImageURL: "https://x/logo.png"}),
+			msg(api.RoleUser, text("hi")),
+		}})
+		var e *api.Error
+		if !errors.As(err, &e) || e.Status != http.StatusBadRequest || e.Type != api.ErrTypeInvalidRequest || e.Code != "unsupported_content" {
+			t.Fatalf("%s: err = %#v", role, err)
+		}
+		contains(t, "message", e.Message, "user messages")
+		if len(b.bodies) != 0 {
+			t.Errorf("%s: backend was called", role)
+		}
+	}
+}
+
 func TestTranslateInputFileRejected(t *testing.T) {
 	p, b := newBackend(t, openai.Config{}, jsonReply(200, okCompletion))
 	_, err := p.Complete(context.Background(), &provider.Request{Model: "m", Items: []api.Item{
