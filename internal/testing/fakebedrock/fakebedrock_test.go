@@ -40,6 +40,28 @@ func toolConfig() *types.ToolConfiguration {
 		Name: aws.String("f"), InputSchema: &types.ToolInputSchemaMemberJson{Value: schema}}}}}
 }
 
+func describedTool(desc string) *types.ToolConfiguration {
+	tc := toolConfig()
+	tc.Tools[0].(*types.ToolMemberToolSpec).Value.Description = aws.String(desc)
+	return tc
+}
+
+// pngBytes is a 1x1 PNG's signature and header, enough for the fake's sniffing.
+var pngBytes = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+
+func images(n int) []types.ContentBlock {
+	blocks := make([]types.ContentBlock, n)
+	for i := range blocks {
+		blocks[i] = &types.ContentBlockMemberImage{Value: types.ImageBlock{Format: types.ImageFormatPng, Source: &types.ImageSourceMemberBytes{Value: pngBytes}}}
+	}
+	return blocks
+}
+
+func doc(name string) types.ContentBlock {
+	return &types.ContentBlockMemberDocument{Value: types.DocumentBlock{Name: aws.String(name), Format: types.DocumentFormatTxt,
+		Source: &types.DocumentSourceMemberBytes{Value: []byte("text")}}}
+}
+
 // The fake refuses what Bedrock refuses, with a ValidationException.
 func TestValidation(t *testing.T) {
 	fake := fakebedrock.NewHandler(func(fakebedrock.Request) fakebedrock.Turn { return fakebedrock.Turn{Text: "ok"} })
@@ -61,6 +83,19 @@ func TestValidation(t *testing.T) {
 		{"toolUse without result", []types.Message{message(user, text("hi")), message(asst, toolUse("a"), toolUse("b")), message(user, toolResult("a"))}, toolConfig(), "without toolResult blocks"},
 		{"result without toolUse", []types.Message{message(user, text("hi")), message(asst, toolUse("a")), message(user, toolResult("a"), toolResult("z"))}, toolConfig(), "unexpected toolUseId"},
 		{"two results for one toolUse", []types.Message{message(user, text("hi")), message(asst, toolUse("a")), message(user, toolResult("a"), toolResult("a"))}, toolConfig(), "more than one"},
+		{"trailing whitespace in an earlier assistant message", []types.Message{message(user, text("hi")), message(asst, text("ok \n")), message(user, text("go on"))}, nil, ""},
+		{"prefill ending in whitespace", []types.Message{message(user, text("hi")), message(asst, text("The answer is "))}, nil, "final assistant content cannot end with trailing whitespace"},
+		{"toolUse id used twice", []types.Message{message(user, text("hi")), message(asst, toolUse("a")), message(user, toolResult("a")), message(asst, toolUse("a")), message(user, toolResult("a"))},
+			toolConfig(), "messages.3.content.0: `tool_use` ids must be unique"},
+		{"toolResult id pattern", []types.Message{message(user, text("hi")), message(asst, toolUse("a")), message(user, toolResult("a.b"))}, toolConfig(), "failed to satisfy constraint"},
+		{"blank tool description", []types.Message{message(user, text("hi"))}, describedTool(""), "Member must have length greater than or equal to 1"},
+		{"described tool", []types.Message{message(user, text("hi"))}, describedTool("does f"), ""},
+		{"21 images", []types.Message{message(user, images(21)...)}, nil, "at most 20 images"},
+		{"20 images", []types.Message{message(user, images(20)...)}, nil, ""},
+		{"document", []types.Message{message(user, doc("Q3 report (final) [v2]"), text("sum up"))}, nil, ""},
+		{"document name", []types.Message{message(user, doc("report.pdf"), text("sum up"))}, nil, "The document file name can only contain"},
+		{"document name with two spaces", []types.Message{message(user, doc("a  b"), text("sum up"))}, nil, "more than one consecutive whitespace"},
+		{"6 documents", []types.Message{message(user, doc("a"), doc("b"), doc("c"), doc("d"), doc("e"), doc("f"), text("sum up"))}, nil, "at most 5 documents"},
 		{"unsigned reasoning", []types.Message{message(user, text("hi")), message(asst, &types.ContentBlockMemberReasoningContent{Value: &types.ReasoningContentBlockMemberReasoningText{
 			Value: types.ReasoningTextBlock{Text: aws.String("hmm")}}}, text("ok")), message(user, text("go on"))}, nil, "Invalid signature"},
 	} {

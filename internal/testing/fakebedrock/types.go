@@ -135,7 +135,7 @@ type Message struct {
 type ContentBlock struct {
 	Text             *string           `json:"text,omitempty"`
 	Image            *Image            `json:"image,omitempty"`
-	Document         json.RawMessage   `json:"document,omitempty"`
+	Document         *Document         `json:"document,omitempty"`
 	ToolUse          *ToolUseBlock     `json:"toolUse,omitempty"`
 	ToolResult       *ToolResultBlock  `json:"toolResult,omitempty"`
 	ReasoningContent *ReasoningContent `json:"reasoningContent,omitempty"`
@@ -145,6 +145,15 @@ type ContentBlock struct {
 // Image is an image block.
 type Image struct {
 	Format string `json:"format"`
+	Source struct {
+		Bytes []byte `json:"bytes,omitempty"`
+	} `json:"source"`
+}
+
+// Document is a document block.
+type Document struct {
+	Format string `json:"format"`
+	Name   string `json:"name"`
 	Source struct {
 		Bytes []byte `json:"bytes,omitempty"`
 	} `json:"source"`
@@ -219,8 +228,9 @@ type CachePoint struct {
 
 // ToolSpec is a tool's specification.
 type ToolSpec struct {
-	Name        string `json:"name"`
-	Description string `json:"description,omitempty"`
+	Name string `json:"name"`
+	// Description is nil when absent (Bedrock refuses it empty).
+	Description *string `json:"description,omitempty"`
 	InputSchema struct {
 		JSON json.RawMessage `json:"json"`
 	} `json:"inputSchema"`

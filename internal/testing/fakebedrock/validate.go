@@ -7,9 +7,26 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// documentName is the characters Bedrock takes in a document block's name:
+// alphanumerics, whitespace, hyphens, parentheses and square brackets.
+var documentName = regexp.MustCompile(`^[a-zA-Z0-9\s\-()\[\]]+$`)
+
+// Bedrock's Converse bounds on the attachments of one request.
+const (
+	// maxImages is the most image blocks a request may carry (Converse's
+	// ImageBlock documentation: up to 20 images).
+	maxImages = 20
+	// maxDocuments is the most document blocks (up to 5 documents).
+	maxDocuments = 5
+)
+
+// documentFormats are DocumentBlock's formats.
+var documentFormats = []string{"pdf", "csv", "doc", "docx", "xls", "xlsx", "html", "txt", "md"}
 
 // validate checks a request the way Bedrock (and the Anthropic models
 // behind it) does and returns the ValidationException message, or "".
@@ -52,8 +69,10 @@ func (s *Server) validate(in *Input) string {
 	if usesTools && in.ToolConfig == nil {
 		return "The toolConfig field must be defined when using toolUse and toolResult content blocks."
 	}
-	if msg := validatePairs(in.Messages); msg != "" {
-		return msg
+	for _, check := range []func([]Message) string{validatePairs, validateUniqueToolUses, validateAttachments, validatePrefill} {
+		if msg := check(in.Messages); msg != "" {
+			return msg
+		}
 	}
 	return validateThinking(in)
 }
@@ -117,6 +136,10 @@ func validateToolConfig(tc *ToolConfig) string {
 			return fmt.Sprintf("The toolConfig field contains duplicate tool names: %s", t.ToolSpec.Name)
 		}
 		names[t.ToolSpec.Name] = true
+		// ToolSpecification.description has a minimum length of 1.
+		if d := t.ToolSpec.Description; d != nil && *d == "" {
+			return fmt.Sprintf("1 validation error detected: Value '' at 'toolConfig.tools.%d.member.toolSpec.member.description' failed to satisfy constraint: Member must have length greater than or equal to 1", i+1)
+		}
 		var schema map[string]any
 		if json.Unmarshal(t.ToolSpec.InputSchema.JSON, &schema) != nil || schema["type"] != "object" {
 			return fmt.Sprintf("toolConfig.tools.%d.toolSpec.inputSchema.json: the input schema must be a JSON Schema object of type \"object\"", i)
@@ -164,6 +187,10 @@ func (s *Server) validateBlock(role string, i, j int, b *ContentBlock) string {
 			slices.Contains([]string{"png", "jpeg", "gif", "webp"}, sniffed) && sniffed != b.Image.Format {
 			return fmt.Sprintf("%s.image.source.base64.data: Image does not match the provided media type image/%s", at, b.Image.Format)
 		}
+	case b.Document != nil:
+		if msg := validateDocument(at, b.Document); msg != "" {
+			return msg
+		}
 	case b.ToolUse != nil:
 		if role != "assistant" {
 			return fmt.Sprintf("%s: toolUse blocks are only allowed in assistant messages", at)
@@ -182,6 +209,9 @@ func (s *Server) validateBlock(role string, i, j int, b *ContentBlock) string {
 		}
 		if r.Status != "" && r.Status != "success" && r.Status != "error" {
 			return fmt.Sprintf("%s.toolResult.status: %q is not one of success, error", at, r.Status)
+		}
+		if !validToolUseID(r.ToolUseID) {
+			return fmt.Sprintf("%s.toolResult.toolUseId: Value '%s' failed to satisfy constraint: Member must have length less than or equal to 64 and match pattern [a-zA-Z0-9_-]+", at, r.ToolUseID)
 		}
 		if len(r.Content) == 0 {
 			return fmt.Sprintf("The content field in the ToolResultBlock object at %s is empty. Add a ToolResultContentBlock object and try again.", at)
@@ -275,4 +305,92 @@ func validToolUseID(id string) bool {
 		}
 	}
 	return true
+}
+
+// validateDocument checks a document block: a known format, bytes, and a
+// name of the characters Bedrock takes, without two whitespace characters
+// in a row (DocumentBlock's documented name rule).
+func validateDocument(at string, d *Document) string {
+	if !slices.Contains(documentFormats, d.Format) || len(d.Source.Bytes) == 0 {
+		return fmt.Sprintf("The document at %s needs a format (%s) and bytes.", at, strings.Join(documentFormats, ", "))
+	}
+	if !documentName.MatchString(d.Name) {
+		return fmt.Sprintf("%s.document.name: The document file name can only contain alphanumeric characters, whitespace characters, hyphens, parentheses, and square brackets.", at)
+	}
+	for i := 1; i < len(d.Name); i++ {
+		if isSpace(d.Name[i-1]) && isSpace(d.Name[i]) {
+			return fmt.Sprintf("%s.document.name: The document file name can't contain more than one consecutive whitespace character.", at)
+		}
+	}
+	return ""
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
+
+// validateUniqueToolUses checks that no two toolUse blocks of the
+// conversation share an id: Anthropic's models refuse it ("`tool_use` ids
+// must be unique"), across messages too.
+func validateUniqueToolUses(msgs []Message) string {
+	seen := map[string]bool{}
+	for i, m := range msgs {
+		for j, b := range m.Content {
+			if b.ToolUse == nil {
+				continue
+			}
+			if seen[b.ToolUse.ToolUseID] {
+				return fmt.Sprintf("messages.%d.content.%d: `tool_use` ids must be unique", i, j)
+			}
+			seen[b.ToolUse.ToolUseID] = true
+		}
+	}
+	return ""
+}
+
+// validateAttachments checks Converse's bounds on a request's images (of
+// messages and of tool results) and documents.
+func validateAttachments(msgs []Message) string {
+	images, documents := 0, 0
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			switch {
+			case b.Image != nil:
+				images++
+			case b.Document != nil:
+				documents++
+			case b.ToolResult != nil:
+				for _, c := range b.ToolResult.Content {
+					if c.Image != nil {
+						images++
+					}
+				}
+			}
+		}
+	}
+	switch {
+	case images > maxImages:
+		return fmt.Sprintf("The request has %d images; a request can include at most %d images.", images, maxImages)
+	case documents > maxDocuments:
+		return fmt.Sprintf("The request has %d documents; a request can include at most %d documents.", documents, maxDocuments)
+	}
+	return ""
+}
+
+// validatePrefill checks a conversation that ends with an assistant
+// message (a prefill the model continues): Anthropic's models refuse its
+// last block, when text, ending in whitespace.
+func validatePrefill(msgs []Message) string {
+	last := msgs[len(msgs)-1]
+	if last.Role != "assistant" {
+		return ""
+	}
+	blocks := last.Content
+	for len(blocks) > 1 && blocks[len(blocks)-1].CachePoint != nil {
+		blocks = blocks[:len(blocks)-1] // a cache point marks the block before it
+	}
+	if t := blocks[len(blocks)-1].Text; t != nil && strings.TrimRightFunc(*t, unicode.IsSpace) != *t {
+		return "messages: final assistant content cannot end with trailing whitespace"
+	}
+	return ""
 }

@@ -173,6 +173,8 @@ func TestHistoryDecoding(t *testing.T) {
 			{OfAssistant: &asst},
 			openai.ToolMessage("sunny", "call_1"),
 		},
+		// OpenAI takes parallel_tool_calls only with tools.
+		Tools:             []openai.ChatCompletionToolUnionParam{weatherTool()},
 		ParallelToolCalls: openai.Bool(false),
 	})
 	if err != nil {

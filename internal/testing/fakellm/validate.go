@@ -94,10 +94,14 @@ func (r *Refusal) Write(w http.ResponseWriter) {
 // decode, so all of them are as strict as this one.
 //
 // The checks run in the provider's order: the shape of each message
-// (role, ids) first, over the whole list, then the pairing of tool calls
-// and tool messages, first fault first.
+// (role, ids, content) first, over the whole list, then the other
+// parameters (params.go), then the pairing of tool calls and tool
+// messages, first fault first.
 func (r Rules) Check(req *chatwire.Request) *Refusal {
 	if f := r.checkShape(req.Messages); f != nil {
+		return f
+	}
+	if f := r.checkParams(req); f != nil {
 		return f
 	}
 	return r.checkPairs(req.Messages)
@@ -108,7 +112,8 @@ func (r Rules) refuse(message, param, code string) *Refusal {
 	return &Refusal{Status: http.StatusBadRequest, Message: message, Type: "invalid_request_error", Param: param, Code: code, Mistral: r.Mistral}
 }
 
-// checkShape checks each message on its own: its role and its ids.
+// checkShape checks each message on its own: its role, its ids and its
+// content.
 func (r Rules) checkShape(msgs []chatwire.Message) *Refusal {
 	for i := range msgs {
 		m := &msgs[i]
@@ -120,6 +125,9 @@ func (r Rules) checkShape(msgs []chatwire.Message) *Refusal {
 		default:
 			return r.refuse(fmt.Sprintf("Invalid value: '%s'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.", m.Role),
 				fmt.Sprintf("messages[%d].role", i), "invalid_value")
+		}
+		if f := r.checkContent(i, m); f != nil {
+			return f
 		}
 		if m.Role == "tool" {
 			if m.ToolCallID == "" {

@@ -207,3 +207,91 @@ func TestStrictMistral(t *testing.T) {
 		})
 	}
 }
+
+// reqBody is a request of one user message with the given extra
+// top-level fields (JSON object members, without braces).
+func reqBody(model, fields string) string {
+	return `{"model":"` + model + `","messages":[` + userMsg + `],` + fields + `}`
+}
+
+// fnTool is a tools entry declaring function name with parameters params.
+func fnTool(name, params string) string {
+	return `{"type":"function","function":{"name":"` + name + `","parameters":` + params + `}}`
+}
+
+// The fake refuses the request parameters OpenAI refuses (tools, tool
+// choice, response format, logprobs, reasoning, token limits, content),
+// with OpenAI's messages, params and codes.
+func TestStrictOpenAIParams(t *testing.T) {
+	t.Parallel()
+	obj := `{"type":"object","properties":{}}`
+	strictObj := `{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"object","properties":{"c":{"type":"integer"}},"required":["c"],"additionalProperties":false}},"required":["a","b"],"additionalProperties":false}`
+	tools129 := strings.TrimSuffix(strings.Repeat(fnTool("f", obj)+",", 129), ",")
+	for _, tc := range []struct {
+		name             string
+		body             string
+		msg, param, code string // empty msg: accepted
+	}{
+		{"tools and choices", reqBody("m", `"tools":[`+fnTool("get_weather-2", obj)+`],"tool_choice":{"type":"function","function":{"name":"get_weather-2"}},"parallel_tool_calls":false`), "", "", ""},
+		{"strict schemas", reqBody("m", `"tools":[{"type":"function","function":{"name":"f","strict":true,"parameters":`+strictObj+`}}],"response_format":{"type":"json_schema","json_schema":{"name":"out","strict":true,"schema":`+strictObj+`}}`), "", "", ""},
+		{"reasoning model", reqBody("gpt-5-mini", `"max_completion_tokens":100,"reasoning_effort":"minimal"`), "", "", ""},
+		{"images", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"x"},{"type":"image_url","image_url":{"url":"https://x/y.png","detail":"original"}}]}]}`, "", "", ""},
+		{"logprobs", reqBody("m", `"logprobs":true,"top_logprobs":20`), "", "", ""},
+
+		{"129 tools", reqBody("m", `"tools":[`+tools129+`]`),
+			"Invalid 'tools': array too long. Expected an array with maximum length 128, but got an array with length 129 instead.", "tools", "array_above_max_length"},
+		{"tool name pattern", reqBody("m", `"tools":[`+fnTool("get.weather", obj)+`]`),
+			"Invalid 'tools[0].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.", "tools[0].function.name", "invalid_value"},
+		{"tool name of 65", reqBody("m", `"tools":[`+fnTool(strings.Repeat("n", 65), obj)+`]`),
+			"Invalid 'tools[0].function.name': string too long. Expected a string with maximum length 64, but got a string with length 65 instead.", "tools[0].function.name", "string_above_max_length"},
+		{"parallel_tool_calls without tools", reqBody("m", `"parallel_tool_calls":true`),
+			"Invalid value for 'parallel_tool_calls': 'parallel_tool_calls' is only allowed when 'tools' are specified.", "parallel_tool_calls", ""},
+		{"tool_choice without tools", reqBody("m", `"tool_choice":"auto"`),
+			"Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.", "tool_choice", ""},
+		{"tool_choice naming no tool", reqBody("m", `"tools":[`+fnTool("f", obj)+`],"tool_choice":{"type":"function","function":{"name":"g"}}`),
+			"Invalid value for 'tool_choice': function 'g' is not in 'tools'.", "tool_choice", ""},
+		{"strict tool without additionalProperties", reqBody("m", `"tools":[{"type":"function","function":{"name":"f","strict":true,"parameters":{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}}}]`),
+			"Invalid schema for function 'f': In context=(), 'additionalProperties' is required to be supplied and to be false.", "tools[0].function.parameters", "invalid_function_parameters"},
+		{"strict format missing a required key", reqBody("m", `"response_format":{"type":"json_schema","json_schema":{"name":"out","strict":true,"schema":`+strings.Replace(strictObj, `"required":["c"]`, `"required":[]`, 1)+`}}`),
+			"Invalid schema for response_format 'out': In context=('properties', 'b'), 'required' is required to be supplied and to be an array including every key in properties. Missing 'c'.", "response_format", "invalid_json_schema"},
+		{"strict format not an object", reqBody("m", `"response_format":{"type":"json_schema","json_schema":{"name":"out","strict":true,"schema":{"type":"array","items":{"type":"string"}}}}`),
+			"Invalid schema for response_format 'out': schema must be a JSON Schema of 'type: \"object\"', got 'type: \"array\"'.", "response_format", "invalid_json_schema"},
+		{"format name pattern", reqBody("m", `"response_format":{"type":"json_schema","json_schema":{"name":"my schema","schema":{"type":"object"}}}`),
+			"Invalid 'response_format.json_schema.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.", "response_format.json_schema.name", "invalid_value"},
+		{"top_logprobs over 20", reqBody("m", `"logprobs":true,"top_logprobs":21`),
+			"Invalid 'top_logprobs': integer above maximum value. Expected a value <= 20, but got 21 instead.", "top_logprobs", "integer_above_max_value"},
+		{"top_logprobs without logprobs", reqBody("m", `"top_logprobs":2`),
+			"Invalid value for 'top_logprobs': 'logprobs' must be set to true when 'top_logprobs' is used.", "top_logprobs", ""},
+		{"reasoning_effort value", reqBody("m", `"reasoning_effort":"extreme"`),
+			"Invalid value: 'extreme'. Supported values are: 'none', 'minimal', 'low', 'medium', 'high', 'xhigh', and 'max'.", "reasoning_effort", "invalid_value"},
+		{"max_tokens on a reasoning model", reqBody("o3", `"max_tokens":100`),
+			"Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.", "max_tokens", "unsupported_parameter"},
+		{"stream_options without stream", reqBody("m", `"stream_options":{"include_usage":true}`),
+			"The 'stream_options' parameter is only allowed when 'stream' is enabled.", "stream_options", ""},
+		{"image detail", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x/y.png","detail":"medium"}}]}]}`,
+			"Invalid value: 'medium'. Supported values are: 'auto', 'low', 'high', and 'original'.", "messages[0].content[0].image_url.detail", "invalid_value"},
+		{"image in a system message", `{"model":"m","messages":[{"role":"system","content":[{"type":"image_url","image_url":{"url":"https://x/y.png"}}]},` + userMsg + `]}`,
+			"Invalid 'messages[0]'. Image URLs are only allowed for messages with role 'user', but this message with role 'system' contains an image URL.", "messages[0]", "invalid_value"},
+		{"null user content", `{"model":"m","messages":[{"role":"user","content":null}]}`,
+			"Invalid value for 'content': expected a string, got null.", "messages.[0].content", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, _ := start(t, fakellm.Turn{Text: "ok"})
+			status, _, b := post(t, s, "POST", fakellm.Path, "application/json", tc.body)
+			if tc.msg == "" {
+				if status != 200 {
+					t.Fatalf("refused a valid request: %d %s", status, b)
+				}
+				return
+			}
+			var e openAIError
+			if err := json.Unmarshal(b, &e); err != nil || status != 400 {
+				t.Fatalf("got %d %s (%v)", status, b, err)
+			}
+			if e.Error.Message != tc.msg || e.Error.Type != "invalid_request_error" || deref(e.Error.Param) != tc.param || deref(e.Error.Code) != orNull(tc.code) {
+				t.Errorf("got  %s\nwant %q param %q code %q", b, tc.msg, tc.param, tc.code)
+			}
+		})
+	}
+}

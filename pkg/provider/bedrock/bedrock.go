@@ -16,7 +16,9 @@
 //     error), one per toolUse and in its order. A toolUse left without an
 //     output gets an error result; an output answering no toolUse of the
 //     message before it is sent as text. Empty outputs and texts become a
-//     placeholder text, since Bedrock refuses blank text.
+//     placeholder text, since Bedrock refuses blank text. A history that
+//     ends with an assistant message (a prefill) has the trailing white
+//     space of its last text trimmed: Anthropic's models refuse it.
 //   - toolConfig is sent whenever the history holds toolUse or toolResult
 //     blocks, even when the request has no tools (the history's tool names
 //     are then declared with an open schema). tool_choice auto → auto,

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
@@ -51,7 +52,7 @@ func (p *Provider) build(ctx context.Context, req *provider.Request) (*built, er
 			return nil, err
 		}
 	}
-	in.Messages = pairToolResults(startWithUser(mb.msgs), req.Model)
+	in.Messages = trimPrefill(pairToolResults(startWithUser(mb.msgs), req.Model))
 	b := &built{input: in, noTools: req.ToolChoice == api.ToolChoiceNone, names: names}
 	tc, err := toolConfig(req, historyTools(in.Messages))
 	if err != nil {
@@ -180,6 +181,23 @@ func startWithUser(msgs []types.Message) []types.Message {
 	}
 	first := types.Message{Role: types.ConversationRoleUser, Content: []types.ContentBlock{&types.ContentBlockMemberText{Value: conversationStart}}}
 	return append([]types.Message{first}, msgs...)
+}
+
+// trimPrefill trims the trailing white space of the last text of a
+// conversation that ends with an assistant message (a prefill the model
+// continues): Anthropic's models refuse "final assistant content" that
+// ends with white space. The text is not blank (addItem skips blank
+// text), so it stays non-empty.
+func trimPrefill(msgs []types.Message) []types.Message {
+	last := &msgs[len(msgs)-1]
+	if last.Role != types.ConversationRoleAssistant {
+		return msgs
+	}
+	n := len(last.Content) - 1
+	if t, ok := last.Content[n].(*types.ContentBlockMemberText); ok {
+		last.Content[n] = textBlock(strings.TrimRightFunc(t.Value, unicode.IsSpace))
+	}
+	return msgs
 }
 
 // pairToolResults makes the message after each assistant message with

@@ -84,3 +84,45 @@ func TestImageFormatFromBytes(t *testing.T) {
 		assert.Equal(t, "jpeg", img.Format)
 	})
 }
+
+// A history that ends with an assistant message (a prefill the model
+// continues) is sent without the trailing whitespace of its last text:
+// Anthropic's models refuse it ("final assistant content cannot end with
+// trailing whitespace"), as the fake does.
+func TestPrefillTrailingWhitespace(t *testing.T) {
+	both(t, []fakebedrock.Turn{{Text: "4"}}, func(t *testing.T, call func(*provider.Request) (*provider.Result, error), fake *fakebedrock.Server) {
+		_, err := call(&provider.Request{Model: claude, Items: []api.Item{user("What is 2+2? Start with 'The answer is'."), msg(api.RoleAssistant, "The answer is \n")}})
+		require.NoError(t, err)
+		req := only(t, fake)
+		require.Len(t, req.Messages, 2)
+		assert.Equal(t, "The answer is", text(req.Messages[1].Content[0]))
+	})
+}
+
+// A call id the history repeats across turns (a client that numbers its
+// calls per turn) reaches Bedrock as distinct toolUse ids, each answered:
+// Anthropic's models refuse two toolUse blocks with one id.
+func TestRepeatedCallIDAcrossTurns(t *testing.T) {
+	both(t, []fakebedrock.Turn{{Text: "done"}}, func(t *testing.T, call func(*provider.Request) (*provider.Result, error), fake *fakebedrock.Server) {
+		_, err := call(&provider.Request{Model: claude, Tools: []api.ToolDefinition{weatherTool()}, Items: []api.Item{
+			user("Paris?"), fcall("call_0", "get_weather", `{"city":"Paris"}`), output("call_0", "sunny", false), msg(api.RoleAssistant, "Sunny."),
+			user("Rome?"), fcall("call_0", "get_weather", `{"city":"Rome"}`), output("call_0", "rainy", false),
+		}})
+		require.NoError(t, err)
+		req := only(t, fake)
+		var uses, results []string
+		for _, m := range req.Messages {
+			for _, b := range m.Content {
+				if b.ToolUse != nil {
+					uses = append(uses, b.ToolUse.ToolUseID)
+				}
+				if b.ToolResult != nil {
+					results = append(results, b.ToolResult.ToolUseID)
+				}
+			}
+		}
+		require.Len(t, uses, 2)
+		assert.NotEqual(t, uses[0], uses[1])
+		assert.Equal(t, uses, results)
+	})
+}

@@ -40,7 +40,7 @@ func TestToolUseAnswer(t *testing.T) {
 		require.NotNil(t, tc)
 		require.Len(t, tc.Tools, 2)
 		require.Equal(t, "get_weather", tc.Tools[0].ToolSpec.Name)
-		require.Equal(t, "Weather of a city", tc.Tools[0].ToolSpec.Description)
+		require.Equal(t, "Weather of a city", *tc.Tools[0].ToolSpec.Description)
 		require.JSONEq(t, string(weatherTool().Parameters), string(tc.Tools[0].ToolSpec.InputSchema.JSON))
 		require.JSONEq(t, `{"type":"object","properties":{}}`, string(tc.Tools[1].ToolSpec.InputSchema.JSON), "a tool without parameters gets an open object schema")
 		require.NotNil(t, tc.ToolChoice.Auto)

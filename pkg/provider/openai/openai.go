@@ -12,12 +12,14 @@
 //   - Message content is sent as a plain string (text parts joined with "\n")
 //     unless it contains an image, in which case it is an array of parts.
 //     input_file parts are rejected with a 400: Chat Completions backends
-//     do not take them portably.
+//     do not take them portably. So are images in system and developer
+//     messages: Chat Completions takes images in user messages only.
 //   - MaxOutputTokens is sent as "max_tokens", which OpenAI (non-reasoning
 //     models), Ollama and vLLM all honour; Ollama ignores
-//     "max_completion_tokens". Set Config.MaxCompletionTokens to send
-//     "max_completion_tokens" instead (OpenAI reasoning models require it).
-//     Exactly one of the two is sent.
+//     "max_completion_tokens". It is sent as "max_completion_tokens" to
+//     OpenAI's reasoning models (o1, o3, o4, gpt-5 and their variants),
+//     which refuse "max_tokens", and to every model when
+//     Config.MaxCompletionTokens is set. Exactly one of the two is sent.
 //   - Reasoning items of the current tool loop (after the last user
 //     message) are sent back as "reasoning_content" on the assistant
 //     message that follows them, as DeepSeek's thinking mode with tools
@@ -82,8 +84,9 @@ type Config struct {
 	// Logger receives debug logs (optional; default discards).
 	Logger *slog.Logger
 	// MaxCompletionTokens sends MaxOutputTokens as "max_completion_tokens"
-	// instead of "max_tokens" (needed by OpenAI reasoning models; ignored by
-	// Ollama, which is why it is not the default).
+	// instead of "max_tokens" to every model (OpenAI's reasoning models,
+	// known by name, get it anyway; Ollama ignores it, which is why it is
+	// not the default).
 	MaxCompletionTokens bool
 	// Rules are what the backend accepts of tool call ids and names
 	// (default provider.OpenAIRules; provider.MistralRules for Mistral):

@@ -42,7 +42,7 @@ func buildRequest(req *provider.Request, stream, maxCompletion bool) (*chatReque
 		ServiceTier:      req.ServiceTier,
 	}
 	if req.MaxOutputTokens != nil {
-		if maxCompletion {
+		if maxCompletion || reasoningModel(req.Model) {
 			cr.MaxCompletionTokens = req.MaxOutputTokens
 		} else {
 			cr.MaxTokens = req.MaxOutputTokens
@@ -96,6 +96,18 @@ func buildRequest(req *provider.Request, stream, maxCompletion bool) (*chatReque
 		cr.StreamOptions = &includeUsage
 	}
 	return cr, nil
+}
+
+// reasoningModel reports whether model is one of OpenAI's reasoning
+// models (the o-series and GPT-5, with their dated and sized variants),
+// which refuse max_tokens and take max_completion_tokens only.
+func reasoningModel(model string) bool {
+	for _, family := range []string{"o1", "o3", "o4", "gpt-5"} {
+		if rest, ok := strings.CutPrefix(model, family); ok && (rest == "" || rest[0] == '-' || rest[0] == '.') {
+			return true
+		}
+	}
+	return false
 }
 
 // includeUsage is every streamed request's stream_options (never
@@ -219,7 +231,7 @@ func buildMessages(req *provider.Request) ([]chatwire.Message, error) {
 				case "":
 					role = api.RoleUser
 				}
-				content, err := userContent(it)
+				content, err := userContent(it, role)
 				if err != nil {
 					return nil, err
 				}
@@ -361,9 +373,10 @@ func assistantText(it *api.Item) *chatwire.Content {
 	return &chatwire.Content{Text: b.String()}
 }
 
-// userContent is the content of a user or system message: a string, or
-// parts when it has images.
-func userContent(it *api.Item) (*chatwire.Content, error) {
+// userContent is the content of a user or system message (role, as
+// sent): a string, or parts when it has images, which only a user message
+// may have.
+func userContent(it *api.Item, role string) (*chatwire.Content, error) {
 	images := false
 	for i := range it.Content {
 		switch it.Content[i].Type {
@@ -371,6 +384,12 @@ func userContent(it *api.Item) (*chatwire.Content, error) {
 			if it.Content[i].ImageURL == "" {
 				return nil, api.InvalidRequestCode("input", "unsupported_content",
 					"input_image by file_id is not supported by this model provider; use image_url")
+			}
+			if role != api.RoleUser {
+				// Chat Completions refuses image_url parts outside user
+				// messages.
+				return nil, api.InvalidRequestCode("input", "unsupported_content",
+					"input_image is supported in user messages only by this model provider, not in %s messages", it.Role)
 			}
 			images = true
 		case api.PartInputFile:

@@ -101,6 +101,27 @@ func TestTranslateNoAPIKey(t *testing.T) {
 	}
 }
 
+// Chat Completions takes image_url parts in user messages only (OpenAI
+// refuses "Image URLs are only allowed for messages with role 'user'"):
+// an image in a system or developer message is a 400 before the call.
+func TestTranslateSystemImageRejected(t *testing.T) {
+	for _, role := range []string{api.RoleSystem, api.RoleDeveloper} {
+		p, b := newBackend(t, openai.Config{}, jsonReply(200, okCompletion))
+		_, err := p.Complete(context.Background(), &provider.Request{Model: "m", Items: []api.Item{
+			msg(role, text("the logo:"), api.ContentPart{Type: api.PartInputImage, ImageURL: "https://x/logo.png"}),
+			msg(api.RoleUser, text("hi")),
+		}})
+		var e *api.Error
+		if !errors.As(err, &e) || e.Status != http.StatusBadRequest || e.Type != api.ErrTypeInvalidRequest || e.Code != "unsupported_content" {
+			t.Fatalf("%s: err = %#v", role, err)
+		}
+		contains(t, "message", e.Message, "user messages")
+		if len(b.bodies) != 0 {
+			t.Errorf("%s: backend was called", role)
+		}
+	}
+}
+
 func TestTranslateInputFileRejected(t *testing.T) {
 	p, b := newBackend(t, openai.Config{}, jsonReply(200, okCompletion))
 	_, err := p.Complete(context.Background(), &provider.Request{Model: "m", Items: []api.Item{
@@ -116,7 +137,9 @@ func TestTranslateInputFileRejected(t *testing.T) {
 	}
 }
 
-var weatherParams = json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)
+// weatherParams is a strict-mode schema (OpenAI refuses strict tools whose
+// objects do not set additionalProperties false).
+var weatherParams = json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}`)
 
 func TestTranslateToolsAndChoice(t *testing.T) {
 	defs := []api.ToolDefinition{
@@ -124,7 +147,7 @@ func TestTranslateToolsAndChoice(t *testing.T) {
 		{Name: "now"},
 	}
 	wantTools := `[
-		{"type":"function","function":{"name":"weather","description":"Weather by city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]},"strict":true}},
+		{"type":"function","function":{"name":"weather","description":"Weather by city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false},"strict":true}},
 		{"type":"function","function":{"name":"now","parameters":{"type":"object","properties":{}}}}
 	]`
 	cases := []struct {
@@ -239,6 +262,22 @@ func TestTranslateSamplingAndStream(t *testing.T) {
 		}
 		if v, ok := body["max_tokens"]; ok {
 			t.Errorf("max_tokens = %v sent too", v)
+		}
+	})
+	t.Run("reasoning models take max_completion_tokens", func(t *testing.T) {
+		// OpenAI refuses max_tokens for its reasoning models, whatever
+		// Config.MaxCompletionTokens says.
+		for _, model := range []string{"o3", "o4-mini", "gpt-5", "gpt-5-mini-2025-08-07", "gpt-5.1"} {
+			p, b := newBackend(t, openai.Config{}, jsonReply(200, okCompletion))
+			r := *req
+			r.Model = model
+			if _, err := p.Complete(context.Background(), &r); err != nil {
+				t.Fatalf("%s: %v", model, err)
+			}
+			body := b.body(0)
+			if _, ok := body["max_tokens"]; ok || body["max_completion_tokens"] != 256.0 {
+				t.Errorf("%s: max_tokens = %v, max_completion_tokens = %v", model, body["max_tokens"], body["max_completion_tokens"])
+			}
 		}
 	})
 	t.Run("stream", func(t *testing.T) {
