@@ -95,3 +95,11 @@ func ContextError(ctx context.Context) *api.Error {
 	return &api.Error{Status: StatusClientClosedRequest, Type: api.ErrTypeServer, Code: CodeRequestCancelled,
 		Message: "the request was cancelled while calling the model provider", Err: err}
 }
+
+// ImageOutsideUser is the 400 unsupported_content of an input_image in a
+// message of role (system or developer): Chat Completions takes images in
+// user messages only, and Converse's system prompt text only.
+func ImageOutsideUser(role string) *api.Error {
+	return api.InvalidRequestCode("input", "unsupported_content",
+		"input_image is supported in user messages only by this model provider, not in %s messages", role)
+}

@@ -9,6 +9,8 @@
 //
 //   - Request.Instructions, then system and developer messages, in order,
 //     become the system prompt: Converse messages are user or assistant only.
+//     The system prompt takes text only: an input_image or input_file part
+//     in a system or developer message is refused with a 400.
 //   - Consecutive items of one role become one message (Bedrock requires
 //     alternating roles): every function_call of a turn is a toolUse block
 //     of one assistant message, every function_call_output a toolResult

@@ -98,7 +98,11 @@ func (p *Provider) addItem(ctx context.Context, mb *messages, system *[]types.Sy
 	case api.ItemMessage:
 		switch it.Role {
 		case api.RoleSystem, api.RoleDeveloper:
-			if t := it.Text(); strings.TrimSpace(t) != "" {
+			t, err := systemText(it)
+			if err != nil {
+				return err
+			}
+			if strings.TrimSpace(t) != "" {
 				*system = append(*system, &types.SystemContentBlockMemberText{Value: t})
 			}
 		case api.RoleAssistant:
@@ -125,7 +129,7 @@ func (p *Provider) addItem(ctx context.Context, mb *messages, system *[]types.Sy
 					}
 					mb.add(types.ConversationRoleUser, img)
 				case api.PartInputFile:
-					return api.InvalidRequestCode("input", "unsupported_content", "input_file content is not supported by the Bedrock provider")
+					return errInputFile()
 				default:
 					if strings.TrimSpace(part.Text) != "" {
 						mb.add(types.ConversationRoleUser, textBlock(part.Text))
@@ -152,6 +156,27 @@ func (p *Provider) addItem(ctx context.Context, mb *messages, system *[]types.Sy
 		}
 	}
 	return nil
+}
+
+// systemText is the text of a system or developer message. Converse's
+// system prompt takes text only: an image or a file in one is a 400, not
+// dropped unseen.
+func systemText(it *api.Item) (string, error) {
+	for i := range it.Content {
+		switch it.Content[i].Type {
+		case api.PartInputImage:
+			return "", provider.ImageOutsideUser(it.Role)
+		case api.PartInputFile:
+			return "", errInputFile()
+		}
+	}
+	return it.Text(), nil
+}
+
+// errInputFile is the error of an input_file part, which the Bedrock
+// provider does not send.
+func errInputFile() error {
+	return api.InvalidRequestCode("input", "unsupported_content", "input_file content is not supported by the Bedrock provider")
 }
 
 // arguments is a function call's arguments as a toolUse input; arguments

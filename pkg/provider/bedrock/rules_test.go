@@ -126,3 +126,27 @@ func TestRepeatedCallIDAcrossTurns(t *testing.T) {
 		assert.Equal(t, uses, results)
 	})
 }
+
+// Converse's system blocks take text only (and cache points and guard
+// content): an image or a file in a system or developer message is a 400
+// unsupported_content before the call, not dropped unseen.
+func TestSystemImageRejected(t *testing.T) {
+	parts := map[string]api.ContentPart{
+		"input_image": {Type: api.PartInputImage, ImageURL: "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)},
+		"input_file":  {Type: api.PartInputFile, FileData: "abc"},
+	}
+	for _, role := range []string{api.RoleSystem, api.RoleDeveloper} {
+		for name, part := range parts {
+			t.Run(role+" "+name, func(t *testing.T) {
+				both(t, []fakebedrock.Turn{{Text: "ok"}}, func(t *testing.T, call func(*provider.Request) (*provider.Result, error), fake *fakebedrock.Server) {
+					system := msg(role, "The logo:")
+					system.Content = append(system.Content, part)
+					_, err := call(&provider.Request{Model: claude, Items: []api.Item{system, user("Describe it.")}})
+					ae := requireAPIError(t, err, 400, api.ErrTypeInvalidRequest, "unsupported_content")
+					assert.Contains(t, ae.Message, name)
+					assert.Zero(t, fake.Calls(), "nothing is sent to Bedrock")
+				})
+			})
+		}
+	}
+}

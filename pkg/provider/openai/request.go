@@ -386,10 +386,7 @@ func userContent(it *api.Item, role string) (*chatwire.Content, error) {
 					"input_image by file_id is not supported by this model provider; use image_url")
 			}
 			if role != api.RoleUser {
-				// Chat Completions refuses image_url parts outside user
-				// messages.
-				return nil, api.InvalidRequestCode("input", "unsupported_content",
-					"input_image is supported in user messages only by this model provider, not in %s messages", it.Role)
+				return nil, provider.ImageOutsideUser(it.Role)
 			}
 			images = true
 		case api.PartInputFile:
