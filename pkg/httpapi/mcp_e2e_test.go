@@ -295,6 +295,34 @@ func TestE2EMCPToolChoiceNothingOffered(t *testing.T) {
 	require.Empty(t, g.fake.Requests(), "no model call")
 }
 
+// 100 function tools and an MCP server listing 40 offer the model 140
+// tools, more than Chat Completions takes (128): through openai-go, a 400
+// limit_exceeded naming tools before any model call, and streamed a
+// response.failed with that code after the listing.
+func TestE2EMCPTooManyTools(t *testing.T) {
+	t.Parallel()
+	srv := mcptest.StartHostile(mcptest.Hostile{Tools: 40})
+	defer srv.Close()
+	g := mcpGateway(t, false, nil)
+	params := textParams("hi")
+	params.Tools = []responses.ToolUnionParam{mcpToolParam("big", srv.Endpoint, "never")}
+	for i := range 100 {
+		params.Tools = append(params.Tools, responses.ToolUnionParam{OfFunction: &responses.FunctionToolParam{
+			Name: fmt.Sprintf("f%d", i), Parameters: map[string]any{"type": "object"}}})
+	}
+	_, err := g.client.Responses.New(context.Background(), params)
+	apiErr := wantAPIError(t, err, 400)
+	require.Equal(t, "limit_exceeded", apiErr.Code, apiErr.Message)
+	require.Equal(t, "tools", apiErr.Param, apiErr.Message)
+	require.Contains(t, apiErr.Message, "140 tools")
+
+	evs := readSDKStream(t, g.client.Responses.NewStreaming(context.Background(), params))
+	last := evs[len(evs)-1].ev
+	require.Equal(t, "response.failed", last.Type)
+	require.Equal(t, "limit_exceeded", string(last.Response.Error.Code), last.Response.Error.Message)
+	require.Empty(t, g.fake.Requests(), "no model call")
+}
+
 // The official TypeScript SDK's server, started with node, through
 // openai-go and the npm openai SDK (streamed and not, approval included).
 func TestE2EMCPTypeScriptServer(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/limits"
 )
 
 // What the model sees (docs/architecture.md): the history keeps the call ids
@@ -29,7 +30,8 @@ const (
 	Alnum
 )
 
-// Rules is what a provider accepts of tool call ids and tool names.
+// Rules is what a provider accepts of tool call ids, tool names and tool
+// counts.
 type Rules struct {
 	// IDMax is the longest call id accepted; IDExact, when set, is the
 	// only length accepted.
@@ -40,19 +42,22 @@ type Rules struct {
 	// NameMax is the longest tool name accepted; names are of
 	// [A-Za-z0-9_-] on every provider.
 	NameMax int
+	// MaxTools is the most tools one call may offer (0: no limit).
+	MaxTools int
 }
 
 // OpenAIRules are the rules of OpenAI's Chat Completions: call ids of at
 // most 40 characters (longer ones are refused with
-// string_above_max_length), function names of at most 64 of [A-Za-z0-9_-].
-func OpenAIRules() Rules { return Rules{IDMax: 40, IDChars: AnyChars, NameMax: 64} }
+// string_above_max_length), function names of at most 64 of [A-Za-z0-9_-],
+// at most 128 tools (more are refused with array_above_max_length).
+func OpenAIRules() Rules { return Rules{IDMax: 40, IDChars: AnyChars, NameMax: 64, MaxTools: 128} }
 
 // MistralRules are Mistral's: call ids of exactly 9 characters of
 // [A-Za-z0-9].
 func MistralRules() Rules { return Rules{IDMax: 9, IDExact: 9, IDChars: Alnum, NameMax: 64} }
 
 // BedrockRules are Bedrock Converse's: toolUseId and tool names of at most
-// 64 characters of [A-Za-z0-9_-].
+// 64 characters of [A-Za-z0-9_-]; Converse documents no most tools.
 func BedrockRules() Rules { return Rules{IDMax: 64, IDChars: WordChars, NameMax: 64} }
 
 // derivedLen is the number of base-62 characters of a derived call id after
@@ -183,6 +188,20 @@ func (m Mapping) Stream(fn func(Delta) error) func(Delta) error {
 		}
 		return fn(d)
 	}
+}
+
+// Fit returns req mapped to fit rl (Map), or, for a request rl refuses
+// whatever the mapping (more tools than MaxTools: a request's tools with
+// those its MCP servers list can be), a 400 limit_exceeded naming tools,
+// so that the call is not made.
+func (rl Rules) Fit(req *Request) (*Request, Mapping, error) {
+	if n := len(req.Tools); rl.MaxTools > 0 && n > rl.MaxTools {
+		return nil, Mapping{}, api.InvalidRequestCode("tools", limits.CodeLimitExceeded,
+			"the model would be offered %d tools (the request's tools and the tools its MCP servers list), over this model provider's limit of %d; declare fewer tools or narrow an MCP server's allowed_tools.",
+			n, rl.MaxTools)
+	}
+	req, m := rl.Map(req)
+	return req, m, nil
 }
 
 // Map returns req with every call id and tool name valid under rl, and the

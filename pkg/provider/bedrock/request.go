@@ -41,7 +41,10 @@ func (p *Provider) build(ctx context.Context, req *provider.Request) (*built, er
 	if ctx.Err() != nil {
 		return nil, provider.ContextError(ctx)
 	}
-	req, names := provider.BedrockRules().Map(req)
+	req, names, err := provider.BedrockRules().Fit(req)
+	if err != nil {
+		return nil, err
+	}
 	in := &bedrockruntime.ConverseInput{ModelId: aws.String(req.Model)}
 	if strings.TrimSpace(req.Instructions) != "" {
 		in.System = append(in.System, &types.SystemContentBlockMemberText{Value: req.Instructions})

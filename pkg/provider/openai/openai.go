@@ -14,6 +14,9 @@
 //     input_file parts are rejected with a 400: Chat Completions backends
 //     do not take them portably. So are images in system and developer
 //     messages: Chat Completions takes images in user messages only.
+//   - A call offering more tools than Config.Rules.MaxTools (128, OpenAI's
+//     limit, by default; none for Mistral) is refused with a 400
+//     limit_exceeded naming tools, without calling the backend.
 //   - MaxOutputTokens is sent as "max_tokens", which OpenAI (non-reasoning
 //     models), Ollama and vLLM all honour; Ollama ignores
 //     "max_completion_tokens". It is sent as "max_completion_tokens" to
@@ -194,7 +197,10 @@ const maxErrorBody = 64 << 10
 
 // Complete runs one model call with a non-streaming request.
 func (p *Provider) Complete(ctx context.Context, req *provider.Request) (*provider.Result, error) {
-	req, m := p.rules.Map(req)
+	req, m, err := p.rules.Fit(req)
+	if err != nil {
+		return nil, err
+	}
 	res, err := p.complete(ctx, req)
 	m.Result(res)
 	return res, err
@@ -202,7 +208,10 @@ func (p *Provider) Complete(ctx context.Context, req *provider.Request) (*provid
 
 // Stream runs one model call with a streaming request, passing deltas to fn.
 func (p *Provider) Stream(ctx context.Context, req *provider.Request, fn func(provider.Delta) error) (*provider.Result, error) {
-	req, m := p.rules.Map(req)
+	req, m, err := p.rules.Fit(req)
+	if err != nil {
+		return nil, err
+	}
 	res, err := p.stream(ctx, req, m.Stream(fn))
 	m.Result(res)
 	return res, err

@@ -122,6 +122,43 @@ func TestTranslateSystemImageRejected(t *testing.T) {
 	}
 }
 
+// Chat Completions refuses more than 128 tools ("array too long"): a call
+// offering more is a 400 limit_exceeded naming tools before the call,
+// streamed or not, and 128 go through.
+func TestTooManyToolsRejected(t *testing.T) {
+	tools := func(n int) []api.ToolDefinition {
+		out := make([]api.ToolDefinition, n)
+		for i := range out {
+			out[i] = api.ToolDefinition{Name: fmt.Sprintf("f%d", i), Parameters: json.RawMessage(`{"type":"object"}`)}
+		}
+		return out
+	}
+	p, b := newBackend(t, openai.Config{}, jsonReply(200, okCompletion))
+	req := &provider.Request{Model: "m", Tools: tools(129), Items: []api.Item{msg(api.RoleUser, text("hi"))}}
+	for name, call := range map[string]func() error{
+		"Complete": func() error { _, err := p.Complete(context.Background(), req); return err },
+		"Stream": func() error {
+			_, err := p.Stream(context.Background(), req, func(provider.Delta) error { return nil })
+			return err
+		},
+	} {
+		err := call()
+		var e *api.Error
+		if !errors.As(err, &e) || e.Status != http.StatusBadRequest || e.Code != "limit_exceeded" || e.Param != "tools" {
+			t.Fatalf("%s: err = %#v", name, err)
+		}
+		contains(t, "message", e.Message, "129 tools")
+		contains(t, "message", e.Message, "limit of 128")
+	}
+	if len(b.bodies) != 0 {
+		t.Errorf("backend was called")
+	}
+	req.Tools = tools(128)
+	if _, err := p.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestTranslateInputFileRejected(t *testing.T) {
 	p, b := newBackend(t, openai.Config{}, jsonReply(200, okCompletion))
 	_, err := p.Complete(context.Background(), &provider.Request{Model: "m", Items: []api.Item{
