@@ -103,3 +103,46 @@ func TestConvMetadataReadByPreviousRelease(t *testing.T) {
 		require.Equal(t, map[string]string(md), previous.Metadata)
 	}
 }
+
+// TestSetAsideReadByPreviousRelease: a record holding items validated
+// output set aside (api.ItemHidden.Aside) is read by the release before
+// that field (during a rolling deploy, or after a rollback), which does not
+// know it and shows every output item: the set-aside answer is written in
+// the shape that release gave one, a "commentary" message with "text"
+// parts, so that its output_text (the SDKs' helpers) is the validated
+// output alone there too. This release reads the record back as written.
+func TestSetAsideReadByPreviousRelease(t *testing.T) {
+	t.Parallel()
+	rec := storetest.NewRecord(api.NewID(api.PrefixResponse), api.StatusCompleted)
+	valid := api.Item{Type: api.ItemMessage, ID: "msg_valid", Status: api.ItemCompleted, Role: api.RoleAssistant,
+		Content: []api.ContentPart{{Type: api.PartOutputText, Text: `{"ok":true}`}}}
+	rec.Response.Output = []api.Item{
+		{Type: api.ItemMessage, ID: "msg_failed", Status: api.ItemCompleted, Role: api.RoleAssistant,
+			Content: []api.ContentPart{{Type: api.PartOutputText, Text: "not json"}}, Hidden: api.ItemHidden{Aside: true}},
+		{Type: api.ItemMessage, ID: "msg_feedback", Status: api.ItemCompleted, Role: api.RoleUser,
+			Content: []api.ContentPart{{Type: api.PartInputText, Text: "Your answer failed validation."}}, Hidden: api.ItemHidden{Aside: true}},
+		valid,
+	}
+	c := newCodec(DefaultMaxRecordBytes, compressionLevel)
+	body, _, err := c.encode(rec)
+	require.NoError(t, err)
+
+	// The previous release: the same decoding, without Aside.
+	var previous wireRecord
+	require.NoError(t, c.decompressJSON(bytes.NewReader(body), &previous))
+	var outputText strings.Builder
+	for _, it := range previous.Response.Output {
+		for _, p := range it.Content {
+			if it.Role == api.RoleAssistant && p.Type == api.PartOutputText {
+				outputText.WriteString(p.Text)
+			}
+		}
+	}
+	require.Equal(t, `{"ok":true}`, outputText.String(), "output_text as the previous release shows it")
+	require.Equal(t, "commentary", previous.Response.Output[0].Phase)
+
+	got, err := c.decode(rec.Response.ID, bytes.NewReader(body))
+	require.NoError(t, err)
+	require.Equal(t, rec.Response.Output[:2], got.Response.Output[:2], "the items set aside, as written")
+	storetest.RequireSameRecord(t, rec, got)
+}
