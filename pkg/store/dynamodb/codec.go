@@ -35,6 +35,9 @@ type wireRecord struct {
 	// Hidden holds the items' fields beyond their wire shape, by item id
 	// (api.ItemHidden).
 	Hidden map[string]api.ItemHidden `json:"hidden,omitempty"`
+	// ForcedMCP marks a tool_choice forcing an MCP server's tool, in the
+	// response and the job's request, stored as asAllowedTools writes it.
+	ForcedMCP bool `json:"forced_mcp,omitempty"`
 }
 
 // codec encodes records. It pools gzip writers and readers, whose
@@ -68,17 +71,49 @@ func (l *limitWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// wire returns the stored form of rec: its response's output in the
-// previous release's shape (asCommentary).
+// wire returns the stored form of rec: its response's output and tool
+// choice, and its job's request's, in shapes the previous release reads
+// (asCommentary, asAllowedTools).
 func wire(rec *store.Record) wireRecord {
 	resp := rec.Response
-	if out := asCommentary(resp.Output); out != nil {
+	out := asCommentary(resp.Output)
+	forced := resp.ToolChoice.Type == api.ToolMCP
+	if out != nil || forced {
 		c := *resp
-		c.Output = out
+		if out != nil {
+			c.Output = out
+		}
+		if forced {
+			c.ToolChoice = asAllowedTools(c.ToolChoice)
+		}
 		resp = &c
 	}
-	return wireRecord{Response: resp, Input: rec.Input, Context: rec.Context, Job: rec.Job,
+	job := rec.Job
+	if job != nil && job.Request != nil && job.Request.ToolChoice != nil && job.Request.ToolChoice.Type == api.ToolMCP {
+		j, req, choice := *job, *job.Request, asAllowedTools(*job.Request.ToolChoice)
+		req.ToolChoice = &choice
+		j.Request, job, forced = &req, &j, true
+	}
+	return wireRecord{Response: resp, Input: rec.Input, Context: rec.Context, Job: job, ForcedMCP: forced,
 		Hidden: api.HiddenByID(rec.Context, rec.Input, rec.Response.Output)}
+}
+
+// asAllowedTools returns c, a tool_choice forcing a tool of an MCP server
+// ({"type":"mcp"}), in the form of the releases before it, which refuse
+// that type and with it the whole record: allowed_tools, required, naming
+// that server's tool (or without a name its tools), which they run as a
+// forced call of it. fromAllowedTools undoes it.
+func asAllowedTools(c api.ToolChoice) api.ToolChoice {
+	return api.ToolChoice{Type: "allowed_tools", Mode: api.ToolChoiceRequired,
+		Tools: []api.ToolRef{{Type: api.ToolMCP, ServerLabel: c.ServerLabel, Name: c.Name}}}
+}
+
+// fromAllowedTools restores c, read from a record marked ForcedMCP, when
+// asAllowedTools wrote it.
+func fromAllowedTools(c *api.ToolChoice) {
+	if c != nil && c.Type == "allowed_tools" && c.Mode == api.ToolChoiceRequired && len(c.Tools) == 1 && c.Tools[0].Type == api.ToolMCP {
+		*c = api.ToolChoice{Type: api.ToolMCP, ServerLabel: c.Tools[0].ServerLabel, Name: c.Tools[0].Name}
+	}
 }
 
 // phaseCommentary is the phase the releases before api.ItemHidden.Aside
@@ -275,5 +310,11 @@ func (c *codec) decode(id string, body io.Reader) (*store.Record, error) {
 	}
 	api.SetHidden(w.Hidden, w.Context, w.Input, w.Response.Output)
 	fromCommentary(w.Response.Output)
+	if w.ForcedMCP {
+		fromAllowedTools(&w.Response.ToolChoice)
+		if w.Job != nil && w.Job.Request != nil {
+			fromAllowedTools(w.Job.Request.ToolChoice)
+		}
+	}
 	return &store.Record{Response: w.Response, Input: w.Input, Context: w.Context, Job: w.Job}, nil
 }

@@ -2,6 +2,7 @@ package dynamodb
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -145,4 +146,50 @@ func TestSetAsideReadByPreviousRelease(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, rec.Response.Output[:2], got.Response.Output[:2], "the items set aside, as written")
 	storetest.RequireSameRecord(t, rec, got)
+}
+
+// TestForcedMCPChoiceReadByPreviousRelease: the release before tool_choice
+// {"type":"mcp"} refuses that type when it decodes a record (its
+// ToolChoice.UnmarshalJSON: "unsupported tool_choice type"), so a record
+// holding it, in its response or its background job's request, was one it
+// could not read at all (store.ErrCorrupt: GET, continuations and the job
+// failed). The record stores the choice in the form that release reads, an
+// allowed_tools choice required to call that server's tool, and this
+// release reads it back as it was given.
+func TestForcedMCPChoiceReadByPreviousRelease(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"search", ""} {
+		rec := storetest.NewRecord(api.NewID(api.PrefixResponse), api.StatusQueued)
+		choice := api.ToolChoice{Type: api.ToolMCP, ServerLabel: "docs", Name: name}
+		rec.Response.ToolChoice = choice
+		rec.Job = &store.Job{Request: &api.CreateResponseRequest{Model: "m", ToolChoice: &choice}}
+		c := newCodec(DefaultMaxRecordBytes, compressionLevel)
+		body, _, err := c.encode(rec)
+		require.NoError(t, err)
+
+		var stored struct {
+			Response struct {
+				ToolChoice json.RawMessage `json:"tool_choice"`
+			} `json:"response"`
+			Job struct {
+				Request struct {
+					ToolChoice json.RawMessage `json:"tool_choice"`
+				} `json:"request"`
+			} `json:"job"`
+		}
+		require.NoError(t, c.decompressJSON(bytes.NewReader(body), &stored))
+		ref := `{"type":"mcp","server_label":"docs"}`
+		if name != "" {
+			ref = `{"type":"mcp","server_label":"docs","name":"search"}`
+		}
+		previous := `{"type":"allowed_tools","mode":"required","tools":[` + ref + `]}`
+		require.JSONEq(t, previous, string(stored.Response.ToolChoice), "the response's choice as the previous release reads it")
+		require.JSONEq(t, previous, string(stored.Job.Request.ToolChoice), "the job request's choice as the previous release reads it")
+
+		got, err := c.decode(rec.Response.ID, bytes.NewReader(body))
+		require.NoError(t, err)
+		require.Equal(t, choice, got.Response.ToolChoice)
+		require.Equal(t, &choice, got.Job.Request.ToolChoice)
+		require.Equal(t, api.ToolMCP, rec.Response.ToolChoice.Type, "the record written is not changed")
+	}
 }
