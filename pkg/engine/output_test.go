@@ -1065,3 +1065,41 @@ func testOutput_BackgroundResumeKeepsSetAsideHistory(t *testing.T, mk storeMaker
 	assert.Equal(t, invalidReport, items[3].Text())
 	assert.Contains(t, items[4].Text(), "at '/score'")
 }
+
+// A response the release before set-aside items stored (its failed answer
+// a "commentary" assistant message with "text" parts, its feedback a user
+// message in output, nothing marked aside) still reads and continues: the
+// continuation's model gets that history as it was stored, in order.
+func TestOutput_ContinuesRecordOfPreviousRelease(t *testing.T) {
+	t.Parallel()
+	p := script(text(invalidReport, 1, 1), text(validReport, 1, 1), text("You are welcome.", 1, 1))
+	e, st := newEngine(t, p, nil)
+	first, err := run1(t, e, `{"input":"assess",`+jsonSchemaFormat+`}`)
+	require.NoError(t, err)
+	ctx := context.Background()
+	rec, err := st.Get(ctx, first.response(t).ID)
+	require.NoError(t, err)
+	// The previous release's shape of the same response.
+	require.Equal(t, []string{"message", "message", "message"}, types(rec.Response.Output))
+	for i := range rec.Response.Output {
+		it := &rec.Response.Output[i]
+		if it.Hidden.Aside && it.Role == api.RoleAssistant {
+			it.Phase = "commentary"
+			for j := range it.Content {
+				it.Content[j].Type = api.PartText
+			}
+		}
+		it.Hidden.Aside = false
+	}
+	require.NoError(t, st.Delete(ctx, rec.Response.ID))
+	require.NoError(t, st.Create(ctx, rec))
+
+	second, err := run1(t, e, `{"previous_response_id":"`+rec.Response.ID+`","input":"thanks"}`)
+	require.NoError(t, err)
+	assert.Equal(t, api.StatusCompleted, second.response(t).Status)
+	items := p.requests()[2].Items
+	require.Equal(t, []string{"user", "assistant", "user", "assistant", "user"}, fieldOf(items, role))
+	assert.Equal(t, invalidReport, items[1].Text())
+	assert.Equal(t, validReport, items[3].Text())
+	assert.Equal(t, "thanks", items[4].Text())
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/lambent/lambent/internal/wirejson"
@@ -34,6 +35,9 @@ type wireRecord struct {
 	// Hidden holds the items' fields beyond their wire shape, by item id
 	// (api.ItemHidden).
 	Hidden map[string]api.ItemHidden `json:"hidden,omitempty"`
+	// ForcedMCP marks a tool_choice forcing an MCP server's tool, in the
+	// response and the job's request, stored as asAllowedTools writes it.
+	ForcedMCP bool `json:"forced_mcp,omitempty"`
 }
 
 // codec encodes records. It pools gzip writers and readers, whose
@@ -67,10 +71,104 @@ func (l *limitWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// wire returns the stored form of rec.
+// wire returns the stored form of rec: its response's output and tool
+// choice, and its job's request's, in shapes the previous release reads
+// (asCommentary, asAllowedTools).
 func wire(rec *store.Record) wireRecord {
-	return wireRecord{Response: rec.Response, Input: rec.Input, Context: rec.Context, Job: rec.Job,
+	resp := rec.Response
+	out := asCommentary(resp.Output)
+	forced := resp.ToolChoice.Type == api.ToolMCP
+	if out != nil || forced {
+		c := *resp
+		if out != nil {
+			c.Output = out
+		}
+		if forced {
+			c.ToolChoice = asAllowedTools(c.ToolChoice)
+		}
+		resp = &c
+	}
+	job := rec.Job
+	if job != nil && job.Request != nil && job.Request.ToolChoice != nil && job.Request.ToolChoice.Type == api.ToolMCP {
+		j, req, choice := *job, *job.Request, asAllowedTools(*job.Request.ToolChoice)
+		req.ToolChoice = &choice
+		j.Request, job, forced = &req, &j, true
+	}
+	return wireRecord{Response: resp, Input: rec.Input, Context: rec.Context, Job: job, ForcedMCP: forced,
 		Hidden: api.HiddenByID(rec.Context, rec.Input, rec.Response.Output)}
+}
+
+// asAllowedTools returns c, a tool_choice forcing a tool of an MCP server
+// ({"type":"mcp"}), in the form of the releases before it, which refuse
+// that type and with it the whole record: allowed_tools, required, naming
+// that server's tool (or without a name its tools), which they run as a
+// forced call of it. fromAllowedTools undoes it.
+func asAllowedTools(c api.ToolChoice) api.ToolChoice {
+	return api.ToolChoice{Type: "allowed_tools", Mode: api.ToolChoiceRequired,
+		Tools: []api.ToolRef{{Type: api.ToolMCP, ServerLabel: c.ServerLabel, Name: c.Name}}}
+}
+
+// fromAllowedTools restores c, read from a record marked ForcedMCP, when
+// asAllowedTools wrote it.
+func fromAllowedTools(c *api.ToolChoice) {
+	if c != nil && c.Type == "allowed_tools" && c.Mode == api.ToolChoiceRequired && len(c.Tools) == 1 && c.Tools[0].Type == api.ToolMCP {
+		*c = api.ToolChoice{Type: api.ToolMCP, ServerLabel: c.Tools[0].ServerLabel, Name: c.Tools[0].Name}
+	}
+}
+
+// phaseCommentary is the phase the releases before api.ItemHidden.Aside
+// gave an assistant message validated output set aside.
+const phaseCommentary = "commentary"
+
+// asCommentary returns a copy of output whose assistant messages set aside
+// (api.ItemHidden.Aside) are in the shape the releases before that field
+// gave them: phase "commentary", output_text parts as "text" parts (their
+// annotations and logprobs, which the model does not read, not kept). A
+// release that does not know Aside (during a rolling deploy, or after a
+// rollback) reads such a record as one of its own: those messages are
+// commentary, which output_text leaves out. nil when output holds none;
+// fromCommentary undoes it.
+func asCommentary(output []api.Item) []api.Item {
+	var out []api.Item
+	for i := range output {
+		if !asideAnswer(&output[i]) {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(output)
+		}
+		it := &out[i]
+		it.Phase, it.Content = phaseCommentary, slices.Clone(it.Content)
+		for j := range it.Content {
+			if it.Content[j].Type == api.PartOutputText {
+				it.Content[j] = api.ContentPart{Type: api.PartText, Text: it.Content[j].Text}
+			}
+		}
+	}
+	return out
+}
+
+// fromCommentary restores the set-aside assistant messages of output,
+// read back with their hidden fields, that asCommentary wrote (the model
+// writes no phase and no "text" part).
+func fromCommentary(output []api.Item) {
+	for i := range output {
+		it := &output[i]
+		if !asideAnswer(it) || it.Phase != phaseCommentary {
+			continue
+		}
+		it.Phase = ""
+		for j := range it.Content {
+			if it.Content[j].Type == api.PartText {
+				it.Content[j].Type = api.PartOutputText
+			}
+		}
+	}
+}
+
+// asideAnswer reports whether it is an assistant message set aside.
+func asideAnswer(it *api.Item) bool {
+	return it.Hidden.Aside && it.Type == api.ItemMessage && it.Role == api.RoleAssistant
 }
 
 // writeRecord writes rec's stored form to w: its JSON as writeJSON writes
@@ -83,7 +181,7 @@ func writeRecord(w io.Writer, rec *store.Record) error {
 	v := wire(rec)
 	shell := v
 	var arrays []wirejson.Array
-	shell.Response, arrays = rec.Response.StoredShell()
+	shell.Response, arrays = v.Response.StoredShell()
 	if v.Input != nil {
 		shell.Input = []api.Item{}
 		arrays = append(arrays, api.ItemsArray("input", v.Input))
@@ -211,5 +309,12 @@ func (c *codec) decode(id string, body io.Reader) (*store.Record, error) {
 		return nil, fmt.Errorf("dynamodb: response %s: %w: it holds another response", id, store.ErrCorrupt)
 	}
 	api.SetHidden(w.Hidden, w.Context, w.Input, w.Response.Output)
+	fromCommentary(w.Response.Output)
+	if w.ForcedMCP {
+		fromAllowedTools(&w.Response.ToolChoice)
+		if w.Job != nil && w.Job.Request != nil {
+			fromAllowedTools(w.Job.Request.ToolChoice)
+		}
+	}
 	return &store.Record{Response: w.Response, Input: w.Input, Context: w.Context, Job: w.Job}, nil
 }

@@ -2,6 +2,7 @@ package dynamodb
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -101,5 +102,94 @@ func TestConvMetadataReadByPreviousRelease(t *testing.T) {
 			continue
 		}
 		require.Equal(t, map[string]string(md), previous.Metadata)
+	}
+}
+
+// TestSetAsideReadByPreviousRelease: a record holding items validated
+// output set aside (api.ItemHidden.Aside) is read by the release before
+// that field (during a rolling deploy, or after a rollback), which does not
+// know it and shows every output item: the set-aside answer is written in
+// the shape that release gave one, a "commentary" message with "text"
+// parts, so that its output_text (the SDKs' helpers) is the validated
+// output alone there too. This release reads the record back as written.
+func TestSetAsideReadByPreviousRelease(t *testing.T) {
+	t.Parallel()
+	rec := storetest.NewRecord(api.NewID(api.PrefixResponse), api.StatusCompleted)
+	valid := api.Item{Type: api.ItemMessage, ID: "msg_valid", Status: api.ItemCompleted, Role: api.RoleAssistant,
+		Content: []api.ContentPart{{Type: api.PartOutputText, Text: `{"ok":true}`}}}
+	rec.Response.Output = []api.Item{
+		{Type: api.ItemMessage, ID: "msg_failed", Status: api.ItemCompleted, Role: api.RoleAssistant,
+			Content: []api.ContentPart{{Type: api.PartOutputText, Text: "not json"}}, Hidden: api.ItemHidden{Aside: true}},
+		{Type: api.ItemMessage, ID: "msg_feedback", Status: api.ItemCompleted, Role: api.RoleUser,
+			Content: []api.ContentPart{{Type: api.PartInputText, Text: "Your answer failed validation."}}, Hidden: api.ItemHidden{Aside: true}},
+		valid,
+	}
+	c := newCodec(DefaultMaxRecordBytes, compressionLevel)
+	body, _, err := c.encode(rec)
+	require.NoError(t, err)
+
+	// The previous release: the same decoding, without Aside.
+	var previous wireRecord
+	require.NoError(t, c.decompressJSON(bytes.NewReader(body), &previous))
+	var outputText strings.Builder
+	for _, it := range previous.Response.Output {
+		for _, p := range it.Content {
+			if it.Role == api.RoleAssistant && p.Type == api.PartOutputText {
+				outputText.WriteString(p.Text)
+			}
+		}
+	}
+	require.Equal(t, `{"ok":true}`, outputText.String(), "output_text as the previous release shows it")
+	require.Equal(t, "commentary", previous.Response.Output[0].Phase)
+
+	got, err := c.decode(rec.Response.ID, bytes.NewReader(body))
+	require.NoError(t, err)
+	require.Equal(t, rec.Response.Output[:2], got.Response.Output[:2], "the items set aside, as written")
+	storetest.RequireSameRecord(t, rec, got)
+}
+
+// TestForcedMCPChoiceReadByPreviousRelease: the release before tool_choice
+// {"type":"mcp"} refuses that type when it decodes a record (its
+// ToolChoice.UnmarshalJSON: "unsupported tool_choice type"), so a record
+// holding it, in its response or its background job's request, was one it
+// could not read at all (store.ErrCorrupt: GET, continuations and the job
+// failed). The record stores the choice in the form that release reads, an
+// allowed_tools choice required to call that server's tool, and this
+// release reads it back as it was given.
+func TestForcedMCPChoiceReadByPreviousRelease(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"search", ""} {
+		rec := storetest.NewRecord(api.NewID(api.PrefixResponse), api.StatusQueued)
+		choice := api.ToolChoice{Type: api.ToolMCP, ServerLabel: "docs", Name: name}
+		rec.Response.ToolChoice = choice
+		rec.Job = &store.Job{Request: &api.CreateResponseRequest{Model: "m", ToolChoice: &choice}}
+		c := newCodec(DefaultMaxRecordBytes, compressionLevel)
+		body, _, err := c.encode(rec)
+		require.NoError(t, err)
+
+		var stored struct {
+			Response struct {
+				ToolChoice json.RawMessage `json:"tool_choice"`
+			} `json:"response"`
+			Job struct {
+				Request struct {
+					ToolChoice json.RawMessage `json:"tool_choice"`
+				} `json:"request"`
+			} `json:"job"`
+		}
+		require.NoError(t, c.decompressJSON(bytes.NewReader(body), &stored))
+		ref := `{"type":"mcp","server_label":"docs"}`
+		if name != "" {
+			ref = `{"type":"mcp","server_label":"docs","name":"search"}`
+		}
+		previous := `{"type":"allowed_tools","mode":"required","tools":[` + ref + `]}`
+		require.JSONEq(t, previous, string(stored.Response.ToolChoice), "the response's choice as the previous release reads it")
+		require.JSONEq(t, previous, string(stored.Job.Request.ToolChoice), "the job request's choice as the previous release reads it")
+
+		got, err := c.decode(rec.Response.ID, bytes.NewReader(body))
+		require.NoError(t, err)
+		require.Equal(t, choice, got.Response.ToolChoice)
+		require.Equal(t, &choice, got.Job.Request.ToolChoice)
+		require.Equal(t, api.ToolMCP, rec.Response.ToolChoice.Type, "the record written is not changed")
 	}
 }

@@ -545,15 +545,7 @@ func TestConcurrentCallsReuseConnections(t *testing.T) {
 			defer srv.Close()
 			c := loopback()
 			for range 2 {
-				s := c.Open(&tools.MCPServer{Label: "s", URL: srv.Endpoint, Transport: tools.MCPStreamableHTTP, Trusted: trusted}, tools.MCPBounds{})
-				var wg sync.WaitGroup
-				errs := make([]error, n)
-				for i := range n {
-					wg.Go(func() { _, errs[i] = s.CallTool(context.Background(), "wait", "{}") })
-				}
-				wg.Wait()
-				require.NoError(t, errors.Join(errs...))
-				require.NoError(t, s.Close())
+				waitTurn(t, c.Open(&tools.MCPServer{Label: "s", URL: srv.Endpoint, Transport: tools.MCPStreamableHTTP, Trusted: trusted}, tools.MCPBounds{}), n)
 			}
 			t.Logf("2 turns of %d concurrent calls: %d connections", n, srv.Connections())
 			assert.LessOrEqual(t, srv.Connections(), n+2, "2 turns of %d concurrent calls", n)
@@ -577,17 +569,23 @@ func TestSSERepliesReuseConnections(t *testing.T) {
 	defer srv.Close()
 	c := loopback()
 	for range 2 {
-		s := c.Open(server("s", srv.Endpoint), tools.MCPBounds{})
-		var wg sync.WaitGroup
-		errs := make([]error, n)
-		for i := range n {
-			wg.Go(func() { _, errs[i] = s.CallTool(context.Background(), "wait", "{}") })
-		}
-		wg.Wait()
-		require.NoError(t, errors.Join(errs...))
-		require.NoError(t, s.Close())
+		waitTurn(t, c.Open(server("s", srv.Endpoint), tools.MCPBounds{}), n)
 		srv.Idle()
 	}
 	t.Logf("2 turns of %d concurrent calls: %d connections", n, srv.Connections())
 	assert.LessOrEqual(t, srv.Connections(), n+3, "2 turns of %d concurrent calls", n)
+}
+
+// waitTurn runs a turn of n concurrent calls of the wait tool in session s
+// (a server's barrier of n answers them), then closes s.
+func waitTurn(t *testing.T, s tools.MCPSession, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { _, errs[i] = s.CallTool(context.Background(), "wait", "{}") })
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+	require.NoError(t, s.Close())
 }
