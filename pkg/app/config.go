@@ -100,6 +100,10 @@ type ProviderConfig struct {
 	// "mistral" (exactly 9 of [A-Za-z0-9]), or "auto" (the default:
 	// mistral when the URL's host is mistral.ai or under it, else openai).
 	ToolCallIDs string
+	// MaxTools is the most tools the OpenAI-compatible API takes in one
+	// call (LAMBENT_PROVIDER_MAX_TOOLS); 0, the default, is OpenAI's 128
+	// on OpenAI's hosts and no limit elsewhere.
+	MaxTools int
 }
 
 // Tool call id rules of LAMBENT_PROVIDER_TOOL_CALL_IDS.
@@ -331,6 +335,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	default:
 		return c, fmt.Errorf("LAMBENT_PROVIDER_TOOL_CALL_IDS=%q: want auto, openai or mistral", c.Provider.ToolCallIDs)
 	}
+	maxTools, err := parseInt(getenv, "LAMBENT_PROVIDER_MAX_TOOLS", 0)
+	if err != nil {
+		return c, err
+	}
+	c.Provider.MaxTools = maxTools
 	c.Store.Kind = getenv("LAMBENT_STORE")
 	if c.Store.Kind == "" {
 		c.Store.Kind = "memory"
@@ -351,7 +360,6 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	default:
 		return c, fmt.Errorf("LAMBENT_LOG_LEVEL: unknown value %q (want debug, info, warn or error)", c.Server.LogLevel)
 	}
-	var err error
 	if c.Store.CreateTable, err = parseBool(getenv, "LAMBENT_CREATE_TABLE", false); err != nil {
 		return c, err
 	}

@@ -63,18 +63,34 @@ func (c *Config) Uses(name string) bool {
 
 // callIDRules are the id and name rules of the OpenAI-compatible API
 // (ProviderConfig.ToolCallIDs).
+// The most tools a call may offer is ProviderConfig.MaxTools, else
+// OpenAI's own limit on OpenAI's hosts (api.openai.com, Azure OpenAI): a
+// server of the API elsewhere (vLLM, Ollama, a proxy) has its own, or none.
 func (p ProviderConfig) callIDRules() model.Rules {
+	var host string
+	if u, err := url.Parse(p.URL); err == nil {
+		host = u.Hostname()
+	}
 	mistral := p.ToolCallIDs == CallIDsMistral
 	if p.ToolCallIDs == CallIDsAuto {
-		if u, err := url.Parse(p.URL); err == nil {
-			h := u.Hostname()
-			mistral = h == "mistral.ai" || strings.HasSuffix(h, ".mistral.ai")
-		}
+		mistral = hostIn(host, "mistral.ai")
 	}
 	if mistral {
 		return model.MistralRules()
 	}
-	return model.OpenAIRules()
+	rules := model.OpenAIRules()
+	switch {
+	case p.MaxTools > 0:
+		rules.MaxTools = p.MaxTools
+	case !hostIn(host, "openai.com") && !hostIn(host, "openai.azure.com"):
+		rules.MaxTools = 0
+	}
+	return rules
+}
+
+// hostIn reports whether host is domain or a name under it.
+func hostIn(host, domain string) bool {
+	return host == domain || strings.HasSuffix(host, "."+domain)
 }
 
 // modelCatalog is the gateway's models (httpapi.ModelCatalog): those of

@@ -97,15 +97,20 @@ func loadAWS(t *testing.T) func() (aws.Config, error) {
 // OpenAI-compatible API; auto recognises Mistral's API by its host.
 func TestToolCallIDRules(t *testing.T) {
 	t.Parallel()
+	anyCount := model.OpenAIRules()
+	anyCount.MaxTools = 0
 	for _, tc := range []struct {
 		ids, url string
 		want     model.Rules
 	}{
-		{"", "http://127.0.0.1:11434/v1", model.OpenAIRules()},
+		// OpenAI's limit of 128 tools a call holds on OpenAI's hosts only.
+		{"", "https://api.openai.com/v1", model.OpenAIRules()},
+		{"", "https://my-resource.openai.azure.com/openai/v1", model.OpenAIRules()},
+		{"", "http://127.0.0.1:11434/v1", anyCount},
 		{"", "https://api.mistral.ai/v1", model.MistralRules()},
-		{"auto", "https://mistral.ai.example.com/v1", model.OpenAIRules()},
+		{"auto", "https://mistral.ai.example.com/v1", anyCount},
 		{"mistral", "http://127.0.0.1:8000/v1", model.MistralRules()},
-		{"openai", "https://api.mistral.ai/v1", model.OpenAIRules()},
+		{"openai", "https://api.mistral.ai/v1", anyCount},
 	} {
 		c, err := FromEnv(func(k string) string {
 			return map[string]string{"LAMBENT_PROVIDER_TOOL_CALL_IDS": tc.ids, "LAMBENT_PROVIDER_URL": tc.url}[k]
@@ -113,6 +118,12 @@ func TestToolCallIDRules(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, tc.want, c.Provider.callIDRules(), "%s %s", tc.ids, tc.url)
 	}
-	_, err := FromEnv(func(k string) string { return map[string]string{"LAMBENT_PROVIDER_TOOL_CALL_IDS": "short"}[k] })
+	// LAMBENT_PROVIDER_MAX_TOOLS states another server's limit.
+	c, err := FromEnv(func(k string) string {
+		return map[string]string{"LAMBENT_PROVIDER_URL": "http://127.0.0.1:8000/v1", "LAMBENT_PROVIDER_MAX_TOOLS": "64"}[k]
+	})
+	require.NoError(t, err)
+	require.Equal(t, 64, c.Provider.callIDRules().MaxTools)
+	_, err = FromEnv(func(k string) string { return map[string]string{"LAMBENT_PROVIDER_TOOL_CALL_IDS": "short"}[k] })
 	require.ErrorContains(t, err, "LAMBENT_PROVIDER_TOOL_CALL_IDS")
 }

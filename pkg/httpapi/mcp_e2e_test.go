@@ -296,14 +296,16 @@ func TestE2EMCPToolChoiceNothingOffered(t *testing.T) {
 }
 
 // 100 function tools and an MCP server listing 40 offer the model 140
-// tools, more than Chat Completions takes (128): through openai-go, a 400
+// tools, more than OpenAI's Chat Completions takes (128; the fake refuses
+// them as OpenAI does). With the backend's limit known (OpenAI's hosts,
+// or LAMBENT_PROVIDER_MAX_TOOLS as here): through openai-go, a 400
 // limit_exceeded naming tools before any model call, and streamed a
 // response.failed with that code after the listing.
 func TestE2EMCPTooManyTools(t *testing.T) {
 	t.Parallel()
 	srv := mcptest.StartHostile(mcptest.Hostile{Tools: 40})
 	defer srv.Close()
-	g := mcpGateway(t, false, nil)
+	g := newGatewayWith(t, mcpModel(), map[string]string{"LAMBENT_FETCH_ALLOW_HOSTS": "127.0.0.1", "LAMBENT_PROVIDER_MAX_TOOLS": "128"}, nil)
 	params := textParams("hi")
 	params.Tools = []responses.ToolUnionParam{mcpToolParam("big", srv.Endpoint, "never")}
 	for i := range 100 {

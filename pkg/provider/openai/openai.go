@@ -15,7 +15,8 @@
 //     do not take them portably. So are images in system and developer
 //     messages: Chat Completions takes images in user messages only.
 //   - A call offering more tools than Config.Rules.MaxTools (128, OpenAI's
-//     limit, by default; none for Mistral) is refused with a 400
+//     limit, by default; the gateway sets it for OpenAI's hosts only, or
+//     as LAMBENT_PROVIDER_MAX_TOOLS says) is refused with a 400
 //     limit_exceeded naming tools, without calling the backend.
 //   - MaxOutputTokens is sent as "max_tokens", which OpenAI (non-reasoning
 //     models), Ollama and vLLM all honour; Ollama ignores
