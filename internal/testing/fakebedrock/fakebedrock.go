@@ -19,7 +19,9 @@
 // toolResult answering no toolUse, reasoning passed back altered or
 // unsigned, cache points a model does not take (too many, in tools for
 // Nova, after a reasoning block, on a model without prompt caching: an
-// AccessDeniedException). It requires a SigV4 Authorization header for
+// AccessDeniedException), and the features a model lacks (models.go:
+// tool use, tool use in ConverseStream, system prompts, toolChoice any
+// and tool). It requires a SigV4 Authorization header for
 // service "bedrock". Replies come from a script of [Turn] values ([New])
 // or a function ([NewHandler]); every accepted request is recorded
 // ([Server.Requests]).
@@ -241,6 +243,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if msg := s.validate(&req.Input); msg != "" {
+		writeException(w, "ValidationException", msg)
+		return
+	}
+	if msg := validateModel(model, op, &req.Input); msg != "" {
 		writeException(w, "ValidationException", msg)
 		return
 	}

@@ -179,3 +179,60 @@ func TestStreamFrames(t *testing.T) {
 	require.Equal(t, "slow down", te.ErrorMessage())
 	_ = out.GetStream().Close() // repeats Err
 }
+
+// The fake refuses the features a model lacks, as Bedrock does, under
+// any inference profile or ARN of the model.
+func TestModelFeatures(t *testing.T) {
+	t.Parallel()
+	fake := fakebedrock.NewHandler(func(fakebedrock.Request) fakebedrock.Turn { return fakebedrock.Turn{Text: "ok"} })
+	defer fake.Close()
+	client := bedrockruntime.NewFromConfig(fake.AWSConfig())
+	msgs := []types.Message{message(types.ConversationRoleUser, text("hi"))}
+	system := []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: "Be brief."}}
+	withChoice := func(c types.ToolChoice) *types.ToolConfiguration {
+		tc := toolConfig()
+		tc.ToolChoice = c
+		return tc
+	}
+	anyChoice := withChoice(&types.ToolChoiceMemberAny{})
+	fnChoice := withChoice(&types.ToolChoiceMemberTool{Value: types.SpecificToolChoice{Name: aws.String("f")}})
+	for _, tc := range []struct {
+		model  string
+		stream bool
+		system []types.SystemContentBlock
+		tools  *types.ToolConfiguration
+		want   string // "" accepted
+	}{
+		{"us.meta.llama4-maverick-17b-instruct-v1:0", false, system, toolConfig(), ""},
+		{"us.meta.llama4-maverick-17b-instruct-v1:0", true, system, toolConfig(), "This model doesn't support tool use in streaming mode."},
+		{"arn:aws:bedrock:us-west-2:123456789012:inference-profile/us.meta.llama3-3-70b-instruct-v1:0", true, nil, toolConfig(), "in streaming mode"},
+		{"us.meta.llama3-2-3b-instruct-v1:0", false, nil, toolConfig(), "This model doesn't support tool use."},
+		{"meta.llama3-1-70b-instruct-v1:0", false, nil, anyChoice, "toolConfig.toolChoice.any"},
+		{"mistral.mistral-large-2407-v1:0", false, nil, anyChoice, ""},
+		{"mistral.mistral-large-2407-v1:0", false, nil, fnChoice, "toolConfig.toolChoice.tool"},
+		{"us.amazon.nova-pro-v1:0", true, system, fnChoice, ""},
+		{sonnet4, true, system, fnChoice, ""},
+		{"mistral.mistral-7b-instruct-v0:2", true, system, nil, "This model doesn't support system messages."},
+		{"mistral.mistral-7b-instruct-v0:2", true, nil, nil, ""},
+	} {
+		var err error
+		if tc.stream {
+			var out *bedrockruntime.ConverseStreamOutput
+			out, err = client.ConverseStream(context.Background(), &bedrockruntime.ConverseStreamInput{ModelId: aws.String(tc.model), Messages: msgs, System: tc.system, ToolConfig: tc.tools})
+			if err == nil {
+				for range out.GetStream().Events() {
+				}
+				err = out.GetStream().Close()
+			}
+		} else {
+			_, err = client.Converse(context.Background(), &bedrockruntime.ConverseInput{ModelId: aws.String(tc.model), Messages: msgs, System: tc.system, ToolConfig: tc.tools})
+		}
+		if tc.want == "" {
+			require.NoError(t, err, tc.model)
+			continue
+		}
+		var ve *types.ValidationException
+		require.ErrorAs(t, err, &ve, tc.model)
+		require.Contains(t, ve.ErrorMessage(), tc.want, tc.model)
+	}
+}

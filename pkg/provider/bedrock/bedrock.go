@@ -49,6 +49,11 @@
 //     continuations with thinking need. Reasoning items from other
 //     providers are not sent.
 //   - Config.GuardrailID/Version attach a guardrail to every call.
+//   - Model features: what a model lacks of Converse (tool use in
+//     ConverseStream, ...) is learned from Bedrock's refusal and the call
+//     made again without it (quirks.go): a streamed call with tools to a
+//     model with tool use in Converse only runs as a Converse call whose
+//     answer is passed on as deltas.
 //   - Prompt caching: on the models that support it, cachePoint blocks
 //     after the last two user messages, the system prompt, the tools and,
 //     while points are left, earlier user messages (placeCachePoints),
@@ -73,6 +78,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -135,6 +141,9 @@ type Provider struct {
 	maxImage     int64
 	log          *slog.Logger
 	noCache      bool
+	// quirks holds, per model name, the features Bedrock refused it
+	// (quirks.go).
+	quirks sync.Map
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -193,29 +202,74 @@ func (c readOnlyBodies) Do(r *http.Request) (*http.Response, error) {
 
 // Complete runs one Converse call.
 func (p *Provider) Complete(ctx context.Context, req *provider.Request) (*provider.Result, error) {
-	in, err := p.build(ctx, req)
+	return p.call(ctx, req, nil)
+}
+
+// Stream runs one ConverseStream call, passing deltas to fn; a call the
+// model takes in Converse only (see quirks.go) runs as one Converse call
+// whose answer is passed to fn block by block.
+func (p *Provider) Stream(ctx context.Context, req *provider.Request, fn func(provider.Delta) error) (*provider.Result, error) {
+	if fn == nil {
+		fn = func(provider.Delta) error { return nil }
+	}
+	return p.call(ctx, req, fn)
+}
+
+// call runs one model call, streamed when fn is not nil. When Bedrock
+// refuses a feature the model lacks (quirks.go), before any delta, the
+// provider remembers it for the model and makes the call again without it.
+func (p *Provider) call(ctx context.Context, req *provider.Request, fn func(provider.Delta) error) (*provider.Result, error) {
+	b, err := p.build(ctx, req)
 	if err != nil {
 		return nil, err
 	}
+	for {
+		known := p.known(req.Model)
+		in, err := adapt(b.input, known)
+		if err != nil {
+			return nil, err
+		}
+		var sent bool
+		var res *provider.Result
+		switch {
+		case fn == nil:
+			res, err = p.converse(ctx, req.Model, in, b, nil)
+		case known&noStreamTools != 0 && in.ToolConfig != nil:
+			res, err = p.converse(ctx, req.Model, in, b, fn)
+		default:
+			res, err = p.stream(ctx, req.Model, in, b, func(d provider.Delta) error {
+				sent = true
+				return fn(d)
+			})
+		}
+		q := refused(err)
+		if q == 0 || known&q != 0 || sent {
+			return res, err
+		}
+		p.learn(ctx, req.Model, q)
+	}
+}
+
+// converse makes the Converse call in, passing the answer to fn (nil:
+// none).
+func (p *Provider) converse(ctx context.Context, model string, in *bedrockruntime.ConverseInput, b *built, fn func(provider.Delta) error) (*provider.Result, error) {
 	if p.guardID != "" {
-		in.input.GuardrailConfig = &types.GuardrailConfiguration{GuardrailIdentifier: &p.guardID, GuardrailVersion: &p.guardVersion}
+		in.GuardrailConfig = &types.GuardrailConfiguration{GuardrailIdentifier: &p.guardID, GuardrailVersion: &p.guardVersion}
 	}
-	out, err := p.client.Converse(ctx, in.input)
+	if fn != nil {
+		fn = b.names.Stream(fn)
+	}
+	out, err := p.client.Converse(ctx, in)
 	if err != nil {
-		return nil, p.apiError(ctx, req.Model, err)
+		return nil, p.apiError(ctx, model, err)
 	}
-	res, err := decodeOutput(out, req.Model, in.noTools)
-	in.names.Result(res)
+	res, err := decodeOutput(out, model, b.noTools, fn)
+	b.names.Result(res)
 	return res, err
 }
 
-// Stream runs one ConverseStream call, passing deltas to fn.
-func (p *Provider) Stream(ctx context.Context, req *provider.Request, fn func(provider.Delta) error) (*provider.Result, error) {
-	in, err := p.build(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	c := in.input
+// stream makes the ConverseStream call of in, passing deltas to fn.
+func (p *Provider) stream(ctx context.Context, model string, c *bedrockruntime.ConverseInput, b *built, fn func(provider.Delta) error) (*provider.Result, error) {
 	sin := &bedrockruntime.ConverseStreamInput{
 		ModelId:                      c.ModelId,
 		Messages:                     c.Messages,
@@ -232,18 +286,18 @@ func (p *Provider) Stream(ctx context.Context, req *provider.Request, fn func(pr
 	}
 	out, err := p.client.ConverseStream(ctx, sin)
 	if err != nil {
-		return nil, p.apiError(ctx, req.Model, err)
+		return nil, p.apiError(ctx, model, err)
 	}
 	stream := out.GetStream()
 	defer stream.Close()
-	acc := newAccumulator(in.names.Stream(fn), in.noTools)
+	acc := newAccumulator(b.names.Stream(fn), b.noTools)
 	for ev := range stream.Events() {
 		if err := acc.event(ev); err != nil {
 			return nil, err
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return nil, p.apiError(ctx, req.Model, err)
+		return nil, p.apiError(ctx, model, err)
 	}
 	if ctx.Err() != nil {
 		return nil, provider.ContextError(ctx)
@@ -251,7 +305,7 @@ func (p *Provider) Stream(ctx context.Context, req *provider.Request, fn func(pr
 	if !acc.stopped {
 		return nil, provider.StreamCut(nil, "Bedrock's stream ended before the answer was complete (no messageStop)")
 	}
-	res, err := acc.result(req.Model)
-	in.names.Result(res)
+	res, err := acc.result(model)
+	b.names.Result(res)
 	return res, err
 }

@@ -209,8 +209,9 @@ func (a *accumulator) event(ev types.ConverseStreamOutput) error {
 	return nil
 }
 
-// decodeOutput reads a Converse reply.
-func decodeOutput(out *bedrockruntime.ConverseOutput, model string, noTools bool) (*provider.Result, error) {
+// decodeOutput reads a Converse reply, passing its content to fn (nil:
+// none) as a stream's deltas.
+func decodeOutput(out *bedrockruntime.ConverseOutput, model string, noTools bool, fn func(provider.Delta) error) (*provider.Result, error) {
 	if out.Output == nil {
 		return nil, provider.BadResponse(errors.New("no output"), "Bedrock answered the Converse call without output (stop reason %q)", out.StopReason)
 	}
@@ -218,7 +219,7 @@ func decodeOutput(out *bedrockruntime.ConverseOutput, model string, noTools bool
 	if !ok {
 		return nil, provider.BadResponse(fmt.Errorf("output %T", out.Output), "Bedrock answered the Converse call with an output that is not a message")
 	}
-	a := newAccumulator(nil, noTools)
+	a := newAccumulator(fn, noTools)
 	for i, cb := range msg.Value.Content {
 		idx := aws.Int32(int32(i))
 		var err error
