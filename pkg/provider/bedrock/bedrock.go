@@ -53,7 +53,10 @@
 //     ConverseStream, ...) is learned from Bedrock's refusal and the call
 //     made again without it (quirks.go): a streamed call with tools to a
 //     model with tool use in Converse only runs as a Converse call whose
-//     answer is passed on as deltas.
+//     answer is passed on as deltas; without system prompts, the system
+//     prompt's text starts the first user message; without toolChoice
+//     tool, a forced function is the only tool, with toolChoice any;
+//     without toolChoice any, or without tool use, the call is a 400.
 //   - Prompt caching: on the models that support it, cachePoint blocks
 //     after the last two user messages, the system prompt, the tools and,
 //     while points are left, earlier user messages (placeCachePoints),
@@ -225,7 +228,7 @@ func (p *Provider) call(ctx context.Context, req *provider.Request, fn func(prov
 	}
 	for {
 		known := p.known(req.Model)
-		in, err := adapt(b.input, known)
+		in, err := adapt(b.input, known, req.Model)
 		if err != nil {
 			return nil, err
 		}

@@ -3,10 +3,14 @@ package bedrock
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+
+	"github.com/lambent/lambent/pkg/api"
 )
 
 // quirk is a Converse feature a model lacks. Bedrock's "Supported models
@@ -25,6 +29,20 @@ const (
 	// Palmyra, AI21 Jamba, ...). A streamed call with a toolConfig is made
 	// with Converse, and its answer passed on as deltas.
 	noStreamTools quirk = 1 << iota
+	// noSystem: no system prompt ("This model doesn't support system
+	// messages.": Titan, Mistral 7B and Mixtral). The system prompt's text
+	// starts the first user message instead.
+	noSystem
+	// noToolChoiceFn: no toolChoice tool (Bedrock documents it for Claude
+	// and Nova only). A forced function is sent as the only tool, with
+	// toolChoice any, which comes to the same.
+	noToolChoiceFn
+	// noToolChoiceAny: no toolChoice any either (Llama, ...): tool_choice
+	// required and forced functions are a 400.
+	noToolChoiceAny
+	// noTools: no tool use at all (Titan, Llama 2 and 3, Mistral 7B,
+	// DeepSeek-R1, ...): a call with a toolConfig is a 400.
+	noTools
 )
 
 // refused is the quirk err, a Bedrock error, reports, or 0.
@@ -37,6 +55,14 @@ func refused(err error) quirk {
 	switch {
 	case strings.Contains(msg, "support tool use in streaming mode"):
 		return noStreamTools
+	case strings.Contains(msg, "support tool use."):
+		return noTools
+	case strings.Contains(msg, "support system messages"):
+		return noSystem
+	case strings.Contains(msg, "support the toolConfig.toolChoice.tool field"):
+		return noToolChoiceFn
+	case strings.Contains(msg, "support the toolConfig.toolChoice.any field"):
+		return noToolChoiceAny
 	}
 	return 0
 }
@@ -60,9 +86,57 @@ func (p *Provider) learn(ctx context.Context, model string, q quirk) {
 	p.log.DebugContext(ctx, "bedrock: the model lacks a Converse feature; calling it again without", "model", model, "quirk", q)
 }
 
-// adapt returns a copy of in changed for the quirks of its model (in
-// itself is left as it is).
-func adapt(in *bedrockruntime.ConverseInput, _ quirk) (*bedrockruntime.ConverseInput, error) {
+// adapt returns a copy of in changed for the quirks q of model (in itself
+// is left as it is), or the 400 of a request the model cannot take.
+func adapt(in *bedrockruntime.ConverseInput, q quirk, model string) (*bedrockruntime.ConverseInput, error) {
 	c := *in
+	if q&noSystem != 0 && len(c.System) > 0 {
+		c.Messages, c.System = withSystem(c.Messages, c.System), nil
+	}
+	tc := c.ToolConfig
+	if tc == nil {
+		return &c, nil
+	}
+	if q&noTools != 0 {
+		return nil, api.InvalidRequestCode("tools", "unsupported_value",
+			"the Bedrock model %q does not support tool use (Bedrock: \"This model doesn't support tool use.\"): call it without tools, and without tool calls in the conversation, or choose a model with tool use", model)
+	}
+	if fn, ok := tc.ToolChoice.(*types.ToolChoiceMemberTool); ok && q&noToolChoiceFn != 0 {
+		tc = onlyTool(tc, aws.ToString(fn.Value.Name))
+		c.ToolConfig = tc
+	}
+	if _, ok := tc.ToolChoice.(*types.ToolChoiceMemberAny); ok && q&noToolChoiceAny != 0 {
+		return nil, api.InvalidRequestCode("tool_choice", "unsupported_value",
+			"the Bedrock model %q cannot be made to call a tool (it takes Converse's toolChoice auto only): tool_choice \"required\" and a named function are not supported with it; use tool_choice \"auto\" or choose another model", model)
+	}
 	return &c, nil
+}
+
+// withSystem returns msgs with the text of system at the start of the
+// first message (a user message: build starts every conversation with
+// one).
+func withSystem(msgs []types.Message, system []types.SystemContentBlock) []types.Message {
+	var texts []string
+	for _, b := range system {
+		if t, ok := b.(*types.SystemContentBlockMemberText); ok {
+			texts = append(texts, t.Value)
+		}
+	}
+	if len(texts) == 0 {
+		return msgs
+	}
+	out := slices.Clone(msgs)
+	out[0].Content = append([]types.ContentBlock{textBlock(strings.Join(texts, "\n\n"))}, out[0].Content...)
+	return out
+}
+
+// onlyTool returns tc offering the tool name only, which the model must
+// call (toolChoice any).
+func onlyTool(tc *types.ToolConfiguration, name string) *types.ToolConfiguration {
+	for _, t := range tc.Tools {
+		if s, ok := t.(*types.ToolMemberToolSpec); ok && aws.ToString(s.Value.Name) == name {
+			return &types.ToolConfiguration{Tools: []types.Tool{t}, ToolChoice: &types.ToolChoiceMemberAny{}}
+		}
+	}
+	return tc
 }

@@ -90,3 +90,90 @@ func TestStreamToolsInConverseOnly(t *testing.T) {
 	assert.Equal(t, []string{"converse-stream"}, rec.take(), "without tools the model streams")
 	assert.Equal(t, 3, fake.Calls())
 }
+
+// Models without system prompts (Mistral 7B and Mixtral, Titan: "This
+// model doesn't support system messages.") get the instructions and
+// system messages at the start of the first user message instead.
+func TestSystemPromptFolded(t *testing.T) {
+	const mistral7b = "mistral.mistral-7b-instruct-v0:2"
+	p, fake, rec := quirkProvider(t, fakebedrock.Turn{Text: "Bonjour."})
+	req := &provider.Request{Model: mistral7b, Instructions: "Answer in French.", Items: []api.Item{msg(api.RoleDeveloper, "Be brief."), user("Hello!")}}
+	for i, want := range [][]string{{"converse-stream", "converse-stream"}, {"converse"}} {
+		var res *provider.Result
+		var err error
+		if i == 0 {
+			res, err = p.Stream(context.Background(), req, func(provider.Delta) error { return nil })
+		} else {
+			res, err = p.Complete(context.Background(), req)
+		}
+		require.NoError(t, err)
+		assert.Equal(t, "Bonjour.", res.Text)
+		assert.Equal(t, want, rec.take(), "learned once")
+	}
+	for _, got := range fake.Requests() {
+		assert.Empty(t, got.System)
+		require.Len(t, got.Messages, 1)
+		var texts []string
+		for _, b := range got.Messages[0].Content {
+			texts = append(texts, text(b))
+		}
+		assert.Equal(t, []string{"Answer in French.\n\nBe brief.", "Hello!"}, texts)
+	}
+}
+
+// toolChoice tool is Claude's and Nova's only; Mistral Large takes any: a
+// forced function reaches it as the only tool with toolChoice any, which
+// comes to the same.
+func TestForcedToolAsAny(t *testing.T) {
+	const large = "mistral.mistral-large-2407-v1:0"
+	p, fake, rec := quirkProvider(t, fakebedrock.Turn{ToolUses: []fakebedrock.ToolUse{{Name: "get_weather", Input: `{"city":"Paris"}`}}})
+	other := api.ToolDefinition{Name: "get_time", Parameters: weatherTool().Parameters}
+	req := &provider.Request{Model: large, Items: []api.Item{user("Paris?")}, Tools: []api.ToolDefinition{other, weatherTool()},
+		ToolChoice: api.ToolChoiceRequired, ForcedTool: "get_weather"}
+	for _, want := range [][]string{{"converse", "converse"}, {"converse"}} {
+		res, err := p.Complete(context.Background(), req)
+		require.NoError(t, err)
+		require.Len(t, res.ToolCalls, 1)
+		assert.Equal(t, want, rec.take())
+	}
+	for _, got := range fake.Requests() {
+		tc := got.ToolConfig
+		require.NotNil(t, tc)
+		require.Len(t, tc.Tools, 1)
+		assert.Equal(t, "get_weather", tc.Tools[0].ToolSpec.Name)
+		require.NotNil(t, tc.ToolChoice)
+		assert.NotNil(t, tc.ToolChoice.Any)
+	}
+}
+
+// A model that can be made to call no tool (toolChoice auto only: Llama)
+// or takes no tools at all gets a 400 naming the parameter: tool_choice
+// required or a forced function, or tools. Once learned, the refusal
+// comes without a call to Bedrock.
+func TestToolUseRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, model, param string
+		req                provider.Request
+	}{
+		{"required", llama, "tool_choice", provider.Request{ToolChoice: api.ToolChoiceRequired}},
+		{"forced", llama, "tool_choice", provider.Request{ToolChoice: api.ToolChoiceRequired, ForcedTool: "get_weather"}},
+		{"no tool use", "us.meta.llama3-2-3b-instruct-v1:0", "tools", provider.Request{ToolChoice: api.ToolChoiceAuto}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, fake, rec := quirkProvider(t, fakebedrock.Turn{Text: "ok"})
+			req := tc.req
+			req.Model, req.Items, req.Tools = tc.model, []api.Item{user("Paris?")}, []api.ToolDefinition{weatherTool()}
+			for i := range 2 {
+				_, err := p.Complete(context.Background(), &req)
+				ae := requireAPIError(t, err, 400, api.ErrTypeInvalidRequest, "unsupported_value")
+				assert.Equal(t, tc.param, ae.Param)
+				assert.Contains(t, ae.Message, tc.model)
+				if i == 1 {
+					assert.Empty(t, rec.take(), "learned: no call")
+				}
+				rec.take()
+			}
+			assert.Zero(t, fake.Calls())
+		})
+	}
+}
