@@ -38,6 +38,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -779,4 +780,15 @@ func escapeLabel(s string) string {
 		fmt.Fprintf(&b, "%%%02X", c)
 	}
 	return b.String()
+}
+
+// idPattern matches an ARN (up to a space, quote or bracket) or a
+// 12-digit AWS account id.
+const idPattern = `\barn:aws[a-zA-Z-]*:[^\s"'<>()\[\]{},]*|\b[0-9]{12}\b`
+
+// HideIDs replaces the ARNs and account ids of s, AWS error text that a
+// client or a model is to see, with "(hidden)": AWS messages name roles,
+// resources and the account (the logs keep them).
+func HideIDs(s string) string {
+	return regexp.MustCompile(idPattern).ReplaceAllString(s, "(hidden)")
 }

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/awsjson"
 	"github.com/lambent/lambent/pkg/provider"
 )
 
@@ -21,9 +23,16 @@ import (
 //	ThrottlingException, ServiceQuotaExceededException  429 rate_limit_exceeded, Retry-After
 //	                                                     as Bedrock's reply names it, else
 //	                                                     provider.DefaultRetryAfter
-//	ValidationException                                  400 with Bedrock's message
-//	AccessDeniedException                                403 model_access_denied, naming the model
-//	ResourceNotFoundException                            404 model_not_found
+//	ValidationException                                  400 with Bedrock's message; "The provided
+//	                                                     model identifier is invalid." (an unknown
+//	                                                     id, or a model retired from the region):
+//	                                                     404 model_not_found
+//	AccessDeniedException                                403 model_access_denied, naming the model,
+//	                                                     x-should-retry: false
+//	ResourceNotFoundException                            404 model_not_found with Bedrock's message
+//	                                                     (a legacy model, a use case form to fill)
+//	UnrecognizedClientException and the other refusals  502 upstream_auth_failed,
+//	of the gateway's credentials                         x-should-retry: false
 //	ModelTimeoutException                                504 upstream_timeout
 //	ServiceUnavailableException, ModelNotReadyException  503 model_unavailable
 //	ModelErrorException, InternalServerException,
@@ -33,11 +42,13 @@ import (
 // upstream_unreachable. The SDK's retryer has already retried what it
 // retries (throttling, transient errors) when the error gets here.
 //
-// Only a ValidationException's message (about the request: the client's
-// to fix) reaches the client; the others are named by their code and the
-// model, their message (an AccessDeniedException's names the gateway's
-// role and account, others name ARNs) and the SDK's error text (the
-// endpoint) stay in the cause, for the logs.
+// Only the messages of a ValidationException (about the request: the
+// client's to fix) and of a ResourceNotFoundException (about the model)
+// reach the client, their ARNs and account ids hidden (awsjson.HideIDs);
+// the others are named by their code and the model, their message (an
+// AccessDeniedException's names the gateway's role and account, others
+// name ARNs) and the SDK's error text (the endpoint) stay in the cause,
+// for the logs.
 func (p *Provider) apiError(ctx context.Context, model string, err error) *api.Error {
 	if ctx.Err() != nil {
 		return provider.ContextError(ctx)
@@ -64,17 +75,23 @@ func (p *Provider) apiError(ctx context.Context, model string, err error) *api.E
 		mapped = rateLimit(throttle)
 	case errors.As(err, &quota):
 		mapped = rateLimit(quota)
+	case errors.As(err, &invalid) && strings.Contains(invalid.ErrorMessage(), "model identifier is invalid"):
+		mapped = api.NotFound("model", provider.CodeModelNotFound, "Bedrock has no model %q in this region (ValidationException: %s)", model, invalid.ErrorMessage())
+		mapped.Err = err
 	case errors.As(err, &invalid):
 		mapped = &api.Error{Status: http.StatusBadRequest, Type: api.ErrTypeInvalidRequest, Code: "invalid_request",
-			Message: "Bedrock rejected the request: " + invalid.ErrorMessage(), Err: err}
+			Message: "Bedrock rejected the request: " + awsjson.HideIDs(invalid.ErrorMessage()), Err: err}
 	case errors.As(err, &denied):
 		mapped = &api.Error{Status: http.StatusForbidden, Type: api.ErrTypeInvalidRequest, Code: provider.CodeModelAccessDenied, Param: "model",
 			Message: fmt.Sprintf("the gateway may not call the Bedrock model %q (AccessDeniedException; the operator enables access to the model in the Bedrock console's Model access page "+
 				"for this account and region, and grants the gateway's role bedrock:InvokeModel and bedrock:InvokeModelWithResponseStream on it)", model),
-			Err: err}
+			Err: err, NoRetry: true}
 	case errors.As(err, &notFound):
-		mapped = api.NotFound("model", provider.CodeModelNotFound, "Bedrock has no model %q in this region (ResourceNotFoundException)", model)
+		mapped = api.NotFound("model", provider.CodeModelNotFound, "Bedrock cannot serve the model %q (ResourceNotFoundException: %s)", model, awsjson.HideIDs(notFound.ErrorMessage()))
 		mapped.Err = err
+	case errors.As(err, &apiErr) && credentialsRefused(apiErr.ErrorCode()):
+		mapped = provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamAuthFailed, err, "Bedrock refused the gateway's credentials (%s) calling model %q", apiErr.ErrorCode(), model)
+		mapped.NoRetry = true // the operator must act
 	case errors.As(err, &timeout):
 		mapped = provider.UpstreamError(http.StatusGatewayTimeout, provider.CodeUpstreamTimeout, err, "the Bedrock model %q timed out (ModelTimeoutException)", model)
 	case errors.As(err, &notReady):
@@ -101,4 +118,15 @@ func retryAfter(err error) string {
 		return provider.RetryAfter(re.Response.Header)
 	}
 	return ""
+}
+
+// credentialsRefused reports whether an AWS error code says the gateway's
+// credentials or signature were refused.
+func credentialsRefused(code string) bool {
+	switch code {
+	case "UnrecognizedClientException", "InvalidSignatureException", "IncompleteSignatureException",
+		"MissingAuthenticationTokenException", "ExpiredTokenException", "InvalidClientTokenId":
+		return true
+	}
+	return false
 }

@@ -58,9 +58,12 @@ func TestErrors(t *testing.T) {
 			both(t, []fakebedrock.Turn{turn, turn, turn}, func(t *testing.T, call func(*provider.Request) (*provider.Result, error), fake *fakebedrock.Server) {
 				_, err := call(hi(claude))
 				ae := requireAPIError(t, err, tc.status, tc.typ, tc.code)
-				if tc.exception == "ValidationException" {
-					require.Contains(t, ae.Message, said, "a message about the request is passed on")
-				} else {
+				switch tc.exception {
+				case "ValidationException", "ResourceNotFoundException":
+					require.Contains(t, ae.Message, "bedrock says: "+tc.exception+" for (hidden)", "a message about the request or the model is passed on")
+					require.NotContains(t, ae.Message, "123456789012", "without account ids")
+					require.NotContains(t, ae.Message, "arn:aws:sts", "nor ARNs")
+				default:
 					require.NotContains(t, ae.Message, "bedrock says", "Bedrock's message stays in the cause")
 					require.Contains(t, ae.Message, tc.exception, "the exception is named")
 					require.Contains(t, ae.Err.Error(), said, "the cause, for the logs")
@@ -74,6 +77,7 @@ func TestErrors(t *testing.T) {
 				if tc.exception == "AccessDeniedException" {
 					require.Contains(t, ae.Message, "Model access")
 					require.Equal(t, "model", ae.Param)
+					require.True(t, ae.NoRetry, "the operator must act")
 				}
 				want := 1
 				if tc.retried {
@@ -240,4 +244,35 @@ func TestUnreachable(t *testing.T) {
 	p := bedrock.New(bedrock.Config{AWS: cfg})
 	_, err := p.Complete(context.Background(), hi(claude))
 	requireAPIError(t, err, 502, api.ErrTypeUpstream, provider.CodeUpstreamUnreachable)
+}
+
+// Bedrock's answers that name the model as the problem: an id it does
+// not know (a ValidationException, also for a model retired from the
+// region) is a 404 model_not_found; a legacy model or a missing use case
+// form (ResourceNotFoundException) a 404 saying so; the gateway's
+// credentials refused (UnrecognizedClientException and kin) a 502
+// upstream_auth_failed no retry cures.
+func TestModelAndCredentialErrors(t *testing.T) {
+	legacy := "Access denied. This Model is marked by provider as Legacy and you have not been actively using the model in the last 15 days. Please upgrade to an active model on Amazon Bedrock"
+	for _, tc := range []struct {
+		exception, message string
+		status             int
+		code, param, says  string
+		noRetry            bool
+	}{
+		{"ValidationException", "The provided model identifier is invalid.", 404, provider.CodeModelNotFound, "model", "The provided model identifier is invalid.", false},
+		{"ResourceNotFoundException", legacy, 404, provider.CodeModelNotFound, "model", legacy, false},
+		{"UnrecognizedClientException", "The security token included in the request is invalid.", 502, provider.CodeUpstreamAuthFailed, "", "UnrecognizedClientException", true},
+	} {
+		t.Run(tc.exception, func(t *testing.T) {
+			both(t, []fakebedrock.Turn{{Error: tc.exception, ErrorMessage: tc.message}}, func(t *testing.T, call func(*provider.Request) (*provider.Result, error), _ *fakebedrock.Server) {
+				_, err := call(hi(claude))
+				ae := requireAPIError(t, err, tc.status, "", tc.code)
+				require.Equal(t, tc.param, ae.Param)
+				require.Contains(t, ae.Message, tc.says)
+				require.Contains(t, ae.Message, claude)
+				require.Equal(t, tc.noRetry, ae.NoRetry)
+			})
+		})
+	}
 }

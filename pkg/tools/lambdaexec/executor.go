@@ -19,7 +19,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -128,8 +127,6 @@ type Executor struct {
 	log     *slog.Logger
 	targets map[string]target
 	defs    []tooldef.ToolDefinition
-	// awsIDs matches the ARNs and account ids of AWS error text (hidden).
-	awsIDs *regexp.Regexp
 }
 
 // New returns an Executor for the lambda-backed tools of manifest (tools
@@ -142,7 +139,7 @@ func New(client LambdaInvoker, cfg Config, manifest []tools.ManifestTool, fallba
 		return nil, errors.New("lambdaexec: New needs a Lambda client")
 	}
 	cfg = cfg.withDefaults()
-	e := &Executor{client: client, cfg: cfg, log: cfg.Logger, targets: map[string]target{}, awsIDs: regexp.MustCompile(awsIDPattern)}
+	e := &Executor{client: client, cfg: cfg, log: cfg.Logger, targets: map[string]target{}}
 	for _, t := range manifest {
 		if t.Backing.Type != tools.BackingLambda {
 			continue
@@ -276,17 +273,13 @@ func (e *Executor) reply(ctx context.Context, call tools.ToolCall, t target, out
 	return &tools.ToolResult{CallID: call.ID, Output: e.cut(*r.Output), IsError: r.IsError}
 }
 
-// awsIDPattern matches an ARN (up to a space, quote or bracket) or a
-// 12-digit AWS account id.
-const awsIDPattern = `\barn:aws[a-zA-Z-]*:[^\s"'<>()\[\]{},]*|\b[0-9]{12}\b`
-
 // hideAWSIDs replaces the ARNs and account ids of a function error's text
 // (or of a malformed reply, which may be one): a function that lets an AWS
 // error through (AccessDeniedException names its role, the resource and
 // the account) must not show them to the model and the client; the log
 // line has them.
 func (e *Executor) hideAWSIDs(s string) string {
-	return e.awsIDs.ReplaceAllString(s, "(hidden)")
+	return awsjson.HideIDs(s)
 }
 
 // stopped is the result of a call whose ctx ended: a timeout is an
