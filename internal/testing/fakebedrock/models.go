@@ -1,10 +1,14 @@
 package fakebedrock
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Model features, as Bedrock's "Supported models and model features" of
 // the Converse API lists them and as Bedrock refuses what a model lacks
-// (a ValidationException with these messages, before the model runs).
+// (a ValidationException with these messages, before the model runs), and
+// the most output tokens each Claude model takes.
 // Models not listed here take everything.
 const (
 	msgNoTools         = "This model doesn't support tool use."
@@ -28,6 +32,24 @@ var (
 	anyChoiceModels  = []string{"anthropic.claude-3", "anthropic.claude-opus-", "anthropic.claude-sonnet-", "anthropic.claude-haiku-", "amazon.nova-", "mistral.mistral-large-"}
 	toolChoiceModels = []string{"anthropic.claude-3", "anthropic.claude-opus-", "anthropic.claude-sonnet-", "anthropic.claude-haiku-", "amazon.nova-"}
 )
+
+// maxOutputTokens is the most maxTokens model takes (Anthropic's
+// documented maximum output of each Claude model; 0: not checked).
+func maxOutputTokens(id string) int {
+	for _, m := range []struct {
+		prefix string
+		max    int
+	}{
+		{"anthropic.claude-opus-4-1", 32000}, {"anthropic.claude-opus-4-2", 32000}, // Opus 4.1, Opus 4 (-20250514)
+		{"anthropic.claude-3-5-", 8192}, {"anthropic.claude-3-7-", 64000}, {"anthropic.claude-3-", 4096},
+		{"anthropic.claude-", 64000},
+	} {
+		if strings.HasPrefix(id, m.prefix) {
+			return m.max
+		}
+	}
+	return 0
+}
 
 // baseModel is the foundation model id model names: the id after the last
 // "/" of an ARN, without a cross-region inference profile's geography
@@ -71,6 +93,9 @@ func validateModel(model, op string, in *Input) string {
 	}
 	if len(in.System) > 0 && hasPrefix(id, noSystemModels) {
 		return msgNoSystem
+	}
+	if limit := maxOutputTokens(id); limit > 0 && in.InferenceConfig != nil && in.InferenceConfig.MaxTokens != nil && *in.InferenceConfig.MaxTokens > limit {
+		return fmt.Sprintf("The maximum tokens you requested exceeds the model limit of %d. Try again with a maximum tokens value that is lower than %d.", limit, limit)
 	}
 	return ""
 }

@@ -39,7 +39,8 @@ func TestTextAnswerAndUsage(t *testing.T) {
 		require.Len(t, req.Messages, 1)
 		require.Equal(t, "user", req.Messages[0].Role)
 		require.Nil(t, req.ToolConfig)
-		require.Nil(t, req.InferenceConfig)
+		require.Equal(t, 16384, *req.InferenceConfig.MaxTokens, "Claude's default (TestDefaultMaxTokens)")
+		require.Nil(t, req.InferenceConfig.Temperature)
 	})
 }
 
@@ -129,5 +130,38 @@ func TestGuardrail(t *testing.T) {
 			}
 		}
 		fake.Close()
+	}
+}
+
+// Without max_output_tokens, Converse caps a Claude model's answer at
+// 4,096 tokens (Anthropic requires max_tokens; Bedrock fills in its
+// own), which cuts agent turns short (a file written in a tool call's
+// arguments): the provider sends a default within the model's limit,
+// under any inference profile or ARN of the model (the fake refuses
+// maxTokens above it). Other families keep Bedrock's defaults.
+func TestDefaultMaxTokens(t *testing.T) {
+	for model, want := range map[string]int{
+		claude: 16384,
+		"global.anthropic.claude-sonnet-4-5-20250929-v1:0":                                                    16384,
+		"arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-opus-4-1-20250805-v1:0": 16384,
+		"eu.anthropic.claude-3-7-sonnet-20250219-v1:0":                                                        16384,
+		"anthropic.claude-3-5-haiku-20241022-v1:0":                                                            8192,
+		"apac.anthropic.claude-3-haiku-20240307-v1:0":                                                         4096,
+		"amazon.nova-pro-v1:0":                                                                                0,
+		"us.meta.llama3-3-70b-instruct-v1:0":                                                                  0,
+	} {
+		t.Run(model, func(t *testing.T) {
+			both(t, []fakebedrock.Turn{{Text: "ok"}}, func(t *testing.T, call func(*provider.Request) (*provider.Result, error), fake *fakebedrock.Server) {
+				_, err := call(hi(model))
+				require.NoError(t, err)
+				ic := only(t, fake).InferenceConfig
+				if want == 0 {
+					require.Nil(t, ic)
+					return
+				}
+				require.NotNil(t, ic)
+				require.Equal(t, want, *ic.MaxTokens)
+			})
+		})
 	}
 }

@@ -83,11 +83,11 @@ func TestThinkingConfig(t *testing.T) {
 		budget, maxTokens   int // 0: no thinking / no maxTokens
 	}{
 		{"high", claude, "high", nil, 16384, 16384 + 4096},
-		{"low", "anthropic.claude-3-7-sonnet-20250219-v1:0", "low", nil, 1024, 1024 + 4096},
+		{"low", "anthropic.claude-3-7-sonnet-20250219-v1:0", "low", nil, 1024, 16384}, // Claude's default (TestDefaultMaxTokens)
 		{"under max_output_tokens", claude, "high", n(2000), 1999, 2000},
 		{"max_output_tokens too small", claude, "medium", n(1000), 0, 1000},
 		{"not Claude", "amazon.nova-pro-v1:0", "high", nil, 0, 0},
-		{"no effort", claude, "", nil, 0, 0},
+		{"no effort", claude, "", nil, 0, 16384},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, fake := newProvider(t, fakebedrock.Turn{Text: "ok"})

@@ -407,7 +407,9 @@ func thinkingAllowed(req *provider.Request, msgs []types.Message) bool {
 }
 
 // inference is the request's inferenceConfig and, for extended thinking
-// (when thinking is allowed), its additionalModelRequestFields.
+// (when thinking is allowed), its additionalModelRequestFields. Without
+// max_output_tokens, maxTokens is the model's default (defaultMaxTokens),
+// or with thinking the budget and thinkingAnswerTokens if more.
 func inference(req *provider.Request, thinking bool) (*types.InferenceConfiguration, document.Interface) {
 	var ic types.InferenceConfiguration
 	set := false
@@ -426,7 +428,7 @@ func inference(req *provider.Request, thinking bool) (*types.InferenceConfigurat
 	var extra document.Interface
 	if budget := thinkingBudget(req.ReasoningEffort); thinking && budget > 0 && thinks(req.Model) {
 		if ic.MaxTokens == nil {
-			ic.MaxTokens = aws.Int32(int32(budget + thinkingAnswerTokens))
+			ic.MaxTokens = aws.Int32(int32(max(defaultMaxTokens(req.Model), budget+thinkingAnswerTokens)))
 		} else if int(*ic.MaxTokens) <= budget {
 			budget = int(*ic.MaxTokens) - 1
 		}
@@ -441,10 +443,39 @@ func inference(req *provider.Request, thinking bool) (*types.InferenceConfigurat
 			}
 		}
 	}
-	if !set {
+	if d := defaultMaxTokens(req.Model); ic.MaxTokens == nil && d > 0 {
+		ic.MaxTokens = aws.Int32(int32(d))
+	}
+	if !set && ic.MaxTokens == nil {
 		return nil, extra
 	}
 	return &ic, extra
+}
+
+// defaultMaxTokens is the maxTokens sent to model when the request sets
+// no max_output_tokens (0: none, Bedrock's default). Anthropic requires
+// max_tokens and Converse then caps a Claude model's answer at 4,096
+// tokens, which cuts an agent's long turns short; OpenAI's models answer
+// up to their limit. Claude 3.7 Sonnet and the Claude 4 families get
+// 16,384 (their limits are 32,000 to 64,000: Bedrock reserves a call's
+// maxTokens of the account's tokens-per-minute quota when it starts, so a
+// default at the limit would throttle concurrent calls sooner), Claude
+// 3.5 its limit of 8,192, Claude 3 its 4,096. Other families keep
+// Bedrock's defaults, which this provider does not know to be within
+// their limits.
+func defaultMaxTokens(model string) int {
+	id := baseModelID(model)
+	switch {
+	case strings.HasPrefix(id, "anthropic.claude-3-5-"):
+		return 8192
+	case strings.HasPrefix(id, "anthropic.claude-3-7-"):
+		return 16384
+	case strings.HasPrefix(id, "anthropic.claude-3-"):
+		return 4096
+	case strings.HasPrefix(id, "anthropic.claude-opus-"), strings.HasPrefix(id, "anthropic.claude-sonnet-"), strings.HasPrefix(id, "anthropic.claude-haiku-"):
+		return 16384
+	}
+	return 0
 }
 
 // toolResult is the toolResult block answering call id with text. Models
