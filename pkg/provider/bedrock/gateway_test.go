@@ -411,3 +411,48 @@ func TestGatewayValidatedTextFormatRetried(t *testing.T) {
 		}
 	}
 }
+
+// A Llama model through the gateway with openai-go: a streamed response
+// with a function tool completes (Bedrock takes Llama's tools in Converse
+// only; the call's answer streams as its deltas); tool_choice required,
+// which Llama cannot honour, is a 400 naming tool_choice; a throttling
+// exception in the middle of a stream fails the response with
+// rate_limit_exceeded.
+func TestGatewayLlama(t *testing.T) {
+	fake := fakebedrock.New(
+		fakebedrock.Turn{ToolUses: []fakebedrock.ToolUse{{ID: "tooluse_1", Name: "get_weather", Input: `{"city":"Paris"}`}}},
+		fakebedrock.Turn{Text: "partial", StreamError: "throttlingException", ErrorMessage: "Too many tokens, please wait before trying again."},
+	)
+	client := gateway(t, fake, map[string]string{"LAMBENT_DEFAULT_MODEL": llama})
+	ctx := context.Background()
+	params := responses.ResponseNewParams{Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Weather in Paris?")},
+		Tools: []responses.ToolUnionParam{weatherParam()}}
+
+	evs := stream(t, client.Responses.NewStreaming(ctx, params))
+	last := evs[len(evs)-1]
+	require.NotEqual(t, "response.failed", last.Type, last.RawJSON())
+	var args string
+	for _, ev := range evs {
+		if ev.Type == "response.function_call_arguments.delta" {
+			args += ev.Delta
+		}
+	}
+	require.JSONEq(t, `{"city":"Paris"}`, args)
+	items := outputItems(t, last.Response.RawJSON())
+	require.Equal(t, "function_call", items[len(items)-1].Type)
+
+	required := params
+	required.ToolChoice = responses.ResponseNewParamsToolChoiceUnion{OfToolChoiceMode: openai.Opt(responses.ToolChoiceOptionsRequired)}
+	_, err := client.Responses.New(ctx, required)
+	var apiErr *openai.Error
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, http.StatusBadRequest, apiErr.StatusCode)
+	require.Equal(t, "tool_choice", apiErr.Param)
+	require.Contains(t, apiErr.Message, llama)
+
+	evs = stream(t, client.Responses.NewStreaming(ctx, responses.ResponseNewParams{Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}}))
+	last = evs[len(evs)-1]
+	require.Equal(t, "response.failed", last.Type)
+	require.Equal(t, "rate_limit_exceeded", string(last.AsResponseFailed().Response.Error.Code))
+	require.Equal(t, 2, fake.Calls())
+}
