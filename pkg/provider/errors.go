@@ -30,6 +30,9 @@ const (
 	// CodeModelUnavailable: the model cannot answer now (not ready,
 	// overloaded, timed out); retrying later may succeed.
 	CodeModelUnavailable = "model_unavailable"
+	// CodeContextLengthExceeded: the input is over the model's context
+	// window (OpenAI's code for it, which clients act on).
+	CodeContextLengthExceeded = "context_length_exceeded"
 )
 
 // StatusClientClosedRequest is the status of the error returned when the

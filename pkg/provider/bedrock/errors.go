@@ -23,10 +23,13 @@ import (
 //	ThrottlingException, ServiceQuotaExceededException  429 rate_limit_exceeded, Retry-After
 //	                                                     as Bedrock's reply names it, else
 //	                                                     provider.DefaultRetryAfter
-//	ValidationException                                  400 with Bedrock's message; "The provided
-//	                                                     model identifier is invalid." (an unknown
-//	                                                     id, or a model retired from the region):
-//	                                                     404 model_not_found
+//	ValidationException                                  400 with Bedrock's message; an input over
+//	                                                     the context window: 400
+//	                                                     context_length_exceeded, param input;
+//	                                                     "The provided model identifier is
+//	                                                     invalid." (an unknown id, or a model
+//	                                                     retired from the region): 404
+//	                                                     model_not_found
 //	AccessDeniedException                                403 model_access_denied, naming the model,
 //	                                                     x-should-retry: false
 //	ResourceNotFoundException                            404 model_not_found with Bedrock's message
@@ -78,6 +81,9 @@ func (p *Provider) apiError(ctx context.Context, model string, err error) *api.E
 	case errors.As(err, &invalid) && strings.Contains(invalid.ErrorMessage(), "model identifier is invalid"):
 		mapped = api.NotFound("model", provider.CodeModelNotFound, "Bedrock has no model %q in this region (ValidationException: %s)", model, invalid.ErrorMessage())
 		mapped.Err = err
+	case errors.As(err, &invalid) && contextOverflow(invalid.ErrorMessage()):
+		mapped = &api.Error{Status: http.StatusBadRequest, Type: api.ErrTypeInvalidRequest, Code: provider.CodeContextLengthExceeded, Param: "input",
+			Message: fmt.Sprintf("the input exceeds the context window of the Bedrock model %q: %s", model, awsjson.HideIDs(invalid.ErrorMessage())), Err: err}
 	case errors.As(err, &invalid):
 		mapped = &api.Error{Status: http.StatusBadRequest, Type: api.ErrTypeInvalidRequest, Code: "invalid_request",
 			Message: "Bedrock rejected the request: " + awsjson.HideIDs(invalid.ErrorMessage()), Err: err}
@@ -127,6 +133,20 @@ func credentialsRefused(code string) bool {
 	case "UnrecognizedClientException", "InvalidSignatureException", "IncompleteSignatureException",
 		"MissingAuthenticationTokenException", "ExpiredTokenException", "InvalidClientTokenId":
 		return true
+	}
+	return false
+}
+
+// contextOverflow reports whether a ValidationException's message says
+// the input is over the model's context window, as Bedrock ("Input is too
+// long for requested model.") or the model behind it (Anthropic's "prompt
+// is too long: N tokens > M maximum", "maximum context length") words it.
+func contextOverflow(msg string) bool {
+	msg = strings.ToLower(msg)
+	for _, s := range []string{"input is too long", "prompt is too long", "maximum context length", "too many input tokens"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
 	}
 	return false
 }

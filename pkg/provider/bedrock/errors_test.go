@@ -276,3 +276,31 @@ func TestModelAndCredentialErrors(t *testing.T) {
 		})
 	}
 }
+
+// An input over the model's context window (Bedrock's ValidationException,
+// as Bedrock or the model words it, before or inside the stream) is a 400
+// context_length_exceeded, param input, the code OpenAI's API gives it and
+// clients (Codex, the Agents SDK) act on.
+func TestContextLengthExceeded(t *testing.T) {
+	for _, said := range []string{
+		"The model returned the following errors: prompt is too long: 200049 tokens > 200000 maximum",
+		"The model returned the following errors: Input is too long for requested model.",
+		"Input is too long for requested model.",
+	} {
+		t.Run(said, func(t *testing.T) {
+			check := func(t *testing.T, err error) {
+				ae := requireAPIError(t, err, 400, api.ErrTypeInvalidRequest, "context_length_exceeded")
+				require.Equal(t, "input", ae.Param)
+				require.Contains(t, ae.Message, said)
+				require.Contains(t, ae.Message, claude)
+			}
+			both(t, []fakebedrock.Turn{{Error: "ValidationException", ErrorMessage: said}}, func(t *testing.T, call func(*provider.Request) (*provider.Result, error), _ *fakebedrock.Server) {
+				_, err := call(hi(claude))
+				check(t, err)
+			})
+			p, _ := newProvider(t, fakebedrock.Turn{StreamError: "validationException", ErrorMessage: said})
+			_, err := p.Stream(context.Background(), hi(claude), func(provider.Delta) error { return nil })
+			check(t, err)
+		})
+	}
+}
