@@ -45,7 +45,11 @@ const (
 	noTools
 )
 
-// refused is the quirk err, a Bedrock error, reports, or 0.
+// refused is the quirk err, a Bedrock error, reports, or 0. The message
+// must be Bedrock's refusal itself, from its start: Bedrock's constraint
+// errors quote the values they refuse ("1 validation error detected:
+// Value '...' at ..."), and a tenant's input quoted there must not teach
+// the provider, for every tenant, that a model lacks a feature.
 func refused(err error) quirk {
 	var invalid *types.ValidationException
 	if !errors.As(err, &invalid) {
@@ -53,15 +57,15 @@ func refused(err error) quirk {
 	}
 	msg := invalid.ErrorMessage()
 	switch {
-	case strings.Contains(msg, "support tool use in streaming mode"):
+	case strings.HasPrefix(msg, "This model doesn't support tool use in streaming mode."):
 		return noStreamTools
-	case strings.Contains(msg, "support tool use."):
+	case strings.HasPrefix(msg, "This model doesn't support tool use."):
 		return noTools
-	case strings.Contains(msg, "support system messages"):
+	case strings.HasPrefix(msg, "This model doesn't support system messages."):
 		return noSystem
-	case strings.Contains(msg, "support the toolConfig.toolChoice.tool field"):
+	case strings.HasPrefix(msg, "This model doesn't support the toolConfig.toolChoice.tool field."):
 		return noToolChoiceFn
-	case strings.Contains(msg, "support the toolConfig.toolChoice.any field"):
+	case strings.HasPrefix(msg, "This model doesn't support the toolConfig.toolChoice.any field."):
 		return noToolChoiceAny
 	}
 	return 0

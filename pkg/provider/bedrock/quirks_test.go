@@ -177,3 +177,49 @@ func TestToolUseRefused(t *testing.T) {
 		})
 	}
 }
+
+// Bedrock's constraint errors quote the value they refuse ("1 validation
+// error detected: Value '...' at 'modelId' ..."), so a tenant's input can
+// put a feature refusal's words inside a ValidationException. Only a
+// message that is the refusal teaches the provider anything: the call is
+// a 400 made once, and the model's next call with tools, system prompt
+// and a forced tool reaches Bedrock unchanged, for every tenant.
+func TestQuotedRefusalTeachesNothing(t *testing.T) {
+	for _, phrase := range []string{
+		"This model doesn't support tool use in streaming mode.",
+		"This model doesn't support tool use.",
+		"This model doesn't support system messages.",
+		"This model doesn't support the toolConfig.toolChoice.tool field.",
+		"This model doesn't support the toolConfig.toolChoice.any field.",
+	} {
+		t.Run(phrase, func(t *testing.T) {
+			fake := fakebedrock.NewHandler(func(r fakebedrock.Request) fakebedrock.Turn {
+				if r.Seq == 0 {
+					return fakebedrock.Turn{Error: "ValidationException",
+						ErrorMessage: "1 validation error detected: Value 'x " + phrase + "' at 'outputConfig.textFormat.structure.jsonSchema.description' failed to satisfy constraint: Member must have length less than or equal to 1000"}
+				}
+				return fakebedrock.Turn{ToolUses: []fakebedrock.ToolUse{{Name: "get_weather", Input: `{"city":"Paris"}`}}}
+			})
+			t.Cleanup(fake.Close)
+			p := bedrock.New(bedrock.Config{AWS: fake.AWSConfig(), CachePoints: bedrock.CachePointsOff})
+			req := &provider.Request{Model: claude, Instructions: "Be brief.", Items: []api.Item{user("Paris?")}, Tools: []api.ToolDefinition{weatherTool()},
+				ToolChoice: api.ToolChoiceRequired, ForcedTool: "get_weather"}
+			stream := func() (*provider.Result, error) {
+				return p.Stream(context.Background(), req, func(provider.Delta) error { return nil })
+			}
+			_, err := stream()
+			requireAPIError(t, err, 400, api.ErrTypeInvalidRequest, "invalid_request")
+			require.Equal(t, 1, fake.Calls(), "not made again")
+			res, err := stream()
+			require.NoError(t, err)
+			require.Len(t, res.ToolCalls, 1)
+			got := fake.Requests()
+			require.Len(t, got, 2)
+			assert.Equal(t, "ConverseStream", got[1].Operation)
+			assert.NotEmpty(t, got[1].System)
+			require.NotNil(t, got[1].ToolConfig)
+			require.NotNil(t, got[1].ToolConfig.ToolChoice)
+			assert.NotNil(t, got[1].ToolConfig.ToolChoice.Tool)
+		})
+	}
+}
