@@ -75,15 +75,15 @@ func (p ProviderConfig) callIDRules() model.Rules {
 	if p.ToolCallIDs == CallIDsAuto {
 		mistral = hostIn(host, "mistral.ai")
 	}
-	if mistral {
-		return model.MistralRules()
-	}
 	rules := model.OpenAIRules()
 	switch {
-	case p.MaxTools > 0:
-		rules.MaxTools = p.MaxTools
+	case mistral:
+		rules = model.MistralRules()
 	case !hostIn(host, "openai.com") && !hostIn(host, "openai.azure.com"):
 		rules.MaxTools = 0
+	}
+	if p.MaxTools > 0 {
+		rules.MaxTools = p.MaxTools
 	}
 	return rules
 }

@@ -118,12 +118,15 @@ func TestToolCallIDRules(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, tc.want, c.Provider.callIDRules(), "%s %s", tc.ids, tc.url)
 	}
-	// LAMBENT_PROVIDER_MAX_TOOLS states another server's limit.
-	c, err := FromEnv(func(k string) string {
-		return map[string]string{"LAMBENT_PROVIDER_URL": "http://127.0.0.1:8000/v1", "LAMBENT_PROVIDER_MAX_TOOLS": "64"}[k]
-	})
-	require.NoError(t, err)
-	require.Equal(t, 64, c.Provider.callIDRules().MaxTools)
-	_, err = FromEnv(func(k string) string { return map[string]string{"LAMBENT_PROVIDER_TOOL_CALL_IDS": "short"}[k] })
+	// LAMBENT_PROVIDER_MAX_TOOLS states another server's limit, Mistral's
+	// included.
+	for _, url := range []string{"http://127.0.0.1:8000/v1", "https://api.mistral.ai/v1"} {
+		c, err := FromEnv(func(k string) string {
+			return map[string]string{"LAMBENT_PROVIDER_URL": url, "LAMBENT_PROVIDER_MAX_TOOLS": "64"}[k]
+		})
+		require.NoError(t, err)
+		require.Equal(t, 64, c.Provider.callIDRules().MaxTools, url)
+	}
+	_, err := FromEnv(func(k string) string { return map[string]string{"LAMBENT_PROVIDER_TOOL_CALL_IDS": "short"}[k] })
 	require.ErrorContains(t, err, "LAMBENT_PROVIDER_TOOL_CALL_IDS")
 }
