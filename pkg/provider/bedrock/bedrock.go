@@ -219,8 +219,9 @@ func (p *Provider) Stream(ctx context.Context, req *provider.Request, fn func(pr
 }
 
 // call runs one model call, streamed when fn is not nil. When Bedrock
-// refuses a feature the model lacks (quirks.go), before any delta, the
-// provider remembers it for the model and makes the call again without it.
+// refuses a feature the model lacks (quirks.go), in its reply to the call
+// (before the model runs, so before any delta), the provider remembers it
+// for the model and makes the call again without it.
 func (p *Provider) call(ctx context.Context, req *provider.Request, fn func(provider.Delta) error) (*provider.Result, error) {
 	b, err := p.build(ctx, req)
 	if err != nil {
@@ -232,7 +233,6 @@ func (p *Provider) call(ctx context.Context, req *provider.Request, fn func(prov
 		if err != nil {
 			return nil, err
 		}
-		var sent bool
 		var res *provider.Result
 		switch {
 		case fn == nil:
@@ -240,13 +240,10 @@ func (p *Provider) call(ctx context.Context, req *provider.Request, fn func(prov
 		case known&noStreamTools != 0 && in.ToolConfig != nil:
 			res, err = p.converse(ctx, req.Model, in, b, fn)
 		default:
-			res, err = p.stream(ctx, req.Model, in, b, func(d provider.Delta) error {
-				sent = true
-				return fn(d)
-			})
+			res, err = p.stream(ctx, req.Model, in, b, fn)
 		}
 		q := refused(err)
-		if q == 0 || known&q != 0 || sent {
+		if q == 0 || known&q != 0 {
 			return res, err
 		}
 		p.learn(ctx, req.Model, q)

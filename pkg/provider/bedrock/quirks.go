@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/lambent/lambent/pkg/api"
 )
@@ -45,14 +46,20 @@ const (
 	noTools
 )
 
-// refused is the quirk err, a Bedrock error, reports, or 0. The message
-// must be Bedrock's refusal itself, from its start: Bedrock's constraint
-// errors quote the values they refuse ("1 validation error detected:
-// Value '...' at ..."), and a tenant's input quoted there must not teach
-// the provider, for every tenant, that a model lacks a feature.
+// refused is the quirk err, a Bedrock error, reports, or 0. It must be
+// Bedrock's reply to the call, before the model runs: an exception event
+// of a stream that opened comes after the model ran (and was billed), so
+// the call is not made again. The message must be Bedrock's refusal
+// itself, from its start: Bedrock's constraint errors quote the values
+// they refuse ("1 validation error detected: Value '...' at ..."), and a
+// tenant's input quoted there must not teach the provider, for every
+// tenant, that a model lacks a feature.
 func refused(err error) quirk {
-	var invalid *types.ValidationException
-	if !errors.As(err, &invalid) {
+	var (
+		invalid *types.ValidationException
+		reply   *smithyhttp.ResponseError
+	)
+	if !errors.As(err, &invalid) || !errors.As(err, &reply) {
 		return 0
 	}
 	msg := invalid.ErrorMessage()

@@ -223,3 +223,16 @@ func TestQuotedRefusalTeachesNothing(t *testing.T) {
 		})
 	}
 }
+
+// Bedrock refuses a feature a model lacks before the model runs, in its
+// reply to the call. The same words in an exception event of a stream
+// that opened (the model has run, and been billed) teach nothing and the
+// call is not made again, even when no delta was passed on yet.
+func TestRefusalInOpenStreamNotRetried(t *testing.T) {
+	p, fake, rec := quirkProvider(t, fakebedrock.Turn{StreamError: "validationException", ErrorMessage: "This model doesn't support tool use in streaming mode."})
+	req := &provider.Request{Model: claude, Items: []api.Item{user("Paris?")}, Tools: []api.ToolDefinition{weatherTool()}}
+	_, err := p.Stream(context.Background(), req, func(provider.Delta) error { return nil })
+	requireAPIError(t, err, 400, api.ErrTypeInvalidRequest, "invalid_request")
+	assert.Equal(t, []string{"converse-stream"}, rec.take(), "not made again")
+	assert.Equal(t, 1, fake.Calls())
+}
