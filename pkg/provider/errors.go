@@ -43,9 +43,28 @@ const DefaultRetryAfter = 10 * time.Second
 
 // RateLimited is the 429 rate_limit_exceeded of a provider's rate limit,
 // telling the client to retry after retryAfter (a Retry-After value; empty:
-// DefaultRetryAfter), wrapping err.
+// DefaultRetryAfter), wrapping err. Its message ends with that delay, as
+// OpenAI's rate-limit messages do ("…; please try again in 17s"): a
+// stream's response.failed has no Retry-After header, and Codex reads the
+// delay of its retry from the message.
 func RateLimited(retryAfter string, err error, format string, args ...any) *api.Error {
-	return api.RateLimited(cmp.Or(retryAfter, api.RetryAfterSeconds(DefaultRetryAfter)), err, format, args...)
+	retryAfter = cmp.Or(retryAfter, api.RetryAfterSeconds(DefaultRetryAfter))
+	e := api.RateLimited(retryAfter, err, format, args...)
+	e.Message += fmt.Sprintf("; please try again in %ds", retryAfterSeconds(retryAfter, time.Now()))
+	return e
+}
+
+// retryAfterSeconds is the delay of a Retry-After value (delay-seconds or
+// an HTTP-date, as RetryAfter returns) in whole seconds from now, at
+// least 1.
+func retryAfterSeconds(v string, now time.Time) int64 {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return max(1, n)
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(1, int64((t.Sub(now)+time.Second-1)/time.Second))
+	}
+	return 1
 }
 
 // RetryAfter is the retry delay a provider's reply names in h: its

@@ -55,7 +55,7 @@ func TestUpstreamStatusErrors(t *testing.T) {
 		// logs): OpenAI's 429 names the operator's organization, a proxy's
 		// 500 may name internal hosts.
 		{"429", 429, `{"error":{"message":"Rate limit reached for gpt-4o in organization org-operator on tokens per min","type":"requests","param":null,"code":"rate_limit_exceeded"}}`,
-			429, api.ErrTypeRateLimit, provider.CodeRateLimitExceeded, "the model provider is rate limiting requests"},
+			429, api.ErrTypeRateLimit, provider.CodeRateLimitExceeded, "the model provider is rate limiting requests; please try again in 10s"},
 		// An account out of quota is no rate limit: no retry helps the
 		// client, the operator must act.
 		{"429 quota", 429, `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`,
