@@ -5,6 +5,7 @@ package httpapi_test
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -42,4 +43,74 @@ func TestCodexCLIRateLimitedRetriesAfterRetryAfter(t *testing.T) {
 	defer mu.Unlock()
 	require.Len(t, at, 2)
 	require.GreaterOrEqual(t, at[1].Sub(at[0]), 1900*time.Millisecond, "Codex retried before the provider's Retry-After")
+}
+
+// A model stream the provider cuts (the connection drops after some
+// deltas) fails the response, and Codex retries the turn. What the model
+// had sent of the cut turn is not done: no output_item.done reaches Codex
+// for it, so Codex neither shows the cut text as an answer nor runs the
+// cut call (with half its arguments), nor replays either in its retry.
+func TestCodexCLIStreamCutIsRetriedWhole(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	tries := map[string]int{}
+	fake := fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == "tool" {
+			return fakellm.Turn{Text: "Tool said: " + strings.TrimSpace(last.Content.String())}
+		}
+		user := ""
+		for _, m := range req.Messages {
+			if m.Role == "user" {
+				user = m.Content.String()
+			}
+		}
+		mu.Lock()
+		tries[user]++
+		first := tries[user] == 1
+		mu.Unlock()
+		switch user {
+		case "run the command":
+			// The first call's connection drops inside its arguments.
+			turn := fakellm.Turn{ToolCalls: []fakellm.ToolCall{{Name: "exec_command", Arguments: `{"cmd":"echo lambent-$((6*7)) >> runs.txt; cat runs.txt"}`}}}
+			if first {
+				turn.CutAfterChunks = 4
+			}
+			return turn
+		case "say hello":
+			// The first answer's connection drops after "Hello from".
+			turn := fakellm.Turn{Text: "Hello from Lambent."}
+			if first {
+				turn.CutAfterChunks = 3
+			}
+			return turn
+		}
+		return fakellm.Turn{Text: "unexpected: " + user}
+	})
+	g := newGateway(t, fake, nil)
+	codex := newCodex(t, g.srv.URL+"/v1", nil)
+	codex.retry(1)
+
+	t.Run("text", func(t *testing.T) {
+		evs := codex.exec("say hello")
+		var said []string
+		for _, ev := range items(evs, "agent_message") {
+			said = append(said, ev.Item.Text)
+		}
+		require.Equal(t, []string{"Hello from Lambent."}, said, "the cut answer is no answer")
+		for _, r := range fake.Requests() {
+			for _, m := range r.Messages {
+				require.NotEqual(t, "Hello from", strings.TrimSpace(m.Content.String()), "the cut answer is not replayed")
+			}
+		}
+	})
+
+	t.Run("tool call", func(t *testing.T) {
+		evs := codex.exec("run the command")
+		cmds := items(evs, "command_execution")
+		require.Len(t, cmds, 1, "only the whole call runs: %+v", evs)
+		require.Equal(t, "lambent-42\n", cmds[0].Item.AggregatedOutput)
+		require.Contains(t, answer(evs), "lambent-42")
+		require.NotContains(t, answer(evs), "failed to parse")
+	})
 }
