@@ -291,10 +291,12 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 	}
 }
 
-// addUsage counts a model call's usage: in the response's usage, its
-// cache writes in lambent.usage, and in the current attempt's.
+// addUsage counts a model call's usage: in the response's usage (its
+// cache writes as input_tokens_details.cache_write_tokens), its cache
+// writes in lambent.usage too, and in the current attempt's.
 func (r *run) addUsage(res *provider.Result) {
 	u := res.Usage
+	u.InputTokensDetails.CacheWriteTokens = res.CacheWriteTokens
 	r.resp.AddCacheWrites(res.CacheWriteTokens)
 	if r.resp.Usage == nil {
 		r.resp.Usage = &api.Usage{}

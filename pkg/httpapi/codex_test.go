@@ -85,7 +85,14 @@ func (c *codexCLI) retry(n int) {
 type codexEvent struct {
 	Type     string `json:"type"`
 	ThreadID string `json:"thread_id"`
-	Item     struct {
+	// Usage is turn.completed's: the turn's token usage as Codex read it
+	// from the responses' usage.
+	Usage struct {
+		InputTokens           int `json:"input_tokens"`
+		CachedInputTokens     int `json:"cached_input_tokens"`
+		CacheWriteInputTokens int `json:"cache_write_input_tokens"`
+	} `json:"usage"`
+	Item struct {
 		Type             string `json:"type"`
 		Text             string `json:"text"`
 		Command          string `json:"command"`
