@@ -114,3 +114,21 @@ func TestCodexCLIStreamCutIsRetriedWhole(t *testing.T) {
 		require.NotContains(t, answer(evs), "failed to parse")
 	})
 }
+
+// A model server's 400 for an input longer than the model's context (vLLM's
+// words, no error code) reaches Codex with OpenAI's code
+// context_length_exceeded: Codex tells its user the context window is full
+// instead of retrying a request that cannot succeed.
+func TestCodexCLIContextWindowExceeded(t *testing.T) {
+	t.Parallel()
+	fake := fakellm.New(fakellm.Turn{Status: http.StatusBadRequest, ErrorType: "BadRequestError",
+		ErrorMessage: "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion). " +
+			"Please reduce the length of the messages or completion."})
+	g := newGateway(t, fake, nil)
+	codex := newCodex(t, g.srv.URL+"/v1", nil)
+	codex.retry(1)
+
+	failed := codex.execFailing("say hello")
+	require.Contains(t, failed, "context window")
+	require.Equal(t, 1, fake.Calls(), "no retry")
+}

@@ -107,9 +107,9 @@ type codexEvent struct {
 	Message string `json:"message"`
 }
 
-// exec runs `codex exec --json` with args and returns its events; a
-// failed run fails the test with what Codex printed.
-func (c *codexCLI) exec(args ...string) []codexEvent {
+// run runs `codex exec --json` with args: its events, what it wrote to
+// stderr, and its error.
+func (c *codexCLI) run(args ...string) ([]codexEvent, string, error) {
 	c.t.Helper()
 	cmd := exec.Command(c.bin, append([]string{"exec", "--json", "--skip-git-repo-check"}, args...)...)
 	cmd.Dir = c.work
@@ -118,7 +118,6 @@ func (c *codexCLI) exec(args ...string) []codexEvent {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	require.NoError(c.t, err, "codex exec %q: %s\nstdout: %s", args, stderr.String(), out)
 	var evs []codexEvent
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 1<<20)
@@ -128,15 +127,42 @@ func (c *codexCLI) exec(args ...string) []codexEvent {
 			evs = append(evs, ev)
 		}
 	}
-	require.NotEmpty(c.t, evs, "codex printed no events: %s\nstderr: %s", out, stderr.String())
+	if err != nil {
+		err = fmt.Errorf("codex exec %q: %w\nstdout: %s", args, err, out)
+	}
+	return evs, stderr.String(), err
+}
+
+// exec runs `codex exec --json` with args and returns its events; a
+// failed run fails the test with what Codex printed.
+func (c *codexCLI) exec(args ...string) []codexEvent {
+	c.t.Helper()
+	evs, stderr, err := c.run(args...)
+	require.NoError(c.t, err, "stderr: %s", stderr)
+	require.NotEmpty(c.t, evs, "codex printed no events\nstderr: %s", stderr)
 	for _, ev := range evs {
-		require.NotEqual(c.t, "turn.failed", ev.Type, "codex: %+v\nstderr: %s", ev, stderr.String())
+		require.NotEqual(c.t, "turn.failed", ev.Type, "codex: %+v\nstderr: %s", ev, stderr)
 		if c.retries > 0 && strings.HasPrefix(ev.Message, "Reconnecting... ") {
 			continue
 		}
-		require.NotEqual(c.t, "error", ev.Type, "codex: %+v\nstderr: %s", ev, stderr.String())
+		require.NotEqual(c.t, "error", ev.Type, "codex: %+v\nstderr: %s", ev, stderr)
 	}
 	return evs
+}
+
+// execFailing runs `codex exec --json` with args, which must fail its
+// turn, and returns the turn's error message.
+func (c *codexCLI) execFailing(args ...string) string {
+	c.t.Helper()
+	evs, stderr, err := c.run(args...)
+	require.Error(c.t, err, "codex exec %q succeeded: %+v", args, evs)
+	for _, ev := range evs {
+		if ev.Type == "turn.failed" && ev.Error != nil {
+			return ev.Error.Message
+		}
+	}
+	require.FailNow(c.t, "no turn.failed", "%v\nstderr: %s", err, stderr)
+	return ""
 }
 
 // answer is the text of the last agent message of a run.

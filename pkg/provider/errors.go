@@ -30,7 +30,30 @@ const (
 	// CodeModelUnavailable: the model cannot answer now (not ready,
 	// overloaded, timed out); retrying later may succeed.
 	CodeModelUnavailable = "model_unavailable"
+	// CodeContextLengthExceeded is OpenAI's code of a request whose input
+	// does not fit in the model's context window: no retry helps (Codex
+	// tells its user so instead of retrying).
+	CodeContextLengthExceeded = "context_length_exceeded"
 )
+
+// ContextWindowExceeded reports whether msg, a model server's message
+// refusing a request, says the input is longer than the model's context
+// window: OpenAI's and vLLM's words ("This model's maximum context length
+// is 4096 tokens"; Mistral's and DeepSeek's too), vLLM V1's ("longer than
+// the maximum model length"), llama.cpp's ("exceeds the available context
+// size"), LiteLLM's (ContextWindowExceededError) or Bedrock's ("Input is
+// too long for requested model", Claude's "prompt is too long").
+func ContextWindowExceeded(msg string) bool {
+	m := strings.ToLower(msg)
+	for _, phrase := range [...]string{"maximum context length", "longer than the maximum model length",
+		"exceeds the available context size", "contextwindowexceedederror", "context_length_exceeded",
+		"input is too long for requested model", "prompt is too long"} {
+		if strings.Contains(m, phrase) {
+			return true
+		}
+	}
+	return false
+}
 
 // StatusClientClosedRequest is the status of the error returned when the
 // caller's context is cancelled (nginx's 499).

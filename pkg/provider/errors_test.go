@@ -24,3 +24,21 @@ func TestRateLimitedMessageSaysWhenToRetry(t *testing.T) {
 	require.Equal(t, int64(30), retryAfterSeconds(date, now), "29.75 s, rounded up")
 	require.Equal(t, int64(1), retryAfterSeconds(now.Add(-time.Minute).Format(http.TimeFormat), now), "a date gone by")
 }
+
+// The model servers' words for an input longer than the model's context.
+func TestContextWindowExceeded(t *testing.T) {
+	for _, msg := range []string{
+		"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.",
+		"The decoder prompt (length 5000) is longer than the maximum model length of 4096.",
+		"the request exceeds the available context size, try increasing it",
+		"litellm.ContextWindowExceededError: litellm.BadRequestError: ...",
+		"Prompt contains 40000 tokens, too large for model with 32768 maximum context length",
+		"Input is too long for requested model.",
+		"prompt is too long: 215000 tokens > 200000 maximum",
+	} {
+		require.True(t, ContextWindowExceeded(msg), msg)
+	}
+	for _, msg := range []string{"Invalid 'messages[1].content': string too long.", "invalid tool call arguments", ""} {
+		require.False(t, ContextWindowExceeded(msg), msg)
+	}
+}

@@ -67,6 +67,9 @@ func (p *Provider) apiError(ctx context.Context, model string, err error) *api.E
 	case errors.As(err, &invalid):
 		mapped = &api.Error{Status: http.StatusBadRequest, Type: api.ErrTypeInvalidRequest, Code: "invalid_request",
 			Message: "Bedrock rejected the request: " + invalid.ErrorMessage(), Err: err}
+		if provider.ContextWindowExceeded(invalid.ErrorMessage()) {
+			mapped.Code = provider.CodeContextLengthExceeded
+		}
 	case errors.As(err, &denied):
 		mapped = &api.Error{Status: http.StatusForbidden, Type: api.ErrTypeInvalidRequest, Code: provider.CodeModelAccessDenied, Param: "model",
 			Message: fmt.Sprintf("the gateway may not call the Bedrock model %q (AccessDeniedException; the operator enables access to the model in the Bedrock console's Model access page "+

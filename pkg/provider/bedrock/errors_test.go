@@ -241,3 +241,17 @@ func TestUnreachable(t *testing.T) {
 	_, err := p.Complete(context.Background(), hi(claude))
 	requireAPIError(t, err, 502, api.ErrTypeUpstream, provider.CodeUpstreamUnreachable)
 }
+
+// Bedrock's ValidationException for an input longer than the model's
+// context is OpenAI's context_length_exceeded, which no retry cures
+// (Codex tells its user so).
+func TestErrorsContextWindow(t *testing.T) {
+	for _, said := range []string{"Input is too long for requested model.", "prompt is too long: 215000 tokens > 200000 maximum"} {
+		turn := fakebedrock.Turn{Error: "ValidationException", ErrorMessage: said}
+		both(t, []fakebedrock.Turn{turn}, func(t *testing.T, call func(*provider.Request) (*provider.Result, error), _ *fakebedrock.Server) {
+			_, err := call(hi(claude))
+			ae := requireAPIError(t, err, 400, api.ErrTypeInvalidRequest, provider.CodeContextLengthExceeded)
+			require.Contains(t, ae.Message, said)
+		})
+	}
+}
