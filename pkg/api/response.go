@@ -230,9 +230,12 @@ type Usage struct {
 	OutputTokensDetails OutputTokensDetails `json:"output_tokens_details"`
 }
 
-// InputTokensDetails breaks down input tokens.
+// InputTokensDetails breaks down input tokens: those read from the
+// provider's prompt cache, and those written to it (OpenAI's
+// cache_write_tokens, which Codex reads; Bedrock's cacheWriteInputTokens).
 type InputTokensDetails struct {
-	CachedTokens int `json:"cached_tokens"`
+	CachedTokens     int `json:"cached_tokens"`
+	CacheWriteTokens int `json:"cache_write_tokens"`
 }
 
 // OutputTokensDetails breaks down output tokens.
@@ -246,6 +249,7 @@ func (u *Usage) Add(o Usage) {
 	u.OutputTokens += o.OutputTokens
 	u.TotalTokens += o.TotalTokens
 	u.InputTokensDetails.CachedTokens += o.InputTokensDetails.CachedTokens
+	u.InputTokensDetails.CacheWriteTokens += o.InputTokensDetails.CacheWriteTokens
 	u.OutputTokensDetails.ReasoningTokens += o.OutputTokensDetails.ReasoningTokens
 }
 

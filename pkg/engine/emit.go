@@ -378,19 +378,29 @@ func (a *assembler) closeReasoning(status string) {
 	a.r.em.itemEvent(api.EventOutputItemDone, idx, it)
 }
 
-func (a *assembler) closePart() {
+// takePart gives the open content part its text and returns it with its
+// message's output index and its content index; nil when no part is open.
+func (a *assembler) takePart() (p *api.ContentPart, idx, part int) {
 	if a.part < 0 {
-		return
+		return nil, -1, -1
 	}
-	idx, part := a.message, a.part
+	idx, part = a.message, a.part
 	a.part = -1
-	it := a.out(idx)
-	p := &it.Content[part]
+	p = &a.out(idx).Content[part]
 	if p.Type == api.PartRefusal {
 		p.Refusal = a.partText.take()
 	} else {
 		p.Text = a.partText.take()
 	}
+	return p, idx, part
+}
+
+func (a *assembler) closePart() {
+	p, idx, part := a.takePart()
+	if p == nil {
+		return
+	}
+	it := a.out(idx)
 	if a.r.em.stream {
 		e := &a.ev
 		e.idx, e.part = idx, part
@@ -472,6 +482,26 @@ func (a *assembler) finish(itemStatus string) []api.Item {
 		calls = append(calls, *it)
 	}
 	return calls
+}
+
+// abandon ends the turn of a model call that failed: the items it left
+// open were cut, so they keep status in_progress, with what the model had
+// sent, and get no done events. A client acts on an item's
+// output_item.done — Codex runs the call (with half its arguments), shows
+// the text as an answer, and replays both when it retries the turn. None
+// of its calls runs (finalize ends their mcp_call items).
+func (a *assembler) abandon() {
+	a.addWaiting()
+	if a.reasoning >= 0 {
+		a.out(a.reasoning).Content[0].Text = a.reasoningText.take()
+		a.reasoning = -1
+	}
+	a.takePart()
+	a.message = -1
+	for pos, idx := range a.calls {
+		a.out(idx).Arguments = a.args[pos].take()
+	}
+	a.calls = nil
 }
 
 // replay feeds a completed model call through the assembler.

@@ -56,6 +56,52 @@ func TestFailedResponseHasNoIncompleteItem(t *testing.T) {
 	}
 }
 
+// A model call that fails mid-stream leaves what it had sent of the items
+// still open in_progress, with no output_item.done: a client that acts on
+// every item done (Codex runs the call, keeps the text as an answer and
+// replays both when it retries the turn) sees none of the cut turn's. An
+// item the model had finished before (its reasoning, once the text
+// began) stays done.
+func TestFailedModelCallLeavesItsOpenItemsInProgress(t *testing.T) {
+	p := &deltaModel{steps: []deltaStep{{
+		deltas: []provider.Delta{{Kind: provider.DeltaReasoning, Text: "think"}, {Kind: provider.DeltaText, Text: "Hello "},
+			{Kind: provider.DeltaText, Text: "from"}, {Kind: provider.DeltaToolCall, ToolIndex: 0, ToolCallID: "c1", ToolName: "f", Text: `{"a":`}},
+		err: &api.Error{Status: 502, Type: api.ErrTypeUpstream, Code: "upstream_stream_cut", Message: "cut"}}}}
+	e, _ := newEngine(t, p, nil)
+	rec, err := run1(t, e, `{"model":"m","input":"hi","stream":true,"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}]}`)
+	require.NoError(t, err)
+	r := rec.checkStream(t)
+	require.Equal(t, api.StatusFailed, r.Status)
+	require.Len(t, r.Output, 3)
+	require.Equal(t, api.ItemCompleted, r.Output[0].Status, "the reasoning, done when the text began")
+	require.Equal(t, api.ItemCompleted, r.Output[1].Status, "the message, done when the call began")
+	require.Equal(t, "Hello from", r.Output[1].Content[0].Text)
+	require.Equal(t, api.ItemInProgress, r.Output[2].Status, "the cut call")
+	require.Equal(t, `{"a":`, r.Output[2].Arguments)
+	var done []string
+	for _, ev := range rec.parsed(t) {
+		if ev.Type == api.EventOutputItemDone {
+			done = append(done, ev.Item.Type)
+		}
+		require.NotEqual(t, api.EventFunctionCallArgsDone, ev.Type)
+	}
+	require.Equal(t, []string{api.ItemReasoning, api.ItemMessage}, done)
+
+	// Cut inside the text: the message is not done either.
+	p = &deltaModel{steps: []deltaStep{{deltas: []provider.Delta{{Kind: provider.DeltaText, Text: "Hello "}, {Kind: provider.DeltaText, Text: "from"}},
+		err: &api.Error{Status: 502, Type: api.ErrTypeUpstream, Code: "upstream_stream_cut", Message: "cut"}}}}
+	e, _ = newEngine(t, p, nil)
+	rec, err = run1(t, e, `{"model":"m","input":"hi","stream":true}`)
+	require.NoError(t, err)
+	r = rec.checkStream(t)
+	require.Len(t, r.Output, 1)
+	require.Equal(t, api.ItemInProgress, r.Output[0].Status)
+	require.Equal(t, "Hello from", r.Output[0].Content[0].Text)
+	for _, ev := range rec.parsed(t) {
+		require.NotContains(t, []string{api.EventOutputItemDone, api.EventOutputTextDone, api.EventContentPartDone}, ev.Type)
+	}
+}
+
 // A max_output_tokens cut inside the turn's second call leaves that call
 // incomplete, and the first, which the model had finished, completed.
 func TestCutLeavesOnlyTheLastItemIncomplete(t *testing.T) {

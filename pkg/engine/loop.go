@@ -243,9 +243,14 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 			}
 			// What the model had sent is its turn's output, cut: its last
 			// item is incomplete only in an incomplete response (an
-			// incomplete item needs one, OpenResponses "Items").
+			// incomplete item needs one, OpenResponses "Items"); in a
+			// failed one the items left open stay in progress.
 			cut := api.ItemCompleted
-			if out.status == api.StatusIncomplete {
+			switch out.status {
+			case api.StatusFailed:
+				r.asm.abandon()
+				return out
+			case api.StatusIncomplete:
 				cut, out.cut = api.ItemIncomplete, len(r.resp.Output) > items
 			}
 			// None of its calls runs (finalize ends their mcp_call items).
@@ -286,10 +291,12 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 	}
 }
 
-// addUsage counts a model call's usage: in the response's usage, its
-// cache writes in lambent.usage, and in the current attempt's.
+// addUsage counts a model call's usage: in the response's usage (its
+// cache writes as input_tokens_details.cache_write_tokens), its cache
+// writes in lambent.usage too, and in the current attempt's.
 func (r *run) addUsage(res *provider.Result) {
 	u := res.Usage
+	u.InputTokensDetails.CacheWriteTokens = res.CacheWriteTokens
 	r.resp.AddCacheWrites(res.CacheWriteTokens)
 	if r.resp.Usage == nil {
 		r.resp.Usage = &api.Usage{}

@@ -432,7 +432,7 @@ func TestAttemptEvents(t *testing.T) {
 		"iteration": float64(2), "valid": false, "code": "validation_failed",
 		"errors":     []any{strings.Repeat("e", 16) + "\n[output truncated: 100 bytes, showing the first 16]"},
 		"iterations": float64(2), "usage": map[string]any{"input_tokens": float64(5), "output_tokens": float64(2), "total_tokens": float64(7),
-			"input_tokens_details": map[string]any{"cached_tokens": float64(0)}, "output_tokens_details": map[string]any{"reasoning_tokens": float64(0)}},
+			"input_tokens_details": map[string]any{"cached_tokens": float64(0), "cache_write_tokens": float64(0)}, "output_tokens_details": map[string]any{"reasoning_tokens": float64(0)}},
 		"timestamp": "2026-01-02T03:04:05Z"}, result)
 }
 

@@ -31,6 +31,9 @@ type codexCLI struct {
 	bin  string
 	home string
 	work string
+	// retries is how many times Codex retries a failed request or stream
+	// (retry): each retry's "Reconnecting..." error event is expected.
+	retries int
 }
 
 // newCodex installs the pinned Codex CLI (once, into the cache) and
@@ -66,11 +69,30 @@ stream_max_retries = 0
 	return c
 }
 
+// retry lets Codex retry a failed request or stream n times, as its
+// defaults do (4 and 5 times), instead of none.
+func (c *codexCLI) retry(n int) {
+	c.t.Helper()
+	path := filepath.Join(c.home, "config.toml")
+	b, err := os.ReadFile(path)
+	require.NoError(c.t, err)
+	b = bytes.ReplaceAll(b, []byte("_max_retries = 0"), []byte(fmt.Sprintf("_max_retries = %d", n)))
+	require.NoError(c.t, os.WriteFile(path, b, 0o600))
+	c.retries = n
+}
+
 // codexEvent is one line of `codex exec --json`.
 type codexEvent struct {
 	Type     string `json:"type"`
 	ThreadID string `json:"thread_id"`
-	Item     struct {
+	// Usage is turn.completed's: the turn's token usage as Codex read it
+	// from the responses' usage.
+	Usage struct {
+		InputTokens           int `json:"input_tokens"`
+		CachedInputTokens     int `json:"cached_input_tokens"`
+		CacheWriteInputTokens int `json:"cache_write_input_tokens"`
+	} `json:"usage"`
+	Item struct {
 		Type             string `json:"type"`
 		Text             string `json:"text"`
 		Command          string `json:"command"`
@@ -85,9 +107,9 @@ type codexEvent struct {
 	Message string `json:"message"`
 }
 
-// exec runs `codex exec --json` with args and returns its events; a
-// failed run fails the test with what Codex printed.
-func (c *codexCLI) exec(args ...string) []codexEvent {
+// run runs `codex exec --json` with args: its events, what it wrote to
+// stderr, and its error.
+func (c *codexCLI) run(args ...string) ([]codexEvent, string, error) {
 	c.t.Helper()
 	cmd := exec.Command(c.bin, append([]string{"exec", "--json", "--skip-git-repo-check"}, args...)...)
 	cmd.Dir = c.work
@@ -96,7 +118,6 @@ func (c *codexCLI) exec(args ...string) []codexEvent {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	require.NoError(c.t, err, "codex exec %q: %s\nstdout: %s", args, stderr.String(), out)
 	var evs []codexEvent
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 1<<20)
@@ -106,12 +127,42 @@ func (c *codexCLI) exec(args ...string) []codexEvent {
 			evs = append(evs, ev)
 		}
 	}
-	require.NotEmpty(c.t, evs, "codex printed no events: %s\nstderr: %s", out, stderr.String())
+	if err != nil {
+		err = fmt.Errorf("codex exec %q: %w\nstdout: %s", args, err, out)
+	}
+	return evs, stderr.String(), err
+}
+
+// exec runs `codex exec --json` with args and returns its events; a
+// failed run fails the test with what Codex printed.
+func (c *codexCLI) exec(args ...string) []codexEvent {
+	c.t.Helper()
+	evs, stderr, err := c.run(args...)
+	require.NoError(c.t, err, "stderr: %s", stderr)
+	require.NotEmpty(c.t, evs, "codex printed no events\nstderr: %s", stderr)
 	for _, ev := range evs {
-		require.NotEqual(c.t, "turn.failed", ev.Type, "codex: %+v\nstderr: %s", ev, stderr.String())
-		require.NotEqual(c.t, "error", ev.Type, "codex: %+v\nstderr: %s", ev, stderr.String())
+		require.NotEqual(c.t, "turn.failed", ev.Type, "codex: %+v\nstderr: %s", ev, stderr)
+		if c.retries > 0 && strings.HasPrefix(ev.Message, "Reconnecting... ") {
+			continue
+		}
+		require.NotEqual(c.t, "error", ev.Type, "codex: %+v\nstderr: %s", ev, stderr)
 	}
 	return evs
+}
+
+// execFailing runs `codex exec --json` with args, which must fail its
+// turn, and returns the turn's error message.
+func (c *codexCLI) execFailing(args ...string) string {
+	c.t.Helper()
+	evs, stderr, err := c.run(args...)
+	require.Error(c.t, err, "codex exec %q succeeded: %+v", args, evs)
+	for _, ev := range evs {
+		if ev.Type == "turn.failed" && ev.Error != nil {
+			return ev.Error.Message
+		}
+	}
+	require.FailNow(c.t, "no turn.failed", "%v\nstderr: %s", err, stderr)
+	return ""
 }
 
 // answer is the text of the last agent message of a run.

@@ -566,7 +566,7 @@ func TestProviderRateLimitReachesClient(t *testing.T) {
 	require.Equal(t, "rate_limit_exceeded", failed.Response.Error.Code)
 	// The provider's own message names its organization: it stays in the
 	// logs.
-	require.Equal(t, "the model provider is rate limiting requests", failed.Response.Error.Message)
+	require.Equal(t, "the model provider is rate limiting requests; please try again in 17s", failed.Response.Error.Message)
 	require.NotContains(t, string(body), "Rate limit reached for requests")
 }
 

@@ -30,10 +30,31 @@ const (
 	// CodeModelUnavailable: the model cannot answer now (not ready,
 	// overloaded, timed out); retrying later may succeed.
 	CodeModelUnavailable = "model_unavailable"
-	// CodeContextLengthExceeded: the input is over the model's context
-	// window (OpenAI's code for it, which clients act on).
+	// CodeContextLengthExceeded is OpenAI's code of a request whose input
+	// does not fit in the model's context window: no retry helps (Codex
+	// tells its user so instead of retrying).
 	CodeContextLengthExceeded = "context_length_exceeded"
 )
+
+// ContextWindowExceeded reports whether msg, a model server's message
+// refusing a request, says the input is longer than the model's context
+// window: OpenAI's and vLLM's words ("This model's maximum context length
+// is 4096 tokens"; Mistral's and DeepSeek's too), vLLM V1's ("longer than
+// the maximum model length"), llama.cpp's ("exceeds the available context
+// size"), LiteLLM's (ContextWindowExceededError) or Bedrock's ("Input is
+// too long for requested model", Claude's "prompt is too long", "too many
+// input tokens").
+func ContextWindowExceeded(msg string) bool {
+	m := strings.ToLower(msg)
+	for _, phrase := range [...]string{"maximum context length", "longer than the maximum model length",
+		"exceeds the available context size", "contextwindowexceedederror", "context_length_exceeded",
+		"input is too long", "prompt is too long", "too many input tokens"} {
+		if strings.Contains(m, phrase) {
+			return true
+		}
+	}
+	return false
+}
 
 // StatusClientClosedRequest is the status of the error returned when the
 // caller's context is cancelled (nginx's 499).
@@ -46,9 +67,28 @@ const DefaultRetryAfter = 10 * time.Second
 
 // RateLimited is the 429 rate_limit_exceeded of a provider's rate limit,
 // telling the client to retry after retryAfter (a Retry-After value; empty:
-// DefaultRetryAfter), wrapping err.
+// DefaultRetryAfter), wrapping err. Its message ends with that delay, as
+// OpenAI's rate-limit messages do ("…; please try again in 17s"): a
+// stream's response.failed has no Retry-After header, and Codex reads the
+// delay of its retry from the message.
 func RateLimited(retryAfter string, err error, format string, args ...any) *api.Error {
-	return api.RateLimited(cmp.Or(retryAfter, api.RetryAfterSeconds(DefaultRetryAfter)), err, format, args...)
+	retryAfter = cmp.Or(retryAfter, api.RetryAfterSeconds(DefaultRetryAfter))
+	e := api.RateLimited(retryAfter, err, format, args...)
+	e.Message += fmt.Sprintf("; please try again in %ds", retryAfterSeconds(retryAfter, time.Now()))
+	return e
+}
+
+// retryAfterSeconds is the delay of a Retry-After value (delay-seconds or
+// an HTTP-date, as RetryAfter returns) in whole seconds from now, at
+// least 1.
+func retryAfterSeconds(v string, now time.Time) int64 {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return max(1, n)
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(1, int64((t.Sub(now)+time.Second-1)/time.Second))
+	}
+	return 1
 }
 
 // RetryAfter is the retry delay a provider's reply names in h: its

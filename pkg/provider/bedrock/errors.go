@@ -81,7 +81,7 @@ func (p *Provider) apiError(ctx context.Context, model string, err error) *api.E
 	case errors.As(err, &invalid) && strings.Contains(invalid.ErrorMessage(), "model identifier is invalid"):
 		mapped = api.NotFound("model", provider.CodeModelNotFound, "Bedrock has no model %q in this region (ValidationException: %s)", model, invalid.ErrorMessage())
 		mapped.Err = err
-	case errors.As(err, &invalid) && contextOverflow(invalid.ErrorMessage()):
+	case errors.As(err, &invalid) && provider.ContextWindowExceeded(invalid.ErrorMessage()):
 		mapped = &api.Error{Status: http.StatusBadRequest, Type: api.ErrTypeInvalidRequest, Code: provider.CodeContextLengthExceeded, Param: "input",
 			Message: fmt.Sprintf("the input exceeds the context window of the Bedrock model %q: %s", model, awsjson.HideIDs(invalid.ErrorMessage())), Err: err}
 	case errors.As(err, &invalid):
@@ -133,20 +133,6 @@ func credentialsRefused(code string) bool {
 	case "UnrecognizedClientException", "InvalidSignatureException", "IncompleteSignatureException",
 		"MissingAuthenticationTokenException", "ExpiredTokenException", "InvalidClientTokenId":
 		return true
-	}
-	return false
-}
-
-// contextOverflow reports whether a ValidationException's message says
-// the input is over the model's context window, as Bedrock ("Input is too
-// long for requested model.") or the model behind it (Anthropic's "prompt
-// is too long: N tokens > M maximum", "maximum context length") words it.
-func contextOverflow(msg string) bool {
-	msg = strings.ToLower(msg)
-	for _, s := range []string{"input is too long", "prompt is too long", "maximum context length", "too many input tokens"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
 	}
 	return false
 }

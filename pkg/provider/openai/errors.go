@@ -119,7 +119,10 @@ func statusError(status int, header http.Header, body []byte) *api.Error {
 		if !apiError {
 			break
 		}
-		if code == "" {
+		switch {
+		case code == "" && provider.ContextWindowExceeded(msg):
+			code = provider.CodeContextLengthExceeded
+		case code == "":
 			code = provider.CodeUpstreamError
 		}
 		return &api.Error{Status: status, Type: api.ErrTypeInvalidRequest, Code: code,

@@ -43,7 +43,7 @@ func TestUpstreamStatusErrors(t *testing.T) {
 		{"400 ollama", 400, `{"error":{"message":"invalid tool call arguments","type":"invalid_request_error","param":null,"code":null}}`,
 			400, api.ErrTypeInvalidRequest, provider.CodeUpstreamError, "model provider rejected the request: invalid tool call arguments"},
 		{"400 vllm", 400, `{"object":"error","message":"This model's maximum context length is 4096 tokens.","type":"BadRequestError","param":null,"code":400}`,
-			400, api.ErrTypeInvalidRequest, provider.CodeUpstreamError, "model provider rejected the request: This model's maximum context length is 4096 tokens."},
+			400, api.ErrTypeInvalidRequest, provider.CodeContextLengthExceeded, "model provider rejected the request: This model's maximum context length is 4096 tokens."},
 		{"404 model", 404, `{"error":{"message":"The model 'nope' does not exist","type":"invalid_request_error","param":"model","code":"model_not_found"}}`,
 			404, api.ErrTypeInvalidRequest, "model_not_found", "model provider rejected the request: The model 'nope' does not exist"},
 		{"422 fastapi", 422, `{"detail":"field required"}`,
@@ -55,7 +55,7 @@ func TestUpstreamStatusErrors(t *testing.T) {
 		// logs): OpenAI's 429 names the operator's organization, a proxy's
 		// 500 may name internal hosts.
 		{"429", 429, `{"error":{"message":"Rate limit reached for gpt-4o in organization org-operator on tokens per min","type":"requests","param":null,"code":"rate_limit_exceeded"}}`,
-			429, api.ErrTypeRateLimit, provider.CodeRateLimitExceeded, "the model provider is rate limiting requests"},
+			429, api.ErrTypeRateLimit, provider.CodeRateLimitExceeded, "the model provider is rate limiting requests; please try again in 10s"},
 		// An account out of quota is no rate limit: no retry helps the
 		// client, the operator must act.
 		{"429 quota", 429, `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`,
