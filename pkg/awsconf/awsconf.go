@@ -14,6 +14,7 @@
 package awsconf
 
 import (
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -47,6 +48,37 @@ func withPool(hc aws.HTTPClient) aws.HTTPClient {
 		tr.MaxIdleConnsPerHost = MaxIdleConnsPerHost
 		tr.MaxIdleConns = max(tr.MaxIdleConns, 4*MaxIdleConnsPerHost)
 	})
+}
+
+// ReadOnlyBodies returns hc sending each request's body to net/http as a
+// plain io.ReadCloser. smithy-go's request body wrapper has a WriteTo that
+// returns io.EOF once the SDK has closed the body, which it does as soon
+// as the response headers arrive; net/http's HTTP/1.1 writer copies a body
+// of known length and then checks for extra bytes with io.Copy, which
+// takes that io.EOF for a write error and closes the connection under the
+// response being read. A ConverseStream then fails mid-stream, and any
+// other call's answer is lost ("use of closed network connection"; the
+// SDK retries such a call, and a conditional write retried after it
+// succeeded fails its condition) whenever the server answers before that
+// check, as a fast endpoint (DynamoDB, a local endpoint) or a
+// CPU-starved Lambda makes likely. Hiding WriteTo makes the check a plain
+// Read, whose io.EOF ends the copy as it should. Every client of Load's
+// and FromEnvironment's configuration has it.
+func ReadOnlyBodies(hc aws.HTTPClient) aws.HTTPClient {
+	if _, ok := hc.(readOnlyBodies); ok {
+		return hc
+	}
+	return readOnlyBodies{hc}
+}
+
+type readOnlyBodies struct{ aws.HTTPClient }
+
+// Do sends r with its body reduced to an io.ReadCloser.
+func (c readOnlyBodies) Do(r *http.Request) (*http.Response, error) {
+	if _, ok := r.Body.(io.WriterTo); ok {
+		r.Body = struct{ io.ReadCloser }{r.Body}
+	}
+	return c.HTTPClient.Do(r)
 }
 
 // Endpoint returns the endpoint override for a service ("DYNAMODB",

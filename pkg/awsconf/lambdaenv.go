@@ -78,7 +78,7 @@ func FromEnvironment(getenv func(string) string) (aws.Config, error) {
 	if cfg.Credentials, err = environmentCredentials(getenv, cfg.HTTPClient); err != nil {
 		return aws.Config{}, fmt.Errorf("awsconf: %w", err)
 	}
-	cfg.HTTPClient = withPool(cfg.HTTPClient)
+	cfg.HTTPClient = ReadOnlyBodies(withPool(cfg.HTTPClient))
 	return cfg, nil
 }
 

@@ -19,6 +19,6 @@ func Load(ctx context.Context) (aws.Config, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("awsconf: %w", err)
 	}
-	cfg.HTTPClient = withPool(cfg.HTTPClient)
+	cfg.HTTPClient = ReadOnlyBodies(withPool(cfg.HTTPClient))
 	return cfg, nil
 }

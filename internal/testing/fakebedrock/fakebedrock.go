@@ -36,6 +36,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lambent/lambent/pkg/awsconf"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -153,7 +154,7 @@ func (s *Server) AWSConfig() aws.Config {
 		Region:       Region,
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDFAKEBEDROCK", "fake-secret", ""),
 		BaseEndpoint: aws.String(s.URL),
-		HTTPClient:   s.ts.Client(),
+		HTTPClient:   awsconf.ReadOnlyBodies(s.ts.Client()),
 		Retryer:      FastRetryer,
 	}
 }

@@ -78,7 +78,6 @@ package bedrock
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -89,6 +88,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 
+	"github.com/lambent/lambent/pkg/awsconf"
 	"github.com/lambent/lambent/pkg/egress"
 	"github.com/lambent/lambent/pkg/provider"
 )
@@ -158,7 +158,7 @@ func New(cfg Config) *Provider {
 	if hc == nil {
 		hc = awshttp.NewBuildableClient()
 	}
-	awsCfg.HTTPClient = readOnlyBodies{hc}
+	awsCfg.HTTPClient = awsconf.ReadOnlyBodies(hc)
 	p := &Provider{
 		client:       bedrockruntime.NewFromConfig(awsCfg),
 		guardID:      cfg.GuardrailID,
@@ -182,25 +182,6 @@ func New(cfg Config) *Provider {
 		p.log = slog.New(slog.DiscardHandler)
 	}
 	return p
-}
-
-// readOnlyBodies works around smithy-go's request body wrapper, whose
-// WriteTo returns io.EOF once the SDK has closed the body, which it does as
-// soon as the response headers arrive. net/http's HTTP/1.1 writer copies a
-// body of known length and then checks for extra bytes with io.Copy, which
-// takes that io.EOF for a write error and closes the connection under the
-// response being read: a ConverseStream over HTTP/1.1 (local endpoints,
-// proxies) then fails mid-stream with "use of closed network connection"
-// whenever the server answers before that check. Hiding WriteTo makes the
-// check a plain Read, whose io.EOF ends the copy as it should.
-type readOnlyBodies struct{ aws.HTTPClient }
-
-// Do sends r with its body reduced to an io.ReadCloser.
-func (c readOnlyBodies) Do(r *http.Request) (*http.Response, error) {
-	if _, ok := r.Body.(io.WriterTo); ok {
-		r.Body = struct{ io.ReadCloser }{r.Body}
-	}
-	return c.HTTPClient.Do(r)
 }
 
 // Complete runs one Converse call.

@@ -27,7 +27,7 @@ func (b *bodyTypes) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // The SDK's request bodies reach net/http without WriteTo (see
-// readOnlyBodies): with it, HTTP/1.1 connections are closed under
+// awsconf.ReadOnlyBodies): with it, HTTP/1.1 connections are closed under
 // streamed responses.
 func TestRequestBodiesWithoutWriteTo(t *testing.T) {
 	fake := fakebedrock.New(fakebedrock.Turn{Text: "a"}, fakebedrock.Turn{Text: "b"})
