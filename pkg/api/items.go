@@ -286,18 +286,35 @@ type ItemHidden struct {
 	// run's later calls; a response's output on the wire, a continuation
 	// and a conversation do not (Shown).
 	Aside bool `json:"aside,omitempty"`
+	// Cut marks a call a failed model call left unfinished (its stream
+	// broke off inside it): it stays in_progress in the response's output,
+	// with the arguments the model had sent, but a continuation and a
+	// conversation leave it out (Continued), so the model never gets it
+	// back, nor a result for it, and it never runs.
+	Cut bool `json:"cut,omitempty"`
 }
 
 // Shown returns the items of items that are not set aside
 // (ItemHidden.Aside): a response's output as clients, continuations and
 // conversations get it. It is items itself when none is set aside.
 func Shown(items []Item) []Item {
-	for i := range items {
-		if items[i].Hidden.Aside {
-			return slices.DeleteFunc(slices.Clone(items), func(it Item) bool { return it.Hidden.Aside })
-		}
+	return without(items, func(it Item) bool { return it.Hidden.Aside })
+}
+
+// Continued returns the items of items a continuation and a conversation
+// carry on with: those shown (Shown), without the calls a failed model
+// call cut (ItemHidden.Cut). It is items itself when it leaves none out.
+func Continued(items []Item) []Item {
+	return without(items, func(it Item) bool { return it.Hidden.Aside || it.Hidden.Cut })
+}
+
+// without returns items without those drop reports, in a copy; items
+// itself when it drops none.
+func without(items []Item, drop func(Item) bool) []Item {
+	if !slices.ContainsFunc(items, drop) {
+		return items
 	}
-	return items
+	return slices.DeleteFunc(slices.Clone(items), drop)
 }
 
 // IncludeReasoningEncrypted is the include value that shows reasoning

@@ -413,7 +413,9 @@ func appends(status api.Status) bool {
 // that appends, its input items (but those whose id the conversation holds
 // already — references to its items, as its history or the store
 // (appendTurn) tells — or that an earlier input item had) and then its
-// output items as clients see them (api.Shown) are appended, which
+// output items as a continuation carries on with them (api.Continued:
+// without the items set aside, nor the calls a failed model call cut) are
+// appended, which
 // releases the lock;
 // otherwise the lock is released. A failure is logged: the response itself
 // is stored apart.
@@ -438,7 +440,7 @@ func (e *Engine) endConversation(ctx context.Context, r *run) {
 			}
 		}
 		nInput = len(items)
-		items = append(items, api.Shown(r.resp.Output)...)
+		items = append(items, api.Continued(r.resp.Output)...)
 	}
 	sctx, cancel := writeContext(ctx, c.cs)
 	defer cancel()

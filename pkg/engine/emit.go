@@ -489,7 +489,10 @@ func (a *assembler) finish(itemStatus string) []api.Item {
 // sent, and get no done events. A client acts on an item's
 // output_item.done — Codex runs the call (with half its arguments), shows
 // the text as an answer, and replays both when it retries the turn. None
-// of its calls runs (finalize ends their mcp_call items).
+// of its calls runs (finalize ends their mcp_call items), and they are
+// marked cut (api.ItemHidden.Cut): a continuation and a conversation leave
+// them out, so the model never gets back half their arguments. The text
+// stays: the model gets what it had written.
 func (a *assembler) abandon() {
 	a.addWaiting()
 	if a.reasoning >= 0 {
@@ -499,7 +502,8 @@ func (a *assembler) abandon() {
 	a.takePart()
 	a.message = -1
 	for pos, idx := range a.calls {
-		a.out(idx).Arguments = a.args[pos].take()
+		it := a.out(idx)
+		it.Arguments, it.Hidden.Cut = a.args[pos].take(), true
 	}
 	a.calls = nil
 }

@@ -2,12 +2,14 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
+	"github.com/lambent/lambent/pkg/store"
 )
 
 // deltaModel streams each step's deltas, then ends it with its result or
@@ -142,4 +144,61 @@ func TestCutWhileReasoningLeavesTheReasoningIncomplete(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{api.ItemIncomplete}, done)
+}
+
+// recordingModel is a deltaModel that keeps the items of each request.
+type recordingModel struct {
+	deltaModel
+	seen [][]api.Item
+}
+
+func (s *recordingModel) Stream(ctx context.Context, req *provider.Request, fn func(provider.Delta) error) (*provider.Result, error) {
+	s.seen = append(s.seen, slices.Clone(req.Items))
+	return s.deltaModel.Stream(ctx, req, fn)
+}
+
+// A continuation of a response whose model call failed mid-stream, by
+// previous_response_id or in its conversation, gives the model the text
+// it had sent (a partial message, as OpenAI keeps one) but not its cut
+// calls: half their arguments are no JSON (Bedrock refuses such a
+// toolUse), no result of theirs was made up ("no output was provided"),
+// and a cut call of a hosted tool does not run.
+func TestContinuationLeavesOutCutCalls(t *testing.T) {
+	forStores(t, func(t *testing.T, mk storeMaker) {
+		for _, conv := range []bool{false, true} {
+			m := newMock(echoTool, "search")
+			cut := &api.Error{Status: 502, Type: api.ErrTypeUpstream, Code: "upstream_stream_cut", Message: "cut"}
+			p := &recordingModel{deltaModel: deltaModel{steps: []deltaStep{{
+				deltas: []provider.Delta{{Kind: provider.DeltaText, Text: "Hello "}, {Kind: provider.DeltaText, Text: "from"},
+					{Kind: provider.DeltaToolCall, ToolIndex: 0, ToolCallID: "c1", ToolName: "get_weather", Text: `{"city":`},
+					{Kind: provider.DeltaToolCall, ToolIndex: 1, ToolCallID: "c2", ToolName: "search", Text: `{"q":`}},
+				err: cut}, {deltas: []provider.Delta{{Kind: provider.DeltaText, Text: "done"}}, res: provider.Result{Text: "done", FinishReason: provider.FinishStop}}}}}
+			st := mk(t)
+			e, _ := newEngine(t, p, m, mcpMode, func(c *Config) { c.Store = st })
+			tl := `"tools":[` + clientTool + `,{"type":"lambent:search"}]`
+			first, cont := `{"stream":true,"input":"hi",`+tl+`}`, `{"stream":true,"input":"again",`+tl+`,`
+			if conv {
+				c := &store.Conversation{ID: api.NewID(api.PrefixConversation)}
+				require.NoError(t, st.(store.ConversationStore).CreateConversation(context.Background(), c, nil))
+				first, cont = `{"conversation":"`+c.ID+`",`+first[1:], cont+`"conversation":"`+c.ID+`"}`
+			}
+			rec, err := run1(t, e, first)
+			require.NoError(t, err)
+			r := rec.checkOpenAIStream(t)
+			require.Equal(t, api.StatusFailed, r.Status)
+			require.Equal(t, []string{"message", "function_call:get_weather", "mcp_call"}, types(r.Output))
+			if !conv {
+				cont += `"previous_response_id":"` + r.ID + `"}`
+			}
+			rec, err = run1(t, e, cont)
+			require.NoError(t, err)
+			r = rec.checkOpenAIStream(t)
+			require.Equal(t, api.StatusCompleted, r.Status, "conversation %v", conv)
+			require.Empty(t, m.calls(), "the cut search does not run")
+			require.Len(t, p.seen, 2)
+			seen := p.seen[1]
+			require.Equal(t, []string{"message", "message", "message"}, types(seen), "conversation %v", conv)
+			require.Equal(t, "Hello from", seen[1].Content[0].Text)
+		}
+	})
 }

@@ -106,10 +106,11 @@ type KnownEventLog interface {
 }
 
 // Conversation returns the full conversation of the record: Context, Input
-// and the response's Output as clients see it (api.Shown: without the
-// items validated output set aside), in order.
+// and the response's Output as a continuation carries on with it
+// (api.Continued: without the items validated output set aside, nor the
+// calls a failed model call cut), in order.
 func (r *Record) Conversation() []api.Item {
-	output := api.Shown(r.Response.Output)
+	output := api.Continued(r.Response.Output)
 	out := make([]api.Item, 0, len(r.Context)+len(r.Input)+len(output))
 	out = append(out, r.Context...)
 	out = append(out, r.Input...)
