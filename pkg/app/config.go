@@ -104,7 +104,20 @@ type ProviderConfig struct {
 	// call (LAMBENT_PROVIDER_MAX_TOOLS); 0, the default, is OpenAI's 128
 	// on OpenAI's hosts and no limit elsewhere.
 	MaxTools int
+	// MaxTokensParam is the field max_output_tokens is sent to the
+	// OpenAI-compatible API as (LAMBENT_PROVIDER_MAX_TOKENS_PARAM):
+	// "max_tokens", "max_completion_tokens", or "auto" (the default:
+	// max_completion_tokens to OpenAI's reasoning models, known by name,
+	// on OpenAI's hosts, else max_tokens).
+	MaxTokensParam string
 }
+
+// Fields of LAMBENT_PROVIDER_MAX_TOKENS_PARAM.
+const (
+	MaxTokensParamAuto       = "auto"
+	MaxTokensParamMaxTokens  = "max_tokens"
+	MaxTokensParamCompletion = "max_completion_tokens"
+)
 
 // Tool call id rules of LAMBENT_PROVIDER_TOOL_CALL_IDS.
 const (
@@ -304,6 +317,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			BedrockGuardrailID:      getenv("LAMBENT_BEDROCK_GUARDRAIL_ID"),
 			BedrockGuardrailVersion: getenv("LAMBENT_BEDROCK_GUARDRAIL_VERSION"),
 			ToolCallIDs:             or(getenv("LAMBENT_PROVIDER_TOOL_CALL_IDS"), CallIDsAuto),
+			MaxTokensParam:          or(getenv("LAMBENT_PROVIDER_MAX_TOKENS_PARAM"), MaxTokensParamAuto),
 		},
 		Store: StoreConfig{
 			Table: or(getenv("LAMBENT_TABLE"), "lambent-responses"),
@@ -334,6 +348,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	case CallIDsAuto, CallIDsOpenAI, CallIDsMistral:
 	default:
 		return c, fmt.Errorf("LAMBENT_PROVIDER_TOOL_CALL_IDS=%q: want auto, openai or mistral", c.Provider.ToolCallIDs)
+	}
+	switch c.Provider.MaxTokensParam {
+	case MaxTokensParamAuto, MaxTokensParamMaxTokens, MaxTokensParamCompletion:
+	default:
+		return c, fmt.Errorf("LAMBENT_PROVIDER_MAX_TOKENS_PARAM=%q: want auto, max_tokens or max_completion_tokens", c.Provider.MaxTokensParam)
 	}
 	maxTools, err := parseInt(getenv, "LAMBENT_PROVIDER_MAX_TOOLS", 0)
 	if err != nil {

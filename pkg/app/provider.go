@@ -67,25 +67,56 @@ func (c *Config) Uses(name string) bool {
 // OpenAI's own limit on OpenAI's hosts (api.openai.com, Azure OpenAI): a
 // server of the API elsewhere (vLLM, Ollama, a proxy) has its own, or none.
 func (p ProviderConfig) callIDRules() model.Rules {
-	var host string
-	if u, err := url.Parse(p.URL); err == nil {
-		host = u.Hostname()
-	}
 	mistral := p.ToolCallIDs == CallIDsMistral
 	if p.ToolCallIDs == CallIDsAuto {
-		mistral = hostIn(host, "mistral.ai")
+		mistral = hostIn(p.host(), "mistral.ai")
 	}
 	rules := model.OpenAIRules()
 	switch {
 	case mistral:
 		rules = model.MistralRules()
-	case !hostIn(host, "openai.com") && !hostIn(host, "openai.azure.com"):
+	case !p.openAIHost():
 		rules.MaxTools = 0
 	}
 	if p.MaxTools > 0 {
 		rules.MaxTools = p.MaxTools
 	}
 	return rules
+}
+
+// tokenLimit is the field max_output_tokens is sent to the
+// OpenAI-compatible API as (ProviderConfig.MaxTokensParam): auto names it
+// by the model on OpenAI's hosts, whose reasoning models refuse
+// max_tokens, and is max_tokens elsewhere, as Ollama and LM Studio ignore
+// max_completion_tokens whatever their models are named.
+func (p ProviderConfig) tokenLimit() openai.TokenLimit {
+	switch {
+	case p.MaxTokensParam == MaxTokensParamMaxTokens:
+		return openai.TokenLimitMaxTokens
+	case p.MaxTokensParam == MaxTokensParamCompletion:
+		return openai.TokenLimitMaxCompletionTokens
+	case p.openAIHost():
+		return openai.TokenLimitByModel
+	}
+	return openai.TokenLimitMaxTokens
+}
+
+// openAIHost reports whether the OpenAI-compatible API is OpenAI's own:
+// api.openai.com or Azure OpenAI (openai.com, openai.azure.com or a name
+// under them).
+func (p ProviderConfig) openAIHost() bool {
+	host := p.host()
+	return hostIn(host, "openai.com") || hostIn(host, "openai.azure.com")
+}
+
+// host is the host name of the OpenAI-compatible API's URL ("" when it
+// does not parse).
+func (p ProviderConfig) host() string {
+	u, err := url.Parse(p.URL)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
 }
 
 // hostIn reports whether host is domain or a name under it.
@@ -162,7 +193,8 @@ func (c *Config) providerOf(model string) string {
 func buildProvider(cfg Config, awsConfig func() (aws.Config, error), log *slog.Logger) (model.Provider, error) {
 	ps := map[string]model.Provider{}
 	if cfg.Uses(ProviderOpenAI) {
-		ps[ProviderOpenAI] = openai.New(openai.Config{BaseURL: cfg.Provider.URL, APIKey: cfg.Provider.APIKey, Logger: log, Rules: cfg.Provider.callIDRules()})
+		ps[ProviderOpenAI] = openai.New(openai.Config{BaseURL: cfg.Provider.URL, APIKey: cfg.Provider.APIKey, Logger: log, Rules: cfg.Provider.callIDRules(),
+			TokenLimit: cfg.Provider.tokenLimit()})
 	}
 	if cfg.Uses(ProviderBedrock) {
 		awsCfg, err := awsConfig()

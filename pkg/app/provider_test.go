@@ -2,17 +2,22 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/awsconf"
 	model "github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/provider/bedrock"
+	"github.com/lambent/lambent/pkg/provider/openai"
 )
 
 func TestProviderConfig(t *testing.T) {
@@ -129,4 +134,75 @@ func TestToolCallIDRules(t *testing.T) {
 	}
 	_, err := FromEnv(func(k string) string { return map[string]string{"LAMBENT_PROVIDER_TOOL_CALL_IDS": "short"}[k] })
 	require.ErrorContains(t, err, "LAMBENT_PROVIDER_TOOL_CALL_IDS")
+}
+
+// LAMBENT_PROVIDER_MAX_TOKENS_PARAM names the field max_output_tokens is
+// sent as; auto names it by the model (OpenAI's reasoning models take
+// max_completion_tokens) on OpenAI's hosts only, and is max_tokens
+// elsewhere (Ollama, LM Studio ignore max_completion_tokens).
+func TestMaxTokensParam(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		param, url string
+		want       openai.TokenLimit
+	}{
+		{"", "https://api.openai.com/v1", openai.TokenLimitByModel},
+		{"auto", "https://my-resource.openai.azure.com/openai/v1", openai.TokenLimitByModel},
+		{"", "http://127.0.0.1:11434/v1", openai.TokenLimitMaxTokens},
+		{"auto", "http://localhost:1234/v1", openai.TokenLimitMaxTokens},
+		{"max_completion_tokens", "https://my-resource.openai.azure.com/openai/v1", openai.TokenLimitMaxCompletionTokens},
+		{"max_completion_tokens", "http://127.0.0.1:8000/v1", openai.TokenLimitMaxCompletionTokens},
+		{"max_tokens", "https://api.openai.com/v1", openai.TokenLimitMaxTokens},
+	} {
+		c, err := FromEnv(func(k string) string {
+			return map[string]string{"LAMBENT_PROVIDER_MAX_TOKENS_PARAM": tc.param, "LAMBENT_PROVIDER_URL": tc.url}[k]
+		})
+		require.NoError(t, err)
+		require.Equal(t, tc.want, c.Provider.tokenLimit(), "%s %s", tc.param, tc.url)
+	}
+	_, err := FromEnv(func(k string) string {
+		return map[string]string{"LAMBENT_PROVIDER_MAX_TOKENS_PARAM": "max_output_tokens"}[k]
+	})
+	require.ErrorContains(t, err, "LAMBENT_PROVIDER_MAX_TOKENS_PARAM")
+}
+
+// The provider the configuration builds sends max_output_tokens as
+// LAMBENT_PROVIDER_MAX_TOKENS_PARAM says: to a self-hosted server, a model
+// named gpt-5 keeps max_tokens by default, and a custom deployment name
+// gets max_completion_tokens when the setting says so.
+func TestMaxTokensParamBody(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		param, model, want, notWant string
+	}{
+		{"", "gpt-5", "max_tokens", "max_completion_tokens"},
+		{"max_completion_tokens", "prod-reasoner", "max_completion_tokens", "max_tokens"},
+	} {
+		bodies := make(chan map[string]any, 1)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var body map[string]any
+			if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			bodies <- body
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+		}))
+		t.Cleanup(srv.Close)
+		c, err := FromEnv(func(k string) string {
+			return map[string]string{"LAMBENT_PROVIDER_MAX_TOKENS_PARAM": tc.param, "LAMBENT_PROVIDER_URL": srv.URL + "/v1"}[k]
+		})
+		require.NoError(t, err)
+		p, err := buildProvider(c, loadAWS(t), slog.New(slog.DiscardHandler))
+		require.NoError(t, err)
+		t.Cleanup(p.(*openai.Provider).CloseIdleConnections)
+		limit := 100
+		_, err = p.Complete(t.Context(), &model.Request{Model: tc.model, MaxOutputTokens: &limit,
+			Items: []api.Item{{Type: api.ItemMessage, Role: api.RoleUser, Content: []api.ContentPart{{Type: api.PartInputText, Text: "hi"}}}}})
+		require.NoError(t, err)
+		body := <-bodies
+		require.Equal(t, 100.0, body[tc.want], "%s %s: %v", tc.param, tc.model, body)
+		require.NotContains(t, body, tc.notWant, "%s %s", tc.param, tc.model)
+	}
 }

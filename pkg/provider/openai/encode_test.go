@@ -45,7 +45,7 @@ func encodeRequests() map[string]*provider.Request {
 func TestEncodeRequestBytes(t *testing.T) {
 	for name, req := range encodeRequests() {
 		for _, stream := range []bool{false, true} {
-			cr, err := buildRequest(req, stream, false)
+			cr, err := buildRequest(req, stream, TokenLimitByModel)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -154,7 +154,7 @@ func BenchmarkBuildRequest(b *testing.B) {
 	b.ReportAllocs()
 	var body []byte
 	for b.Loop() {
-		cr, err := buildRequest(req, true, false)
+		cr, err := buildRequest(req, true, TokenLimitByModel)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -26,7 +26,8 @@ func TestMain(m *testing.M) {
 
 // backend is a fake Chat Completions server: it records every request,
 // refuses the ones OpenAI refuses (with the checks and error bodies of the
-// fake model, fakellm.Rules), and answers the others with handle.
+// fake model, fakellm.Rules; newSelfHostedBackend: none), and answers the
+// others with handle.
 type backend struct {
 	t      *testing.T
 	srv    *httptest.Server
@@ -39,6 +40,20 @@ type backend struct {
 }
 
 func newBackend(t *testing.T, cfg openai.Config, handle http.HandlerFunc) (*openai.Provider, *backend) {
+	t.Helper()
+	return startBackend(t, cfg, true, handle)
+}
+
+// newSelfHostedBackend is newBackend for a server that refuses nothing
+// OpenAI refuses (Ollama, LM Studio: max_tokens for any model name).
+func newSelfHostedBackend(t *testing.T, cfg openai.Config, handle http.HandlerFunc) (*openai.Provider, *backend) {
+	t.Helper()
+	return startBackend(t, cfg, false, handle)
+}
+
+// startBackend starts a backend answering with handle, checking requests
+// as OpenAI does when openAIChecks, and a Provider for it.
+func startBackend(t *testing.T, cfg openai.Config, openAIChecks bool, handle http.HandlerFunc) (*openai.Provider, *backend) {
 	t.Helper()
 	b := &backend{t: t}
 	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -61,7 +76,7 @@ func newBackend(t *testing.T, cfg openai.Config, handle http.HandlerFunc) (*open
 		if err := json.Unmarshal(raw, &req); err != nil {
 			t.Errorf("backend: request body is not a Chat Completions request: %v: %s", err, raw)
 		}
-		if f := (fakellm.Rules{}).Check(&req); f != nil {
+		if f := (fakellm.Rules{}).Check(&req); openAIChecks && f != nil {
 			f.Write(w)
 			return
 		}

@@ -19,11 +19,13 @@
 //     as LAMBENT_PROVIDER_MAX_TOOLS says) is refused with a 400
 //     limit_exceeded naming tools, without calling the backend.
 //   - MaxOutputTokens is sent as "max_tokens", which OpenAI (non-reasoning
-//     models), Ollama and vLLM all honour; Ollama ignores
+//     models), Ollama and vLLM all honour; Ollama and LM Studio ignore
 //     "max_completion_tokens". It is sent as "max_completion_tokens" to
-//     OpenAI's reasoning models (o1, o3, o4, gpt-5 and their variants),
-//     which refuse "max_tokens", and to every model when
-//     Config.MaxCompletionTokens is set. Exactly one of the two is sent.
+//     OpenAI's reasoning models (o1, o3, o4, gpt-5 and their variants,
+//     known by name), which refuse "max_tokens". Config.TokenLimit sends
+//     one of the two to every model instead (the gateway sends
+//     "max_tokens" to every model of a server not OpenAI's, or as
+//     LAMBENT_PROVIDER_MAX_TOKENS_PARAM says). Exactly one is sent.
 //   - Reasoning items of the current tool loop (after the last user
 //     message) are sent back as "reasoning_content" on the assistant
 //     message that follows them, as DeepSeek's thinking mode with tools
@@ -87,15 +89,44 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger receives debug logs (optional; default discards).
 	Logger *slog.Logger
-	// MaxCompletionTokens sends MaxOutputTokens as "max_completion_tokens"
-	// instead of "max_tokens" to every model (OpenAI's reasoning models,
-	// known by name, get it anyway; Ollama ignores it, which is why it is
-	// not the default).
-	MaxCompletionTokens bool
+	// TokenLimit is the field MaxOutputTokens is sent as (default
+	// TokenLimitByModel).
+	TokenLimit TokenLimit
 	// Rules are what the backend accepts of tool call ids and names
 	// (default provider.OpenAIRules; provider.MistralRules for Mistral):
 	// requests are mapped to fit them (provider.Rules.Map).
 	Rules provider.Rules
+}
+
+// TokenLimit names the Chat Completions field a request's MaxOutputTokens
+// is sent as (Config.TokenLimit).
+type TokenLimit int
+
+// Token limit fields of Config.TokenLimit.
+const (
+	// TokenLimitByModel sends "max_completion_tokens" to OpenAI's
+	// reasoning models (o1, o3, o4, gpt-5 and their variants, known by
+	// name), which refuse "max_tokens", and "max_tokens" to other models.
+	TokenLimitByModel TokenLimit = iota
+	// TokenLimitMaxTokens sends "max_tokens" to every model: for servers
+	// that ignore "max_completion_tokens" (Ollama, LM Studio), whatever
+	// their models are named.
+	TokenLimitMaxTokens
+	// TokenLimitMaxCompletionTokens sends "max_completion_tokens" to
+	// every model: for reasoning models under names of their own (an Azure
+	// OpenAI deployment).
+	TokenLimitMaxCompletionTokens
+)
+
+// completion reports whether model is sent "max_completion_tokens".
+func (l TokenLimit) completion(model string) bool {
+	switch l {
+	case TokenLimitMaxTokens:
+		return false
+	case TokenLimitMaxCompletionTokens:
+		return true
+	}
+	return reasoningModel(model)
 }
 
 // Provider calls an OpenAI-compatible Chat Completions API. It is safe for
@@ -111,7 +142,7 @@ type Provider struct {
 	client    *http.Client
 	ownClient bool
 	log       *slog.Logger
-	maxComp   bool
+	limit     TokenLimit
 	rules     provider.Rules
 }
 
@@ -122,10 +153,10 @@ var _ provider.Provider = (*Provider)(nil)
 // backend and no overall timeout.
 func New(cfg Config) *Provider {
 	p := &Provider{
-		client:  cfg.HTTPClient,
-		log:     cfg.Logger,
-		maxComp: cfg.MaxCompletionTokens,
-		rules:   cfg.Rules,
+		client: cfg.HTTPClient,
+		log:    cfg.Logger,
+		limit:  cfg.TokenLimit,
+		rules:  cfg.Rules,
 	}
 	if p.rules == (provider.Rules{}) {
 		p.rules = provider.OpenAIRules()
@@ -340,7 +371,7 @@ func (p *Provider) newRequest(ctx context.Context, req *provider.Request, stream
 		return nil, &api.Error{Status: http.StatusBadGateway, Type: api.ErrTypeUpstream, Code: "upstream_unreachable",
 			Message: "the model provider's URL is not valid", Err: p.urlErr}
 	}
-	cr, err := buildRequest(req, stream, p.maxComp)
+	cr, err := buildRequest(req, stream, p.limit)
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,7 @@ type chatRequest = chatwire.RequestOf[chatwire.OutMessage]
 
 // buildRequest translates a provider.Request into the chat completion
 // request it sends (see encodeRequest for its JSON).
-func buildRequest(req *provider.Request, stream, maxCompletion bool) (*chatRequest, error) {
+func buildRequest(req *provider.Request, stream bool, limit TokenLimit) (*chatRequest, error) {
 	msgs, err := buildMessages(req)
 	if err != nil {
 		return nil, err
@@ -42,7 +42,7 @@ func buildRequest(req *provider.Request, stream, maxCompletion bool) (*chatReque
 		ServiceTier:      req.ServiceTier,
 	}
 	if req.MaxOutputTokens != nil {
-		if maxCompletion || reasoningModel(req.Model) {
+		if limit.completion(req.Model) {
 			cr.MaxCompletionTokens = req.MaxOutputTokens
 		} else {
 			cr.MaxTokens = req.MaxOutputTokens

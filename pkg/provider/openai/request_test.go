@@ -289,7 +289,7 @@ func TestTranslateSamplingAndStream(t *testing.T) {
 			"prompt_cache_key":"pck","service_tier":"flex"}`)
 	})
 	t.Run("max_completion_tokens", func(t *testing.T) {
-		p, b := newBackend(t, openai.Config{MaxCompletionTokens: true}, jsonReply(200, okCompletion))
+		p, b := newBackend(t, openai.Config{TokenLimit: openai.TokenLimitMaxCompletionTokens}, jsonReply(200, okCompletion))
 		if _, err := p.Complete(context.Background(), req); err != nil {
 			t.Fatal(err)
 		}
@@ -302,8 +302,8 @@ func TestTranslateSamplingAndStream(t *testing.T) {
 		}
 	})
 	t.Run("reasoning models take max_completion_tokens", func(t *testing.T) {
-		// OpenAI refuses max_tokens for its reasoning models, whatever
-		// Config.MaxCompletionTokens says.
+		// OpenAI refuses max_tokens for its reasoning models: by default
+		// they are known by name.
 		for _, model := range []string{"o3", "o4-mini", "gpt-5", "gpt-5-mini-2025-08-07", "gpt-5.1"} {
 			p, b := newBackend(t, openai.Config{}, jsonReply(200, okCompletion))
 			r := *req
@@ -315,6 +315,34 @@ func TestTranslateSamplingAndStream(t *testing.T) {
 			if _, ok := body["max_tokens"]; ok || body["max_completion_tokens"] != 256.0 {
 				t.Errorf("%s: max_tokens = %v, max_completion_tokens = %v", model, body["max_tokens"], body["max_completion_tokens"])
 			}
+		}
+	})
+	t.Run("max_tokens to every model", func(t *testing.T) {
+		// A self-hosted model named like OpenAI's reasoning models
+		// (Ollama, LM Studio ignore max_completion_tokens) keeps its limit.
+		p, b := newSelfHostedBackend(t, openai.Config{TokenLimit: openai.TokenLimitMaxTokens}, jsonReply(200, okCompletion))
+		r := *req
+		r.Model = "gpt-5"
+		if _, err := p.Complete(context.Background(), &r); err != nil {
+			t.Fatal(err)
+		}
+		body := b.body(0)
+		if _, ok := body["max_completion_tokens"]; ok || body["max_tokens"] != 256.0 {
+			t.Errorf("max_tokens = %v, max_completion_tokens = %v", body["max_tokens"], body["max_completion_tokens"])
+		}
+	})
+	t.Run("max_completion_tokens to a custom deployment name", func(t *testing.T) {
+		// An Azure OpenAI deployment serving a reasoning model under a
+		// name of its own.
+		p, b := newBackend(t, openai.Config{TokenLimit: openai.TokenLimitMaxCompletionTokens}, jsonReply(200, okCompletion))
+		r := *req
+		r.Model = "prod-reasoner"
+		if _, err := p.Complete(context.Background(), &r); err != nil {
+			t.Fatal(err)
+		}
+		body := b.body(0)
+		if _, ok := body["max_tokens"]; ok || body["max_completion_tokens"] != 256.0 {
+			t.Errorf("max_tokens = %v, max_completion_tokens = %v", body["max_tokens"], body["max_completion_tokens"])
 		}
 	})
 	t.Run("stream", func(t *testing.T) {
