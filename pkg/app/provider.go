@@ -86,19 +86,17 @@ func (p ProviderConfig) callIDRules() model.Rules {
 
 // tokenLimit is the field max_output_tokens is sent to the
 // OpenAI-compatible API as (ProviderConfig.MaxTokensParam): auto names it
-// by the model on OpenAI's hosts, whose reasoning models refuse
-// max_tokens, and is max_tokens elsewhere, as Ollama and LM Studio ignore
-// max_completion_tokens whatever their models are named.
+// by the model, on any host (OpenAI's reasoning models refuse max_tokens,
+// behind a proxy too); a server that ignores max_completion_tokens
+// (Ollama, LM Studio) for a model named like one of them needs max_tokens.
 func (p ProviderConfig) tokenLimit() openai.TokenLimit {
-	switch {
-	case p.MaxTokensParam == MaxTokensParamMaxTokens:
+	switch p.MaxTokensParam {
+	case MaxTokensParamMaxTokens:
 		return openai.TokenLimitMaxTokens
-	case p.MaxTokensParam == MaxTokensParamCompletion:
+	case MaxTokensParamCompletion:
 		return openai.TokenLimitMaxCompletionTokens
-	case p.openAIHost():
-		return openai.TokenLimitByModel
 	}
-	return openai.TokenLimitMaxTokens
+	return openai.TokenLimitByModel
 }
 
 // openAIHost reports whether the OpenAI-compatible API is OpenAI's own:

@@ -138,8 +138,7 @@ func TestToolCallIDRules(t *testing.T) {
 
 // LAMBENT_PROVIDER_MAX_TOKENS_PARAM names the field max_output_tokens is
 // sent as; auto names it by the model (OpenAI's reasoning models take
-// max_completion_tokens) on OpenAI's hosts only, and is max_tokens
-// elsewhere (Ollama, LM Studio ignore max_completion_tokens).
+// max_completion_tokens), on every host: a proxy in front of OpenAI too.
 func TestMaxTokensParam(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -148,8 +147,8 @@ func TestMaxTokensParam(t *testing.T) {
 	}{
 		{"", "https://api.openai.com/v1", openai.TokenLimitByModel},
 		{"auto", "https://my-resource.openai.azure.com/openai/v1", openai.TokenLimitByModel},
-		{"", "http://127.0.0.1:11434/v1", openai.TokenLimitMaxTokens},
-		{"auto", "http://localhost:1234/v1", openai.TokenLimitMaxTokens},
+		{"", "http://127.0.0.1:4000/v1", openai.TokenLimitByModel},
+		{"max_tokens", "http://localhost:11434/v1", openai.TokenLimitMaxTokens},
 		{"max_completion_tokens", "https://my-resource.openai.azure.com/openai/v1", openai.TokenLimitMaxCompletionTokens},
 		{"max_completion_tokens", "http://127.0.0.1:8000/v1", openai.TokenLimitMaxCompletionTokens},
 		{"max_tokens", "https://api.openai.com/v1", openai.TokenLimitMaxTokens},
@@ -167,15 +166,18 @@ func TestMaxTokensParam(t *testing.T) {
 }
 
 // The provider the configuration builds sends max_output_tokens as
-// LAMBENT_PROVIDER_MAX_TOKENS_PARAM says: to a self-hosted server, a model
-// named gpt-5 keeps max_tokens by default, and a custom deployment name
-// gets max_completion_tokens when the setting says so.
+// LAMBENT_PROVIDER_MAX_TOKENS_PARAM says: by default a model named gpt-5
+// gets max_completion_tokens on any host (a proxy in front of OpenAI),
+// max_tokens when the setting says so (a server that ignores the other),
+// and a custom deployment name max_completion_tokens when it says that.
 func TestMaxTokensParamBody(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		param, model, want, notWant string
 	}{
-		{"", "gpt-5", "max_tokens", "max_completion_tokens"},
+		{"", "gpt-5", "max_completion_tokens", "max_tokens"},
+		{"", "llama3", "max_tokens", "max_completion_tokens"},
+		{"max_tokens", "gpt-5", "max_tokens", "max_completion_tokens"},
 		{"max_completion_tokens", "prod-reasoner", "max_completion_tokens", "max_tokens"},
 	} {
 		bodies := make(chan map[string]any, 1)

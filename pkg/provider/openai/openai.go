@@ -23,9 +23,8 @@
 //     "max_completion_tokens". It is sent as "max_completion_tokens" to
 //     OpenAI's reasoning models (o1, o3, o4, gpt-5 and their variants,
 //     known by name), which refuse "max_tokens". Config.TokenLimit sends
-//     one of the two to every model instead (the gateway sends
-//     "max_tokens" to every model of a server not OpenAI's, or as
-//     LAMBENT_PROVIDER_MAX_TOKENS_PARAM says). Exactly one is sent.
+//     one of the two to every model instead, as the gateway's
+//     LAMBENT_PROVIDER_MAX_TOKENS_PARAM says. Exactly one is sent.
 //   - Reasoning items of the current tool loop (after the last user
 //     message) are sent back as "reasoning_content" on the assistant
 //     message that follows them, as DeepSeek's thinking mode with tools
