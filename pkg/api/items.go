@@ -286,11 +286,13 @@ type ItemHidden struct {
 	// run's later calls; a response's output on the wire, a continuation
 	// and a conversation do not (Shown).
 	Aside bool `json:"aside,omitempty"`
-	// Cut marks a call a failed model call left unfinished (its stream
-	// broke off inside it): it stays in_progress in the response's output,
-	// with the arguments the model had sent, but a continuation and a
-	// conversation leave it out (Continued), so the model never gets it
-	// back, nor a result for it, and it never runs.
+	// Cut marks a call a model call left unfinished: its stream broke off
+	// inside it (a failed response, where it stays in_progress) or
+	// max_output_tokens or the deadline cut it (an incomplete response,
+	// where it is incomplete). The response's output shows it with the
+	// arguments the model had sent, but a continuation and a conversation
+	// leave it out (Continued), so the model never gets it back, nor a
+	// result for it, and it never runs.
 	Cut bool `json:"cut,omitempty"`
 }
 
@@ -302,8 +304,8 @@ func Shown(items []Item) []Item {
 }
 
 // Continued returns the items of items a continuation and a conversation
-// carry on with: those shown (Shown), without the calls a failed model
-// call cut (ItemHidden.Cut). It is items itself when it leaves none out.
+// carry on with: those shown (Shown), without the calls a model call cut
+// (ItemHidden.Cut). It is items itself when it leaves none out.
 func Continued(items []Item) []Item {
 	return without(items, func(it Item) bool { return it.Hidden.Aside || it.Hidden.Cut })
 }

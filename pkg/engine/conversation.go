@@ -414,7 +414,7 @@ func appends(status api.Status) bool {
 // already — references to its items, as its history or the store
 // (appendTurn) tells — or that an earlier input item had) and then its
 // output items as a continuation carries on with them (api.Continued:
-// without the items set aside, nor the calls a failed model call cut) are
+// without the items set aside, nor the calls a model call cut) are
 // appended, which
 // releases the lock;
 // otherwise the lock is released. A failure is logged: the response itself

@@ -432,7 +432,8 @@ func (a *assembler) closeMessage(status string) {
 // the turn's last item (incomplete when the turn was cut; a reasoning item
 // still open is one the model was emitting); the items before it were
 // whole (completed): an incomplete item is the last one emitted
-// (OpenResponses, "Items").
+// (OpenResponses, "Items"). An incomplete call, its arguments possibly
+// cut, is marked cut (api.ItemHidden.Cut) like abandon's.
 func (a *assembler) finish(itemStatus string) []api.Item {
 	a.addWaiting()
 	last := max(a.reasoning, a.message)
@@ -451,7 +452,9 @@ func (a *assembler) finish(itemStatus string) []api.Item {
 	for pos, idx := range a.calls {
 		itemStatus := statusOf(idx)
 		it := a.out(idx)
-		it.Arguments = a.args[pos].take()
+		// A call the cut ended inside is marked cut, as abandon marks a
+		// failed call's: a continuation and a conversation leave it out.
+		it.Arguments, it.Hidden.Cut = a.args[pos].take(), itemStatus == api.ItemIncomplete
 		if it.Arguments == "" {
 			it.Arguments = "{}"
 		}

@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -13,31 +16,50 @@ import (
 )
 
 // deltaModel streams each step's deltas, then ends it with its result or
-// error: a model call cut in the middle.
+// error: a model call cut in the middle. Not streamed, a step answers with
+// its result or error alone.
 type deltaModel struct{ steps []deltaStep }
 
 type deltaStep struct {
 	deltas []provider.Delta
-	res    provider.Result
-	err    error
+	// hook, when set, runs after the deltas, before the end (a clock
+	// advanced past the deadline).
+	hook func()
+	res  provider.Result
+	err  error
 }
 
-func (s *deltaModel) Complete(context.Context, *provider.Request) (*provider.Result, error) {
-	panic("deltaModel streams only")
-}
-
-func (s *deltaModel) Stream(_ context.Context, _ *provider.Request, fn func(provider.Delta) error) (*provider.Result, error) {
+// next takes the next step.
+func (s *deltaModel) next() deltaStep {
 	st := s.steps[0]
 	s.steps = s.steps[1:]
-	for _, d := range st.deltas {
-		if err := fn(d); err != nil {
-			return nil, err
-		}
+	return st
+}
+
+// end is how a step ends: its result or its error.
+func (st *deltaStep) end() (*provider.Result, error) {
+	if st.hook != nil {
+		st.hook()
 	}
 	if st.err != nil {
 		return nil, st.err
 	}
 	return &st.res, nil
+}
+
+func (s *deltaModel) Complete(context.Context, *provider.Request) (*provider.Result, error) {
+	st := s.next()
+	return st.end()
+}
+
+func (s *deltaModel) Stream(_ context.Context, _ *provider.Request, fn func(provider.Delta) error) (*provider.Result, error) {
+	st := s.next()
+	for _, d := range st.deltas {
+		if err := fn(d); err != nil {
+			return nil, err
+		}
+	}
+	return st.end()
 }
 
 // An incomplete item is the last one emitted, in an incomplete response
@@ -152,9 +174,65 @@ type recordingModel struct {
 	seen [][]api.Item
 }
 
+func (s *recordingModel) Complete(ctx context.Context, req *provider.Request) (*provider.Result, error) {
+	s.seen = append(s.seen, slices.Clone(req.Items))
+	return s.deltaModel.Complete(ctx, req)
+}
+
 func (s *recordingModel) Stream(ctx context.Context, req *provider.Request, fn func(provider.Delta) error) (*provider.Result, error) {
 	s.seen = append(s.seen, slices.Clone(req.Items))
 	return s.deltaModel.Stream(ctx, req, fn)
+}
+
+// cutTools are the tools of the cut-call tests: a client function and a
+// hosted search.
+const cutTools = `"tools":[` + clientTool + `,{"type":"lambent:search"}]`
+
+// continueCut runs a response on e (under ctx) whose model call is cut,
+// checks it ends with status, then continues it, by previous_response_id
+// or in a conversation of st (conv), and checks the continuation
+// completes. It returns the cut response.
+func continueCut(t *testing.T, ctx context.Context, e *Engine, st store.ResponseStore, stream, conv bool, status api.Status) *api.Response {
+	t.Helper()
+	s := strconv.FormatBool(stream)
+	first, cont := `{"stream":`+s+`,"input":"hi",`+cutTools+`}`, `{"stream":`+s+`,"input":"again",`+cutTools+`,`
+	if conv {
+		c := &store.Conversation{ID: api.NewID(api.PrefixConversation)}
+		require.NoError(t, st.(store.ConversationStore).CreateConversation(context.Background(), c, nil))
+		first, cont = `{"conversation":"`+c.ID+`",`+first[1:], cont+`"conversation":"`+c.ID+`"}`
+	}
+	rec := &recorder{}
+	require.NoError(t, e.CreateResponse(ctx, decodeReq(t, first), rec))
+	r := rec.openAIFinal(t, stream)
+	require.Equal(t, status, r.Status)
+	if !conv {
+		cont += `"previous_response_id":"` + r.ID + `"}`
+	}
+	rec = &recorder{}
+	require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, cont), rec))
+	require.Equal(t, api.StatusCompleted, rec.openAIFinal(t, stream).Status, "conversation %v", conv)
+	return r
+}
+
+// openAIFinal is the response a run wrote: its stream's last or, not
+// streamed, its body (checked against OpenAI's types).
+func (r *recorder) openAIFinal(t *testing.T, stream bool) *api.Response {
+	t.Helper()
+	if stream {
+		return r.checkOpenAIStream(t)
+	}
+	return r.openAIResponse(t)
+}
+
+// requireContinuedWithText checks that the model's second call got the
+// question, the text of its cut turn and the new question: no cut call,
+// nor a result for one.
+func requireContinuedWithText(t *testing.T, p *recordingModel) {
+	t.Helper()
+	require.Len(t, p.seen, 2)
+	seen := p.seen[1]
+	require.Equal(t, []string{"message", "message", "message"}, types(seen))
+	require.Equal(t, "Hello from", seen[1].Content[0].Text)
 }
 
 // A continuation of a response whose model call failed mid-stream, by
@@ -175,30 +253,53 @@ func TestContinuationLeavesOutCutCalls(t *testing.T) {
 				err: cut}, {deltas: []provider.Delta{{Kind: provider.DeltaText, Text: "done"}}, res: provider.Result{Text: "done", FinishReason: provider.FinishStop}}}}}
 			st := mk(t)
 			e, _ := newEngine(t, p, m, mcpMode, func(c *Config) { c.Store = st })
-			tl := `"tools":[` + clientTool + `,{"type":"lambent:search"}]`
-			first, cont := `{"stream":true,"input":"hi",`+tl+`}`, `{"stream":true,"input":"again",`+tl+`,`
-			if conv {
-				c := &store.Conversation{ID: api.NewID(api.PrefixConversation)}
-				require.NoError(t, st.(store.ConversationStore).CreateConversation(context.Background(), c, nil))
-				first, cont = `{"conversation":"`+c.ID+`",`+first[1:], cont+`"conversation":"`+c.ID+`"}`
-			}
-			rec, err := run1(t, e, first)
-			require.NoError(t, err)
-			r := rec.checkOpenAIStream(t)
-			require.Equal(t, api.StatusFailed, r.Status)
+			r := continueCut(t, context.Background(), e, st, true, conv, api.StatusFailed)
 			require.Equal(t, []string{"message", "function_call:get_weather", "mcp_call"}, types(r.Output))
-			if !conv {
-				cont += `"previous_response_id":"` + r.ID + `"}`
-			}
-			rec, err = run1(t, e, cont)
-			require.NoError(t, err)
-			r = rec.checkOpenAIStream(t)
-			require.Equal(t, api.StatusCompleted, r.Status, "conversation %v", conv)
 			require.Empty(t, m.calls(), "the cut search does not run")
-			require.Len(t, p.seen, 2)
-			seen := p.seen[1]
-			require.Equal(t, []string{"message", "message", "message"}, types(seen), "conversation %v", conv)
-			require.Equal(t, "Hello from", seen[1].Content[0].Text)
+			requireContinuedWithText(t, p)
+		}
+	})
+}
+
+// A call an incomplete response's last model call was cut inside — by
+// max_output_tokens, streamed or not, or by the deadline — is incomplete,
+// with half its arguments; a continuation, by previous_response_id or in
+// its conversation, leaves it out as it leaves out a failed response's
+// cut calls: the model gets the text it had written, not the call nor a
+// made-up result, and a cut hosted call (mcp_call) does not run.
+func TestContinuationLeavesOutIncompleteCalls(t *testing.T) {
+	forStores(t, func(t *testing.T, mk storeMaker) {
+		st := mk(t)
+		for _, tc := range []struct {
+			name             string
+			stream, deadline bool
+		}{{"max_output_tokens streamed", true, false}, {"max_output_tokens", false, false}, {"deadline streamed", true, true}} {
+			for _, tool := range []string{"get_weather", "search"} {
+				for _, conv := range []bool{false, true} {
+					t.Run(fmt.Sprintf("%s/%s/conversation=%v", tc.name, tool, conv), func(t *testing.T) {
+						clock := &fakeClock{t: time.Now()}
+						ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(time.Hour))
+						defer cancel()
+						c := call("c1", tool, `{"q":`)
+						cut := deltaStep{deltas: []provider.Delta{{Kind: provider.DeltaText, Text: "Hello "}, {Kind: provider.DeltaText, Text: "from"},
+							{Kind: provider.DeltaToolCall, ToolIndex: 0, ToolCallID: c.CallID, ToolName: c.Name, Text: c.Arguments}},
+							res: provider.Result{Text: "Hello from", ToolCalls: []api.Item{c}, FinishReason: provider.FinishLength}}
+						if tc.deadline {
+							cut.hook, cut.err = func() { clock.advance(2 * time.Hour) }, context.DeadlineExceeded
+						}
+						p := &recordingModel{deltaModel: deltaModel{steps: []deltaStep{cut, {deltas: []provider.Delta{{Kind: provider.DeltaText, Text: "done"}},
+							res: provider.Result{Text: "done", FinishReason: provider.FinishStop}}}}}
+						m := newMock(echoTool, "search")
+						e, _ := newEngine(t, p, m, mcpMode, func(c *Config) { c.Store, c.Now = st, clock.Now })
+						r := continueCut(t, ctx, e, st, tc.stream, conv, api.StatusIncomplete)
+						require.Len(t, r.Output, 2)
+						require.Equal(t, api.ItemIncomplete, r.Output[1].Status, "the cut call")
+						require.Equal(t, `{"q":`, r.Output[1].Arguments)
+						require.Empty(t, m.calls(), "the cut search does not run")
+						requireContinuedWithText(t, p)
+					})
+				}
+			}
 		}
 	})
 }

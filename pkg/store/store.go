@@ -108,7 +108,7 @@ type KnownEventLog interface {
 // Conversation returns the full conversation of the record: Context, Input
 // and the response's Output as a continuation carries on with it
 // (api.Continued: without the items validated output set aside, nor the
-// calls a failed model call cut), in order.
+// calls a model call cut: ItemHidden.Cut), in order.
 func (r *Record) Conversation() []api.Item {
 	output := api.Continued(r.Response.Output)
 	out := make([]api.Item, 0, len(r.Context)+len(r.Input)+len(output))
