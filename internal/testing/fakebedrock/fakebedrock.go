@@ -535,13 +535,26 @@ func (rp *reply) stream(w http.ResponseWriter) {
 		panic(http.ErrAbortHandler)
 	}
 	if t := rp.turn; t.StreamError != "" {
-		msg := t.ErrorMessage
-		if msg == "" {
-			msg = "fakebedrock: scripted " + t.StreamError
-		}
-		payload, _ := json.Marshal(map[string]string{"message": msg})
 		write(eventstream.Message{Headers: eventstream.Headers{
 			header(":message-type", "exception"), header(":exception-type", t.StreamError), header(":content-type", "application/json"),
-		}, Payload: payload})
+		}, Payload: streamExceptionBody(t)})
 	}
+}
+
+// streamExceptionBody is the payload of t's StreamError event: its
+// message and, when scripted, the model's own status and message.
+func streamExceptionBody(t *Turn) []byte {
+	msg := t.ErrorMessage
+	if msg == "" {
+		msg = "fakebedrock: scripted " + t.StreamError
+	}
+	body := map[string]any{"message": msg}
+	if t.OriginalStatusCode != 0 {
+		body["originalStatusCode"] = t.OriginalStatusCode
+	}
+	if t.OriginalMessage != "" {
+		body["originalMessage"] = t.OriginalMessage
+	}
+	b, _ := json.Marshal(body)
+	return b
 }

@@ -47,6 +47,12 @@ type Turn struct {
 	// serviceUnavailableException) sent after the content events, in place
 	// of messageStop and metadata; ErrorMessage is its message.
 	StreamError string
+	// OriginalStatusCode and OriginalMessage, when set, are the
+	// originalStatusCode and originalMessage of a StreamError
+	// (modelStreamErrorException): the status and message the model itself
+	// answered, as Bedrock relays them (429 when the model throttles).
+	OriginalStatusCode int
+	OriginalMessage    string
 	// OmitOutput, for Converse, leaves "output" out of the 200 reply.
 	OmitOutput bool
 	// Events, for ConverseStream, are sent verbatim instead of the events

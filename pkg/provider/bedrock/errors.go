@@ -20,9 +20,9 @@ import (
 // apiError maps an error of a Converse call, or of its event stream, to an
 // *api.Error wrapping it:
 //
-//	ThrottlingException, ServiceQuotaExceededException  429 rate_limit_exceeded, Retry-After
-//	                                                     as Bedrock's reply names it, else
-//	                                                     provider.DefaultRetryAfter
+//	ThrottlingException, ServiceQuotaExceededException, 429 rate_limit_exceeded, Retry-After
+//	a ModelStreamErrorException relaying the model's     as Bedrock's reply names it, else
+//	own 429 (originalStatusCode)                         provider.DefaultRetryAfter
 //	ValidationException                                  400 with Bedrock's message; an input over
 //	                                                     the context window: 400
 //	                                                     context_length_exceeded, param input;
@@ -39,7 +39,7 @@ import (
 //	ModelTimeoutException                                504 upstream_timeout
 //	ServiceUnavailableException, ModelNotReadyException  503 model_unavailable
 //	ModelErrorException, InternalServerException,
-//	ModelStreamErrorException, any other                 502 upstream_error
+//	another ModelStreamErrorException, any other         502 upstream_error
 //
 // A done context gives provider.ContextError; a connection failure 502
 // upstream_unreachable. The SDK's retryer has already retried what it
@@ -65,6 +65,7 @@ func (p *Provider) apiError(ctx context.Context, model string, err error) *api.E
 		timeout   *types.ModelTimeoutException
 		notReady  *types.ModelNotReadyException
 		down      *types.ServiceUnavailableException
+		stream    *types.ModelStreamErrorException
 		apiErr    smithy.APIError
 		opErr     *net.OpError
 		dnsErr    *net.DNSError
@@ -78,6 +79,8 @@ func (p *Provider) apiError(ctx context.Context, model string, err error) *api.E
 		mapped = rateLimit(throttle)
 	case errors.As(err, &quota):
 		mapped = rateLimit(quota)
+	case errors.As(err, &stream) && modelThrottled(stream):
+		mapped = rateLimit(stream)
 	case errors.As(err, &invalid) && strings.Contains(invalid.ErrorMessage(), "model identifier is invalid"):
 		mapped = api.NotFound("model", provider.CodeModelNotFound, "Bedrock has no model %q in this region (ValidationException: %s)", model, invalid.ErrorMessage())
 		mapped.Err = err
@@ -124,6 +127,12 @@ func retryAfter(err error) string {
 		return provider.RetryAfter(re.Response.Header)
 	}
 	return ""
+}
+
+// modelThrottled reports whether an exception inside a ConverseStream
+// relays the model's own throttling (originalStatusCode 429).
+func modelThrottled(e *types.ModelStreamErrorException) bool {
+	return e.OriginalStatusCode != nil && *e.OriginalStatusCode == http.StatusTooManyRequests
 }
 
 // credentialsRefused reports whether an AWS error code says the gateway's

@@ -3,6 +3,7 @@ package bedrock_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -172,6 +173,34 @@ func TestStreamExceptions(t *testing.T) {
 				require.Contains(t, ae.Err.Error(), "it broke: "+tc.exception)
 			}
 			require.Equal(t, "half an answer", got, "the deltas before the exception were passed on")
+		})
+	}
+}
+
+// A modelStreamErrorException relaying the model's own 429 is throttling,
+// as a ThrottlingException is: 429 rate_limit_exceeded with a retry
+// delay; with another original status it stays a 502.
+func TestStreamModelThrottled(t *testing.T) {
+	for _, tc := range []struct {
+		original, status int
+		code             string
+	}{
+		{429, 429, provider.CodeRateLimitExceeded},
+		{500, 502, provider.CodeUpstreamError},
+	} {
+		t.Run(strconv.Itoa(tc.original), func(t *testing.T) {
+			p, _ := newProvider(t, fakebedrock.Turn{Text: "half", StreamError: "modelStreamErrorException",
+				ErrorMessage: "Model stream error", OriginalStatusCode: tc.original, OriginalMessage: "Too many requests, please wait before trying again."})
+			_, err := p.Stream(context.Background(), hi(claude), func(provider.Delta) error { return nil })
+			ae := requireAPIError(t, err, tc.status, "", tc.code)
+			require.Contains(t, ae.Message, "ModelStreamErrorException")
+			require.Contains(t, ae.Message, claude)
+			require.Contains(t, ae.Err.Error(), "Model stream error", "the cause, for the logs")
+			if tc.status == 429 {
+				require.Equal(t, api.ErrTypeRateLimit, ae.Type)
+				require.Equal(t, api.RetryAfterSeconds(provider.DefaultRetryAfter), ae.RetryAfter, "a stream's exception names no delay: the default")
+				require.Contains(t, ae.Message, "please try again in")
+			}
 		})
 	}
 }
