@@ -72,7 +72,8 @@
 // writes.
 //
 // Errors are *api.Error values wrapping the SDK's (see errors.go). The
-// SDK's retryer retries throttling and transient errors within the call's
+// SDK's retryer retries throttling, a model not ready yet
+// (ModelNotReadyException) and transient errors within the call's
 // context, which the engine bounds by its deadline budget.
 package bedrock
 
@@ -84,6 +85,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
@@ -160,7 +162,7 @@ func New(cfg Config) *Provider {
 	}
 	awsCfg.HTTPClient = awsconf.ReadOnlyBodies(hc)
 	p := &Provider{
-		client:       bedrockruntime.NewFromConfig(awsCfg),
+		client:       bedrockruntime.NewFromConfig(awsCfg, retryModelNotReady),
 		guardID:      cfg.GuardrailID,
 		guardVersion: cfg.GuardrailVersion,
 		images:       egress.New(cfg.ImageFetch.AllowHosts).Client(cfg.ImageFetch.Client, false),
@@ -182,6 +184,14 @@ func New(cfg Config) *Provider {
 		p.log = slog.New(slog.DiscardHandler)
 	}
 	return p
+}
+
+// retryModelNotReady makes the client's retryer retry a
+// ModelNotReadyException (a 429 the standard retryer does not retry by
+// itself), which Bedrock documents as retried by the SDKs, as it retries
+// throttling.
+func retryModelNotReady(o *bedrockruntime.Options) {
+	o.Retryer = retry.AddWithErrorCodes(o.Retryer, "ModelNotReadyException")
 }
 
 // Complete runs one Converse call.

@@ -37,13 +37,15 @@ import (
 //	UnrecognizedClientException and the other refusals  502 upstream_auth_failed,
 //	of the gateway's credentials                         x-should-retry: false
 //	ModelTimeoutException                                504 upstream_timeout
-//	ServiceUnavailableException, ModelNotReadyException  503 model_unavailable
+//	ServiceUnavailableException, ModelNotReadyException  503 model_unavailable (ModelNotReadyException
+//	                                                     once the retryer has given up)
 //	ModelErrorException, InternalServerException,
 //	another ModelStreamErrorException, any other         502 upstream_error
 //
 // A done context gives provider.ContextError; a connection failure 502
 // upstream_unreachable. The SDK's retryer has already retried what it
-// retries (throttling, transient errors) when the error gets here.
+// retries (throttling, ModelNotReadyException, transient errors) when the
+// error gets here.
 //
 // Only the messages of a ValidationException (about the request: the
 // client's to fix) and of a ResourceNotFoundException (about the model)

@@ -48,7 +48,7 @@ func TestErrors(t *testing.T) {
 		{"ResourceNotFoundException", api.ErrTypeInvalidRequest, provider.CodeModelNotFound, 404, false, true},
 		{"ModelTimeoutException", api.ErrTypeUpstream, provider.CodeUpstreamTimeout, 504, false, true},
 		{"ServiceUnavailableException", api.ErrTypeUpstream, provider.CodeModelUnavailable, 503, true, false},
-		{"ModelNotReadyException", api.ErrTypeUpstream, provider.CodeModelUnavailable, 503, false, true},
+		{"ModelNotReadyException", api.ErrTypeUpstream, provider.CodeModelUnavailable, 503, true, true},
 		{"ModelErrorException", api.ErrTypeUpstream, provider.CodeUpstreamError, 502, false, true},
 		{"InternalServerException", api.ErrTypeUpstream, provider.CodeUpstreamError, 502, true, true},
 	} {
@@ -90,16 +90,35 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-// The SDK's retryer retries throttling: a throttled call that then
-// succeeds is a success.
+// The SDK's retryer retries throttling, and a model not ready yet (which
+// Bedrock documents as retried, and the standard retryer does not retry by
+// itself): a call refused so that then succeeds is a success.
 func TestThrottlingRetried(t *testing.T) {
-	both(t, []fakebedrock.Turn{{Error: "ThrottlingException"}, {Error: "ThrottlingException"}, {Text: "finally"}},
-		func(t *testing.T, call func(*provider.Request) (*provider.Result, error), fake *fakebedrock.Server) {
-			res, err := call(hi(claude))
-			require.NoError(t, err)
-			require.Equal(t, "finally", res.Text)
-			require.Equal(t, 3, fake.Calls())
+	for _, exception := range []string{"ThrottlingException", "ModelNotReadyException"} {
+		t.Run(exception, func(t *testing.T) {
+			both(t, []fakebedrock.Turn{{Error: exception}, {Error: exception}, {Text: "finally"}},
+				func(t *testing.T, call func(*provider.Request) (*provider.Result, error), fake *fakebedrock.Server) {
+					res, err := call(hi(claude))
+					require.NoError(t, err)
+					require.Equal(t, "finally", res.Text)
+					require.Equal(t, 3, fake.Calls())
+				})
 		})
+	}
+}
+
+// The SDK's default retryer (not the tests' fast one) retries a model not
+// ready yet too.
+func TestModelNotReadyRetriedByDefaultRetryer(t *testing.T) {
+	fake := fakebedrock.New(fakebedrock.Turn{Error: "ModelNotReadyException"}, fakebedrock.Turn{Text: "ready"})
+	defer fake.Close()
+	cfg := fake.AWSConfig()
+	cfg.Retryer = nil
+	p := bedrock.New(bedrock.Config{AWS: cfg})
+	res, err := p.Complete(context.Background(), hi(claude))
+	require.NoError(t, err)
+	require.Equal(t, "ready", res.Text)
+	require.Equal(t, 2, fake.Calls())
 }
 
 // Retries stop at the call's deadline (the engine's deadline budget): with
