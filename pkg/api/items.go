@@ -287,9 +287,9 @@ type ItemHidden struct {
 	// and a conversation do not (Shown).
 	Aside bool `json:"aside,omitempty"`
 	// Cut marks a call a model call left unfinished: its stream broke off
-	// inside it (a failed response, where it stays in_progress) or
-	// max_output_tokens or the deadline cut it (an incomplete response,
-	// where it is incomplete). The response's output shows it with the
+	// or was cancelled inside it (a failed or cancelled response, where it
+	// stays in_progress) or max_output_tokens or the deadline cut it (an
+	// incomplete response, where it is incomplete). The response's output shows it with the
 	// arguments the model had sent, but a continuation and a conversation
 	// leave it out (Continued), so the model never gets it back, nor a
 	// result for it, and it never runs.

@@ -487,15 +487,16 @@ func (a *assembler) finish(itemStatus string) []api.Item {
 	return calls
 }
 
-// abandon ends the turn of a model call that failed: the items it left
-// open were cut, so they keep status in_progress, with what the model had
-// sent, and get no done events. A client acts on an item's
-// output_item.done — Codex runs the call (with half its arguments), shows
-// the text as an answer, and replays both when it retries the turn. None
-// of its calls runs (finalize ends their mcp_call items), and they are
-// marked cut (api.ItemHidden.Cut): a continuation and a conversation leave
-// them out, so the model never gets back half their arguments. The text
-// stays: the model gets what it had written.
+// abandon ends the turn of a model call that failed or was cancelled (a
+// cancel request, the client gone): the items it left open were cut, so
+// they keep status in_progress, with what the model had sent, and get no
+// done events. A client acts on an item's output_item.done — Codex runs
+// the call (with half its arguments), shows the text as an answer, and
+// replays both when it retries the turn. None of its calls runs (finalize
+// ends their mcp_call items), and they are marked cut
+// (api.ItemHidden.Cut): a continuation and a conversation leave them out,
+// so the model never gets back half their arguments. The text stays: the
+// model gets what it had written.
 func (a *assembler) abandon() {
 	a.addWaiting()
 	if a.reasoning >= 0 {

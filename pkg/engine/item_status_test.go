@@ -191,8 +191,8 @@ const cutTools = `"tools":[` + clientTool + `,{"type":"lambent:search"}]`
 // continueCut runs a response on e (under ctx) whose model call is cut,
 // checks it ends with status, then continues it, by previous_response_id
 // or in a conversation of st (conv), and checks the continuation
-// completes. It returns the cut response.
-func continueCut(t *testing.T, ctx context.Context, e *Engine, st store.ResponseStore, stream, conv bool, status api.Status) *api.Response {
+// completes. It returns the cut response and the recorder of its run.
+func continueCut(t *testing.T, ctx context.Context, e *Engine, st store.ResponseStore, stream, conv bool, status api.Status) (*api.Response, *recorder) {
 	t.Helper()
 	s := strconv.FormatBool(stream)
 	first, cont := `{"stream":`+s+`,"input":"hi",`+cutTools+`}`, `{"stream":`+s+`,"input":"again",`+cutTools+`,`
@@ -208,10 +208,11 @@ func continueCut(t *testing.T, ctx context.Context, e *Engine, st store.Response
 	if !conv {
 		cont += `"previous_response_id":"` + r.ID + `"}`
 	}
+	cut := rec
 	rec = &recorder{}
 	require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, cont), rec))
 	require.Equal(t, api.StatusCompleted, rec.openAIFinal(t, stream).Status, "conversation %v", conv)
-	return r
+	return r, cut
 }
 
 // openAIFinal is the response a run wrote: its stream's last or, not
@@ -222,6 +223,20 @@ func (r *recorder) openAIFinal(t *testing.T, stream bool) *api.Response {
 		return r.checkOpenAIStream(t)
 	}
 	return r.openAIResponse(t)
+}
+
+// requireCutCallNotDone checks that the stream rec recorded has no done
+// event for the cut turn's client function call (a client would run it).
+// Its cut mcp_call gets its output_item.done at the end, as every open
+// mcp_call (closeOpenCalls).
+func requireCutCallNotDone(t *testing.T, rec *recorder) {
+	t.Helper()
+	for _, ev := range rec.parsed(t) {
+		require.NotEqual(t, api.EventFunctionCallArgsDone, ev.Type)
+		if ev.Type == api.EventOutputItemDone {
+			require.NotEqual(t, api.ItemFunctionCall, ev.Item.Type, "the cut call is not done")
+		}
+	}
 }
 
 // requireContinuedWithText checks that the model's second call got the
@@ -253,8 +268,9 @@ func TestContinuationLeavesOutCutCalls(t *testing.T) {
 				err: cut}, {deltas: []provider.Delta{{Kind: provider.DeltaText, Text: "done"}}, res: provider.Result{Text: "done", FinishReason: provider.FinishStop}}}}}
 			st := mk(t)
 			e, _ := newEngine(t, p, m, mcpMode, func(c *Config) { c.Store = st })
-			r := continueCut(t, context.Background(), e, st, true, conv, api.StatusFailed)
+			r, rec := continueCut(t, context.Background(), e, st, true, conv, api.StatusFailed)
 			require.Equal(t, []string{"message", "function_call:get_weather", "mcp_call"}, types(r.Output))
+			requireCutCallNotDone(t, rec)
 			require.Empty(t, m.calls(), "the cut search does not run")
 			requireContinuedWithText(t, p)
 		}
@@ -291,7 +307,7 @@ func TestContinuationLeavesOutIncompleteCalls(t *testing.T) {
 							res: provider.Result{Text: "done", FinishReason: provider.FinishStop}}}}}
 						m := newMock(echoTool, "search")
 						e, _ := newEngine(t, p, m, mcpMode, func(c *Config) { c.Store, c.Now = st, clock.Now })
-						r := continueCut(t, ctx, e, st, tc.stream, conv, api.StatusIncomplete)
+						r, _ := continueCut(t, ctx, e, st, tc.stream, conv, api.StatusIncomplete)
 						require.Len(t, r.Output, 2)
 						require.Equal(t, api.ItemIncomplete, r.Output[1].Status, "the cut call")
 						require.Equal(t, `{"q":`, r.Output[1].Arguments)
@@ -301,5 +317,41 @@ func TestContinuationLeavesOutIncompleteCalls(t *testing.T) {
 				}
 			}
 		}
+	})
+}
+
+// A model call cancelled mid-stream (the client went away, or a cancel
+// request stopped the background run) cuts its calls as a failed one
+// does: they stay in_progress with the arguments the model had sent, with
+// no done events, and a continuation by previous_response_id gives the
+// model the text it had written but not the cut calls, nor a made-up
+// result, and a cut hosted call (mcp_call) does not run. (A cancelled
+// response appends nothing to its conversation.)
+func TestContinuationLeavesOutCancelledCalls(t *testing.T) {
+	forStores(t, func(t *testing.T, mk storeMaker) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		m := newMock(echoTool, "search")
+		p := &recordingModel{deltaModel: deltaModel{steps: []deltaStep{{
+			deltas: []provider.Delta{{Kind: provider.DeltaText, Text: "Hello "}, {Kind: provider.DeltaText, Text: "from"},
+				{Kind: provider.DeltaToolCall, ToolIndex: 0, ToolCallID: "c1", ToolName: "get_weather", Text: `{"city":`},
+				{Kind: provider.DeltaToolCall, ToolIndex: 1, ToolCallID: "c2", ToolName: "search", Text: `{"q":`}},
+			hook: cancel, err: context.Canceled}, {deltas: []provider.Delta{{Kind: provider.DeltaText, Text: "done"}}, res: provider.Result{Text: "done", FinishReason: provider.FinishStop}}}}}
+		st := mk(t)
+		e, _ := newEngine(t, p, m, mcpMode, func(c *Config) { c.Store = st })
+		r, rec := continueCut(t, ctx, e, st, true, false, api.StatusCancelled)
+		require.Equal(t, []string{"message", "function_call:get_weather", "mcp_call"}, types(r.Output))
+		for _, it := range r.Output[1:] {
+			require.Equal(t, api.ItemInProgress, it.Status, "the cut %s", it.Type)
+		}
+		require.Equal(t, `{"city":`, r.Output[1].Arguments)
+		requireCutCallNotDone(t, rec)
+		stored, err := st.Get(context.Background(), r.ID)
+		require.NoError(t, err)
+		for _, it := range stored.Response.Output[1:] {
+			require.True(t, it.Hidden.Cut, "the stored %s is cut", it.Type)
+		}
+		require.Empty(t, m.calls(), "the cut search does not run")
+		requireContinuedWithText(t, p)
 	})
 }

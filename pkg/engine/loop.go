@@ -244,17 +244,15 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 			// What the model had sent is its turn's output, cut: its last
 			// item is incomplete only in an incomplete response (an
 			// incomplete item needs one, OpenResponses "Items"); in a
-			// failed one the items left open stay in progress.
-			cut := api.ItemCompleted
-			switch out.status {
-			case api.StatusFailed:
+			// failed or cancelled one the items left open stay in
+			// progress, and its calls are cut.
+			if out.status != api.StatusIncomplete {
 				r.asm.abandon()
 				return out
-			case api.StatusIncomplete:
-				cut, out.cut = api.ItemIncomplete, len(r.resp.Output) > items
 			}
+			out.cut = len(r.resp.Output) > items
 			// None of its calls runs (finalize ends their mcp_call items).
-			r.asm.finish(cut)
+			r.asm.finish(api.ItemIncomplete)
 			return out
 		}
 		// The turn counts from its answer on: a run that stops before its

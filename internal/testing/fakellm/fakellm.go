@@ -18,7 +18,9 @@ package fakellm
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -172,13 +174,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("fakellm: script exhausted: request #%d received but only %d turns were scripted", req.Seq+1, s.log.Len()), "server_error", "", "")
 		return
 	}
-	if turn.Block != nil {
-		select {
-		case <-turn.Block:
-		case <-r.Context().Done():
-			return
-		case <-s.closing:
-			writeError(w, http.StatusServiceUnavailable, "fakellm: server closed while the request was blocked", "server_error", "", "")
+	if turn.HoldAfterChunks == 0 {
+		if err := s.wait(r.Context(), &turn); err != nil {
+			if errors.Is(err, errClosed) {
+				writeError(w, http.StatusServiceUnavailable, "fakellm: server closed while the request was blocked", "server_error", "", "")
+			}
 			return
 		}
 	}
@@ -211,7 +211,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("X-Request-Id", "req_"+s.idBase+strconv.FormatUint(n, 36))
 	if req.Stream {
-		r2.stream(w)
+		r2.stream(r.Context(), w)
 	} else {
 		r2.complete(w)
 	}
@@ -370,7 +370,11 @@ type sse struct {
 	usageNull bool // include_usage: every chunk but the last has "usage":null
 	n         int  // chunks written
 	cut       int
-	failed    bool
+	// hold, when set, holds the stream after holdAt chunks
+	// (Turn.HoldAfterChunks); false ends it (written nothing more).
+	hold   func() bool
+	holdAt int
+	failed bool
 }
 
 // nullUsage is a chunk with "usage":null, as OpenAI sends every chunk but
@@ -418,6 +422,10 @@ func (e *sse) write(c *chatwire.Completion) bool {
 		// body, so the client reads an unexpected EOF mid-stream.
 		panic(http.ErrAbortHandler)
 	}
+	if e.hold != nil && e.n == e.holdAt && !e.hold() {
+		e.failed = true
+		return false
+	}
 	return true
 }
 
@@ -431,8 +439,29 @@ func (e *sse) text(s string, n int, delta func(string) *chatwire.Delta) bool {
 	return true
 }
 
-// stream writes a text/event-stream of chat.completion.chunk objects.
-func (r *reply) stream(w http.ResponseWriter) {
+// errClosed is wait's error when the Server is closed.
+var errClosed = errors.New("fakellm: server closed")
+
+// wait holds a request until turn.Block (none: no wait) is closed (or
+// receives). It returns ctx's error when ctx (the request's) ends first
+// (the client went away) and errClosed when the Server is closed.
+func (s *Server) wait(ctx context.Context, turn *Turn) error {
+	if turn.Block == nil {
+		return nil
+	}
+	select {
+	case <-turn.Block:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.closing:
+		return errClosed
+	}
+}
+
+// stream writes a text/event-stream of chat.completion.chunk objects; ctx
+// is the request's.
+func (r *reply) stream(ctx context.Context, w http.ResponseWriter) {
 	t := r.turn
 	e := &sse{
 		w:         w,
@@ -440,6 +469,10 @@ func (r *reply) stream(w http.ResponseWriter) {
 		head:      r.head("chat.completion.chunk"),
 		usageNull: r.req.IncludeUsage(),
 		cut:       t.CutAfterChunks,
+	}
+	if t.HoldAfterChunks > 0 {
+		e.hold = func() bool { return r.server.wait(ctx, t) == nil }
+		e.holdAt = t.HoldAfterChunks
 	}
 	e.enc = json.NewEncoder(&e.buf)
 

@@ -61,6 +61,12 @@ type Turn struct {
 	// client went away: nothing is written) or the Server is closed (503).
 	// It lets tests keep a model call in flight.
 	Block <-chan struct{}
+	// HoldAfterChunks, for streaming requests, when > 0 makes Block hold
+	// the stream after that many chunks instead of before the answer: a
+	// model call in flight in the middle of its reply (its text, a tool
+	// call's arguments). When the request's context ends meanwhile nothing
+	// more is written.
+	HoldAfterChunks int
 	// Chunks, for streaming requests, splits Text, Reasoning and Refusal into
 	// about this many deltas each. Zero splits them per word (each delta is a
 	// word with its leading white space). Tool call arguments are split into
