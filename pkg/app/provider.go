@@ -61,12 +61,12 @@ func (c *Config) Uses(name string) bool {
 	return c.defaultProvider() == name || slices.ContainsFunc(c.Provider.Routes, func(r model.Route) bool { return r.Provider == name })
 }
 
-// callIDRules are the id and name rules of the OpenAI-compatible API
-// (ProviderConfig.ToolCallIDs).
-// The most tools a call may offer is ProviderConfig.MaxTools, else
-// OpenAI's own limit on OpenAI's hosts (api.openai.com, Azure OpenAI): a
-// server of the API elsewhere (vLLM, Ollama, a proxy) has its own, or none.
-func (p ProviderConfig) callIDRules() model.Rules {
+// rules are the OpenAI-compatible API's rules: its call ids and tool names
+// (ProviderConfig.ToolCallIDs), and the most tools a call may offer:
+// ProviderConfig.MaxTools, else OpenAI's own limit on OpenAI's hosts
+// (api.openai.com, Azure OpenAI); a server of the API elsewhere (vLLM,
+// Ollama, a proxy) has its own, or none.
+func (p ProviderConfig) rules() model.Rules {
 	mistral := p.ToolCallIDs == CallIDsMistral
 	if p.ToolCallIDs == CallIDsAuto {
 		mistral = hostIn(p.host(), "mistral.ai")
@@ -191,7 +191,7 @@ func (c *Config) providerOf(model string) string {
 func buildProvider(cfg Config, awsConfig func() (aws.Config, error), log *slog.Logger) (model.Provider, error) {
 	ps := map[string]model.Provider{}
 	if cfg.Uses(ProviderOpenAI) {
-		ps[ProviderOpenAI] = openai.New(openai.Config{BaseURL: cfg.Provider.URL, APIKey: cfg.Provider.APIKey, Logger: log, Rules: cfg.Provider.callIDRules(),
+		ps[ProviderOpenAI] = openai.New(openai.Config{BaseURL: cfg.Provider.URL, APIKey: cfg.Provider.APIKey, Logger: log, Rules: cfg.Provider.rules(),
 			TokenLimit: cfg.Provider.tokenLimit()})
 	}
 	if cfg.Uses(ProviderBedrock) {

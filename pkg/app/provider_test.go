@@ -121,7 +121,7 @@ func TestToolCallIDRules(t *testing.T) {
 			return map[string]string{"LAMBENT_PROVIDER_TOOL_CALL_IDS": tc.ids, "LAMBENT_PROVIDER_URL": tc.url}[k]
 		})
 		require.NoError(t, err)
-		require.Equal(t, tc.want, c.Provider.callIDRules(), "%s %s", tc.ids, tc.url)
+		require.Equal(t, tc.want, c.Provider.rules(), "%s %s", tc.ids, tc.url)
 	}
 	// LAMBENT_PROVIDER_MAX_TOOLS states another server's limit, Mistral's
 	// included.
@@ -130,7 +130,7 @@ func TestToolCallIDRules(t *testing.T) {
 			return map[string]string{"LAMBENT_PROVIDER_URL": url, "LAMBENT_PROVIDER_MAX_TOOLS": "64"}[k]
 		})
 		require.NoError(t, err)
-		require.Equal(t, 64, c.Provider.callIDRules().MaxTools, url)
+		require.Equal(t, 64, c.Provider.rules().MaxTools, url)
 	}
 	_, err := FromEnv(func(k string) string { return map[string]string{"LAMBENT_PROVIDER_TOOL_CALL_IDS": "short"}[k] })
 	require.ErrorContains(t, err, "LAMBENT_PROVIDER_TOOL_CALL_IDS")

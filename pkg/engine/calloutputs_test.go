@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/pkg/api"
-	"github.com/lambent/lambent/pkg/store"
 )
 
 // countCalls counts the items of items of type typ for call id.
@@ -37,10 +36,8 @@ func TestConversationCallOutputSentAgain(t *testing.T) {
 		p := script(calls(1, 1, call("cw", "get_weather", `{}`)), text("done", 1, 1), text("third", 1, 1))
 		st := mk(t)
 		e, _ := newEngine(t, p, nil, func(c *Config) { c.Store = st })
-		cs := st.(store.ConversationStore)
 		ctx := context.Background()
-		c := &store.Conversation{ID: api.NewID(api.PrefixConversation)}
-		require.NoError(t, cs.CreateConversation(ctx, c, nil))
+		cs, c := newConversation(t, st)
 		create := func(input string) error {
 			_, err := run1(t, e, `{"conversation":"`+c.ID+`","tools":[`+clientTool+`],"input":`+input+`}`)
 			return err

@@ -25,10 +25,8 @@ func TestConversationPausedCallContinued(t *testing.T) {
 		p := script(calls(1, 1, call("cs", "search", `{}`), call("cw", "get_weather", `{}`)), text("both done", 1, 1), text("third", 1, 1))
 		st := mk(t)
 		e, _ := newEngine(t, p, m, mcpMode, func(c *Config) { c.Store = st })
-		cs := st.(store.ConversationStore)
 		ctx := context.Background()
-		c := &store.Conversation{ID: api.NewID(api.PrefixConversation)}
-		require.NoError(t, cs.CreateConversation(ctx, c, nil))
+		cs, c := newConversation(t, st)
 		tl := `"tools":[` + clientTool + `,{"type":"lambent:search"}]`
 		rec, err := run1(t, e, `{"conversation":"`+c.ID+`","stream":true,"input":"x",`+tl+`}`)
 		require.NoError(t, err)
@@ -66,9 +64,7 @@ func TestStartBackgroundRedeliveryKeepsConversationLock(t *testing.T) {
 		running, release := make(chan struct{}), make(chan struct{})
 		p := script(step{res: text("first answer", 1, 1).res, hook: func(context.Context) { close(running); <-release }})
 		e, st, _ := bgEngine(t, mk, p, nil)
-		cs := st.(store.ConversationStore)
-		c := &store.Conversation{ID: api.NewID(api.PrefixConversation)}
-		require.NoError(t, cs.CreateConversation(ctx, c, nil))
+		cs, c := newConversation(t, st)
 		body := `{"conversation":"` + c.ID + `","input":"hello"}`
 		id := "resp_evt_" + api.NewID("")[30:]
 		done := make(chan error, 1)
@@ -104,9 +100,7 @@ func TestDeleteQueuedBackgroundFreesConversation(t *testing.T) {
 	forStores(t, func(t *testing.T, mk storeMaker) {
 		ctx := context.Background()
 		e, st, q := bgEngine(t, mk, script(text("answer", 1, 1)), nil)
-		cs := st.(store.ConversationStore)
-		c := &store.Conversation{ID: api.NewID(api.PrefixConversation)}
-		require.NoError(t, cs.CreateConversation(ctx, c, nil))
+		cs, c := newConversation(t, st)
 		rec, err := runBackground(t, e, `{"conversation":"`+c.ID+`","input":"hello","background":true}`)
 		require.NoError(t, err)
 		queued := rec.response(t)
@@ -197,9 +191,7 @@ func TestLongResponseOutlivesConversationLock(t *testing.T) {
 	forStores(t, func(t *testing.T, mk storeMaker) {
 		ctx := context.Background()
 		st := mk(t)
-		cs := st.(store.ConversationStore)
-		c := &store.Conversation{ID: api.NewID(api.PrefixConversation)}
-		require.NoError(t, cs.CreateConversation(ctx, c, nil))
+		cs, c := newConversation(t, st)
 		p := script(step{res: text("late answer", 1, 1).res, hook: func(ctx context.Context) { lapseLock(t, ctx, cs, c.ID) }})
 		e, _ := newEngine(t, p, nil, func(cfg *Config) { cfg.Store = st })
 		rec, err := run1(t, e, `{"conversation":"`+c.ID+`","input":"hello"}`)
@@ -225,9 +217,7 @@ func TestLongResponseRenewsConversationLock(t *testing.T) {
 	forStores(t, func(t *testing.T, mk storeMaker) {
 		ctx := context.Background()
 		st := mk(t)
-		cs := st.(store.ConversationStore)
-		c := &store.Conversation{ID: api.NewID(api.PrefixConversation)}
-		require.NoError(t, cs.CreateConversation(ctx, c, nil))
+		cs, c := newConversation(t, st)
 		var e *Engine
 		var sneak error
 		clock := &fakeClock{t: time.Now()}

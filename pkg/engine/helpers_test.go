@@ -288,3 +288,13 @@ func run1(t *testing.T, e *Engine, body string) (*recorder, error) {
 	err := e.CreateResponse(context.Background(), decodeReq(t, body), rec)
 	return rec, err
 }
+
+// newConversation creates an empty conversation in st, a store that keeps
+// conversations, and returns st as such a store, with the conversation.
+func newConversation(t *testing.T, st store.ResponseStore) (store.ConversationStore, *store.Conversation) {
+	t.Helper()
+	cs := st.(store.ConversationStore)
+	c := &store.Conversation{ID: api.NewID(api.PrefixConversation)}
+	require.NoError(t, cs.CreateConversation(context.Background(), c, nil))
+	return cs, c
+}

@@ -197,8 +197,7 @@ func continueCut(t *testing.T, ctx context.Context, e *Engine, st store.Response
 	s := strconv.FormatBool(stream)
 	first, cont := `{"stream":`+s+`,"input":"hi",`+cutTools+`}`, `{"stream":`+s+`,"input":"again",`+cutTools+`,`
 	if conv {
-		c := &store.Conversation{ID: api.NewID(api.PrefixConversation)}
-		require.NoError(t, st.(store.ConversationStore).CreateConversation(context.Background(), c, nil))
+		_, c := newConversation(t, st)
 		first, cont = `{"conversation":"`+c.ID+`",`+first[1:], cont+`"conversation":"`+c.ID+`"}`
 	}
 	rec := &recorder{}
