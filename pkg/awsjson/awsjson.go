@@ -783,12 +783,13 @@ func escapeLabel(s string) string {
 }
 
 // idPattern matches an ARN (up to a space, quote or bracket) or a
-// 12-digit AWS account id.
-const idPattern = `\barn:aws[a-zA-Z-]*:[^\s"'<>()\[\]{},]*|\b[0-9]{12}\b`
+// 12-digit AWS account id. It is compiled once and never changed: a
+// *regexp.Regexp is safe for concurrent use.
+var idPattern = regexp.MustCompile(`\barn:aws[a-zA-Z-]*:[^\s"'<>()\[\]{},]*|\b[0-9]{12}\b`)
 
 // HideIDs replaces the ARNs and account ids of s, AWS error text that a
 // client or a model is to see, with "(hidden)": AWS messages name roles,
 // resources and the account (the logs keep them).
 func HideIDs(s string) string {
-	return regexp.MustCompile(idPattern).ReplaceAllString(s, "(hidden)")
+	return idPattern.ReplaceAllString(s, "(hidden)")
 }
