@@ -21,6 +21,12 @@ func New(allow []string) *Guard {
 	return NewWithLookup(allow, nil)
 }
 
+// ConnectTimeout bounds the connection attempt to each address a host
+// name resolves to, so that an address that never answers (a black hole)
+// costs at most this much before the guard tries the next one, instead of
+// the caller's whole timeout (a webhook's 5 s, fetch_url's 10 s).
+const ConnectTimeout = 3 * time.Second
+
 // MaxIdleConnsPerHost is how many idle connections to one host the
 // clients of Client (keeping connections) and PooledTransport keep: a
 // turn runs its calls concurrently (up to 32 to one MCP server or webhook

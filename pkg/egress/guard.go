@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // LookupFunc resolves a host name to IP addresses. Tests replace it to
@@ -82,7 +83,12 @@ type Guard struct {
 	exact     map[string]bool // allowed "host" and "host:port" keys, normalized
 	prefixes  []netip.Prefix  // allowed CIDR ranges
 	lookup    LookupFunc
-	dialer    net.Dialer
+	// dial connects to one checked address (a net.Dialer's; tests replace
+	// it to simulate an address that never answers).
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// connectTimeout bounds each address's connection attempt
+	// (ConnectTimeout; tests shorten it).
+	connectTimeout time.Duration
 }
 
 // NewWithLookup returns a guard with the allow-list allow (see New) that
@@ -92,11 +98,13 @@ func NewWithLookup(allow []string, lookup LookupFunc) *Guard {
 		lookup = defaultLookup
 	}
 	g := &Guard{
-		blocked:   blockedRanges(),
-		nat64:     netip.MustParsePrefix("64:ff9b::/96"),
-		sixToFour: netip.MustParsePrefix("2002::/16"),
-		exact:     map[string]bool{},
-		lookup:    lookup,
+		blocked:        blockedRanges(),
+		nat64:          netip.MustParsePrefix("64:ff9b::/96"),
+		sixToFour:      netip.MustParsePrefix("2002::/16"),
+		exact:          map[string]bool{},
+		lookup:         lookup,
+		dial:           (&net.Dialer{}).DialContext,
+		connectTimeout: ConnectTimeout,
 	}
 	for _, e := range allow {
 		e = strings.ToLower(strings.TrimSpace(e))
@@ -227,6 +235,8 @@ func (g *Guard) check(host, port string, ip netip.Addr) error {
 // dialContext is the transport's dialer. It resolves the host itself, checks
 // every address and connects only to an address it has checked, so a DNS
 // answer that changes between check and use (rebinding) cannot slip through.
+// It tries the addresses one by one in the resolver's order, each for at
+// most ConnectTimeout.
 func (g *Guard) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -253,7 +263,7 @@ func (g *Guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 			}
 			continue
 		}
-		conn, err := g.dialer.DialContext(ctx, network, net.JoinHostPort(ip.String(), port))
+		conn, err := g.dialOne(ctx, network, net.JoinHostPort(ip.String(), port))
 		if err == nil {
 			return conn, nil
 		}
@@ -270,6 +280,14 @@ func (g *Guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 	default:
 		return nil, fmt.Errorf("resolve %s: no usable %s address", host, network)
 	}
+}
+
+// dialOne connects to one checked address, giving up after the guard's
+// connect timeout so that the next address gets its turn.
+func (g *Guard) dialOne(ctx context.Context, network, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.connectTimeout)
+	defer cancel()
+	return g.dial(ctx, network, addr)
 }
 
 // checkURL validates a request URL (the first one and every redirect

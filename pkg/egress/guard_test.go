@@ -1,13 +1,16 @@
 package egress
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -195,5 +198,60 @@ func TestLookupErrorHidesTheResolver(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "nonexistent-lambent.invalid") {
 		t.Errorf("lookup error %q does not name the host", err)
+	}
+}
+
+// A host name whose first address never answers (a black hole) costs
+// that address's connect timeout, not the caller's whole deadline: the
+// guard goes on to the next address, in the resolver's order, skipping an
+// address it refuses. The black hole is simulated by a dial that waits
+// for its context; the caller's context has no deadline of its own but
+// the test's.
+func TestBlackHoledAddressFallsBackToTheNext(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+
+	blackHole := netip.MustParseAddr("203.0.113.7")
+	lookup := func(context.Context, string) ([]netip.Addr, error) {
+		return []netip.Addr{blackHole, netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("127.0.0.1")}, nil
+	}
+	g := NewWithLookup([]string{"127.0.0.1"}, lookup)
+	g.connectTimeout = time.Millisecond
+	var mu sync.Mutex
+	var dialed []string
+	realDial := g.dial
+	g.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		dialed = append(dialed, addr)
+		mu.Unlock()
+		if addr == net.JoinHostPort(blackHole.String(), port) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return realDial(ctx, network, addr)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // a safety net only
+	defer cancel()
+	conn, err := g.dialContext(ctx, "tcp", net.JoinHostPort("multi.example", port))
+	if err != nil {
+		t.Fatalf("dial: %v (dialed %v)", err, dialed)
+	}
+	conn.Close()
+	<-accepted
+	want := []string{net.JoinHostPort(blackHole.String(), port), ln.Addr().String()}
+	if fmt.Sprint(dialed) != fmt.Sprint(want) {
+		t.Errorf("dialed %v, want %v (in order, the private address skipped)", dialed, want)
 	}
 }
