@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -28,15 +31,25 @@ import (
 // (docs/observability.md, "Traces"). It honours OTEL_EXPORTER_OTLP_HEADERS,
 // OTEL_EXPORTER_OTLP_TRACES_HEADERS, OTEL_EXPORTER_OTLP_TIMEOUT and
 // OTEL_EXPORTER_OTLP_TRACES_TIMEOUT (the time of a whole export, its
-// retries included), and retries a throttled export (ExportSpans).
+// retries included), and retries a throttled export or one that could not
+// reach the collector (ExportSpans). Shutdown ends the exports under way.
 type otlpExporter struct {
 	endpoint string
 	headers  http.Header
 	timeout  time.Duration
 	client   *http.Client
-	// backoff is the wait before the first retry of a retryable reply
-	// without Retry-After, doubled for each retry after it.
+	// backoff is the wait (jittered) before the first retry of a
+	// retryable reply without Retry-After or of an unreachable collector,
+	// doubled for each retry after it.
 	backoff time.Duration
+	// jitter turns a backoff into the wait made (halfJitter).
+	jitter func(time.Duration) time.Duration
+	// wait waits before a retry (sleep; tests record the waits instead).
+	wait func(context.Context, time.Duration) bool
+	// stopped ends when the exporter shuts down (stop), and with it every
+	// export under way.
+	stopped context.Context
+	stop    context.CancelFunc
 }
 
 // maxOTLPErrorBody bounds how much of a collector's error reply is read.
@@ -50,7 +63,9 @@ func newOTLPExporter(endpoint string, getenv func(string) string, client *http.C
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("telemetry: OTLP endpoint %q: want an http(s) URL", endpoint)
 	}
-	e := &otlpExporter{endpoint: endpoint, headers: http.Header{}, timeout: 10 * time.Second, client: client, backoff: time.Second}
+	e := &otlpExporter{endpoint: endpoint, headers: http.Header{}, timeout: 10 * time.Second, client: client, backoff: time.Second,
+		jitter: halfJitter, wait: sleep}
+	e.stopped, e.stop = context.WithCancel(context.Background())
 	for _, env := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
 		if err := addHeaders(e.headers, getenv(env)); err != nil {
 			return nil, fmt.Errorf("telemetry: %s: %w", env, err)
@@ -99,13 +114,17 @@ func addHeaders(h http.Header, list string) error {
 const maxOTLPRetries = 5
 
 // ExportSpans sends spans in one request, sent again while the collector
-// answers with a status OTLP/HTTP lets a client retry (retryWait), the
-// wait before the next attempt ends before the export's timeout, and
-// fewer than maxOTLPRetries retries were made; else the export fails with
-// the collector's last reply.
+// answers with a status OTLP/HTTP lets a client retry (retryWait) or
+// cannot be reached (unreachable), the wait before the next attempt ends
+// before the export's timeout, and fewer than maxOTLPRetries retries were
+// made; else the export fails with the last attempt's error. The
+// exporter's shutdown ends it too.
 func (e *otlpExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	if len(spans) == 0 {
 		return nil
+	}
+	if e.stopped.Err() != nil {
+		return errors.New("telemetry: the OTLP exporter is shut down")
 	}
 	body, err := json.Marshal(otlpRequest(spans))
 	if err != nil {
@@ -113,13 +132,14 @@ func (e *otlpExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
+	defer context.AfterFunc(e.stopped, cancel)()
 	for retry := 0; ; retry++ {
 		status, retryAfter, err := e.post(ctx, body)
 		if err == nil {
 			return nil
 		}
-		wait, ok := retryWait(status, retryAfter, e.backoff<<retry, time.Now())
-		if !ok || retry == maxOTLPRetries || !sleep(ctx, wait) {
+		wait, ok := e.nextWait(status, retryAfter, err, retry)
+		if !ok || retry == maxOTLPRetries || !e.wait(ctx, wait) {
 			return fmt.Errorf("telemetry: export %d spans: %w", len(spans), err)
 		}
 	}
@@ -147,6 +167,40 @@ func (e *otlpExporter) post(ctx context.Context, body []byte) (int, string, erro
 		return resp.StatusCode, resp.Header.Get("Retry-After"), fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
 	}
 	return resp.StatusCode, "", nil
+}
+
+// nextWait reports whether the attempt numbered retry (from 0), which
+// failed with err and the collector's status and Retry-After (status 0: no
+// reply), may be retried and after how long: a retryable reply's
+// (retryWait) or an unreachable collector's wait, the backoff doubled for
+// each retry made and jittered.
+func (e *otlpExporter) nextWait(status int, retryAfter string, err error, retry int) (time.Duration, bool) {
+	backoff := e.jitter(e.backoff << retry)
+	if status == 0 {
+		return backoff, unreachable(err)
+	}
+	return retryWait(status, retryAfter, backoff, time.Now())
+}
+
+// unreachable reports whether err, a request's failure without a reply,
+// says the collector could not be reached: no connection (refused, no
+// route, its name not resolved) or one broken before the reply (reset,
+// closed).
+func unreachable(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial" ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// halfJitter returns a random wait between d/2 and d, so that exporters
+// that failed together do not retry together.
+func halfJitter(d time.Duration) time.Duration {
+	if d < 2 {
+		return d
+	}
+	return d/2 + rand.N(d-d/2+1)
 }
 
 // retryWait reports whether a reply of status may be retried (OTLP/HTTP,
@@ -190,8 +244,12 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// Shutdown releases nothing: the exporter holds no state between exports.
-func (e *otlpExporter) Shutdown(context.Context) error { return nil }
+// Shutdown ends the exports under way (their requests and waits) and
+// fails those that come after it.
+func (e *otlpExporter) Shutdown(context.Context) error {
+	e.stop()
+	return nil
+}
 
 // The OTLP JSON shapes (opentelemetry-proto, trace/v1 and common/v1):
 // lowerCamelCase keys, trace and span ids in hex, enums as integers,

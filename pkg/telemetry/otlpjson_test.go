@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	collector "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"go.uber.org/goleak"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
@@ -264,7 +266,7 @@ func (c *flakyCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, `{}`)
 }
 
-// testBackoff is the exporters' backoff in exportOne.
+// testBackoff is the exporters' backoff in exportOne (really waited).
 const testBackoff = 20 * time.Millisecond
 
 // exportOne exports one span to a new flakyCollector answering replies,
@@ -312,11 +314,16 @@ func TestOTLPRetries(t *testing.T) {
 	})
 	t.Run("backoff", func(t *testing.T) {
 		t.Parallel()
-		c, err := exportOne(t, "5000", flakyReply{http.StatusBadGateway, ""}, flakyReply{http.StatusGatewayTimeout, ""}, flakyReply{http.StatusServiceUnavailable, ""})
-		require.NoError(t, err)
+		c := &flakyCollector{replies: []flakyReply{{http.StatusBadGateway, ""}, {http.StatusGatewayTimeout, ""}, {http.StatusServiceUnavailable, ""}}}
+		srv := httptest.NewServer(c)
+		defer srv.Close()
+		w := &waitRecorder{}
+		require.NoError(t, exportOneTo(t, srv.URL+"/v1/traces", srv.Client(), w))
 		require.Len(t, c.bodies, 4)
-		for i := range 3 {
-			require.GreaterOrEqual(t, c.at[i+1].Sub(c.at[i]), testBackoff<<i, "wait %d: the waits double", i)
+		require.Len(t, w.waits, 3)
+		for i, d := range w.waits {
+			backoff := time.Second << i
+			require.True(t, d >= backoff/2 && d <= backoff, "wait %d: %s, want the doubled backoff %s jittered to half of it at least", i, d, backoff)
 		}
 	})
 	t.Run("retry-after beyond the timeout", func(t *testing.T) {
@@ -345,4 +352,157 @@ func TestOTLPRetries(t *testing.T) {
 		require.ErrorContains(t, err, "400")
 		require.Len(t, c.bodies, 1)
 	})
+}
+
+// waitRecorder stands for an exporter's wait between attempts: it records
+// the waits and waits no time.
+type waitRecorder struct {
+	mu     sync.Mutex
+	waits  []time.Duration
+	before func() // run before each wait's return, when set
+}
+
+func (w *waitRecorder) wait(_ context.Context, d time.Duration) bool {
+	w.mu.Lock()
+	w.waits = append(w.waits, d)
+	w.mu.Unlock()
+	if w.before != nil {
+		w.before()
+	}
+	return true
+}
+
+// exportOneTo exports one span to endpoint with client, its waits
+// recorded by w, and returns the export's error.
+func exportOneTo(t *testing.T, endpoint string, client *http.Client, w *waitRecorder) error {
+	t.Helper()
+	exp, err := newOTLPExporter(endpoint, func(string) string { return "" }, client)
+	require.NoError(t, err)
+	exp.wait = w.wait
+	_, sp := sdktrace.NewTracerProvider().Tracer("t").Start(context.Background(), "s")
+	sp.End()
+	return exp.ExportSpans(context.Background(), []sdktrace.ReadOnlySpan{sp.(sdktrace.ReadOnlySpan)})
+}
+
+// A collector that cannot be reached — its port refuses the connection,
+// or it resets the connection before replying — is sent the batch again
+// after the backoff, within the export's timeout, as a throttling one is.
+func TestOTLPRetriesUnreachableCollector(t *testing.T) {
+	t.Run("connection refused", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := ln.Addr().String()
+		require.NoError(t, ln.Close())
+		stub := &collectorStub{}
+		srv := &http.Server{Handler: stub}
+		served := make(chan struct{})
+		w := &waitRecorder{}
+		w.before = func() { // the collector comes up during the first wait
+			if len(w.waits) > 1 {
+				return
+			}
+			ln, err := net.Listen("tcp", addr)
+			require.NoError(t, err)
+			go func() { defer close(served); _ = srv.Serve(ln) }()
+		}
+		tr := &http.Transport{}
+		err = exportOneTo(t, "http://"+addr+"/v1/traces", &http.Client{Transport: tr}, w)
+		tr.CloseIdleConnections()
+		if len(w.waits) > 0 {
+			require.NoError(t, srv.Close())
+			<-served
+		}
+		require.NoError(t, err)
+		require.Len(t, w.waits, 1)
+		require.Len(t, stub.bodies, 1)
+	})
+	t.Run("never reachable", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := ln.Addr().String()
+		require.NoError(t, ln.Close())
+		w := &waitRecorder{}
+		err = exportOneTo(t, "http://"+addr+"/v1/traces", &http.Client{Transport: &http.Transport{}}, w)
+		require.ErrorContains(t, err, "connection refused")
+		require.Len(t, w.waits, maxOTLPRetries)
+	})
+	t.Run("connection reset", func(t *testing.T) {
+		stub := &collectorStub{}
+		var mu sync.Mutex
+		reset := false
+		srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			first := !reset
+			reset = true
+			mu.Unlock()
+			if !first {
+				stub.ServeHTTP(rw, r)
+				return
+			}
+			_, _ = io.ReadAll(r.Body)
+			conn, _, err := http.NewResponseController(rw).Hijack()
+			if err != nil {
+				return
+			}
+			_ = conn.(*net.TCPConn).SetLinger(0) // close with a reset
+			_ = conn.Close()
+		}))
+		defer srv.Close()
+		w := &waitRecorder{}
+		err := exportOneTo(t, srv.URL+"/v1/traces", srv.Client(), w)
+		require.NoError(t, err)
+		require.Len(t, w.waits, 1)
+		require.Len(t, stub.bodies, 1)
+	})
+}
+
+// The backoff's waits are jittered, each between half and all of the
+// doubled backoff, so that exporters that failed together do not retry
+// together.
+func TestOTLPBackoffIsJittered(t *testing.T) {
+	exp, err := newOTLPExporter("http://127.0.0.1:4318/v1/traces", func(string) string { return "" }, http.DefaultClient)
+	require.NoError(t, err)
+	seen := map[time.Duration]bool{}
+	for range 64 {
+		d := exp.jitter(time.Second)
+		require.GreaterOrEqual(t, d, time.Second/2)
+		require.LessOrEqual(t, d, time.Second)
+		seen[d] = true
+	}
+	require.Greater(t, len(seen), 1, "64 waits, all the same")
+}
+
+// A provider's shutdown that gives up waiting for the last batch's export
+// (its context ends) cancels that export: the request to a collector that
+// never answers is abandoned instead of going on in the background until
+// the export's timeout.
+func TestTracerProviderShutdownCancelsExport(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "60000")
+	received, cancelled, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body) // the server notices a closed connection once it has read the body
+		close(received)
+		select {
+		case <-r.Context().Done():
+			close(cancelled)
+		case <-release:
+		}
+	}))
+	ignore := goleak.IgnoreCurrent()
+	tp, err := NewTracerProvider(srv.URL + "/v1/traces")
+	require.NoError(t, err)
+	_, sp := tp.Tracer("t").Start(context.Background(), "s")
+	sp.End()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-received; cancel() }() // shutdown gives up once the export hangs
+	require.ErrorIs(t, tp.Shutdown(ctx), context.Canceled)
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second): // a safety net: the export's own timeout is a minute
+		t.Error("the export went on after the provider's shutdown")
+	}
+	close(release)
+	srv.Close()
+	goleak.VerifyNone(t, ignore)
 }

@@ -22,7 +22,8 @@ const ServiceName = "lambent"
 // OTEL_RESOURCE_ATTRIBUTES name it otherwise.
 // Spans follow their parent's sampling decision (an X-Ray trace that is not sampled stays unsampled),
 // else are all sampled. Shut it down (or ForceFlush it) to send what is
-// buffered.
+// buffered; a shutdown whose context ends first cancels that export
+// (abortOnShutdown).
 func NewTracerProvider(endpoint string) (*sdktrace.TracerProvider, error) {
 	exp, err := newOTLPExporter(endpoint, os.Getenv, &http.Client{})
 	if err != nil {
@@ -35,5 +36,23 @@ func NewTracerProvider(endpoint string) (*sdktrace.TracerProvider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: resource: %w", err)
 	}
-	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
+	batcher := abortOnShutdown{SpanProcessor: sdktrace.NewBatchSpanProcessor(exp), abort: exp.stop}
+	return sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(batcher), sdktrace.WithResource(res)), nil
+}
+
+// abortOnShutdown is a batch span processor whose shutdown ends its
+// exporter's export under way once it returns. The SDK's processor exports
+// what is buffered in the background and shuts its exporter down only
+// after that export: a shutdown whose context ended first would leave the
+// export (its retries, its request) going on until the export's timeout.
+type abortOnShutdown struct {
+	sdktrace.SpanProcessor
+	abort func()
+}
+
+// Shutdown shuts the processor down (ctx bounds the wait for its last
+// export), then ends any export still under way.
+func (a abortOnShutdown) Shutdown(ctx context.Context) error {
+	defer a.abort()
+	return a.SpanProcessor.Shutdown(ctx)
 }
