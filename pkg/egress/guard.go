@@ -235,8 +235,9 @@ func (g *Guard) check(host, port string, ip netip.Addr) error {
 // dialContext is the transport's dialer. It resolves the host itself, checks
 // every address and connects only to an address it has checked, so a DNS
 // answer that changes between check and use (rebinding) cannot slip through.
-// It tries the addresses one by one in the resolver's order, each for at
-// most ConnectTimeout.
+// It tries the addresses one by one in the resolver's order; each but the
+// last for at most ConnectTimeout, so that one that never answers (a black
+// hole) leaves the next its turn, and the last for the caller's whole time.
 func (g *Guard) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -251,7 +252,8 @@ func (g *Guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 			return nil, fmt.Errorf("resolve %s: %w", host, err)
 		}
 	}
-	var blockedErr, dialErr error
+	var blockedErr error
+	checked := make([]netip.Addr, 0, len(ips))
 	for _, ip := range ips {
 		plain := ip.Unmap()
 		if (network == "tcp4" && !plain.Is4()) || (network == "tcp6" && !plain.Is6()) {
@@ -263,7 +265,11 @@ func (g *Guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 			}
 			continue
 		}
-		conn, err := g.dialOne(ctx, network, net.JoinHostPort(ip.String(), port))
+		checked = append(checked, ip)
+	}
+	var dialErr error
+	for i, ip := range checked {
+		conn, err := g.dialOne(ctx, network, net.JoinHostPort(ip.String(), port), i < len(checked)-1)
 		if err == nil {
 			return conn, nil
 		}
@@ -282,11 +288,15 @@ func (g *Guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 	}
 }
 
-// dialOne connects to one checked address, giving up after the guard's
-// connect timeout so that the next address gets its turn.
-func (g *Guard) dialOne(ctx context.Context, network, addr string) (net.Conn, error) {
-	ctx, cancel := context.WithTimeout(ctx, g.connectTimeout)
-	defer cancel()
+// dialOne connects to one checked address; when another address follows
+// (capped), it gives up after the guard's connect timeout so that the next
+// gets its turn.
+func (g *Guard) dialOne(ctx context.Context, network, addr string, capped bool) (net.Conn, error) {
+	if capped {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, g.connectTimeout)
+		defer cancel()
+	}
 	return g.dial(ctx, network, addr)
 }
 

@@ -255,3 +255,27 @@ func TestBlackHoledAddressFallsBackToTheNext(t *testing.T) {
 		t.Errorf("dialed %v, want %v (in order, the private address skipped)", dialed, want)
 	}
 }
+
+// The last address a name resolves to (a one-address host's only one) is
+// not capped by the connect timeout: it has the caller's whole time, as
+// it had before the cap, since no other address waits for its turn.
+func TestLastAddressKeepsTheCallersTime(t *testing.T) {
+	lookup := func(context.Context, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}
+	g := NewWithLookup([]string{"127.0.0.1"}, lookup)
+	g.connectTimeout = time.Millisecond
+	ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+	defer cancel()
+	want, _ := ctx.Deadline()
+	errDialed := errors.New("dialed")
+	g.dial = func(dctx context.Context, _, _ string) (net.Conn, error) {
+		if got, ok := dctx.Deadline(); !ok || !got.Equal(want) {
+			t.Errorf("the only address dialed with deadline %v (set %v), want the caller's %v", got, ok, want)
+		}
+		return nil, errDialed
+	}
+	if _, err := g.dialContext(ctx, "tcp", "one.example:443"); !errors.Is(err, errDialed) {
+		t.Fatalf("dial: %v, want the dial's own error", err)
+	}
+}
