@@ -224,6 +224,46 @@ func TestStreamModelThrottled(t *testing.T) {
 	}
 }
 
+// A ModelErrorException (HTTP 424) relays the model's own failure (a
+// Marketplace model's SageMaker endpoint, an imported model): relaying the
+// model's 429, it is throttling, as a ThrottlingException is (429
+// rate_limit_exceeded with a retry delay), for Converse and for a
+// ConverseStream refused before its stream; with another original status
+// it stays a 502 whose message names no ARN nor account id, even when the
+// model is addressed by its ARN.
+func TestModelErrorThrottled(t *testing.T) {
+	const (
+		endpoint = "arn:aws:sagemaker:us-east-1:123456789012:endpoint/jumpstart-llama"
+		said     = `Received client error (429) from primary with message "Too many requests". ` +
+			`See https://us-east-1.console.aws.amazon.com/cloudwatch/home?region=us-east-1#logEventViewer:group=/aws/sagemaker/Endpoints/jumpstart-llama in account 123456789012 for more information.`
+	)
+	for _, tc := range []struct {
+		original, status int
+		code             string
+	}{
+		{429, 429, provider.CodeRateLimitExceeded},
+		{500, 502, provider.CodeUpstreamError},
+	} {
+		t.Run(strconv.Itoa(tc.original), func(t *testing.T) {
+			turn := fakebedrock.Turn{Error: "ModelErrorException", ErrorMessage: said, OriginalStatusCode: tc.original, ResourceName: endpoint}
+			both(t, []fakebedrock.Turn{turn}, func(t *testing.T, call func(*provider.Request) (*provider.Result, error), fake *fakebedrock.Server) {
+				_, err := call(hi(endpoint))
+				ae := requireAPIError(t, err, tc.status, "", tc.code)
+				require.Contains(t, ae.Message, "ModelErrorException")
+				require.NotContains(t, ae.Message, "123456789012", "no account id")
+				require.NotContains(t, ae.Message, "arn:aws", "no ARN")
+				require.Contains(t, ae.Err.Error(), said, "the cause, for the logs")
+				if tc.status == 429 {
+					require.Equal(t, api.ErrTypeRateLimit, ae.Type)
+					require.Equal(t, api.RetryAfterSeconds(provider.DefaultRetryAfter), ae.RetryAfter, "Bedrock names no delay: the default")
+					require.Contains(t, ae.Message, "please try again in")
+				}
+				require.Equal(t, 1, fake.Calls(), "the SDK does not retry a ModelErrorException")
+			})
+		})
+	}
+}
+
 func TestStreamCut(t *testing.T) {
 	p, _ := newProvider(t, fakebedrock.Turn{Text: "one two three four", CutAfterEvents: 3})
 	_, err := p.Stream(context.Background(), hi(claude), func(provider.Delta) error { return nil })

@@ -305,6 +305,35 @@ func TestGatewayErrors(t *testing.T) {
 	require.Regexp(t, `request ID req_[0-9a-f]{32}\.$`, failed.Error.Message)
 }
 
+// The model's own throttling relayed by a ModelErrorException (HTTP 424,
+// originalStatusCode 429) reaches the client as a throttling exception's
+// does: a 429 rate_limit_exceeded with Retry-After, and a stream's
+// response.failed rate_limit_exceeded saying when to try again.
+func TestGatewayModelErrorThrottled(t *testing.T) {
+	throttled := fakebedrock.Turn{Error: "ModelErrorException", OriginalStatusCode: http.StatusTooManyRequests,
+		ErrorMessage: `Received client error (429) from primary with message "Too many requests". See the logs in account 123456789012 for more information.`,
+		ResourceName: "arn:aws:sagemaker:us-east-1:123456789012:endpoint/jumpstart-llama"}
+	fake := fakebedrock.New(throttled, throttled)
+	client := gateway(t, fake, nil)
+	ctx := context.Background()
+	params := responses.ResponseNewParams{Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}}
+	_, err := client.Responses.New(ctx, params)
+	var apiErr *openai.Error
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, http.StatusTooManyRequests, apiErr.StatusCode)
+	require.Equal(t, "rate_limit_exceeded", apiErr.Code)
+	require.Equal(t, "10", apiErr.Response.Header.Get("Retry-After"))
+	require.NotContains(t, apiErr.Message, "123456789012")
+
+	evs := stream(t, client.Responses.NewStreaming(ctx, params))
+	last := evs[len(evs)-1]
+	require.Equal(t, "response.failed", last.Type)
+	failed := last.AsResponseFailed().Response.Error
+	require.Equal(t, "rate_limit_exceeded", string(failed.Code))
+	require.Contains(t, failed.Message, "please try again in 10s")
+	require.NotContains(t, failed.Message, "123456789012")
+}
+
 // Both providers at once: LAMBENT_MODEL_ROUTES sends Claude to Bedrock,
 // everything else to the default (the OpenAI-compatible provider).
 func TestGatewayRouting(t *testing.T) {
