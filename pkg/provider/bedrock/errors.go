@@ -37,8 +37,10 @@ import (
 //	UnrecognizedClientException and the other refusals  502 upstream_auth_failed,
 //	of the gateway's credentials                         x-should-retry: false
 //	ModelTimeoutException                                504 upstream_timeout
-//	ServiceUnavailableException, ModelNotReadyException  503 model_unavailable (ModelNotReadyException
-//	                                                     once the retryer has given up)
+//	ServiceUnavailableException (Bedrock overloaded)     503 service_unavailable_error
+//	                                                     server_is_overloaded (provider.Overloaded)
+//	ModelNotReadyException                               503 model_unavailable once the retryer
+//	                                                     has given up
 //	another ModelErrorException or
 //	ModelStreamErrorException, InternalServerException,
 //	any other                                            502 upstream_error
@@ -115,7 +117,7 @@ func (p *Provider) apiError(ctx context.Context, model string, err error) *api.E
 	case errors.As(err, &notReady):
 		mapped = provider.UpstreamError(http.StatusServiceUnavailable, provider.CodeModelUnavailable, err, "the Bedrock model %q is not ready (ModelNotReadyException)", name)
 	case errors.As(err, &down):
-		mapped = provider.UpstreamError(http.StatusServiceUnavailable, provider.CodeModelUnavailable, err, "Bedrock is unavailable (ServiceUnavailableException)")
+		mapped = provider.Overloaded(retryAfter(err), err, "Bedrock is overloaded (ServiceUnavailableException) calling model %q", name)
 	case errors.As(err, &apiErr):
 		mapped = provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, err, "Bedrock error (%s) from model %q", apiErr.ErrorCode(), name)
 	case errors.As(err, &dnsErr), errors.As(err, &opErr) && opErr.Op == "dial":

@@ -47,7 +47,7 @@ func TestErrors(t *testing.T) {
 		{"AccessDeniedException", api.ErrTypeInvalidRequest, provider.CodeModelAccessDenied, 403, false, true},
 		{"ResourceNotFoundException", api.ErrTypeInvalidRequest, provider.CodeModelNotFound, 404, false, true},
 		{"ModelTimeoutException", api.ErrTypeUpstream, provider.CodeUpstreamTimeout, 504, false, true},
-		{"ServiceUnavailableException", api.ErrTypeUpstream, provider.CodeModelUnavailable, 503, true, false},
+		{"ServiceUnavailableException", api.ErrTypeServiceUnavailable, provider.CodeServerOverloaded, 503, true, false},
 		{"ModelNotReadyException", api.ErrTypeUpstream, provider.CodeModelUnavailable, 503, true, true},
 		{"ModelErrorException", api.ErrTypeUpstream, provider.CodeUpstreamError, 502, false, true},
 		{"InternalServerException", api.ErrTypeUpstream, provider.CodeUpstreamError, 502, true, true},
@@ -175,7 +175,7 @@ func TestStreamExceptions(t *testing.T) {
 		{"internalServerException", 502, provider.CodeUpstreamError},
 		{"throttlingException", 429, provider.CodeRateLimitExceeded},
 		{"validationException", 400, "invalid_request"},
-		{"serviceUnavailableException", 503, provider.CodeModelUnavailable},
+		{"serviceUnavailableException", 503, provider.CodeServerOverloaded},
 	} {
 		t.Run(tc.exception, func(t *testing.T) {
 			p, _ := newProvider(t, fakebedrock.Turn{Text: "half an answer", StreamError: tc.exception, ErrorMessage: "it broke: " + tc.exception})

@@ -334,6 +334,20 @@ func TestGatewayModelErrorThrottled(t *testing.T) {
 	require.NotContains(t, failed.Message, "123456789012")
 }
 
+// Bedrock overloaded (a serviceUnavailableException inside the stream)
+// fails the response as OpenAI's overload does: response.failed with code
+// server_is_overloaded, which Codex reads as the model at capacity.
+func TestGatewayOverloaded(t *testing.T) {
+	fake := fakebedrock.New(fakebedrock.Turn{Text: "partial", StreamError: "serviceUnavailableException", ErrorMessage: "Bedrock is unable to process your request."})
+	client := gateway(t, fake, nil)
+	evs := stream(t, client.Responses.NewStreaming(context.Background(), responses.ResponseNewParams{Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}}))
+	last := evs[len(evs)-1]
+	require.Equal(t, "response.failed", last.Type)
+	failed := last.AsResponseFailed().Response.Error
+	require.Equal(t, "server_is_overloaded", string(failed.Code))
+	require.Contains(t, failed.Message, "ServiceUnavailableException")
+}
+
 // Both providers at once: LAMBENT_MODEL_ROUTES sends Claude to Bedrock,
 // everything else to the default (the OpenAI-compatible provider).
 func TestGatewayRouting(t *testing.T) {

@@ -319,6 +319,28 @@ func TestStreamMidStreamErrorEvent(t *testing.T) {
 	}
 }
 
+// A provider that says mid-stream it is overloaded (OpenAI's
+// server_is_overloaded code, Anthropic's overloaded_error type) fails the
+// call as its 503 would: a 503 server_is_overloaded.
+func TestStreamMidStreamOverloaded(t *testing.T) {
+	for name, ev := range map[string]string{
+		"data":  `data: {"error":{"message":"Overloaded","type":"overloaded_error"}}` + "\n\n",
+		"event": "event: error\ndata: {\"type\":\"error\",\"error\":{\"code\":\"server_is_overloaded\",\"message\":\"Our servers are currently overloaded.\"}}\n\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, _ := newBackend(t, openai.Config{}, func(w http.ResponseWriter, r *http.Request) {
+				sseHeaders(w)
+				writeSSE(w, chunk(`{"index":0,"delta":{"content":"par"},"finish_reason":null}`))
+				_, _ = fmt.Fprint(w, ev)
+			})
+			_, err := p.Stream(context.Background(), hi, collect(new([]provider.Delta)))
+			e := apiErr(t, err, http.StatusServiceUnavailable, api.ErrTypeServiceUnavailable, provider.CodeServerOverloaded)
+			contains(t, "message", e.Message, "the model provider is overloaded")
+			contains(t, "cause", e.Err.Error(), "verloaded")
+		})
+	}
+}
+
 // A streamed call hands its connection back to the pool: the stream is
 // read to its end after [DONE], so the next call (here, streamed and not)
 // goes over the same connection instead of dialing (with TLS, a handshake
