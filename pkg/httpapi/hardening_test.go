@@ -551,23 +551,31 @@ func TestProviderRateLimitReachesClient(t *testing.T) {
 	_, err := g.client.Responses.New(t.Context(), textParams("hi"))
 	wantAPIError(t, err, http.StatusTooManyRequests)
 
-	chunks := rawStream(t, g.srv.Listener.Addr().String(), `{"input":"hi","stream":true}`)
+	failed := streamFailure(t, g, `{"input":"hi","stream":true}`)
+	require.Equal(t, "rate_limit_exceeded", failed.Code)
+	// The provider's own message names its organization: it stays in the
+	// logs.
+	require.Equal(t, "the model provider is rate limiting requests; please try again in 17s", failed.Message)
+	require.NotContains(t, string(body), "Rate limit reached for requests")
+}
+
+// streamFailure streams g's response of body, which must end with
+// response.failed, and returns that response's error.
+func streamFailure(t *testing.T, g *gateway, body string) (failed struct{ Code, Message string }) {
+	t.Helper()
+	chunks := rawStream(t, g.srv.Listener.Addr().String(), body)
 	evs, done, err := ssecheck.Parse(bytes.NewReader(bytes.Join(chunks, nil)))
 	require.NoError(t, err)
 	require.True(t, done)
 	last := evs[len(evs)-1]
 	require.Equal(t, "response.failed", last.Type)
-	var failed struct {
+	var ev struct {
 		Response struct {
 			Error struct{ Code, Message string } `json:"error"`
 		} `json:"response"`
 	}
-	require.NoError(t, json.Unmarshal(last.Data, &failed))
-	require.Equal(t, "rate_limit_exceeded", failed.Response.Error.Code)
-	// The provider's own message names its organization: it stays in the
-	// logs.
-	require.Equal(t, "the model provider is rate limiting requests; please try again in 17s", failed.Response.Error.Message)
-	require.NotContains(t, string(body), "Rate limit reached for requests")
+	require.NoError(t, json.Unmarshal(last.Data, &ev))
+	return ev.Response.Error
 }
 
 // A model provider that says it is overloaded (OpenAI's 503
@@ -599,20 +607,9 @@ func TestProviderOverloadReachesClient(t *testing.T) {
 			require.Equal(t, "server_is_overloaded", wantAPIError(t, err, http.StatusServiceUnavailable).Code)
 			require.Equal(t, calls+2, g.fake.Calls(), "the SDK retried once")
 
-			chunks := rawStream(t, g.srv.Listener.Addr().String(), `{"input":"hi","stream":true}`)
-			evs, done, err := ssecheck.Parse(bytes.NewReader(bytes.Join(chunks, nil)))
-			require.NoError(t, err)
-			require.True(t, done)
-			last := evs[len(evs)-1]
-			require.Equal(t, "response.failed", last.Type)
-			var failed struct {
-				Response struct {
-					Error struct{ Code, Message string } `json:"error"`
-				} `json:"response"`
-			}
-			require.NoError(t, json.Unmarshal(last.Data, &failed))
-			require.Equal(t, "server_is_overloaded", failed.Response.Error.Code)
-			require.Contains(t, failed.Response.Error.Message, "the model provider is overloaded")
+			failed := streamFailure(t, g, `{"input":"hi","stream":true}`)
+			require.Equal(t, "server_is_overloaded", failed.Code)
+			require.Contains(t, failed.Message, "the model provider is overloaded")
 		})
 	}
 }
