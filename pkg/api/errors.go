@@ -20,6 +20,9 @@ const (
 	ErrTypeUpstream       = "upstream_error"
 	ErrTypeRateLimit      = "rate_limit_error"
 	ErrTypeConflict       = "conflict_error"
+	// ErrTypeServiceUnavailable is the type of OpenAI's 503s (its servers
+	// overloaded).
+	ErrTypeServiceUnavailable = "service_unavailable_error"
 )
 
 // Error is an API error with the HTTP status it maps to. Its JSON form is

@@ -132,3 +132,20 @@ func TestCodexCLIContextWindowExceeded(t *testing.T) {
 	require.Contains(t, failed, "context window")
 	require.Equal(t, 1, fake.Calls(), "no retry")
 }
+
+// A provider that says it is overloaded reaches Codex as OpenAI's own
+// overload does (response.failed server_is_overloaded): Codex tells its
+// user the model is at capacity, as it does against OpenAI, instead of
+// showing an unexpected upstream error.
+func TestCodexCLIServerOverloaded(t *testing.T) {
+	t.Parallel()
+	fake := fakellm.NewHandler(func(fakellm.Request) fakellm.Turn {
+		return fakellm.Turn{Status: http.StatusServiceUnavailable, ErrorType: "service_unavailable_error", ErrorCode: "server_is_overloaded",
+			ErrorMessage: "Our servers are currently overloaded. Please try again later."}
+	})
+	g := newGateway(t, fake, nil)
+	codex := newCodex(t, g.srv.URL+"/v1", nil)
+
+	failed := codex.execFailing("say hello")
+	require.Contains(t, failed, "at capacity")
+}

@@ -1384,7 +1384,7 @@ func TestE2EUpstreamErrors(t *testing.T) {
 		status int
 	}{
 		{"upstream 500", fakellm.Turn{Status: http.StatusInternalServerError, ErrorMessage: "the model crashed"}, http.StatusBadGateway},
-		{"upstream 503", fakellm.Turn{Status: http.StatusServiceUnavailable}, http.StatusBadGateway},
+		{"upstream 503", fakellm.Turn{Status: http.StatusServiceUnavailable}, http.StatusServiceUnavailable},
 		{"upstream 429", fakellm.Turn{Status: http.StatusTooManyRequests, ErrorMessage: "slow down"}, http.StatusTooManyRequests},
 	}
 	for _, c := range cases {

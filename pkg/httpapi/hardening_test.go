@@ -551,23 +551,67 @@ func TestProviderRateLimitReachesClient(t *testing.T) {
 	_, err := g.client.Responses.New(t.Context(), textParams("hi"))
 	wantAPIError(t, err, http.StatusTooManyRequests)
 
-	chunks := rawStream(t, g.srv.Listener.Addr().String(), `{"input":"hi","stream":true}`)
+	failed := streamFailure(t, g, `{"input":"hi","stream":true}`)
+	require.Equal(t, "rate_limit_exceeded", failed.Code)
+	// The provider's own message names its organization: it stays in the
+	// logs.
+	require.Equal(t, "the model provider is rate limiting requests; please try again in 17s", failed.Message)
+	require.NotContains(t, string(body), "Rate limit reached for requests")
+}
+
+// streamFailure streams g's response of body, which must end with
+// response.failed, and returns that response's error.
+func streamFailure(t *testing.T, g *gateway, body string) (failed struct{ Code, Message string }) {
+	t.Helper()
+	chunks := rawStream(t, g.srv.Listener.Addr().String(), body)
 	evs, done, err := ssecheck.Parse(bytes.NewReader(bytes.Join(chunks, nil)))
 	require.NoError(t, err)
 	require.True(t, done)
 	last := evs[len(evs)-1]
 	require.Equal(t, "response.failed", last.Type)
-	var failed struct {
+	var ev struct {
 		Response struct {
 			Error struct{ Code, Message string } `json:"error"`
 		} `json:"response"`
 	}
-	require.NoError(t, json.Unmarshal(last.Data, &failed))
-	require.Equal(t, "rate_limit_exceeded", failed.Response.Error.Code)
-	// The provider's own message names its organization: it stays in the
-	// logs.
-	require.Equal(t, "the model provider is rate limiting requests; please try again in 17s", failed.Response.Error.Message)
-	require.NotContains(t, string(body), "Rate limit reached for requests")
+	require.NoError(t, json.Unmarshal(last.Data, &ev))
+	return ev.Response.Error
+}
+
+// A model provider that says it is overloaded (OpenAI's 503
+// server_is_overloaded, Anthropic's 529 overloaded_error) reaches the
+// client as OpenAI's own overload does: a 503 service_unavailable_error
+// server_is_overloaded with the provider's Retry-After and no
+// x-should-retry: false, which the SDK retries as it retries OpenAI's
+// (non-stream), and a response.failed with code server_is_overloaded
+// (stream).
+func TestProviderOverloadReachesClient(t *testing.T) {
+	t.Parallel()
+	for name, turn := range map[string]fakellm.Turn{
+		"openai 503": {Status: http.StatusServiceUnavailable, ErrorType: "service_unavailable_error", ErrorCode: "server_is_overloaded",
+			ErrorMessage: "Our servers are currently overloaded. Please try again later.", Header: http.Header{"Retry-After": {"1"}}},
+		"anthropic 529": {Status: 529, ErrorType: "overloaded_error", ErrorMessage: "Overloaded"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			g := newGateway(t, fakellm.NewHandler(func(fakellm.Request) fakellm.Turn { return turn }), nil)
+			status, hdr, body := g.postJSON(`{"input":"hi"}`)
+			wantError(t, status, body, http.StatusServiceUnavailable, "-", "server_is_overloaded")
+			require.Contains(t, string(body), `"type":"service_unavailable_error"`)
+			require.Equal(t, turn.Header.Get("Retry-After"), hdr.Get("Retry-After"), "the provider's Retry-After, if any")
+			require.Empty(t, hdr.Get("x-should-retry"), "retried as OpenAI's overload is")
+
+			calls := g.fake.Calls()
+			retrying := openai.NewClient(option.WithBaseURL(g.srv.URL+"/v1/"), option.WithAPIKey("test"), option.WithMaxRetries(1), option.WithHTTPClient(g.srv.Client()))
+			_, err := retrying.Responses.New(t.Context(), textParams("hi"))
+			require.Equal(t, "server_is_overloaded", wantAPIError(t, err, http.StatusServiceUnavailable).Code)
+			require.Equal(t, calls+2, g.fake.Calls(), "the SDK retried once")
+
+			failed := streamFailure(t, g, `{"input":"hi","stream":true}`)
+			require.Equal(t, "server_is_overloaded", failed.Code)
+			require.Contains(t, failed.Message, "the model provider is overloaded")
+		})
+	}
 }
 
 // Browser protections of a local gateway without keys. A cross-site page

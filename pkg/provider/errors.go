@@ -30,6 +30,10 @@ const (
 	// CodeModelUnavailable: the model cannot answer now (not ready,
 	// overloaded, timed out); retrying later may succeed.
 	CodeModelUnavailable = "model_unavailable"
+	// CodeServerOverloaded is OpenAI's code of its servers overloaded (a
+	// 503, or a stream's response.failed): Codex reports the model at
+	// capacity.
+	CodeServerOverloaded = "server_is_overloaded"
 	// CodeContextLengthExceeded is OpenAI's code of a request whose input
 	// does not fit in the model's context window: no retry helps (Codex
 	// tells its user so instead of retrying).
@@ -108,6 +112,19 @@ func RetryAfter(h http.Header) string {
 		return api.RetryAfterSeconds(time.Duration(ms * float64(time.Millisecond)))
 	}
 	return ""
+}
+
+// Overloaded is the 503 of a model provider that says it is overloaded, in
+// the shape of OpenAI's own overload (type service_unavailable_error, code
+// server_is_overloaded), wrapping err: the official SDKs retry it as they
+// retry OpenAI's (after retryAfter, the provider's Retry-After, when it
+// names one), and Codex, reading the code from a 503's body or a stream's
+// response.failed, reports the model at capacity.
+func Overloaded(retryAfter string, err error, format string, args ...any) *api.Error {
+	e := UpstreamError(http.StatusServiceUnavailable, CodeServerOverloaded, err, format, args...)
+	e.Type = api.ErrTypeServiceUnavailable
+	e.RetryAfter = retryAfter
+	return e
 }
 
 // StreamCut is the 502 of a model stream that broke off.

@@ -206,13 +206,15 @@ func exceptionStatus(typ string) int {
 	return http.StatusBadRequest // ValidationException, ServiceQuotaExceededException, ...
 }
 
-// writeException writes a Bedrock error response.
+// writeException writes a Bedrock error response with a {"message"}
+// body.
 func writeException(w http.ResponseWriter, typ, msg string) {
+	writeExceptionBody(w, typ, exceptionBody(typ, msg, &Turn{}))
+}
+
+// writeExceptionBody writes a Bedrock error response with body.
+func writeExceptionBody(w http.ResponseWriter, typ string, b []byte) {
 	status := exceptionStatus(typ)
-	if msg == "" {
-		msg = "fakebedrock: scripted " + typ
-	}
-	b, _ := json.Marshal(map[string]string{"message": msg})
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Amzn-ErrorType", typ+":http://internal.amazon.com/coral/com.amazon.bedrock/")
@@ -272,7 +274,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if turn.Error != "" {
-		writeException(w, turn.Error, turn.ErrorMessage)
+		writeExceptionBody(w, turn.Error, exceptionBody(turn.Error, turn.ErrorMessage, &turn))
 		return
 	}
 	if u := turn.Usage; u.InputTokens == 0 && u.CacheReadInputTokens == 0 && u.CacheWriteInputTokens == 0 {
@@ -537,16 +539,17 @@ func (rp *reply) stream(w http.ResponseWriter) {
 	if t := rp.turn; t.StreamError != "" {
 		write(eventstream.Message{Headers: eventstream.Headers{
 			header(":message-type", "exception"), header(":exception-type", t.StreamError), header(":content-type", "application/json"),
-		}, Payload: streamExceptionBody(t)})
+		}, Payload: exceptionBody(t.StreamError, t.ErrorMessage, t)})
 	}
 }
 
-// streamExceptionBody is the payload of t's StreamError event: its
-// message and, when scripted, the model's own status and message.
-func streamExceptionBody(t *Turn) []byte {
-	msg := t.ErrorMessage
+// exceptionBody is the JSON body of the exception typ, a reply's or a
+// stream's exception event's: its message (default: one naming typ) and,
+// when t scripts them, the model's own status and message and the
+// resource that failed, as Bedrock relays them.
+func exceptionBody(typ, msg string, t *Turn) []byte {
 	if msg == "" {
-		msg = "fakebedrock: scripted " + t.StreamError
+		msg = "fakebedrock: scripted " + typ
 	}
 	body := map[string]any{"message": msg}
 	if t.OriginalStatusCode != 0 {
@@ -554,6 +557,9 @@ func streamExceptionBody(t *Turn) []byte {
 	}
 	if t.OriginalMessage != "" {
 		body["originalMessage"] = t.OriginalMessage
+	}
+	if t.ResourceName != "" {
+		body["resourceName"] = t.ResourceName
 	}
 	b, _ := json.Marshal(body)
 	return b

@@ -37,7 +37,8 @@ type Turn struct {
 	// ModelTimeoutException, ModelNotReadyException, ModelErrorException,
 	// InternalServerException, ServiceUnavailableException) before any
 	// answer: its HTTP status, an X-Amzn-ErrorType header and a
-	// {"message"} body, as Bedrock sends them.
+	// {"message"} body, as Bedrock sends them (a ModelErrorException's
+	// with OriginalStatusCode and ResourceName when set).
 	Error string
 	// ErrorMessage is the exception's message (default: one naming it).
 	ErrorMessage string
@@ -47,12 +48,18 @@ type Turn struct {
 	// serviceUnavailableException) sent after the content events, in place
 	// of messageStop and metadata; ErrorMessage is its message.
 	StreamError string
-	// OriginalStatusCode and OriginalMessage, when set, are the
-	// originalStatusCode and originalMessage of a StreamError
-	// (modelStreamErrorException): the status and message the model itself
-	// answered, as Bedrock relays them (429 when the model throttles).
+	// OriginalStatusCode, when set, is the originalStatusCode of a
+	// ModelErrorException (Error) or of a modelStreamErrorException
+	// (StreamError): the status the model itself answered, as Bedrock
+	// relays it (429 when the model throttles).
 	OriginalStatusCode int
-	OriginalMessage    string
+	// OriginalMessage, when set, is the originalMessage of a
+	// modelStreamErrorException: the model's own message.
+	OriginalMessage string
+	// ResourceName, when set, is the resourceName of a ModelErrorException:
+	// the ARN of what failed (a Marketplace model's SageMaker endpoint, an
+	// imported model).
+	ResourceName string
 	// OmitOutput, for Converse, leaves "output" out of the 200 reply.
 	OmitOutput bool
 	// Events, for ConverseStream, are sent verbatim instead of the events

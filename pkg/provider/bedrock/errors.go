@@ -21,8 +21,8 @@ import (
 // *api.Error wrapping it:
 //
 //	ThrottlingException, ServiceQuotaExceededException, 429 rate_limit_exceeded, Retry-After
-//	a ModelStreamErrorException relaying the model's     as Bedrock's reply names it, else
-//	own 429 (originalStatusCode)                         provider.DefaultRetryAfter
+//	a ModelErrorException or ModelStreamErrorException   as Bedrock's reply names it, else
+//	relaying the model's own 429 (originalStatusCode)    provider.DefaultRetryAfter
 //	ValidationException                                  400 with Bedrock's message; an input over
 //	                                                     the context window: 400
 //	                                                     context_length_exceeded, param input;
@@ -37,10 +37,13 @@ import (
 //	UnrecognizedClientException and the other refusals  502 upstream_auth_failed,
 //	of the gateway's credentials                         x-should-retry: false
 //	ModelTimeoutException                                504 upstream_timeout
-//	ServiceUnavailableException, ModelNotReadyException  503 model_unavailable (ModelNotReadyException
-//	                                                     once the retryer has given up)
-//	ModelErrorException, InternalServerException,
-//	another ModelStreamErrorException, any other         502 upstream_error
+//	ServiceUnavailableException (Bedrock overloaded)     503 service_unavailable_error
+//	                                                     server_is_overloaded (provider.Overloaded)
+//	ModelNotReadyException                               503 model_unavailable once the retryer
+//	                                                     has given up
+//	another ModelErrorException or
+//	ModelStreamErrorException, InternalServerException,
+//	any other                                            502 upstream_error
 //
 // A done context gives provider.ContextError; a connection failure 502
 // upstream_unreachable. The SDK's retryer has already retried what it
@@ -50,14 +53,17 @@ import (
 // Only the messages of a ValidationException (about the request: the
 // client's to fix) and of a ResourceNotFoundException (about the model)
 // reach the client, their ARNs and account ids hidden (awsjson.HideIDs);
-// the others are named by their code and the model, their message (an
-// AccessDeniedException's names the gateway's role and account, others
-// name ARNs) and the SDK's error text (the endpoint) stay in the cause,
-// for the logs.
+// the others are named by their code and the model (a model addressed by
+// its ARN with the ARN hidden too: a ModelErrorException's is often a
+// Marketplace endpoint's or an imported model's), their message (an
+// AccessDeniedException's names the gateway's role and account, a
+// ModelErrorException's the account and its logs, others name ARNs) and
+// the SDK's error text (the endpoint) stay in the cause, for the logs.
 func (p *Provider) apiError(ctx context.Context, model string, err error) *api.Error {
 	if ctx.Err() != nil {
 		return provider.ContextError(ctx)
 	}
+	name := awsjson.HideIDs(model)
 	var (
 		throttle  *types.ThrottlingException
 		quota     *types.ServiceQuotaExceededException
@@ -68,12 +74,13 @@ func (p *Provider) apiError(ctx context.Context, model string, err error) *api.E
 		notReady  *types.ModelNotReadyException
 		down      *types.ServiceUnavailableException
 		stream    *types.ModelStreamErrorException
+		modelErr  *types.ModelErrorException
 		apiErr    smithy.APIError
 		opErr     *net.OpError
 		dnsErr    *net.DNSError
 		mapped    *api.Error
 		rateLimit = func(e smithy.APIError) *api.Error {
-			return provider.RateLimited(retryAfter(err), err, "Bedrock is limiting requests to model %q (%s)", model, e.ErrorCode())
+			return provider.RateLimited(retryAfter(err), err, "Bedrock is limiting requests to model %q (%s)", name, e.ErrorCode())
 		}
 	)
 	switch {
@@ -81,36 +88,38 @@ func (p *Provider) apiError(ctx context.Context, model string, err error) *api.E
 		mapped = rateLimit(throttle)
 	case errors.As(err, &quota):
 		mapped = rateLimit(quota)
-	case errors.As(err, &stream) && modelThrottled(stream):
+	case errors.As(err, &stream) && throttled(stream.OriginalStatusCode):
 		mapped = rateLimit(stream)
+	case errors.As(err, &modelErr) && throttled(modelErr.OriginalStatusCode):
+		mapped = rateLimit(modelErr)
 	case errors.As(err, &invalid) && strings.Contains(invalid.ErrorMessage(), "model identifier is invalid"):
-		mapped = api.NotFound("model", provider.CodeModelNotFound, "Bedrock has no model %q in this region (ValidationException: %s)", model, invalid.ErrorMessage())
+		mapped = api.NotFound("model", provider.CodeModelNotFound, "Bedrock has no model %q in this region (ValidationException: %s)", name, invalid.ErrorMessage())
 		mapped.Err = err
 	case errors.As(err, &invalid) && provider.ContextWindowExceeded(invalid.ErrorMessage()):
 		mapped = &api.Error{Status: http.StatusBadRequest, Type: api.ErrTypeInvalidRequest, Code: provider.CodeContextLengthExceeded, Param: "input",
-			Message: fmt.Sprintf("the input exceeds the context window of the Bedrock model %q: %s", model, awsjson.HideIDs(invalid.ErrorMessage())), Err: err}
+			Message: fmt.Sprintf("the input exceeds the context window of the Bedrock model %q: %s", name, awsjson.HideIDs(invalid.ErrorMessage())), Err: err}
 	case errors.As(err, &invalid):
 		mapped = &api.Error{Status: http.StatusBadRequest, Type: api.ErrTypeInvalidRequest, Code: "invalid_request",
 			Message: "Bedrock rejected the request: " + awsjson.HideIDs(invalid.ErrorMessage()), Err: err}
 	case errors.As(err, &denied):
 		mapped = &api.Error{Status: http.StatusForbidden, Type: api.ErrTypeInvalidRequest, Code: provider.CodeModelAccessDenied, Param: "model",
 			Message: fmt.Sprintf("the gateway may not call the Bedrock model %q (AccessDeniedException; the operator enables access to the model in the Bedrock console's Model access page "+
-				"for this account and region, and grants the gateway's role bedrock:InvokeModel and bedrock:InvokeModelWithResponseStream on it)", model),
+				"for this account and region, and grants the gateway's role bedrock:InvokeModel and bedrock:InvokeModelWithResponseStream on it)", name),
 			Err: err, NoRetry: true}
 	case errors.As(err, &notFound):
-		mapped = api.NotFound("model", provider.CodeModelNotFound, "Bedrock cannot serve the model %q (ResourceNotFoundException: %s)", model, awsjson.HideIDs(notFound.ErrorMessage()))
+		mapped = api.NotFound("model", provider.CodeModelNotFound, "Bedrock cannot serve the model %q (ResourceNotFoundException: %s)", name, awsjson.HideIDs(notFound.ErrorMessage()))
 		mapped.Err = err
 	case errors.As(err, &apiErr) && credentialsRefused(apiErr.ErrorCode()):
-		mapped = provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamAuthFailed, err, "Bedrock refused the gateway's credentials (%s) calling model %q", apiErr.ErrorCode(), model)
+		mapped = provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamAuthFailed, err, "Bedrock refused the gateway's credentials (%s) calling model %q", apiErr.ErrorCode(), name)
 		mapped.NoRetry = true // the operator must act
 	case errors.As(err, &timeout):
-		mapped = provider.UpstreamError(http.StatusGatewayTimeout, provider.CodeUpstreamTimeout, err, "the Bedrock model %q timed out (ModelTimeoutException)", model)
+		mapped = provider.UpstreamError(http.StatusGatewayTimeout, provider.CodeUpstreamTimeout, err, "the Bedrock model %q timed out (ModelTimeoutException)", name)
 	case errors.As(err, &notReady):
-		mapped = provider.UpstreamError(http.StatusServiceUnavailable, provider.CodeModelUnavailable, err, "the Bedrock model %q is not ready (ModelNotReadyException)", model)
+		mapped = provider.UpstreamError(http.StatusServiceUnavailable, provider.CodeModelUnavailable, err, "the Bedrock model %q is not ready (ModelNotReadyException)", name)
 	case errors.As(err, &down):
-		mapped = provider.UpstreamError(http.StatusServiceUnavailable, provider.CodeModelUnavailable, err, "Bedrock is unavailable (ServiceUnavailableException)")
+		mapped = provider.Overloaded(retryAfter(err), err, "Bedrock is overloaded (ServiceUnavailableException) calling model %q", name)
 	case errors.As(err, &apiErr):
-		mapped = provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, err, "Bedrock error (%s) from model %q", apiErr.ErrorCode(), model)
+		mapped = provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, err, "Bedrock error (%s) from model %q", apiErr.ErrorCode(), name)
 	case errors.As(err, &dnsErr), errors.As(err, &opErr) && opErr.Op == "dial":
 		mapped = provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamUnreachable, err, "Bedrock is unreachable")
 	default:
@@ -131,10 +140,12 @@ func retryAfter(err error) string {
 	return ""
 }
 
-// modelThrottled reports whether an exception inside a ConverseStream
-// relays the model's own throttling (originalStatusCode 429).
-func modelThrottled(e *types.ModelStreamErrorException) bool {
-	return e.OriginalStatusCode != nil && *e.OriginalStatusCode == http.StatusTooManyRequests
+// throttled reports whether the originalStatusCode of an exception
+// relaying the model's own failure (a ModelErrorException, or a
+// ModelStreamErrorException inside a ConverseStream) is the model's
+// throttling, 429.
+func throttled(originalStatusCode *int32) bool {
+	return originalStatusCode != nil && *originalStatusCode == http.StatusTooManyRequests
 }
 
 // credentialsRefused reports whether an AWS error code says the gateway's

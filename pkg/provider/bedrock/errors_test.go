@@ -3,6 +3,7 @@ package bedrock_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strconv"
 	"testing"
 	"time"
@@ -47,7 +48,7 @@ func TestErrors(t *testing.T) {
 		{"AccessDeniedException", api.ErrTypeInvalidRequest, provider.CodeModelAccessDenied, 403, false, true},
 		{"ResourceNotFoundException", api.ErrTypeInvalidRequest, provider.CodeModelNotFound, 404, false, true},
 		{"ModelTimeoutException", api.ErrTypeUpstream, provider.CodeUpstreamTimeout, 504, false, true},
-		{"ServiceUnavailableException", api.ErrTypeUpstream, provider.CodeModelUnavailable, 503, true, false},
+		{"ServiceUnavailableException", api.ErrTypeServiceUnavailable, provider.CodeServerOverloaded, 503, true, false},
 		{"ModelNotReadyException", api.ErrTypeUpstream, provider.CodeModelUnavailable, 503, true, true},
 		{"ModelErrorException", api.ErrTypeUpstream, provider.CodeUpstreamError, 502, false, true},
 		{"InternalServerException", api.ErrTypeUpstream, provider.CodeUpstreamError, 502, true, true},
@@ -175,7 +176,7 @@ func TestStreamExceptions(t *testing.T) {
 		{"internalServerException", 502, provider.CodeUpstreamError},
 		{"throttlingException", 429, provider.CodeRateLimitExceeded},
 		{"validationException", 400, "invalid_request"},
-		{"serviceUnavailableException", 503, provider.CodeModelUnavailable},
+		{"serviceUnavailableException", 503, provider.CodeServerOverloaded},
 	} {
 		t.Run(tc.exception, func(t *testing.T) {
 			p, _ := newProvider(t, fakebedrock.Turn{Text: "half an answer", StreamError: tc.exception, ErrorMessage: "it broke: " + tc.exception})
@@ -196,30 +197,70 @@ func TestStreamExceptions(t *testing.T) {
 	}
 }
 
-// A modelStreamErrorException relaying the model's own 429 is throttling,
-// as a ThrottlingException is: 429 rate_limit_exceeded with a retry
-// delay; with another original status it stays a 502.
+// relayedStatuses are statuses of the model's own that Bedrock relays
+// (originalStatusCode), and what the gateway makes of them: the model's
+// throttling a 429 rate_limit_exceeded, as a ThrottlingException is, any
+// other failure a 502.
+var relayedStatuses = []struct {
+	original, status int
+	code             string
+}{
+	{429, 429, provider.CodeRateLimitExceeded},
+	{500, 502, provider.CodeUpstreamError},
+}
+
+// requireRelayed asserts err, the error of exception relaying the model's
+// original status: its status and code, the exception named, cause (what
+// Bedrock said) kept for the logs and, for throttling, the default retry
+// delay (Bedrock names none) said in the message too.
+func requireRelayed(t *testing.T, err error, original, status int, code, exception, cause string) *api.Error {
+	t.Helper()
+	ae := requireAPIError(t, err, status, "", code)
+	require.Contains(t, ae.Message, exception)
+	require.Contains(t, ae.Err.Error(), cause, "the cause, for the logs")
+	if original == http.StatusTooManyRequests {
+		require.Equal(t, api.ErrTypeRateLimit, ae.Type)
+		require.Equal(t, api.RetryAfterSeconds(provider.DefaultRetryAfter), ae.RetryAfter)
+		require.Contains(t, ae.Message, "please try again in")
+	}
+	return ae
+}
+
+// A modelStreamErrorException relays the model's own status inside the
+// stream (see relayedStatuses).
 func TestStreamModelThrottled(t *testing.T) {
-	for _, tc := range []struct {
-		original, status int
-		code             string
-	}{
-		{429, 429, provider.CodeRateLimitExceeded},
-		{500, 502, provider.CodeUpstreamError},
-	} {
+	for _, tc := range relayedStatuses {
 		t.Run(strconv.Itoa(tc.original), func(t *testing.T) {
 			p, _ := newProvider(t, fakebedrock.Turn{Text: "half", StreamError: "modelStreamErrorException",
 				ErrorMessage: "Model stream error", OriginalStatusCode: tc.original, OriginalMessage: "Too many requests, please wait before trying again."})
 			_, err := p.Stream(context.Background(), hi(claude), func(provider.Delta) error { return nil })
-			ae := requireAPIError(t, err, tc.status, "", tc.code)
-			require.Contains(t, ae.Message, "ModelStreamErrorException")
+			ae := requireRelayed(t, err, tc.original, tc.status, tc.code, "ModelStreamErrorException", "Model stream error")
 			require.Contains(t, ae.Message, claude)
-			require.Contains(t, ae.Err.Error(), "Model stream error", "the cause, for the logs")
-			if tc.status == 429 {
-				require.Equal(t, api.ErrTypeRateLimit, ae.Type)
-				require.Equal(t, api.RetryAfterSeconds(provider.DefaultRetryAfter), ae.RetryAfter, "a stream's exception names no delay: the default")
-				require.Contains(t, ae.Message, "please try again in")
-			}
+		})
+	}
+}
+
+// A ModelErrorException (HTTP 424, for Converse and for a ConverseStream
+// refused before its stream) relays the model's own failure (a Marketplace
+// model's SageMaker endpoint, an imported model) and status (see
+// relayedStatuses); its message names no ARN nor account id, even when
+// the model is addressed by its ARN, and the SDK does not retry it.
+func TestModelErrorThrottled(t *testing.T) {
+	const (
+		endpoint = "arn:aws:sagemaker:us-east-1:123456789012:endpoint/jumpstart-llama"
+		said     = `Received client error (429) from primary with message "Too many requests". ` +
+			`See https://us-east-1.console.aws.amazon.com/cloudwatch/home?region=us-east-1#logEventViewer:group=/aws/sagemaker/Endpoints/jumpstart-llama in account 123456789012 for more information.`
+	)
+	for _, tc := range relayedStatuses {
+		t.Run(strconv.Itoa(tc.original), func(t *testing.T) {
+			turn := fakebedrock.Turn{Error: "ModelErrorException", ErrorMessage: said, OriginalStatusCode: tc.original, ResourceName: endpoint}
+			both(t, []fakebedrock.Turn{turn}, func(t *testing.T, call func(*provider.Request) (*provider.Result, error), fake *fakebedrock.Server) {
+				_, err := call(hi(endpoint))
+				ae := requireRelayed(t, err, tc.original, tc.status, tc.code, "ModelErrorException", said)
+				require.NotContains(t, ae.Message, "123456789012", "no account id")
+				require.NotContains(t, ae.Message, "arn:aws", "no ARN")
+				require.Equal(t, 1, fake.Calls())
+			})
 		})
 	}
 }

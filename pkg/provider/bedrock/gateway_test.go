@@ -305,6 +305,49 @@ func TestGatewayErrors(t *testing.T) {
 	require.Regexp(t, `request ID req_[0-9a-f]{32}\.$`, failed.Error.Message)
 }
 
+// The model's own throttling relayed by a ModelErrorException (HTTP 424,
+// originalStatusCode 429) reaches the client as a throttling exception's
+// does: a 429 rate_limit_exceeded with Retry-After, and a stream's
+// response.failed rate_limit_exceeded saying when to try again.
+func TestGatewayModelErrorThrottled(t *testing.T) {
+	throttled := fakebedrock.Turn{Error: "ModelErrorException", OriginalStatusCode: http.StatusTooManyRequests,
+		ErrorMessage: `Received client error (429) from primary with message "Too many requests". See the logs in account 123456789012 for more information.`,
+		ResourceName: "arn:aws:sagemaker:us-east-1:123456789012:endpoint/jumpstart-llama"}
+	fake := fakebedrock.New(throttled, throttled)
+	client := gateway(t, fake, nil)
+	ctx := context.Background()
+	params := responses.ResponseNewParams{Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}}
+	_, err := client.Responses.New(ctx, params)
+	var apiErr *openai.Error
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, http.StatusTooManyRequests, apiErr.StatusCode)
+	require.Equal(t, "rate_limit_exceeded", apiErr.Code)
+	require.Equal(t, "10", apiErr.Response.Header.Get("Retry-After"))
+	require.NotContains(t, apiErr.Message, "123456789012")
+
+	evs := stream(t, client.Responses.NewStreaming(ctx, params))
+	last := evs[len(evs)-1]
+	require.Equal(t, "response.failed", last.Type)
+	failed := last.AsResponseFailed().Response.Error
+	require.Equal(t, "rate_limit_exceeded", string(failed.Code))
+	require.Contains(t, failed.Message, "please try again in 10s")
+	require.NotContains(t, failed.Message, "123456789012")
+}
+
+// Bedrock overloaded (a serviceUnavailableException inside the stream)
+// fails the response as OpenAI's overload does: response.failed with code
+// server_is_overloaded, which Codex reads as the model at capacity.
+func TestGatewayOverloaded(t *testing.T) {
+	fake := fakebedrock.New(fakebedrock.Turn{Text: "partial", StreamError: "serviceUnavailableException", ErrorMessage: "Bedrock is unable to process your request."})
+	client := gateway(t, fake, nil)
+	evs := stream(t, client.Responses.NewStreaming(context.Background(), responses.ResponseNewParams{Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}}))
+	last := evs[len(evs)-1]
+	require.Equal(t, "response.failed", last.Type)
+	failed := last.AsResponseFailed().Response.Error
+	require.Equal(t, "server_is_overloaded", string(failed.Code))
+	require.Contains(t, failed.Message, "ServiceUnavailableException")
+}
+
 // Both providers at once: LAMBENT_MODEL_ROUTES sends Claude to Bedrock,
 // everything else to the default (the OpenAI-compatible provider).
 func TestGatewayRouting(t *testing.T) {

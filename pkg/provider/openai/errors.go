@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -39,49 +40,69 @@ func transportError(ctx context.Context, err error) *api.Error {
 }
 
 // errorBody covers the error bodies of OpenAI-compatible servers:
-// {"error":{"message",...}} (OpenAI, Ollama's /v1), {"error":"..."},
+// {"error":{"message",...}} (OpenAI, Ollama's /v1, Anthropic's
+// {"type":"error","error":{"type","message"}}), {"error":"..."},
 // {"object":"error","message":...,"code":400} (vLLM) and {"detail":...}
 // (FastAPI-based servers).
 type errorBody struct {
 	Error   json.RawMessage `json:"error"`
 	Message string          `json:"message"`
+	Type    string          `json:"type"`
 	Code    any             `json:"code"`
 	Detail  json.RawMessage `json:"detail"`
 }
 
-// parseErrorBody extracts the message and the (string) code of an upstream
-// error body; msg is empty when none is found.
-func parseErrorBody(b []byte) (msg, code string) {
+// bodyError is what an upstream error body says: its message, (string)
+// code and type, each empty when not found.
+type bodyError struct {
+	msg, code, typ string
+}
+
+// parseErrorBody extracts the message, code and type of an upstream error
+// body.
+func parseErrorBody(b []byte) bodyError {
 	b = bytes.TrimSpace(b)
 	var eb errorBody
 	if len(b) == 0 || b[0] != '{' || json.Unmarshal(b, &eb) != nil {
-		return "", ""
+		return bodyError{}
 	}
 	if len(eb.Error) > 0 {
 		switch eb.Error[0] {
 		case '{':
 			var ue chatwire.Error
 			if json.Unmarshal(eb.Error, &ue) == nil {
-				return ue.Message, codeString(ue.Code)
+				return bodyError{ue.Message, codeString(ue.Code), ue.Type}
 			}
 		case '"':
 			var s string
 			if json.Unmarshal(eb.Error, &s) == nil {
-				return s, codeString(eb.Code)
+				return bodyError{s, codeString(eb.Code), eb.Type}
 			}
 		}
 	}
 	if eb.Message != "" {
-		return eb.Message, codeString(eb.Code)
+		return bodyError{eb.Message, codeString(eb.Code), eb.Type}
 	}
 	if len(eb.Detail) > 0 {
 		var s string
 		if json.Unmarshal(eb.Detail, &s) == nil {
-			return s, ""
+			return bodyError{msg: s}
 		}
-		return string(eb.Detail), ""
+		return bodyError{msg: string(eb.Detail)}
 	}
-	return "", ""
+	return bodyError{}
+}
+
+// statusOverloaded is Anthropic's status of its API overloaded.
+const statusOverloaded = 529
+
+// overloaded reports whether an upstream error says the provider is
+// overloaded: its status (503, Anthropic's 529), or the code or type of its
+// body (OpenAI's server_is_overloaded, Anthropic's overloaded_error);
+// status is zero for an error inside a reply or a stream.
+func overloaded(status int, be bodyError) bool {
+	return status == http.StatusServiceUnavailable || status == statusOverloaded ||
+		be.code == provider.CodeServerOverloaded || be.typ == "overloaded_error"
 }
 
 // codeString is a string error code; numeric codes (an HTTP status
@@ -96,13 +117,17 @@ func codeString(code any) string {
 // the request (400, 404, 409, 422 with the API's JSON error body: the
 // client's to fix). A 429 is a rate limit, but for OpenAI's
 // insufficient_quota (the gateway's account out of credit: a 502 which
-// no retry cures, api.Error.NoRetry; so is a credentials error). A rate limit's (OpenAI's names the organization), a
-// credentials error's (it names part of the key), a server error's (a
-// proxy's may name internal hosts, or hold a stack trace) and a 4xx's
-// without a JSON error (a proxy's HTML page, a wrong provider URL's "404
-// page not found": the operator's to fix) stay in the cause, for the logs.
+// no retry cures, api.Error.NoRetry; so is a credentials error). A
+// provider that says it is overloaded (see overloaded) gets
+// provider.Overloaded, with its Retry-After. A rate limit's (OpenAI's
+// names the organization), a credentials error's (it names part of the
+// key), a server error's (a proxy's may name internal hosts, or hold a
+// stack trace) and a 4xx's without a JSON error (a proxy's HTML page, a
+// wrong provider URL's "404 page not found": the operator's to fix) stay
+// in the cause, for the logs.
 func statusError(status int, header http.Header, body []byte) *api.Error {
-	msg, code := parseErrorBody(body)
+	be := parseErrorBody(body)
+	msg, code := be.msg, be.code
 	apiError := msg != "" || code != ""
 	if msg == "" {
 		msg = strings.TrimSpace(string(body))
@@ -144,36 +169,40 @@ func statusError(status int, header http.Header, body []byte) *api.Error {
 		}
 		return provider.RateLimited(provider.RetryAfter(header), cause, "the model provider is rate limiting requests")
 	}
+	if overloaded(status, be) {
+		return provider.Overloaded(provider.RetryAfter(header), cause, "the model provider is overloaded (HTTP %d)", status)
+	}
 	return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, cause, "model provider error (HTTP %d)", status)
 }
 
 // embeddedError maps the value of an "error" field sent with a 2xx status
 // or mid-stream.
 func embeddedError(raw json.RawMessage) *api.Error {
-	msg, _ := parseErrorBody(append(append([]byte(`{"error":`), raw...), '}'))
-	return messageError(msg)
+	return messageError(parseErrorBody(append(append([]byte(`{"error":`), raw...), '}')))
 }
 
 // eventError maps the data of an SSE "error" event.
 func eventError(data []byte) *api.Error {
-	msg, _ := parseErrorBody(data)
-	if msg == "" {
-		msg = strings.TrimSpace(string(data))
-		if len(msg) > 512 || !isPrintable(msg) {
-			msg = ""
+	be := parseErrorBody(data)
+	if be.msg == "" {
+		be.msg = strings.TrimSpace(string(data))
+		if len(be.msg) > 512 || !isPrintable(be.msg) {
+			be.msg = ""
 		}
 	}
-	return messageError(msg)
+	return messageError(be)
 }
 
 // messageError is the error the provider reported in a 2xx reply or
-// mid-stream: a failure on its side, whose message stays in the cause.
-func messageError(msg string) *api.Error {
-	if msg == "" {
-		msg = "unknown error"
+// mid-stream: a failure on its side (provider.Overloaded when it says it
+// is overloaded), whose message stays in the cause.
+func messageError(be bodyError) *api.Error {
+	msg := cmp.Or(be.msg, "unknown error")
+	cause := errors.New("upstream error: " + msg)
+	if overloaded(0, be) {
+		return provider.Overloaded("", cause, "the model provider is overloaded")
 	}
-	return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, errors.New("upstream error: "+msg),
-		"the model provider reported an error")
+	return provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, cause, "the model provider reported an error")
 }
 
 func isPrintable(s string) bool {

@@ -62,7 +62,19 @@ func TestUpstreamStatusErrors(t *testing.T) {
 			502, api.ErrTypeUpstream, provider.CodeUpstreamError, "the model provider refused the call: the gateway's account with it is out of quota (HTTP 429 insufficient_quota)"},
 		{"500", 500, `{"error":{"message":"litellm.InternalServerError: connect to http://10.0.3.7:8000 failed","type":"server_error"}}`,
 			502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 500)"},
-		{"503 plain", 503, "", 502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 503)"},
+		// A provider that says it is overloaded (a 503 or Anthropic's 529,
+		// whatever the body; OpenAI's server_is_overloaded or Anthropic's
+		// overloaded_error with another status) is a 503
+		// server_is_overloaded, as OpenAI answers its own overload.
+		{"503 plain", 503, "", 503, api.ErrTypeServiceUnavailable, provider.CodeServerOverloaded, "the model provider is overloaded (HTTP 503)"},
+		{"503 openai", 503, `{"error":{"message":"Our servers are currently overloaded. Please try again later.","type":"service_unavailable_error","param":null,"code":"server_is_overloaded"}}`,
+			503, api.ErrTypeServiceUnavailable, provider.CodeServerOverloaded, "the model provider is overloaded (HTTP 503)"},
+		{"529 anthropic", 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
+			503, api.ErrTypeServiceUnavailable, provider.CodeServerOverloaded, "the model provider is overloaded (HTTP 529)"},
+		{"500 overloaded code", 500, `{"error":{"message":"Our servers are currently overloaded.","type":"server_error","code":"server_is_overloaded"}}`,
+			503, api.ErrTypeServiceUnavailable, provider.CodeServerOverloaded, "the model provider is overloaded (HTTP 500)"},
+		{"502 overloaded type", 502, `{"error":{"message":"Overloaded","type":"overloaded_error"}}`,
+			503, api.ErrTypeServiceUnavailable, provider.CodeServerOverloaded, "the model provider is overloaded (HTTP 502)"},
 		{"413", 413, `{"error":"too big"}`, 502, api.ErrTypeUpstream, provider.CodeUpstreamError, "model provider error (HTTP 413)"},
 		// A 4xx without the API's JSON error is not the API's verdict on
 		// the request: a proxy's page, or a wrong provider URL.
@@ -115,6 +127,38 @@ func TestRateLimitRetryAfter(t *testing.T) {
 				e := apiErr(t, err, http.StatusTooManyRequests, api.ErrTypeRateLimit, provider.CodeRateLimitExceeded)
 				if e.RetryAfter != c.want {
 					t.Errorf("RetryAfter = %q, want %q", e.RetryAfter, c.want)
+				}
+			})
+		})
+	}
+}
+
+// An overloaded provider's Retry-After (or retry-after-ms) is passed on
+// with its 503 (the official SDKs wait that long before they retry); none
+// is made up when it names none.
+func TestOverloadedRetryAfter(t *testing.T) {
+	for name, c := range map[string]struct {
+		header map[string]string
+		want   string
+	}{
+		"Retry-After": {map[string]string{"Retry-After": "3"}, "3"},
+		"none":        {nil, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			bothModes(t, func(t *testing.T, stream bool) {
+				p, _ := newBackend(t, openai.Config{}, func(w http.ResponseWriter, r *http.Request) {
+					for k, v := range c.header {
+						w.Header().Set(k, v)
+					}
+					jsonReply(http.StatusServiceUnavailable, `{"error":{"message":"Our servers are currently overloaded.","type":"service_unavailable_error","code":"server_is_overloaded"}}`)(w, r)
+				})
+				_, err := call(p, context.Background(), stream)
+				e := apiErr(t, err, http.StatusServiceUnavailable, api.ErrTypeServiceUnavailable, provider.CodeServerOverloaded)
+				if e.RetryAfter != c.want {
+					t.Errorf("RetryAfter = %q, want %q", e.RetryAfter, c.want)
+				}
+				if e.NoRetry {
+					t.Error("NoRetry: an overload is retried")
 				}
 			})
 		})

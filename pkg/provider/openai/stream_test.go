@@ -300,21 +300,36 @@ func TestStreamCancelMidStream(t *testing.T) {
 	apiErr(t, err, provider.StatusClientClosedRequest, api.ErrTypeServer, provider.CodeRequestCancelled)
 }
 
+// An error the provider sends mid-stream fails the call: a 502 whose
+// message stays in the cause, or, when it says it is overloaded (OpenAI's
+// server_is_overloaded code, Anthropic's overloaded_error type), a 503
+// server_is_overloaded, as its 503 would.
 func TestStreamMidStreamErrorEvent(t *testing.T) {
-	for name, ev := range map[string]string{
-		"data":  `data: {"error":{"message":"The server is overloaded","type":"server_error","code":null}}` + "\n\n",
-		"event": "event: error\ndata: {\"message\":\"The server is overloaded\"}\n\n",
+	for name, tc := range map[string]struct {
+		ev, said  string
+		status    int
+		typ, code string
+		message   string
+	}{
+		"data": {`data: {"error":{"message":"The server is overloaded","type":"server_error","code":null}}` + "\n\n", "The server is overloaded",
+			http.StatusBadGateway, api.ErrTypeUpstream, provider.CodeUpstreamError, "the model provider reported an error"},
+		"event": {"event: error\ndata: {\"message\":\"The server is overloaded\"}\n\n", "The server is overloaded",
+			http.StatusBadGateway, api.ErrTypeUpstream, provider.CodeUpstreamError, "the model provider reported an error"},
+		"data overloaded_error": {`data: {"error":{"message":"Overloaded","type":"overloaded_error"}}` + "\n\n", "Overloaded",
+			http.StatusServiceUnavailable, api.ErrTypeServiceUnavailable, provider.CodeServerOverloaded, "the model provider is overloaded"},
+		"event server_is_overloaded": {"event: error\ndata: {\"type\":\"error\",\"error\":{\"code\":\"server_is_overloaded\",\"message\":\"Our servers are currently overloaded.\"}}\n\n",
+			"Our servers are currently overloaded.", http.StatusServiceUnavailable, api.ErrTypeServiceUnavailable, provider.CodeServerOverloaded, "the model provider is overloaded"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			p, _ := newBackend(t, openai.Config{}, func(w http.ResponseWriter, r *http.Request) {
 				sseHeaders(w)
 				writeSSE(w, chunk(`{"index":0,"delta":{"content":"par"},"finish_reason":null}`))
-				_, _ = fmt.Fprint(w, ev)
+				_, _ = fmt.Fprint(w, tc.ev)
 			})
 			_, err := p.Stream(context.Background(), hi, collect(new([]provider.Delta)))
-			e := apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, provider.CodeUpstreamError)
-			contains(t, "message", e.Message, "the model provider reported an error")
-			contains(t, "cause", e.Err.Error(), "The server is overloaded")
+			e := apiErr(t, err, tc.status, tc.typ, tc.code)
+			contains(t, "message", e.Message, tc.message)
+			contains(t, "cause", e.Err.Error(), tc.said)
 		})
 	}
 }
