@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -71,5 +72,65 @@ func TestConversationCallOutputSentAgain(t *testing.T) {
 		after, err := cs.LoadConversationItems(ctx, c.ID, 100)
 		require.NoError(t, err)
 		assert.Len(t, after, len(items), "nothing appended")
+	})
+}
+
+// A client that re-sends its history (the Agents SDK's sessions, the AI
+// SDK) sends a call the conversation or the previous response holds again
+// without its id, its arguments perhaps serialized anew (the AI SDK
+// stringifies the parsed arguments): the same call is recognised as the
+// held item, neither stored again nor shown to the model twice (providers
+// refuse two calls of one id); one given twice in one input is kept once.
+// A different call with a call_id in use, held or given earlier in the
+// input, is a 400 naming its call_id, before the model is called, and
+// nothing is appended.
+func TestCallSentAgain(t *testing.T) {
+	forStores(t, func(t *testing.T, mk storeMaker) {
+		for _, conv := range []bool{false, true} {
+			p := script(calls(1, 1, call("cw", "get_weather", `{"city": "Oslo"}`)), text("done", 1, 1))
+			st := mk(t)
+			e, _ := newEngine(t, p, nil, func(c *Config) { c.Store = st })
+			ctx := context.Background()
+			cs, c := newConversation(t, st)
+			with := `"conversation":"` + c.ID + `"`
+			rec, err := run1(t, e, `{`+with+`,"tools":[`+clientTool+`],"input":"x"}`)
+			require.NoError(t, err)
+			if !conv {
+				with = `"previous_response_id":"` + rec.response(t).ID + `"`
+			}
+			create := func(input string) error {
+				_, err := run1(t, e, `{`+with+`,"tools":[`+clientTool+`],"input":`+input+`}`)
+				return err
+			}
+			fc := func(args string) string {
+				return `{"type":"function_call","call_id":"cw","name":"get_weather","arguments":` + strconv.Quote(args) + `}`
+			}
+			const out = `{"type":"function_call_output","call_id":"cw","output":"rain"}`
+			for _, tc := range []struct{ input, param, callID string }{
+				{`[` + fc(`{"city":"Paris"}`) + `]`, "input[0].call_id", "cw"},
+				{`[{"type":"function_call","call_id":"cw","name":"other","arguments":"{\"city\":\"Oslo\"}"}]`, "input[0].call_id", "cw"},
+				{`[` + fc(`{"city":"Oslo"}`) + `,` + fc(`{"city":"Paris"}`) + `]`, "input[1].call_id", "cw"},
+				{`[{"type":"function_call","call_id":"c2","name":"get_weather","arguments":"{}"},{"type":"function_call","call_id":"c2","name":"get_weather","arguments":"{\"city\":\"Rome\"}"}]`, "input[1].call_id", "c2"},
+			} {
+				err = create(tc.input)
+				var ae *api.Error
+				require.ErrorAs(t, err, &ae, tc.input)
+				assert.Equal(t, http.StatusBadRequest, ae.Status)
+				assert.Equal(t, tc.param, ae.Param)
+				assert.Contains(t, ae.Message, "'"+tc.callID+"'")
+			}
+			require.Len(t, p.requests(), 1, "a refused request reaches no model")
+
+			require.NoError(t, create(`[`+fc(`{"city":"Oslo"}`)+`,`+fc(`{ "city" : "Oslo" }`)+`,`+out+`]`))
+			require.Len(t, p.requests(), 2)
+			last := p.requests()[1].Items
+			assert.Equal(t, 1, countCalls(last, api.ItemFunctionCall, "cw"), "conversation %v: the model sees the call once", conv)
+			assert.Equal(t, 1, countCalls(last, api.ItemFunctionCallOutput, "cw"), "and its output once")
+			if conv {
+				items, err := cs.LoadConversationItems(ctx, c.ID, 100)
+				require.NoError(t, err)
+				assert.Equal(t, []string{"message", "function_call:get_weather", "function_call_output", "message"}, types(items))
+			}
+		}
 	})
 }

@@ -492,11 +492,11 @@ func (a *assembler) finish(itemStatus string) []api.Item {
 // they keep status in_progress, with what the model had sent, and get no
 // done events. A client acts on an item's output_item.done — Codex runs
 // the call (with half its arguments), shows the text as an answer, and
-// replays both when it retries the turn. None of its calls runs (finalize
-// ends their mcp_call items), and they are marked cut
-// (api.ItemHidden.Cut): a continuation and a conversation leave them out,
-// so the model never gets back half their arguments. The text stays: the
-// model gets what it had written.
+// replays both when it retries the turn. None of its calls runs, and
+// they are marked cut (api.ItemHidden.Cut): their mcp_call items get no
+// done event either (closeOpenCalls), and a continuation and a
+// conversation leave them out, so the model never gets back half their
+// arguments. The text stays: the model gets what it had written.
 func (a *assembler) abandon() {
 	a.addWaiting()
 	if a.reasoning >= 0 {

@@ -148,13 +148,13 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id
 // previous response's output, that validated output set aside), else to an
 // item of the stored response its id names (see fetchReferenced); it
 // becomes that item, id included, shown as input is (not set aside). A
-// client call output sent again without its id (see sentAgain) becomes the
-// conversation's item too, or is left out when an earlier input item is
-// that output.
+// client call or call output sent again without its id (see sentAgain)
+// becomes the conversation's item too, or is left out when an earlier
+// input item is that item.
 func (e *Engine) resolveInput(ctx context.Context, r *run, prevOutput []api.Item) error {
 	calls := map[string]bool{}
 	byID := map[string]*api.Item{}
-	answers := map[string]answer{}
+	sent := map[sentKey]sentItem{}
 	for i := range r.history {
 		it := &r.history[i]
 		if it.ID != "" {
@@ -163,8 +163,10 @@ func (e *Engine) resolveInput(ctx context.Context, r *run, prevOutput []api.Item
 		if api.IsClientCall(it.Type) {
 			calls[it.CallID] = true
 		}
-		if _, ok := answers[it.CallID]; api.IsClientOutput(it.Type) && !ok {
-			answers[it.CallID] = answer{item: *it, held: true}
+		if k, ok := sentKeyOf(it); ok {
+			if _, seen := sent[k]; !seen {
+				sent[k] = sentItem{item: *it, held: true}
+			}
 		}
 	}
 	for i := range prevOutput {
@@ -207,8 +209,8 @@ func (e *Engine) resolveInput(ctx context.Context, r *run, prevOutput []api.Item
 				return api.InvalidRequest(inputParam(i, "call_id"), "No tool call found for function call output with call_id '%s'.", it.CallID)
 			}
 		}
-		if api.IsClientOutput(it.Type) {
-			drop, err := sentAgain(answers, &it, i)
+		if k, ok := sentKeyOf(&it); ok {
+			drop, err := sentAgain(sent, k, &it, i)
 			if err != nil {
 				return err
 			}
@@ -231,47 +233,87 @@ func (e *Engine) resolveInput(ctx context.Context, r *run, prevOutput []api.Item
 	return nil
 }
 
-// answer is the output a conversation holds for a client call: its item,
-// and whether the conversation continued holds it (else an earlier item of
-// the request's input).
-type answer struct {
+// sentKey names a client call (output false) or its output by the call's
+// id: the conversation holds one of each per call id.
+type sentKey struct {
+	callID string
+	output bool
+}
+
+// sentKeyOf is the sentKey of it, a client call or call output; false for
+// any other item.
+func sentKeyOf(it *api.Item) (sentKey, bool) {
+	switch {
+	case api.IsClientCall(it.Type):
+		return sentKey{callID: it.CallID}, true
+	case api.IsClientOutput(it.Type):
+		return sentKey{callID: it.CallID, output: true}, true
+	}
+	return sentKey{}, false
+}
+
+// sentItem is the client call or call output of a sentKey the continued
+// conversation holds (held), else an earlier item of the request's input.
+type sentItem struct {
 	item api.Item
 	held bool
 }
 
-// sentAgain looks up it, a client call output of the request's input
-// (input item i), in answers (by call id). An output answers holds already,
-// the same but for its id and status, was sent again (a client that keeps
-// its own history, without the id): it becomes the conversation's item
-// (not stored again, shown to the model once), or it is dropped (true)
-// when an earlier input item is that output. A different output is a 400
-// naming its call_id: every provider wants one output per call id, and
-// which answer counts would be a guess. A new output is added to answers.
-func sentAgain(answers map[string]answer, it *api.Item, i int) (drop bool, err error) {
-	prev, ok := answers[it.CallID]
+// sentAgain looks up it, a client call or call output of the request's
+// input (input item i), in sent by its key k. An item sent holds already,
+// the same but for its id and status (and a call's arguments written
+// anew: sameItem), was sent again (a client that keeps its own history,
+// without the id): it becomes the conversation's item (not stored again,
+// shown to the model once), or it is dropped (true) when an earlier input
+// item is that item. A different one is a 400 naming its call_id: every
+// provider wants one call and one output per call id, and which counts
+// would be a guess. A new item is added to sent.
+func sentAgain(sent map[sentKey]sentItem, k sentKey, it *api.Item, i int) (drop bool, err error) {
+	prev, ok := sent[k]
 	switch {
 	case !ok:
-		answers[it.CallID] = answer{item: *it}
+		sent[k] = sentItem{item: *it}
 	case !sameItem(&prev.item, it):
+		if k.output {
+			return false, api.InvalidRequest(inputParam(i, "call_id"),
+				"Duplicate output for call_id '%s': the conversation holds a different output for this call already, and a call is answered once. Send the output unchanged, or not at all.", it.CallID)
+		}
 		return false, api.InvalidRequest(inputParam(i, "call_id"),
-			"Duplicate output for call_id '%s': the conversation holds a different output for this call already, and a call is answered once. Send the output unchanged, or not at all.", it.CallID)
+			"Duplicate call_id '%s': the conversation holds a different call with this call_id already, and a call_id names one call. Send the call unchanged, or not at all.", it.CallID)
 	case !prev.held:
 		return true, nil
 	default:
 		*it = prev.item
-		answers[it.CallID] = answer{item: prev.item}
+		sent[k] = sentItem{item: prev.item}
 	}
 	return false, nil
 }
 
 // sameItem reports whether a and b are the same item but for their ids and
-// statuses (what a client that resends an item may leave out).
+// statuses, and for how a call's arguments are written (JSON arguments
+// count as their value: the AI SDK sends the arguments it parsed,
+// serialized anew), which a client that resends an item may change.
 func sameItem(a, b *api.Item) bool {
 	x, y := *a, *b
 	x.ID, x.Status, y.ID, y.Status = "", "", "", ""
+	x.Arguments, y.Arguments = canonicalJSON(x.Arguments), canonicalJSON(y.Arguments)
 	xj, errX := json.Marshal(&x)
 	yj, errY := json.Marshal(&y)
 	return errX == nil && errY == nil && bytes.Equal(xj, yj)
+}
+
+// canonicalJSON is s, a JSON text, written one way (object keys sorted,
+// no spaces); s itself when it is no JSON.
+func canonicalJSON(s string) string {
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return s
+	}
+	return string(b)
 }
 
 // resultMissing reports whether it, an item of a request's input, is an

@@ -283,15 +283,18 @@ func (r *run) completeServerCall(call *api.Item, res *tools.ToolResult) {
 }
 
 // closeOpenCalls ends, when the response ends, the stream's open mcp_call
-// items: those of calls that did not run (their turn paused or was cut, or
-// the deadline left no time). They stay in_progress in the stored output,
+// items: those of whole calls that did not run (their turn paused, or
+// max_output_tokens or a content filter ended it after them, or the
+// deadline left no time). They stay in_progress in the stored output,
 // and a continuation runs them. A background run that hands off leaves
 // them open: its next invocation runs them in the same stream, which
 // completes each once. An item the assembler closed already (the
-// incomplete last item of a cut turn) is left alone.
+// incomplete last item of a cut turn) is left alone, and so is a call a
+// failed or cancelled model call cut (api.ItemHidden.Cut): as a cut
+// function_call, it gets no done event (assembler.abandon).
 func (r *run) closeOpenCalls() {
 	for i := range r.resp.Output {
-		if it := &r.resp.Output[i]; it.Type == api.ItemMCPCall && it.Status == api.ItemInProgress && !it.Executed() {
+		if it := &r.resp.Output[i]; it.Type == api.ItemMCPCall && it.Status == api.ItemInProgress && !it.Executed() && !it.Hidden.Cut {
 			r.em.itemEvent(api.EventOutputItemDone, i, it)
 		}
 	}

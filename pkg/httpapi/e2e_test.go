@@ -884,6 +884,59 @@ func TestE2EReferenceToHeldItemSentOnce(t *testing.T) {
 	}
 }
 
+// A client that re-sends its history (the Agents SDK's sessions, the AI
+// SDK) sends the paused call again without its id, its arguments
+// serialized anew, with the call's output: the model gets the call once,
+// as one assistant tool call, through previous_response_id and in a
+// conversation. A different call with that call_id is a 400 naming the
+// item's call_id, before any model call.
+func TestE2ECallSentAgainWithoutID(t *testing.T) {
+	t.Parallel()
+	call := fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "call_w", Name: "get_weather", Arguments: `{"city": "Rome"}`}}}
+	done := fakellm.Turn{Text: "Sunny in Rome."}
+	g := newGateway(t, fakellm.New(call, done, call, done), nil)
+	tools := `"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]`
+	status, _, body := g.do(http.MethodPost, "/v1/conversations", "application/json", `{}`)
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	conv := decodeWire(t, body).ID
+	fc := func(args string) string {
+		return `{"type":"function_call","call_id":"call_w","name":"get_weather","arguments":` + strconv.Quote(args) + `}`
+	}
+	for _, scope := range []func(prev string) string{
+		func(prev string) string {
+			if prev == "" {
+				return ""
+			}
+			return `"previous_response_id":"` + prev + `",`
+		},
+		func(string) string { return `"conversation":"` + conv + `",` },
+	} {
+		status, _, body := g.postJSON(`{` + scope("") + `"input":"what is the weather",` + tools + `}`)
+		require.Equal(t, http.StatusOK, status, "%s", body)
+		paused := decodeWire(t, body)
+		require.Equal(t, "requires_action", paused.Status)
+		status, _, body = g.postJSON(`{` + scope(paused.ID) + `"input":[` + fc(`{"city":"Rome"}`) + `,` +
+			`{"type":"function_call_output","call_id":"call_w","output":"sunny"}],` + tools + `}`)
+		require.Equal(t, http.StatusOK, status, "%s", body)
+		answered := decodeWire(t, body)
+		require.Equal(t, "completed", answered.Status)
+		reqs := g.fake.Requests()
+		var roles []string
+		var toolCalls int
+		for _, m := range reqs[len(reqs)-1].Messages {
+			roles = append(roles, m.Role)
+			toolCalls += len(m.ToolCalls)
+		}
+		require.Equal(t, []string{"user", "assistant", "tool"}, roles)
+		require.Equal(t, 1, toolCalls, "the call reaches the model once")
+
+		n := len(reqs)
+		status, _, body = g.postJSON(`{` + scope(answered.ID) + `"input":[{"role":"user","content":"again"},` + fc(`{"city":"Paris"}`) + `],` + tools + `}`)
+		wantError(t, status, body, http.StatusBadRequest, "input[1].call_id", "")
+		require.Len(t, g.fake.Requests(), n, "a refused request reaches no model")
+	}
+}
+
 // inputText returns the text of a message item's first content part.
 func inputText(t *testing.T, raw string) string {
 	t.Helper()

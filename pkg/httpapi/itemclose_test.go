@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"testing"
 
@@ -11,11 +12,14 @@ import (
 	"github.com/lambent/lambent/internal/testing/ssecheck"
 )
 
-// A model turn cut short (max_output_tokens, content_filter, the model's
-// stream broken off) while it makes server-executed calls closes every
-// mcp_call item it opened before the terminal event: each
-// response.output_item.added has its response.output_item.done (the call
-// stays in_progress in the stored output, for a continuation to run).
+// A model turn that ends while it makes server-executed calls closes each
+// mcp_call as the function_call of a client tool would be: a whole call
+// the turn left to run (max_output_tokens or content_filter after it) gets
+// its response.output_item.done and stays in_progress in the stored
+// output, for a continuation to run; the call max_output_tokens cut inside
+// is done incomplete, the last item (OpenResponses, "Items"); the calls a
+// broken stream cut get no done event (a client acts on one) and stay
+// in_progress in the response.failed and the stored response.
 func TestCutTurnClosesServerCalls(t *testing.T) {
 	t.Parallel()
 	calls := []fakellm.ToolCall{
@@ -26,10 +30,16 @@ func TestCutTurnClosesServerCalls(t *testing.T) {
 		name string
 		turn fakellm.Turn
 		end  string
+		// done is each mcp_call's status in its output_item.done, "" for
+		// none; status its status in the response, both in order.
+		done, status []string
 	}{
-		{"max_output_tokens", fakellm.Turn{ToolCalls: calls, FinishReason: "length"}, "response.incomplete"},
-		{"content_filter", fakellm.Turn{ToolCalls: calls, FinishReason: "content_filter"}, "response.incomplete"},
-		{"broken stream", fakellm.Turn{ToolCalls: calls, CutAfterChunks: 5}, "response.failed"},
+		{"max_output_tokens", fakellm.Turn{ToolCalls: calls, FinishReason: "length"}, "response.incomplete",
+			[]string{"in_progress", "incomplete"}, []string{"in_progress", "incomplete"}},
+		{"content_filter", fakellm.Turn{ToolCalls: calls, FinishReason: "content_filter"}, "response.incomplete",
+			[]string{"in_progress", "in_progress"}, []string{"in_progress", "in_progress"}},
+		{"broken stream", fakellm.Turn{ToolCalls: calls, CutAfterChunks: 5}, "response.failed",
+			[]string{"", ""}, []string{"in_progress", "in_progress"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -39,18 +49,40 @@ func TestCutTurnClosesServerCalls(t *testing.T) {
 			evs, done, err := ssecheck.Parse(bytes.NewReader(body))
 			require.NoError(t, err)
 			require.True(t, done)
-			require.Equal(t, tc.end, evs[len(evs)-1].Type)
+			last := evs[len(evs)-1]
+			require.Equal(t, tc.end, last.Type)
 			require.NoError(t, ssecheck.Check(nil, evs))
-			open := map[string]bool{}
+			var added []string
+			doneStatus := map[string]string{}
 			for _, ev := range evs {
 				switch ev.Type {
 				case "response.output_item.added":
-					open[ev.Item.ID] = true
+					added = append(added, ev.Item.ID)
 				case "response.output_item.done":
-					delete(open, ev.Item.ID)
+					doneStatus[ev.Item.ID] = ev.Item.Status
 				}
 			}
-			require.Empty(t, open, "items added but never done")
+			gotDone := make([]string, len(added))
+			for i, id := range added {
+				gotDone[i] = doneStatus[id]
+			}
+			require.Equal(t, tc.done, gotDone, "each mcp_call's output_item.done")
+			var end struct {
+				Response wire `json:"response"`
+			}
+			require.NoError(t, json.Unmarshal(last.Data, &end))
+			code, _, stored := g.do(http.MethodGet, "/v1/responses/"+end.Response.ID, "", "")
+			require.Equal(t, http.StatusOK, code)
+			var got wire
+			require.NoError(t, json.Unmarshal(stored, &got))
+			for _, r := range []wire{end.Response, got} {
+				var statuses []string
+				for _, it := range r.Output {
+					require.Equal(t, "mcp_call", it.Type)
+					statuses = append(statuses, it.Status)
+				}
+				require.Equal(t, tc.status, statuses)
+			}
 		})
 	}
 }
