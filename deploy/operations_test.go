@@ -580,7 +580,11 @@ var grantUses = map[string]grantUse{
 	// it; the grant itself only exists with BedrockModelArns.
 	"bedrock-model bedrock:InvokeModel":                   {env: "LAMBENT_PROVIDER", dir: "pkg/provider/bedrock", code: `\.Converse\(ctx`},
 	"bedrock-model bedrock:InvokeModelWithResponseStream": {env: "LAMBENT_PROVIDER", dir: "pkg/provider/bedrock", code: `\.ConverseStream\(ctx`},
-	"bedrock-guardrail bedrock:ApplyGuardrail":            {env: "LAMBENT_BEDROCK_GUARDRAIL_ID", dir: "pkg/provider/bedrock", code: `GuardrailIdentifier:`},
+	// CountTokens serves POST /v1/responses/input_tokens, which only the
+	// gateway's HTTP front doors route: the worker and the WebSocket
+	// function run the code but never that route.
+	"bedrock-model bedrock:CountTokens":        {env: "LAMBENT_PROVIDER", dir: "pkg/provider/bedrock", code: `\.CountTokens\(ctx`, optional: true},
+	"bedrock-guardrail bedrock:ApplyGuardrail": {env: "LAMBENT_BEDROCK_GUARDRAIL_ID", dir: "pkg/provider/bedrock", code: `GuardrailIdentifier:`},
 	// WebSocket mode: the connections (pkg/wsapi/apigw) and their latest
 	// responses (through pkg/store/dynamodb), the queue of turns, and the
 	// Management API.

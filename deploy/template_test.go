@@ -1081,7 +1081,9 @@ func TestBedrockGrant(t *testing.T) {
 			t.Errorf("BedrockModelArns AllowedPattern accepts %q: %v, want %v", arn, !ok, ok)
 		}
 	}
-	for _, id := range []string{"GatewayFunction", "WorkerFunction"} {
+	// The gateway counts tokens too (POST /v1/responses/input_tokens).
+	invoke := []string{"bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"}
+	for id, actions := range map[string][]string{"GatewayFunction": append(slices.Clone(invoke), "bedrock:CountTokens"), "WorkerFunction": invoke} {
 		found := false
 		for _, p := range asList(tpl.fnProp(id, "Policies")) {
 			for _, raw := range asList(get(p, "Statement")) {
@@ -1093,7 +1095,7 @@ func TestBedrockGrant(t *testing.T) {
 				if cond != "HasBedrockModels" {
 					t.Errorf("%s BedrockModels: under condition %s, want HasBedrockModels", id, cond)
 				}
-				if got := asStrings(get(yes, "Action")); !slices.Equal(got, []string{"bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"}) {
+				if got := asStrings(get(yes, "Action")); !slices.Equal(got, actions) {
 					t.Errorf("%s BedrockModels: actions %v", id, got)
 				}
 				if !isRef(get(yes, "Resource"), "BedrockModelArns") {

@@ -40,6 +40,8 @@ import (
 //     its holder's until another writer takes it: a response that ran
 //     past it appends its items all the same (when another writer took
 //     it, they are not appended, which is logged as an error).
+//   - A token count (CountInputTokens) reads the items without the lock:
+//     it appends nothing, and counts while a response runs there.
 //   - Deleting a conversation while a response runs in it deletes it at
 //     once; the response runs to its end and is stored, but its items are
 //     appended nowhere (the append finds no conversation, which is logged).
@@ -329,10 +331,11 @@ func (e *Engine) lockUntil(ctx context.Context, background bool) time.Time {
 }
 
 // openConversation takes the lock of the request's conversation for r's
-// response and loads its items as r's history (checked against
-// Limits.ConversationItems). On success r.conv is set: the caller must end
-// it (endConversation) on every path.
-func (e *Engine) openConversation(ctx context.Context, r *run) error {
+// response (unless lock is false: a token count, which appends nothing)
+// and loads its items as r's history (checked against
+// Limits.ConversationItems). On success with the lock r.conv is set: the
+// caller must end it (endConversation) on every path.
+func (e *Engine) openConversation(ctx context.Context, r *run, lock bool) error {
 	id := r.req.Conversation
 	cs := e.conversations()
 	if cs == nil || !api.ValidConversationID(id) {
@@ -341,10 +344,12 @@ func (e *Engine) openConversation(ctx context.Context, r *run) error {
 	if err := checkItemIDs("input", r.req.Input, false); err != nil {
 		return err
 	}
-	if _, err := cs.LockConversation(ctx, id, r.resp.ID, e.lockUntil(ctx, r.req.Background)); err != nil {
-		return e.conversationErr(err, id, "conversation")
+	if lock {
+		if _, err := cs.LockConversation(ctx, id, r.resp.ID, e.lockUntil(ctx, r.req.Background)); err != nil {
+			return e.conversationErr(err, id, "conversation")
+		}
+		r.conv = &runConversation{cs: cs, id: id, locked: e.cfg.Now()}
 	}
-	r.conv = &runConversation{cs: cs, id: id, locked: e.cfg.Now()}
 	items, err := cs.LoadConversationItems(ctx, id, e.cfg.Limits.ConversationItems)
 	if err != nil {
 		e.endConversation(ctx, r)

@@ -80,7 +80,14 @@ func (e *Engine) mcpItems() bool {
 // (nil: none), which previous_response_id is looked up in first. Every
 // error is an *api.Error: a client error, or a server error when the store
 // fails.
-func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id string, cache ConnectionCache) (_ *run, err error) {
+func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id string, cache ConnectionCache) (*run, error) {
+	return e.prepareRun(ctx, req, id, cache, true)
+}
+
+// prepareRun is prepare; lock takes the lock of the request's conversation
+// (openConversation), which a run that appends nothing to it (a token
+// count) reads without.
+func (e *Engine) prepareRun(ctx context.Context, req *api.CreateResponseRequest, id string, cache ConnectionCache, lock bool) (_ *run, err error) {
 	if err := e.checkRequest(req); err != nil {
 		return nil, err
 	}
@@ -110,7 +117,7 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id
 		r.history, prevOutput = rec.Conversation(), rec.Response.Output
 	}
 	if req.Conversation != "" {
-		if err := e.openConversation(ctx, r); err != nil {
+		if err := e.openConversation(ctx, r, lock); err != nil {
 			return nil, err
 		}
 		// Refused: the conversation's lock is released.

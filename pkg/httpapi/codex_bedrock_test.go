@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"io"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -24,6 +25,13 @@ const bedrockClaude = "us.anthropic.claude-sonnet-4-20250514-v1:0"
 // cannot run in parallel.
 func newBedrockGateway(t *testing.T, fake *fakebedrock.Server) string {
 	t.Helper()
+	return newBedrockGatewayWith(t, fake, nil)
+}
+
+// newBedrockGatewayWith is newBedrockGateway with the settings of env
+// added.
+func newBedrockGatewayWith(t *testing.T, fake *fakebedrock.Server, env map[string]string) string {
+	t.Helper()
 	t.Cleanup(fake.Close)
 	none := filepath.Join(t.TempDir(), "none")
 	for k, v := range map[string]string{
@@ -36,8 +44,11 @@ func newBedrockGateway(t *testing.T, fake *fakebedrock.Server) string {
 	}
 	vars := map[string]string{"LAMBENT_PROVIDER": "bedrock", "LAMBENT_DEFAULT_MODEL": bedrockClaude,
 		"LAMBENT_STORE": "memory", "LAMBENT_LOG_LEVEL": "error"}
-	cfg, err := app.FromEnv(func(k string) string { return vars[k] })
+	maps.Copy(vars, env)
+	getenv := func(k string) string { return vars[k] }
+	cfg, err := app.FromEnv(getenv)
 	require.NoError(t, err)
+	require.NoError(t, app.ResolveSecrets(context.Background(), &cfg, getenv))
 	a, err := app.Build(context.Background(), cfg, app.Logger(cfg, io.Discard), nil)
 	require.NoError(t, err)
 	t.Cleanup(a.Close)

@@ -35,6 +35,9 @@ type Service interface {
 	StreamResponse(ctx context.Context, id string, after int64, w engine.ResponseWriter) error
 	// Compact summarises a conversation into a compacted window.
 	Compact(ctx context.Context, req *api.CompactRequest) (*api.CompactResource, error)
+	// CountInputTokens counts the input tokens of a create request's
+	// first model call.
+	CountInputTokens(ctx context.Context, req *api.CreateResponseRequest) (*api.InputTokens, error)
 	// The Conversations API (/v1/conversations).
 	CreateConversation(ctx context.Context, req *api.ConversationCreateRequest) (*api.Conversation, error)
 	GetConversation(ctx context.Context, id string) (*api.Conversation, error)

@@ -3,26 +3,31 @@ package httpapi_test
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lambent/lambent/internal/testing/fakebedrock"
 	"github.com/lambent/lambent/internal/testing/fakellm"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/httpapi"
 )
 
-// POST /v1/responses/input_tokens (OpenAI's input token count) is a 501
-// input_tokens_unsupported in the OpenAI error shape, with x-should-retry:
-// false, never reaching the model: the gateway has no tokenizer to count
-// with. It was a 405 (the path read as the id of a response, which has no
-// POST). openai-go's Responses.InputTokens.Count and the npm SDK's
-// responses.inputTokens.count (with its default retries) surface it once.
+// POST /v1/responses/input_tokens (OpenAI's input token count) of a model
+// the OpenAI-compatible provider serves is a 501 input_tokens_unsupported
+// in the OpenAI error shape, with x-should-retry: false, never reaching
+// the model: that provider has no count API. It was a 405 (the path read
+// as the id of a response, which has no POST). openai-go's
+// Responses.InputTokens.Count and the npm SDK's responses.inputTokens.count
+// (with its default retries) surface it once.
 func TestInputTokensUnsupported(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t, fakellm.New(), nil)
@@ -60,4 +65,94 @@ func TestNotImplementedNotRetried(t *testing.T) {
 		Type: api.ErrTypeInvalidRequest, Code: "compaction_unavailable", Message: "Compaction is not configured."})
 	require.Equal(t, http.StatusNotImplemented, rec.Code)
 	require.Equal(t, "false", rec.Header().Get("X-Should-Retry"))
+}
+
+// On Bedrock, POST /v1/responses/input_tokens counts with Bedrock's
+// CountTokens what the create request would give Claude: the conversation
+// of previous_response_id, the new instructions, input and tools, mapped
+// as a Converse call, for the inference profile's foundation model. The
+// count is the input_tokens of the response the same create then makes.
+// openai-go and the npm SDK get {"object":"response.input_tokens",
+// "input_tokens":N}; a previous response of another tenant is a 404; a
+// field a count does not take is a 400; a model Bedrock does not count
+// for is a 501 input_tokens_unsupported naming it.
+func TestInputTokensOnBedrock(t *testing.T) {
+	const keyA, keyB = "sk-lambent-tenant-a-0123456789", "sk-lambent-tenant-b-0123456789"
+	fake := fakebedrock.New(fakebedrock.Turn{Text: "Hello."}, fakebedrock.Turn{Text: "Sunny."})
+	base := newBedrockGatewayWith(t, fake, map[string]string{"LAMBENT_API_KEYS": "acme=" + keyA + ",globex=" + keyB})
+	client := func(key string) *openai.Client {
+		c := openai.NewClient(option.WithBaseURL(base+"/"), option.WithAPIKey(key), option.WithMaxRetries(0))
+		return &c
+	}
+	ctx := context.Background()
+	first, err := client(keyA).Responses.New(ctx, responses.ResponseNewParams{Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Hi!")},
+		Instructions: openai.String("Be brief.")})
+	require.NoError(t, err)
+	tools := []responses.ToolUnionParam{{OfFunction: &responses.FunctionToolParam{Name: "get_weather", Description: openai.String("Weather of a city"),
+		Parameters: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}}}}
+	count, err := client(keyA).Responses.InputTokens.Count(ctx, responses.InputTokenCountParams{
+		PreviousResponseID: openai.String(first.ID), Instructions: openai.String("Be terse."), Tools: tools,
+		Input: responses.InputTokenCountParamsInputUnion{OfString: openai.String("Weather in Paris?")}})
+	require.NoError(t, err)
+	require.Equal(t, "response.input_tokens", string(count.Object))
+	require.Positive(t, count.InputTokens)
+	counts := fake.Counts()
+	require.Len(t, counts, 1)
+	c := counts[0]
+	require.Equal(t, "anthropic.claude-sonnet-4-20250514-v1:0", c.ModelID, "the foundation model of "+bedrockClaude)
+	require.Equal(t, "Be terse.", *c.System[0].Text)
+	require.Len(t, c.Messages, 3, "Hi!, Hello., Weather in Paris?")
+	require.Equal(t, "get_weather", c.ToolConfig.Tools[0].ToolSpec.Name)
+	require.Equal(t, 1, fake.Calls(), "no model call")
+
+	second, err := client(keyA).Responses.New(ctx, responses.ResponseNewParams{PreviousResponseID: openai.String(first.ID),
+		Instructions: openai.String("Be terse."), Tools: tools, Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Weather in Paris?")}})
+	require.NoError(t, err)
+	require.Equal(t, count.InputTokens, second.Usage.InputTokens, "the count is what the response read")
+
+	var got struct {
+		Result struct {
+			Object      string `json:"object"`
+			InputTokens int64  `json:"input_tokens"`
+		}
+		Status int
+		Error  struct{ Code, Message string }
+	}
+	runJS(t, jsClients(t), "openai_input_tokens.mjs", base, &got,
+		`{"previous_response_id":"`+first.ID+`","instructions":"Be terse.","input":"Weather in Paris?","tools":[{"type":"function","name":"get_weather","description":"Weather of a city",`+
+			`"parameters":{"type":"object","properties":{"city":{"type":"string"}}},"strict":true}]}`, keyA)
+	require.Zero(t, got.Status, "%+v", got.Error)
+	require.Equal(t, "response.input_tokens", got.Result.Object)
+	require.Equal(t, count.InputTokens, got.Result.InputTokens, "the same request, the same count")
+
+	_, err = client(keyB).Responses.InputTokens.Count(ctx, responses.InputTokenCountParams{PreviousResponseID: openai.String(first.ID),
+		Input: responses.InputTokenCountParamsInputUnion{OfString: openai.String("Weather in Paris?")}})
+	var ae *openai.Error
+	require.True(t, errors.As(err, &ae), "%v", err)
+	require.Equal(t, http.StatusNotFound, ae.StatusCode, "another tenant's response")
+	require.Equal(t, "previous_response_not_found", ae.Code)
+
+	status, _, body := doBedrock(t, base, keyA, `{"input":"hi","stream":true}`)
+	wantError(t, status, body, http.StatusBadRequest, "stream", "unknown_parameter")
+	status, h, body := doBedrock(t, base, keyA, `{"model":"us.amazon.nova-pro-v1:0","input":"hi"}`)
+	wantError(t, status, body, http.StatusNotImplemented, "-", "input_tokens_unsupported")
+	require.Contains(t, string(body), "us.amazon.nova-pro-v1:0")
+	require.Equal(t, "false", h.Get("X-Should-Retry"))
+	require.Len(t, fake.Counts(), 2, "the npm client's")
+}
+
+// doBedrock posts body to the input_tokens route of the gateway at base
+// with key.
+func doBedrock(t *testing.T, base, key, body string) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+"/responses/input_tokens", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return res.StatusCode, res.Header, b
 }

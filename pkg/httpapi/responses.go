@@ -72,15 +72,30 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) error {
 
 // compact serves POST /v1/responses/compact.
 func (h *Handler) compact(w http.ResponseWriter, r *http.Request) error {
+	return serveCall(h, w, r, api.DecodeCompactRequest, h.svc.Compact)
+}
+
+// inputTokens serves POST /v1/responses/input_tokens, OpenAI's count of a
+// create request's input tokens: the body decoded as a create request's
+// (api.DecodeInputTokensRequest), counted by the model's provider (a 501
+// input_tokens_unsupported when it cannot count: engine.CountInputTokens).
+func (h *Handler) inputTokens(w http.ResponseWriter, r *http.Request) error {
+	return serveCall(h, w, r, api.DecodeInputTokensRequest, h.svc.CountInputTokens)
+}
+
+// serveCall serves a POST whose JSON body decode reads and call answers
+// with one JSON object; a call the client gave up on (its context
+// cancelled) writes nothing.
+func serveCall[Q, R any](h *Handler, w http.ResponseWriter, r *http.Request, decode func([]byte) (Q, error), call func(context.Context, Q) (R, error)) error {
 	body, err := h.body(w, r)
 	if err != nil {
 		return err
 	}
-	req, err := api.DecodeCompactRequest(body)
+	req, err := decode(body)
 	if err != nil {
 		return err
 	}
-	res, err := h.svc.Compact(r.Context(), req)
+	res, err := call(r.Context(), req)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return nil
@@ -89,16 +104,6 @@ func (h *Handler) compact(w http.ResponseWriter, r *http.Request) error {
 	}
 	h.writeJSON(w, http.StatusOK, res)
 	return nil
-}
-
-// inputTokens serves POST /v1/responses/input_tokens, OpenAI's count of a
-// create request's input tokens, with a 501 input_tokens_unsupported (no
-// retry cures it): the gateway has no tokenizer for its models and asks no
-// model provider for a count, so it has no count it could give truthfully.
-func inputTokens(http.ResponseWriter, *http.Request) error {
-	return &api.Error{Status: http.StatusNotImplemented, Type: api.ErrTypeInvalidRequest, Code: "input_tokens_unsupported", NoRetry: true,
-		Message: "Counting input tokens (POST /v1/responses/input_tokens) is not supported by this gateway: it has no tokenizer for its models. " +
-			"A response's usage.input_tokens counts what its model calls read."}
 }
 
 // get serves GET /v1/responses/{id}: the response, or with stream=true its

@@ -17,7 +17,7 @@ func (h *Handler) routes() []route {
 		// WebSocket mode: a plain GET is refused as a method not allowed.
 		{pattern: "GET /v1/responses", handler: http.HandlerFunc(h.upgrade), when: wsapi.IsUpgrade},
 		{pattern: "POST /v1/responses/compact", handler: h.handle(h.compact)},
-		{pattern: "POST /v1/responses/input_tokens", handler: h.handle(inputTokens)},
+		{pattern: "POST /v1/responses/input_tokens", handler: h.handle(h.inputTokens)},
 		{pattern: "GET /v1/responses/{id}", handler: h.handle(h.get)},
 		{pattern: "DELETE /v1/responses/{id}", handler: h.handle(h.delete)},
 		{pattern: "GET /v1/responses/{id}/input_items", handler: h.handle(h.inputItems)},

@@ -59,6 +59,9 @@ func (routedService) StreamResponse(_ context.Context, id string, _ int64, _ eng
 func (routedService) Compact(context.Context, *api.CompactRequest) (*api.CompactResource, error) {
 	return nil, routed("compact", "")
 }
+func (routedService) CountInputTokens(context.Context, *api.CreateResponseRequest) (*api.InputTokens, error) {
+	return nil, routed("input_tokens", "")
+}
 func (routedService) CreateConversation(context.Context, *api.ConversationCreateRequest) (*api.Conversation, error) {
 	return nil, routed("conversation.create", "")
 }

@@ -77,3 +77,29 @@ func TestRouter(t *testing.T) {
 	_, err = provider.NewRouter(providers, "openai", []provider.Route{{Pattern: "x", Provider: "openai"}, {Pattern: "x", Provider: "bedrock"}})
 	require.ErrorContains(t, err, "twice")
 }
+
+// counting is a provider that counts tokens: the length of its name.
+type counting struct{ named }
+
+func (c counting) CountTokens(context.Context, *provider.Request) (int, error) {
+	return len(c.named), nil
+}
+
+// CounterFor finds the counter of a model: the provider itself, or the
+// one a Router sends the model to; none when that provider counts none.
+func TestCounterFor(t *testing.T) {
+	r, err := provider.NewRouter(map[string]provider.Provider{"openai": named("openai"), "bedrock": counting{"bedrock"}}, "openai",
+		[]provider.Route{{Pattern: "us.anthropic.*", Provider: "bedrock"}})
+	require.NoError(t, err)
+	c, ok := provider.CounterFor(r, "us.anthropic.claude")
+	require.True(t, ok)
+	n, err := c.CountTokens(context.Background(), &provider.Request{})
+	require.NoError(t, err)
+	require.Equal(t, len("bedrock"), n)
+	_, ok = provider.CounterFor(r, "gpt-4o")
+	require.False(t, ok)
+	_, ok = provider.CounterFor(counting{"x"}, "any")
+	require.True(t, ok)
+	_, ok = provider.CounterFor(named("x"), "any")
+	require.False(t, ok)
+}

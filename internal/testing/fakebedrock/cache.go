@@ -186,34 +186,7 @@ func (p *prefix) point(cp *CachePoint) {
 // meter is the usage of a request to model (without output tokens),
 // updating the cache (see the comment at the top of this file).
 func (s *Server) meter(model string, in *Input) Usage {
-	p := &prefix{h: sha256.New()}
-	p.h.Write([]byte(model + "\x00"))
-	if tc := in.ToolConfig; tc != nil {
-		for _, t := range tc.Tools {
-			if t.CachePoint != nil {
-				p.point(t.CachePoint)
-			} else {
-				p.add(t)
-			}
-		}
-	}
-	for _, b := range in.System {
-		if b.CachePoint != nil {
-			p.point(b.CachePoint)
-		} else {
-			p.add(b)
-		}
-	}
-	for _, m := range in.Messages {
-		p.add(m.Role)
-		for _, b := range m.Content {
-			if b.CachePoint != nil {
-				p.point(b.CachePoint)
-			} else {
-				p.add(b)
-			}
-		}
-	}
+	p := measure(model, in)
 	total := tokens(p.bytes)
 	c := modelCaching(model)
 	s.mu.Lock()
@@ -247,6 +220,40 @@ func (s *Server) meter(model string, in *Input) Usage {
 	}
 	write := max(last-read, 0)
 	return Usage{InputTokens: total - read - write, CacheReadInputTokens: read, CacheWriteInputTokens: write}
+}
+
+// measure hashes and counts the blocks of in, a request to model, as
+// prefixes ending at its cache points.
+func measure(model string, in *Input) *prefix {
+	p := &prefix{h: sha256.New()}
+	p.h.Write([]byte(model + "\x00"))
+	if tc := in.ToolConfig; tc != nil {
+		for _, t := range tc.Tools {
+			if t.CachePoint != nil {
+				p.point(t.CachePoint)
+			} else {
+				p.add(t)
+			}
+		}
+	}
+	for _, b := range in.System {
+		if b.CachePoint != nil {
+			p.point(b.CachePoint)
+		} else {
+			p.add(b)
+		}
+	}
+	for _, m := range in.Messages {
+		p.add(m.Role)
+		for _, b := range m.Content {
+			if b.CachePoint != nil {
+				p.point(b.CachePoint)
+			} else {
+				p.add(b)
+			}
+		}
+	}
+	return p
 }
 
 // SetClock sets the clock of the cache's TTLs (default time.Now).

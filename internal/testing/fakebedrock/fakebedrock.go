@@ -1,13 +1,15 @@
 // Package fakebedrock is a scripted fake Amazon Bedrock runtime for tests
-// and benchmarks: the Converse and ConverseStream operations over real
-// HTTP, driven by the real bedrockruntime client.
+// and benchmarks: the Converse, ConverseStream and CountTokens operations
+// over real HTTP, driven by the real bedrockruntime client.
 //
 // A [Server] is an httptest server speaking Bedrock's wire protocol:
 // POST /model/{modelId}/converse answers a JSON ConverseResponse, and POST
 // /model/{modelId}/converse-stream answers an
 // application/vnd.amazon.eventstream body of binary event-stream frames
 // (messageStart, contentBlockStart/Delta/Stop, messageStop, metadata, or an
-// exception frame), written with the SDK's own eventstream encoder. Errors
+// exception frame), written with the SDK's own eventstream encoder; POST
+// /model/{modelId}/count-tokens counts a Converse input's tokens for the
+// Claude models Bedrock counts for (count.go). Errors
 // are Bedrock's: the exception's HTTP status, an X-Amzn-ErrorType header
 // and a {"message"} body.
 //
@@ -78,6 +80,7 @@ type Server struct {
 	idBase  string
 
 	mu       sync.Mutex
+	counted  []Request            // the CountTokens requests answered
 	signed   map[string]string    // signature → the reasoning text it signs
 	redacted map[string]bool      // redacted reasoning handed out
 	cache    map[string]time.Time // cached prompt prefix → its expiry
@@ -240,12 +243,16 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := Request{Operation: op, ModelID: model, Body: body, Authorization: r.Header.Get("Authorization")}
+	if op == opCountTokens {
+		s.countTokens(w, &req)
+		return
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&req.Input); err != nil {
 		writeException(w, "ValidationException", "fakebedrock: malformed request body: "+err.Error())
 		return
 	}
-	if msg := s.validate(&req.Input); msg != "" {
+	if msg := s.validate(&req.Input, op); msg != "" {
 		writeException(w, "ValidationException", msg)
 		return
 	}
@@ -289,7 +296,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// route parses /model/{modelId}/converse[-stream].
+// route parses /model/{modelId}/converse, converse-stream or count-tokens.
 func route(u *url.URL) (model, op string, ok bool) {
 	rest, ok := strings.CutPrefix(u.EscapedPath(), "/model/")
 	if !ok {
@@ -304,6 +311,8 @@ func route(u *url.URL) (model, op string, ok bool) {
 		op = "Converse"
 	case "converse-stream":
 		op = "ConverseStream"
+	case "count-tokens":
+		op = opCountTokens
 	default:
 		return "", "", false
 	}

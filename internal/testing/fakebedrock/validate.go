@@ -28,9 +28,10 @@ const (
 // documentFormats are DocumentBlock's formats.
 var documentFormats = []string{"pdf", "csv", "doc", "docx", "xls", "xlsx", "html", "txt", "md"}
 
-// validate checks a request the way Bedrock (and the Anthropic models
-// behind it) does and returns the ValidationException message, or "".
-func (s *Server) validate(in *Input) string {
+// validate checks a request of operation op the way Bedrock (and the
+// Anthropic models behind it) does and returns the ValidationException
+// message, or "".
+func (s *Server) validate(in *Input, op string) string {
 	if len(in.Messages) == 0 || in.Messages[0].Role != "user" {
 		return "A conversation must start with a user message. Try again with a conversation that starts with a user message."
 	}
@@ -74,14 +75,15 @@ func (s *Server) validate(in *Input) string {
 			return msg
 		}
 	}
-	return validateThinking(in)
+	return validateThinking(in, op)
 }
 
 // validateThinking checks Anthropic's rules for extended thinking
 // (additionalModelRequestFields.thinking): a budget of at least 1024
 // tokens below maxTokens, tool choice auto only, and a tool loop being
-// continued must have started with thinking.
-func validateThinking(in *Input) string {
+// continued must have started with thinking. A CountTokens input has no
+// maxTokens to check (ConverseTokensRequest has no inferenceConfig).
+func validateThinking(in *Input, op string) string {
 	var extra struct {
 		Thinking *struct {
 			Type   string `json:"type"`
@@ -100,7 +102,7 @@ func validateThinking(in *Input) string {
 	if c := in.InferenceConfig; c != nil && c.TopP != nil && *c.TopP < 0.95 {
 		return "`top_p` must be greater than or equal to 0.95 or unset when thinking is enabled. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#important-considerations-when-using-extended-thinking"
 	}
-	if c := in.InferenceConfig; c == nil || c.MaxTokens == nil || *c.MaxTokens <= extra.Thinking.Budget {
+	if c := in.InferenceConfig; op != opCountTokens && (c == nil || c.MaxTokens == nil || *c.MaxTokens <= extra.Thinking.Budget) {
 		return "`max_tokens` must be greater than `thinking.budget_tokens`."
 	}
 	if tc := in.ToolConfig; tc != nil && tc.ToolChoice != nil && (tc.ToolChoice.Any != nil || tc.ToolChoice.Tool != nil) {
