@@ -134,3 +134,52 @@ func TestCallSentAgain(t *testing.T) {
 		}
 	})
 }
+
+// A model that numbers its calls per turn (docs/architecture.md, "Ids and
+// names each provider accepts") issues call_1 in every turn: the
+// conversation then holds several calls of one call_id, each answered. A
+// client answers the second call_1 with its own output, and a client that
+// re-sends its whole history sends every call and output again without
+// their ids: neither is a duplicate, since each matches the call or the
+// output it repeats, and the model sees each once.
+func TestCallIDReusedAcrossTurns(t *testing.T) {
+	forStores(t, func(t *testing.T, mk storeMaker) {
+		for _, conv := range []bool{false, true} {
+			p := script(calls(1, 1, call("call_1", "get_weather", `{"city":"Oslo"}`)),
+				calls(1, 1, call("call_1", "get_weather", `{"city":"Paris"}`)),
+				text("done", 1, 1), text("again", 1, 1))
+			st := mk(t)
+			e, _ := newEngine(t, p, nil, func(c *Config) { c.Store = st })
+			_, c := newConversation(t, st)
+			with := func(rec *recorder) string {
+				if conv {
+					return `"conversation":"` + c.ID + `"`
+				}
+				return `"previous_response_id":"` + rec.response(t).ID + `"`
+			}
+			create := func(prev *recorder, input string) (*recorder, error) {
+				return run1(t, e, `{`+with(prev)+`,"tools":[`+clientTool+`],"input":`+input+`}`)
+			}
+			start := ``
+			if conv {
+				start = `"conversation":"` + c.ID + `",`
+			}
+			first, err := run1(t, e, `{`+start+`"tools":[`+clientTool+`],"input":"x"}`)
+			require.NoError(t, err)
+			const rain = `{"type":"function_call_output","call_id":"call_1","output":"rain"}`
+			const sun = `{"type":"function_call_output","call_id":"call_1","output":"sun"}`
+			second, err := create(first, `[`+rain+`]`)
+			require.NoError(t, err, "conversation %v", conv)
+			third, err := create(second, `[`+sun+`]`)
+			require.NoError(t, err, "conversation %v: the second call_1 answered", conv)
+			fc := func(city string) string {
+				return `{"type":"function_call","call_id":"call_1","name":"get_weather","arguments":"{\"city\":\"` + city + `\"}"}`
+			}
+			_, err = create(third, `[{"role":"user","content":"x"},`+fc("Oslo")+`,`+rain+`,`+fc("Paris")+`,`+sun+`,{"role":"user","content":"more"}]`)
+			require.NoError(t, err, "conversation %v: the history sent again", conv)
+			last := p.requests()[len(p.requests())-1].Items
+			assert.Equal(t, 2, countCalls(last, api.ItemFunctionCall, "call_1"), "conversation %v: each call once", conv)
+			assert.Equal(t, 2, countCalls(last, api.ItemFunctionCallOutput, "call_1"), "conversation %v: each output once", conv)
+		}
+	})
+}

@@ -161,19 +161,23 @@ func (e *Engine) prepareRun(ctx context.Context, req *api.CreateResponseRequest,
 func (e *Engine) resolveInput(ctx context.Context, r *run, prevOutput []api.Item) error {
 	calls := map[string]bool{}
 	byID := map[string]*api.Item{}
-	sent := map[sentKey]sentItem{}
+	sent := sentItems{}
 	for i := range r.history {
 		it := &r.history[i]
 		if it.ID != "" {
+			again := byID[it.ID] != nil
 			byID[it.ID] = it
+			if again {
+				// An item the chain holds twice (a call a continuation
+				// sent again, stored in its input too) is one item.
+				continue
+			}
 		}
 		if api.IsClientCall(it.Type) {
 			calls[it.CallID] = true
 		}
 		if k, ok := sentKeyOf(it); ok {
-			if _, seen := sent[k]; !seen {
-				sent[k] = sentItem{item: *it, held: true}
-			}
+			sent.add(k, it, true)
 		}
 	}
 	for i := range prevOutput {
@@ -259,11 +263,27 @@ func sentKeyOf(it *api.Item) (sentKey, bool) {
 	return sentKey{}, false
 }
 
-// sentItem is the client call or call output of a sentKey the continued
-// conversation holds (held), else an earlier item of the request's input.
+// sentItem is a client call or call output of a sentKey the continued
+// conversation holds (held, until an input item is recognised as it),
+// else an item of the request's input.
 type sentItem struct {
 	item api.Item
 	held bool
+}
+
+// sentItems are the calls and outputs of the continued conversation and of
+// the request's input so far, by key: a model that numbers its calls per
+// turn issues one call id in several turns, so a key may name several.
+type sentItems map[sentKey][]sentItem
+
+// add records it under k: held, an item of the continued conversation.
+func (s sentItems) add(k sentKey, it *api.Item, held bool) {
+	s[k] = append(s[k], sentItem{item: *it, held: held})
+}
+
+// unanswered reports whether a call of id has no output yet.
+func (s sentItems) unanswered(id string) bool {
+	return len(s[sentKey{callID: id}]) > len(s[sentKey{callID: id, output: true}])
 }
 
 // sentAgain looks up it, a client call or call output of the request's
@@ -272,27 +292,33 @@ type sentItem struct {
 // anew: sameItem), was sent again (a client that keeps its own history,
 // without the id): it becomes the conversation's item (not stored again,
 // shown to the model once), or it is dropped (true) when an earlier input
-// item is that item. A different one is a 400 naming its call_id: every
-// provider wants one call and one output per call id, and which counts
-// would be a guess. A new item is added to sent.
-func sentAgain(sent map[sentKey]sentItem, k sentKey, it *api.Item, i int) (drop bool, err error) {
-	prev, ok := sent[k]
-	switch {
-	case !ok:
-		sent[k] = sentItem{item: *it}
-	case !sameItem(&prev.item, it):
-		if k.output {
-			return false, api.InvalidRequest(inputParam(i, "call_id"),
-				"Duplicate output for call_id '%s': the conversation holds a different output for this call already, and a call is answered once. Send the output unchanged, or not at all.", it.CallID)
+// item is that item. Any other item is new, and added to sent: an output
+// answers a call of its id that has none, and a call takes an id whose
+// calls are all answered (a model numbering its calls per turn reuses
+// them). A new output for a call answered already, or a new call of an id
+// whose call waits for its output, is a 400 naming its call_id: every
+// provider wants one output per call, and which counts would be a guess.
+func sentAgain(sent sentItems, k sentKey, it *api.Item, i int) (drop bool, err error) {
+	for j := range sent[k] {
+		prev := &sent[k][j]
+		if !sameItem(&prev.item, it) {
+			continue
 		}
+		if !prev.held {
+			return true, nil
+		}
+		*it, prev.held = prev.item, false
+		return false, nil
+	}
+	switch {
+	case k.output && len(sent[k]) > 0 && !sent.unanswered(it.CallID):
+		return false, api.InvalidRequest(inputParam(i, "call_id"),
+			"Duplicate output for call_id '%s': the conversation holds a different output for this call already, and a call is answered once. Send the output unchanged, or not at all.", it.CallID)
+	case !k.output && sent.unanswered(it.CallID):
 		return false, api.InvalidRequest(inputParam(i, "call_id"),
 			"Duplicate call_id '%s': the conversation holds a different call with this call_id already, and a call_id names one call. Send the call unchanged, or not at all.", it.CallID)
-	case !prev.held:
-		return true, nil
-	default:
-		*it = prev.item
-		sent[k] = sentItem{item: prev.item}
 	}
+	sent.add(k, it, false)
 	return false, nil
 }
 

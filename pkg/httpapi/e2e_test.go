@@ -894,7 +894,7 @@ func TestE2ECallSentAgainWithoutID(t *testing.T) {
 	t.Parallel()
 	call := fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "call_w", Name: "get_weather", Arguments: `{"city": "Rome"}`}}}
 	done := fakellm.Turn{Text: "Sunny in Rome."}
-	g := newGateway(t, fakellm.New(call, done, call, done), nil)
+	g := newGateway(t, fakellm.New(call, done, done, call, done, done), nil)
 	tools := `"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]`
 	status, _, body := g.do(http.MethodPost, "/v1/conversations", "application/json", `{}`)
 	require.Equal(t, http.StatusOK, status, "%s", body)
@@ -915,6 +915,10 @@ func TestE2ECallSentAgainWithoutID(t *testing.T) {
 		require.Equal(t, http.StatusOK, status, "%s", body)
 		paused := decodeWire(t, body)
 		require.Equal(t, "requires_action", paused.Status)
+		n := len(g.fake.Requests())
+		status, _, body = g.postJSON(`{` + scope(paused.ID) + `"input":[` + fc(`{"city":"Paris"}`) + `],` + tools + `}`)
+		wantError(t, status, body, http.StatusBadRequest, "input[0].call_id", "")
+		require.Len(t, g.fake.Requests(), n, "a refused request reaches no model")
 		status, _, body = g.postJSON(`{` + scope(paused.ID) + `"input":[` + fc(`{"city":"Rome"}`) + `,` +
 			`{"type":"function_call_output","call_id":"call_w","output":"sunny"}],` + tools + `}`)
 		require.Equal(t, http.StatusOK, status, "%s", body)
@@ -930,10 +934,22 @@ func TestE2ECallSentAgainWithoutID(t *testing.T) {
 		require.Equal(t, []string{"user", "assistant", "tool"}, roles)
 		require.Equal(t, 1, toolCalls, "the call reaches the model once")
 
-		n := len(reqs)
-		status, _, body = g.postJSON(`{` + scope(answered.ID) + `"input":[{"role":"user","content":"again"},` + fc(`{"city":"Paris"}`) + `],` + tools + `}`)
-		wantError(t, status, body, http.StatusBadRequest, "input[1].call_id", "")
-		require.Len(t, g.fake.Requests(), n, "a refused request reaches no model")
+		// Once answered, the call id may name a new call (a model that
+		// numbers its calls per turn reuses it) with its own output.
+		status, _, body = g.postJSON(`{` + scope(answered.ID) + `"input":[{"role":"user","content":"again"},` + fc(`{"city":"Paris"}`) + `,` +
+			`{"type":"function_call_output","call_id":"call_w","output":"cloudy"}],` + tools + `}`)
+		require.Equal(t, http.StatusOK, status, "%s", body)
+		reqs = g.fake.Requests()
+		toolCalls = 0
+		ids := map[string]bool{}
+		for _, m := range reqs[len(reqs)-1].Messages {
+			for _, c := range m.ToolCalls {
+				toolCalls++
+				ids[c.ID] = true
+			}
+		}
+		require.Equal(t, 2, toolCalls, "both calls reach the model")
+		require.Len(t, ids, 2, "each with an id of its own")
 	}
 }
 
