@@ -55,8 +55,13 @@ func decodeCount(t *testing.T, body string) *api.CreateResponseRequest {
 // model, nothing is stored. A previous response of another tenant is not
 // found.
 func TestCountInputTokens(t *testing.T) {
+	forStores(t, testCountInputTokens)
+}
+
+func testCountInputTokens(t *testing.T, mk storeMaker) {
 	p := &counter{scripted: script(text("Hi.", 1, 1), text("Later.", 1, 1)), n: 42}
-	e, _ := newEngine(t, p, newMock(echoTool, "lookup"))
+	st := mk(t)
+	e, _ := newEngine(t, p, newMock(echoTool, "lookup"), func(c *Config) { c.Store = st })
 	rec, err := run1(t, e, `{"input":"hello","instructions":"Be brief.","tools":[{"type":"lambent:lookup"}]}`)
 	require.NoError(t, err)
 	prev := rec.response(t).ID
@@ -113,8 +118,13 @@ func TestCountInputTokensUnsupported(t *testing.T) {
 // A count reads a conversation without taking its lock: it counts while
 // a response runs in the conversation, and leaves that response's lock.
 func TestCountInputTokensInLockedConversation(t *testing.T) {
+	forStores(t, testCountInLockedConversation)
+}
+
+func testCountInLockedConversation(t *testing.T, mk storeMaker) {
 	p := &counter{scripted: script(text("Hi.", 1, 1)), n: 7}
-	e, st := newEngine(t, p, nil)
+	st := mk(t)
+	e, _ := newEngine(t, p, nil, func(c *Config) { c.Store = st })
 	cs, conv := newConversation(t, st)
 	ctx := context.Background()
 	_, err := run1(t, e, `{"conversation":"`+conv.ID+`","input":"hello"}`)
