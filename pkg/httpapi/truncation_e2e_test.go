@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -122,4 +123,31 @@ func requireCut(t *testing.T, sent string) {
 	require.Contains(t, sent, "q1x")
 	require.Contains(t, sent, "a1x")
 	require.Contains(t, sent, "q2x")
+}
+
+// A stateless client's tool loop (its calls and their outputs replayed
+// in input, as the Agents SDK sends them) over the window is cut before
+// a whole turn, on both providers: the oldest call goes with its output,
+// and each strict fake takes what is left (Bedrock's: a conversation
+// starting with the user, every toolUse answered by its toolResult).
+func TestTruncationAutoToolLoopE2E(t *testing.T) {
+	call := func(id, output string) string {
+		return fmt.Sprintf(`{"type":"function_call","call_id":"%s","name":"exec","arguments":"{}"},{"type":"function_call_output","call_id":"%[1]s","output":"%s"}`, id, output)
+	}
+	body := json.RawMessage(`{"truncation":"auto","tools":[{"type":"function","name":"exec","parameters":{"type":"object"}}],"input":[` +
+		`{"role":"user","content":"task"},` + call("call_1", bigText("o1")) + `,` + call("call_2", bigText("o2")) + `,` + call("call_3", "small") + `]}`)
+	for name, m := range windowedModels(t) {
+		t.Run(name, func(t *testing.T) {
+			m.setWindow(550)
+			var r responses.Response
+			require.NoError(t, m.client.Post(context.Background(), "responses", body, &r))
+			require.Equal(t, responses.ResponseStatusCompleted, r.Status)
+			sent := m.lastSent()
+			require.Contains(t, sent, "task")
+			require.NotContains(t, sent, "o1x")
+			require.NotContains(t, sent, "call_1")
+			require.Contains(t, sent, "o2x")
+			require.Contains(t, sent, "small")
+		})
+	}
 }
