@@ -160,16 +160,9 @@ func (r *run) truncate(q *provider.Request, msg string, refusals int) bool {
 	if i == len(points) {
 		return false
 	}
-	// dropped[p] is the size of the droppable items before p.
-	u := latestInput(items)
-	dropped := make([]int, len(items)+1)
-	for j := range items {
-		dropped[j+1] = dropped[j]
-		if j != u && !keptAlways(&items[j]) {
-			dropped[j+1] += size(&items[j])
-		}
-	}
-	last := points[len(points)-1]
+	dropped := droppedSizes(items)
+	more := points[i:]
+	last := more[len(more)-1]
 	need := dropped[last] - dropped[from]
 	switch share := overShare(msg); {
 	case refusals >= maxTruncations:
@@ -178,12 +171,28 @@ func (r *run) truncate(q *provider.Request, msg string, refusals int) bool {
 	default:
 		need /= 2
 	}
-	for _, p := range points[i:] {
-		if r.cut = p; dropped[p]-dropped[from] >= need {
+	r.cut = last
+	for _, p := range more {
+		if dropped[p]-dropped[from] >= need {
+			r.cut = p
 			break
 		}
 	}
 	return true
+}
+
+// droppedSizes is, for each p up to len(items), the size of the items a
+// cut at p drops (keptItems).
+func droppedSizes(items []api.Item) []int {
+	u := latestInput(items)
+	dropped := make([]int, len(items)+1)
+	for j := range items {
+		dropped[j+1] = dropped[j]
+		if j != u && !keptAlways(&items[j]) {
+			dropped[j+1] += size(&items[j])
+		}
+	}
+	return dropped
 }
 
 // size is the size of v as JSON, what truncation measures items by.

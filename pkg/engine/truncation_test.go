@@ -270,3 +270,29 @@ func TestContextNumbers(t *testing.T) {
 		assert.InDelta(t, want, overShare(msg), 1e-9, msg)
 	}
 }
+
+// In a conversation the cut is the model's view only: the conversation
+// keeps every item, the cut response's input and output appended; the
+// model got the latest question with the newest exchange.
+func TestTruncationConversationKeepsItems(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", 1000)
+	p := &windowed{scripted: script(text("a0"+big, 1, 1), text("a1"+big, 1, 1), text("a2", 1, 1)), limit: 1 << 30}
+	e, _ := newEngine(t, p, nil)
+	ctx := context.Background()
+	conv, err := e.CreateConversation(ctx, &api.ConversationCreateRequest{})
+	require.NoError(t, err)
+	for _, q := range []string{"q0", "q1"} {
+		_, err := run1(t, e, `{"conversation":"`+conv.ID+`","input":"`+q+big+`"}`)
+		require.NoError(t, err)
+	}
+	p.limit = 4000
+	_, err = run1(t, e, `{"conversation":"`+conv.ID+`","truncation":"auto","input":"latest"}`)
+	require.NoError(t, err)
+	require.Len(t, p.refusals(), 1)
+	reqs := p.requests()
+	assert.Equal(t, []string{"user:q1", "assistant:a1", "user:latest"}, texts(reqs[len(reqs)-1].Items))
+	list, err := e.ListConversationItems(ctx, conv.ID, api.ListOptions{Limit: 100, Order: "asc"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"user:q0", "assistant:a0", "user:q1", "assistant:a1", "user:latest", "assistant:a2"}, texts(list.Data))
+}
