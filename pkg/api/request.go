@@ -17,6 +17,15 @@ import (
 	"github.com/lambent/lambent/internal/wirejson"
 )
 
+// The values of truncation: with TruncationAuto the gateway drops the
+// oldest items of what the model sees when a model call's input exceeds
+// the model's context window (docs/api.md, "Truncation"); with
+// TruncationDisabled, the default, such a call fails the response.
+const (
+	TruncationAuto     = "auto"
+	TruncationDisabled = "disabled"
+)
+
 // CreateResponseRequest is the body of POST /v1/responses.
 //
 // DecodeCreateRequest accepts every parameter the OpenAI API documents for
@@ -778,7 +787,7 @@ func (r *CreateResponseRequest) validateValues() error {
 		maxLength("prompt_cache_key", r.PromptCacheKey, 64),
 		maxLength("safety_identifier", r.SafetyIdentifier, 128),
 		maxLength("user", r.User, 128),
-		oneOf("truncation", optional(r.Truncation), "auto", "disabled"),
+		oneOf("truncation", optional(r.Truncation), TruncationAuto, TruncationDisabled),
 		oneOf("service_tier", optional(r.ServiceTier), "auto", "default", "flex", "scale", "priority", "ultrafast"),
 		oneOf("prompt_cache_retention", optional(r.PromptCacheRetention), "in_memory", "24h"),
 	); err != nil {

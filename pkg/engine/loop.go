@@ -345,12 +345,33 @@ func (e *Engine) callModel(ctx context.Context, r *run, turn int) (res *provider
 			obs.EndModelCall(ctx, m)
 		}()
 	}
+	// A call refused for its size is made again cut (truncation.go)
+	// while it has sent nothing: its deltas would be in the output.
+	items := len(r.resp.Output)
+	for refusals := 1; ; refusals++ {
+		res, err = e.send(ctx, r, preq)
+		if err == nil || !r.cutAgain(preq, err, refusals, items) {
+			return res, err
+		}
+		if e.log.Enabled(ctx, slog.LevelInfo) {
+			e.log.LogAttrs(ctx, slog.LevelInfo, "input truncated", slog.String("response_id", r.resp.ID), slog.Int("iteration", turn+1), slog.Int("cut", r.cut))
+		}
+		r.asm = newAssembler(r)
+		if preq, err = r.providerRequest(tenant.From(ctx), turn); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// send makes the model call preq, its deltas going to the run's
+// assembler.
+func (e *Engine) send(ctx context.Context, r *run, preq *provider.Request) (*provider.Result, error) {
 	if r.em.stream {
 		// Streamed responses, and every background run (its followers see
 		// the model's answer as it comes), stream the model call.
 		return e.cfg.Provider.Stream(ctx, preq, r.asm.delta)
 	}
-	res, err = e.cfg.Provider.Complete(ctx, preq)
+	res, err := e.cfg.Provider.Complete(ctx, preq)
 	if err != nil {
 		return nil, err
 	}
@@ -372,14 +393,20 @@ func tenantScoped(tn, v string) string {
 	return "lmb_" + hex.EncodeToString(h[:20])
 }
 
-// providerRequest builds the model call of a turn for tenant tn; the
-// error is a forced MCP tool the server does not offer (forceMCP).
+// seen is the conversation as the model sees it (modelItems), compaction
+// items as their summaries, before any truncation.
+func (r *run) seen() []api.Item {
+	return r.withSummaries(r.modelItems(r.history, r.input, r.resp.Output))
+}
+
+// providerRequest builds the model call of a turn for tenant tn, its items
+// cut where truncation cut them (truncated); the error is a forced MCP
+// tool the server does not offer (forceMCP).
 func (r *run) providerRequest(tn string, turn int) (*provider.Request, error) {
-	items := r.withSummaries(r.modelItems(r.history, r.input, r.resp.Output))
 	q := &provider.Request{
 		Model:             r.resp.Model,
 		Instructions:      r.req.Instructions,
-		Items:             items,
+		Items:             r.truncated(r.seen()),
 		Tools:             r.tools.defList,
 		ParallelToolCalls: r.req.ParallelToolCalls,
 		MaxOutputTokens:   r.req.MaxOutputTokens,

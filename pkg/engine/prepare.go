@@ -50,6 +50,11 @@ type run struct {
 	// call failed).
 	turns, modelCalls int
 
+	// cut is where truncation "auto" cut what the model sees (the
+	// droppable items before it left out: truncation.go), for every later
+	// model call of the run; 0: nothing cut.
+	cut int
+
 	// att is the validated-output state (attempts.go); nil when the
 	// response validates no output.
 	att *attempts
@@ -588,7 +593,7 @@ func (e *Engine) newResponse(req *api.CreateResponseRequest, model string) *api.
 		Output:            []api.Item{},
 		Tools:             req.Tools,
 		ToolChoice:        api.ToolChoice{Mode: api.ToolChoiceAuto},
-		Truncation:        "disabled",
+		Truncation:        api.TruncationDisabled,
 		ParallelToolCalls: req.ParallelToolCalls == nil || *req.ParallelToolCalls,
 		Text:              api.TextConfig{Format: api.TextFormat{Type: api.FormatText}},
 		TopP:              1,

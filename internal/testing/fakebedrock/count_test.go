@@ -2,6 +2,7 @@ package fakebedrock_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -71,4 +72,28 @@ func TestCountTokens(t *testing.T) {
 		require.Equal(t, tc.want, ve.ErrorMessage()[:min(len(ve.ErrorMessage()), len(tc.want))], tc.name)
 	}
 	require.Len(t, fake.Counts(), 1, "refused counts are not recorded")
+}
+
+// With a context window the fake refuses, as Bedrock does, a Converse or
+// ConverseStream call whose input comes to more tokens than the window
+// (what CountTokens counts for it): a ValidationException "Input is too
+// long for requested model.", nothing answered from the script; a call
+// within the window is answered.
+func TestContextWindow(t *testing.T) {
+	t.Parallel()
+	fake := fakebedrock.New(fakebedrock.Turn{Text: "ok"})
+	defer fake.Close()
+	fake.SetContextWindow(40)
+	client := bedrockruntime.NewFromConfig(fake.AWSConfig())
+	ctx := context.Background()
+	long := []types.Message{message(types.ConversationRoleUser, text(strings.Repeat("x", 400)))}
+	_, err := client.Converse(ctx, &bedrockruntime.ConverseInput{ModelId: aws.String(nova), Messages: long})
+	var ve *types.ValidationException
+	require.ErrorAs(t, err, &ve)
+	require.Equal(t, "Input is too long for requested model.", ve.ErrorMessage())
+	_, err = client.ConverseStream(ctx, &bedrockruntime.ConverseStreamInput{ModelId: aws.String(nova), Messages: long})
+	require.ErrorAs(t, err, &ve)
+	require.Equal(t, 0, fake.Calls())
+	_, err = client.Converse(ctx, &bedrockruntime.ConverseInput{ModelId: aws.String(nova), Messages: []types.Message{message(types.ConversationRoleUser, text("hi"))}})
+	require.NoError(t, err)
 }

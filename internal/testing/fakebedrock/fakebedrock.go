@@ -23,8 +23,8 @@
 // Nova, after a reasoning block, on a model without prompt caching: an
 // AccessDeniedException), and the features a model lacks (models.go:
 // tool use, tool use in ConverseStream, system prompts, toolChoice any
-// and tool). It requires a SigV4 Authorization header for
-// service "bedrock". Replies come from a script of [Turn] values ([New])
+// and tool), and with a context window (SetContextWindow) an input longer
+// than it. It requires a SigV4 Authorization header for service "bedrock". Replies come from a script of [Turn] values ([New])
 // or a function ([NewHandler]); every accepted request is recorded
 // ([Server.Requests]).
 //
@@ -78,6 +78,9 @@ type Server struct {
 	closed  sync.Once
 	ids     atomic.Uint64
 	idBase  string
+	// window is the models' context window in tokens (SetContextWindow);
+	// 0: none.
+	window atomic.Int64
 
 	mu       sync.Mutex
 	counted  []Request            // the CountTokens requests answered
@@ -181,6 +184,17 @@ func (s *Server) Calls() int {
 	return s.log.Calls()
 }
 
+// SetContextWindow makes every model's context window n tokens (0: no
+// window): a Converse or ConverseStream call whose input comes to more
+// (what CountTokens counts for it) is refused as Bedrock refuses one, a
+// ValidationException "Input is too long for requested model.". Call it
+// before the first request.
+func (s *Server) SetContextWindow(n int) { s.window.Store(int64(n)) }
+
+// msgTooLong is Bedrock's refusal of an input over the model's context
+// window.
+const msgTooLong = "Input is too long for requested model."
+
 // SetRecording turns request recording on (the default) or off.
 func (s *Server) SetRecording(on bool) { s.log.SetRecording(on) }
 
@@ -262,6 +276,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if typ, msg := validateCache(model, &req.Input); msg != "" {
 		writeException(w, typ, msg)
+		return
+	}
+	if n := s.window.Load(); n > 0 && int64(tokens(measure(model, &req.Input).bytes)) > n {
+		writeException(w, "ValidationException", msgTooLong)
 		return
 	}
 	req.Metered = s.meter(model, &req.Input)

@@ -30,6 +30,11 @@ type Rules struct {
 	// characters of [a-zA-Z0-9], and refusals take Mistral's error shape,
 	// {"object":"error","message","type","param","code"} at the top level.
 	Mistral bool
+	// ContextWindow, when > 0, is the model's context window in tokens:
+	// a request whose messages and functions come to more
+	// (ContextTokens) is refused as OpenAI refuses one, 400
+	// context_length_exceeded naming the window and the request's tokens.
+	ContextWindow int
 }
 
 // Refusal is a request the provider modelled by [Rules] refuses: the HTTP
@@ -104,7 +109,39 @@ func (r Rules) Check(req *chatwire.Request) *Refusal {
 	if f := r.checkParams(req); f != nil {
 		return f
 	}
-	return r.checkPairs(req.Messages)
+	if f := r.checkPairs(req.Messages); f != nil {
+		return f
+	}
+	return r.checkWindow(req)
+}
+
+// ContextTokens is the fake's estimate of req's input tokens: a token per
+// 4 bytes of its messages' JSON, and of its tools' (functions).
+func ContextTokens(req *chatwire.Request) (messages, functions int) {
+	m, _ := json.Marshal(req.Messages)
+	if len(req.Tools) > 0 {
+		f, _ := json.Marshal(req.Tools)
+		functions = (len(f) + 3) / 4
+	}
+	return (len(m) + 3) / 4, functions
+}
+
+// checkWindow refuses a request over the rules' context window with
+// OpenAI's message.
+func (r Rules) checkWindow(req *chatwire.Request) *Refusal {
+	if r.ContextWindow <= 0 {
+		return nil
+	}
+	m, f := ContextTokens(req)
+	if m+f <= r.ContextWindow {
+		return nil
+	}
+	msg := fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", r.ContextWindow, m+f)
+	if f > 0 {
+		msg = fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens (%d in the messages, %d in the functions). Please reduce the length of the messages or functions.",
+			r.ContextWindow, m+f, m, f)
+	}
+	return r.refuse(msg, "messages", "context_length_exceeded")
 }
 
 // refuse is a 400 invalid_request_error in the rules' shape.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/lambent/lambent/internal/chatwire"
 	"github.com/lambent/lambent/internal/testing/fakellm"
 )
 
@@ -283,4 +285,45 @@ func TestStrictOpenAIParams(t *testing.T) {
 		{"null user content", `{"model":"m","messages":[{"role":"user","content":null}]}`,
 			"Invalid value for 'content': expected a string, got null.", "messages.[0].content", ""},
 	})
+}
+
+// With a context window the fake refuses a request whose messages and
+// functions come to more tokens (ContextTokens) as OpenAI refuses one:
+// 400 context_length_exceeded, naming the window and the request's
+// tokens (the functions' apart when it has some); a request within it is
+// answered.
+func TestContextWindow(t *testing.T) {
+	t.Parallel()
+	big := `{"role":"user","content":"` + strings.Repeat("x", 400) + `"}`
+	withTools := `{"model":"m","messages":[` + big + `],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}`
+	for _, tc := range []struct {
+		body, msg string
+	}{
+		{body(userMsg), ""},
+		{body(big), "This model's maximum context length is 50 tokens. However, your messages resulted in %[1]d tokens. Please reduce the length of the messages."},
+		{withTools, "This model's maximum context length is 50 tokens. However, your messages resulted in %[3]d tokens (%[1]d in the messages, %[2]d in the functions). Please reduce the length of the messages or functions."},
+	} {
+		s, _ := start(t, fakellm.Turn{Text: "ok"})
+		s.SetRules(fakellm.Rules{ContextWindow: 50})
+		status, _, b := post(t, s, "POST", fakellm.Path, "application/json", tc.body)
+		if tc.msg == "" {
+			if status != 200 {
+				t.Errorf("refused a request within the window: %d %s", status, b)
+			}
+			continue
+		}
+		var req chatwire.Request
+		if err := json.Unmarshal([]byte(tc.body), &req); err != nil {
+			t.Fatal(err)
+		}
+		m, f := fakellm.ContextTokens(&req)
+		want := fmt.Sprintf(tc.msg, m, f, m+f)
+		var e openAIError
+		if err := json.Unmarshal(b, &e); err != nil || status != 400 || e.Error.Message != want || deref(e.Error.Param) != "messages" || deref(e.Error.Code) != "context_length_exceeded" {
+			t.Errorf("got %d %s\nwant %q (%v)", status, b, want, err)
+		}
+		if s.Calls() != 0 {
+			t.Errorf("a refused request was answered from the script")
+		}
+	}
 }

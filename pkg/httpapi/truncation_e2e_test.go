@@ -1,0 +1,153 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lambent/lambent/internal/testing/fakebedrock"
+	"github.com/lambent/lambent/internal/testing/fakellm"
+)
+
+// windowedModel is a gateway whose model has a context window, set once
+// a conversation is in place, and what the model got last.
+type windowedModel struct {
+	client    openai.Client
+	setWindow func(tokens int)
+	lastSent  func() string
+}
+
+// bigText is n bytes of text named by tag.
+func bigText(tag string) string { return tag + strings.Repeat("x", 1000) }
+
+// windowedModels are the gateways of the test: over the fake OpenAI
+// model and over the fake Bedrock, each answering "a<n>…" (a big text).
+func windowedModels(t *testing.T) map[string]windowedModel {
+	llm := fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn { return fakellm.Turn{Text: bigText(fmt.Sprint("a", req.Seq))} })
+	g := newGateway(t, llm, nil)
+	n := 0
+	br := fakebedrock.NewHandler(func(fakebedrock.Request) fakebedrock.Turn {
+		n++ // the handler runs for accepted requests, one at a time here
+		return fakebedrock.Turn{Text: bigText(fmt.Sprint("a", n-1))}
+	})
+	client := openai.NewClient(option.WithBaseURL(newBedrockGateway(t, br)+"/"), option.WithAPIKey("test"), option.WithMaxRetries(0))
+	return map[string]windowedModel{
+		"openai": {g.client, func(n int) { llm.SetRules(fakellm.Rules{ContextWindow: n}) },
+			func() string { r := llm.Requests(); return string(r[len(r)-1].Body) }},
+		"bedrock": {client, br.SetContextWindow,
+			func() string { r := br.Requests(); return string(r[len(r)-1].Body) }},
+	}
+}
+
+// truncation "auto" through openai-go, on both providers, streamed and
+// not: a continuation (previous_response_id) whose conversation has
+// outgrown the model's context window, which fails with a 400
+// context_length_exceeded without truncation, is answered with the
+// oldest exchange left out of what the model gets — the instructions and
+// the new input kept —, as one response (one response.created); the
+// responses stored before, and the new one's input items, keep every
+// item.
+func TestTruncationAutoE2E(t *testing.T) {
+	for name, m := range windowedModels(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			prev := ""
+			for i := range 2 {
+				p := textParams(bigText(fmt.Sprint("q", i)))
+				if prev != "" {
+					p.PreviousResponseID = openai.String(prev)
+				}
+				r, err := m.client.Responses.New(ctx, p)
+				require.NoError(t, err)
+				prev = r.ID
+			}
+			m.setWindow(1200)
+			next := func() responses.ResponseNewParams {
+				p := textParams(bigText("q2"))
+				p.PreviousResponseID = openai.String(prev)
+				p.Instructions = openai.String("Be brief.")
+				return p
+			}
+
+			_, err := m.client.Responses.New(ctx, next())
+			var ae *openai.Error
+			require.True(t, errors.As(err, &ae), "%v", err)
+			require.Equal(t, http.StatusBadRequest, ae.StatusCode)
+			require.Equal(t, "context_length_exceeded", ae.Code)
+
+			p := next()
+			p.Truncation = responses.ResponseNewParamsTruncationAuto
+			r, err := m.client.Responses.New(ctx, p)
+			require.NoError(t, err)
+			require.Equal(t, responses.ResponseStatusCompleted, r.Status)
+			require.Equal(t, responses.ResponseTruncationAuto, r.Truncation)
+			requireCut(t, m.lastSent())
+
+			evs := readSDKStream(t, m.client.Responses.NewStreaming(ctx, p))
+			created := 0
+			for _, e := range evs {
+				if e.ev.Type == "response.created" {
+					created++
+				}
+			}
+			require.Equal(t, 1, created)
+			require.Equal(t, "response.completed", evs[len(evs)-1].ev.Type)
+			requireCut(t, m.lastSent())
+
+			items, err := m.client.Responses.InputItems.List(ctx, r.ID, responses.InputItemListParams{})
+			require.NoError(t, err)
+			require.Len(t, items.Data, 1)
+			old, err := m.client.Responses.Get(ctx, prev, responses.ResponseGetParams{})
+			require.NoError(t, err)
+			require.True(t, strings.HasPrefix(old.OutputText(), "a1x"), old.OutputText())
+		})
+	}
+}
+
+// requireCut checks what the model got: the instructions, the second
+// exchange and the new question, not the first exchange.
+func requireCut(t *testing.T, sent string) {
+	t.Helper()
+	require.Contains(t, sent, "Be brief.")
+	require.NotContains(t, sent, "q0x")
+	require.NotContains(t, sent, "a0x")
+	require.Contains(t, sent, "q1x")
+	require.Contains(t, sent, "a1x")
+	require.Contains(t, sent, "q2x")
+}
+
+// A stateless client's tool loop (its calls and their outputs replayed
+// in input, as the Agents SDK sends them) over the window is cut before
+// a whole turn, on both providers: the oldest call goes with its output,
+// and each strict fake takes what is left (Bedrock's: a conversation
+// starting with the user, every toolUse answered by its toolResult).
+func TestTruncationAutoToolLoopE2E(t *testing.T) {
+	call := func(id, output string) string {
+		return fmt.Sprintf(`{"type":"function_call","call_id":"%s","name":"exec","arguments":"{}"},{"type":"function_call_output","call_id":"%[1]s","output":"%s"}`, id, output)
+	}
+	body := json.RawMessage(`{"truncation":"auto","tools":[{"type":"function","name":"exec","parameters":{"type":"object"}}],"input":[` +
+		`{"role":"user","content":"task"},` + call("call_1", bigText("o1")) + `,` + call("call_2", bigText("o2")) + `,` + call("call_3", "small") + `]}`)
+	for name, m := range windowedModels(t) {
+		t.Run(name, func(t *testing.T) {
+			m.setWindow(550)
+			var r responses.Response
+			require.NoError(t, m.client.Post(context.Background(), "responses", body, &r))
+			require.Equal(t, responses.ResponseStatusCompleted, r.Status)
+			sent := m.lastSent()
+			require.Contains(t, sent, "task")
+			require.NotContains(t, sent, "o1x")
+			require.NotContains(t, sent, "call_1")
+			require.Contains(t, sent, "o2x")
+			require.Contains(t, sent, "small")
+		})
+	}
+}
