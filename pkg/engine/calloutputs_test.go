@@ -183,3 +183,24 @@ func TestCallIDReusedAcrossTurns(t *testing.T) {
 		}
 	})
 }
+
+// A continuation that leaves the second call_1 of a model numbering its
+// calls per turn unanswered (the client sends a message instead) gets it
+// the error result every unanswered client call gets: the first call_1's
+// output answers the first call only, so the model never sees a call
+// without its output.
+func TestReusedCallIDLeftUnanswered(t *testing.T) {
+	p := script(calls(1, 1, call("call_1", "get_weather", `{"city":"Oslo"}`)),
+		calls(1, 1, call("call_1", "get_weather", `{"city":"Paris"}`)),
+		text("done", 1, 1))
+	e, _ := newEngine(t, p, nil)
+	first, err := run1(t, e, `{"tools":[`+clientTool+`],"input":"x"}`)
+	require.NoError(t, err)
+	second, err := run1(t, e, `{"previous_response_id":"`+first.response(t).ID+`","tools":[`+clientTool+`],"input":[{"type":"function_call_output","call_id":"call_1","output":"rain"}]}`)
+	require.NoError(t, err)
+	_, err = run1(t, e, `{"previous_response_id":"`+second.response(t).ID+`","tools":[`+clientTool+`],"input":"never mind"}`)
+	require.NoError(t, err)
+	last := p.requests()[len(p.requests())-1].Items
+	assert.Equal(t, 2, countCalls(last, api.ItemFunctionCall, "call_1"), "both calls")
+	assert.Equal(t, 2, countCalls(last, api.ItemFunctionCallOutput, "call_1"), "each with its output")
+}
