@@ -183,3 +183,76 @@ func TestCallIDReusedAcrossTurns(t *testing.T) {
 		}
 	})
 }
+
+// A continuation that leaves the second call_1 of a model numbering its
+// calls per turn unanswered (the client sends a message instead) gets it
+// the error result every unanswered client call gets: the first call_1's
+// output answers the first call only, so the model never sees a call
+// without its output.
+func TestReusedCallIDLeftUnanswered(t *testing.T) {
+	p := script(calls(1, 1, call("call_1", "get_weather", `{"city":"Oslo"}`)),
+		calls(1, 1, call("call_1", "get_weather", `{"city":"Paris"}`)),
+		text("done", 1, 1))
+	e, _ := newEngine(t, p, nil)
+	first, err := run1(t, e, `{"tools":[`+clientTool+`],"input":"x"}`)
+	require.NoError(t, err)
+	second, err := run1(t, e, `{"previous_response_id":"`+first.response(t).ID+`","tools":[`+clientTool+`],"input":[{"type":"function_call_output","call_id":"call_1","output":"rain"}]}`)
+	require.NoError(t, err)
+	_, err = run1(t, e, `{"previous_response_id":"`+second.response(t).ID+`","tools":[`+clientTool+`],"input":"never mind"}`)
+	require.NoError(t, err)
+	last := p.requests()[len(p.requests())-1].Items
+	assert.Equal(t, 2, countCalls(last, api.ItemFunctionCall, "call_1"), "both calls")
+	assert.Equal(t, 2, countCalls(last, api.ItemFunctionCallOutput, "call_1"), "each with its output")
+}
+
+// A tool that answers two calls of a reused call_id alike ("ok" both
+// times) answers each: the second "ok" is the answer of the call waiting
+// for it, not the first call's output sent again, through
+// previous_response_id and in a conversation, whether the client sends the
+// answer alone or its whole history again.
+func TestReusedCallIDAnsweredAlike(t *testing.T) {
+	forStores(t, func(t *testing.T, mk storeMaker) {
+		for _, conv := range []bool{false, true} {
+			for _, whole := range []bool{false, true} {
+				p := script(calls(1, 1, call("call_1", "get_weather", `{"city":"Oslo"}`)),
+					calls(1, 1, call("call_1", "get_weather", `{"city":"Paris"}`)),
+					text("done", 1, 1))
+				st := mk(t)
+				e, _ := newEngine(t, p, nil, func(c *Config) { c.Store = st })
+				_, c := newConversation(t, st)
+				with := func(rec *recorder) string {
+					if conv {
+						return `"conversation":"` + c.ID + `"`
+					}
+					return `"previous_response_id":"` + rec.response(t).ID + `"`
+				}
+				start := ``
+				if conv {
+					start = `"conversation":"` + c.ID + `",`
+				}
+				first, err := run1(t, e, `{`+start+`"tools":[`+clientTool+`],"input":"x"}`)
+				require.NoError(t, err)
+				const ok = `{"type":"function_call_output","call_id":"call_1","output":"ok"}`
+				second, err := run1(t, e, `{`+with(first)+`,"tools":[`+clientTool+`],"input":[`+ok+`]}`)
+				require.NoError(t, err)
+				input := `[` + ok + `]`
+				if whole {
+					fc := func(city string) string {
+						return `{"type":"function_call","call_id":"call_1","name":"get_weather","arguments":"{\"city\":\"` + city + `\"}"}`
+					}
+					input = `[{"role":"user","content":"x"},` + fc("Oslo") + `,` + ok + `,` + fc("Paris") + `,` + ok + `]`
+				}
+				_, err = run1(t, e, `{`+with(second)+`,"tools":[`+clientTool+`],"input":`+input+`}`)
+				require.NoError(t, err, "conversation %v, whole history %v", conv, whole)
+				last := p.requests()[len(p.requests())-1].Items
+				var outputs []string
+				for _, it := range last {
+					if it.Type == api.ItemFunctionCallOutput {
+						outputs = append(outputs, it.Output)
+					}
+				}
+				assert.Equal(t, []string{"ok", "ok"}, outputs, "conversation %v, whole history %v: each call its own answer", conv, whole)
+			}
+		}
+	})
+}

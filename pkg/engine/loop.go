@@ -670,36 +670,60 @@ func truncate(s string, n int) string {
 // so far — which a resumed background response already has): function
 // calls without a function_call_output, mcp_call items not yet executed,
 // and approved mcp_approval_requests not yet run (as the mcp_call that
-// runs them).
+// runs them). Each function_call_output answers one call of its call_id,
+// in order: a model numbering its calls per turn reuses an id, and a call
+// after one its output answered is pending. A client call or output held
+// twice (the same id: an item sent again) counts once, as the model sees
+// it (modelItems).
 func (r *run) pendingCalls() []api.Item {
-	answered := map[string]bool{}
+	items := clientItemsOnce(r.history, r.input, r.resp.Output)
+	results := map[string]int{} // by callKey: the results not matched to a call yet
 	approved := map[string]bool{}
-	lists := [][]api.Item{r.history, r.input, r.resp.Output}
-	for _, list := range lists {
-		for i := range list {
-			switch it := &list[i]; {
-			case api.IsClientOutput(it.Type):
-				answered[it.CallID] = true
-			case it.Type == api.ItemMCPCall && it.Executed():
-				answered[callKey(it)] = true
-			case it.Type == api.ItemMCPApprovalResponse:
-				approved[it.ApprovalRequestID] = it.Approve
-			}
+	for _, it := range items {
+		switch {
+		case api.IsClientOutput(it.Type):
+			results[it.CallID]++
+		case it.Type == api.ItemMCPCall && it.Executed():
+			results[callKey(it)] = 1
+		case it.Type == api.ItemMCPApprovalResponse:
+			approved[it.ApprovalRequestID] = it.Approve
 		}
 	}
 	var pending []api.Item
-	for _, list := range lists {
-		for i := range list {
-			it := &list[i]
-			switch {
-			case (api.IsClientCall(it.Type) || it.Type == api.ItemMCPCall) && !answered[callKey(it)]:
-				pending = append(pending, *it)
-				answered[callKey(it)] = true
-			case it.Type == api.ItemMCPApprovalRequest && approved[it.ID] && !answered[it.ID]:
-				pending = append(pending, r.approvedCall(it))
-				answered[it.ID] = true
-			}
+	for _, it := range items {
+		k := callKey(it)
+		switch {
+		case api.IsClientCall(it.Type) && results[k] > 0:
+			results[k]--
+		case api.IsClientCall(it.Type):
+			pending = append(pending, *it)
+		case it.Type == api.ItemMCPCall && results[k] == 0:
+			pending = append(pending, *it)
+			results[k] = 1
+		case it.Type == api.ItemMCPApprovalRequest && approved[it.ID] && results[k] == 0:
+			pending = append(pending, r.approvedCall(it))
+			results[k] = 1
 		}
 	}
 	return pending
+}
+
+// clientItemsOnce returns the items of lists in order, a client call or
+// call output with the id of one before left out.
+func clientItemsOnce(lists ...[]api.Item) []*api.Item {
+	var out []*api.Item
+	seen := map[string]bool{}
+	for _, l := range lists {
+		for i := range l {
+			it := &l[i]
+			if (api.IsClientCall(it.Type) || api.IsClientOutput(it.Type)) && it.ID != "" {
+				if seen[it.ID] {
+					continue
+				}
+				seen[it.ID] = true
+			}
+			out = append(out, it)
+		}
+	}
+	return out
 }

@@ -297,23 +297,22 @@ func (s sentItems) unanswered(id string) bool {
 // anew: sameItem), was sent again (a client that keeps its own history,
 // without the id): it becomes the conversation's item (not stored again,
 // shown to the model once), or it is dropped (true) when an earlier input
-// item is that item. Any other item is new, and added to sent: an output
-// answers a call of its id that has none, and a call takes an id whose
-// calls are all answered (a model numbering its calls per turn reuses
-// them). A new output for a call answered already, or a new call of an id
-// whose call waits for its output, is a 400 naming its call_id: every
-// provider wants one output per call, and which counts would be a guess.
+// item is that item. An output while a call of its id waits for one is
+// that call's answer, whatever it reads: a model numbering its calls per
+// turn reuses an id, and a tool may answer two of its calls alike. Any
+// other item is new, and added to sent: an output answers a call of its id
+// that has none, and a call takes an id whose calls are all answered. A
+// new output for a call answered already, or a new call of an id whose
+// call waits for its output, is a 400 naming its call_id: every provider
+// wants one output per call, and which counts would be a guess.
 func sentAgain(sent sentItems, k sentKey, it *api.Item, i int) (drop bool, err error) {
-	for j := range sent[k] {
-		prev := &sent[k][j]
-		if !sameItem(&prev.item, it) {
-			continue
+	// An output while a call of its id waits for one is that call's answer,
+	// even when it reads as an earlier call's (a tool answering "ok" each
+	// time): a resent output never leaves a call unanswered.
+	if !k.output || !sent.unanswered(it.CallID) {
+		if drop, found := sent.again(k, it); found {
+			return drop, nil
 		}
-		if !prev.held {
-			return true, nil
-		}
-		*it, prev.held = prev.item, false
-		return false, nil
 	}
 	switch {
 	case k.output && len(sent[k]) > 0 && !sent.unanswered(it.CallID):
@@ -325,6 +324,24 @@ func sentAgain(sent sentItems, k sentKey, it *api.Item, i int) (drop bool, err e
 	}
 	sent.add(k, it, false)
 	return false, nil
+}
+
+// again looks up it among the items of k sent so far: found, it becomes
+// the conversation's item that it repeats (held, then marked as seen), or
+// it is to be dropped (drop) when it repeats an earlier input item.
+func (s sentItems) again(k sentKey, it *api.Item) (drop, found bool) {
+	for j := range s[k] {
+		prev := &s[k][j]
+		if !sameItem(&prev.item, it) {
+			continue
+		}
+		if !prev.held {
+			return true, true
+		}
+		*it, prev.held = prev.item, false
+		return false, true
+	}
+	return false, false
 }
 
 // sameItem reports whether a and b are the same item but for their ids and

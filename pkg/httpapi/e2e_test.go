@@ -850,15 +850,7 @@ func TestE2EReferenceToHeldItemSentOnce(t *testing.T) {
 	status, _, body := g.do(http.MethodPost, "/v1/conversations", "application/json", `{}`)
 	require.Equal(t, http.StatusOK, status, "%s", body)
 	conv := decodeWire(t, body).ID
-	for _, scope := range []func(prev string) string{
-		func(prev string) string {
-			if prev == "" {
-				return ""
-			}
-			return `"previous_response_id":"` + prev + `",`
-		},
-		func(string) string { return `"conversation":"` + conv + `",` },
-	} {
+	for _, scope := range continuationScopes(conv) {
 		status, _, body := g.postJSON(`{` + scope("") + `"input":"what is the weather",` + tools + `}`)
 		require.Equal(t, http.StatusOK, status, "%s", body)
 		paused := decodeWire(t, body)
@@ -884,6 +876,22 @@ func TestE2EReferenceToHeldItemSentOnce(t *testing.T) {
 	}
 }
 
+// continuationScopes are the two ways a request continues a conversation,
+// each the JSON fields (ending with a comma) of a request that continues
+// the response prev ("": the first request): through previous_response_id,
+// and in the conversation conv.
+func continuationScopes(conv string) []func(prev string) string {
+	return []func(prev string) string{
+		func(prev string) string {
+			if prev == "" {
+				return ""
+			}
+			return `"previous_response_id":"` + prev + `",`
+		},
+		func(string) string { return `"conversation":"` + conv + `",` },
+	}
+}
+
 // A client that re-sends its history (the Agents SDK's sessions, the AI
 // SDK) sends the paused call again without its id, its arguments
 // serialized anew, with the call's output: the model gets the call once,
@@ -902,15 +910,7 @@ func TestE2ECallSentAgainWithoutID(t *testing.T) {
 	fc := func(args string) string {
 		return `{"type":"function_call","call_id":"call_w","name":"get_weather","arguments":` + strconv.Quote(args) + `}`
 	}
-	for _, scope := range []func(prev string) string{
-		func(prev string) string {
-			if prev == "" {
-				return ""
-			}
-			return `"previous_response_id":"` + prev + `",`
-		},
-		func(string) string { return `"conversation":"` + conv + `",` },
-	} {
+	for _, scope := range continuationScopes(conv) {
 		status, _, body := g.postJSON(`{` + scope("") + `"input":"what is the weather",` + tools + `}`)
 		require.Equal(t, http.StatusOK, status, "%s", body)
 		paused := decodeWire(t, body)

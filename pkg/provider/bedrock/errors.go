@@ -53,17 +53,15 @@ import (
 // Only the messages of a ValidationException (about the request: the
 // client's to fix) and of a ResourceNotFoundException (about the model)
 // reach the client, their ARNs and account ids hidden (awsjson.HideIDs);
-// the others are named by their code and the model (a model addressed by
-// its ARN with the ARN hidden too: a ModelErrorException's is often a
-// Marketplace endpoint's or an imported model's), their message (an
-// AccessDeniedException's names the gateway's role and account, a
+// the others are named by their code and the model, as the client gave it
+// (an ARN too: the response's model field echoes it anyway), their message
+// (an AccessDeniedException's names the gateway's role and account, a
 // ModelErrorException's the account and its logs, others name ARNs) and
 // the SDK's error text (the endpoint) stay in the cause, for the logs.
 func (p *Provider) apiError(ctx context.Context, model string, err error) *api.Error {
 	if ctx.Err() != nil {
 		return provider.ContextError(ctx)
 	}
-	name := awsjson.HideIDs(model)
 	var (
 		throttle  *types.ThrottlingException
 		quota     *types.ServiceQuotaExceededException
@@ -80,7 +78,7 @@ func (p *Provider) apiError(ctx context.Context, model string, err error) *api.E
 		dnsErr    *net.DNSError
 		mapped    *api.Error
 		rateLimit = func(e smithy.APIError) *api.Error {
-			return provider.RateLimited(retryAfter(err), err, "Bedrock is limiting requests to model %q (%s)", name, e.ErrorCode())
+			return provider.RateLimited(retryAfter(err), err, "Bedrock is limiting requests to model %q (%s)", model, e.ErrorCode())
 		}
 	)
 	switch {
@@ -93,33 +91,33 @@ func (p *Provider) apiError(ctx context.Context, model string, err error) *api.E
 	case errors.As(err, &modelErr) && throttled(modelErr.OriginalStatusCode):
 		mapped = rateLimit(modelErr)
 	case errors.As(err, &invalid) && strings.Contains(invalid.ErrorMessage(), "model identifier is invalid"):
-		mapped = api.NotFound("model", provider.CodeModelNotFound, "Bedrock has no model %q in this region (ValidationException: %s)", name, invalid.ErrorMessage())
+		mapped = api.NotFound("model", provider.CodeModelNotFound, "Bedrock has no model %q in this region (ValidationException: %s)", model, invalid.ErrorMessage())
 		mapped.Err = err
 	case errors.As(err, &invalid) && provider.ContextWindowExceeded(invalid.ErrorMessage()):
 		mapped = &api.Error{Status: http.StatusBadRequest, Type: api.ErrTypeInvalidRequest, Code: provider.CodeContextLengthExceeded, Param: "input",
-			Message: fmt.Sprintf("the input exceeds the context window of the Bedrock model %q: %s", name, awsjson.HideIDs(invalid.ErrorMessage())), Err: err}
+			Message: fmt.Sprintf("the input exceeds the context window of the Bedrock model %q: %s", model, awsjson.HideIDs(invalid.ErrorMessage())), Err: err}
 	case errors.As(err, &invalid):
 		mapped = &api.Error{Status: http.StatusBadRequest, Type: api.ErrTypeInvalidRequest, Code: "invalid_request",
 			Message: "Bedrock rejected the request: " + awsjson.HideIDs(invalid.ErrorMessage()), Err: err}
 	case errors.As(err, &denied):
 		mapped = &api.Error{Status: http.StatusForbidden, Type: api.ErrTypeInvalidRequest, Code: provider.CodeModelAccessDenied, Param: "model",
 			Message: fmt.Sprintf("the gateway may not call the Bedrock model %q (AccessDeniedException; the operator enables access to the model in the Bedrock console's Model access page "+
-				"for this account and region, and grants the gateway's role bedrock:InvokeModel and bedrock:InvokeModelWithResponseStream on it)", name),
+				"for this account and region, and grants the gateway's role bedrock:InvokeModel and bedrock:InvokeModelWithResponseStream on it)", model),
 			Err: err, NoRetry: true}
 	case errors.As(err, &notFound):
-		mapped = api.NotFound("model", provider.CodeModelNotFound, "Bedrock cannot serve the model %q (ResourceNotFoundException: %s)", name, awsjson.HideIDs(notFound.ErrorMessage()))
+		mapped = api.NotFound("model", provider.CodeModelNotFound, "Bedrock cannot serve the model %q (ResourceNotFoundException: %s)", model, awsjson.HideIDs(notFound.ErrorMessage()))
 		mapped.Err = err
 	case errors.As(err, &apiErr) && credentialsRefused(apiErr.ErrorCode()):
-		mapped = provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamAuthFailed, err, "Bedrock refused the gateway's credentials (%s) calling model %q", apiErr.ErrorCode(), name)
+		mapped = provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamAuthFailed, err, "Bedrock refused the gateway's credentials (%s) calling model %q", apiErr.ErrorCode(), model)
 		mapped.NoRetry = true // the operator must act
 	case errors.As(err, &timeout):
-		mapped = provider.UpstreamError(http.StatusGatewayTimeout, provider.CodeUpstreamTimeout, err, "the Bedrock model %q timed out (ModelTimeoutException)", name)
+		mapped = provider.UpstreamError(http.StatusGatewayTimeout, provider.CodeUpstreamTimeout, err, "the Bedrock model %q timed out (ModelTimeoutException)", model)
 	case errors.As(err, &notReady):
-		mapped = provider.UpstreamError(http.StatusServiceUnavailable, provider.CodeModelUnavailable, err, "the Bedrock model %q is not ready (ModelNotReadyException)", name)
+		mapped = provider.UpstreamError(http.StatusServiceUnavailable, provider.CodeModelUnavailable, err, "the Bedrock model %q is not ready (ModelNotReadyException)", model)
 	case errors.As(err, &down):
-		mapped = provider.Overloaded(retryAfter(err), err, "Bedrock is overloaded (ServiceUnavailableException) calling model %q", name)
+		mapped = provider.Overloaded(retryAfter(err), err, "Bedrock is overloaded (ServiceUnavailableException) calling model %q", model)
 	case errors.As(err, &apiErr):
-		mapped = provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, err, "Bedrock error (%s) from model %q", apiErr.ErrorCode(), name)
+		mapped = provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, err, "Bedrock error (%s) from model %q", apiErr.ErrorCode(), model)
 	case errors.As(err, &dnsErr), errors.As(err, &opErr) && opErr.Op == "dial":
 		mapped = provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamUnreachable, err, "Bedrock is unreachable")
 	default:

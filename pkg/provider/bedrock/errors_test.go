@@ -243,8 +243,10 @@ func TestStreamModelThrottled(t *testing.T) {
 // A ModelErrorException (HTTP 424, for Converse and for a ConverseStream
 // refused before its stream) relays the model's own failure (a Marketplace
 // model's SageMaker endpoint, an imported model) and status (see
-// relayedStatuses); its message names no ARN nor account id, even when
-// the model is addressed by its ARN, and the SDK does not retry it.
+// relayedStatuses); its message names the model as the client gave it
+// (its ARN here, which the response's model field echoes too) but none of
+// what Bedrock said (the account's CloudWatch logs), and the SDK does not
+// retry it.
 func TestModelErrorThrottled(t *testing.T) {
 	const (
 		endpoint = "arn:aws:sagemaker:us-east-1:123456789012:endpoint/jumpstart-llama"
@@ -257,8 +259,9 @@ func TestModelErrorThrottled(t *testing.T) {
 			both(t, []fakebedrock.Turn{turn}, func(t *testing.T, call func(*provider.Request) (*provider.Result, error), fake *fakebedrock.Server) {
 				_, err := call(hi(endpoint))
 				ae := requireRelayed(t, err, tc.original, tc.status, tc.code, "ModelErrorException", said)
-				require.NotContains(t, ae.Message, "123456789012", "no account id")
-				require.NotContains(t, ae.Message, "arn:aws", "no ARN")
+				require.Contains(t, ae.Message, endpoint, "the client's own model, as it gave it")
+				require.NotContains(t, ae.Message, "cloudwatch", "nothing of what Bedrock said")
+				require.NotContains(t, ae.Message, "Too many requests")
 				require.Equal(t, 1, fake.Calls())
 			})
 		})
