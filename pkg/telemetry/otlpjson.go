@@ -39,7 +39,7 @@ type otlpExporter struct {
 	timeout  time.Duration
 	client   *http.Client
 	// backoff is the wait (jittered) before the first retry of a
-	// retryable reply without Retry-After or of an unreachable collector,
+	// retryable reply without Retry-After or of a broken connection,
 	// doubled for each retry after it.
 	backoff time.Duration
 	// jitter turns a backoff into the wait made (halfJitter).
@@ -115,7 +115,7 @@ const maxOTLPRetries = 5
 
 // ExportSpans sends spans in one request, sent again while the collector
 // answers with a status OTLP/HTTP lets a client retry (retryWait) or
-// cannot be reached (unreachable), the wait before the next attempt ends
+// the connection broke before its reply (broken), the wait before the next attempt ends
 // before the export's timeout, and fewer than maxOTLPRetries retries were
 // made; else the export fails with the last attempt's error. The
 // exporter's shutdown ends it too.
@@ -172,25 +172,30 @@ func (e *otlpExporter) post(ctx context.Context, body []byte) (int, string, erro
 // nextWait reports whether the attempt numbered retry (from 0), which
 // failed with err and the collector's status and Retry-After (status 0: no
 // reply), may be retried and after how long: a retryable reply's
-// (retryWait) or an unreachable collector's wait, the backoff doubled for
+// (retryWait) or a broken connection's wait (broken), the backoff doubled for
 // each retry made and jittered.
 func (e *otlpExporter) nextWait(status int, retryAfter string, err error, retry int) (time.Duration, bool) {
 	backoff := e.jitter(e.backoff << retry)
 	if status == 0 {
-		return backoff, unreachable(err)
+		return backoff, broken(err)
 	}
 	return retryWait(status, retryAfter, backoff, time.Now())
 }
 
-// unreachable reports whether err, a request's failure without a reply,
-// says the collector could not be reached: no connection (refused, no
-// route, its name not resolved) or one broken before the reply (reset,
-// closed).
-func unreachable(err error) bool {
+// broken reports whether err, a request's failure without a reply, is a
+// connection to the collector broken before its reply (reset, aborted,
+// closed): the collector was there, and a retry likely finds it. A
+// collector that cannot be dialed at all (refused, no route, its name not
+// resolved) is not retried: in Lambda every invocation flushes its spans
+// before it ends (app.AfterInvocation), and a collector that is not
+// running (an ADOT layer missing) would otherwise add the retries' waits
+// to every invocation.
+func broken(err error) bool {
 	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial" ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) ||
+	if errors.As(err, &op) && op.Op == "dial" {
+		return false
+	}
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
