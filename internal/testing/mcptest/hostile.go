@@ -118,7 +118,7 @@ func StartHostile(h Hostile) *Server {
 	if h.Trickle > 0 {
 		handler = s.trickle(h.Trickle, h.TrickleMethod, handler)
 	}
-	return s.start(handler)
+	return s.start(srv, handler)
 }
 
 // trickle answers requests of method (tools/list and tools/call when

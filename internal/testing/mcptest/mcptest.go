@@ -197,6 +197,9 @@ type Server struct {
 	// Endpoint is the MCP endpoint's URL.
 	Endpoint string
 
+	// mcp is the MCP server, whose sessions Close closes.
+	mcp *sdk.Server
+
 	mu      sync.Mutex
 	headers []http.Header
 	queries []string
@@ -207,9 +210,14 @@ type Server struct {
 	busy sync.WaitGroup
 }
 
-// Close ends the calls still waiting and stops the server.
+// Close ends the calls still waiting, closes the sessions a client left
+// open (a session whose DELETE never came keeps a goroutine reading its
+// messages) and stops the server.
 func (s *Server) Close() {
 	s.once.Do(func() { close(s.stop) })
+	for ss := range s.mcp.Sessions() {
+		_ = ss.Close()
+	}
 	s.Server.Close()
 }
 
@@ -252,7 +260,7 @@ func StartStreamable(opts Options) *Server {
 	opts.stop = s.stop
 	srv := NewServer(opts)
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{JSONResponse: opts.JSONResponse})
-	return s.start(endLater(h, opts.EndDelay))
+	return s.start(srv, endLater(h, opts.EndDelay))
 }
 
 // endLater delays the end of h's event streams answering a POST by d.
@@ -274,10 +282,12 @@ func StartSSE(opts Options) *Server {
 	s := &Server{stop: make(chan struct{})}
 	opts.stop = s.stop
 	srv := NewServer(opts)
-	return s.start(sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	return s.start(srv, sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return srv }, nil))
 }
 
-func (s *Server) start(h http.Handler) *Server {
+// start serves h, the handler of mcp, at /mcp.
+func (s *Server) start(mcp *sdk.Server, h http.Handler) *Server {
+	s.mcp = mcp
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s.record(h))
 	s.Server = httptest.NewUnstartedServer(mux)
