@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/store"
 )
 
 // countCalls counts the items of items of type typ for call id.
@@ -148,40 +149,50 @@ func TestCallIDReusedAcrossTurns(t *testing.T) {
 			p := script(calls(1, 1, call("call_1", "get_weather", `{"city":"Oslo"}`)),
 				calls(1, 1, call("call_1", "get_weather", `{"city":"Paris"}`)),
 				text("done", 1, 1), text("again", 1, 1))
-			st := mk(t)
-			e, _ := newEngine(t, p, nil, func(c *Config) { c.Store = st })
-			_, c := newConversation(t, st)
-			with := func(rec *recorder) string {
-				if conv {
-					return `"conversation":"` + c.ID + `"`
-				}
-				return `"previous_response_id":"` + rec.response(t).ID + `"`
-			}
-			create := func(prev *recorder, input string) (*recorder, error) {
-				return run1(t, e, `{`+with(prev)+`,"tools":[`+clientTool+`],"input":`+input+`}`)
-			}
-			start := ``
-			if conv {
-				start = `"conversation":"` + c.ID + `",`
-			}
-			first, err := run1(t, e, `{`+start+`"tools":[`+clientTool+`],"input":"x"}`)
-			require.NoError(t, err)
+			create, first := reusedCallIDs(t, p, mk(t), conv)
 			const rain = `{"type":"function_call_output","call_id":"call_1","output":"rain"}`
 			const sun = `{"type":"function_call_output","call_id":"call_1","output":"sun"}`
 			second, err := create(first, `[`+rain+`]`)
 			require.NoError(t, err, "conversation %v", conv)
 			third, err := create(second, `[`+sun+`]`)
 			require.NoError(t, err, "conversation %v: the second call_1 answered", conv)
-			fc := func(city string) string {
-				return `{"type":"function_call","call_id":"call_1","name":"get_weather","arguments":"{\"city\":\"` + city + `\"}"}`
-			}
-			_, err = create(third, `[{"role":"user","content":"x"},`+fc("Oslo")+`,`+rain+`,`+fc("Paris")+`,`+sun+`,{"role":"user","content":"more"}]`)
+			_, err = create(third, `[{"role":"user","content":"x"},`+weatherCall("Oslo")+`,`+rain+`,`+weatherCall("Paris")+`,`+sun+`,{"role":"user","content":"more"}]`)
 			require.NoError(t, err, "conversation %v: the history sent again", conv)
 			last := p.requests()[len(p.requests())-1].Items
 			assert.Equal(t, 2, countCalls(last, api.ItemFunctionCall, "call_1"), "conversation %v: each call once", conv)
 			assert.Equal(t, 2, countCalls(last, api.ItemFunctionCallOutput, "call_1"), "conversation %v: each output once", conv)
 		}
 	})
+}
+
+// reusedCallIDs runs the first response of a model that numbers its calls
+// per turn (script p: call_1 in each of its turns) with a client tool, in
+// a conversation (conv) or alone, and returns a function that continues
+// the response prev with input (through the conversation, or
+// previous_response_id), and that first response.
+func reusedCallIDs(t *testing.T, p *scripted, st store.ResponseStore, conv bool) (continueWith func(prev *recorder, input string) (*recorder, error), first *recorder) {
+	t.Helper()
+	e, _ := newEngine(t, p, nil, func(c *Config) { c.Store = st })
+	_, c := newConversation(t, st)
+	start := ``
+	if conv {
+		start = `"conversation":"` + c.ID + `",`
+	}
+	first, err := run1(t, e, `{`+start+`"tools":[`+clientTool+`],"input":"x"}`)
+	require.NoError(t, err)
+	return func(prev *recorder, input string) (*recorder, error) {
+		with := start
+		if !conv {
+			with = `"previous_response_id":"` + prev.response(t).ID + `",`
+		}
+		return run1(t, e, `{`+with+`"tools":[`+clientTool+`],"input":`+input+`}`)
+	}, first
+}
+
+// weatherCall is a get_weather function_call item of call_1 for city,
+// without its id.
+func weatherCall(city string) string {
+	return `{"type":"function_call","call_id":"call_1","name":"get_weather","arguments":"{\"city\":\"` + city + `\"}"}`
 }
 
 // A continuation that leaves the second call_1 of a model numbering its
@@ -217,32 +228,15 @@ func TestReusedCallIDAnsweredAlike(t *testing.T) {
 				p := script(calls(1, 1, call("call_1", "get_weather", `{"city":"Oslo"}`)),
 					calls(1, 1, call("call_1", "get_weather", `{"city":"Paris"}`)),
 					text("done", 1, 1))
-				st := mk(t)
-				e, _ := newEngine(t, p, nil, func(c *Config) { c.Store = st })
-				_, c := newConversation(t, st)
-				with := func(rec *recorder) string {
-					if conv {
-						return `"conversation":"` + c.ID + `"`
-					}
-					return `"previous_response_id":"` + rec.response(t).ID + `"`
-				}
-				start := ``
-				if conv {
-					start = `"conversation":"` + c.ID + `",`
-				}
-				first, err := run1(t, e, `{`+start+`"tools":[`+clientTool+`],"input":"x"}`)
-				require.NoError(t, err)
+				create, first := reusedCallIDs(t, p, mk(t), conv)
 				const ok = `{"type":"function_call_output","call_id":"call_1","output":"ok"}`
-				second, err := run1(t, e, `{`+with(first)+`,"tools":[`+clientTool+`],"input":[`+ok+`]}`)
+				second, err := create(first, `[`+ok+`]`)
 				require.NoError(t, err)
 				input := `[` + ok + `]`
 				if whole {
-					fc := func(city string) string {
-						return `{"type":"function_call","call_id":"call_1","name":"get_weather","arguments":"{\"city\":\"` + city + `\"}"}`
-					}
-					input = `[{"role":"user","content":"x"},` + fc("Oslo") + `,` + ok + `,` + fc("Paris") + `,` + ok + `]`
+					input = `[{"role":"user","content":"x"},` + weatherCall("Oslo") + `,` + ok + `,` + weatherCall("Paris") + `,` + ok + `]`
 				}
-				_, err = run1(t, e, `{`+with(second)+`,"tools":[`+clientTool+`],"input":`+input+`}`)
+				_, err = create(second, input)
 				require.NoError(t, err, "conversation %v, whole history %v", conv, whole)
 				last := p.requests()[len(p.requests())-1].Items
 				var outputs []string
