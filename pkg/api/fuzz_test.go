@@ -18,17 +18,7 @@ func FuzzDecodeCreateRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := DecodeCreateRequest(body)
 		if err != nil {
-			var ae *Error
-			if !errors.As(err, &ae) || ae.Status < 400 || ae.Status > 499 {
-				t.Fatalf("error is not a 4xx *Error: %#v", err)
-			}
-			var env struct {
-				Error struct{ Message, Type string } `json:"error"`
-			}
-			b, err := json.Marshal(ErrorBody{Error: ae})
-			if err != nil || json.Unmarshal(b, &env) != nil || env.Error.Message == "" || env.Error.Type == "" {
-				t.Fatalf("error is not in the OpenAI error shape: %s (%v)", b, err)
-			}
+			requireClientError(t, err)
 			return
 		}
 		if err := req.Validate(); err != nil {
@@ -41,6 +31,46 @@ func FuzzDecodeCreateRequest(f *testing.F) {
 			t.Fatalf("empty input accepted")
 		}
 	})
+}
+
+// FuzzDecodeInputTokensRequest: any body of POST
+// /v1/responses/input_tokens either decodes into a request that
+// re-validates and whose input marshals, or fails with a 4xx *Error in the
+// OpenAI error shape; never a panic. Its corpus is the create request's.
+func FuzzDecodeInputTokensRequest(f *testing.F) {
+	addCreateSeeds(f)
+	f.Add([]byte(`{"model":"m","input":"x","tools":[],"truncation":"auto","parallel_tool_calls":false}`))
+	f.Add([]byte(`{"input":"x","stream":true}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := DecodeInputTokensRequest(body)
+		if err != nil {
+			requireClientError(t, err)
+			return
+		}
+		if err := req.Validate(); err != nil {
+			t.Fatalf("decoded request does not validate: %v", err)
+		}
+		if _, err := json.Marshal(req.Input); err != nil {
+			t.Fatalf("decoded input does not marshal: %v", err)
+		}
+	})
+}
+
+// requireClientError fails t unless err is a 4xx *Error that marshals in
+// the OpenAI error shape (a message and a type).
+func requireClientError(t *testing.T, err error) {
+	t.Helper()
+	var ae *Error
+	if !errors.As(err, &ae) || ae.Status < 400 || ae.Status > 499 {
+		t.Fatalf("error is not a 4xx *Error: %#v", err)
+	}
+	var env struct {
+		Error struct{ Message, Type string } `json:"error"`
+	}
+	b, err := json.Marshal(ErrorBody{Error: ae})
+	if err != nil || json.Unmarshal(b, &env) != nil || env.Error.Message == "" || env.Error.Type == "" {
+		t.Fatalf("error is not in the OpenAI error shape: %s (%v)", b, err)
+	}
 }
 
 // addCreateSeeds adds the create-request corpus to f: the shapes the OpenAI
