@@ -167,7 +167,7 @@ func (e *Engine) storeQueued(ctx context.Context, req *api.CreateResponseRequest
 	if err != nil {
 		return nil, api.ServerError(err, "The request's secrets could not be sealed.")
 	}
-	rec := &store.Record{Response: r.resp, Input: r.input, Context: r.storedContext(),
+	rec := &store.Record{Response: r.resp, Input: r.input, Context: r.storedContext(), Cut: r.cut,
 		Job: &store.Job{Request: sealed, Secrets: secrets, NextSeq: r.em.seq, RequestID: requestid.From(ctx)}}
 	if err := e.cfg.Store.Create(ctx, rec); err != nil {
 		if errors.Is(err, store.ErrConflict) {

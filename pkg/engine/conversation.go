@@ -212,10 +212,13 @@ func (e *Engine) AddConversationItems(ctx context.Context, id string, items []ap
 	}
 	store.AssignItemIDs(items)
 	owner := api.NewID("items_")
-	if _, err := cs.LockConversation(ctx, id, owner, time.Now().Add(itemsLock)); err != nil {
+	c, err := cs.LockConversation(ctx, id, owner, time.Now().Add(itemsLock))
+	if err != nil {
 		return nil, e.conversationErr(err, id, "")
 	}
-	if err := cs.AppendConversationItems(ctx, id, owner, items); err != nil {
+	// The items leave the cut of the conversation's last response as it
+	// was: its item is still there.
+	if err := cs.AppendConversationItems(ctx, id, owner, items, c.Cut); err != nil {
 		e.unlockConversation(ctx, cs, id, owner)
 		return nil, e.conversationErr(err, id, "")
 	}
@@ -226,7 +229,7 @@ func (e *Engine) AddConversationItems(ctx context.Context, id string, items []ap
 func (e *Engine) unlockConversation(ctx context.Context, cs store.ConversationStore, id, owner string) {
 	sctx, cancel := writeContext(ctx, cs)
 	defer cancel()
-	if err := cs.AppendConversationItems(sctx, id, owner, nil); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := cs.AppendConversationItems(sctx, id, owner, nil, ""); err != nil && !errors.Is(err, store.ErrNotFound) {
 		e.log.WarnContext(ctx, "conversation lock not released", "conversation_id", id, "owner", owner, "err", err)
 	}
 }
@@ -333,7 +336,8 @@ func (e *Engine) lockUntil(ctx context.Context, background bool) time.Time {
 // openConversation takes the lock of the request's conversation for r's
 // response (unless lock is false: a token count, which appends nothing)
 // and loads its items as r's history (checked against
-// Limits.ConversationItems). On success with the lock r.conv is set: the
+// Limits.ConversationItems), starting the run's cut from the
+// conversation's (startCut). On success with the lock r.conv is set: the
 // caller must end it (endConversation) on every path.
 func (e *Engine) openConversation(ctx context.Context, r *run, lock bool) error {
 	id := r.req.Conversation
@@ -344,11 +348,9 @@ func (e *Engine) openConversation(ctx context.Context, r *run, lock bool) error 
 	if err := checkItemIDs("input", r.req.Input, false); err != nil {
 		return err
 	}
-	if lock {
-		if _, err := cs.LockConversation(ctx, id, r.resp.ID, e.lockUntil(ctx, r.req.Background)); err != nil {
-			return e.conversationErr(err, id, "conversation")
-		}
-		r.conv = &runConversation{cs: cs, id: id, locked: e.cfg.Now()}
+	c, err := e.conversationHead(ctx, r, cs, lock)
+	if err != nil {
+		return e.conversationErr(err, id, "conversation")
 	}
 	items, err := cs.LoadConversationItems(ctx, id, e.cfg.Limits.ConversationItems)
 	if err != nil {
@@ -356,7 +358,30 @@ func (e *Engine) openConversation(ctx context.Context, r *run, lock bool) error 
 		return e.conversationErr(err, id, "conversation")
 	}
 	r.history = items
+	if c != nil {
+		r.startCut(c.Cut)
+	}
 	return nil
+}
+
+// conversationHead takes the lock of r's conversation (setting r.conv)
+// and returns the conversation; without lock (a count) it reads the
+// conversation only when the run may start from its cut (truncation
+// "auto"), else returns nil.
+func (e *Engine) conversationHead(ctx context.Context, r *run, cs store.ConversationStore, lock bool) (*store.Conversation, error) {
+	id := r.req.Conversation
+	if !lock {
+		if r.resp.Truncation != api.TruncationAuto {
+			return nil, nil
+		}
+		return cs.GetConversation(ctx, id)
+	}
+	c, err := cs.LockConversation(ctx, id, r.resp.ID, e.lockUntil(ctx, r.req.Background))
+	if err != nil {
+		return nil, err
+	}
+	r.conv = &runConversation{cs: cs, id: id, locked: e.cfg.Now()}
+	return c, nil
 }
 
 // resumeConversation loads the conversation of a background response
@@ -420,7 +445,9 @@ func appends(status api.Status) bool {
 // (appendTurn) tells — or that an earlier input item had) and then its
 // output items as a continuation carries on with them (api.Continued:
 // without the items set aside, nor the calls a model call cut) are
-// appended, which
+// appended, with the run's cut as the conversation's (the cut of its
+// last response, as a response's record keeps its own: none when the
+// model saw every item), which
 // releases the lock;
 // otherwise the lock is released. A failure is logged: the response itself
 // is stored apart.
@@ -449,7 +476,7 @@ func (e *Engine) endConversation(ctx context.Context, r *run) {
 	}
 	sctx, cancel := writeContext(ctx, c.cs)
 	defer cancel()
-	err := appendTurn(sctx, c, r.resp.ID, items, nInput)
+	err := appendTurn(sctx, c, r.resp.ID, items, nInput, r.cut)
 	if err == nil {
 		return
 	}
@@ -469,13 +496,13 @@ func (e *Engine) endConversation(ctx context.Context, r *run) {
 }
 
 // appendTurn appends items, the first nInput of them the response's
-// input, to c as owner. An input item whose id the conversation holds
-// already (one it names, when the run did not load the conversation: a
-// background response that failed before its worker did) is left out and
-// the append tried again.
-func appendTurn(ctx context.Context, c *runConversation, owner string, items []api.Item, nInput int) error {
+// input, to c as owner, with cut as the conversation's cut. An input item
+// whose id the conversation holds already (one it names, when the run did
+// not load the conversation: a background response that failed before its
+// worker did) is left out and the append tried again.
+func appendTurn(ctx context.Context, c *runConversation, owner string, items []api.Item, nInput int, cut string) error {
 	for {
-		err := c.cs.AppendConversationItems(ctx, c.id, owner, items)
+		err := c.cs.AppendConversationItems(ctx, c.id, owner, items, cut)
 		var dup *store.DuplicateItemError
 		if !errors.As(err, &dup) {
 			return err

@@ -103,7 +103,7 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 	if err := e.checkRequest(req); err != nil {
 		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
 	}
-	r := &run{req: req, resp: rec.Response, history: rec.Context, input: rec.Input, turns: job.Turns,
+	r := &run{req: req, resp: rec.Response, history: rec.Context, input: rec.Input, turns: job.Turns, cut: rec.Cut,
 		tools: toolset{mcpItems: e.mcpItems(), hostedCalls: job.HostedCalls}}
 	if rec.Response.Conversation != nil {
 		if err := e.resumeConversation(ctx, r); err != nil {
@@ -178,12 +178,14 @@ func (e *Engine) releaseLease(ctx context.Context, rec *store.Record) {
 	*rec = next
 }
 
-// saveProgress records in j how far r got, for the run's next checkpoint,
-// hand-off or end: its model calls, its executed hosted calls (which
-// max_tool_calls bounds over every invocation) and the sequence number of
-// its next event.
-func (r *run) saveProgress(j *store.Job) {
+// saveProgress records in rec and its job j how far r got, for the run's
+// next checkpoint, hand-off or end: its model calls, its executed hosted
+// calls (which max_tool_calls bounds over every invocation), the
+// sequence number of its next event, and where truncation cut its
+// model's view (the next invocation starts from that cut).
+func (r *run) saveProgress(rec *store.Record, j *store.Job) {
 	j.Turns, j.HostedCalls, j.NextSeq = r.turns, r.tools.hostedCalls, r.em.seq
+	rec.Cut = r.cut
 }
 
 // resumeSeq returns the sequence number of the first event a worker
@@ -294,7 +296,7 @@ func (c *claim) checkpoint(ctx context.Context) error {
 	}
 	next := *c.rec
 	j := *c.rec.Job
-	r.saveProgress(&j)
+	r.saveProgress(&next, &j)
 	j.LeaseUntil = e.cfg.Now().Add(e.cfg.Background.Lease)
 	next.Job, next.Response = &j, r.resp.Clone()
 	r.stampTiming(next.Response, e.cfg.Now())
@@ -487,7 +489,7 @@ func (e *Engine) handOff(ctx context.Context, r *run, rec *store.Record, buf *ev
 	}
 	next := *rec
 	j := *rec.Job
-	r.saveProgress(&j)
+	r.saveProgress(&next, &j)
 	j.Owner, j.LeaseUntil = "", time.Time{}
 	next.Job, next.Response = &j, r.resp.Clone()
 	r.stampTiming(next.Response, e.cfg.Now())
@@ -561,7 +563,7 @@ func (e *Engine) finishBackground(ctx context.Context, r *run, rec *store.Record
 	e.endConversation(ctx, r)
 	next := *rec
 	j := *rec.Job
-	r.saveProgress(&j)
+	r.saveProgress(&next, &j)
 	j.Owner, j.LeaseUntil = "", time.Time{}
 	next.Job, next.Response = &j, r.resp
 	for attempt := 0; ; attempt++ {

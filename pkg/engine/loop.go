@@ -354,7 +354,7 @@ func (e *Engine) callModel(ctx context.Context, r *run, turn int) (res *provider
 			return res, err
 		}
 		if e.log.Enabled(ctx, slog.LevelInfo) {
-			e.log.LogAttrs(ctx, slog.LevelInfo, "input truncated", slog.String("response_id", r.resp.ID), slog.Int("iteration", turn+1), slog.Int("cut", r.cut))
+			e.log.LogAttrs(ctx, slog.LevelInfo, "input truncated", slog.String("response_id", r.resp.ID), slog.Int("iteration", turn+1), slog.String("cut_item", r.cut))
 		}
 		r.asm = newAssembler(r)
 		if preq, err = r.providerRequest(tenant.From(ctx), turn); err != nil {

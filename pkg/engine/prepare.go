@@ -50,10 +50,11 @@ type run struct {
 	// call failed).
 	turns, modelCalls int
 
-	// cut is where truncation "auto" cut what the model sees (the
-	// droppable items before it left out: truncation.go), for every later
-	// model call of the run; 0: nothing cut.
-	cut int
+	// cut is the id of the item where truncation "auto" cut what the
+	// model sees (the droppable items before it left out: truncation.go),
+	// for every later model call of the run, stored with the response
+	// (store.Record.Cut) and its conversation; empty: nothing cut.
+	cut string
 
 	// att is the validated-output state (attempts.go); nil when the
 	// response validates no output.
@@ -71,7 +72,7 @@ type run struct {
 // cache, which copy or encode it and keep no reference to it, and r is
 // done with once saved, so a request allocates no Record for them.
 func (r *run) record() *store.Record {
-	r.rec = store.Record{Response: r.resp, Input: r.input, Context: r.storedContext()}
+	r.rec = store.Record{Response: r.resp, Input: r.input, Context: r.storedContext(), Cut: r.cut}
 	return &r.rec
 }
 
@@ -120,6 +121,7 @@ func (e *Engine) prepareRun(ctx context.Context, req *api.CreateResponseRequest,
 			return nil, api.InvalidRequest("previous_response_id", "Previous response '%s' is still %s; continue it once it has finished.", req.PreviousResponseID, rec.Response.Status)
 		}
 		r.history, prevOutput = rec.Conversation(), rec.Response.Output
+		r.startCut(rec.Cut)
 	}
 	if req.Conversation != "" {
 		if err := e.openConversation(ctx, r, lock); err != nil {

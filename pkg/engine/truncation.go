@@ -23,8 +23,13 @@ import (
 // a call's output. How much: the provider's numbers when its message
 // gives them (overShare), else half of what may still be dropped; after
 // maxTruncations refusals, everything that may be. The run keeps the cut
-// (run.cut): its later model calls are cut there too. Only the model's
-// view is cut: the stored response, its input items and the
+// (run.cut, the id of the first item kept after it: ids are stable,
+// indexes are not): its later model calls are cut there too, and so are
+// the first calls of what comes after it (startCut): its next invocation
+// (a background run's, from the record's store.Record.Cut), a
+// continuation (from the previous response's record) and the
+// conversation's next response (store.Conversation.Cut). Only the
+// model's view is cut: the stored response, its input items and the
 // conversation keep every item.
 
 // maxTruncations is how many times one model call is made again after a
@@ -109,27 +114,47 @@ func keptItems(items []api.Item, p int) []api.Item {
 	return append(kept, items[p:]...)
 }
 
-// cutAt is the point of points the run's cut falls on: the first at or
-// after it (the conversation grows at its end, but a call's late result
-// joins its turn before it), else the last; 0 without a cut or points.
-func (r *run) cutAt(points []int) int {
-	if r.cut == 0 || len(points) == 0 {
+// startCut starts the run's cut at cut, the id of an item where an
+// earlier run cut the model's view (a stored cut), when the run's
+// truncation is "auto": the setting is the request's, and with
+// "disabled" the model gets every item.
+func (r *run) startCut(cut string) {
+	if r.resp.Truncation == api.TruncationAuto {
+		r.cut = cut
+	}
+}
+
+// cutAt is the point of points, cut points of items, the run's cut falls
+// on: the first at or after its item (a stored cut may name an item no
+// cut may fall on now: the conversation grew past it), else the last; 0
+// without a cut, without points, or when items no longer hold its item
+// (deleted from the conversation: the call is refused and cut again).
+func (r *run) cutAt(items []api.Item, points []int) int {
+	if r.cut == "" || len(points) == 0 {
 		return 0
 	}
-	i, _ := slices.BinarySearch(points, r.cut)
+	at := slices.IndexFunc(items, func(it api.Item) bool { return it.ID == r.cut })
+	if at < 0 {
+		return 0
+	}
+	i, _ := slices.BinarySearch(points, at)
 	return points[min(i, len(points)-1)]
 }
 
 // truncated is items, what the model sees, cut where the run's
-// truncation has cut it.
+// truncation has cut it. The run's cut becomes the item the cut falls on
+// (cutAt), the first the model sees after it: none when nothing is cut.
 func (r *run) truncated(items []api.Item) []api.Item {
-	if r.cut == 0 {
+	if r.cut == "" {
 		return items
 	}
-	if p := r.cutAt(cutPoints(items)); p > 0 {
-		return keptItems(items, p)
+	p := r.cutAt(items, cutPoints(items))
+	if p == 0 {
+		r.cut = ""
+		return items
 	}
-	return items
+	r.cut = items[p].ID
+	return keptItems(items, p)
 }
 
 // cutAgain reports whether the model call q, refused with err, is made
@@ -155,7 +180,7 @@ func (r *run) cutAgain(q *provider.Request, err error, refusals, outputItems int
 func (r *run) truncate(q *provider.Request, msg string, refusals int) bool {
 	items := r.seen()
 	points := cutPoints(items)
-	from := r.cutAt(points)
+	from := r.cutAt(items, points)
 	i, _ := slices.BinarySearch(points, from+1)
 	if i == len(points) {
 		return false
@@ -171,13 +196,14 @@ func (r *run) truncate(q *provider.Request, msg string, refusals int) bool {
 	default:
 		need /= 2
 	}
-	r.cut = last
+	cut := last
 	for _, p := range more {
 		if dropped[p]-dropped[from] >= need {
-			r.cut = p
+			cut = p
 			break
 		}
 	}
+	r.cut = items[cut].ID
 	return true
 }
 

@@ -6,7 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -150,4 +154,64 @@ func TestTruncationAutoToolLoopE2E(t *testing.T) {
 			require.Contains(t, sent, "small")
 		})
 	}
+}
+
+// truncation "auto" through openai-go: the cut a response made is
+// remembered, so that a continuation of it (previous_response_id) with
+// "auto" starts from it — its model call is not refused first — while
+// one with "disabled" sends every item and fails with the provider's 400
+// context_length_exceeded.
+func TestTruncationAutoContinuationStartsCutE2E(t *testing.T) {
+	t.Parallel()
+	llm := fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn { return fakellm.Turn{Text: bigText(fmt.Sprint("a", req.Seq))} })
+	// refused counts the model calls the provider refused (a 4xx), which
+	// fakellm does not record.
+	var refused atomic.Int32
+	target, err := url.Parse(llm.URL)
+	require.NoError(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(res *http.Response) error {
+		if res.StatusCode == http.StatusBadRequest {
+			refused.Add(1)
+		}
+		return nil
+	}
+	front := httptest.NewServer(proxy)
+	t.Cleanup(front.Close)
+	g := newGateway(t, llm, map[string]string{"LAMBENT_PROVIDER_URL": front.URL})
+	ctx := context.Background()
+	create := func(prev, input string, trunc responses.ResponseNewParamsTruncation) (*responses.Response, error) {
+		p := textParams(input)
+		if prev != "" {
+			p.PreviousResponseID = openai.String(prev)
+		}
+		p.Truncation = trunc
+		return g.client.Responses.New(ctx, p)
+	}
+	prev := ""
+	for i := range 2 {
+		r, err := create(prev, bigText(fmt.Sprint("q", i)), responses.ResponseNewParamsTruncationDisabled)
+		require.NoError(t, err)
+		prev = r.ID
+	}
+	llm.SetRules(fakellm.Rules{ContextWindow: 1200})
+	cut, err := create(prev, bigText("q2"), responses.ResponseNewParamsTruncationAuto)
+	require.NoError(t, err)
+	require.Equal(t, int32(1), refused.Load(), "refused once, then cut")
+
+	next, err := create(cut.ID, "q3", responses.ResponseNewParamsTruncationAuto)
+	require.NoError(t, err)
+	require.Equal(t, responses.ResponseStatusCompleted, next.Status)
+	require.Equal(t, int32(1), refused.Load(), "the continuation starts from the cut: not refused")
+	r := llm.Requests()
+	sent := string(r[len(r)-1].Body)
+	require.NotContains(t, sent, "q0x")
+	require.Contains(t, sent, "q2x")
+	require.Contains(t, sent, "q3")
+
+	_, err = create(next.ID, "q4", responses.ResponseNewParamsTruncationDisabled)
+	var ae *openai.Error
+	require.True(t, errors.As(err, &ae), "%v", err)
+	require.Equal(t, "context_length_exceeded", ae.Code, "disabled: every item sent")
+	require.Equal(t, int32(2), refused.Load())
 }

@@ -39,6 +39,12 @@ type Conversation struct {
 	// lapses if its holder never releases it.
 	Lock      string
 	LockUntil time.Time
+	// Cut is the id of the first item that the model of the last response
+	// appended still saw after truncation "auto" cut the oldest items
+	// from its view (docs/api.md, "Truncation"); empty when nothing was
+	// cut. The conversation's next response starts its model's view from
+	// it. Never on the wire.
+	Cut string
 }
 
 // Locked reports whether the lock is held by someone at now.
@@ -87,9 +93,9 @@ type ConversationStore interface {
 	// ErrConflict when owner does not hold the lock (any more): a lock
 	// that lapsed is still its holder's until another owner takes it (a
 	// response that ran past its LockUntil, which nobody else wrote
-	// meanwhile, still appends its turn). With no items it only releases
-	// the lock.
-	AppendConversationItems(ctx context.Context, id, owner string, items []api.Item) error
+	// meanwhile, still appends its turn). The conversation's Cut becomes
+	// cut. With no items it only releases the lock (Cut left as it was).
+	AppendConversationItems(ctx context.Context, id, owner string, items []api.Item, cut string) error
 	// ListConversationItems pages through the conversation's items (opts as for input
 	// items: after an item id, limit, order, default desc).
 	ListConversationItems(ctx context.Context, id string, opts api.ListOptions) (*ItemPage, error)

@@ -215,8 +215,8 @@ func (m *Memory) LockConversation(ctx context.Context, id, owner string, until t
 }
 
 // AppendConversationItems appends items and releases owner's lock (its
-// own, lapsed or not).
-func (m *Memory) AppendConversationItems(ctx context.Context, id, owner string, items []api.Item) error {
+// own, lapsed or not), and sets the conversation's cut (with items).
+func (m *Memory) AppendConversationItems(ctx context.Context, id, owner string, items []api.Item, cut string) error {
 	n := itemBytes(items)
 	return m.withConv(ctx, id, func(mc *memConversations, e *memConv) error {
 		if e.conv.Lock != owner {
@@ -242,6 +242,9 @@ func (m *Memory) AppendConversationItems(ctx context.Context, id, owner string, 
 			e.conv.Next++
 		}
 		e.conv.Lock, e.conv.LockUntil = "", time.Time{}
+		if len(items) > 0 {
+			e.conv.Cut = cut
+		}
 		e.bytes += n
 		mc.account(e.key.tenant, n)
 		mc.shrink(e, m.maxBytes)

@@ -513,6 +513,7 @@ func (c *responseCopy) record(rec *Record) Record {
 		Response:  r,
 		Input:     input,
 		Context:   history,
+		Cut:       rec.Cut,
 		ExpiresAt: rec.ExpiresAt,
 		Version:   rec.Version,
 		Job:       clonePtr(rec.Job),

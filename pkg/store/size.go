@@ -40,7 +40,7 @@ var (
 // with every field set, so that a field added to these types and not
 // counted here fails it.
 func recordBytes(rec *Record) int64 {
-	n := recordSize + itemsBytes(rec.Input) + itemsBytes(rec.Context)
+	n := recordSize + itemsBytes(rec.Input) + itemsBytes(rec.Context) + int64(len(rec.Cut))
 	if rec.Response != nil {
 		n += responseBytes(rec.Response)
 	}

@@ -30,6 +30,13 @@ type Record struct {
 	// Context holds the conversation before Input (the whole previous chain:
 	// its inputs and outputs), so continuing from this response needs one read.
 	Context []api.Item
+	// Cut is the id of the first item of the conversation (Context, Input
+	// and the response's output) that the response's model still saw
+	// after truncation "auto" cut the oldest items from its view
+	// (docs/api.md, "Truncation"); empty when nothing was cut. A
+	// continuation, and the run's next invocation, start their model's
+	// view from it. Never on the wire.
+	Cut string
 	// ExpiresAt is when the record stops being readable; zero means the
 	// store's default retention. Create and Update set it to the expiry
 	// they stored, so that the writer knows it without a read (an event

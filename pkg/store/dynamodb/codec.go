@@ -38,6 +38,9 @@ type wireRecord struct {
 	// ForcedMCP marks a tool_choice forcing an MCP server's tool, in the
 	// response and the job's request, stored as asAllowedTools writes it.
 	ForcedMCP bool `json:"forced_mcp,omitempty"`
+	// Cut is store.Record.Cut: a field the releases before it ignore
+	// (they start a continuation uncut).
+	Cut string `json:"cut,omitempty"`
 }
 
 // codec encodes records. It pools gzip writers and readers, whose
@@ -94,7 +97,7 @@ func wire(rec *store.Record) wireRecord {
 		req.ToolChoice = &choice
 		j.Request, job, forced = &req, &j, true
 	}
-	return wireRecord{Response: resp, Input: rec.Input, Context: rec.Context, Job: job, ForcedMCP: forced,
+	return wireRecord{Response: resp, Input: rec.Input, Context: rec.Context, Job: job, ForcedMCP: forced, Cut: rec.Cut,
 		Hidden: api.HiddenByID(rec.Context, rec.Input, rec.Response.Output)}
 }
 
@@ -316,5 +319,5 @@ func (c *codec) decode(id string, body io.Reader) (*store.Record, error) {
 			fromAllowedTools(w.Job.Request.ToolChoice)
 		}
 	}
-	return &store.Record{Response: w.Response, Input: w.Input, Context: w.Context, Job: w.Job}, nil
+	return &store.Record{Response: w.Response, Input: w.Input, Context: w.Context, Job: w.Job, Cut: w.Cut}, nil
 }

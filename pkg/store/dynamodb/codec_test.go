@@ -193,3 +193,42 @@ func TestForcedMCPChoiceReadByPreviousRelease(t *testing.T) {
 		require.Equal(t, api.ToolMCP, rec.Response.ToolChoice.Type, "the record written is not changed")
 	}
 }
+
+// TestCutReadByPreviousRelease: the cut a record and a conversation's
+// head keep (store.Record.Cut, store.Conversation.Cut) is a field of
+// their own, which the releases before it, decoding without it, skip:
+// during a rolling deploy they read both as before (and start uncut).
+func TestCutReadByPreviousRelease(t *testing.T) {
+	t.Parallel()
+	rec := storetest.NewRecord(api.NewID(api.PrefixResponse), api.StatusCompleted)
+	rec.Cut = rec.Context[0].ID
+	c := newCodec(DefaultMaxRecordBytes, compressionLevel)
+	body, _, err := c.encode(rec)
+	require.NoError(t, err)
+	// The previous release's record: these fields, read by the same decoder.
+	var previous struct {
+		Response  *api.Response             `json:"response"`
+		Input     []api.Item                `json:"input"`
+		Context   []api.Item                `json:"context"`
+		Job       *store.Job                `json:"job,omitempty"`
+		Hidden    map[string]api.ItemHidden `json:"hidden,omitempty"`
+		ForcedMCP bool                      `json:"forced_mcp,omitempty"`
+	}
+	require.NoError(t, c.decompressJSON(bytes.NewReader(body), &previous))
+	api.SetHidden(previous.Hidden, previous.Context, previous.Input, previous.Response.Output)
+	storetest.RequireSameRecord(t, &store.Record{Response: rec.Response, Input: rec.Input, Context: rec.Context, Cut: rec.Cut},
+		&store.Record{Response: previous.Response, Input: previous.Input, Context: previous.Context, Cut: rec.Cut})
+	got, err := c.decode(rec.Response.ID, bytes.NewReader(body))
+	require.NoError(t, err)
+	require.Equal(t, rec.Cut, got.Cut)
+
+	item, err := attributevalue.MarshalMap(convHead{PK: "t#conv_1", SK: skConversation, Next: 3, Cut: "msg_1"})
+	require.NoError(t, err)
+	require.Contains(t, item, attrCut)
+	var head struct { // the previous release's head
+		Next int64  `dynamodbav:"next"`
+		Lock string `dynamodbav:"lock,omitempty"`
+	}
+	require.NoError(t, attributevalue.UnmarshalMap(item, &head))
+	require.Equal(t, int64(3), head.Next)
+}

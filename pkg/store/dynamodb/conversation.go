@@ -32,6 +32,7 @@ const (
 	attrLock       = "lock"
 	attrLockUntil  = "lock_until"
 	attrMetadata   = "metadata"
+	attrCut        = "cut"
 	// maxTxItems is the most conversation items one TransactWriteItems
 	// appends: two rows each and the head stay within DynamoDB's 100
 	// actions.
@@ -57,10 +58,13 @@ type convHead struct {
 	// Gen is random per create: a create retried after its answer was
 	// lost recognises its own head (ownHead).
 	Gen string `dynamodbav:"gen,omitempty"`
+	// Cut is store.Conversation.Cut, an attribute the releases before it
+	// ignore (they start a response uncut, and their appends leave it).
+	Cut string `dynamodbav:"cut,omitempty"`
 }
 
 func (h *convHead) conversation(id string) *store.Conversation {
-	c := &store.Conversation{ID: id, CreatedAt: h.CreatedAt, Metadata: h.Metadata, ExpiresAt: time.Unix(h.ExpiresAt, 0), Next: h.Next, Lock: h.Lock}
+	c := &store.Conversation{ID: id, CreatedAt: h.CreatedAt, Metadata: h.Metadata, ExpiresAt: time.Unix(h.ExpiresAt, 0), Next: h.Next, Lock: h.Lock, Cut: h.Cut}
 	if h.LockUntil != 0 {
 		c.LockUntil = time.Unix(h.LockUntil, 0)
 	}
@@ -184,7 +188,7 @@ func (s *Store) CreateConversation(ctx context.Context, c *store.Conversation, i
 	if len(items) == 0 {
 		return nil
 	}
-	if err := s.append(ctx, c.ID, &h, owner, items); err != nil {
+	if err := s.append(ctx, c.ID, &h, owner, items, ""); err != nil {
 		// The create fails whole: its caller never learns the id of a
 		// conversation left behind. Best effort: what remains expires.
 		_ = s.DeleteConversation(ctx, c.ID)
@@ -303,11 +307,11 @@ func (s *Store) LockConversation(ctx context.Context, id, owner string, until ti
 // owner's lock (lapsed or not: see store.ConversationStore) and the
 // sequence number read (a check of the head), the
 // last one updating the head (next sequence number past every item, the
-// lock released). Items larger than a row keep
+// cut, the lock released). Items larger than a row keep
 // their body in chunks, written before.
 // An append whose replaced item is deleted under it (errReplacedGone) is
 // tried again, appendAttempts times in all.
-func (s *Store) AppendConversationItems(ctx context.Context, id, owner string, items []api.Item) error {
+func (s *Store) AppendConversationItems(ctx context.Context, id, owner string, items []api.Item, cut string) error {
 	for try := 1; ; try++ {
 		h, err := s.readConv(ctx, id)
 		if err != nil {
@@ -316,7 +320,7 @@ func (s *Store) AppendConversationItems(ctx context.Context, id, owner string, i
 		if h.Lock != owner {
 			return fmt.Errorf("dynamodb: append to conversation %s: the lock of %s is not held: %w", id, owner, store.ErrConflict)
 		}
-		err = s.append(ctx, id, h, owner, items)
+		err = s.append(ctx, id, h, owner, items, cut)
 		if !errors.Is(err, errReplacedGone) || try == appendAttempts {
 			return err
 		}
@@ -331,14 +335,15 @@ var errReplacedGone = errors.New("an item the append replaces was deleted meanwh
 // appendAttempts bounds the tries of an append (errReplacedGone).
 const appendAttempts = 3
 
-// append writes items after head h (read under owner's lock). A long
+// append writes items after head h (read under owner's lock), and cut
+// as the conversation's (setCut). A long
 // append takes several transactions (maxTxItems, maxTxBytes): the rows of
 // all but the last are written above the head's next, where no reader
 // looks, and the last moves next past them all and rewrites the rows of
 // the items it replaces (store.Replaces), so that nobody sees part of the
 // append, and one that fails leaves nothing seen (its rows, above next,
 // are overwritten by the next append or expire).
-func (s *Store) append(ctx context.Context, id string, h *convHead, owner string, items []api.Item) error {
+func (s *Store) append(ctx context.Context, id string, h *convHead, owner string, items []api.Item, cut string) error {
 	p := h.PK
 	start := h.Next
 	for i := range items {
@@ -380,8 +385,8 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 			}})
 		} else {
-			upd := expression.Set(expression.Name(attrNext), expression.Value(next)).
-				Remove(expression.Name(attrLock)).Remove(expression.Name(attrLockUntil))
+			upd := setCut(expression.Set(expression.Name(attrNext), expression.Value(next)).
+				Remove(expression.Name(attrLock)).Remove(expression.Name(attrLockUntil)), cut, len(items))
 			ex, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
 			if err != nil {
 				return err
@@ -488,6 +493,19 @@ func (s *Store) append(ctx context.Context, id string, h *convHead, owner string
 		return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
 	}
 	return nil
+}
+
+// setCut adds the conversation's cut to upd, the head's update of an
+// append of n items: cut, or none when it is empty; without items the cut
+// is left as it is.
+func setCut(upd expression.UpdateBuilder, cut string, n int) expression.UpdateBuilder {
+	switch {
+	case n == 0:
+		return upd
+	case cut == "":
+		return upd.Remove(expression.Name(attrCut))
+	}
+	return upd.Set(expression.Name(attrCut), expression.Value(cut))
 }
 
 // itemRow encodes item as the row of sequence number seq; a body larger

@@ -17,7 +17,8 @@
 // A response is one record: the JSON object {"response","input","context"}
 // (the response as the client sees it, this request's input items, the
 // conversation before them — the whole previous chain, so that continuing
-// needs one read — and a background response's job), gzip-compressed. Its
+// needs one read — and a background response's job, the items' hidden
+// fields and truncation's cut: wireRecord), gzip-compressed. Its
 // head item holds:
 //
 //	status      (S)  the response status, for conditional updates
@@ -172,7 +173,8 @@
 // A conversation is a partition of its own, pk <tenant>#<conversation id>:
 // a head item (sk "conversation": created_at, expires_at, metadata (a
 // map, or a JSON string when it has an empty key: convMetadata), next —
-// the next item's sequence number — and lock, lock_until), one row per item
+// the next item's sequence number —, lock, lock_until, and cut: the
+// store.Conversation.Cut the last append with items set), one row per item
 // (sk "item#<seq, 16 digits>": its JSON gzip-compressed, or chunks like a
 // record's past 350 KiB) and one id row per item (sk "id#<item id>": its
 // sequence number). Appending a turn is O(turn): LockConversation's

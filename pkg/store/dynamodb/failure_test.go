@@ -384,7 +384,7 @@ func TestReplacedItemDeletedDuringAppend(t *testing.T) {
 	done.Status, done.Output = api.ItemCompleted, "found"
 	msg := api.Item{Type: api.ItemMessage, ID: "msg_c", Role: api.RoleAssistant, Status: api.ItemCompleted,
 		Content: []api.ContentPart{{Type: api.PartOutputText, Text: "done"}}}
-	require.NoError(t, s.AppendConversationItems(ctx, c.ID, "r", []api.Item{done, msg}))
+	require.NoError(t, s.AppendConversationItems(ctx, c.ID, "r", []api.Item{done, msg}, ""))
 	all, err := clean.LoadConversationItems(ctx, c.ID, 10)
 	require.NoError(t, err)
 	require.Len(t, all, 2)

@@ -32,7 +32,7 @@ func AppendTurn(ctx context.Context, s store.ConversationStore, id string, items
 	if _, err := s.LockConversation(ctx, id, owner, time.Now().Add(time.Minute)); err != nil {
 		return err
 	}
-	return s.AppendConversationItems(ctx, id, owner, items)
+	return s.AppendConversationItems(ctx, id, owner, items, "")
 }
 
 // BenchConversation runs the conversation benchmarks on s; units (nil for

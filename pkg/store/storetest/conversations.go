@@ -37,6 +37,7 @@ func RunConversations(t *testing.T, newStore func(t *testing.T) store.Conversati
 		{"LoadLimit", testConvLoadLimit},
 		{"DuplicateIDs", testConvDuplicates},
 		{"HiddenFields", testConvHidden},
+		{"Cut", testConvCut},
 		{"MetadataKeys", testConvMetadataKeys},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,7 +78,7 @@ func appendAs(ctx context.Context, s store.ConversationStore, id, owner string, 
 	if _, err := s.LockConversation(ctx, id, owner, time.Now().Add(time.Minute)); err != nil {
 		return err
 	}
-	return s.AppendConversationItems(ctx, id, owner, items)
+	return s.AppendConversationItems(ctx, id, owner, items, "")
 }
 
 func testConvItems(t *testing.T, s store.ConversationStore) {
@@ -194,16 +195,16 @@ func testConvLock(t *testing.T, s store.ConversationStore) {
 	require.NoError(t, err, "the holder renews its lock")
 	_, err = s.LockConversation(ctx, id, "resp_b", time.Now().Add(time.Minute))
 	require.ErrorIs(t, err, store.ErrLocked)
-	require.ErrorIs(t, s.AppendConversationItems(ctx, id, "resp_b", convMessages("b", 1)), store.ErrConflict)
-	require.NoError(t, s.AppendConversationItems(ctx, id, "resp_a", convMessages("a", 2)))
-	require.ErrorIs(t, s.AppendConversationItems(ctx, id, "resp_a", convMessages("x", 1)), store.ErrConflict, "released")
+	require.ErrorIs(t, s.AppendConversationItems(ctx, id, "resp_b", convMessages("b", 1), ""), store.ErrConflict)
+	require.NoError(t, s.AppendConversationItems(ctx, id, "resp_a", convMessages("a", 2), ""))
+	require.ErrorIs(t, s.AppendConversationItems(ctx, id, "resp_a", convMessages("x", 1), ""), store.ErrConflict, "released")
 	// A lock that lapsed is free.
 	_, err = s.LockConversation(ctx, id, "resp_c", time.Now().Add(-time.Second))
 	require.NoError(t, err)
 	_, err = s.LockConversation(ctx, id, "resp_d", time.Now().Add(time.Minute))
 	require.NoError(t, err)
-	require.ErrorIs(t, s.AppendConversationItems(ctx, id, "resp_c", convMessages("c", 1)), store.ErrConflict)
-	require.NoError(t, s.AppendConversationItems(ctx, id, "resp_d", nil), "releasing without items")
+	require.ErrorIs(t, s.AppendConversationItems(ctx, id, "resp_c", convMessages("c", 1), ""), store.ErrConflict)
+	require.NoError(t, s.AppendConversationItems(ctx, id, "resp_d", nil, ""), "releasing without items")
 	c, err = s.GetConversation(ctx, id)
 	require.NoError(t, err)
 	require.False(t, c.Locked(time.Now()))
@@ -211,7 +212,7 @@ func testConvLock(t *testing.T, s store.ConversationStore) {
 	// A lapsed lock nobody took since is still its holder's: it appends.
 	_, err = s.LockConversation(ctx, id, "resp_e", time.Now().Add(-time.Second))
 	require.NoError(t, err)
-	require.NoError(t, s.AppendConversationItems(ctx, id, "resp_e", convMessages("e", 1)))
+	require.NoError(t, s.AppendConversationItems(ctx, id, "resp_e", convMessages("e", 1), ""))
 	c, err = s.GetConversation(ctx, id)
 	require.NoError(t, err)
 	require.Empty(t, c.Lock)
@@ -284,7 +285,7 @@ func testConvDeleteLocked(t *testing.T, s store.ConversationStore) {
 	_, err := s.LockConversation(ctx, id, "resp_a", time.Now().Add(time.Minute))
 	require.NoError(t, err)
 	require.NoError(t, s.DeleteConversation(ctx, id))
-	require.ErrorIs(t, s.AppendConversationItems(ctx, id, "resp_a", convMessages("b", 1)), store.ErrNotFound)
+	require.ErrorIs(t, s.AppendConversationItems(ctx, id, "resp_a", convMessages("b", 1), ""), store.ErrNotFound)
 	_, err = s.GetConversation(ctx, id)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
@@ -301,7 +302,7 @@ func testConvTenants(t *testing.T, s store.ConversationStore) {
 		func() error { _, err := s.DeleteConversationItem(globex, id, "a_000"); return err }(),
 		func() error { _, err := s.SetConversationMetadata(globex, id, nil); return err }(),
 		func() error { _, err := s.LockConversation(globex, id, "x", time.Now().Add(time.Minute)); return err }(),
-		s.AppendConversationItems(globex, id, "x", nil),
+		s.AppendConversationItems(globex, id, "x", nil, ""),
 		s.DeleteConversation(globex, id),
 	} {
 		require.ErrorIs(t, err, store.ErrNotFound)
@@ -329,7 +330,7 @@ func testConvDuplicates(t *testing.T, s store.ConversationStore) {
 	_, err := s.LockConversation(ctx, id, "r", time.Now().Add(time.Minute))
 	require.NoError(t, err)
 	items := append(convMessages("b", 2), convMessages("a", 2)[1])
-	err = s.AppendConversationItems(ctx, id, "r", items)
+	err = s.AppendConversationItems(ctx, id, "r", items, "")
 	var dup *store.DuplicateItemError
 	require.ErrorAs(t, err, &dup)
 	require.Equal(t, "a_001", dup.ItemID)
@@ -337,7 +338,7 @@ func testConvDuplicates(t *testing.T, s store.ConversationStore) {
 	all, err := s.LoadConversationItems(ctx, id, 10)
 	require.NoError(t, err)
 	require.Equal(t, []string{"a_000", "a_001"}, ids(all), "nothing of the failed append")
-	require.NoError(t, s.AppendConversationItems(ctx, id, "r", convMessages("b", 2)))
+	require.NoError(t, s.AppendConversationItems(ctx, id, "r", convMessages("b", 2), ""))
 	// A deleted item's id may come again.
 	_, err = s.DeleteConversationItem(ctx, id, "a_000")
 	require.NoError(t, err)
@@ -352,12 +353,12 @@ func testConvDuplicates(t *testing.T, s store.ConversationStore) {
 	_, err = s.LockConversation(ctx, id, "r5", time.Now().Add(time.Minute))
 	require.NoError(t, err)
 	long := convMessages("d", 60)
-	err = s.AppendConversationItems(ctx, id, "r5", append(long, convMessages("a", 1)...))
+	err = s.AppendConversationItems(ctx, id, "r5", append(long, convMessages("a", 1)...), "")
 	require.ErrorAs(t, err, &dup)
 	all, err = s.LoadConversationItems(ctx, id, 100)
 	require.NoError(t, err)
 	require.Equal(t, []string{"a_001", "b_000", "b_001", "a_000"}, ids(all), "nothing of the failed long append")
-	require.NoError(t, s.AppendConversationItems(ctx, id, "r5", long))
+	require.NoError(t, s.AppendConversationItems(ctx, id, "r5", long, ""))
 	all, err = s.LoadConversationItems(ctx, id, 100)
 	require.NoError(t, err)
 	require.Len(t, all, 64)
@@ -369,9 +370,9 @@ func testConvDuplicates(t *testing.T, s store.ConversationStore) {
 	_, err = s.LockConversation(ctx, id, "r6", time.Now().Add(time.Minute))
 	require.NoError(t, err)
 	stray := api.Item{Type: api.ItemMCPCall, ID: "mcp_s", Status: api.ItemInProgress, ServerLabel: "lambent", Name: "search", Arguments: "{}"}
-	err = s.AppendConversationItems(ctx, id, "r6", append(append([]api.Item{stray}, convMessages("e", 59)...), convMessages("a", 1)...))
+	err = s.AppendConversationItems(ctx, id, "r6", append(append([]api.Item{stray}, convMessages("e", 59)...), convMessages("a", 1)...), "")
 	require.ErrorAs(t, err, &dup)
-	require.NoError(t, s.AppendConversationItems(ctx, id, "r6", convMessages("y", 1)))
+	require.NoError(t, s.AppendConversationItems(ctx, id, "r6", convMessages("y", 1), ""))
 	require.NoError(t, appendAs(ctx, s, id, "r7", []api.Item{stray}))
 	all, err = s.LoadConversationItems(ctx, id, 100)
 	require.NoError(t, err)
@@ -409,7 +410,7 @@ func testConvDuplicates(t *testing.T, s store.ConversationStore) {
 	again.Output = "found again"
 	_, err = s.LockConversation(ctx, id, "r8", time.Now().Add(time.Minute))
 	require.NoError(t, err)
-	err = s.AppendConversationItems(ctx, id, "r8", append(append([]api.Item{again}, convMessages("f", 60)...), convMessages("a", 1)...))
+	err = s.AppendConversationItems(ctx, id, "r8", append(append([]api.Item{again}, convMessages("f", 60)...), convMessages("a", 1)...), "")
 	require.ErrorAs(t, err, &dup)
 	all, err = s.LoadConversationItems(ctx, id, 100)
 	require.NoError(t, err)
@@ -446,6 +447,36 @@ func testConvHidden(t *testing.T, s store.ConversationStore) {
 		require.Equal(t, items[i].Hidden, all[i].Hidden, "item %d", i)
 	}
 	require.Empty(t, all[4].EncryptedContent, "the hidden state stays hidden")
+}
+
+// The conversation's Cut is the one its last append with items gave it:
+// an append without items (a lock released) leaves it, an append with
+// items and no cut clears it. Get and Lock return it.
+func testConvCut(t *testing.T, s store.ConversationStore) {
+	ctx := t.Context()
+	id := newConv(t, ctx, s, convMessages("a", 2))
+	cutOf := func() string {
+		t.Helper()
+		c, err := s.GetConversation(ctx, id)
+		require.NoError(t, err)
+		return c.Cut
+	}
+	require.Empty(t, cutOf())
+	lock := func(owner string) *store.Conversation {
+		t.Helper()
+		c, err := s.LockConversation(ctx, id, owner, time.Now().Add(time.Minute))
+		require.NoError(t, err)
+		return c
+	}
+	lock("r1")
+	require.NoError(t, s.AppendConversationItems(ctx, id, "r1", convMessages("b", 2), "a_001"))
+	require.Equal(t, "a_001", cutOf())
+	require.Equal(t, "a_001", lock("r2").Cut)
+	require.NoError(t, s.AppendConversationItems(ctx, id, "r2", nil, ""))
+	require.Equal(t, "a_001", cutOf(), "a lock released without items leaves the cut")
+	lock("r3")
+	require.NoError(t, s.AppendConversationItems(ctx, id, "r3", convMessages("c", 1), ""))
+	require.Empty(t, cutOf(), "a turn without a cut clears it")
 }
 
 // testConvMetadataKeys: any metadata the API accepts round-trips, an empty

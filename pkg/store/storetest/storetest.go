@@ -65,6 +65,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.ResponseStore, opts ...
 		{"UpdateLarge", testUpdateLarge},
 		{"RoundTrip", testRoundTrip},
 		{"SetAsideItems", testSetAsideItems},
+		{"Cut", testCut},
 		{"CopiesAreIndependent", testCopies},
 		{"InvalidRecord", testInvalidRecord},
 		{"CreateConflict", testCreateConflict},
@@ -163,7 +164,7 @@ func MustJSON(t testing.TB, v any) []byte {
 }
 
 // RequireSameRecord fails unless got's Response, Input, Context and Job
-// have exactly want's JSON.
+// have exactly want's JSON, and got has want's hidden fields and Cut.
 func RequireSameRecord(t testing.TB, want, got *store.Record) {
 	t.Helper()
 	require.NotNil(t, got)
@@ -184,6 +185,7 @@ func RequireSameRecord(t testing.TB, want, got *store.Record) {
 	}
 	// The items' hidden fields, which their JSON leaves out.
 	require.Equal(t, api.HiddenByID(want.Context, want.Input, want.Response.Output), api.HiddenByID(got.Context, got.Input, got.Response.Output), "hidden fields")
+	require.Equal(t, want.Cut, got.Cut, "cut")
 }
 
 func newID() string { return api.NewID(api.PrefixResponse) }
@@ -225,6 +227,29 @@ func testSetAsideItems(t *testing.T, s store.ResponseStore) {
 	assert.Equal(t, ids(shown), ids(conv[len(conv)-len(shown):]), "a continuation gets the output shown")
 	assert.Len(t, conv, len(want.Context)+len(want.Input)+len(shown))
 	assert.NotContains(t, string(MustJSON(t, got.Response)), "msg_failed")
+}
+
+// The record's Cut (the id of the first item the model saw after
+// truncation cut its view) is kept by Create and Update, and an Update
+// without one clears it; it is not in the response's JSON.
+func testCut(t *testing.T, s store.ResponseStore) {
+	ctx := t.Context()
+	rec := NewRecord(newID(), api.StatusInProgress)
+	rec.Cut = rec.Context[0].ID
+	create(t, s, ctx, rec)
+	got, err := s.Get(ctx, rec.Response.ID)
+	require.NoError(t, err)
+	RequireSameRecord(t, rec, got)
+	assert.NotContains(t, string(MustJSON(t, got.Response)), `"cut"`)
+	for _, cut := range []string{rec.Input[1].ID, ""} {
+		next := *got
+		next.Cut = cut
+		require.NoError(t, s.Update(ctx, &next, api.StatusInProgress))
+		if got, err = s.Get(ctx, rec.Response.ID); err != nil {
+			t.Fatal(err)
+		}
+		assert.Equal(t, cut, got.Cut)
+	}
 }
 
 func testRoundTrip(t *testing.T, s store.ResponseStore) {
