@@ -19,8 +19,9 @@ import (
 // whole items from the beginning (cutPoints): never the instructions, a
 // system or developer message, nor the latest user message; never a
 // call without its output, one call of a turn without the others, a
-// reasoning item without what follows it; the history never starts with
-// a call's output. How much: the provider's numbers when its message
+// reasoning item without what follows it, validated output's feedback
+// without the answer it is about; the history never starts with a call's
+// output. How much: the provider's numbers when its message
 // gives them (overShare), else half of what may still be dropped; after
 // maxTruncations refusals, everything that may be. The run keeps the cut
 // (run.cut, the id of the first item kept after it: ids are stable,
@@ -65,13 +66,16 @@ func latestInput(items []api.Item) int {
 }
 
 // startsTurn reports whether items[p] (p > 0) may be the first item kept
-// after the latest user message: it is no call's output, it follows no
-// reasoning item (which goes with it), and it is no call that follows
-// another call or the assistant's text of its turn.
+// after the latest user message: it is no call's output, nor validated
+// output's feedback (a user message set aside, which goes with the failed
+// answer it is about), it follows no reasoning item (which goes with
+// it), and it is no call that follows another call or the assistant's
+// text of its turn.
 func startsTurn(items []api.Item, p int) bool {
 	cur, prev := &items[p], &items[p-1]
 	switch {
-	case api.IsClientOutput(cur.Type), prev.Type == api.ItemReasoning:
+	case api.IsClientOutput(cur.Type), prev.Type == api.ItemReasoning,
+		cur.Type == api.ItemMessage && cur.Role == api.RoleUser && cur.Hidden.Aside:
 		return false
 	case api.IsClientCall(cur.Type):
 		return !api.IsClientCall(prev.Type) && (prev.Type != api.ItemMessage || prev.Role != api.RoleAssistant)

@@ -237,6 +237,7 @@ func TestCutPoints(t *testing.T) {
 	fc := api.Item{Type: api.ItemFunctionCall}
 	out := api.Item{Type: api.ItemFunctionCallOutput}
 	rs := api.Item{Type: api.ItemReasoning}
+	aside := func(it api.Item) api.Item { it.Hidden.Aside = true; return it }
 	for name, c := range map[string]struct {
 		items []api.Item
 		want  []int
@@ -246,6 +247,9 @@ func TestCutPoints(t *testing.T) {
 		"history": {[]api.Item{msg(api.RoleUser), fc, out, msg(api.RoleAssistant), msg(api.RoleUser), fc, out, fc, out},
 			[]int{4, 7}},
 		"nothing": {[]api.Item{msg(api.RoleSystem), msg(api.RoleUser)}, nil},
+		// Validated output's feedback (set aside) goes with the failed
+		// answer it is about: the model never gets one without the other.
+		"feedback": {[]api.Item{msg(api.RoleUser), rs, aside(msg(api.RoleAssistant)), aside(msg(api.RoleUser)), rs, msg(api.RoleAssistant)}, []int{4}},
 	} {
 		assert.Equal(t, c.want, cutPoints(c.items), name)
 	}
