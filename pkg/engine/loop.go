@@ -326,7 +326,7 @@ func (r *run) toolChoiceMode() string {
 // callModel runs one model call, its deltas going through a fresh
 // assembler (kept on the run for finish).
 // The call is bounded by the deadline budget and measured for it.
-func (e *Engine) callModel(ctx context.Context, r *run, turn int) (res *provider.Result, err error) {
+func (e *Engine) callModel(ctx context.Context, r *run, turn int) (*provider.Result, error) {
 	r.asm = newAssembler(r) // before any error: the loop finishes it
 	preq, err := r.providerRequest(tenant.From(ctx), turn)
 	if err != nil {
@@ -337,19 +337,11 @@ func (e *Engine) callModel(ctx context.Context, r *run, turn int) (res *provider
 	defer cancel()
 	start := e.cfg.Now()
 	defer func() { r.modelTook(e.cfg.Now().Sub(start)) }()
-	if obs := r.obs; obs != nil {
-		m := &ModelCall{ResponseID: r.resp.ID, Model: preq.Model, Iteration: turn + 1, Stream: r.req.Stream, Start: start}
-		ctx = obs.StartModelCall(ctx, m)
-		defer func() {
-			m.Duration, m.Result, m.Err = e.cfg.Now().Sub(start), res, err
-			obs.EndModelCall(ctx, m)
-		}()
-	}
 	// A call refused for its size is made again cut (truncation.go)
 	// while it has sent nothing: its deltas would be in the output.
 	items := len(r.resp.Output)
 	for refusals := 1; ; refusals++ {
-		res, err = e.send(ctx, r, preq)
+		res, err := e.observedSend(ctx, r, preq, turn)
 		if err == nil || !r.cutAgain(preq, err, refusals, items) {
 			return res, err
 		}
@@ -361,6 +353,23 @@ func (e *Engine) callModel(ctx context.Context, r *run, turn int) (res *provider
 			return nil, err
 		}
 	}
+}
+
+// observedSend makes the model call preq of the turn (send), which the
+// run's observer sees as one model call: a call refused for its size
+// and made again cut is two.
+func (e *Engine) observedSend(ctx context.Context, r *run, preq *provider.Request, turn int) (res *provider.Result, err error) {
+	obs := r.obs
+	if obs == nil {
+		return e.send(ctx, r, preq)
+	}
+	m := &ModelCall{ResponseID: r.resp.ID, Model: preq.Model, Iteration: turn + 1, Stream: r.req.Stream, Start: e.cfg.Now()}
+	ctx = obs.StartModelCall(ctx, m)
+	defer func() {
+		m.Duration, m.Result, m.Err = e.cfg.Now().Sub(m.Start), res, err
+		obs.EndModelCall(ctx, m)
+	}()
+	return e.send(ctx, r, preq)
 }
 
 // send makes the model call preq, its deltas going to the run's

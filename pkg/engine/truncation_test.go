@@ -300,3 +300,25 @@ func TestTruncationConversationKeepsItems(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"user:q0", "assistant:a0", "user:q1", "assistant:a1", "user:latest", "assistant:a2"}, texts(list.Data))
 }
+
+// Each model call is observed, the refused one too: the observer (the
+// chat span, the model call metrics) sees the call refused for its size
+// end with its error, then the cut call of the same iteration, each with
+// its own duration.
+func TestTruncationObservesRefusedCall(t *testing.T) {
+	t.Parallel()
+	w := &watcher{}
+	p := &windowed{scripted: script(text("ok", 10, 2)), limit: 2800}
+	e, _ := newEngine(t, p, nil, func(c *Config) { c.Observer = w })
+	_, err := run1(t, e, `{"truncation":"auto","input":`+chatInput(2)+`}`)
+	require.NoError(t, err)
+	require.Len(t, p.refusals(), 1)
+	assert.Equal(t, []string{
+		"response test-model",
+		"model 1 start (in response)",
+		"model 1 end  err=true (in model 1)",
+		"model 1 start (in response)",
+		"model 1 end stop err=false (in model 1)",
+		"response end completed (in response)",
+	}, w.entries())
+}
