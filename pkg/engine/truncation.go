@@ -17,21 +17,20 @@ import (
 // reached the client, is made again without the oldest part of what the
 // model sees (providerRequest cuts it: truncated). What may be dropped is
 // whole items from the beginning (cutPoints): never the instructions, a
-// system or developer message, nor the latest user message; never a
-// call without its output, one call of a turn without the others, a
-// reasoning item without what follows it, validated output's feedback
-// without the answer it is about; the history never starts with a call's
-// output. How much: the provider's numbers when its message
-// gives them (overShare), else half of what may still be dropped; after
-// maxTruncations refusals, everything that may be. The run keeps the cut
-// (run.cut, the id of the first item kept after it: ids are stable,
+// system or developer message, nor the latest user message; never a call
+// without its output (nor an output without its call), one call of a turn
+// without the others, a reasoning item without what follows it, validated
+// output's feedback without the answer it is about; the history never
+// starts with a call's output. How much: the provider's numbers when its
+// message gives them (overShare), else half of what may still be dropped;
+// after maxTruncations refusals, everything that may be. The run keeps the
+// cut (run.cut, the id of the first item kept after it: ids are stable,
 // indexes are not): its later model calls are cut there too, and so are
 // the first calls of what comes after it (startCut): its next invocation
-// (a background run's, from the record's store.Record.Cut), a
-// continuation (from the previous response's record) and the
-// conversation's next response (store.Conversation.Cut). Only the
-// model's view is cut: the stored response, its input items and the
-// conversation keep every item.
+// (a background run's, from the record's store.Record.Cut), a continuation
+// (from the previous response's record) and the conversation's next
+// response (store.Conversation.Cut). Only the model's view is cut: the
+// stored response, its input items and the conversation keep every item.
 
 // maxTruncations is how many times one model call is made again after a
 // refusal for its size; the last time drops everything droppable.
@@ -106,16 +105,45 @@ func cutPoints(items []api.Item) []int {
 }
 
 // keptItems is items cut at p: without the items before p but those kept
-// always and the latest user message.
+// always and the latest user message, and without the outputs after p
+// of the calls before p (unanswered), which go with their calls.
 func keptItems(items []api.Item, p int) []api.Item {
 	u := latestInput(items)
+	orphans := unanswered(items, p)
 	kept := make([]api.Item, 0, len(items))
-	for i := range items[:p] {
-		if i == u || keptAlways(&items[i]) {
+	for i := range items {
+		if i < p && (i == u || keptAlways(&items[i])) || i >= p && !orphans[i] {
 			kept = append(kept, items[i])
 		}
 	}
-	return append(kept, items[p:]...)
+	return kept
+}
+
+// unanswered returns the indexes of the outputs at or after p that answer
+// a call before p: the error result of a client call a continuation left
+// unanswered comes after the continuation's input, a new message. An
+// output answers the latest call of its call_id before it (a model may
+// number its calls per turn). Nil when there is none.
+func unanswered(items []api.Item, p int) map[int]bool {
+	var cut map[string]bool // the call ids whose latest call is before p
+	var orphans map[int]bool
+	for i := range items {
+		switch it := &items[i]; {
+		case api.IsClientCall(it.Type) && i < p:
+			if cut == nil {
+				cut = map[string]bool{}
+			}
+			cut[it.CallID] = true
+		case api.IsClientCall(it.Type):
+			delete(cut, it.CallID)
+		case api.IsClientOutput(it.Type) && i >= p && cut[it.CallID]:
+			if orphans == nil {
+				orphans = map[int]bool{}
+			}
+			orphans[i] = true
+		}
+	}
+	return orphans
 }
 
 // startCut starts the run's cut at cut, the id of an item where an

@@ -322,3 +322,44 @@ func TestTruncationObservesRefusedCall(t *testing.T) {
 		"response end completed (in response)",
 	}, w.entries())
 }
+
+// A client call left unanswered gets its error result in the
+// continuation that sends a message instead, after that message: a cut
+// at the message drops the call, and its result with it, never sending
+// a result without its call (Chat Completions refuses a tool message
+// that answers no call before it).
+func TestTruncationDropsResultWithItsCall(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", 1000)
+	p := &windowed{scripted: script(calls(1, 1, call("cw", "get_weather", `{}`)), text("ok", 1, 1)), limit: 1 << 30}
+	e, _ := newEngine(t, p, newMock(echoTool))
+	rec, err := run1(t, e, `{"input":"q0`+big+`","tools":[`+clientTool+`]}`)
+	require.NoError(t, err)
+	first := rec.response(t)
+	require.Equal(t, api.StatusRequiresAction, first.Status)
+
+	p.limit = 800
+	rec, err = run1(t, e, `{"truncation":"auto","previous_response_id":"`+first.ID+`","input":"never mind","tools":[`+clientTool+`]}`)
+	require.NoError(t, err)
+	r := rec.response(t)
+	require.Equal(t, api.StatusCompleted, r.Status)
+	assert.Equal(t, []string{"function_call_output", "message"}, types(r.Output), "the stored output keeps the result")
+	require.Len(t, p.refusals(), 1)
+	assert.Equal(t, []string{"user:q0", "function_call:cw", "user:never mind", "function_call_output:cw"}, texts(p.refusals()[0].Items))
+	reqs := p.requests()
+	assert.Equal(t, []string{"user:never mind"}, texts(reqs[len(reqs)-1].Items))
+}
+
+// An output answers the latest call of its call_id before it: a cut drops
+// the outputs of the calls it drops only, not those of a later call that
+// reuses the call_id.
+func TestKeptItemsReusedCallID(t *testing.T) {
+	t.Parallel()
+	user := func(text string) api.Item {
+		return api.Item{Type: api.ItemMessage, Role: api.RoleUser, Content: []api.ContentPart{{Type: api.PartInputText, Text: text}}}
+	}
+	fc := api.Item{Type: api.ItemFunctionCall, CallID: "call_0"}
+	out := api.Item{Type: api.ItemFunctionCallOutput, CallID: "call_0"}
+	items := []api.Item{user("q0"), fc, user("q1"), out, fc, out}
+	assert.Equal(t, []string{"user:q1", "function_call:call_0", "function_call_output:call_0"}, texts(keptItems(items, 2)))
+}

@@ -215,3 +215,40 @@ func TestTruncationAutoContinuationStartsCutE2E(t *testing.T) {
 	require.Equal(t, "context_length_exceeded", ae.Code, "disabled: every item sent")
 	require.Equal(t, int32(2), refused.Load())
 }
+
+// truncation "auto" through openai-go over the fake OpenAI model, which
+// refuses a tool message answering no call before it, as Chat Completions
+// does: a client call the user abandoned for a new message gets its error
+// result after that message; cut at the message, the call is dropped and
+// its result with it.
+func TestTruncationAutoDropsAbandonedCallE2E(t *testing.T) {
+	t.Parallel()
+	llm := fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn {
+		if last := req.Messages[len(req.Messages)-1]; strings.HasPrefix(last.Content.String(), "q0") {
+			return fakellm.Turn{ToolCalls: []fakellm.ToolCall{{Name: "get_weather", Arguments: `{}`}}}
+		}
+		return fakellm.Turn{Text: "ok"}
+	})
+	g := newGateway(t, llm, nil)
+	ctx := context.Background()
+	p := textParams(bigText("q0"))
+	p.Tools = []responses.ToolUnionParam{{OfFunction: &responses.FunctionToolParam{Name: "get_weather", Parameters: map[string]any{"type": "object"}}}}
+	first, err := g.client.Responses.New(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, "function_call", first.Output[len(first.Output)-1].Type)
+
+	llm.SetRules(fakellm.Rules{ContextWindow: 200})
+	next := textParams("never mind")
+	next.PreviousResponseID = openai.String(first.ID)
+	next.Tools = p.Tools
+	next.Truncation = responses.ResponseNewParamsTruncationAuto
+	r, err := g.client.Responses.New(ctx, next)
+	require.NoError(t, err)
+	require.Equal(t, responses.ResponseStatusCompleted, r.Status)
+	require.Equal(t, "ok", r.OutputText())
+	reqs := llm.Requests()
+	sent := string(reqs[len(reqs)-1].Body)
+	require.NotContains(t, sent, "q0x")
+	require.NotContains(t, sent, `"role":"tool"`)
+	require.Contains(t, sent, "never mind")
+}
