@@ -446,8 +446,8 @@ func appends(status api.Status) bool {
 // output items as a continuation carries on with them (api.Continued:
 // without the items set aside, nor the calls a model call cut) are
 // appended, with the run's cut as the conversation's (the cut of its
-// last response, as a response's record keeps its own: none when the
-// model saw every item), which
+// last response, as a response's record keeps its own: storedCut, none
+// when the model saw every item), which
 // releases the lock;
 // otherwise the lock is released. A failure is logged: the response itself
 // is stored apart.
@@ -476,7 +476,7 @@ func (e *Engine) endConversation(ctx context.Context, r *run) {
 	}
 	sctx, cancel := writeContext(ctx, c.cs)
 	defer cancel()
-	err := appendTurn(sctx, c, r.resp.ID, items, nInput, r.cut)
+	err := appendTurn(sctx, c, r.resp.ID, items, nInput, r.storedCut())
 	if err == nil {
 		return
 	}

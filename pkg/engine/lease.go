@@ -182,10 +182,10 @@ func (e *Engine) releaseLease(ctx context.Context, rec *store.Record) {
 // next checkpoint, hand-off or end: its model calls, its executed hosted
 // calls (which max_tool_calls bounds over every invocation), the
 // sequence number of its next event, and where truncation cut its
-// model's view (the next invocation starts from that cut).
+// model's view (storedCut: the next invocation starts from that cut).
 func (r *run) saveProgress(rec *store.Record, j *store.Job) {
 	j.Turns, j.HostedCalls, j.NextSeq = r.turns, r.tools.hostedCalls, r.em.seq
-	rec.Cut = r.cut
+	rec.Cut = r.storedCut()
 }
 
 // resumeSeq returns the sequence number of the first event a worker

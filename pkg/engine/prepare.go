@@ -72,7 +72,7 @@ type run struct {
 // cache, which copy or encode it and keep no reference to it, and r is
 // done with once saved, so a request allocates no Record for them.
 func (r *run) record() *store.Record {
-	r.rec = store.Record{Response: r.resp, Input: r.input, Context: r.storedContext(), Cut: r.cut}
+	r.rec = store.Record{Response: r.resp, Input: r.input, Context: r.storedContext(), Cut: r.storedCut()}
 	return &r.rec
 }
 

@@ -156,6 +156,25 @@ func (r *run) startCut(cut string) {
 	}
 }
 
+// storedCut is the run's cut as a response's record and its
+// conversation keep it: the id of the first item from the cut's on that
+// is not set aside by validated output (api.ItemHidden.Aside), which a
+// continuation and the conversation do not carry on with, so that they
+// find it; the cut itself when none follows (the run's next invocation
+// still has it).
+func (r *run) storedCut() string {
+	if r.cut == "" {
+		return ""
+	}
+	items := r.seen()
+	if at := slices.IndexFunc(items, func(it api.Item) bool { return it.ID == r.cut }); at >= 0 {
+		if i := slices.IndexFunc(items[at:], func(it api.Item) bool { return !it.Hidden.Aside }); i >= 0 {
+			return items[at+i].ID
+		}
+	}
+	return r.cut
+}
+
 // cutAt is the point of points, cut points of items, the run's cut falls
 // on: the first at or after its item (a stored cut may name an item no
 // cut may fall on now: the conversation grew past it), else the last; 0

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
+	"github.com/lambent/lambent/pkg/tools"
 )
 
 // A continuation (previous_response_id) with truncation "auto" starts
@@ -198,4 +199,52 @@ func itemByID(items []api.Item, id string) *api.Item {
 		}
 	}
 	return &api.Item{}
+}
+
+// A cut that fell on an item validated output set aside (the failed
+// answer, its feedback), which a continuation does not carry on with, is
+// stored as the first item after it that the continuation has: the
+// continuation starts from it, its first call not refused.
+func TestTruncationStoredCutSkipsSetAside(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", 2000)
+	m := newMock(func(context.Context, tools.ToolCall) (*tools.ToolResult, error) {
+		return &tools.ToolResult{Output: big}, nil
+	}, "t")
+	newRun := func(limit int) (*windowed, *Engine) {
+		p := &windowed{scripted: script(calls(1, 1, call("c1", "t", `{}`)), text(invalidReport, 1, 1), text(validReport, 1, 1), text("ok", 1, 1)), limit: limit}
+		e, _ := newEngine(t, p, m)
+		return p, e
+	}
+	body := `{"truncation":"auto","input":"assess","tools":[{"type":"lambent:t"}],` + jsonSchemaFormat + `}`
+	// Unlimited, to measure the calls: the tool's result, then the failed
+	// answer and its feedback.
+	p, e := newRun(1 << 30)
+	_, err := run1(t, e, body)
+	require.NoError(t, err)
+	reqs := p.requests()
+	require.Len(t, reqs, 3)
+	limit := itemsSize(reqs[1])
+	require.Greater(t, itemsSize(reqs[2]), limit)
+
+	p, e = newRun(limit)
+	rec, err := run1(t, e, body)
+	require.NoError(t, err)
+	first := rec.response(t)
+	require.Equal(t, api.StatusCompleted, first.Status)
+	require.Len(t, p.refusals(), 1)
+	reqs = p.requests()
+	assert.Equal(t, []string{"user:assess", "assistant:" + invalidReport, "user"}, fieldOf(reqs[len(reqs)-1].Items, func(it *api.Item) string {
+		if it.Role == api.RoleUser && it.Hidden.Aside {
+			return "user"
+		}
+		return texts([]api.Item{*it})[0]
+	}), "cut at the failed answer, which is set aside")
+
+	rec, err = run1(t, e, `{"truncation":"auto","previous_response_id":"`+first.ID+`","input":"thanks","tools":[{"type":"lambent:t"}]}`)
+	require.NoError(t, err)
+	require.Equal(t, api.StatusCompleted, rec.response(t).Status)
+	assert.Len(t, p.refusals(), 1, "the continuation starts from the cut: not refused")
+	reqs = p.requests()
+	assert.Equal(t, []string{"user:thanks"}, texts(reqs[len(reqs)-1].Items))
 }
