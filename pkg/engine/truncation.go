@@ -65,7 +65,7 @@ func latestInput(items []api.Item) int {
 }
 
 // startsTurn reports whether items[p] (p > 0) may be the first item kept
-// after the latest user message: it is no call's output, nor validated
+// after a cut (cutPoints): it is no call's output, nor validated
 // output's feedback (a user message set aside, which goes with the failed
 // answer it is about), it follows no reasoning item (which goes with
 // it), and it is no call that follows another call or the assistant's
@@ -84,10 +84,13 @@ func startsTurn(items []api.Item, p int) bool {
 
 // cutPoints returns, in order, where items (what the model sees) may be
 // cut: a cut at p drops the items before p but those kept always
-// (keptAlways) and the latest user message. Up to that message a cut is at
-// a user message, the start of an exchange; after it, at the start of a
-// turn (startsTurn). A point dropping nothing more than the one before it
-// is left out; the last keeps the last turn.
+// (keptAlways) and the latest user message. A cut is at the start of a
+// turn (startsTurn); up to that message also at a user message, the start
+// of an exchange, but never right after one (an answer kept without its
+// question), so that a continuation of a response that cut its own tool
+// loop keeps that loop's last turns and its answer. A point dropping
+// nothing more than the one before it is left out; the last keeps the
+// last turn.
 func cutPoints(items []api.Item) []int {
 	u := latestInput(items)
 	var points []int
@@ -96,7 +99,8 @@ func cutPoints(items []api.Item) []int {
 		if p-1 != u && !keptAlways(&items[p-1]) {
 			fresh = true
 		}
-		if fresh && (p <= u && isUserMessage(&items[p]) || p > u && startsTurn(items, p)) {
+		earlier := p <= u && (isUserMessage(&items[p]) || !isUserMessage(&items[p-1]) && startsTurn(items, p))
+		if fresh && (earlier || p > u && startsTurn(items, p)) {
 			points = append(points, p)
 			fresh = false
 		}

@@ -204,7 +204,8 @@ func itemByID(items []api.Item, id string) *api.Item {
 // A cut that fell on an item validated output set aside (the failed
 // answer, its feedback), which a continuation does not carry on with, is
 // stored as the first item after it that the continuation has: the
-// continuation starts from it, its first call not refused.
+// continuation starts from it (the valid answer), its first call not
+// refused.
 func TestTruncationStoredCutSkipsSetAside(t *testing.T) {
 	t.Parallel()
 	big := strings.Repeat("x", 2000)
@@ -246,5 +247,5 @@ func TestTruncationStoredCutSkipsSetAside(t *testing.T) {
 	require.Equal(t, api.StatusCompleted, rec.response(t).Status)
 	assert.Len(t, p.refusals(), 1, "the continuation starts from the cut: not refused")
 	reqs = p.requests()
-	assert.Equal(t, []string{"user:thanks"}, texts(reqs[len(reqs)-1].Items))
+	assert.Equal(t, []string{"assistant:" + validReport, "user:thanks"}, texts(reqs[len(reqs)-1].Items), "the answer it gave kept")
 }

@@ -228,6 +228,34 @@ func TestTruncationLoopKeepsCut(t *testing.T) {
 	assert.Len(t, got.Response.Output, 8, "the stored output keeps every item")
 }
 
+// A continuation of a response that cut its own tool loop starts where
+// that loop was cut, not at its own question: the model keeps the loop's
+// last turns and its answer (what it just did), and its first call is not
+// refused.
+func TestTruncationContinuationKeepsCutLoop(t *testing.T) {
+	t.Parallel()
+	m := newMock(func(_ context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
+		var a struct{ N int }
+		_ = json.Unmarshal([]byte(c.Arguments), &a)
+		return &tools.ToolResult{Output: strings.Repeat("y", a.N)}, nil
+	}, "calc")
+	p := &windowed{scripted: script(
+		calls(1, 1, call("c1", "calc", `{"N":1000}`)),
+		calls(1, 1, call("c2", "calc", `{"N":1000}`)),
+		text("done", 1, 1),
+		text("next answer", 1, 1),
+	), limit: 2200}
+	e, _ := newEngine(t, p, m)
+	rec, err := run1(t, e, `{"truncation":"auto","input":"task","tools":[{"type":"lambent:calc"}]}`)
+	require.NoError(t, err)
+	require.Len(t, p.refusals(), 1)
+	_, err = run1(t, e, `{"truncation":"auto","previous_response_id":"`+rec.response(t).ID+`","input":"and then?","tools":[{"type":"lambent:calc"}]}`)
+	require.NoError(t, err)
+	require.Len(t, p.refusals(), 1, "the continuation's first call is not refused")
+	reqs := p.requests()
+	assert.Equal(t, []string{"function_call:c2", "function_call_output:c2", "assistant:done", "user:and then?"}, texts(reqs[len(reqs)-1].Items))
+}
+
 // A cut never splits a turn: a call from its output, one of a turn's
 // calls from another, a reasoning item from what follows it. A history
 // of calls only is cut before a whole turn.
@@ -244,8 +272,15 @@ func TestCutPoints(t *testing.T) {
 	}{
 		"exchanges": {[]api.Item{msg(api.RoleDeveloper), msg(api.RoleUser), msg(api.RoleAssistant), msg(api.RoleUser), msg(api.RoleAssistant), msg(api.RoleUser)}, []int{3, 5}},
 		"turns":     {[]api.Item{msg(api.RoleUser), rs, fc, fc, out, out, msg(api.RoleAssistant), fc, out, rs, fc, out}, []int{6, 9}},
+		// Before the latest question a cut falls at a question, or inside
+		// an earlier answer's tool loop at the start of a turn: a
+		// continuation of a response that cut its own loop keeps that
+		// loop's last turns and its answer, never an answer without its
+		// question only.
 		"history": {[]api.Item{msg(api.RoleUser), fc, out, msg(api.RoleAssistant), msg(api.RoleUser), fc, out, fc, out},
-			[]int{4, 7}},
+			[]int{3, 4, 7}},
+		"loop before the question": {[]api.Item{msg(api.RoleUser), rs, fc, out, fc, out, msg(api.RoleAssistant), msg(api.RoleUser)},
+			[]int{4, 6, 7}},
 		"nothing": {[]api.Item{msg(api.RoleSystem), msg(api.RoleUser)}, nil},
 		// Validated output's feedback (set aside) goes with the failed
 		// answer it is about: the model never gets one without the other.
