@@ -252,3 +252,121 @@ func TestTruncationAutoDropsAbandonedCallE2E(t *testing.T) {
 	require.NotContains(t, sent, `"role":"tool"`)
 	require.Contains(t, sent, "never mind")
 }
+
+// pageTurn is a model reading a book with the read_page tool: from the
+// page the latest user message names ("from page K"), three pages, one
+// call a turn, then "Read pages K to N.". It goes by the latest user
+// message and the last tool result only, which a cut keeps.
+func pageTurn(req fakellm.Request) fakellm.Turn {
+	msgs := req.Messages
+	first := 0
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "user" {
+			_, from, _ := strings.Cut(msgs[i].Content.String(), "from page ")
+			fmt.Sscanf(from, "%d", &first) //nolint:errcheck // no page: 0
+			break
+		}
+	}
+	next := first
+	if last := msgs[len(msgs)-1]; last.Role == "tool" {
+		var n int
+		fmt.Sscanf(last.Content.String(), "content of page %d:", &n) //nolint:errcheck // no page: 0
+		if n >= first+2 {
+			return fakellm.Turn{Text: fmt.Sprintf("Read pages %d to %d.", first, n)}
+		}
+		next = n + 1
+	}
+	return fakellm.Turn{ToolCalls: []fakellm.ToolCall{{Name: "read_page", Arguments: fmt.Sprintf(`{"page":%d}`, next)}}}
+}
+
+// sentAfter is the body of the model request whose last message begins
+// with prefix (a tool result), "" when none.
+func sentAfter(reqs []fakellm.Request, prefix string) string {
+	for _, r := range reqs {
+		if m := r.Messages; len(m) > 0 && strings.HasPrefix(m[len(m)-1].Content.String(), prefix) {
+			return string(r.Body)
+		}
+	}
+	return ""
+}
+
+// The OpenAI Agents SDK for JS with ModelSettings truncation "auto": an
+// agent whose function tool's outputs outgrow the model's context window
+// completes, run replaying its items (the oldest call cut with its output)
+// and streamed as a continuation (previousResponseId, the conversation
+// before it cut), one response per model turn, no error.
+func TestClientAgentsSDKTruncation(t *testing.T) {
+	dir := jsClients(t)
+	llm := fakellm.NewHandler(pageTurn)
+	llm.SetRules(fakellm.Rules{ContextWindow: 1300})
+	g := newGateway(t, llm, nil)
+	type run struct {
+		Text      string
+		Responses []string
+	}
+	var got struct {
+		Errors        []string
+		Run, Streamed *run
+	}
+	runJS(t, dir, "agents_truncation.mjs", g.srv.URL+"/v1", &got)
+	require.Empty(t, got.Errors)
+	for want, r := range map[string]*run{"Read pages 1 to 3.": got.Run, "Read pages 4 to 6.": got.Streamed} {
+		require.NotNil(t, r, want)
+		require.Equal(t, want, r.Text)
+		require.Len(t, r.Responses, 4, "three calls and the answer")
+		for i, id := range r.Responses {
+			require.True(t, strings.HasPrefix(id, "resp_"), id)
+			require.NotContains(t, r.Responses[:i], id)
+		}
+	}
+	reqs := llm.Requests()
+	for _, last := range []string{"content of page 3:", "content of page 6:"} {
+		sent := sentAfter(reqs, last)
+		require.NotEmpty(t, sent, last)
+		require.NotContains(t, sent, "content of page 1:", "cut")
+	}
+	require.Contains(t, sentAfter(reqs, "content of page 6:"), "from page 4")
+}
+
+// The npm `openai` SDK's streamed responses.create with truncation
+// "auto" and previous_response_id over a chain longer than the model's
+// context window: every turn is one response (one response.created, one
+// terminal event, response.completed), the later ones cut.
+func TestClientOpenAITruncationStream(t *testing.T) {
+	dir := jsClients(t)
+	llm := fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn { return fakellm.Turn{Text: bigText(fmt.Sprint("a", req.Seq))} })
+	llm.SetRules(fakellm.Rules{ContextWindow: 1200})
+	g := newGateway(t, llm, nil)
+	var got struct {
+		Errors []string
+		Turns  []struct {
+			Events                 []string
+			ID, Status, Truncation string
+			Error                  json.RawMessage
+		}
+	}
+	runJS(t, dir, "openai_truncation.mjs", g.srv.URL+"/v1", &got, "5")
+	require.Empty(t, got.Errors)
+	require.Len(t, got.Turns, 5)
+	terminal := map[string]bool{"response.completed": true, "response.failed": true, "response.incomplete": true, "error": true}
+	for i, turn := range got.Turns {
+		created, ends := 0, 0
+		for _, e := range turn.Events {
+			if e == "response.created" {
+				created++
+			}
+			if terminal[e] {
+				ends++
+			}
+		}
+		require.Equal(t, 1, created, "turn %d: %v", i, turn.Events)
+		require.Equal(t, 1, ends, "turn %d: %v", i, turn.Events)
+		require.Equal(t, "response.completed", turn.Events[len(turn.Events)-1], "turn %d", i)
+		require.Equal(t, "completed", turn.Status, "turn %d: %s", i, turn.Error)
+		require.Equal(t, "auto", turn.Truncation)
+	}
+	reqs := llm.Requests()
+	sent := string(reqs[len(reqs)-1].Body)
+	require.NotContains(t, sent, "q0x", "cut")
+	require.Contains(t, sent, "q4x")
+}
