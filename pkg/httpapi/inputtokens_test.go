@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -155,4 +156,54 @@ func doBedrock(t *testing.T, base, key, body string) (int, http.Header, []byte) 
 	b, err := io.ReadAll(res.Body)
 	require.NoError(t, err)
 	return res.StatusCode, res.Header, b
+}
+
+// The npm SDK's responses.inputTokens.count with previous_response_id
+// and truncation "auto", on Bedrock, after a response that cut its
+// conversation for the model's context window: it counts from the cut,
+// what the create with the same params then sends (its input_tokens),
+// within the window; with "disabled" it counts every item, over it.
+func TestInputTokensTruncationAutoOnBedrock(t *testing.T) {
+	fake := fakebedrock.NewHandler(func(fakebedrock.Request) fakebedrock.Turn { return fakebedrock.Turn{Text: bigText("a")} })
+	base := newBedrockGateway(t, fake)
+	client := openai.NewClient(option.WithBaseURL(base+"/"), option.WithAPIKey("test"), option.WithMaxRetries(0))
+	ctx := context.Background()
+	create := func(prev, input string, trunc responses.ResponseNewParamsTruncation) *responses.Response {
+		p := textParams(input)
+		if prev != "" {
+			p.PreviousResponseID = openai.String(prev)
+		}
+		p.Truncation = trunc
+		r, err := client.Responses.New(ctx, p)
+		require.NoError(t, err)
+		require.Equal(t, responses.ResponseStatusCompleted, r.Status)
+		return r
+	}
+	prev := ""
+	for i := range 3 {
+		if i == 2 {
+			fake.SetContextWindow(1200)
+		}
+		prev = create(prev, bigText(fmt.Sprint("q", i)), responses.ResponseNewParamsTruncationAuto).ID
+	}
+	count := func(trunc string) int64 {
+		var got struct {
+			Result struct {
+				Object      string
+				InputTokens int64 `json:"input_tokens"`
+			}
+			Status int
+			Error  struct{ Code, Message string }
+		}
+		runJS(t, jsClients(t), "openai_input_tokens.mjs", base, &got,
+			`{"previous_response_id":"`+prev+`","input":"q3","truncation":"`+trunc+`"}`)
+		require.Zero(t, got.Status, "%+v", got.Error)
+		require.Equal(t, "response.input_tokens", got.Result.Object)
+		return got.Result.InputTokens
+	}
+	auto, whole := count("auto"), count("disabled")
+	require.LessOrEqual(t, auto, int64(1200))
+	require.Greater(t, whole, int64(1200))
+	r := create(prev, "q3", responses.ResponseNewParamsTruncationAuto)
+	require.Equal(t, r.Usage.InputTokens, auto, "the same request, the same count")
 }
