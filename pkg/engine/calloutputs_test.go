@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -249,4 +250,35 @@ func TestReusedCallIDAnsweredAlike(t *testing.T) {
 			}
 		}
 	})
+}
+
+// reusedCallIDInput is a request with a client tool whose input is n calls
+// of one call_id, each with arguments of its own and its output: a model
+// numbering its calls per turn, its history sent again.
+func reusedCallIDInput(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"tools":[` + clientTool + `],"input":[{"role":"user","content":"x"}`)
+	for i := range n {
+		b.WriteString(`,` + weatherCall(strconv.Itoa(i)) + `,{"type":"function_call_output","call_id":"call_1","output":"ok"}`)
+	}
+	b.WriteString(`]}`)
+	return b.String()
+}
+
+// Recognising a call or output sent again takes work linear in the items
+// of its call_id: 4,000 calls of one call_id (an 8 MB body holds 5,000
+// with their outputs) compared each with every earlier one took 35 s of
+// CPU. Four times the items may cost four times the allocations, not
+// sixteen.
+func TestReusedCallIDManyCallsLinear(t *testing.T) {
+	allocs := func(n int) float64 {
+		body := reusedCallIDInput(n)
+		return testing.AllocsPerRun(1, func() {
+			e, _ := newEngine(t, script(text("done", 1, 1)), nil)
+			_, err := run1(t, e, body)
+			require.NoError(t, err)
+		})
+	}
+	small, large := allocs(100), allocs(400)
+	assert.Less(t, large/small, 8.0, "allocations: %v for 100 calls, %v for 400", small, large)
 }

@@ -1,8 +1,8 @@
 package engine
 
 import (
-	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -168,7 +168,7 @@ func (e *Engine) prepareRun(ctx context.Context, req *api.CreateResponseRequest,
 func (e *Engine) resolveInput(ctx context.Context, r *run, prevOutput []api.Item) error {
 	calls := map[string]bool{}
 	byID := map[string]*api.Item{}
-	sent := sentItems{}
+	sent := newSentItems()
 	for i := range r.history {
 		it := &r.history[i]
 		if it.ID != "" {
@@ -278,25 +278,46 @@ type sentItem struct {
 	held bool
 }
 
+// sentForm names the items of a sentKey that are the same but for their
+// ids and statuses (formOf): the key and a hash of the item's form.
+type sentForm struct {
+	sentKey
+	sum [sha256.Size]byte
+}
+
 // sentItems are the calls and outputs of the continued conversation and of
 // the request's input so far, by key: a model that numbers its calls per
 // turn issues one call id in several turns, so a key may name several.
-type sentItems map[sentKey][]sentItem
+// An item is looked up by its form (first: the first item of each), so
+// that recognising n items sent again takes work linear in n, however
+// many share a call_id.
+type sentItems struct {
+	count map[sentKey]int
+	first map[sentForm]*sentItem
+}
+
+// newSentItems returns an empty sentItems.
+func newSentItems() sentItems {
+	return sentItems{count: map[sentKey]int{}, first: map[sentForm]*sentItem{}}
+}
 
 // add records it under k: held, an item of the continued conversation.
 func (s sentItems) add(k sentKey, it *api.Item, held bool) {
-	s[k] = append(s[k], sentItem{item: *it, held: held})
+	s.count[k]++
+	if f, ok := formOf(k, it); ok && s.first[f] == nil {
+		s.first[f] = &sentItem{item: *it, held: held}
+	}
 }
 
 // unanswered reports whether a call of id has no output yet.
 func (s sentItems) unanswered(id string) bool {
-	return len(s[sentKey{callID: id}]) > len(s[sentKey{callID: id, output: true}])
+	return s.count[sentKey{callID: id}] > s.count[sentKey{callID: id, output: true}]
 }
 
 // sentAgain looks up it, a client call or call output of the request's
 // input (input item i), in sent by its key k. An item sent holds already,
 // the same but for its id and status (and a call's arguments written
-// anew: sameItem), was sent again (a client that keeps its own history,
+// anew: formOf), was sent again (a client that keeps its own history,
 // without the id): it becomes the conversation's item (not stored again,
 // shown to the model once), or it is dropped (true) when an earlier input
 // item is that item. An output while a call of its id waits for one is
@@ -317,7 +338,7 @@ func sentAgain(sent sentItems, k sentKey, it *api.Item, i int) (drop bool, err e
 		}
 	}
 	switch {
-	case k.output && len(sent[k]) > 0 && !sent.unanswered(it.CallID):
+	case k.output && sent.count[k] > 0 && !sent.unanswered(it.CallID):
 		return false, api.InvalidRequest(inputParam(i, "call_id"),
 			"Duplicate output for call_id '%s': the conversation holds a different output for this call already, and a call is answered once. Send the output unchanged, or not at all.", it.CallID)
 	case !k.output && sent.unanswered(it.CallID):
@@ -332,31 +353,33 @@ func sentAgain(sent sentItems, k sentKey, it *api.Item, i int) (drop bool, err e
 // the conversation's item that it repeats (held, then marked as seen), or
 // it is to be dropped (drop) when it repeats an earlier input item.
 func (s sentItems) again(k sentKey, it *api.Item) (drop, found bool) {
-	for j := range s[k] {
-		prev := &s[k][j]
-		if !sameItem(&prev.item, it) {
-			continue
-		}
-		if !prev.held {
-			return true, true
-		}
-		*it, prev.held = prev.item, false
-		return false, true
+	f, ok := formOf(k, it)
+	prev := s.first[f]
+	if !ok || prev == nil {
+		return false, false
 	}
-	return false, false
+	if !prev.held {
+		return true, true
+	}
+	*it, prev.held = prev.item, false
+	return false, true
 }
 
-// sameItem reports whether a and b are the same item but for their ids and
-// statuses, and for how a call's arguments are written (JSON arguments
-// count as their value: the AI SDK sends the arguments it parsed,
-// serialized anew), which a client that resends an item may change.
-func sameItem(a, b *api.Item) bool {
-	x, y := *a, *b
-	x.ID, x.Status, y.ID, y.Status = "", "", "", ""
-	x.Arguments, y.Arguments = canonicalJSON(x.Arguments), canonicalJSON(y.Arguments)
-	xj, errX := json.Marshal(&x)
-	yj, errY := json.Marshal(&y)
-	return errX == nil && errY == nil && bytes.Equal(xj, yj)
+// formOf is the sentForm of it under k: items are the same but for their
+// ids and statuses, and for how a call's arguments are written (JSON
+// arguments count as their value: the AI SDK sends the arguments it
+// parsed, serialized anew), which a client that resends an item may
+// change, when their forms are. False when it cannot be written as JSON
+// (it is the same as no other item).
+func formOf(k sentKey, it *api.Item) (sentForm, bool) {
+	x := *it
+	x.ID, x.Status = "", ""
+	x.Arguments = canonicalJSON(x.Arguments)
+	b, err := json.Marshal(&x)
+	if err != nil {
+		return sentForm{}, false
+	}
+	return sentForm{sentKey: k, sum: sha256.Sum256(b)}, true
 }
 
 // canonicalJSON is s, a JSON text, written one way (object keys sorted,

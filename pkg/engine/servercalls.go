@@ -92,9 +92,17 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 	var starts, ends []int
 	open := false
 	// held are the results of the open turn's calls, sent after its last
-	// call.
-	var held []api.Item
+	// call; lead is the text the model wrote after the open turn's calls
+	// (before any of their results), sent before its first, in order.
+	var held, lead []api.Item
 	closeTurn := func() {
+		if len(lead) > 0 {
+			// The open turn is the last: only its own calls move.
+			t := len(ends) - 1
+			out = slices.Insert(out, starts[t], lead...)
+			ends[t] += len(lead)
+			lead = lead[:0]
+		}
 		out = append(out, held...)
 		held = held[:0]
 		open = false
@@ -197,10 +205,8 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 					// turn (before any of their results): it goes with the
 					// turn's assistant message, before the calls (Chat
 					// Completions wants a turn's results right after its
-					// calls).
-					t := len(ends) - 1
-					out = slices.Insert(out, starts[t], r.tools.modelItem(it))
-					ends[t]++
+					// calls), put there as the turn closes.
+					lead = append(lead, r.tools.modelItem(it))
 					continue
 				}
 				closeTurn()
