@@ -290,23 +290,52 @@ type sentForm struct {
 // turn issues one call id in several turns, so a key may name several.
 // An item is looked up by its form (first: the first item of each), so
 // that recognising n items sent again takes work linear in n, however
-// many share a call_id.
+// many share a call_id. A key's forms are computed only once a second
+// item of the key comes (pending until then): most keys name one item,
+// which nothing is compared with (a stateless client such as Codex replays
+// every call and output of its session on every turn).
 type sentItems struct {
-	count map[sentKey]int
-	first map[sentForm]*sentItem
+	count   map[sentKey]int
+	pending map[sentKey][]*sentItem // the items of keys not indexed yet
+	indexed map[sentKey]bool
+	first   map[sentForm]*sentItem
 }
 
 // newSentItems returns an empty sentItems.
 func newSentItems() sentItems {
-	return sentItems{count: map[sentKey]int{}, first: map[sentForm]*sentItem{}}
+	return sentItems{count: map[sentKey]int{}, pending: map[sentKey][]*sentItem{}, indexed: map[sentKey]bool{}, first: map[sentForm]*sentItem{}}
 }
 
 // add records it under k: held, an item of the continued conversation.
 func (s sentItems) add(k sentKey, it *api.Item, held bool) {
 	s.count[k]++
-	if f, ok := formOf(k, it); ok && s.first[f] == nil {
-		s.first[f] = &sentItem{item: *it, held: held}
+	e := &sentItem{item: *it, held: held}
+	if s.indexed[k] {
+		s.index(k, e)
+		return
 	}
+	s.pending[k] = append(s.pending[k], e)
+}
+
+// index adds e, an item of k, to the forms, unless an item of its form
+// came before it.
+func (s sentItems) index(k sentKey, e *sentItem) {
+	if f, ok := formOf(k, &e.item); ok && s.first[f] == nil {
+		s.first[f] = e
+	}
+}
+
+// indexKey computes the forms of k's pending items, in the order they
+// came; k's later items are indexed as they come.
+func (s sentItems) indexKey(k sentKey) {
+	if s.indexed[k] {
+		return
+	}
+	for _, e := range s.pending[k] {
+		s.index(k, e)
+	}
+	delete(s.pending, k)
+	s.indexed[k] = true
 }
 
 // unanswered reports whether a call of id has no output yet.
@@ -353,6 +382,10 @@ func sentAgain(sent sentItems, k sentKey, it *api.Item, i int) (drop bool, err e
 // the conversation's item that it repeats (held, then marked as seen), or
 // it is to be dropped (drop) when it repeats an earlier input item.
 func (s sentItems) again(k sentKey, it *api.Item) (drop, found bool) {
+	if s.count[k] == 0 {
+		return false, false
+	}
+	s.indexKey(k)
 	f, ok := formOf(k, it)
 	prev := s.first[f]
 	if !ok || prev == nil {
