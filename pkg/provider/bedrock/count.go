@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 
+	"github.com/lambent/lambent/pkg/awsjson"
 	"github.com/lambent/lambent/pkg/provider"
 )
 
@@ -64,7 +65,7 @@ func countModelID(model string) string {
 func (p *Provider) countError(ctx context.Context, model string, err error) error {
 	var invalid *types.ValidationException
 	if ctx.Err() == nil && errors.As(err, &invalid) && strings.Contains(invalid.ErrorMessage(), "support counting tokens") {
-		e := provider.CountUnsupported(model, fmt.Sprintf("Bedrock counts tokens for some Anthropic Claude models only (ValidationException: %s)", invalid.ErrorMessage()))
+		e := provider.CountUnsupported(model, fmt.Sprintf("Bedrock counts tokens for some Anthropic Claude models only (ValidationException: %s)", awsjson.HideIDs(invalid.ErrorMessage())))
 		e.Err = err
 		return e
 	}

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/testing/fakebedrock"
@@ -43,4 +45,18 @@ func TestRequestBodiesWithoutWriteTo(t *testing.T) {
 	_, err = p.Stream(context.Background(), req, func(provider.Delta) error { return nil })
 	require.NoError(t, err)
 	require.Equal(t, []bool{false, false}, rec.writerTo)
+}
+
+// Bedrock's refusal to count a model reaches the client in the 501's
+// message with its ARNs and account ids hidden, as every other Bedrock
+// message that reaches a client.
+func TestCountRefusalHidesIDs(t *testing.T) {
+	p := &Provider{}
+	refusal := &types.ValidationException{Message: aws.String("The provided model arn:aws:bedrock:us-east-1:123456789012:custom-model/x doesn't support counting tokens.")}
+	err := p.countError(context.Background(), "my-model", refusal)
+	var ae *api.Error
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, http.StatusNotImplemented, ae.Status)
+	require.NotContains(t, ae.Message, "123456789012")
+	require.Contains(t, ae.Message, `"my-model"`)
 }
