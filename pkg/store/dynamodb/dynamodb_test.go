@@ -405,8 +405,9 @@ func TestCallBudget(t *testing.T) {
 	measure := func(name string, budget int, fn func() error) {
 		t.Helper()
 		c.Reset()
-		require.NoError(t, fn(), name)
+		err := fn()
 		t.Logf("%-28s %s", name+":", c)
+		require.NoError(t, err, name)
 		if budget > 0 {
 			require.LessOrEqual(t, c.Total(), budget, name)
 		}
