@@ -815,45 +815,13 @@ func (s *Store) DeleteConversationItem(ctx context.Context, id, itemID string) (
 // (store.ErrPartlyDeleted).
 func (s *Store) DeleteConversation(ctx context.Context, id string) error {
 	p := convPK(ctx, id)
-	cond := expression.AttributeExists(expression.Name(attrPK)).
-		And(expression.Name(attrExpiresAt).GreaterThan(expression.Value(s.nowUnix())))
-	ex, err := expression.NewBuilder().WithCondition(cond).Build()
-	if err != nil {
+	// A head an earlier attempt deleted (deleteLive) leaves the same
+	// rows to delete.
+	if _, err := s.deleteLive(ctx, keyOf(p, skConversation)); err != nil {
 		return fmt.Errorf("dynamodb: delete conversation %s: %w", id, err)
 	}
-	_, err = s.api.DeleteItem(ctx, &ddb.DeleteItemInput{
-		TableName: s.table, Key: keyOf(p, skConversation),
-		ConditionExpression: ex.Condition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
-	})
-	if err != nil {
-		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
-			return fmt.Errorf("dynamodb: delete conversation %s: %w", id, store.ErrNotFound)
-		}
-		return fmt.Errorf("dynamodb: delete conversation %s: %w", id, err)
-	}
-	kx, err := expression.NewBuilder().
-		WithKeyCondition(expression.Key(attrPK).Equal(expression.Value(p))).
-		WithProjection(expression.NamesList(expression.Name(attrPK), expression.Name(attrSK))).Build()
-	if err != nil {
-		return fmt.Errorf("dynamodb: delete conversation %s: %w", id, err)
-	}
-	pager := ddb.NewQueryPaginator(s.api, &ddb.QueryInput{
-		TableName: s.table, KeyConditionExpression: kx.KeyCondition(), ProjectionExpression: kx.Projection(),
-		ExpressionAttributeNames: kx.Names(), ExpressionAttributeValues: kx.Values(), ConsistentRead: aws.Bool(true),
-	})
-	for pager.HasMorePages() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			return fmt.Errorf("dynamodb: delete conversation %s: %w: of its items: %w", id, store.ErrPartlyDeleted, err)
-		}
-		reqs := make([]types.WriteRequest, 0, len(page.Items))
-		for _, item := range page.Items {
-			reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: map[string]types.AttributeValue{attrPK: item[attrPK], attrSK: item[attrSK]}}})
-		}
-		if err := s.batchWrite(ctx, reqs); err != nil {
-			return fmt.Errorf("dynamodb: delete conversation %s: %w: of its items: %w", id, store.ErrPartlyDeleted, err)
-		}
+	if err := s.clearPartition(ctx, p); err != nil {
+		return fmt.Errorf("dynamodb: delete conversation %s: %w: of its items: %w", id, store.ErrPartlyDeleted, err)
 	}
 	return nil
 }

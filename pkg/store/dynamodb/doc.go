@@ -106,7 +106,10 @@
 // SDK's idempotency token.
 //
 // Delete is a DeleteItem of the head conditional on a live record (from
-// then on no reader finds it), then a BatchWriteItem deleting its chunks,
+// then on no reader finds it; a resent DeleteItem that finds no head after
+// an attempt whose answer was lost counts as done, see deleteLive, and a
+// Query of the partition finds what that answer named), then a
+// BatchWriteItem deleting its chunks,
 // and a Query for event items (an empty one for all but background
 // responses) with a BatchWriteItem deleting those it finds and putting a
 // tombstone in place of the run's signal item, so that a signal written

@@ -435,3 +435,83 @@ func TestDeleteConversationItemLeavingChunksIsADeletion(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, items, "the item is gone")
 }
+
+// TestDeleteLostResponse: a delete whose DeleteItem reached DynamoDB but
+// whose answer was lost is retried by the SDK; the retry fails the
+// delete's condition (the head is gone) and must not report the response
+// (or conversation) not found: the first attempt deleted it. (Delete
+// answered store.ErrNotFound: the flake "delete (chain50): response not
+// found" of TestCallBudget.)
+func TestDeleteLostResponse(t *testing.T) {
+	t.Parallel()
+	t.Run("response", func(t *testing.T) {
+		t.Parallel()
+		s, clean, f, _ := faultyStore(t, false, &fault{op: "DeleteItem", kind: faultLostResponse, times: 1})
+		ctx := t.Context()
+		rec := recordOfSize("tx") // with chunks
+		require.NoError(t, clean.Create(ctx, rec))
+		id := rec.Response.ID
+		require.NoError(t, clean.MarkRunning(ctx, id, rec.ExpiresAt))
+		require.NoError(t, clean.AppendEvents(ctx, id, []store.Event{{Seq: 0, Type: "response.created", Data: []byte(`{"type":"response.created","sequence_number":0}`)}}))
+		require.NoError(t, s.Delete(ctx, id))
+		require.Equal(t, 1, f.count())
+		_, err := clean.Get(ctx, id)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, err = clean.Poll(ctx, id)
+		require.ErrorIs(t, err, store.ErrNotFound, "the run's signal item is a tombstone")
+		require.Equal(t, 1, countItems(t, clean), "only the tombstone remains")
+		// A second delete finds nothing.
+		require.ErrorIs(t, clean.Delete(t.Context(), rec.Response.ID), store.ErrNotFound)
+	})
+	t.Run("conversation", func(t *testing.T) {
+		t.Parallel()
+		s, clean, f, _ := faultyStore(t, false, &fault{op: "DeleteItem", kind: faultLostResponse, times: 1})
+		c := &store.Conversation{ID: api.NewID(api.PrefixConversation), CreatedAt: time.Now().Unix()}
+		msg := api.Item{Type: api.ItemMessage, ID: "msg_1", Role: api.RoleUser, Status: api.ItemCompleted,
+			Content: []api.ContentPart{{Type: api.PartInputText, Text: "hi"}}}
+		require.NoError(t, clean.CreateConversation(t.Context(), c, []api.Item{msg}))
+		require.NoError(t, s.DeleteConversation(t.Context(), c.ID))
+		require.Equal(t, 1, f.count())
+		require.Equal(t, 0, countItems(t, clean), "the conversation's rows are deleted too")
+		require.ErrorIs(t, clean.DeleteConversation(t.Context(), c.ID), store.ErrNotFound)
+	})
+	t.Run("expired", func(t *testing.T) {
+		t.Parallel()
+		// A retried delete of a head that is there but expired is still
+		// not found: the first attempt did not delete it.
+		s, clean, f, _ := faultyStore(t, false, &fault{op: "DeleteItem", kind: faultLostResponse, times: 1})
+		rec := recordOfSize("normal")
+		rec.ExpiresAt = time.Now().Add(-time.Minute)
+		require.NoError(t, clean.Create(t.Context(), rec))
+		require.ErrorIs(t, s.Delete(t.Context(), rec.Response.ID), store.ErrNotFound)
+		require.Equal(t, 1, f.count())
+	})
+	t.Run("throttled", func(t *testing.T) {
+		t.Parallel()
+		// A throttled attempt was not applied: its retry finding no head
+		// is not found.
+		s, _, f, _ := faultyStore(t, false, &fault{op: "DeleteItem", kind: faultThrottle, times: 1})
+		require.ErrorIs(t, s.Delete(t.Context(), api.NewID(api.PrefixResponse)), store.ErrNotFound)
+		require.Equal(t, 1, f.count())
+	})
+}
+
+// TestAppendLostResponse: an append whose transaction reached DynamoDB but
+// whose answer was lost is retried by the SDK with the same idempotency
+// token, so the retry succeeds instead of reporting the lock lost.
+func TestAppendLostResponse(t *testing.T) {
+	t.Parallel()
+	s, clean, f, _ := faultyStore(t, false, &fault{op: "TransactWriteItems", kind: faultLostResponse, times: 1})
+	ctx := t.Context()
+	c := &store.Conversation{ID: api.NewID(api.PrefixConversation), CreatedAt: time.Now().Unix()}
+	require.NoError(t, clean.CreateConversation(ctx, c, nil))
+	_, err := s.LockConversation(ctx, c.ID, "r", time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	msg := api.Item{Type: api.ItemMessage, ID: "msg_1", Role: api.RoleUser, Status: api.ItemCompleted,
+		Content: []api.ContentPart{{Type: api.PartInputText, Text: "hi"}}}
+	require.NoError(t, s.AppendConversationItems(ctx, c.ID, "r", []api.Item{msg}, ""))
+	require.Equal(t, 1, f.count())
+	got, err := clean.LoadConversationItems(ctx, c.ID, 10)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+}

@@ -690,35 +690,28 @@ func (s *Store) readChunks(ctx context.Context, pk, gen string, n int) (parts []
 // reader finds it from then on), a BatchWriteItem of its chunks if it has
 // any, and a Query for its event items (deleted by BatchWriteItem if there
 // are any). ErrNotFound when absent or expired; store.ErrPartlyDeleted when
-// the head is deleted but some chunks or events are not.
+// the head is deleted but some chunks or events are not. When the SDK's
+// retry finds the head deleted by its earlier attempt (see deleteLive),
+// a Query of the partition finds what remains.
 func (s *Store) Delete(ctx context.Context, id string) error {
 	if id == "" {
 		return fmt.Errorf("dynamodb: delete: empty id: %w", store.ErrNotFound)
 	}
 	p := pk(tenant.From(ctx), id)
-	cond := expression.AttributeExists(expression.Name(attrPK)).
-		And(expression.Name(attrExpiresAt).GreaterThan(expression.Value(s.nowUnix())))
-	ex, err := expression.NewBuilder().WithCondition(cond).Build()
+	old, err := s.deleteLive(ctx, keyOf(p, skHead))
 	if err != nil {
 		return fmt.Errorf("dynamodb: delete %s: %w", id, err)
 	}
-	out, err := s.api.DeleteItem(ctx, &ddb.DeleteItemInput{
-		TableName:                 s.table,
-		Key:                       keyOf(p, skHead),
-		ConditionExpression:       ex.Condition(),
-		ExpressionAttributeNames:  ex.Names(),
-		ExpressionAttributeValues: ex.Values(),
-		ReturnValues:              types.ReturnValueAllOld,
-	})
-	if err != nil {
-		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
-			return fmt.Errorf("dynamodb: delete %s: %w", id, store.ErrNotFound)
+	if old == nil {
+		// An earlier attempt deleted the head, whose answer named its
+		// chunks: delete what remains of the partition.
+		if err := s.clearPartition(ctx, p); err != nil {
+			return fmt.Errorf("dynamodb: delete %s: %w: of its items: %w", id, store.ErrPartlyDeleted, err)
 		}
-		return fmt.Errorf("dynamodb: delete %s: %w", id, err)
+		return nil
 	}
 	var h head
-	if err := attributevalue.UnmarshalMap(out.Attributes, &h); err != nil {
+	if err := attributevalue.UnmarshalMap(old, &h); err != nil {
 		return nil // deleted; what it named is left to TTL
 	}
 	if h.Chunks > 0 {
