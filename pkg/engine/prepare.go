@@ -64,6 +64,11 @@ type run struct {
 	checkpoint func() error
 	// rec is the response's record as record last filled it.
 	rec store.Record
+
+	// modelSteps counts the items modelItems visits (its pass over the
+	// conversation, and placing results and denials); tests check it grows
+	// linearly with the conversation.
+	modelSteps int
 }
 
 // record returns the record of r's response as the store keeps it (its

@@ -87,9 +87,14 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 	out := make([]api.Item, 0, n)
 	var resolved map[string]bool
 	// turnOf maps the key of each server-side call added to its turn;
-	// turn t's calls are out[starts[t]:ends[t]] (its results follow).
+	// turn t's calls are out[starts[t]:ends[t]] (its results follow, up
+	// to resultsEnd[t] as far as scanned: 0 not yet).
 	var turnOf map[string]int
-	var starts, ends []int
+	var starts, ends, resultsEnd []int
+	// late are the results of calls of closed turns, by the index of the
+	// item of out they go before (merged once, at the end: inserting each
+	// moved every later item and turn).
+	var late map[int][]api.Item
 	open := false
 	// held are the results of the open turn's calls, sent after its last
 	// call; lead is the text the model wrote after the open turn's calls
@@ -111,7 +116,7 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 	startCall := func(it *api.Item) {
 		if it.Hidden.TurnStart || !open {
 			closeTurn()
-			starts, ends = append(starts, len(out)), append(ends, 0)
+			starts, ends, resultsEnd = append(starts, len(out)), append(ends, 0), append(resultsEnd, 0)
 			open = true
 		}
 	}
@@ -143,15 +148,16 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 		case ok && open && t == len(ends)-1:
 			held = append(held, res)
 		case ok:
-			at := ends[t]
+			at := max(resultsEnd[t], ends[t])
 			for at < len(out) && api.IsClientOutput(out[at].Type) {
 				at++
+				r.modelSteps++
 			}
-			out = slices.Insert(out, at, res)
-			for u := t + 1; u < len(ends); u++ {
-				starts[u]++
-				ends[u]++
+			resultsEnd[t] = at
+			if late == nil {
+				late = map[int][]api.Item{}
 			}
+			late[at] = append(late[at], res)
 		default:
 			closeTurn()
 			out = append(out, res)
@@ -161,6 +167,7 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 	for _, l := range lists {
 		for i := range l {
 			it := &l[i]
+			r.modelSteps++
 			if (api.IsClientCall(it.Type) || api.IsClientOutput(it.Type)) && it.ID != "" {
 				if added == nil {
 					added = map[string]bool{}
@@ -191,7 +198,7 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 				}
 			case api.ItemMCPApprovalResponse:
 				if !it.Approve {
-					req := api.Item{Type: api.ItemMCPApprovalRequest, ID: it.ApprovalRequestID, Hidden: api.ItemHidden{ModelCallID: approvalCallID(lists, it.ApprovalRequestID)}}
+					req := api.Item{Type: api.ItemMCPApprovalRequest, ID: it.ApprovalRequestID, Hidden: api.ItemHidden{ModelCallID: r.approvalCallID(lists, it.ApprovalRequestID)}}
 					result(&req, deniedText(it), true)
 				}
 			case api.ItemFunctionCall, api.ItemCustomToolCall, api.ItemShellCall, api.ItemApplyPatchCall,
@@ -218,14 +225,33 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 		}
 	}
 	closeTurn()
-	return out
+	return withLate(out, late)
+}
+
+// withLate is out with the items of late each put before the item of out
+// at its index (at the end: len(out)), in their order.
+func withLate(out []api.Item, late map[int][]api.Item) []api.Item {
+	if len(late) == 0 {
+		return out
+	}
+	n := len(out)
+	for _, l := range late {
+		n += len(l)
+	}
+	all := make([]api.Item, 0, n)
+	for i := range out {
+		all = append(all, late[i]...)
+		all = append(all, out[i])
+	}
+	return append(all, late[len(out)]...)
 }
 
 // approvalCallID is the model call id kept with the approval request id of
 // lists ("" when unknown).
-func approvalCallID(lists [][]api.Item, id string) string {
+func (r *run) approvalCallID(lists [][]api.Item, id string) string {
 	for _, l := range lists {
 		for i := range l {
+			r.modelSteps++
 			if l[i].Type == api.ItemMCPApprovalRequest && l[i].ID == id {
 				return l[i].Hidden.ModelCallID
 			}
