@@ -85,7 +85,14 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 		n += len(l)
 	}
 	out := make([]api.Item, 0, n)
-	var resolved map[string]bool
+	var approvals *approvalIndex
+	// approvalsOf indexes the approvals of lists when first needed.
+	approvalsOf := func() *approvalIndex {
+		if approvals == nil {
+			approvals = r.indexApprovals(lists)
+		}
+		return approvals
+	}
 	// turnOf maps the key of each server-side call added to its turn;
 	// turn t's calls are out[starts[t]:ends[t]] (its results follow, up
 	// to resultsEnd[t] as far as scanned: 0 not yet).
@@ -190,15 +197,12 @@ func (r *run) modelItems(lists ...[]api.Item) []api.Item {
 				}
 			case api.ItemMCPApprovalRequest:
 				call(it)
-				if resolved == nil {
-					resolved = approvalsAnswered(lists)
-				}
-				if !resolved[it.ID] {
+				if !approvalsOf().answered[it.ID] {
 					result(it, deniedText(nil), true)
 				}
 			case api.ItemMCPApprovalResponse:
 				if !it.Approve {
-					req := api.Item{Type: api.ItemMCPApprovalRequest, ID: it.ApprovalRequestID, Hidden: api.ItemHidden{ModelCallID: r.approvalCallID(lists, it.ApprovalRequestID)}}
+					req := api.Item{Type: api.ItemMCPApprovalRequest, ID: it.ApprovalRequestID, Hidden: api.ItemHidden{ModelCallID: approvalsOf().callID[it.ApprovalRequestID]}}
 					result(&req, deniedText(it), true)
 				}
 			case api.ItemFunctionCall, api.ItemCustomToolCall, api.ItemShellCall, api.ItemApplyPatchCall,
@@ -246,37 +250,40 @@ func withLate(out []api.Item, late map[int][]api.Item) []api.Item {
 	return append(all, late[len(out)]...)
 }
 
-// approvalCallID is the model call id kept with the approval request id of
-// lists ("" when unknown).
-func (r *run) approvalCallID(lists [][]api.Item, id string) string {
+// approvalIndex is what modelItems needs to know of a conversation's
+// approval requests, found in one pass (a lookup per item scanned every
+// item: quadratic in the denials).
+type approvalIndex struct {
+	// answered are the ids of the approval requests the conversation
+	// holds an answer to: an mcp_approval_response, or an mcp_call naming
+	// it.
+	answered map[string]bool
+	// callID is the model call id kept with each approval request's id
+	// (the first request of an id; none when unknown).
+	callID map[string]string
+}
+
+// indexApprovals returns the approvalIndex of lists.
+func (r *run) indexApprovals(lists [][]api.Item) *approvalIndex {
+	x := &approvalIndex{answered: map[string]bool{}, callID: map[string]string{}}
 	for _, l := range lists {
 		for i := range l {
 			r.modelSteps++
-			if l[i].Type == api.ItemMCPApprovalRequest && l[i].ID == id {
-				return l[i].Hidden.ModelCallID
-			}
-		}
-	}
-	return ""
-}
-
-// approvalsAnswered returns the ids of the approval requests the lists
-// hold an answer to: an mcp_approval_response, or an mcp_call naming it.
-func approvalsAnswered(lists [][]api.Item) map[string]bool {
-	m := map[string]bool{}
-	for _, l := range lists {
-		for i := range l {
 			switch it := &l[i]; it.Type {
+			case api.ItemMCPApprovalRequest:
+				if _, ok := x.callID[it.ID]; !ok {
+					x.callID[it.ID] = it.Hidden.ModelCallID
+				}
 			case api.ItemMCPApprovalResponse:
-				m[it.ApprovalRequestID] = true
+				x.answered[it.ApprovalRequestID] = true
 			case api.ItemMCPCall:
 				if it.ApprovalRequestID != "" {
-					m[it.ApprovalRequestID] = true
+					x.answered[it.ApprovalRequestID] = true
 				}
 			}
 		}
 	}
-	return m
+	return x
 }
 
 // outputIndex is the index of the output item with id, or -1.

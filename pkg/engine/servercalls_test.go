@@ -41,3 +41,24 @@ func TestLateResultsLinear(t *testing.T) {
 	small, large := modelSteps(lateResultsItems(200)), modelSteps(lateResultsItems(800))
 	assert.Less(t, float64(large)/float64(small), 8.0, "steps: %d for 200 turns, %d for 800", small, large)
 }
+
+// deniedItems is n approval requests of one turn, then a denial of each.
+func deniedItems(n int) []api.Item {
+	items := make([]api.Item, 0, 2*n)
+	for i := range n {
+		items = append(items, api.Item{Type: api.ItemMCPApprovalRequest, ID: fmt.Sprint("mcpr_", i), Name: "lookup", Arguments: "{}",
+			Hidden: api.ItemHidden{ModelCallID: fmt.Sprint("call_", i)}})
+	}
+	for i := range n {
+		items = append(items, api.Item{Type: api.ItemMCPApprovalResponse, ID: fmt.Sprint("mcpa_", i), ApprovalRequestID: fmt.Sprint("mcpr_", i)})
+	}
+	return items
+}
+
+// A denied approval's call id is found in work independent of the
+// conversation's length: each denial scanned every item, quadratic over
+// many. Four times the denials may cost four times the steps.
+func TestDenialsLinear(t *testing.T) {
+	small, large := modelSteps(deniedItems(200)), modelSteps(deniedItems(800))
+	assert.Less(t, float64(large)/float64(small), 8.0, "steps: %d for 200 denials, %d for 800", small, large)
+}
