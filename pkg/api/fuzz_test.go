@@ -16,18 +16,8 @@ import (
 func FuzzDecodeCreateRequest(f *testing.F) {
 	addCreateSeeds(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := DecodeCreateRequest(body)
-		if err != nil {
-			requireClientError(t, err)
-			return
-		}
-		if err := req.Validate(); err != nil {
-			t.Fatalf("decoded request does not validate: %v", err)
-		}
-		if _, err := json.Marshal(req.Input); err != nil {
-			t.Fatalf("decoded input does not marshal: %v", err)
-		}
-		if len(req.Input) == 0 && req.PreviousResponseID == "" {
+		req, ok := requireDecoded(t, DecodeCreateRequest, body)
+		if ok && len(req.Input) == 0 && req.PreviousResponseID == "" {
 			t.Fatalf("empty input accepted")
 		}
 	})
@@ -42,18 +32,27 @@ func FuzzDecodeInputTokensRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"m","input":"x","tools":[],"truncation":"auto","parallel_tool_calls":false}`))
 	f.Add([]byte(`{"input":"x","stream":true}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := DecodeInputTokensRequest(body)
-		if err != nil {
-			requireClientError(t, err)
-			return
-		}
-		if err := req.Validate(); err != nil {
-			t.Fatalf("decoded request does not validate: %v", err)
-		}
-		if _, err := json.Marshal(req.Input); err != nil {
-			t.Fatalf("decoded input does not marshal: %v", err)
-		}
+		requireDecoded(t, DecodeInputTokensRequest, body)
 	})
+}
+
+// requireDecoded decodes body with decode and fails t unless it fails
+// with a client error (requireClientError) or gives a request that
+// re-validates and whose input marshals; ok reports the latter.
+func requireDecoded(t *testing.T, decode func([]byte) (*CreateResponseRequest, error), body []byte) (req *CreateResponseRequest, ok bool) {
+	t.Helper()
+	req, err := decode(body)
+	if err != nil {
+		requireClientError(t, err)
+		return nil, false
+	}
+	if err := req.Validate(); err != nil {
+		t.Fatalf("decoded request does not validate: %v", err)
+	}
+	if _, err := json.Marshal(req.Input); err != nil {
+		t.Fatalf("decoded input does not marshal: %v", err)
+	}
+	return req, true
 }
 
 // requireClientError fails t unless err is a 4xx *Error that marshals in

@@ -300,26 +300,30 @@ type sentForm struct {
 // which nothing is compared with (a stateless client such as Codex replays
 // every call and output of its session on every turn).
 type sentItems struct {
-	count   map[sentKey]int
-	pending map[sentKey][]*sentItem // the items of keys not indexed yet
-	indexed map[sentKey]bool
+	count map[sentKey]int
+	// pending are the items of the keys not indexed yet: a key with items
+	// and none pending is indexed.
+	pending map[sentKey][]*sentItem
 	first   map[sentForm]*sentItem
 }
 
 // newSentItems returns an empty sentItems.
 func newSentItems() sentItems {
-	return sentItems{count: map[sentKey]int{}, pending: map[sentKey][]*sentItem{}, indexed: map[sentKey]bool{}, first: map[sentForm]*sentItem{}}
+	return sentItems{count: map[sentKey]int{}, pending: map[sentKey][]*sentItem{}, first: map[sentForm]*sentItem{}}
 }
+
+// indexed reports whether the forms of k's items are computed.
+func (s sentItems) indexed(k sentKey) bool { return s.count[k] > 0 && s.pending[k] == nil }
 
 // add records it under k: held, an item of the continued conversation.
 func (s sentItems) add(k sentKey, it *api.Item, held bool) {
-	s.count[k]++
 	e := &sentItem{item: *it, held: held}
-	if s.indexed[k] {
+	if s.indexed(k) {
 		s.index(k, e)
-		return
+	} else {
+		s.pending[k] = append(s.pending[k], e)
 	}
-	s.pending[k] = append(s.pending[k], e)
+	s.count[k]++
 }
 
 // index adds e, an item of k, to the forms, unless an item of its form
@@ -333,14 +337,10 @@ func (s sentItems) index(k sentKey, e *sentItem) {
 // indexKey computes the forms of k's pending items, in the order they
 // came; k's later items are indexed as they come.
 func (s sentItems) indexKey(k sentKey) {
-	if s.indexed[k] {
-		return
-	}
 	for _, e := range s.pending[k] {
 		s.index(k, e)
 	}
 	delete(s.pending, k)
-	s.indexed[k] = true
 }
 
 // unanswered reports whether a call of id has no output yet.

@@ -192,17 +192,23 @@ func TestTruncationByTheNumbers(t *testing.T) {
 	assert.Equal(t, "user:q", sent[1][:6], "an exchange starts with its question")
 }
 
+// sizedCalc is a hosted tool "calc" whose result is N bytes, N its
+// arguments' number.
+func sizedCalc() *mockExec {
+	return newMock(func(_ context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
+		var a struct{ N int }
+		_ = json.Unmarshal([]byte(c.Arguments), &a)
+		return &tools.ToolResult{Output: strings.Repeat("y", a.N)}, nil
+	}, "calc")
+}
+
 // In a response's own loop the oldest turns go first, each call with its
 // output (a reasoning item with the call after it), and later model calls
 // keep the cut: the dropped turns are not sent again. The stored output
 // keeps every item.
 func TestTruncationLoopKeepsCut(t *testing.T) {
 	t.Parallel()
-	m := newMock(func(_ context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
-		var a struct{ N int }
-		_ = json.Unmarshal([]byte(c.Arguments), &a)
-		return &tools.ToolResult{Output: strings.Repeat("y", a.N)}, nil
-	}, "calc")
+	m := sizedCalc()
 	withReasoning := calls(1, 1, call("c2", "calc", `{"N":1000}`))
 	withReasoning.res.Reasoning = "think"
 	p := &windowed{scripted: script(
@@ -234,11 +240,7 @@ func TestTruncationLoopKeepsCut(t *testing.T) {
 // refused.
 func TestTruncationContinuationKeepsCutLoop(t *testing.T) {
 	t.Parallel()
-	m := newMock(func(_ context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
-		var a struct{ N int }
-		_ = json.Unmarshal([]byte(c.Arguments), &a)
-		return &tools.ToolResult{Output: strings.Repeat("y", a.N)}, nil
-	}, "calc")
+	m := sizedCalc()
 	p := &windowed{scripted: script(
 		calls(1, 1, call("c1", "calc", `{"N":1000}`)),
 		calls(1, 1, call("c2", "calc", `{"N":1000}`)),
