@@ -22,6 +22,64 @@ type emitter struct {
 	// reused for every one: an event is valid only during its write
 	// (ResponseWriter).
 	ev scratchEvent
+	// held is the writer while it holds the stream's opening (opening),
+	// nil once the stream opened.
+	held openingHolder
+}
+
+// opening emits the opening of r's stream, response.created and
+// response.in_progress, held by a writer that can hold it until the
+// stream truly begins: the first model call's provider accepted it
+// (open), or any other event is written.
+func (m *emitter) opening(r *api.Response) {
+	if !m.stream {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	oh, _ := m.w.(openingHolder)
+	if oh != nil {
+		oh.HoldOpening()
+	}
+	for _, typ := range [...]string{api.EventResponseCreated, api.EventResponseInProgress} {
+		m.ev.ev = api.StreamEvent{Type: typ, Response: r}
+		m.writeLocked(&m.ev.ev, false)
+	}
+	m.held = oh
+}
+
+// open sends the held opening of the stream: the stream has begun.
+func (m *emitter) open() {
+	if !m.stream {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.openLocked()
+}
+
+// openLocked is open with m.mu held.
+func (m *emitter) openLocked() {
+	if m.held != nil {
+		m.held.Open()
+		m.held = nil
+	}
+}
+
+// retract takes back the held opening of a stream nothing of reached the
+// client, and reports whether it did: the response's failure may then be
+// an HTTP error.
+func (m *emitter) retract() bool {
+	if !m.stream {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.held == nil || !m.held.Retract() {
+		return false
+	}
+	m.held = nil
+	return true
 }
 
 // emit stamps ev with the next sequence number and writes it (callers
@@ -51,6 +109,7 @@ func (m *emitter) writeLocked(ev *api.StreamEvent, more bool) {
 	if m.err != nil {
 		return
 	}
+	m.openLocked()
 	if hw, ok := m.w.(heldWriter); ok && more {
 		m.err = hw.WriteHeldEvent(ev)
 		return
@@ -207,6 +266,8 @@ func (a *assembler) addWaiting() {
 // delta handles one increment of the model's answer.
 func (a *assembler) delta(d provider.Delta) error {
 	switch d.Kind {
+	case provider.DeltaAccepted:
+		a.r.em.open()
 	case provider.DeltaReasoning:
 		if a.reasoning < 0 {
 			a.reasoning = a.open(api.Item{Type: api.ItemReasoning, ID: a.r.newItemID(api.PrefixReasoning), Status: api.ItemInProgress})

@@ -56,6 +56,17 @@ type heldWriter interface {
 	WriteHeldEvent(ev *api.StreamEvent) error
 }
 
+// openingHolder is implemented by ResponseWriters that can hold the
+// opening of a stream (response.created, response.in_progress) until it
+// truly begins (pacing.Writer): HoldOpening holds the events written
+// next, Open sends them, Retract drops them and reports whether nothing at
+// all reached the client (the request may then get an HTTP error).
+type openingHolder interface {
+	HoldOpening()
+	Open()
+	Retract() bool
+}
+
 // CommentWriter is implemented by ResponseWriters that can send SSE
 // comments: a follower that reaches its deadline ends with ResumeComment.
 type CommentWriter interface {

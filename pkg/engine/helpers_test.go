@@ -33,7 +33,10 @@ type scripted struct {
 
 func script(steps ...step) *scripted { return &scripted{steps: steps} }
 
-func (s *scripted) next(ctx context.Context, req *provider.Request) (*provider.Result, error) {
+// next answers req from the script: a step without an error is accepted
+// first (accepted, nil: nothing to tell), before its hook runs, as a
+// provider's 2xx status comes before the model's answer.
+func (s *scripted) next(ctx context.Context, req *provider.Request, accepted func() error) (*provider.Result, error) {
 	s.mu.Lock()
 	s.reqs = append(s.reqs, req)
 	if len(s.steps) == 0 {
@@ -43,6 +46,11 @@ func (s *scripted) next(ctx context.Context, req *provider.Request) (*provider.R
 	st := s.steps[0]
 	s.steps = s.steps[1:]
 	s.mu.Unlock()
+	if st.err == nil && accepted != nil {
+		if err := accepted(); err != nil {
+			return nil, err
+		}
+	}
 	if st.hook != nil {
 		st.hook(ctx)
 	}
@@ -57,11 +65,11 @@ func (s *scripted) next(ctx context.Context, req *provider.Request) (*provider.R
 }
 
 func (s *scripted) Complete(ctx context.Context, req *provider.Request) (*provider.Result, error) {
-	return s.next(ctx, req)
+	return s.next(ctx, req, nil)
 }
 
 func (s *scripted) Stream(ctx context.Context, req *provider.Request, fn func(provider.Delta) error) (*provider.Result, error) {
-	res, err := s.next(ctx, req)
+	res, err := s.next(ctx, req, func() error { return fn(provider.Delta{Kind: provider.DeltaAccepted}) })
 	if err != nil {
 		return nil, err
 	}

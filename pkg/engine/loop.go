@@ -78,8 +78,7 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 	}
 	r.em = &emitter{w: w, stream: req.Stream}
 	r.budget = newBudget(ctx, e.cfg.Now, e.cfg.Loop.DeadlineReserve)
-	r.em.lifecycle(api.EventResponseCreated, r.resp)
-	r.em.lifecycle(api.EventResponseInProgress, r.resp)
+	r.em.opening(r.resp)
 	out := e.loop(ctx, r)
 	e.finalize(ctx, r, out)
 	err = e.save(ctx, r, cache)
@@ -107,18 +106,38 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 			slog.String("model", r.resp.Model), slog.Int("output_items", len(r.resp.Output)))
 	}
 	if req.Stream {
+		// A stream refused before it began gets the error a request that
+		// does not stream gets (OpenAI's refusal of a request is an HTTP
+		// error); the context's end is OpenAI's response.failed, which
+		// clients (Codex) recognise only there.
+		if out.refused() && out.err.Code != provider.CodeContextLengthExceeded && r.em.retract() {
+			return out.failure(r.resp.ID)
+		}
 		r.em.lifecycle(api.TerminalEvent(r.resp.Status), r.resp)
 		return nil
 	}
-	if out.err != nil && out.status == api.StatusFailed && !out.answer {
-		fe := *out.err
-		fe.Message = fmt.Sprintf("%s (response %s failed)", fe.Message, r.resp.ID)
-		return &fe
+	if out.refused() {
+		return out.failure(r.resp.ID)
 	}
 	if out.status == api.StatusCancelled {
 		return ctx.Err()
 	}
 	return w.WriteResponse(r.resp)
+}
+
+// refused reports whether the response failed for a reason that is not its
+// own result (validated output's): the request's failure, which the client
+// gets as an HTTP error when nothing of the response was sent.
+func (o outcome) refused() bool {
+	return o.err != nil && o.status == api.StatusFailed && !o.answer
+}
+
+// failure is the HTTP error of a refused response (refused), naming the
+// response id, stored failed.
+func (o outcome) failure(id string) *api.Error {
+	fe := *o.err
+	fe.Message = fmt.Sprintf("%s (response %s failed)", fe.Message, id)
+	return &fe
 }
 
 // save keeps the terminal response of r: in the connection's cache c

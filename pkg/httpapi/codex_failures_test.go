@@ -15,11 +15,11 @@ import (
 	"github.com/lambent/lambent/internal/testing/fakellm"
 )
 
-// A provider's 429 with Retry-After reaches Codex inside its stream (a
-// response.failed rate_limit_exceeded), whose message says when to try
-// again as OpenAI's do: Codex, which reads the delay from that message
-// ("try again in 2s"), waits that long before it retries, instead of its
-// own backoff of a fraction of a second.
+// A provider's 429 with Retry-After reaches Codex as OpenAI's does, an
+// HTTP 429 rate_limit_exceeded with Retry-After (the stream refused before
+// it began), whose message says when to try again too: Codex waits that
+// long before it retries, instead of its own backoff of a fraction of a
+// second.
 func TestCodexCLIRateLimitedRetriesAfterRetryAfter(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -134,9 +134,9 @@ func TestCodexCLIContextWindowExceeded(t *testing.T) {
 }
 
 // A provider that says it is overloaded reaches Codex as OpenAI's own
-// overload does (response.failed server_is_overloaded): Codex tells its
-// user the model is at capacity, as it does against OpenAI, instead of
-// showing an unexpected upstream error.
+// overload does (an HTTP 503 server_is_overloaded, the stream refused
+// before it began): Codex tells its user the model is at capacity, as it
+// does against OpenAI, instead of showing an unexpected upstream error.
 func TestCodexCLIServerOverloaded(t *testing.T) {
 	t.Parallel()
 	fake := fakellm.NewHandler(func(fakellm.Request) fakellm.Turn {

@@ -1467,18 +1467,16 @@ func TestE2EUpstreamErrors(t *testing.T) {
 		})
 	}
 
+	// A stream the provider refuses before it began gets the HTTP error of
+	// the request without streaming.
 	t.Run("upstream 500 while streaming", func(t *testing.T) {
 		g := newGateway(t, fakellm.New(fakellm.Turn{Status: http.StatusInternalServerError}), nil)
-		chunks := rawStream(t, g.srv.Listener.Addr().String(), `{"input":"hi","stream":true}`)
-		evs, done, err := ssecheck.Parse(bytes.NewReader(bytes.Join(chunks, nil)))
-		require.NoError(t, err)
-		require.True(t, done)
-		require.NoError(t, ssecheck.Check(validator(t), evs))
-		last := evs[len(evs)-1]
-		require.Equal(t, "response.failed", last.Type)
-		require.Equal(t, "failed", last.Response.Status)
+		status, _, body := g.postJSON(`{"input":"hi","stream":true}`)
+		wantError(t, status, body, http.StatusBadGateway, "", "")
+		id := regexp.MustCompile(`\(response (resp_\w+) failed\)`).FindSubmatch(body)
+		require.Len(t, id, 2, "%s", body)
 		// The failed response is stored with its error.
-		status, _, body := g.do(http.MethodGet, "/v1/responses/"+last.Response.ID, "", "")
+		status, _, body = g.do(http.MethodGet, "/v1/responses/"+string(id[1]), "", "")
 		require.Equal(t, http.StatusOK, status, "%s", body)
 		validResponse(t, body)
 		var r struct {
@@ -1501,7 +1499,7 @@ func TestE2EUpstreamErrors(t *testing.T) {
 func TestE2EClientDisconnectMidStream(t *testing.T) {
 	t.Parallel()
 	block := make(chan struct{}) // never released: the model call hangs until the client leaves
-	g := newGateway(t, fakellm.New(fakellm.Turn{Text: "never sent", Block: block}), nil)
+	g := newGateway(t, fakellm.New(fakellm.Turn{Text: "never sent", Block: block, HoldAfterChunks: 1}), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stream := g.client.Responses.NewStreaming(ctx, textParams("hang on"))

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,7 +24,6 @@ import (
 
 	"github.com/lambent/lambent/internal/testing/fakellm"
 	"github.com/lambent/lambent/internal/testing/mcptest"
-	"github.com/lambent/lambent/internal/testing/ssecheck"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/httpapi"
 	"github.com/lambent/lambent/pkg/limits"
@@ -537,8 +535,8 @@ func TestTenantInFlightLimit(t *testing.T) {
 }
 
 // A model provider's 429 reaches the client: a 429 rate_limit_exceeded
-// with the provider's Retry-After (non-stream), and a response.failed with
-// code rate_limit_exceeded (stream), stored as such.
+// with the provider's Retry-After, streamed or not (a stream the provider
+// refuses before it began gets the HTTP error, as OpenAI's does).
 func TestProviderRateLimitReachesClient(t *testing.T) {
 	t.Parallel()
 	limited := fakellm.Turn{Status: http.StatusTooManyRequests, ErrorMessage: "Rate limit reached for requests", ErrorType: "requests",
@@ -551,40 +549,22 @@ func TestProviderRateLimitReachesClient(t *testing.T) {
 	_, err := g.client.Responses.New(t.Context(), textParams("hi"))
 	wantAPIError(t, err, http.StatusTooManyRequests)
 
-	failed := streamFailure(t, g, `{"input":"hi","stream":true}`)
-	require.Equal(t, "rate_limit_exceeded", failed.Code)
+	status, hdr, body = g.postJSON(`{"input":"hi","stream":true}`)
+	wantError(t, status, body, http.StatusTooManyRequests, "-", "rate_limit_exceeded")
+	require.Equal(t, "17", hdr.Get("Retry-After"), "the provider's Retry-After")
 	// The provider's own message names its organization: it stays in the
 	// logs.
-	require.Equal(t, "the model provider is rate limiting requests; please try again in 17s", failed.Message)
+	require.Contains(t, string(body), "the model provider is rate limiting requests; please try again in 17s")
 	require.NotContains(t, string(body), "Rate limit reached for requests")
-}
-
-// streamFailure streams g's response of body, which must end with
-// response.failed, and returns that response's error.
-func streamFailure(t *testing.T, g *gateway, body string) (failed struct{ Code, Message string }) {
-	t.Helper()
-	chunks := rawStream(t, g.srv.Listener.Addr().String(), body)
-	evs, done, err := ssecheck.Parse(bytes.NewReader(bytes.Join(chunks, nil)))
-	require.NoError(t, err)
-	require.True(t, done)
-	last := evs[len(evs)-1]
-	require.Equal(t, "response.failed", last.Type)
-	var ev struct {
-		Response struct {
-			Error struct{ Code, Message string } `json:"error"`
-		} `json:"response"`
-	}
-	require.NoError(t, json.Unmarshal(last.Data, &ev))
-	return ev.Response.Error
 }
 
 // A model provider that says it is overloaded (OpenAI's 503
 // server_is_overloaded, Anthropic's 529 overloaded_error) reaches the
 // client as OpenAI's own overload does: a 503 service_unavailable_error
 // server_is_overloaded with the provider's Retry-After and no
-// x-should-retry: false, which the SDK retries as it retries OpenAI's
-// (non-stream), and a response.failed with code server_is_overloaded
-// (stream).
+// x-should-retry: false, which the SDK retries as it retries OpenAI's,
+// streamed or not (a stream the provider refuses before it began gets the
+// HTTP error).
 func TestProviderOverloadReachesClient(t *testing.T) {
 	t.Parallel()
 	for name, turn := range map[string]fakellm.Turn{
@@ -607,9 +587,10 @@ func TestProviderOverloadReachesClient(t *testing.T) {
 			require.Equal(t, "server_is_overloaded", wantAPIError(t, err, http.StatusServiceUnavailable).Code)
 			require.Equal(t, calls+2, g.fake.Calls(), "the SDK retried once")
 
-			failed := streamFailure(t, g, `{"input":"hi","stream":true}`)
-			require.Equal(t, "server_is_overloaded", failed.Code)
-			require.Contains(t, failed.Message, "the model provider is overloaded")
+			status, hdr, body = g.postJSON(`{"input":"hi","stream":true}`)
+			wantError(t, status, body, http.StatusServiceUnavailable, "-", "server_is_overloaded")
+			require.Equal(t, turn.Header.Get("Retry-After"), hdr.Get("Retry-After"), "the provider's Retry-After, if any")
+			require.Contains(t, string(body), "the model provider is overloaded")
 		})
 	}
 }

@@ -54,7 +54,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) error {
 	// out with the end of the stream.
 	pw.Close()
 	if err != nil {
-		if rw.started {
+		if rw.begun() {
 			h.log.WarnContext(r.Context(), "error after the response started", "err", err)
 			_ = rw.Flush()
 			return nil
@@ -64,7 +64,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	if rw.started && req.Stream {
+	if rw.begun() && req.Stream {
 		rw.done()
 	}
 	return nil
@@ -126,7 +126,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) error {
 		err := h.svc.StreamResponse(r.Context(), id, after, pw)
 		pw.Close()
 		if err != nil {
-			if rw.started {
+			if rw.begun() {
 				_ = rw.Flush()
 				return nil
 			}

@@ -16,21 +16,34 @@ import (
 // handler wraps it in a pacing.Writer, which decides when it flushes (so
 // that events ready together share one write) and sends the keep-alive
 // comments; it is not safe for concurrent use on its own.
+//
+// The status line and the SSE headers go out with the first write to the
+// client, not with the first event buffered: until then the stream can be
+// taken back (Retract, pacing.Retracter) and the request answered with an
+// HTTP error instead (a stream the model provider refused before it
+// began: docs/api.md, "Errors").
 type responseWriter struct {
 	h *Handler
 	w http.ResponseWriter
 	// fe flushes w when it has a FlushError method (net/http's writer
 	// has), else rc (a writer wrapping one).
-	fe      interface{ FlushError() error }
-	rc      *http.ResponseController
+	fe interface{ FlushError() error }
+	rc *http.ResponseController
+	// started is set once the status line went out (start).
 	started bool
 	// buf holds the whole SSE frames not yet written, reused after each
-	// flush; bp is where it came from (sseBuffers).
+	// flush; bp is where it came from (sseBuffers), nil until the first
+	// frame.
 	buf []byte
 	bp  *[]byte
 }
 
+// start writes the status line and the SSE headers, once, before the
+// first write to the client.
 func (rw *responseWriter) start() {
+	if rw.started {
+		return
+	}
 	// The three values share one array, each header its own full slice
 	// of it; the names are canonical already.
 	v := &[3]string{"text/event-stream; charset=utf-8", "no-cache", "no"}
@@ -42,9 +55,31 @@ func (rw *responseWriter) start() {
 	} else {
 		rw.rc = http.NewResponseController(rw.w)
 	}
-	rw.bp = sseBuffers.Get().(*[]byte)
-	rw.buf = (*rw.bp)[:0]
 	rw.started = true
+}
+
+// buffer takes the stream's buffer from sseBuffers, once, before the
+// first frame.
+func (rw *responseWriter) buffer() {
+	if rw.bp == nil {
+		rw.bp = sseBuffers.Get().(*[]byte)
+		rw.buf = (*rw.bp)[:0]
+	}
+}
+
+// begun reports whether the stream has begun: something went out, or
+// waits in the buffer to go out.
+func (rw *responseWriter) begun() bool { return rw.started || len(rw.buf) > 0 }
+
+// Retract drops the buffered events when nothing was written to the
+// client yet, and reports whether it did (pacing.Retracter): the handler
+// then answers with an HTTP error.
+func (rw *responseWriter) Retract() bool {
+	if rw.started {
+		return false
+	}
+	rw.buf = rw.buf[:0]
+	return true
 }
 
 // sseBuffers hold the buffers of streams that ended (release), so that a
@@ -71,9 +106,7 @@ func (rw *responseWriter) release() {
 // WriteEvent buffers "event: <type>\ndata: <json>\n\n" until the next
 // Flush. The data line is the wire JSON of ev, encoded in the buffer.
 func (rw *responseWriter) WriteEvent(ev *api.StreamEvent) error {
-	if !rw.started {
-		rw.start()
-	}
+	rw.buffer()
 	if ev.Response != nil && len(ev.Response.Output) > 0 {
 		return rw.responseFrame(ev)
 	}
@@ -107,6 +140,7 @@ func (rw *responseWriter) responseFrame(ev *api.StreamEvent) error {
 		return fmt.Errorf("encode %s event: %w", ev.Type, err)
 	}
 	if !done {
+		rw.start()
 		if _, err := rw.w.Write(b); err != nil {
 			return err
 		}
@@ -152,6 +186,7 @@ func (rw *responseWriter) frame(typ string, data []byte) error {
 		return nil
 	}
 	rw.buf = b[:0]
+	rw.start()
 	if _, err := rw.w.Write(b); err != nil {
 		return err
 	}
@@ -165,18 +200,14 @@ func (rw *responseWriter) frame(typ string, data []byte) error {
 // WriteRawEvent buffers a stored event's JSON as one SSE event until the
 // next Flush.
 func (rw *responseWriter) WriteRawEvent(typ string, data []byte) error {
-	if !rw.started {
-		rw.start()
-	}
+	rw.buffer()
 	return rw.frame(typ, data)
 }
 
 // WriteComment sends an SSE comment line (a keep-alive) with the events
 // buffered before it.
 func (rw *responseWriter) WriteComment(text string) error {
-	if !rw.started {
-		rw.start()
-	}
+	rw.buffer()
 	rw.buf = append(append(append(rw.buf, ": "...), text...), "\n\n"...)
 	return rw.Flush()
 }
@@ -196,8 +227,10 @@ func (rw *responseWriter) Flush() error {
 	return rw.rc.Flush()
 }
 
-// write writes the buffered events in one Write, without a flush.
+// write writes the buffered events in one Write, without a flush, the
+// status line and headers before them the first time.
 func (rw *responseWriter) write() error {
+	rw.start()
 	_, err := rw.w.Write(rw.buf)
 	rw.buf = rw.buf[:0]
 	return err
@@ -209,9 +242,7 @@ func (rw *responseWriter) write() error {
 // returns next, and net/http sends it with the end of the chunked body,
 // in one write to the connection rather than two.
 func (rw *responseWriter) done() {
-	if !rw.started {
-		rw.start()
-	}
+	rw.buffer()
 	rw.buf = append(rw.buf, "data: [DONE]\n\n"...)
 	_ = rw.write()
 }

@@ -79,3 +79,21 @@ func TestWebSocketErrorAfterStart(t *testing.T) {
 	require.Nil(t, e, "%+v", e)
 	require.Equal(t, "response.created", evs[0].Type)
 }
+
+// A response.create whose model call the provider refuses gets the error
+// envelope of the refusal, as OpenAI's WebSocket mode answers a
+// response.create it refuses, not response.created and a response.failed;
+// the connection stays usable.
+func TestWebSocketProviderRefusalIsAnErrorEnvelope(t *testing.T) {
+	t.Parallel()
+	g := newWSGateway(t, nil)
+	ws := dialWS(t, g.srv, wsKeyA)
+	ws.send(`{"type":"response.create","input":"Please fail"}`)
+	evs, e := ws.turn()
+	require.Zero(t, len(evs), "no event")
+	require.NotNil(t, e)
+	require.Equal(t, 400, e.Status)
+	require.Contains(t, e.Error.Message, "the model refused this request")
+	evs = ws.create(`{"type":"response.create","input":"Hi"}`)
+	require.Equal(t, "response.completed", evs[len(evs)-1].Type)
+}

@@ -31,16 +31,21 @@ const (
 	wsKeyB = "sk-ws-globex-0123456789abcdef"
 )
 
-// wsModel answers like clientModel, and: "slow" waits for block before
-// answering; "fail" makes the model call fail (a 400 from the provider).
+// wsModel answers like clientModel, and: "slow" accepts the call and waits
+// for block before answering; "fail" makes the model call fail (a 400 from
+// the provider); "cut" cuts the answer's stream after its first chunk.
 func wsModel(block <-chan struct{}) *fakellm.Server {
 	return fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn {
 		last := strings.ToLower(req.Messages[len(req.Messages)-1].Content.String())
 		switch {
 		case strings.Contains(last, "slow"):
-			return fakellm.Turn{Text: "Slow answer.", Block: block}
+			// Accepted (the status line and the role chunk sent), the
+			// answer held: a model call in flight.
+			return fakellm.Turn{Text: "Slow answer.", Block: block, HoldAfterChunks: 1}
 		case strings.Contains(last, "fail"):
 			return fakellm.Turn{Status: http.StatusBadRequest, ErrorMessage: "the model refused this request"}
+		case strings.Contains(last, "cut"):
+			return fakellm.Turn{Text: "An answer cut short.", CutAfterChunks: 2}
 		}
 		return clientTurn(req)
 	})
@@ -287,8 +292,12 @@ func TestWebSocketEvictionAfterFailedContinuation(t *testing.T) {
 			ws.createErr(fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"Hi","background":true}`, id),
 				http.StatusBadRequest, "unsupported_parameter")
 		}},
+		{"provider's 4xx", func(ws *wsConn, id string) {
+			ws.createErr(fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"Please fail"}`, id),
+				http.StatusBadRequest, "")
+		}},
 		{"response.failed", func(ws *wsConn, id string) {
-			evs := ws.create(fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"Please fail"}`, id))
+			evs := ws.create(fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"Please cut"}`, id))
 			require.Equal(t, "response.failed", last(evs).Type)
 		}},
 	} {

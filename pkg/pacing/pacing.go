@@ -19,6 +19,16 @@
 // it, for the transport to send when it ends the stream (the HTTP transport
 // sends it with data: [DONE]).
 //
+// The engine may have the Writer hold the opening of a stream
+// (HoldOpening): response.created and response.in_progress stay in the
+// sink, with no flush due, until the stream truly begins (Open: the first
+// model call's provider accepted the call, or another event comes), or
+// until Config.KeepAlive has passed (they go out with the keep-alive
+// comment, so that the stream is never idle longer than without the
+// hold). A response that fails before then takes them back (Retract, when
+// the sink is a Retracter and nothing reached the client), and its request
+// gets an HTTP error instead of a stream.
+//
 // Pacing begins with the first call of the Writer's methods that stream
 // (WriteEvent, WriteRawEvent, WriteComment, Flush), not before: a request
 // refused before anything is streamed gets its error, never a comment.
@@ -95,6 +105,14 @@ type RawEventWriter interface {
 	WriteRawEvent(typ string, data []byte) error
 }
 
+// Retracter is implemented by buffering sinks that can take back what they
+// buffered: Retract drops the buffered events when nothing at all was
+// written to the client yet (no event, no comment, no header), and
+// reports whether it did; else it leaves them and reports false.
+type Retracter interface {
+	Retract() bool
+}
+
 // errNoRawEvents: the sink cannot forward stored events.
 var errNoRawEvents = errors.New("pacing: the writer cannot forward stored events")
 
@@ -114,6 +132,9 @@ type Writer struct {
 	// started is set once pacing began; ended once a terminal event was
 	// written; delivered once a delta was flushed; closed by Close.
 	started, ended, delivered, closed bool
+	// holding is set while the opening of the stream is held
+	// (HoldOpening): what is written waits for Open.
+	holding bool
 	// comments is set when keep-alives are paced.
 	comments bool
 	// last is the time of the last write that reached the client, for
@@ -152,7 +173,7 @@ func (w *Writer) write(ev *api.StreamEvent, held bool) error {
 	if w.err != nil {
 		return w.err
 	}
-	if w.err = w.sink.WriteEvent(ev); w.err != nil {
+	if w.err = w.sink.WriteEvent(ev); w.err != nil || w.holding {
 		return w.err
 	}
 	if w.fl == nil {
@@ -176,6 +197,55 @@ func (w *Writer) write(ev *api.StreamEvent, held bool) error {
 		w.scheduleLocked()
 	}
 	return w.err
+}
+
+// HoldOpening holds the events written from now on (the opening of a
+// stream: response.created, response.in_progress) in the sink until the
+// stream truly begins: until Open, or until Config.KeepAlive has passed
+// without it (they then go out with the keep-alive comment), or Retract
+// takes them back. It holds nothing when the sink does not buffer (it is
+// not a Flusher).
+func (w *Writer) HoldOpening() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.holding = w.fl != nil
+}
+
+// Open ends the hold of HoldOpening: what was held goes out like events
+// that are not deltas, with the first delta when that comes within
+// Config.FlushDelay, else once it has passed.
+func (w *Writer) Open() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.holding {
+		return
+	}
+	w.holding = false
+	if w.delay <= 0 {
+		w.flushLocked()
+		return
+	}
+	if w.due.IsZero() {
+		w.due = time.Now().Add(w.delay)
+		w.scheduleLocked()
+	}
+}
+
+// Retract takes back the held opening (HoldOpening) when nothing at all
+// reached the client (the sink, a Retracter, says so), and reports
+// whether it did: the pacing then stops, as by Close, and the caller may
+// answer with an error instead of the stream. Once the stream opened it
+// reports false and changes nothing.
+func (w *Writer) Retract() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r, ok := w.sink.(Retracter)
+	if !w.holding || !ok || !r.Retract() {
+		return false
+	}
+	w.holding = false
+	w.closeLocked()
+	return true
 }
 
 // WriteRawEvent forwards a stored event to the sink (a RawEventWriter).
@@ -209,6 +279,7 @@ func (w *Writer) WriteComment(text string) error {
 	if w.err != nil || w.cw == nil {
 		return w.err
 	}
+	w.holding = false
 	w.err = w.cw.WriteComment(text)
 	w.last = time.Now()
 	return w.err
@@ -221,6 +292,7 @@ func (w *Writer) Flush() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.startLocked()
+	w.holding = false
 	w.flushLocked()
 	return w.err
 }
@@ -240,6 +312,11 @@ func (w *Writer) WriteResponse(r *api.Response) error {
 func (w *Writer) Close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.closeLocked()
+}
+
+// closeLocked stops the pacing (w.mu held).
+func (w *Writer) closeLocked() {
 	w.closed, w.due = true, time.Time{}
 	if w.timer != nil {
 		w.timer.Stop()
@@ -342,6 +419,8 @@ func (w *Writer) tick() {
 			w.flushLocked()
 		}
 		if w.err == nil {
+			// A held opening goes out with it.
+			w.holding = false
 			w.err = w.cw.WriteComment("keep-alive")
 		}
 		w.last = now

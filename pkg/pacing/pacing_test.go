@@ -62,6 +62,17 @@ func (s *sink) WriteComment(text string) error {
 	return nil
 }
 
+// Retract drops the pending events when nothing was flushed yet.
+func (s *sink) Retract() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.ops) > 0 {
+		return false
+	}
+	s.pending = nil
+	return true
+}
+
 func (s *sink) written() [][]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -229,4 +240,77 @@ func TestWriteResponse(t *testing.T) {
 	w.Close()
 	assert.Same(t, r, s.resp)
 	assert.Empty(t, s.written())
+}
+
+// A held opening waits, without a flush or a keep-alive being due, until
+// Open; it then goes out like any event that is not a delta: with the
+// first delta when that comes within FlushDelay, else once it has passed.
+func TestHeldOpening(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &sink{}
+		w := pacing.New(s, pacing.Config{FlushDelay: time.Second, KeepAlive: -1})
+		defer w.Close()
+		w.HoldOpening()
+		require.NoError(t, w.WriteEvent(ev(api.EventResponseCreated)))
+		require.NoError(t, w.WriteEvent(ev(api.EventResponseInProgress)))
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		assert.Empty(t, s.written(), "the opening is held")
+		w.Open()
+		time.Sleep(time.Second / 2)
+		synctest.Wait()
+		assert.Empty(t, s.written(), "within the delay")
+		time.Sleep(time.Second / 2)
+		synctest.Wait()
+		assert.Equal(t, [][]string{{api.EventResponseCreated, api.EventResponseInProgress}}, s.written())
+		assert.False(t, w.Retract(), "an opened stream is not retracted")
+	})
+	synctest.Test(t, func(t *testing.T) {
+		s := &sink{}
+		w := pacing.New(s, pacing.Config{FlushDelay: time.Second, KeepAlive: -1})
+		defer w.Close()
+		w.HoldOpening()
+		require.NoError(t, w.WriteEvent(ev(api.EventResponseCreated)))
+		w.Open()
+		require.NoError(t, w.WriteEvent(delta(api.EventOutputTextDelta)))
+		assert.Equal(t, [][]string{{api.EventResponseCreated, api.EventOutputTextDelta}}, s.written(), "the first delta goes out with the opening")
+	})
+}
+
+// A held opening goes out with the keep-alive once KeepAlive has passed
+// without the stream opening: a proxy never sees the stream idle longer.
+func TestHeldOpeningGoesOutWithTheKeepAlive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &sink{}
+		w := pacing.New(s, pacing.Config{FlushDelay: time.Second, KeepAlive: time.Minute})
+		defer w.Close()
+		w.HoldOpening()
+		require.NoError(t, w.WriteEvent(ev(api.EventResponseCreated)))
+		require.NoError(t, w.WriteEvent(ev(api.EventResponseInProgress)))
+		time.Sleep(time.Minute - time.Second)
+		synctest.Wait()
+		assert.Empty(t, s.written())
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, [][]string{{api.EventResponseCreated, api.EventResponseInProgress}, {": keep-alive"}}, s.written())
+		assert.False(t, w.Retract(), "what reached the client is not retracted")
+	})
+}
+
+// Retract drops a held opening that nothing of reached the client, and
+// the pacing stops: no keep-alive follows.
+func TestRetractHeldOpening(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &sink{}
+		w := pacing.New(s, pacing.Config{FlushDelay: time.Second, KeepAlive: time.Minute})
+		defer w.Close()
+		w.HoldOpening()
+		require.NoError(t, w.WriteEvent(ev(api.EventResponseCreated)))
+		require.NoError(t, w.WriteEvent(ev(api.EventResponseInProgress)))
+		require.True(t, w.Retract())
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		assert.Empty(t, s.written())
+		assert.Empty(t, s.pending)
+	})
 }

@@ -93,6 +93,13 @@ const (
 	DeltaRefusal
 	DeltaReasoning
 	DeltaToolCall
+	// DeltaAccepted carries nothing: a Stream passes it once, first, when
+	// the provider has accepted the call (its 2xx status arrived), before
+	// the model answers. A stream that refuses the call fails without it.
+	// Consumers that only collect the answer ignore it; the engine opens
+	// the client's stream then (the opening is held until the call is
+	// accepted, so that a refused call becomes an HTTP error).
+	DeltaAccepted
 )
 
 // Delta is one increment of a streamed model call.

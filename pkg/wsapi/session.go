@@ -168,7 +168,11 @@ func (s *Session) logger() *slog.Logger {
 // on its data line, but for an error event: the error envelope every
 // WebSocket error gets, with the event's sequence_number
 // (EncodeStreamError). It is an engine.ConnectionWriter: the engine reads and
-// keeps the connection's responses in its cache.
+// keeps the connection's responses in its cache. It holds the opening of a
+// stream (response.created, response.in_progress) until the stream truly
+// begins (HoldOpening, Open), so that a response.create the model provider
+// refuses gets the error envelope of the refusal instead (Retract), as
+// OpenAI's WebSocket mode answers one.
 type eventWriter struct {
 	ctx   context.Context
 	send  Sender
@@ -183,6 +187,36 @@ type eventWriter struct {
 	// tooLarge is the error of the first event over limit.
 	tooLarge *api.Error
 	sendErr  error
+	// holding is set while the opening is held; held are its messages.
+	holding bool
+	held    [][]byte
+}
+
+// HoldOpening holds the messages of the events written next until Open.
+func (w *eventWriter) HoldOpening() { w.holding = true }
+
+// Open sends the held messages: the stream has begun.
+func (w *eventWriter) Open() {
+	if !w.holding {
+		return
+	}
+	w.holding = false
+	for _, msg := range w.held {
+		if w.sendErr == nil {
+			w.sendErr = w.send.Send(w.ctx, msg)
+		}
+	}
+	w.held = nil
+}
+
+// Retract drops the held messages, none of which was sent, and reports
+// whether it did (false once the stream opened).
+func (w *eventWriter) Retract() bool {
+	if !w.holding {
+		return false
+	}
+	w.holding, w.held, w.started = false, nil, false
+	return true
 }
 
 var errNotSent = errors.New("wsapi: event over the message limit")
@@ -213,6 +247,10 @@ func (w *eventWriter) WriteEvent(ev *api.StreamEvent) error {
 				"The response ran to its end: continue from it with previous_response_id on this connection, or read it with GET /v1/responses/%s when it was stored (store=true).",
 				ev.Type, ev.SequenceNumber, w.responseID, len(data), w.limit, w.responseID)}
 		return errNotSent
+	}
+	if w.holding {
+		w.held = append(w.held, data)
+		return nil
 	}
 	if err := w.send.Send(w.ctx, data); err != nil {
 		w.sendErr = err

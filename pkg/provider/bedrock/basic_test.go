@@ -44,6 +44,24 @@ func TestTextAnswerAndUsage(t *testing.T) {
 	})
 }
 
+// A ConverseStream call's first delta says Bedrock accepted it (its event
+// stream began), once, before the answer; a call refused gets none.
+func TestStreamAccepted(t *testing.T) {
+	p, _ := newProvider(t, fakebedrock.Turn{Text: "hi"}, fakebedrock.Turn{Error: "ValidationException"})
+	req := &provider.Request{Model: claude, Items: []api.Item{user("hi")}}
+	var kinds []provider.DeltaKind
+	kind := func(d provider.Delta) error { kinds = append(kinds, d.Kind); return nil }
+	_, err := p.Stream(context.Background(), req, kind)
+	require.NoError(t, err)
+	require.NotEmpty(t, kinds)
+	require.Equal(t, provider.DeltaAccepted, kinds[0])
+	require.NotContains(t, kinds[1:], provider.DeltaAccepted)
+	kinds = nil
+	_, err = p.Stream(context.Background(), req, kind)
+	require.Error(t, err)
+	require.Empty(t, kinds)
+}
+
 func TestStreamDeltas(t *testing.T) {
 	p, _ := newProvider(t, fakebedrock.Turn{Text: "one two three", Reasoning: "Let me think.", Chunks: 0})
 	var got []provider.Delta

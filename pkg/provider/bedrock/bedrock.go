@@ -259,9 +259,21 @@ func (p *Provider) converse(ctx context.Context, model string, in *bedrockruntim
 	if err != nil {
 		return nil, p.apiError(ctx, model, err)
 	}
+	if err := accepted(fn); err != nil {
+		return nil, err
+	}
 	res, err := decodeOutput(out, model, b.noTools, fn)
 	b.names.Result(res)
 	return res, err
+}
+
+// accepted tells fn (nil: a call that is not streamed) that Bedrock
+// accepted the call (provider.DeltaAccepted).
+func accepted(fn func(provider.Delta) error) error {
+	if fn == nil {
+		return nil
+	}
+	return fn(provider.Delta{Kind: provider.DeltaAccepted})
 }
 
 // stream makes the ConverseStream call of in, passing deltas to fn.
@@ -286,6 +298,9 @@ func (p *Provider) stream(ctx context.Context, model string, c *bedrockruntime.C
 	}
 	stream := out.GetStream()
 	defer stream.Close()
+	if err := accepted(fn); err != nil {
+		return nil, err
+	}
 	acc := newAccumulator(b.names.Stream(fn), b.noTools)
 	for ev := range stream.Events() {
 		if err := acc.event(ev); err != nil {

@@ -307,8 +307,8 @@ func TestGatewayErrors(t *testing.T) {
 
 // The model's own throttling relayed by a ModelErrorException (HTTP 424,
 // originalStatusCode 429) reaches the client as a throttling exception's
-// does: a 429 rate_limit_exceeded with Retry-After, and a stream's
-// response.failed rate_limit_exceeded saying when to try again.
+// does: a 429 rate_limit_exceeded with Retry-After saying when to try
+// again, streamed or not.
 func TestGatewayModelErrorThrottled(t *testing.T) {
 	throttled := fakebedrock.Turn{Error: "ModelErrorException", OriginalStatusCode: http.StatusTooManyRequests,
 		ErrorMessage: `Received client error (429) from primary with message "Too many requests". See the logs in account 123456789012 for more information.`,
@@ -325,13 +325,18 @@ func TestGatewayModelErrorThrottled(t *testing.T) {
 	require.Equal(t, "10", apiErr.Response.Header.Get("Retry-After"))
 	require.NotContains(t, apiErr.Message, "123456789012")
 
-	evs := stream(t, client.Responses.NewStreaming(ctx, params))
-	last := evs[len(evs)-1]
-	require.Equal(t, "response.failed", last.Type)
-	failed := last.AsResponseFailed().Response.Error
-	require.Equal(t, "rate_limit_exceeded", string(failed.Code))
-	require.Contains(t, failed.Message, "please try again in 10s")
-	require.NotContains(t, failed.Message, "123456789012")
+	// Streamed, the refusal comes before the stream began: the same HTTP
+	// error.
+	s := client.Responses.NewStreaming(ctx, params)
+	for s.Next() {
+		t.Errorf("an event: %s", s.Current().Type)
+	}
+	require.ErrorAs(t, s.Err(), &apiErr)
+	require.Equal(t, http.StatusTooManyRequests, apiErr.StatusCode)
+	require.Equal(t, "rate_limit_exceeded", apiErr.Code)
+	require.Equal(t, "10", apiErr.Response.Header.Get("Retry-After"))
+	require.Contains(t, apiErr.Message, "please try again in 10s")
+	require.NotContains(t, apiErr.Message, "123456789012")
 }
 
 // Bedrock overloaded (a serviceUnavailableException inside the stream)

@@ -270,6 +270,9 @@ func (p *Provider) stream(ctx context.Context, req *provider.Request, fn func(pr
 		return nil, err
 	}
 	defer resp.Body.Close()
+	if err := fn(provider.Delta{Kind: provider.DeltaAccepted}); err != nil {
+		return nil, err
+	}
 	if isJSON(resp.Header.Get("Content-Type")) {
 		// The backend ignored stream:true and answered in one piece.
 		body, err := readBody(resp)

@@ -17,11 +17,38 @@ import (
 	"github.com/lambent/lambent/pkg/provider/openai"
 )
 
-// collect returns a delta callback that records every delta.
+// collect returns a delta callback that records every delta of the
+// answer (the call's acceptance left out: TestStreamAccepted).
 func collect(ds *[]provider.Delta) func(provider.Delta) error {
 	return func(d provider.Delta) error {
-		*ds = append(*ds, d)
+		if d.Kind != provider.DeltaAccepted {
+			*ds = append(*ds, d)
+		}
 		return nil
+	}
+}
+
+// A streamed call's first delta says the provider accepted it (its 2xx
+// status came), once, before the answer; a call refused gets none.
+func TestStreamAccepted(t *testing.T) {
+	p, _ := newBackend(t, openai.Config{}, sseReply(chunk(`{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}`)))
+	var kinds []provider.DeltaKind
+	_, err := p.Stream(context.Background(), hi, func(d provider.Delta) error { kinds = append(kinds, d.Kind); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []provider.DeltaKind{provider.DeltaAccepted, provider.DeltaText}; !reflect.DeepEqual(kinds, want) {
+		t.Errorf("delta kinds = %v, want %v", kinds, want)
+	}
+	p, _ = newBackend(t, openai.Config{}, func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, `{"error":{"message":"Unsupported parameter: 'temperature'","type":"invalid_request_error"}}`, http.StatusBadRequest)
+	})
+	kinds = nil
+	if _, err := p.Stream(context.Background(), hi, func(d provider.Delta) error { kinds = append(kinds, d.Kind); return nil }); err == nil {
+		t.Fatal("a refused call succeeded")
+	}
+	if len(kinds) != 0 {
+		t.Errorf("a refused call passed deltas %v", kinds)
 	}
 }
 
@@ -149,8 +176,9 @@ func TestStreamDeltaMore(t *testing.T) {
 		writeSSE(w, chunk(`{"index":0,"delta":{"content":"c"},"finish_reason":"stop"}`), "[DONE]")
 	})
 	var ds []provider.Delta
+	record := collect(&ds)
 	_, err := p.Stream(context.Background(), hi, func(d provider.Delta) error {
-		ds = append(ds, d)
+		_ = record(d)
 		if d.Text == "b" {
 			close(release)
 		}

@@ -374,9 +374,11 @@ func TestTurns(t *testing.T) {
 	_, err = e.conns.Records().Get(t.Context(), first)
 	require.Error(t, err)
 
-	// A failed continuation evicts what it continued from.
-	evs = e.events(e.send(c1, fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"Please fail"}`, second)))
-	require.Equal(t, "response.failed", evs[len(evs)-1].Type)
+	// A failed continuation evicts what it continued from (the model
+	// provider refused its call: the refusal's envelope, as OpenAI's
+	// WebSocket mode answers a response.create it refuses).
+	env = e.envelope(e.send(c1, fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"Please fail"}`, second)))
+	require.Equal(t, http.StatusBadRequest, env.Status)
 	env = e.envelope(e.send(c1, fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"What is my name?"}`, second)))
 	require.Equal(t, "previous_response_not_found", env.Error.Code)
 

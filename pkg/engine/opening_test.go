@@ -1,0 +1,166 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/pacing"
+	"github.com/lambent/lambent/pkg/provider"
+	"github.com/lambent/lambent/pkg/tools"
+)
+
+// Retract drops what is buffered when nothing was flushed yet, as the HTTP
+// transport's writer does before its first write (pacing.Retracter).
+func (f *flushRecorder) Retract() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.flushes) > 0 {
+		return false
+	}
+	f.pending = nil
+	return true
+}
+
+// keepAliveRecorder is a flushRecorder that takes keep-alive comments, sent
+// with what is buffered before them.
+type keepAliveRecorder struct{ *flushRecorder }
+
+func (c keepAliveRecorder) WriteComment(text string) error {
+	c.mu.Lock()
+	c.pending = append(c.pending, ": "+text)
+	c.mu.Unlock()
+	return c.Flush()
+}
+
+// providerRefusal is a model provider's 400 refusing a call.
+var providerRefusal = api.InvalidRequest("temperature", "Unsupported parameter: 'temperature' is not supported with this model.")
+
+// The opening of a stream (response.created, response.in_progress) is held
+// until the first model call's provider accepted the call: a call the
+// provider refuses, while nothing of the stream was sent, makes the
+// request fail with the error a request that does not stream gets (the
+// failed response stored), and the stream is taken back. A call accepted
+// opens the stream, whose failure after that stays in the stream.
+func TestOpeningHeldUntilTheProviderAccepts(t *testing.T) {
+	t.Run("refused", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			rec := newFlushRecorder()
+			var waiting [][]string
+			p := script(step{err: providerRefusal, hook: func(context.Context) {
+				time.Sleep(10 * time.Second)
+				waiting, _ = rec.rest()
+			}})
+			e, st := newEngine(t, p, nil)
+			w := paced(t, rec, pacing.Config{FlushDelay: time.Second, KeepAlive: -1})
+			err := e.CreateResponse(context.Background(), decodeReq(t, `{"input":"x","stream":true}`), w)
+			w.Close()
+			assert.Empty(t, waiting, "nothing is sent while the provider has not accepted the call")
+			var ae *api.Error
+			require.True(t, errors.As(err, &ae), "%v", err)
+			assert.Equal(t, 400, ae.Status)
+			assert.Equal(t, "temperature", ae.Param)
+			id := regexp.MustCompile(`\(response (resp_\w+) failed\)`).FindStringSubmatch(ae.Message)
+			require.Len(t, id, 2, ae.Message)
+			batches, buffered := rec.rest()
+			assert.Empty(t, batches)
+			assert.Empty(t, buffered, "the opening is taken back")
+			stored, err := st.Get(context.Background(), id[1])
+			require.NoError(t, err)
+			assert.Equal(t, api.StatusFailed, stored.Response.Status)
+		})
+	})
+	t.Run("accepted", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			rec := newFlushRecorder()
+			var waiting [][]string
+			cut := provider.StreamCut(nil, "the model provider's stream was cut")
+			p := &acceptThenFail{err: cut, wait: func() {
+				time.Sleep(10 * time.Second)
+				waiting, _ = rec.rest()
+			}}
+			e, _ := newEngine(t, p, nil)
+			w := paced(t, rec, pacing.Config{FlushDelay: time.Second, KeepAlive: -1})
+			require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, `{"input":"x","stream":true}`), w))
+			w.Close()
+			assert.Equal(t, [][]string{{api.EventResponseCreated, api.EventResponseInProgress}}, waiting, "the opening goes out once the call is accepted")
+			_, buffered := rec.rest()
+			assert.Equal(t, []string{api.EventResponseFailed}, buffered)
+		})
+	})
+}
+
+// acceptThenFail is a provider that accepts a streamed call, waits, and
+// fails it.
+type acceptThenFail struct {
+	err  error
+	wait func()
+}
+
+func (p *acceptThenFail) Complete(context.Context, *provider.Request) (*provider.Result, error) {
+	return nil, p.err
+}
+
+func (p *acceptThenFail) Stream(_ context.Context, _ *provider.Request, fn func(provider.Delta) error) (*provider.Result, error) {
+	if err := fn(provider.Delta{Kind: provider.DeltaAccepted}); err != nil {
+		return nil, err
+	}
+	p.wait()
+	return nil, p.err
+}
+
+// Events written before the first model call (the results of calls a
+// continuation resolves) open the stream: the opening goes out with them,
+// and a providerRefusal of the model call after them stays in the stream.
+func TestOpeningSentWithTheFirstOtherEvent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := newFlushRecorder()
+		m := newMock(func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
+			time.Sleep(time.Minute)
+			return echoTool(ctx, c)
+		}, "t")
+		slow := func(context.Context) { time.Sleep(10 * time.Second) }
+		e, _ := newEngine(t, script(step{err: providerRefusal, hook: slow}), m)
+		w := paced(t, rec, pacing.Config{FlushDelay: time.Second, KeepAlive: -1})
+		require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, `{"stream":true,"tools":[{"type":"lambent:t"}],"input":[
+			{"role":"user","content":"x"},
+			{"type":"function_call","call_id":"c1","name":"t","arguments":"{}"}]}`), w))
+		w.Close()
+		batches, buffered := rec.rest()
+		require.NotEmpty(t, batches, "%v", buffered)
+		assert.Equal(t, []string{api.EventResponseCreated, api.EventResponseInProgress, api.EventOutputItemAdded, api.EventOutputItemDone}, batches[0])
+		require.NotEmpty(t, buffered)
+		assert.Equal(t, api.EventResponseFailed, buffered[len(buffered)-1])
+	})
+}
+
+// A provider that sends no status for the keep-alive interval: the opening
+// goes out with the keep-alive, so that the stream is never idle longer
+// than the interval; its providerRefusal after that stays in the stream.
+func TestOpeningSentWithTheKeepAlive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := keepAliveRecorder{newFlushRecorder()}
+		var before, after [][]string
+		p := script(step{err: providerRefusal, hook: func(context.Context) {
+			time.Sleep(59 * time.Second)
+			before, _ = rec.rest()
+			time.Sleep(2 * time.Second)
+			after, _ = rec.rest()
+		}})
+		e, _ := newEngine(t, p, nil)
+		w := paced(t, rec, pacing.Config{FlushDelay: time.Second, KeepAlive: time.Minute})
+		require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, `{"input":"x","stream":true}`), w))
+		w.Close()
+		assert.Empty(t, before)
+		assert.Equal(t, [][]string{{api.EventResponseCreated, api.EventResponseInProgress, ": keep-alive"}}, after)
+		_, buffered := rec.rest()
+		assert.Equal(t, []string{api.EventResponseFailed}, buffered)
+	})
+}
