@@ -59,7 +59,7 @@ func TestOpeningHeldUntilTheProviderAccepts(t *testing.T) {
 				waiting, _ = rec.rest()
 			}})
 			e, st := newEngine(t, p, nil)
-			w := paced(t, rec, pacing.Config{FlushDelay: time.Second, KeepAlive: -1})
+			w := paced(t, rec, pacing.Config{FlushDelay: time.Second, KeepAlive: -1, OpeningHold: time.Minute})
 			err := e.CreateResponse(context.Background(), decodeReq(t, `{"input":"x","stream":true}`), w)
 			w.Close()
 			assert.Empty(t, waiting, "nothing is sent while the provider has not accepted the call")
@@ -87,7 +87,7 @@ func TestOpeningHeldUntilTheProviderAccepts(t *testing.T) {
 				waiting, _ = rec.rest()
 			}}
 			e, _ := newEngine(t, p, nil)
-			w := paced(t, rec, pacing.Config{FlushDelay: time.Second, KeepAlive: -1})
+			w := paced(t, rec, pacing.Config{FlushDelay: time.Second, KeepAlive: -1, OpeningHold: time.Minute})
 			require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, `{"input":"x","stream":true}`), w))
 			w.Close()
 			assert.Equal(t, [][]string{{api.EventResponseCreated, api.EventResponseInProgress}}, waiting, "the opening goes out once the call is accepted")
@@ -128,7 +128,7 @@ func TestOpeningSentWithTheFirstOtherEvent(t *testing.T) {
 		}, "t")
 		slow := func(context.Context) { time.Sleep(10 * time.Second) }
 		e, _ := newEngine(t, script(step{err: providerRefusal, hook: slow}), m)
-		w := paced(t, rec, pacing.Config{FlushDelay: time.Second, KeepAlive: -1})
+		w := paced(t, rec, pacing.Config{FlushDelay: time.Second, KeepAlive: -1, OpeningHold: time.Minute})
 		require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, `{"stream":true,"tools":[{"type":"lambent:t"}],"input":[
 			{"role":"user","content":"x"},
 			{"type":"function_call","call_id":"c1","name":"t","arguments":"{}"}]}`), w))
@@ -141,8 +141,8 @@ func TestOpeningSentWithTheFirstOtherEvent(t *testing.T) {
 	})
 }
 
-// A provider that sends no status for the keep-alive interval: the opening
-// goes out with the keep-alive, so that the stream is never idle longer
+// A provider that sends no status for the keep-alive interval, the
+// opening's hold unbounded: the opening goes out with the keep-alive, so that the stream is never idle longer
 // than the interval; its providerRefusal after that stays in the stream.
 func TestOpeningSentWithTheKeepAlive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -155,7 +155,7 @@ func TestOpeningSentWithTheKeepAlive(t *testing.T) {
 			after, _ = rec.rest()
 		}})
 		e, _ := newEngine(t, p, nil)
-		w := paced(t, rec, pacing.Config{FlushDelay: time.Second, KeepAlive: time.Minute})
+		w := paced(t, rec, pacing.Config{FlushDelay: time.Second, KeepAlive: time.Minute, OpeningHold: -1})
 		require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, `{"input":"x","stream":true}`), w))
 		w.Close()
 		assert.Empty(t, before)

@@ -21,13 +21,13 @@
 //
 // The engine may have the Writer hold the opening of a stream
 // (HoldOpening): response.created and response.in_progress stay in the
-// sink, with no flush due, until the stream truly begins (Open: the first
-// model call's provider accepted the call, or another event comes), or
-// until Config.KeepAlive has passed (they go out with the keep-alive
-// comment, so that the stream is never idle longer than without the
-// hold). A response that fails before then takes them back (Retract, when
-// the sink is a Retracter and nothing reached the client), and its request
-// gets an HTTP error instead of a stream.
+// sink until the stream truly begins (Open: the first model call's
+// provider accepted the call, or another event comes), at most
+// Config.OpeningHold (a provider that sends its status only with its
+// first token, after a long prompt or a long think, delays the opening by
+// no more than that). A response that fails before then takes them back
+// (Retract, when the sink is a Retracter and nothing reached the client),
+// and its request gets an HTTP error instead of a stream.
 //
 // Pacing begins with the first call of the Writer's methods that stream
 // (WriteEvent, WriteRawEvent, WriteComment, Flush), not before: a request
@@ -49,8 +49,9 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultKeepAlive  = 15 * time.Second
-	DefaultFlushDelay = time.Millisecond
+	DefaultKeepAlive   = 15 * time.Second
+	DefaultFlushDelay  = time.Millisecond
+	DefaultOpeningHold = 2 * time.Second
 )
 
 // Config paces a stream.
@@ -67,6 +68,11 @@ type Config struct {
 	// flushed at once, but for held ones (WriteHeldEvent), which wait as
 	// long at most.
 	FlushDelay time.Duration
+	// OpeningHold bounds how long a held opening (HoldOpening) waits for
+	// the stream to begin before it goes out anyway (default
+	// DefaultOpeningHold: a model provider refuses a call it will not run
+	// well within it; negative: until Open, a flush or a keep-alive).
+	OpeningHold time.Duration
 }
 
 // WithDefaults returns c with its zero values replaced by the defaults.
@@ -76,6 +82,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.FlushDelay == 0 {
 		c.FlushDelay = DefaultFlushDelay
+	}
+	if c.OpeningHold == 0 {
+		c.OpeningHold = DefaultOpeningHold
 	}
 	return c
 }
@@ -125,6 +134,7 @@ type Writer struct {
 	cw        Commenter // nil when the sink takes no comments
 	keepAlive time.Duration
 	delay     time.Duration
+	hold      time.Duration
 
 	mu sync.Mutex
 	// err is the first error of a write; after it nothing is written.
@@ -133,7 +143,8 @@ type Writer struct {
 	// written; delivered once a delta was flushed; closed by Close.
 	started, ended, delivered, closed bool
 	// holding is set while the opening of the stream is held
-	// (HoldOpening): what is written waits for Open.
+	// (HoldOpening): what is written waits for Open, or for due (the end
+	// of Config.OpeningHold; zero when negative).
 	holding bool
 	// comments is set when keep-alives are paced.
 	comments bool
@@ -150,7 +161,7 @@ type Writer struct {
 // New returns a Writer pacing sink by cfg (zero values: the defaults).
 func New(sink Sink, cfg Config) *Writer {
 	cfg = cfg.WithDefaults()
-	w := &Writer{sink: sink, keepAlive: cfg.KeepAlive, delay: cfg.FlushDelay}
+	w := &Writer{sink: sink, keepAlive: cfg.KeepAlive, delay: cfg.FlushDelay, hold: cfg.OpeningHold}
 	w.fl, _ = sink.(Flusher)
 	w.cw, _ = sink.(Commenter)
 	return w
@@ -201,14 +212,20 @@ func (w *Writer) write(ev *api.StreamEvent, held bool) error {
 
 // HoldOpening holds the events written from now on (the opening of a
 // stream: response.created, response.in_progress) in the sink until the
-// stream truly begins: until Open, or until Config.KeepAlive has passed
-// without it (they then go out with the keep-alive comment), or Retract
-// takes them back. It holds nothing when the sink does not buffer (it is
-// not a Flusher).
+// stream truly begins: until Open, until Config.OpeningHold has passed
+// without it, or until something else is sent (a flush, a keep-alive
+// comment); or Retract takes them back. It holds nothing when the sink
+// does not buffer (it is not a Flusher).
 func (w *Writer) HoldOpening() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.holding = w.fl != nil
+	if w.holding && w.hold > 0 {
+		w.due = time.Now().Add(w.hold)
+		if w.started {
+			w.scheduleLocked()
+		}
+	}
 }
 
 // Open ends the hold of HoldOpening: what was held goes out like events
@@ -225,8 +242,8 @@ func (w *Writer) Open() {
 		w.flushLocked()
 		return
 	}
-	if w.due.IsZero() {
-		w.due = time.Now().Add(w.delay)
+	if due := time.Now().Add(w.delay); w.due.IsZero() || due.Before(w.due) {
+		w.due = due
 		w.scheduleLocked()
 	}
 }
@@ -292,7 +309,6 @@ func (w *Writer) Flush() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.startLocked()
-	w.holding = false
 	w.flushLocked()
 	return w.err
 }
@@ -323,8 +339,10 @@ func (w *Writer) closeLocked() {
 	}
 }
 
-// flushLocked sends the buffered events (w.mu held).
+// flushLocked sends the buffered events, a held opening with them (w.mu
+// held).
 func (w *Writer) flushLocked() {
+	w.holding = false
 	if w.fl != nil && w.err == nil {
 		w.err = w.fl.Flush()
 		w.last = time.Now()

@@ -242,13 +242,14 @@ func TestWriteResponse(t *testing.T) {
 	assert.Empty(t, s.written())
 }
 
-// A held opening waits, without a flush or a keep-alive being due, until
-// Open; it then goes out like any event that is not a delta: with the
-// first delta when that comes within FlushDelay, else once it has passed.
+// A held opening without a bound (OpeningHold negative) waits, without a
+// flush or a keep-alive being due, until Open; it then goes out like any
+// event that is not a delta: with the first delta when that comes within
+// FlushDelay, else once it has passed.
 func TestHeldOpening(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &sink{}
-		w := pacing.New(s, pacing.Config{FlushDelay: time.Second, KeepAlive: -1})
+		w := pacing.New(s, pacing.Config{FlushDelay: time.Second, KeepAlive: -1, OpeningHold: -1})
 		defer w.Close()
 		w.HoldOpening()
 		require.NoError(t, w.WriteEvent(ev(api.EventResponseCreated)))
@@ -277,12 +278,51 @@ func TestHeldOpening(t *testing.T) {
 	})
 }
 
-// A held opening goes out with the keep-alive once KeepAlive has passed
-// without the stream opening: a proxy never sees the stream idle longer.
+// A held opening goes out at the latest once OpeningHold has passed
+// without the stream opening: a provider that sends its status only with
+// its first token delays the opening by no more than that.
+func TestHeldOpeningBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &sink{}
+		w := pacing.New(s, pacing.Config{FlushDelay: time.Second, KeepAlive: time.Minute, OpeningHold: 3 * time.Second})
+		defer w.Close()
+		w.HoldOpening()
+		require.NoError(t, w.WriteEvent(ev(api.EventResponseCreated)))
+		require.NoError(t, w.WriteEvent(ev(api.EventResponseInProgress)))
+		time.Sleep(3*time.Second - time.Millisecond)
+		synctest.Wait()
+		assert.Empty(t, s.written())
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, [][]string{{api.EventResponseCreated, api.EventResponseInProgress}}, s.written())
+		assert.False(t, w.Retract(), "what reached the client is not retracted")
+		w.Open()
+		require.NoError(t, w.WriteEvent(ev(api.EventOutputItemAdded)))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, [][]string{{api.EventResponseCreated, api.EventResponseInProgress}, {api.EventOutputItemAdded}}, s.written(), "paced as usual after it")
+	})
+	synctest.Test(t, func(t *testing.T) {
+		s := &sink{}
+		w := pacing.New(s, pacing.Config{FlushDelay: time.Second, KeepAlive: -1, OpeningHold: time.Minute})
+		defer w.Close()
+		w.HoldOpening()
+		require.NoError(t, w.WriteEvent(ev(api.EventResponseCreated)))
+		time.Sleep(10 * time.Second)
+		w.Open()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, [][]string{{api.EventResponseCreated}}, s.written(), "Open brings the flush forward to FlushDelay")
+	})
+}
+
+// A held opening without a bound goes out with the keep-alive once
+// KeepAlive has passed without the stream opening: a proxy never sees the
+// stream idle longer.
 func TestHeldOpeningGoesOutWithTheKeepAlive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &sink{}
-		w := pacing.New(s, pacing.Config{FlushDelay: time.Second, KeepAlive: time.Minute})
+		w := pacing.New(s, pacing.Config{FlushDelay: time.Second, KeepAlive: time.Minute, OpeningHold: -1})
 		defer w.Close()
 		w.HoldOpening()
 		require.NoError(t, w.WriteEvent(ev(api.EventResponseCreated)))

@@ -20,10 +20,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine"
+	"github.com/lambent/lambent/pkg/pacing"
 	"github.com/lambent/lambent/pkg/store"
 )
 
@@ -63,6 +66,11 @@ type Session struct {
 	WriteLimit int
 	// Logger receives errors (default slog.Default()).
 	Logger *slog.Logger
+	// OpeningHold bounds how long the opening of a response's events is
+	// held for the model provider to accept its first call (default
+	// pacing.DefaultOpeningHold; negative: until it does, or until the
+	// response's next event): see eventWriter.
+	OpeningHold time.Duration
 }
 
 // Handle processes one client message, whose context carries its own
@@ -102,8 +110,15 @@ func (s *Session) Handle(ctx context.Context, m Message) error {
 		s.evict(ctx, continuedFrom(m))
 		return s.sendError(ctx, err)
 	}
-	w := &eventWriter{ctx: ctx, send: s.Sender, limit: s.WriteLimit, cache: s.Cache}
+	hold := s.OpeningHold
+	if hold == 0 {
+		hold = pacing.DefaultOpeningHold
+	}
+	w := &eventWriter{ctx: ctx, send: s.Sender, limit: s.WriteLimit, cache: s.Cache, hold: hold}
 	err = s.Service.CreateResponse(ctx, req, w)
+	// What the engine left held (nothing, when it opened or took back the
+	// opening) goes out before the turn ends, never after it.
+	w.Open()
 	failed := w.failed
 	var reply error
 	switch {
@@ -170,14 +185,18 @@ func (s *Session) logger() *slog.Logger {
 // (EncodeStreamError). It is an engine.ConnectionWriter: the engine reads and
 // keeps the connection's responses in its cache. It holds the opening of a
 // stream (response.created, response.in_progress) until the stream truly
-// begins (HoldOpening, Open), so that a response.create the model provider
-// refuses gets the error envelope of the refusal instead (Retract), as
-// OpenAI's WebSocket mode answers one.
+// begins (HoldOpening, Open), at most hold, so that a response.create the
+// model provider refuses gets the error envelope of the refusal instead
+// (Retract), as OpenAI's WebSocket mode answers one. Its methods may be
+// called concurrently (the hold's timer opens the stream).
 type eventWriter struct {
 	ctx   context.Context
 	send  Sender
 	limit int
 	cache Cache
+	hold  time.Duration
+
+	mu sync.Mutex
 	// started is set once an event was written; responseID is the
 	// response's id, from the first event that carries the response.
 	started    bool
@@ -187,20 +206,31 @@ type eventWriter struct {
 	// tooLarge is the error of the first event over limit.
 	tooLarge *api.Error
 	sendErr  error
-	// holding is set while the opening is held; held are its messages.
+	// holding is set while the opening is held; held are its messages;
+	// timer opens the stream when the hold has lasted hold.
 	holding bool
 	held    [][]byte
+	timer   *time.Timer
 }
 
-// HoldOpening holds the messages of the events written next until Open.
-func (w *eventWriter) HoldOpening() { w.holding = true }
+// HoldOpening holds the messages of the events written next until Open,
+// at most w.hold (when positive).
+func (w *eventWriter) HoldOpening() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.holding = true
+	if w.hold > 0 {
+		w.timer = time.AfterFunc(w.hold, w.Open)
+	}
+}
 
 // Open sends the held messages: the stream has begun.
 func (w *eventWriter) Open() {
-	if !w.holding {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.endHoldLocked() {
 		return
 	}
-	w.holding = false
 	for _, msg := range w.held {
 		if w.sendErr == nil {
 			w.sendErr = w.send.Send(w.ctx, msg)
@@ -212,10 +242,25 @@ func (w *eventWriter) Open() {
 // Retract drops the held messages, none of which was sent, and reports
 // whether it did (false once the stream opened).
 func (w *eventWriter) Retract() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.endHoldLocked() {
+		return false
+	}
+	w.held, w.started = nil, false
+	return true
+}
+
+// endHoldLocked ends the hold, and reports whether there was one (w.mu
+// held).
+func (w *eventWriter) endHoldLocked() bool {
 	if !w.holding {
 		return false
 	}
-	w.holding, w.held, w.started = false, nil, false
+	w.holding = false
+	if w.timer != nil {
+		w.timer.Stop()
+	}
 	return true
 }
 
@@ -223,6 +268,8 @@ var errNotSent = errors.New("wsapi: event over the message limit")
 
 // WriteEvent sends ev as one message.
 func (w *eventWriter) WriteEvent(ev *api.StreamEvent) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.sendErr != nil {
 		return w.sendErr
 	}
