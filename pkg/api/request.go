@@ -35,8 +35,8 @@ const (
 // then ignored: prompt_cache_options (except prewarm), access_programs,
 // image, reasoning.context and reasoning.mode, and client_metadata (what
 // OpenAI's own clients say about themselves). Features this server does not
-// have are a 400 naming the parameter: prompt, context_management,
-// moderation and prompt_cache_options.prewarm.
+// have are a 400 naming the parameter: prompt, moderation and
+// prompt_cache_options.prewarm.
 type CreateResponseRequest struct {
 	Model        string `json:"model,omitempty"`
 	Instructions string `json:"instructions,omitempty"`
@@ -79,6 +79,9 @@ type CreateResponseRequest struct {
 	// OpenAI reports it.
 	ServiceTier string `json:"service_tier,omitempty"`
 	User        string `json:"user,omitempty"`
+	// ContextManagement is the request's context_management: server-side
+	// compaction (docs/api.md, "Server-side compaction").
+	ContextManagement []ContextManagement `json:"context_management,omitempty"`
 	// Lambent is the loop policy of validated output (extension).
 	Lambent *LoopPolicy `json:"lambent,omitempty"`
 	// NoGenerate is a WebSocket response.create's "generate": false
@@ -217,13 +220,7 @@ func paramDecoder(k string) func(r *CreateResponseRequest, v json.RawMessage) er
 			return oneOf("image.context_compression", w.ContextCompression, "auto", "enabled", "disabled")
 		}
 	case "context_management":
-		return func(r *CreateResponseRequest, v json.RawMessage) error {
-			var entries []json.RawMessage
-			if err := into(k, v, &entries); err != nil || len(entries) == 0 {
-				return err
-			}
-			return unsupportedParam(k, "Automatic context compaction is not supported by this server.")(r, v)
-		}
+		return (*CreateResponseRequest).decodeContextManagement
 	case "conversation":
 		return (*CreateResponseRequest).decodeConversation
 	case "prompt":

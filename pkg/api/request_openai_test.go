@@ -157,7 +157,21 @@ func TestDecodeAcceptsOpenAIParams(t *testing.T) {
 		assert.True(t, r.Background)
 		assert.Equal(t, "be brief", r.Instructions)
 	})
-	add("empty context_management", `"context_management":[]`, nil)
+	add("empty context_management", `"context_management":[]`, func(t *testing.T, r *CreateResponseRequest) {
+		_, ok := r.CompactThreshold()
+		assert.False(t, ok)
+	})
+	add("context_management compaction", `"context_management":[{"type":"compaction","compact_threshold":1000}]`, func(t *testing.T, r *CreateResponseRequest) {
+		n, ok := r.CompactThreshold()
+		assert.True(t, ok)
+		assert.Equal(t, 1000, n)
+	})
+	add("context_management compaction at its maximum", `"context_management":[{"type":"compaction","compact_threshold":10000000}]`, nil)
+	add("context_management compaction without a threshold", `"context_management":[{"type":"compaction","compact_threshold":null}]`, func(t *testing.T, r *CreateResponseRequest) {
+		n, ok := r.CompactThreshold()
+		assert.True(t, ok)
+		assert.Equal(t, DefaultCompactThreshold, n)
+	})
 	add("prompt_cache_options", `"prompt_cache_options":{"comparison_response_id":"resp_1","mode":"explicit","prewarm":false,"ttl":"12h"}`, nil)
 	add("prompt_cache_options {}", `"prompt_cache_options":{}`, nil)
 	add("access_programs", `"access_programs":{"cyber":"standard"}`, nil)
@@ -320,8 +334,16 @@ func TestDecodeRejectsAsOpenAIDoes(t *testing.T) {
 		{in(`"conversation":""`), "conversation", "empty_string", ""},
 		{in(`"conversation":7`), "conversation", "", "string or an object"},
 		{in(`"prompt":{"id":"pmpt_1","variables":{"x":"y"}}`), "prompt", "unsupported_parameter", "no stored prompts"},
-		{in(`"context_management":[{"type":"compaction","compact_threshold":1000}]`), "context_management", "unsupported_parameter", ""},
 		{in(`"context_management":{}`), "context_management", "", "array"},
+		{in(`"context_management":[7]`), "context_management[0]", "invalid_type", "object"},
+		{in(`"context_management":[{"compact_threshold":1000}]`), "context_management[0].type", "missing_required_parameter", ""},
+		{in(`"context_management":[{"type":"truncation"}]`), "context_management[0].type", "invalid_value", "'compaction'"},
+		{in(`"context_management":[{"type":"compaction","threshold":1000}]`), "context_management[0].threshold", "unknown_parameter", ""},
+		{in(`"context_management":[{"type":"compaction","compact_threshold":999}]`), "context_management[0].compact_threshold", "integer_below_min_value", "1000"},
+		{in(`"context_management":[{"type":"compaction","compact_threshold":10000001}]`), "context_management[0].compact_threshold", "integer_above_max_value", ""},
+		{in(`"context_management":[{"type":"compaction","compact_threshold":1.5}]`), "context_management[0].compact_threshold", "", ""},
+		{in(`"context_management":[{"type":"compaction","compact_threshold":"9000"}]`), "context_management[0].compact_threshold", "", ""},
+		{in(`"context_management":[{"type":"compaction"},{"type":"compaction","compact_threshold":5000}]`), "context_management[1].type", "", "once"},
 		{in(`"moderation":{"model":"omni-moderation-latest"}`), "moderation", "unsupported_parameter", ""},
 		{in(`"prompt_cache_options":{"prewarm":true}`), "prompt_cache_options.prewarm", "unsupported_parameter", ""},
 	})

@@ -1,6 +1,8 @@
-// Package compaction seals the summaries POST /v1/responses/compact
-// produces into the encrypted_content of a compaction item, and opens them
-// again when a later request sends the item back. The engine seals the MCP
+// Package compaction seals the summaries POST /v1/responses/compact and
+// server-side compaction (context_management) produce into the
+// encrypted_content of a compaction item, and opens them again when a
+// later request sends the item back. What a sealed text holds is the
+// engine's business. The engine seals the MCP
 // secrets of stored background requests with the same keyring type (under
 // its own context, so neither kind of blob opens as the other).
 //

@@ -44,21 +44,14 @@ func (e *Engine) Compact(ctx context.Context, req *api.CompactRequest) (*api.Com
 		return nil, err
 	}
 	conv := slices.Concat(r.history, r.input)
-	items := r.withSummaries(r.modelItems(conv))
-	items = append(items, api.Item{Type: api.ItemMessage, Role: api.RoleUser, Content: []api.ContentPart{{Type: api.PartInputText, Text: compactPrompt}}})
-	res, err := e.cfg.Provider.Complete(ctx, &provider.Request{Model: r.resp.Model, Instructions: req.Instructions, Items: items,
-		PromptCacheKey: tenantScoped(tenant.From(ctx), req.PromptCacheKey), ServiceTier: req.ServiceTier})
+	res, err := e.summarise(ctx, r, r.withSummaries(r.modelItems(conv)))
 	if err != nil {
-		return nil, api.AsError(err)
-	}
-	if err := summaryError(res); err != nil {
 		return nil, err
 	}
-	blob, err := e.cfg.Compaction.Seal(tenant.From(ctx), res.Text)
+	blob, err := e.seal(ctx, res.Text)
 	if err != nil {
-		return nil, api.ServerError(err, "could not seal the summary")
+		return nil, err
 	}
-	r.addUsage(res)
 	out := &api.CompactResource{ID: r.resp.ID, Object: api.ObjectCompaction, CreatedAt: e.cfg.Now().Unix(), Usage: *r.resp.Usage}
 	for _, it := range conv {
 		if it.Type == api.ItemMessage && it.Role == api.RoleUser {
@@ -71,6 +64,33 @@ func (e *Engine) Compact(ctx context.Context, req *api.CompactRequest) (*api.Com
 			slog.Int("items", len(conv)), slog.Int("summary_bytes", len(res.Text)), slog.String("key_id", e.cfg.Compaction.SealingKeyID()))
 	}
 	return out, nil
+}
+
+// summarise makes the summarising call over items, what the model sees of
+// a conversation, under the instructions of r's request, and counts its
+// usage in r's response. The error is an *api.Error: the provider's, or
+// summaryError's.
+func (e *Engine) summarise(ctx context.Context, r *run, items []api.Item) (*provider.Result, error) {
+	items = append(items, api.Item{Type: api.ItemMessage, Role: api.RoleUser, Content: []api.ContentPart{{Type: api.PartInputText, Text: compactPrompt}}})
+	res, err := e.cfg.Provider.Complete(ctx, &provider.Request{Model: r.resp.Model, Instructions: r.req.Instructions, Items: items,
+		PromptCacheKey: tenantScoped(tenant.From(ctx), r.req.PromptCacheKey), ServiceTier: r.req.ServiceTier})
+	if err != nil {
+		return nil, api.AsError(err)
+	}
+	if se := summaryError(res); se != nil {
+		return nil, se
+	}
+	r.addUsage(res)
+	return res, nil
+}
+
+// seal seals plain, a compaction item's content, for the tenant of ctx.
+func (e *Engine) seal(ctx context.Context, plain string) (string, error) {
+	blob, err := e.cfg.Compaction.Seal(tenant.From(ctx), plain)
+	if err != nil {
+		return "", api.ServerError(err, "could not seal the summary")
+	}
+	return blob, nil
 }
 
 // summaryError is the 502 of a summarising call whose answer is not a
@@ -99,7 +119,7 @@ func (e *Engine) openSummaries(ctx context.Context, r *run) error {
 	for _, part := range []struct {
 		items []api.Item
 		input bool
-	}{{r.history, false}, {r.input, true}} {
+	}{{r.history, false}, {r.input, true}, {r.resp.Output, false}} {
 		for i := range part.items {
 			it := &part.items[i]
 			if it.Type != api.ItemCompaction {
@@ -120,28 +140,36 @@ func (e *Engine) openSummaries(ctx context.Context, r *run) error {
 				err.Param = param
 				return err
 			}
-			s, err := e.cfg.Compaction.Open(tenant.From(ctx), it.EncryptedContent)
+			plain, err := e.cfg.Compaction.Open(tenant.From(ctx), it.EncryptedContent)
+			var s summary
+			if err == nil {
+				s, err = openedSummary(plain)
+			}
 			if err != nil {
 				return api.InvalidRequestCode(param, "invalid_encrypted_content",
 					"The encrypted_content of the compaction item could not be verified (%v): send compaction items back unchanged, to the gateway and organization that created them.", err)
 			}
-			if r.summaries == nil {
-				r.summaries = map[string]string{}
-			}
-			r.summaries[it.EncryptedContent] = s
+			r.addSummary(it.EncryptedContent, s)
 		}
 	}
 	return nil
 }
 
-// withSummaries replaces, in place, every compaction item of items with
-// what the model sees of it: a developer message carrying its summary
-// (opened by openSummaries). It returns items.
+// withSummaries returns items, what the model sees of a conversation, as
+// the model sees them: from the latest standalone (server-side)
+// compaction item on, the user messages it carries first, every
+// compaction item replaced by a developer message carrying its summary
+// (opened by openSummaries). Without a standalone item the items are
+// replaced in place.
 func (r *run) withSummaries(items []api.Item) []api.Item {
+	if at := r.latestStandalone(items); at >= 0 {
+		it := &items[at]
+		items = slices.Concat(carriedMessages(it.ID, r.summaries[it.EncryptedContent].users), items[at:])
+	}
 	for i := range items {
 		if it := &items[i]; it.Type == api.ItemCompaction {
 			*it = api.Item{Type: api.ItemMessage, ID: it.ID, Status: api.ItemCompleted, Role: api.RoleDeveloper,
-				Content: []api.ContentPart{{Type: api.PartInputText, Text: summaryIntro + r.summaries[it.EncryptedContent]}}}
+				Content: []api.ContentPart{{Type: api.PartInputText, Text: summaryIntro + r.summaries[it.EncryptedContent].text}}}
 		}
 	}
 	return items

@@ -186,6 +186,7 @@ func (e *Engine) releaseLease(ctx context.Context, rec *store.Record) {
 func (r *run) saveProgress(rec *store.Record, j *store.Job) {
 	j.Turns, j.HostedCalls, j.NextSeq = r.turns, r.tools.hostedCalls, r.em.seq
 	rec.Cut = r.storedCut()
+	rec.Rendered = r.storedRendered()
 }
 
 // resumeSeq returns the sequence number of the first event a worker

@@ -250,6 +250,12 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 		if !r.budget.fits(r.budget.maxModel) {
 			return outcome{status: api.StatusIncomplete, reason: api.ReasonDeadline}
 		}
+		if err := e.compactIfOver(ctx, r); err != nil {
+			if ctx.Err() != nil {
+				return outcome{status: api.StatusCancelled}
+			}
+			return outcome{status: api.StatusFailed, err: api.AsError(err)}
+		}
 		items := len(r.resp.Output)
 		res, err := e.callModel(ctx, r, turn)
 		if err != nil {
@@ -286,6 +292,7 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 		}
 		// A cut turn's calls do not run (finalize ends their mcp_call items).
 		calls := a.finish(itemStatus)
+		r.noteCount(res)
 		switch res.FinishReason {
 		case provider.FinishLength:
 			return outcome{status: api.StatusIncomplete, reason: api.ReasonMaxOutputTokens}
@@ -421,8 +428,9 @@ func tenantScoped(tn, v string) string {
 	return "lmb_" + hex.EncodeToString(h[:20])
 }
 
-// seen is the conversation as the model sees it (modelItems), compaction
-// items as their summaries, before any truncation.
+// seen is the conversation as the model sees it (modelItems), from the
+// latest server-side compaction item on, compaction items as their
+// summaries (withSummaries), before any truncation.
 func (r *run) seen() []api.Item {
 	return r.withSummaries(r.modelItems(r.history, r.input, r.resp.Output))
 }

@@ -27,9 +27,14 @@ type run struct {
 	// conv is the conversation the response runs in (conversation.go);
 	// nil when none.
 	conv *runConversation
-	// summaries are the opened summaries of the conversation's compaction
+	// summaries are the opened contents of the conversation's compaction
 	// items, by blob (openSummaries).
-	summaries map[string]string
+	summaries map[string]summary
+	// counted is the provider's count (input and output tokens) of the
+	// latest model call whose view starts what the model sees now, 0 when
+	// none; countedOutput is the length of the output when it was taken,
+	// -1 for a count of the previous response (servercompact.go).
+	counted, countedOutput int
 	// tools are the response's tools (toolset.go).
 	tools toolset
 
@@ -77,7 +82,7 @@ type run struct {
 // cache, which copy or encode it and keep no reference to it, and r is
 // done with once saved, so a request allocates no Record for them.
 func (r *run) record() *store.Record {
-	r.rec = store.Record{Response: r.resp, Input: r.input, Context: r.storedContext(), Cut: r.storedCut()}
+	r.rec = store.Record{Response: r.resp, Input: r.input, Context: r.storedContext(), Cut: r.storedCut(), Rendered: r.storedRendered()}
 	return &r.rec
 }
 
@@ -100,6 +105,11 @@ func (e *Engine) prepare(ctx context.Context, req *api.CreateResponseRequest, id
 // count) reads without.
 func (e *Engine) prepareRun(ctx context.Context, req *api.CreateResponseRequest, id string, cache ConnectionCache, lock bool) (_ *run, err error) {
 	if err := e.checkRequest(req); err != nil {
+		return nil, err
+	}
+	if _, ok := req.CompactThreshold(); ok && e.cfg.Compaction == nil {
+		err := compactionUnavailable()
+		err.Param = "context_management"
 		return nil, err
 	}
 	model := req.Model
@@ -127,6 +137,7 @@ func (e *Engine) prepareRun(ctx context.Context, req *api.CreateResponseRequest,
 		}
 		r.history, prevOutput = rec.Conversation(), rec.Response.Output
 		r.startCut(rec.Cut)
+		r.startCount(rec.Rendered)
 	}
 	if req.Conversation != "" {
 		if err := e.openConversation(ctx, r, lock); err != nil {

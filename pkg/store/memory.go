@@ -514,6 +514,7 @@ func (c *responseCopy) record(rec *Record) Record {
 		Input:     input,
 		Context:   history,
 		Cut:       rec.Cut,
+		Rendered:  rec.Rendered,
 		ExpiresAt: rec.ExpiresAt,
 		Version:   rec.Version,
 		Job:       clonePtr(rec.Job),

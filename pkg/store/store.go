@@ -37,6 +37,13 @@ type Record struct {
 	// continuation, and the run's next invocation, start their model's
 	// view from it. Never on the wire.
 	Cut string
+	// Rendered is the size, in tokens, of what the response's model saw at
+	// its end as server-side compaction measures it: its last model call's
+	// input and output tokens as the provider counted them, plus an
+	// estimate of the items added after that call (docs/api.md,
+	// "Server-side compaction"); 0 when no model call was counted. A
+	// continuation counts from it. Never on the wire.
+	Rendered int
 	// ExpiresAt is when the record stops being readable; zero means the
 	// store's default retention. Create and Update set it to the expiry
 	// they stored, so that the writer knows it without a read (an event

@@ -41,6 +41,9 @@ type wireRecord struct {
 	// Cut is store.Record.Cut: a field the releases before it ignore
 	// (they start a continuation uncut).
 	Cut string `json:"cut,omitempty"`
+	// Rendered is store.Record.Rendered: a field the releases before it
+	// ignore (a continuation then estimates the size alone).
+	Rendered int `json:"rendered,omitempty"`
 }
 
 // codec encodes records. It pools gzip writers and readers, whose
@@ -97,7 +100,7 @@ func wire(rec *store.Record) wireRecord {
 		req.ToolChoice = &choice
 		j.Request, job, forced = &req, &j, true
 	}
-	return wireRecord{Response: resp, Input: rec.Input, Context: rec.Context, Job: job, ForcedMCP: forced, Cut: rec.Cut,
+	return wireRecord{Response: resp, Input: rec.Input, Context: rec.Context, Job: job, ForcedMCP: forced, Cut: rec.Cut, Rendered: rec.Rendered,
 		Hidden: api.HiddenByID(rec.Context, rec.Input, rec.Response.Output)}
 }
 
@@ -319,5 +322,5 @@ func (c *codec) decode(id string, body io.Reader) (*store.Record, error) {
 			fromAllowedTools(w.Job.Request.ToolChoice)
 		}
 	}
-	return &store.Record{Response: w.Response, Input: w.Input, Context: w.Context, Job: w.Job, Cut: w.Cut}, nil
+	return &store.Record{Response: w.Response, Input: w.Input, Context: w.Context, Job: w.Job, Cut: w.Cut, Rendered: w.Rendered}, nil
 }

@@ -1,0 +1,219 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/provider"
+)
+
+// Server-side compaction (context_management, docs/api.md "Server-side
+// compaction"): before a model call whose view is over the request's
+// compact_threshold, the view is summarised as POST /v1/responses/compact
+// summarises a conversation, and one standalone compaction item takes its
+// place in the response's output. A standalone item carries, sealed, the
+// texts of the user messages of the view besides the summary, which a
+// /compact window keeps next to its item: the model sees nothing before
+// the latest standalone item of a conversation, wherever it sends it.
+
+// standaloneMark starts the sealed content of a standalone compaction
+// item, followed by the JSON of standaloneContent; the sealed content of
+// a /compact item is its summary as the model wrote it (a model's text
+// never holds a NUL).
+const standaloneMark = "\x00lambent standalone compaction v1\x00"
+
+// standaloneContent is what a standalone compaction item seals.
+type standaloneContent struct {
+	Users   []string `json:"users,omitempty"`
+	Summary string   `json:"summary"`
+}
+
+// summary is the opened content of a compaction item.
+type summary struct {
+	text string
+	// users are the texts of the user messages a standalone item carries.
+	users []string
+	// standalone marks a server-side compaction item: the model sees
+	// nothing of the conversation before the latest one.
+	standalone bool
+}
+
+// openedSummary reads the opened content of a compaction item: a
+// standalone item's, or a /compact item's summary.
+func openedSummary(plain string) (summary, error) {
+	rest, ok := strings.CutPrefix(plain, standaloneMark)
+	if !ok {
+		return summary{text: plain}, nil
+	}
+	var c standaloneContent
+	if err := json.Unmarshal([]byte(rest), &c); err != nil {
+		return summary{}, fmt.Errorf("a standalone compaction's content: %w", err)
+	}
+	return summary{text: c.Summary, users: c.Users, standalone: true}, nil
+}
+
+// sealed is the content of a standalone item, to seal.
+func (s summary) sealed() (string, error) {
+	b, err := json.Marshal(standaloneContent{Users: s.users, Summary: s.text})
+	if err != nil {
+		return "", fmt.Errorf("a standalone compaction's content: %w", err)
+	}
+	return standaloneMark + string(b), nil
+}
+
+// addSummary keeps s, the opened content of blob, for withSummaries.
+func (r *run) addSummary(blob string, s summary) {
+	if r.summaries == nil {
+		r.summaries = map[string]summary{}
+	}
+	r.summaries[blob] = s
+}
+
+// latestStandalone is the index of the last standalone compaction item of
+// items; -1 when there is none.
+func (r *run) latestStandalone(items []api.Item) int {
+	if len(r.summaries) == 0 {
+		return -1
+	}
+	for i := len(items) - 1; i >= 0; i-- {
+		if it := &items[i]; it.Type == api.ItemCompaction && r.summaries[it.EncryptedContent].standalone {
+			return i
+		}
+	}
+	return -1
+}
+
+// carriedMessages are the user messages of texts, which the standalone
+// compaction item id carries, as the model sees them.
+func carriedMessages(id string, texts []string) []api.Item {
+	out := make([]api.Item, len(texts))
+	for i, t := range texts {
+		out[i] = api.Item{Type: api.ItemMessage, ID: fmt.Sprintf("%s_%d", id, i), Status: api.ItemCompleted, Role: api.RoleUser,
+			Content: []api.ContentPart{{Type: api.PartInputText, Text: t}}}
+	}
+	return out
+}
+
+// userTexts are the texts of the user messages of items (those with text).
+func userTexts(items []api.Item) []string {
+	var out []string
+	for i := range items {
+		if it := &items[i]; it.Type == api.ItemMessage && it.Role == api.RoleUser {
+			if t := it.Text(); t != "" {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// compactIfOver compacts the view of r's next model call when the request
+// asks for server-side compaction and the view's rendered size
+// (renderedSize) is over its threshold: the summarising call, then the
+// standalone compaction item appended to the output and streamed. It
+// runs once per model call; a view still over the threshold after it
+// goes to the model as it is.
+func (e *Engine) compactIfOver(ctx context.Context, r *run) error {
+	threshold, ok := r.req.CompactThreshold()
+	if !ok {
+		return nil
+	}
+	view := r.truncated(r.seen())
+	size := r.renderedSize(view)
+	if size <= threshold {
+		return nil
+	}
+	bctx, cancel := r.budget.bound(ctx)
+	defer cancel()
+	start := e.cfg.Now()
+	res, err := e.summarise(bctx, r, view)
+	r.modelTook(e.cfg.Now().Sub(start))
+	if err != nil {
+		return err
+	}
+	s := summary{text: res.Text, users: userTexts(view), standalone: true}
+	plain, err := s.sealed()
+	if err != nil {
+		return api.ServerError(err, "could not seal the summary")
+	}
+	blob, err := e.seal(ctx, plain)
+	if err != nil {
+		return err
+	}
+	r.addSummary(blob, s)
+	idx := len(r.resp.Output)
+	r.resp.Output = append(r.resp.Output, api.Item{Type: api.ItemCompaction, ID: r.newItemID(api.PrefixCompaction), EncryptedContent: blob})
+	r.em.itemEvent(api.EventOutputItemAdded, idx, &r.resp.Output[idx])
+	r.em.itemEvent(api.EventOutputItemDone, idx, &r.resp.Output[idx])
+	// The view is new: no model call counted it.
+	r.counted = 0
+	if e.log.Enabled(ctx, slog.LevelInfo) {
+		e.log.LogAttrs(ctx, slog.LevelInfo, "context compacted", slog.String("response_id", r.resp.ID), slog.Int("rendered_tokens", size),
+			slog.Int("threshold", threshold), slog.Int("items", len(view)), slog.Int("summary_bytes", len(res.Text)))
+	}
+	return nil
+}
+
+// counted notes the provider's count of the model call that just ended,
+// whose view and output the output so far holds: its input and output
+// tokens (none counted when it reports none).
+func (r *run) noteCount(res *provider.Result) {
+	r.counted, r.countedOutput = res.Usage.InputTokens+res.Usage.OutputTokens, len(r.resp.Output)
+}
+
+// startCount starts the count of a continuation from its previous
+// response's (store.Record.Rendered): this request's input comes after it.
+func (r *run) startCount(rendered int) {
+	r.counted, r.countedOutput = rendered, -1
+}
+
+// renderedSize is the size in tokens of view, the items of the next model
+// call, as server-side compaction measures it: the provider's count of
+// the latest model call whose view is its prefix (counted) plus an
+// estimate of the items added since (estimateTokens); the estimate of the
+// whole view and the instructions when no call was counted.
+func (r *run) renderedSize(view []api.Item) int {
+	if r.counted == 0 {
+		return estimateTokens(view) + len(r.req.Instructions)/bytesPerToken
+	}
+	return r.counted + r.sinceCounted()
+}
+
+// storedRendered is the size of what the response's model saw at its end
+// (store.Record.Rendered): 0 when no call was counted.
+func (r *run) storedRendered() int {
+	if r.counted == 0 {
+		return 0
+	}
+	return r.counted + r.sinceCounted()
+}
+
+// sinceCounted estimates the items added since the counted call: the
+// output after it, and this request's input when the count is the
+// previous response's.
+func (r *run) sinceCounted() int {
+	if r.countedOutput < 0 {
+		return estimateTokens(r.input) + estimateTokens(r.resp.Output)
+	}
+	return estimateTokens(r.resp.Output[min(r.countedOutput, len(r.resp.Output)):])
+}
+
+// bytesPerToken is the estimate's rate: a token is about 4 bytes of JSON.
+const bytesPerToken = 4
+
+// estimateTokens estimates the tokens of items: their JSON's bytes over
+// bytesPerToken.
+func estimateTokens(items []api.Item) int {
+	if len(items) == 0 {
+		return 0
+	}
+	b, err := json.Marshal(items)
+	if err != nil {
+		return 0
+	}
+	return len(b) / bytesPerToken
+}

@@ -1,0 +1,199 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// withCompaction is a create body's context_management asking for
+// server-side compaction past n tokens.
+func withCompaction(n string) string {
+	return `"context_management":[{"type":"compaction","compact_threshold":` + n + `}]`
+}
+
+// A first model call whose view is over the threshold (estimated: no
+// model call counted it yet) is preceded by the summarising call: the
+// compaction item comes first in the output, streamed as any item, and
+// the model sees the user's message and the summary in its place; the
+// summarising call's usage is the response's too.
+func TestServerCompactionBeforeFirstCall(t *testing.T) {
+	t.Parallel()
+	p := script(text(theSummary, 1100, 20), text("Hello Ada.", 40, 3))
+	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")))
+	big := "I am Ada. " + strings.Repeat("x", 5000)
+	rec := &recorder{}
+	err := e.CreateResponse(context.Background(), decodeReq(t, `{"stream":true,"instructions":"be kind",`+withCompaction("1000")+`,"input":[{"role":"user","content":"`+big+`"},{"role":"developer","content":"dev note"}]}`), rec)
+	require.NoError(t, err)
+	resp := rec.checkStream(t)
+	assert.Equal(t, api.StatusCompleted, resp.Status)
+	require.Equal(t, []string{"compaction", "message"}, types(resp.Output))
+	cmp := resp.Output[0]
+	assert.True(t, strings.HasPrefix(cmp.ID, api.PrefixCompaction), cmp.ID)
+	assert.True(t, strings.HasPrefix(cmp.EncryptedContent, "k1."))
+	assert.Equal(t, api.Usage{InputTokens: 1140, OutputTokens: 23, TotalTokens: 1163}, *resp.Usage)
+	assert.Contains(t, rec.types(t), "response.output_item.added")
+
+	reqs := p.requests()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, "be kind", reqs[0].Instructions)
+	assert.Equal(t, "message/user: "+big+"\nmessage/developer: dev note\nmessage/user: "+compactPrompt+"\n", modelText(reqs[0].Items))
+	assert.Equal(t, "be kind", reqs[1].Instructions, "the instructions are never dropped")
+	assert.Equal(t, "message/user: "+big+"\nmessage/developer: "+summaryIntro+theSummary+"\n", modelText(reqs[1].Items))
+}
+
+// Mid-loop, between tool turns: the provider's count of the last model
+// call (its input and output tokens) plus the estimate of the tool's
+// result crosses the threshold, so the next model call is preceded by a
+// compaction, after the call's output (never between a call and its
+// output). A continuation with previous_response_id sees the compaction
+// item and what follows it only; so does a client that sends the whole
+// history back in input, the items before the compaction item included.
+func TestServerCompactionBetweenToolTurns(t *testing.T) {
+	t.Parallel()
+	p := script(calls(990, 5, call("c1", "calc", `{"N":100}`)), text(theSummary, 1, 1), text("It is 42.", 5, 3),
+		text("Still 42.", 5, 3), text("Yes, 42.", 5, 3))
+	e, _ := newEngine(t, p, sizedCalc(), withKeys(testKeyring(t, "k1")))
+	rec, err := run1(t, e, `{`+withCompaction("1000")+`,"input":"What is 6*7?","tools":[{"type":"lambent:calc"}]}`)
+	require.NoError(t, err)
+	resp := rec.response(t)
+	require.Equal(t, []string{"function_call:calc", "function_call_output", "compaction", "message"}, types(resp.Output))
+	reqs := p.requests()
+	require.Len(t, reqs, 3)
+	assert.Equal(t, "message/user: What is 6*7?\nfunction_call/: \nfunction_call_output/: "+strings.Repeat("y", 100)+"\nmessage/user: "+compactPrompt+"\n", modelText(reqs[1].Items))
+	afterCompaction := "message/user: What is 6*7?\nmessage/developer: " + summaryIntro + theSummary + "\n"
+	assert.Equal(t, afterCompaction, modelText(reqs[2].Items))
+
+	// previous_response_id: only the item and what follows.
+	rec, err = run1(t, e, `{"previous_response_id":"`+resp.ID+`","input":"Sure?"}`)
+	require.NoError(t, err)
+	reqs = p.requests()
+	require.Len(t, reqs, 4)
+	assert.Equal(t, afterCompaction+"message/assistant: It is 42.\nmessage/user: Sure?\n", modelText(reqs[3].Items))
+	_ = rec
+
+	// Input-array chaining, every item sent back.
+	out, err := json.Marshal(resp.Output)
+	require.NoError(t, err)
+	input := `[{"role":"user","content":"What is 6*7?"},` + strings.TrimPrefix(string(out), "[")
+	input = strings.TrimSuffix(input, "]") + `,{"role":"user","content":"Really?"}]`
+	_, err = run1(t, e, `{"store":false,"input":`+input+`}`)
+	require.NoError(t, err)
+	reqs = p.requests()
+	require.Len(t, reqs, 5)
+	assert.Equal(t, afterCompaction+"message/assistant: It is 42.\nmessage/user: Really?\n", modelText(reqs[4].Items))
+}
+
+// The first call of a continuation counts from the previous response's
+// last model call (kept with its record): a conversation the provider
+// counted at 1,500 tokens is compacted before the continuation's first
+// call, though its items' estimate is far below the threshold.
+func TestServerCompactionCountsFromThePreviousResponse(t *testing.T) {
+	forStores(t, testServerCompactionCountsFromThePreviousResponse)
+}
+
+func testServerCompactionCountsFromThePreviousResponse(t *testing.T, mk storeMaker) {
+	p := script(text("Noted.", 1490, 10), text(theSummary, 1, 1), text("Done.", 1, 1))
+	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")), func(c *Config) { c.Store = mk(t) })
+	rec, err := run1(t, e, `{"input":"Remember 7."}`)
+	require.NoError(t, err)
+	first := rec.response(t)
+	rec, err = run1(t, e, `{`+withCompaction("1000")+`,"previous_response_id":"`+first.ID+`","input":"And 8."}`)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"compaction", "message"}, types(rec.response(t).Output))
+	reqs := p.requests()
+	require.Len(t, reqs, 3)
+	assert.Equal(t, "message/user: Remember 7.\nmessage/user: And 8.\nmessage/developer: "+summaryIntro+theSummary+"\n", modelText(reqs[2].Items))
+}
+
+// Below the threshold nothing is compacted; without compaction keys the
+// request is a 501 before any model call.
+func TestServerCompactionThresholdAndKeys(t *testing.T) {
+	t.Parallel()
+	p := script(text("Hi.", 900, 5))
+	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")))
+	rec, err := run1(t, e, `{`+withCompaction("1000")+`,"input":"hi"}`)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"message"}, types(rec.response(t).Output))
+	assert.Len(t, p.requests(), 1)
+
+	p = script()
+	e, _ = newEngine(t, p, nil)
+	_, err = run1(t, e, `{`+withCompaction("1000")+`,"input":"hi"}`)
+	ae := api.AsError(err)
+	require.NotNil(t, ae)
+	assert.Equal(t, 501, ae.Status)
+	assert.Equal(t, "compaction_unavailable", ae.Code)
+	assert.Equal(t, "context_management", ae.Param)
+	assert.Empty(t, p.requests())
+}
+
+// A /compact window sent back keeps working as before when a server-side
+// compaction follows it: the window's summary and user messages are what
+// the server-side summary folds in, and the model then sees from the
+// latest (server-side) compaction item only.
+func TestServerCompactionAfterCompactWindow(t *testing.T) {
+	t.Parallel()
+	p := script(text(theSummary, 1, 1), text("Second summary.", 1, 1), text("ok", 1, 1))
+	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")))
+	out, err := e.Compact(context.Background(), compactReq(t, `{"input":"I am Ada."}`))
+	require.NoError(t, err)
+	big := strings.Repeat("z", 5000)
+	_, err = run1(t, e, `{`+withCompaction("1000")+`,"input":`+compactedInput(t, out, `{"role":"user","content":"`+big+`"}`)+`}`)
+	require.NoError(t, err)
+	reqs := p.requests()
+	require.Len(t, reqs, 3)
+	assert.Equal(t, "message/user: I am Ada.\nmessage/developer: "+summaryIntro+theSummary+"\nmessage/user: "+big+"\nmessage/user: "+compactPrompt+"\n", modelText(reqs[1].Items))
+	assert.Equal(t, "message/user: I am Ada.\nmessage/user: "+big+"\nmessage/developer: "+summaryIntro+"Second summary.\n", modelText(reqs[2].Items))
+}
+
+// In a conversation the compaction item is appended with the response's
+// other output items, and the conversation's next response sees from it.
+func TestServerCompactionInConversation(t *testing.T) {
+	t.Parallel()
+	p := script(text(theSummary, 1, 1), text("Hello Ada.", 1, 1), text("You are Ada.", 1, 1))
+	e, st := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")))
+	cs, conv := newConversation(t, st)
+	big := "I am Ada. " + strings.Repeat("x", 5000)
+	_, err := run1(t, e, `{`+withCompaction("1000")+`,"conversation":"`+conv.ID+`","input":"`+big+`"}`)
+	require.NoError(t, err)
+	page, err := cs.ListConversationItems(context.Background(), conv.ID, api.ListOptions{Order: "asc", Limit: 10})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"message", "compaction", "message"}, types(page.Items))
+	_, err = run1(t, e, `{"conversation":"`+conv.ID+`","input":"Who am I?"}`)
+	require.NoError(t, err)
+	reqs := p.requests()
+	require.Len(t, reqs, 3)
+	assert.Equal(t, "message/user: "+big+"\nmessage/developer: "+summaryIntro+theSummary+"\nmessage/assistant: Hello Ada.\nmessage/user: Who am I?\n", modelText(reqs[2].Items))
+}
+
+// A background run handed off after a compaction resumes with the
+// compaction item in its output: its next invocation's model sees from
+// it.
+func TestServerCompactionBackgroundResumes(t *testing.T) {
+	forStores(t, testServerCompactionBackgroundResumes)
+}
+
+func testServerCompactionBackgroundResumes(t *testing.T, mk storeMaker) {
+	clock := &fakeClock{t: time.Now()}
+	slow := clock.taking(15 * time.Minute)
+	p := script(slow(calls(990, 5, call("c1", "t", `{}`))), text(theSummary, 1, 1), slow(calls(1, 1, call("c2", "t", `{}`))), text("done", 1, 1))
+	e, _, q := bgEngine(t, mk, p, newMock(echoTool, "t"), withKeys(testKeyring(t, "k1")), func(c *Config) { c.Now = clock.Now })
+	rec, err := runBackground(t, e, `{"background":true,`+withCompaction("1000")+`,"input":"go","tools":[{"type":"lambent:t"}]}`)
+	require.NoError(t, err)
+	id := rec.response(t).ID
+	assert.Equal(t, 2, runInvocations(t, e, q, clock), "handed off after the second model call")
+	got, err := e.GetResponse(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, api.StatusCompleted, got.Status)
+	assert.Equal(t, []string{"function_call:t", "function_call_output", "compaction", "function_call:t", "function_call_output", "message"}, types(got.Output))
+	reqs := p.requests()
+	require.Len(t, reqs, 4)
+	assert.Equal(t, "message/user: go\nmessage/developer: "+summaryIntro+theSummary+"\nfunction_call/: \nfunction_call_output/: result of t {}\n", modelText(reqs[3].Items))
+}
