@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -196,4 +197,27 @@ func testServerCompactionBackgroundResumes(t *testing.T, mk storeMaker) {
 	reqs := p.requests()
 	require.Len(t, reqs, 4)
 	assert.Equal(t, "message/user: go\nmessage/developer: "+summaryIntro+theSummary+"\nfunction_call/: \nfunction_call_output/: result of t {}\n", modelText(reqs[3].Items))
+}
+
+// store: false on a connection (WebSocket mode): the compaction item comes
+// back to the client, the connection's cache keeps it with the
+// provider's count, and the next turn on the connection sees from it
+// without compacting again.
+func TestServerCompactionOnConnection(t *testing.T) {
+	t.Parallel()
+	p := script(text(theSummary, 1, 1), text("Hello Ada.", 1, 1), text("You are Ada.", 1, 1))
+	e, st := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")))
+	w := &connRecorder{cache: store.NewMemory(store.MemoryConfig{})}
+	big := "I am Ada. " + strings.Repeat("x", 5000)
+	require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, `{"store":false,`+withCompaction("1000")+`,"input":[{"role":"user","content":"hi"},{"role":"developer","content":"`+big+`"}]}`), w))
+	first := w.response(t)
+	assert.Equal(t, []string{"compaction", "message"}, types(first.Output))
+	_, err := st.Get(context.Background(), first.ID)
+	assert.ErrorIs(t, err, store.ErrNotFound)
+	w2 := &connRecorder{cache: w.cache}
+	require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, `{"store":false,`+withCompaction("1000")+`,"previous_response_id":"`+first.ID+`","input":"Who am I?"}`), w2))
+	assert.Equal(t, []string{"message"}, types(w2.response(t).Output))
+	reqs := p.requests()
+	require.Len(t, reqs, 3)
+	assert.Equal(t, "message/user: hi\nmessage/developer: "+summaryIntro+theSummary+"\nmessage/assistant: Hello Ada.\nmessage/user: Who am I?\n", modelText(reqs[2].Items))
 }
