@@ -163,3 +163,34 @@ func TestBedrockStreamRefusedIsAnHTTPError(t *testing.T) {
 	require.Contains(t, string(body), "temperature: range")
 	require.Equal(t, 1, fake.Calls())
 }
+
+// The Vercel AI SDK (streamText), the Agents SDK (a streamed run) and
+// LangChain (ChatOpenAI with the Responses API, stream) surface a streamed
+// create the provider refuses as the HTTP error of the refusal, as against
+// OpenAI: the AI SDK's APICallError of status 400, not retryable; the
+// OpenAI SDK's BadRequestError under the other two.
+func TestClientsStreamRefusedByTheProvider(t *testing.T) {
+	dir := jsClients(t)
+	g := newGateway(t, refusing(refusedTemperature), nil)
+	type client struct {
+		Text   string
+		Errors []struct {
+			Name      string
+			Status    int
+			Retryable *bool
+			Message   string
+		}
+	}
+	var got struct{ AISDK, Agents, LangChain client }
+	runJS(t, dir, "refused_clients.mjs", g.srv.URL+"/v1", &got)
+	for name, c := range map[string]client{"AI SDK": got.AISDK, "Agents SDK": got.Agents, "LangChain": got.LangChain} {
+		require.Empty(t, c.Text, name)
+		require.Len(t, c.Errors, 1, "%s: one error", name)
+		e := c.Errors[0]
+		require.Equal(t, http.StatusBadRequest, e.Status, "%s: %+v", name, e)
+		require.Contains(t, e.Message, "Unsupported parameter: 'temperature'", name)
+	}
+	require.Equal(t, "AI_APICallError", got.AISDK.Errors[0].Name)
+	require.NotNil(t, got.AISDK.Errors[0].Retryable)
+	require.False(t, *got.AISDK.Errors[0].Retryable, "a 400 is not retried")
+}
