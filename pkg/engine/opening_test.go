@@ -128,7 +128,9 @@ func TestOpeningSentWithTheFirstOtherEvent(t *testing.T) {
 		}, "t")
 		slow := func(context.Context) { time.Sleep(10 * time.Second) }
 		e, _ := newEngine(t, script(step{err: providerRefusal, hook: slow}), m)
-		w := paced(t, rec, pacing.Config{FlushDelay: time.Second, KeepAlive: -1, OpeningHold: time.Minute})
+		// The hold outlasts the tool's minute: its end at the same instant
+		// would race the tool's result to send the opening.
+		w := paced(t, rec, pacing.Config{FlushDelay: time.Second, KeepAlive: -1, OpeningHold: time.Hour})
 		require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, `{"stream":true,"tools":[{"type":"lambent:t"}],"input":[
 			{"role":"user","content":"x"},
 			{"type":"function_call","call_id":"c1","name":"t","arguments":"{}"}]}`), w))
