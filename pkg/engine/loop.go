@@ -220,7 +220,7 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 		e.attemptStarted(ctx, r)
 	}
 	defer r.tools.closeMCP()
-	e.startMCP(ctx, r)
+	r.em.withOpening(func() { e.startMCP(ctx, r) })
 	if pending := r.pendingCalls(); len(pending) > 0 {
 		// They were asked for by the last model call so far.
 		if out, stop := e.runTools(ctx, r, pending, true, r.turns); stop {

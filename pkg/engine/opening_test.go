@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lambent/lambent/internal/testing/mcptest"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/pacing"
 	"github.com/lambent/lambent/pkg/provider"
@@ -165,4 +166,25 @@ func TestOpeningSentWithTheKeepAlive(t *testing.T) {
 		_, buffered := rec.rest()
 		assert.Equal(t, []string{api.EventResponseFailed}, buffered)
 	})
+}
+
+// The listing of an MCP server's tools before the first model call
+// (mcp_list_tools) is the gateway's own step, not the stream's beginning:
+// its events join the held opening, and a providerRefusal of the model call
+// after it is the request's error, as without streaming, nothing of the
+// stream sent.
+func TestOpeningHeldThroughTheMCPListing(t *testing.T) {
+	srv := startMCP(t, mcptest.Options{})
+	e, _ := newEngine(t, script(step{err: providerRefusal}), nil, withMCP)
+	rec := newFlushRecorder()
+	w := paced(t, rec, pacing.Config{FlushDelay: time.Millisecond, KeepAlive: -1, OpeningHold: time.Minute})
+	tool := mcpServerTool(srv.Endpoint, `,"require_approval":"never"`)
+	err := e.CreateResponse(context.Background(), decodeReq(t, `{"input":"x","stream":true,"tools":[`+tool+`]}`), w)
+	w.Close()
+	var ae *api.Error
+	require.True(t, errors.As(err, &ae), "%v", err)
+	assert.Equal(t, 400, ae.Status)
+	batches, buffered := rec.rest()
+	assert.Empty(t, batches)
+	assert.Empty(t, buffered, "the opening and the listing are taken back")
 }
