@@ -92,7 +92,9 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 		}
 		se := api.ServerError(err, "The response %s was generated but could not be stored.", r.resp.ID)
 		se.Code = "store_failed"
-		if req.Stream {
+		// A stream nothing of was sent yet (its opening held) is taken
+		// back: the request gets the error, as one that does not stream.
+		if req.Stream && !r.em.retract() {
 			ev := api.NewErrorEvent(se.ForClient(requestid.From(ctx)))
 			r.em.emit(&ev)
 			return nil

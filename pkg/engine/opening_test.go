@@ -15,6 +15,7 @@ import (
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/pacing"
 	"github.com/lambent/lambent/pkg/provider"
+	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -187,4 +188,30 @@ func TestOpeningHeldThroughTheMCPListing(t *testing.T) {
 	batches, buffered := rec.rest()
 	assert.Empty(t, batches)
 	assert.Empty(t, buffered, "the opening and the listing are taken back")
+}
+
+// createFailing is a store whose every Create fails.
+type createFailing struct{ store.ResponseStore }
+
+func (createFailing) Create(context.Context, *store.Record) error {
+	return errors.New("the table is gone")
+}
+
+// A stream whose opening is still held when its response could not be
+// stored (the provider refused the call, then the store failed) is taken
+// back: the request gets the 500 store_failed a request without streaming
+// gets, not a stream of the opening and an error event.
+func TestOpeningTakenBackWhenTheStoreFails(t *testing.T) {
+	e, _ := newEngine(t, script(step{err: providerRefusal}), nil, func(c *Config) { c.Store = createFailing{c.Store} })
+	rec := newFlushRecorder()
+	w := paced(t, rec, pacing.Config{FlushDelay: time.Millisecond, KeepAlive: -1, OpeningHold: time.Minute})
+	err := e.CreateResponse(context.Background(), decodeReq(t, `{"input":"x","stream":true}`), w)
+	w.Close()
+	var ae *api.Error
+	require.True(t, errors.As(err, &ae), "%v", err)
+	assert.Equal(t, 500, ae.Status)
+	assert.Equal(t, "store_failed", ae.Code)
+	batches, buffered := rec.rest()
+	assert.Empty(t, batches)
+	assert.Empty(t, buffered)
 }
