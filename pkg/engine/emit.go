@@ -28,6 +28,8 @@ type emitter struct {
 	// joining is set while the events written join the held opening
 	// rather than open the stream (withOpening).
 	joining bool
+	// retracted is set once the opening was taken back (retract).
+	retracted bool
 }
 
 // opening emits the opening of r's stream, response.created and
@@ -87,19 +89,18 @@ func (m *emitter) setJoining(on bool) {
 }
 
 // retract takes back the held opening of a stream nothing of reached the
-// client, and reports whether it did: the response's failure may then be
-// an HTTP error.
+// client, and reports whether it did (now or in an earlier call): the
+// response's failure may then be an HTTP error.
 func (m *emitter) retract() bool {
 	if !m.stream {
 		return false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.held == nil || !m.held.Retract() {
-		return false
+	if m.held != nil && m.held.Retract() {
+		m.held, m.retracted = nil, true
 	}
-	m.held = nil
-	return true
+	return m.retracted
 }
 
 // emit stamps ev with the next sequence number and writes it (callers

@@ -215,3 +215,32 @@ func TestOpeningTakenBackWhenTheStoreFails(t *testing.T) {
 	assert.Empty(t, batches)
 	assert.Empty(t, buffered)
 }
+
+// A create in a conversation that the provider refuses, streamed (taken
+// back) or not, is the request's HTTP error: it releases the conversation
+// and appends nothing, as a request refused before it ran, so that a
+// client that sends it again (the SDKs retry a 429 on their own) does not
+// find its input twice. The next create in it runs, the model seeing only
+// its own input.
+func TestOpeningRefusedInAConversation(t *testing.T) {
+	p := script(step{err: providerRefusal}, step{err: providerRefusal}, text("done", 1, 1))
+	e, st := newEngine(t, p, nil)
+	cs, c := newConversation(t, st)
+	w := paced(t, newFlushRecorder(), pacing.Config{FlushDelay: time.Millisecond, KeepAlive: -1, OpeningHold: time.Minute})
+	err := e.CreateResponse(context.Background(), decodeReq(t, `{"conversation":"`+c.ID+`","input":"refused","stream":true}`), w)
+	var ae *api.Error
+	require.True(t, errors.As(err, &ae), "%v", err)
+	assert.Equal(t, 400, ae.Status)
+	_, err = run1(t, e, `{"conversation":"`+c.ID+`","input":"refused"}`)
+	require.True(t, errors.As(err, &ae), "%v", err)
+	assert.Equal(t, 400, ae.Status)
+	rec, err := run1(t, e, `{"conversation":"`+c.ID+`","input":"again"}`)
+	require.NoError(t, err)
+	assert.Equal(t, api.StatusCompleted, rec.response(t).Status)
+	reqs := p.requests()
+	require.Len(t, reqs, 3)
+	require.Len(t, reqs[2].Items, 1, "the refused input is not the conversation's")
+	items, err := cs.LoadConversationItems(context.Background(), c.ID, 100)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"message", "message"}, types(items))
+}

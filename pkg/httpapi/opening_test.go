@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/conversations"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/stretchr/testify/require"
 
@@ -193,4 +196,41 @@ func TestClientsStreamRefusedByTheProvider(t *testing.T) {
 	require.Equal(t, "AI_APICallError", got.AISDK.Errors[0].Name)
 	require.NotNil(t, got.AISDK.Errors[0].Retryable)
 	require.False(t, *got.AISDK.Errors[0].Retryable, "a 400 is not retried")
+}
+
+// openai-go with its default retries, streaming in a conversation: the
+// provider's 429 of the first try is the stream's HTTP 429, which the SDK
+// retries on its own; the conversation holds the input once, with the
+// answer of the try that ran.
+func TestStreamRetriedInAConversation(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	g := newGateway(t, fakellm.NewHandler(func(fakellm.Request) fakellm.Turn {
+		if calls.Add(1) == 1 {
+			return fakellm.Turn{Status: http.StatusTooManyRequests, Header: http.Header{"Retry-After-Ms": {"10"}}}
+		}
+		return fakellm.Turn{Text: "Hello."}
+	}), nil)
+	ctx := t.Context()
+	conv, err := g.client.Conversations.New(ctx, conversations.ConversationNewParams{})
+	require.NoError(t, err)
+	p := textParams("hi")
+	p.Conversation = responses.ResponseNewParamsConversationUnion{OfString: openai.String(conv.ID)}
+	stream := g.client.Responses.NewStreaming(ctx, p, option.WithMaxRetries(2))
+	var status string
+	for stream.Next() {
+		if ev := stream.Current(); ev.Type == "response.completed" {
+			status = string(ev.Response.Status)
+		}
+	}
+	require.NoError(t, stream.Err())
+	require.Equal(t, "completed", status)
+	require.Equal(t, int32(2), calls.Load())
+	items, err := g.client.Conversations.Items.List(ctx, conv.ID, conversations.ItemListParams{Order: conversations.ItemListParamsOrderAsc})
+	require.NoError(t, err)
+	var roles []string
+	for _, it := range items.Data {
+		roles = append(roles, it.Role)
+	}
+	require.Equal(t, []string{"user", "assistant"}, roles, "the input once")
 }
