@@ -244,3 +244,42 @@ func TestOpeningRefusedInAConversation(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"message", "message"}, types(items))
 }
+
+// Truncation "auto" and the held opening: a call refused for its size, cut
+// and then refused for another reason is the request's HTTP error, nothing
+// sent; one refused for its size until nothing more may be dropped ends
+// the stream with response.failed context_length_exceeded, as OpenAI
+// streams it.
+func TestOpeningHeldThroughTruncation(t *testing.T) {
+	t.Run("cut, then refused", func(t *testing.T) {
+		p := &windowed{scripted: script(step{err: providerRefusal}), limit: 2800}
+		e, _ := newEngine(t, p, nil)
+		rec := newFlushRecorder()
+		w := paced(t, rec, pacing.Config{FlushDelay: time.Millisecond, KeepAlive: -1, OpeningHold: time.Minute})
+		err := e.CreateResponse(context.Background(), decodeReq(t, `{"truncation":"auto","stream":true,"input":`+chatInput(2)+`}`), w)
+		w.Close()
+		var ae *api.Error
+		require.True(t, errors.As(err, &ae), "%v", err)
+		assert.Equal(t, "temperature", ae.Param)
+		require.Len(t, p.refusals(), 1)
+		batches, buffered := rec.rest()
+		assert.Empty(t, batches)
+		assert.Empty(t, buffered)
+	})
+	t.Run("too long", func(t *testing.T) {
+		p := &windowed{scripted: script(text("ok", 10, 2)), limit: 100}
+		e, _ := newEngine(t, p, nil)
+		rec := newFlushRecorder()
+		w := paced(t, rec, pacing.Config{FlushDelay: time.Millisecond, KeepAlive: -1, OpeningHold: time.Minute})
+		require.NoError(t, e.CreateResponse(context.Background(), decodeReq(t, `{"truncation":"auto","stream":true,"input":`+chatInput(8)+`}`), w))
+		w.Close()
+		batches, buffered := rec.rest()
+		var all []string
+		for _, b := range batches {
+			all = append(all, b...)
+		}
+		all = append(all, buffered...)
+		assert.Equal(t, []string{api.EventResponseCreated, api.EventResponseInProgress, api.EventResponseFailed}, all)
+		assert.Greater(t, len(p.refusals()), 1)
+	})
+}
