@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -44,6 +45,7 @@ func TestBootstrapStreamsUnderRuntimeAPI(t *testing.T) {
 	fake := fakellm.New(
 		fakellm.Turn{Text: answer, Block: release},
 		fakellm.Turn{Text: answer},
+		fakellm.Turn{Status: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"7"}}},
 	)
 	defer fake.Close()
 
@@ -120,6 +122,26 @@ func TestBootstrapStreamsUnderRuntimeAPI(t *testing.T) {
 	require.Equal(t, "application/json", v2.Headers["Content-Type"])
 	requireCompleted(t, []byte(v2.Body))
 	require.Equal(t, 2, fake.Calls())
+
+	// A streamed create the model provider refuses: the function URL's
+	// reply is the HTTP error (status, Retry-After, JSON error body), not a
+	// stream.
+	inv = rt.Invoke(readEvent(t, "gateway-url-create-stream.json"), lambdarun.InvokeOptions{Stream: true})
+	res, err = inv.Wait(ctx)
+	require.NoError(t, err, "stderr: %s", stderr)
+	require.Equal(t, "response", res.Kind, "stderr: %s", stderr)
+	prelude, body, err := lambdarun.SplitPrelude(res.Body())
+	require.NoError(t, err)
+	var refused struct {
+		StatusCode int               `json:"statusCode"`
+		Headers    map[string]string `json:"headers"`
+	}
+	require.NoError(t, json.Unmarshal(prelude, &refused), "%s", prelude)
+	require.Equal(t, http.StatusTooManyRequests, refused.StatusCode)
+	require.Equal(t, "application/json", refused.Headers["Content-Type"])
+	require.Equal(t, "7", refused.Headers["Retry-After"])
+	require.Contains(t, string(body), `"code":"rate_limit_exceeded"`)
+	require.Equal(t, 3, fake.Calls())
 }
 
 // TestLocalStartChecksProvider runs the gateway as `make run` does, with

@@ -315,6 +315,11 @@ type runConversation struct {
 	// ended is set once the response's items were appended or the lock
 	// released.
 	ended bool
+	// refused is set when the response's failure is its request's HTTP
+	// error (run.refusal): it appends nothing, as a request refused before
+	// it ran, since the client, told of an error, may send it again (the
+	// SDKs retry a 429 or a 5xx on their own).
+	refused bool
 }
 
 // lockUntil is when the lock of a response lapses if never released: its
@@ -449,7 +454,8 @@ func appends(status api.Status) bool {
 // last response, as a response's record keeps its own: storedCut, none
 // when the model saw every item), which
 // releases the lock;
-// otherwise the lock is released. A failure is logged: the response itself
+// otherwise (and for a response refused: runConversation.refused) the
+// lock is released. A failure is logged: the response itself
 // is stored apart.
 func (e *Engine) endConversation(ctx context.Context, r *run) {
 	c := r.conv
@@ -459,7 +465,7 @@ func (e *Engine) endConversation(ctx context.Context, r *run) {
 	c.ended = true
 	var items []api.Item
 	nInput := 0
-	if appends(r.resp.Status) {
+	if appends(r.resp.Status) && !c.refused {
 		held := make(map[string]bool, len(r.history))
 		for i := range r.history {
 			held[r.history[i].ID] = true

@@ -25,12 +25,17 @@ type emitter struct {
 	// held is the writer while it holds the stream's opening (opening),
 	// nil once the stream opened.
 	held openingHolder
+	// joining is set while the events written join the held opening
+	// rather than open the stream (withOpening).
+	joining bool
+	// retracted is set once the opening was taken back (retract).
+	retracted bool
 }
 
 // opening emits the opening of r's stream, response.created and
 // response.in_progress, held by a writer that can hold it until the
 // stream truly begins: the first model call's provider accepted it
-// (open), or any other event is written.
+// (open), or any other event is written (but those of withOpening).
 func (m *emitter) opening(r *api.Response) {
 	if !m.stream {
 		return
@@ -66,20 +71,36 @@ func (m *emitter) openLocked() {
 	}
 }
 
+// withOpening runs fn, whose events (the listing of MCP servers' tools
+// before the first model call: the gateway's own step, not the stream's
+// beginning) join the held opening of the stream instead of opening it:
+// a response refused after them may still be an HTTP error (retract).
+func (m *emitter) withOpening(fn func()) {
+	m.setJoining(true)
+	defer m.setJoining(false)
+	fn()
+}
+
+// setJoining sets m.joining (withOpening).
+func (m *emitter) setJoining(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.joining = on
+}
+
 // retract takes back the held opening of a stream nothing of reached the
-// client, and reports whether it did: the response's failure may then be
-// an HTTP error.
+// client, and reports whether it did (now or in an earlier call): the
+// response's failure may then be an HTTP error.
 func (m *emitter) retract() bool {
 	if !m.stream {
 		return false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.held == nil || !m.held.Retract() {
-		return false
+	if m.held != nil && m.held.Retract() {
+		m.held, m.retracted = nil, true
 	}
-	m.held = nil
-	return true
+	return m.retracted
 }
 
 // emit stamps ev with the next sequence number and writes it (callers
@@ -109,7 +130,9 @@ func (m *emitter) writeLocked(ev *api.StreamEvent, more bool) {
 	if m.err != nil {
 		return
 	}
-	m.openLocked()
+	if !m.joining {
+		m.openLocked()
+	}
 	if hw, ok := m.w.(heldWriter); ok && more {
 		m.err = hw.WriteHeldEvent(ev)
 		return

@@ -81,6 +81,10 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 	r.em.opening(r.resp)
 	out := e.loop(ctx, r)
 	e.finalize(ctx, r, out)
+	refused := r.refusal(out)
+	if r.conv != nil {
+		r.conv.refused = refused
+	}
 	err = e.save(ctx, r, cache)
 	// The conversation gets the response's items before the client gets
 	// the response's end, so that the client's next create finds it free.
@@ -92,7 +96,9 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 		}
 		se := api.ServerError(err, "The response %s was generated but could not be stored.", r.resp.ID)
 		se.Code = "store_failed"
-		if req.Stream {
+		// A stream nothing of was sent yet (its opening held) is taken
+		// back: the request gets the error, as one that does not stream.
+		if req.Stream && !r.em.retract() {
 			ev := api.NewErrorEvent(se.ForClient(requestid.From(ctx)))
 			r.em.emit(&ev)
 			return nil
@@ -105,24 +111,34 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 		e.log.LogAttrs(ctx, slog.LevelInfo, "response done", slog.String("response_id", r.resp.ID), slog.String("status", string(r.resp.Status)),
 			slog.String("model", r.resp.Model), slog.Int("output_items", len(r.resp.Output)))
 	}
+	if refused {
+		return out.failure(r.resp.ID)
+	}
 	if req.Stream {
-		// A stream refused before it began gets the error a request that
-		// does not stream gets (OpenAI's refusal of a request is an HTTP
-		// error); the context's end is OpenAI's response.failed, which
-		// clients (Codex) recognise only there.
-		if out.refused() && out.err.Code != provider.CodeContextLengthExceeded && r.em.retract() {
-			return out.failure(r.resp.ID)
-		}
 		r.em.lifecycle(api.TerminalEvent(r.resp.Status), r.resp)
 		return nil
-	}
-	if out.refused() {
-		return out.failure(r.resp.ID)
 	}
 	if out.status == api.StatusCancelled {
 		return ctx.Err()
 	}
 	return w.WriteResponse(r.resp)
+}
+
+// refusal reports whether the response's failure out is its request's
+// HTTP error: the response was refused (outcome.refused) and, when it
+// streams, nothing of the stream was sent, which is then taken back. A
+// stream refused before it began gets the error a request that does not
+// stream gets (OpenAI's refusal of a request is an HTTP error); the
+// context's end is OpenAI's response.failed, which clients (Codex)
+// recognise only there.
+func (r *run) refusal(out outcome) bool {
+	if !out.refused() {
+		return false
+	}
+	if !r.req.Stream {
+		return true
+	}
+	return out.err.Code != provider.CodeContextLengthExceeded && r.em.retract()
 }
 
 // refused reports whether the response failed for a reason that is not its
@@ -220,7 +236,7 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 		e.attemptStarted(ctx, r)
 	}
 	defer r.tools.closeMCP()
-	e.startMCP(ctx, r)
+	r.em.withOpening(func() { e.startMCP(ctx, r) })
 	if pending := r.pendingCalls(); len(pending) > 0 {
 		// They were asked for by the last model call so far.
 		if out, stop := e.runTools(ctx, r, pending, true, r.turns); stop {

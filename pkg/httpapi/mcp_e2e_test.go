@@ -299,8 +299,8 @@ func TestE2EMCPToolChoiceNothingOffered(t *testing.T) {
 // tools, more than OpenAI's Chat Completions takes (128; the fake refuses
 // them as OpenAI does). With the backend's limit known (OpenAI's hosts,
 // or LAMBENT_PROVIDER_MAX_TOOLS as here): through openai-go, a 400
-// limit_exceeded naming tools before any model call, and streamed a
-// response.failed with that code after the listing.
+// limit_exceeded naming tools before any model call, streamed too: the
+// listing joins the held opening, taken back with it.
 func TestE2EMCPTooManyTools(t *testing.T) {
 	t.Parallel()
 	srv := mcptest.StartHostile(mcptest.Hostile{Tools: 40})
@@ -318,10 +318,12 @@ func TestE2EMCPTooManyTools(t *testing.T) {
 	require.Equal(t, "tools", apiErr.Param, apiErr.Message)
 	require.Contains(t, apiErr.Message, "140 tools")
 
-	evs := readSDKStream(t, g.client.Responses.NewStreaming(context.Background(), params))
-	last := evs[len(evs)-1].ev
-	require.Equal(t, "response.failed", last.Type)
-	require.Equal(t, "limit_exceeded", string(last.Response.Error.Code), last.Response.Error.Message)
+	stream := g.client.Responses.NewStreaming(context.Background(), params)
+	for stream.Next() {
+		t.Errorf("an event: %s", stream.Current().Type)
+	}
+	apiErr = wantAPIError(t, stream.Err(), 400)
+	require.Equal(t, "limit_exceeded", apiErr.Code, apiErr.Message)
 	require.Empty(t, g.fake.Requests(), "no model call")
 }
 

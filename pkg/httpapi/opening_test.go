@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/conversations"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/stretchr/testify/require"
 
@@ -162,4 +165,72 @@ func TestBedrockStreamRefusedIsAnHTTPError(t *testing.T) {
 	wantError(t, res.StatusCode, body, http.StatusBadRequest, "", "")
 	require.Contains(t, string(body), "temperature: range")
 	require.Equal(t, 1, fake.Calls())
+}
+
+// The Vercel AI SDK (streamText), the Agents SDK (a streamed run) and
+// LangChain (ChatOpenAI with the Responses API, stream) surface a streamed
+// create the provider refuses as the HTTP error of the refusal, as against
+// OpenAI: the AI SDK's APICallError of status 400, not retryable; the
+// OpenAI SDK's BadRequestError under the other two.
+func TestClientsStreamRefusedByTheProvider(t *testing.T) {
+	dir := jsClients(t)
+	g := newGateway(t, refusing(refusedTemperature), nil)
+	type client struct {
+		Text   string
+		Errors []struct {
+			Name      string
+			Status    int
+			Retryable *bool
+			Message   string
+		}
+	}
+	var got struct{ AISDK, Agents, LangChain client }
+	runJS(t, dir, "refused_clients.mjs", g.srv.URL+"/v1", &got)
+	for name, c := range map[string]client{"AI SDK": got.AISDK, "Agents SDK": got.Agents, "LangChain": got.LangChain} {
+		require.Empty(t, c.Text, name)
+		require.Len(t, c.Errors, 1, "%s: one error", name)
+		e := c.Errors[0]
+		require.Equal(t, http.StatusBadRequest, e.Status, "%s: %+v", name, e)
+		require.Contains(t, e.Message, "Unsupported parameter: 'temperature'", name)
+	}
+	require.Equal(t, "AI_APICallError", got.AISDK.Errors[0].Name)
+	require.NotNil(t, got.AISDK.Errors[0].Retryable)
+	require.False(t, *got.AISDK.Errors[0].Retryable, "a 400 is not retried")
+}
+
+// openai-go with its default retries, streaming in a conversation: the
+// provider's 429 of the first try is the stream's HTTP 429, which the SDK
+// retries on its own; the conversation holds the input once, with the
+// answer of the try that ran.
+func TestStreamRetriedInAConversation(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	g := newGateway(t, fakellm.NewHandler(func(fakellm.Request) fakellm.Turn {
+		if calls.Add(1) == 1 {
+			return fakellm.Turn{Status: http.StatusTooManyRequests, Header: http.Header{"Retry-After-Ms": {"10"}}}
+		}
+		return fakellm.Turn{Text: "Hello."}
+	}), nil)
+	ctx := t.Context()
+	conv, err := g.client.Conversations.New(ctx, conversations.ConversationNewParams{})
+	require.NoError(t, err)
+	p := textParams("hi")
+	p.Conversation = responses.ResponseNewParamsConversationUnion{OfString: openai.String(conv.ID)}
+	stream := g.client.Responses.NewStreaming(ctx, p, option.WithMaxRetries(2))
+	var status string
+	for stream.Next() {
+		if ev := stream.Current(); ev.Type == "response.completed" {
+			status = string(ev.Response.Status)
+		}
+	}
+	require.NoError(t, stream.Err())
+	require.Equal(t, "completed", status)
+	require.Equal(t, int32(2), calls.Load())
+	items, err := g.client.Conversations.Items.List(ctx, conv.ID, conversations.ItemListParams{Order: conversations.ItemListParamsOrderAsc})
+	require.NoError(t, err)
+	var roles []string
+	for _, it := range items.Data {
+		roles = append(roles, it.Role)
+	}
+	require.Equal(t, []string{"user", "assistant"}, roles, "the input once")
 }

@@ -2,6 +2,7 @@ package pacing_test
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/pacing"
@@ -353,4 +355,47 @@ func TestRetractHeldOpening(t *testing.T) {
 		assert.Empty(t, s.written())
 		assert.Empty(t, s.pending)
 	})
+}
+
+// The hold's timer, the keep-alive's and the flush delay's race the
+// writer's callers (real time, under -race): whatever the order, a retracted
+// opening was never sent, one not retracted went out first, each event once
+// and in order, and once Close returned nothing more reaches the sink and no
+// timer runs.
+func TestHeldOpeningInterleavings(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	for i := range 300 {
+		s := &sink{}
+		w := pacing.New(s, pacing.Config{FlushDelay: 20 * time.Microsecond, KeepAlive: 150 * time.Microsecond,
+			OpeningHold: time.Duration(i%7) * 30 * time.Microsecond})
+		w.HoldOpening()
+		require.NoError(t, w.WriteEvent(ev(api.EventResponseCreated)))
+		require.NoError(t, w.WriteEvent(ev(api.EventResponseInProgress)))
+		time.Sleep(time.Duration(i%11) * 20 * time.Microsecond)
+		retracted := i%2 == 0 && w.Retract()
+		if !retracted {
+			w.Open()
+			require.NoError(t, w.WriteEvent(delta(api.EventOutputTextDelta)))
+			require.NoError(t, w.WriteEvent(ev(api.EventResponseCompleted)))
+		}
+		w.Close()
+		got := s.written()
+		time.Sleep(200 * time.Microsecond)
+		require.Equal(t, got, s.written(), "iteration %d: written after Close", i)
+		if retracted {
+			require.Empty(t, got, "iteration %d", i)
+			continue
+		}
+		// A timer may fire between two writes (a loaded machine): the
+		// events go out in order, but not always in one flush.
+		var events []string
+		for _, op := range got {
+			for _, typ := range op {
+				if !strings.HasPrefix(typ, ": ") {
+					events = append(events, typ)
+				}
+			}
+		}
+		require.Equal(t, []string{api.EventResponseCreated, api.EventResponseInProgress, api.EventOutputTextDelta}, events, "iteration %d: %v", i, got)
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine"
@@ -95,4 +96,43 @@ func TestOpeningHeldAtMostOpeningHold(t *testing.T) {
 		require.Len(t, msgs, 2)
 		assert.Contains(t, msgs[0], `"type":"response.created"`)
 	})
+}
+
+// The hold's timer races the engine's writes and its Retract (real time,
+// under -race): whatever the order, a retracted opening was never sent, one
+// not retracted went out first, in order, each message once, and once the
+// turn ended (Open) no timer sends or runs.
+func TestOpeningHoldInterleavings(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	types := []string{api.EventResponseCreated, api.EventResponseInProgress, api.EventOutputTextDelta, api.EventResponseCompleted}
+	for i := range 300 {
+		out := &sent{}
+		w := &eventWriter{ctx: context.Background(), send: out, cache: NewMemoryCache(), hold: time.Duration(i%7) * 30 * time.Microsecond}
+		w.HoldOpening()
+		write := func(typ string) {
+			ev := &api.StreamEvent{Type: typ, Response: &api.Response{ID: "resp_1", Object: "response"}}
+			require.NoError(t, w.WriteEvent(ev))
+		}
+		write(types[0])
+		write(types[1])
+		time.Sleep(time.Duration(i%11) * 20 * time.Microsecond)
+		retracted := i%2 == 0 && w.Retract()
+		if !retracted {
+			w.Open()
+			write(types[2])
+			write(types[3])
+		}
+		w.Open()
+		got := out.all()
+		time.Sleep(200 * time.Microsecond)
+		require.Equal(t, got, out.all(), "iteration %d: sent after the turn", i)
+		if retracted {
+			require.Empty(t, got, "iteration %d", i)
+			continue
+		}
+		require.Len(t, got, len(types), "iteration %d", i)
+		for j, typ := range types {
+			assert.Contains(t, got[j], `"type":"`+typ+`"`, "iteration %d", i)
+		}
+	}
 }
