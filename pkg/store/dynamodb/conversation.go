@@ -150,13 +150,13 @@ func convPK(ctx context.Context, id string) string { return pk(tenant.From(ctx),
 // what the append wrote).
 func (s *Store) CreateConversation(ctx context.Context, c *store.Conversation, items []api.Item) error {
 	if c.ExpiresAt.IsZero() {
-		c.ExpiresAt = time.Now().Add(s.retention)
+		c.ExpiresAt = s.now().Add(s.retention)
 	}
 	h := convHead{PK: convPK(ctx, c.ID), SK: skConversation, CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt.Unix(), Metadata: c.Metadata, Gen: newGen()}
 	owner := ""
 	if len(items) > 0 {
 		owner = "create_" + h.Gen
-		h.Lock, h.LockUntil = owner, time.Now().Add(createLockTime).Unix()
+		h.Lock, h.LockUntil = owner, s.now().Add(createLockTime).Unix()
 	}
 	item, err := attributevalue.MarshalMap(h)
 	if err != nil {

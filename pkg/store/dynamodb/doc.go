@@ -193,6 +193,6 @@
 //
 // In AWS the table belongs to template.yaml (the key schema and TTL above).
 // For local runs and tests, EnsureTable creates it when missing, waits for
-// it, and enables TTL (DynamoDB Local accepts the setting; it does not
-// expire items, which is why reads check expires_at themselves).
+// it, and enables TTL. Reads check expires_at themselves: DynamoDB deletes
+// an expired item up to days later (DynamoDB Local within a second or so).
 package dynamodb

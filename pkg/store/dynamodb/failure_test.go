@@ -478,11 +478,13 @@ func TestDeleteLostResponse(t *testing.T) {
 	t.Run("expired", func(t *testing.T) {
 		t.Parallel()
 		// A retried delete of a head that is there but expired is still
-		// not found: the first attempt did not delete it.
+		// not found: the first attempt did not delete it. The head is
+		// expired by the faulty store's clock, not the real one, which
+		// DynamoDB Local's TTL would soon delete it by.
 		s, clean, f, _ := faultyStore(t, false, &fault{op: "DeleteItem", kind: faultLostResponse, times: 1})
 		rec := recordOfSize("normal")
-		rec.ExpiresAt = time.Now().Add(-time.Minute)
 		require.NoError(t, clean.Create(t.Context(), rec))
+		s.now = func() time.Time { return rec.ExpiresAt.Add(time.Minute) }
 		require.ErrorIs(t, s.Delete(t.Context(), rec.Response.ID), store.ErrNotFound)
 		require.Equal(t, 1, f.count())
 	})

@@ -110,6 +110,10 @@ type Store struct {
 	chunkSize   int
 	maxTxChunks int
 	batchRounds int // batch calls per batch while items stay unprocessed
+	// now is the clock that tells a live record from an expired one
+	// (time.Now except in tests: DynamoDB Local's TTL deletes an item
+	// expired by the real clock within a second or so).
+	now func() time.Time
 }
 
 var _ store.ResponseStore = (*Store)(nil)
@@ -138,6 +142,7 @@ func New(client API, cfg Config) (*Store, error) {
 		chunkSize:   ChunkSize,
 		maxTxChunks: maxTxChunks,
 		batchRounds: batchRounds,
+		now:         time.Now,
 	}, nil
 }
 
@@ -239,7 +244,7 @@ func (s *Store) encode(ctx context.Context, rec *store.Record, version int64) (*
 	}
 	exp := rec.ExpiresAt
 	if exp.IsZero() {
-		exp = time.Now().Add(s.retention)
+		exp = s.now().Add(s.retention)
 	}
 	e := &encoded{id: rec.Response.ID, head: head{
 		PK:        pk(tenant.From(ctx), rec.Response.ID),
@@ -277,7 +282,7 @@ func (s *Store) split(body []byte) ([][]byte, error) {
 	return chunks, nil
 }
 
-func (s *Store) nowUnix() int64 { return time.Now().Unix() }
+func (s *Store) nowUnix() int64 { return s.now().Unix() }
 
 // Create stores a new record: one PutItem when its compressed JSON fits in
 // one item; else one TransactWriteItems (up to 10 chunks), or the chunks
