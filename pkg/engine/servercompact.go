@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
@@ -98,17 +100,42 @@ func carriedMessages(id string, texts []string) []api.Item {
 	return out
 }
 
-// userTexts are the texts of the user messages of items (those with text).
-func userTexts(items []api.Item) []string {
+// maxCarriedBytes bounds the texts a standalone compaction item carries:
+// 20,000 tokens, as Codex keeps of the user's messages when it compacts.
+const maxCarriedBytes = 20_000 * bytesPerToken
+
+// carriedTexts are the texts of the user messages of items (those with
+// text) a standalone compaction item carries, in order: the newest first
+// up to maxCarriedBytes, the one crossing it cut to what is left, the
+// older ones left out, so that neither the item nor the views after it
+// grow with every compaction.
+func carriedTexts(items []api.Item) []string {
 	var out []string
-	for i := range items {
-		if it := &items[i]; it.Type == api.ItemMessage && it.Role == api.RoleUser {
-			if t := it.Text(); t != "" {
-				out = append(out, t)
-			}
+	left := maxCarriedBytes
+	for i := len(items) - 1; i >= 0 && left > 0; i-- {
+		it := &items[i]
+		if it.Type != api.ItemMessage || it.Role != api.RoleUser {
+			continue
+		}
+		t := cutText(it.Text(), left)
+		if t != "" {
+			out = append(out, t)
+			left -= len(t)
 		}
 	}
+	slices.Reverse(out)
 	return out
+}
+
+// cutText is t cut to at most n bytes, at a character's start.
+func cutText(t string, n int) string {
+	if len(t) <= n {
+		return t
+	}
+	for n > 0 && !utf8.RuneStart(t[n]) {
+		n--
+	}
+	return t[:n]
 }
 
 // compactIfOver compacts the view of r's next model call when the request
@@ -135,7 +162,7 @@ func (e *Engine) compactIfOver(ctx context.Context, r *run) error {
 	if err != nil {
 		return err
 	}
-	s := summary{text: res.Text, users: userTexts(view), standalone: true}
+	s := summary{text: res.Text, users: carriedTexts(view), standalone: true}
 	plain, err := s.sealed()
 	if err != nil {
 		return api.ServerError(err, "could not seal the summary")

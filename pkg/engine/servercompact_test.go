@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -220,4 +221,34 @@ func TestServerCompactionOnConnection(t *testing.T) {
 	reqs := p.requests()
 	require.Len(t, reqs, 3)
 	assert.Equal(t, "message/user: hi\nmessage/developer: "+summaryIntro+theSummary+"\nmessage/assistant: Hello Ada.\nmessage/user: Who am I?\n", modelText(reqs[2].Items))
+}
+
+// The user messages a compaction item carries are bounded: the newest
+// first, 20,000 tokens (80,000 bytes) of their text at most, the one
+// crossing the bound cut, older ones left out (Codex keeps as much of
+// them when it compacts), so neither the sealed item nor what the model
+// sees after it grows with every compaction of a long conversation.
+func TestServerCompactionBoundsTheCarriedMessages(t *testing.T) {
+	t.Parallel()
+	p := script(text(theSummary, 1, 1), text("ok", 1, 1))
+	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")))
+	old, mid, last := strings.Repeat("a", 30_000), strings.Repeat("b", 30_000), strings.Repeat("c", 30_000)
+	rec, err := run1(t, e, `{`+withCompaction("1000")+`,"input":[{"role":"user","content":"`+strings.Repeat("o", 40_000)+`"},{"role":"user","content":"`+old+`"},{"role":"user","content":"`+mid+`"},{"role":"user","content":"`+last+`"}]}`)
+	require.NoError(t, err)
+	require.Equal(t, []string{"compaction", "message"}, types(rec.response(t).Output))
+	reqs := p.requests()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, []string{"user a×20000", "user b×30000", "user c×30000", "developer S×84"}, textShapes(reqs[1].Items))
+	assert.Less(t, len(rec.response(t).Output[0].EncryptedContent), 120_000)
+}
+
+// textShapes are the roles of items and the first letter and length of
+// their texts, to compare long texts.
+func textShapes(items []api.Item) []string {
+	out := make([]string, len(items))
+	for i := range items {
+		t := items[i].Text()
+		out[i] = fmt.Sprintf("%s %c×%d", items[i].Role, t[0], len(t))
+	}
+	return out
 }
