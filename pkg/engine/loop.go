@@ -266,22 +266,13 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 		if !r.budget.fits(r.budget.maxModel) {
 			return outcome{status: api.StatusIncomplete, reason: api.ReasonDeadline}
 		}
-		if err := e.compactIfOver(ctx, r); err != nil {
-			if ctx.Err() != nil {
-				return outcome{status: api.StatusCancelled}
-			}
-			return outcome{status: api.StatusFailed, err: api.AsError(err)}
+		if out, stop := e.compactBeforeCall(ctx, r); stop {
+			return out
 		}
 		items := len(r.resp.Output)
 		res, err := e.callModel(ctx, r, turn)
 		if err != nil {
-			out := outcome{status: api.StatusFailed, err: api.AsError(err)}
-			switch {
-			case ctx.Err() != nil:
-				out = outcome{status: api.StatusCancelled}
-			case r.budget.left() <= 0:
-				out = outcome{status: api.StatusIncomplete, reason: api.ReasonDeadline}
-			}
+			out := r.modelFailure(ctx, err)
 			// What the model had sent is its turn's output, cut: its last
 			// item is incomplete only in an incomplete response (an
 			// incomplete item needs one, OpenResponses "Items"); in a
@@ -329,6 +320,19 @@ func (e *Engine) turns(ctx context.Context, r *run) outcome {
 			return out
 		}
 	}
+}
+
+// modelFailure is the outcome of a model call (or a summarising call)
+// that failed with err: cancelled when ctx ended, incomplete for its
+// deadline when the budget's ended, else failed.
+func (r *run) modelFailure(ctx context.Context, err error) outcome {
+	switch {
+	case ctx.Err() != nil:
+		return outcome{status: api.StatusCancelled}
+	case r.budget.left() <= 0:
+		return outcome{status: api.StatusIncomplete, reason: api.ReasonDeadline}
+	}
+	return outcome{status: api.StatusFailed, err: api.AsError(err)}
 }
 
 // addUsage counts a model call's usage: in the response's usage (its

@@ -185,6 +185,21 @@ func (e *Engine) compactIfOver(ctx context.Context, r *run) error {
 	return nil
 }
 
+// compactBeforeCall compacts before the loop's next model call
+// (compactIfOver) and reports the outcome that ends the loop instead of
+// the call: a summarising call's failure (modelFailure: its deadline
+// too), or a budget that no longer fits the model call after it.
+func (e *Engine) compactBeforeCall(ctx context.Context, r *run) (outcome, bool) {
+	err := e.compactIfOver(ctx, r)
+	switch {
+	case err != nil:
+		return r.modelFailure(ctx, err), true
+	case !r.budget.fits(r.budget.maxModel):
+		return outcome{status: api.StatusIncomplete, reason: api.ReasonDeadline}, true
+	}
+	return outcome{}, false
+}
+
 // counted notes the provider's count of the model call that just ended,
 // whose view and output the output so far holds: its input and output
 // tokens (none counted when it reports none).

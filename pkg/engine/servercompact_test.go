@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/pacing"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -251,4 +253,67 @@ func textShapes(items []api.Item) []string {
 		out[i] = fmt.Sprintf("%s %c×%d", items[i].Role, t[0], len(t))
 	}
 	return out
+}
+
+// A summarising call the deadline cuts ends the response incomplete for
+// its deadline, as a model call the deadline cuts does, not failed; a
+// summarising call that leaves no time for the model call it precedes
+// ends it so too, before the model call, its compaction item kept.
+func TestServerCompactionWithinTheDeadline(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		taking := func(d time.Duration, s step) step {
+			s.hook = func(context.Context) { time.Sleep(d) }
+			return s
+		}
+		// The summarising call the budget cuts (2 minutes before the
+		// request's deadline) answers when its context ends.
+		cut := text(theSummary, 1, 1)
+		cut.hook = func(ctx context.Context) { <-ctx.Done() }
+		big := "I am Ada. " + strings.Repeat("x", 5000)
+		body := `{` + withCompaction("1000") + `,"input":"` + big + `"}`
+		for _, tc := range []struct {
+			name  string
+			steps []step
+			types []string
+		}{
+			{"cut", []step{cut}, []string{}},
+			{"no time left", []step{taking(6*time.Minute, text(theSummary, 1, 1)), text("late", 1, 1)}, []string{"compaction"}},
+		} {
+			p := script(tc.steps...)
+			e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")), func(c *Config) { c.Loop.DeadlineReserve = 2 * time.Minute })
+			ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(10*time.Minute))
+			rec := &recorder{}
+			require.NoError(t, e.CreateResponse(ctx, decodeReq(t, body), rec), tc.name)
+			cancel()
+			resp := rec.response(t)
+			assert.Equal(t, api.StatusIncomplete, resp.Status, tc.name)
+			if assert.NotNil(t, resp.IncompleteDetails, tc.name) {
+				assert.Equal(t, api.ReasonDeadline, resp.IncompleteDetails.Reason, tc.name)
+			}
+			assert.Equal(t, tc.types, append([]string{}, types(resp.Output)...), tc.name)
+			assert.Len(t, p.requests(), 1, tc.name)
+		}
+	})
+}
+
+// A summarising call the provider refuses before the stream began (its
+// opening held) is the request's HTTP error, as a refused model call is:
+// the failed response stored, the stream taken back.
+func TestServerCompactionRefusedBeforeTheStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := newFlushRecorder()
+		p := script(step{err: &api.Error{Status: 429, Type: api.ErrTypeRateLimit, Code: "rate_limit_exceeded", Message: "Slow down."}})
+		e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")))
+		w := paced(t, rec, pacing.Config{FlushDelay: time.Second, KeepAlive: -1, OpeningHold: time.Minute})
+		big := strings.Repeat("x", 5000)
+		err := e.CreateResponse(context.Background(), decodeReq(t, `{"stream":true,`+withCompaction("1000")+`,"input":"`+big+`"}`), w)
+		w.Close()
+		ae := api.AsError(err)
+		require.NotNil(t, ae, "%v", err)
+		assert.Equal(t, 429, ae.Status)
+		batches, buffered := rec.rest()
+		assert.Empty(t, batches)
+		assert.Empty(t, buffered, "the opening is taken back")
+	})
 }
