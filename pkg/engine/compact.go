@@ -68,12 +68,22 @@ func (e *Engine) Compact(ctx context.Context, req *api.CompactRequest) (*api.Com
 
 // summarise makes the summarising call over items, what the model sees of
 // a conversation, under the instructions of r's request, and counts its
-// usage in r's response. The error is an *api.Error: the provider's, or
-// summaryError's.
+// usage in r's response; the run's observer, when it has one, sees it
+// as a model call (ModelCall.Compaction). The error is an
+// *api.Error: the provider's, or summaryError's.
 func (e *Engine) summarise(ctx context.Context, r *run, items []api.Item) (*provider.Result, error) {
 	items = append(items, api.Item{Type: api.ItemMessage, Role: api.RoleUser, Content: []api.ContentPart{{Type: api.PartInputText, Text: compactPrompt}}})
-	res, err := e.cfg.Provider.Complete(ctx, &provider.Request{Model: r.resp.Model, Instructions: r.req.Instructions, Items: items,
-		PromptCacheKey: tenantScoped(tenant.From(ctx), r.req.PromptCacheKey), ServiceTier: r.req.ServiceTier})
+	preq := &provider.Request{Model: r.resp.Model, Instructions: r.req.Instructions, Items: items,
+		PromptCacheKey: tenantScoped(tenant.From(ctx), r.req.PromptCacheKey), ServiceTier: r.req.ServiceTier}
+	var res *provider.Result
+	var err error
+	if r.obs == nil {
+		res, err = e.cfg.Provider.Complete(ctx, preq)
+	} else {
+		// Server-side compaction: the call before the loop's next model call.
+		m := &ModelCall{ResponseID: r.resp.ID, Model: preq.Model, Iteration: r.turns + 1, Compaction: true}
+		res, err = e.observedCall(ctx, r, m, func(ctx context.Context) (*provider.Result, error) { return e.cfg.Provider.Complete(ctx, preq) })
+	}
 	if err != nil {
 		return nil, api.AsError(err)
 	}

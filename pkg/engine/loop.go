@@ -404,18 +404,24 @@ func (e *Engine) callModel(ctx context.Context, r *run, turn int) (*provider.Res
 // observedSend makes the model call preq of the turn (send), which the
 // run's observer sees as one model call: a call refused for its size
 // and made again cut is two.
-func (e *Engine) observedSend(ctx context.Context, r *run, preq *provider.Request, turn int) (res *provider.Result, err error) {
-	obs := r.obs
-	if obs == nil {
+func (e *Engine) observedSend(ctx context.Context, r *run, preq *provider.Request, turn int) (*provider.Result, error) {
+	if r.obs == nil {
 		return e.send(ctx, r, preq)
 	}
-	m := &ModelCall{ResponseID: r.resp.ID, Model: preq.Model, Iteration: turn + 1, Stream: r.req.Stream, Start: e.cfg.Now()}
-	ctx = obs.StartModelCall(ctx, m)
+	m := &ModelCall{ResponseID: r.resp.ID, Model: preq.Model, Iteration: turn + 1, Stream: r.req.Stream}
+	return e.observedCall(ctx, r, m, func(ctx context.Context) (*provider.Result, error) { return e.send(ctx, r, preq) })
+}
+
+// observedCall makes the model call call, which the run's observer
+// (r.obs, not nil) sees as m: its start, then its end.
+func (e *Engine) observedCall(ctx context.Context, r *run, m *ModelCall, call func(context.Context) (*provider.Result, error)) (res *provider.Result, err error) {
+	m.Start = e.cfg.Now()
+	ctx = r.obs.StartModelCall(ctx, m)
 	defer func() {
 		m.Duration, m.Result, m.Err = e.cfg.Now().Sub(m.Start), res, err
-		obs.EndModelCall(ctx, m)
+		r.obs.EndModelCall(ctx, m)
 	}()
-	return e.send(ctx, r, preq)
+	return call(ctx)
 }
 
 // send makes the model call preq, its deltas going to the run's

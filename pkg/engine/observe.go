@@ -130,7 +130,10 @@ type ModelCall struct {
 	// Iteration numbers the response's model calls from 1.
 	Iteration int
 	Stream    bool
-	Start     time.Time
+	// Compaction marks the summarising call of server-side compaction
+	// (context_management), made before the model call of Iteration.
+	Compaction bool
+	Start      time.Time
 	// Duration, Result and Err are set at the end.
 	Duration time.Duration
 	Result   *provider.Result

@@ -52,9 +52,18 @@ func (w *watcher) StartResponse(ctx context.Context, resp *api.Response) (contex
 	return context.WithValue(ctx, ctxKey{}, "response"), w
 }
 
+// callKind names a model call in the watcher's log: "compaction" for a
+// summarising call (ModelCall.Compaction), else "model".
+func callKind(m *ModelCall) string {
+	if m.Compaction {
+		return "compaction"
+	}
+	return "model"
+}
+
 func (w *watcher) StartModelCall(ctx context.Context, m *ModelCall) context.Context {
-	w.note("model %d start (in %v)", m.Iteration, ctx.Value(ctxKey{}))
-	return context.WithValue(ctx, ctxKey{}, fmt.Sprintf("model %d", m.Iteration))
+	w.note("%s %d start (in %v)", callKind(m), m.Iteration, ctx.Value(ctxKey{}))
+	return context.WithValue(ctx, ctxKey{}, fmt.Sprintf("%s %d", callKind(m), m.Iteration))
 }
 
 func (w *watcher) EndModelCall(ctx context.Context, m *ModelCall) {
@@ -62,7 +71,7 @@ func (w *watcher) EndModelCall(ctx context.Context, m *ModelCall) {
 	if m.Result != nil {
 		finish = m.Result.FinishReason
 	}
-	w.note("model %d end %s err=%v (in %v)", m.Iteration, finish, m.Err != nil, ctx.Value(ctxKey{}))
+	w.note("%s %d end %s err=%v (in %v)", callKind(m), m.Iteration, finish, m.Err != nil, ctx.Value(ctxKey{}))
 }
 
 func (w *watcher) StartToolCall(ctx context.Context, c *ToolCall) context.Context {

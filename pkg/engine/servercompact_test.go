@@ -317,3 +317,24 @@ func TestServerCompactionRefusedBeforeTheStream(t *testing.T) {
 		assert.Empty(t, buffered, "the opening is taken back")
 	})
 }
+
+// The summarising call is a model call the observer sees (traces and
+// metrics count its time and tokens, which the response's usage holds),
+// marked as compaction, before the model call it precedes.
+func TestServerCompactionObserved(t *testing.T) {
+	t.Parallel()
+	w := &watcher{}
+	p := script(text(theSummary, 1100, 20), text("Hello Ada.", 40, 3))
+	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")), func(c *Config) { c.Observer = w })
+	big := "I am Ada. " + strings.Repeat("x", 5000)
+	_, err := run1(t, e, `{`+withCompaction("1000")+`,"input":"`+big+`"}`)
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		"response test-model",
+		"compaction 1 start (in response)",
+		"compaction 1 end stop err=false (in compaction 1)",
+		"model 1 start (in response)",
+		"model 1 end stop err=false (in model 1)",
+		"response end completed (in response)",
+	}, w.entries())
+}

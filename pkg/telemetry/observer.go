@@ -39,6 +39,7 @@ const (
 	attrToolKind   = attribute.Key(DimToolKind)
 	attrAttempt    = attribute.Key("lambent.attempt")
 	attrIteration  = attribute.Key("lambent.iteration")
+	attrCompaction = attribute.Key("lambent.compaction")
 	attrStatus     = attribute.Key("lambent.response.status")
 	attrTurns      = attribute.Key("lambent.response.turns")
 	attrIncomplete = attribute.Key("lambent.response.incomplete_reason")
@@ -176,6 +177,9 @@ func (ro *responseObserver) StartModelCall(ctx context.Context, m *engine.ModelC
 		ctx, _ = t.Start(ctx, "chat "+m.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(m.Start), trace.WithAttributes(
 			semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(ro.o.providerName(m.Model)), semconv.GenAIRequestModel(m.Model),
 			attrIteration.Int(m.Iteration)))
+		if m.Compaction {
+			trace.SpanFromContext(ctx).SetAttributes(attrCompaction.Bool(true))
+		}
 	}
 	return ctx
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -443,4 +444,21 @@ func TestContinuedResponseCountsEachInvocationsTokensOnce(t *testing.T) {
 		spanOutput += a["gen_ai.usage.output_tokens"].(int64)
 	}
 	assert.Equal(t, []int64{50, 5}, []int64{spanInput, spanOutput}, "the response's tokens, once")
+}
+
+// The summarising call of server-side compaction is a chat span like the
+// model call it precedes, marked lambent.compaction.
+func TestCompactionSpan(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	o := telemetry.New(telemetry.Config{Tracer: tp, ProviderName: "openai"})
+	resp := &api.Response{ID: api.NewID("resp_"), Model: "test-model"}
+	ctx, ro := o.StartResponse(context.Background(), resp)
+	m := &engine.ModelCall{ResponseID: resp.ID, Model: "test-model", Iteration: 1, Compaction: true, Start: time.Now()}
+	ro.EndModelCall(ro.StartModelCall(ctx, m), m)
+	spans := rec.Ended()
+	require.Len(t, spans, 1)
+	assert.Equal(t, "chat test-model", spans[0].Name())
+	assert.Equal(t, true, attrs(spans[0].Attributes())["lambent.compaction"])
 }
