@@ -155,3 +155,47 @@ func TestClientAgentsServerCompaction(t *testing.T) {
 	require.Equal(t, second, messages(reqs[3]))
 	require.Equal(t, append(second, chatMsg{"assistant", "Your name is Ada."}, chatMsg{"user", "And again, my name?"}), messages(reqs[4]))
 }
+
+// The Vercel AI SDK and LangChain read responses whose output holds a
+// compaction item, streamed and not, and send a history holding it back
+// (the AI SDK as an item reference to it) without an error: the model
+// then sees from the compaction item.
+func TestClientsReadServerCompaction(t *testing.T) {
+	dir := jsClients(t)
+	// The question may come before the summary: a history still over
+	// the threshold is compacted again, and the model sees the user's
+	// messages the compaction item carries, then its summary.
+	llm := compactingModel(func(_ chatwire.Message, msgs []chatwire.Message) fakellm.Turn {
+		for _, m := range msgs {
+			if m.Role == "user" && strings.Contains(m.Content.String(), "name") {
+				return fakellm.Turn{Text: "You are Ada."}
+			}
+		}
+		return fakellm.Turn{Text: "Hello Ada."}
+	})
+	g := newGateway(t, llm, map[string]string{"LAMBENT_COMPACTION_KEYS": compactionKeys("k1")})
+	type reply struct{ Text string }
+	var got struct {
+		Errors     []string
+		AIGenerate *struct {
+			Text  string
+			Kinds []string
+		}
+		AIHistory, LCInvoke, LCHistory *reply
+		LCStream                       *reply
+		AIStream                       *struct {
+			Text   string
+			Custom []string
+		}
+	}
+	runJS(t, dir, "compaction_clients.mjs", g.srv.URL+"/v1", &got)
+	require.Empty(t, got.Errors)
+	require.Equal(t, "Hello Ada.", got.AIGenerate.Text)
+	require.Equal(t, []string{"openai.compaction", "text"}, got.AIGenerate.Kinds)
+	require.Equal(t, "You are Ada.", got.AIHistory.Text)
+	require.Equal(t, "Hello Ada.", got.AIStream.Text)
+	require.Equal(t, []string{"custom:openai.compaction"}, got.AIStream.Custom)
+	require.Equal(t, "Hello Ada.", got.LCInvoke.Text)
+	require.Equal(t, "You are Ada.", got.LCHistory.Text)
+	require.Equal(t, "Hello Ada.", got.LCStream.Text)
+}
