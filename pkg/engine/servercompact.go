@@ -104,14 +104,22 @@ func carriedMessages(id string, texts []string) []api.Item {
 // 20,000 tokens, as Codex keeps of the user's messages when it compacts.
 const maxCarriedBytes = 20_000 * bytesPerToken
 
+// carriedBytes bounds the texts a standalone compaction item carries
+// under threshold: maxCarriedBytes, and half the threshold, so that the
+// view right after the compaction is under it and is not compacted again
+// for what the item carries.
+func carriedBytes(threshold int) int {
+	return min(maxCarriedBytes, threshold/2*bytesPerToken)
+}
+
 // carriedTexts are the texts of the user messages of items (those with
 // text) a standalone compaction item carries, in order: the newest first
-// up to maxCarriedBytes, the one crossing it cut to what is left, the
-// older ones left out, so that neither the item nor the views after it
-// grow with every compaction.
-func carriedTexts(items []api.Item) []string {
+// up to limit bytes, the one crossing it cut to what is left, the older
+// ones left out, so that neither the item nor the views after it grow
+// with every compaction.
+func carriedTexts(items []api.Item, limit int) []string {
 	var out []string
-	left := maxCarriedBytes
+	left := limit
 	for i := len(items) - 1; i >= 0 && left > 0; i-- {
 		it := &items[i]
 		if it.Type != api.ItemMessage || it.Role != api.RoleUser {
@@ -162,7 +170,7 @@ func (e *Engine) compactIfOver(ctx context.Context, r *run) error {
 	if err != nil {
 		return err
 	}
-	s := summary{text: res.Text, users: carriedTexts(view), standalone: true}
+	s := summary{text: res.Text, users: carriedTexts(view, carriedBytes(threshold)), standalone: true}
 	plain, err := s.sealed()
 	if err != nil {
 		return api.ServerError(err, "could not seal the summary")

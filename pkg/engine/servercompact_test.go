@@ -49,7 +49,8 @@ func TestServerCompactionBeforeFirstCall(t *testing.T) {
 	assert.Equal(t, "be kind", reqs[0].Instructions)
 	assert.Equal(t, "message/user: "+big+"\nmessage/developer: dev note\nmessage/user: "+compactPrompt+"\n", modelText(reqs[0].Items))
 	assert.Equal(t, "be kind", reqs[1].Instructions, "the instructions are never dropped")
-	assert.Equal(t, "message/user: "+big+"\nmessage/developer: "+summaryIntro+theSummary+"\n", modelText(reqs[1].Items))
+	assert.Equal(t, "message/user: "+big[:2000]+"\nmessage/developer: "+summaryIntro+theSummary+"\n", modelText(reqs[1].Items),
+		"the user's message carried as half the threshold (500 tokens) holds")
 }
 
 // Mid-loop, between tool turns: the provider's count of the last model
@@ -154,7 +155,8 @@ func TestServerCompactionAfterCompactWindow(t *testing.T) {
 	reqs := p.requests()
 	require.Len(t, reqs, 3)
 	assert.Equal(t, "message/user: I am Ada.\nmessage/developer: "+summaryIntro+theSummary+"\nmessage/user: "+big+"\nmessage/user: "+compactPrompt+"\n", modelText(reqs[1].Items))
-	assert.Equal(t, "message/user: I am Ada.\nmessage/user: "+big+"\nmessage/developer: "+summaryIntro+"Second summary.\n", modelText(reqs[2].Items))
+	assert.Equal(t, "message/user: "+big[:2000]+"\nmessage/developer: "+summaryIntro+"Second summary.\n", modelText(reqs[2].Items),
+		"the newest user message fills the half of the threshold the item carries")
 }
 
 // In a conversation the compaction item is appended with the response's
@@ -174,7 +176,7 @@ func TestServerCompactionInConversation(t *testing.T) {
 	require.NoError(t, err)
 	reqs := p.requests()
 	require.Len(t, reqs, 3)
-	assert.Equal(t, "message/user: "+big+"\nmessage/developer: "+summaryIntro+theSummary+"\nmessage/assistant: Hello Ada.\nmessage/user: Who am I?\n", modelText(reqs[2].Items))
+	assert.Equal(t, "message/user: "+big[:2000]+"\nmessage/developer: "+summaryIntro+theSummary+"\nmessage/assistant: Hello Ada.\nmessage/user: Who am I?\n", modelText(reqs[2].Items))
 }
 
 // A background run handed off after a compaction resumes with the
@@ -226,7 +228,8 @@ func TestServerCompactionOnConnection(t *testing.T) {
 }
 
 // The user messages a compaction item carries are bounded: the newest
-// first, 20,000 tokens (80,000 bytes) of their text at most, the one
+// first, 20,000 tokens (80,000 bytes) of their text at most (past a
+// threshold of 40,000), the one
 // crossing the bound cut, older ones left out (Codex keeps as much of
 // them when it compacts), so neither the sealed item nor what the model
 // sees after it grows with every compaction of a long conversation.
@@ -235,7 +238,7 @@ func TestServerCompactionBoundsTheCarriedMessages(t *testing.T) {
 	p := script(text(theSummary, 1, 1), text("ok", 1, 1))
 	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")))
 	old, mid, last := strings.Repeat("a", 30_000), strings.Repeat("b", 30_000), strings.Repeat("c", 30_000)
-	rec, err := run1(t, e, `{`+withCompaction("1000")+`,"input":[{"role":"user","content":"`+strings.Repeat("o", 40_000)+`"},{"role":"user","content":"`+old+`"},{"role":"user","content":"`+mid+`"},{"role":"user","content":"`+last+`"}]}`)
+	rec, err := run1(t, e, `{`+withCompaction("40000")+`,"input":[{"role":"user","content":"`+strings.Repeat("o", 100_000)+`"},{"role":"user","content":"`+old+`"},{"role":"user","content":"`+mid+`"},{"role":"user","content":"`+last+`"}]}`)
 	require.NoError(t, err)
 	require.Equal(t, []string{"compaction", "message"}, types(rec.response(t).Output))
 	reqs := p.requests()
@@ -249,7 +252,7 @@ func TestServerCompactionBoundsTheCarriedMessages(t *testing.T) {
 func textShapes(items []api.Item) []string {
 	out := make([]string, len(items))
 	for i := range items {
-		t := items[i].Text()
+		t := items[i].Text() + items[i].OutputText()
 		out[i] = fmt.Sprintf("%s %c×%d", items[i].Role, t[0], len(t))
 	}
 	return out
@@ -337,4 +340,28 @@ func TestServerCompactionObserved(t *testing.T) {
 		"model 1 end stop err=false (in model 1)",
 		"response end completed (in response)",
 	}, w.entries())
+}
+
+// The user messages a compaction item carries fit in half the threshold,
+// so that what the model sees right after a compaction is under it: a
+// history sent back whole, the item in it, is not compacted again for
+// the messages the item carries (a summarising call on every request).
+func TestServerCompactionCarriesHalfTheThreshold(t *testing.T) {
+	t.Parallel()
+	p := script(text(theSummary, 1, 1), text("Hello Ada.", 1, 1), text("You are Ada.", 1, 1))
+	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")))
+	big := "I am Ada. " + strings.Repeat("x", 5000)
+	rec, err := run1(t, e, `{`+withCompaction("1000")+`,"input":"`+big+`"}`)
+	require.NoError(t, err)
+	first := rec.response(t)
+	require.Equal(t, []string{"compaction", "message"}, types(first.Output))
+	out, err := json.Marshal(first.Output)
+	require.NoError(t, err)
+	input := `[{"role":"user","content":"` + big + `"},` + strings.TrimPrefix(strings.TrimSuffix(string(out), "]"), "[") + `,{"role":"user","content":"Who am I?"}]`
+	rec, err = run1(t, e, `{"store":false,`+withCompaction("1000")+`,"input":`+input+`}`)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"message"}, types(rec.response(t).Output))
+	reqs := p.requests()
+	require.Len(t, reqs, 3)
+	assert.Equal(t, []string{"user I×2000", "developer S×84", "assistant H×10", "user W×9"}, textShapes(reqs[2].Items))
 }
