@@ -72,6 +72,13 @@ func (e *Engine) Compact(ctx context.Context, req *api.CompactRequest) (*api.Com
 // as a model call (ModelCall.Compaction). The error is an
 // *api.Error: the provider's, or summaryError's.
 func (e *Engine) summarise(ctx context.Context, r *run, items []api.Item) (*provider.Result, error) {
+	res, _, err := e.summariseCall(ctx, r, items)
+	return res, err
+}
+
+// summariseCall is summarise, returning the model call it made too (for
+// truncation: cutAgain).
+func (e *Engine) summariseCall(ctx context.Context, r *run, items []api.Item) (*provider.Result, *provider.Request, error) {
 	items = append(items, api.Item{Type: api.ItemMessage, Role: api.RoleUser, Content: []api.ContentPart{{Type: api.PartInputText, Text: compactPrompt}}})
 	preq := &provider.Request{Model: r.resp.Model, Instructions: r.req.Instructions, Items: items,
 		PromptCacheKey: tenantScoped(tenant.From(ctx), r.req.PromptCacheKey), ServiceTier: r.req.ServiceTier}
@@ -85,13 +92,13 @@ func (e *Engine) summarise(ctx context.Context, r *run, items []api.Item) (*prov
 		res, err = e.observedCall(ctx, r, m, func(ctx context.Context) (*provider.Result, error) { return e.cfg.Provider.Complete(ctx, preq) })
 	}
 	if err != nil {
-		return nil, api.AsError(err)
+		return nil, preq, api.AsError(err)
 	}
 	if se := summaryError(res); se != nil {
-		return nil, se
+		return nil, preq, se
 	}
 	r.addUsage(res)
-	return res, nil
+	return res, preq, nil
 }
 
 // seal seals plain, a compaction item's content, for the tenant of ctx.

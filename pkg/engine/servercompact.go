@@ -165,7 +165,7 @@ func (e *Engine) compactIfOver(ctx context.Context, r *run) error {
 	bctx, cancel := r.budget.bound(ctx)
 	defer cancel()
 	start := e.cfg.Now()
-	res, err := e.summarise(bctx, r, view)
+	res, err := e.summariseCut(bctx, r, &view)
 	r.modelTook(e.cfg.Now().Sub(start))
 	if err != nil {
 		return err
@@ -191,6 +191,20 @@ func (e *Engine) compactIfOver(ctx context.Context, r *run) error {
 			slog.Int("threshold", threshold), slog.Int("items", len(view)), slog.Int("summary_bytes", len(res.Text)))
 	}
 	return nil
+}
+
+// summariseCut makes the summarising call of compactIfOver over *view
+// and, with truncation "auto", makes it again without the oldest items
+// when the provider refuses it for its size (cutAgain), as a model call
+// is; *view is then what was summarised.
+func (e *Engine) summariseCut(ctx context.Context, r *run, view *[]api.Item) (*provider.Result, error) {
+	for refusals := 1; ; refusals++ {
+		res, q, err := e.summariseCall(ctx, r, *view)
+		if err == nil || !r.cutAgain(q, err, refusals, len(r.resp.Output)) {
+			return res, err
+		}
+		*view = r.truncated(r.seen())
+	}
 }
 
 // compactBeforeCall compacts before the loop's next model call

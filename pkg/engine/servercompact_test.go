@@ -365,3 +365,22 @@ func TestServerCompactionCarriesHalfTheThreshold(t *testing.T) {
 	require.Len(t, reqs, 3)
 	assert.Equal(t, []string{"user I×2000", "developer S×84", "assistant H×10", "user W×9"}, textShapes(reqs[2].Items))
 }
+
+// With truncation "auto", a summarising call the provider refuses for its
+// size is made again without the oldest exchanges, as a model call is:
+// the response compacts and completes instead of failing.
+func TestServerCompactionTruncatesTheSummarisingCall(t *testing.T) {
+	t.Parallel()
+	p := &windowed{scripted: script(text(theSummary, 900, 20), text("ok", 10, 2)), limit: 3000}
+	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")))
+	rec, err := run1(t, e, `{"truncation":"auto",`+withCompaction("1000")+`,"input":`+chatInput(2)+`}`)
+	require.NoError(t, err)
+	resp := rec.response(t)
+	assert.Equal(t, api.StatusCompleted, resp.Status)
+	require.Equal(t, []string{"compaction", "message"}, types(resp.Output))
+	require.NotEmpty(t, p.refusals(), "the whole view was refused")
+	reqs := p.requests()
+	require.Len(t, reqs, 2)
+	assert.NotContains(t, texts(reqs[0].Items), "user:q0", "the summarised view is cut")
+	assert.Contains(t, texts(reqs[0].Items), "user:"+compactPrompt)
+}
