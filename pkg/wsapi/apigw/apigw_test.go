@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/apigatewaymanagementapi"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/testing/dynamolocal"
@@ -76,6 +78,9 @@ type env struct {
 	conns *apigw.Connections
 	fake  *fakellm.Server
 	app   *app.App
+	// db and table are the connections table's client and name.
+	db    *ddb.Client
+	table string
 }
 
 func newEnv(t *testing.T) *env {
@@ -136,7 +141,7 @@ func newEnvStore(t *testing.T, rule tenant.Rule, shared bool) *env {
 		Logger:      app.Logger(cfg, io.Discard),
 	})
 	require.NoError(t, err)
-	return &env{t: t, h: h, mgmt: mgmt, queue: queue, conns: conns, fake: fake, app: a}
+	return &env{t: t, h: h, mgmt: mgmt, queue: queue, conns: conns, fake: fake, app: a, db: db, table: table}
 }
 
 // invoke sends ev through the Lambda entry point as its JSON.
@@ -731,4 +736,31 @@ func TestSharedStoreLanes(t *testing.T) {
 	require.Equal(t, "Your name is Bob.", e.text(evs))
 	_, err = e.conns.Records().Get(ctx, b1)
 	require.ErrorIs(t, err, store.ErrNotFound, "lane B's latest replaced its store: false one")
+}
+
+// A connection whose item was written before lanes (its latest response in
+// "latest", no version) continues that response as its lane without
+// stream_id, and its next turn writes the item anew.
+func TestConnectionItemBeforeLanes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.connect(keyA)
+	first := lastID(e.events(e.send(c, `{"type":"response.create","store":false,"input":"My name is Ada"}`)))
+	now := time.Now()
+	_, err := e.db.PutItem(t.Context(), &ddb.PutItemInput{TableName: aws.String(e.table), Item: map[string]types.AttributeValue{
+		"pk":           &types.AttributeValueMemberS{Value: "connection#" + c},
+		"sk":           &types.AttributeValueMemberS{Value: "connection"},
+		"tenant":       &types.AttributeValueMemberS{Value: "acme"},
+		"connected_at": &types.AttributeValueMemberN{Value: strconv.FormatInt(now.UnixMilli(), 10)},
+		"expires_at":   &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(apigw.MaxConnectionDuration).Unix(), 10)},
+		"latest":       &types.AttributeValueMemberS{Value: first},
+	}})
+	require.NoError(t, err)
+	evs := e.events(e.send(c, fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"What is my name?"}`, first)))
+	require.Equal(t, "Your name is Ada.", e.text(evs))
+	second := lastID(evs)
+	evs = e.events(e.send(c, fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"What is my name?"}`, second)))
+	require.Equal(t, "Your name is Ada.", e.text(evs))
+	_, err = e.conns.Records().Get(tenantCtx(t, "acme"), first)
+	require.ErrorIs(t, err, store.ErrNotFound, "the record the old item pointed at was replaced")
 }
