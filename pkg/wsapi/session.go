@@ -416,24 +416,20 @@ func (w *eventWriter) encode(ev *api.StreamEvent) ([]byte, error) {
 }
 
 // withStreamID returns data, a JSON object, with the field stream_id lane
-// added last ("": data as it is).
+// added last ("": data as it is); an event always has fields (its type).
 func withStreamID(data []byte, lane string) ([]byte, error) {
 	if lane == "" {
 		return data, nil
 	}
 	n := len(data)
-	if n < 2 || data[n-1] != '}' {
-		return nil, fmt.Errorf("wsapi: an event is not a JSON object: %.32q", data)
+	if n <= 2 || data[n-1] != '}' {
+		return nil, fmt.Errorf("wsapi: an event is not a JSON object with fields: %.32q", data)
 	}
 	q, err := json.Marshal(lane)
 	if err != nil {
 		return nil, fmt.Errorf("encode stream_id: %w", err)
 	}
-	out := append(data[:n-1:n-1], ',')
-	if n == 2 {
-		out = out[:1]
-	}
-	out = append(out, `"stream_id":`...)
+	out := append(data[:n-1:n-1], `,"stream_id":`...)
 	out = append(out, q...)
 	return append(out, '}'), nil
 }
