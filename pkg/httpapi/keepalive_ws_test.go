@@ -39,7 +39,7 @@ func (s *keepAliveSender) Send(ctx context.Context, msg []byte) error {
 	}
 	_ = json.Unmarshal(msg, &ev)
 	s.sent++
-	return s.c.Write(ctx, websocket.MessageText, apigw.KeepAliveMessage(ev.SequenceNumber))
+	return s.c.Write(ctx, websocket.MessageText, apigw.KeepAliveMessage(ev.SequenceNumber, ""))
 }
 
 // The keep-alives the API Gateway front door sends while a turn is silent

@@ -735,3 +735,62 @@ func TestWebSocketRefusedUpgradeIsAnOpenAIError(t *testing.T) {
 		require.Empty(t, rec.Header().Get("Sec-WebSocket-Accept"), c.name)
 	}
 }
+
+// The npm openai SDK's ResponsesWS drives two lanes (stream_id) on one
+// socket: interleaved store: false turns each continue their own chain, a
+// new lane forks from another's, every message of a lane carries its
+// stream_id (an error envelope too), a response.steer is answered with
+// response.steer.failed on the target's lane, and a turn without
+// stream_id gets none.
+func TestWebSocketLanesOpenAINode(t *testing.T) {
+	dir := jsClients(t)
+	g := newWSGateway(t, nil)
+	type terminal struct {
+		Type, Text, ID, Code string
+		StreamID             *string `json:"stream_id"`
+		SequenceNumber       *int64  `json:"sequence_number"`
+		Steer                *struct {
+			Input              string `json:"input"`
+			PreviousResponseID string `json:"previous_response_id"`
+		}
+	}
+	var got struct {
+		Errors    []string
+		Terminals []terminal
+		Counts    map[string]int
+		SDKErrors int
+	}
+	runJS(t, dir, "lanes_ws.mjs", g.srv.URL+"/v1", &got, wsKeyA)
+	require.Empty(t, got.Errors)
+	require.Len(t, got.Terminals, 8)
+	lane := func(i int) string {
+		require.NotNil(t, got.Terminals[i].StreamID, "terminal %d has no stream_id: %+v", i, got.Terminals[i])
+		return *got.Terminals[i].StreamID
+	}
+	for i, want := range []struct{ lane, text string }{
+		{"lane-a", "Hello from Lambent."}, {"lane-b", "Hello from Lambent."},
+		{"lane-a", "Your name is Ann."}, {"lane-b", "Your name is Bob."},
+		{"lane-c", "Your name is Ann."},
+	} {
+		require.Equal(t, "response.completed", got.Terminals[i].Type, "terminal %d: %+v", i, got.Terminals[i])
+		require.Equal(t, want.lane, lane(i))
+		require.Equal(t, want.text, got.Terminals[i].Text, "terminal %d", i)
+	}
+	require.Equal(t, "error", got.Terminals[5].Type)
+	require.Equal(t, "previous_response_not_found", got.Terminals[5].Code)
+	require.Equal(t, "lane-a", lane(5))
+	require.Equal(t, 1, got.SDKErrors, "the SDK reports the error event")
+
+	steer := got.Terminals[6]
+	require.Equal(t, "response.steer.failed", steer.Type)
+	require.Equal(t, "steering_not_supported", steer.Code)
+	require.Equal(t, "lane-b", lane(6))
+	require.Equal(t, "Be brief.", steer.Steer.Input)
+	require.Equal(t, got.Terminals[3].ID, steer.Steer.PreviousResponseID)
+	require.NotNil(t, steer.SequenceNumber)
+
+	require.Equal(t, "response.completed", got.Terminals[7].Type)
+	require.Nil(t, got.Terminals[7].StreamID)
+	require.Positive(t, got.Counts[""], "the turn without stream_id")
+	require.Positive(t, got.Counts["lane-c"])
+}

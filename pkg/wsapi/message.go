@@ -13,8 +13,14 @@ import (
 	"github.com/lambent/lambent/pkg/requestid"
 )
 
-// TypeResponseCreate is the type of the one message a client sends.
-const TypeResponseCreate = "response.create"
+// Types of the messages a client sends.
+const (
+	// TypeResponseCreate starts a response.
+	TypeResponseCreate = "response.create"
+	// TypeResponseSteer asks to steer a running response (OpenAI's
+	// WebSocket mode), which Lambent answers with TypeSteerFailed.
+	TypeResponseSteer = "response.steer"
+)
 
 // Error codes of WebSocket mode.
 const (
@@ -30,7 +36,14 @@ const (
 	CodeMessageTooLarge = "websocket_message_too_large"
 	// CodeTooManyQueued answers a response.create while too many wait.
 	CodeTooManyQueued = "too_many_queued_messages"
+	// CodeTooManyLanes answers a response.create that names a lane
+	// (stream_id) beyond the connection's MaxLanes.
+	CodeTooManyLanes = "too_many_stream_ids"
 )
+
+// MaxLanes bounds the lanes (distinct stream_ids) a connection keeps a
+// response of.
+const MaxLanes = 16
 
 // Message is one message a client sent.
 type Message struct {
@@ -56,6 +69,9 @@ type Envelope struct {
 	SequenceNumber *int64     `json:"sequence_number,omitempty"`
 	Error          *api.Error `json:"error"`
 	RequestID      string     `json:"request_id,omitempty"`
+	// StreamID is the lane of the response.create it answers (OpenAI's
+	// stream_id), when that message named a valid one.
+	StreamID string `json:"stream_id,omitempty"`
 }
 
 // EncodeError returns the error envelope of err for the message whose
@@ -64,15 +80,16 @@ type Envelope struct {
 // WebSocketErrorEvent requires a string): an error without a code of its
 // own, null over HTTP, has its type's (invalid_request_error, ...).
 func EncodeError(ctx context.Context, err error) []byte {
-	return encodeEnvelope(ctx, api.AsError(err), nil)
+	return encodeEnvelope(ctx, api.AsError(err), nil, "")
 }
 
 // EncodeStreamError returns the message of a response's "error" event ev
 // (an error after the response started, such as its store failing once it
 // had run): EncodeError's envelope of its error, with its sequence_number,
 // so that it is the spec's WebSocket error envelope and, like OpenAI's
-// WebSocket error event, the stream's error event too.
-func EncodeStreamError(ctx context.Context, ev *api.StreamEvent) []byte {
+// WebSocket error event, the stream's error event too; lane is the
+// response's stream_id ("": none).
+func EncodeStreamError(ctx context.Context, ev *api.StreamEvent, lane string) []byte {
 	e := &api.Error{Status: http.StatusInternalServerError, Type: api.ErrTypeServer, Message: api.ServerErrorMessage}
 	if p := ev.Error; p != nil {
 		e = &api.Error{Status: p.Status, Type: p.Type, Message: p.Message}
@@ -86,12 +103,12 @@ func EncodeStreamError(ctx context.Context, ev *api.StreamEvent) []byte {
 			e.Status = http.StatusInternalServerError
 		}
 	}
-	return encodeEnvelope(ctx, e, &ev.SequenceNumber)
+	return encodeEnvelope(ctx, e, &ev.SequenceNumber, lane)
 }
 
 // encodeEnvelope encodes the envelope of e (EncodeError) with sequence
-// number seq (nil: none).
-func encodeEnvelope(ctx context.Context, e *api.Error, seq *int64) []byte {
+// number seq (nil: none) and stream_id lane ("": none).
+func encodeEnvelope(ctx context.Context, e *api.Error, seq *int64, lane string) []byte {
 	id := requestid.From(ctx)
 	e = e.ForClient(id)
 	if e.Code == "" {
@@ -99,7 +116,7 @@ func encodeEnvelope(ctx context.Context, e *api.Error, seq *int64) []byte {
 		c.Code = c.Type
 		e = &c
 	}
-	b, merr := wirejson.Marshal(Envelope{Type: api.EventError, Status: e.Status, SequenceNumber: seq, Error: e, RequestID: id})
+	b, merr := wirejson.Marshal(Envelope{Type: api.EventError, Status: e.Status, SequenceNumber: seq, Error: e, RequestID: id, StreamID: lane})
 	if merr != nil {
 		return []byte(`{"type":"error","status":500,"error":{"message":"internal error: could not encode the error","type":"server_error","param":null,"code":"server_error"}}`)
 	}
@@ -139,28 +156,60 @@ func ConnectionLimitError() *api.Error {
 // WebSocket response.create must not carry.
 var transportFields = []string{"stream", "stream_options", "background"}
 
+// Create is a decoded response.create message.
+type Create struct {
+	// Request is the streaming create request.
+	Request *api.CreateResponseRequest
+	// StreamID is the lane of the response (OpenAI's WebSocket field
+	// stream_id), "" for none.
+	StreamID string
+}
+
 // DecodeCreate decodes a response.create message into a streaming create
 // request. The body is the standard create body plus "type" and OpenAI's
-// WebSocket field "generate"; stream, stream_options and background are
-// HTTP transport fields and rejected, except "stream": true, which only
-// says what a WebSocket always does and which the OpenAI Agents SDK sends.
-func DecodeCreate(m Message, limit int64) (*api.CreateResponseRequest, error) {
+// WebSocket fields "generate" and "stream_id" (validStreamID); stream,
+// stream_options and background are HTTP transport fields and rejected,
+// except "stream": true, which only says what a WebSocket always does and
+// which the OpenAI Agents SDK sends.
+func DecodeCreate(m Message, limit int64) (*Create, error) {
+	fields, typ, err := decodeFields(m, limit)
+	if err != nil {
+		return nil, err
+	}
+	if typ != TypeResponseCreate {
+		return nil, unknownType(fields["type"])
+	}
+	return createFrom(fields)
+}
+
+// decodeFields returns the fields of m, a JSON object, and its type ("":
+// none, or not a string).
+func decodeFields(m Message, limit int64) (map[string]json.RawMessage, string, error) {
 	if m.Binary {
-		return nil, &api.Error{Status: http.StatusBadRequest, Type: api.ErrTypeInvalidRequest, Code: CodeBinaryMessage,
+		return nil, "", &api.Error{Status: http.StatusBadRequest, Type: api.ErrTypeInvalidRequest, Code: CodeBinaryMessage,
 			Message: "Binary WebSocket messages are not supported; send each response.create as a JSON text message."}
 	}
 	if m.Size > int64(len(m.Data)) || int64(len(m.Data)) > limit {
-		return nil, &api.Error{Status: http.StatusRequestEntityTooLarge, Type: api.ErrTypeInvalidRequest, Code: "request_too_large",
+		return nil, "", &api.Error{Status: http.StatusRequestEntityTooLarge, Type: api.ErrTypeInvalidRequest, Code: "request_too_large",
 			Message: fmt.Sprintf("The message of %d bytes exceeds the limit of %d bytes.", max(m.Size, int64(len(m.Data))), limit)}
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(m.Data, &fields); err != nil || fields == nil {
-		return nil, api.InvalidRequestCode("", "invalid_json", "Each WebSocket message must be a JSON object with \"type\": %q.", TypeResponseCreate)
+		return nil, "", api.InvalidRequestCode("", "invalid_json", "Each WebSocket message must be a JSON object with \"type\": %q.", TypeResponseCreate)
 	}
 	var typ string
-	if raw, ok := fields["type"]; !ok || json.Unmarshal(raw, &typ) != nil || typ != TypeResponseCreate {
-		return nil, api.InvalidRequestCode("type", CodeUnknownMessageType, "Unsupported message type %s: the only message a client sends is %q.", typeText(fields["type"]), TypeResponseCreate)
-	}
+	_ = json.Unmarshal(fields["type"], &typ)
+	return fields, typ, nil
+}
+
+// unknownType is the error of a message of another type than a client
+// sends (raw: its "type" field).
+func unknownType(raw json.RawMessage) error {
+	return api.InvalidRequestCode("type", CodeUnknownMessageType, "Unsupported message type %s: a client sends %q or %q.", typeText(raw), TypeResponseCreate, TypeResponseSteer)
+}
+
+// createFrom decodes the fields of a response.create message (DecodeCreate).
+func createFrom(fields map[string]json.RawMessage) (*Create, error) {
 	delete(fields, "type")
 	for _, k := range transportFields {
 		v, ok := fields[k]
@@ -173,6 +222,10 @@ func DecodeCreate(m Message, limit int64) (*api.CreateResponseRequest, error) {
 			continue
 		}
 		return nil, api.InvalidRequestCode(k, "unsupported_parameter", "Unsupported parameter: '%s' is an HTTP transport field and is not accepted on a WebSocket connection.", k)
+	}
+	lane, err := takeStreamID(fields)
+	if err != nil {
+		return nil, err
 	}
 	generate, err := takeGenerate(fields)
 	if err != nil {
@@ -187,7 +240,45 @@ func DecodeCreate(m Message, limit int64) (*api.CreateResponseRequest, error) {
 		return nil, err
 	}
 	req.Stream, req.NoGenerate = true, !generate
-	return req, nil
+	return &Create{Request: req, StreamID: lane}, nil
+}
+
+// maxStreamID bounds the length of a stream_id.
+const maxStreamID = 64
+
+// validStreamID reports whether s is a valid stream_id: 1 to 64 characters
+// of A-Z, a-z, 0-9, '.', '_', ':' and '-'.
+func validStreamID(s string) bool {
+	if s == "" || len(s) > maxStreamID {
+		return false
+	}
+	for _, c := range []byte(s) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == ':', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// takeStreamID removes the WebSocket-only field "stream_id" from fields and
+// returns its value: "" when absent or null.
+func takeStreamID(fields map[string]json.RawMessage) (string, error) {
+	raw, ok := fields["stream_id"]
+	delete(fields, "stream_id")
+	if !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return "", nil
+	}
+	var lane string
+	if err := json.Unmarshal(raw, &lane); err != nil {
+		return "", api.InvalidRequestCode("stream_id", "invalid_type", "Invalid type for 'stream_id': expected a string.")
+	}
+	if !validStreamID(lane) {
+		return "", api.InvalidRequestCode("stream_id", "invalid_value",
+			"Invalid 'stream_id': expected 1 to %d characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'.", maxStreamID)
+	}
+	return lane, nil
 }
 
 // takeGenerate removes the WebSocket-only field "generate" from fields and
@@ -206,19 +297,24 @@ func takeGenerate(fields map[string]json.RawMessage) (bool, error) {
 	return generate, nil
 }
 
-// continuedFrom returns the previous_response_id of m when m is a
-// response.create JSON object naming one, else "": the response that a
-// continuation refused by DecodeCreate continued from.
-func continuedFrom(m Message) string {
+// createRefs returns the previous_response_id and the valid stream_id of
+// m when m is a response.create JSON object naming them, else "": for a
+// message DecodeCreate refused, the response it continued from and the
+// lane its error envelope goes to.
+func createRefs(m Message) (prev, lane string) {
 	var fields map[string]json.RawMessage
 	if m.Binary || json.Unmarshal(m.Data, &fields) != nil {
-		return ""
+		return "", ""
 	}
-	var typ, prev string
-	if json.Unmarshal(fields["type"], &typ) != nil || typ != TypeResponseCreate || json.Unmarshal(fields["previous_response_id"], &prev) != nil {
-		return ""
+	var typ string
+	if json.Unmarshal(fields["type"], &typ) != nil || typ != TypeResponseCreate {
+		return "", ""
 	}
-	return prev
+	_ = json.Unmarshal(fields["previous_response_id"], &prev)
+	if json.Unmarshal(fields["stream_id"], &lane) != nil || !validStreamID(lane) {
+		lane = ""
+	}
+	return prev, lane
 }
 
 func typeText(raw json.RawMessage) string {

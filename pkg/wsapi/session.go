@@ -6,19 +6,25 @@
 //
 // Session is the transport-free part, shared by both front doors: it
 // decodes a message, runs it through the engine with a WebSocket
-// engine.ResponseWriter and the connection's Cache (its latest response,
-// store: false included, so that continuations on the same connection
-// need no store), evicts the referenced previous response when a
-// continuation fails, and answers errors with the spec's envelope. Server
+// engine.ResponseWriter and the connection's Cache (the latest response
+// of each lane, OpenAI's stream_id, store: false included, so that
+// continuations on the same connection need no store), evicts the
+// referenced previous response when a continuation fails, answers errors
+// with the spec's envelope (carrying the message's stream_id), and
+// answers OpenAI's response.steer with response.steer.failed (Lambent does
+// not steer). Messages run one at a time in order of arrival, on every
+// front door, which keeps each lane FIFO. Server
 // is the local front door (github.com/coder/websocket); package apigw is
 // the API Gateway WebSocket API front door.
 package wsapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"sync"
 	"time"
@@ -44,17 +50,28 @@ type Sender interface {
 	Send(ctx context.Context, msg []byte) error
 }
 
-// Cache is the connection-local cache of a connection's latest response.
+// Cache is the connection-local cache of a connection's lanes (OpenAI's
+// stream_id; "" is the lane of a response.create without one): the latest
+// response of each.
 type Cache interface {
-	engine.ConnectionCache
+	// Get returns the record of response id if the connection keeps it,
+	// on any lane, else an error wrapping store.ErrNotFound.
+	Get(ctx context.Context, id string) (*store.Record, error)
+	// PutLatest keeps rec, a terminal response of lane, as the lane's
+	// latest response, in place of the one before.
+	PutLatest(ctx context.Context, lane string, rec *store.Record) error
 	// Evict forgets response id; a cache that does not hold it does
 	// nothing.
 	Evict(ctx context.Context, id string) error
+	// Lanes returns the id of the latest response of each lane that has
+	// one.
+	Lanes(ctx context.Context) (map[string]string, error)
 }
 
 // Session processes the messages of one connection. The transport calls
 // Handle for each message, one at a time and in order of arrival, so at
-// most one response is in flight per connection.
+// most one response is in flight per connection, and the responses of
+// each lane (stream_id) run in order (FIFO per lane).
 type Session struct {
 	Service Service
 	Cache   Cache
@@ -76,13 +93,17 @@ type Session struct {
 // Handle processes one client message, whose context carries its own
 // request id (the transport gives each message one: package requestid),
 // repeated by its error envelope and its log lines. A response.create runs as a
-// streaming create request, its events sent as they come; any error is
-// sent as the error envelope, after which the connection stays usable:
+// streaming create request, its events sent as they come, each carrying
+// the message's stream_id when it named one (so does its error envelope);
+// a response.steer is answered with response.steer.failed (steer). Any
+// error is sent as the error envelope, after which the connection stays
+// usable:
 //
 //   - a message that is not a valid response.create (binary, not JSON,
 //     over ReadLimit, another type, HTTP transport fields, an invalid
-//     create body) and a create the engine refuses (previous_response_not_found,
-//     ...) get the envelope of that error, and no event;
+//     create body, a new lane beyond MaxLanes) and a create the engine
+//     refuses (previous_response_not_found, ...) get the envelope of that
+//     error, and no event;
 //   - an error after the response started (its store failing once it had
 //     run) ends its events as that envelope with the error event's
 //     sequence_number (EncodeStreamError);
@@ -102,20 +123,40 @@ func (s *Session) Handle(ctx context.Context, m Message) error {
 	if limit <= 0 {
 		limit = DefaultReadLimit
 	}
-	req, err := DecodeCreate(m, limit)
+	fields, typ, err := decodeFields(m, limit)
+	if err == nil && typ == TypeResponseSteer {
+		return s.steer(ctx, fields)
+	}
+	var c *Create
+	if err == nil && typ != TypeResponseCreate {
+		err = unknownType(fields["type"])
+	}
+	if err == nil {
+		c, err = createFrom(fields)
+	}
+	if err == nil {
+		err = s.admitLane(ctx, c.StreamID)
+	}
 	if err != nil {
 		// A response.create that continues a response fails as a
 		// continuation, whatever its fault: the response it names is
 		// evicted too.
-		s.evict(ctx, continuedFrom(m))
-		return s.sendError(ctx, err)
+		prev, lane := createRefs(m)
+		s.evict(ctx, prev)
+		return s.sendError(ctx, lane, err)
 	}
+	return s.create(ctx, c)
+}
+
+// create runs the response of c and sends its events, or its error.
+func (s *Session) create(ctx context.Context, c *Create) error {
+	req := c.Request
 	hold := s.OpeningHold
 	if hold == 0 {
 		hold = pacing.DefaultOpeningHold
 	}
-	w := &eventWriter{ctx: ctx, send: s.Sender, limit: s.WriteLimit, cache: s.Cache, hold: hold}
-	err = s.Service.CreateResponse(ctx, req, w)
+	w := &eventWriter{ctx: ctx, send: s.Sender, limit: s.WriteLimit, cache: laneCache{c: s.Cache, lane: c.StreamID}, lane: c.StreamID, hold: hold}
+	err := s.Service.CreateResponse(ctx, req, w)
 	// What the engine left held (nothing, when it opened or took back the
 	// opening) goes out before the turn ends, never after it.
 	w.Open()
@@ -139,9 +180,59 @@ func (s *Session) Handle(ctx context.Context, m Message) error {
 		s.evict(ctx, req.PreviousResponseID)
 	}
 	if reply != nil {
-		return s.sendError(ctx, reply)
+		return s.sendError(ctx, c.StreamID, reply)
 	}
 	return nil
+}
+
+// admitLane refuses a new lane (stream_id) beyond the connection's
+// MaxLanes; "" (no lane) and the lanes the connection has are admitted.
+func (s *Session) admitLane(ctx context.Context, lane string) error {
+	if lane == "" {
+		return nil
+	}
+	lanes, err := s.Cache.Lanes(ctx)
+	if err != nil {
+		return fmt.Errorf("wsapi: read the connection's lanes: %w", err)
+	}
+	if _, ok := lanes[lane]; ok {
+		return nil
+	}
+	delete(lanes, "")
+	if len(lanes) >= MaxLanes {
+		return api.InvalidRequestCode("stream_id", CodeTooManyLanes,
+			"This connection already has %d lanes (stream_id values), its limit: continue on one of them, send no stream_id, or open another connection.", MaxLanes)
+	}
+	return nil
+}
+
+// steer answers the response.steer whose fields are fields with
+// response.steer.failed: Lambent does not steer. It starts no response and
+// changes none; the event carries the lane of the targeted response when
+// the connection keeps it.
+func (s *Session) steer(ctx context.Context, fields map[string]json.RawMessage) error {
+	ev := decodeSteer(fields)
+	if ev.Steer.PreviousResponseID != "" {
+		lanes, err := s.Cache.Lanes(ctx)
+		if err != nil {
+			s.logger().ErrorContext(ctx, "websocket: read the connection's lanes", "err", err)
+		}
+		for lane, id := range lanes {
+			if id == ev.Steer.PreviousResponseID {
+				ev.StreamID = lane
+			}
+		}
+	}
+	msg, err := encodeSteerFailed(ev)
+	if err == nil && s.WriteLimit > 0 && len(msg) > s.WriteLimit {
+		// Its input, which the message held, does not fit in one back.
+		ev.Steer.Input = json.RawMessage(`""`)
+		msg, err = encodeSteerFailed(ev)
+	}
+	if err != nil {
+		return s.sendError(ctx, "", err)
+	}
+	return s.Sender.Send(ctx, msg)
 }
 
 // evict evicts response id ("": none), the previous response of a failed
@@ -155,18 +246,19 @@ func (s *Session) evict(ctx context.Context, id string) {
 	}
 }
 
-// sendError sends the error envelope of err; a server error's cause is
-// logged with the message's request id. An envelope over WriteLimit (an
-// error quoting a long part of the message, such as an unknown
-// parameter's name) is sent with its message and param shortened.
-func (s *Session) sendError(ctx context.Context, err error) error {
+// sendError sends the error envelope of err, with stream_id lane ("":
+// none); a server error's cause is logged with the message's request id.
+// An envelope over WriteLimit (an error quoting a long part of the
+// message, such as an unknown parameter's name) is sent with its message
+// and param shortened.
+func (s *Session) sendError(ctx context.Context, lane string, err error) error {
 	e := api.AsError(err)
 	if e.Status >= 500 {
 		s.logger().ErrorContext(ctx, "websocket: request failed", "status", e.Status, "code", e.Code, "err", err)
 	}
-	msg := EncodeError(ctx, e)
+	msg := encodeEnvelope(ctx, e, nil, lane)
 	if s.WriteLimit > 0 && len(msg) > s.WriteLimit {
-		msg = EncodeError(ctx, shortened(e))
+		msg = encodeEnvelope(ctx, shortened(e), nil, lane)
 	}
 	return s.Sender.Send(ctx, msg)
 }
@@ -182,8 +274,10 @@ func (s *Session) logger() *slog.Logger {
 // text message holding the event's JSON, the bytes an SSE stream carries
 // on its data line, but for an error event: the error envelope every
 // WebSocket error gets, with the event's sequence_number
-// (EncodeStreamError). It is an engine.ConnectionWriter: the engine reads and
-// keeps the connection's responses in its cache. It holds the opening of a
+// (EncodeStreamError); each message carries the response's stream_id, if
+// any. It is an engine.ConnectionWriter: the engine reads and keeps the
+// connection's responses in its cache, as the latest of the response's
+// lane. It holds the opening of a
 // stream (response.created, response.in_progress) until the stream truly
 // begins (HoldOpening, Open), at most hold, so that a response.create the
 // model provider refuses gets the error envelope of the refusal instead
@@ -193,8 +287,10 @@ type eventWriter struct {
 	ctx   context.Context
 	send  Sender
 	limit int
-	cache Cache
-	hold  time.Duration
+	cache engine.ConnectionCache
+	// lane is the response's stream_id ("": none).
+	lane string
+	hold time.Duration
 
 	mu sync.Mutex
 	// started is set once an event was written; responseID is the
@@ -307,16 +403,35 @@ func (w *eventWriter) WriteEvent(ev *api.StreamEvent) error {
 }
 
 // encode returns the message of ev: its JSON, an error event's being the
-// spec's error envelope (EncodeStreamError).
+// spec's error envelope (EncodeStreamError), with the lane's stream_id.
 func (w *eventWriter) encode(ev *api.StreamEvent) ([]byte, error) {
 	if ev.Type == api.EventError {
-		return EncodeStreamError(w.ctx, ev), nil
+		return EncodeStreamError(w.ctx, ev, w.lane), nil
 	}
 	data, err := wirejson.Marshal(ev.Wire())
 	if err != nil {
 		return nil, fmt.Errorf("encode %s event: %w", ev.Type, err)
 	}
-	return data, nil
+	return withStreamID(data, w.lane)
+}
+
+// withStreamID returns data, a JSON object, with the field stream_id lane
+// added last ("": data as it is); an event always has fields (its type).
+func withStreamID(data []byte, lane string) ([]byte, error) {
+	if lane == "" {
+		return data, nil
+	}
+	n := len(data)
+	if n <= 2 || data[n-1] != '}' {
+		return nil, fmt.Errorf("wsapi: an event is not a JSON object with fields: %.32q", data)
+	}
+	q, err := json.Marshal(lane)
+	if err != nil {
+		return nil, fmt.Errorf("encode stream_id: %w", err)
+	}
+	out := append(data[:n-1:n-1], `,"stream_id":`...)
+	out = append(out, q...)
+	return append(out, '}'), nil
 }
 
 var _ engine.ConnectionWriter = (*eventWriter)(nil)
@@ -329,21 +444,49 @@ func (w *eventWriter) WriteResponse(*api.Response) error {
 	return errors.New("wsapi: a WebSocket response is streamed, never written whole")
 }
 
-// MemoryCache is the Cache of a connection served in this process: its
-// latest response, in memory, gone with the connection, when it is not
-// stored (store: false). A stored response is read from the engine's store
-// (as on AWS, apigw's shared cache), so that one deleted over HTTP is gone
-// on its socket too.
+// laneCache is the engine.ConnectionCache of a response on lane: it reads
+// every lane's responses and keeps the response as the lane's latest.
+type laneCache struct {
+	c    Cache
+	lane string
+}
+
+// Get returns the record of id, on any lane.
+func (l laneCache) Get(ctx context.Context, id string) (*store.Record, error) {
+	return l.c.Get(ctx, id)
+}
+
+// Put keeps rec as the latest response of the lane.
+func (l laneCache) Put(ctx context.Context, rec *store.Record) error {
+	return l.c.PutLatest(ctx, l.lane, rec)
+}
+
+// InProcess reports whether the cache is in memory (store.InProcess).
+func (l laneCache) InProcess() bool {
+	p, ok := l.c.(store.InProcess)
+	return ok && p.InProcess()
+}
+
+// MemoryCache is the Cache of a connection served in this process: the
+// latest response of each of its lanes, in memory, gone with the
+// connection, when it is not stored (store: false). A stored response is
+// read from the engine's store (as on AWS, apigw's shared cache), so that
+// one deleted over HTTP is gone on its socket too. It is safe for
+// concurrent use.
 type MemoryCache struct {
-	m *store.Memory
+	mu sync.Mutex
+	// latest is the id of each lane's latest response; m holds those not
+	// stored.
+	latest map[string]string
+	m      *store.Memory
 }
 
 // NewMemoryCache returns an empty cache.
 func NewMemoryCache() *MemoryCache {
-	return &MemoryCache{m: store.NewMemory(store.MemoryConfig{MaxEntries: 1})}
+	return &MemoryCache{latest: map[string]string{}, m: store.NewMemory(store.MemoryConfig{MaxEntries: MaxLanes + 1})}
 }
 
-// Get returns the record of id when it is the latest response.
+// Get returns the record of id when it is the latest response of a lane.
 func (c *MemoryCache) Get(ctx context.Context, id string) (*store.Record, error) {
 	return c.m.Get(ctx, id)
 }
@@ -352,18 +495,45 @@ func (c *MemoryCache) Get(ctx context.Context, id string) (*store.Record, error)
 // the engine writes to it without a deadline.
 func (c *MemoryCache) InProcess() bool { return c.m.InProcess() }
 
-// Put makes rec the latest response, replacing the one before: kept
-// when it is not stored, else left to the store.
-func (c *MemoryCache) Put(ctx context.Context, rec *store.Record) error {
+// PutLatest makes rec the latest response of lane, replacing the one
+// before: kept when it is not stored, else left to the store.
+func (c *MemoryCache) PutLatest(ctx context.Context, lane string, rec *store.Record) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.forget(ctx, c.latest[lane]); err != nil {
+		return err
+	}
+	c.latest[lane] = rec.Response.ID
 	if rec.Response.Store {
-		c.m = store.NewMemory(store.MemoryConfig{MaxEntries: 1})
 		return nil
 	}
 	return c.m.Create(ctx, rec)
 }
 
-// Evict forgets id.
+// Evict forgets id, and the lane it is the latest of.
 func (c *MemoryCache) Evict(ctx context.Context, id string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for lane, latest := range c.latest {
+		if latest == id {
+			delete(c.latest, lane)
+		}
+	}
+	return c.forget(ctx, id)
+}
+
+// Lanes returns the latest response of each lane.
+func (c *MemoryCache) Lanes(context.Context) (map[string]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.latest), nil
+}
+
+// forget deletes the record of id ("": none), if kept (c.mu held).
+func (c *MemoryCache) forget(ctx context.Context, id string) error {
+	if id == "" {
+		return nil
+	}
 	if err := c.m.Delete(ctx, id); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}

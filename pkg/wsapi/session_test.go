@@ -107,7 +107,7 @@ func TestOpeningHoldInterleavings(t *testing.T) {
 	types := []string{api.EventResponseCreated, api.EventResponseInProgress, api.EventOutputTextDelta, api.EventResponseCompleted}
 	for i := range 300 {
 		out := &sent{}
-		w := &eventWriter{ctx: context.Background(), send: out, cache: NewMemoryCache(), hold: time.Duration(i%7) * 30 * time.Microsecond}
+		w := &eventWriter{ctx: context.Background(), send: out, cache: laneCache{c: NewMemoryCache()}, hold: time.Duration(i%7) * 30 * time.Microsecond}
 		w.HoldOpening()
 		write := func(typ string) {
 			ev := &api.StreamEvent{Type: typ, Response: &api.Response{ID: "resp_1", Object: "response"}}

@@ -17,9 +17,10 @@
 // state lives in DynamoDB (Connections): its tenant (by the tenant rule
 // at $connect: the IAM caller, else the API key), when it opened (the 60-minute limit), the request id
 // of the turn it last started (a turn SQS delivers again after its
-// invocation died is not run twice) and its latest response,
-// store: false ones included, expiring with the connection (of a stored
-// response only its id when the engine's store is shared, SharedStore).
+// invocation died is not run twice) and the latest response of each of
+// its lanes (stream_id), store: false ones included, expiring with the
+// connection (of a stored response only its id when the engine's store is
+// shared, SharedStore).
 //
 // API Gateway refuses a message over 128 KB. An event over that limit is
 // not sent; the turn ends with a websocket_message_too_large error

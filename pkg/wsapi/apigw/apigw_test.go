@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/apigatewaymanagementapi"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/testing/dynamolocal"
@@ -76,6 +78,9 @@ type env struct {
 	conns *apigw.Connections
 	fake  *fakellm.Server
 	app   *app.App
+	// db and table are the connections table's client and name.
+	db    *ddb.Client
+	table string
 }
 
 func newEnv(t *testing.T) *env {
@@ -136,7 +141,7 @@ func newEnvStore(t *testing.T, rule tenant.Rule, shared bool) *env {
 		Logger:      app.Logger(cfg, io.Discard),
 	})
 	require.NoError(t, err)
-	return &env{t: t, h: h, mgmt: mgmt, queue: queue, conns: conns, fake: fake, app: a}
+	return &env{t: t, h: h, mgmt: mgmt, queue: queue, conns: conns, fake: fake, app: a, db: db, table: table}
 }
 
 // invoke sends ev through the Lambda entry point as its JSON.
@@ -462,9 +467,9 @@ func TestEventOverMessageLimit(t *testing.T) {
 	require.Contains(t, env.Error.Message, "response.created")
 	conn, err := e.conns.Load(t.Context(), c)
 	require.NoError(t, err)
-	require.NotEmpty(t, conn.Latest)
-	require.Contains(t, env.Error.Message, conn.Latest)
-	evs := e.events(e.send(c, fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"What is my name?"}`, conn.Latest)))
+	require.NotEmpty(t, conn.Latest[""].ID)
+	require.Contains(t, env.Error.Message, conn.Latest[""].ID)
+	evs := e.events(e.send(c, fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"What is my name?"}`, conn.Latest[""].ID)))
 	require.Equal(t, "Your name is Ada.", e.text(evs))
 }
 
@@ -634,4 +639,128 @@ func TestSharedStoreTurns(t *testing.T) {
 
 func tenantCtx(t *testing.T, name string) context.Context {
 	return tenant.With(t.Context(), name)
+}
+
+// laneEvents decodes and checks the messages of one successful turn on
+// lane: each carries its stream_id.
+func (e *env) laneEvents(msgs [][]byte, lane string) []ssecheck.Event {
+	e.t.Helper()
+	for _, m := range msgs {
+		var probe struct {
+			StreamID *string `json:"stream_id"`
+		}
+		require.NoError(e.t, json.Unmarshal(m, &probe))
+		require.NotNil(e.t, probe.StreamID, "no stream_id: %s", m)
+		require.Equal(e.t, lane, *probe.StreamID)
+	}
+	return e.events(msgs)
+}
+
+// laneCreate is a response.create on lane continuing prev ("": none).
+func laneCreate(lane, prev, input string, store bool) string {
+	return fmt.Sprintf(`{"type":"response.create","stream_id":%q,"store":%t,"previous_response_id":%q,"input":%q}`, lane, store, prev, input)
+}
+
+// Lanes (stream_id) on API Gateway: every event and error envelope echoes
+// the lane; the connection keeps the latest response of each lane, so two
+// interleaved store: false lanes continue, and a new lane forks from
+// another's; a steer is answered with response.steer.failed; $disconnect
+// forgets every lane's response.
+func TestLanes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := tenantCtx(t, "acme")
+	c := e.connect(keyA)
+	a1 := lastID(e.laneEvents(e.send(c, laneCreate("A", "", "My name is Ann", false)), "A"))
+	b1 := lastID(e.laneEvents(e.send(c, laneCreate("B", "", "My name is Bob", false)), "B"))
+	d1 := lastID(e.events(e.send(c, `{"type":"response.create","store":false,"input":"My name is Dan"}`)))
+	evs := e.laneEvents(e.send(c, laneCreate("A", a1, "What is my name?", false)), "A")
+	require.Equal(t, "Your name is Ann.", e.text(evs))
+	a2 := lastID(evs)
+	evs = e.laneEvents(e.send(c, laneCreate("B", b1, "What is my name?", false)), "B")
+	require.Equal(t, "Your name is Bob.", e.text(evs))
+	b2 := lastID(evs)
+	evs = e.events(e.send(c, fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"What is my name?"}`, d1)))
+	require.Equal(t, "Your name is Dan.", e.text(evs))
+	evs = e.laneEvents(e.send(c, laneCreate("C", a2, "What is my name?", false)), "C")
+	require.Equal(t, "Your name is Ann.", e.text(evs), "lane C forks from lane A")
+	// Each lane keeps its latest response only.
+	_, err := e.conns.Records().Get(ctx, a1)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	_, err = e.conns.Records().Get(ctx, a2)
+	require.NoError(t, err)
+
+	// An error envelope echoes the lane.
+	msgs := e.send(c, laneCreate("B", "resp_missing", "What is my name?", false))
+	env := e.envelope(msgs)
+	require.Equal(t, "previous_response_not_found", env.Error.Code)
+	require.Contains(t, string(msgs[0]), `"stream_id":"B"`)
+
+	// A steer: response.steer.failed on the target's lane, nothing run.
+	calls := e.fake.Calls()
+	msgs = e.send(c, fmt.Sprintf(`{"type":"response.steer","previous_response_id":%q,"input":"Be brief."}`, b2))
+	require.Len(t, msgs, 1)
+	var steer wsapi.SteerFailed
+	require.NoError(t, json.Unmarshal(msgs[0], &steer))
+	require.Equal(t, wsapi.TypeSteerFailed, steer.Type)
+	require.Equal(t, wsapi.CodeSteeringNotSupported, steer.Error.Code)
+	require.Equal(t, "B", steer.StreamID)
+	require.JSONEq(t, `"Be brief."`, string(steer.Steer.Input))
+	require.Equal(t, calls, e.fake.Calls())
+
+	evs = e.laneEvents(e.send(c, laneCreate("B", b2, "What is my name?", false)), "B")
+	require.Equal(t, "Your name is Bob.", e.text(evs))
+	kept := lastID(evs)
+
+	e.invoke(routeEvent("DISCONNECT", "$disconnect", c, "", "", time.Now()))
+	for _, id := range []string{a2, kept} {
+		_, err = e.conns.Records().Get(ctx, id)
+		require.ErrorIs(t, err, store.ErrNotFound, "%s outlived its connection", id)
+	}
+}
+
+// With a shared store, a lane whose latest response is stored points at it
+// while another lane keeps its store: false response whole; both continue.
+func TestSharedStoreLanes(t *testing.T) {
+	t.Parallel()
+	e := newEnvStore(t, tenant.Rule{Keys: tenant.NewKeyring(map[string]string{keyA: "acme"})}, true)
+	ctx := tenantCtx(t, "acme")
+	c := e.connect(keyA)
+	a1 := lastID(e.laneEvents(e.send(c, laneCreate("A", "", "My name is Ann", true)), "A"))
+	b1 := lastID(e.laneEvents(e.send(c, laneCreate("B", "", "My name is Bob", false)), "B"))
+	_, err := e.conns.Records().Get(ctx, a1)
+	require.ErrorIs(t, err, store.ErrNotFound, "no second copy of a stored response")
+	evs := e.laneEvents(e.send(c, laneCreate("A", a1, "What is my name?", false)), "A")
+	require.Equal(t, "Your name is Ann.", e.text(evs))
+	evs = e.laneEvents(e.send(c, laneCreate("B", b1, "What is my name?", true)), "B")
+	require.Equal(t, "Your name is Bob.", e.text(evs))
+	_, err = e.conns.Records().Get(ctx, b1)
+	require.ErrorIs(t, err, store.ErrNotFound, "lane B's latest replaced its store: false one")
+}
+
+// A connection whose item was written before lanes (its latest response in
+// "latest", no version) continues that response as its lane without
+// stream_id, and its next turn writes the item anew.
+func TestConnectionItemBeforeLanes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.connect(keyA)
+	first := lastID(e.events(e.send(c, `{"type":"response.create","store":false,"input":"My name is Ada"}`)))
+	now := time.Now()
+	_, err := e.db.PutItem(t.Context(), &ddb.PutItemInput{TableName: aws.String(e.table), Item: map[string]types.AttributeValue{
+		"pk":           &types.AttributeValueMemberS{Value: "connection#" + c},
+		"sk":           &types.AttributeValueMemberS{Value: "connection"},
+		"tenant":       &types.AttributeValueMemberS{Value: "acme"},
+		"connected_at": &types.AttributeValueMemberN{Value: strconv.FormatInt(now.UnixMilli(), 10)},
+		"expires_at":   &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(apigw.MaxConnectionDuration).Unix(), 10)},
+		"latest":       &types.AttributeValueMemberS{Value: first},
+	}})
+	require.NoError(t, err)
+	evs := e.events(e.send(c, fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"What is my name?"}`, first)))
+	require.Equal(t, "Your name is Ada.", e.text(evs))
+	second := lastID(evs)
+	evs = e.events(e.send(c, fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"What is my name?"}`, second)))
+	require.Equal(t, "Your name is Ada.", e.text(evs))
+	_, err = e.conns.Records().Get(tenantCtx(t, "acme"), first)
+	require.ErrorIs(t, err, store.ErrNotFound, "the record the old item pointed at was replaced")
 }

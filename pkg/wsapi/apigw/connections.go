@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -32,15 +33,24 @@ const (
 	attrSK          = "sk"
 	attrTenant      = "tenant"
 	attrConnectedAt = "connected_at"
-	attrLatest      = "latest"
+	attrLanes       = "lanes"
+	attrLaneID      = "id"
 	attrPointer     = "pointer"
 	attrTurn        = "turn"
+	attrVersion     = "version"
 	attrExpiresAt   = "expires_at"
+	// attrLatest is the latest response of an item written before lanes
+	// (read as the lane without stream_id).
+	attrLatest = "latest"
+	// laneKeyPrefix starts the key of a lane in the lanes map, so that the
+	// lane without stream_id ("") has a key that is not empty.
+	laneKeyPrefix = "lane:"
 )
 
 // Connections is the connection table of the WebSocket API: for each open
 // connection its tenant, when it opened, the request id of the turn it
-// last started and the id of its latest response,
+// last started and the id of the latest response of each of its lanes
+// (stream_id; wsapi.Cache),
 // whose record (store: false ones included) lives in the same table through
 // a store/dynamodb.Store. The HTTP API has no access to this table, so
 // nothing kept here is readable through it. Every item expires with
@@ -66,19 +76,29 @@ func NewConnections(client dynamodb.API, table string) (*Connections, error) {
 func (c *Connections) Records() *dynamodb.Store { return c.records }
 
 // Connection is one open connection and its cache (wsapi.Cache): the
-// latest response, replaced by every new one.
+// latest response of each lane, replaced by the lane's every new one.
 type Connection struct {
 	ID          string
 	Tenant      string
 	ConnectedAt time.Time
-	Latest      string
-	// Pointer says Latest is only pointed at: its record is in the
-	// engine's shared store, not in this table (sharedCache).
-	Pointer bool
+	// Latest is the latest response of each lane ("": the lane of a
+	// response.create without stream_id).
+	Latest map[string]Latest
 	// Turn is the request id of the last turn started on the connection
 	// (Begin).
 	Turn string
-	c    *Connections
+	// version counts the writes of the connection's item: a write
+	// succeeds only over the version it read (swap).
+	version int64
+	c       *Connections
+}
+
+// Latest is the latest response of a lane.
+type Latest struct {
+	ID string
+	// Pointer says the response is only pointed at: its record is in the
+	// engine's shared store, not in this table (sharedCache).
+	Pointer bool
 }
 
 func connKey(id string) map[string]types.AttributeValue {
@@ -95,11 +115,18 @@ func (c *Connection) item() map[string]types.AttributeValue {
 	it[attrTenant] = &types.AttributeValueMemberS{Value: c.Tenant}
 	it[attrConnectedAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(c.ConnectedAt.UnixMilli(), 10)}
 	it[attrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(c.expiresAt().Unix(), 10)}
-	if c.Latest != "" {
-		it[attrLatest] = &types.AttributeValueMemberS{Value: c.Latest}
-		if c.Pointer {
-			it[attrPointer] = &types.AttributeValueMemberBOOL{Value: true}
+	if len(c.Latest) > 0 {
+		lanes := make(map[string]types.AttributeValue, len(c.Latest))
+		for lane, l := range c.Latest {
+			lanes[laneKeyPrefix+lane] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+				attrLaneID:  &types.AttributeValueMemberS{Value: l.ID},
+				attrPointer: &types.AttributeValueMemberBOOL{Value: l.Pointer},
+			}}
 		}
+		it[attrLanes] = &types.AttributeValueMemberM{Value: lanes}
+	}
+	if c.version > 0 {
+		it[attrVersion] = &types.AttributeValueMemberN{Value: strconv.FormatInt(c.version, 10)}
 	}
 	if c.Turn != "" {
 		it[attrTurn] = &types.AttributeValueMemberS{Value: c.Turn}
@@ -138,11 +165,9 @@ func (c *Connections) decode(id string, it map[string]types.AttributeValue) *Con
 		ms, _ := strconv.ParseInt(v.Value, 10, 64)
 		conn.ConnectedAt = time.UnixMilli(ms)
 	}
-	if v, ok := it[attrLatest].(*types.AttributeValueMemberS); ok {
-		conn.Latest = v.Value
-	}
-	if v, ok := it[attrPointer].(*types.AttributeValueMemberBOOL); ok {
-		conn.Pointer = v.Value
+	conn.Latest = decodeLanes(it)
+	if v, ok := it[attrVersion].(*types.AttributeValueMemberN); ok {
+		conn.version, _ = strconv.ParseInt(v.Value, 10, 64)
 	}
 	if v, ok := it[attrTurn].(*types.AttributeValueMemberS); ok {
 		conn.Turn = v.Value
@@ -153,41 +178,100 @@ func (c *Connections) decode(id string, it map[string]types.AttributeValue) *Con
 	return conn
 }
 
-// Close forgets connection id and its latest response ($disconnect).
+// decodeLanes returns the lanes of connection item it (those of an item
+// written before lanes: its latest response, as the lane "").
+func decodeLanes(it map[string]types.AttributeValue) map[string]Latest {
+	lanes := map[string]Latest{}
+	if v, ok := it[attrLatest].(*types.AttributeValueMemberS); ok {
+		l := Latest{ID: v.Value}
+		if p, ok := it[attrPointer].(*types.AttributeValueMemberBOOL); ok {
+			l.Pointer = p.Value
+		}
+		lanes[""] = l
+	}
+	m, ok := it[attrLanes].(*types.AttributeValueMemberM)
+	if !ok {
+		return lanes
+	}
+	for k, v := range m.Value {
+		lm, ok := v.(*types.AttributeValueMemberM)
+		if !ok || !strings.HasPrefix(k, laneKeyPrefix) {
+			continue
+		}
+		var l Latest
+		if id, ok := lm.Value[attrLaneID].(*types.AttributeValueMemberS); ok {
+			l.ID = id.Value
+		}
+		if p, ok := lm.Value[attrPointer].(*types.AttributeValueMemberBOOL); ok {
+			l.Pointer = p.Value
+		}
+		lanes[strings.TrimPrefix(k, laneKeyPrefix)] = l
+	}
+	return lanes
+}
+
+// Close forgets connection id and the latest response of each of its
+// lanes ($disconnect).
 func (c *Connections) Close(ctx context.Context, id string) error {
 	out, err := c.db.DeleteItem(ctx, &ddb.DeleteItemInput{TableName: c.table, Key: connKey(id), ReturnValues: types.ReturnValueAllOld})
 	if err != nil {
 		return fmt.Errorf("websocket connections: close %s: %w", id, err)
 	}
-	if conn := c.decode(id, out.Attributes); conn != nil && conn.Latest != "" && !conn.Pointer {
-		return conn.dropRecord(ctx, conn.Latest)
+	conn := c.decode(id, out.Attributes)
+	if conn == nil {
+		return nil
 	}
-	return nil
+	var errs []error
+	for _, l := range conn.Latest {
+		if !l.Pointer {
+			errs = append(errs, conn.dropRecord(ctx, l.ID))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (c *Connection) scoped(ctx context.Context) context.Context { return tenant.With(ctx, c.Tenant) }
 
-// Get returns the record of id when it is the connection's latest
-// response.
+// laneOf returns the lane whose latest response is id.
+func (c *Connection) laneOf(id string) (string, bool) {
+	for lane, l := range c.Latest {
+		if id != "" && l.ID == id {
+			return lane, true
+		}
+	}
+	return "", false
+}
+
+// Get returns the record of id when it is the latest response of one of
+// the connection's lanes.
 func (c *Connection) Get(ctx context.Context, id string) (*store.Record, error) {
-	if id == "" || id != c.Latest {
+	if _, ok := c.laneOf(id); !ok {
 		return nil, fmt.Errorf("websocket connection %s: %s: %w", c.ID, id, store.ErrNotFound)
 	}
 	return c.c.records.Get(c.scoped(ctx), id)
 }
 
-// Put makes rec the connection's latest response: it stores the record
-// (expiring with the connection), points the connection item at it and
-// deletes the record it replaced. A connection closed meanwhile keeps
+// Lanes returns the id of the latest response of each lane.
+func (c *Connection) Lanes(context.Context) (map[string]string, error) {
+	ids := make(map[string]string, len(c.Latest))
+	for lane, l := range c.Latest {
+		ids[lane] = l.ID
+	}
+	return ids, nil
+}
+
+// PutLatest makes rec the latest response of lane: it stores the record
+// (expiring with the connection), points the connection item's lane at it
+// and deletes the record it replaced. A connection closed meanwhile keeps
 // nothing.
-func (c *Connection) Put(ctx context.Context, rec *store.Record) error {
+func (c *Connection) PutLatest(ctx context.Context, lane string, rec *store.Record) error {
 	kept := *rec
 	kept.ExpiresAt = c.expiresAt()
 	id := rec.Response.ID
 	if err := c.c.records.Create(c.scoped(ctx), &kept); err != nil {
 		return fmt.Errorf("websocket connection %s: keep %s: %w", c.ID, id, err)
 	}
-	ok, err := c.point(ctx, id, false)
+	ok, err := c.point(ctx, lane, Latest{ID: id})
 	if err != nil || !ok {
 		if derr := c.dropRecord(ctx, id); derr != nil {
 			err = errors.Join(err, derr)
@@ -196,21 +280,33 @@ func (c *Connection) Put(ctx context.Context, rec *store.Record) error {
 	return err
 }
 
-// point makes id the connection's latest response (pointer: its record
-// is not in this table) and deletes the record of the one it replaced, if
-// this table keeps it; false when the connection is gone or changed.
-func (c *Connection) point(ctx context.Context, id string, pointer bool) (bool, error) {
-	prev, prevPointer := c.Latest, c.Pointer
-	c.Latest, c.Pointer = id, pointer
-	ok, err := c.swap(ctx, prev)
+// point makes l the latest response of lane and deletes the record of the
+// one it replaced, if this table keeps it; false when the connection is
+// gone or changed.
+func (c *Connection) point(ctx context.Context, lane string, l Latest) (bool, error) {
+	prev, had := c.Latest[lane]
+	if c.Latest == nil {
+		c.Latest = map[string]Latest{}
+	}
+	c.Latest[lane] = l
+	ok, err := c.swap(ctx)
 	if err != nil || !ok {
-		c.Latest, c.Pointer = prev, prevPointer
+		c.restore(lane, prev, had)
 		return false, err
 	}
-	if prev != "" && !prevPointer {
-		return true, c.dropRecord(ctx, prev)
+	if had && !prev.Pointer {
+		return true, c.dropRecord(ctx, prev.ID)
 	}
 	return true, nil
+}
+
+// restore sets lane back to prev, or to none when it had none.
+func (c *Connection) restore(lane string, prev Latest, had bool) {
+	if had {
+		c.Latest[lane] = prev
+		return
+	}
+	delete(c.Latest, lane)
 }
 
 // Begin notes that the turn of request id requestID starts on the
@@ -220,7 +316,7 @@ func (c *Connection) point(ctx context.Context, id string, pointer bool) (bool, 
 func (c *Connection) Begin(ctx context.Context, requestID string) (bool, error) {
 	prev := c.Turn
 	c.Turn = requestID
-	ok, err := c.swap(ctx, c.Latest)
+	ok, err := c.swap(ctx)
 	if err != nil || !ok {
 		c.Turn = prev
 	}
@@ -235,46 +331,50 @@ func (c *Connection) Interrupted(requestID string) bool {
 
 // sharedCache is the cache of a connection whose engine stores responses
 // in a store every instance reads (Config.SharedStore): a stored response
-// is only pointed at (its id is the latest, Get finds no record of it
-// here, and the engine reads it from its store); a response not stored
-// is kept whole (Connection.Put).
+// is only pointed at (its id is its lane's latest, Get finds no record of
+// it here, and the engine reads it from its store); a response not stored
+// is kept whole (Connection.PutLatest).
 type sharedCache struct{ *Connection }
 
-// Put makes rec the connection's latest response.
-func (s sharedCache) Put(ctx context.Context, rec *store.Record) error {
+// PutLatest makes rec the latest response of lane.
+func (s sharedCache) PutLatest(ctx context.Context, lane string, rec *store.Record) error {
 	if !rec.Response.Store {
-		return s.Connection.Put(ctx, rec)
+		return s.Connection.PutLatest(ctx, lane, rec)
 	}
-	_, err := s.point(ctx, rec.Response.ID, true)
+	_, err := s.point(ctx, lane, Latest{ID: rec.Response.ID, Pointer: true})
 	return err
 }
 
-// Evict forgets id when it is the latest response.
+// Evict forgets id when it is the latest response of a lane, and that
+// lane.
 func (c *Connection) Evict(ctx context.Context, id string) error {
-	if id == "" || id != c.Latest {
+	lane, ok := c.laneOf(id)
+	if !ok {
 		return nil
 	}
-	pointer := c.Pointer
-	c.Latest, c.Pointer = "", false
-	if _, err := c.swap(ctx, id); err != nil {
-		c.Latest, c.Pointer = id, pointer
+	prev := c.Latest[lane]
+	delete(c.Latest, lane)
+	if _, err := c.swap(ctx); err != nil {
+		c.Latest[lane] = prev
 		return err
 	}
-	if pointer {
+	if prev.Pointer {
 		return nil // the record is the shared store's
 	}
 	return c.dropRecord(ctx, id)
 }
 
-// swap writes the connection item with its new Latest if the stored one
-// is still prev; false when the connection is gone or changed.
-func (c *Connection) swap(ctx context.Context, prev string) (bool, error) {
-	cond := "attribute_exists(pk) AND attribute_not_exists(latest)"
+// swap writes the connection item, with its version counted up, if the
+// stored one is still of the version read; false when the connection is
+// gone or changed.
+func (c *Connection) swap(ctx context.Context) (bool, error) {
+	cond := "attribute_exists(pk) AND attribute_not_exists(version)"
 	vals := map[string]types.AttributeValue{}
-	if prev != "" {
-		cond = "latest = :prev"
-		vals[":prev"] = &types.AttributeValueMemberS{Value: prev}
+	if c.version > 0 {
+		cond = "version = :v"
+		vals[":v"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(c.version, 10)}
 	}
+	c.version++
 	in := &ddb.PutItemInput{TableName: c.c.table, Item: c.item(), ConditionExpression: aws.String(cond)}
 	if len(vals) > 0 {
 		in.ExpressionAttributeValues = vals
@@ -283,8 +383,10 @@ func (c *Connection) swap(ctx context.Context, prev string) (bool, error) {
 	var failed *types.ConditionalCheckFailedException
 	switch {
 	case errors.As(err, &failed):
+		c.version--
 		return false, nil
 	case err != nil:
+		c.version--
 		return false, fmt.Errorf("websocket connection %s: %w", c.ID, err)
 	}
 	return true, nil

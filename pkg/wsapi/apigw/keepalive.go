@@ -15,16 +15,21 @@ const DefaultKeepAlive = 5 * time.Minute
 
 // KeepAliveMessage is the message sent to a connection while its turn is silent
 // (a slow tool, a slow model): {"type":"keepalive","sequence_number":N}, N
-// the sequence number of the last event sent (0 before any). It is the
+// the sequence number of the last event sent (0 before any), with the
+// "stream_id" of that event when its response has one (lane). It is the
 // transport keep-alive event the official clients know and skip (the npm
 // openai SDK's response accumulator leaves the response unchanged; the
 // Agents SDK's WebSocket transport passes unknown event types through as
 // raw model events); it is not an event of the response, so the response's
 // sequence numbers stay contiguous.
-func KeepAliveMessage(seq int64) []byte {
+func KeepAliveMessage(seq int64, lane string) []byte {
 	b := make([]byte, 0, 48)
 	b = append(b, `{"type":"keepalive","sequence_number":`...)
 	b = strconv.AppendInt(b, seq, 10)
+	if lane != "" {
+		q, _ := json.Marshal(lane) // a string always encodes
+		b = append(append(b, `,"stream_id":`...), q...)
+	}
 	return append(b, '}')
 }
 
@@ -37,6 +42,7 @@ type keepAliveSender struct {
 
 	mu   sync.Mutex
 	seq  int64
+	lane string
 	last time.Time
 	// failed is set once a send failed: nothing more is sent.
 	failed bool
@@ -80,7 +86,7 @@ func (k *keepAliveSender) tick(ctx context.Context) time.Duration {
 		return wait
 	}
 	if !k.failed {
-		if err := k.send(ctx, KeepAliveMessage(k.seq)); err != nil {
+		if err := k.send(ctx, KeepAliveMessage(k.seq, k.lane)); err != nil {
 			k.failed = true
 		}
 	}
@@ -88,16 +94,18 @@ func (k *keepAliveSender) tick(ctx context.Context) time.Duration {
 	return k.interval
 }
 
-// Send sends msg, noting its sequence number for the keep-alives.
+// Send sends msg, noting its sequence number and stream_id for the
+// keep-alives.
 func (k *keepAliveSender) Send(ctx context.Context, msg []byte) error {
 	var ev struct {
 		SequenceNumber *int64 `json:"sequence_number"`
+		StreamID       string `json:"stream_id"`
 	}
 	known := json.Unmarshal(msg, &ev) == nil && ev.SequenceNumber != nil
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if known {
-		k.seq = *ev.SequenceNumber
+		k.seq, k.lane = *ev.SequenceNumber, ev.StreamID
 	}
 	err := k.send(ctx, msg)
 	if err != nil {

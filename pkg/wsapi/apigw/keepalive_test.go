@@ -76,6 +76,33 @@ func TestKeepAliveWhileATurnIsSilent(t *testing.T) {
 	})
 }
 
+// The keep-alive of a turn on a lane carries the lane's stream_id, as the
+// events of its response do.
+func TestKeepAliveCarriesTheLane(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			mu   sync.Mutex
+			sent []string
+		)
+		send := func(_ context.Context, msg []byte) error {
+			mu.Lock()
+			defer mu.Unlock()
+			sent = append(sent, string(msg))
+			return nil
+		}
+		k := startKeepAlive(t.Context(), send, DefaultKeepAlive)
+		require.NoError(t, k.Send(t.Context(), []byte(`{"type":"response.created","sequence_number":0,"stream_id":"lane-a"}`)))
+		time.Sleep(DefaultKeepAlive)
+		synctest.Wait()
+		k.stop()
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, sent, 2)
+		assert.Equal(t, `{"type":"keepalive","sequence_number":0,"stream_id":"lane-a"}`, sent[1])
+	})
+}
+
 // A keep-alive interval of zero or less sends none.
 func TestKeepAliveOff(t *testing.T) {
 	t.Parallel()
