@@ -77,7 +77,7 @@ load:
 
 ## fuzz: run each fuzz target for FUZZTIME (default 20s)
 FUZZTIME ?= 20s
-FUZZ_TARGETS = FuzzDecodeCreateRequest:./pkg/api/ FuzzDecodeInputTokensRequest:./pkg/api/ FuzzDecodeChunk:./pkg/provider/openai/ FuzzChunkDecoders:./pkg/provider/openai/ \
+FUZZ_TARGETS = FuzzDecodeCreateRequest:./pkg/api/ FuzzHandleMessage:./pkg/wsapi/ FuzzDecodeInputTokensRequest:./pkg/api/ FuzzDecodeChunk:./pkg/provider/openai/ FuzzChunkDecoders:./pkg/provider/openai/ \
 	FuzzEvaluate:./pkg/tools/calculator/
 
 fuzz:
