@@ -329,3 +329,23 @@ func TestSteerNotSupported(t *testing.T) {
 	_, text := l.events(create("A", a1, "What is my name?", false), "A")
 	assert.Equal(t, "Your name is Ann.", text)
 }
+
+// Codex's response.processed notice (its response_id processed) gets no
+// reply and changes nothing: the next turn continues as before. An invalid
+// one gets the error envelope of its fault.
+func TestResponseProcessedNotice(t *testing.T) {
+	l := newLaneSession(t)
+	r1, _ := l.events(create("", "", "My name is Ann", false), "")
+	calls := l.fake.Calls()
+	for _, notice := range []string{`{"type":"response.processed","response_id":"` + r1 + `"}`, `{"type":"response.processed"}`} {
+		n := l.out.len()
+		require.NoError(t, l.s.Handle(requestid.With(t.Context(), requestid.New()), wsapi.Message{Data: []byte(notice), Size: int64(len(notice))}))
+		assert.Empty(t, l.out.since(n), "no reply to %s", notice)
+	}
+	assert.Equal(t, calls, l.fake.Calls())
+	_, text := l.events(create("", r1, "What is my name?", false), "")
+	assert.Equal(t, "Your name is Ann.", text)
+
+	l.envelope(`{"type":"response.processed","response_id":"`+r1+`","extra":1}`, 400, "extra", "")
+	l.envelope(`{"type":"response.processed","response_id":5}`, 400, "response_id", "")
+}

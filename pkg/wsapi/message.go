@@ -20,6 +20,9 @@ const (
 	// TypeResponseSteer asks to steer a running response (OpenAI's
 	// WebSocket mode), which Lambent answers with TypeSteerFailed.
 	TypeResponseSteer = "response.steer"
+	// TypeResponseProcessed is Codex's notice that it has processed a
+	// response (response_id): it asks for nothing, and gets no reply.
+	TypeResponseProcessed = "response.processed"
 )
 
 // Error codes of WebSocket mode.
@@ -205,7 +208,7 @@ func decodeFields(m Message, limit int64) (map[string]json.RawMessage, string, e
 // unknownType is the error of a message of another type than a client
 // sends (raw: its "type" field).
 func unknownType(raw json.RawMessage) error {
-	return api.InvalidRequestCode("type", CodeUnknownMessageType, "Unsupported message type %s: a client sends %q or %q.", typeText(raw), TypeResponseCreate, TypeResponseSteer)
+	return api.InvalidRequestCode("type", CodeUnknownMessageType, "Unsupported message type %s: a client sends %q, %q or %q.", typeText(raw), TypeResponseCreate, TypeResponseSteer, TypeResponseProcessed)
 }
 
 // createFrom decodes the fields of a response.create message (DecodeCreate).
@@ -326,3 +329,21 @@ func typeText(raw json.RawMessage) string {
 	}
 	return string(raw)
 }
+
+// checkProcessed checks a response.processed notice: only type and
+// response_id, a string of at most maxIDBytes.
+func checkProcessed(fields map[string]json.RawMessage) error {
+	for k := range fields {
+		if k != "type" && k != "response_id" {
+			return api.InvalidRequestCode(k, "unknown_parameter", "Unknown parameter: '%s'. A response.processed has only type and response_id.", k)
+		}
+	}
+	var id string
+	if raw, ok := fields["response_id"]; ok && (json.Unmarshal(raw, &id) != nil || len(id) > maxIDBytes) {
+		return api.InvalidRequest("response_id", "Invalid 'response_id': a response id, a string of at most %d bytes.", maxIDBytes)
+	}
+	return nil
+}
+
+// maxIDBytes bounds a response id a notice names.
+const maxIDBytes = 256

@@ -95,7 +95,9 @@ type Session struct {
 // repeated by its error envelope and its log lines. A response.create runs as a
 // streaming create request, its events sent as they come, each carrying
 // the message's stream_id when it named one (so does its error envelope);
-// a response.steer is answered with response.steer.failed (steer). Any
+// a response.steer is answered with response.steer.failed (steer); Codex's
+// response.processed notice gets no reply (but the error of an invalid
+// one). Any
 // error is sent as the error envelope, after which the connection stays
 // usable:
 //
@@ -126,6 +128,13 @@ func (s *Session) Handle(ctx context.Context, m Message) error {
 	fields, typ, err := decodeFields(m, limit)
 	if err == nil && typ == TypeResponseSteer {
 		return s.steer(ctx, fields)
+	}
+	if err == nil && typ == TypeResponseProcessed {
+		// A notice: nothing to do, nothing to answer but its fault.
+		if err := checkProcessed(fields); err != nil {
+			return s.sendError(ctx, "", err)
+		}
+		return nil
 	}
 	var c *Create
 	if err == nil && typ != TypeResponseCreate {
