@@ -764,3 +764,31 @@ func TestConnectionItemBeforeLanes(t *testing.T) {
 	_, err = e.conns.Records().Get(tenantCtx(t, "acme"), first)
 	require.ErrorIs(t, err, store.ErrNotFound, "the record the old item pointed at was replaced")
 }
+
+// The lane without stream_id is written as the release before lanes wrote
+// and reads its connection item ("latest", "pointer"), so that both
+// releases continue a connection's responses during a gradual deployment;
+// other lanes go in "lanes".
+func TestConnectionItemReadableBeforeLanes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.connect(keyA)
+	first := lastID(e.events(e.send(c, `{"type":"response.create","store":false,"input":"My name is Ada"}`)))
+	a1 := lastID(e.laneEvents(e.send(c, laneCreate("A", "", "My name is Ann", false)), "A"))
+	out, err := e.db.GetItem(t.Context(), &ddb.GetItemInput{TableName: aws.String(e.table), Key: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "connection#" + c},
+		"sk": &types.AttributeValueMemberS{Value: "connection"},
+	}})
+	require.NoError(t, err)
+	latest, ok := out.Item["latest"].(*types.AttributeValueMemberS)
+	require.True(t, ok, "%v", out.Item)
+	require.Equal(t, first, latest.Value)
+	lanes, ok := out.Item["lanes"].(*types.AttributeValueMemberM)
+	require.True(t, ok, "%v", out.Item)
+	require.Len(t, lanes.Value, 1)
+	laneA, ok := lanes.Value["lane:A"].(*types.AttributeValueMemberM)
+	require.True(t, ok, "%v", lanes.Value)
+	id, ok := laneA.Value["id"].(*types.AttributeValueMemberS)
+	require.True(t, ok, "%v", laneA.Value)
+	require.Equal(t, a1, id.Value)
+}

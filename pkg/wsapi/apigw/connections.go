@@ -39,8 +39,9 @@ const (
 	attrTurn        = "turn"
 	attrVersion     = "version"
 	attrExpiresAt   = "expires_at"
-	// attrLatest is the latest response of an item written before lanes
-	// (read as the lane without stream_id).
+	// attrLatest is the latest response of the lane without stream_id, as
+	// items written before lanes keep it (and the release before lanes
+	// reads it).
 	attrLatest = "latest"
 	// laneKeyPrefix starts the key of a lane in the lanes map, so that the
 	// lane without stream_id ("") has a key that is not empty.
@@ -115,14 +116,24 @@ func (c *Connection) item() map[string]types.AttributeValue {
 	it[attrTenant] = &types.AttributeValueMemberS{Value: c.Tenant}
 	it[attrConnectedAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(c.ConnectedAt.UnixMilli(), 10)}
 	it[attrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(c.expiresAt().Unix(), 10)}
-	if len(c.Latest) > 0 {
-		lanes := make(map[string]types.AttributeValue, len(c.Latest))
-		for lane, l := range c.Latest {
-			lanes[laneKeyPrefix+lane] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
-				attrLaneID:  &types.AttributeValueMemberS{Value: l.ID},
-				attrPointer: &types.AttributeValueMemberBOOL{Value: l.Pointer},
-			}}
+	// The lane without stream_id keeps the attributes of an item written
+	// before lanes (latest, pointer), which the previous release reads:
+	// during a gradual deployment both serve the same connection.
+	lanes := make(map[string]types.AttributeValue, len(c.Latest))
+	for lane, l := range c.Latest {
+		if lane == "" {
+			it[attrLatest] = &types.AttributeValueMemberS{Value: l.ID}
+			if l.Pointer {
+				it[attrPointer] = &types.AttributeValueMemberBOOL{Value: true}
+			}
+			continue
 		}
+		lanes[laneKeyPrefix+lane] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+			attrLaneID:  &types.AttributeValueMemberS{Value: l.ID},
+			attrPointer: &types.AttributeValueMemberBOOL{Value: l.Pointer},
+		}}
+	}
+	if len(lanes) > 0 {
 		it[attrLanes] = &types.AttributeValueMemberM{Value: lanes}
 	}
 	if c.version > 0 {
