@@ -80,8 +80,9 @@ func (e *Engine) summarise(ctx context.Context, r *run, items []api.Item) (*prov
 // truncation: cutAgain).
 func (e *Engine) summariseCall(ctx context.Context, r *run, items []api.Item) (*provider.Result, *provider.Request, error) {
 	items = append(items, api.Item{Type: api.ItemMessage, Role: api.RoleUser, Content: []api.ContentPart{{Type: api.PartInputText, Text: compactPrompt}}})
-	preq := &provider.Request{Model: r.resp.Model, Instructions: r.req.Instructions, Items: items,
-		PromptCacheKey: tenantScoped(tenant.From(ctx), r.req.PromptCacheKey), ServiceTier: r.req.ServiceTier}
+	tn := tenant.From(ctx)
+	preq := &provider.Request{Model: r.resp.Model, Instructions: r.req.Instructions, Items: items, User: r.providerUser(tn),
+		PromptCacheKey: tenantScoped(tn, r.req.PromptCacheKey), ServiceTier: r.req.ServiceTier}
 	var res *provider.Result
 	var err error
 	if r.obs == nil {

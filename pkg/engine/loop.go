@@ -454,6 +454,13 @@ func tenantScoped(tn, v string) string {
 	return "lmb_" + hex.EncodeToString(h[:20])
 }
 
+// providerUser is the provider's user of r's model calls (its
+// summarising calls included) for tenant tn: the request's
+// safety_identifier, else its user, scoped to the tenant (tenantScoped).
+func (r *run) providerUser(tn string) string {
+	return tenantScoped(tn, cmp.Or(r.req.SafetyIdentifier, r.req.User))
+}
+
 // seen is the conversation as the model sees it (modelItems), from the
 // latest server-side compaction item on, compaction items as their
 // summaries (withSummaries), before any truncation.
@@ -478,7 +485,7 @@ func (r *run) providerRequest(tn string, turn int) (*provider.Request, error) {
 		FrequencyPenalty:  r.req.FrequencyPenalty,
 		TopLogprobs:       r.req.TopLogprobs,
 		Text:              r.req.Text,
-		User:              tenantScoped(tn, cmp.Or(r.req.SafetyIdentifier, r.req.User)),
+		User:              r.providerUser(tn),
 		PromptCacheKey:    tenantScoped(tn, r.req.PromptCacheKey),
 		ServiceTier:       r.req.ServiceTier,
 	}

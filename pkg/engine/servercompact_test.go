@@ -12,6 +12,7 @@ import (
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/pacing"
 	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -383,4 +384,24 @@ func TestServerCompactionTruncatesTheSummarisingCall(t *testing.T) {
 	require.Len(t, reqs, 2)
 	assert.NotContains(t, texts(reqs[0].Items), "user:q0", "the summarised view is cut")
 	assert.Contains(t, texts(reqs[0].Items), "user:"+compactPrompt)
+}
+
+// The summarising call of server-side compaction is a model call of the
+// response like the others: it reaches the provider's account, which every
+// tenant shares, with the same tenant-scoped safety identifier (user) and
+// prompt_cache_key as the model call after it, so that what a tenant's
+// end user sends is never summarised unattributed.
+func TestServerCompactionSummarisingCallCarriesTheSafetyIdentifier(t *testing.T) {
+	t.Parallel()
+	p := script(text(theSummary, 1100, 20), text("Hello Ada.", 40, 3))
+	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")))
+	big := "I am Ada. " + strings.Repeat("x", 5000)
+	ctx := tenant.With(context.Background(), "acme")
+	rec := &recorder{}
+	require.NoError(t, e.CreateResponse(ctx, decodeReq(t, `{"safety_identifier":"user-42","prompt_cache_key":"bot",`+withCompaction("1000")+`,"input":"`+big+`"}`), rec))
+	reqs := p.requests()
+	require.Len(t, reqs, 2)
+	require.NotEmpty(t, reqs[1].User)
+	assert.Equal(t, reqs[1].User, reqs[0].User, "the summarising call")
+	assert.Equal(t, reqs[1].PromptCacheKey, reqs[0].PromptCacheKey)
 }
