@@ -349,3 +349,27 @@ func TestResponseProcessedNotice(t *testing.T) {
 	l.envelope(`{"type":"response.processed","response_id":"`+r1+`","extra":1}`, 400, "extra", "")
 	l.envelope(`{"type":"response.processed","response_id":5}`, 400, "response_id", "")
 }
+
+// A response.steer's reply fits the transport's message limit whatever
+// the steer quotes back: an unknown parameter's or field's long name, a
+// long previous_response_id, a long input (API Gateway refuses a message
+// over 128 KB, and the client would get no reply at all).
+func TestSteerFailedFitsTheWriteLimit(t *testing.T) {
+	l := newLaneSession(t)
+	const limit = 4 << 10
+	l.s.WriteLimit = limit
+	long := strings.Repeat("k", 3*limit)
+	for name, body := range map[string]string{
+		"unknown parameter": `{"type":"response.steer","previous_response_id":"resp_1","input":"x","` + long + `":1}`,
+		"unknown field":     `{"type":"response.steer","previous_response_id":"resp_1","input":[{"role":"user","content":"x","` + long + `":1}]}`,
+		"part type":         `{"type":"response.steer","previous_response_id":"resp_1","input":[{"role":"user","content":[{"type":"` + long + `"}]}]}`,
+		"response id":       `{"type":"response.steer","previous_response_id":"` + long + `","input":"x"}`,
+		"input":             `{"type":"response.steer","previous_response_id":"resp_1","input":"` + long + `"}`,
+	} {
+		n := l.out.len()
+		ev := l.steer(body)
+		msg := l.out.since(n)[0]
+		assert.LessOrEqual(t, len(msg), limit, name)
+		assert.NotEmpty(t, ev.Error.Code, name)
+	}
+}

@@ -234,9 +234,8 @@ func (s *Session) steer(ctx context.Context, fields map[string]json.RawMessage) 
 	}
 	msg, err := encodeSteerFailed(ev)
 	if err == nil && s.WriteLimit > 0 && len(msg) > s.WriteLimit {
-		// Its input, which the message held, does not fit in one back.
-		ev.Steer.Input = json.RawMessage(`""`)
-		msg, err = encodeSteerFailed(ev)
+		// What it quotes of the message does not fit in one back.
+		msg, err = encodeSteerFailed(ev.shortened())
 	}
 	if err != nil {
 		return s.sendError(ctx, "", err)

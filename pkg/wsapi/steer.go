@@ -153,6 +153,16 @@ func jsonStringIs(raw json.RawMessage, want string) bool {
 	return json.Unmarshal(raw, &s) == nil && s == want
 }
 
+// shortened returns ev without the input it returns (an empty string),
+// its previous_response_id and error message cut to maxErrorText bytes
+// (clip), so that its message fits any transport's message limit.
+func (ev *SteerFailed) shortened() *SteerFailed {
+	c := *ev
+	c.Steer.Input = json.RawMessage(`""`)
+	c.Steer.PreviousResponseID, c.Error.Message = clip(c.Steer.PreviousResponseID), clip(c.Error.Message)
+	return &c
+}
+
 // encodeSteerFailed returns the message of ev.
 func encodeSteerFailed(ev *SteerFailed) ([]byte, error) {
 	b, err := wirejson.Marshal(ev)
