@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
@@ -48,7 +49,7 @@ func (e *Engine) Compact(ctx context.Context, req *api.CompactRequest) (*api.Com
 	if err != nil {
 		return nil, err
 	}
-	blob, err := e.seal(ctx, res.Text)
+	blob, err := e.seal(ctx, compactSummary(res.Text))
 	if err != nil {
 		return nil, err
 	}
@@ -100,6 +101,14 @@ func (e *Engine) summariseCall(ctx context.Context, r *run, items []api.Item) (*
 	}
 	r.addUsage(res)
 	return res, preq, nil
+}
+
+// compactSummary is the sealed content of a /compact item whose summary
+// the model wrote as text: the text without NUL characters, so that no
+// text the model was led to write opens as a standalone item's content
+// (standaloneMark).
+func compactSummary(text string) string {
+	return strings.ReplaceAll(text, "\x00", "")
 }
 
 // seal seals plain, a compaction item's content, for the tenant of ctx.

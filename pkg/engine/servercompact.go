@@ -24,8 +24,8 @@ import (
 
 // standaloneMark starts the sealed content of a standalone compaction
 // item, followed by the JSON of standaloneContent; the sealed content of
-// a /compact item is its summary as the model wrote it (a model's text
-// never holds a NUL).
+// a /compact item is its summary as the model wrote it, without NUL
+// characters (compactSummary), so it never starts with the mark.
 const standaloneMark = "\x00lambent standalone compaction v1\x00"
 
 // standaloneContent is what a standalone compaction item seals.
