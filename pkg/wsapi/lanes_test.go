@@ -24,26 +24,6 @@ import (
 	"github.com/lambent/lambent/pkg/wsapi"
 )
 
-// nameModel answers "What is my name?" from the conversation's "My name
-// is X", fails on "fail", and otherwise greets.
-func nameModel() *fakellm.Server {
-	return fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn {
-		last := req.Messages[len(req.Messages)-1].Content.String()
-		switch {
-		case strings.Contains(last, "fail"):
-			return fakellm.Turn{Status: http.StatusBadRequest, ErrorMessage: "refused"}
-		case strings.Contains(last, "What is my name?"):
-			for _, m := range req.Messages {
-				if s := m.Content.String(); strings.HasPrefix(s, "My name is ") {
-					return fakellm.Turn{Text: "Your name is " + strings.TrimPrefix(s, "My name is ") + "."}
-				}
-			}
-			return fakellm.Turn{Text: "I do not know your name."}
-		}
-		return fakellm.Turn{Text: "Hello."}
-	})
-}
-
 // recorder records the messages a session sends.
 type recorder struct {
 	mu   sync.Mutex
@@ -79,7 +59,7 @@ type laneSession struct {
 
 func newLaneSession(t *testing.T) *laneSession {
 	t.Helper()
-	fake := nameModel()
+	fake := fakellm.NameModel("Hello.")
 	t.Cleanup(fake.Close)
 	vars := map[string]string{"LAMBENT_PROVIDER_URL": fake.URL, "LAMBENT_DEFAULT_MODEL": "test-model", "LAMBENT_STORE": "memory", "LAMBENT_LOG_LEVEL": "error"}
 	cfg, err := app.FromEnv(func(k string) string { return vars[k] })

@@ -50,26 +50,6 @@ const (
 	stage = "prod"
 )
 
-// model answers "My name is X" / "What is my name?" from the conversation,
-// fails on "fail", and otherwise greets.
-func model() *fakellm.Server {
-	return fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn {
-		last := req.Messages[len(req.Messages)-1].Content.String()
-		switch {
-		case strings.Contains(last, "fail"):
-			return fakellm.Turn{Status: http.StatusBadRequest, ErrorMessage: "refused"}
-		case strings.Contains(last, "What is my name?"):
-			for _, m := range req.Messages {
-				if s := m.Content.String(); strings.HasPrefix(s, "My name is ") {
-					return fakellm.Turn{Text: "Your name is " + strings.TrimPrefix(s, "My name is ") + "."}
-				}
-			}
-			return fakellm.Turn{Text: "I do not know your name."}
-		}
-		return fakellm.Turn{Text: "Hello from API Gateway."}
-	})
-}
-
 type env struct {
 	t     *testing.T
 	h     *apigw.Handler
@@ -99,7 +79,7 @@ func newEnvRule(t *testing.T, rule tenant.Rule) *env {
 // the handler told so (Config.SharedStore) when shared.
 func newEnvStore(t *testing.T, rule tenant.Rule, shared bool) *env {
 	t.Helper()
-	fake := model()
+	fake := fakellm.NameModel("Hello from API Gateway.")
 	t.Cleanup(fake.Close)
 	vars := map[string]string{"LAMBENT_PROVIDER_URL": fake.URL, "LAMBENT_DEFAULT_MODEL": "test-model", "LAMBENT_STORE": "memory", "LAMBENT_LOG_LEVEL": "error"}
 	cfg, err := app.FromEnv(func(k string) string { return vars[k] })
