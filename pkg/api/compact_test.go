@@ -35,6 +35,40 @@ func TestCompactionItemInput(t *testing.T) {
 	assert.Equal(t, 400, AsError(err).Status)
 }
 
+// A compaction_trigger item ending a create's input (Codex's remote
+// compaction) asks for a compaction now: it leaves the input and sets
+// CompactNow. Anywhere else, and in a conversation's items, it is a 400.
+func TestCompactionTriggerInput(t *testing.T) {
+	r, err := DecodeCreateRequest([]byte(`{"input":[{"role":"user","content":"hi"},{"type":"compaction_trigger"}]}`))
+	require.NoError(t, err)
+	assert.True(t, r.CompactNow)
+	require.Len(t, r.Input, 1)
+	assert.Equal(t, ItemMessage, r.Input[0].Type)
+
+	r, err = DecodeCreateRequest([]byte(`{"previous_response_id":"resp_1","input":[{"type":"compaction_trigger"}]}`))
+	require.NoError(t, err)
+	assert.True(t, r.CompactNow)
+	assert.Empty(t, r.Input)
+
+	r, err = DecodeCreateRequest([]byte(`{"input":"hi"}`))
+	require.NoError(t, err)
+	assert.False(t, r.CompactNow)
+
+	for body, param := range map[string]string{
+		`{"input":[{"type":"compaction_trigger"}]}`:                                                              "input",
+		`{"input":[{"type":"compaction_trigger"},{"role":"user","content":"hi"}]}`:                               "input[0].type",
+		`{"input":[{"role":"user","content":"hi"},{"type":"compaction_trigger"},{"type":"compaction_trigger"}]}`: "input[1].type",
+	} {
+		_, err := DecodeCreateRequest([]byte(body))
+		require.Error(t, err, body)
+		assert.Equal(t, 400, AsError(err).Status, body)
+		assert.Equal(t, param, AsError(err).Param, body)
+	}
+	_, err = DecodeConversationItems([]byte(`{"items":[{"type":"compaction_trigger"}]}`))
+	require.Error(t, err)
+	assert.Equal(t, "items[0].type", AsError(err).Param)
+}
+
 func TestDecodeCompactRequest(t *testing.T) {
 	r, err := DecodeCompactRequest([]byte(`{"model":"m","input":"hello","instructions":"be brief","prompt_cache_key":"pk","service_tier":"flex","previous_response_id":null}`))
 	require.NoError(t, err)

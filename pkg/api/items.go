@@ -25,6 +25,12 @@ const (
 	// ItemCompaction carries a summary of earlier turns, sealed by the
 	// gateway in EncryptedContent (POST /v1/responses/compact).
 	ItemCompaction = "compaction"
+	// ItemCompactionTrigger (input only, the last item of a create's
+	// input) asks for a compaction instead of a model turn: Codex's remote
+	// compaction (docs/api.md, "Codex CLI"). Decoding takes it out of the
+	// input and sets CreateResponseRequest.CompactNow; anywhere else it is
+	// a 400.
+	ItemCompactionTrigger = "compaction_trigger"
 	// ItemMCPListTools is OpenAI's item listing an MCP server's tools.
 	ItemMCPListTools = "mcp_list_tools"
 	// ItemMCPApprovalRequest asks the client to approve an MCP tool call.
@@ -915,6 +921,7 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 		if it.Error != "" {
 			it.Status = ItemFailed
 		}
+	case ItemCompactionTrigger:
 	case ItemCompaction:
 		if w.EncryptedContent == nil || *w.EncryptedContent == "" {
 			return InvalidRequest("encrypted_content", "missing required parameter: encrypted_content")
@@ -958,7 +965,7 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 			it.Reason = *w.Reason
 		}
 	default:
-		return InvalidRequest("type", "unsupported item type %q; supported: message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, shell_call, shell_call_output, apply_patch_call, apply_patch_call_output, local_shell_call, local_shell_call_output, computer_call, computer_call_output, web_search_call, tool_search_call, tool_search_output, reasoning, item_reference, mcp_call, mcp_list_tools, mcp_approval_request, mcp_approval_response, compaction", typ)
+		return InvalidRequest("type", "unsupported item type %q; supported: message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, shell_call, shell_call_output, apply_patch_call, apply_patch_call_output, local_shell_call, local_shell_call_output, computer_call, computer_call_output, web_search_call, tool_search_call, tool_search_output, reasoning, item_reference, mcp_call, mcp_list_tools, mcp_approval_request, mcp_approval_response, compaction, compaction_trigger", typ)
 	}
 	return nil
 }

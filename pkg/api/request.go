@@ -90,6 +90,10 @@ type CreateResponseRequest struct {
 	// call, and a later turn continues from it. Never read from an HTTP
 	// body (wsapi.DecodeCreate sets it).
 	NoGenerate bool `json:"-"`
+	// CompactNow is a compaction_trigger item ending the input (taken out
+	// of Input): the response compacts what the model would see into one
+	// compaction item, without a model turn (docs/api.md, "Codex CLI").
+	CompactNow bool `json:"-"`
 }
 
 // StreamOptions are the request's stream_options.
@@ -596,10 +600,19 @@ func (r *CreateResponseRequest) decodeInput(v json.RawMessage) error {
 			}
 			return nil
 		})
-		r.Input = input
+		r.Input, r.CompactNow = cutTrigger(input)
 		return err
 	}
 	return InvalidRequest("input", "invalid type for 'input': expected a string or an array of input items")
+}
+
+// cutTrigger takes a compaction_trigger item ending input out of it and
+// reports whether there was one. Validate refuses any other.
+func cutTrigger(input []Item) ([]Item, bool) {
+	if n := len(input); n > 0 && input[n-1].Type == ItemCompactionTrigger {
+		return input[:n-1], true
+	}
+	return input, false
 }
 
 // implicitReference reports whether raw is an item reference without its
@@ -1101,6 +1114,8 @@ func validateInputItem(it *Item) error {
 		return err
 	}
 	switch it.Type {
+	case ItemCompactionTrigger:
+		return InvalidRequest("type", "a compaction_trigger item is only valid as the last item of a response's input")
 	case ItemMessage:
 		switch it.Role {
 		case RoleUser, RoleSystem, RoleDeveloper:

@@ -370,7 +370,7 @@ func TestDecodeRejectsUnsupportedToolChoice(t *testing.T) {
 // does not accept (yet).
 func unsupportedItemTypes() []string {
 	return []string{
-		"file_search_call", "additional_tools", "configuration_update", "compaction_trigger",
+		"file_search_call", "additional_tools", "configuration_update",
 		"image_generation_call", "code_interpreter_call", "program", "program_output",
 	}
 }

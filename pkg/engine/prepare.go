@@ -107,9 +107,12 @@ func (e *Engine) prepareRun(ctx context.Context, req *api.CreateResponseRequest,
 	if err := e.checkRequest(req); err != nil {
 		return nil, err
 	}
-	if _, ok := req.CompactThreshold(); ok && e.cfg.Compaction == nil {
+	if _, ok := req.CompactThreshold(); (ok || req.CompactNow) && e.cfg.Compaction == nil {
 		err := compactionUnavailable()
 		err.Param = "context_management"
+		if !ok {
+			err.Param = "input"
+		}
 		return nil, err
 	}
 	model := req.Model

@@ -58,8 +58,12 @@ func openedSummary(plain string) (summary, error) {
 	return summary{text: c.Summary, users: c.Users, standalone: true}, nil
 }
 
-// sealed is the content of a standalone item, to seal.
+// sealed is the content of an item, to seal: a standalone item's mark
+// and JSON, or a /compact item's summary (compactSummary).
 func (s summary) sealed() (string, error) {
+	if !s.standalone {
+		return compactSummary(s.text), nil
+	}
 	b, err := json.Marshal(standaloneContent{Users: s.users, Summary: s.text})
 	if err != nil {
 		return "", fmt.Errorf("a standalone compaction's content: %w", err)
@@ -151,15 +155,16 @@ func cutText(t string, n int) string {
 // (renderedSize) is over its threshold: the summarising call, then the
 // standalone compaction item appended to the output and streamed. It
 // runs once per model call; a view still over the threshold after it
-// goes to the model as it is.
+// goes to the model as it is. A request ending with a compaction_trigger
+// (CompactNow) compacts whatever the size, into a /compact item.
 func (e *Engine) compactIfOver(ctx context.Context, r *run) error {
 	threshold, ok := r.req.CompactThreshold()
-	if !ok {
+	if !ok && !r.req.CompactNow {
 		return nil
 	}
 	view := r.truncated(r.seen())
 	size := r.renderedSize(view)
-	if size <= threshold {
+	if size <= threshold && !r.req.CompactNow {
 		return nil
 	}
 	bctx, cancel := r.budget.bound(ctx)
@@ -170,7 +175,13 @@ func (e *Engine) compactIfOver(ctx context.Context, r *run) error {
 	if err != nil {
 		return err
 	}
-	s := summary{text: res.Text, users: carriedTexts(view, carriedBytes(threshold)), standalone: true}
+	// A trigger's item works as a /compact window's: the client keeps
+	// what it wants of the conversation (Codex: its user messages and
+	// instructions) and the model sees the summary in the item's place.
+	s := summary{text: res.Text}
+	if !r.req.CompactNow {
+		s.users, s.standalone = carriedTexts(view, carriedBytes(threshold)), true
+	}
 	plain, err := s.sealed()
 	if err != nil {
 		return api.ServerError(err, "could not seal the summary")
@@ -210,12 +221,16 @@ func (e *Engine) summariseCut(ctx context.Context, r *run, view *[]api.Item) (*p
 // compactBeforeCall compacts before the loop's next model call
 // (compactIfOver) and reports the outcome that ends the loop instead of
 // the call: a summarising call's failure (modelFailure: its deadline
-// too), or a budget that no longer fits the model call after it.
+// too), a compaction_trigger's compaction done (the response is its
+// compaction item), or a budget that no longer fits the model call after
+// it.
 func (e *Engine) compactBeforeCall(ctx context.Context, r *run) (outcome, bool) {
 	err := e.compactIfOver(ctx, r)
 	switch {
 	case err != nil:
 		return r.modelFailure(ctx, err), true
+	case r.req.CompactNow:
+		return outcome{status: api.StatusCompleted}, true
 	case !r.budget.fits(r.budget.maxModel):
 		return outcome{status: api.StatusIncomplete, reason: api.ReasonDeadline}, true
 	}

@@ -405,3 +405,43 @@ func TestServerCompactionSummarisingCallCarriesTheSafetyIdentifier(t *testing.T)
 	assert.Equal(t, reqs[1].User, reqs[0].User, "the summarising call")
 	assert.Equal(t, reqs[1].PromptCacheKey, reqs[0].PromptCacheKey)
 }
+
+// A compaction_trigger ending the input (Codex's remote compaction) makes
+// the response one summarising call and its compaction item, whatever the
+// size, without a model turn. The item works as a /compact window's: sent
+// back, the model sees what the client kept before it (Codex's
+// instructions, the user's messages) and the summary in its place.
+// Without compaction keys the trigger is a 501 naming input.
+func TestCompactionTrigger(t *testing.T) {
+	t.Parallel()
+	p := script(text(theSummary, 30, 10), text("Hello Ada.", 40, 3))
+	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")))
+	rec := &recorder{}
+	err := e.CreateResponse(context.Background(), decodeReq(t, `{"stream":true,"store":false,"input":[{"role":"developer","content":"be kind"},
+		{"role":"user","content":"I am Ada."},{"role":"assistant","content":"Hi."},{"type":"compaction_trigger"}]}`), rec)
+	require.NoError(t, err)
+	resp := rec.checkStream(t)
+	assert.Equal(t, api.StatusCompleted, resp.Status)
+	require.Equal(t, []string{"compaction"}, types(resp.Output))
+	assert.Equal(t, api.Usage{InputTokens: 30, OutputTokens: 10, TotalTokens: 40}, *resp.Usage)
+	reqs := p.requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, "message/developer: be kind\nmessage/user: I am Ada.\nmessage/assistant: Hi.\nmessage/user: "+compactPrompt+"\n", modelText(reqs[0].Items))
+
+	out, err := json.Marshal(resp.Output[0])
+	require.NoError(t, err)
+	_, err = run1(t, e, `{"store":false,"input":[{"role":"developer","content":"be kind"},{"role":"user","content":"I am Ada."},`+string(out)+`,{"role":"user","content":"Who am I?"}]}`)
+	require.NoError(t, err)
+	reqs = p.requests()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, "message/developer: be kind\nmessage/user: I am Ada.\nmessage/developer: "+summaryIntro+theSummary+"\nmessage/user: Who am I?\n", modelText(reqs[1].Items))
+
+	p = script()
+	e, _ = newEngine(t, p, nil)
+	_, err = run1(t, e, `{"input":[{"role":"user","content":"hi"},{"type":"compaction_trigger"}]}`)
+	ae := api.AsError(err)
+	require.NotNil(t, ae)
+	assert.Equal(t, 501, ae.Status)
+	assert.Equal(t, "input", ae.Param)
+	assert.Empty(t, p.requests())
+}

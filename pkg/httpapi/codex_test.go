@@ -73,12 +73,19 @@ stream_max_retries = 0
 // defaults do (4 and 5 times), instead of none.
 func (c *codexCLI) retry(n int) {
 	c.t.Helper()
+	c.editConfig("_max_retries = 0", fmt.Sprintf("_max_retries = %d", n))
+	c.retries = n
+}
+
+// editConfig replaces every old of Codex's config.toml with replacement.
+func (c *codexCLI) editConfig(old, replacement string) {
+	c.t.Helper()
 	path := filepath.Join(c.home, "config.toml")
 	b, err := os.ReadFile(path)
 	require.NoError(c.t, err)
-	b = bytes.ReplaceAll(b, []byte("_max_retries = 0"), []byte(fmt.Sprintf("_max_retries = %d", n)))
+	require.Contains(c.t, string(b), old)
+	b = bytes.ReplaceAll(b, []byte(old), []byte(replacement))
 	require.NoError(c.t, os.WriteFile(path, b, 0o600))
-	c.retries = n
 }
 
 // codexEvent is one line of `codex exec --json`.
