@@ -316,3 +316,37 @@ func TestCodexCompaction(t *testing.T) {
 		})
 	}
 }
+
+// Over WebSocket mode, Codex's remote compaction goes on its socket as
+// every turn does: the compaction_trigger create, then the turns that
+// send its compaction item back, without an HTTP request or an error.
+func TestCodexCompactionOverWebSocket(t *testing.T) {
+	t.Parallel()
+	fake := fakellm.NewHandler(compactingTurn)
+	g := newGateway(t, fake, map[string]string{"LAMBENT_COMPACTION_KEYS": compactionKeys("k1")})
+	front := newWSFront(t, g.srv.URL)
+	codex := compactingCodex(t, front.srv.URL+"/v1", "OpenAI", "")
+	codex.websockets()
+
+	evs := codex.exec("I am Ada. say hello")
+	require.Equal(t, "Hello from Lambent.", answer(evs))
+	thread := threadID(evs)
+	evs = codex.exec("resume", thread, "who am I?")
+	require.Equal(t, "Recalled: SUMMARY: the user is Ada.", answer(evs))
+	evs = codex.exec("resume", thread, "run the command")
+	require.Equal(t, "Recalled: SUMMARY: the user is Ada. The command printed lambent-42.", answer(evs))
+	requireCodexPrompt(t, messages(answered(t, fake, answer(evs))))
+
+	require.Empty(t, front.requests(), "Codex fell back to HTTP")
+	var triggers int
+	for _, c := range front.connections() {
+		require.Empty(t, c.errors())
+		for _, create := range c.creates() {
+			if types := inputTypes(create); len(types) > 0 && types[len(types)-1] == "compaction_trigger" {
+				triggers++
+			}
+		}
+	}
+	require.Equal(t, 2, triggers)
+	require.Equal(t, 2, summaryRequests(fake.Requests(), lambentSummaryPrompt))
+}
