@@ -29,8 +29,8 @@ const (
 const (
 	// CodeConnectionLimit ends a connection that reached MaxAge.
 	CodeConnectionLimit = "websocket_connection_limit_reached"
-	// CodeUnknownMessageType answers a message whose type is not
-	// response.create.
+	// CodeUnknownMessageType answers a message whose type is none a
+	// client sends (response.create, response.steer, response.processed).
 	CodeUnknownMessageType = "unknown_message_type"
 	// CodeBinaryMessage answers a binary frame.
 	CodeBinaryMessage = "unsupported_message_format"
