@@ -23,7 +23,8 @@ const (
 	// Lambent's hosted tools (server_label "lambent") and MCP tools.
 	ItemMCPCall = "mcp_call"
 	// ItemCompaction carries a summary of earlier turns, sealed by the
-	// gateway in EncryptedContent (POST /v1/responses/compact).
+	// gateway in EncryptedContent (POST /v1/responses/compact, a
+	// compaction_trigger, server-side compaction).
 	ItemCompaction = "compaction"
 	// ItemCompactionTrigger (input only, the last item of a create's
 	// input) asks for a compaction instead of a model turn: Codex's remote
