@@ -318,9 +318,10 @@ func TestCodexCLIOverWebSocketProviderRefusalIsNotRetried(t *testing.T) {
 }
 
 // Codex over WebSocket reads the gateway's other failures as over HTTP,
-// and stays on the WebSocket: a full context window and an overloaded
-// provider (error envelopes of status 400 context_length_exceeded and 503
-// server_is_overloaded) are told to its user as such; a stream the
+// and stays on the WebSocket: a full context window (response.failed
+// context_length_exceeded, which stays in the stream) and an overloaded
+// provider (the error envelope of status 503 server_is_overloaded) are
+// told to its user as such; a stream the
 // provider cuts (response.failed) is retried whole on a new connection.
 // A 429 (the envelope's "status": 429) is not retried, unlike over HTTP:
 // Codex takes a WebSocket 429 for a retry limit already reached. A stream

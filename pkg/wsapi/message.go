@@ -198,7 +198,7 @@ func decodeFields(m Message, limit int64) (map[string]json.RawMessage, string, e
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(m.Data, &fields); err != nil || fields == nil {
-		return nil, "", api.InvalidRequestCode("", "invalid_json", "Each WebSocket message must be a JSON object with \"type\": %q.", TypeResponseCreate)
+		return nil, "", api.InvalidRequestCode("", "invalid_json", "Each WebSocket message must be a JSON object with a \"type\": %q, %q or %q.", TypeResponseCreate, TypeResponseSteer, TypeResponseProcessed)
 	}
 	var typ string
 	_ = json.Unmarshal(fields["type"], &typ)
