@@ -105,6 +105,7 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 	}
 	r := &run{req: req, resp: rec.Response, history: rec.Context, input: rec.Input, turns: job.Turns, cut: rec.Cut,
 		tools: toolset{mcpItems: e.mcpItems(), hostedCalls: job.HostedCalls}}
+	r.resumeCount(rec.Rendered)
 	if rec.Response.Conversation != nil {
 		if err := e.resumeConversation(ctx, r); err != nil {
 			return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))

@@ -244,6 +244,15 @@ func (r *run) noteCount(res *provider.Result) {
 	r.counted, r.countedOutput = res.Usage.InputTokens+res.Usage.OutputTokens, len(r.resp.Output)
 }
 
+// resumeCount resumes the count of a background run from its checkpoint
+// (store.Record.Rendered, saveProgress): the size of the view it had
+// then, which is the view it resumes with.
+func (r *run) resumeCount(rendered int) {
+	if rendered > 0 {
+		r.counted, r.countedOutput = rendered, len(r.resp.Output)
+	}
+}
+
 // startCount starts the count of a continuation from its previous
 // response's (store.Record.Rendered): this request's input comes after it.
 func (r *run) startCount(rendered int) {

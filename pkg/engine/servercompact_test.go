@@ -445,3 +445,24 @@ func TestCompactionTrigger(t *testing.T) {
 	assert.Equal(t, "input", ae.Param)
 	assert.Empty(t, p.requests())
 }
+
+// A background run handed off between a model call and the next one
+// resumes counting from the provider's count it checkpointed
+// (store.Record.Rendered), not from the estimate alone: the count of the
+// first call (995 tokens) and its tool's result cross the threshold, so
+// the resumed invocation compacts before its model call.
+func TestServerCompactionResumeCountsFromTheCheckpoint(t *testing.T) {
+	forStores(t, func(t *testing.T, mk storeMaker) {
+		clock := &fakeClock{t: time.Now()}
+		slow := clock.taking(40 * time.Minute)
+		p := script(slow(calls(990, 5, call("c1", "t", `{}`))), text(theSummary, 1, 1), text("done", 1, 1))
+		e, _, q := bgEngine(t, mk, p, newMock(echoTool, "t"), withKeys(testKeyring(t, "k1")), func(c *Config) { c.Now = clock.Now })
+		rec, err := runBackground(t, e, `{"background":true,`+withCompaction("1000")+`,"input":"go","tools":[{"type":"lambent:t"}]}`)
+		require.NoError(t, err)
+		id := rec.response(t).ID
+		assert.Equal(t, 2, runInvocations(t, e, q, clock), "handed off after the first model call's tool")
+		got, err := e.GetResponse(context.Background(), id)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"function_call:t", "function_call_output", "compaction", "message"}, types(got.Output))
+	})
+}
