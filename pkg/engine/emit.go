@@ -46,10 +46,8 @@ func (m *emitter) opening(r *api.Response) {
 	if oh != nil {
 		oh.HoldOpening()
 	}
-	for _, typ := range [...]string{api.EventResponseCreated, api.EventResponseInProgress} {
-		m.ev.ev = api.StreamEvent{Type: typ, Response: r}
-		m.writeLocked(&m.ev.ev, false)
-	}
+	m.lifecycleLocked(api.EventResponseCreated, r)
+	m.lifecycleLocked(api.EventResponseInProgress, r)
 	m.held = oh
 }
 
@@ -147,6 +145,11 @@ func (m *emitter) lifecycle(typ string, r *api.Response) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.lifecycleLocked(typ, r)
+}
+
+// lifecycleLocked is lifecycle with m.mu held.
+func (m *emitter) lifecycleLocked(typ string, r *api.Response) {
 	m.ev.ev = api.StreamEvent{Type: typ, Response: r}
 	m.writeLocked(&m.ev.ev, false)
 }

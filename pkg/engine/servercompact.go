@@ -237,7 +237,7 @@ func (e *Engine) compactBeforeCall(ctx context.Context, r *run) (outcome, bool) 
 	return outcome{}, false
 }
 
-// counted notes the provider's count of the model call that just ended,
+// noteCount notes the provider's count of the model call that just ended,
 // whose view and output the output so far holds: its input and output
 // tokens (none counted when it reports none).
 func (r *run) noteCount(res *provider.Result) {
@@ -268,7 +268,7 @@ func (r *run) renderedSize(view []api.Item) int {
 	if r.counted == 0 {
 		return estimateTokens(view) + len(r.req.Instructions)/bytesPerToken
 	}
-	return r.counted + r.sinceCounted()
+	return r.storedRendered()
 }
 
 // storedRendered is the size of what the response's model saw at its end

@@ -156,25 +156,23 @@ func (f *wsFront) connections() []*wsRecord {
 }
 
 // creates are the client's response.create messages on the connection.
-func (r *wsRecord) creates() []map[string]any {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []map[string]any
-	for _, m := range r.sent {
-		if m["type"] == "response.create" {
-			out = append(out, m)
-		}
-	}
-	return out
-}
+func (r *wsRecord) creates() []map[string]any { return r.ofType(false, "response.create") }
 
 // errors are the error messages the gateway sent on the connection.
-func (r *wsRecord) errors() []map[string]any {
+func (r *wsRecord) errors() []map[string]any { return r.ofType(true, "error") }
+
+// ofType returns the messages of type typ the gateway sent (got) or the
+// client sent.
+func (r *wsRecord) ofType(got bool, typ string) []map[string]any {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	msgs := r.sent
+	if got {
+		msgs = r.got
+	}
 	var out []map[string]any
-	for _, m := range r.got {
-		if m["type"] == "error" {
+	for _, m := range msgs {
+		if m["type"] == typ {
 			out = append(out, m)
 		}
 	}
