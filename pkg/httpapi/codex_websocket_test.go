@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -411,11 +412,23 @@ func (c *codexCLI) session() *codexSession {
 	require.NoError(c.t, err)
 	out, err := cmd.StdoutPipe()
 	require.NoError(c.t, err)
+	// Node 20 runs Codex's native binary as a child of its npm wrapper:
+	// the whole process group is ended, or the binary would outlive the
+	// test and write into its CODEX_HOME while the directory is removed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(c.t, cmd.Start())
 	c.t.Cleanup(func() {
-		_ = in.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		_ = in.Close() // the app server ends at the end of its input
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+			// Anything the app server left running in its group ends too.
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
 	})
 	s := &codexSession{t: c.t, in: in, out: bufio.NewScanner(out)}
 	s.out.Buffer(nil, 16<<20)
