@@ -207,3 +207,31 @@ func TestInputTokensTruncationAutoOnBedrock(t *testing.T) {
 	r := create(prev, "q3", responses.ResponseNewParamsTruncationAuto)
 	require.Equal(t, r.Usage.InputTokens, auto, "the same request, the same count")
 }
+
+// The npm SDK's responses.inputTokens.count with a text.format
+// json_schema, on Bedrock: the schema the create would send Claude (its
+// Converse outputConfig) is counted, so the count exceeds the same count
+// without it by about the schema's size (the fake counts 4 bytes a token).
+func TestInputTokensJSONSchemaOnBedrock(t *testing.T) {
+	fake := fakebedrock.New()
+	base := newBedrockGateway(t, fake)
+	schema := `{"type":"object","properties":{"answer":{"type":"string","description":"` + strings.Repeat("The answer to the question, in one short sentence. ", 20) +
+		`"}},"required":["answer"],"additionalProperties":false}`
+	count := func(text string) int64 {
+		var got struct {
+			Result struct {
+				InputTokens int64 `json:"input_tokens"`
+			}
+			Status int
+			Error  struct{ Code, Message string }
+		}
+		runJS(t, jsClients(t), "openai_input_tokens.mjs", base, &got, `{"input":"What is 2+2?"`+text+`}`)
+		require.Zero(t, got.Status, "%+v", got.Error)
+		return got.Result.InputTokens
+	}
+	without := count("")
+	with := count(`,"text":{"format":{"type":"json_schema","name":"answer","strict":true,"schema":` + schema + `}}`)
+	grew, size := with-without, int64(len(schema)/4)
+	require.Greater(t, grew, size*9/10, "%d → %d, schema %d tokens", without, with, size)
+	require.Less(t, grew, size*12/10, "%d → %d, schema %d tokens", without, with, size)
+}

@@ -63,9 +63,11 @@
 //     unless Config.CachePoints is off.
 //   - Token counts (CountTokens, count.go): Bedrock's CountTokens counts
 //     the Converse input of a call but its inference, output, guardrail
-//     and tier settings, for the call's foundation model (a cross-region
-//     inference profile's); it counts for some Anthropic Claude models
-//     only, any other is a 501 input_tokens_unsupported.
+//     and tier settings (the outputConfig's JSON schema, which the model
+//     reads, is counted as a system text block), for the call's
+//     foundation model (a cross-region inference profile's); it counts
+//     for some Anthropic Claude models only, any other is a 501
+//     input_tokens_unsupported.
 //
 // Stop reasons: end_turn and stop_sequence → stop; tool_use → tool calls;
 // max_tokens and model_context_window_exceeded → length;

@@ -20,8 +20,10 @@ var _ provider.Counter = (*Provider)(nil)
 // without calling the model: the Converse input the call would send (the
 // package comment's translation, cache points and thinking included, and
 // what the provider learned the model lacks) but for its inference,
-// output, guardrail and tier settings, which CountTokens does not take
-// (a text.format json_schema's outputConfig is not counted). CountTokens
+// output, guardrail and tier settings, which CountTokens does not take.
+// The model reads a text.format json_schema's outputConfig, which
+// CountTokens does not take either: its schema is counted as a system
+// text block (schemaBlock). CountTokens
 // takes foundation model ids only: a cross-region inference profile (id
 // or ARN) or a foundation model's ARN is counted for its foundation model
 // (countModelID). Bedrock counts for some Anthropic Claude models only;
@@ -31,6 +33,9 @@ func (p *Provider) CountTokens(ctx context.Context, req *provider.Request) (int,
 	b, err := p.build(ctx, req)
 	if err != nil {
 		return 0, err
+	}
+	if blk, ok := schemaBlock(b.input.OutputConfig); ok {
+		b.input.System = append(b.input.System, blk)
 	}
 	in, err := adapt(b.input, p.known(req.Model), req.Model)
 	if err != nil {
@@ -43,6 +48,26 @@ func (p *Provider) CountTokens(ctx context.Context, req *provider.Request) (int,
 		return 0, p.countError(ctx, req.Model, err)
 	}
 	return int(aws.ToInt32(out.InputTokens)), nil
+}
+
+// schemaBlock is the system text block a count reads for the JSON schema
+// of oc (the outputConfig build made of a text.format json_schema): its
+// name, description and schema, one a line; false when oc has none.
+func schemaBlock(oc *types.OutputConfig) (types.SystemContentBlock, bool) {
+	if oc == nil || oc.TextFormat == nil {
+		return nil, false
+	}
+	s, ok := oc.TextFormat.Structure.(*types.OutputFormatStructureMemberJsonSchema)
+	if !ok {
+		return nil, false
+	}
+	var lines []string
+	for _, l := range []*string{s.Value.Name, s.Value.Description, s.Value.Schema} {
+		if aws.ToString(l) != "" {
+			lines = append(lines, *l)
+		}
+	}
+	return &types.SystemContentBlockMemberText{Value: strings.Join(lines, "\n")}, true
 }
 
 // countModelID is the model id CountTokens takes for model: the foundation

@@ -2,7 +2,9 @@ package bedrock_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -73,4 +75,35 @@ func TestCountTokensRefused(t *testing.T) {
 	_, err := p.CountTokens(context.Background(), &provider.Request{Model: claude, Items: []api.Item{user("hi")}, MaxOutputTokens: new(int)})
 	require.NoError(t, err, "maxTokens is no part of a count")
 	require.Empty(t, fake.Requests(), "no model call")
+}
+
+// A text.format json_schema, which the Converse call sends as its
+// outputConfig for the model to read, is counted: CountTokens takes no
+// outputConfig, so the count reads the schema definition (name,
+// description, schema) as a system text block. The count with a schema
+// exceeds the count without by about the schema's size.
+func TestCountTokensJSONSchema(t *testing.T) {
+	fake := fakebedrock.New()
+	t.Cleanup(fake.Close)
+	p := bedrock.New(bedrock.Config{AWS: fake.AWSConfig()})
+	props := map[string]any{}
+	for i := range 40 {
+		props[fmt.Sprintf("field_%02d", i)] = map[string]any{"type": "string", "description": fmt.Sprintf("The value of the field number %d of the record", i)}
+	}
+	schema, err := json.Marshal(map[string]any{"type": "object", "properties": props, "additionalProperties": false})
+	require.NoError(t, err)
+	req := &provider.Request{Model: claude, Instructions: "Extract the record.", Items: []api.Item{user("Here is the record: ...")}}
+	without, err := p.CountTokens(context.Background(), req)
+	require.NoError(t, err)
+	req.Text = &api.TextConfig{Format: api.TextFormat{Type: api.FormatJSONSchema, Name: "record", Schema: schema}}
+	with, err := p.CountTokens(context.Background(), req)
+	require.NoError(t, err)
+	grew, size := with-without, len(schema)/4 // the fake counts 4 bytes a token
+	require.Greater(t, grew, size*9/10, "the schema is counted: %d → %d, schema %d tokens", without, with, size)
+	require.Less(t, grew, size*12/10, "the schema is counted once: %d → %d, schema %d tokens", without, with, size)
+	c := fake.Counts()[1]
+	last := c.System[len(c.System)-1]
+	require.NotNil(t, last.Text)
+	require.Contains(t, *last.Text, string(schema))
+	require.Contains(t, *last.Text, "record")
 }
