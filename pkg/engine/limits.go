@@ -26,9 +26,11 @@ import (
 //     other store read: previous_response_id plus the distinct stored
 //     responses the item references point into (the ones the previous
 //     chain does not hold already).
-//   - checkImages, once the conversation is resolved: the input images a
-//     model call carries (the conversation continued and this input), each
-//     fetched or decoded by the Bedrock provider on every model call.
+//   - checkImages, once the conversation is resolved and its compaction
+//     items opened: the input images a model call carries (the
+//     conversation continued and this input, from the latest standalone
+//     compaction item on, the images it carries included), each fetched
+//     or decoded by the Bedrock provider on every model call.
 //   - compileOutputSchema (attempts.go), as the schema of a validated output
 //     is compiled: its regular expressions (SchemaPatterns, counted by
 //     schemacheck.Compile as the validator compiles them).
@@ -122,23 +124,49 @@ func (e *Engine) checkReferenced(req *api.CreateResponseRequest, refs []referenc
 		"the number of stored responses this request reads (previous_response_id and the distinct responses its item references point into)", n, limit)
 }
 
-// checkImages checks the input images of r's conversation: the history it
-// continues and its input, references resolved, which every model call
-// carries.
+// checkImages checks the input images of what r's model call sees of its
+// conversation: the history it continues and its input, references
+// resolved, which every model call carries; from the latest standalone
+// compaction item on (viewImages), the images it carries included, since
+// the model sees nothing before it. The compaction items are opened
+// (openSummaries).
 func (e *Engine) checkImages(r *run) error {
 	limit := e.cfg.Limits.Images
-	history := countImages(r.history)
-	n := history + countImages(r.input)
+	history, input, from := r.viewImages()
+	n := history + countImages(input)
 	if n <= limit {
 		return nil
 	}
 	// Name what crosses the limit: the conversation, or an input item.
 	param, seen := "previous_response_id", history
 	for i := 0; seen <= limit; i++ {
-		seen += countImages(r.input[i : i+1])
-		param = inputParam(i, "")
+		seen += countImages(input[i : i+1])
+		param = inputParam(from+i, "")
 	}
 	return limits.Exceeded(param, "the number of input images a model call carries (this input and the conversation it continues)", n, limit)
+}
+
+// viewImages are the images of r's history a model call sees and the
+// input items it sees, from the input's index from: from the latest
+// standalone compaction item on, whose carried images count with the
+// history, else all of them.
+func (r *run) viewImages() (history int, input []api.Item, from int) {
+	if at := r.latestStandalone(r.input); at >= 0 {
+		return carriedImages(r.summaries[r.input[at].EncryptedContent]), r.input[at:], at
+	}
+	if at := r.latestStandalone(r.history); at >= 0 {
+		return carriedImages(r.summaries[r.history[at].EncryptedContent]) + countImages(r.history[at:]), r.input, 0
+	}
+	return countImages(r.history), r.input, 0
+}
+
+// carriedImages counts the images of the user messages s carries.
+func carriedImages(s summary) int {
+	n := 0
+	for _, parts := range s.users {
+		n += countParts(parts)
+	}
+	return n
 }
 
 // countImages counts the images of items: the input_image parts of
@@ -150,12 +178,17 @@ func countImages(items []api.Item) int {
 		if it.Type == api.ItemComputerCallOutput && len(it.OutputRaw) > 0 {
 			n++
 		}
-		for _, parts := range [][]api.ContentPart{it.Content, it.OutputParts} {
-			for j := range parts {
-				if parts[j].Type == api.PartInputImage {
-					n++
-				}
-			}
+		n += countParts(it.Content) + countParts(it.OutputParts)
+	}
+	return n
+}
+
+// countParts counts the input_image parts of parts.
+func countParts(parts []api.ContentPart) int {
+	n := 0
+	for i := range parts {
+		if parts[i].Type == api.PartInputImage {
+			n++
 		}
 	}
 	return n

@@ -156,10 +156,10 @@ func (e *Engine) prepareRun(ctx context.Context, req *api.CreateResponseRequest,
 	if err := e.resolveInput(ctx, r, prevOutput); err != nil {
 		return nil, err
 	}
-	if err := e.checkImages(r); err != nil {
+	if err := e.openSummaries(ctx, r); err != nil {
 		return nil, err
 	}
-	if err := e.openSummaries(ctx, r); err != nil {
+	if err := e.checkImages(r); err != nil {
 		return nil, err
 	}
 	if err := r.checkApprovals(); err != nil {

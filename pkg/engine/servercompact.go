@@ -18,9 +18,10 @@ import (
 // compact_threshold, the view is summarised as POST /v1/responses/compact
 // summarises a conversation, and one standalone compaction item takes its
 // place in the response's output. A standalone item carries, sealed, the
-// texts of the user messages of the view besides the summary, which a
-// /compact window keeps next to its item: the model sees nothing before
-// the latest standalone item of a conversation, wherever it sends it.
+// user messages of the view (their text, images and files: carriedParts)
+// besides the summary, which a /compact window keeps next to its item:
+// the model sees nothing before the latest standalone item of a
+// conversation, wherever it sends it.
 
 // standaloneMark starts the sealed content of a standalone compaction
 // item, followed by the JSON of standaloneContent; the sealed content of
@@ -28,17 +29,21 @@ import (
 // characters (compactSummary), so it never starts with the mark.
 const standaloneMark = "\x00lambent standalone compaction v1\x00"
 
-// standaloneContent is what a standalone compaction item seals.
+// standaloneContent is what a standalone compaction item seals: the
+// content parts of the user messages it carries (Messages), or in an item
+// sealed before images and files were carried their texts (Users).
 type standaloneContent struct {
-	Users   []string `json:"users,omitempty"`
-	Summary string   `json:"summary"`
+	Messages [][]api.ContentPart `json:"messages,omitempty"`
+	Users    []string            `json:"users,omitempty"`
+	Summary  string              `json:"summary"`
 }
 
 // summary is the opened content of a compaction item.
 type summary struct {
 	text string
-	// users are the texts of the user messages a standalone item carries.
-	users []string
+	// users are the content parts of the user messages a standalone item
+	// carries.
+	users [][]api.ContentPart
 	// standalone marks a server-side compaction item: the model sees
 	// nothing of the conversation before the latest one.
 	standalone bool
@@ -55,7 +60,10 @@ func openedSummary(plain string) (summary, error) {
 	if err := json.Unmarshal([]byte(rest), &c); err != nil {
 		return summary{}, fmt.Errorf("a standalone compaction's content: %w", err)
 	}
-	return summary{text: c.Summary, users: c.Users, standalone: true}, nil
+	for _, t := range c.Users {
+		c.Messages = append(c.Messages, []api.ContentPart{{Type: api.PartInputText, Text: t}})
+	}
+	return summary{text: c.Summary, users: c.Messages, standalone: true}, nil
 }
 
 // sealed is the content of an item, to seal: a standalone item's mark
@@ -64,7 +72,7 @@ func (s summary) sealed() (string, error) {
 	if !s.standalone {
 		return compactSummary(s.text), nil
 	}
-	b, err := json.Marshal(standaloneContent{Users: s.users, Summary: s.text})
+	b, err := json.Marshal(standaloneContent{Messages: s.users, Summary: s.text})
 	if err != nil {
 		return "", fmt.Errorf("a standalone compaction's content: %w", err)
 	}
@@ -93,50 +101,97 @@ func (r *run) latestStandalone(items []api.Item) int {
 	return -1
 }
 
-// carriedMessages are the user messages of texts, which the standalone
-// compaction item id carries, as the model sees them.
-func carriedMessages(id string, texts []string) []api.Item {
-	out := make([]api.Item, len(texts))
-	for i, t := range texts {
+// carriedMessages are the user messages of msgs (their content parts),
+// which the standalone compaction item id carries, as the model sees
+// them.
+func carriedMessages(id string, msgs [][]api.ContentPart) []api.Item {
+	out := make([]api.Item, len(msgs))
+	for i, parts := range msgs {
 		out[i] = api.Item{Type: api.ItemMessage, ID: fmt.Sprintf("%s_%d", id, i), Status: api.ItemCompleted, Role: api.RoleUser,
-			Content: []api.ContentPart{{Type: api.PartInputText, Text: t}}}
+			Content: slices.Clone(parts)}
 	}
 	return out
 }
 
-// maxCarriedBytes bounds the texts a standalone compaction item carries:
-// 20,000 tokens, as Codex keeps of the user's messages when it compacts.
+// maxCarriedBytes bounds what a standalone compaction item carries of
+// the user's messages: 20,000 tokens, as Codex keeps of the user's
+// messages when it compacts.
 const maxCarriedBytes = 20_000 * bytesPerToken
 
-// carriedBytes bounds the texts a standalone compaction item carries
-// under threshold: maxCarriedBytes, and half the threshold, so that the
-// view right after the compaction is under it and is not compacted again
-// for what the item carries.
+// carriedBytes bounds what a standalone compaction item carries under
+// threshold: maxCarriedBytes, and half the threshold, so that the view
+// right after the compaction is under it and is not compacted again for
+// what the item carries.
 func carriedBytes(threshold int) int {
 	return min(maxCarriedBytes, threshold/2*bytesPerToken)
 }
 
-// carriedTexts are the texts of the user messages of items (those with
-// text) a standalone compaction item carries, in order: the newest first
-// up to limit bytes, the one crossing it cut to what is left, the older
-// ones left out, so that neither the item nor the views after it grow
-// with every compaction.
-func carriedTexts(items []api.Item, limit int) []string {
-	var out []string
+// carriedParts are the content parts of the user messages of items that
+// a standalone compaction item carries, message by message in order:
+// the newest first up to limit bytes (partBytes), the older ones left
+// out, so that neither the item nor the views after it grow with every
+// compaction. A text crossing the bound is cut to what is left, and an
+// image or file over what is left is replaced by a note saying so
+// (omittedPart), when that fits.
+func carriedParts(items []api.Item, limit int) [][]api.ContentPart {
+	var out [][]api.ContentPart
 	left := limit
 	for i := len(items) - 1; i >= 0 && left > 0; i-- {
 		it := &items[i]
 		if it.Type != api.ItemMessage || it.Role != api.RoleUser {
 			continue
 		}
-		t := cutText(it.Text(), left)
-		if t != "" {
-			out = append(out, t)
-			left -= len(t)
+		var parts []api.ContentPart
+		for _, p := range it.Content {
+			p, ok := carriedPart(p, left)
+			if ok {
+				parts = append(parts, p)
+				left -= partBytes(&p)
+			}
+		}
+		if len(parts) > 0 {
+			out = append(out, parts)
 		}
 	}
 	slices.Reverse(out)
 	return out
+}
+
+// carriedPart is p as a compaction item carries it with left bytes to
+// spare: whole when it fits, a text cut to left, an image or file that
+// does not fit replaced by omittedPart; false when nothing of it fits
+// (or it is not a part a user message shows the model).
+func carriedPart(p api.ContentPart, left int) (api.ContentPart, bool) {
+	switch p.Type {
+	case api.PartInputText:
+		p.Text = cutText(p.Text, left)
+		return p, p.Text != ""
+	case api.PartInputImage, api.PartInputFile:
+		if partBytes(&p) <= left {
+			return p, true
+		}
+		p = omittedPart(p.Type)
+		return p, partBytes(&p) <= left
+	}
+	return api.ContentPart{}, false
+}
+
+// omittedPart is the note that stands for an image or file (a part of
+// type typ) a compaction item could not carry, so that the model knows
+// the user sent one.
+func omittedPart(typ string) api.ContentPart {
+	what := "image"
+	if typ == api.PartInputFile {
+		what = "file"
+	}
+	return api.ContentPart{Type: api.PartInputText, Text: "[" + what + " omitted by compaction]"}
+}
+
+// partBytes is the size of p as a compaction item's bound counts it: the
+// bytes of its text, image URL (a data URL's inline base64 included),
+// file id, data, URL and name.
+func partBytes(p *api.ContentPart) int {
+	return len(p.Text) + len(p.ImageURL) + len(p.FileID) + len(p.FileData) + len(p.FileURL) + len(p.Filename)
 }
 
 // cutText is t cut to at most n bytes, at a character's start.
@@ -180,7 +235,7 @@ func (e *Engine) compactIfOver(ctx context.Context, r *run) error {
 	// instructions) and the model sees the summary in the item's place.
 	s := summary{text: res.Text}
 	if !r.req.CompactNow {
-		s.users, s.standalone = carriedTexts(view, carriedBytes(threshold)), true
+		s.users, s.standalone = carriedParts(view, carriedBytes(threshold)), true
 	}
 	plain, err := s.sealed()
 	if err != nil {

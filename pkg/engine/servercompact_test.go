@@ -466,3 +466,98 @@ func TestServerCompactionResumeCountsFromTheCheckpoint(t *testing.T) {
 		assert.Equal(t, []string{"function_call:t", "function_call_output", "compaction", "message"}, types(got.Output))
 	})
 }
+
+// partShapes are the content parts of the messages of items: each part's
+// type and its text, image URL or file name (a data URL by its length).
+func partShapes(items []api.Item) []string {
+	var out []string
+	for _, it := range items {
+		for _, p := range it.Content {
+			s := p.Text + p.ImageURL + p.Filename
+			if strings.HasPrefix(s, "data:") || len(s) > 40 {
+				s = fmt.Sprintf("%c×%d", s[0], len(s))
+			}
+			out = append(out, it.Role+" "+p.Type+" "+s)
+		}
+	}
+	return out
+}
+
+// The images and files of the user messages a standalone compaction item
+// carries are carried with their text, counted against the same bound by
+// their size: an image URL is small and is kept, inline base64 data over
+// what is left of the bound is dropped, older messages' first. After the
+// compaction the model still sees the image the user sent, in that
+// response's next call and in a continuation.
+func TestServerCompactionCarriesImages(t *testing.T) {
+	t.Parallel()
+	p := script(text(theSummary, 1, 1), text("A cat.", 1, 1), text("Still a cat.", 1, 1))
+	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")))
+	data := "data:image/png;base64," + strings.Repeat("A", 3000)
+	input := `[{"role":"user","content":[{"type":"input_text","text":"Old photo:"},{"type":"input_image","image_url":"` + data + `"}]},` +
+		`{"role":"developer","content":"` + strings.Repeat("x", 5000) + `"},` +
+		`{"role":"user","content":[{"type":"input_text","text":"What is this?"},{"type":"input_image","image_url":"https://example.com/cat.png"},` +
+		`{"type":"input_file","filename":"notes.txt","file_url":"https://example.com/notes.txt"}]}]`
+	rec, err := run1(t, e, `{`+withCompaction("1000")+`,"input":`+input+`}`)
+	require.NoError(t, err)
+	first := rec.response(t)
+	require.Equal(t, []string{"compaction", "message"}, types(first.Output))
+	carried := []string{"user input_text Old photo:", "user input_text [image omitted by compaction]",
+		"user input_text What is this?", "user input_image https://example.com/cat.png", "user input_file notes.txt",
+		"developer input_text " + fmt.Sprintf("%c×%d", 'S', len(summaryIntro+theSummary))}
+	reqs := p.requests()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, carried, partShapes(reqs[1].Items), "the 3,000-byte image is over what is left of the 2,000 bytes carried: a note stands for it")
+
+	_, err = run1(t, e, `{"previous_response_id":"`+first.ID+`","input":"Sure?"}`)
+	require.NoError(t, err)
+	reqs = p.requests()
+	require.Len(t, reqs, 3)
+	assert.Equal(t, append(carried, "assistant output_text A cat.", "user input_text Sure?"), partShapes(reqs[2].Items))
+}
+
+// A standalone compaction item sealed before images and files were
+// carried (its user messages as texts) still opens: the model sees its
+// texts as user messages.
+func TestServerCompactionOpensTextOnlyItems(t *testing.T) {
+	t.Parallel()
+	p := script(text("You are Ada.", 1, 1))
+	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")))
+	blob, err := e.seal(context.Background(), standaloneMark+`{"users":["I am Ada."],"summary":"`+theSummary+`"}`)
+	require.NoError(t, err)
+	_, err = run1(t, e, `{"input":[{"type":"compaction","encrypted_content":"`+blob+`"},{"role":"user","content":"Who am I?"}]}`)
+	require.NoError(t, err)
+	assert.Equal(t, "message/user: I am Ada.\nmessage/developer: "+summaryIntro+theSummary+"\nmessage/user: Who am I?\n", modelText(p.requests()[0].Items))
+}
+
+// The images a model call carries (LAMBENT_LIMIT_IMAGES) are those of
+// what it sees: from the latest standalone compaction item on, the images
+// that item carries included, and none of the items before it, which the
+// model no longer sees. A client that sends the item without the items
+// before it cannot pass more images to the model than the limit; a
+// continuation whose compaction left older images out may add as many.
+func TestServerCompactionImagesCounted(t *testing.T) {
+	t.Parallel()
+	p := script(text(theSummary, 1, 1), text("Two cats.", 1, 1), text("Three.", 1, 1))
+	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")), func(c *Config) { c.Limits.Images = 3 })
+	img := func(name string) string {
+		return `{"type":"input_image","image_url":"https://example.com/` + name + `.png"}`
+	}
+	data := `{"type":"input_image","image_url":"data:image/png;base64,` + strings.Repeat("A", 3000) + `"}`
+	rec, err := run1(t, e, `{`+withCompaction("1000")+`,"input":[{"role":"user","content":[`+data+`]},{"role":"developer","content":"`+strings.Repeat("x", 5000)+`"},`+
+		`{"role":"user","content":[`+img("a")+`,`+img("b")+`]}]}`)
+	require.NoError(t, err)
+	first := rec.response(t)
+	require.Equal(t, []string{"compaction", "message"}, types(first.Output))
+
+	// The item and two more images: four in the model's view.
+	cmp, err := json.Marshal(first.Output[0])
+	require.NoError(t, err)
+	_, err = run1(t, e, `{"store":false,"input":[`+string(cmp)+`,{"role":"user","content":[`+img("c")+`,`+img("d")+`]}]}`)
+	wantLimit(t, err, "input[1]")
+
+	// The data image the item left out no longer counts: three.
+	_, err = run1(t, e, `{"previous_response_id":"`+first.ID+`","input":[{"role":"user","content":[`+img("c")+`]}]}`)
+	require.NoError(t, err)
+	assert.Len(t, p.requests(), 3)
+}

@@ -199,3 +199,38 @@ func TestClientsReadServerCompaction(t *testing.T) {
 	require.Equal(t, "You are Ada.", got.LCHistory.Text)
 	require.Equal(t, "Hello Ada.", got.LCStream.Text)
 }
+
+// An image the user sent before a server-side compaction reaches the
+// model after it (openai-go, a continuation with previous_response_id):
+// the compaction item carries the user message's image with its text, and
+// the model's next calls get it as an image_url part.
+func TestE2EServerCompactionCarriesImages(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, compactingModel(func(chatwire.Message, []chatwire.Message) fakellm.Turn { return fakellm.Turn{Text: "A cat."} }),
+		map[string]string{"LAMBENT_COMPACTION_KEYS": compactionKeys("k1")})
+	ctx := context.Background()
+	const cat = "https://example.com/cat.png"
+	input := []responses.ResponseInputItemUnionParam{
+		responses.ResponseInputItemParamOfMessage(responses.ResponseInputMessageContentListParam{
+			responses.ResponseInputContentParamOfInputText("What is this?"),
+			{OfInputImage: &responses.ResponseInputImageParam{ImageURL: openai.String(cat), Detail: responses.ResponseInputImageDetailLow}},
+		}, responses.EasyInputMessageRoleUser),
+		responses.ResponseInputItemParamOfMessage("Reference: "+strings.Repeat("x", 5000), responses.EasyInputMessageRoleDeveloper),
+	}
+	r1, err := g.client.Responses.New(ctx, withCompaction(responses.ResponseNewParams{Input: responses.ResponseNewParamsInputUnion{OfInputItemList: input}}))
+	require.NoError(t, err)
+	require.Equal(t, "compaction", r1.Output[0].Type)
+	p := textParams("Sure?")
+	p.PreviousResponseID = openai.String(r1.ID)
+	_, err = g.client.Responses.New(ctx, p)
+	require.NoError(t, err)
+	reqs := g.fake.Requests()
+	require.Len(t, reqs, 3)
+	for _, r := range reqs[1:] {
+		first := r.Messages[0]
+		require.Equal(t, "user", first.Role)
+		require.Len(t, first.Content.Parts, 2, "%s", r.Body)
+		require.Equal(t, "What is this?", first.Content.Parts[0].Text)
+		require.Equal(t, &chatwire.ImageURL{URL: cat, Detail: "low"}, first.Content.Parts[1].ImageURL)
+	}
+}
