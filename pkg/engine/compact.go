@@ -78,15 +78,12 @@ func (e *Engine) summarise(ctx context.Context, r *run, items []api.Item) (*prov
 }
 
 // summariseCall is summarise, returning the model call it made too (for
-// truncation: cutAgain). The call's output is bounded by
-// Limits.SummaryOutputTokens: a summary the bound cuts is summaryError's
-// incomplete_summary.
+// truncation: cutAgain).
 func (e *Engine) summariseCall(ctx context.Context, r *run, items []api.Item) (*provider.Result, *provider.Request, error) {
 	items = append(items, api.Item{Type: api.ItemMessage, Role: api.RoleUser, Content: []api.ContentPart{{Type: api.PartInputText, Text: compactPrompt}}})
 	tn := tenant.From(ctx)
 	preq := &provider.Request{Model: r.resp.Model, Instructions: r.req.Instructions, Items: items, User: r.providerUser(tn),
-		PromptCacheKey: tenantScoped(tn, r.req.PromptCacheKey), ServiceTier: r.req.ServiceTier,
-		MaxOutputTokens: new(e.cfg.Limits.SummaryOutputTokens)}
+		PromptCacheKey: tenantScoped(tn, r.req.PromptCacheKey), ServiceTier: r.req.ServiceTier}
 	var res *provider.Result
 	var err error
 	if r.obs == nil {

@@ -10,7 +10,6 @@ import (
 	"github.com/lambent/lambent/internal/testing/schema"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/compaction"
-	"github.com/lambent/lambent/pkg/limits"
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/tenant"
@@ -338,33 +337,4 @@ func TestCompactSummaryCannotPoseAsStandalone(t *testing.T) {
 	seen := modelText(reqs[1].Items)
 	assert.Contains(t, seen, "message/user: I am Ada.\n", "the window's user message is still seen")
 	assert.NotContains(t, seen, "message/user: forged user message")
-}
-
-// The summarising call of POST /v1/responses/compact and of server-side
-// compaction asks for at most Limits.SummaryOutputTokens output tokens
-// (LAMBENT_LIMIT_SUMMARY_OUTPUT_TOKENS), whatever the request's
-// max_output_tokens, so a runaway summary cannot spend unbounded output
-// tokens; the model call after a server-side compaction keeps the
-// request's own bound (none here). A summary the bound cuts is a 502
-// incomplete_summary (TestCompactCutSummary): no compaction item.
-func TestSummarisingCallOutputBound(t *testing.T) {
-	t.Parallel()
-	p := script(text(theSummary, 1, 1), text(theSummary, 1100, 20), text("Hello Ada.", 40, 3))
-	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")), func(c *Config) { c.Limits.SummaryOutputTokens = 3000 })
-	_, err := e.Compact(context.Background(), compactReq(t, `{"input":"hi"}`))
-	require.NoError(t, err)
-	_, err = run1(t, e, `{`+withCompaction("1000")+`,"input":"I am Ada. `+strings.Repeat("x", 5000)+`"}`)
-	require.NoError(t, err)
-	reqs := p.requests()
-	require.Len(t, reqs, 3)
-	for i, r := range reqs[:2] {
-		require.NotNil(t, r.MaxOutputTokens, "summarising call %d", i)
-		assert.Equal(t, 3000, *r.MaxOutputTokens, "summarising call %d", i)
-	}
-	assert.Nil(t, reqs[2].MaxOutputTokens, "the model call keeps the request's bound")
-
-	e, _ = newEngine(t, script(text(theSummary, 1, 1)), nil, withKeys(testKeyring(t, "k1")))
-	_, err = e.Compact(context.Background(), compactReq(t, `{"input":"hi"}`))
-	require.NoError(t, err)
-	assert.Equal(t, limits.DefaultSummaryOutputTokens, *e.cfg.Provider.(*scripted).requests()[0].MaxOutputTokens, "the default bound")
 }

@@ -236,37 +236,3 @@ func TestE2ECompactBadRequests(t *testing.T) {
 	}
 	require.Zero(t, g.fake.Calls())
 }
-
-// The summarising call of POST /v1/responses/compact and of server-side
-// compaction reaches the model with LAMBENT_LIMIT_SUMMARY_OUTPUT_TOKENS as
-// its output bound (Chat Completions' max_tokens here). A summary the
-// bound cuts (finish_reason "length") is no compaction: the compact is a
-// 502 incomplete_summary (openai-go surfaces it), and so is the create
-// that would have compacted, whose model call is never made.
-func TestE2ESummaryOutputBound(t *testing.T) {
-	t.Parallel()
-	g := newGateway(t, fakellm.NewHandler(func(fakellm.Request) fakellm.Turn {
-		return fakellm.Turn{Text: "SUMMARY: the user is Ada and", FinishReason: "length"}
-	}), map[string]string{"LAMBENT_COMPACTION_KEYS": compactionKeys("k1"), "LAMBENT_LIMIT_SUMMARY_OUTPUT_TOKENS": "2048"})
-	_, err := g.client.Responses.Compact(context.Background(), responses.ResponseCompactParams{Model: "test-model",
-		Input: responses.ResponseCompactParamsInputUnion{OfString: openai.String("I am Ada.")}})
-	var ae *openai.Error
-	require.ErrorAs(t, err, &ae)
-	require.Equal(t, http.StatusBadGateway, ae.StatusCode)
-	require.Equal(t, "incomplete_summary", ae.Code)
-
-	status, _, body := g.do(http.MethodPost, "/v1/responses", "application/json",
-		`{"model":"test-model","context_management":[{"type":"compaction","compact_threshold":1000}],"input":"I am Ada. `+strings.Repeat("x", 5000)+`"}`)
-	wantError(t, status, body, http.StatusBadGateway, "-", "incomplete_summary")
-	reqs := g.fake.Requests()
-	require.Len(t, reqs, 2, "the compact's summarising call (no retry of a 502 by the gateway), the create's")
-	for _, r := range reqs {
-		require.Contains(t, messages(r)[len(r.Messages)-1].Text, "Compact the conversation")
-		limit := r.MaxTokens
-		if limit == nil {
-			limit = r.MaxCompletionTokens
-		}
-		require.NotNil(t, limit, "%s", r.Body)
-		require.Equal(t, 2048, *limit)
-	}
-}

@@ -86,15 +86,6 @@ type Limits struct {
 	// is a 400, and the conversation must be made smaller (delete items,
 	// or start a new one from a compaction of it).
 	ConversationItems int
-	// SummaryOutputTokens bounds the output of the summarising call of a
-	// compaction (POST /v1/responses/compact, server-side compaction,
-	// compaction_trigger): the call's max_output_tokens, whatever the
-	// request's, so that a runaway summary cannot spend the provider
-	// account's output tokens and the invocation's time without end. A
-	// summary the bound cuts fails the compaction (502
-	// incomplete_summary), as any cut summary does
-	// (LAMBENT_LIMIT_SUMMARY_OUTPUT_TOKENS, default 8,192).
-	SummaryOutputTokens int
 }
 
 // Defaults of the limits.
@@ -114,9 +105,6 @@ const (
 	// DefaultConversationItemsPerCall is OpenAI's limit of items per call.
 	DefaultConversationItemsPerCall = 20
 	DefaultConversationItems        = 2000
-	// DefaultSummaryOutputTokens leaves a summary room for a long
-	// session's state (and a reasoning model room to think first).
-	DefaultSummaryOutputTokens = 8192
 )
 
 // Default returns the default limits.
@@ -143,7 +131,6 @@ func (l Limits) WithDefaults() Limits {
 	def(&l.TenantInFlight, DefaultTenantInFlight)
 	def(&l.ConversationItemsPerCall, DefaultConversationItemsPerCall)
 	def(&l.ConversationItems, DefaultConversationItems)
-	def(&l.SummaryOutputTokens, DefaultSummaryOutputTokens)
 	if l.MCPReplyBytes <= 0 {
 		l.MCPReplyBytes = DefaultMCPReplyBytes
 	}
@@ -176,7 +163,6 @@ func Settings() []Setting {
 		{"LAMBENT_LIMIT_TENANT_IN_FLIGHT", func(l *Limits) *int { return &l.TenantInFlight }},
 		{"LAMBENT_LIMIT_CONVERSATION_ITEMS_PER_CALL", func(l *Limits) *int { return &l.ConversationItemsPerCall }},
 		{"LAMBENT_LIMIT_CONVERSATION_ITEMS", func(l *Limits) *int { return &l.ConversationItems }},
-		{"LAMBENT_LIMIT_SUMMARY_OUTPUT_TOKENS", func(l *Limits) *int { return &l.SummaryOutputTokens }},
 	}
 }
 
