@@ -298,6 +298,15 @@ func takeGenerate(fields map[string]json.RawMessage) (bool, error) {
 	return generate, nil
 }
 
+// Route returns the lane (stream_id) message m runs on, and whether it is a
+// response.create (a JSON object of that type): a front door runs those on
+// their lane, FIFO, and answers the other messages at once. A
+// response.create without a valid stream_id runs on the lane "".
+func Route(m Message) (lane string, create bool) {
+	_, lane, create = createRefs(m)
+	return lane, create
+}
+
 // createRefs reports whether m is a response.create JSON object, and
 // returns the previous_response_id and the valid stream_id it names ("":
 // none): for a message DecodeCreate refused, the response it continued

@@ -241,7 +241,7 @@ func (s *Server) serve(parent context.Context, c *websocket.Conn) {
 				limit()
 				return
 			}
-			_, lane, create := createRefs(m)
+			lane, create := Route(m)
 			if !create {
 				// Not a response: answered at once (a response.steer while
 				// its target runs too).

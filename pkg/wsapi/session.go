@@ -13,8 +13,10 @@
 // with the spec's envelope (carrying the message's stream_id), and
 // answers OpenAI's response.steer with response.steer.failed (Lambent does
 // not steer). The front doors keep each lane FIFO and run the lanes of a
-// connection in parallel: Server runs each busy lane on a goroutine of its
-// own and answers the other messages at once. Server
+// connection in parallel, answering the messages that are not a
+// response.create at once (Route): Server runs each busy lane on a
+// goroutine of its own, apigw gives each lane an SQS FIFO message group of
+// its own. Server
 // is the local front door (github.com/coder/websocket); package apigw is
 // the API Gateway WebSocket API front door.
 package wsapi
