@@ -81,7 +81,7 @@ func TestWebSocketAPI(t *testing.T) {
 }
 
 // TestWebSocketTurnsQueue: the turns queue is FIFO (one message group per
-// connection: in order, one at a time), outlasts the function's runs, and
+// lane of a connection: in order, one at a time), outlasts the function's runs, and
 // feeds WebSocketFunction one message at a time with partial failures.
 func TestWebSocketTurnsQueue(t *testing.T) {
 	tpl := loadTemplate(t)

@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -736,15 +738,37 @@ func TestWebSocketRefusedUpgradeIsAnOpenAIError(t *testing.T) {
 	}
 }
 
+// overlapModel answers like clientModel, but its call for "My name is
+// Ann" waits until the call for "My name is Bob" has arrived: the two
+// responses overlap, or the wait ends at a guard and waitedOut is set.
+func overlapModel() (m *fakellm.Server, waitedOut *atomic.Bool) {
+	bob, once, waitedOut := make(chan struct{}), sync.Once{}, &atomic.Bool{}
+	return fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn {
+		switch strings.ToLower(req.Messages[len(req.Messages)-1].Content.String()) {
+		case "my name is bob":
+			once.Do(func() { close(bob) })
+		case "my name is ann":
+			select {
+			case <-bob:
+			case <-time.After(20 * time.Second):
+				waitedOut.Store(true)
+			}
+		}
+		return clientTurn(req)
+	}), waitedOut
+}
+
 // The npm openai SDK's ResponsesWS drives two lanes (stream_id) on one
-// socket: interleaved store: false turns each continue their own chain, a
-// new lane forks from another's, every message of a lane carries its
-// stream_id (an error envelope too), a response.steer is answered with
+// socket, in parallel: lane B's response runs while lane A's model call
+// waits for it; interleaved store: false turns each continue their own
+// chain, a new lane forks from another's, every message of a lane carries
+// its stream_id (an error envelope too), a response.steer is answered with
 // response.steer.failed on the target's lane, and a turn without
 // stream_id gets none.
 func TestWebSocketLanesOpenAINode(t *testing.T) {
 	dir := jsClients(t)
-	g := newWSGateway(t, nil)
+	model, waitedOut := overlapModel()
+	g := newGateway(t, model, map[string]string{"LAMBENT_API_KEYS": "acme=" + wsKeyA})
 	type terminal struct {
 		Type, Text, ID, Code string
 		StreamID             *string `json:"stream_id"`
@@ -762,6 +786,7 @@ func TestWebSocketLanesOpenAINode(t *testing.T) {
 	}
 	runJS(t, dir, "lanes_ws.mjs", g.srv.URL+"/v1", &got, wsKeyA)
 	require.Empty(t, got.Errors)
+	require.False(t, waitedOut.Load(), "lane B's response did not reach the model while lane A's waited there")
 	require.Len(t, got.Terminals, 8)
 	lane := func(i int) string {
 		require.NotNil(t, got.Terminals[i].StreamID, "terminal %d has no stream_id: %+v", i, got.Terminals[i])

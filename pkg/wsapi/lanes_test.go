@@ -59,7 +59,12 @@ type laneSession struct {
 
 func newLaneSession(t *testing.T) *laneSession {
 	t.Helper()
-	fake := fakellm.NameModel("Hello.")
+	return newLaneSessionModel(t, fakellm.NameModel("Hello."))
+}
+
+// newLaneSessionModel is newLaneSession over the model fake.
+func newLaneSessionModel(t *testing.T, fake *fakellm.Server) *laneSession {
+	t.Helper()
 	t.Cleanup(fake.Close)
 	vars := map[string]string{"LAMBENT_PROVIDER_URL": fake.URL, "LAMBENT_DEFAULT_MODEL": "test-model", "LAMBENT_STORE": "memory", "LAMBENT_LOG_LEVEL": "error"}
 	cfg, err := app.FromEnv(func(k string) string { return vars[k] })
@@ -352,4 +357,51 @@ func TestSteerFailedFitsTheWriteLimit(t *testing.T) {
 		assert.LessOrEqual(t, len(msg), limit, name)
 		assert.NotEmpty(t, ev.Error.Code, name)
 	}
+}
+
+// announcer is a Sender that records the messages and passes each on.
+type announcer struct {
+	*recorder
+	sent chan []byte
+}
+
+func (a announcer) Send(ctx context.Context, msg []byte) error {
+	a.sent <- msg
+	return a.recorder.Send(ctx, msg)
+}
+
+// A previous_response_id naming a response still running on another lane
+// is not waited for: the connection keeps a response once it ends, so it
+// is previous_response_not_found, on the continuing lane; once it has
+// ended it continues.
+func TestContinuingAResponseStillRunning(t *testing.T) {
+	release := make(chan struct{})
+	l := newLaneSessionModel(t, fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn {
+		if req.Messages[len(req.Messages)-1].Content.String() == "slow" {
+			return fakellm.Turn{Text: "Slow.", Block: release, HoldAfterChunks: 1}
+		}
+		return fakellm.Turn{Text: "Hello."}
+	}))
+	a := announcer{recorder: l.out, sent: make(chan []byte, 64)}
+	l.s.Sender = a
+	done := make(chan error, 1)
+	go func() {
+		m := create("A", "", "slow", false)
+		done <- l.s.Handle(requestid.With(t.Context(), requestid.New()), wsapi.Message{Data: []byte(m), Size: int64(len(m))})
+	}()
+	var created struct {
+		Response struct{ ID string } `json:"response"`
+	}
+	require.NoError(t, json.Unmarshal(<-a.sent, &created))
+	require.NotEmpty(t, created.Response.ID)
+	go func() {
+		for range a.sent {
+		}
+	}()
+	env := l.envelope(create("B", created.Response.ID, "What is my name?", false), http.StatusNotFound, "previous_response_id", "B")
+	assert.Equal(t, "previous_response_not_found", env.Error.Code)
+	close(release)
+	require.NoError(t, <-done)
+	l.events(create("B", created.Response.ID, "Hi", false), "B")
+	close(a.sent)
 }

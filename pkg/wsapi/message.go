@@ -37,8 +37,6 @@ const (
 	// CodeMessageTooLarge answers a response event larger than the
 	// transport can send (API Gateway's 128 KB).
 	CodeMessageTooLarge = "websocket_message_too_large"
-	// CodeTooManyQueued answers a response.create while too many wait.
-	CodeTooManyQueued = "too_many_queued_messages"
 	// CodeTooManyLanes answers a response.create that names a lane
 	// (stream_id) beyond the connection's MaxLanes.
 	CodeTooManyLanes = "too_many_stream_ids"
@@ -300,24 +298,34 @@ func takeGenerate(fields map[string]json.RawMessage) (bool, error) {
 	return generate, nil
 }
 
-// createRefs returns the previous_response_id and the valid stream_id of
-// m when m is a response.create JSON object naming them, else "": for a
-// message DecodeCreate refused, the response it continued from and the
-// lane its error envelope goes to.
-func createRefs(m Message) (prev, lane string) {
+// Route returns the lane (stream_id) message m runs on, and whether it is a
+// response.create (a JSON object of that type): a front door runs those on
+// their lane, FIFO, and answers the other messages at once. A
+// response.create without a valid stream_id runs on the lane "".
+func Route(m Message) (lane string, create bool) {
+	_, lane, create = createRefs(m)
+	return lane, create
+}
+
+// createRefs reports whether m is a response.create JSON object, and
+// returns the previous_response_id and the valid stream_id it names ("":
+// none): for a message DecodeCreate refused, the response it continued
+// from and the lane its error envelope goes to; for the local front door,
+// the lane a message runs on.
+func createRefs(m Message) (prev, lane string, ok bool) {
 	var fields map[string]json.RawMessage
 	if m.Binary || json.Unmarshal(m.Data, &fields) != nil {
-		return "", ""
+		return "", "", false
 	}
 	var typ string
 	if json.Unmarshal(fields["type"], &typ) != nil || typ != TypeResponseCreate {
-		return "", ""
+		return "", "", false
 	}
 	_ = json.Unmarshal(fields["previous_response_id"], &prev)
 	if json.Unmarshal(fields["stream_id"], &lane) != nil || !validStreamID(lane) {
 		lane = ""
 	}
-	return prev, lane
+	return prev, lane, true
 }
 
 func typeText(raw json.RawMessage) string {

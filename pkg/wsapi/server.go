@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -35,17 +36,19 @@ type Config struct {
 	// envelope, and the connection stays open.
 	ReadLimit int64
 	// MaxAge is how long a connection lives (default 60 minutes, the
-	// spec's limit). Then no new response starts: the one in flight
-	// completes, the client gets websocket_connection_limit_reached and
-	// the connection closes (1000).
+	// spec's limit). Then no new response starts: the ones in flight
+	// complete (the queued messages are dropped), the client gets
+	// websocket_connection_limit_reached and the connection closes (1000).
 	MaxAge time.Duration
 	// PingInterval paces the server's pings (default 30 s; negative: none).
 	// A pong missing for an interval closes the connection. Client pings
 	// are answered at any time, also while a response is in flight.
 	PingInterval time.Duration
-	// MaxQueued bounds the response.create messages waiting behind the one
-	// in flight (default 16); a client that sends more is disconnected
-	// with 1008 (policy violation).
+	// MaxQueued bounds the response.create messages of a lane waiting
+	// behind its response in flight (default 16). When one more arrives
+	// for a full lane (or for a new lane while MaxLanes+1 lanes are
+	// busy), the server holds it and stops reading the connection until
+	// the lane takes its next message (backpressure): nothing is refused.
 	MaxQueued int
 	// WriteTimeout bounds sending one message to a client that does not
 	// read (default 1 minute); then the connection closes.
@@ -148,30 +151,36 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// serve runs one connection: a reader goroutine queues messages (and lets
-// the library answer pings and close frames while a response is in
-// flight), this goroutine handles them in order, and a pinger checks that
-// the client is alive.
+// serve runs one connection: a reader goroutine reads messages (and lets
+// the library answer pings and close frames while responses are in
+// flight), this goroutine answers those that are not a response.create at
+// once and runs each response.create on its lane (lanes), and a pinger
+// checks that the client is alive. It returns once every lane has ended.
 func (s *Server) serve(parent context.Context, c *websocket.Conn) {
 	ctx, cancel := context.WithCancel(parent)
 	stopAbort := context.AfterFunc(s.abort, cancel)
+	sess := &Session{Service: s.cfg.Service, Cache: NewMemoryCache(), Sender: newConnSender(c, s.cfg.WriteTimeout),
+		ReadLimit: s.cfg.ReadLimit, Logger: s.log}
+	ln := newLanes(ctx, sess, cancel, s.cfg.MaxQueued)
 	var wg sync.WaitGroup
 	defer func() {
 		stopAbort()
 		cancel()
 		_ = c.CloseNow()
+		ln.wait()
 		wg.Wait()
 	}()
 	deadline := time.Now().Add(s.cfg.MaxAge)
 	age := time.NewTimer(s.cfg.MaxAge)
 	defer age.Stop()
 	c.SetReadLimit(-1) // read() applies ReadLimit and keeps the connection
-	msgs := make(chan Message, s.cfg.MaxQueued)
+	msgs := make(chan Message)
 	readDone := make(chan error, 1)
+	rs := &readState{}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		err := s.read(ctx, c, msgs)
+		err := s.read(ctx, c, msgs, rs)
 		// The client is gone (or closed the connection): its response in
 		// flight stops too, as an SSE request's does (what it produced so
 		// far is stored all the same).
@@ -182,16 +191,29 @@ func (s *Server) serve(parent context.Context, c *websocket.Conn) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.ping(ctx, cancel, c)
+			s.ping(ctx, cancel, c, rs)
 		}()
 	}
-	sess := &Session{Service: s.cfg.Service, Cache: NewMemoryCache(), Sender: &connSender{c: c, timeout: s.cfg.WriteTimeout},
-		ReadLimit: s.cfg.ReadLimit, Logger: s.log}
 	limit := func() {
-		_ = sess.Sender.Send(ctx, EncodeError(ctx, ConnectionLimitError()))
-		_ = c.Close(websocket.StatusNormalClosure, CodeConnectionLimit)
+		if s.drain(ctx, ln, msgs) {
+			_ = sess.Sender.Send(ctx, EncodeError(ctx, ConnectionLimitError()))
+			_ = c.Close(websocket.StatusNormalClosure, CodeConnectionLimit)
+		}
 	}
+	goingAway := func() {
+		if s.drain(ctx, ln, msgs) {
+			_ = c.Close(websocket.StatusGoingAway, "server shutting down")
+		}
+	}
+	// pending is a message its lane had no room for (lanes.offer): no
+	// other is read until it has.
+	var pending *Message
+	var pendingLane string
 	for {
+		in := msgs
+		if pending != nil {
+			in = nil
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -204,22 +226,51 @@ func (s *Server) serve(parent context.Context, c *websocket.Conn) {
 			limit()
 			return
 		case <-s.closing:
-			_ = c.Close(websocket.StatusGoingAway, "server shutting down")
+			goingAway()
 			return
-		case m := <-msgs:
+		case <-ln.space:
+			if pending != nil && ln.offer(pendingLane, *pending) {
+				pending = nil
+			}
+		case m := <-in:
 			switch {
 			case s.isClosing():
-				_ = c.Close(websocket.StatusGoingAway, "server shutting down")
+				goingAway()
 				return
 			case !time.Now().Before(deadline):
 				limit()
 				return
 			}
-			if err := sess.Handle(requestid.With(ctx, requestid.New()), m); err != nil {
-				return
+			lane, create := Route(m)
+			if !create {
+				// Not a response: answered at once (a response.steer while
+				// its target runs too).
+				if err := sess.Handle(requestid.With(ctx, requestid.New()), m); err != nil {
+					return
+				}
+				continue
+			}
+			if !ln.offer(lane, m) {
+				pending, pendingLane = &m, lane
 			}
 		}
 	}
+}
+
+// drain drops the messages queued on ln's lanes and waits until the
+// responses they run have ended, dropping what the client sends
+// meanwhile; false when the connection ended first.
+func (s *Server) drain(ctx context.Context, ln *lanes, msgs <-chan Message) bool {
+	ln.drop()
+	for ln.busyCount() > 0 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-ln.space:
+		case <-msgs:
+		}
+	}
+	return true
 }
 
 func (s *Server) isClosing() bool {
@@ -231,9 +282,41 @@ func (s *Server) isClosing() bool {
 	}
 }
 
+// readState tells the pinger when the reader waits for room for a message
+// (backpressure): it reads no pong then.
+type readState struct {
+	waiting atomic.Bool
+	// pauses counts the waits.
+	pauses atomic.Int64
+}
+
+// pausedSince reports whether the reader waits, or waited since it had
+// waited n times (pauses).
+func (r *readState) pausedSince(n int64) bool { return r.waiting.Load() || r.pauses.Load() != n }
+
+// put sends m on msgs, noting in rs a wait for room; false when ctx ends
+// first.
+func (r *readState) put(ctx context.Context, msgs chan<- Message, m Message) bool {
+	select {
+	case msgs <- m:
+		return true
+	default:
+	}
+	r.pauses.Add(1)
+	r.waiting.Store(true)
+	defer r.waiting.Store(false)
+	select {
+	case msgs <- m:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // read reads messages into msgs until the connection fails. A message
-// over ReadLimit is read to its end without being kept.
-func (s *Server) read(ctx context.Context, c *websocket.Conn, msgs chan<- Message) error {
+// over ReadLimit is read to its end without being kept. While msgs has no
+// room for a message, nothing more is read (backpressure).
+func (s *Server) read(ctx context.Context, c *websocket.Conn, msgs chan<- Message, rs *readState) error {
 	for {
 		typ, r, err := c.Reader(ctx)
 		if err != nil {
@@ -251,18 +334,16 @@ func (s *Server) read(ctx context.Context, c *websocket.Conn, msgs chan<- Messag
 			}
 			m.Data, m.Size = nil, m.Size+n
 		}
-		select {
-		case msgs <- m:
-		default:
-			_ = c.Close(websocket.StatusPolicyViolation, CodeTooManyQueued)
-			return errors.New("wsapi: too many queued messages")
+		if !rs.put(ctx, msgs, m) {
+			return ctx.Err()
 		}
 	}
 }
 
 // ping pings the client every PingInterval; a missing pong ends the
-// connection.
-func (s *Server) ping(ctx context.Context, cancel context.CancelFunc, c *websocket.Conn) {
+// connection, unless the reader waited for room meanwhile (rs): then no
+// pong could be read.
+func (s *Server) ping(ctx context.Context, cancel context.CancelFunc, c *websocket.Conn, rs *readState) {
 	t := time.NewTicker(s.cfg.PingInterval)
 	defer t.Stop()
 	for {
@@ -271,9 +352,13 @@ func (s *Server) ping(ctx context.Context, cancel context.CancelFunc, c *websock
 			return
 		case <-t.C:
 		}
+		pauses := rs.pauses.Load()
 		pctx, pcancel := context.WithTimeout(ctx, s.cfg.PingInterval)
 		err := c.Ping(pctx)
 		pcancel()
+		if err != nil && ctx.Err() == nil && rs.pausedSince(pauses) {
+			continue
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.InfoContext(ctx, "websocket client missed a pong", "err", err)
@@ -284,14 +369,27 @@ func (s *Server) ping(ctx context.Context, cancel context.CancelFunc, c *websock
 	}
 }
 
-// connSender sends messages on a coder/websocket connection.
+// connSender sends messages on a coder/websocket connection, one at a
+// time: the lanes of a connection send concurrently, each message whole.
 type connSender struct {
 	c       *websocket.Conn
 	timeout time.Duration
+	// turn is held by the sender writing a message.
+	turn chan struct{}
 }
 
-// Send writes msg as one text message.
+func newConnSender(c *websocket.Conn, timeout time.Duration) *connSender {
+	return &connSender{c: c, timeout: timeout, turn: make(chan struct{}, 1)}
+}
+
+// Send writes msg as one text message, once no other is being written.
 func (cs *connSender) Send(ctx context.Context, msg []byte) error {
+	select {
+	case cs.turn <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("wsapi: write: %w", ctx.Err())
+	}
+	defer func() { <-cs.turn }()
 	ctx, cancel := context.WithTimeout(ctx, cs.timeout)
 	defer cancel()
 	if err := cs.c.Write(ctx, websocket.MessageText, msg); err != nil {

@@ -12,8 +12,11 @@
 // referenced previous response when a continuation fails, answers errors
 // with the spec's envelope (carrying the message's stream_id), and
 // answers OpenAI's response.steer with response.steer.failed (Lambent does
-// not steer). Messages run one at a time in order of arrival, on every
-// front door, which keeps each lane FIFO. Server
+// not steer). The front doors keep each lane FIFO and run the lanes of a
+// connection in parallel, answering the messages that are not a
+// response.create at once (Route): Server runs each busy lane on a
+// goroutine of its own, apigw gives each lane an SQS FIFO message group of
+// its own. Server
 // is the local front door (github.com/coder/websocket); package apigw is
 // the API Gateway WebSocket API front door.
 package wsapi
@@ -69,9 +72,10 @@ type Cache interface {
 }
 
 // Session processes the messages of one connection. The transport calls
-// Handle for each message, one at a time and in order of arrival, so at
-// most one response is in flight per connection, and the responses of
-// each lane (stream_id) run in order (FIFO per lane).
+// Handle for each message; it may call it concurrently for messages of
+// different lanes (stream_id), but the messages of a lane one at a time,
+// in order of arrival (FIFO per lane). Its Sender must then be safe for
+// concurrent use, and send each message whole.
 type Session struct {
 	Service Service
 	Cache   Cache
@@ -88,6 +92,11 @@ type Session struct {
 	// pacing.DefaultOpeningHold; negative: until it does, or until the
 	// response's next event): see eventWriter.
 	OpeningHold time.Duration
+
+	mu sync.Mutex
+	// running is the lanes with a response.create in Handle, each with
+	// the id of its response once known ("" before).
+	running map[string]string
 }
 
 // Handle processes one client message, whose context carries its own
@@ -150,10 +159,11 @@ func (s *Session) Handle(ctx context.Context, m Message) error {
 		// A response.create that continues a response fails as a
 		// continuation, whatever its fault: the response it names is
 		// evicted too.
-		prev, lane := createRefs(m)
+		prev, lane, _ := createRefs(m)
 		s.evict(ctx, prev)
 		return s.sendError(ctx, lane, err)
 	}
+	defer s.leaveLane(c.StreamID)
 	return s.create(ctx, c)
 }
 
@@ -164,7 +174,8 @@ func (s *Session) create(ctx context.Context, c *Create) error {
 	if hold == 0 {
 		hold = pacing.DefaultOpeningHold
 	}
-	w := &eventWriter{ctx: ctx, send: s.Sender, limit: s.WriteLimit, cache: laneCache{c: s.Cache, lane: c.StreamID}, lane: c.StreamID, hold: hold}
+	w := &eventWriter{ctx: ctx, send: s.Sender, limit: s.WriteLimit, cache: laneCache{c: s.Cache, lane: c.StreamID}, lane: c.StreamID, hold: hold,
+		identified: func(id string) { s.identify(c.StreamID, id) }}
 	err := s.Service.CreateResponse(ctx, req, w)
 	// What the engine left held (nothing, when it opened or took back the
 	// opening) goes out before the turn ends, never after it.
@@ -194,43 +205,82 @@ func (s *Session) create(ctx context.Context, c *Create) error {
 	return nil
 }
 
-// admitLane refuses a new lane (stream_id) beyond the connection's
-// MaxLanes; "" (no lane) and the lanes the connection has are admitted.
+// admitLane notes that lane runs a response (leaveLane ends it), and
+// refuses a new lane (stream_id) beyond the connection's MaxLanes: a lane
+// counts when the cache keeps a response of it or one runs on it. ""
+// (no lane) and the lanes the connection has are admitted.
 func (s *Session) admitLane(ctx context.Context, lane string) error {
-	if lane == "" {
-		return nil
-	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	lanes, err := s.Cache.Lanes(ctx)
 	if err != nil {
 		return fmt.Errorf("wsapi: read the connection's lanes: %w", err)
 	}
-	if _, ok := lanes[lane]; ok {
-		return nil
+	_, kept := lanes[lane]
+	_, running := s.running[lane]
+	if lane != "" && !kept && !running {
+		for l := range s.running {
+			lanes[l] = ""
+		}
+		delete(lanes, "")
+		if len(lanes) >= MaxLanes {
+			return api.InvalidRequestCode("stream_id", CodeTooManyLanes,
+				"This connection already has %d lanes (stream_id values), its limit: continue on one of them, send no stream_id, or open another connection.", MaxLanes)
+		}
 	}
-	delete(lanes, "")
-	if len(lanes) >= MaxLanes {
-		return api.InvalidRequestCode("stream_id", CodeTooManyLanes,
-			"This connection already has %d lanes (stream_id values), its limit: continue on one of them, send no stream_id, or open another connection.", MaxLanes)
+	if s.running == nil {
+		s.running = map[string]string{}
 	}
+	s.running[lane] = ""
 	return nil
+}
+
+// identify notes that the response running on lane is id.
+func (s *Session) identify(lane, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.running[lane]; ok {
+		s.running[lane] = id
+	}
+}
+
+// leaveLane notes that lane's response has ended (admitLane).
+func (s *Session) leaveLane(lane string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.running, lane)
+}
+
+// laneOf returns the lane of response id: the one it runs on, else the
+// one the cache keeps it as the latest of ("": none).
+func (s *Session) laneOf(ctx context.Context, id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for lane, rid := range s.running {
+		if rid == id {
+			return lane
+		}
+	}
+	lanes, err := s.Cache.Lanes(ctx)
+	if err != nil {
+		s.logger().ErrorContext(ctx, "websocket: read the connection's lanes", "err", err)
+	}
+	for lane, rid := range lanes {
+		if rid == id {
+			return lane
+		}
+	}
+	return ""
 }
 
 // steer answers the response.steer whose fields are fields with
 // response.steer.failed: Lambent does not steer. It starts no response and
 // changes none; the event carries the lane of the targeted response when
-// the connection keeps it.
+// it runs on the connection or the connection keeps it.
 func (s *Session) steer(ctx context.Context, fields map[string]json.RawMessage) error {
 	ev := decodeSteer(fields)
 	if ev.Steer.PreviousResponseID != "" {
-		lanes, err := s.Cache.Lanes(ctx)
-		if err != nil {
-			s.logger().ErrorContext(ctx, "websocket: read the connection's lanes", "err", err)
-		}
-		for lane, id := range lanes {
-			if id == ev.Steer.PreviousResponseID {
-				ev.StreamID = lane
-			}
-		}
+		ev.StreamID = s.laneOf(ctx, ev.Steer.PreviousResponseID)
 	}
 	msg, err := encodeSteerFailed(ev)
 	if err == nil && s.WriteLimit > 0 && len(msg) > s.WriteLimit {
@@ -299,6 +349,8 @@ type eventWriter struct {
 	// lane is the response's stream_id ("": none).
 	lane string
 	hold time.Duration
+	// identified, when set, is told the response's id once known.
+	identified func(id string)
 
 	mu sync.Mutex
 	// started is set once an event was written; responseID is the
@@ -383,6 +435,9 @@ func (w *eventWriter) WriteEvent(ev *api.StreamEvent) error {
 	w.started = true
 	if ev.Response != nil && w.responseID == "" {
 		w.responseID = ev.Response.ID
+		if w.identified != nil {
+			w.identified(w.responseID)
+		}
 	}
 	switch ev.Type {
 	case api.EventResponseFailed, api.EventError:

@@ -4,23 +4,26 @@
 // Management API (PostToConnection).
 //
 // An API Gateway integration must answer within 29 s, and a response may
-// take minutes, so $default does not run the response: it puts the
-// message on an SQS FIFO queue, with the connection id as its message
-// group, and returns at once. The same function consumes that queue (an
-// event source mapping, one message per invocation, up to the Lambda
-// maximum of 15 minutes) and runs the turn through wsapi.Session, posting
-// each event as it comes. FIFO message groups give what the spec asks of a
-// connection: its messages are processed one at a time, in order, while
-// other connections run in parallel.
+// take minutes, so $default does not run a response.create: it puts the
+// message on an SQS FIFO queue, in the message group of its lane
+// (stream_id) of its connection (messageGroup), and returns at once; any
+// other message (a response.steer, an invalid one) it answers itself, at
+// once. The same function consumes that queue (an event source mapping,
+// one message per invocation, up to the Lambda maximum of 15 minutes) and
+// runs the turn through wsapi.Session, posting each event as it comes.
+// FIFO message groups give what OpenAI's WebSocket mode does: the
+// messages of a lane are processed one at a time, in order, while the
+// other lanes and connections run in parallel.
 //
 // Each message may land on another Lambda instance, so a connection's
 // state lives in DynamoDB (Connections): its tenant (by the tenant rule
-// at $connect: the IAM caller, else the API key), when it opened (the 60-minute limit), the request id
-// of the turn it last started (a turn SQS delivers again after its
-// invocation died is not run twice) and the latest response of each of
-// its lanes (stream_id), store: false ones included, expiring with the
-// connection (of a stored response only its id when the engine's store is
-// shared, SharedStore).
+// at $connect: the IAM caller, else the API key), when it opened (the
+// 60-minute limit), and for each of its lanes the request id of the turn
+// it last started (a turn SQS delivers again after its invocation died is
+// not run twice) and its latest response, store: false ones included,
+// expiring with the connection (of a stored response only its id when the
+// engine's store is shared, SharedStore). Concurrent turns of a connection
+// each update only their lane of its item.
 //
 // API Gateway refuses a message over 128 KB. An event over that limit is
 // not sent; the turn ends with a websocket_message_too_large error
@@ -32,7 +35,9 @@ package apigw
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -220,31 +225,108 @@ type turn struct {
 // GatewayRequestKey is the log attribute of API Gateway's request id.
 const GatewayRequestKey = "apigw_request_id"
 
-// message queues a client message ($default) in its connection's message
-// group, and returns at once: the turn runs from the queue. A message
-// that cannot be queued is answered on the connection with the error
-// envelope (a failed $default would reach the client as API Gateway's own
-// {"message":"Internal server error"}, which no client of the spec knows).
+// message handles a client message ($default) and returns at once: a
+// response.create is queued in the message group of its lane
+// (messageGroup), and its turn runs from the queue; any other message (a
+// response.steer, an invalid one) is answered here (answer). A message
+// that cannot be queued or answered is answered on the connection with the
+// error envelope (a failed $default would reach the client as API
+// Gateway's own {"message":"Internal server error"}, which no client of
+// the spec knows).
 func (h *Handler) message(ctx context.Context, ev *events.APIGatewayWebsocketProxyRequest) (events.APIGatewayProxyResponse, error) {
 	rc := ev.RequestContext
 	t := turn{ConnectionID: rc.ConnectionID, Endpoint: "https://" + rc.DomainName + "/" + rc.Stage, Body: ev.Body, Base64: ev.IsBase64Encoded,
 		RequestID: requestid.From(ctx), GatewayRequestID: rc.RequestID}
-	err := h.queue(ctx, &t, rc)
+	m := t.message()
+	lane, create := wsapi.Route(m)
+	if !create {
+		err := h.answer(ctx, &t, m)
+		if err == nil {
+			return reply(http.StatusOK, nil), nil
+		}
+		return h.failed(ctx, &t, err, "The message could not be answered; send it again.")
+	}
+	err := h.queue(ctx, &t, rc, lane)
 	if err == nil {
 		return reply(http.StatusOK, nil), nil
 	}
-	h.log.ErrorContext(ctx, "websocket $default", "connection_id", rc.ConnectionID, "err", err)
-	p := h.poster(&t, func() {})
-	if perr := p.Send(ctx, wsapi.EncodeError(ctx, api.ServerError(err, "The message could not be queued; send it again."))); perr != nil {
+	return h.failed(ctx, &t, err, "The message could not be queued; send it again.")
+}
+
+// failed answers the message t, which $default could not handle (err),
+// with a server error envelope saying msg.
+func (h *Handler) failed(ctx context.Context, t *turn, err error, msg string) (events.APIGatewayProxyResponse, error) {
+	h.log.ErrorContext(ctx, "websocket $default", "connection_id", t.ConnectionID, "err", err)
+	p := h.poster(t, func() {})
+	if perr := p.Send(ctx, wsapi.EncodeError(ctx, api.ServerError(err, "%s", msg))); perr != nil {
 		// API Gateway tells the client the integration failed.
 		return events.APIGatewayProxyResponse{}, errors.Join(err, perr)
 	}
 	return reply(http.StatusOK, nil), nil
 }
 
+// answer answers m, the message t that is not a response.create, at once
+// through a wsapi.Session over t's connection (a response.steer needs its
+// lanes); nothing when the connection is gone.
+func (h *Handler) answer(ctx context.Context, t *turn, m wsapi.Message) error {
+	conn, err := h.cfg.Connections.Load(ctx, t.ConnectionID)
+	if err != nil || conn == nil {
+		return err
+	}
+	p := h.poster(t, func() {})
+	if err := h.session(conn, p).Handle(tenant.With(ctx, conn.Tenant), m); err != nil {
+		h.log.InfoContext(ctx, "websocket $default: the client went away", "connection_id", t.ConnectionID, "err", err)
+	}
+	return nil
+}
+
+// session returns the session of a message of conn, sending through
+// sender.
+func (h *Handler) session(conn *Connection, sender wsapi.Sender) *wsapi.Session {
+	var cache wsapi.Cache = conn
+	if h.cfg.SharedStore {
+		cache = sharedCache{conn}
+	}
+	return &wsapi.Session{Service: h.cfg.Service, Cache: cache, Sender: sender, ReadLimit: MaxMessage, WriteLimit: MaxMessage, Logger: h.log}
+}
+
+// message returns the client message t holds.
+func (t *turn) message() wsapi.Message {
+	m := wsapi.Message{Binary: t.Base64, Data: []byte(t.Body), Size: int64(len(t.Body))}
+	if t.Base64 {
+		data, err := base64.StdEncoding.DecodeString(t.Body)
+		if err != nil {
+			data = nil
+		}
+		m.Data, m.Size = data, int64(len(data))
+	}
+	return m
+}
+
+// maxGroupID bounds an SQS MessageGroupId.
+const maxGroupID = 128
+
+// messageGroup returns the FIFO message group of lane of connection id,
+// so that the lanes of a connection run in parallel, each FIFO: the
+// connection id for the lane without stream_id (the group of all its
+// messages before lanes ran in parallel), else id/lane, or its SHA-256
+// in hex when that is over SQS's 128 characters. Connection ids and
+// stream_ids hold only characters a group id may have.
+func messageGroup(id, lane string) string {
+	if lane == "" {
+		return id
+	}
+	g := id + "/" + lane
+	if len(g) <= maxGroupID {
+		return g
+	}
+	sum := sha256.Sum256([]byte(g))
+	return hex.EncodeToString(sum[:])
+}
+
 // queue puts t, the message of the route event whose context is rc, in
-// its connection's message group.
-func (h *Handler) queue(ctx context.Context, t *turn, rc events.APIGatewayWebsocketProxyRequestContext) error {
+// the message group of its lane.
+func (h *Handler) queue(ctx context.Context, t *turn, rc events.APIGatewayWebsocketProxyRequestContext, lane string) error {
 	body, err := json.Marshal(t)
 	if err != nil {
 		return fmt.Errorf("apigw: encode turn: %w", err)
@@ -257,7 +339,7 @@ func (h *Handler) queue(ctx context.Context, t *turn, rc events.APIGatewayWebsoc
 	if _, err := h.cfg.Queue.SendMessage(ctx, awsjson.SendMessageInput{
 		QueueURL:               h.cfg.QueueURL,
 		MessageBody:            string(body),
-		MessageGroupID:         rc.ConnectionID,
+		MessageGroupID:         messageGroup(rc.ConnectionID, lane),
 		MessageDeduplicationID: dedup,
 	}); err != nil {
 		return fmt.Errorf("apigw: queue the message of %s: %w", rc.ConnectionID, err)
@@ -332,26 +414,19 @@ func (h *Handler) runTurn(ctx context.Context, body string) error {
 	if h.expired(conn) {
 		return h.limit(ctx, p)
 	}
-	if ok, err := h.begin(ctx, conn, p, queued); err != nil || !ok {
+	m := t.message()
+	lane, _ := wsapi.Route(m)
+	if ok, err := h.begin(ctx, conn, p, queued, lane); err != nil || !ok {
 		return err
-	}
-	m := wsapi.Message{Binary: t.Base64, Data: []byte(t.Body), Size: int64(len(t.Body))}
-	if t.Base64 {
-		if m.Data, err = base64.StdEncoding.DecodeString(t.Body); err != nil {
-			m.Data = nil
-		}
-		m.Size = int64(len(m.Data))
-	}
-	var cache wsapi.Cache = conn
-	if h.cfg.SharedStore {
-		cache = sharedCache{conn}
 	}
 	// API Gateway closes a connection idle for 10 minutes: a turn silent
 	// that long (a slow tool) keeps it open with keep-alives.
 	ka := startKeepAlive(ctx, p.Send, h.cfg.KeepAlive)
-	sess := &wsapi.Session{Service: h.cfg.Service, Cache: cache, Sender: ka, ReadLimit: MaxMessage, WriteLimit: MaxMessage, Logger: h.log}
-	err = sess.Handle(ctx, m)
+	err = h.session(conn, ka).Handle(ctx, m)
 	ka.stop()
+	if serr := conn.Settle(ctx, lane); serr != nil {
+		h.log.ErrorContext(ctx, "websocket turn: settle its lane", "connection_id", t.ConnectionID, "err", serr)
+	}
 	if err != nil {
 		h.log.InfoContext(ctx, "websocket turn: the client went away", "connection_id", t.ConnectionID, "err", err)
 		return nil
@@ -362,22 +437,26 @@ func (h *Handler) runTurn(ctx context.Context, body string) error {
 	return nil
 }
 
-// begin notes that the turn of request id requestID starts on conn
-// (Connection.Begin), and reports whether it is to run. A turn that
+// begin notes that the turn of request id requestID starts on lane of
+// conn (Connection.Begin), and reports whether it is to run. A turn that
 // started before was interrupted (its invocation died: SQS delivers it
 // again): it is not run twice, the client gets an error envelope instead.
-// A message queued without a request id is run.
-func (h *Handler) begin(ctx context.Context, conn *Connection, p *poster, requestID string) (bool, error) {
+// A message queued without a request id is run, and so is one whose new
+// lane is one too many: its Session refuses it (too_many_stream_ids).
+func (h *Handler) begin(ctx context.Context, conn *Connection, p *poster, requestID, lane string) (bool, error) {
 	if requestID == "" {
 		return true, nil
 	}
-	if conn.Interrupted(requestID) {
+	if conn.Interrupted(lane, requestID) {
 		h.log.ErrorContext(ctx, "websocket turn: interrupted by the end of its invocation, not run again", "connection_id", conn.ID)
 		_ = p.Send(ctx, wsapi.EncodeError(ctx, api.ServerError(errors.New("turn delivered again"),
 			"The response to this message was interrupted (the function running it stopped) and is not run again; send the message again.")))
 		return false, nil
 	}
-	ok, err := conn.Begin(ctx, requestID)
+	ok, err := conn.Begin(ctx, lane, requestID)
+	if errors.Is(err, ErrTooManyLanes) {
+		return true, nil
+	}
 	if err == nil && !ok {
 		h.log.InfoContext(ctx, "websocket turn: the connection is gone, message dropped", "connection_id", conn.ID)
 	}

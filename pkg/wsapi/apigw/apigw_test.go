@@ -16,6 +16,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,7 +81,12 @@ func newEnvRule(t *testing.T, rule tenant.Rule) *env {
 // the handler told so (Config.SharedStore) when shared.
 func newEnvStore(t *testing.T, rule tenant.Rule, shared bool) *env {
 	t.Helper()
-	fake := fakellm.NameModel("Hello from API Gateway.")
+	return newEnvModel(t, rule, shared, fakellm.NameModel("Hello from API Gateway."))
+}
+
+// newEnvModel is newEnvStore with the model fake.
+func newEnvModel(t *testing.T, rule tenant.Rule, shared bool, fake *fakellm.Server) *env {
+	t.Helper()
 	t.Cleanup(fake.Close)
 	vars := map[string]string{"LAMBENT_PROVIDER_URL": fake.URL, "LAMBENT_DEFAULT_MODEL": "test-model", "LAMBENT_STORE": "memory", "LAMBENT_LOG_LEVEL": "error"}
 	cfg, err := app.FromEnv(func(k string) string { return vars[k] })
@@ -193,7 +200,7 @@ func (e *env) send(conn, body string) [][]byte {
 	require.Len(e.t, e.mgmt.Messages(conn), before)
 	msgs := e.queue.Take()
 	require.Len(e.t, msgs, 1)
-	require.Equal(e.t, conn, msgs[0].MessageGroupID, "one FIFO message group per connection")
+	require.True(e.t, strings.HasPrefix(msgs[0].MessageGroupID, conn), "the FIFO message group of a lane of the connection: %s", msgs[0].MessageGroupID)
 	require.NotEmpty(e.t, msgs[0].MessageDeduplicationID)
 	out := e.invoke(fakesqs.Event(msgs...)).(events.SQSEventResponse)
 	require.Empty(e.t, out.BatchItemFailures)
@@ -367,19 +374,20 @@ func TestTurns(t *testing.T) {
 	env = e.envelope(e.send(c1, fmt.Sprintf(`{"type":"response.create","store":false,"previous_response_id":%q,"input":"What is my name?"}`, second)))
 	require.Equal(t, "previous_response_not_found", env.Error.Code)
 
-	// Bad messages get the envelope; binary frames arrive base64-encoded.
-	env = e.envelope(e.send(c1, `not json`))
+	// Bad messages get the envelope, from $default at once; binary frames
+	// arrive base64-encoded.
+	env = e.envelope(e.answer(c1, `not json`))
 	require.Equal(t, "invalid_json", env.Error.Code)
 	// Each message has a request id of its own, given by $default: its
 	// envelope names it.
-	again := e.envelope(e.send(c1, `not json`))
+	again := e.envelope(e.answer(c1, `not json`))
 	require.Regexp(t, `^req_[0-9a-f]{32}$`, env.RequestID)
 	require.Regexp(t, `^req_[0-9a-f]{32}$`, again.RequestID)
 	require.NotEqual(t, env.RequestID, again.RequestID)
 	bin := routeEvent("MESSAGE", "$default", c1, "", "AAEC", time.Now())
 	bin.IsBase64Encoded = true
 	e.invoke(bin)
-	e.invoke(fakesqs.Event(e.queue.Take()...))
+	require.Empty(t, e.queue.Take())
 	msgs := e.mgmt.Messages(c1)
 	env = e.envelope(msgs[len(msgs)-1:])
 	require.Equal(t, wsapi.CodeBinaryMessage, env.Error.Code)
@@ -678,7 +686,7 @@ func TestLanes(t *testing.T) {
 
 	// A steer: response.steer.failed on the target's lane, nothing run.
 	calls := e.fake.Calls()
-	msgs = e.send(c, fmt.Sprintf(`{"type":"response.steer","previous_response_id":%q,"input":"Be brief."}`, b2))
+	msgs = e.answer(c, fmt.Sprintf(`{"type":"response.steer","previous_response_id":%q,"input":"Be brief."}`, b2))
 	require.Len(t, msgs, 1)
 	var steer wsapi.SteerFailed
 	require.NoError(t, json.Unmarshal(msgs[0], &steer))
@@ -771,4 +779,175 @@ func TestConnectionItemReadableBeforeLanes(t *testing.T) {
 	id, ok := laneA.Value["id"].(*types.AttributeValueMemberS)
 	require.True(t, ok, "%v", laneA.Value)
 	require.Equal(t, a1, id.Value)
+}
+
+// answer is a client message $default answers itself (not a
+// response.create): nothing is queued. It returns the messages the client
+// received for it.
+func (e *env) answer(conn, body string) [][]byte {
+	e.t.Helper()
+	before := len(e.mgmt.Messages(conn))
+	res := e.invoke(routeEvent("MESSAGE", "$default", conn, "", body, time.Now())).(events.APIGatewayProxyResponse)
+	require.Equal(e.t, http.StatusOK, res.StatusCode)
+	require.Empty(e.t, e.queue.Take(), "queued")
+	return e.mgmt.Messages(conn)[before:]
+}
+
+// Each lane of a connection is a FIFO message group of its own, so lanes
+// run in parallel on separate invocations while each stays FIFO; the lane
+// without stream_id keeps the connection's own group. A group is at most
+// 128 characters of those SQS allows.
+func TestLaneMessageGroups(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.connect(keyA)
+	long := strings.Repeat("z", 64)
+	for _, lane := range []string{"A", "B", "A", "", long, "a.b:c_d-e"} {
+		body := `{"type":"response.create","input":"Hi"}`
+		if lane != "" {
+			body = laneCreate(lane, "", "Hi", false)
+		}
+		e.invoke(routeEvent("MESSAGE", "$default", c, "", body, time.Now()))
+	}
+	// Messages that are not a response.create are not queued (answered by
+	// $default); an invalid one still has the connection's group.
+	e.invoke(routeEvent("MESSAGE", "$default", c, "", `{"type":"response.create","stream_id":"bad id","input":"Hi"}`, time.Now()))
+	msgs := e.queue.Take()
+	require.Len(t, msgs, 7)
+	groups := make([]string, len(msgs))
+	for i, m := range msgs {
+		groups[i] = m.MessageGroupID
+		require.LessOrEqual(t, len(m.MessageGroupID), 128)
+		for _, r := range m.MessageGroupID {
+			require.True(t, r >= '!' && r <= '~', "%q", m.MessageGroupID)
+		}
+	}
+	require.Equal(t, groups[0], groups[2], "one lane, one group")
+	require.NotEqual(t, groups[0], groups[1], "two lanes, two groups")
+	require.Equal(t, c, groups[3], "the lane without stream_id keeps the connection's group")
+	require.Equal(t, c, groups[6])
+	require.Len(t, map[string]bool{groups[0]: true, groups[1]: true, groups[3]: true, groups[4]: true, groups[5]: true}, 5)
+}
+
+// $default answers a response.steer itself, at once (it needs only the
+// connection item), while a response may run on the target's lane.
+func TestSteerAnsweredByDefaultRoute(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.connect(keyA)
+	a1 := lastID(e.laneEvents(e.send(c, laneCreate("A", "", "My name is Ann", false)), "A"))
+	msgs := e.answer(c, fmt.Sprintf(`{"type":"response.steer","previous_response_id":%q,"input":"Be brief."}`, a1))
+	require.Len(t, msgs, 1)
+	var steer wsapi.SteerFailed
+	require.NoError(t, json.Unmarshal(msgs[0], &steer))
+	require.Equal(t, wsapi.TypeSteerFailed, steer.Type)
+	require.Equal(t, "A", steer.StreamID)
+	// Invalid JSON is answered there too.
+	env := e.envelope(e.answer(c, `{not json`))
+	require.Equal(t, "invalid_json", env.Error.Code)
+}
+
+// Turns of two lanes of one connection, run by concurrent invocations from
+// the same state of its item, both keep their latest response: a lane's
+// write does not overwrite another's.
+func TestConcurrentLaneUpdatesSurvive(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := tenantCtx(t, "acme")
+	c := e.connect(keyA)
+	d1 := lastID(e.events(e.send(c, `{"type":"response.create","store":false,"input":"My name is Dan"}`)))
+	c1, err := e.conns.Load(ctx, c)
+	require.NoError(t, err)
+	c2, err := e.conns.Load(ctx, c)
+	require.NoError(t, err)
+	rec := func(id string) *store.Record {
+		return &store.Record{Response: &api.Response{ID: id, Object: "response", Status: api.StatusCompleted}}
+	}
+	require.NoError(t, c1.PutLatest(ctx, "A", rec("resp_a1")))
+	require.NoError(t, c2.PutLatest(ctx, "B", rec("resp_b1")))
+	require.NoError(t, c1.PutLatest(ctx, "", rec("resp_d2")))
+	got, err := e.conns.Load(ctx, c)
+	require.NoError(t, err)
+	lanes, err := got.Lanes(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"A": "resp_a1", "B": "resp_b1", "": "resp_d2"}, lanes)
+	_, err = e.conns.Records().Get(ctx, d1)
+	require.ErrorIs(t, err, store.ErrNotFound, "the lane's replaced response is dropped")
+}
+
+// Two turns opening a 17th and an 18th lane run at once on a connection
+// with 15 lanes: one gets the 16th lane, the other too_many_stream_ids
+// before any model call (each model call waits for the other invocation
+// to return, so both reaching the model fails at the guard).
+func TestLaneLimitUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	returned, once := make(chan struct{}), sync.Once{}
+	var waitedOut atomic.Bool
+	racing := func(last string) bool { return strings.HasPrefix(last, "race") }
+	fake := fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn {
+		if racing(req.Messages[len(req.Messages)-1].Content.String()) {
+			select {
+			case <-returned:
+			case <-time.After(20 * time.Second):
+				waitedOut.Store(true)
+			}
+		}
+		return fakellm.Turn{Text: "ok"}
+	})
+	e := newEnvModel(t, tenant.Rule{Keys: tenant.NewKeyring(map[string]string{keyA: "acme"})}, false, fake)
+	c := e.connect(keyA)
+	for i := range wsapi.MaxLanes - 1 {
+		e.laneEvents(e.send(c, laneCreate(fmt.Sprintf("L%d", i), "", "Hi", false)), fmt.Sprintf("L%d", i))
+	}
+	for _, lane := range []string{"P", "Q"} {
+		e.invoke(routeEvent("MESSAGE", "$default", c, "", laneCreate(lane, "", "race "+lane, false), time.Now()))
+	}
+	msgs := e.queue.Take()
+	require.Len(t, msgs, 2)
+	calls := e.fake.Calls()
+	before := len(e.mgmt.Messages(c))
+	var wg sync.WaitGroup
+	for _, m := range msgs {
+		wg.Go(func() {
+			b, _ := json.Marshal(fakesqs.Event(m))
+			_, _ = e.h.Invoke(context.Background(), b)
+			once.Do(func() { close(returned) })
+		})
+	}
+	wg.Wait()
+	require.False(t, waitedOut.Load(), "both turns reached the model")
+	require.Equal(t, calls+1, e.fake.Calls())
+	var refused int
+	for _, m := range e.mgmt.Messages(c)[before:] {
+		if strings.Contains(string(m), wsapi.CodeTooManyLanes) {
+			refused++
+		}
+	}
+	require.Equal(t, 1, refused)
+	got, err := e.conns.Load(tenantCtx(t, "acme"), c)
+	require.NoError(t, err)
+	lanes, err := got.Lanes(t.Context())
+	require.NoError(t, err)
+	require.Len(t, lanes, wsapi.MaxLanes)
+}
+
+// A turn delivered again is known per lane: the turns another lane started
+// meanwhile do not make a redelivered turn of lane A run twice.
+func TestInterruptedLaneTurnIsNotRunAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.connect(keyA)
+	e.invoke(routeEvent("MESSAGE", "$default", c, "", laneCreate("A", "", "Hi", false), time.Now()))
+	ev := fakesqs.Event(e.queue.Take()...)
+	out := e.invoke(ev).(events.SQSEventResponse)
+	require.Empty(t, out.BatchItemFailures)
+	e.laneEvents(e.send(c, laneCreate("B", "", "Hi", false)), "B")
+	e.events(e.send(c, `{"type":"response.create","store":false,"input":"Hi"}`))
+	calls, before := e.fake.Calls(), len(e.mgmt.Messages(c))
+	ev.Records[0].Attributes["ApproximateReceiveCount"] = "2"
+	out = e.invoke(ev).(events.SQSEventResponse)
+	require.Empty(t, out.BatchItemFailures)
+	require.Equal(t, calls, e.fake.Calls(), "the turn did not run again")
+	env := e.envelope(e.mgmt.Messages(c)[before:])
+	require.Contains(t, env.Error.Message, "interrupted")
 }

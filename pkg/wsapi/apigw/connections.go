@@ -15,6 +15,7 @@ import (
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/store/dynamodb"
 	"github.com/lambent/lambent/pkg/tenant"
+	"github.com/lambent/lambent/pkg/wsapi"
 )
 
 // MaxConnectionDuration is API Gateway's limit of a WebSocket connection
@@ -37,7 +38,6 @@ const (
 	attrLaneID      = "id"
 	attrPointer     = "pointer"
 	attrTurn        = "turn"
-	attrVersion     = "version"
 	attrExpiresAt   = "expires_at"
 	// attrLatest is the latest response of the lane without stream_id, as
 	// items written before lanes keep it (and the release before lanes
@@ -49,14 +49,20 @@ const (
 )
 
 // Connections is the connection table of the WebSocket API: for each open
-// connection its tenant, when it opened, the request id of the turn it
-// last started and the id of the latest response of each of its lanes
-// (stream_id; wsapi.Cache),
-// whose record (store: false ones included) lives in the same table through
-// a store/dynamodb.Store. The HTTP API has no access to this table, so
-// nothing kept here is readable through it. Every item expires with
-// the connection (connected_at + MaxConnectionDuration) and $disconnect
-// deletes the connection's items at once.
+// connection its tenant, when it opened, and for each of its lanes
+// (stream_id; wsapi.Cache) the id of its latest response and the request
+// id of the turn it last started, whose record (store: false ones
+// included) lives in the same table through a store/dynamodb.Store. The
+// HTTP API has no access to this table, so nothing kept here is readable
+// through it. Every item expires with the connection (connected_at +
+// MaxConnectionDuration) and $disconnect deletes the connection's items at
+// once.
+//
+// The lanes of a connection run on concurrent invocations, so each write
+// of the connection item updates only its lane's attributes (UpdateItem),
+// under a condition of its own: a new lane enters the lanes map only
+// while it has fewer than wsapi.MaxLanes entries. Each write counts the
+// item's version up, which the release that wrote the whole item checks.
 type Connections struct {
 	db      dynamodb.API
 	table   *string
@@ -76,30 +82,37 @@ func NewConnections(client dynamodb.API, table string) (*Connections, error) {
 // table with EnsureTable).
 func (c *Connections) Records() *dynamodb.Store { return c.records }
 
+// ErrTooManyLanes is Begin's error when a new lane would be one more than
+// wsapi.MaxLanes.
+var ErrTooManyLanes = errors.New("websocket connection: too many lanes")
+
 // Connection is one open connection and its cache (wsapi.Cache): the
 // latest response of each lane, replaced by the lane's every new one.
+// A Connection is the state of its item when loaded, as its own turn
+// changed it; it is not safe for concurrent use (each turn loads its
+// own).
 type Connection struct {
 	ID          string
 	Tenant      string
 	ConnectedAt time.Time
-	// Latest is the latest response of each lane ("": the lane of a
-	// response.create without stream_id).
+	// Latest is each lane's latest response and turn ("": the lane of a
+	// response.create without stream_id); a lane whose first response
+	// runs has an empty ID.
 	Latest map[string]Latest
-	// Turn is the request id of the last turn started on the connection
-	// (Begin).
-	Turn string
-	// version counts the writes of the connection's item: a write
-	// succeeds only over the version it read (swap).
-	version int64
-	c       *Connections
+	// hasLanes says the item has its lanes map (an item written before
+	// lanes has none).
+	hasLanes bool
+	c        *Connections
 }
 
-// Latest is the latest response of a lane.
+// Latest is the latest response of a lane, and its turn.
 type Latest struct {
 	ID string
 	// Pointer says the response is only pointed at: its record is in the
 	// engine's shared store, not in this table (sharedCache).
 	Pointer bool
+	// Turn is the request id of the turn last started on the lane (Begin).
+	Turn string
 }
 
 func connKey(id string) map[string]types.AttributeValue {
@@ -111,44 +124,18 @@ func connKey(id string) map[string]types.AttributeValue {
 
 func (c *Connection) expiresAt() time.Time { return c.ConnectedAt.Add(MaxConnectionDuration) }
 
-func (c *Connection) item() map[string]types.AttributeValue {
-	it := connKey(c.ID)
-	it[attrTenant] = &types.AttributeValueMemberS{Value: c.Tenant}
-	it[attrConnectedAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(c.ConnectedAt.UnixMilli(), 10)}
-	it[attrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(c.expiresAt().Unix(), 10)}
-	// The lane without stream_id keeps the attributes of an item written
-	// before lanes (latest, pointer), which the previous release reads:
-	// during a gradual deployment both serve the same connection.
-	lanes := make(map[string]types.AttributeValue, len(c.Latest))
-	for lane, l := range c.Latest {
-		if lane == "" {
-			it[attrLatest] = &types.AttributeValueMemberS{Value: l.ID}
-			if l.Pointer {
-				it[attrPointer] = &types.AttributeValueMemberBOOL{Value: true}
-			}
-			continue
-		}
-		lanes[laneKeyPrefix+lane] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
-			attrLaneID:  &types.AttributeValueMemberS{Value: l.ID},
-			attrPointer: &types.AttributeValueMemberBOOL{Value: l.Pointer},
-		}}
-	}
-	if len(lanes) > 0 {
-		it[attrLanes] = &types.AttributeValueMemberM{Value: lanes}
-	}
-	if c.version > 0 {
-		it[attrVersion] = &types.AttributeValueMemberN{Value: strconv.FormatInt(c.version, 10)}
-	}
-	if c.Turn != "" {
-		it[attrTurn] = &types.AttributeValueMemberS{Value: c.Turn}
-	}
-	return it
-}
-
-// Open records a new connection ($connect).
+// Open records a new connection ($connect), with no lanes. The lane
+// without stream_id will keep the attributes of an item written before
+// lanes (latest, pointer, turn), which the previous release reads: during
+// a gradual deployment both serve the same connection.
 func (c *Connections) Open(ctx context.Context, id, tenantName string, connectedAt time.Time) error {
-	conn := &Connection{ID: id, Tenant: tenantName, ConnectedAt: connectedAt, c: c}
-	if _, err := c.db.PutItem(ctx, &ddb.PutItemInput{TableName: c.table, Item: conn.item()}); err != nil {
+	conn := &Connection{ID: id, Tenant: tenantName, ConnectedAt: connectedAt}
+	it := connKey(id)
+	it[attrTenant] = &types.AttributeValueMemberS{Value: tenantName}
+	it[attrConnectedAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(connectedAt.UnixMilli(), 10)}
+	it[attrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(conn.expiresAt().Unix(), 10)}
+	it[attrLanes] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{}}
+	if _, err := c.db.PutItem(ctx, &ddb.PutItemInput{TableName: c.table, Item: it}); err != nil {
 		return fmt.Errorf("websocket connections: open %s: %w", id, err)
 	}
 	return nil
@@ -176,13 +163,8 @@ func (c *Connections) decode(id string, it map[string]types.AttributeValue) *Con
 		ms, _ := strconv.ParseInt(v.Value, 10, 64)
 		conn.ConnectedAt = time.UnixMilli(ms)
 	}
+	_, conn.hasLanes = it[attrLanes].(*types.AttributeValueMemberM)
 	conn.Latest = decodeLanes(it)
-	if v, ok := it[attrVersion].(*types.AttributeValueMemberN); ok {
-		conn.version, _ = strconv.ParseInt(v.Value, 10, 64)
-	}
-	if v, ok := it[attrTurn].(*types.AttributeValueMemberS); ok {
-		conn.Turn = v.Value
-	}
 	if !time.Now().Before(conn.expiresAt()) {
 		return nil
 	}
@@ -190,14 +172,10 @@ func (c *Connections) decode(id string, it map[string]types.AttributeValue) *Con
 }
 
 // decodeLanes returns the lanes of connection item it (those of an item
-// written before lanes: its latest response, as the lane "").
+// written before lanes: its latest response and turn, as the lane "").
 func decodeLanes(it map[string]types.AttributeValue) map[string]Latest {
 	lanes := map[string]Latest{}
-	if v, ok := it[attrLatest].(*types.AttributeValueMemberS); ok {
-		l := Latest{ID: v.Value}
-		if p, ok := it[attrPointer].(*types.AttributeValueMemberBOOL); ok {
-			l.Pointer = p.Value
-		}
+	if l, ok := decodeLane(it, attrLatest); ok {
 		lanes[""] = l
 	}
 	m, ok := it[attrLanes].(*types.AttributeValueMemberM)
@@ -209,16 +187,28 @@ func decodeLanes(it map[string]types.AttributeValue) map[string]Latest {
 		if !ok || !strings.HasPrefix(k, laneKeyPrefix) {
 			continue
 		}
-		var l Latest
-		if id, ok := lm.Value[attrLaneID].(*types.AttributeValueMemberS); ok {
-			l.ID = id.Value
-		}
-		if p, ok := lm.Value[attrPointer].(*types.AttributeValueMemberBOOL); ok {
-			l.Pointer = p.Value
-		}
+		l, _ := decodeLane(lm.Value, attrLaneID)
 		lanes[strings.TrimPrefix(k, laneKeyPrefix)] = l
 	}
 	return lanes
+}
+
+// decodeLane returns the lane whose attributes are attrs, its response's
+// id under idAttr; false when it has neither a response nor a turn.
+func decodeLane(attrs map[string]types.AttributeValue, idAttr string) (Latest, bool) {
+	var l Latest
+	id, hasID := attrs[idAttr].(*types.AttributeValueMemberS)
+	if hasID {
+		l.ID = id.Value
+	}
+	if p, ok := attrs[attrPointer].(*types.AttributeValueMemberBOOL); ok {
+		l.Pointer = p.Value
+	}
+	turn, hasTurn := attrs[attrTurn].(*types.AttributeValueMemberS)
+	if hasTurn {
+		l.Turn = turn.Value
+	}
+	return l, hasID || hasTurn
 }
 
 // Close forgets connection id and the latest response of each of its
@@ -234,7 +224,7 @@ func (c *Connections) Close(ctx context.Context, id string) error {
 	}
 	var errs []error
 	for _, l := range conn.Latest {
-		if !l.Pointer {
+		if l.ID != "" && !l.Pointer {
 			errs = append(errs, conn.dropRecord(ctx, l.ID))
 		}
 	}
@@ -262,7 +252,8 @@ func (c *Connection) Get(ctx context.Context, id string) (*store.Record, error) 
 	return c.c.records.Get(c.scoped(ctx), id)
 }
 
-// Lanes returns the id of the latest response of each lane.
+// Lanes returns the id of the latest response of each lane ("" for a lane
+// whose first response runs: it counts as a lane).
 func (c *Connection) Lanes(context.Context) (map[string]string, error) {
 	ids := make(map[string]string, len(c.Latest))
 	for lane, l := range c.Latest {
@@ -293,51 +284,176 @@ func (c *Connection) PutLatest(ctx context.Context, lane string, rec *store.Reco
 
 // point makes l the latest response of lane and deletes the record of the
 // one it replaced, if this table keeps it; false when the connection is
-// gone or changed.
+// gone, or the lane is new and the connection has wsapi.MaxLanes lanes.
 func (c *Connection) point(ctx context.Context, lane string, l Latest) (bool, error) {
-	prev, had := c.Latest[lane]
-	if c.Latest == nil {
-		c.Latest = map[string]Latest{}
+	vals := map[string]types.AttributeValue{":id": str(l.ID), ":p": &types.AttributeValueMemberBOOL{Value: l.Pointer}}
+	var old map[string]types.AttributeValue
+	var ok bool
+	var err error
+	if lane == "" {
+		old, ok, err = c.update(ctx, "SET latest = :id, pointer = :p", "", nil, vals)
+	} else {
+		old, ok, err = c.pointLane(ctx, lane, vals)
 	}
-	c.Latest[lane] = l
-	ok, err := c.swap(ctx)
 	if err != nil || !ok {
-		c.restore(lane, prev, had)
 		return false, err
 	}
-	if had && !prev.Pointer {
+	l.Turn = c.Latest[lane].Turn
+	c.Latest[lane] = l
+	idAttr := attrLatest
+	if lane != "" {
+		old, idAttr = laneAttrs(old, lane), attrLaneID
+	}
+	prev, had := decodeLane(old, idAttr)
+	if had && prev.ID != "" && prev.ID != l.ID && !prev.Pointer {
 		return true, c.dropRecord(ctx, prev.ID)
 	}
 	return true, nil
 }
 
-// restore sets lane back to prev, or to none when it had none.
-func (c *Connection) restore(lane string, prev Latest, had bool) {
-	if had {
-		c.Latest[lane] = prev
-		return
+// pointLane sets the response (vals :id, :p) of named lane in the lanes
+// map: in its entry (Begin made one), else in a new one while there is
+// room. It returns what it replaced (UPDATED_OLD).
+func (c *Connection) pointLane(ctx context.Context, lane string, vals map[string]types.AttributeValue) (map[string]types.AttributeValue, bool, error) {
+	if err := c.ensureLanes(ctx); err != nil {
+		return nil, false, err
 	}
-	delete(c.Latest, lane)
+	names := laneNames(lane)
+	old, ok, err := c.update(ctx, "SET lanes.#k.id = :id, lanes.#k.pointer = :p", "attribute_exists(lanes.#k)", names, vals)
+	if err != nil || ok {
+		return old, ok, err
+	}
+	vals[":entry"] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{attrLaneID: vals[":id"], attrPointer: vals[":p"]}}
+	delete(vals, ":id")
+	delete(vals, ":p")
+	return c.newLane(ctx, lane, vals)
 }
 
-// Begin notes that the turn of request id requestID starts on the
-// connection, so that a delivery of it again, after an invocation that
-// died while running it, is known (Interrupted); false when the
-// connection is gone.
-func (c *Connection) Begin(ctx context.Context, requestID string) (bool, error) {
-	prev := c.Turn
-	c.Turn = requestID
-	ok, err := c.swap(ctx)
-	if err != nil || !ok {
-		c.Turn = prev
+// newLane adds named lane to the lanes map, its entry vals[":entry"],
+// while the map has fewer than wsapi.MaxLanes lanes; false when it has
+// that many, or the lane, or the connection is gone.
+func (c *Connection) newLane(ctx context.Context, lane string, vals map[string]types.AttributeValue) (map[string]types.AttributeValue, bool, error) {
+	vals[":max"] = &types.AttributeValueMemberN{Value: strconv.Itoa(wsapi.MaxLanes)}
+	return c.update(ctx, "SET lanes.#k = :entry", "attribute_not_exists(lanes.#k) AND size(lanes) < :max", laneNames(lane), vals)
+}
+
+// laneAttrs returns the attributes of lane's entry in old, an update's
+// UPDATED_OLD attributes.
+func laneAttrs(old map[string]types.AttributeValue, lane string) map[string]types.AttributeValue {
+	m, ok := old[attrLanes].(*types.AttributeValueMemberM)
+	if !ok {
+		return nil
 	}
-	return ok, err
+	e, _ := m.Value[laneKeyPrefix+lane].(*types.AttributeValueMemberM)
+	if e == nil {
+		return nil
+	}
+	return e.Value
+}
+
+// laneNames are the expression attribute names of lane's entry (#k).
+func laneNames(lane string) map[string]string {
+	return map[string]string{"#k": laneKeyPrefix + lane}
+}
+
+func str(s string) *types.AttributeValueMemberS { return &types.AttributeValueMemberS{Value: s} }
+
+// ensureLanes gives the item its lanes map when it was written without
+// one (before lanes).
+func (c *Connection) ensureLanes(ctx context.Context) error {
+	if c.hasLanes {
+		return nil
+	}
+	empty := map[string]types.AttributeValue{":empty": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{}}}
+	if _, _, err := c.update(ctx, "SET lanes = if_not_exists(lanes, :empty)", "", nil, empty); err != nil {
+		return err
+	}
+	c.hasLanes = true
+	return nil
+}
+
+// Begin notes that the turn of request id requestID starts on lane, so
+// that a delivery of it again, after an invocation that died while running
+// it, is known (Interrupted). A new lane enters the lanes map, and counts
+// towards wsapi.MaxLanes, from its first turn on: the error wraps
+// ErrTooManyLanes when it would be one more (then Latest holds the
+// connection's lanes as they are). False when the connection is gone.
+func (c *Connection) Begin(ctx context.Context, lane, requestID string) (bool, error) {
+	vals := map[string]types.AttributeValue{":rid": str(requestID)}
+	if lane == "" {
+		_, ok, err := c.update(ctx, "SET turn = :rid", "", nil, vals)
+		if ok {
+			c.setTurn(lane, requestID)
+		}
+		return ok, err
+	}
+	if err := c.ensureLanes(ctx); err != nil {
+		return false, err
+	}
+	for range 2 {
+		var ok bool
+		var err error
+		if _, had := c.Latest[lane]; had {
+			_, ok, err = c.update(ctx, "SET lanes.#k.turn = :rid", "attribute_exists(lanes.#k)", laneNames(lane), vals)
+		} else {
+			entry := map[string]types.AttributeValue{":entry": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{attrTurn: vals[":rid"]}}}
+			_, ok, err = c.newLane(ctx, lane, entry)
+		}
+		if err != nil || ok {
+			if ok {
+				c.setTurn(lane, requestID)
+			}
+			return ok, err
+		}
+		// The item changed: another lane's turn came or went.
+		fresh, err := c.c.Load(ctx, c.ID)
+		if err != nil || fresh == nil {
+			return false, err
+		}
+		c.Latest = fresh.Latest
+		if _, had := c.Latest[lane]; !had && namedLanes(c.Latest) >= wsapi.MaxLanes {
+			return false, fmt.Errorf("websocket connection %s: lane %s: %w", c.ID, lane, ErrTooManyLanes)
+		}
+	}
+	return false, fmt.Errorf("websocket connection %s: lane %s: the item kept changing", c.ID, lane)
+}
+
+// namedLanes counts the lanes with a stream_id.
+func namedLanes(lanes map[string]Latest) int {
+	n := len(lanes)
+	if _, ok := lanes[""]; ok {
+		n--
+	}
+	return n
+}
+
+// setTurn notes requestID as lane's turn.
+func (c *Connection) setTurn(lane, requestID string) {
+	l := c.Latest[lane]
+	l.Turn = requestID
+	c.Latest[lane] = l
 }
 
 // Interrupted reports whether the turn of request id requestID started on
-// the connection before (Begin): this delivery of it is another one.
-func (c *Connection) Interrupted(requestID string) bool {
-	return requestID != "" && c.Turn == requestID
+// lane before (Begin): this delivery of it is another one.
+func (c *Connection) Interrupted(lane, requestID string) bool {
+	return requestID != "" && c.Latest[lane].Turn == requestID
+}
+
+// Settle ends the turn on lane: a named lane that has no latest response
+// after it (its response.create was refused, or its continuation failed)
+// leaves the lanes map, and no longer counts towards wsapi.MaxLanes.
+func (c *Connection) Settle(ctx context.Context, lane string) error {
+	l, ok := c.Latest[lane]
+	if lane == "" || !ok || l.ID != "" {
+		return nil
+	}
+	vals := map[string]types.AttributeValue{":rid": str(l.Turn)}
+	if _, _, err := c.update(ctx, "REMOVE lanes.#k", "attribute_not_exists(lanes.#k.id) AND lanes.#k.turn = :rid", laneNames(lane), vals); err != nil {
+		return err
+	}
+	delete(c.Latest, lane)
+	return nil
 }
 
 // sharedCache is the cache of a connection whose engine stores responses
@@ -357,17 +473,27 @@ func (s sharedCache) PutLatest(ctx context.Context, lane string, rec *store.Reco
 }
 
 // Evict forgets id when it is the latest response of a lane, and that
-// lane.
+// lane (its whole entry, unless it is the lane without stream_id: its
+// turn stays).
 func (c *Connection) Evict(ctx context.Context, id string) error {
 	lane, ok := c.laneOf(id)
 	if !ok {
 		return nil
 	}
 	prev := c.Latest[lane]
-	delete(c.Latest, lane)
-	if _, err := c.swap(ctx); err != nil {
-		c.Latest[lane] = prev
+	vals := map[string]types.AttributeValue{":id": str(id)}
+	var err error
+	if lane == "" {
+		_, _, err = c.update(ctx, "REMOVE latest, pointer", "latest = :id", nil, vals)
+	} else {
+		_, _, err = c.update(ctx, "REMOVE lanes.#k", "lanes.#k.id = :id", laneNames(lane), vals)
+	}
+	if err != nil {
 		return err
+	}
+	delete(c.Latest, lane)
+	if lane == "" && prev.Turn != "" {
+		c.Latest[lane] = Latest{Turn: prev.Turn}
 	}
 	if prev.Pointer {
 		return nil // the record is the shared store's
@@ -375,32 +501,34 @@ func (c *Connection) Evict(ctx context.Context, id string) error {
 	return c.dropRecord(ctx, id)
 }
 
-// swap writes the connection item, with its version counted up, if the
-// stored one is still of the version read; false when the connection is
-// gone or changed.
-func (c *Connection) swap(ctx context.Context) (bool, error) {
-	cond := "attribute_exists(pk) AND attribute_not_exists(version)"
-	vals := map[string]types.AttributeValue{}
-	if c.version > 0 {
-		cond = "version = :v"
-		vals[":v"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(c.version, 10)}
+// update applies the update expression expr to the connection item when
+// it exists and cond ("": none) holds, and counts its version up (the
+// guard of the release that wrote the whole item). It returns the
+// attributes it replaced (UPDATED_OLD); false when the item is gone or
+// cond does not hold.
+func (c *Connection) update(ctx context.Context, expr, cond string, names map[string]string, vals map[string]types.AttributeValue) (map[string]types.AttributeValue, bool, error) {
+	full := "attribute_exists(pk)"
+	if cond != "" {
+		full += " AND (" + cond + ")"
 	}
-	c.version++
-	in := &ddb.PutItemInput{TableName: c.c.table, Item: c.item(), ConditionExpression: aws.String(cond)}
-	if len(vals) > 0 {
-		in.ExpressionAttributeValues = vals
+	if vals == nil {
+		vals = map[string]types.AttributeValue{}
 	}
-	_, err := c.c.db.PutItem(ctx, in)
+	vals[":one"] = &types.AttributeValueMemberN{Value: "1"}
+	in := &ddb.UpdateItemInput{TableName: c.c.table, Key: connKey(c.ID), UpdateExpression: aws.String(expr + " ADD version :one"),
+		ConditionExpression: aws.String(full), ExpressionAttributeValues: vals, ReturnValues: types.ReturnValueUpdatedOld}
+	if len(names) > 0 {
+		in.ExpressionAttributeNames = names
+	}
+	out, err := c.c.db.UpdateItem(ctx, in)
 	var failed *types.ConditionalCheckFailedException
 	switch {
 	case errors.As(err, &failed):
-		c.version--
-		return false, nil
+		return nil, false, nil
 	case err != nil:
-		c.version--
-		return false, fmt.Errorf("websocket connection %s: %w", c.ID, err)
+		return nil, false, fmt.Errorf("websocket connection %s: %w", c.ID, err)
 	}
-	return true, nil
+	return out.Attributes, true, nil
 }
 
 func (c *Connection) dropRecord(ctx context.Context, id string) error {

@@ -2,7 +2,9 @@
 // openai SDK's ResponsesWS: two lanes interleaved with store: false, each
 // continued, a fork onto a third lane, an error on a lane, a steer, and a
 // turn without stream_id. Prints one JSON object: the terminal messages in
-// order, and how many messages each stream_id ("" for none) got.
+// order (those of lanes running at once by stream_id: their order of
+// arrival is the server's), and how many messages each stream_id ("" for
+// none) got.
 import WebSocket from "ws";
 import OpenAI from "openai";
 import { ResponsesWS } from "openai/resources/responses/ws";
@@ -36,6 +38,7 @@ function summary(ev) {
 async function next(n) {
   while (queue.length < n) await new Promise((r) => (wake = r));
   const got = queue.splice(0, n);
+  got.sort((x, y) => (x.stream_id ?? "").localeCompare(y.stream_id ?? ""));
   out.terminals.push(...got);
   return got;
 }
@@ -55,7 +58,7 @@ try {
   const create = (stream_id, previous_response_id, input) =>
     ws.send({ type: "response.create", model: "test-model", store: false, input, stream_id, previous_response_id });
 
-  // Two lanes, interleaved: both sent before either finished.
+  // Two lanes in parallel: lane A's model call waits for lane B's.
   create("lane-a", undefined, "My name is Ann");
   create("lane-b", undefined, "My name is Bob");
   const [a1, b1] = await next(2);

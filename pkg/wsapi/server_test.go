@@ -1,0 +1,317 @@
+package wsapi
+
+// The local front door's lanes: each lane (stream_id) of a connection runs
+// on its own, FIFO, while the others run too, over a real WebSocket and a
+// fake Service whose responses wait on barriers.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/engine"
+)
+
+// guard bounds how long a test waits for what must happen: reaching it is
+// a failure, never the proof of anything.
+const guard = 20 * time.Second
+
+// barrierService runs each response as: response.created (id
+// "resp_<input>"), a note on reached, a wait for release (or the
+// request's end), response.completed. It records the order in which the
+// responses started and how many of each lane ran at once.
+type barrierService struct {
+	reached chan string
+	release chan struct{}
+
+	mu      sync.Mutex
+	started []string
+	running map[string]int
+	overlap []string
+}
+
+func newBarrierService() *barrierService {
+	return &barrierService{reached: make(chan string, 64), release: make(chan struct{}), running: map[string]int{}}
+}
+
+// laneOf is the lane of an input: its text up to its first '/'.
+func laneOf(input string) string { return strings.SplitN(input, "/", 2)[0] }
+
+func (s *barrierService) CreateResponse(ctx context.Context, req *api.CreateResponseRequest, w engine.ResponseWriter) error {
+	input := req.Input[0].Content[0].Text
+	lane := laneOf(input)
+	s.mu.Lock()
+	s.started = append(s.started, input)
+	s.running[lane]++
+	if s.running[lane] > 1 {
+		s.overlap = append(s.overlap, input)
+	}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.running[lane]--
+		s.mu.Unlock()
+	}()
+	resp := &api.Response{ID: "resp_" + strings.ReplaceAll(input, "/", "_"), Object: "response", Status: api.StatusInProgress}
+	if err := w.WriteEvent(&api.StreamEvent{Type: api.EventResponseCreated, Response: resp}); err != nil {
+		return err
+	}
+	s.reached <- input
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	done := *resp
+	done.Status = api.StatusCompleted
+	return w.WriteEvent(&api.StreamEvent{Type: api.EventResponseCompleted, SequenceNumber: 1, Response: &done})
+}
+
+// wait returns the input of the next response that reached its barrier.
+func (s *barrierService) wait(t *testing.T) string {
+	t.Helper()
+	select {
+	case in := <-s.reached:
+		return in
+	case <-time.After(guard):
+		t.Fatal("no response reached the model")
+		return ""
+	}
+}
+
+// laneServer serves svc on a test server; done is closed when its
+// connection's handler has returned.
+func laneServer(t *testing.T, svc Service, cfg Config) (url string, done <-chan struct{}) {
+	t.Helper()
+	cfg.Service, cfg.PingInterval, cfg.Logger = svc, -1, slog.New(slog.DiscardHandler)
+	s := NewServer(cfg)
+	ended := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(ended)
+		s.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return "ws" + strings.TrimPrefix(srv.URL, "http"), ended
+}
+
+// laneClient is a client connection.
+type laneClient struct {
+	t *testing.T
+	c *websocket.Conn
+}
+
+func dialLanes(t *testing.T, url string) *laneClient {
+	t.Helper()
+	c, _, err := websocket.Dial(t.Context(), url, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.CloseNow() })
+	return &laneClient{t: t, c: c}
+}
+
+// create sends a response.create of input on lane ("": none).
+func (l *laneClient) create(lane, input string) {
+	l.t.Helper()
+	body := map[string]any{"type": "response.create", "model": "m", "input": input}
+	if lane != "" {
+		body["stream_id"] = lane
+	}
+	b, err := json.Marshal(body)
+	require.NoError(l.t, err)
+	l.send(string(b))
+}
+
+func (l *laneClient) send(msg string) {
+	l.t.Helper()
+	require.NoError(l.t, l.c.Write(l.t.Context(), websocket.MessageText, []byte(msg)))
+}
+
+// serverMsg is what a test reads of a server message.
+type serverMsg struct {
+	Type     string `json:"type"`
+	StreamID string `json:"stream_id"`
+	Response *struct {
+		ID string `json:"id"`
+	} `json:"response"`
+	Steer *struct {
+		PreviousResponseID string `json:"previous_response_id"`
+	} `json:"steer"`
+}
+
+func (l *laneClient) read() serverMsg {
+	l.t.Helper()
+	ctx, cancel := context.WithTimeout(l.t.Context(), guard)
+	defer cancel()
+	_, b, err := l.c.Read(ctx)
+	require.NoError(l.t, err)
+	var m serverMsg
+	require.NoError(l.t, json.Unmarshal(b, &m), "%s", b)
+	return m
+}
+
+// Two lanes run at once: the second lane's response reaches the model
+// while the first one's waits there, and each ends when released.
+func TestServerLanesRunConcurrently(t *testing.T) {
+	svc := newBarrierService()
+	url, _ := laneServer(t, svc, Config{})
+	c := dialLanes(t, url)
+	c.create("A", "A/1")
+	c.create("B", "B/1")
+	got := []string{svc.wait(t), svc.wait(t)}
+	assert.ElementsMatch(t, []string{"A/1", "B/1"}, got, "both lanes reached the model before either finished")
+	close(svc.release)
+	completed := map[string]string{}
+	for len(completed) < 2 {
+		if m := c.read(); m.Type == api.EventResponseCompleted {
+			completed[m.StreamID] = m.Response.ID
+		}
+	}
+	assert.Equal(t, map[string]string{"A": "resp_A_1", "B": "resp_B_1"}, completed)
+}
+
+// Each lane is FIFO: its responses start in order of arrival, one at a
+// time, while another lane runs beside them; the lane without stream_id is
+// one lane too.
+func TestServerLaneFIFO(t *testing.T) {
+	svc := newBarrierService()
+	url, _ := laneServer(t, svc, Config{})
+	c := dialLanes(t, url)
+	for i := range 3 {
+		c.create("A", fmt.Sprintf("A/%d", i))
+		c.create("", fmt.Sprintf("none/%d", i))
+	}
+	c.create("B", "B/0")
+	// A/0, none/0 and B/0 run at once; the rest wait behind their lane's.
+	assert.ElementsMatch(t, []string{"A/0", "none/0", "B/0"}, []string{svc.wait(t), svc.wait(t), svc.wait(t)})
+	close(svc.release)
+	completed := map[string][]string{}
+	for n := 0; n < 7; {
+		if m := c.read(); m.Type == api.EventResponseCompleted {
+			completed[m.StreamID] = append(completed[m.StreamID], m.Response.ID)
+			n++
+		}
+	}
+	assert.Equal(t, []string{"resp_A_0", "resp_A_1", "resp_A_2"}, completed["A"])
+	assert.Equal(t, []string{"resp_none_0", "resp_none_1", "resp_none_2"}, completed[""])
+	assert.Equal(t, []string{"resp_B_0"}, completed["B"])
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	assert.Empty(t, svc.overlap, "two responses of one lane ran at once")
+	var a []string
+	for _, in := range svc.started {
+		if laneOf(in) == "A" {
+			a = append(a, in)
+		}
+	}
+	assert.Equal(t, []string{"A/0", "A/1", "A/2"}, a)
+}
+
+// A response.steer is answered at once, while the response it targets
+// runs, with that response's lane.
+func TestServerSteerAnsweredWhileLaneBusy(t *testing.T) {
+	svc := newBarrierService()
+	url, _ := laneServer(t, svc, Config{})
+	c := dialLanes(t, url)
+	c.create("A", "A/1")
+	created := c.read()
+	require.Equal(t, api.EventResponseCreated, created.Type)
+	svc.wait(t)
+	c.send(`{"type":"response.steer","previous_response_id":"` + created.Response.ID + `","input":"Be brief."}`)
+	m := c.read()
+	require.Equal(t, TypeSteerFailed, m.Type, "the steer is answered before the response ends")
+	assert.Equal(t, "A", m.StreamID, "the lane of the running response")
+	assert.Equal(t, created.Response.ID, m.Steer.PreviousResponseID)
+	close(svc.release)
+	assert.Equal(t, api.EventResponseCompleted, c.read().Type)
+}
+
+// A lane's queue full (MaxQueued) stops the reading of the connection
+// until the lane takes its next message: nothing is refused, the
+// connection stays open, every response runs in order.
+func TestServerLaneQueueBackpressure(t *testing.T) {
+	svc := newBarrierService()
+	url, _ := laneServer(t, svc, Config{MaxQueued: 1})
+	c := dialLanes(t, url)
+	const n = 5
+	for i := range n {
+		c.create("A", fmt.Sprintf("A/%d", i))
+	}
+	svc.wait(t)
+	close(svc.release)
+	var ids []string
+	for len(ids) < n {
+		m := c.read()
+		require.NotEqual(t, "error", m.Type)
+		if m.Type == api.EventResponseCompleted {
+			ids = append(ids, m.Response.ID)
+		}
+	}
+	assert.Equal(t, []string{"resp_A_0", "resp_A_1", "resp_A_2", "resp_A_3", "resp_A_4"}, ids)
+}
+
+// A client that goes away while lanes run ends every lane: the
+// connection's handler returns once they have, and nothing is left
+// running.
+func TestServerCloseWhileLanesRun(t *testing.T) {
+	// Registered first, so run last: after the test server closed.
+	t.Cleanup(func() { goleak.VerifyNone(t, goleak.IgnoreCurrent()) })
+	svc := newBarrierService()
+	url, done := laneServer(t, svc, Config{})
+	c := dialLanes(t, url)
+	c.create("A", "A/1")
+	c.create("B", "B/1")
+	c.create("B", "B/2")
+	svc.wait(t)
+	svc.wait(t)
+	require.NoError(t, c.c.CloseNow())
+	select {
+	case <-done:
+	case <-time.After(guard):
+		t.Fatal("the connection's handler did not return")
+	}
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	assert.Equal(t, map[string]int{"A": 0, "B": 0}, svc.running, "every response ended")
+	assert.NotContains(t, svc.started, "B/2", "a queued message does not start once the client is gone")
+}
+
+// Lanes running at once count towards MaxLanes: with MaxLanes lanes
+// running, a create on one more is refused (too_many_stream_ids, on its
+// lane) while they run; the lane without stream_id still runs beside them.
+func TestServerLaneLimitWhileLanesRun(t *testing.T) {
+	svc := newBarrierService()
+	url, _ := laneServer(t, svc, Config{})
+	c := dialLanes(t, url)
+	for i := range MaxLanes {
+		c.create(fmt.Sprintf("L%d", i), fmt.Sprintf("L%d/0", i))
+	}
+	for range MaxLanes {
+		svc.wait(t)
+	}
+	c.create("X", "X/0")
+	c.create("", "none/0")
+	assert.Equal(t, "none/0", svc.wait(t))
+	var refused *serverMsg
+	for refused == nil {
+		if m := c.read(); m.Type == "error" {
+			refused = &m
+		}
+	}
+	assert.Equal(t, "X", refused.StreamID)
+	close(svc.release)
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	assert.NotContains(t, svc.started, "X/0")
+}
