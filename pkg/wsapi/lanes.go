@@ -11,9 +11,11 @@ import (
 // busy lane (stream_id; "" is the lane of the messages without one) on a
 // goroutine of its own, which handles the lane's messages one at a time in
 // order of arrival (FIFO), while the other lanes run too. At most
-// MaxLanes+1 lanes are busy at once, each with at most max messages
-// queued behind the one it runs; offer refuses a message beyond those
-// bounds, which the caller holds until a lane takes its next one (space).
+// MaxLanes+1 lanes are busy at once, with at most max messages queued
+// behind the ones they run, on all lanes together (each message up to the
+// read limit: the lanes do not multiply what a connection holds); offer
+// refuses a message beyond those bounds, which the caller holds until a
+// lane takes its next one (space).
 type lanes struct {
 	ctx  context.Context
 	sess *Session
@@ -27,8 +29,9 @@ type lanes struct {
 
 	mu sync.Mutex
 	// busy is the messages queued on each busy lane, behind the one it
-	// runs.
-	busy map[string][]Message
+	// runs; queued counts them on all lanes.
+	busy   map[string][]Message
+	queued int
 	// dropped is set once the queued messages are to be dropped (drop).
 	dropped bool
 }
@@ -45,10 +48,11 @@ func (l *lanes) offer(lane string, m Message) bool {
 	defer l.mu.Unlock()
 	q, busy := l.busy[lane]
 	switch {
-	case busy && len(q) >= l.max, !busy && len(l.busy) > MaxLanes:
+	case busy && l.queued >= l.max, !busy && len(l.busy) > MaxLanes:
 		return false
 	case busy:
 		l.busy[lane] = append(q, m)
+		l.queued++
 		return true
 	}
 	l.busy[lane] = nil
@@ -81,10 +85,12 @@ func (l *lanes) next(lane string) (Message, bool) {
 	defer l.signal()
 	q := l.busy[lane]
 	if len(q) == 0 || l.dropped || l.ctx.Err() != nil {
+		l.queued -= len(q)
 		delete(l.busy, lane)
 		return Message{}, false
 	}
 	l.busy[lane] = q[1:]
+	l.queued--
 	return q[0], true
 }
 
@@ -105,6 +111,7 @@ func (l *lanes) drop() {
 	for lane := range l.busy {
 		l.busy[lane] = nil
 	}
+	l.queued = 0
 }
 
 // busyCount returns how many lanes are busy.

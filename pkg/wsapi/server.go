@@ -44,10 +44,10 @@ type Config struct {
 	// A pong missing for an interval closes the connection. Client pings
 	// are answered at any time, also while a response is in flight.
 	PingInterval time.Duration
-	// MaxQueued bounds the response.create messages of a lane waiting
-	// behind its response in flight (default 16). When one more arrives
-	// for a full lane (or for a new lane while MaxLanes+1 lanes are
-	// busy), the server holds it and stops reading the connection until
+	// MaxQueued bounds the response.create messages of a connection
+	// waiting behind its lanes' responses in flight, on all its lanes
+	// together (default 16). When one more arrives for a busy lane (or
+	// for a new lane while MaxLanes+1 lanes are busy), the server holds it and stops reading the connection until
 	// the lane takes its next message (backpressure): nothing is refused.
 	MaxQueued int
 	// WriteTimeout bounds sending one message to a client that does not

@@ -315,3 +315,48 @@ func TestServerLaneLimitWhileLanesRun(t *testing.T) {
 	defer svc.mu.Unlock()
 	assert.NotContains(t, svc.started, "X/0")
 }
+
+// The messages queued on a connection are bounded across its lanes
+// (MaxQueued in all), not lane by lane: with two lanes busy and MaxQueued
+// messages queued between them, one more on either is held (offer is
+// false: the reader stops), so a connection never holds more than
+// MaxQueued waiting messages (each up to ReadLimit) beside its running
+// ones, however many lanes it uses.
+func TestLanesQueueBoundIsPerConnection(t *testing.T) {
+	svc := newBarrierService()
+	ctx, cancel := context.WithCancel(t.Context())
+	sess := &Session{Service: svc, Cache: NewMemoryCache(), Sender: nopSender{}, Logger: slog.New(slog.DiscardHandler)}
+	ln := newLanes(ctx, sess, cancel, 2)
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(svc.release)
+		}
+		ln.wait()
+		cancel()
+	})
+	msg := func(lane, input string) Message {
+		b, err := json.Marshal(map[string]any{"type": "response.create", "model": "m", "input": input, "stream_id": lane})
+		require.NoError(t, err)
+		return Message{Data: b, Size: int64(len(b))}
+	}
+	require.True(t, ln.offer("A", msg("A", "A/0")))
+	require.True(t, ln.offer("B", msg("B", "B/0")))
+	svc.wait(t)
+	svc.wait(t)
+	require.True(t, ln.offer("A", msg("A", "A/1")))
+	require.True(t, ln.offer("B", msg("B", "B/1")))
+	assert.False(t, ln.offer("A", msg("A", "A/2")), "a third queued message waits")
+	assert.False(t, ln.offer("B", msg("B", "B/2")), "on any lane")
+	close(svc.release)
+	released = true
+	ln.wait()
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	assert.ElementsMatch(t, []string{"A/0", "B/0", "A/1", "B/1"}, svc.started)
+}
+
+// nopSender sends nothing.
+type nopSender struct{}
+
+func (nopSender) Send(context.Context, []byte) error { return nil }
