@@ -267,13 +267,17 @@ func (h *Handler) failed(ctx context.Context, t *turn, err error, msg string) (e
 
 // answer answers m, the message t that is not a response.create, at once
 // through a wsapi.Session over t's connection (a response.steer needs its
-// lanes); nothing when the connection is gone.
+// lanes); nothing when the connection is gone. A connection past MaxAge
+// is ended instead (limit), as a turn's is.
 func (h *Handler) answer(ctx context.Context, t *turn, m wsapi.Message) error {
 	conn, err := h.cfg.Connections.Load(ctx, t.ConnectionID)
 	if err != nil || conn == nil {
 		return err
 	}
 	p := h.poster(t, func() {})
+	if h.expired(conn) {
+		return h.limit(ctx, p)
+	}
 	if err := h.session(conn, p).Handle(tenant.With(ctx, conn.Tenant), m); err != nil {
 		h.log.InfoContext(ctx, "websocket $default: the client went away", "connection_id", t.ConnectionID, "err", err)
 	}

@@ -951,3 +951,16 @@ func TestInterruptedLaneTurnIsNotRunAgain(t *testing.T) {
 	env := e.envelope(e.mgmt.Messages(c)[before:])
 	require.Contains(t, env.Error.Message, "interrupted")
 }
+
+// A message $default answers itself (a response.steer, an invalid one) on
+// a connection past the 60-minute limit gets
+// websocket_connection_limit_reached and closes the connection, as a
+// response.create does: the limit is checked when any message arrives.
+func TestConnectionLimitOnAnsweredMessage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	old := e.open(keyA, events.APIGatewayRequestIdentity{}, time.Now().Add(-wsapi.DefaultMaxAge))
+	env := e.envelope(e.answer(old, `{"type":"response.steer","previous_response_id":"resp_x","input":"Be brief."}`))
+	require.Equal(t, wsapi.CodeConnectionLimit, env.Error.Code)
+	require.Equal(t, []string{old}, e.mgmt.Deleted())
+}
