@@ -964,3 +964,75 @@ func TestConnectionLimitOnAnsweredMessage(t *testing.T) {
 	require.Equal(t, wsapi.CodeConnectionLimit, env.Error.Code)
 	require.Equal(t, []string{old}, e.mgmt.Deleted())
 }
+
+// A failed continuation on lane B evicts the response it continued, the
+// latest of lane A, while a turn of lane A runs (invocations of two
+// lanes): lane A still counts towards wsapi.MaxLanes while its turn runs
+// (no new lane takes its place), its turn is still known (a redelivery of
+// it is not run again), and its new response is kept.
+func TestEvictWhileLaneRuns(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := tenantCtx(t, "acme")
+	c := e.connect(keyA)
+	load := func() *apigw.Connection {
+		t.Helper()
+		conn, err := e.conns.Load(ctx, c)
+		require.NoError(t, err)
+		return conn
+	}
+	rec := func(id string) *store.Record {
+		return &store.Record{Response: &api.Response{ID: id, Object: "response", Status: api.StatusCompleted}}
+	}
+	setup := load()
+	for i := range wsapi.MaxLanes - 1 {
+		require.NoError(t, setup.PutLatest(ctx, fmt.Sprintf("L%d", i), rec(fmt.Sprintf("resp_l%d", i))))
+	}
+	require.NoError(t, setup.PutLatest(ctx, "A", rec("resp_a1")))
+
+	laneA := load()
+	ok, err := laneA.Begin(ctx, "A", "req_a2")
+	require.NoError(t, err)
+	require.True(t, ok)
+	laneB := load()
+	require.NoError(t, laneB.Evict(ctx, "resp_a1"))
+
+	_, err = load().Begin(ctx, "Q", "req_q")
+	require.ErrorIs(t, err, apigw.ErrTooManyLanes, "lane A runs: it counts")
+	require.True(t, load().Interrupted("A", "req_a2"), "lane A's turn is still known")
+
+	require.NoError(t, laneA.PutLatest(ctx, "A", rec("resp_a2")))
+	require.NoError(t, laneA.Settle(ctx, "A"))
+	lanes, err := load().Lanes(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "resp_a2", lanes["A"])
+	require.Len(t, lanes, wsapi.MaxLanes)
+	_, err = e.conns.Records().Get(ctx, "resp_a2")
+	require.NoError(t, err, "lane A's new response is kept")
+}
+
+// A lane whose latest response another lane's failed continuation evicted
+// while its turn ran, and whose turn then failed too (no new response),
+// leaves the lanes map when that turn ends: it no longer counts.
+func TestEvictedRunningLaneLeavesAfterItsTurn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := tenantCtx(t, "acme")
+	c := e.connect(keyA)
+	load := func() *apigw.Connection {
+		t.Helper()
+		conn, err := e.conns.Load(ctx, c)
+		require.NoError(t, err)
+		return conn
+	}
+	require.NoError(t, load().PutLatest(ctx, "A", &store.Record{Response: &api.Response{ID: "resp_a1", Object: "response", Status: api.StatusCompleted}}))
+	laneA := load()
+	ok, err := laneA.Begin(ctx, "A", "req_a2")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, load().Evict(ctx, "resp_a1"))
+	require.NoError(t, laneA.Settle(ctx, "A"))
+	lanes, err := load().Lanes(ctx)
+	require.NoError(t, err)
+	require.Empty(t, lanes)
+}

@@ -38,7 +38,11 @@ const (
 	attrLaneID      = "id"
 	attrPointer     = "pointer"
 	attrTurn        = "turn"
-	attrExpiresAt   = "expires_at"
+	// attrRunning, in a named lane's entry, is the request id of the turn
+	// running on the lane (Begin to Settle): another lane's eviction of
+	// the lane's response leaves its entry, which still counts.
+	attrRunning   = "running"
+	attrExpiresAt = "expires_at"
 	// attrLatest is the latest response of the lane without stream_id, as
 	// items written before lanes keep it (and the release before lanes
 	// reads it).
@@ -394,9 +398,9 @@ func (c *Connection) Begin(ctx context.Context, lane, requestID string) (bool, e
 		var ok bool
 		var err error
 		if _, had := c.Latest[lane]; had {
-			_, ok, err = c.update(ctx, "SET lanes.#k.turn = :rid", "attribute_exists(lanes.#k)", laneNames(lane), vals)
+			_, ok, err = c.update(ctx, "SET lanes.#k.turn = :rid, lanes.#k.running = :rid", "attribute_exists(lanes.#k)", laneNames(lane), vals)
 		} else {
-			entry := map[string]types.AttributeValue{":entry": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{attrTurn: vals[":rid"]}}}
+			entry := map[string]types.AttributeValue{":entry": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{attrTurn: vals[":rid"], attrRunning: vals[":rid"]}}}
 			_, ok, err = c.newLane(ctx, lane, entry)
 		}
 		if err != nil || ok {
@@ -441,14 +445,20 @@ func (c *Connection) Interrupted(lane, requestID string) bool {
 }
 
 // Settle ends the turn on lane: a named lane that has no latest response
-// after it (its response.create was refused, or its continuation failed)
-// leaves the lanes map, and no longer counts towards wsapi.MaxLanes.
+// after it (its response.create was refused, its continuation failed, or
+// another lane's failed continuation evicted its response meanwhile)
+// leaves the lanes map, and no longer counts towards wsapi.MaxLanes; one
+// that has is no longer running.
 func (c *Connection) Settle(ctx context.Context, lane string) error {
 	l, ok := c.Latest[lane]
-	if lane == "" || !ok || l.ID != "" {
+	if lane == "" || !ok || l.Turn == "" {
 		return nil
 	}
 	vals := map[string]types.AttributeValue{":rid": str(l.Turn)}
+	_, kept, err := c.update(ctx, "REMOVE lanes.#k.running", "attribute_exists(lanes.#k.id) AND lanes.#k.running = :rid", laneNames(lane), vals)
+	if err != nil || kept {
+		return err
+	}
 	if _, _, err := c.update(ctx, "REMOVE lanes.#k", "attribute_not_exists(lanes.#k.id) AND lanes.#k.turn = :rid", laneNames(lane), vals); err != nil {
 		return err
 	}
@@ -473,8 +483,9 @@ func (s sharedCache) PutLatest(ctx context.Context, lane string, rec *store.Reco
 }
 
 // Evict forgets id when it is the latest response of a lane, and that
-// lane (its whole entry, unless it is the lane without stream_id: its
-// turn stays).
+// lane (its whole entry, unless it is the lane without stream_id or a
+// turn runs on it: its turn stays, and the running lane still counts
+// until Settle).
 func (c *Connection) Evict(ctx context.Context, id string) error {
 	lane, ok := c.laneOf(id)
 	if !ok {
@@ -483,16 +494,20 @@ func (c *Connection) Evict(ctx context.Context, id string) error {
 	prev := c.Latest[lane]
 	vals := map[string]types.AttributeValue{":id": str(id)}
 	var err error
+	whole := false
 	if lane == "" {
 		_, _, err = c.update(ctx, "REMOVE latest, pointer", "latest = :id", nil, vals)
 	} else {
-		_, _, err = c.update(ctx, "REMOVE lanes.#k", "lanes.#k.id = :id", laneNames(lane), vals)
+		_, whole, err = c.update(ctx, "REMOVE lanes.#k", "lanes.#k.id = :id AND attribute_not_exists(lanes.#k.running)", laneNames(lane), vals)
+		if err == nil && !whole {
+			_, _, err = c.update(ctx, "REMOVE lanes.#k.id, lanes.#k.pointer", "lanes.#k.id = :id", laneNames(lane), vals)
+		}
 	}
 	if err != nil {
 		return err
 	}
 	delete(c.Latest, lane)
-	if lane == "" && prev.Turn != "" {
+	if !whole && prev.Turn != "" {
 		c.Latest[lane] = Latest{Turn: prev.Turn}
 	}
 	if prev.Pointer {
