@@ -276,7 +276,7 @@ func (h *Handler) answer(ctx context.Context, t *turn, m wsapi.Message) error {
 	}
 	p := h.poster(t, func() {})
 	if h.expired(conn) {
-		return h.limit(ctx, p)
+		return h.limit(ctx, p, conn, "")
 	}
 	if err := h.session(conn, p).Handle(tenant.With(ctx, conn.Tenant), m); err != nil {
 		h.log.InfoContext(ctx, "websocket $default: the client went away", "connection_id", t.ConnectionID, "err", err)
@@ -415,11 +415,11 @@ func (h *Handler) runTurn(ctx context.Context, body string) error {
 	ctx, cancel := context.WithCancel(tenant.With(ctx, conn.Tenant))
 	defer cancel()
 	p := h.poster(&t, cancel)
-	if h.expired(conn) {
-		return h.limit(ctx, p)
-	}
 	m := t.message()
 	lane, _ := wsapi.Route(m)
+	if h.expired(conn) {
+		return h.limit(ctx, p, conn, lane)
+	}
 	if ok, err := h.begin(ctx, conn, p, queued, lane); err != nil || !ok {
 		return err
 	}
@@ -435,10 +435,15 @@ func (h *Handler) runTurn(ctx context.Context, body string) error {
 		h.log.InfoContext(ctx, "websocket turn: the client went away", "connection_id", t.ConnectionID, "err", err)
 		return nil
 	}
-	if h.expired(conn) {
-		return h.limit(ctx, p)
+	if !h.expired(conn) {
+		return nil
 	}
-	return nil
+	fresh, err := h.cfg.Connections.Load(ctx, t.ConnectionID)
+	if err != nil || fresh == nil {
+		h.log.ErrorContext(ctx, "websocket turn: read the connection at its limit", "connection_id", t.ConnectionID, "err", err)
+		return nil
+	}
+	return h.limit(ctx, p, fresh, lane)
 }
 
 // begin notes that the turn of request id requestID starts on lane of
@@ -455,7 +460,7 @@ func (h *Handler) begin(ctx context.Context, conn *Connection, p *poster, reques
 		h.log.ErrorContext(ctx, "websocket turn: interrupted by the end of its invocation, not run again", "connection_id", conn.ID)
 		_ = p.Send(ctx, wsapi.EncodeError(ctx, api.ServerError(errors.New("turn delivered again"),
 			"The response to this message was interrupted (the function running it stopped) and is not run again; send the message again.")))
-		return false, nil
+		return false, conn.Settle(ctx, lane)
 	}
 	ok, err := conn.Begin(ctx, lane, requestID)
 	if errors.Is(err, ErrTooManyLanes) {
@@ -471,9 +476,17 @@ func (h *Handler) expired(c *Connection) bool {
 	return !time.Now().Before(c.ConnectedAt.Add(h.cfg.MaxAge))
 }
 
-// limit ends a connection past MaxAge: the error, then DeleteConnection
-// (whose $disconnect forgets its state).
-func (h *Handler) limit(ctx context.Context, p *poster) error {
+// limit ends conn, a connection past MaxAge, unless a turn still runs on
+// another lane than lane: the error, then DeleteConnection (whose
+// $disconnect forgets its state). While one runs the message is dropped,
+// as the local server drops the messages that arrive once the limit is
+// reached, and the turn that ends last ends the connection: the responses
+// in flight are not cut.
+func (h *Handler) limit(ctx context.Context, p *poster, conn *Connection, lane string) error {
+	if conn.runsBeside(lane) {
+		h.log.InfoContext(ctx, "websocket: message past the connection's limit dropped while other lanes run", "connection_id", p.id)
+		return nil
+	}
 	if err := p.Send(ctx, wsapi.EncodeError(ctx, wsapi.ConnectionLimitError())); err != nil {
 		return nil
 	}

@@ -1036,3 +1036,50 @@ func TestEvictedRunningLaneLeavesAfterItsTurn(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, lanes)
 }
+
+// Past the 60-minute limit, a message of lane A does not close the
+// connection while lane B's response runs (as the local server lets the
+// responses in flight finish): lane B's response completes, and its turn,
+// the last to end, sends websocket_connection_limit_reached and closes
+// the connection.
+func TestConnectionLimitWaitsForRunningLanes(t *testing.T) {
+	t.Parallel()
+	release, reached := make(chan struct{}), make(chan struct{}, 1)
+	fake := fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn {
+		if req.Messages[len(req.Messages)-1].Content.String() == "slow" {
+			reached <- struct{}{}
+			return fakellm.Turn{Text: "Slow.", Block: release}
+		}
+		return fakellm.Turn{Text: "ok"}
+	})
+	e := newEnvModel(t, tenant.Rule{Keys: tenant.NewKeyring(map[string]string{keyA: "acme"})}, false, fake)
+	limitAt := time.Now().Add(2 * time.Second)
+	c := e.open(keyA, events.APIGatewayRequestIdentity{}, limitAt.Add(-wsapi.DefaultMaxAge))
+	e.invoke(routeEvent("MESSAGE", "$default", c, "", laneCreate("B", "", "slow", false), time.Now()))
+	slow, err := json.Marshal(fakesqs.Event(e.queue.Take()...))
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = e.h.Invoke(context.Background(), slow)
+	}()
+	select {
+	case <-reached:
+	case <-time.After(20 * time.Second):
+		t.Fatal("lane B's response did not reach the model")
+	}
+	time.Sleep(time.Until(limitAt))
+	e.invoke(routeEvent("MESSAGE", "$default", c, "", laneCreate("A", "", "Hi", false), time.Now()))
+	e.invoke(fakesqs.Event(e.queue.Take()...))
+	require.Empty(t, e.mgmt.Deleted(), "lane B's response still runs")
+	close(release)
+	<-done
+	require.Equal(t, []string{c}, e.mgmt.Deleted())
+	msgs := e.mgmt.Messages(c)
+	var completed bool
+	for _, m := range msgs {
+		completed = completed || (strings.Contains(string(m), `"type":"response.completed"`) && strings.Contains(string(m), `"stream_id":"B"`))
+	}
+	require.True(t, completed, "lane B's response completed")
+	require.Contains(t, string(msgs[len(msgs)-1]), wsapi.CodeConnectionLimit)
+}

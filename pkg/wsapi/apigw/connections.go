@@ -38,9 +38,11 @@ const (
 	attrLaneID      = "id"
 	attrPointer     = "pointer"
 	attrTurn        = "turn"
-	// attrRunning, in a named lane's entry, is the request id of the turn
-	// running on the lane (Begin to Settle): another lane's eviction of
-	// the lane's response leaves its entry, which still counts.
+	// attrRunning is the request id of the turn running on a lane (Begin
+	// to Settle), in a named lane's entry (another lane's eviction of the
+	// lane's response leaves its entry, which still counts) and on the
+	// item for the lane without stream_id: the 60-minute limit waits for
+	// the running turns.
 	attrRunning   = "running"
 	attrExpiresAt = "expires_at"
 	// attrLatest is the latest response of the lane without stream_id, as
@@ -117,6 +119,9 @@ type Latest struct {
 	Pointer bool
 	// Turn is the request id of the turn last started on the lane (Begin).
 	Turn string
+	// Running says a turn runs on the lane (Begin to Settle), as far as
+	// the item was loaded.
+	Running bool
 }
 
 func connKey(id string) map[string]types.AttributeValue {
@@ -212,6 +217,7 @@ func decodeLane(attrs map[string]types.AttributeValue, idAttr string) (Latest, b
 	if hasTurn {
 		l.Turn = turn.Value
 	}
+	_, l.Running = attrs[attrRunning].(*types.AttributeValueMemberS)
 	return l, hasID || hasTurn
 }
 
@@ -385,7 +391,7 @@ func (c *Connection) ensureLanes(ctx context.Context) error {
 func (c *Connection) Begin(ctx context.Context, lane, requestID string) (bool, error) {
 	vals := map[string]types.AttributeValue{":rid": str(requestID)}
 	if lane == "" {
-		_, ok, err := c.update(ctx, "SET turn = :rid", "", nil, vals)
+		_, ok, err := c.update(ctx, "SET turn = :rid, running = :rid", "", nil, vals)
 		if ok {
 			c.setTurn(lane, requestID)
 		}
@@ -422,6 +428,17 @@ func (c *Connection) Begin(ctx context.Context, lane, requestID string) (bool, e
 	return false, fmt.Errorf("websocket connection %s: lane %s: the item kept changing", c.ID, lane)
 }
 
+// runsBeside reports whether a turn runs on a lane of the connection
+// other than lane, as far as it was loaded.
+func (c *Connection) runsBeside(lane string) bool {
+	for l, latest := range c.Latest {
+		if l != lane && latest.Running {
+			return true
+		}
+	}
+	return false
+}
+
 // namedLanes counts the lanes with a stream_id.
 func namedLanes(lanes map[string]Latest) int {
 	n := len(lanes)
@@ -434,7 +451,7 @@ func namedLanes(lanes map[string]Latest) int {
 // setTurn notes requestID as lane's turn.
 func (c *Connection) setTurn(lane, requestID string) {
 	l := c.Latest[lane]
-	l.Turn = requestID
+	l.Turn, l.Running = requestID, true
 	c.Latest[lane] = l
 }
 
@@ -444,26 +461,46 @@ func (c *Connection) Interrupted(lane, requestID string) bool {
 	return requestID != "" && c.Latest[lane].Turn == requestID
 }
 
-// Settle ends the turn on lane: a named lane that has no latest response
+// Settle ends the turn on lane, which no longer runs (Begin marked it
+// running; so does the delivery again of a turn whose invocation died,
+// which is not run again): a named lane that has no latest response
 // after it (its response.create was refused, its continuation failed, or
 // another lane's failed continuation evicted its response meanwhile)
 // leaves the lanes map, and no longer counts towards wsapi.MaxLanes; one
 // that has is no longer running.
 func (c *Connection) Settle(ctx context.Context, lane string) error {
 	l, ok := c.Latest[lane]
-	if lane == "" || !ok || l.Turn == "" {
+	if !ok || l.Turn == "" {
 		return nil
 	}
 	vals := map[string]types.AttributeValue{":rid": str(l.Turn)}
-	_, kept, err := c.update(ctx, "REMOVE lanes.#k.running", "attribute_exists(lanes.#k.id) AND lanes.#k.running = :rid", laneNames(lane), vals)
-	if err != nil || kept {
+	ended, err := c.endRunning(ctx, lane, vals)
+	if err != nil {
 		return err
+	}
+	if ended {
+		l.Running = false
+		c.Latest[lane] = l
+	}
+	if lane == "" || ended {
+		return nil
 	}
 	if _, _, err := c.update(ctx, "REMOVE lanes.#k", "attribute_not_exists(lanes.#k.id) AND lanes.#k.turn = :rid", laneNames(lane), vals); err != nil {
 		return err
 	}
 	delete(c.Latest, lane)
 	return nil
+}
+
+// endRunning removes the running mark of lane's turn vals[":rid"], a named
+// lane's only while the lane has a response; false when it removed none.
+func (c *Connection) endRunning(ctx context.Context, lane string, vals map[string]types.AttributeValue) (bool, error) {
+	if lane == "" {
+		_, ok, err := c.update(ctx, "REMOVE running", "running = :rid", nil, vals)
+		return ok, err
+	}
+	_, ok, err := c.update(ctx, "REMOVE lanes.#k.running", "attribute_exists(lanes.#k.id) AND lanes.#k.running = :rid", laneNames(lane), vals)
+	return ok, err
 }
 
 // sharedCache is the cache of a connection whose engine stores responses
