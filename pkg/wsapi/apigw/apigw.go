@@ -276,7 +276,7 @@ func (h *Handler) answer(ctx context.Context, t *turn, m wsapi.Message) error {
 	}
 	p := h.poster(t, func() {})
 	if h.expired(conn) {
-		return h.limit(ctx, p, conn, "")
+		return h.limit(ctx, p, conn.runs(nil))
 	}
 	if err := h.session(conn, p).Handle(tenant.With(ctx, conn.Tenant), m); err != nil {
 		h.log.InfoContext(ctx, "websocket $default: the client went away", "connection_id", t.ConnectionID, "err", err)
@@ -418,7 +418,7 @@ func (h *Handler) runTurn(ctx context.Context, body string) error {
 	m := t.message()
 	lane, _ := wsapi.Route(m)
 	if h.expired(conn) {
-		return h.limit(ctx, p, conn, lane)
+		return h.limit(ctx, p, conn.runs(&lane))
 	}
 	if ok, err := h.begin(ctx, conn, p, queued, lane); err != nil || !ok {
 		return err
@@ -443,7 +443,7 @@ func (h *Handler) runTurn(ctx context.Context, body string) error {
 		h.log.ErrorContext(ctx, "websocket turn: read the connection at its limit", "connection_id", t.ConnectionID, "err", err)
 		return nil
 	}
-	return h.limit(ctx, p, fresh, lane)
+	return h.limit(ctx, p, fresh.runs(&lane))
 }
 
 // begin notes that the turn of request id requestID starts on lane of
@@ -476,14 +476,14 @@ func (h *Handler) expired(c *Connection) bool {
 	return !time.Now().Before(c.ConnectedAt.Add(h.cfg.MaxAge))
 }
 
-// limit ends conn, a connection past MaxAge, unless a turn still runs on
-// another lane than lane: the error, then DeleteConnection (whose
+// limit ends a connection past MaxAge, unless a turn of another lane
+// still runs on it (busy): the error, then DeleteConnection (whose
 // $disconnect forgets its state). While one runs the message is dropped,
 // as the local server drops the messages that arrive once the limit is
 // reached, and the turn that ends last ends the connection: the responses
 // in flight are not cut.
-func (h *Handler) limit(ctx context.Context, p *poster, conn *Connection, lane string) error {
-	if conn.runsBeside(lane) {
+func (h *Handler) limit(ctx context.Context, p *poster, busy bool) error {
+	if busy {
 		h.log.InfoContext(ctx, "websocket: message past the connection's limit dropped while other lanes run", "connection_id", p.id)
 		return nil
 	}

@@ -1083,3 +1083,19 @@ func TestConnectionLimitWaitsForRunningLanes(t *testing.T) {
 	require.True(t, completed, "lane B's response completed")
 	require.Contains(t, string(msgs[len(msgs)-1]), wsapi.CodeConnectionLimit)
 }
+
+// A message $default answers itself past the 60-minute limit does not
+// close the connection while a turn runs on any lane, the lane without
+// stream_id included: the turn that ends last does.
+func TestConnectionLimitOnAnsweredMessageWaitsForRunningLanes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	old := e.open(keyA, events.APIGatewayRequestIdentity{}, time.Now().Add(-wsapi.DefaultMaxAge))
+	conn, err := e.conns.Load(tenantCtx(t, "acme"), old)
+	require.NoError(t, err)
+	ok, err := conn.Begin(tenantCtx(t, "acme"), "", "req_running")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Empty(t, e.answer(old, `{"type":"response.steer","previous_response_id":"resp_x","input":"Be brief."}`))
+	require.Empty(t, e.mgmt.Deleted(), "the lane without stream_id runs")
+}

@@ -428,11 +428,11 @@ func (c *Connection) Begin(ctx context.Context, lane, requestID string) (bool, e
 	return false, fmt.Errorf("websocket connection %s: lane %s: the item kept changing", c.ID, lane)
 }
 
-// runsBeside reports whether a turn runs on a lane of the connection
-// other than lane, as far as it was loaded.
-func (c *Connection) runsBeside(lane string) bool {
+// runs reports whether a turn runs on a lane of the connection, as far as
+// it was loaded, other than *except (nil: any lane).
+func (c *Connection) runs(except *string) bool {
 	for l, latest := range c.Latest {
-		if l != lane && latest.Running {
+		if (except == nil || l != *except) && latest.Running {
 			return true
 		}
 	}
