@@ -123,6 +123,23 @@ answers() {
 	fi
 }
 
+# serves succeeds when process $1 holds the socket listening on port $2: a
+# port found free may be taken by another process (a test's server) before
+# the JVM binds it, and that one's answers must not pass for DynamoDB
+# Local's. Without Linux's /proc it cannot tell, and trusts the answer.
+serves() {
+	local pid=$1 inode
+	[[ -r /proc/net/tcp ]] || return 0
+	# Listening sockets (state 0A) whose local address ends in the port.
+	for inode in $(awk -v p="$(printf ':%04X' "$2")" '$4 == "0A" && substr($2, length($2) - 4) == p { print $10 }' \
+		/proc/net/tcp /proc/net/tcp6 2>/dev/null); do
+		if find "/proc/$pid/fd" -lname "socket:\[$inode\]" 2>/dev/null | grep -q .; then
+			return 0
+		fi
+	done
+	return 1
+}
+
 endpoint_line() { echo "AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(cat "$PORT_FILE")"; }
 
 # watch_owner stops DynamoDB Local (pid $1) when the process named by
@@ -175,7 +192,7 @@ start() {
 			if ! kill -0 "$pid" 2>/dev/null; then
 				break
 			fi
-			if answers "$port" && kill -0 "$pid" 2>/dev/null; then
+			if answers "$port" && kill -0 "$pid" 2>/dev/null && serves "$pid" "$port"; then
 				echo "$port" >"$PORT_FILE"
 				log "started pid $pid on 127.0.0.1:$port (log $LOG_FILE)"
 				watch_owner "$pid"

@@ -42,19 +42,19 @@ func npmPackages(t *testing.T, src, name string) string {
 	require.NoError(t, err)
 	dir := filepath.Join(cache, name)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	entries, err := os.ReadDir(src)
-	require.NoError(t, err)
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644))
-	}
 	// Test binaries of several packages may install at once: one at a time.
 	lf, err := os.OpenFile(filepath.Join(dir, ".install.lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	require.NoError(t, err)
 	defer lf.Close()
 	require.NoError(t, syscall.Flock(int(lf.Fd()), syscall.LOCK_EX))
 	defer syscall.Flock(int(lf.Fd()), syscall.LOCK_UN) //nolint:errcheck // released on close too
+	entries, err := os.ReadDir(src)
+	require.NoError(t, err)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, syncFile(filepath.Join(dir, e.Name()), b))
+	}
 	installed, _ := os.ReadFile(filepath.Join(dir, "node_modules", ".package-lock.json.src"))
 	if !bytes.Equal(installed, lock) {
 		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
@@ -64,6 +64,35 @@ func npmPackages(t *testing.T, src, name string) string {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "node_modules", ".package-lock.json.src"), lock, 0o644))
 	}
 	return dir
+}
+
+// syncFile makes the file path hold b. One that already does is left
+// alone; another is replaced whole, by a file written beside it and renamed
+// over it: a parallel test's node may be reading it, and a file truncated
+// and rewritten in place would give node a partial or empty script.
+func syncFile(path string, b []byte) error {
+	if cur, err := os.ReadFile(path); err == nil && bytes.Equal(cur, b) {
+		return nil
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("copying %s: %w", path, err)
+	}
+	defer os.Remove(f.Name()) //nolint:errcheck // gone once renamed
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("copying %s: %w", path, err)
+	}
+	return nil
 }
 
 // runJS runs one client script against the gateway (with args after the
