@@ -975,12 +975,7 @@ func TestEvictWhileLaneRuns(t *testing.T) {
 	e := newEnv(t)
 	ctx := tenantCtx(t, "acme")
 	c := e.connect(keyA)
-	load := func() *apigw.Connection {
-		t.Helper()
-		conn, err := e.conns.Load(ctx, c)
-		require.NoError(t, err)
-		return conn
-	}
+	load := func() *apigw.Connection { return e.load(t, ctx, c) }
 	rec := func(id string) *store.Record {
 		return &store.Record{Response: &api.Response{ID: id, Object: "response", Status: api.StatusCompleted}}
 	}
@@ -1019,12 +1014,7 @@ func TestEvictedRunningLaneLeavesAfterItsTurn(t *testing.T) {
 	e := newEnv(t)
 	ctx := tenantCtx(t, "acme")
 	c := e.connect(keyA)
-	load := func() *apigw.Connection {
-		t.Helper()
-		conn, err := e.conns.Load(ctx, c)
-		require.NoError(t, err)
-		return conn
-	}
+	load := func() *apigw.Connection { return e.load(t, ctx, c) }
 	require.NoError(t, load().PutLatest(ctx, "A", &store.Record{Response: &api.Response{ID: "resp_a1", Object: "response", Status: api.StatusCompleted}}))
 	laneA := load()
 	ok, err := laneA.Begin(ctx, "A", "req_a2")
@@ -1098,4 +1088,12 @@ func TestConnectionLimitOnAnsweredMessageWaitsForRunningLanes(t *testing.T) {
 	require.True(t, ok)
 	require.Empty(t, e.answer(old, `{"type":"response.steer","previous_response_id":"resp_x","input":"Be brief."}`))
 	require.Empty(t, e.mgmt.Deleted(), "the lane without stream_id runs")
+}
+
+// load reads connection id's item as a turn does.
+func (e *env) load(t *testing.T, ctx context.Context, id string) *apigw.Connection {
+	t.Helper()
+	conn, err := e.conns.Load(ctx, id)
+	require.NoError(t, err)
+	return conn
 }
