@@ -124,7 +124,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // Shutdown stops accepting connections and closes the open ones: each
-// finishes its response in flight, then closes with 1001 (going away). It
+// finishes its responses in flight (its queued messages are dropped), then
+// closes with 1001 (going away). It
 // returns when every connection has ended, or with ctx's error when ctx
 // ends first: the connections left are then closed at once, their
 // responses in flight cancelled (and kept as far as they got, as when a
