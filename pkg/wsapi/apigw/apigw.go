@@ -418,6 +418,14 @@ func (h *Handler) runTurn(ctx context.Context, body string) error {
 	m := t.message()
 	lane, _ := wsapi.Route(m)
 	if h.expired(conn) {
+		// A turn delivered again after its invocation died no longer
+		// runs, as begin settles it: else its lane's mark would keep the
+		// other lanes' turns from ever ending the connection.
+		if conn.Interrupted(lane, queued) {
+			if err := conn.Settle(ctx, lane); err != nil {
+				return err
+			}
+		}
 		return h.limit(ctx, p, conn.runs(&lane))
 	}
 	if ok, err := h.begin(ctx, conn, p, queued, lane); err != nil || !ok {

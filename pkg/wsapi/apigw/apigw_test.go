@@ -1097,3 +1097,44 @@ func (e *env) load(t *testing.T, ctx context.Context, id string) *apigw.Connecti
 	require.NoError(t, err)
 	return conn
 }
+
+// A turn whose invocation died counts as running until SQS delivers it
+// again; delivered again past the 60-minute limit while another lane
+// runs, it is dropped, and its lane no longer runs: the turn that ends
+// last (here: the message answered after it) closes the connection.
+func TestInterruptedTurnPastLimitLeavesItsLane(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := tenantCtx(t, "acme")
+	c := e.open(keyA, events.APIGatewayRequestIdentity{}, time.Now().Add(-wsapi.DefaultMaxAge))
+	e.invoke(routeEvent("MESSAGE", "$default", c, "", laneCreate("A", "", "Hi", false), time.Now()))
+	msgs := e.queue.Take()
+	require.Len(t, msgs, 1)
+	var queued struct {
+		RequestID string `json:"request_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(msgs[0].MessageBody), &queued))
+	require.NotEmpty(t, queued.RequestID)
+	// Lane A's turn began and its invocation died; lane B's runs.
+	conn := e.load(t, ctx, c)
+	ok, err := conn.Begin(ctx, "A", queued.RequestID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = conn.Begin(ctx, "B", "req_b")
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	ev := fakesqs.Event(msgs...)
+	ev.Records[0].Attributes["ApproximateReceiveCount"] = "2"
+	out := e.invoke(ev).(events.SQSEventResponse)
+	require.Empty(t, out.BatchItemFailures)
+	require.Empty(t, e.mgmt.Deleted(), "lane B runs")
+	require.False(t, e.load(t, ctx, c).Latest["A"].Running, "lane A's turn no longer runs")
+
+	// Lane B's turn ends: nothing runs, so the next message past the limit
+	// closes the connection.
+	conn = e.load(t, ctx, c)
+	require.NoError(t, conn.Settle(ctx, "B"))
+	e.answer(c, `{"type":"response.steer","previous_response_id":"resp_x","input":"Be brief."}`)
+	require.Equal(t, []string{c}, e.mgmt.Deleted())
+}
