@@ -43,7 +43,7 @@ const (
 )
 
 // MaxLanes bounds the lanes (distinct stream_ids) a connection keeps a
-// response of.
+// response of or runs one on.
 const MaxLanes = 16
 
 // Message is one message a client sent.
