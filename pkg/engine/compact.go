@@ -155,10 +155,7 @@ func (e *Engine) openSummaries(ctx context.Context, r *run) error {
 			if _, ok := r.summaries[it.EncryptedContent]; ok {
 				continue
 			}
-			param := "previous_response_id"
-			if r.req.Conversation != "" || r.conv != nil {
-				param = "conversation" // the history is the conversation's
-			}
+			param := r.historyParam()
 			if part.input {
 				param = inputParam(i, "encrypted_content")
 			}
@@ -180,6 +177,15 @@ func (e *Engine) openSummaries(ctx context.Context, r *run) error {
 		}
 	}
 	return nil
+}
+
+// historyParam is the request's parameter that holds r's history: the
+// conversation it continues, else previous_response_id.
+func (r *run) historyParam() string {
+	if r.req.Conversation != "" || r.conv != nil {
+		return "conversation"
+	}
+	return "previous_response_id"
 }
 
 // withSummaries returns items, what the model sees of a conversation, as

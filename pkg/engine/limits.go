@@ -132,13 +132,14 @@ func (e *Engine) checkReferenced(req *api.CreateResponseRequest, refs []referenc
 // (openSummaries).
 func (e *Engine) checkImages(r *run) error {
 	limit := e.cfg.Limits.Images
-	history, input, from := r.viewImages()
+	history, param, input, from := r.viewImages()
 	n := history + countImages(input)
 	if n <= limit {
 		return nil
 	}
-	// Name what crosses the limit: the conversation, or an input item.
-	param, seen := "previous_response_id", history
+	// Name what crosses the limit: what holds the images before the input
+	// items (param), or an input item.
+	seen := history
 	for i := 0; seen <= limit; i++ {
 		seen += countImages(input[i : i+1])
 		param = inputParam(from+i, "")
@@ -146,18 +147,19 @@ func (e *Engine) checkImages(r *run) error {
 	return limits.Exceeded(param, "the number of input images a model call carries (this input and the conversation it continues)", n, limit)
 }
 
-// viewImages are the images of r's history a model call sees and the
-// input items it sees, from the input's index from: from the latest
-// standalone compaction item on, whose carried images count with the
-// history, else all of them.
-func (r *run) viewImages() (history int, input []api.Item, from int) {
+// viewImages are the images a model call sees before the input items it
+// sees and the parameter that holds them (param), and those input items,
+// from the input's index from: from the latest standalone compaction item
+// on, whose carried images count before them (param names the input's
+// item, or the history), else all of them.
+func (r *run) viewImages() (history int, param string, input []api.Item, from int) {
 	if at := r.latestStandalone(r.input); at >= 0 {
-		return carriedImages(r.summaries[r.input[at].EncryptedContent]), r.input[at:], at
+		return carriedImages(r.summaries[r.input[at].EncryptedContent]), inputParam(at, ""), r.input[at:], at
 	}
 	if at := r.latestStandalone(r.history); at >= 0 {
-		return carriedImages(r.summaries[r.history[at].EncryptedContent]) + countImages(r.history[at:]), r.input, 0
+		return carriedImages(r.summaries[r.history[at].EncryptedContent]) + countImages(r.history[at:]), r.historyParam(), r.input, 0
 	}
-	return countImages(r.history), r.input, 0
+	return countImages(r.history), r.historyParam(), r.input, 0
 }
 
 // carriedImages counts the images of the user messages s carries.

@@ -561,3 +561,34 @@ func TestServerCompactionImagesCounted(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, p.requests(), 3)
 }
+
+// Images over LAMBENT_LIMIT_IMAGES before the input items the model sees
+// are named by the parameter that holds them, one the request has: the
+// input's standalone compaction item that carries them (here over a limit
+// lowered since it was made), or the conversation continued; never
+// previous_response_id, which the request did not send.
+func TestServerCompactionImagesOverLimitNamed(t *testing.T) {
+	t.Parallel()
+	st := store.NewMemory(store.MemoryConfig{})
+	keys := withKeys(testKeyring(t, "k1"))
+	p := script(text(theSummary, 1, 1), text("Two cats.", 1, 1), text("Two more.", 1, 1))
+	roomy, _ := newEngine(t, p, nil, keys, func(c *Config) { c.Store = st })
+	e, _ := newEngine(t, p, nil, keys, func(c *Config) { c.Store = st; c.Limits.Images = 1 })
+	images := `[{"type":"input_image","image_url":"https://example.com/a.png"},{"type":"input_image","image_url":"https://example.com/b.png"}]`
+	rec, err := run1(t, roomy, `{`+withCompaction("1000")+`,"input":[{"role":"developer","content":"`+strings.Repeat("x", 5000)+`"},`+
+		`{"role":"user","content":`+images+`}]}`)
+	require.NoError(t, err)
+	first := rec.response(t)
+	require.Equal(t, []string{"compaction", "message"}, types(first.Output))
+	cmp, err := json.Marshal(first.Output[0])
+	require.NoError(t, err)
+	_, err = run1(t, e, `{"store":false,"input":[{"role":"user","content":"Hi."},`+string(cmp)+`,{"role":"user","content":"And?"}]}`)
+	wantLimit(t, err, "input[1]")
+
+	_, conv := newConversation(t, st)
+	_, err = run1(t, roomy, `{"conversation":"`+conv.ID+`","input":[{"role":"user","content":`+images+`}]}`)
+	require.NoError(t, err)
+	_, err = run1(t, e, `{"conversation":"`+conv.ID+`","input":"And?"}`)
+	wantLimit(t, err, "conversation")
+	assert.Len(t, p.requests(), 3)
+}
