@@ -189,20 +189,45 @@ func omittedPart(typ string) api.ContentPart {
 
 // partBytes is the size of p as a compaction item's bound counts it: the
 // bytes of its text, image URL (a data URL's inline base64 included),
-// file id, data, URL and name.
+// file id, data, URL and name, as JSON writes them (jsonPrefix).
 func partBytes(p *api.ContentPart) int {
-	return len(p.Text) + len(p.ImageURL) + len(p.FileID) + len(p.FileData) + len(p.FileURL) + len(p.Filename)
+	n := 0
+	for _, s := range []string{p.Text, p.ImageURL, p.FileID, p.FileData, p.FileURL, p.Filename} {
+		_, size := jsonPrefix(s, len(s)*6)
+		n += size
+	}
+	return n
 }
 
-// cutText is t cut to at most n bytes, at a character's start.
+// cutText is t cut to at most n bytes as JSON writes it (jsonPrefix), at
+// a character's start.
 func cutText(t string, n int) string {
-	if len(t) <= n {
-		return t
+	end, _ := jsonPrefix(t, n)
+	return t[:end]
+}
+
+// jsonPrefix measures the longest prefix of s, whole characters, that
+// encoding/json writes (in a string, escaped) in at most n bytes: its end
+// in s and its size written. The sealed content of a compaction item and
+// the estimate of a view (estimateTokens) are such JSON, in which <, >, &,
+// U+2028, U+2029, an invalid byte and most control characters take six
+// bytes, a quote, a backslash, \b, \f, \n, \r and \t two.
+func jsonPrefix(s string, n int) (end, size int) {
+	for end < len(s) {
+		r, w := utf8.DecodeRuneInString(s[end:])
+		c := w
+		switch {
+		case r == '"' || r == '\\' || r == '\b' || r == '\f' || r == '\n' || r == '\r' || r == '\t':
+			c = 2
+		case r < 0x20 || r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029' || r == utf8.RuneError && w == 1:
+			c = 6
+		}
+		if size+c > n {
+			break
+		}
+		end, size = end+w, size+c
 	}
-	for n > 0 && !utf8.RuneStart(t[n]) {
-		n--
-	}
-	return t[:n]
+	return end, size
 }
 
 // compactIfOver compacts the view of r's next model call when the request

@@ -592,3 +592,28 @@ func TestServerCompactionImagesOverLimitNamed(t *testing.T) {
 	wantLimit(t, err, "conversation")
 	assert.Len(t, p.requests(), 3)
 }
+
+// A standalone compaction item's bound counts a carried text as the item
+// and the estimate of the view hold it, JSON-escaped: a text of "<" (six
+// bytes each in JSON) is carried to a sixth of the bound, so that what the
+// model sees right after the item is not over the threshold again by the
+// estimate, and a client sending the item back (stateless chaining) is
+// not compacted again for what it carries.
+func TestServerCompactionCarriedBoundEscaped(t *testing.T) {
+	t.Parallel()
+	p := script(text(theSummary, 1, 1), text("Angles.", 1, 1), text("Still angles.", 1, 1))
+	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")))
+	rec, err := run1(t, e, `{`+withCompaction("1000")+`,"input":"`+strings.Repeat("<", 2000)+`"}`)
+	require.NoError(t, err)
+	first := rec.response(t)
+	require.Equal(t, []string{"compaction", "message"}, types(first.Output))
+	assert.Equal(t, []string{"user input_text <×333", "developer input_text " + fmt.Sprintf("%c×%d", 'S', len(summaryIntro+theSummary))},
+		partShapes(p.requests()[1].Items), "2,000 bytes carried: 333 characters of six")
+
+	cmp, err := json.Marshal(first.Output[0])
+	require.NoError(t, err)
+	rec, err = run1(t, e, `{`+withCompaction("1000")+`,"store":false,"input":[`+string(cmp)+`,{"role":"user","content":"Sure?"}]}`)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"message"}, types(rec.response(t).Output), "not compacted again")
+	assert.Len(t, p.requests(), 3)
+}
