@@ -28,6 +28,17 @@ type Server struct {
 	open     map[string]bool
 	messages map[string][][]byte
 	deleted  []string
+	onPost   func(id string)
+}
+
+// OnPost sets fn to be called after each message posted to a connection
+// (its id), once Messages holds it, and after each DeleteConnection: a
+// test relaying the messages to a client learns when to read them. fn
+// runs with the Server locked: it must not call the Server, nor block.
+func (s *Server) OnPost(fn func(id string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onPost = fn
 }
 
 // Start starts a Server on a loopback port with no connection open.
@@ -93,10 +104,16 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.messages[id] = append(s.messages[id], body)
+		if s.onPost != nil {
+			s.onPost(id)
+		}
 		w.WriteHeader(http.StatusOK)
 	case http.MethodDelete:
 		delete(s.open, id)
 		s.deleted = append(s.deleted, id)
+		if s.onPost != nil {
+			s.onPost(id)
+		}
 		w.WriteHeader(http.StatusNoContent)
 	case http.MethodGet:
 		w.Header().Set("Content-Type", "application/json")
