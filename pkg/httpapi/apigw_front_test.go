@@ -25,6 +25,7 @@ import (
 	"github.com/lambent/lambent/internal/testing/dynamotest"
 	"github.com/lambent/lambent/internal/testing/fakeapigw"
 	"github.com/lambent/lambent/internal/testing/fakesqs"
+	"github.com/lambent/lambent/internal/testing/logbuf"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/awsjson"
 	"github.com/lambent/lambent/pkg/tenant"
@@ -97,6 +98,8 @@ func newAPIGWFront(t *testing.T, g *gateway, keys map[string]string) *apigwFront
 	creds := credentials.NewStaticCredentialsProvider("AKID", "SECRET", "")
 	sqsClient, err := awsjson.NewSQS(aws.Config{Region: "us-east-1", Credentials: creds, BaseEndpoint: aws.String(f.queue.URL)})
 	require.NoError(t, err)
+	// The handler's errors are shown when the test fails.
+	var logs logbuf.Buffer
 	f.h, err = apigw.New(apigw.Config{
 		Service:     g.app.Engine,
 		Connections: conns,
@@ -105,7 +108,7 @@ func newAPIGWFront(t *testing.T, g *gateway, keys map[string]string) *apigwFront
 		QueueURL:    f.queue.URL + "/123456789012/lambent-websocket.fifo",
 		Tenants:     tenant.Rule{Keys: tenant.NewKeyring(keys)},
 		Endpoint:    f.mgmt.URL + "/" + apigwStage,
-		Logger:      slog.New(slog.DiscardHandler),
+		Logger:      slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError})),
 	})
 	require.NoError(t, err)
 
@@ -115,6 +118,9 @@ func newAPIGWFront(t *testing.T, g *gateway, keys map[string]string) *apigwFront
 		// The connections' goroutines and the queue's workers are done
 		// before the servers they call close.
 		f.wg.Wait()
+		if t.Failed() {
+			t.Logf("the handler's errors:\n%s", logs.String())
+		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		require.Empty(t, f.failures, "batch item failures")
