@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -300,57 +299,7 @@ func TestAPIGatewayWebSocketLanesOpenAINode(t *testing.T) {
 	model, waitedOut := overlapModel()
 	g := newGateway(t, model, nil)
 	f := newAPIGWFront(t, g, map[string]string{wsKeyA: "acme"})
-	type terminal struct {
-		Type, Text, ID, Code string
-		StreamID             *string `json:"stream_id"`
-		SequenceNumber       *int64  `json:"sequence_number"`
-		Steer                *struct {
-			Input              string `json:"input"`
-			PreviousResponseID string `json:"previous_response_id"`
-		}
-	}
-	var got struct {
-		Errors    []string
-		Terminals []terminal
-		Counts    map[string]int
-		SDKErrors int
-	}
-	start := time.Now()
-	runJS(t, dir, "lanes_ws.mjs", f.URL(), &got, wsKeyA)
-	t.Logf("client ran %s", time.Since(start))
-	require.Empty(t, got.Errors)
-	require.False(t, waitedOut.Load(), "lane B's response did not reach the model while lane A's waited there")
-	require.Len(t, got.Terminals, 8, "%+v", got.Terminals)
-	lane := func(i int) string {
-		require.NotNil(t, got.Terminals[i].StreamID, "terminal %d has no stream_id: %+v", i, got.Terminals[i])
-		return *got.Terminals[i].StreamID
-	}
-	for i, want := range []struct{ lane, text string }{
-		{"lane-a", "Hello from Lambent."}, {"lane-b", "Hello from Lambent."},
-		{"lane-a", "Your name is Ann."}, {"lane-b", "Your name is Bob."},
-		{"lane-c", "Your name is Ann."},
-	} {
-		require.Equal(t, "response.completed", got.Terminals[i].Type, "terminal %d: %+v", i, got.Terminals[i])
-		require.Equal(t, want.lane, lane(i))
-		require.Equal(t, want.text, got.Terminals[i].Text, "terminal %d", i)
-	}
-	require.Equal(t, "error", got.Terminals[5].Type)
-	require.Equal(t, "previous_response_not_found", got.Terminals[5].Code)
-	require.Equal(t, "lane-a", lane(5))
-	require.Equal(t, 1, got.SDKErrors, "the SDK reports the error event")
-
-	steer := got.Terminals[6]
-	require.Equal(t, "response.steer.failed", steer.Type)
-	require.Equal(t, "steering_not_supported", steer.Code)
-	require.Equal(t, "lane-b", lane(6))
-	require.Equal(t, "Be brief.", steer.Steer.Input)
-	require.Equal(t, got.Terminals[3].ID, steer.Steer.PreviousResponseID)
-	require.NotNil(t, steer.SequenceNumber)
-
-	require.Equal(t, "response.completed", got.Terminals[7].Type)
-	require.Nil(t, got.Terminals[7].StreamID)
-	require.Positive(t, got.Counts[""], "the turn without stream_id")
-	require.Positive(t, got.Counts["lane-c"])
+	lanesOpenAINode(t, dir, f.URL(), waitedOut)
 
 	// The seven response.create went to the queue (the steer was answered
 	// by $default): lanes A, B and C each a message group of the

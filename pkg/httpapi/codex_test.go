@@ -296,12 +296,7 @@ func TestCodexCLI(t *testing.T) {
 
 	var thread string
 	t.Run("tool loop", func(t *testing.T) {
-		evs := codex.exec("run the command")
-		cmds := items(evs, "command_execution")
-		require.Len(t, cmds, 1, "events: %+v", evs)
-		require.Contains(t, cmds[0].Item.AggregatedOutput, "lambent-42")
-		require.Contains(t, answer(evs), "lambent-42")
-		thread = threadID(evs)
+		thread = threadID(codex.toolLoop())
 		require.NotEmpty(t, thread)
 	})
 
@@ -344,4 +339,17 @@ func TestCodexCLI(t *testing.T) {
 			require.NotContains(t, name, "web_search")
 		}
 	})
+}
+
+// toolLoop runs Codex on codexTurn's "run the command": one
+// command_execution whose output, lambent-42, the answer repeats. It
+// returns the run's events.
+func (c *codexCLI) toolLoop() []codexEvent {
+	c.t.Helper()
+	evs := c.exec("run the command")
+	cmds := items(evs, "command_execution")
+	require.Len(c.t, cmds, 1, "events: %+v", evs)
+	require.Contains(c.t, cmds[0].Item.AggregatedOutput, "lambent-42")
+	require.Contains(c.t, answer(evs), "lambent-42")
+	return evs
 }

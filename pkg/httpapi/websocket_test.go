@@ -769,6 +769,15 @@ func TestWebSocketLanesOpenAINode(t *testing.T) {
 	dir := jsClients(t)
 	model, waitedOut := overlapModel()
 	g := newGateway(t, model, map[string]string{"LAMBENT_API_KEYS": "acme=" + wsKeyA})
+	lanesOpenAINode(t, dir, g.srv.URL+"/v1", waitedOut)
+}
+
+// lanesOpenAINode runs lanes_ws.mjs (the npm openai SDK's ResponsesWS) against
+// the WebSocket API at baseURL and checks what its lanes got: the local
+// server's and the AWS front door's tests expect the same. waitedOut
+// is overlapModel's.
+func lanesOpenAINode(t *testing.T, dir, baseURL string, waitedOut *atomic.Bool) {
+	t.Helper()
 	type terminal struct {
 		Type, Text, ID, Code string
 		StreamID             *string `json:"stream_id"`
@@ -784,10 +793,10 @@ func TestWebSocketLanesOpenAINode(t *testing.T) {
 		Counts    map[string]int
 		SDKErrors int
 	}
-	runJS(t, dir, "lanes_ws.mjs", g.srv.URL+"/v1", &got, wsKeyA)
+	runJS(t, dir, "lanes_ws.mjs", baseURL, &got, wsKeyA)
 	require.Empty(t, got.Errors)
 	require.False(t, waitedOut.Load(), "lane B's response did not reach the model while lane A's waited there")
-	require.Len(t, got.Terminals, 8)
+	require.Len(t, got.Terminals, 8, "%+v", got.Terminals)
 	lane := func(i int) string {
 		require.NotNil(t, got.Terminals[i].StreamID, "terminal %d has no stream_id: %+v", i, got.Terminals[i])
 		return *got.Terminals[i].StreamID
