@@ -34,6 +34,8 @@ type codexCLI struct {
 	// retries is how many times Codex retries a failed request or stream
 	// (retry): each retry's "Reconnecting..." error event is expected.
 	retries int
+	// env is added to the environment of every Codex process.
+	env []string
 }
 
 // newCodex installs the pinned Codex CLI (once, into the cache) and
@@ -88,6 +90,11 @@ func (c *codexCLI) editConfig(old, replacement string) {
 	require.NoError(c.t, os.WriteFile(path, b, 0o600))
 }
 
+// environ is the environment of a Codex process.
+func (c *codexCLI) environ() []string {
+	return append(append(os.Environ(), "CODEX_HOME="+c.home, "RUST_LOG=error", "NO_COLOR=1"), c.env...)
+}
+
 // codexEvent is one line of `codex exec --json`.
 type codexEvent struct {
 	Type     string `json:"type"`
@@ -120,7 +127,7 @@ func (c *codexCLI) run(args ...string) ([]codexEvent, string, error) {
 	c.t.Helper()
 	cmd := exec.Command(c.bin, append([]string{"exec", "--json", "--skip-git-repo-check"}, args...)...)
 	cmd.Dir = c.work
-	cmd.Env = append(os.Environ(), "CODEX_HOME="+c.home, "RUST_LOG=error", "NO_COLOR=1")
+	cmd.Env = c.environ()
 	cmd.Stdin = strings.NewReader("")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

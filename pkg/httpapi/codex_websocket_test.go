@@ -402,7 +402,7 @@ func (c *codexCLI) session() *codexSession {
 	c.t.Helper()
 	cmd := exec.Command(c.bin, "app-server")
 	cmd.Dir = c.work
-	cmd.Env = append(os.Environ(), "CODEX_HOME="+c.home, "RUST_LOG=error", "NO_COLOR=1")
+	cmd.Env = c.environ()
 	in, err := cmd.StdinPipe()
 	require.NoError(c.t, err)
 	out, err := cmd.StdoutPipe()
@@ -517,4 +517,44 @@ func (s *codexSession) turn(text string) string {
 	}
 	require.FailNow(s.t, fmt.Sprintf("turn %q did not complete", text))
 	return ""
+}
+
+// Codex's built-in "openai" provider pointed at the gateway with
+// openai_base_url (how most users set Codex up: no provider entry) and
+// its API key from CODEX_API_KEY (what `codex exec` reads). That provider talks WebSocket mode by
+// default; its tool loop's turns continue on one connection, and the key
+// reaches the gateway, which requires one.
+func TestCodexCLIBuiltinOpenAIProvider(t *testing.T) {
+	t.Parallel()
+	const key = "sk-codex-0123456789abcdef"
+	g := newGateway(t, fakellm.NewHandler(codexTurn), map[string]string{"LAMBENT_API_KEYS": "acme=" + key})
+	front := newWSFront(t, g.srv.URL)
+	codex := newCodex(t, front.srv.URL+"/v1", nil)
+	path := filepath.Join(codex.home, "config.toml")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	cfg, _, ok := strings.Cut(string(b), "[model_providers.lambent]")
+	require.True(t, ok)
+	cfg = fmt.Sprintf("openai_base_url = %q\n", front.srv.URL+"/v1") + strings.Replace(cfg, "model_provider = \"lambent\"\n", "", 1)
+	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
+	codex.env = []string{"CODEX_API_KEY=" + key}
+
+	evs := codex.exec("say hello")
+	require.Equal(t, "Hello from Lambent.", answer(evs))
+	codex.toolLoop()
+
+	conns := front.connections()
+	require.Len(t, conns, 2, "one WebSocket per codex process")
+	creates, ids := conns[1].creates(), conns[1].responseIDs()
+	require.GreaterOrEqual(t, len(creates), 2)
+	require.Len(t, ids, len(creates))
+	last := creates[len(creates)-1]
+	require.Equal(t, ids[len(ids)-2], last["previous_response_id"])
+	require.Equal(t, []string{"function_call_output"}, inputTypes(last))
+	for i, c := range conns {
+		require.Empty(t, c.errors(), "connection %d", i)
+	}
+	for _, r := range front.requests() {
+		require.Equal(t, "GET /v1/models", r, "Codex fell back to HTTP")
+	}
 }
