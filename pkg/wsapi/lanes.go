@@ -42,12 +42,16 @@ func newLanes(ctx context.Context, sess *Session, fail context.CancelFunc, maxQu
 
 // offer runs m on lane, at once when the lane is idle, else after the
 // messages queued on it; false when the lane's queue is full, or the lane
-// is idle and MaxLanes+1 lanes are busy.
+// is idle and MaxLanes+1 lanes are busy. A message offered once the
+// connection has ended (or the queued ones are dropped) is dropped: the
+// caller may have taken it from the client just before the end.
 func (l *lanes) offer(lane string, m Message) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	q, busy := l.busy[lane]
 	switch {
+	case l.dropped || l.ctx.Err() != nil:
+		return true
 	case busy && l.queued >= l.max, !busy && len(l.busy) > MaxLanes:
 		return false
 	case busy:
