@@ -160,8 +160,9 @@ func (k *Keyring) Open(tenant, blob string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("%w: sealed with key %q, which this gateway does not hold", ErrInvalid, truncate(id, maxKeyID))
 	}
+	// Decoders skip line breaks: refused, so that a blob has one spelling.
 	b, err := base64.RawURLEncoding.DecodeString(payload)
-	if err != nil {
+	if err != nil || strings.ContainsAny(payload, "\r\n") {
 		return "", fmt.Errorf("%w: not base64url", ErrInvalid)
 	}
 	if len(b) < aead.NonceSize()+aead.Overhead() {

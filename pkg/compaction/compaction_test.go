@@ -179,3 +179,15 @@ func TestParseKeysQuotesNoKey(t *testing.T) {
 		t.Fatalf("the error quotes the key: %v", err)
 	}
 }
+
+// A blob is one string: the same payload with line breaks inserted (which
+// base64 decoders skip) does not open, so one sealed summary cannot be
+// sent as many different strings.
+func TestLineBreaksAreRejected(t *testing.T) {
+	k := keyring(t, key("k1", 1))
+	blob := mustSeal(t, k, "acme", "summary")
+	for _, br := range []string{"\n", "\r", "\r\n"} {
+		wantInvalid(t, k, "acme", blob[:len(blob)-4]+br+blob[len(blob)-4:], "line break")
+		wantInvalid(t, k, "acme", blob+br, "trailing line break")
+	}
+}
