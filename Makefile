@@ -78,7 +78,8 @@ load:
 ## fuzz: run each fuzz target for FUZZTIME (default 20s)
 FUZZTIME ?= 20s
 FUZZ_TARGETS = FuzzDecodeCreateRequest:./pkg/api/ FuzzHandleMessage:./pkg/wsapi/ FuzzDecodeInputTokensRequest:./pkg/api/ FuzzDecodeChunk:./pkg/provider/openai/ FuzzChunkDecoders:./pkg/provider/openai/ \
-	FuzzEvaluate:./pkg/tools/calculator/
+	FuzzEvaluate:./pkg/tools/calculator/ FuzzDecodeCompactRequest:./pkg/api/ FuzzDecodeConversation:./pkg/api/ \
+	FuzzUnmarshalMatchesEncodingJSON:./pkg/api/ FuzzOpen:./pkg/compaction/
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -168,3 +168,69 @@ func FuzzUnmarshalMatchesEncodingJSON(f *testing.F) {
 		check(body, 6)
 	})
 }
+
+// FuzzDecodeCompactRequest: any body of POST /v1/responses/compact either
+// decodes into a request with input or previous_response_id whose input
+// marshals, or fails with a 4xx *Error in the OpenAI error shape; never a
+// panic. Its corpus is the create request's, with the compact ones.
+func FuzzDecodeCompactRequest(f *testing.F) {
+	addCreateSeeds(f)
+	f.Add([]byte(`{"model":"m","input":[{"role":"user","content":"x"}],"instructions":"i","prompt_cache_key":"k"}`))
+	f.Add([]byte(`{"model":"m","previous_response_id":"resp_1","service_tier":"auto"}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := DecodeCompactRequest(body)
+		if err != nil {
+			requireClientError(t, err)
+			return
+		}
+		if len(req.Input) == 0 && req.PreviousResponseID == "" {
+			t.Fatalf("compact request without input or previous_response_id accepted: %s", body)
+		}
+		if _, err := json.Marshal(req.Input); err != nil {
+			t.Fatalf("decoded input does not marshal: %v", err)
+		}
+	})
+}
+
+// FuzzDecodeConversation: any body of the Conversations API's writes
+// (create, add items, update metadata) either decodes into items that
+// marshal and metadata within its limits, or fails with a 4xx *Error in
+// the OpenAI error shape; never a panic.
+func FuzzDecodeConversation(f *testing.F) {
+	for _, s := range []string{
+		``, `{}`, `{"items":null,"metadata":null}`, `{"metadata":{"a":"b"}}`, `{"metadata":{"a":null}}`,
+		`{"items":[{"role":"user","content":"hi"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"t"}]}]}`,
+		`{"items":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"o"}]}`,
+		`{"items":[]}`, `{"items":{}}`, `{"items":[{"type":"item_reference","id":"msg_1"}]}`, `{"x":1}`, `[]`, `null`, `{"metadata":"x"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkItems := func(items []Item) {
+			if _, err := json.Marshal(items); err != nil {
+				t.Fatalf("decoded items do not marshal: %v", err)
+			}
+		}
+		if c, err := DecodeConversationCreate(body); err != nil {
+			requireClientError(t, err)
+		} else {
+			checkItems(c.Items)
+			if err := ValidateMetadata(c.Metadata); err != nil {
+				t.Fatalf("decoded metadata does not validate: %v", err)
+			}
+		}
+		if c, err := DecodeConversationItems(body); err != nil {
+			requireClientError(t, err)
+		} else {
+			if len(c.Items) == 0 {
+				t.Fatalf("no items accepted: %s", body)
+			}
+			checkItems(c.Items)
+		}
+		if m, err := DecodeMetadataUpdate(body); err != nil {
+			requireClientError(t, err)
+		} else if err := ValidateMetadata(m); err != nil {
+			t.Fatalf("decoded metadata does not validate: %v", err)
+		}
+	})
+}

@@ -191,3 +191,33 @@ func TestLineBreaksAreRejected(t *testing.T) {
 		wantInvalid(t, k, "acme", blob+br, "trailing line break")
 	}
 }
+
+// FuzzOpen: any blob a client sends back either opens to what was sealed
+// for its tenant (only "summary" for acme is ever sealed with these fixed
+// keys, in every fuzzing process), or fails with ErrInvalid; never a
+// panic.
+func FuzzOpen(f *testing.F) {
+	k, err := NewKeyring(key("k1", 1), key("k2", 2))
+	if err != nil {
+		f.Fatal(err)
+	}
+	sealed, err := k.Seal("acme", "summary")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{sealed, sealed + "\n", "k2." + sealed[3:], "", ".", "k1.", "k1.AAAA", "k3.AAAA", "k1.!!"} {
+		f.Add("acme", s)
+	}
+	f.Add("globex", sealed)
+	f.Fuzz(func(t *testing.T, tenant, blob string) {
+		got, err := k.Open(tenant, blob)
+		switch {
+		case err != nil:
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Open(%q) = %v, not ErrInvalid", blob, err)
+			}
+		case tenant != "acme" || got != "summary":
+			t.Fatalf("Open(%q, %q) = %q: opened what was not sealed so", tenant, blob, got)
+		}
+	})
+}
