@@ -259,6 +259,11 @@ func NewLocal(n int, run func(ctx context.Context, id string) error, log *slog.L
 				case <-ctx.Done():
 					return
 				case <-l.ready:
+					// A job taken as Close began (the select picks
+					// either) is dropped with the queue, not started.
+					if ctx.Err() != nil {
+						return
+					}
 					l.runNext(ctx)
 				}
 			}
@@ -330,7 +335,7 @@ func (l *Local) Enqueue(ctx context.Context, j engine.Job) error {
 }
 
 // Close stops the workers, cancelling running jobs (their responses resume
-// when enqueued again).
+// when enqueued again) and dropping the queued ones.
 func (l *Local) Close() {
 	l.cancel()
 	l.wg.Wait()

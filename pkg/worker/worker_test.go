@@ -377,3 +377,32 @@ func TestLocalQueueFairAcrossTenants(t *testing.T) {
 	release("a1")
 	assert.Equal(t, "b1", next(), "the job a worker runs next, tenant a running one and b none")
 }
+
+// Close starts no queued job: a worker that takes a job from the queue
+// once Close has cancelled the workers drops it (the queue is in memory:
+// its jobs are gone with it) instead of running it for a process that is
+// stopping. A worker that comes free as Close begins could take the next
+// job as well as see the end (a select picks either at random).
+func TestLocalQueueCloseStartsNoQueuedJob(t *testing.T) {
+	t.Parallel()
+	started := make(chan string, 2)
+	l := worker.NewLocal(1, func(ctx context.Context, id string) error {
+		started <- id
+		if id == "running" {
+			<-ctx.Done() // returns once Close has cancelled it
+		}
+		return nil
+	}, app.Logger(app.Config{Server: app.ServerConfig{LogLevel: "error"}}, io.Discard))
+	require.NoError(t, l.Enqueue(context.Background(), engine.Job{ResponseID: "running"}))
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job did not start")
+	}
+	require.NoError(t, l.Enqueue(context.Background(), engine.Job{ResponseID: "queued"}))
+	l.Close()
+	close(started)
+	for id := range started {
+		t.Errorf("job %q started after Close", id)
+	}
+}
