@@ -227,6 +227,7 @@ type Local struct {
 	seq     uint64                // the next job's arrival number
 	ready   chan struct{}         // a token per queued job
 	wg      sync.WaitGroup
+	ctx     context.Context // ended by Close
 	cancel  context.CancelFunc
 	run     func(ctx context.Context, id string) error
 	log     *slog.Logger
@@ -249,7 +250,7 @@ func NewLocal(n int, run func(ctx context.Context, id string) error, log *slog.L
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Local{waiting: map[string][]localJob{}, running: map[string]int{}, ready: make(chan struct{}, localQueueSize),
-		cancel: cancel, run: run, log: log}
+		ctx: ctx, cancel: cancel, run: run, log: log}
 	for i := 0; i < n; i++ {
 		l.wg.Add(1)
 		go func() {
@@ -324,6 +325,9 @@ func (l *Local) Enqueue(ctx context.Context, j engine.Job) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.ctx.Err() != nil {
+		return errors.New("worker: local queue is closed")
+	}
 	select {
 	case l.ready <- struct{}{}:
 	default:

@@ -406,3 +406,12 @@ func TestLocalQueueCloseStartsNoQueuedJob(t *testing.T) {
 		t.Errorf("job %q started after Close", id)
 	}
 }
+
+// Enqueue fails once the queue is closed: no worker would run the job
+// (a hand-off as the process stops must not count as done).
+func TestLocalQueueEnqueueAfterClose(t *testing.T) {
+	t.Parallel()
+	l := worker.NewLocal(1, func(context.Context, string) error { return nil }, app.Logger(app.Config{Server: app.ServerConfig{LogLevel: "error"}}, io.Discard))
+	l.Close()
+	require.Error(t, l.Enqueue(context.Background(), engine.Job{ResponseID: "late"}))
+}
