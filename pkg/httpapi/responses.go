@@ -49,6 +49,9 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) error {
 	rw := &responseWriter{h: h, w: w}
 	defer rw.release()
 	pw := pacing.New(rw, h.pacing)
+	// Also on a panic, which httpapi recovers: the pacer's timer must not
+	// write to w (nor take a buffer back into rw) once the handler returned.
+	defer pw.Close()
 	err = create(r.Context(), req, pw)
 	// The pacing stops: what rw still buffers (the terminal event) goes
 	// out with the end of the stream.
@@ -123,6 +126,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) error {
 		rw := &responseWriter{h: h, w: w}
 		defer rw.release()
 		pw := pacing.New(rw, h.pacing)
+		defer pw.Close() // also on a panic, as in create
 		err := h.svc.StreamResponse(r.Context(), id, after, pw)
 		pw.Close()
 		if err != nil {
