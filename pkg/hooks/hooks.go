@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -356,6 +357,12 @@ func (d *Dispatcher) Flush(ctx context.Context) error {
 	case <-c:
 		return nil
 	case <-ctx.Done():
+		// Its waiter goes (when done has not closed it meanwhile): the
+		// deliveries may stay pending for long, and every flush that
+		// gives up would leave one more.
+		d.mu.Lock()
+		d.idle = slices.DeleteFunc(d.idle, func(w chan struct{}) bool { return w == c })
+		d.mu.Unlock()
 		return fmt.Errorf("hooks: flush: %w", ctx.Err())
 	}
 }
