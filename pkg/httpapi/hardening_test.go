@@ -534,6 +534,47 @@ func TestTenantInFlightLimit(t *testing.T) {
 	ws.create(`{"type":"response.create","input":"hi"}`)
 }
 
+// The in-process queue of a local run's background jobs is shared by the
+// tenants, but one tenant's queued jobs cannot fill it: a background create
+// holds its tenant's in-flight slot only until its job is queued, so a
+// tenant could queue any number of jobs behind a long run (1,024 filled the
+// queue, and another tenant's background create failed with a 500
+// enqueue_failed). A tenant may have at most half of the queue waiting.
+func TestLocalQueueShareOfATenant(t *testing.T) {
+	t.Parallel()
+	block := make(chan struct{})
+	defer close(block)
+	entered := make(chan struct{}, 1)
+	fake := fakellm.NewHandler(func(req fakellm.Request) fakellm.Turn {
+		if strings.Contains(req.Messages[len(req.Messages)-1].Content.String(), "slow") {
+			select {
+			case entered <- struct{}{}:
+			default:
+			}
+			return fakellm.Turn{Text: "Slow answer.", Block: block}
+		}
+		return fakellm.Turn{Text: "hi"}
+	})
+	g := newGateway(t, fake, map[string]string{"LAMBENT_API_KEYS": "acme=" + wsKeyA + ",globex=" + wsKeyB, "LAMBENT_LOCAL_WORKERS": "1"})
+	status, _, b := g.postAs(wsKeyA, `{"input":"slow","background":true}`)
+	require.Equal(t, http.StatusOK, status, "%s", b)
+	<-entered // the only worker runs acme's first job until the test ends
+
+	queued := 0
+	for range 1024 {
+		status, _, b := g.postAs(wsKeyA, `{"input":"hi","background":true}`)
+		if status != http.StatusOK {
+			wantError(t, status, b, http.StatusInternalServerError, "-", "server_error")
+			break
+		}
+		queued++
+	}
+	assert.Equal(t, 512, queued, "acme's jobs queued: half of the queue")
+
+	status, _, b = g.postAs(wsKeyB, `{"input":"hi","background":true}`)
+	require.Equal(t, http.StatusOK, status, "another tenant's background create: %s", b)
+}
+
 // A model provider's 429 reaches the client: a 429 rate_limit_exceeded
 // with the provider's Retry-After, streamed or not (a stream the provider
 // refuses before it began gets the HTTP error, as OpenAI's does).

@@ -219,7 +219,8 @@ func (h *Handler) log() *slog.Logger {
 // pool of goroutines that run it through the same worker code as Lambda.
 // The pool is shared fairly by the tenants: a worker that comes free runs
 // the oldest job of the tenant running the fewest jobs, so a tenant that
-// queued many long jobs does not hold the others' behind all of them.
+// queued many long jobs does not hold the others' behind all of them; and
+// a tenant may have at most half of the queue waiting (localTenantShare).
 type Local struct {
 	mu      sync.Mutex
 	waiting map[string][]localJob // queued jobs by tenant, oldest first
@@ -241,6 +242,12 @@ type localJob struct {
 
 // localQueueSize bounds the jobs the in-process queue holds.
 const localQueueSize = 1024
+
+// localTenantShare bounds the jobs one tenant may have waiting: half of the
+// queue, so that one tenant's jobs never fill it for the others (a
+// background create holds its tenant's in-flight slot only until its job
+// is queued, so the in-flight cap does not bound a tenant's queued jobs).
+const localTenantShare = localQueueSize / 2
 
 // NewLocal starts n workers running jobs with run (engine.RunBackground).
 // Close stops them.
@@ -318,7 +325,8 @@ func (l *Local) done(t string) {
 	}
 }
 
-// Enqueue queues a job; it fails when the queue is full or closed.
+// Enqueue queues a job; it fails when the queue is full or closed, or when
+// the job's tenant has localTenantShare jobs waiting.
 func (l *Local) Enqueue(ctx context.Context, j engine.Job) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -327,6 +335,9 @@ func (l *Local) Enqueue(ctx context.Context, j engine.Job) error {
 	defer l.mu.Unlock()
 	if l.ctx.Err() != nil {
 		return errors.New("worker: local queue is closed")
+	}
+	if len(l.waiting[j.Tenant]) >= localTenantShare {
+		return errors.New("worker: this tenant's share of the local queue is full")
 	}
 	select {
 	case l.ready <- struct{}{}:
