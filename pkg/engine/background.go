@@ -96,6 +96,12 @@ func (e *Engine) queueBackground(ctx context.Context, req *api.CreateResponseReq
 	}
 	id := rec.Response.ID
 	if err := e.cfg.Background.Queue.Enqueue(ctx, Job{ResponseID: id, Tenant: tenant.From(ctx)}); err != nil {
+		// A queue's refusal of the client (its share of the queue is
+		// full: a 429) is the client's answer; any other failure a 500.
+		if ae, ok := errors.AsType[*api.Error](err); ok && ae.Status < 500 {
+			_ = e.failBackground(ctx, rec, ae)
+			return nil, ae
+		}
 		e.log.ErrorContext(ctx, "enqueue failed", "response_id", id, "err", err)
 		qe := api.ServerError(err, "The background job could not be queued.")
 		qe.Code = "enqueue_failed"

@@ -564,7 +564,7 @@ func TestLocalQueueShareOfATenant(t *testing.T) {
 	for range 1024 {
 		status, _, b := g.postAs(wsKeyA, `{"input":"hi","background":true}`)
 		if status != http.StatusOK {
-			wantError(t, status, b, http.StatusInternalServerError, "-", "server_error")
+			wantError(t, status, b, http.StatusTooManyRequests, "-", "rate_limit_exceeded")
 			break
 		}
 		queued++

@@ -325,8 +325,9 @@ func (l *Local) done(t string) {
 	}
 }
 
-// Enqueue queues a job; it fails when the queue is full or closed, or when
-// the job's tenant has localTenantShare jobs waiting.
+// Enqueue queues a job; it fails when the queue is full or closed, and
+// with a 429 (*api.Error) when the job's tenant has localTenantShare jobs
+// waiting.
 func (l *Local) Enqueue(ctx context.Context, j engine.Job) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -337,7 +338,7 @@ func (l *Local) Enqueue(ctx context.Context, j engine.Job) error {
 		return errors.New("worker: local queue is closed")
 	}
 	if len(l.waiting[j.Tenant]) >= localTenantShare {
-		return errors.New("worker: this tenant's share of the local queue is full")
+		return api.RateLimited("2", nil, "Too many background responses are queued for this API key; retry when some have run.")
 	}
 	select {
 	case l.ready <- struct{}{}:
