@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -124,3 +125,79 @@ func TestCheckBoundsEvaluations(t *testing.T) {
 	text.WriteString("]")
 	assert.Nil(t, schemacheck.Check(rows, text.String(), "the output"))
 }
+
+// The work of a check is bounded by the evaluations budget whatever the
+// schema's keywords cost at each evaluation: an enum (or const) is
+// compared with the value, each number of it as an exact rational (about
+// a microsecond), and a pattern runs over the string in time its length
+// times the expression's size. Within the request limits (1,000 enum
+// values, 50,000 of patterns), 20 KB of output took 6 s against a number
+// enum, a 4,000-character string 2 s against a pattern, and both grow
+// with the output (an enum of arrays compares each of their numbers): such
+// a text is not validated (a line says why), at once. Enums, consts and
+// patterns of ordinary size validate as before.
+func TestCheckBoundsKeywordCost(t *testing.T) {
+	numbers := make([]string, 1000)
+	for i := range numbers {
+		numbers[i] = fmt.Sprint(10_000 + i)
+	}
+	bigPattern := "^" + strings.Repeat("[a-z]{0,1000}", 49) + "x$"
+	many := func(n int, v string) string { return "[" + strings.TrimSuffix(strings.Repeat(v+",", n), ",") + "]" }
+	long := strings.Repeat("a", 4000)
+	// 100 arrays of 100 numbers that differ from the output's only in
+	// their last.
+	arrays := make([]string, 100)
+	for i := range arrays {
+		arrays[i] = strings.TrimSuffix(many(99, "1"), "]") + fmt.Sprintf(",%d]", i+2)
+	}
+	for _, c := range []struct{ name, schema, text string }{
+		{"number enum", `{"type":"array","items":{"enum":[` + strings.Join(numbers, ",") + `]}}`, many(10_000, "1")},
+		{"enum of arrays", `{"type":"array","items":{"enum":[` + strings.Join(arrays, ",") + `]}}`, many(1000, many(100, "1"))},
+		{"pattern", fmt.Sprintf(`{"type":"array","items":{"type":"string","pattern":%q}}`, bigPattern), `["` + long + `"]`},
+		{"pattern properties", fmt.Sprintf(`{"type":"object","patternProperties":{%q:{}}}`, bigPattern), `{"` + long + `":1}`},
+		{"property names", fmt.Sprintf(`{"type":"object","propertyNames":{"pattern":%q}}`, bigPattern), `{"` + long + `":1}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := schemacheck.Compile(json.RawMessage(c.schema), schemaPatterns)
+			require.NoError(t, err)
+			done := make(chan []string, 1)
+			go func() { done <- schemacheck.Check(s, c.text, "the output") }()
+			var errs []string
+			select {
+			case errs = <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the check still runs after 20 s: its work is not bounded")
+			}
+			require.Len(t, errs, 1)
+			assert.Equal(t, fmt.Sprintf("the output cannot be validated against this schema: it would take more than %d evaluations of its subschemas (and %d for each value of the output)",
+				schemacheck.MaxEvaluations, schemacheck.EvaluationsPerValue), errs[0])
+		})
+	}
+
+	// Ordinary ones: a string enum of 1,000 against 10,000 values, a
+	// number enum of 20, a const object, a short pattern over 1 MB, a
+	// pattern property and property names over keys of an identifier's size.
+	strs := make([]string, 1000)
+	for i := range strs {
+		strs[i] = fmt.Sprintf(`"v%d"`, i)
+	}
+	for _, c := range []struct{ name, schema, text string }{
+		{"string enum", `{"type":"array","items":{"enum":[` + strings.Join(strs, ",") + `]}}`, many(10_000, `"v999"`)},
+		{"number enum", `{"type":"array","items":{"enum":[` + strings.Join(numbers[:20], ",") + `]}}`, many(10_000, "10019")},
+		{"const", `{"type":"array","items":{"const":{"a":[1,2,3],"b":"x"}}}`, many(1000, `{"b":"x","a":[1,2,3]}`)},
+		{"pattern", `{"type":"string","pattern":"^[a-z]+$"}`, `"` + strings.Repeat("a", 1<<20) + `"`},
+		{"pattern properties", `{"type":"object","patternProperties":{"^[a-z_]{1,64}$":{"type":"integer"}},"additionalProperties":false}`,
+			`{` + strings.TrimSuffix(strings.Repeat(`"some_key":1,`, 1), ",") + `,"other_key":2}`},
+		{"property names", `{"type":"object","propertyNames":{"pattern":"^[a-z]{1,100}$","enum":["abc","def"]}}`, `{"abc":1,"def":2}`},
+	} {
+		t.Run("ordinary "+c.name, func(t *testing.T) {
+			s, err := schemacheck.Compile(json.RawMessage(c.schema), schemaPatterns)
+			require.NoError(t, err)
+			assert.Nil(t, schemacheck.Check(s, c.text, "the output"))
+		})
+	}
+}
+
+// schemaPatterns is the default limit of a schema's regular expressions
+// (limits.DefaultSchemaPatterns).
+const schemaPatterns = 50_000
