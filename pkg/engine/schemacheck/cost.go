@@ -15,12 +15,16 @@ import "github.com/santhosh-tekuri/jsonschema/v6"
 // What some keywords cost at an evaluation counts in the same budget
 // (keywordCost): comparing the value with an enum's values or a const
 // (each number of them about an evaluation, the validator reads both as
-// exact rationals; each other scalar a 64th), and running a pattern over
-// a string or a key (patternProperties, propertyNames): the string's
-// length times the expression's size (regexpSize), an evaluation per
-// patternSteps. Without it, 20 KB of output cost 6 s against an enum of
-// 1,000 numbers, and a 4,000-character string 2 s against a pattern of
-// the size a request may give, each growing with the text.
+// exact rationals; each other scalar a 64th), running a pattern over a
+// string or a key (patternProperties, propertyNames): the string's length
+// times the expression's size (regexpSize), an evaluation per
+// patternSteps, and reading a string for its length or format, an
+// evaluation per stringBytes (per regexBytes for format "regex", which
+// parses it). Without it, 20 KB of output cost 6 s
+// against an enum of 1,000 numbers, a 4,000-character string 2 s against
+// a pattern of the size a request may give, and a 100 KB string 3 to 6 s
+// against a maxLength or format that 16,384 paths reach (75 s for format
+// "regex"), each growing with the text.
 const (
 	MaxEvaluations      = 1 << 16
 	EvaluationsPerValue = 64
@@ -37,6 +41,14 @@ const (
 	// patternSteps is how many characters × size of an expression one
 	// evaluation runs: about 10 ns each.
 	patternSteps = 100
+	// stringBytes is how many bytes of a string one evaluation reads for
+	// its length (minLength, maxLength) or format, a few ns each.
+	stringBytes = 256
+	// regexBytes is how many bytes of a string format "regex" parses in
+	// one evaluation (about 50 ns each): it parses the string at every
+	// evaluation that is refused (too large for the schema's patterns
+	// budget, or not an expression), and caches nothing of it.
+	regexBytes = 20
 )
 
 // pathCap is where counts of paths stop growing (they never overflow).
@@ -140,8 +152,16 @@ func (c *costCounter) keywordCost(s *jsonschema.Schema, inst any) int {
 	if s.Const != nil {
 		cost += compareCost(inst, *s.Const)
 	}
-	if str, ok := inst.(string); ok && s.Pattern != nil {
-		cost += patternCost(s.Pattern, len(str))
+	if str, ok := inst.(string); ok {
+		if s.Pattern != nil {
+			cost += patternCost(s.Pattern, len(str))
+		}
+		if s.MinLength != nil || s.MaxLength != nil || s.Format != nil || s.ContentEncoding != nil || s.ContentMediaType != nil {
+			cost += max(len(str)*evaluation/stringBytes, scalarCompare)
+		}
+		if s.Format != nil && s.Format.Name == "regex" {
+			cost += len(str) * evaluation / regexBytes
+		}
 	}
 	return cost
 }
