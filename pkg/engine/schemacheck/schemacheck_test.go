@@ -144,6 +144,10 @@ func TestCheckBoundsKeywordCost(t *testing.T) {
 	bigPattern := "^" + strings.Repeat("[a-z]{0,1000}", 49) + "x$"
 	many := func(n int, v string) string { return "[" + strings.TrimSuffix(strings.Repeat(v+",", n), ",") + "]" }
 	long := strings.Repeat("a", 4000)
+	names := make([]string, 10_000)
+	for i := range names {
+		names[i] = fmt.Sprintf(`"p%d"`, i)
+	}
 	// 100 arrays of 100 numbers that differ from the output's only in
 	// their last.
 	arrays := make([]string, 100)
@@ -160,9 +164,14 @@ func TestCheckBoundsKeywordCost(t *testing.T) {
 		// paths that reach its schema: 100 KB took 3 to 6 s, and 75 s
 		// for format regex (a string too large for a pattern is parsed
 		// again at each).
-		{"max length by many paths", paths(14, `"maxLength":10`), `"` + strings.Repeat("a", 100_000) + `"`},
-		{"format by many paths", paths(14, `"format":"email"`), `"` + strings.Repeat("a", 100_000) + `"`},
-		{"format regex by many paths", paths(14, `"format":"regex"`), `"` + strings.Repeat("a", 100_000) + `"`},
+		{"max length by many paths", paths(14, `"type":"string","maxLength":10`), `"` + strings.Repeat("a", 100_000) + `"`},
+		{"format by many paths", paths(14, `"type":"string","format":"email"`), `"` + strings.Repeat("a", 100_000) + `"`},
+		{"format regex by many paths", paths(14, `"type":"string","format":"regex"`), `"` + strings.Repeat("a", 100_000) + `"`},
+		// uniqueItems hashes every value of the array, as exact rationals,
+		// at each path (10 s for 25 KB); required looks up each of its
+		// names in each object (6.5 s for 10,000 names and objects).
+		{"unique items by many paths", paths(12, `"type":"array","uniqueItems":true`), sequence(5000)},
+		{"required", `{"type":"array","items":{"required":[` + strings.Join(names, ",") + `]}}`, many(10_000, "{}")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, err := schemacheck.Compile(json.RawMessage(c.schema), schemaPatterns)
@@ -197,8 +206,10 @@ func TestCheckBoundsKeywordCost(t *testing.T) {
 			`{` + strings.TrimSuffix(strings.Repeat(`"some_key":1,`, 1), ",") + `,"other_key":2}`},
 		{"property names", `{"type":"object","propertyNames":{"pattern":"^[a-z]{1,100}$","enum":["abc","def"]}}`, `{"abc":1,"def":2}`},
 		{"long string", `{"type":"string","maxLength":2000000,"format":"uri"}`, `"https://example.com/` + strings.Repeat("a", 1<<20) + `"`},
-		{"strings by a few paths", paths(4, `"maxLength":20000,"format":"uri"`), `"https://example.com/` + strings.Repeat("a", 10_000) + `"`},
+		{"strings by a few paths", paths(4, `"type":"string","maxLength":20000,"format":"uri"`), `"https://example.com/` + strings.Repeat("a", 10_000) + `"`},
 		{"regexes", `{"type":"array","items":{"type":"string","format":"regex"}}`, many(1000, `"^[a-z]{1,10}$"`)},
+		{"unique items", `{"type":"array","items":{"type":"integer"},"uniqueItems":true}`, strings.Replace(sequence(10_000), ",0]", "]", 1)},
+		{"required", `{"type":"array","items":{"required":["a","b","c"]}}`, many(10_000, `{"a":1,"b":2,"c":3}`)},
 	} {
 		t.Run("ordinary "+c.name, func(t *testing.T) {
 			s, err := schemacheck.Compile(json.RawMessage(c.schema), schemaPatterns)
@@ -208,14 +219,23 @@ func TestCheckBoundsKeywordCost(t *testing.T) {
 	}
 }
 
-// paths is a schema of a string with keywords kw that 2^n paths reach
+// paths is a schema of keywords kw that 2^n paths reach
 // (definitions that refer twice to the next).
 func paths(n int, kw string) string {
 	var defs strings.Builder
 	for i := 0; i < n; i++ {
 		fmt.Fprintf(&defs, `"a%d":{"anyOf":[{"$ref":"#/$defs/a%d"},{"$ref":"#/$defs/a%d"}]},`, i, i+1, i+1)
 	}
-	return `{"$ref":"#/$defs/a0","$defs":{` + defs.String() + fmt.Sprintf(`"a%d":{"type":"string",%s}}}`, n, kw)
+	return `{"$ref":"#/$defs/a0","$defs":{` + defs.String() + fmt.Sprintf(`"a%d":{%s}}}`, n, kw)
+}
+
+// sequence is an array of the integers 0 to n-1, then 0 again.
+func sequence(n int) string {
+	l := make([]string, n)
+	for i := range l {
+		l[i] = fmt.Sprint(i)
+	}
+	return "[" + strings.Join(l, ",") + ",0]"
 }
 
 // schemaPatterns is the default limit of a schema's regular expressions
