@@ -154,6 +154,7 @@ func TestItemArraysCountedBeforeDecoding(t *testing.T) {
 		{`{"role":"user","content":[`, `null`, "input[0].content"},
 		{`{"type":"function_call_output","call_id":"c","output":[`, `null`, "input[0].output"},
 		{`{"type":"mcp_list_tools","server_label":"s","tools":[`, `{}`, "input[0].tools"},
+		{`{"type":"reasoning","summary":[`, `{"type":"summary_text","text":""}`, "input[0].summary"},
 	} {
 		t.Run(c.param, func(t *testing.T) {
 			body := []byte(`{"input":[` + c.prefix + strings.Repeat(c.elem+",", size/(len(c.elem)+1)) + c.elem + `]}]}`)

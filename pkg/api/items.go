@@ -755,7 +755,7 @@ type wireItemIn struct {
 	AckChecks        json.RawMessage `json:"acknowledged_safety_checks"`
 	Output           json.RawMessage `json:"output"`
 	IsError          bool            `json:"is_error"`
-	Summary          []ContentPart   `json:"summary"`
+	Summary          json.RawMessage `json:"summary"`
 	EncryptedContent *string         `json:"encrypted_content"`
 	ServerLabel      string          `json:"server_label"`
 	Error            json.RawMessage `json:"error"`
@@ -893,7 +893,11 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 			it.OutputParts = parts
 		}
 	case ItemReasoning:
-		it.Summary = w.Summary
+		summary, err := decodeSummary(w.Summary)
+		if err != nil {
+			return err
+		}
+		it.Summary = summary
 		if w.EncryptedContent != nil {
 			it.EncryptedContent = *w.EncryptedContent
 		}
@@ -969,6 +973,27 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 		return InvalidRequest("type", "unsupported item type %q; supported: message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, shell_call, shell_call_output, apply_patch_call, apply_patch_call_output, local_shell_call, local_shell_call_output, computer_call, computer_call_output, web_search_call, tool_search_call, tool_search_output, reasoning, item_reference, mcp_call, mcp_list_tools, mcp_approval_request, mcp_approval_response, compaction, compaction_trigger", typ)
 	}
 	return nil
+}
+
+// decodeSummary decodes a reasoning item's summary: absent, null or an
+// array of parts, counted before any is decoded (checkArrayLen).
+func decodeSummary(raw json.RawMessage) ([]ContentPart, error) {
+	const param = "summary"
+	if len(raw) == 0 || isNull(raw) {
+		return nil, nil
+	}
+	if raw[0] != '[' {
+		return nil, InvalidRequest(param, "invalid type for %s: expected an array of summary parts", param)
+	}
+	if err := checkArrayLen(param, raw); err != nil {
+		return nil, err
+	}
+	return decodeElems(param, raw, func(j int, r json.RawMessage, p *ContentPart) error {
+		if err := unmarshal(r, p); err != nil {
+			return prefixParam(err, param+"["+strconv.Itoa(j)+"]")
+		}
+		return nil
+	})
 }
 
 func decodeContent(raw json.RawMessage, param string) ([]ContentPart, error) {
