@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -196,4 +197,94 @@ func allocated(f func()) uint64 {
 	f()
 	runtime.ReadMemStats(&after)
 	return after.TotalAlloc - before.TotalAlloc
+}
+
+// A content part's annotations and logprobs are counted before they are
+// decoded: 8 MB of them took 260 MB to decode in an input message (each
+// level of the item copies the 8 MB as it is: measured on the part, where
+// that is once), and a part held any number.
+func TestPartArraysCountedBeforeDecoding(t *testing.T) {
+	const size = 8 << 20
+	for _, k := range []string{"annotations", "logprobs"} {
+		t.Run(k, func(t *testing.T) {
+			body := []byte(`{"type":"output_text","text":"","` + k + `":[` + strings.Repeat("1,", size/2) + `1]}`)
+			var err error
+			alloc := allocated(func() {
+				var p ContentPart
+				err = unmarshal(body, &p)
+			})
+			var ae *Error
+			if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != "limit_exceeded" || ae.Param != k {
+				t.Errorf("8 MiB of %s: %v, want a 400 limit_exceeded of %s", k, err, k)
+			}
+			if alloc > 4*size {
+				t.Errorf("decoding allocated %d MB for a part of %d MB", alloc>>20, size>>20)
+			}
+		})
+	}
+	var p ContentPart
+	if err := unmarshal([]byte(`{"type":"output_text","text":"a","annotations":[{"type":"url_citation"}],"logprobs":[]}`), &p); err != nil || len(p.Annotations) != 1 || p.Logprobs == nil {
+		t.Fatalf("a part with annotations and logprobs: %v, %+v", err, p)
+	}
+}
+
+// A request's other arrays, and its metadata objects, are counted before
+// they are decoded too: 8 MB of include values, allowed_tools names,
+// context_management entries or metadata pairs took 176 to 356 MB to
+// refuse for their first element (or for holding over 16 pairs).
+func TestParamArraysCountedBeforeDecoding(t *testing.T) {
+	const size = 8 << 20
+	elems := func(e string) string { return strings.Repeat(e+",", size/(len(e)+1)) + e }
+	var pairs strings.Builder
+	for i := 0; pairs.Len() < size; i++ {
+		fmt.Fprintf(&pairs, `"%x":"",`, i)
+	}
+	metadata := `{` + strings.TrimSuffix(pairs.String(), ",") + `}`
+	for _, c := range []struct {
+		name, param, code string
+		decode            func() error
+	}{
+		{"include", "include", "limit_exceeded", func() error {
+			_, err := DecodeCreateRequest([]byte(`{"input":"x","include":[` + elems(`""`) + `]}`))
+			return err
+		}},
+		{"allowed_tools", "allowed_tools", "limit_exceeded", func() error {
+			_, err := DecodeCreateRequest([]byte(`{"input":"x","allowed_tools":[` + elems(`""`) + `]}`))
+			return err
+		}},
+		{"context_management", "context_management", "limit_exceeded", func() error {
+			_, err := DecodeCreateRequest([]byte(`{"input":"x","context_management":[` + elems("1") + `]}`))
+			return err
+		}},
+		{"metadata", "metadata", "object_above_max_properties", func() error {
+			_, err := DecodeCreateRequest([]byte(`{"input":"x","metadata":` + metadata + `}`))
+			return err
+		}},
+		{"conversation metadata", "metadata", "object_above_max_properties", func() error {
+			_, err := DecodeConversationCreate([]byte(`{"metadata":` + metadata + `}`))
+			return err
+		}},
+		{"conversation metadata update", "metadata", "object_above_max_properties", func() error {
+			_, err := DecodeMetadataUpdate([]byte(`{"metadata":` + metadata + `}`))
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var err error
+			alloc := allocated(func() { err = c.decode() })
+			var ae *Error
+			if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != c.code || ae.Param != c.param {
+				t.Errorf("8 MiB of %s: %v, want a 400 %s of %s", c.name, err, c.code, c.param)
+			}
+			if alloc > 8*size {
+				t.Errorf("decoding allocated %d MB for a body of %d MB", alloc>>20, size>>20)
+			}
+		})
+	}
+	// Under the count, each is checked as before: a key given 17 times is
+	// one pair.
+	body := `{"input":"x","include":["reasoning.encrypted_content"],"metadata":{` + strings.Repeat(`"k":"v",`, 17) + `"l":"v"}}`
+	if _, err := DecodeCreateRequest([]byte(body)); err != nil {
+		t.Fatal(err)
+	}
 }

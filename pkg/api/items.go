@@ -1022,17 +1022,33 @@ func decodeContent(raw json.RawMessage, param string) ([]ContentPart, error) {
 }
 
 type wirePartIn struct {
-	Type        string            `json:"type"`
-	Text        *string           `json:"text"`
-	Refusal     *string           `json:"refusal"`
-	Annotations []json.RawMessage `json:"annotations"`
-	Logprobs    []json.RawMessage `json:"logprobs"`
-	ImageURL    string            `json:"image_url"`
-	Detail      string            `json:"detail"`
-	FileID      string            `json:"file_id"`
-	FileData    string            `json:"file_data"`
-	FileURL     string            `json:"file_url"`
-	Filename    string            `json:"filename"`
+	Type        string          `json:"type"`
+	Text        *string         `json:"text"`
+	Refusal     *string         `json:"refusal"`
+	Annotations json.RawMessage `json:"annotations"`
+	Logprobs    json.RawMessage `json:"logprobs"`
+	ImageURL    string          `json:"image_url"`
+	Detail      string          `json:"detail"`
+	FileID      string          `json:"file_id"`
+	FileData    string          `json:"file_data"`
+	FileURL     string          `json:"file_url"`
+	Filename    string          `json:"filename"`
+}
+
+// decodeValues decodes a part's array of JSON values (param names it),
+// counted before any is decoded (checkArrayLen); absent or null is nil.
+func decodeValues(param string, raw json.RawMessage) ([]json.RawMessage, error) {
+	if len(raw) == 0 || isNull(raw) {
+		return nil, nil
+	}
+	if err := checkArrayLen(param, raw); err != nil {
+		return nil, err
+	}
+	var out []json.RawMessage
+	if err := unmarshal(raw, &out); err != nil {
+		return nil, InvalidRequest(param, "invalid %s: %s", param, jsonErrText(err))
+	}
+	return out, nil
 }
 
 // UnmarshalJSON decodes a content part, checking its type and required fields.
@@ -1041,7 +1057,15 @@ func (p *ContentPart) UnmarshalJSON(data []byte) error {
 	if err := unmarshal(data, &w); err != nil {
 		return InvalidRequest("", "invalid content part: %s", jsonErrText(err))
 	}
-	*p = ContentPart{Type: w.Type, Annotations: w.Annotations, Logprobs: w.Logprobs,
+	annotations, err := decodeValues("annotations", w.Annotations)
+	if err != nil {
+		return err
+	}
+	logprobs, err := decodeValues("logprobs", w.Logprobs)
+	if err != nil {
+		return err
+	}
+	*p = ContentPart{Type: w.Type, Annotations: annotations, Logprobs: logprobs,
 		ImageURL: w.ImageURL, Detail: w.Detail, FileID: w.FileID, FileData: w.FileData, FileURL: w.FileURL, Filename: w.Filename}
 	switch w.Type {
 	case PartInputText, PartOutputText, PartText, PartSummaryText, PartReasoningText:

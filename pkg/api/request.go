@@ -152,7 +152,7 @@ func paramDecoder(k string) func(r *CreateResponseRequest, v json.RawMessage) er
 	case "instructions":
 		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.Instructions })
 	case "allowed_tools":
-		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.AllowedTools })
+		return arrayDecoder(k, func(r *CreateResponseRequest) any { return &r.AllowedTools })
 	case "parallel_tool_calls":
 		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.ParallelToolCalls })
 	case "max_tool_calls":
@@ -183,7 +183,7 @@ func paramDecoder(k string) func(r *CreateResponseRequest, v json.RawMessage) er
 			return err
 		}
 	case "include":
-		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.Include })
+		return arrayDecoder(k, func(r *CreateResponseRequest) any { return &r.Include })
 	case "truncation":
 		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.Truncation })
 	case "safety_identifier":
@@ -238,6 +238,17 @@ func paramDecoder(k string) func(r *CreateResponseRequest, v json.RawMessage) er
 // fieldDecoder decodes the parameter k into the field target returns.
 func fieldDecoder(k string, target func(r *CreateResponseRequest) any) func(*CreateResponseRequest, json.RawMessage) error {
 	return func(r *CreateResponseRequest, v json.RawMessage) error { return into(k, v, target(r)) }
+}
+
+// arrayDecoder is fieldDecoder for an array parameter, whose elements are
+// counted before any is decoded (checkArrayLen).
+func arrayDecoder(k string, target func(r *CreateResponseRequest) any) func(*CreateResponseRequest, json.RawMessage) error {
+	return func(r *CreateResponseRequest, v json.RawMessage) error {
+		if err := checkArrayLen(k, v); err != nil {
+			return err
+		}
+		return into(k, v, target(r))
+	}
 }
 
 // unsupportedParam refuses the parameter k, saying why.
@@ -533,8 +544,9 @@ func checkPromptCacheOptions(v json.RawMessage) error {
 // most 2,000 items beside it).
 const MaxInputItems = 10000
 
-// arrayLen returns the number of elements of the JSON array v (valid JSON,
-// as a decoder hands it over), in one pass that builds nothing.
+// arrayLen returns the number of elements of the JSON array v (or of
+// members of the JSON object v; valid JSON, as a decoder hands it over),
+// in one pass that builds nothing.
 func arrayLen(v []byte) int {
 	var str jsonStrings
 	n, depth, empty := 0, 0, true
@@ -552,7 +564,7 @@ func arrayLen(v []byte) int {
 				n++
 			}
 		}
-		if depth >= 1 && c != ' ' && c != '\t' && c != '\n' && c != '\r' && !(depth == 1 && c == '[') {
+		if depth >= 1 && c != ' ' && c != '\t' && c != '\n' && c != '\r' && !(depth == 1 && (c == '[' || c == '{')) {
 			empty = false
 		}
 	}
@@ -562,14 +574,18 @@ func arrayLen(v []byte) int {
 	return n + 1
 }
 
-// checkArrayLen refuses the JSON array v (param names it) when it holds
-// more than MaxInputItems elements, counted before anything is built: an
+// checkArrayLen refuses the JSON array v (param names it; any other value
+// passes, for its decoder to refuse) when it holds more than MaxInputItems
+// elements, counted before anything is built: an
 // item takes ~100 times the bytes of its JSON ({"role":"user","content":
 // "a"}; ~500 bytes for a {}), so an 8 MB body of them would take ~900 MB;
 // the arrays an item holds (content parts, an mcp_list_tools item's tools)
 // were made whole, and the item decoded up to three times, before their
 // first element was found wrong.
 func checkArrayLen(param string, v []byte) error {
+	if len(v) == 0 || v[0] != '[' {
+		return nil
+	}
 	if n := arrayLen(v); n > MaxInputItems {
 		return InvalidRequestCode(param, "limit_exceeded", "the number of elements of '%s': %d is over this gateway's limit of %d.", param, n, MaxInputItems)
 	}
@@ -827,6 +843,13 @@ func (r *CreateResponseRequest) validateValues() error {
 // are strings, as the OpenAI API requires: a null value is refused, where
 // decoding into a map of strings would read it as "".
 func decodeMetadata(param string, v json.RawMessage) (map[string]string, error) {
+	// Counted before anything is built (an 8 MB object took 190 MB to
+	// refuse), far above ValidateMetadata's 16 for keys given twice.
+	if len(v) > 0 && v[0] == '{' {
+		if n := arrayLen(v); n > MaxInputItems {
+			return nil, tooManyPairs(n)
+		}
+	}
 	var raw map[string]*string
 	if err := into(param, v, &raw); err != nil || raw == nil {
 		return nil, err
@@ -845,7 +868,7 @@ func decodeMetadata(param string, v json.RawMessage) (map[string]string, error) 
 // most 16 pairs, keys of at most 64 characters, values of at most 512.
 func ValidateMetadata(md map[string]string) error {
 	if len(md) > 16 {
-		return InvalidRequestCode("metadata", "object_above_max_properties", "Invalid 'metadata': too many properties. Expected an object with at most 16 properties, but got an object with %d properties instead.", len(md))
+		return tooManyPairs(len(md))
 	}
 	if len(md) == 0 {
 		return nil
@@ -859,6 +882,11 @@ func ValidateMetadata(md map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// tooManyPairs is the error of a metadata object of n pairs, over 16.
+func tooManyPairs(n int) *Error {
+	return InvalidRequestCode("metadata", "object_above_max_properties", "Invalid 'metadata': too many properties. Expected an object with at most 16 properties, but got an object with %d properties instead.", n)
 }
 
 // ValidateInclude checks the values of an include list (param names it).
