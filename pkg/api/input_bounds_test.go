@@ -228,10 +228,11 @@ func TestPartArraysCountedBeforeDecoding(t *testing.T) {
 	}
 }
 
-// A request's other arrays, and its metadata objects, are counted before
+// A request's other arrays, and its objects of strings, are counted before
 // they are decoded too: 8 MB of include values, allowed_tools names,
-// context_management entries or metadata pairs took 176 to 356 MB to
-// refuse for their first element (or for holding over 16 pairs).
+// context_management entries or metadata pairs took 176 to 372 MB to
+// refuse for their first element (or for holding over 16 pairs), and 8 MB
+// of client_metadata, MCP headers or validators 99 to 176 MB.
 func TestParamArraysCountedBeforeDecoding(t *testing.T) {
 	const size = 8 << 20
 	elems := func(e string) string { return strings.Repeat(e+",", size/(len(e)+1)) + e }
@@ -254,6 +255,18 @@ func TestParamArraysCountedBeforeDecoding(t *testing.T) {
 		}},
 		{"context_management", "context_management", "limit_exceeded", func() error {
 			_, err := DecodeCreateRequest([]byte(`{"input":"x","context_management":[` + elems("1") + `]}`))
+			return err
+		}},
+		{"client_metadata", "client_metadata", "limit_exceeded", func() error {
+			_, err := DecodeCreateRequest([]byte(`{"input":"x","client_metadata":` + metadata + `}`))
+			return err
+		}},
+		{"mcp headers", "tools[0].headers", "limit_exceeded", func() error {
+			_, err := DecodeCreateRequest([]byte(`{"input":"x","tools":[{"type":"mcp","server_label":"a","server_url":"https://mcp.invalid","headers":` + metadata + `}]}`))
+			return err
+		}},
+		{"validators", "tools[0].validators", "limit_exceeded", func() error {
+			_, err := DecodeCreateRequest([]byte(`{"input":"x","tools":[{"type":"lambent:output","name":"o","parameters":{},"validators":[` + elems(`""`) + `]}]}`))
 			return err
 		}},
 		{"metadata", "metadata", "object_above_max_properties", func() error {

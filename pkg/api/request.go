@@ -198,6 +198,9 @@ func paramDecoder(k string) func(r *CreateResponseRequest, v json.RawMessage) er
 		// What OpenAI's own clients (Codex) send about themselves: checked
 		// to be an object of strings, then ignored.
 		return func(_ *CreateResponseRequest, v json.RawMessage) error {
+			if err := checkObjectLen(k, v); err != nil {
+				return err
+			}
 			var m map[string]string
 			return into(k, v, &m)
 		}
@@ -380,9 +383,13 @@ func countTools(v []byte) (int, error) {
 		return n, nil // decodeElems names a malformed tool
 	}
 	for i, raw := range tools {
-		inner := heldTools(raw)
+		inner, headers, validators := toolArrays(raw)
 		if n += arrayLen(inner); n > MaxTools {
 			return n, nil
+		}
+		p := "tools[" + strconv.Itoa(i) + "]"
+		if err := cmp.Or(checkObjectLen(p+".headers", headers), checkArrayLen(p+".validators", validators)); err != nil {
+			return n, err
 		}
 		var held []json.RawMessage
 		if !decodes(inner, &held) {
@@ -400,13 +407,26 @@ func countTools(v []byte) (int, error) {
 // heldTools returns the array of the tool declaration raw's "tools", nil
 // when it has none.
 func heldTools(raw json.RawMessage) json.RawMessage {
+	tools, _, _ := toolArrays(raw)
+	return tools
+}
+
+// toolArrays returns the arrays and objects of the tool declaration raw
+// that a decoder would build in full: its "tools" (nil when it has no
+// array of them), "headers" and "validators", to count first.
+func toolArrays(raw json.RawMessage) (tools, headers, validators json.RawMessage) {
 	var t struct {
-		Tools json.RawMessage `json:"tools"`
+		Tools      json.RawMessage `json:"tools"`
+		Headers    json.RawMessage `json:"headers"`
+		Validators json.RawMessage `json:"validators"`
 	}
-	if !decodes(raw, &t) || len(t.Tools) == 0 || t.Tools[0] != '[' {
-		return nil
+	if !decodes(raw, &t) {
+		return nil, nil, nil
 	}
-	return t.Tools
+	if len(t.Tools) == 0 || t.Tools[0] != '[' {
+		t.Tools = nil
+	}
+	return t.Tools, t.Headers, t.Validators
 }
 
 func (r *CreateResponseRequest) decodeTools(v json.RawMessage) error {
@@ -537,6 +557,18 @@ func checkPromptCacheOptions(v json.RawMessage) error {
 		oneOf("prompt_cache_options.mode", w.Mode, "implicit", "explicit"),
 		oneOf("prompt_cache_options.ttl", w.TTL, "30m", "12h"),
 	)
+}
+
+// checkObjectLen is checkArrayLen for the members of a JSON object (any
+// other value passes, for its decoder to refuse).
+func checkObjectLen(param string, v []byte) error {
+	if len(v) == 0 || v[0] != '{' {
+		return nil
+	}
+	if n := arrayLen(v); n > MaxInputItems {
+		return InvalidRequestCode(param, "limit_exceeded", "the number of members of '%s': %d is over this gateway's limit of %d.", param, n, MaxInputItems)
+	}
+	return nil
 }
 
 // MaxInputItems bounds the items of a request's input (a client that keeps
