@@ -335,3 +335,56 @@ func TestParamArraysCountedBeforeDecoding(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The members of a body and of the objects of fixed keys it holds are
+// counted before they are decoded: 8 MB of unknown keys took 124 MB (186
+// MB for a conversation) to refuse for the first, and an input item of
+// them 127 MB (read again as an item reference without its type).
+func TestObjectMembersCountedBeforeDecoding(t *testing.T) {
+	const size = 8 << 20
+	var pairs strings.Builder
+	for i := 0; pairs.Len() < size; i++ {
+		fmt.Fprintf(&pairs, `"%x":1,`, i)
+	}
+	members := strings.TrimSuffix(pairs.String(), ",")
+	for _, c := range []struct {
+		name, param, code string
+		decode            func() error
+	}{
+		{"create body", "", "limit_exceeded", func() error {
+			_, err := DecodeCreateRequest([]byte(`{"input":"x",` + members + `}`))
+			return err
+		}},
+		{"reasoning", "reasoning", "limit_exceeded", func() error {
+			_, err := DecodeCreateRequest([]byte(`{"input":"x","reasoning":{` + members + `}}`))
+			return err
+		}},
+		{"conversation body", "", "limit_exceeded", func() error {
+			_, err := DecodeConversationCreate([]byte(`{` + members + `}`))
+			return err
+		}},
+		{"input item", "input[0].content", "", func() error {
+			_, err := DecodeCreateRequest([]byte(`{"input":[{` + members + `}]}`))
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var err error
+			alloc := allocated(func() { err = c.decode() })
+			var ae *Error
+			if !errors.As(err, &ae) || ae.Status != 400 || c.code != "" && ae.Code != c.code || ae.Param != c.param {
+				t.Errorf("8 MiB of members: %v, want a 400 %s of %q", err, c.code, c.param)
+			}
+			if alloc > 8*size {
+				t.Errorf("decoding allocated %d MB for a body of %d MB", alloc>>20, size>>20)
+			}
+		})
+	}
+	// A key given twice is still one.
+	if _, err := DecodeCreateRequest([]byte(`{"input":"x","reasoning":{"effort":"low","effort":"high"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeCreateRequest([]byte(`{"input":[{"id":"msg_1"}],"previous_response_id":"resp_1"}`)); err != nil {
+		t.Fatalf("an item reference without its type: %v", err)
+	}
+}

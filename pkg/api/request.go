@@ -304,6 +304,9 @@ func decodeParams(body []byte, known func(string) bool) (*CreateResponseRequest,
 // decodeObject decodes a request body that must be a JSON object into its
 // fields.
 func decodeObject(body []byte) (map[string]json.RawMessage, error) {
+	if err := checkMembers("", body); err != nil {
+		return nil, err
+	}
 	fields, err := unmarshalFields(body)
 	if err != nil {
 		var ute *json.UnmarshalTypeError
@@ -335,6 +338,9 @@ func into(param string, v json.RawMessage, target any) error {
 // object decodes the JSON object v into target after checking that each
 // of its keys is one of keys; any other key is a 400 naming param.key.
 func object(param string, v json.RawMessage, target any, keys ...string) error {
+	if err := checkMembers(param, v); err != nil {
+		return err
+	}
 	fields, err := unmarshalFields(v)
 	if err != nil || fields == nil {
 		return InvalidRequestCode(param, "invalid_type", "Invalid type for '%s': expected an object.", param)
@@ -559,6 +565,25 @@ func checkPromptCacheOptions(v json.RawMessage) error {
 	)
 }
 
+// checkMembers refuses the JSON object v (a body, or an object of fixed
+// keys; param names it) of more than MaxInputItems members, counted before
+// any is decoded: each but a few is an unknown parameter, and 8 MB of them
+// took 124 to 186 MB to refuse for the first.
+func checkMembers(param string, v []byte) error {
+	v = bytes.TrimLeft(v, " \t\r\n")
+	if len(v) == 0 || v[0] != '{' {
+		return nil
+	}
+	if n := arrayLen(v); n > MaxInputItems {
+		what := "the request body"
+		if param != "" {
+			what = "'" + param + "'"
+		}
+		return InvalidRequestCode(param, "limit_exceeded", "the number of members of %s: %d is over this gateway's limit of %d.", what, n, MaxInputItems)
+	}
+	return nil
+}
+
 // checkObjectLen is checkArrayLen for the members of a JSON object (any
 // other value passes, for its decoder to refuse).
 func checkObjectLen(param string, v []byte) error {
@@ -666,6 +691,10 @@ func cutTrigger(input []Item) ([]Item, bool) {
 // implicitReference reports whether raw is an item reference without its
 // type ({"id":"msg_1"}, type absent or null), which OpenAI accepts.
 func implicitReference(raw json.RawMessage) (string, bool) {
+	// At most id and type; counted before they are decoded.
+	if arrayLen(raw) > 2 {
+		return "", false
+	}
 	var fields map[string]json.RawMessage
 	if !decodes(raw, &fields) {
 		return "", false
