@@ -584,6 +584,10 @@ func checkMembers(param string, v []byte) error {
 	return nil
 }
 
+// CheckMembers is checkMembers for a transport's message, a JSON object
+// decoded before DecodeCreateRequest sees it (a WebSocket response.create).
+func CheckMembers(param string, v []byte) error { return checkMembers(param, v) }
+
 // checkObjectLen is checkArrayLen for the members of a JSON object (any
 // other value passes, for its decoder to refuse).
 func checkObjectLen(param string, v []byte) error {
