@@ -48,6 +48,9 @@ func (r *CreateResponseRequest) CompactThreshold() (int, bool) {
 // its bounds; each type at most once.
 func (r *CreateResponseRequest) decodeContextManagement(v json.RawMessage) error {
 	const k = "context_management"
+	if err := checkArrayLen(k, v); err != nil {
+		return err
+	}
 	var entries []json.RawMessage
 	if err := into(k, v, &entries); err != nil {
 		return err

@@ -148,19 +148,23 @@ func (s *jsonStrings) inside(c byte) bool {
 // (query, queries, sources), open_page (url), find (url, pattern; Codex
 // names it find_in_page). Other keys and types pass as they are.
 type webSearchAction struct {
-	Type    *string  `json:"type"`
-	Query   *string  `json:"query"`
-	Queries []string `json:"queries"`
-	Sources []struct {
-		Type string `json:"type"`
-		URL  string `json:"url"`
-	} `json:"sources"`
-	URL     *string `json:"url"`
-	Pattern *string `json:"pattern"`
+	Type    *string         `json:"type"`
+	Query   *string         `json:"query"`
+	Queries json.RawMessage `json:"queries"`
+	Sources json.RawMessage `json:"sources"`
+	URL     *string         `json:"url"`
+	Pattern *string         `json:"pattern"`
+}
+
+// webSearchSource is the shape of a source of a web_search_call's action.
+type webSearchSource struct {
+	Type string `json:"type"`
+	URL  string `json:"url"`
 }
 
 // checkWebSearchAction checks a web_search_call's action: an object of a
-// bounded depth with a type, whose fields have their types.
+// bounded depth with a type, whose fields have their types (queries and
+// sources of a bounded number).
 func checkWebSearchAction(v json.RawMessage) error {
 	if v[0] != '{' {
 		return InvalidRequestCode("action", "invalid_type", "Invalid type for 'action': expected an object.")
@@ -172,6 +176,16 @@ func checkWebSearchAction(v json.RawMessage) error {
 	if err := into("action", v, &a); err != nil {
 		return err
 	}
+	// Counted before they are built (checkArrayLen), then checked for
+	// their types.
+	if err := cmp.Or(checkArrayLen("action.queries", a.Queries), checkArrayLen("action.sources", a.Sources)); err != nil {
+		return err
+	}
+	var queries []string
+	var sources []webSearchSource
+	if err := cmp.Or(optionalInto("action.queries", a.Queries, &queries), optionalInto("action.sources", a.Sources, &sources)); err != nil {
+		return err
+	}
 	if a.Type == nil || *a.Type == "" {
 		return InvalidRequestCode("action.type", "missing_required_parameter", "Missing required parameter: 'action.type'.")
 	}
@@ -179,13 +193,13 @@ func checkWebSearchAction(v json.RawMessage) error {
 }
 
 // checkLoadedTools checks a tool_search_output's tools: an array of tool
-// definitions (objects with a type) of a bounded depth. Lambent offers
+// definitions (objects with a type) of a bounded depth and number. Lambent offers
 // none of them to the model.
 func checkLoadedTools(v json.RawMessage) error {
 	if len(v) == 0 || isNull(v) {
 		return InvalidRequestCode("tools", "missing_required_parameter", "Missing required parameter: 'tools'.")
 	}
-	if err := checkDepth("tools", v); err != nil {
+	if err := cmp.Or(checkDepth("tools", v), checkArrayLen("tools", v)); err != nil {
 		return err
 	}
 	var tools []struct {
@@ -201,4 +215,13 @@ func checkLoadedTools(v json.RawMessage) error {
 		}
 	}
 	return nil
+}
+
+// optionalInto decodes v, when present and not null, into target (param
+// names it in an error).
+func optionalInto(param string, v json.RawMessage, target any) error {
+	if len(v) == 0 || isNull(v) {
+		return nil
+	}
+	return into(param, v, target)
 }

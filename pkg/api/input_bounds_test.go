@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -154,6 +155,8 @@ func TestItemArraysCountedBeforeDecoding(t *testing.T) {
 		{`{"role":"user","content":[`, `null`, "input[0].content"},
 		{`{"type":"function_call_output","call_id":"c","output":[`, `null`, "input[0].output"},
 		{`{"type":"mcp_list_tools","server_label":"s","tools":[`, `{}`, "input[0].tools"},
+		{`{"type":"reasoning","summary":[`, `{"type":"summary_text","text":""}`, "input[0].summary"},
+		{`{"type":"tool_search_output","id":"tso_1","call_id":"c","status":"completed","tools":[`, `{}`, "input[0].tools"},
 	} {
 		t.Run(c.param, func(t *testing.T) {
 			body := []byte(`{"input":[` + c.prefix + strings.Repeat(c.elem+",", size/(len(c.elem)+1)) + c.elem + `]}]}`)
@@ -195,4 +198,193 @@ func allocated(f func()) uint64 {
 	f()
 	runtime.ReadMemStats(&after)
 	return after.TotalAlloc - before.TotalAlloc
+}
+
+// A web_search_call's queries and sources are counted before they are
+// checked for their types: 8 MB of them took 176 and 336 MB in an input
+// item (measured on the action, which the item's levels copy as it is).
+func TestWebSearchActionCountedBeforeDecoding(t *testing.T) {
+	const size = 8 << 20
+	for _, c := range []struct{ key, elem string }{{"queries", `""`}, {"sources", `{}`}} {
+		t.Run(c.key, func(t *testing.T) {
+			action := []byte(`{"type":"search","` + c.key + `":[` + strings.Repeat(c.elem+",", size/(len(c.elem)+1)) + c.elem + `]}`)
+			var err error
+			alloc := allocated(func() { err = checkWebSearchAction(action) })
+			var ae *Error
+			if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != "limit_exceeded" || ae.Param != "action."+c.key {
+				t.Errorf("8 MiB of %s: %v, want a 400 limit_exceeded of action.%s", c.key, err, c.key)
+			}
+			if alloc > 4*size {
+				t.Errorf("checking allocated %d MB for an action of %d MB", alloc>>20, size>>20)
+			}
+		})
+	}
+	item := `{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","queries":[` + strings.Repeat(`"q",`, MaxInputItems) + `"q"]}}`
+	_, err := DecodeCreateRequest([]byte(`{"input":[` + item + `]}`))
+	var ae *Error
+	if !errors.As(err, &ae) || ae.Param != "input[0].action.queries" {
+		t.Errorf("%d queries: %v, want a 400 of input[0].action.queries", MaxInputItems+1, err)
+	}
+	if err := checkWebSearchAction([]byte(`{"type":"search","query":"q","queries":["q"],"sources":[{"type":"url","url":"https://example.com"}]}`)); err != nil {
+		t.Errorf("a search action: %v", err)
+	}
+	if err := checkWebSearchAction([]byte(`{"type":"search","queries":[1]}`)); err == nil {
+		t.Errorf("queries of a number: accepted")
+	}
+}
+
+// A content part's annotations and logprobs are counted before they are
+// decoded: 8 MB of them took 260 MB to decode in an input message (each
+// level of the item copies the 8 MB as it is: measured on the part, where
+// that is once), and a part held any number.
+func TestPartArraysCountedBeforeDecoding(t *testing.T) {
+	const size = 8 << 20
+	for _, k := range []string{"annotations", "logprobs"} {
+		t.Run(k, func(t *testing.T) {
+			body := []byte(`{"type":"output_text","text":"","` + k + `":[` + strings.Repeat("1,", size/2) + `1]}`)
+			var err error
+			alloc := allocated(func() {
+				var p ContentPart
+				err = unmarshal(body, &p)
+			})
+			var ae *Error
+			if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != "limit_exceeded" || ae.Param != k {
+				t.Errorf("8 MiB of %s: %v, want a 400 limit_exceeded of %s", k, err, k)
+			}
+			if alloc > 4*size {
+				t.Errorf("decoding allocated %d MB for a part of %d MB", alloc>>20, size>>20)
+			}
+		})
+	}
+	var p ContentPart
+	if err := unmarshal([]byte(`{"type":"output_text","text":"a","annotations":[{"type":"url_citation"}],"logprobs":[]}`), &p); err != nil || len(p.Annotations) != 1 || p.Logprobs == nil {
+		t.Fatalf("a part with annotations and logprobs: %v, %+v", err, p)
+	}
+}
+
+// A request's other arrays, and its objects of strings, are counted before
+// they are decoded too: 8 MB of include values, allowed_tools names,
+// context_management entries or metadata pairs took 176 to 372 MB to
+// refuse for their first element (or for holding over 16 pairs), and 8 MB
+// of client_metadata, MCP headers or validators 99 to 176 MB.
+func TestParamArraysCountedBeforeDecoding(t *testing.T) {
+	const size = 8 << 20
+	elems := func(e string) string { return strings.Repeat(e+",", size/(len(e)+1)) + e }
+	var pairs strings.Builder
+	for i := 0; pairs.Len() < size; i++ {
+		fmt.Fprintf(&pairs, `"%x":"",`, i)
+	}
+	metadata := `{` + strings.TrimSuffix(pairs.String(), ",") + `}`
+	for _, c := range []struct {
+		name, param, code string
+		decode            func() error
+	}{
+		{"include", "include", "limit_exceeded", func() error {
+			_, err := DecodeCreateRequest([]byte(`{"input":"x","include":[` + elems(`""`) + `]}`))
+			return err
+		}},
+		{"allowed_tools", "allowed_tools", "limit_exceeded", func() error {
+			_, err := DecodeCreateRequest([]byte(`{"input":"x","allowed_tools":[` + elems(`""`) + `]}`))
+			return err
+		}},
+		{"context_management", "context_management", "limit_exceeded", func() error {
+			_, err := DecodeCreateRequest([]byte(`{"input":"x","context_management":[` + elems("1") + `]}`))
+			return err
+		}},
+		{"client_metadata", "client_metadata", "limit_exceeded", func() error {
+			_, err := DecodeCreateRequest([]byte(`{"input":"x","client_metadata":` + metadata + `}`))
+			return err
+		}},
+		{"mcp headers", "tools[0].headers", "limit_exceeded", func() error {
+			_, err := DecodeCreateRequest([]byte(`{"input":"x","tools":[{"type":"mcp","server_label":"a","server_url":"https://mcp.invalid","headers":` + metadata + `}]}`))
+			return err
+		}},
+		{"validators", "tools[0].validators", "limit_exceeded", func() error {
+			_, err := DecodeCreateRequest([]byte(`{"input":"x","tools":[{"type":"lambent:output","name":"o","parameters":{},"validators":[` + elems(`""`) + `]}]}`))
+			return err
+		}},
+		{"metadata", "metadata", "object_above_max_properties", func() error {
+			_, err := DecodeCreateRequest([]byte(`{"input":"x","metadata":` + metadata + `}`))
+			return err
+		}},
+		{"conversation metadata", "metadata", "object_above_max_properties", func() error {
+			_, err := DecodeConversationCreate([]byte(`{"metadata":` + metadata + `}`))
+			return err
+		}},
+		{"conversation metadata update", "metadata", "object_above_max_properties", func() error {
+			_, err := DecodeMetadataUpdate([]byte(`{"metadata":` + metadata + `}`))
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var err error
+			alloc := allocated(func() { err = c.decode() })
+			var ae *Error
+			if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != c.code || ae.Param != c.param {
+				t.Errorf("8 MiB of %s: %v, want a 400 %s of %s", c.name, err, c.code, c.param)
+			}
+			if alloc > 8*size {
+				t.Errorf("decoding allocated %d MB for a body of %d MB", alloc>>20, size>>20)
+			}
+		})
+	}
+	// Under the count, each is checked as before: a key given 17 times is
+	// one pair.
+	body := `{"input":"x","include":["reasoning.encrypted_content"],"metadata":{` + strings.Repeat(`"k":"v",`, 17) + `"l":"v"}}`
+	if _, err := DecodeCreateRequest([]byte(body)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The members of a body and of the objects of fixed keys it holds are
+// counted before they are decoded: 8 MB of unknown keys took 124 MB (186
+// MB for a conversation) to refuse for the first, and an input item of
+// them 127 MB (read again as an item reference without its type).
+func TestObjectMembersCountedBeforeDecoding(t *testing.T) {
+	const size = 8 << 20
+	var pairs strings.Builder
+	for i := 0; pairs.Len() < size; i++ {
+		fmt.Fprintf(&pairs, `"%x":1,`, i)
+	}
+	members := strings.TrimSuffix(pairs.String(), ",")
+	for _, c := range []struct {
+		name, param, code string
+		decode            func() error
+	}{
+		{"create body", "", "limit_exceeded", func() error {
+			_, err := DecodeCreateRequest([]byte(`{"input":"x",` + members + `}`))
+			return err
+		}},
+		{"reasoning", "reasoning", "limit_exceeded", func() error {
+			_, err := DecodeCreateRequest([]byte(`{"input":"x","reasoning":{` + members + `}}`))
+			return err
+		}},
+		{"conversation body", "", "limit_exceeded", func() error {
+			_, err := DecodeConversationCreate([]byte(`{` + members + `}`))
+			return err
+		}},
+		{"input item", "input[0].content", "", func() error {
+			_, err := DecodeCreateRequest([]byte(`{"input":[{` + members + `}]}`))
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var err error
+			alloc := allocated(func() { err = c.decode() })
+			var ae *Error
+			if !errors.As(err, &ae) || ae.Status != 400 || c.code != "" && ae.Code != c.code || ae.Param != c.param {
+				t.Errorf("8 MiB of members: %v, want a 400 %s of %q", err, c.code, c.param)
+			}
+			if alloc > 8*size {
+				t.Errorf("decoding allocated %d MB for a body of %d MB", alloc>>20, size>>20)
+			}
+		})
+	}
+	// A key given twice is still one.
+	if _, err := DecodeCreateRequest([]byte(`{"input":"x","reasoning":{"effort":"low","effort":"high"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeCreateRequest([]byte(`{"input":[{"id":"msg_1"}],"previous_response_id":"resp_1"}`)); err != nil {
+		t.Fatalf("an item reference without its type: %v", err)
+	}
 }

@@ -755,7 +755,7 @@ type wireItemIn struct {
 	AckChecks        json.RawMessage `json:"acknowledged_safety_checks"`
 	Output           json.RawMessage `json:"output"`
 	IsError          bool            `json:"is_error"`
-	Summary          []ContentPart   `json:"summary"`
+	Summary          json.RawMessage `json:"summary"`
 	EncryptedContent *string         `json:"encrypted_content"`
 	ServerLabel      string          `json:"server_label"`
 	Error            json.RawMessage `json:"error"`
@@ -893,7 +893,11 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 			it.OutputParts = parts
 		}
 	case ItemReasoning:
-		it.Summary = w.Summary
+		summary, err := decodeSummary(w.Summary)
+		if err != nil {
+			return err
+		}
+		it.Summary = summary
 		if w.EncryptedContent != nil {
 			it.EncryptedContent = *w.EncryptedContent
 		}
@@ -971,6 +975,27 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// decodeSummary decodes a reasoning item's summary: absent, null or an
+// array of parts, counted before any is decoded (checkArrayLen).
+func decodeSummary(raw json.RawMessage) ([]ContentPart, error) {
+	const param = "summary"
+	if len(raw) == 0 || isNull(raw) {
+		return nil, nil
+	}
+	if raw[0] != '[' {
+		return nil, InvalidRequest(param, "invalid type for %s: expected an array of summary parts", param)
+	}
+	if err := checkArrayLen(param, raw); err != nil {
+		return nil, err
+	}
+	return decodeElems(param, raw, func(j int, r json.RawMessage, p *ContentPart) error {
+		if err := unmarshal(r, p); err != nil {
+			return prefixParam(err, param+"["+strconv.Itoa(j)+"]")
+		}
+		return nil
+	})
+}
+
 func decodeContent(raw json.RawMessage, param string) ([]ContentPart, error) {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, InvalidRequest(param, "missing required parameter: %s", param)
@@ -997,17 +1022,33 @@ func decodeContent(raw json.RawMessage, param string) ([]ContentPart, error) {
 }
 
 type wirePartIn struct {
-	Type        string            `json:"type"`
-	Text        *string           `json:"text"`
-	Refusal     *string           `json:"refusal"`
-	Annotations []json.RawMessage `json:"annotations"`
-	Logprobs    []json.RawMessage `json:"logprobs"`
-	ImageURL    string            `json:"image_url"`
-	Detail      string            `json:"detail"`
-	FileID      string            `json:"file_id"`
-	FileData    string            `json:"file_data"`
-	FileURL     string            `json:"file_url"`
-	Filename    string            `json:"filename"`
+	Type        string          `json:"type"`
+	Text        *string         `json:"text"`
+	Refusal     *string         `json:"refusal"`
+	Annotations json.RawMessage `json:"annotations"`
+	Logprobs    json.RawMessage `json:"logprobs"`
+	ImageURL    string          `json:"image_url"`
+	Detail      string          `json:"detail"`
+	FileID      string          `json:"file_id"`
+	FileData    string          `json:"file_data"`
+	FileURL     string          `json:"file_url"`
+	Filename    string          `json:"filename"`
+}
+
+// decodeValues decodes a part's array of JSON values (param names it),
+// counted before any is decoded (checkArrayLen); absent or null is nil.
+func decodeValues(param string, raw json.RawMessage) ([]json.RawMessage, error) {
+	if len(raw) == 0 || isNull(raw) {
+		return nil, nil
+	}
+	if err := checkArrayLen(param, raw); err != nil {
+		return nil, err
+	}
+	var out []json.RawMessage
+	if err := unmarshal(raw, &out); err != nil {
+		return nil, InvalidRequest(param, "invalid %s: %s", param, jsonErrText(err))
+	}
+	return out, nil
 }
 
 // UnmarshalJSON decodes a content part, checking its type and required fields.
@@ -1016,7 +1057,15 @@ func (p *ContentPart) UnmarshalJSON(data []byte) error {
 	if err := unmarshal(data, &w); err != nil {
 		return InvalidRequest("", "invalid content part: %s", jsonErrText(err))
 	}
-	*p = ContentPart{Type: w.Type, Annotations: w.Annotations, Logprobs: w.Logprobs,
+	annotations, err := decodeValues("annotations", w.Annotations)
+	if err != nil {
+		return err
+	}
+	logprobs, err := decodeValues("logprobs", w.Logprobs)
+	if err != nil {
+		return err
+	}
+	*p = ContentPart{Type: w.Type, Annotations: annotations, Logprobs: logprobs,
 		ImageURL: w.ImageURL, Detail: w.Detail, FileID: w.FileID, FileData: w.FileData, FileURL: w.FileURL, Filename: w.Filename}
 	switch w.Type {
 	case PartInputText, PartOutputText, PartText, PartSummaryText, PartReasoningText:

@@ -152,7 +152,7 @@ func paramDecoder(k string) func(r *CreateResponseRequest, v json.RawMessage) er
 	case "instructions":
 		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.Instructions })
 	case "allowed_tools":
-		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.AllowedTools })
+		return arrayDecoder(k, func(r *CreateResponseRequest) any { return &r.AllowedTools })
 	case "parallel_tool_calls":
 		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.ParallelToolCalls })
 	case "max_tool_calls":
@@ -183,7 +183,7 @@ func paramDecoder(k string) func(r *CreateResponseRequest, v json.RawMessage) er
 			return err
 		}
 	case "include":
-		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.Include })
+		return arrayDecoder(k, func(r *CreateResponseRequest) any { return &r.Include })
 	case "truncation":
 		return fieldDecoder(k, func(r *CreateResponseRequest) any { return &r.Truncation })
 	case "safety_identifier":
@@ -198,6 +198,9 @@ func paramDecoder(k string) func(r *CreateResponseRequest, v json.RawMessage) er
 		// What OpenAI's own clients (Codex) send about themselves: checked
 		// to be an object of strings, then ignored.
 		return func(_ *CreateResponseRequest, v json.RawMessage) error {
+			if err := checkObjectLen(k, v); err != nil {
+				return err
+			}
 			var m map[string]string
 			return into(k, v, &m)
 		}
@@ -238,6 +241,17 @@ func paramDecoder(k string) func(r *CreateResponseRequest, v json.RawMessage) er
 // fieldDecoder decodes the parameter k into the field target returns.
 func fieldDecoder(k string, target func(r *CreateResponseRequest) any) func(*CreateResponseRequest, json.RawMessage) error {
 	return func(r *CreateResponseRequest, v json.RawMessage) error { return into(k, v, target(r)) }
+}
+
+// arrayDecoder is fieldDecoder for an array parameter, whose elements are
+// counted before any is decoded (checkArrayLen).
+func arrayDecoder(k string, target func(r *CreateResponseRequest) any) func(*CreateResponseRequest, json.RawMessage) error {
+	return func(r *CreateResponseRequest, v json.RawMessage) error {
+		if err := checkArrayLen(k, v); err != nil {
+			return err
+		}
+		return into(k, v, target(r))
+	}
 }
 
 // unsupportedParam refuses the parameter k, saying why.
@@ -290,6 +304,9 @@ func decodeParams(body []byte, known func(string) bool) (*CreateResponseRequest,
 // decodeObject decodes a request body that must be a JSON object into its
 // fields.
 func decodeObject(body []byte) (map[string]json.RawMessage, error) {
+	if err := checkMembers("", body); err != nil {
+		return nil, err
+	}
 	fields, err := unmarshalFields(body)
 	if err != nil {
 		var ute *json.UnmarshalTypeError
@@ -321,6 +338,9 @@ func into(param string, v json.RawMessage, target any) error {
 // object decodes the JSON object v into target after checking that each
 // of its keys is one of keys; any other key is a 400 naming param.key.
 func object(param string, v json.RawMessage, target any, keys ...string) error {
+	if err := checkMembers(param, v); err != nil {
+		return err
+	}
 	fields, err := unmarshalFields(v)
 	if err != nil || fields == nil {
 		return InvalidRequestCode(param, "invalid_type", "Invalid type for '%s': expected an object.", param)
@@ -369,9 +389,13 @@ func countTools(v []byte) (int, error) {
 		return n, nil // decodeElems names a malformed tool
 	}
 	for i, raw := range tools {
-		inner := heldTools(raw)
+		inner, headers, validators := toolArrays(raw)
 		if n += arrayLen(inner); n > MaxTools {
 			return n, nil
+		}
+		p := "tools[" + strconv.Itoa(i) + "]"
+		if err := cmp.Or(checkObjectLen(p+".headers", headers), checkArrayLen(p+".validators", validators)); err != nil {
+			return n, err
 		}
 		var held []json.RawMessage
 		if !decodes(inner, &held) {
@@ -389,13 +413,26 @@ func countTools(v []byte) (int, error) {
 // heldTools returns the array of the tool declaration raw's "tools", nil
 // when it has none.
 func heldTools(raw json.RawMessage) json.RawMessage {
+	tools, _, _ := toolArrays(raw)
+	return tools
+}
+
+// toolArrays returns the arrays and objects of the tool declaration raw
+// that a decoder would build in full: its "tools" (nil when it has no
+// array of them), "headers" and "validators", to count first.
+func toolArrays(raw json.RawMessage) (tools, headers, validators json.RawMessage) {
 	var t struct {
-		Tools json.RawMessage `json:"tools"`
+		Tools      json.RawMessage `json:"tools"`
+		Headers    json.RawMessage `json:"headers"`
+		Validators json.RawMessage `json:"validators"`
 	}
-	if !decodes(raw, &t) || len(t.Tools) == 0 || t.Tools[0] != '[' {
-		return nil
+	if !decodes(raw, &t) {
+		return nil, nil, nil
 	}
-	return t.Tools
+	if len(t.Tools) == 0 || t.Tools[0] != '[' {
+		t.Tools = nil
+	}
+	return t.Tools, t.Headers, t.Validators
 }
 
 func (r *CreateResponseRequest) decodeTools(v json.RawMessage) error {
@@ -528,13 +565,49 @@ func checkPromptCacheOptions(v json.RawMessage) error {
 	)
 }
 
+// checkMembers refuses the JSON object v (a body, or an object of fixed
+// keys; param names it) of more than MaxInputItems members, counted before
+// any is decoded: each but a few is an unknown parameter, and 8 MB of them
+// took 124 to 186 MB to refuse for the first.
+func checkMembers(param string, v []byte) error {
+	v = bytes.TrimLeft(v, " \t\r\n")
+	if len(v) == 0 || v[0] != '{' {
+		return nil
+	}
+	if n := arrayLen(v); n > MaxInputItems {
+		what := "the request body"
+		if param != "" {
+			what = "'" + param + "'"
+		}
+		return InvalidRequestCode(param, "limit_exceeded", "the number of members of %s: %d is over this gateway's limit of %d.", what, n, MaxInputItems)
+	}
+	return nil
+}
+
+// CheckMembers is checkMembers for a transport's message, a JSON object
+// decoded before DecodeCreateRequest sees it (a WebSocket response.create).
+func CheckMembers(param string, v []byte) error { return checkMembers(param, v) }
+
+// checkObjectLen is checkArrayLen for the members of a JSON object (any
+// other value passes, for its decoder to refuse).
+func checkObjectLen(param string, v []byte) error {
+	if len(v) == 0 || v[0] != '{' {
+		return nil
+	}
+	if n := arrayLen(v); n > MaxInputItems {
+		return InvalidRequestCode(param, "limit_exceeded", "the number of members of '%s': %d is over this gateway's limit of %d.", param, n, MaxInputItems)
+	}
+	return nil
+}
+
 // MaxInputItems bounds the items of a request's input (a client that keeps
 // its own history, Codex say, sends all of it; a conversation holds at
 // most 2,000 items beside it).
 const MaxInputItems = 10000
 
-// arrayLen returns the number of elements of the JSON array v (valid JSON,
-// as a decoder hands it over), in one pass that builds nothing.
+// arrayLen returns the number of elements of the JSON array v (or of
+// members of the JSON object v; valid JSON, as a decoder hands it over),
+// in one pass that builds nothing.
 func arrayLen(v []byte) int {
 	var str jsonStrings
 	n, depth, empty := 0, 0, true
@@ -552,7 +625,7 @@ func arrayLen(v []byte) int {
 				n++
 			}
 		}
-		if depth >= 1 && c != ' ' && c != '\t' && c != '\n' && c != '\r' && !(depth == 1 && c == '[') {
+		if depth >= 1 && c != ' ' && c != '\t' && c != '\n' && c != '\r' && !(depth == 1 && (c == '[' || c == '{')) {
 			empty = false
 		}
 	}
@@ -562,14 +635,18 @@ func arrayLen(v []byte) int {
 	return n + 1
 }
 
-// checkArrayLen refuses the JSON array v (param names it) when it holds
-// more than MaxInputItems elements, counted before anything is built: an
+// checkArrayLen refuses the JSON array v (param names it; any other value
+// passes, for its decoder to refuse) when it holds more than MaxInputItems
+// elements, counted before anything is built: an
 // item takes ~100 times the bytes of its JSON ({"role":"user","content":
 // "a"}; ~500 bytes for a {}), so an 8 MB body of them would take ~900 MB;
 // the arrays an item holds (content parts, an mcp_list_tools item's tools)
 // were made whole, and the item decoded up to three times, before their
 // first element was found wrong.
 func checkArrayLen(param string, v []byte) error {
+	if len(v) == 0 || v[0] != '[' {
+		return nil
+	}
 	if n := arrayLen(v); n > MaxInputItems {
 		return InvalidRequestCode(param, "limit_exceeded", "the number of elements of '%s': %d is over this gateway's limit of %d.", param, n, MaxInputItems)
 	}
@@ -618,6 +695,10 @@ func cutTrigger(input []Item) ([]Item, bool) {
 // implicitReference reports whether raw is an item reference without its
 // type ({"id":"msg_1"}, type absent or null), which OpenAI accepts.
 func implicitReference(raw json.RawMessage) (string, bool) {
+	// At most id and type; counted before they are decoded.
+	if arrayLen(raw) > 2 {
+		return "", false
+	}
 	var fields map[string]json.RawMessage
 	if !decodes(raw, &fields) {
 		return "", false
@@ -827,6 +908,13 @@ func (r *CreateResponseRequest) validateValues() error {
 // are strings, as the OpenAI API requires: a null value is refused, where
 // decoding into a map of strings would read it as "".
 func decodeMetadata(param string, v json.RawMessage) (map[string]string, error) {
+	// Counted before anything is built (an 8 MB object took 190 MB to
+	// refuse), far above ValidateMetadata's 16 for keys given twice.
+	if len(v) > 0 && v[0] == '{' {
+		if n := arrayLen(v); n > MaxInputItems {
+			return nil, tooManyPairs(n)
+		}
+	}
 	var raw map[string]*string
 	if err := into(param, v, &raw); err != nil || raw == nil {
 		return nil, err
@@ -845,7 +933,7 @@ func decodeMetadata(param string, v json.RawMessage) (map[string]string, error) 
 // most 16 pairs, keys of at most 64 characters, values of at most 512.
 func ValidateMetadata(md map[string]string) error {
 	if len(md) > 16 {
-		return InvalidRequestCode("metadata", "object_above_max_properties", "Invalid 'metadata': too many properties. Expected an object with at most 16 properties, but got an object with %d properties instead.", len(md))
+		return tooManyPairs(len(md))
 	}
 	if len(md) == 0 {
 		return nil
@@ -859,6 +947,11 @@ func ValidateMetadata(md map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// tooManyPairs is the error of a metadata object of n pairs, over 16.
+func tooManyPairs(n int) *Error {
+	return InvalidRequestCode("metadata", "object_above_max_properties", "Invalid 'metadata': too many properties. Expected an object with at most 16 properties, but got an object with %d properties instead.", n)
 }
 
 // ValidateInclude checks the values of an include list (param names it).

@@ -194,6 +194,9 @@ func decodeFields(m Message, limit int64) (map[string]json.RawMessage, string, e
 		return nil, "", &api.Error{Status: http.StatusRequestEntityTooLarge, Type: api.ErrTypeInvalidRequest, Code: "request_too_large",
 			Message: fmt.Sprintf("The message of %d bytes exceeds the limit of %d bytes.", max(m.Size, int64(len(m.Data))), limit)}
 	}
+	if err := api.CheckMembers("", m.Data); err != nil {
+		return nil, "", err
+	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(m.Data, &fields); err != nil || fields == nil {
 		return nil, "", api.InvalidRequestCode("", "invalid_json", "Each WebSocket message must be a JSON object with a \"type\": %q, %q or %q.", TypeResponseCreate, TypeResponseSteer, TypeResponseProcessed)
@@ -314,7 +317,8 @@ func Route(m Message) (lane string, create bool) {
 // the lane a message runs on.
 func createRefs(m Message) (prev, lane string, ok bool) {
 	var fields map[string]json.RawMessage
-	if m.Binary || json.Unmarshal(m.Data, &fields) != nil {
+	// A message of too many members is none: decodeFields refuses it.
+	if m.Binary || api.CheckMembers("", m.Data) != nil || json.Unmarshal(m.Data, &fields) != nil {
 		return "", "", false
 	}
 	var typ string

@@ -97,7 +97,8 @@ func (b *patternBudget) compile(expr string) (jsonschema.Regexp, error) {
 	if err != nil {
 		return nil, err
 	}
-	size := b.used + regexpSize(parsed, b.limit+1)
+	own := regexpSize(parsed, b.limit+1)
+	size := b.used + own
 	if size > b.limit {
 		b.over = max(b.over, size)
 		return nil, errPatternBudget
@@ -107,8 +108,16 @@ func (b *patternBudget) compile(expr string) (jsonschema.Regexp, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.compiled[expr] = re
-	return re, nil
+	sized := &sizedRegexp{Regexp: re, size: own}
+	b.compiled[expr] = sized
+	return sized, nil
+}
+
+// sizedRegexp is a compiled regular expression with its size
+// (regexpSize), which a match's work grows with (patternCost).
+type sizedRegexp struct {
+	*regexp.Regexp
+	size int
 }
 
 // regexpSize is the size of a parsed regular expression with its
