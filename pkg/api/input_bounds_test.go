@@ -3,9 +3,10 @@ package api
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/lambent/lambent/internal/testing/allocs"
 )
 
 func TestArrayLen(t *testing.T) {
@@ -83,7 +84,7 @@ func TestToolsCountedBeforeDecoding(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var err error
-			alloc := allocated(func() { _, err = DecodeCreateRequest([]byte(body)) })
+			alloc := allocs.Bytes(func() { _, err = DecodeCreateRequest([]byte(body)) })
 			var ae *Error
 			if !errors.As(err, &ae) || ae.Status != 400 || !(ae.Code == "limit_exceeded" && ae.Param == "tools" || ae.Param == "tools[0].tools[0].tools") {
 				t.Errorf("%d MiB of {} tools: %v, want a 400 limit_exceeded of tools (or of the nested tools)", size>>20, err)
@@ -107,7 +108,7 @@ func TestNestedToolsRefused(t *testing.T) {
 	const depth = 40000
 	body := `{"input":"hi","tools":[` + strings.Repeat(`{"type":"function","name":"f","tools":[`, depth) + strings.Repeat(`]}`, depth) + `]}`
 	var err error
-	alloc := allocated(func() { _, err = DecodeCreateRequest([]byte(body)) })
+	alloc := allocs.Bytes(func() { _, err = DecodeCreateRequest([]byte(body)) })
 	var ae *Error
 	if !errors.As(err, &ae) || ae.Status != 400 || ae.Param != "tools[0].tools[0].tools" {
 		t.Errorf("tools nested %d deep: %v, want a 400 of tools[0].tools[0].tools", depth, err)
@@ -132,7 +133,7 @@ func TestConversationItemsCountedBeforeDecoding(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			body := []byte(`{"items":` + items + `}`)
 			var err error
-			alloc := allocated(func() { err = decode(body) })
+			alloc := allocs.Bytes(func() { err = decode(body) })
 			var ae *Error
 			if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != "limit_exceeded" || ae.Param != "items" {
 				t.Errorf("%d MiB of {} items: %v, want a 400 limit_exceeded of items", size>>20, err)
@@ -161,7 +162,7 @@ func TestItemArraysCountedBeforeDecoding(t *testing.T) {
 		t.Run(c.param, func(t *testing.T) {
 			body := []byte(`{"input":[` + c.prefix + strings.Repeat(c.elem+",", size/(len(c.elem)+1)) + c.elem + `]}]}`)
 			var err error
-			alloc := allocated(func() { _, err = DecodeCreateRequest(body) })
+			alloc := allocs.Bytes(func() { _, err = DecodeCreateRequest(body) })
 			var ae *Error
 			if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != "limit_exceeded" || ae.Param != c.param {
 				t.Errorf("%d MiB of %s: %v, want a 400 limit_exceeded of %s", size>>20, c.elem, err, c.param)
@@ -180,7 +181,7 @@ func TestAllowedToolsCountedBeforeDecoding(t *testing.T) {
 	const size = 8 << 20
 	body := []byte(`{"input":"hi","tool_choice":{"type":"allowed_tools","mode":"auto","tools":[` + strings.Repeat(`{},`, size/3) + `{}]}}`)
 	var err error
-	alloc := allocated(func() { _, err = DecodeCreateRequest(body) })
+	alloc := allocs.Bytes(func() { _, err = DecodeCreateRequest(body) })
 	var ae *Error
 	if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != "limit_exceeded" || ae.Param != "tool_choice.tools" {
 		t.Errorf("%d MiB of allowed tools: %v, want a 400 limit_exceeded of tool_choice.tools", size>>20, err)
@@ -188,16 +189,6 @@ func TestAllowedToolsCountedBeforeDecoding(t *testing.T) {
 	if alloc > 8*size {
 		t.Errorf("decoding allocated %d MB for a body of %d MB", alloc>>20, size>>20)
 	}
-}
-
-// allocated is how many bytes f allocates (the heap's total, after a GC).
-func allocated(f func()) uint64 {
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
 }
 
 // A web_search_call's queries and sources are counted before they are
@@ -209,7 +200,7 @@ func TestWebSearchActionCountedBeforeDecoding(t *testing.T) {
 		t.Run(c.key, func(t *testing.T) {
 			action := []byte(`{"type":"search","` + c.key + `":[` + strings.Repeat(c.elem+",", size/(len(c.elem)+1)) + c.elem + `]}`)
 			var err error
-			alloc := allocated(func() { err = checkWebSearchAction(action) })
+			alloc := allocs.Bytes(func() { err = checkWebSearchAction(action) })
 			var ae *Error
 			if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != "limit_exceeded" || ae.Param != "action."+c.key {
 				t.Errorf("8 MiB of %s: %v, want a 400 limit_exceeded of action.%s", c.key, err, c.key)
@@ -243,7 +234,7 @@ func TestPartArraysCountedBeforeDecoding(t *testing.T) {
 		t.Run(k, func(t *testing.T) {
 			body := []byte(`{"type":"output_text","text":"","` + k + `":[` + strings.Repeat("1,", size/2) + `1]}`)
 			var err error
-			alloc := allocated(func() {
+			alloc := allocs.Bytes(func() {
 				var p ContentPart
 				err = unmarshal(body, &p)
 			})
@@ -318,7 +309,7 @@ func TestParamArraysCountedBeforeDecoding(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var err error
-			alloc := allocated(func() { err = c.decode() })
+			alloc := allocs.Bytes(func() { err = c.decode() })
 			var ae *Error
 			if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != c.code || ae.Param != c.param {
 				t.Errorf("8 MiB of %s: %v, want a 400 %s of %s", c.name, err, c.code, c.param)
@@ -370,7 +361,7 @@ func TestObjectMembersCountedBeforeDecoding(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var err error
-			alloc := allocated(func() { err = c.decode() })
+			alloc := allocs.Bytes(func() { err = c.decode() })
 			var ae *Error
 			if !errors.As(err, &ae) || ae.Status != 400 || c.code != "" && ae.Code != c.code || ae.Param != c.param {
 				t.Errorf("8 MiB of members: %v, want a 400 %s of %q", err, c.code, c.param)

@@ -985,6 +985,12 @@ func decodeSummary(raw json.RawMessage) ([]ContentPart, error) {
 	if raw[0] != '[' {
 		return nil, InvalidRequest(param, "invalid type for %s: expected an array of summary parts", param)
 	}
+	return decodeParts(param, raw)
+}
+
+// decodeParts decodes the array of content parts raw, counted before any
+// is decoded (checkArrayLen); a part's error names it as param[j].
+func decodeParts(param string, raw json.RawMessage) ([]ContentPart, error) {
 	if err := checkArrayLen(param, raw); err != nil {
 		return nil, err
 	}
@@ -1010,15 +1016,7 @@ func decodeContent(raw json.RawMessage, param string) ([]ContentPart, error) {
 	if raw[0] != '[' {
 		return nil, InvalidRequest(param, "invalid type for %s: expected a string or an array of content parts", param)
 	}
-	if err := checkArrayLen(param, raw); err != nil {
-		return nil, err
-	}
-	return decodeElems(param, raw, func(j int, r json.RawMessage, p *ContentPart) error {
-		if err := unmarshal(r, p); err != nil {
-			return prefixParam(err, param+"["+strconv.Itoa(j)+"]")
-		}
-		return nil
-	})
+	return decodeParts(param, raw)
 }
 
 type wirePartIn struct {

@@ -3,10 +3,10 @@ package wsapi
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/lambent/lambent/internal/testing/allocs"
 	"github.com/lambent/lambent/pkg/api"
 )
 
@@ -23,7 +23,7 @@ func TestMessageMembersCountedBeforeDecoding(t *testing.T) {
 	m := Message{Data: []byte(`{"type":"response.create",` + strings.TrimSuffix(pairs.String(), ",") + `}`)}
 	m.Size = int64(len(m.Data))
 	var err error
-	alloc := allocated(func() {
+	alloc := allocs.Bytes(func() {
 		Route(m)
 		_, err = DecodeCreate(m, 2*size)
 	})
@@ -34,14 +34,4 @@ func TestMessageMembersCountedBeforeDecoding(t *testing.T) {
 	if alloc > 8*size {
 		t.Errorf("decoding allocated %d MB for a message of %d MB", alloc>>20, size>>20)
 	}
-}
-
-// allocated is how many bytes f allocates (the heap's total, after a GC).
-func allocated(f func()) uint64 {
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
 }
