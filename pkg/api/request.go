@@ -198,7 +198,7 @@ func paramDecoder(k string) func(r *CreateResponseRequest, v json.RawMessage) er
 		// What OpenAI's own clients (Codex) send about themselves: checked
 		// to be an object of strings, then ignored.
 		return func(_ *CreateResponseRequest, v json.RawMessage) error {
-			if err := checkObjectLen(k, v); err != nil {
+			if err := checkMembers(k, v); err != nil {
 				return err
 			}
 			var m map[string]string
@@ -394,7 +394,7 @@ func countTools(v []byte) (int, error) {
 			return n, nil
 		}
 		p := "tools[" + strconv.Itoa(i) + "]"
-		if err := cmp.Or(checkObjectLen(p+".headers", headers), checkArrayLen(p+".validators", validators)); err != nil {
+		if err := cmp.Or(checkMembers(p+".headers", headers), checkArrayLen(p+".validators", validators)); err != nil {
 			return n, err
 		}
 		var held []json.RawMessage
@@ -565,10 +565,11 @@ func checkPromptCacheOptions(v json.RawMessage) error {
 	)
 }
 
-// checkMembers refuses the JSON object v (a body, or an object of fixed
-// keys; param names it) of more than MaxInputItems members, counted before
-// any is decoded: each but a few is an unknown parameter, and 8 MB of them
-// took 124 to 186 MB to refuse for the first.
+// checkMembers refuses the JSON object v (a body, an object of fixed keys,
+// a map; param names it) of more than MaxInputItems members, counted before
+// any is decoded (any other value passes, for its decoder to refuse): each
+// but a few of a body's is an unknown parameter, and 8 MB of them took 124
+// to 186 MB to refuse for the first.
 func checkMembers(param string, v []byte) error {
 	v = bytes.TrimLeft(v, " \t\r\n")
 	if len(v) == 0 || v[0] != '{' {
@@ -587,18 +588,6 @@ func checkMembers(param string, v []byte) error {
 // CheckMembers is checkMembers for a transport's message, a JSON object
 // decoded before DecodeCreateRequest sees it (a WebSocket response.create).
 func CheckMembers(param string, v []byte) error { return checkMembers(param, v) }
-
-// checkObjectLen is checkArrayLen for the members of a JSON object (any
-// other value passes, for its decoder to refuse).
-func checkObjectLen(param string, v []byte) error {
-	if len(v) == 0 || v[0] != '{' {
-		return nil
-	}
-	if n := arrayLen(v); n > MaxInputItems {
-		return InvalidRequestCode(param, "limit_exceeded", "the number of members of '%s': %d is over this gateway's limit of %d.", param, n, MaxInputItems)
-	}
-	return nil
-}
 
 // MaxInputItems bounds the items of a request's input (a client that keeps
 // its own history, Codex say, sends all of it; a conversation holds at
