@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/lambent/lambent/pkg/egress"
 )
 
 // ProviderCheckTimeout bounds CheckProvider: a provider that has not
@@ -86,7 +88,7 @@ func CheckProvider(ctx context.Context, cfg Config, hc *http.Client) ProviderChe
 		}
 		return ProviderCheck{Level: slog.LevelWarn, Message: "no model provider reachable at " + cfg.Provider.URL + ": " + err.Error(), Hint: providerSetupHint}
 	}
-	defer resp.Body.Close()
+	defer func() { _ = egress.DrainClose(resp.Body) }()
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		hint := "set LAMBENT_PROVIDER_API_KEY to a valid key for this provider"

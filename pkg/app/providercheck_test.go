@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/lambent/lambent/internal/testing/conncount"
 )
 
 // provider serves GET /v1/models with handler h and returns its config.
@@ -119,4 +121,20 @@ func TestCheckProvider(t *testing.T) {
 		require.Equal(t, slog.LevelWarn, c.Level)
 		require.Contains(t, c.Hint, "ollama pull")
 	})
+}
+
+// A provider that does not list its models (a 404 page) leaves the
+// connection the check opened for the model calls that follow: its answer
+// is drained before it is closed, where closed unread it closed the
+// connection.
+func TestCheckProviderKeepsConnection(t *testing.T) {
+	srv := conncount.Start(t, http.NotFoundHandler())
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	cfg := Config{Provider: ProviderConfig{URL: srv.URL + "/v1"}}
+	for range 2 {
+		c := CheckProvider(context.Background(), cfg, hc)
+		require.Contains(t, c.Message, "HTTP 404")
+	}
+	require.Equal(t, 1, srv.Opened(), "connections of 2 checks answered 404")
 }

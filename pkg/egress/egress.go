@@ -3,7 +3,8 @@
 // Bedrock's input image URLs and webhooks. It refuses private, loopback,
 // link-local, metadata and other special-purpose addresses after DNS
 // resolution, on every redirect hop, and dials only the address it
-// checked, so DNS rebinding cannot pass.
+// checked, so DNS rebinding cannot pass. DrainClose ends a response so
+// that its connection is reused.
 package egress
 
 import (

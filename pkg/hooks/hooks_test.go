@@ -571,3 +571,23 @@ func TestWebhookReusesConnections(t *testing.T) {
 	require.NoError(t, conncount.Rounds(2, n, func() error { return w.Deliver(t.Context(), ev, []byte(`{}`)) }))
 	assert.Equal(t, n, srv.Opened(), "connections of 2 rounds of %d concurrent deliveries", n)
 }
+
+// A webhook's error reply longer than what is read of it is drained (up
+// to egress.MaxDrain) before its body is closed, so that its connection is
+// reused: closed unread, net/http closed the connection and the next
+// delivery dialed again.
+func TestWebhookErrorReplyKeepsConnection(t *testing.T) {
+	page := strings.Repeat("x", 16<<10) // an HTML error page, over the 4 KiB read
+	srv := conncount.Start(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = io.WriteString(w, page)
+	}))
+	w, err := hooks.NewWebhook(srv.URL+"/hook", []string{strings.TrimPrefix(srv.URL, "http://")})
+	require.NoError(t, err)
+	defer w.CloseIdleConnections()
+	ev := event(hooks.EventToolCall, "c1")
+	for range 2 {
+		require.Error(t, w.Deliver(t.Context(), ev, []byte(`{}`)))
+	}
+	assert.Equal(t, 1, srv.Opened(), "connections of 2 deliveries answered 502")
+}

@@ -65,8 +65,8 @@ func (s *Lambda) Deliver(ctx context.Context, _ *Event, body []byte) error {
 	return nil
 }
 
-// maxReply bounds what is read of a webhook's reply (to reuse its
-// connection).
+// maxReply bounds what is read of a webhook's reply for its error; the
+// rest is drained (egress.DrainClose) to reuse the connection.
 const maxReply = 4 << 10
 
 // Webhook posts each event as JSON to a URL, through fetch_url's SSRF
@@ -120,7 +120,7 @@ func (s *Webhook) Deliver(ctx context.Context, ev *Event, body []byte) error {
 		}
 		return err
 	}
-	defer func() { _ = resp.Body.Close() }()
+	defer func() { _ = egress.DrainClose(resp.Body) }()
 	reply, _ := io.ReadAll(io.LimitReader(resp.Body, maxReply))
 	if resp.StatusCode/100 != 2 {
 		return &DeliveryError{Code: httpCode(resp.StatusCode), Err: fmt.Errorf("POST %s: %s: %s", s.shown, resp.Status, strings.TrimSpace(string(reply)))}

@@ -21,6 +21,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/lambent/lambent/pkg/egress"
 )
 
 // otlpExporter sends spans to an OTLP/HTTP traces endpoint in OTLP's JSON
@@ -161,7 +163,7 @@ func (e *otlpExporter) post(ctx context.Context, body []byte) (int, string, erro
 	if err != nil {
 		return 0, "", err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = egress.DrainClose(resp.Body) }()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, maxOTLPErrorBody))
 	if resp.StatusCode/100 != 2 {
 		return resp.StatusCode, resp.Header.Get("Retry-After"), fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))

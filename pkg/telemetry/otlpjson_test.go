@@ -25,6 +25,8 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/lambent/lambent/internal/testing/conncount"
 )
 
 // collectorStub is an OTLP/HTTP traces endpoint that keeps what it is sent.
@@ -474,4 +476,27 @@ func TestTracerProviderShutdownCancelsExport(t *testing.T) {
 	close(release)
 	srv.Close()
 	goleak.VerifyNone(t, ignore)
+}
+
+// A collector's refusal longer than what is read of it (4 KiB, for the
+// error) is drained up to egress.MaxDrain before its body is closed, so
+// the next export reuses the connection: closed unread, net/http closed it
+// and the next export dialed again.
+func TestOTLPLongRefusalKeepsConnection(t *testing.T) {
+	page := strings.Repeat("x", 16<<10)
+	srv := conncount.Start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		http.Error(w, page, http.StatusBadRequest)
+	}))
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	exp, err := newOTLPExporter(srv.URL, func(string) string { return "" }, hc)
+	require.NoError(t, err)
+	tp := sdktrace.NewTracerProvider()
+	_, sp := tp.Tracer("t").Start(context.Background(), "s")
+	sp.End()
+	for range 2 {
+		require.Error(t, exp.ExportSpans(context.Background(), []sdktrace.ReadOnlySpan{sp.(sdktrace.ReadOnlySpan)}))
+	}
+	assert.Equal(t, 1, srv.Opened(), "connections of 2 exports refused with a 400")
 }

@@ -127,6 +127,8 @@ func (p *Provider) fetchImage(ctx context.Context, raw string) ([]byte, string, 
 		}
 		return nil, "", imageError("the image at %s could not be fetched: %v", describeURL(raw), err)
 	}
+	// Closed unread (an error answer): this client keeps no connections
+	// (egress.DrainClose would save none).
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		return nil, "", imageError("fetching the image at %s failed: HTTP %d", describeURL(raw), resp.StatusCode)

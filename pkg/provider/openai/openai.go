@@ -72,6 +72,7 @@ import (
 	"github.com/lambent/lambent/internal/chatwire"
 	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/egress"
 	"github.com/lambent/lambent/pkg/provider"
 )
 
@@ -314,21 +315,17 @@ func (p *Provider) stream(ctx context.Context, req *provider.Request, fn func(pr
 // body (or the rest of the TLS record) often comes in a packet of its
 // own. Closing the body before its end makes net/http close the
 // connection, so the next model call would dial again, with a TLS
-// handshake. drainAfterDone reads the body to its end, at most
-// maxDrainBytes and for at most drainWait (a server that keeps the
+// handshake. drainAfterDone reads the body to its end, as
+// egress.DrainClose does, for at most drainWait (a server that keeps the
 // response open after [DONE] costs that wait and its connection).
 func drainAfterDone(body io.ReadCloser) {
 	t := time.AfterFunc(drainWait, func() { _ = body.Close() })
 	defer t.Stop()
-	_, _ = io.Copy(io.Discard, io.LimitReader(body, maxDrainBytes))
+	_ = egress.DrainClose(body)
 }
 
-const (
-	// drainWait bounds how long a stream's end is awaited after [DONE].
-	drainWait = 200 * time.Millisecond
-	// maxDrainBytes bounds what is read after [DONE].
-	maxDrainBytes = 4 << 10
-)
+// drainWait bounds how long a stream's end is awaited after [DONE].
+const drainWait = 200 * time.Millisecond
 
 // post sends the request and returns a 2xx response; every failure is
 // mapped to an *api.Error.
@@ -345,7 +342,7 @@ func (p *Provider) post(ctx context.Context, req *provider.Request, stream bool)
 		return nil, transportError(ctx, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		defer resp.Body.Close()
+		defer func() { _ = egress.DrainClose(resp.Body) }()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		e := statusError(resp.StatusCode, resp.Header, b)
 		p.log.DebugContext(ctx, "openai: model provider error", "status", resp.StatusCode, "error", e.Err)

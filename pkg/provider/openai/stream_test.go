@@ -463,3 +463,27 @@ func TestErrorsReuseConnection(t *testing.T) {
 		t.Errorf("4 calls used %d connections, want 1", len(remotes))
 	}
 }
+
+// An error answer longer than what is read of it (the first 64 KiB, for
+// its message) is drained up to egress.MaxDrain more before its body is
+// closed, so the connection serves the next call: closed unread, net/http
+// closed it and the retry dialed again.
+func TestLongErrorReusesConnection(t *testing.T) {
+	var mu sync.Mutex
+	remotes := map[string]bool{}
+	page := `{"error":{"message":"` + strings.Repeat("x", 100<<10) + `"}}`
+	p, _ := newBackend(t, openai.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		remotes[r.RemoteAddr] = true
+		mu.Unlock()
+		jsonReply(http.StatusInternalServerError, page)(w, r)
+	})
+	for range 2 {
+		if _, err := p.Complete(context.Background(), hi); err == nil {
+			t.Fatal("a 500 was not an error")
+		}
+	}
+	if len(remotes) != 1 {
+		t.Errorf("2 calls used %d connections, want 1", len(remotes))
+	}
+}

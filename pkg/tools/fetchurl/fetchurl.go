@@ -185,6 +185,8 @@ func (f *fetcher) handle(ctx context.Context, call tools.ToolCall) (string, erro
 	if err != nil {
 		return "", f.fetchError(ctx, reqCtx, u, err)
 	}
+	// Closed unread (an error answer): this client keeps no connections
+	// (egress.DrainClose would save none).
 	defer func() { _ = resp.Body.Close() }()
 	final := u
 	if resp.Request != nil && resp.Request.URL != nil {

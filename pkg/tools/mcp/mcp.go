@@ -530,7 +530,8 @@ func (t *serverTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		res.Body = &limitedBody{r: res.Body, c: res.Body, max: t.max, perEvent: true, done: cancel, over: over}
 		return res, nil
 	}
-	res.Body = &limitedBody{r: io.LimitReader(res.Body, t.max+1), c: res.Body, max: t.max, done: cancel, over: over}
+	res.Body = &limitedBody{r: io.LimitReader(res.Body, t.max+1), c: res.Body, max: t.max, done: cancel, over: over,
+		drain: res.StatusCode/100 != 2}
 	return res, nil
 }
 
@@ -594,16 +595,19 @@ func (o *overflow) get() error {
 
 // limitedBody fails a read past max bytes, or with perEvent past max bytes
 // of one server-sent event (a stream of many replies), recording it in
-// over, and calls done when closed.
+// over, and calls done when closed. An error answer's (drain) is drained
+// when closed: the SDK closes some unread (a 503), and its connection
+// would close.
 type limitedBody struct {
 	r        io.Reader
-	c        io.Closer
+	c        io.ReadCloser
 	n        int64
 	max      int64
 	perEvent bool
 	sse      sseCounter
 	done     context.CancelFunc
 	over     *overflow
+	drain    bool
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
@@ -653,5 +657,8 @@ func (c *sseCounter) count(p []byte, n int64) int64 {
 
 func (b *limitedBody) Close() error {
 	defer b.done()
+	if b.drain {
+		return egress.DrainClose(b.c)
+	}
 	return b.c.Close()
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/lambent/lambent/internal/testing/conncount"
 	"github.com/lambent/lambent/internal/testing/mcptest"
 	"github.com/lambent/lambent/pkg/tools"
 )
@@ -588,4 +590,27 @@ func waitTurn(t *testing.T, s tools.MCPSession, n int) {
 	wg.Wait()
 	require.NoError(t, errors.Join(errs...))
 	require.NoError(t, s.Close())
+}
+
+// A server's error answer the SDK closes unread (a 503 is "transient" to
+// it) is drained (up to egress.MaxDrain) before its body is closed, so
+// its connection serves the next request: closed unread, net/http closed
+// it and the next session dialed again.
+func TestErrorAnswerKeepsConnection(t *testing.T) {
+	t.Parallel()
+	page := strings.Repeat("x", 16<<10)
+	srv := conncount.Start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, page)
+	}))
+	c := loopback()
+	defer c.guarded.CloseIdleConnections()
+	for range 2 {
+		s := c.Open(server("s", srv.URL+"/mcp"), tools.MCPBounds{})
+		_, err := s.ListTools(t.Context())
+		require.Error(t, err)
+		_ = s.Close()
+	}
+	assert.Equal(t, 1, srv.Opened(), "connections of 2 sessions answered 503")
 }
