@@ -180,6 +180,8 @@ type Dispatcher struct {
 	waiting map[shareKey]int
 	share   int
 	idle    []chan struct{}
+	// closed refuses events sent once Close has begun.
+	closed bool
 }
 
 // New starts a dispatcher for cfg.Sinks.
@@ -220,31 +222,36 @@ func New(cfg Config) *Dispatcher {
 func (d *Dispatcher) Send(ctx context.Context, ev *Event, errs *Errors) {
 	ctx = context.WithoutCancel(ctx)
 	qi := int(maphash.String(d.seed, ev.key()) % uint64(len(d.queues)))
-	q, share := d.queues[qi], shareKey{queue: qi, tenant: ev.Tenant}
+	if why := d.enqueue(qi, item{ev: ev, errs: errs, ctx: ctx, share: shareKey{queue: qi, tenant: ev.Tenant}}); why != "" {
+		d.drop(ctx, ev, errs, why)
+	}
+}
+
+// enqueue queues it in queue qi and counts it pending, or returns why not
+// (closed, the tenant's share or the queue full). It holds d.mu, as Close
+// does to mark the dispatcher closed: an event is queued before Close
+// flushes, and so delivered (or dropped at its end), or refused. Checked
+// apart from the queueing, a Send racing Close queued its event after
+// the workers had stopped, and it stayed pending: every later Flush waited
+// out its timeout.
+func (d *Dispatcher) enqueue(qi int, it item) string {
 	d.mu.Lock()
-	if d.waiting[share] >= d.share {
-		d.mu.Unlock()
-		d.drop(ctx, ev, errs, "this tenant's share of the hook queue is full")
-		return
+	defer d.mu.Unlock()
+	switch {
+	case d.closed:
+		return "the dispatcher is closed"
+	case d.waiting[it.share] >= d.share:
+		return "this tenant's share of the hook queue is full"
 	}
-	d.waiting[share]++
+	select {
+	case d.queues[qi] <- it:
+	default:
+		return "the hook queue is full"
+	}
+	// A worker that takes it at once waits for d.mu to count it out.
+	d.waiting[it.share]++
 	d.pending++
-	d.mu.Unlock()
-	select {
-	case <-d.ctx.Done():
-		d.dequeued(share)
-		d.done()
-		d.drop(ctx, ev, errs, "the dispatcher is closed")
-		return
-	default:
-	}
-	select {
-	case q <- item{ev: ev, errs: errs, ctx: ctx, share: share}:
-	default:
-		d.dequeued(share)
-		d.done()
-		d.drop(ctx, ev, errs, "the hook queue is full")
-	}
+	return ""
 }
 
 // dequeued marks one event of a tenant's share as out of its queue.
@@ -368,9 +375,12 @@ func (d *Dispatcher) Flush(ctx context.Context) error {
 }
 
 // Close delivers what is queued, for at most one delivery timeout, then
-// cancels what is left and stops the workers. Events sent afterwards are
-// dropped.
+// cancels what is left, stops the workers and drops what they left queued.
+// Events sent once Close has begun are dropped.
 func (d *Dispatcher) Close() {
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.Timeout)
 	defer cancel()
 	if err := d.Flush(ctx); err != nil {
@@ -378,6 +388,14 @@ func (d *Dispatcher) Close() {
 	}
 	d.cancel()
 	d.wg.Wait()
+	for _, q := range d.queues {
+		for len(q) > 0 {
+			it := <-q
+			d.dequeued(it.share)
+			d.drop(it.ctx, it.ev, it.errs, "the dispatcher closed before delivering it")
+			d.done()
+		}
+	}
 }
 
 // Errors collects the hook failures of one response until it ends. It is
