@@ -206,6 +206,21 @@ func (s *Server) serve(parent context.Context, c *websocket.Conn) {
 			_ = c.Close(websocket.StatusGoingAway, "server shutting down")
 		}
 	}
+	// ended ends the connection when no response may start any more: the
+	// server shuts down, or the connection has reached its age limit.
+	// Every message offered (read, or held until its lane had room) is
+	// checked so first.
+	ended := func() bool {
+		switch {
+		case s.isClosing():
+			goingAway()
+		case !time.Now().Before(deadline):
+			limit()
+		default:
+			return false
+		}
+		return true
+	}
 	// pending is a message its lane had no room for (lanes.offer): no
 	// other is read until it has.
 	var pending *Message
@@ -230,16 +245,17 @@ func (s *Server) serve(parent context.Context, c *websocket.Conn) {
 			goingAway()
 			return
 		case <-ln.space:
-			if pending != nil && ln.offer(pendingLane, *pending) {
+			if pending == nil {
+				continue
+			}
+			if ended() {
+				return
+			}
+			if ln.offer(pendingLane, *pending) {
 				pending = nil
 			}
 		case m := <-in:
-			switch {
-			case s.isClosing():
-				goingAway()
-				return
-			case !time.Now().Before(deadline):
-				limit()
+			if ended() {
 				return
 			}
 			lane, create := Route(m)
@@ -253,10 +269,15 @@ func (s *Server) serve(parent context.Context, c *websocket.Conn) {
 			}
 			if !ln.offer(lane, m) {
 				pending, pendingLane = &m, lane
+				s.log.DebugContext(ctx, logHeld, "stream_id", lane)
 			}
 		}
 	}
 }
+
+// logHeld is the debug log line of a message held for want of room on
+// its lane (backpressure: the connection is not read until it has room).
+const logHeld = "websocket message held: no room on its lane"
 
 // drain drops the messages queued on ln's lanes and waits until the
 // responses they run have ended, dropping what the client sends

@@ -7,10 +7,12 @@ package wsapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -360,3 +362,113 @@ func TestLanesQueueBoundIsPerConnection(t *testing.T) {
 type nopSender struct{}
 
 func (nopSender) Send(context.Context, []byte) error { return nil }
+
+// freeingService is a barrierService whose response of input free waits
+// for its own release (freed), then fails (its lane keeps nothing, so a
+// new lane is admitted in its place).
+type freeingService struct {
+	*barrierService
+	free  string
+	freed chan struct{}
+}
+
+func (s *freeingService) CreateResponse(ctx context.Context, req *api.CreateResponseRequest, w engine.ResponseWriter) error {
+	if req.Input[0].Content[0].Text != s.free {
+		return s.barrierService.CreateResponse(ctx, req, w)
+	}
+	s.reached <- s.free
+	select {
+	case <-s.freed:
+		return errors.New("freed")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// pausingHandler blocks the connection's loop where it logs that it holds
+// a message, once, until resume is closed: the test acts meanwhile.
+type pausingHandler struct {
+	held   chan struct{}
+	resume chan struct{}
+	once   sync.Once
+}
+
+func (h *pausingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *pausingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *pausingHandler) WithGroup(string) slog.Handler            { return h }
+func (h *pausingHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == logHeld {
+		h.once.Do(func() {
+			close(h.held)
+			<-h.resume
+		})
+	}
+	return nil
+}
+
+// lanesRunning counts the goroutines of busy lanes.
+func lanesRunning() int {
+	buf := make([]byte, 1<<20)
+	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "wsapi.(*lanes).run(")
+}
+
+// A message held for want of a lane (MaxLanes+1 busy) does not start once
+// the server shuts down, when a lane frees: the loop checks shutdown (and
+// the connection's age) before offering it, as before offering a message
+// it reads. The loop is paused where it holds the message (its log line)
+// until shutdown has begun and a lane has ended (its goroutine gone, its
+// room signalled); Go's select then picks either one: before the check,
+// 10 to 18 of the 32 rounds started the held message (5 runs).
+func TestServerHeldMessageDoesNotStartAtShutdown(t *testing.T) {
+	for round := range 32 {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			svc := &freeingService{barrierService: newBarrierService(), free: "L0/0", freed: make(chan struct{})}
+			h := &pausingHandler{held: make(chan struct{}), resume: make(chan struct{})}
+			s := NewServer(Config{Service: svc, PingInterval: -1, Logger: slog.New(h)})
+			srv := httptest.NewServer(s)
+			t.Cleanup(srv.Close)
+			c := dialLanes(t, "ws"+strings.TrimPrefix(srv.URL, "http"))
+			c.create("", "none/0")
+			for i := range MaxLanes {
+				c.create(fmt.Sprintf("L%d", i), fmt.Sprintf("L%d/0", i))
+			}
+			for range MaxLanes + 1 {
+				svc.wait(t)
+			}
+			c.create("Y", "Y/0") // no room: MaxLanes+1 lanes busy
+			select {
+			case <-h.held:
+			case <-time.After(guard):
+				t.Fatal("the message was not held")
+			}
+			read := make(chan struct{}) // the client reads to the end: the server's close waits for its answer
+			go func() {
+				defer close(read)
+				for {
+					if _, _, err := c.c.Read(context.Background()); err != nil {
+						return
+					}
+				}
+			}()
+			shut := make(chan error, 1)
+			go func() { shut <- s.Shutdown(context.Background()) }()
+			<-s.closing
+			close(svc.freed)
+			for lanesRunning() > MaxLanes {
+				runtime.Gosched()
+			}
+			close(h.resume)
+			close(svc.release)
+			select {
+			case err := <-shut:
+				require.NoError(t, err)
+			case <-time.After(guard):
+				t.Fatal("Shutdown did not return")
+			}
+			<-read
+			svc.mu.Lock()
+			defer svc.mu.Unlock()
+			assert.NotContains(t, svc.started, "Y/0", "the held message started after shutdown began")
+		})
+	}
+}
