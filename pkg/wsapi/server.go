@@ -42,7 +42,9 @@ type Config struct {
 	MaxAge time.Duration
 	// PingInterval paces the server's pings (default 30 s; negative: none).
 	// A pong missing for an interval closes the connection. Client pings
-	// are answered at any time, also while a response is in flight.
+	// are answered whenever the connection is read: also while a response
+	// is in flight or a message is held, not once backpressure (MaxQueued)
+	// has stopped the reading.
 	PingInterval time.Duration
 	// MaxQueued bounds the response.create messages of a connection
 	// waiting behind its lanes' responses in flight, on all its lanes

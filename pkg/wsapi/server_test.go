@@ -472,3 +472,45 @@ func TestServerHeldMessageDoesNotStartAtShutdown(t *testing.T) {
 		})
 	}
 }
+
+// A client's ping is answered while the connection holds a message for
+// want of a lane: holding it, the loop reads no other message, but the
+// reader still waits on the socket for the next one, and so answers pings
+// (it stops reading only once it has read that next one: backpressure).
+func TestServerPongWhileMessageHeld(t *testing.T) {
+	svc := newBarrierService()
+	h := &pausingHandler{held: make(chan struct{}), resume: make(chan struct{})}
+	close(h.resume)
+	s := NewServer(Config{Service: svc, PingInterval: -1, Logger: slog.New(h)})
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	c := dialLanes(t, "ws"+strings.TrimPrefix(srv.URL, "http"))
+	c.create("", "none/0")
+	for i := range MaxLanes {
+		c.create(fmt.Sprintf("L%d", i), fmt.Sprintf("L%d/0", i))
+	}
+	for range MaxLanes + 1 {
+		svc.wait(t)
+	}
+	c.create("Y", "Y/0")
+	select {
+	case <-h.held:
+	case <-time.After(guard):
+		t.Fatal("the message was not held")
+	}
+	read := make(chan struct{}) // the client reads, as Ping requires, to get the pong
+	go func() {
+		defer close(read)
+		for {
+			if _, _, err := c.c.Read(context.Background()); err != nil {
+				return
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), guard)
+	defer cancel()
+	require.NoError(t, c.c.Ping(ctx), "no pong while a message was held")
+	close(svc.release)
+	require.NoError(t, s.Shutdown(ctx))
+	<-read
+}
