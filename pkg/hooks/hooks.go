@@ -26,6 +26,7 @@ import (
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine/schemacheck"
+	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -174,11 +175,13 @@ type Dispatcher struct {
 
 	mu      sync.Mutex
 	pending int
-	// waiting counts each tenant's events waiting in each worker's queue;
-	// share bounds it (half of a queue), so that one tenant's burst fills
-	// no queue another tenant's events need.
+	// waiting counts each tenant's events waiting in each worker's queue,
+	// queued the events waiting in each queue: a tenant may hold less
+	// than half of the room the others leave in a queue
+	// (tenant.MayQueue), so that no tenants' bursts fill a queue another
+	// tenant's events need.
 	waiting map[shareKey]int
-	share   int
+	queued  []int
 	idle    []chan struct{}
 }
 
@@ -203,7 +206,7 @@ func New(cfg Config) *Dispatcher {
 		cfg.Logger = slog.Default()
 	}
 	d := &Dispatcher{cfg: cfg, log: cfg.Logger, seed: maphash.MakeSeed(), waiting: map[shareKey]int{},
-		share: max(1, cfg.QueueSize/cfg.Workers/2)}
+		queued: make([]int, cfg.Workers)}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.queues = make([]chan item, cfg.Workers)
 	for i := range d.queues {
@@ -222,12 +225,13 @@ func (d *Dispatcher) Send(ctx context.Context, ev *Event, errs *Errors) {
 	qi := int(maphash.String(d.seed, ev.key()) % uint64(len(d.queues)))
 	q, share := d.queues[qi], shareKey{queue: qi, tenant: ev.Tenant}
 	d.mu.Lock()
-	if d.waiting[share] >= d.share {
+	if !tenant.MayQueue(d.waiting[share], d.queued[qi], cap(q)) {
 		d.mu.Unlock()
 		d.drop(ctx, ev, errs, "this tenant's share of the hook queue is full")
 		return
 	}
 	d.waiting[share]++
+	d.queued[qi]++
 	d.pending++
 	d.mu.Unlock()
 	select {
@@ -251,6 +255,7 @@ func (d *Dispatcher) Send(ctx context.Context, ev *Event, errs *Errors) {
 func (d *Dispatcher) dequeued(share shareKey) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.queued[share.queue]--
 	if d.waiting[share]--; d.waiting[share] <= 0 {
 		delete(d.waiting, share)
 	}
