@@ -254,7 +254,11 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 	hc := httpapi.Config{Service: eng, MaxBody: cfg.Server.MaxBody, Logger: log, Tenants: cfg.Tenants(), AllowedHosts: cfg.Server.AllowedHosts,
 		Pacing: pacing.Config{KeepAlive: cfg.Loop.KeepAlive}, Models: a.models}
 	if obs.prometheus != nil {
-		hc.Routes = append(hc.Routes, metricsRoute(obs.prometheus, metricsKeys(cfg), log))
+		keys, err := metricsKeys(cfg)
+		if err != nil {
+			return err
+		}
+		hc.Routes = append(hc.Routes, metricsRoute(obs.prometheus, keys, log))
 	}
 	var h http.Handler = httpapi.New(hc)
 	if cfg.InLambda && len(a.flush) > 0 {

@@ -115,7 +115,8 @@ const (
 )
 
 // /metrics asks for LAMBENT_METRICS_KEY when it is set; else for an API
-// key when the API needs keys; else for nothing (local runs).
+// key when the API needs keys (of one tenant: TestMetricsOfTwoTenants);
+// else for nothing (local runs).
 func TestMetricsKey(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	fake := fakellm.New()
@@ -127,7 +128,7 @@ func TestMetricsKey(t *testing.T) {
 	}{
 		{"metrics key", map[string]string{"LAMBENT_METRICS_KEY": metricsKey, "LAMBENT_API_KEYS": "acme=" + acmeKey}, []string{metricsKey}, []string{"", acmeKey, "nope"}},
 		{"metrics key, no API keys", map[string]string{"LAMBENT_METRICS_KEY": metricsKey}, []string{metricsKey}, []string{"", "nope"}},
-		{"API keys only", map[string]string{"LAMBENT_API_KEYS": "acme=" + acmeKey + ",globex=" + globexKey}, []string{acmeKey, globexKey}, []string{"", "nope"}},
+		{"API keys of one tenant only", map[string]string{"LAMBENT_API_KEYS": "acme=" + acmeKey + ",acme=" + globexKey}, []string{acmeKey, globexKey}, []string{"", "nope"}},
 		{"no keys", nil, []string{"", "anything"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -223,5 +224,78 @@ func TestMetricsThroughTheAPIChecks(t *testing.T) {
 		var e api.ErrorBody
 		require.NoError(t, json.Unmarshal(b, &e), "%s", b)
 		assert.Equal(t, c.code, e.Error.Code)
+	}
+}
+
+// gatewayOfEnv builds and serves the app of env (its provider fake's URL
+// set), returning its URL, or Build's error.
+func gatewayOfEnv(t *testing.T, fake *fakellm.Server, env map[string]string) (string, error) {
+	t.Helper()
+	getenv := func(k string) string { return env[k] }
+	cfg, err := app.FromEnv(getenv)
+	require.NoError(t, err)
+	require.NoError(t, app.ResolveSecrets(context.Background(), &cfg, getenv))
+	cfg.Provider.URL = fake.URL
+	a, err := app.Build(context.Background(), cfg, app.Logger(app.Config{Server: app.ServerConfig{LogLevel: "error"}}, io.Discard), nil)
+	if err != nil {
+		return "", err
+	}
+	srv := httptest.NewServer(a.Handler)
+	t.Cleanup(func() {
+		srv.Close()
+		a.Close()
+	})
+	return srv.URL, nil
+}
+
+// One tenant's provider error codes are no label: a code the provider
+// returns for acme's request (its 4xx code, the provider's text) counts
+// under its type, and the operator's scrape holds only the gateway's
+// fixed set of error types. With API keys of two tenants, /metrics needs
+// its own key: globex's key cannot read acme's aggregates, and the
+// gateway does not start with /metrics open to every tenant.
+func TestMetricsOfTwoTenants(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	const secret = "acme_falcon_launch_q3"
+	fake := fakellm.New(fakellm.Turn{Status: http.StatusBadRequest, ErrorCode: secret, ErrorMessage: "nope"})
+	defer fake.Close()
+	keys := "acme=" + acmeKey + ",globex=" + globexKey
+	env := map[string]string{"LAMBENT_METRICS": "prometheus", "LAMBENT_DEFAULT_MODEL": "test-model", "LAMBENT_API_KEYS": keys}
+
+	_, err := gatewayOfEnv(t, fake, env)
+	require.ErrorContains(t, err, "LAMBENT_METRICS_KEY", "/metrics open to every tenant's key")
+
+	env["LAMBENT_METRICS_KEY"] = metricsKey
+	url, err := gatewayOfEnv(t, fake, env)
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPost, url+"/v1/responses", strings.NewReader(`{"input":"hi"}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+acmeKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+
+	resp, _ = getMetrics(t, url, globexKey)
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	resp, body := getMetrics(t, url, metricsKey)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.NotContains(t, body, secret)
+	assert.Contains(t, body, `error_type="invalid_request_error"`)
+}
+
+// A single tenant's keys may read /metrics without a metrics key: there
+// is no other tenant to read about.
+func TestMetricsOfOneTenantWithTwoKeys(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	fake := fakellm.New()
+	defer fake.Close()
+	url, err := gatewayOfEnv(t, fake, map[string]string{"LAMBENT_METRICS": "prometheus", "LAMBENT_API_KEYS": "acme=" + acmeKey + ",acme=" + globexKey})
+	require.NoError(t, err)
+	for _, key := range []string{acmeKey, globexKey} {
+		resp, _ := getMetrics(t, url, key)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
 	}
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -199,14 +200,25 @@ func metricNames(cfg Config, m *tools.Manifest) telemetry.Names {
 }
 
 // metricsKeys is the keyring /metrics requires: LAMBENT_METRICS_KEY
-// alone when set; else, when the API needs keys, any API key (tenants
-// then read aggregates over the operator's model and tool names); else
-// none (local runs: the API needs no key either).
-func metricsKeys(cfg Config) tenant.Keyring {
+// alone when set; else, when the API needs keys of one tenant, any API
+// key; else none (local runs: the API needs no key either). API keys of
+// several tenants without a metrics key are an error: every tenant would
+// read the aggregates of the others' requests (their volumes, tokens and
+// errors).
+func metricsKeys(cfg Config) (tenant.Keyring, error) {
 	if cfg.Telemetry.MetricsKey != "" {
-		return tenant.NewKeyring(map[string]string{cfg.Telemetry.MetricsKey: "metrics"})
+		return tenant.NewKeyring(map[string]string{cfg.Telemetry.MetricsKey: "metrics"}), nil
 	}
-	return tenant.NewKeyring(cfg.Security.APIKeys)
+	var first string
+	for _, t := range cfg.Security.APIKeys {
+		switch {
+		case first == "":
+			first = t
+		case t != first:
+			return nil, errors.New("LAMBENT_METRICS_KEY: required with LAMBENT_METRICS=prometheus when the API keys name several tenants (each tenant would read the others' metrics)")
+		}
+	}
+	return tenant.NewKeyring(cfg.Security.APIKeys), nil
 }
 
 // prometheusMetrics are the local server's Prometheus metrics

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/lambent/lambent/internal/testing/mcptest"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/limits"
+	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -215,4 +218,35 @@ func TestArguments_ApprovedMCPCallChecked(t *testing.T) {
 	res := items[len(items)-1]
 	assert.True(t, res.IsError)
 	assert.Contains(t, res.Output, "missing property 'n'")
+}
+
+// A hosted tool's schema is compiled once for the engine's life, but the
+// regular expressions its format "regex" validates in arguments are the
+// calls': each call's values count against a budget of their own, not the
+// schema's. They counted against the compiled schema's budget for the
+// process's life (and stayed cached there): acme's calls with distinct
+// regular expressions used it up, and globex's call with "globex-[a-z]+" was then
+// refused ("the schema's regular expressions are too large").
+func TestArguments_RegexFormatBudgetIsPerCall(t *testing.T) {
+	t.Parallel()
+	m := newMock(echoTool, "grep")
+	cat := &schemaCatalog{mockExec: m, schemas: map[string]string{"grep": `{"type":"object","properties":{"re":{"type":"string","format":"regex"}}}`}}
+	var steps []step
+	for i := range 8 {
+		steps = append(steps, calls(1, 1, call("c1", "grep", fmt.Sprintf(`{"re":"acme-%02d-[a-z]{10}"}`, i))), text("done", 1, 1))
+	}
+	steps = append(steps, calls(1, 1, call("c1", "grep", `{"re":"globex-[a-z]+"}`)), text("done", 1, 1))
+	p := script(steps...)
+	e, _ := newEngine(t, p, cat, func(c *Config) { c.Limits.SchemaPatterns = 64 })
+	acme, globex := tenant.With(context.Background(), "acme"), tenant.With(context.Background(), "globex")
+	for range 8 {
+		require.NoError(t, e.CreateResponse(acme, decodeReq(t, `{"input":"x","tools":[{"type":"lambent:grep"}]}`), &recorder{}))
+	}
+	require.NoError(t, e.CreateResponse(globex, decodeReq(t, `{"input":"x","tools":[{"type":"lambent:grep"}]}`), &recorder{}))
+	reqs := p.requests()
+	for i := 1; i < len(reqs); i += 2 {
+		res := toolResult(t, reqs[i], "c1")
+		assert.False(t, res.IsError, "response %d: %s", i/2, res.Output)
+	}
+	assert.Len(t, m.calls(), 9)
 }

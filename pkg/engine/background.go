@@ -169,7 +169,7 @@ func (e *Engine) storeQueued(ctx context.Context, req *api.CreateResponseRequest
 	r.em = &emitter{w: buf, stream: true}
 	r.em.lifecycle(api.EventResponseCreated, r.resp)
 	r.em.lifecycle(api.EventResponseQueued, r.resp)
-	sealed, secrets, err := e.sealSecrets(req, r.resp.ID)
+	sealed, secrets, err := e.sealSecrets(ctx, req, r.resp.ID)
 	if err != nil {
 		return nil, api.ServerError(err, "The request's secrets could not be sealed.")
 	}

@@ -92,7 +92,7 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 		e.log.InfoContext(ctx, "background response leased by another worker", "response_id", id, "owner", job.Owner)
 		return nil
 	}
-	req, err := e.openSecrets(job.Request, job.Secrets, id)
+	req, err := e.openSecrets(ctx, job.Request, job.Secrets, id)
 	if err != nil {
 		se := api.ServerError(err, "The worker could not open the request's sealed secrets.")
 		se.Code = "secrets_unavailable"

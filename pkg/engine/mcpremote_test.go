@@ -18,6 +18,7 @@ import (
 	"github.com/lambent/lambent/internal/testing/ssecheck"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/lambent/lambent/pkg/tools/mcp"
 )
@@ -574,6 +575,44 @@ func testMCPRemoteSecrets(t *testing.T, mk storeMaker) {
 	secret(t, rec.resp)
 	assert.Contains(t, logs.String(), "mcp list tools failed")
 	secret(t, []byte(logs.String()))
+}
+
+// A background job's sealed MCP secrets open for its tenant only: acme's
+// job stored again under globex with the same response id (a record
+// replayed, an id reused) fails there with secrets_unavailable instead of
+// sending acme's token to the server on globex's behalf; acme's own run
+// still opens them.
+func TestMCPRemote_SecretsOpenForTheirTenantOnly(t *testing.T) {
+	t.Parallel()
+	srv := startMCP(t, mcptest.Options{})
+	p := script(calls(1, 1, call("c1", "echo", `{"text":"b"}`)), text("done", 1, 1))
+	memory := func(*testing.T) store.ResponseStore { return store.NewMemory(store.MemoryConfig{}) }
+	e, st, q := bgEngine(t, memory, p, nil, withMCP)
+	acme, globex := tenant.With(context.Background(), "acme"), tenant.With(context.Background(), "globex")
+	tool := mcpServerTool(srv.Endpoint, `,"require_approval":"never","authorization":"token-secret"`)
+	require.NoError(t, e.CreateBackground(acme, decodeReq(t, `{"input":"x","background":true,"tools":[`+tool+`]}`), &recorder{}))
+	job := <-q.c
+	rec, err := st.Get(acme, job.ResponseID)
+	require.NoError(t, err)
+	require.NotEmpty(t, rec.Job.Secrets)
+	require.NoError(t, st.Create(globex, rec))
+
+	require.NoError(t, e.RunBackground(globex, job.ResponseID))
+	for _, h := range srv.Headers() {
+		assert.NotEqual(t, "Bearer token-secret", h.Get("Authorization"), "acme's token sent for globex")
+	}
+	got, err := e.GetResponse(globex, job.ResponseID)
+	require.NoError(t, err)
+	assert.Equal(t, api.StatusFailed, got.Status)
+	require.NotNil(t, got.Error)
+	assert.Equal(t, "secrets_unavailable", got.Error.Code)
+
+	require.NoError(t, e.RunBackground(acme, job.ResponseID))
+	got, err = e.GetResponse(acme, job.ResponseID)
+	require.NoError(t, err)
+	assert.Equal(t, api.StatusCompleted, got.Status)
+	require.NotEmpty(t, srv.Headers())
+	assert.Equal(t, "Bearer token-secret", srv.Headers()[len(srv.Headers())-1].Get("Authorization"))
 }
 
 func TestFuncName(t *testing.T) {

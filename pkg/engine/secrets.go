@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/compaction"
+	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -15,9 +17,13 @@ import (
 // of server_url) are never stored in plain text: the response's tools never
 // hold them (the URL is shown as tools.RedactMCPURL has it), and a
 // background request is stored without them, sealed beside it
-// (store.Job.Secrets) with the engine's key and the response id as
-// additional data, so that the worker that runs it, and no one reading the
-// store, can open them. A continuation gets none of them from the store: a
+// (store.Job.Secrets) with the engine's key and the response's tenant and
+// id as additional data, so that the worker that runs it for that tenant,
+// and no one reading the store, can open them: a job stored again under
+// another tenant (a record replayed, an id reused) does not open. Blobs
+// sealed by releases before the tenant was bound (the id alone) do not
+// open either: their jobs fail with secrets_unavailable (a fallback to
+// the id alone would open any such blob under any tenant). A continuation gets none of them from the store: a
 // request sends its tools again, secrets included (as OpenAI requires).
 
 // toolSecrets are the secrets of the request's tool at Index; ServerURL is
@@ -50,13 +56,16 @@ func secretsKeyring(key []byte) (*compaction.Keyring, error) {
 }
 
 // secretsContext is the authenticated context of the secrets of response
-// id: they open for that response only, and never as a compaction blob.
-func secretsContext(id string) string { return "mcp-secrets\x00" + id }
+// id of tenant t: they open for that tenant's response only, and never as
+// a compaction blob. The tenant's length makes the pair unambiguous.
+func secretsContext(t, id string) string {
+	return fmt.Sprintf("mcp-secrets/v2\x00%d:%s\x00%s", len(t), t, id)
+}
 
 // sealSecrets returns req without its tools' secrets and the secrets sealed
-// for the response id; req itself is not changed. Without secrets it
-// returns req and nil.
-func (e *Engine) sealSecrets(req *api.CreateResponseRequest, id string) (*api.CreateResponseRequest, []byte, error) {
+// for the response id of ctx's tenant; req itself is not changed. Without
+// secrets it returns req and nil.
+func (e *Engine) sealSecrets(ctx context.Context, req *api.CreateResponseRequest, id string) (*api.CreateResponseRequest, []byte, error) {
 	var secrets []toolSecrets
 	for i, t := range req.Tools {
 		s := toolSecrets{Index: i, Headers: t.Headers, Authorization: t.Authorization}
@@ -74,7 +83,7 @@ func (e *Engine) sealSecrets(req *api.CreateResponseRequest, id string) (*api.Cr
 	if err != nil {
 		return nil, nil, fmt.Errorf("engine: seal secrets: %w", err)
 	}
-	blob, err := e.secrets.Seal(secretsContext(id), string(plain))
+	blob, err := e.secrets.Seal(secretsContext(tenant.From(ctx), id), string(plain))
 	if err != nil {
 		return nil, nil, fmt.Errorf("engine: seal secrets: %w", err)
 	}
@@ -88,15 +97,17 @@ func (e *Engine) sealSecrets(req *api.CreateResponseRequest, id string) (*api.Cr
 
 // errSecretsUnavailable: the worker cannot open a background request's
 // sealed secrets.
-var errSecretsUnavailable = errors.New("the MCP secrets of this background request cannot be opened here: the gateway and the worker need the same LAMBENT_SECRET_KEY")
+var errSecretsUnavailable = errors.New("the MCP secrets of this background request cannot be opened here: " +
+	"the gateway and the worker need the same LAMBENT_SECRET_KEY, the job must run for the tenant that created it, " +
+	"and jobs queued by a release before secrets were bound to their tenant must be created again")
 
 // openSecrets returns the stored request req with the sealed secrets of the
-// response id put back; req itself is not changed.
-func (e *Engine) openSecrets(req *api.CreateResponseRequest, sealed []byte, id string) (*api.CreateResponseRequest, error) {
+// response id of ctx's tenant put back; req itself is not changed.
+func (e *Engine) openSecrets(ctx context.Context, req *api.CreateResponseRequest, sealed []byte, id string) (*api.CreateResponseRequest, error) {
 	if len(sealed) == 0 {
 		return req, nil
 	}
-	plain, err := e.secrets.Open(secretsContext(id), string(sealed))
+	plain, err := e.secrets.Open(secretsContext(tenant.From(ctx), id), string(sealed))
 	if err != nil {
 		return nil, errSecretsUnavailable
 	}

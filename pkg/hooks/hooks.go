@@ -26,6 +26,7 @@ import (
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine/schemacheck"
+	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/lambent/lambent/pkg/tools"
 )
 
@@ -174,11 +175,13 @@ type Dispatcher struct {
 
 	mu      sync.Mutex
 	pending int
-	// waiting counts each tenant's events waiting in each worker's queue;
-	// share bounds it (half of a queue), so that one tenant's burst fills
-	// no queue another tenant's events need.
+	// waiting counts each tenant's events waiting in each worker's queue,
+	// queued the events waiting in each queue: a tenant may hold less
+	// than half of the room the others leave in a queue
+	// (tenant.MayQueue), so that no tenants' bursts fill a queue another
+	// tenant's events need.
 	waiting map[shareKey]int
-	share   int
+	queued  []int
 	idle    []chan struct{}
 	// closed refuses events sent once Close has begun.
 	closed bool
@@ -205,7 +208,7 @@ func New(cfg Config) *Dispatcher {
 		cfg.Logger = slog.Default()
 	}
 	d := &Dispatcher{cfg: cfg, log: cfg.Logger, seed: maphash.MakeSeed(), waiting: map[shareKey]int{},
-		share: max(1, cfg.QueueSize/cfg.Workers/2)}
+		queued: make([]int, cfg.Workers)}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.queues = make([]chan item, cfg.Workers)
 	for i := range d.queues {
@@ -240,7 +243,7 @@ func (d *Dispatcher) enqueue(qi int, it item) string {
 	switch {
 	case d.closed:
 		return "the dispatcher is closed"
-	case d.waiting[it.share] >= d.share:
+	case !tenant.MayQueue(d.waiting[it.share], d.queued[qi], cap(d.queues[qi])):
 		return "this tenant's share of the hook queue is full"
 	}
 	select {
@@ -250,6 +253,7 @@ func (d *Dispatcher) enqueue(qi int, it item) string {
 	}
 	// A worker that takes it at once waits for d.mu to count it out.
 	d.waiting[it.share]++
+	d.queued[qi]++
 	d.pending++
 	return ""
 }
@@ -258,6 +262,7 @@ func (d *Dispatcher) enqueue(qi int, it item) string {
 func (d *Dispatcher) dequeued(share shareKey) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.queued[share.queue]--
 	if d.waiting[share]--; d.waiting[share] <= 0 {
 		delete(d.waiting, share)
 	}

@@ -510,6 +510,42 @@ func TestHookQueueShareOfATenant(t *testing.T) {
 	require.Empty(t, bErrs.Seal())
 }
 
+// Two tenants bursting at once leave room for a third: each may hold at
+// most half of the room the others leave (two halves filled the queue
+// before, and a third tenant's event was dropped: "the hook queue is
+// full").
+func TestHookQueueTwoBurstsLeaveRoomForAThird(t *testing.T) {
+	release := make(chan struct{})
+	sink := &recordingSink{block: func(ctx context.Context, ev *hooks.Event) error {
+		if ev.Tenant != "initech" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}}
+	d := hooks.New(hooks.Config{Sinks: []hooks.Sink{sink}, Workers: 1, QueueSize: 16, Timeout: time.Hour, Logger: quiet()})
+	defer d.Close()
+	for _, tenant := range []string{"acme", "globex"} {
+		for i := range 100 {
+			ev := event(hooks.EventToolCall, fmt.Sprint(tenant, i))
+			ev.Tenant, ev.ResponseID = tenant, "resp_"+tenant
+			d.Send(t.Context(), ev, nil)
+		}
+	}
+	before := d.Dropped()
+	errs := &hooks.Errors{}
+	ev := event(hooks.EventToolCall, "initech-1")
+	ev.Tenant, ev.ResponseID = "initech", "resp_initech"
+	d.Send(t.Context(), ev, errs)
+	dropped := d.Dropped() - before
+	close(release)
+	flush(t, d)
+	require.Zero(t, dropped, "initech's event was dropped: %q", errs.Seal())
+}
+
 // A tenant's share is half of each worker's queue, not of one: a gateway
 // with one tenant (every single-tenant deployment) keeps about half of
 // all its queue's room (200 events over 4 queues of 256 drop none).

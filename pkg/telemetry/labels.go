@@ -4,7 +4,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine"
+	"github.com/lambent/lambent/pkg/limits"
+	"github.com/lambent/lambent/pkg/provider"
 )
 
 // OtherLabel is the label value (Prometheus) and dimension value (EMF) of a
@@ -84,4 +87,40 @@ func (l *labels) tool(kind, t string) string {
 		return t
 	}
 	return OtherLabel
+}
+
+// knownErrorType reports whether s, an error's code or type, is one an
+// error.type may carry (APIErrorType): the gateway's own codes and types,
+// and the error codes and types OpenAI documents. Any other, a provider's
+// code among them, is no label.
+func knownErrorType(s string) bool {
+	switch s {
+	// The gateway's error types, and OpenAI's.
+	case api.ErrTypeInvalidRequest, api.ErrTypeNotFound, api.ErrTypeServer, api.ErrTypeUpstream,
+		api.ErrTypeRateLimit, api.ErrTypeConflict, api.ErrTypeServiceUnavailable,
+		"authentication_error", "permission_error", "requests", "tokens":
+		return true
+	// The gateway's error codes.
+	// (upstream_error and server_error are types too.)
+	case provider.CodeUpstreamAuthFailed, provider.CodeRateLimitExceeded,
+		provider.CodeUpstreamUnreachable, provider.CodeUpstreamTimeout, provider.CodeUpstreamStreamCut,
+		provider.CodeUpstreamBadResponse, provider.CodeRequestCancelled, provider.CodeModelNotFound,
+		provider.CodeModelAccessDenied, provider.CodeModelUnavailable, provider.CodeServerOverloaded,
+		provider.CodeContextLengthExceeded, provider.CodeInputTokensUnsupported,
+		api.CodeValidationFailed, api.CodeMaxIterations, api.CodeSubmitBeforeOutput, api.CodeInvalidResponse,
+		limits.CodeLimitExceeded, ErrorTypeToolError,
+		"invalid_api_key", "request_too_large", "invalid_request", "empty_summary",
+		"incomplete_summary", "compaction_unavailable", "conversations_unavailable",
+		"secrets_unavailable", "store_failed", "enqueue_failed":
+		return true
+	// OpenAI's error codes.
+	case "insufficient_quota", "invalid_prompt", "invalid_value", "invalid_type",
+		"missing_required_parameter", "unknown_parameter", "unsupported_parameter", "unsupported_value",
+		"string_above_max_length", "array_above_max_length", "integer_above_max_value", "empty_array",
+		"invalid_image", "invalid_image_format", "invalid_image_url", "image_too_large",
+		"image_content_policy_violation", "invalid_base64_image", "content_filter",
+		"previous_response_not_found", "vector_store_timeout":
+		return true
+	}
+	return false
 }

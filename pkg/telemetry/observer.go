@@ -337,24 +337,32 @@ func (ro *responseObserver) tokens(resp *api.Response) Tokens {
 	return Tokens{Input: resp.Usage.InputTokens - ro.before.InputTokens, Output: resp.Usage.OutputTokens - ro.before.OutputTokens}
 }
 
-// ErrorType is the error.type of a failed model call: its API error's code
-// or type, else "_OTHER" (the conventions' fallback).
+// ErrorTypeOther is the error.type of an error whose code and type are
+// both outside the fixed set (knownErrorType): the conventions' fallback.
+const ErrorTypeOther = "_OTHER"
+
+// ErrorType is the error.type of a failed model call: its API error's
+// error.type (APIErrorType), else ErrorTypeOther.
 func ErrorType(err error) string {
 	var ae *api.Error
 	if errors.As(err, &ae) {
 		return APIErrorType(ae)
 	}
-	return "_OTHER"
+	return ErrorTypeOther
 }
 
-// APIErrorType is the error.type of a failed response: its error's code or
-// type, else "_OTHER".
+// APIErrorType is the error.type of a failed response or model call: its
+// error's code when the code is one of a fixed set (knownErrorType), else
+// its type when that is, else ErrorTypeOther. A provider's 4xx passes its
+// code through to the client, and that code is the provider's text about
+// one tenant's request: as a label it would be read by every reader of the
+// metrics, and every distinct code a series.
 func APIErrorType(ae *api.Error) string {
 	switch {
-	case ae.Code != "":
+	case knownErrorType(ae.Code):
 		return ae.Code
-	case ae.Type != "":
+	case knownErrorType(ae.Type):
 		return ae.Type
 	}
-	return "_OTHER"
+	return ErrorTypeOther
 }

@@ -220,10 +220,13 @@ func (h *Handler) log() *slog.Logger {
 // The pool is shared fairly by the tenants: a worker that comes free runs
 // the oldest job of the tenant running the fewest jobs, so a tenant that
 // queued many long jobs does not hold the others' behind all of them; and
-// a tenant may have at most half of the queue waiting (localTenantShare).
+// a tenant may have less than half of the room the other tenants leave
+// waiting (tenant.MayQueue): half of the queue alone, and no tenants fill
+// it for another.
 type Local struct {
 	mu      sync.Mutex
 	waiting map[string][]localJob // queued jobs by tenant, oldest first
+	queued  int                   // the jobs of waiting
 	running map[string]int        // jobs running by tenant
 	seq     uint64                // the next job's arrival number
 	ready   chan struct{}         // a token per queued job
@@ -242,12 +245,6 @@ type localJob struct {
 
 // localQueueSize bounds the jobs the in-process queue holds.
 const localQueueSize = 1024
-
-// localTenantShare bounds the jobs one tenant may have waiting: half of the
-// queue, so that one tenant's jobs never fill it for the others (a
-// background create holds its tenant's in-flight slot only until its job
-// is queued, so the in-flight cap does not bound a tenant's queued jobs).
-const localTenantShare = localQueueSize / 2
 
 // NewLocal starts n workers running jobs with run (engine.RunBackground).
 // Close stops them.
@@ -312,6 +309,7 @@ func (l *Local) next() engine.Job {
 	} else {
 		l.waiting[pick] = q[1:]
 	}
+	l.queued--
 	l.running[pick]++
 	return q[0].job
 }
@@ -326,8 +324,10 @@ func (l *Local) done(t string) {
 }
 
 // Enqueue queues a job; it fails when the queue is full or closed, and
-// with a 429 (*api.Error) when the job's tenant has localTenantShare jobs
-// waiting.
+// with a 429 (*api.Error) when the job's tenant has its share of the queue
+// waiting (tenant.MayQueue: a background create holds its tenant's
+// in-flight slot only until its job is queued, so the in-flight cap does
+// not bound a tenant's queued jobs).
 func (l *Local) Enqueue(ctx context.Context, j engine.Job) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -337,7 +337,7 @@ func (l *Local) Enqueue(ctx context.Context, j engine.Job) error {
 	if l.ctx.Err() != nil {
 		return errors.New("worker: local queue is closed")
 	}
-	if len(l.waiting[j.Tenant]) >= localTenantShare {
+	if !tenant.MayQueue(len(l.waiting[j.Tenant]), l.queued, localQueueSize) {
 		return api.RateLimited("2", nil, "Too many background responses are queued for this API key; retry when some have run.")
 	}
 	select {
@@ -346,6 +346,7 @@ func (l *Local) Enqueue(ctx context.Context, j engine.Job) error {
 		return errors.New("worker: local queue is full")
 	}
 	l.waiting[j.Tenant] = append(l.waiting[j.Tenant], localJob{job: j, seq: l.seq})
+	l.queued++
 	l.seq++
 	return nil
 }

@@ -378,6 +378,41 @@ func TestLocalQueueFairAcrossTenants(t *testing.T) {
 	assert.Equal(t, "b1", next(), "the job a worker runs next, tenant a running one and b none")
 }
 
+// Two tenants queueing at once leave room for a third: each may have at
+// most half of the room the others leave waiting. Two halves (512 jobs
+// each) filled the queue before, and a third tenant's job failed ("worker:
+// local queue is full", a 500 enqueue_failed).
+func TestLocalQueueTwoTenantsLeaveRoomForAThird(t *testing.T) {
+	t.Parallel()
+	entered, block := make(chan struct{}), make(chan struct{})
+	l := worker.NewLocal(1, func(ctx context.Context, id string) error {
+		if id == "running" {
+			close(entered)
+		}
+		<-block
+		return nil
+	}, app.Logger(app.Config{Server: app.ServerConfig{LogLevel: "error"}}, io.Discard))
+	defer l.Close()
+	defer close(block)
+	require.NoError(t, l.Enqueue(context.Background(), engine.Job{ResponseID: "running", Tenant: "acme"}))
+	<-entered // the only worker runs it until the test ends
+	queued := map[string]int{}
+	for _, tn := range []string{"acme", "globex"} {
+		for {
+			err := l.Enqueue(context.Background(), engine.Job{ResponseID: tn, Tenant: tn})
+			if err != nil {
+				var ae *api.Error
+				require.ErrorAs(t, err, &ae, "%s's refusal", tn)
+				require.Equal(t, api.CodeRateLimitExceeded, ae.Code)
+				break
+			}
+			queued[tn]++
+		}
+	}
+	assert.Equal(t, map[string]int{"acme": 512, "globex": 256}, queued)
+	require.NoError(t, l.Enqueue(context.Background(), engine.Job{ResponseID: "i1", Tenant: "initech"}), "a third tenant's job")
+}
+
 // Close starts no queued job: a worker that takes a job from the queue
 // once Close has cancelled the workers drops it (the queue is in memory:
 // its jobs are gone with it) instead of running it for a process that is

@@ -52,8 +52,7 @@ const (
 	stringBytes = 256
 	// regexBytes is how many bytes of a string format "regex" parses in
 	// one evaluation (about 50 ns each): it parses the string at every
-	// evaluation that is refused (too large for the schema's patterns
-	// budget, or not an expression), and caches nothing of it.
+	// evaluation, and caches nothing of it (patternBudget).
 	regexBytes = 20
 )
 

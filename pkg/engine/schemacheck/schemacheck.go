@@ -54,6 +54,7 @@ func Compile(raw json.RawMessage, patterns int) (s *jsonschema.Schema, err error
 		return nil, fmt.Errorf("add schema: %w", err)
 	}
 	s, err = c.Compile(schemaURL)
+	budget.compiledAll()
 	if budget.over > 0 {
 		return nil, &PatternsError{Size: budget.over, Limit: patterns}
 	}
@@ -76,19 +77,44 @@ func recovered(what string, err *error) {
 // once, up to limit in summed size (regexpSize): a regular expression's
 // compiled program grows with its repetitions, and 128 KiB of
 // "[a-z]{1,1000}" patterns cost seconds and gigabytes to compile.
+//
+// Once the schema is compiled (compiledAll), the validator still calls
+// compile, for the values it checks against format "regex": those are the
+// checked texts' (a tool call's arguments, an output), not the schema's,
+// and a schema compiled once serves every request (a hosted tool's, for
+// the engine's life). They are parsed only — valid or not, which is all
+// the format asks — and neither count against the budget nor are cached:
+// they counted and stayed cached, so that one tenant's calls used up the
+// budget and every later call's regular expression was refused.
 type patternBudget struct {
 	mu       sync.Mutex
 	limit    int
 	used     int
 	over     int // the size asked for past the limit, 0 while within it
 	compiled map[string]jsonschema.Regexp
+	done     bool // the schema is compiled: what comes is a checked text's
+}
+
+// compiledAll marks the schema compiled: compile now parses only.
+func (b *patternBudget) compiledAll() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.done, b.compiled = true, nil
 }
 
 // errPatternBudget refuses a regular expression past the budget.
 var errPatternBudget = errors.New("the schema's regular expressions are too large")
 
+// compile compiles expr for the schema within the budget or, once the
+// schema is compiled, only parses it (the validator's format "regex",
+// which uses the error alone): its Regexp is then nil.
 func (b *patternBudget) compile(expr string) (jsonschema.Regexp, error) {
 	b.mu.Lock()
+	if b.done {
+		b.mu.Unlock()
+		_, err := syntax.Parse(expr, syntax.Perl)
+		return nil, err
+	}
 	defer b.mu.Unlock()
 	if re, ok := b.compiled[expr]; ok {
 		return re, nil
