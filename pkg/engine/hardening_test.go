@@ -1078,6 +1078,13 @@ func (s *leakyStore) AppendEvents(ctx context.Context, id string, evs []store.Ev
 	return s.Memory.AppendEvents(ctx, id, evs)
 }
 
+func (s *leakyStore) AppendEventsClaimed(ctx context.Context, id, claim string, expiresAt time.Time, evs []store.Event) error {
+	if err := s.err("AppendEvents"); err != nil {
+		return err
+	}
+	return s.Memory.AppendEventsClaimed(ctx, id, claim, expiresAt, evs)
+}
+
 func (s *leakyStore) Events(ctx context.Context, id string, after int64) ([]store.Event, error) {
 	if err := s.err("Events"); err != nil {
 		return nil, err
