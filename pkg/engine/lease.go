@@ -117,6 +117,11 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 	if err := e.openSummaries(ctx, r); err != nil {
 		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
 	}
+	// So may the image limit have been, which a create checks once its
+	// conversation is resolved.
+	if err := e.checkImages(r); err != nil {
+		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
+	}
 	seq, err := e.resumeSeq(ctx, rec)
 	if err != nil {
 		return e.finishedElsewhere(ctx, id, err)
