@@ -164,9 +164,9 @@
 // A worker's append near or past the end of its lease is conditional on
 // its claim (AppendEventsClaimed; the head's claim attribute, the job's
 // store.Job.Claim): the same one call, a TransactWriteItems of a
-// ConditionCheck of the head and the event item's Put, which DynamoDB
-// bills as transactional writes of both (the head's size counts: 2 WCU
-// on DynamoDB Local with a 1 KB head, 116 with a 115 KB head: 300 KB of random input).
+// ConditionCheck of the head and the event item's Put, whose units count
+// the head's size as well (DynamoDB Local: 2 WCU with a normal record, 116
+// with one holding 300 KB of random text; AWS bills transactions double).
 //
 // # Largest response
 //
