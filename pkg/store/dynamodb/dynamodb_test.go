@@ -461,6 +461,16 @@ func TestCallBudget(t *testing.T) {
 		return s.AppendEventsClaimed(ctx, jid, "claim_1", live.ExpiresAt, claimed)
 	})
 	require.Equal(t, 1, c.Calls("TransactWriteItems"))
+	// Its units count the head checked: a record holding 300 KB of
+	// random text.
+	big := storetest.NewRecord(api.NewID(api.PrefixResponse), api.StatusInProgress)
+	big.Input = append(big.Input, api.Item{Type: api.ItemMessage, Role: api.RoleUser, Content: []api.ContentPart{{Type: api.PartInputText,
+		Text: storetest.RandomText(mrand.New(mrand.NewPCG(1, 2)), 300_000)}}})
+	big.Job = &store.Job{Claim: "claim_big"}
+	require.NoError(t, s.Create(ctx, big))
+	measure("append claimed (300 KB record)", 1, func() error {
+		return s.AppendEventsClaimed(ctx, big.Response.ID, "claim_big", big.ExpiresAt, claimed)
+	})
 	got, err := s.Events(ctx, jid, 49)
 	require.NoError(t, err)
 	require.Equal(t, more, got)
