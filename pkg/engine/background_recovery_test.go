@@ -237,3 +237,68 @@ func terminalLast(t *testing.T, log store.EventLog, id string) {
 		}
 	}
 }
+
+// A worker (A) that runs past its lease in the middle of a turn while
+// another (B) claims the response and runs it to its end: A's events of
+// that turn, appended after B's claim, are refused (store.ErrLeaseLost)
+// and A stops, so the log holds B's run as B wrote it. (They were
+// appended, numbered as B numbered its own, and replaced B's events.)
+func TestBackgroundStaleWorkerAppendsRefused(t *testing.T) {
+	forStores(t, func(t *testing.T, mk storeMaker) {
+		clock := &fakeClock{t: time.Now()}
+		st := mk(t)
+		blocked, release := make(chan struct{}), make(chan struct{})
+		slow := newMock(func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
+			close(blocked)
+			<-release
+			return &tools.ToolResult{Output: "slow result"}, nil
+		}, "slow")
+		worker := func(id string, p *scripted) *Engine {
+			e, _ := newEngine(t, p, slow, func(c *Config) {
+				c.Store, c.Now, c.Background.WorkerID = st, clock.Now, id
+				c.Background.Queue = newJobQueue()
+				c.Background.PollInterval = time.Millisecond
+				c.Background.Lease = time.Minute
+			})
+			return e
+		}
+		a := worker("worker-a", script(
+			step{res: provider.Result{Text: "A thinks", ToolCalls: []api.Item{call("c1", "slow", `{}`)}, FinishReason: provider.FinishToolCalls, Usage: api.Usage{InputTokens: 1, OutputTokens: 1}}},
+			text("A's answer", 1, 1)))
+		b := worker("worker-b", script(text("B's answer", 1, 1)))
+		rec, err := runBackground(t, a, `{"input":"x","background":true,"tools":[{"type":"lambent:slow"}]}`)
+		require.NoError(t, err)
+		id := rec.response(t).ID
+		if sig, ok := st.(store.RunSignals); ok { // a client follows the run
+			stored, err := st.Get(context.Background(), id)
+			require.NoError(t, err)
+			require.NoError(t, sig.Follow(context.Background(), id, clock.Now().Add(time.Hour), stored.ExpiresAt))
+		}
+		errA := make(chan error, 1)
+		go func() { errA <- a.RunBackground(context.Background(), id) }()
+		<-blocked
+		log := st.(store.EventLog)
+		require.Eventually(t, func() bool { // A's watcher appended its turn
+			evs, err := log.Events(context.Background(), id, -1)
+			return err == nil && len(evs) > 0 && evs[len(evs)-1].Type == "response.output_item.done"
+		}, 10*time.Second, time.Millisecond)
+
+		clock.advance(2 * time.Minute) // A's lease ends; B claims and finishes
+		require.NoError(t, b.RunBackground(context.Background(), id))
+		byB, err := log.Events(context.Background(), id, -1)
+		require.NoError(t, err)
+		close(release) // A's tool returns: A emits the rest of its turn
+		require.NoError(t, <-errA)
+
+		after, err := log.Events(context.Background(), id, -1)
+		require.NoError(t, err)
+		require.Len(t, after, len(byB))
+		for i := range byB {
+			assert.JSONEq(t, string(byB[i].Data), string(after[i].Data), "event %d (seq %d) as B wrote it", i, byB[i].Seq)
+		}
+		terminalLast(t, log, id)
+		got, err := st.Get(context.Background(), id)
+		require.NoError(t, err)
+		assert.Equal(t, api.StatusCompleted, got.Response.Status)
+	})
+}

@@ -1078,6 +1078,13 @@ func (s *leakyStore) AppendEvents(ctx context.Context, id string, evs []store.Ev
 	return s.Memory.AppendEvents(ctx, id, evs)
 }
 
+func (s *leakyStore) AppendEventsClaimed(ctx context.Context, id, claim string, expiresAt time.Time, evs []store.Event) error {
+	if err := s.err("AppendEvents"); err != nil {
+		return err
+	}
+	return s.Memory.AppendEventsClaimed(ctx, id, claim, expiresAt, evs)
+}
+
 func (s *leakyStore) Events(ctx context.Context, id string, after int64) ([]store.Event, error) {
 	if err := s.err("Events"); err != nil {
 		return nil, err
@@ -1303,4 +1310,32 @@ func BenchmarkInflight(b *testing.B) {
 			}
 		})
 	})
+}
+
+// A background response queued under one image limit and run (or resumed)
+// by a worker whose limit was lowered since fails with limit_exceeded
+// before any model call, as checkRequest's limits do: the worker checks
+// the images its model call would carry with the one check a create
+// passes (checkImages).
+func TestBackgroundImagesRecheckedByTheWorker(t *testing.T) {
+	t.Parallel()
+	shared := store.NewMemory(store.MemoryConfig{})
+	q := newJobQueue()
+	p := script(text("ok", 1, 1))
+	on := func(images int) func(*Config) {
+		return func(c *Config) { c.Store, c.Background.Queue, c.Limits.Images = shared, q, images }
+	}
+	gateway, _ := newEngine(t, p, nil, on(3))
+	worker, _ := newEngine(t, p, nil, on(1))
+	img := `{"type":"input_image","image_url":"https://images.invalid/cat.png"}`
+	rec, err := runBackground(t, gateway, `{"background":true,"input":[{"type":"message","role":"user","content":[`+img+`,`+img+`]}]}`)
+	require.NoError(t, err)
+	id := rec.response(t).ID
+	require.NoError(t, worker.RunBackground(context.Background(), (<-q.c).ResponseID))
+	got, err := worker.GetResponse(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, api.StatusFailed, got.Status)
+	require.NotNil(t, got.Error)
+	assert.Equal(t, "limit_exceeded", got.Error.Code)
+	assert.Empty(t, p.requests(), "no model call")
 }

@@ -117,6 +117,11 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 	if err := e.openSummaries(ctx, r); err != nil {
 		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
 	}
+	// So may the image limit have been, which a create checks once its
+	// conversation is resolved.
+	if err := e.checkImages(r); err != nil {
+		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
+	}
 	seq, err := e.resumeSeq(ctx, rec)
 	if err != nil {
 		return e.finishedElsewhere(ctx, id, err)
@@ -128,6 +133,7 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 	claimed := *rec
 	cj := *job
 	cj.Owner, cj.LeaseUntil, cj.Invocations = e.cfg.Background.WorkerID, now.Add(e.cfg.Background.Lease), job.Invocations+1
+	cj.Claim = api.NewID("claim_")
 	claimed.Job = &cj
 	resp := rec.Response.Clone()
 	resp.Status = api.StatusInProgress
@@ -147,7 +153,10 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 		}
 		return e.finishedElsewhere(ctx, id, fmt.Errorf("engine: claim %s: %w", id, err))
 	}
-	if err := e.appendKnown(ctx, id, claimed.ExpiresAt, buf.take()); err != nil {
+	if err := e.appendClaimed(ctx, &claimed, claimed.ExpiresAt, buf.take()); err != nil {
+		if errors.Is(err, store.ErrLeaseLost) {
+			return e.finishedElsewhere(ctx, id, errFinishedElsewhere)
+		}
 		e.releaseLease(ctx, &claimed)
 		return e.finishedElsewhere(ctx, id, fmt.Errorf("engine: events of %s: %w", id, err))
 	}
@@ -170,13 +179,37 @@ func (e *Engine) releaseLease(ctx context.Context, rec *store.Record) {
 	defer cancel()
 	next := *rec
 	j := *rec.Job
-	j.Owner, j.LeaseUntil = "", time.Time{}
+	unlease(&j)
 	next.Job = &j
 	if err := e.cfg.Store.Update(sctx, &next, rec.Response.Status); err != nil {
 		e.log.WarnContext(ctx, "releasing the lease failed: it expires", "response_id", rec.Response.ID, "err", err)
 		return
 	}
 	*rec = next
+}
+
+// unlease clears the lease of j: no worker holds it.
+func unlease(j *store.Job) {
+	j.Owner, j.LeaseUntil, j.Claim = "", time.Time{}, ""
+}
+
+// appendClaimed appends evs of the run this worker claimed as rec (its
+// record as last stored), expiring at expiresAt. Before the last tenth of
+// its lease no other worker can have claimed the response (a claim waits
+// for the lease's end), and the append is appendKnown's; from then on,
+// when the store can (store.ClaimedEventLog), it is conditional on rec's
+// claim: store.ErrLeaseLost when another worker claimed the response, and
+// nothing is appended (docs/background.md, "lease overrun"). The
+// conditional append reads the record's head, at DynamoDB's price of a
+// write of it, which a worker inside its lease does not pay.
+func (e *Engine) appendClaimed(ctx context.Context, rec *store.Record, expiresAt time.Time, evs []store.Event) error {
+	id := rec.Response.ID
+	cl, ok := e.cfg.Store.(store.ClaimedEventLog)
+	lease := rec.Job.LeaseUntil.Add(-e.cfg.Background.Lease / 10)
+	if !ok || len(evs) == 0 || e.cfg.Now().Before(lease) {
+		return e.appendKnown(ctx, id, expiresAt, evs)
+	}
+	return cl.AppendEventsClaimed(ctx, id, rec.Job.Claim, rec.ExpiresAt, evs)
 }
 
 // saveProgress records in rec and its job j how far r got, for the run's
@@ -234,15 +267,21 @@ type claim struct {
 // appendPending appends the events emitted since the last append (c.mu
 // held); expiresAt is the response's expiry when the caller has just read
 // it live (zero: unknown). A deleted response stops the run, and
-// finishing reports it.
+// finishing reports it; so does another worker's claim (the lease was
+// taken over: the events are dropped, the run is the other worker's).
 func (c *claim) appendPending(ctx context.Context, expiresAt time.Time) error {
 	evs := c.buf.take()
 	if len(evs) == 0 {
 		return nil
 	}
 	id := c.r.resp.ID
-	if err := c.e.appendKnown(ctx, id, expiresAt, evs); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+	if err := c.e.appendClaimed(ctx, c.rec, expiresAt, evs); err != nil {
+		switch {
+		case errors.Is(err, store.ErrLeaseLost):
+			c.lost = true
+			c.cancel()
+			return nil
+		case errors.Is(err, store.ErrNotFound):
 			c.cancel()
 			return nil
 		}
@@ -289,7 +328,7 @@ func (c *claim) checkpoint(ctx context.Context) error {
 	defer c.mu.Unlock()
 	// The record was stored live by this claim: the Update below finds out
 	// whether it still is, so the append need not read it first.
-	if err := c.appendPending(ctx, c.rec.ExpiresAt); err != nil {
+	if err := c.appendPending(ctx, c.rec.ExpiresAt); err != nil || c.lost {
 		return err
 	}
 	e, r, id := c.e, c.r, c.r.resp.ID
@@ -486,13 +525,16 @@ func (e *Engine) handOff(ctx context.Context, r *run, rec *store.Record, buf *ev
 	defer cancel()
 	// As at a checkpoint: the record was stored live by this claim, and
 	// the Update below finds out whether it still is.
-	if err := e.appendKnown(sctx, id, rec.ExpiresAt, buf.take()); err != nil {
+	if err := e.appendClaimed(sctx, rec, rec.ExpiresAt, buf.take()); err != nil {
+		if errors.Is(err, store.ErrLeaseLost) {
+			return errFinishedElsewhere
+		}
 		return fmt.Errorf("engine: hand-off events of %s: %w", id, err)
 	}
 	next := *rec
 	j := *rec.Job
 	r.saveProgress(&next, &j)
-	j.Owner, j.LeaseUntil = "", time.Time{}
+	unlease(&j)
 	next.Job, next.Response = &j, r.resp.Clone()
 	r.stampTiming(next.Response, e.cfg.Now())
 	if err := e.cfg.Store.Update(sctx, &next, api.StatusInProgress); err != nil {
@@ -566,7 +608,7 @@ func (e *Engine) finishBackground(ctx context.Context, r *run, rec *store.Record
 	next := *rec
 	j := *rec.Job
 	r.saveProgress(&next, &j)
-	j.Owner, j.LeaseUntil = "", time.Time{}
+	unlease(&j)
 	next.Job, next.Response = &j, r.resp
 	for attempt := 0; ; attempt++ {
 		err := e.cfg.Store.Update(sctx, &next, expect)

@@ -30,7 +30,8 @@ import (
 //     items opened: the input images a model call carries (the
 //     conversation continued and this input, from the latest standalone
 //     compaction item on, the images it carries included), each fetched
-//     or decoded by the Bedrock provider on every model call.
+//     or decoded by the Bedrock provider on every model call. RunBackground
+//     repeats it too, as it repeats checkRequest.
 //   - compileOutputSchema (attempts.go), as the schema of a validated output
 //     is compiled: its regular expressions (SchemaPatterns, counted by
 //     schemacheck.Compile as the validator compiles them).

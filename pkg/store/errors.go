@@ -24,6 +24,10 @@ var (
 	// conversation), which nobody reads from then on, but not every part
 	// of it: what remains expires with it. The delete itself succeeded.
 	ErrPartlyDeleted = errors.New("deleted, but some parts remain until they expire")
+	// ErrLeaseLost: a claimed append (ClaimedEventLog) found the response
+	// under another claim than the caller's: another worker took its
+	// lease over, and the caller must stop writing.
+	ErrLeaseLost = errors.New("the lease of the background response is another worker's")
 )
 
 // TooLargeError is the error of a record larger than a store keeps. It

@@ -291,6 +291,26 @@ var _ EventLog = (*Memory)(nil)
 // AppendEvents stores events of the record id (a repeated Seq replaces the
 // earlier event); ErrNotFound when the record is absent.
 func (m *Memory) AppendEvents(ctx context.Context, id string, events []Event) error {
+	return m.appendEvents(ctx, id, events, func(*Record) error { return nil })
+}
+
+var _ ClaimedEventLog = (*Memory)(nil)
+
+// AppendEventsClaimed is AppendEvents when the record's job is under
+// claim; else ErrLeaseLost, and nothing is stored. The expiry is the
+// record's own.
+func (m *Memory) AppendEventsClaimed(ctx context.Context, id, claim string, _ time.Time, events []Event) error {
+	return m.appendEvents(ctx, id, events, func(rec *Record) error {
+		if rec.Job == nil || rec.Job.Claim != claim {
+			return fmt.Errorf("store: append events of %s: %w", id, ErrLeaseLost)
+		}
+		return nil
+	})
+}
+
+// appendEvents is AppendEvents when check, given the stored record (the
+// lock held), returns nil.
+func (m *Memory) appendEvents(ctx context.Context, id string, events []Event, check func(*Record) error) error {
 	events = slices.Clone(events)
 	var added int64
 	for i := range events {
@@ -304,6 +324,9 @@ func (m *Memory) AppendEvents(ctx context.Context, id string, events []Event) er
 		return err
 	}
 	e := el.Value.(*memEntry)
+	if err := check(&e.rec); err != nil {
+		return err
+	}
 	// The check counts events this batch replaces twice: it errs on the
 	// safe side.
 	if err := m.fits(e.recSize + e.evSize + added); err != nil {

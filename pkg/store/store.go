@@ -81,6 +81,11 @@ type Job struct {
 	NextSeq int64 `json:"next_seq"`
 	// Invocations counts the worker invocations that ran the loop.
 	Invocations int `json:"invocations"`
+	// Claim is the token of the worker's claim that holds the lease
+	// (random per claim; a worker claiming twice gets two): the claimed
+	// run's event appends carry it (ClaimedEventLog), and a store refuses
+	// them once another claim replaced it.
+	Claim string `json:"claim,omitempty"`
 	// RequestID is the id of the request that created the response
 	// (package requestid): the worker's log lines repeat it.
 	RequestID string `json:"request_id,omitempty"`
@@ -117,6 +122,21 @@ type KnownEventLog interface {
 	// AppendEventsKnown is AppendEvents for a response the caller read
 	// live, expiring at expiresAt (zero: unknown, AppendEvents).
 	AppendEventsKnown(ctx context.Context, id string, expiresAt time.Time, events []Event) error
+}
+
+// ClaimedEventLog is an EventLog whose appends can be conditional on a
+// worker's claim of the response (Job.Claim): a worker that ran past its
+// lease while another claimed the response is refused, instead of writing
+// sequence numbers the new owner writes too (docs/background.md, "lease
+// overrun").
+type ClaimedEventLog interface {
+	EventLog
+	// AppendEventsClaimed is AppendEvents for the worker holding claim,
+	// for a response that expires at expiresAt (as its own claim or
+	// checkpoint stored it): ErrLeaseLost when the stored record's claim
+	// is another (another worker took the lease over; nothing is
+	// written), ErrNotFound when the response is gone.
+	AppendEventsClaimed(ctx context.Context, id, claim string, expiresAt time.Time, events []Event) error
 }
 
 // Conversation returns the full conversation of the record: Context, Input

@@ -437,7 +437,7 @@ func TestCallBudget(t *testing.T) {
 	// A background response: its job in the record, its stream events in
 	// one item per AppendEvents.
 	job := storetest.NewRecord(api.NewID(api.PrefixResponse), api.StatusQueued)
-	job.Job = &store.Job{NextSeq: 2}
+	job.Job = &store.Job{NextSeq: 2, Claim: "claim_1"}
 	jid := job.Response.ID
 	measure("create (background)", 2, func() error { return s.Create(ctx, job) })
 	var evs []store.Event
@@ -454,6 +454,23 @@ func TestCallBudget(t *testing.T) {
 	more := []store.Event{{Seq: 50, Type: "response.completed", Data: []byte(`{"type":"response.completed","sequence_number":50}`)}}
 	measure("append known (1 event)", 1, func() error { return s.AppendEventsKnown(ctx, jid, live.ExpiresAt, more) })
 	require.Equal(t, 1, c.Calls("PutItem"))
+	// A worker's append under its claim: the same one call, a
+	// transaction checking the head's claim (AppendEventsClaimed).
+	claimed := []store.Event{{Seq: 49, Type: more[0].Type, Data: []byte(`{"type":"response.output_text.delta","sequence_number":49}`)}}
+	measure("append claimed (1 event)", 1, func() error {
+		return s.AppendEventsClaimed(ctx, jid, "claim_1", live.ExpiresAt, claimed)
+	})
+	require.Equal(t, 1, c.Calls("TransactWriteItems"))
+	// Its units count the head checked: a record holding 300 KB of
+	// random text.
+	big := storetest.NewRecord(api.NewID(api.PrefixResponse), api.StatusInProgress)
+	big.Input = append(big.Input, api.Item{Type: api.ItemMessage, Role: api.RoleUser, Content: []api.ContentPart{{Type: api.PartInputText,
+		Text: storetest.RandomText(mrand.New(mrand.NewPCG(1, 2)), 300_000)}}})
+	big.Job = &store.Job{Claim: "claim_big"}
+	require.NoError(t, s.Create(ctx, big))
+	measure("append claimed (300 KB record)", 1, func() error {
+		return s.AppendEventsClaimed(ctx, big.Response.ID, "claim_big", big.ExpiresAt, claimed)
+	})
 	got, err := s.Events(ctx, jid, 49)
 	require.NoError(t, err)
 	require.Equal(t, more, got)

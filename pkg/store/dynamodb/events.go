@@ -101,7 +101,7 @@ func (s *Store) AppendEvents(ctx context.Context, id string, events []store.Even
 	if err != nil {
 		return err
 	}
-	return s.appendEvents(ctx, p, id, h.ExpiresAt, events)
+	return s.appendEvents(ctx, p, id, h.ExpiresAt, events, s.unclaimed(ctx))
 }
 
 var _ store.KnownEventLog = (*Store)(nil)
@@ -116,12 +116,87 @@ func (s *Store) AppendEventsKnown(ctx context.Context, id string, expiresAt time
 	if expiresAt.IsZero() {
 		return s.AppendEvents(ctx, id, events)
 	}
-	return s.appendEvents(ctx, pk(tenant.From(ctx), id), id, expiresAt.Unix(), events)
+	return s.appendEvents(ctx, pk(tenant.From(ctx), id), id, expiresAt.Unix(), events, s.unclaimed(ctx))
+}
+
+var _ store.ClaimedEventLog = (*Store)(nil)
+
+// AppendEventsClaimed is AppendEventsKnown conditional on the head's
+// claim: the event item is put in one TransactWriteItems with a
+// ConditionCheck of the head (claim = claim, and live), instead of a
+// PutItem (still one call, more for chunks). ErrLeaseLost when the head
+// holds another claim, ErrNotFound when there is no live head. A retried
+// append of the same sequence numbers replaces the earlier item, whose
+// chunks, if it had any, are left for TTL (a transaction returns no old
+// item).
+func (s *Store) AppendEventsClaimed(ctx context.Context, id, claim string, expiresAt time.Time, events []store.Event) error {
+	if id == "" {
+		return fmt.Errorf("dynamodb: append events: empty id: %w", store.ErrNotFound)
+	}
+	if claim == "" || expiresAt.IsZero() {
+		return fmt.Errorf("dynamodb: append events of %s: no claim or expiry", id)
+	}
+	p := pk(tenant.From(ctx), id)
+	return s.appendEvents(ctx, p, id, expiresAt.Unix(), events, func(item map[string]types.AttributeValue) error {
+		return s.putClaimed(ctx, p, id, claim, item)
+	})
+}
+
+// putClaimed puts the event item of partition p under the condition that
+// the head is live and holds claim.
+func (s *Store) putClaimed(ctx context.Context, p, id, claim string, item map[string]types.AttributeValue) error {
+	cond := expression.Name(attrClaim).Equal(expression.Value(claim)).
+		And(expression.Name(attrExpiresAt).GreaterThan(expression.Value(s.nowUnix())))
+	ex, err := expression.NewBuilder().WithCondition(cond).Build()
+	if err != nil {
+		return err
+	}
+	_, err = s.api.TransactWriteItems(ctx, &ddb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{ConditionCheck: &types.ConditionCheck{
+			TableName:                 s.table,
+			Key:                       keyOf(p, skHead),
+			ConditionExpression:       ex.Condition(),
+			ExpressionAttributeNames:  ex.Names(),
+			ExpressionAttributeValues: ex.Values(),
+			// The head that failed tells a deleted response from another
+			// claim.
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}},
+		{Put: &types.Put{TableName: s.table, Item: item}},
+	}})
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) || len(tce.CancellationReasons) == 0 || aws.ToString(tce.CancellationReasons[0].Code) != "ConditionalCheckFailed" {
+		return err
+	}
+	var h head
+	if old := tce.CancellationReasons[0].Item; old != nil {
+		if err := attributevalue.UnmarshalMap(old, &h); err != nil {
+			return fmt.Errorf("%w: head: %v", store.ErrCorrupt, err)
+		}
+	}
+	if h.ExpiresAt <= s.nowUnix() {
+		return store.ErrNotFound
+	}
+	return fmt.Errorf("the claim is %q, not %q: %w", h.Claim, claim, store.ErrLeaseLost)
+}
+
+// unclaimed returns the put of an unconditional append: one PutItem,
+// dropping the chunks of an item it replaced.
+func (s *Store) unclaimed(ctx context.Context) func(map[string]types.AttributeValue) error {
+	return func(item map[string]types.AttributeValue) error {
+		out, err := s.api.PutItem(ctx, &ddb.PutItemInput{TableName: s.table, Item: item, ReturnValues: types.ReturnValueAllOld})
+		if err != nil {
+			return err
+		}
+		s.dropReplaced(ctx, out.Attributes)
+		return nil
+	}
 }
 
 // appendEvents writes events as one item of partition p expiring at
-// expiresAt (epoch seconds).
-func (s *Store) appendEvents(ctx context.Context, p, id string, expiresAt int64, events []store.Event) error {
+// expiresAt (epoch seconds); put writes the item, after its chunks if any
+// (putEvents, or a claimed append's putClaimed).
+func (s *Store) appendEvents(ctx context.Context, p, id string, expiresAt int64, events []store.Event, put func(map[string]types.AttributeValue) error) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -163,14 +238,12 @@ func (s *Store) appendEvents(ctx context.Context, p, id string, expiresAt int64,
 	if err != nil {
 		return fmt.Errorf("dynamodb: append events of %s: %w", id, err)
 	}
-	out, err := s.api.PutItem(ctx, &ddb.PutItemInput{TableName: s.table, Item: item, ReturnValues: types.ReturnValueAllOld})
-	if err != nil {
+	if err := put(item); err != nil {
 		if len(chunks) > 0 && definite(err) {
 			s.dropChunks(ctx, p, b.Gen, len(chunks))
 		}
 		return fmt.Errorf("dynamodb: append events of %s: %w", id, err)
 	}
-	s.dropReplaced(ctx, out.Attributes)
 	return nil
 }
 

@@ -62,6 +62,7 @@ const (
 	attrExpiresAt = "expires_at"
 	attrGen       = "gen"
 	attrVersion   = "version"
+	attrClaim     = "claim"
 	skHead        = "response"
 	skChunkPrefix = "chunk#"
 )
@@ -177,6 +178,9 @@ type head struct {
 	Body []byte `dynamodbav:"body,omitempty"`
 	// Chunks is the number of chunk items holding the body.
 	Chunks int `dynamodbav:"chunks,omitempty"`
+	// Claim is the background job's store.Job.Claim, which a claimed
+	// append's condition reads (AppendEventsClaimed).
+	Claim string `dynamodbav:"claim,omitempty"`
 }
 
 // chunk is one part of a large record's compressed body.
@@ -257,6 +261,9 @@ func (s *Store) encode(ctx context.Context, rec *store.Record, version int64) (*
 		Format:    formatJSONGzip,
 		Size:      size,
 	}}
+	if rec.Job != nil {
+		e.head.Claim = rec.Job.Claim
+	}
 	if len(body) <= s.inlineMax {
 		e.head.Body = body
 		return e, nil
@@ -474,7 +481,7 @@ func (s *Store) conditionError(op, id string, old map[string]types.AttributeValu
 // (throttling included). Timeouts, transport and server errors are
 // ambiguous: the write may have happened.
 func definite(err error) bool {
-	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrLeaseLost) {
 		return true
 	}
 	var ae smithy.APIError

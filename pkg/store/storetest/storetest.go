@@ -77,6 +77,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.ResponseStore, opts ...
 		{"ConcurrentCheckpoints", testConcurrentCheckpoints},
 		{"Job", testJob},
 		{"EventLog", testEventLog},
+		{"StaleClaimAppends", testStaleClaimAppends},
 		{"RunSignals", testRunSignals},
 		{"ConcurrentStatusWrites", testConcurrentStatusWrites},
 		{"ConcurrentForks", testConcurrentForks},
@@ -1049,6 +1050,51 @@ func testRunSignals(t *testing.T, s store.ResponseStore) {
 	require.NoError(t, sig.MarkRunning(ctx, old, time.Now().Add(-time.Second)))
 	_, err = sig.Poll(ctx, old)
 	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+// testStaleClaimAppends: a worker that ran past its lease (claim A) and
+// appends after another worker claimed the response (claim B) is refused,
+// and B's events stay as B wrote them (docs/background.md, "lease
+// overrun").
+func testStaleClaimAppends(t *testing.T, s store.ResponseStore) {
+	ctx := t.Context()
+	l := eventLog(t, s)
+	id := newID()
+	rec := NewRecord(id, api.StatusQueued)
+	rec.Job = &store.Job{}
+	create(t, s, ctx, rec)
+	claim := func(owner string, expect api.Status) *store.Record {
+		t.Helper()
+		next := NewRecord(id, api.StatusInProgress)
+		next.Version, next.ExpiresAt = rec.Version, rec.ExpiresAt
+		next.Job = &store.Job{Owner: owner, LeaseUntil: time.Now().Add(time.Minute), Claim: owner + "-claim"}
+		require.NoError(t, s.Update(ctx, next, expect))
+		rec = next
+		return next
+	}
+	a := claim("worker-a", api.StatusQueued)
+	require.NoError(t, appendClaimed(ctx, l, id, a, events(0, 4, "a")))
+	// A's lease ran out; B claims and numbers its events after the log's last.
+	b := claim("worker-b", api.StatusInProgress)
+	require.NoError(t, appendClaimed(ctx, l, id, b, events(5, 9, "b")))
+	// A, still running its turn, appends what it emitted since.
+	err := appendClaimed(ctx, l, id, a, events(5, 7, "a"))
+	require.ErrorIs(t, err, store.ErrLeaseLost, "a stale claim's append is refused")
+	got, err := l.Events(ctx, id, -1)
+	require.NoError(t, err)
+	requireEvents(t, slices.Concat(events(0, 4, "a"), events(5, 9, "b")), got)
+	// The claimed append of a deleted response: ErrNotFound.
+	require.NoError(t, s.Delete(ctx, id))
+	require.ErrorIs(t, appendClaimed(ctx, l, id, b, events(10, 10, "b")), store.ErrNotFound)
+}
+
+// appendClaimed appends evs under rec's claim (store.ClaimedEventLog).
+func appendClaimed(ctx context.Context, l store.EventLog, id string, rec *store.Record, evs []store.Event) error {
+	cl, ok := l.(store.ClaimedEventLog)
+	if !ok {
+		return fmt.Errorf("%T implements no store.ClaimedEventLog", l)
+	}
+	return cl.AppendEventsClaimed(ctx, id, rec.Job.Claim, rec.ExpiresAt, evs)
 }
 
 func events(from, to int64, tag string) []store.Event {

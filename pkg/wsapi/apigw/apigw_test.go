@@ -10,6 +10,7 @@ package apigw_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -39,6 +40,7 @@ import (
 	"github.com/lambent/lambent/pkg/app"
 	"github.com/lambent/lambent/pkg/awsjson"
 	"github.com/lambent/lambent/pkg/store"
+	"github.com/lambent/lambent/pkg/store/dynamodb"
 	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/lambent/lambent/pkg/wsapi"
 	"github.com/lambent/lambent/pkg/wsapi/apigw"
@@ -87,6 +89,12 @@ func newEnvStore(t *testing.T, rule tenant.Rule, shared bool) *env {
 // newEnvModel is newEnvStore with the model fake.
 func newEnvModel(t *testing.T, rule tenant.Rule, shared bool, fake *fakellm.Server) *env {
 	t.Helper()
+	return newEnvDB(t, rule, shared, fake, func(db dynamodb.API) dynamodb.API { return db })
+}
+
+// newEnvDB is newEnvModel with the connections table's client wrapped.
+func newEnvDB(t *testing.T, rule tenant.Rule, shared bool, fake *fakellm.Server, wrap func(dynamodb.API) dynamodb.API) *env {
+	t.Helper()
 	t.Cleanup(fake.Close)
 	vars := map[string]string{"LAMBENT_PROVIDER_URL": fake.URL, "LAMBENT_DEFAULT_MODEL": "test-model", "LAMBENT_STORE": "memory", "LAMBENT_LOG_LEVEL": "error"}
 	cfg, err := app.FromEnv(func(k string) string { return vars[k] })
@@ -107,7 +115,7 @@ func newEnvModel(t *testing.T, rule tenant.Rule, shared bool, fake *fakellm.Serv
 
 	db := dynamotest.Client(t)
 	table := "lambent_ws_test_" + api.NewID("")[24:]
-	conns, err := apigw.NewConnections(db, table)
+	conns, err := apigw.NewConnections(wrap(db), table)
 	require.NoError(t, err)
 	require.NoError(t, conns.Records().EnsureTable(t.Context()))
 	t.Cleanup(func() {
@@ -1137,4 +1145,39 @@ func TestInterruptedTurnPastLimitLeavesItsLane(t *testing.T) {
 	require.NoError(t, conn.Settle(ctx, "B"))
 	e.answer(c, `{"type":"response.steer","previous_response_id":"resp_x","input":"Be brief."}`)
 	require.Equal(t, []string{c}, e.mgmt.Deleted())
+}
+
+// failSettle is a connections table client whose writes removing a
+// running mark (Connection.Settle) fail.
+type failSettle struct{ dynamodb.API }
+
+func (f failSettle) UpdateItem(ctx context.Context, in *ddb.UpdateItemInput, optFns ...func(*ddb.Options)) (*ddb.UpdateItemOutput, error) {
+	if strings.HasPrefix(aws.ToString(in.UpdateExpression), "REMOVE running") || strings.HasPrefix(aws.ToString(in.UpdateExpression), "REMOVE lanes.#k.running") {
+		return nil, errors.New("settle refused")
+	}
+	return f.API.UpdateItem(ctx, in, optFns...)
+}
+
+// A turn whose Settle fails leaves its lane marked running, but only for
+// as long as a turn can run (Connections.TurnTimeout): then the lane no
+// longer runs, and the 60-minute limit no longer waits for it. (The mark
+// stayed for the connection's life, and past the limit every message of
+// another lane was dropped while the connection stayed open.)
+func TestFailedSettleMarkExpires(t *testing.T) {
+	t.Parallel()
+	e := newEnvDB(t, tenant.Rule{Keys: tenant.NewKeyring(map[string]string{keyA: "acme"})}, false,
+		fakellm.NameModel("ok"), func(db dynamodb.API) dynamodb.API { return failSettle{db} })
+	e.conns.TurnTimeout = time.Second
+	ctx := tenantCtx(t, "acme")
+	limitAt := time.Now().Add(4 * time.Second)
+	c := e.open(keyA, events.APIGatewayRequestIdentity{}, limitAt.Add(-wsapi.DefaultMaxAge))
+	e.send(c, laneCreate("B", "", "Hi", false))
+	require.True(t, e.load(t, ctx, c).Latest["B"].Running, "the failed Settle left the mark")
+	require.Eventually(t, func() bool { return !e.load(t, ctx, c).Latest["B"].Running }, 10*time.Second, 50*time.Millisecond,
+		"lane B's mark lasts no longer than a turn can run")
+
+	time.Sleep(time.Until(limitAt))
+	e.invoke(routeEvent("MESSAGE", "$default", c, "", laneCreate("A", "", "Hi", false), time.Now()))
+	e.invoke(fakesqs.Event(e.queue.Take()...))
+	require.Equal(t, []string{c}, e.mgmt.Deleted(), "no lane runs: the limit closes the connection")
 }

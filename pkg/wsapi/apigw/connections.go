@@ -43,8 +43,12 @@ const (
 	// lane's response leaves its entry, which still counts) and on the
 	// item for the lane without stream_id: the 60-minute limit waits for
 	// the running turns.
-	attrRunning   = "running"
-	attrExpiresAt = "expires_at"
+	attrRunning = "running"
+	// attrRunningUntil (Unix milliseconds) ends the running mark beside
+	// it: a turn runs no longer than Connections.TurnTimeout, so a mark
+	// past it is one whose Settle failed, and no longer counts.
+	attrRunningUntil = "running_until"
+	attrExpiresAt    = "expires_at"
 	// attrLatest is the latest response of the lane without stream_id, as
 	// items written before lanes keep it (and the release before lanes
 	// reads it).
@@ -73,7 +77,16 @@ type Connections struct {
 	db      dynamodb.API
 	table   *string
 	records *dynamodb.Store
+	// TurnTimeout is the longest a turn runs (default DefaultTurnTimeout):
+	// the running mark Begin sets lapses after it, so that a turn whose
+	// Settle failed does not keep its lane running for the connection's
+	// life.
+	TurnTimeout time.Duration
 }
+
+// DefaultTurnTimeout is Connections.TurnTimeout by default: Lambda's
+// longest invocation, which no turn outlives.
+const DefaultTurnTimeout = 15 * time.Minute
 
 // NewConnections returns the connections of table through client.
 func NewConnections(client dynamodb.API, table string) (*Connections, error) {
@@ -81,7 +94,7 @@ func NewConnections(client dynamodb.API, table string) (*Connections, error) {
 	if err != nil {
 		return nil, fmt.Errorf("websocket connections: %w", err)
 	}
-	return &Connections{db: client, table: aws.String(table), records: records}, nil
+	return &Connections{db: client, table: aws.String(table), records: records, TurnTimeout: DefaultTurnTimeout}, nil
 }
 
 // Records is the store of the connections' responses (tests create its
@@ -119,8 +132,8 @@ type Latest struct {
 	Pointer bool
 	// Turn is the request id of the turn last started on the lane (Begin).
 	Turn string
-	// Running says a turn runs on the lane (Begin to Settle), as far as
-	// the item was loaded.
+	// Running says a turn runs on the lane (Begin to Settle, and no longer
+	// than Connections.TurnTimeout), as far as the item was loaded.
 	Running bool
 }
 
@@ -218,6 +231,10 @@ func decodeLane(attrs map[string]types.AttributeValue, idAttr string) (Latest, b
 		l.Turn = turn.Value
 	}
 	_, l.Running = attrs[attrRunning].(*types.AttributeValueMemberS)
+	if until, ok := attrs[attrRunningUntil].(*types.AttributeValueMemberN); ok && l.Running {
+		ms, _ := strconv.ParseInt(until.Value, 10, 64)
+		l.Running = time.Now().Before(time.UnixMilli(ms))
+	}
 	return l, hasID || hasTurn
 }
 
@@ -389,9 +406,10 @@ func (c *Connection) ensureLanes(ctx context.Context) error {
 // ErrTooManyLanes when it would be one more (then Latest holds the
 // connection's lanes as they are). False when the connection is gone.
 func (c *Connection) Begin(ctx context.Context, lane, requestID string) (bool, error) {
-	vals := map[string]types.AttributeValue{":rid": str(requestID)}
+	until := &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().Add(c.c.TurnTimeout).UnixMilli(), 10)}
+	vals := map[string]types.AttributeValue{":rid": str(requestID), ":until": until}
 	if lane == "" {
-		_, ok, err := c.update(ctx, "SET turn = :rid, running = :rid", "", nil, vals)
+		_, ok, err := c.update(ctx, "SET turn = :rid, running = :rid, running_until = :until", "", nil, vals)
 		if ok {
 			c.setTurn(lane, requestID)
 		}
@@ -404,9 +422,10 @@ func (c *Connection) Begin(ctx context.Context, lane, requestID string) (bool, e
 		var ok bool
 		var err error
 		if _, had := c.Latest[lane]; had {
-			_, ok, err = c.update(ctx, "SET lanes.#k.turn = :rid, lanes.#k.running = :rid", "attribute_exists(lanes.#k)", laneNames(lane), vals)
+			_, ok, err = c.update(ctx, "SET lanes.#k.turn = :rid, lanes.#k.running = :rid, lanes.#k.running_until = :until", "attribute_exists(lanes.#k)", laneNames(lane), vals)
 		} else {
-			entry := map[string]types.AttributeValue{":entry": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{attrTurn: vals[":rid"], attrRunning: vals[":rid"]}}}
+			entry := map[string]types.AttributeValue{":entry": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+				attrTurn: vals[":rid"], attrRunning: vals[":rid"], attrRunningUntil: until}}}
 			_, ok, err = c.newLane(ctx, lane, entry)
 		}
 		if err != nil || ok {
@@ -496,10 +515,10 @@ func (c *Connection) Settle(ctx context.Context, lane string) error {
 // lane's only while the lane has a response; false when it removed none.
 func (c *Connection) endRunning(ctx context.Context, lane string, vals map[string]types.AttributeValue) (bool, error) {
 	if lane == "" {
-		_, ok, err := c.update(ctx, "REMOVE running", "running = :rid", nil, vals)
+		_, ok, err := c.update(ctx, "REMOVE running, running_until", "running = :rid", nil, vals)
 		return ok, err
 	}
-	_, ok, err := c.update(ctx, "REMOVE lanes.#k.running", "attribute_exists(lanes.#k.id) AND lanes.#k.running = :rid", laneNames(lane), vals)
+	_, ok, err := c.update(ctx, "REMOVE lanes.#k.running, lanes.#k.running_until", "attribute_exists(lanes.#k.id) AND lanes.#k.running = :rid", laneNames(lane), vals)
 	return ok, err
 }
 
