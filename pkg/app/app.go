@@ -254,7 +254,7 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 	a.Engine = eng
 	hc := httpapi.Config{Service: eng, MaxBody: cfg.Server.MaxBody, Logger: log, Tenants: cfg.Tenants(), AllowedHosts: cfg.Server.AllowedHosts,
 		Pacing: pacing.Config{KeepAlive: cfg.Loop.KeepAlive}, Models: a.models,
-		WebSocket: wsapi.Config{TenantConnections: cfg.Limits.TenantWebSockets}}
+		WebSocket: wsapi.Config{TenantConnections: cfg.Limits.TenantWebSockets, CacheBytes: int64(cfg.Limits.WebSocketCacheBytes)}}
 	if obs.prometheus != nil {
 		hc.Routes = append(hc.Routes, metricsRoute(obs.prometheus, metricsKeys(cfg), log))
 	}

@@ -82,6 +82,13 @@ type Limits struct {
 	// rate_limit_exceeded and Retry-After
 	// (LAMBENT_LIMIT_TENANT_WEBSOCKETS, default 16).
 	TenantWebSockets int
+	// WebSocketCacheBytes bounds the store:false responses one WebSocket
+	// connection of the local gateway keeps in memory for
+	// previous_response_id (the latest of each lane, as the gateway's
+	// memory store measures records): a response that would pass it
+	// evicts the least recently kept ones, and one larger by itself is
+	// not kept (LAMBENT_LIMIT_WEBSOCKET_CACHE_BYTES, default 64 MiB).
+	WebSocketCacheBytes int
 	// ConversationItemsPerCall bounds the items one call adds to a
 	// conversation: POST /v1/conversations (its first items) and POST
 	// /v1/conversations/{id}/items (LAMBENT_LIMIT_CONVERSATION_ITEMS_PER_CALL,
@@ -110,6 +117,7 @@ const (
 	DefaultModelName           = 256
 	DefaultTenantInFlight      = 64
 	DefaultTenantWebSockets    = 16
+	DefaultWebSocketCacheBytes = 64 << 20
 	// DefaultConversationItemsPerCall is OpenAI's limit of items per call.
 	DefaultConversationItemsPerCall = 20
 	DefaultConversationItems        = 2000
@@ -138,6 +146,7 @@ func (l Limits) WithDefaults() Limits {
 	def(&l.ModelName, DefaultModelName)
 	def(&l.TenantInFlight, DefaultTenantInFlight)
 	def(&l.TenantWebSockets, DefaultTenantWebSockets)
+	def(&l.WebSocketCacheBytes, DefaultWebSocketCacheBytes)
 	def(&l.ConversationItemsPerCall, DefaultConversationItemsPerCall)
 	def(&l.ConversationItems, DefaultConversationItems)
 	if l.MCPReplyBytes <= 0 {
@@ -171,6 +180,7 @@ func Settings() []Setting {
 		{"LAMBENT_LIMIT_MODEL_NAME", func(l *Limits) *int { return &l.ModelName }},
 		{"LAMBENT_LIMIT_TENANT_IN_FLIGHT", func(l *Limits) *int { return &l.TenantInFlight }},
 		{"LAMBENT_LIMIT_TENANT_WEBSOCKETS", func(l *Limits) *int { return &l.TenantWebSockets }},
+		{"LAMBENT_LIMIT_WEBSOCKET_CACHE_BYTES", func(l *Limits) *int { return &l.WebSocketCacheBytes }},
 		{"LAMBENT_LIMIT_CONVERSATION_ITEMS_PER_CALL", func(l *Limits) *int { return &l.ConversationItemsPerCall }},
 		{"LAMBENT_LIMIT_CONVERSATION_ITEMS", func(l *Limits) *int { return &l.ConversationItems }},
 	}

@@ -68,6 +68,10 @@ type Config struct {
 	// lanes). Past it the upgrade is refused with a 429
 	// rate_limit_exceeded and Retry-After; other tenants are not affected.
 	TenantConnections int
+	// CacheBytes bounds the store:false responses a connection keeps in
+	// memory (NewMemoryCache; default limits.DefaultWebSocketCacheBytes;
+	// LAMBENT_LIMIT_WEBSOCKET_CACHE_BYTES).
+	CacheBytes int64
 }
 
 // Server is the local WebSocket front door: its ServeHTTP upgrades an
@@ -216,7 +220,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) serve(parent context.Context, c *websocket.Conn) {
 	ctx, cancel := context.WithCancel(parent)
 	stopAbort := context.AfterFunc(s.abort, cancel)
-	sess := &Session{Service: s.cfg.Service, Cache: NewMemoryCache(), Sender: newConnSender(c, s.cfg.WriteTimeout),
+	sess := &Session{Service: s.cfg.Service, Cache: NewMemoryCache(s.cfg.CacheBytes), Sender: newConnSender(c, s.cfg.WriteTimeout),
 		ReadLimit: s.cfg.ReadLimit, Logger: s.log}
 	ln := newLanes(ctx, sess, cancel, s.cfg.MaxQueued)
 	var wg sync.WaitGroup
