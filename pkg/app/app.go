@@ -35,6 +35,7 @@ import (
 	"github.com/lambent/lambent/pkg/tools/lambdaexec"
 	"github.com/lambent/lambent/pkg/tools/mcp"
 	"github.com/lambent/lambent/pkg/worker"
+	"github.com/lambent/lambent/pkg/wsapi"
 )
 
 // App is a wired gateway (or worker).
@@ -252,7 +253,8 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 	}
 	a.Engine = eng
 	hc := httpapi.Config{Service: eng, MaxBody: cfg.Server.MaxBody, Logger: log, Tenants: cfg.Tenants(), AllowedHosts: cfg.Server.AllowedHosts,
-		Pacing: pacing.Config{KeepAlive: cfg.Loop.KeepAlive}, Models: a.models}
+		Pacing: pacing.Config{KeepAlive: cfg.Loop.KeepAlive}, Models: a.models,
+		WebSocket: wsapi.Config{TenantConnections: cfg.Limits.TenantWebSockets, CacheBytes: int64(cfg.Limits.WebSocketCacheBytes)}}
 	if obs.prometheus != nil {
 		keys, err := metricsKeys(cfg)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine/schemacheck"
 	"github.com/lambent/lambent/pkg/limits"
+	"github.com/lambent/lambent/pkg/provider"
 )
 
 // The per-request limits (package limits, Config.Limits) and the loop caps
@@ -32,6 +33,10 @@ import (
 //     compaction item on, the images it carries included), each fetched
 //     or decoded by the Bedrock provider on every model call. RunBackground
 //     repeats it too, as it repeats checkRequest.
+//   - checkContent, then: the content parts the model's provider does not
+//     take (input_file, input_image by file_id or in a system or developer
+//     message), a 400 unsupported_content, before any MCP server is
+//     listed.
 //   - compileOutputSchema (attempts.go), as the schema of a validated output
 //     is compiled: its regular expressions (SchemaPatterns, counted by
 //     schemacheck.Compile as the validator compiles them).
@@ -128,19 +133,20 @@ func (e *Engine) checkReferenced(req *api.CreateResponseRequest, refs []referenc
 // checkImages checks the input images of what r's model call sees of its
 // conversation: the history it continues and its input, references
 // resolved, which every model call carries; from the latest standalone
-// compaction item on (viewImages), the images it carries included, since
+// compaction item on (view), the images it carries included, since
 // the model sees nothing before it. The compaction items are opened
 // (openSummaries).
 func (e *Engine) checkImages(r *run) error {
 	limit := e.cfg.Limits.Images
-	history, param, input, from := r.viewImages()
-	n := history + countImages(input)
+	carried, history, param, input, from := r.view()
+	before := carriedImages(carried) + countImages(history)
+	n := before + countImages(input)
 	if n <= limit {
 		return nil
 	}
 	// Name what crosses the limit: what holds the images before the input
 	// items (param), or an input item.
-	seen := history
+	seen := before
 	for i := 0; seen <= limit; i++ {
 		seen += countImages(input[i : i+1])
 		param = inputParam(from+i, "")
@@ -148,25 +154,42 @@ func (e *Engine) checkImages(r *run) error {
 	return limits.Exceeded(param, "the number of input images a model call carries (this input and the conversation it continues)", n, limit)
 }
 
-// viewImages are the images a model call sees before the input items it
-// sees and the parameter that holds them (param), and those input items,
-// from the input's index from: from the latest standalone compaction item
-// on, whose carried images count before them (param names the input's
-// item, or the history), else all of them.
-func (r *run) viewImages() (history int, param string, input []api.Item, from int) {
-	if at := r.latestStandalone(r.input); at >= 0 {
-		return carriedImages(r.summaries[r.input[at].EncryptedContent]), inputParam(at, ""), r.input[at:], at
+// checkContent refuses the content parts the model's provider does not
+// take (provider.CheckContentFor: input_file, input_image by file_id or
+// in a system or developer message) in what r's model call sees of its
+// conversation (view), before anything connects: the provider refuses
+// them only as it converts a model call, after the MCP servers were
+// listed.
+func (e *Engine) checkContent(r *run) error {
+	carried, history, _, input, _ := r.view()
+	var carriedItems []api.Item
+	if len(carried) > 0 {
+		carriedItems = carriedMessages("", carried)
 	}
-	if at := r.latestStandalone(r.history); at >= 0 {
-		return carriedImages(r.summaries[r.history[at].EncryptedContent]) + countImages(r.history[at:]), r.historyParam(), r.input, 0
-	}
-	return countImages(r.history), r.historyParam(), r.input, 0
+	return provider.CheckContentFor(e.cfg.Provider, r.resp.Model, carriedItems, history, input)
 }
 
-// carriedImages counts the images of the user messages s carries.
-func carriedImages(s summary) int {
+// view is what a model call of r sees of its conversation (before
+// truncation): from the latest standalone compaction item on, the user
+// messages it carries (carried), then the items of the history and of the
+// input after it, the input's from the index from; else all of them.
+// param is the parameter that holds what comes before the input items: an
+// input item holding the compaction, or the history's.
+func (r *run) view() (carried [][]api.ContentPart, history []api.Item, param string, input []api.Item, from int) {
+	if at := r.latestStandalone(r.input); at >= 0 {
+		return r.summaries[r.input[at].EncryptedContent].users, nil, inputParam(at, ""), r.input[at:], at
+	}
+	if at := r.latestStandalone(r.history); at >= 0 {
+		return r.summaries[r.history[at].EncryptedContent].users, r.history[at:], r.historyParam(), r.input, 0
+	}
+	return nil, r.history, r.historyParam(), r.input, 0
+}
+
+// carriedImages counts the images of carried, the user messages a
+// standalone compaction item carries.
+func carriedImages(carried [][]api.ContentPart) int {
 	n := 0
-	for _, parts := range s.users {
+	for _, parts := range carried {
 		n += countParts(parts)
 	}
 	return n

@@ -162,6 +162,9 @@ func (e *Engine) prepareRun(ctx context.Context, req *api.CreateResponseRequest,
 	if err := e.checkImages(r); err != nil {
 		return nil, err
 	}
+	if err := e.checkContent(r); err != nil {
+		return nil, err
+	}
 	if err := r.checkApprovals(); err != nil {
 		return nil, err
 	}

@@ -55,7 +55,7 @@ func TestWebSocketKeepAlivesClientsIgnore(t *testing.T) {
 			return
 		}
 		defer func() { _ = c.CloseNow() }()
-		sess := &wsapi.Session{Service: g.app.Engine, Cache: wsapi.NewMemoryCache(), Sender: &keepAliveSender{c: c}}
+		sess := &wsapi.Session{Service: g.app.Engine, Cache: wsapi.NewMemoryCache(0), Sender: &keepAliveSender{c: c}}
 		for {
 			typ, data, err := c.Read(r.Context())
 			if err != nil {

@@ -75,6 +75,20 @@ type Limits struct {
 	// with 429 rate_limit_exceeded and Retry-After
 	// (LAMBENT_LIMIT_TENANT_IN_FLIGHT, default 64).
 	TenantInFlight int
+	// TenantWebSockets bounds the WebSocket connections one tenant may
+	// hold open at once on one local gateway instance (package wsapi's
+	// server): each holds memory (its store:false responses, its lanes)
+	// for up to an hour. Past it an upgrade is refused with 429
+	// rate_limit_exceeded and Retry-After
+	// (LAMBENT_LIMIT_TENANT_WEBSOCKETS, default 16).
+	TenantWebSockets int
+	// WebSocketCacheBytes bounds the store:false responses one WebSocket
+	// connection of the local gateway keeps in memory for
+	// previous_response_id (the latest of each lane, as the gateway's
+	// memory store measures records): a response that would pass it
+	// evicts the least recently kept ones, and one larger by itself is
+	// not kept (LAMBENT_LIMIT_WEBSOCKET_CACHE_BYTES, default 64 MiB).
+	WebSocketCacheBytes int
 	// ConversationItemsPerCall bounds the items one call adds to a
 	// conversation: POST /v1/conversations (its first items) and POST
 	// /v1/conversations/{id}/items (LAMBENT_LIMIT_CONVERSATION_ITEMS_PER_CALL,
@@ -102,6 +116,8 @@ const (
 	DefaultReferencedResponses = 16
 	DefaultModelName           = 256
 	DefaultTenantInFlight      = 64
+	DefaultTenantWebSockets    = 16
+	DefaultWebSocketCacheBytes = 64 << 20
 	// DefaultConversationItemsPerCall is OpenAI's limit of items per call.
 	DefaultConversationItemsPerCall = 20
 	DefaultConversationItems        = 2000
@@ -129,6 +145,8 @@ func (l Limits) WithDefaults() Limits {
 	def(&l.ReferencedResponses, DefaultReferencedResponses)
 	def(&l.ModelName, DefaultModelName)
 	def(&l.TenantInFlight, DefaultTenantInFlight)
+	def(&l.TenantWebSockets, DefaultTenantWebSockets)
+	def(&l.WebSocketCacheBytes, DefaultWebSocketCacheBytes)
 	def(&l.ConversationItemsPerCall, DefaultConversationItemsPerCall)
 	def(&l.ConversationItems, DefaultConversationItems)
 	if l.MCPReplyBytes <= 0 {
@@ -161,6 +179,8 @@ func Settings() []Setting {
 		{"LAMBENT_LIMIT_REFERENCED_RESPONSES", func(l *Limits) *int { return &l.ReferencedResponses }},
 		{"LAMBENT_LIMIT_MODEL_NAME", func(l *Limits) *int { return &l.ModelName }},
 		{"LAMBENT_LIMIT_TENANT_IN_FLIGHT", func(l *Limits) *int { return &l.TenantInFlight }},
+		{"LAMBENT_LIMIT_TENANT_WEBSOCKETS", func(l *Limits) *int { return &l.TenantWebSockets }},
+		{"LAMBENT_LIMIT_WEBSOCKET_CACHE_BYTES", func(l *Limits) *int { return &l.WebSocketCacheBytes }},
 		{"LAMBENT_LIMIT_CONVERSATION_ITEMS_PER_CALL", func(l *Limits) *int { return &l.ConversationItemsPerCall }},
 		{"LAMBENT_LIMIT_CONVERSATION_ITEMS", func(l *Limits) *int { return &l.ConversationItems }},
 	}

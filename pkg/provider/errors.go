@@ -163,3 +163,79 @@ func ImageOutsideUser(role string) *api.Error {
 	return api.InvalidRequestCode("input", "unsupported_content",
 		"input_image is supported in user messages only by this model provider, not in %s messages", role)
 }
+
+// InputFile is the 400 unsupported_content of an input_file part, which
+// no provider sends.
+func InputFile() *api.Error {
+	return api.InvalidRequestCode("input", "unsupported_content", "input_file content is not supported by this model provider")
+}
+
+// ImageFileID is the 400 unsupported_content of an input_image given by
+// file_id, which no provider can read.
+func ImageFileID() *api.Error {
+	return api.InvalidRequestCode("input", "unsupported_content",
+		"input_image by file_id is not supported by this model provider; use image_url")
+}
+
+// ContentChecker is a Provider that refuses some content parts of a
+// model call's items as it converts the call. The engine asks it
+// (CheckContentFor) before anything connects (an MCP server, the model),
+// so that the refusal comes first, as every refusal of request input does.
+type ContentChecker interface {
+	// CheckContent returns the 400 a model call carrying items would
+	// fail with for their content, nil when it would not.
+	CheckContent(items []api.Item) error
+}
+
+// CheckContentFor checks each of itemss with the ContentChecker of
+// model: p, or for a Router the provider model is routed to; nil when
+// that provider checks nothing.
+func CheckContentFor(p Provider, model string, itemss ...[]api.Item) error {
+	if r, ok := p.(*Router); ok {
+		p = r.For(model)
+	}
+	c, ok := p.(ContentChecker)
+	if !ok {
+		return nil
+	}
+	for _, items := range itemss {
+		if err := c.CheckContent(items); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckMessages returns the 400 of the first content part of items'
+// messages that neither provider of this module takes: an input_file
+// (InputFile), an input_image by file_id (ImageFileID), an input_image
+// in a system or developer message (ImageOutsideUser; an assistant
+// message's parts other than its text are not sent).
+func CheckMessages(items []api.Item) error {
+	for i := range items {
+		if it := &items[i]; it.Type == api.ItemMessage && it.Role != api.RoleAssistant {
+			if err := CheckParts(it.Role, it.Content); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// CheckParts is CheckMessages of one message of role holding parts.
+func CheckParts(role string, parts []api.ContentPart) error {
+	for i := range parts {
+		switch p := &parts[i]; p.Type {
+		case api.PartInputFile:
+			return InputFile()
+		case api.PartInputImage:
+			if p.ImageURL == "" {
+				return ImageFileID()
+			}
+			if role == api.RoleSystem || role == api.RoleDeveloper {
+				return ImageOutsideUser(role)
+			}
+		}
+	}
+	return nil
+}

@@ -215,6 +215,15 @@ func (m *Memory) Get(ctx context.Context, id string) (*Record, error) {
 	return &rec, nil
 }
 
+// Holds reports whether the store holds a live record id (of ctx's
+// tenant), without copying it.
+func (m *Memory) Holds(ctx context.Context, id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, err := m.lookup(ctx, id)
+	return err == nil
+}
+
 // Update replaces the record if its stored status is expect, its stored
 // version is rec.Version and store.UpdateAllowed(expect,
 // rec.Response.Status); else ErrConflict (ErrNotFound when absent). On

@@ -44,7 +44,7 @@ func FuzzHandleMessage(f *testing.F) {
 	f.Add([]byte{0xff, 0xfe}, true)
 	f.Fuzz(func(t *testing.T, data []byte, binary bool) {
 		out := &collect{}
-		s := &Session{Service: acceptAll{}, Cache: NewMemoryCache(), Sender: out, ReadLimit: 4 << 10, WriteLimit: 64 << 10,
+		s := &Session{Service: acceptAll{}, Cache: NewMemoryCache(0), Sender: out, ReadLimit: 4 << 10, WriteLimit: 64 << 10,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 		if err := s.Handle(context.Background(), Message{Binary: binary, Data: data, Size: int64(len(data))}); err != nil {
 			t.Fatalf("Handle: %v", err)

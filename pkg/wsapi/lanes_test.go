@@ -73,7 +73,7 @@ func newLaneSessionModel(t *testing.T, fake *fakellm.Server) *laneSession {
 	require.NoError(t, err)
 	t.Cleanup(a.Close)
 	out := &recorder{}
-	s := &wsapi.Session{Service: a.Engine, Cache: wsapi.NewMemoryCache(), Sender: out, Logger: app.Logger(cfg, io.Discard)}
+	s := &wsapi.Session{Service: a.Engine, Cache: wsapi.NewMemoryCache(0), Sender: out, Logger: app.Logger(cfg, io.Discard)}
 	return &laneSession{t: t, s: s, out: out, fake: fake}
 }
 

@@ -2,6 +2,7 @@ package wsapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +15,11 @@ import (
 	"github.com/coder/websocket"
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/engine"
+	"github.com/lambent/lambent/pkg/limits"
 	"github.com/lambent/lambent/pkg/requestid"
+	"github.com/lambent/lambent/pkg/tenant"
 )
 
 // Server defaults.
@@ -23,6 +28,9 @@ const (
 	DefaultPingInterval = 30 * time.Second
 	DefaultMaxQueued    = 16
 	DefaultWriteTimeout = time.Minute
+	// DefaultTenantConnections is LAMBENT_LIMIT_TENANT_WEBSOCKETS's
+	// default.
+	DefaultTenantConnections = limits.DefaultTenantWebSockets
 )
 
 // Config configures a Server. Service is required; the rest have working
@@ -55,6 +63,17 @@ type Config struct {
 	// WriteTimeout bounds sending one message to a client that does not
 	// read (default 1 minute); then the connection closes.
 	WriteTimeout time.Duration
+	// TenantConnections bounds the connections one tenant (tenant.From
+	// of the upgrade's context) holds open at once on this server
+	// (default DefaultTenantConnections; LAMBENT_LIMIT_TENANT_WEBSOCKETS):
+	// each holds memory until it ends (its store:false responses, its
+	// lanes). Past it the upgrade is refused with a 429
+	// rate_limit_exceeded and Retry-After; other tenants are not affected.
+	TenantConnections int
+	// CacheBytes bounds the store:false responses a connection keeps in
+	// memory (NewMemoryCache; default limits.DefaultWebSocketCacheBytes;
+	// LAMBENT_LIMIT_WEBSOCKET_CACHE_BYTES).
+	CacheBytes int64
 }
 
 // Server is the local WebSocket front door: its ServeHTTP upgrades an
@@ -68,6 +87,8 @@ type Server struct {
 	closing chan struct{}
 	closed  bool
 	conns   sync.WaitGroup
+	// tenants counts each tenant's open connections (never 0).
+	tenants map[string]int
 	// abort ends every connection at once (stop: Shutdown's deadline).
 	abort context.Context
 	stop  context.CancelFunc
@@ -93,8 +114,11 @@ func NewServer(cfg Config) *Server {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
+	if cfg.TenantConnections <= 0 {
+		cfg.TenantConnections = DefaultTenantConnections
+	}
 	abort, stop := context.WithCancel(context.Background())
-	return &Server{cfg: cfg, log: cfg.Logger, closing: make(chan struct{}), abort: abort, stop: stop}
+	return &Server{cfg: cfg, log: cfg.Logger, closing: make(chan struct{}), tenants: make(map[string]int), abort: abort, stop: stop}
 }
 
 // IsUpgrade reports whether r asks for a WebSocket.
@@ -104,25 +128,61 @@ func IsUpgrade(r *http.Request) bool {
 }
 
 // ServeHTTP upgrades r and serves the connection until it ends. After
-// Shutdown it answers 503.
+// Shutdown it answers 503; a tenant holding Config.TenantConnections
+// connections gets a 429.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte(`{"error":{"message":"The server is shutting down.","type":"server_error","param":null,"code":"server_shutting_down"}}` + "\n"))
+	t := tenant.From(r.Context())
+	if e := s.enter(t); e != nil {
+		refuse(w, e)
 		return
 	}
-	s.conns.Add(1)
-	s.mu.Unlock()
-	defer s.conns.Done()
+	defer s.leave(t)
 	c, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		s.log.InfoContext(r.Context(), "websocket upgrade refused", "err", err)
 		return
 	}
 	s.serve(r.Context(), c)
+}
+
+// enter admits a connection of tenant t, for leave; the error refuses
+// it: the server is shutting down, or t holds TenantConnections.
+func (s *Server) enter(t string) *api.Error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return &api.Error{Status: http.StatusServiceUnavailable, Type: api.ErrTypeServer, Code: "server_shutting_down",
+			Message: "The server is shutting down."}
+	}
+	if n := s.tenants[t]; n >= s.cfg.TenantConnections {
+		return api.RateLimited(api.RetryAfterSeconds(engine.TenantRetryAfter), nil,
+			"Too many WebSocket connections: this tenant already has %d open on this gateway instance, its limit (LAMBENT_LIMIT_TENANT_WEBSOCKETS). Close one, or retry after %s.",
+			n, engine.TenantRetryAfter)
+	}
+	s.tenants[t]++
+	s.conns.Add(1)
+	return nil
+}
+
+// leave ends a connection of tenant t that enter admitted.
+func (s *Server) leave(t string) {
+	s.mu.Lock()
+	if s.tenants[t]--; s.tenants[t] <= 0 {
+		delete(s.tenants, t)
+	}
+	s.mu.Unlock()
+	s.conns.Done()
+}
+
+// refuse answers an upgrade with e in the OpenAI error shape, with its
+// Retry-After.
+func refuse(w http.ResponseWriter, e *api.Error) {
+	if e.RetryAfter != "" {
+		w.Header().Set("Retry-After", e.RetryAfter)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(e.Status)
+	_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: e})
 }
 
 // Shutdown stops accepting connections and closes the open ones: each
@@ -162,7 +222,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) serve(parent context.Context, c *websocket.Conn) {
 	ctx, cancel := context.WithCancel(parent)
 	stopAbort := context.AfterFunc(s.abort, cancel)
-	sess := &Session{Service: s.cfg.Service, Cache: NewMemoryCache(), Sender: newConnSender(c, s.cfg.WriteTimeout),
+	sess := &Session{Service: s.cfg.Service, Cache: NewMemoryCache(s.cfg.CacheBytes), Sender: newConnSender(c, s.cfg.WriteTimeout),
 		ReadLimit: s.cfg.ReadLimit, Logger: s.log}
 	ln := newLanes(ctx, sess, cancel, s.cfg.MaxQueued)
 	var wg sync.WaitGroup

@@ -327,7 +327,7 @@ func TestServerLaneLimitWhileLanesRun(t *testing.T) {
 func TestLanesQueueBoundIsPerConnection(t *testing.T) {
 	svc := newBarrierService()
 	ctx, cancel := context.WithCancel(t.Context())
-	sess := &Session{Service: svc, Cache: NewMemoryCache(), Sender: nopSender{}, Logger: slog.New(slog.DiscardHandler)}
+	sess := &Session{Service: svc, Cache: NewMemoryCache(0), Sender: nopSender{}, Logger: slog.New(slog.DiscardHandler)}
 	ln := newLanes(ctx, sess, cancel, 2)
 	released := false
 	t.Cleanup(func() {

@@ -21,11 +21,41 @@ import (
 // TestMemoryCacheInProcess: the connection's cache is in process, so the
 // engine's write of a response to it needs no deadline (and no timer).
 func TestMemoryCacheInProcess(t *testing.T) {
-	var c any = NewMemoryCache()
+	var c any = NewMemoryCache(0)
 	p, ok := c.(store.InProcess)
 	if !ok || !p.InProcess() {
 		t.Fatal("MemoryCache is not store.InProcess")
 	}
+}
+
+// The cache's bytes are bounded: a response that does not fit beside the
+// others evicts the least recently kept, whose lane then has no latest
+// response; one larger than the bound by itself is not kept; a stored one
+// is left to the store and takes no room.
+func TestMemoryCacheBytes(t *testing.T) {
+	ctx := t.Context()
+	rec := func(id string, size int, stored bool) *store.Record {
+		return &store.Record{Response: &api.Response{ID: id, Status: api.StatusCompleted, Store: stored},
+			Input: []api.Item{{Type: api.ItemMessage, Role: api.RoleUser, Content: []api.ContentPart{{Type: api.PartInputText, Text: string(make([]byte, size))}}}}}
+	}
+	c := NewMemoryCache(100 << 10)
+	require.NoError(t, c.PutLatest(ctx, "a", rec("resp_a", 40<<10, false)))
+	require.NoError(t, c.PutLatest(ctx, "b", rec("resp_b", 40<<10, false)))
+	require.NoError(t, c.PutLatest(ctx, "s", rec("resp_s", 400<<10, true)))
+	require.NoError(t, c.PutLatest(ctx, "c", rec("resp_c", 40<<10, false)))
+	lanes, err := c.Lanes(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"b": "resp_b", "c": "resp_c", "s": "resp_s"}, lanes, "a, the oldest, made room for c")
+	_, err = c.Get(ctx, "resp_a")
+	require.ErrorIs(t, err, store.ErrNotFound)
+	assert.LessOrEqual(t, c.m.Bytes(), int64(100<<10))
+
+	require.NoError(t, c.PutLatest(ctx, "b", rec("resp_b2", 200<<10, false)), "too large to keep is not an error")
+	lanes, err = c.Lanes(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"c": "resp_c", "s": "resp_s"}, lanes, "b's new response is not kept, its old one replaced")
+	_, err = c.Get(ctx, "resp_c")
+	require.NoError(t, err, "a response too large to keep evicts nothing")
 }
 
 // holdingService writes a held opening and waits: for the hold's timer when
@@ -81,7 +111,7 @@ func TestOpeningHeldAtMostOpeningHold(t *testing.T) {
 	msg := Message{Data: data, Size: int64(len(data))}
 	synctest.Test(t, func(t *testing.T) {
 		svc, out := &holdingService{wait: time.Second, retract: true}, &sent{}
-		s := &Session{Service: svc, Cache: NewMemoryCache(), Sender: out, OpeningHold: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)}
+		s := &Session{Service: svc, Cache: NewMemoryCache(0), Sender: out, OpeningHold: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)}
 		require.NoError(t, s.Handle(context.Background(), msg))
 		assert.True(t, svc.took, "refused within the hold: taken back")
 		require.Len(t, out.all(), 1)
@@ -89,7 +119,7 @@ func TestOpeningHeldAtMostOpeningHold(t *testing.T) {
 	})
 	synctest.Test(t, func(t *testing.T) {
 		svc, out := &holdingService{wait: 2 * time.Second, retract: true}, &sent{}
-		s := &Session{Service: svc, Cache: NewMemoryCache(), Sender: out, OpeningHold: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)}
+		s := &Session{Service: svc, Cache: NewMemoryCache(0), Sender: out, OpeningHold: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)}
 		require.NoError(t, s.Handle(context.Background(), msg))
 		assert.False(t, svc.took, "the hold ended: the opening went out")
 		msgs := out.all()
@@ -107,7 +137,7 @@ func TestOpeningHoldInterleavings(t *testing.T) {
 	types := []string{api.EventResponseCreated, api.EventResponseInProgress, api.EventOutputTextDelta, api.EventResponseCompleted}
 	for i := range 300 {
 		out := &sent{}
-		w := &eventWriter{ctx: context.Background(), send: out, cache: laneCache{c: NewMemoryCache()}, hold: time.Duration(i%7) * 30 * time.Microsecond}
+		w := &eventWriter{ctx: context.Background(), send: out, cache: laneCache{c: NewMemoryCache(0)}, hold: time.Duration(i%7) * 30 * time.Microsecond}
 		w.HoldOpening()
 		write := func(typ string) {
 			ev := &api.StreamEvent{Type: typ, Response: &api.Response{ID: "resp_1", Object: "response"}}

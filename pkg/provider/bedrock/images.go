@@ -179,11 +179,24 @@ func imageFormat(mediaType string) (types.ImageFormat, bool) {
 	return "", false
 }
 
-// errImageFileID is the error of an input_image given by file_id, which
-// the Bedrock provider cannot read.
-func errImageFileID() error {
-	return api.InvalidRequestCode("input", "unsupported_content",
-		"input_image by file_id is not supported by the Bedrock provider; use image_url")
+// CheckContent returns the 400 of the first content part of items this
+// provider does not send, which the conversion of a model call refuses
+// too: a message's (provider.CheckMessages), or an input_image by file_id
+// of a function call's output (resultImages).
+func (p *Provider) CheckContent(items []api.Item) error {
+	if err := provider.CheckMessages(items); err != nil {
+		return err
+	}
+	for i := range items {
+		if it := &items[i]; it.Type == api.ItemFunctionCallOutput {
+			for j := range it.OutputParts {
+				if part := &it.OutputParts[j]; part.Type == api.PartInputImage && part.ImageURL == "" {
+					return provider.ImageFileID()
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // resultImages adds the input_image parts of a tool output (a function's
@@ -196,7 +209,7 @@ func (p *Provider) resultImages(ctx context.Context, it *api.Item, res *types.Co
 			continue
 		}
 		if part.ImageURL == "" {
-			return errImageFileID()
+			return provider.ImageFileID()
 		}
 		b, err := p.image(ctx, part.ImageURL)
 		if err != nil {

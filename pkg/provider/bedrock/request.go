@@ -124,7 +124,7 @@ func (p *Provider) addItem(ctx context.Context, mb *messages, system *[]types.Sy
 				switch part.Type {
 				case api.PartInputImage:
 					if part.ImageURL == "" {
-						return errImageFileID()
+						return provider.ImageFileID()
 					}
 					img, err := p.image(ctx, part.ImageURL)
 					if err != nil {
@@ -132,7 +132,7 @@ func (p *Provider) addItem(ctx context.Context, mb *messages, system *[]types.Sy
 					}
 					mb.add(types.ConversationRoleUser, img)
 				case api.PartInputFile:
-					return errInputFile()
+					return provider.InputFile()
 				default:
 					if strings.TrimSpace(part.Text) != "" {
 						mb.add(types.ConversationRoleUser, textBlock(part.Text))
@@ -170,16 +170,10 @@ func systemText(it *api.Item) (string, error) {
 		case api.PartInputImage:
 			return "", provider.ImageOutsideUser(it.Role)
 		case api.PartInputFile:
-			return "", errInputFile()
+			return "", provider.InputFile()
 		}
 	}
 	return it.Text(), nil
-}
-
-// errInputFile is the error of an input_file part, which the Bedrock
-// provider does not send.
-func errInputFile() error {
-	return api.InvalidRequestCode("input", "unsupported_content", "input_file content is not supported by the Bedrock provider")
 }
 
 // arguments is a function call's arguments as a toolUse input; arguments

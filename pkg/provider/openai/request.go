@@ -373,6 +373,11 @@ func assistantText(it *api.Item) *chatwire.Content {
 	return &chatwire.Content{Text: b.String()}
 }
 
+// CheckContent returns the 400 of the first content part of items this
+// provider does not send (provider.CheckMessages), which userContent
+// refuses too.
+func (p *Provider) CheckContent(items []api.Item) error { return provider.CheckMessages(items) }
+
 // userContent is the content of a user or system message (role, as
 // sent): a string, or parts when it has images, which only a user message
 // may have.
@@ -382,16 +387,14 @@ func userContent(it *api.Item, role string) (*chatwire.Content, error) {
 		switch it.Content[i].Type {
 		case api.PartInputImage:
 			if it.Content[i].ImageURL == "" {
-				return nil, api.InvalidRequestCode("input", "unsupported_content",
-					"input_image by file_id is not supported by this model provider; use image_url")
+				return nil, provider.ImageFileID()
 			}
 			if role != api.RoleUser {
 				return nil, provider.ImageOutsideUser(it.Role)
 			}
 			images = true
 		case api.PartInputFile:
-			return nil, api.InvalidRequestCode("input", "unsupported_content",
-				"input_file content is not supported by this model provider")
+			return nil, provider.InputFile()
 		}
 	}
 	if !images {
