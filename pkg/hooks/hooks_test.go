@@ -498,16 +498,21 @@ func TestHookQueueShareOfATenant(t *testing.T) {
 		d.Send(t.Context(), ev, aErrs)
 	}
 	require.NotZero(t, d.Dropped(), "acme's burst is cut")
-	before := d.Dropped()
-	bErrs := &hooks.Errors{}
-	ev := event(hooks.EventToolCall, "globex-1")
-	ev.Tenant, ev.ResponseID = "globex", "resp_globex"
-	d.Send(t.Context(), ev, bErrs)
-	dropped := d.Dropped() - before
+	dropped, bErrs := sendOf(t, d, "globex")
 	close(release)
 	flush(t, d)
 	require.Zero(t, dropped, "globex's event was dropped: %q", bErrs.Seal())
 	require.Empty(t, bErrs.Seal())
+}
+
+// sendOf sends one event of tenant's response to d and returns how many
+// events d dropped meanwhile (0 or 1) and the response's hook errors.
+func sendOf(t *testing.T, d *hooks.Dispatcher, tenant string) (uint64, *hooks.Errors) {
+	before, errs := d.Dropped(), &hooks.Errors{}
+	ev := event(hooks.EventToolCall, tenant+"-1")
+	ev.Tenant, ev.ResponseID = tenant, "resp_"+tenant
+	d.Send(t.Context(), ev, errs)
+	return d.Dropped() - before, errs
 }
 
 // Two tenants bursting at once leave room for a third: each may hold at
@@ -535,12 +540,7 @@ func TestHookQueueTwoBurstsLeaveRoomForAThird(t *testing.T) {
 			d.Send(t.Context(), ev, nil)
 		}
 	}
-	before := d.Dropped()
-	errs := &hooks.Errors{}
-	ev := event(hooks.EventToolCall, "initech-1")
-	ev.Tenant, ev.ResponseID = "initech", "resp_initech"
-	d.Send(t.Context(), ev, errs)
-	dropped := d.Dropped() - before
+	dropped, errs := sendOf(t, d, "initech")
 	close(release)
 	flush(t, d)
 	require.Zero(t, dropped, "initech's event was dropped: %q", errs.Seal())

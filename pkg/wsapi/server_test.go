@@ -428,19 +428,7 @@ func TestServerHeldMessageDoesNotStartAtShutdown(t *testing.T) {
 			srv := httptest.NewServer(s)
 			t.Cleanup(srv.Close)
 			c := dialLanes(t, "ws"+strings.TrimPrefix(srv.URL, "http"))
-			c.create("", "none/0")
-			for i := range MaxLanes {
-				c.create(fmt.Sprintf("L%d", i), fmt.Sprintf("L%d/0", i))
-			}
-			for range MaxLanes + 1 {
-				svc.wait(t)
-			}
-			c.create("Y", "Y/0") // no room: MaxLanes+1 lanes busy
-			select {
-			case <-h.held:
-			case <-time.After(guard):
-				t.Fatal("the message was not held")
-			}
+			holdOne(t, c, svc.barrierService, h)
 			read := make(chan struct{}) // the client reads to the end: the server's close waits for its answer
 			go func() {
 				defer close(read)
@@ -473,18 +461,11 @@ func TestServerHeldMessageDoesNotStartAtShutdown(t *testing.T) {
 	}
 }
 
-// A client's ping is answered while the connection holds a message for
-// want of a lane: holding it, the loop reads no other message, but the
-// reader still waits on the socket for the next one, and so answers pings
-// (it stops reading only once it has read that next one: backpressure).
-func TestServerPongWhileMessageHeld(t *testing.T) {
-	svc := newBarrierService()
-	h := &pausingHandler{held: make(chan struct{}), resume: make(chan struct{})}
-	close(h.resume)
-	s := NewServer(Config{Service: svc, PingInterval: -1, Logger: slog.New(h)})
-	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
-	c := dialLanes(t, "ws"+strings.TrimPrefix(srv.URL, "http"))
+// holdOne fills every lane of c with a response svc holds (MaxLanes
+// lanes and the lane without stream_id), then sends "Y/0" on a new lane,
+// which has no room, and waits until the server logs (h) that it holds it.
+func holdOne(t *testing.T, c *laneClient, svc *barrierService, h *pausingHandler) {
+	t.Helper()
 	c.create("", "none/0")
 	for i := range MaxLanes {
 		c.create(fmt.Sprintf("L%d", i), fmt.Sprintf("L%d/0", i))
@@ -498,6 +479,21 @@ func TestServerPongWhileMessageHeld(t *testing.T) {
 	case <-time.After(guard):
 		t.Fatal("the message was not held")
 	}
+}
+
+// A client's ping is answered while the connection holds a message for
+// want of a lane: holding it, the loop reads no other message, but the
+// reader still waits on the socket for the next one, and so answers pings
+// (it stops reading only once it has read that next one: backpressure).
+func TestServerPongWhileMessageHeld(t *testing.T) {
+	svc := newBarrierService()
+	h := &pausingHandler{held: make(chan struct{}), resume: make(chan struct{})}
+	close(h.resume)
+	s := NewServer(Config{Service: svc, PingInterval: -1, Logger: slog.New(h)})
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	c := dialLanes(t, "ws"+strings.TrimPrefix(srv.URL, "http"))
+	holdOne(t, c, svc, h)
 	read := make(chan struct{}) // the client reads, as Ping requires, to get the pong
 	go func() {
 		defer close(read)
