@@ -1181,3 +1181,46 @@ func TestFailedSettleMarkExpires(t *testing.T) {
 	e.invoke(fakesqs.Event(e.queue.Take()...))
 	require.Equal(t, []string{c}, e.mgmt.Deleted(), "no lane runs: the limit closes the connection")
 }
+
+// A turn whose client went away (its post fails with GoneException, which
+// cancels the turn's context) still ends its lane's running mark: Settle
+// does not run on the cancelled context. (It did, and failed: the mark
+// stayed until running_until lapsed, 15 minutes, and the 60-minute limit
+// counted the lane as running meanwhile.)
+func TestSettleAfterClientGone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := tenantCtx(t, "acme")
+	c := e.connect(keyA)
+	e.mgmt.Disconnect(c)
+	require.Empty(t, e.send(c, laneCreate("B", "", "Hi", false)))
+	l, ok := e.load(t, ctx, c).Latest["B"]
+	require.True(t, ok, "lane B's response is kept")
+	require.False(t, l.Running, "lane B's turn ended")
+}
+
+// A turn delivered again after its invocation died, whose client went
+// away meanwhile (the error message's post fails with GoneException),
+// settles its lane all the same, and is not delivered again.
+func TestInterruptedTurnSettlesAfterClientGone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := tenantCtx(t, "acme")
+	c := e.connect(keyA)
+	e.invoke(routeEvent("MESSAGE", "$default", c, "", laneCreate("A", "", "Hi", false), time.Now()))
+	msgs := e.queue.Take()
+	require.Len(t, msgs, 1)
+	var queued struct {
+		RequestID string `json:"request_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(msgs[0].MessageBody), &queued))
+	ok, err := e.load(t, ctx, c).Begin(ctx, "A", queued.RequestID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	e.mgmt.Disconnect(c)
+	ev := fakesqs.Event(msgs...)
+	ev.Records[0].Attributes["ApproximateReceiveCount"] = "2"
+	out := e.invoke(ev).(events.SQSEventResponse)
+	require.Empty(t, out.BatchItemFailures)
+	require.False(t, e.load(t, ctx, c).Latest["A"].Running, "lane A's turn no longer runs")
+}

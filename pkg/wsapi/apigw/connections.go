@@ -88,6 +88,10 @@ type Connections struct {
 // longest invocation, which no turn outlives.
 const DefaultTurnTimeout = 15 * time.Minute
 
+// settleTimeout bounds the writes of Connection.Settle, which run after
+// the turn whatever ended it, its context cancelled included.
+const settleTimeout = 10 * time.Second
+
 // NewConnections returns the connections of table through client.
 func NewConnections(client dynamodb.API, table string) (*Connections, error) {
 	records, err := dynamodb.New(client, dynamodb.Config{Table: table})
@@ -486,12 +490,16 @@ func (c *Connection) Interrupted(lane, requestID string) bool {
 // after it (its response.create was refused, its continuation failed, or
 // another lane's failed continuation evicted its response meanwhile)
 // leaves the lanes map, and no longer counts towards wsapi.MaxLanes; one
-// that has is no longer running.
+// that has is no longer running. It writes whatever ended the turn: on
+// ctx without its cancellation and deadline (the client went away, which
+// cancels the turn's context), within settleTimeout.
 func (c *Connection) Settle(ctx context.Context, lane string) error {
 	l, ok := c.Latest[lane]
 	if !ok || l.Turn == "" {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
 	vals := map[string]types.AttributeValue{":rid": str(l.Turn)}
 	ended, err := c.endRunning(ctx, lane, vals)
 	if err != nil {
