@@ -1224,3 +1224,36 @@ func TestInterruptedTurnSettlesAfterClientGone(t *testing.T) {
 	require.Empty(t, out.BatchItemFailures)
 	require.False(t, e.load(t, ctx, c).Latest["A"].Running, "lane A's turn no longer runs")
 }
+
+// A lane whose turn's running mark has lapsed (its Settle failed) is not
+// running for Evict either: evicting its latest response removes the
+// lane, which no longer counts towards wsapi.MaxLanes. (Evict kept it, as
+// running, until its next turn.)
+func TestEvictLapsedRunningLane(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// Every mark lapses as soon as it is written.
+	e.conns.TurnTimeout = time.Nanosecond
+	ctx := tenantCtx(t, "acme")
+	c := e.connect(keyA)
+	load := func() *apigw.Connection { return e.load(t, ctx, c) }
+	rec := func(id string) *store.Record {
+		return &store.Record{Response: &api.Response{ID: id, Object: "response", Status: api.StatusCompleted}}
+	}
+	setup := load()
+	for i := range wsapi.MaxLanes - 1 {
+		require.NoError(t, setup.PutLatest(ctx, fmt.Sprintf("L%d", i), rec(fmt.Sprintf("resp_l%d", i))))
+	}
+	require.NoError(t, setup.PutLatest(ctx, "A", rec("resp_a1")))
+	ok, err := load().Begin(ctx, "A", "req_a2")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.False(t, load().Latest["A"].Running, "lane A's mark has lapsed")
+
+	require.NoError(t, load().Evict(ctx, "resp_a1"))
+	_, kept := load().Latest["A"]
+	require.False(t, kept, "lane A left")
+	ok, err = load().Begin(ctx, "Q", "req_q")
+	require.NoError(t, err, "lane A no longer counts")
+	require.True(t, ok)
+}
