@@ -1181,3 +1181,79 @@ func TestFailedSettleMarkExpires(t *testing.T) {
 	e.invoke(fakesqs.Event(e.queue.Take()...))
 	require.Equal(t, []string{c}, e.mgmt.Deleted(), "no lane runs: the limit closes the connection")
 }
+
+// A turn whose client went away (its post fails with GoneException, which
+// cancels the turn's context) still ends its lane's running mark: Settle
+// does not run on the cancelled context. (It did, and failed: the mark
+// stayed until running_until lapsed, 15 minutes, and the 60-minute limit
+// counted the lane as running meanwhile.)
+func TestSettleAfterClientGone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := tenantCtx(t, "acme")
+	c := e.connect(keyA)
+	e.mgmt.Disconnect(c)
+	require.Empty(t, e.send(c, laneCreate("B", "", "Hi", false)))
+	l, ok := e.load(t, ctx, c).Latest["B"]
+	require.True(t, ok, "lane B's response is kept")
+	require.False(t, l.Running, "lane B's turn ended")
+}
+
+// A turn delivered again after its invocation died, whose client went
+// away meanwhile (the error message's post fails with GoneException),
+// settles its lane all the same, and is not delivered again.
+func TestInterruptedTurnSettlesAfterClientGone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := tenantCtx(t, "acme")
+	c := e.connect(keyA)
+	e.invoke(routeEvent("MESSAGE", "$default", c, "", laneCreate("A", "", "Hi", false), time.Now()))
+	msgs := e.queue.Take()
+	require.Len(t, msgs, 1)
+	var queued struct {
+		RequestID string `json:"request_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(msgs[0].MessageBody), &queued))
+	ok, err := e.load(t, ctx, c).Begin(ctx, "A", queued.RequestID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	e.mgmt.Disconnect(c)
+	ev := fakesqs.Event(msgs...)
+	ev.Records[0].Attributes["ApproximateReceiveCount"] = "2"
+	out := e.invoke(ev).(events.SQSEventResponse)
+	require.Empty(t, out.BatchItemFailures)
+	require.False(t, e.load(t, ctx, c).Latest["A"].Running, "lane A's turn no longer runs")
+}
+
+// A lane whose turn's running mark has lapsed (its Settle failed) is not
+// running for Evict either: evicting its latest response removes the
+// lane, which no longer counts towards wsapi.MaxLanes. (Evict kept it, as
+// running, until its next turn.)
+func TestEvictLapsedRunningLane(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// Every mark lapses as soon as it is written.
+	e.conns.TurnTimeout = time.Nanosecond
+	ctx := tenantCtx(t, "acme")
+	c := e.connect(keyA)
+	load := func() *apigw.Connection { return e.load(t, ctx, c) }
+	rec := func(id string) *store.Record {
+		return &store.Record{Response: &api.Response{ID: id, Object: "response", Status: api.StatusCompleted}}
+	}
+	setup := load()
+	for i := range wsapi.MaxLanes - 1 {
+		require.NoError(t, setup.PutLatest(ctx, fmt.Sprintf("L%d", i), rec(fmt.Sprintf("resp_l%d", i))))
+	}
+	require.NoError(t, setup.PutLatest(ctx, "A", rec("resp_a1")))
+	ok, err := load().Begin(ctx, "A", "req_a2")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.False(t, load().Latest["A"].Running, "lane A's mark has lapsed")
+
+	require.NoError(t, load().Evict(ctx, "resp_a1"))
+	_, kept := load().Latest["A"]
+	require.False(t, kept, "lane A left")
+	ok, err = load().Begin(ctx, "Q", "req_q")
+	require.NoError(t, err, "lane A no longer counts")
+	require.True(t, ok)
+}

@@ -88,6 +88,10 @@ type Connections struct {
 // longest invocation, which no turn outlives.
 const DefaultTurnTimeout = 15 * time.Minute
 
+// settleTimeout bounds the writes of Connection.Settle, which run after
+// the turn whatever ended it, its context cancelled included.
+const settleTimeout = 10 * time.Second
+
 // NewConnections returns the connections of table through client.
 func NewConnections(client dynamodb.API, table string) (*Connections, error) {
 	records, err := dynamodb.New(client, dynamodb.Config{Table: table})
@@ -230,12 +234,33 @@ func decodeLane(attrs map[string]types.AttributeValue, idAttr string) (Latest, b
 	if hasTurn {
 		l.Turn = turn.Value
 	}
-	_, l.Running = attrs[attrRunning].(*types.AttributeValueMemberS)
-	if until, ok := attrs[attrRunningUntil].(*types.AttributeValueMemberN); ok && l.Running {
-		ms, _ := strconv.ParseInt(until.Value, 10, 64)
-		l.Running = time.Now().Before(time.UnixMilli(ms))
-	}
+	l.Running = running(attrs, time.Now())
 	return l, hasID || hasTurn
+}
+
+// running reports whether a turn runs at now on the lane whose attributes
+// are attrs: it has a running mark, which has not lapsed (its
+// running_until is after now; a mark written before running_until has
+// none, and holds). notRunning is the same rule in a condition.
+func running(attrs map[string]types.AttributeValue, now time.Time) bool {
+	if _, ok := attrs[attrRunning].(*types.AttributeValueMemberS); !ok {
+		return false
+	}
+	until, ok := attrs[attrRunningUntil].(*types.AttributeValueMemberN)
+	if !ok {
+		return true
+	}
+	ms, _ := strconv.ParseInt(until.Value, 10, 64)
+	return now.Before(time.UnixMilli(ms))
+}
+
+// notRunning returns the condition expression that no turn runs at now
+// (running's rule) on the lane whose attributes are under path ("" for
+// the lane without stream_id, "lanes.#k." for a named lane's entry),
+// setting the value :now of vals it reads.
+func notRunning(path string, vals map[string]types.AttributeValue, now time.Time) string {
+	vals[":now"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(now.UnixMilli(), 10)}
+	return "(attribute_not_exists(" + path + attrRunning + ") OR " + path + attrRunningUntil + " <= :now)"
 }
 
 // Close forgets connection id and the latest response of each of its
@@ -486,12 +511,16 @@ func (c *Connection) Interrupted(lane, requestID string) bool {
 // after it (its response.create was refused, its continuation failed, or
 // another lane's failed continuation evicted its response meanwhile)
 // leaves the lanes map, and no longer counts towards wsapi.MaxLanes; one
-// that has is no longer running.
+// that has is no longer running. It writes whatever ended the turn: on
+// ctx without its cancellation and deadline (the client went away, which
+// cancels the turn's context), within settleTimeout.
 func (c *Connection) Settle(ctx context.Context, lane string) error {
 	l, ok := c.Latest[lane]
 	if !ok || l.Turn == "" {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
 	vals := map[string]types.AttributeValue{":rid": str(l.Turn)}
 	ended, err := c.endRunning(ctx, lane, vals)
 	if err != nil {
@@ -540,8 +569,8 @@ func (s sharedCache) PutLatest(ctx context.Context, lane string, rec *store.Reco
 
 // Evict forgets id when it is the latest response of a lane, and that
 // lane (its whole entry, unless it is the lane without stream_id or a
-// turn runs on it: its turn stays, and the running lane still counts
-// until Settle).
+// turn runs on it, by running's rule: its turn stays, and the running
+// lane still counts until Settle; a lapsed mark does not hold it).
 func (c *Connection) Evict(ctx context.Context, id string) error {
 	lane, ok := c.laneOf(id)
 	if !ok {
@@ -554,8 +583,9 @@ func (c *Connection) Evict(ctx context.Context, id string) error {
 	if lane == "" {
 		_, _, err = c.update(ctx, "REMOVE latest, pointer", "latest = :id", nil, vals)
 	} else {
-		_, whole, err = c.update(ctx, "REMOVE lanes.#k", "lanes.#k.id = :id AND attribute_not_exists(lanes.#k.running)", laneNames(lane), vals)
+		_, whole, err = c.update(ctx, "REMOVE lanes.#k", "lanes.#k.id = :id AND "+notRunning("lanes.#k.", vals, time.Now()), laneNames(lane), vals)
 		if err == nil && !whole {
+			delete(vals, ":now")
 			_, _, err = c.update(ctx, "REMOVE lanes.#k.id, lanes.#k.pointer", "lanes.#k.id = :id", laneNames(lane), vals)
 		}
 	}
