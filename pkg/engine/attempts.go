@@ -592,7 +592,7 @@ func (h hostedReflection) Execute(ctx context.Context, c tools.ToolCall) (*tools
 	if err != nil {
 		return &tools.ToolResult{CallID: c.ID, Output: fmt.Sprintf("Error: %v. Call %s again with a JSON object.", err, c.Name), IsError: true}, nil
 	}
-	res, err := h.exec.Execute(ctx, tools.ToolCall{ID: c.ID, Name: h.name, Arguments: args, ResponseID: c.ResponseID})
+	res, err := h.exec.Execute(ctx, tools.ToolCall{ID: c.ID, Name: h.name, Arguments: args, ResponseID: c.ResponseID, Tenant: c.Tenant})
 	if err != nil {
 		return nil, fmt.Errorf("reflection %s: %w", h.name, err)
 	}

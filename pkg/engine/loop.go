@@ -541,6 +541,13 @@ func limited(kind string) bool { return kind != ToolKindReflection }
 // counted reports whether p is an executed call max_tool_calls counts.
 func (p *plannedCall) counted() bool { return p.exec != nil && limited(p.kind) }
 
+// toolCall is the call of tool name with args that item id of r makes,
+// for its executor: the tool's function learns the response and its
+// tenant (ctx's).
+func (r *run) toolCall(ctx context.Context, id, name, args string) tools.ToolCall {
+	return tools.ToolCall{ID: id, Name: name, Arguments: args, ResponseID: r.resp.ID, Tenant: tenant.From(ctx)}
+}
+
 // plan decides, for each call, which executor runs it (the hosted tool's),
 // or whether the client must (a function tool), or which error is fed
 // back (arguments that do not match the tool's input schema: argcheck.go).
@@ -549,7 +556,7 @@ func (p *plannedCall) counted() bool { return p.exec != nil && limited(p.kind) }
 func (e *Engine) plan(ctx context.Context, r *run, calls []api.Item, unanswered bool) []plannedCall {
 	plans := make([]plannedCall, len(calls))
 	for i, c := range calls {
-		p := plannedCall{call: tools.ToolCall{ID: callKey(&c), Name: c.Name, Arguments: c.Arguments, ResponseID: r.resp.ID}}
+		p := plannedCall{call: r.toolCall(ctx, callKey(&c), c.Name, c.Arguments)}
 		name := r.tools.modelName(&c)
 		t, ok := r.tools.defs[name]
 		switch {

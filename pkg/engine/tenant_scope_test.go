@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/lambent/lambent/pkg/tenant"
+	"github.com/lambent/lambent/pkg/tools"
 )
 
 // prompt_cache_key and safety_identifier (or user) reach the provider's
@@ -35,4 +36,34 @@ func TestProviderValuesScopedToTheTenant(t *testing.T) {
 	assert.Equal(t, reqs[0].User, reqs[2].User)
 	assert.NotContains(t, reqs[0].PromptCacheKey, "support-bot")
 	assert.LessOrEqual(t, len(reqs[0].PromptCacheKey), 64, "OpenAI's limit")
+}
+
+// A hosted tool's function, and an output tool's validator, learn the
+// tenant whose response calls them (tools.ToolCall.Tenant, the payload's
+// "tenant"), so that a tool serving several tenants keeps their data
+// apart; before, nothing told them.
+func TestHostedCallsNameTheirTenant(t *testing.T) {
+	m := newMock(func(ctx context.Context, c tools.ToolCall) (*tools.ToolResult, error) {
+		if c.Name == "check_report" {
+			return &tools.ToolResult{Output: `{"valid":true,"errors":[]}`}, nil
+		}
+		return echoTool(ctx, c)
+	}, "calc", "check_report")
+	p := script(
+		calls(1, 1, call("c1", "calc", `{"expression":"1+1"}`)), text("2", 1, 1),
+		calls(1, 1, call("c2", "report", validReport)),
+	)
+	e, _ := newEngine(t, p, m)
+	for _, c := range []struct{ tenant, body string }{
+		{"acme", `{"input":"x","tools":[{"type":"lambent:calc"}]}`},
+		{"globex", `{"input":"assess","tools":[` + outputTool(`"validators":["lambent:check_report"]`) + `]}`},
+	} {
+		require.NoError(t, e.CreateResponse(tenant.With(context.Background(), c.tenant), decodeReq(t, c.body), &recorder{}))
+	}
+	got := m.calls()
+	require.Len(t, got, 2)
+	assert.Equal(t, "calc", got[0].Name)
+	assert.Equal(t, "acme", got[0].Tenant)
+	assert.Equal(t, "check_report", got[1].Name)
+	assert.Equal(t, "globex", got[1].Tenant)
 }

@@ -83,7 +83,7 @@ func (e *Engine) validate(ctx context.Context, r *run, output string, iteration 
 		if !r.tools.mcpItems {
 			it = api.Item{Type: api.ItemFunctionCall, ID: r.newItemID(api.PrefixFunctionCall), Status: api.ItemCompleted, CallID: api.NewCallID(), Name: v.name, Arguments: args, Hidden: hidden}
 		}
-		res := e.execute(tctx, r, &plannedCall{call: tools.ToolCall{ID: callKey(&it), Name: v.name, Arguments: args, ResponseID: r.resp.ID}, exec: v.exec, kind: ToolKindValidator}, iteration)
+		res := e.execute(tctx, r, &plannedCall{call: r.toolCall(tctx, callKey(&it), v.name, args), exec: v.exec, kind: ToolKindValidator}, iteration)
 		made = append(made, serverCall{item: it, res: res})
 		if errs := validatorErrors(v.name, res); errs != nil {
 			return errs, made

@@ -19,7 +19,7 @@ import (
 
 // ToolCall is a model's request to invoke a tool. Its JSON form is the
 // request payload of a tool Lambda (docs/architecture.md, "Tool Lambda payload"):
-// {"call_id","name","arguments","response_id"}.
+// {"call_id","name","arguments","response_id","tenant"}.
 type ToolCall struct {
 	// ID is the call_id the model generated.
 	ID string `json:"call_id"`
@@ -29,6 +29,10 @@ type ToolCall struct {
 	Arguments string `json:"arguments"`
 	// ResponseID is the response the call belongs to.
 	ResponseID string `json:"response_id"`
+	// Tenant is the tenant whose response makes the call (the API key's
+	// tenant, or the caller's IAM identity: docs/aws.md#tenants), so that
+	// a tool serving several tenants keeps each one's data apart.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // ToolResult is the output of one tool execution. Its JSON form is the

@@ -95,12 +95,15 @@ func TestCatalogs(t *testing.T) {
 }
 
 // TestPayloadJSON holds ToolCall and ToolResult to the tool Lambda payload
-// of docs/architecture.md: request {"call_id","name","arguments","response_id"},
+// of docs/architecture.md: request {"call_id","name","arguments","response_id","tenant"},
 // reply {"output","is_error"}.
 func TestPayloadJSON(t *testing.T) {
 	b, err := json.Marshal(tools.ToolCall{ID: "c1", Name: "calc", Arguments: `{"x":1}`})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"call_id":"c1","name":"calc","arguments":"{\"x\":1}","response_id":""}`, string(b))
+	b, err = json.Marshal(tools.ToolCall{ID: "c1", Name: "calc", Arguments: `{}`, ResponseID: "resp_1", Tenant: "acme"})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"call_id":"c1","name":"calc","arguments":"{}","response_id":"resp_1","tenant":"acme"}`, string(b))
 	b, err = json.Marshal(tools.ToolResult{CallID: "c1", Output: "2"})
 	require.NoError(t, err)
 	assert.Equal(t, `{"output":"2","is_error":false}`, string(b))

@@ -4,7 +4,7 @@
 // `lambdatool.Serve(mytool.Tool())`).
 //
 // The payload is docs/architecture.md's "Tool Lambda payload": the request is a
-// tools.ToolCall ({"call_id","name","arguments","response_id"}), the reply a
+// tools.ToolCall ({"call_id","name","arguments","response_id","tenant"}), the reply a
 // tools.ToolResult ({"output","is_error"}). The function runs the very
 // handler the in-process tools.Registry runs, through tools.RunHandler, so
 // a handler error or panic becomes an is_error reply.

@@ -41,8 +41,8 @@ func TestHandle(t *testing.T) {
 	// The handler sees the call as the local executor would build it.
 	var got tools.ToolCall
 	echo := hosted("echo", func(_ context.Context, c tools.ToolCall) (string, error) { got = c; return "ok", nil })
-	handle(t, echo, `{"call_id":"c2","name":"alias","arguments":"{}","response_id":"resp_2","future_field":true}`)
-	if want := (tools.ToolCall{ID: "c2", Name: "alias", Arguments: "{}", ResponseID: "resp_2"}); got != want {
+	handle(t, echo, `{"call_id":"c2","name":"alias","arguments":"{}","response_id":"resp_2","tenant":"acme","future_field":true}`)
+	if want := (tools.ToolCall{ID: "c2", Name: "alias", Arguments: "{}", ResponseID: "resp_2", Tenant: "acme"}); got != want {
 		t.Errorf("call = %+v, want %+v", got, want)
 	}
 	handle(t, echo, `{"call_id":"c3","arguments":"{}"}`)
