@@ -19,6 +19,7 @@ package wirejson
 
 import (
 	"encoding/json"
+	"errors"
 
 	fastjson "github.com/segmentio/encoding/json"
 )
@@ -43,6 +44,18 @@ func Unmarshal(data []byte, v any) error {
 		return json.Unmarshal(data, v)
 	}
 	return fastjson.Unmarshal(data, v)
+}
+
+// SplitArray splits the JSON array data into its elements' texts, which
+// alias data (nothing of it is copied): what decodes each element by
+// itself reads it where it is. null has none.
+func SplitArray(data []byte) ([]json.RawMessage, error) {
+	var elems []json.RawMessage
+	rest, err := fastjson.Parse(data, &elems, fastjson.DontCopyRawMessage)
+	if err == nil && len(rest) != 0 {
+		err = errors.New("invalid JSON after the array")
+	}
+	return elems, err
 }
 
 // longDigitRun reports whether data holds 20 ASCII digits in a row (no

@@ -110,3 +110,24 @@ func TestLongDigitRun(t *testing.T) {
 		}
 	}
 }
+
+// SplitArray gives an array's elements as texts that alias it; null has
+// none; what is not one array is an error.
+func TestSplitArray(t *testing.T) {
+	data := []byte(` [ {"a":[1,2]} , "x\"]" ,3 ] `)
+	elems, err := SplitArray(data)
+	if err != nil || len(elems) != 3 || string(elems[0]) != `{"a":[1,2]}` || string(elems[1]) != `"x\"]"` || string(elems[2]) != "3" {
+		t.Fatalf("got %q, %v", elems, err)
+	}
+	if &elems[0][0] != &data[3] {
+		t.Error("the elements are copies")
+	}
+	if elems, err := SplitArray([]byte("null")); err != nil || elems != nil {
+		t.Errorf("null: %q, %v", elems, err)
+	}
+	for _, bad := range []string{`[1,]`, `[1] 2`, `{"a":1}`, `[`} {
+		if _, err := SplitArray([]byte(bad)); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}

@@ -134,7 +134,7 @@ func FuzzUnmarshalMatchesEncodingJSON(f *testing.F) {
 		func() any { return new(*int64) }, func() any { return new(map[string]string) }, func() any { return new([]string) },
 		func() any { return new(wireItemIn) }, func() any { return new(wirePartIn) }, func() any { return new(wireTool) },
 		func() any { return new(StreamOptions) }, func() any { return new([]ToolRef) }, func() any { return new(MCPTool) },
-		// decodeElems's one pass: each element by its UnmarshalJSON.
+		// Arrays of them: each element by its UnmarshalJSON.
 		func() any { return new([]Item) }, func() any { return new([]ContentPart) }, func() any { return new([]Tool) },
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {

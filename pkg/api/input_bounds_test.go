@@ -379,3 +379,44 @@ func TestObjectMembersCountedBeforeDecoding(t *testing.T) {
 		t.Fatalf("an item reference without its type: %v", err)
 	}
 }
+
+// A large value nested in items and content parts is copied about once per
+// level where it is decoded as a raw value (the input, an item's content
+// or output) and once as the string it is, whatever the level. A body the
+// decoders refuse was decoded again at every level, each by wirejson and
+// then encoding/json (for the error's text), and each array's elements
+// once together and again one by one (to name the one refused): an 8 MB
+// string refused at its third level took 14 times the body (5 at its
+// second).
+func TestNestedDecodeCopiesBounded(t *testing.T) {
+	big := strings.Repeat("a", 8<<20)
+	for _, c := range []struct{ name, body, param string }{
+		{"input string", `{"input":"` + big + `"}`, ""},
+		{"function call output", `{"input":[{"type":"function_call_output","call_id":"c","output":"` + big + `"}]}`, ""},
+		{"input text part", `{"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"` + big + `"}]}]}`, ""},
+		{"output part", `{"input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"` + big + `"}]}]}`, ""},
+		{"refused beside the input string", `{"input":"` + big + `","temperature":"x"}`, "temperature"},
+		{"refused beside an output", `{"input":[{"type":"function_call_output","call_id":"c","output":"` + big + `","is_error":"x"}]}`, "input[0]"},
+		{"refused beside an input text part", `{"input":[{"role":"user","content":"x"},{"type":"message","role":"user","content":[{"type":"input_text","text":"` + big + `"},{"type":"input_text","text":5}]}]}`, "input[1].content[1]"},
+		{"refused beside an output part", `{"input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"` + big + `"},{"type":"input_text","text":5}]}]}`, "input[0].output[1]"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			body := []byte(c.body)
+			var err error
+			alloc := allocs.Bytes(func() { _, err = DecodeCreateRequest(body) })
+			if c.param == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				var ae *Error
+				if !errors.As(err, &ae) || ae.Status != 400 || ae.Param != c.param {
+					t.Fatalf("got %v, want a 400 of %s", err, c.param)
+				}
+			}
+			if ratio := float64(alloc) / float64(len(body)); ratio > 3.5 {
+				t.Errorf("decoding allocated %.1f times the body", ratio)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 
 	"github.com/lambent/lambent/internal/wirejson"
 )
@@ -13,9 +14,18 @@ import (
 // encoding/json, whose errors the API's 400 texts are built from. A valid
 // body costs one fast pass; a faulty one pays for both
 // (FuzzUnmarshalMatchesEncodingJSON holds the two to the same results).
+//
+// An *Error is a nested value's decoder refusing it (an item's, a content
+// part's), its text already built from encoding/json's: it is returned as
+// it is, as encoding/json returns it, rather than decoding everything
+// again, and everything under it again at each level above.
 func unmarshal(data []byte, v any) error {
-	if wirejson.Unmarshal(data, v) == nil {
+	err := wirejson.Unmarshal(data, v)
+	if err == nil {
 		return nil
+	}
+	if e := (*Error)(nil); errors.As(err, &e) && json.Valid(data) {
+		return e
 	}
 	return json.Unmarshal(data, v)
 }
@@ -33,21 +43,23 @@ func unmarshalFields(data []byte) (map[string]json.RawMessage, error) {
 	return fields, err
 }
 
-// decodeElems decodes the JSON array v (the request's param) into a []T.
-// The elements are decoded in one pass over v, each by T's decoder; when
-// that fails, again one at a time by elem, from their raw bytes, so that
-// the error names the element (and elem may accept a form T's decoder
-// refuses). A valid array is read once instead of twice.
+// decodeElems decodes the JSON array v (the request's param) into a []T,
+// each element by elem from its text, which aliases v: an element's bytes
+// are read where they are, and once, not once with the array and again by
+// themselves to name the one refused (which doubled, at every level of
+// arrays in elements, what a refused body cost). elem may accept a form
+// T's decoder refuses.
 func decodeElems[T any](param string, v json.RawMessage, elem func(i int, raw json.RawMessage, t *T) error) ([]T, error) {
-	var out []T
-	if wirejson.Unmarshal(v, &out) == nil {
-		return out, nil
+	raws, err := wirejson.SplitArray(v)
+	if err != nil {
+		if err := unmarshal(v, &raws); err != nil {
+			return nil, InvalidRequest(param, "invalid %s: %s", param, jsonErrText(err))
+		}
 	}
-	var raws []json.RawMessage
-	if err := unmarshal(v, &raws); err != nil {
-		return nil, InvalidRequest(param, "invalid %s: %s", param, jsonErrText(err))
+	if raws == nil {
+		return nil, nil
 	}
-	out = make([]T, len(raws))
+	out := make([]T, len(raws))
 	for i, raw := range raws {
 		if err := elem(i, raw, &out[i]); err != nil {
 			return nil, err

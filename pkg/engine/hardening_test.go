@@ -701,6 +701,23 @@ func TestSchemaNumbersBounded(t *testing.T) {
 	require.NoError(t, err, "float64's range is fine")
 }
 
+// A schema reaching a $dynamicRef is a 400 invalid_schema naming it,
+// before any model call: its check's cost grows with the square of the
+// output's depth, and it resolves beyond what the evaluations budget counts.
+func TestSchemaDynamicRefRefused(t *testing.T) {
+	t.Parallel()
+	p := script(text(`{}`, 1, 1))
+	e, _ := newEngine(t, p, nil)
+	_, err := run1(t, e, jsonSchemaBody(`{"$dynamicAnchor":"n","type":"object","properties":{"c":{"$dynamicRef":"#n"}}}`))
+	var ae *api.Error
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, http.StatusBadRequest, ae.Status)
+	assert.Equal(t, "text.format.schema", ae.Param)
+	assert.Equal(t, "invalid_schema", ae.Code)
+	assert.Contains(t, ae.Message, "$dynamicRef (at #/properties/c) is not supported")
+	require.Empty(t, p.requests())
+}
+
 // An output whose numbers the validator cannot read (an exponent past a
 // million panicked it) fails its attempt with an error the model can act
 // on; the next attempt is validated as usual.

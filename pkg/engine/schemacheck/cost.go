@@ -421,6 +421,29 @@ func itemSchemas(s *jsonschema.Schema, i int) []*jsonschema.Schema {
 	return nonNil(out)
 }
 
+// subschemas lists every subschema s may apply (refuseDynamicRefs walks
+// them all).
+func subschemas(s *jsonschema.Schema) []*jsonschema.Schema {
+	out := inPlace(s)
+	out = append(out, s.PropertyNames, s.UnevaluatedProperties, s.Items2020, s.Contains, s.UnevaluatedItems)
+	out = append(out, s.PrefixItems...)
+	for _, t := range s.Properties {
+		out = append(out, t)
+	}
+	for _, t := range s.PatternProperties {
+		out = append(out, t)
+	}
+	for _, v := range []any{s.AdditionalProperties, s.AdditionalItems, s.Items} {
+		switch t := v.(type) {
+		case *jsonschema.Schema:
+			out = append(out, t)
+		case []*jsonschema.Schema:
+			out = append(out, t...)
+		}
+	}
+	return nonNil(out)
+}
+
 func nonNil(ss []*jsonschema.Schema) []*jsonschema.Schema {
 	out := ss[:0]
 	for _, s := range ss {

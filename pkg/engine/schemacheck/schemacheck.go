@@ -34,7 +34,8 @@ func (noLoader) Load(url string) (any, error) {
 }
 
 // Compile compiles a request's JSON Schema (draft 2020-12 unless it says
-// otherwise, formats asserted, external references refused). Its regular
+// otherwise, formats asserted, external references refused, and dynamic
+// ones: refuseDynamicRefs). Its regular
 // expressions may add up to patterns in size (patternBudget); a schema over
 // that is a *PatternsError. The caller has bounded its size, depth and
 // numbers (Scan).
@@ -61,7 +62,42 @@ func Compile(raw json.RawMessage, patterns int) (s *jsonschema.Schema, err error
 	if err != nil {
 		return nil, fmt.Errorf("compile schema: %w", err)
 	}
+	if err := refuseDynamicRefs(s); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// refuseDynamicRefs refuses a schema that reaches a $dynamicRef or a
+// $recursiveRef (draft 2019-09): the validator resolves one by walking the
+// whole dynamic scope, from the text's root, at each use, so a check costs
+// the square of the text's depth, and to a subschema the path decides,
+// which the evaluations budget (withinBudget) cannot follow. OpenAI's
+// structured outputs support neither.
+func refuseDynamicRefs(root *jsonschema.Schema) error {
+	seen := map[*jsonschema.Schema]bool{root: true}
+	stack := []*jsonschema.Schema{root}
+	for len(stack) > 0 {
+		s := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		kw := ""
+		switch {
+		case s.DynamicRef != nil:
+			kw = "$dynamicRef"
+		case s.RecursiveRef != nil:
+			kw = "$recursiveRef"
+		}
+		if kw != "" {
+			return fmt.Errorf("%s (at %s) is not supported: use $ref", kw, strings.TrimPrefix(s.Location, schemaURL))
+		}
+		for _, t := range subschemas(s) {
+			if !seen[t] {
+				seen[t] = true
+				stack = append(stack, t)
+			}
+		}
+	}
+	return nil
 }
 
 // recovered turns a panic of the JSON Schema validator (a library) into
