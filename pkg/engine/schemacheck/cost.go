@@ -24,15 +24,18 @@ import "github.com/santhosh-tekuri/jsonschema/v6"
 // them, looking up each name of required, and the subschemas applied
 // before one at the same place, which the validator looks back through for
 // a loop of references at each evaluation: an evaluation per scopeSteps of
-// the longest chain (of $refs, allOf, ...) that reaches it. Without it,
-// 20 KB of output cost 6 s
+// the longest chain (of $refs, allOf, ...) that reaches it; and the
+// place's depth in the text, which the errors of a failed evaluation copy:
+// an evaluation per locationLevels. Without it, 20 KB of output cost 6 s
 // against an enum of 1,000 numbers, a 4,000-character string 2 s against
-// a pattern of the size a request may give, and a 100 KB string 3 to 6 s
+// a pattern of the size a request may give, a 100 KB string 3 to 6 s
 // against a maxLength or format that 16,384 paths reach (75 s for format
-// "regex"), 25 KB 10 s against uniqueItems that 4,096 paths reach, and
+// "regex"), 25 KB 10 s against uniqueItems that 4,096 paths reach,
 // 10,000 objects 6.5 s against 10,000 required names, 25 KB 1.9 s against
 // 786,000 evaluations at the end of a chain of 4,000 $refs (which a
-// schema of 128 KiB holds), each growing with the text.
+// schema of 128 KiB holds), and the errors of a text failing at every
+// level took 105 MB 2,000 deep, 2 GB 9,000 deep (54 KB), and those of
+// 24,000 evaluations failing 64 deep 49 MB, each growing with the text.
 const (
 	MaxEvaluations      = 1 << 16
 	EvaluationsPerValue = 64
@@ -63,6 +66,11 @@ const (
 	// place an evaluation looks back through (the validator's check for a
 	// loop of references) in the time of one evaluation, a few ns each.
 	scopeSteps = 256
+	// locationLevels is how many levels of its place's depth in the text
+	// cost the memory of one evaluation in the errors of a failed one: each
+	// copies the place's path (16 bytes a level), and so do the errors that
+	// wrap it (a $ref's, the place's when it has several).
+	locationLevels = 8
 )
 
 // pathCap is where counts of paths stop growing (they never overflow).
@@ -79,7 +87,7 @@ const pathCap = 1 << 50
 // back at the same place is counted once (the validator refuses the loop).
 func withinBudget(s *jsonschema.Schema, inst any) bool {
 	c := &costCounter{left: MaxEvaluations * evaluation}
-	return c.visit(map[*jsonschema.Schema]int{s: 1}, inst)
+	return c.visit(map[*jsonschema.Schema]int{s: 1}, inst, 0)
 }
 
 // costCounter counts evaluations down from a budget, in 64ths of one.
@@ -103,24 +111,24 @@ func (c *costCounter) charge(n, per int) bool {
 	return true
 }
 
-// visit counts the evaluations at inst of the subschemas set (each with
-// its number of paths) and of everything they apply below it, and reports
-// whether the budget held.
-func (c *costCounter) visit(set map[*jsonschema.Schema]int, inst any) bool {
+// visit counts the evaluations at inst, depth levels deep in the text, of
+// the subschemas set (each with its number of paths) and of everything
+// they apply below it, and reports whether the budget held.
+func (c *costCounter) visit(set map[*jsonschema.Schema]int, inst any, depth int) bool {
 	if len(set) == 0 {
 		return true // nothing applies here, nor below
 	}
 	c.left += EvaluationsPerValue * evaluation
-	return c.apply(set, inst)
+	return c.apply(set, inst, depth)
 }
 
 // apply is visit without the value's own allowance: for a key, which
-// propertyNames checks.
-func (c *costCounter) apply(set map[*jsonschema.Schema]int, inst any) bool {
+// propertyNames checks (as a text of its own: depth 0).
+func (c *costCounter) apply(set map[*jsonschema.Schema]int, inst any, depth int) bool {
 	if len(set) == 0 {
 		return true
 	}
-	set, ok := c.closure(set)
+	set, ok := c.closure(set, depth)
 	if !ok {
 		return false
 	}
@@ -145,16 +153,16 @@ func (c *costCounter) apply(set map[*jsonschema.Schema]int, inst any) bool {
 					return false
 				}
 			}
-			if !c.apply(children(set, func(s *jsonschema.Schema) []*jsonschema.Schema { return nonNil([]*jsonschema.Schema{s.PropertyNames}) }), k) {
+			if !c.apply(children(set, func(s *jsonschema.Schema) []*jsonschema.Schema { return nonNil([]*jsonschema.Schema{s.PropertyNames}) }), k, 0) {
 				return false
 			}
-			if !c.visit(children(set, func(s *jsonschema.Schema) []*jsonschema.Schema { return propertySchemas(s, k) }), child) {
+			if !c.visit(children(set, func(s *jsonschema.Schema) []*jsonschema.Schema { return propertySchemas(s, k) }), child, depth+1) {
 				return false
 			}
 		}
 	case []any:
 		for i, child := range v {
-			if !c.visit(children(set, func(s *jsonschema.Schema) []*jsonschema.Schema { return itemSchemas(s, i) }), child) {
+			if !c.visit(children(set, func(s *jsonschema.Schema) []*jsonschema.Schema { return itemSchemas(s, i) }), child, depth+1) {
 				return false
 			}
 		}
@@ -311,11 +319,13 @@ func children(set map[*jsonschema.Schema]int, sub func(*jsonschema.Schema) []*js
 // out. An evaluation also costs the subschemas applied before it at the
 // place, which the validator looks back through for a loop: as many as
 // the longest path to it (a chain of $refs), one evaluation per
-// scopeSteps.
-func (c *costCounter) closure(set map[*jsonschema.Schema]int) (map[*jsonschema.Schema]int, bool) {
+// scopeSteps; and the place's depth in the text, which the errors of a
+// failed evaluation copy, one per locationLevels.
+func (c *costCounter) closure(set map[*jsonschema.Schema]int, depth int) (map[*jsonschema.Schema]int, bool) {
+	each := evaluation + depth*evaluation/locationLevels
 	if !anyInPlace(set) {
 		for _, n := range set {
-			if !c.charge(n, evaluation) {
+			if !c.charge(n, each) {
 				return nil, false
 			}
 		}
@@ -347,17 +357,17 @@ func (c *costCounter) closure(set map[*jsonschema.Schema]int) (map[*jsonschema.S
 	for s, n := range set {
 		paths[s] = n
 	}
-	depth := make(map[*jsonschema.Schema]int, len(order))
+	chain := make(map[*jsonschema.Schema]int, len(order))
 	for i := len(order) - 1; i >= 0; i-- {
 		s := order[i]
 		n := paths[s]
-		if !c.charge(n, evaluation+depth[s]*evaluation/scopeSteps) {
+		if !c.charge(n, each+chain[s]*evaluation/scopeSteps) {
 			return nil, false
 		}
 		for _, t := range inPlace(s) {
 			if !back[[2]*jsonschema.Schema{s, t}] {
 				paths[t] = min(paths[t]+n, pathCap)
-				depth[t] = max(depth[t], depth[s]+1)
+				chain[t] = max(chain[t], chain[s]+1)
 			}
 		}
 	}
