@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/testing/dynamotest"
+	"github.com/lambent/lambent/internal/testing/fakebedrock"
 	"github.com/lambent/lambent/internal/testing/fakellm"
 	"github.com/lambent/lambent/pkg/app"
 )
@@ -84,6 +85,9 @@ func (s sweepIDs) fresh(t *testing.T) sweepIDs {
 // by a random one of its kind (hex digits by hex digits).
 func freshAfter(t *testing.T, id string, prefix int) string {
 	t.Helper()
+	if id == "" {
+		return ""
+	}
 	b := []byte(id)
 	for i := prefix; i < len(b); i++ {
 		switch c := b[i]; {
@@ -487,15 +491,24 @@ func sweepAnswer(t *testing.T, g *gateway, ws *wsConn, c sweepCase, ids sweepIDs
 		ws.turn() // the rest of the response
 		return "a response: " + probe.Type
 	}
+	return sweepHTTP(t, g.http, g.srv.URL, method, path, body)
+}
+
+// sweepHTTP is what tenant B (key wsKeyB) gets for a request to the
+// gateway at base: the status, the headers but Date and x-request-id,
+// and the body (of a successful POST, a create, none: it holds new ids
+// and times).
+func sweepHTTP(t *testing.T, client *http.Client, base, method, path, body string) string {
+	t.Helper()
 	// A stream of another tenant's running response would not end: a
 	// bound, so that the sweep reports it.
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, g.srv.URL+path, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, base+path, strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+wsKeyB)
-	res, err := g.http.Do(req)
+	res, err := client.Do(req)
 	if err != nil {
 		return "no answer: " + err.Error()
 	}
@@ -506,8 +519,6 @@ func sweepAnswer(t *testing.T, g *gateway, ws *wsConn, c sweepCase, ids sweepIDs
 	}
 	status, hdr := res.StatusCode, res.Header
 	if status == http.StatusOK && method == http.MethodPost {
-		// A create makes new ids and times: compare its status only
-		// (what it did is checked by A's reads afterwards).
 		b = []byte("(a success)")
 		hdr.Del("Content-Length")
 	}
@@ -524,11 +535,94 @@ var requestIDField = regexp.MustCompile(`"request_id":"[^"]*"`)
 // maskIDs replaces every id of a and of fresh in s by its field's name.
 func maskIDs(s string, a, fresh sweepIDs) string {
 	var pairs []string
-	for name, id := range a.fields() {
-		pairs = append(pairs, id, "<"+name+">")
-	}
-	for name, id := range fresh.fields() {
-		pairs = append(pairs, id, "<"+name+">")
+	for _, ids := range []sweepIDs{a, fresh} {
+		for name, id := range ids.fields() {
+			if id != "" {
+				pairs = append(pairs, id, "<"+name+">")
+			}
+		}
 	}
 	return strings.NewReplacer(pairs...).Replace(s)
+}
+
+// The sweep of POST /v1/responses/input_tokens where it reads what its
+// request names (Bedrock counts; the OpenAI-compatible provider answers
+// 501 before reading anything): tenant B's count naming A's response,
+// conversation, items or compaction blob answers as one naming nothing,
+// and never reaches CountTokens. Not parallel: the Bedrock gateway sets
+// the AWS environment.
+func TestTenantSweepInputTokens(t *testing.T) {
+	fake := fakebedrock.New(fakebedrock.Turn{Text: "Hello."}, fakebedrock.Turn{Text: summary})
+	base := newBedrockGatewayWith(t, fake, map[string]string{
+		"LAMBENT_API_KEYS":        "acme=" + wsKeyA + ",globex=" + wsKeyB,
+		"LAMBENT_COMPACTION_KEYS": compactionKeys("k1"),
+	})
+	asA := func(method, path, body string) any {
+		t.Helper()
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+wsKeyA)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, res.StatusCode, "%s %s: %s", method, path, b)
+		var v any
+		require.NoError(t, json.Unmarshal(b, &v))
+		return v
+	}
+	field := func(v any, path ...any) string {
+		t.Helper()
+		for _, p := range path {
+			switch k := p.(type) {
+			case string:
+				v = v.(map[string]any)[k]
+			case int:
+				v = v.([]any)[k]
+			}
+		}
+		return v.(string)
+	}
+
+	var a sweepIDs
+	r := asA(http.MethodPost, "/responses", `{"input":"My name is Ada"}`)
+	a.Plain, a.PlainOut = field(r, "id"), field(r, "output", 0, "id")
+	a.PlainIn = field(asA(http.MethodGet, "/responses/"+a.Plain+"/input_items", ""), "data", 0, "id")
+	a.Conv = field(asA(http.MethodPost, "/conversations", `{"items":[{"type":"message","role":"user","content":"My name is Cy"}]}`), "id")
+	a.ConvItem = field(asA(http.MethodGet, "/conversations/"+a.Conv+"/items", ""), "data", 0, "id")
+	a.Blob = field(asA(http.MethodPost, "/responses/compact", `{"input":"I am Ada."}`), "output", 1, "encrypted_content")
+	// A counts with each: the count reads them.
+	for _, body := range []string{
+		`{"previous_response_id":"` + a.Plain + `","input":"hi"}`,
+		`{"conversation":"` + a.Conv + `","input":"hi"}`,
+		`{"input":[{"type":"item_reference","id":"` + a.PlainOut + `"},{"role":"user","content":"hi"}]}`,
+		`{"input":[{"type":"compaction","encrypted_content":"` + a.Blob + `"},{"role":"user","content":"hi"}]}`,
+	} {
+		asA(http.MethodPost, "/responses/input_tokens", body)
+	}
+	counts := len(fake.Counts())
+
+	fresh := a.fresh(t)
+	var failures []string
+	for name, body := range map[string]func(ids sweepIDs) string{
+		"previous_response_id": func(ids sweepIDs) string { return `{"previous_response_id":"` + ids.Plain + `","input":"hi"}` },
+		"conversation":         func(ids sweepIDs) string { return `{"conversation":"` + ids.Conv + `","input":"hi"}` },
+		"conversation object":  func(ids sweepIDs) string { return `{"conversation":{"id":"` + ids.Conv + `"},"input":"hi"}` },
+		"item_reference in":    func(ids sweepIDs) string { return "{" + itemRef(ids.PlainIn) + "}" },
+		"item_reference out":   func(ids sweepIDs) string { return "{" + itemRef(ids.PlainOut) + "}" },
+		"item_reference conv":  func(ids sweepIDs) string { return "{" + itemRef(ids.ConvItem) + "}" },
+		"compaction": func(ids sweepIDs) string {
+			return `{"input":[{"type":"compaction","encrypted_content":"` + ids.Blob + `"},{"role":"user","content":"hi"}]}`
+		},
+	} {
+		real := maskIDs(sweepHTTP(t, http.DefaultClient, base, http.MethodPost, "/responses/input_tokens", body(a)), a, fresh)
+		other := maskIDs(sweepHTTP(t, http.DefaultClient, base, http.MethodPost, "/responses/input_tokens", body(fresh)), a, fresh)
+		if real != other || strings.HasPrefix(real, "200") {
+			failures = append(failures, fmt.Sprintf("%s:\n  A's id: %s\n  fresh:  %s", name, real, other))
+		}
+	}
+	require.Empty(t, failures, "B's counts naming A's objects differ from those naming nothing:\n%s", strings.Join(failures, "\n"))
+	require.Len(t, fake.Counts(), counts, "none of B's counts reached Bedrock")
 }
