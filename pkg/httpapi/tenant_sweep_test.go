@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/testing/dynamotest"
@@ -216,7 +217,13 @@ func tenantSweep(t *testing.T, opts *app.Options) {
 	}
 
 	fresh := a.fresh(t)
-	ws := dialWS(t, g.srv, wsKeyB)
+	// WebSocket mode on the local server and on API Gateway's WebSocket
+	// API (the apigw handler on the same engine).
+	front := newAPIGWFront(t, g, map[string]string{wsKeyA: "acme", wsKeyB: "globex"})
+	wss := []struct {
+		name string
+		c    *wsConn
+	}{{"", dialWS(t, g.srv, wsKeyB)}, {"API Gateway ", dialFront(t, front, wsKeyB)}}
 	sweep := func(phase string) {
 		t.Helper()
 		// B's own conversation and response, to name A's items from.
@@ -231,13 +238,18 @@ func tenantSweep(t *testing.T, opts *app.Options) {
 		bResp := obj.ID
 		var failures []string
 		for _, c := range sweepCases(bConv, bResp) {
-			real, other := sweepAnswer(t, g, ws, c, a), sweepAnswer(t, g, ws, c, fresh)
-			real, other = maskIDs(real, a, fresh), maskIDs(other, a, fresh)
-			if real != other {
-				failures = append(failures, fmt.Sprintf("%s:\n  A's id: %s\n  fresh:  %s", c.name, real, other))
-			}
-			if testing.Verbose() {
-				t.Logf("%s %s: %.120q", phase, c.name, real)
+			for i, ws := range wss {
+				if i > 0 && !c.ws {
+					break
+				}
+				real, other := sweepAnswer(t, g, ws.c, c, a), sweepAnswer(t, g, ws.c, c, fresh)
+				real, other = maskIDs(real, a, fresh), maskIDs(other, a, fresh)
+				if real != other {
+					failures = append(failures, fmt.Sprintf("%s%s:\n  A's id: %s\n  fresh:  %s", ws.name, c.name, real, other))
+				}
+				if testing.Verbose() {
+					t.Logf("%s %s%s: %.120q", phase, ws.name, c.name, real)
+				}
 			}
 		}
 		require.Empty(t, failures, "%s: B's answers for A's ids differ from those for ids that name nothing:\n%s", phase, strings.Join(failures, "\n"))
@@ -290,6 +302,15 @@ func tenantSweep(t *testing.T, opts *app.Options) {
 	asA(http.MethodPost, "/v1/responses", `{"input":[{"type":"item_reference","id":"`+a.PlainOut+`"},{"type":"compaction","encrypted_content":"`+a.Blob+`"},{"role":"user","content":"hi"}]}`)
 	decode(asA(http.MethodGet, "/v1/conversations/"+a.Conv+"/items?order=asc", ""))
 	require.Len(t, obj.Data, 7, "A's conversation: its 3 items, the busy response's 2 and the last one's 2")
+}
+
+// dialFront opens a WebSocket connection to f with key.
+func dialFront(t *testing.T, f *apigwFront, key string) *wsConn {
+	t.Helper()
+	c, _, err := websocket.Dial(t.Context(), "ws"+strings.TrimPrefix(f.URL(), "http"), &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + key}}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.CloseNow() })
+	return &wsConn{t: t, c: c}
 }
 
 // sweepCases are the requests of tenant B; bConv and bResp are B's own
