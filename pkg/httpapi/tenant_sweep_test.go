@@ -472,6 +472,21 @@ func sweepCases(bConv, bResp string) []sweepCase {
 		with("with A's response item id", "/v1/conversations/"+bConv+"/items", func(ids sweepIDs) string {
 			return `{"items":[{"type":"message","id":"` + ids.PlainOut + `","role":"user","content":"x"}]}`
 		}),
+		with("with a reference to A's item", "/v1/conversations", func(ids sweepIDs) string {
+			return `{"items":[{"type":"item_reference","id":"` + ids.PlainOut + `"}]}`
+		}),
+		with("with a reference to A's item", "/v1/conversations/"+bConv+"/items", func(ids sweepIDs) string {
+			return `{"items":[{"type":"item_reference","id":"` + ids.ConvItem + `"}]}`
+		}),
+		with("with A's compaction", "/v1/conversations", func(ids sweepIDs) string {
+			return `{"items":[{"type":"compaction","encrypted_content":"` + ids.Blob + `"}]}`
+		}),
+		with("with A's compaction", "/v1/conversations/"+bConv+"/items", func(ids sweepIDs) string {
+			return `{"items":[{"type":"compaction","encrypted_content":"` + ids.Blob + `"}]}`
+		}),
+		with("in B's conversation holding A's compaction", "/v1/responses", func(sweepIDs) string {
+			return `{"conversation":"` + bConv + `","input":"What is my name?"}`
+		}),
 		get("B's conversation item of A's id, B's", func(ids sweepIDs) string { return "/v1/conversations/" + bConv + "/items/" + ids.ConvItem }),
 		get("B's conversation item of A's response item id, B's", func(ids sweepIDs) string { return "/v1/conversations/" + bConv + "/items/" + ids.PlainOut }),
 	)
