@@ -54,6 +54,7 @@ type sweepIDs struct {
 	PendingFC  string // its function_call item
 	CallID     string // that call's call_id
 	Background string // a background response whose model call is held
+	Queued     string // a background response waiting for the worker
 	Conv       string // a conversation with items
 	ConvItem   string // one of its items
 	Blob       string // a compaction item's encrypted_content
@@ -64,7 +65,8 @@ func (s sweepIDs) fields() map[string]string {
 	return map[string]string{
 		"Plain": s.Plain, "PlainIn": s.PlainIn, "PlainOut": s.PlainOut, "Pending": s.Pending,
 		"PendingFC": s.PendingFC, "CallID": s.CallID, "Background": s.Background,
-		"Conv": s.Conv, "ConvItem": s.ConvItem, "Blob": s.Blob,
+		"Queued": s.Queued,
+		"Conv":   s.Conv, "ConvItem": s.ConvItem, "Blob": s.Blob,
 	}
 }
 
@@ -77,7 +79,7 @@ func (s sweepIDs) fresh(t *testing.T) sweepIDs {
 	id := func(id string) string { return freshAfter(t, id, strings.LastIndexByte(id, '_')+1) }
 	return sweepIDs{
 		Plain: id(s.Plain), PlainIn: id(s.PlainIn), PlainOut: id(s.PlainOut), Pending: id(s.Pending),
-		PendingFC: id(s.PendingFC), CallID: id(s.CallID), Background: id(s.Background),
+		PendingFC: id(s.PendingFC), CallID: id(s.CallID), Background: id(s.Background), Queued: id(s.Queued),
 		Conv: id(s.Conv), ConvItem: id(s.ConvItem), Blob: freshAfter(t, s.Blob, strings.IndexByte(s.Blob, '.')+1),
 	}
 }
@@ -139,6 +141,7 @@ func tenantSweep(t *testing.T, opts *app.Options) {
 	g := newGatewayWith(t, sweepModel(entered, release), map[string]string{
 		"LAMBENT_API_KEYS":        "acme=" + wsKeyA + ",globex=" + wsKeyB,
 		"LAMBENT_COMPACTION_KEYS": compactionKeys("k1"),
+		"LAMBENT_LOCAL_WORKERS":   "1", // A's second background response waits
 	}, opts)
 	released := false
 	t.Cleanup(func() { // before the gateway's, which wait for the held calls
@@ -202,12 +205,16 @@ func tenantSweep(t *testing.T, opts *app.Options) {
 		require.Equal(t, "queued", obj.Status)
 		require.True(t, time.Now().Before(deadline), "the background response never started")
 	}
+	decode(asA(http.MethodPost, "/v1/responses", `{"input":"slow, queued","background":true}`))
+	a.Queued = obj.ID
+	require.Equal(t, "queued", obj.Status)
 
 	// What A reads before the sweep, to read again after it.
 	reads := []string{
 		"/v1/responses/" + a.Plain, "/v1/responses/" + a.Plain + "/input_items",
 		"/v1/responses/" + a.Pending, "/v1/responses/" + a.Pending + "/input_items",
 		"/v1/responses/" + a.Background + "/input_items",
+		"/v1/responses/" + a.Queued, "/v1/responses/" + a.Queued + "/input_items",
 		"/v1/conversations/" + a.Conv, "/v1/conversations/" + a.Conv + "/items",
 		"/v1/conversations/" + a.Conv + "/items/" + a.ConvItem,
 	}
@@ -285,14 +292,17 @@ func tenantSweep(t *testing.T, opts *app.Options) {
 		require.True(t, strings.HasPrefix(<-busy, "200 "), "A's response in its conversation or continuation")
 	}
 
-	// A goes on with each of its objects; the background response completes.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		decode(asA(http.MethodGet, "/v1/responses/"+a.Background, ""))
-		if obj.Status == "completed" {
-			break
+	// A goes on with each of its objects; the background responses
+	// complete.
+	for _, id := range []string{a.Background, a.Queued} {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			decode(asA(http.MethodGet, "/v1/responses/"+id, ""))
+			if obj.Status == "completed" {
+				break
+			}
+			require.Contains(t, []string{"queued", "in_progress"}, obj.Status)
+			require.True(t, time.Now().Before(deadline), "the background response never completed")
 		}
-		require.Equal(t, "in_progress", obj.Status)
-		require.True(t, time.Now().Before(deadline), "the background response never completed")
 	}
 	decode(asA(http.MethodPost, "/v1/responses", `{"previous_response_id":"`+a.Pending+`","tools":[`+weatherToolJSON+`],`+
 		`"input":[{"type":"function_call_output","call_id":"`+a.CallID+`","output":"sunny"}]}`))
@@ -332,8 +342,9 @@ func sweepCases(bConv, bResp string) []sweepCase {
 		"plain":      func(ids sweepIDs) string { return ids.Plain },
 		"pending":    func(ids sweepIDs) string { return ids.Pending },
 		"background": func(ids sweepIDs) string { return ids.Background },
+		"queued":     func(ids sweepIDs) string { return ids.Queued },
 	}
-	kinds := []string{"plain", "pending", "background"}
+	kinds := []string{"plain", "pending", "background", "queued"}
 	var cases []sweepCase
 	// Reads of A's responses.
 	for _, kind := range kinds {
