@@ -868,12 +868,9 @@ func TestConcurrentLaneUpdatesSurvive(t *testing.T) {
 	require.NoError(t, err)
 	c2, err := e.conns.Load(ctx, c)
 	require.NoError(t, err)
-	rec := func(id string) *store.Record {
-		return &store.Record{Response: &api.Response{ID: id, Object: "response", Status: api.StatusCompleted}}
-	}
-	require.NoError(t, c1.PutLatest(ctx, "A", rec("resp_a1")))
-	require.NoError(t, c2.PutLatest(ctx, "B", rec("resp_b1")))
-	require.NoError(t, c1.PutLatest(ctx, "", rec("resp_d2")))
+	require.NoError(t, c1.PutLatest(ctx, "A", completed("resp_a1")))
+	require.NoError(t, c2.PutLatest(ctx, "B", completed("resp_b1")))
+	require.NoError(t, c1.PutLatest(ctx, "", completed("resp_d2")))
 	got, err := e.conns.Load(ctx, c)
 	require.NoError(t, err)
 	lanes, err := got.Lanes(ctx)
@@ -983,15 +980,7 @@ func TestEvictWhileLaneRuns(t *testing.T) {
 	e := newEnv(t)
 	ctx := tenantCtx(t, "acme")
 	c := e.connect(keyA)
-	load := func() *apigw.Connection { return e.load(t, ctx, c) }
-	rec := func(id string) *store.Record {
-		return &store.Record{Response: &api.Response{ID: id, Object: "response", Status: api.StatusCompleted}}
-	}
-	setup := load()
-	for i := range wsapi.MaxLanes - 1 {
-		require.NoError(t, setup.PutLatest(ctx, fmt.Sprintf("L%d", i), rec(fmt.Sprintf("resp_l%d", i))))
-	}
-	require.NoError(t, setup.PutLatest(ctx, "A", rec("resp_a1")))
+	load := fullLanes(t, e, ctx, c)
 
 	laneA := load()
 	ok, err := laneA.Begin(ctx, "A", "req_a2")
@@ -1004,7 +993,7 @@ func TestEvictWhileLaneRuns(t *testing.T) {
 	require.ErrorIs(t, err, apigw.ErrTooManyLanes, "lane A runs: it counts")
 	require.True(t, load().Interrupted("A", "req_a2"), "lane A's turn is still known")
 
-	require.NoError(t, laneA.PutLatest(ctx, "A", rec("resp_a2")))
+	require.NoError(t, laneA.PutLatest(ctx, "A", completed("resp_a2")))
 	require.NoError(t, laneA.Settle(ctx, "A"))
 	lanes, err := load().Lanes(ctx)
 	require.NoError(t, err)
@@ -1023,7 +1012,7 @@ func TestEvictedRunningLaneLeavesAfterItsTurn(t *testing.T) {
 	ctx := tenantCtx(t, "acme")
 	c := e.connect(keyA)
 	load := func() *apigw.Connection { return e.load(t, ctx, c) }
-	require.NoError(t, load().PutLatest(ctx, "A", &store.Record{Response: &api.Response{ID: "resp_a1", Object: "response", Status: api.StatusCompleted}}))
+	require.NoError(t, load().PutLatest(ctx, "A", completed("resp_a1")))
 	laneA := load()
 	ok, err := laneA.Begin(ctx, "A", "req_a2")
 	require.NoError(t, err)
@@ -1225,6 +1214,24 @@ func TestInterruptedTurnSettlesAfterClientGone(t *testing.T) {
 	require.False(t, e.load(t, ctx, c).Latest["A"].Running, "lane A's turn no longer runs")
 }
 
+// completed is the record of a completed response id.
+func completed(id string) *store.Record {
+	return &store.Record{Response: &api.Response{ID: id, Object: "response", Status: api.StatusCompleted}}
+}
+
+// fullLanes gives connection c wsapi.MaxLanes lanes, each with a latest
+// response: L0… and lane A's, resp_a1; it returns what reads c's item.
+func fullLanes(t *testing.T, e *env, ctx context.Context, c string) func() *apigw.Connection {
+	t.Helper()
+	load := func() *apigw.Connection { return e.load(t, ctx, c) }
+	setup := load()
+	for i := range wsapi.MaxLanes - 1 {
+		require.NoError(t, setup.PutLatest(ctx, fmt.Sprintf("L%d", i), completed(fmt.Sprintf("resp_l%d", i))))
+	}
+	require.NoError(t, setup.PutLatest(ctx, "A", completed("resp_a1")))
+	return load
+}
+
 // A lane whose turn's running mark has lapsed (its Settle failed) is not
 // running for Evict either: evicting its latest response removes the
 // lane, which no longer counts towards wsapi.MaxLanes. (Evict kept it, as
@@ -1236,15 +1243,7 @@ func TestEvictLapsedRunningLane(t *testing.T) {
 	e.conns.TurnTimeout = time.Nanosecond
 	ctx := tenantCtx(t, "acme")
 	c := e.connect(keyA)
-	load := func() *apigw.Connection { return e.load(t, ctx, c) }
-	rec := func(id string) *store.Record {
-		return &store.Record{Response: &api.Response{ID: id, Object: "response", Status: api.StatusCompleted}}
-	}
-	setup := load()
-	for i := range wsapi.MaxLanes - 1 {
-		require.NoError(t, setup.PutLatest(ctx, fmt.Sprintf("L%d", i), rec(fmt.Sprintf("resp_l%d", i))))
-	}
-	require.NoError(t, setup.PutLatest(ctx, "A", rec("resp_a1")))
+	load := fullLanes(t, e, ctx, c)
 	ok, err := load().Begin(ctx, "A", "req_a2")
 	require.NoError(t, err)
 	require.True(t, ok)
