@@ -146,7 +146,14 @@ func TestInputTokensOnBedrock(t *testing.T) {
 // with key.
 func doBedrock(t *testing.T, base, key, body string) (int, http.Header, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, base+"/responses/input_tokens", strings.NewReader(body))
+	return doWithKey(t, http.MethodPost, base+"/responses/input_tokens", key, body)
+}
+
+// doWithKey sends a JSON body to url with API key key and returns the
+// answer's status, headers and body.
+func doWithKey(t *testing.T, method, url, key, body string) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+key)

@@ -606,16 +606,8 @@ func TestTenantSweepInputTokens(t *testing.T) {
 	})
 	asA := func(method, path, body string) any {
 		t.Helper()
-		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+wsKeyA)
-		res, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer res.Body.Close()
-		b, err := io.ReadAll(res.Body)
-		require.NoError(t, err)
-		require.Equal(t, http.StatusOK, res.StatusCode, "%s %s: %s", method, path, b)
+		status, _, b := doWithKey(t, method, base+path, wsKeyA, body)
+		require.Equal(t, http.StatusOK, status, "%s %s: %s", method, path, b)
 		var v any
 		require.NoError(t, json.Unmarshal(b, &v))
 		return v

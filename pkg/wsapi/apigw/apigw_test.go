@@ -1105,16 +1105,10 @@ func TestInterruptedTurnPastLimitLeavesItsLane(t *testing.T) {
 	ctx := tenantCtx(t, "acme")
 	c := e.open(keyA, events.APIGatewayRequestIdentity{}, time.Now().Add(-wsapi.DefaultMaxAge))
 	e.invoke(routeEvent("MESSAGE", "$default", c, "", laneCreate("A", "", "Hi", false), time.Now()))
-	msgs := e.queue.Take()
-	require.Len(t, msgs, 1)
-	var queued struct {
-		RequestID string `json:"request_id"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(msgs[0].MessageBody), &queued))
-	require.NotEmpty(t, queued.RequestID)
+	msgs, reqID := e.takeOne(t)
 	// Lane A's turn began and its invocation died; lane B's runs.
 	conn := e.load(t, ctx, c)
-	ok, err := conn.Begin(ctx, "A", queued.RequestID)
+	ok, err := conn.Begin(ctx, "A", reqID)
 	require.NoError(t, err)
 	require.True(t, ok)
 	ok, err = conn.Begin(ctx, "B", "req_b")
@@ -1197,13 +1191,8 @@ func TestInterruptedTurnSettlesAfterClientGone(t *testing.T) {
 	ctx := tenantCtx(t, "acme")
 	c := e.connect(keyA)
 	e.invoke(routeEvent("MESSAGE", "$default", c, "", laneCreate("A", "", "Hi", false), time.Now()))
-	msgs := e.queue.Take()
-	require.Len(t, msgs, 1)
-	var queued struct {
-		RequestID string `json:"request_id"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(msgs[0].MessageBody), &queued))
-	ok, err := e.load(t, ctx, c).Begin(ctx, "A", queued.RequestID)
+	msgs, reqID := e.takeOne(t)
+	ok, err := e.load(t, ctx, c).Begin(ctx, "A", reqID)
 	require.NoError(t, err)
 	require.True(t, ok)
 	e.mgmt.Disconnect(c)
@@ -1212,6 +1201,19 @@ func TestInterruptedTurnSettlesAfterClientGone(t *testing.T) {
 	out := e.invoke(ev).(events.SQSEventResponse)
 	require.Empty(t, out.BatchItemFailures)
 	require.False(t, e.load(t, ctx, c).Latest["A"].Running, "lane A's turn no longer runs")
+}
+
+// takeOne takes the one message queued, and its turn's request id.
+func (e *env) takeOne(t *testing.T) ([]fakesqs.Message, string) {
+	t.Helper()
+	msgs := e.queue.Take()
+	require.Len(t, msgs, 1)
+	var queued struct {
+		RequestID string `json:"request_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(msgs[0].MessageBody), &queued))
+	require.NotEmpty(t, queued.RequestID)
+	return msgs, queued.RequestID
 }
 
 // completed is the record of a completed response id.
