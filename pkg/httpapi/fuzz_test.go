@@ -134,6 +134,23 @@ func (fz *fuzzGateway) check(t *testing.T, logged int) {
 	require.Equal(t, string(fz.itemsOf), string(items), "the stored response's input items changed")
 }
 
+// create posts body, the model answering per mode, checks the answer
+// (wantAnswer; a background response is followed to its end) and then
+// what was stored (check).
+func (fz *fuzzGateway) create(t *testing.T, body []byte, mode uint8) {
+	t.Helper()
+	fz.mode.Store(uint32(mode % fuzzModes))
+	logged := len(fz.logs.String())
+	g := fz.with(t)
+	status, header, reply := g.postJSON(string(body))
+	if id := wantAnswer(t, status, header, reply, false); id != "" {
+		status, header, reply = g.do(http.MethodGet, "/v1/responses/"+id+"?stream=true", "", "")
+		require.Equal(t, http.StatusOK, status, "%s", reply)
+		wantAnswer(t, status, header, reply, false)
+	}
+	fz.check(t, logged)
+}
+
 // wantAnswer asserts that a reply of status with body is no server
 // error: a 4xx in the OpenAI error shape, or a 2xx whose response (or
 // stream, ending with a terminal event) did not fail on the server's side.
@@ -298,16 +315,7 @@ func FuzzCreate(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, body []byte, mode uint8) {
-		fz.mode.Store(uint32(mode % fuzzModes))
-		logged := len(fz.logs.String())
-		g := fz.with(t)
-		status, header, reply := g.postJSON(string(fz.fill(body)))
-		if id := wantAnswer(t, status, header, reply, false); id != "" {
-			status, header, reply = g.do(http.MethodGet, "/v1/responses/"+id+"?stream=true", "", "")
-			require.Equal(t, http.StatusOK, status, "%s", reply)
-			wantAnswer(t, status, header, reply, false)
-		}
-		fz.check(t, logged)
+		fz.create(t, fz.fill(body), mode)
 	})
 }
 
@@ -420,5 +428,65 @@ func FuzzConversations(f *testing.F) {
 			require.True(t, json.Valid(reply), "%s", reply)
 		}
 		fz.check(t, logged)
+	})
+}
+
+// withMember is body (a JSON object) with value set at key: a dotted path
+// of members ("text.format.schema"), or "input[]" or "tools[]" appending
+// value to that array (a string input becomes a user message first). A
+// body or member that is no object is replaced by one.
+func withMember(body []byte, key string, value json.RawMessage) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil || m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	if name, ok := strings.CutSuffix(key, "[]"); ok && !strings.Contains(name, ".") {
+		var arr []json.RawMessage
+		if json.Unmarshal(m[name], &arr) != nil {
+			if s := m[name]; len(s) > 0 && s[0] == '"' {
+				arr = []json.RawMessage{json.RawMessage(`{"role":"user","content":` + string(s) + `}`)}
+			}
+		}
+		m[name], _ = json.Marshal(append(arr, value))
+	} else if first, rest, nested := strings.Cut(key, "."); nested {
+		m[first] = withMember(m[first], rest, value)
+	} else {
+		m[key] = value
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// FuzzCreateParam is FuzzCreate on bodies that stay JSON: one of
+// FuzzCreate's seed bodies (base) with a member set or an item or tool
+// appended (key, see withMember) to value (a JSON string of value when it
+// is not JSON), the model answering per mode.
+func FuzzCreateParam(f *testing.F) {
+	fz := newFuzzGateway(f)
+	bases := fuzzCreateSeeds()
+	for i, c := range []struct{ key, value string }{
+		{"model", `"other-model"`}, {"instructions", `"be brief"`}, {"max_output_tokens", `16`}, {"max_tool_calls", `0`},
+		{"tool_choice", `"required"`}, {"tool_choice", `{"type":"function","name":"f"}`}, {"tool_choice", `{"type":"allowed_tools","mode":"auto","tools":[]}`},
+		{"tools[]", `{"type":"function","name":"f","parameters":{"type":"object"}}`}, {"tools[]", `{"type":"lambent:calculator"}`},
+		{"tools[]", `{"type":"lambent:output","name":"o","parameters":{"type":"object"}}`}, {"tools[]", `{"type":"custom","name":"c"}`},
+		{"tools[]", `{"type":"namespace","name":"n","tools":[{"type":"function","name":"g"}]}`}, {"tools[]", `{"type":"web_search"}`},
+		{"input[]", `{"type":"item_reference","id":"` + fuzzItem + `"}`}, {"input[]", `{"type":"function_call_output","call_id":"c1","output":"o"}`},
+		{"input[]", `{"type":"function_call","call_id":"c9","name":"f","arguments":"{}"}`}, {"input[]", `{"type":"reasoning","summary":[],"encrypted_content":"x"}`},
+		{"input[]", `{"type":"compaction","encrypted_content":"k.AAAA"}`}, {"input[]", `{"role":"assistant","content":[{"type":"output_text","text":"t"}]}`},
+		{"previous_response_id", `"` + fuzzResp + `"`}, {"conversation", `"` + fuzzConv + `"`}, {"conversation.id", `"` + fuzzConv + `"`},
+		{"text.format", `{"type":"json_schema","name":"n","schema":{"type":"object"}}`}, {"text.format.schema", `{"type":"array","items":{"type":"string"}}`},
+		{"text.verbosity", `"high"`}, {"reasoning.effort", `"low"`}, {"reasoning.summary", `"detailed"`}, {"include", `["reasoning.encrypted_content"]`},
+		{"truncation", `"auto"`}, {"metadata", `{"a":"b"}`}, {"stream", `true`}, {"background", `true`}, {"store", `false`},
+		{"stream_options.include_obfuscation", `false`}, {"top_logprobs", `3`}, {"parallel_tool_calls", `false`},
+		{"context_management", `[{"type":"compaction","compact_threshold":1}]`}, {"input", `[]`}, {"input", `""`},
+	} {
+		f.Add(uint8(i), c.key, []byte(c.value), uint8(i%fuzzModes))
+	}
+	f.Fuzz(func(t *testing.T, base uint8, key string, value []byte, mode uint8) {
+		v := json.RawMessage(fz.fill(value))
+		if !json.Valid(v) {
+			v = mustJSON(t, string(v))
+		}
+		fz.create(t, withMember(fz.fill([]byte(bases[int(base)%len(bases)])), key, v), mode)
 	})
 }
