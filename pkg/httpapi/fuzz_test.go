@@ -27,8 +27,9 @@ const (
 
 // fuzzModes are the fake model's answers a fuzz input picks by its mode
 // byte: text, a call of the first tool offered (text once a tool's result
-// is back), text after reasoning.
-const fuzzModes = 3
+// is back), text after reasoning, calls of every tool offered at once with
+// arguments that are not JSON, text cut by the output limit, a refusal.
+const fuzzModes = 6
 
 // fuzzGateway is a gateway whose model answers as the current input's
 // mode says, holding a response, its item and a conversation stored
@@ -55,6 +56,18 @@ func newFuzzGateway(f *testing.F) *fuzzGateway {
 			}
 		case 2:
 			return fakellm.Turn{Reasoning: "thinking", Text: `{"answer":"ok"}`}
+		case 3:
+			if len(req.Tools) > 0 && !answered {
+				var calls []fakellm.ToolCall
+				for _, tl := range req.Tools {
+					calls = append(calls, fakellm.ToolCall{Name: tl.Function.Name, Arguments: `{"a":`})
+				}
+				return fakellm.Turn{ToolCalls: calls}
+			}
+		case 4:
+			return fakellm.Turn{Text: `{"answer":`, FinishReason: "length"}
+		case 5:
+			return fakellm.Turn{Refusal: "no"}
 		}
 		return fakellm.Turn{Text: `{"answer":"ok"}`}
 	})
