@@ -25,6 +25,20 @@ const (
 	fuzzConv = "$CONV"
 )
 
+// The fuzz inputs are sent as tenant fuzzKey; what must never be lost is
+// stored as tenant keepKey before the loop. (A tenant's own writes evict
+// its oldest responses past the memory store's bounds, as documented; a
+// tenant within its fair share is never evicted by another's.)
+const (
+	fuzzKey = "sk-fuzz-0123456789abcdef"
+	keepKey = "sk-keep-0123456789abcdef"
+)
+
+// fuzzEnv is the fuzz gateways' settings: the two tenants, JSON logs.
+func fuzzEnv() map[string]string {
+	return map[string]string{"LAMBENT_API_KEYS": "fuzz=" + fuzzKey + ",keep=" + keepKey, "LAMBENT_LOG_FORMAT": "json"}
+}
+
 // fuzzModes are the fake model's answers a fuzz input picks by its mode
 // byte: text, a call of the first tool offered (text once a tool's result
 // is back), text after reasoning, calls of every tool offered at once with
@@ -32,14 +46,15 @@ const (
 const fuzzModes = 6
 
 // fuzzGateway is a gateway whose model answers as the current input's
-// mode says, holding a response, its item and a conversation stored
-// before the fuzz loop, with what reading them gave then.
+// mode says, holding a response, its item and a conversation the inputs
+// refer to, and a response of tenant keepKey (keep), stored before the
+// fuzz loop, with what reading it gave then.
 type fuzzGateway struct {
 	*gateway
-	logs              *logbuf.Buffer
-	mode              atomic.Uint32
-	resp, item, conv  string
-	respBody, itemsOf []byte
+	logs                   *logbuf.Buffer
+	mode                   atomic.Uint32
+	resp, item, conv, keep string
+	keepBody, keepItems    []byte
 }
 
 // newFuzzGateway builds the real app (memory store) in front of a fake
@@ -71,7 +86,7 @@ func newFuzzGateway(f *testing.F) *fuzzGateway {
 		}
 		return fakellm.Turn{Text: `{"answer":"ok"}`}
 	})
-	fz.gateway = newGatewayLogged(f, fake, map[string]string{"LAMBENT_LOG_FORMAT": "json"}, nil, fz.logs)
+	fz.gateway = newGatewayLogged(f, fake, fuzzEnv(), nil, fz.logs)
 	fz.store(f)
 	return fz
 }
@@ -81,15 +96,19 @@ func newFuzzGateway(f *testing.F) *fuzzGateway {
 func newBedrockFuzzGateway(f *testing.F) *fuzzGateway {
 	fz := &fuzzGateway{logs: &logbuf.Buffer{}}
 	fake := fakebedrock.NewHandler(func(fakebedrock.Request) fakebedrock.Turn { return fakebedrock.Turn{Text: "ok"} })
-	srv := newBedrockServer(f, fake, map[string]string{"LAMBENT_LOG_FORMAT": "json"}, fz.logs)
+	srv := newBedrockServer(f, fake, fuzzEnv(), fz.logs)
 	fz.gateway = &gateway{t: f, srv: srv, http: srv.Client()}
 	fz.store(f)
 	return fz
 }
 
-// store stores what the inputs refer to: a response, a conversation.
+// store stores what the inputs refer to, a response and a conversation,
+// and the response of tenant keepKey.
 func (fz *fuzzGateway) store(f *testing.F) {
-	status, _, body := fz.postJSON(`{"input":"Say hi","metadata":{"k":"v"}}`)
+	status, _, body := fz.call(f, keepKey, http.MethodPost, "/v1/responses", `{"input":"keep me","metadata":{"k":"v"}}`)
+	require.Equal(f, http.StatusOK, status, "%s", body)
+	fz.keep = decodeWire(f, body).ID
+	status, _, body = fz.call(f, fuzzKey, http.MethodPost, "/v1/responses", `{"input":"Say hi"}`)
 	require.Equal(f, http.StatusOK, status, "%s", body)
 	var w struct {
 		ID     string `json:"id"`
@@ -100,32 +119,36 @@ func (fz *fuzzGateway) store(f *testing.F) {
 	require.NoError(f, json.Unmarshal(body, &w))
 	require.Len(f, w.Output, 1)
 	fz.resp, fz.item = w.ID, w.Output[0].ID
-	status, _, body = fz.do(http.MethodPost, "/v1/conversations", "application/json", `{"items":[{"role":"user","content":"hello"}]}`)
+	status, _, body = fz.call(f, fuzzKey, http.MethodPost, "/v1/conversations", `{"items":[{"role":"user","content":"hello"}]}`)
 	require.Equal(f, http.StatusOK, status, "%s", body)
 	var c struct{ ID string }
 	require.NoError(f, json.Unmarshal(body, &c))
 	fz.conv = c.ID
-	fz.respBody, fz.itemsOf = fz.stored(f)
+	fz.keepBody, fz.keepItems = fz.stored(f)
 }
 
-// stored reads the response stored before the fuzz loop and its input
-// items.
+// stored reads the response of tenant keepKey and its input items.
 func (fz *fuzzGateway) stored(t testing.TB) (resp, items []byte) {
 	t.Helper()
-	g := fz.with(t)
-	status, _, resp := g.do(http.MethodGet, "/v1/responses/"+fz.resp, "", "")
+	status, _, resp := fz.call(t, keepKey, http.MethodGet, "/v1/responses/"+fz.keep, "")
 	require.Equal(t, http.StatusOK, status, "%s", resp)
-	status, _, items = g.do(http.MethodGet, "/v1/responses/"+fz.resp+"/input_items", "", "")
+	status, _, items = fz.call(t, keepKey, http.MethodGet, "/v1/responses/"+fz.keep+"/input_items", "")
 	require.Equal(t, http.StatusOK, status, "%s", items)
 	return resp, items
 }
 
-// with is the gateway failing t, not the fuzz target, on a broken
-// exchange.
-func (fz *fuzzGateway) with(t testing.TB) *gateway {
+// call sends a request with key's bearer token (and a JSON body when
+// body is not empty), failing t on a broken exchange, and returns the
+// status, header and whole body.
+func (fz *fuzzGateway) call(t testing.TB, key, method, path, body string) (int, http.Header, []byte) {
+	t.Helper()
 	g := *fz.gateway
 	g.t = t
-	return &g
+	ct := "application/json"
+	if body == "" {
+		ct = ""
+	}
+	return g.doWith(method, path, body, "Content-Type", ct, "Authorization", "Bearer "+key)
 }
 
 // fill replaces the corpus's placeholders with the stored ids.
@@ -143,8 +166,8 @@ func (fz *fuzzGateway) check(t *testing.T, logged int) {
 		t.Fatalf("panic logged: %s", l)
 	}
 	resp, items := fz.stored(t)
-	require.Equal(t, string(fz.respBody), string(resp), "the stored response changed")
-	require.Equal(t, string(fz.itemsOf), string(items), "the stored response's input items changed")
+	require.Equal(t, string(fz.keepBody), string(resp), "the stored response changed")
+	require.Equal(t, string(fz.keepItems), string(items), "the stored response's input items changed")
 }
 
 // create posts body, the model answering per mode, checks the answer
@@ -154,10 +177,9 @@ func (fz *fuzzGateway) create(t *testing.T, body []byte, mode uint8) {
 	t.Helper()
 	fz.mode.Store(uint32(mode % fuzzModes))
 	logged := len(fz.logs.String())
-	g := fz.with(t)
-	status, header, reply := g.postJSON(string(body))
+	status, header, reply := fz.call(t, fuzzKey, http.MethodPost, "/v1/responses", string(body))
 	if id := wantAnswer(t, status, header, reply, false); id != "" {
-		status, header, reply = g.do(http.MethodGet, "/v1/responses/"+id+"?stream=true", "", "")
+		status, header, reply = fz.call(t, fuzzKey, http.MethodGet, "/v1/responses/"+id+"?stream=true", "")
 		require.Equal(t, http.StatusOK, status, "%s", reply)
 		wantAnswer(t, status, header, reply, false)
 	}
@@ -291,11 +313,11 @@ func fuzzCreateSeeds() []string {
 }
 
 // FuzzCreate: any body of POST /v1/responses through the real handler,
-// engine and memory store, against a fake model answering text, a tool
-// call or reasoning (the mode), gets no 5xx and causes no panic; an error
-// is a 4xx in the OpenAI error shape; a stream ends with a terminal event;
-// a background response ends without a server error; and the response
-// stored before the loop reads the same after every input.
+// engine and memory store, against a fake model answering as the mode
+// says (fuzzModes), gets no 5xx and causes no panic; an error is a 4xx in
+// the OpenAI error shape; a stream ends with a terminal event; a
+// background response ends without a server error; and the response
+// another tenant stored before the loop reads the same after every input.
 func FuzzCreate(f *testing.F) {
 	fz := newFuzzGateway(f)
 	for i, s := range fuzzCreateSeeds() {
@@ -339,10 +361,10 @@ func FuzzCreate(f *testing.F) {
 // terminal event; and what was stored reads the same afterwards.
 func FuzzGetQuery(f *testing.F) {
 	fz := newFuzzGateway(f)
-	status, _, body := fz.postJSON(`{"input":"hi","background":true}`)
+	status, _, body := fz.call(f, fuzzKey, http.MethodPost, "/v1/responses", `{"input":"hi","background":true}`)
 	require.Equal(f, http.StatusOK, status, "%s", body)
 	bg := decodeWire(f, body).ID
-	status, _, body = fz.do(http.MethodGet, "/v1/responses/"+bg+"?stream=true", "", "")
+	status, _, body = fz.call(f, fuzzKey, http.MethodGet, "/v1/responses/"+bg+"?stream=true", "")
 	require.Equal(f, http.StatusOK, status, "%s", body)
 	for _, q := range []string{
 		"", "stream=true", "stream=false", "stream=true&starting_after=0", "stream=true&starting_after=3", "stream=true&starting_after=999",
@@ -366,6 +388,7 @@ func FuzzGetQuery(f *testing.F) {
 			// or control characters before the handler sees it.
 			t.Skip("not a request target")
 		}
+		req.Header.Set("Authorization", "Bearer "+fuzzKey)
 		res, err := fz.http.Do(req)
 		require.NoError(t, err)
 		reply, err := io.ReadAll(res.Body)
@@ -387,7 +410,7 @@ func FuzzInputTokens(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		logged := len(fz.logs.String())
-		status, header, reply := fz.with(t).do(http.MethodPost, "/v1/responses/input_tokens", "application/json", string(fz.fill(body)))
+		status, header, reply := fz.call(t, fuzzKey, http.MethodPost, "/v1/responses/input_tokens", string(fz.fill(body)))
 		wantAnswer(t, status, header, reply, false)
 		if status == http.StatusOK {
 			var n struct {
@@ -409,7 +432,7 @@ func FuzzInputTokens(f *testing.F) {
 // same afterwards (the items are added to a conversation of their own).
 func FuzzConversations(f *testing.F) {
 	fz := newFuzzGateway(f)
-	status, _, body := fz.do(http.MethodPost, "/v1/conversations", "application/json", `{}`)
+	status, _, body := fz.call(f, fuzzKey, http.MethodPost, "/v1/conversations", `{}`)
 	require.Equal(f, http.StatusOK, status, "%s", body)
 	var c struct{ ID string }
 	require.NoError(f, json.Unmarshal(body, &c))
@@ -430,7 +453,7 @@ func FuzzConversations(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte, route uint8) {
 		logged := len(fz.logs.String())
-		status, header, reply := fz.with(t).do(http.MethodPost, paths[int(route)%len(paths)], "application/json", string(fz.fill(body)))
+		status, header, reply := fz.call(t, fuzzKey, http.MethodPost, paths[int(route)%len(paths)], string(fz.fill(body)))
 		if status >= 500 {
 			t.Fatalf("status %d: %s", status, reply)
 		}
