@@ -126,7 +126,7 @@ func wantForwarded(t *testing.T, body map[string]json.RawMessage, got fakellm.Re
 	}
 }
 
-func mustJSON(t *testing.T, v any) json.RawMessage {
+func mustJSON(t testing.TB, v any) json.RawMessage {
 	t.Helper()
 	b, err := json.Marshal(v)
 	require.NoError(t, err)

@@ -32,6 +32,12 @@ func newBedrockGateway(t *testing.T, fake *fakebedrock.Server) string {
 // added.
 func newBedrockGatewayWith(t *testing.T, fake *fakebedrock.Server, env map[string]string) string {
 	t.Helper()
+	return newBedrockServer(t, fake, env, io.Discard).URL + "/v1"
+}
+
+// newBedrockServer is newBedrockGatewayWith's server, logging to logs.
+func newBedrockServer(t testing.TB, fake *fakebedrock.Server, env map[string]string, logs io.Writer) *httptest.Server {
+	t.Helper()
 	t.Cleanup(fake.Close)
 	none := filepath.Join(t.TempDir(), "none")
 	for k, v := range map[string]string{
@@ -49,12 +55,12 @@ func newBedrockGatewayWith(t *testing.T, fake *fakebedrock.Server, env map[strin
 	cfg, err := app.FromEnv(getenv)
 	require.NoError(t, err)
 	require.NoError(t, app.ResolveSecrets(context.Background(), &cfg, getenv))
-	a, err := app.Build(context.Background(), cfg, app.Logger(cfg, io.Discard), nil)
+	a, err := app.Build(context.Background(), cfg, app.Logger(cfg, logs), nil)
 	require.NoError(t, err)
 	t.Cleanup(a.Close)
 	srv := httptest.NewServer(a.Handler)
 	t.Cleanup(srv.Close)
-	return srv.URL + "/v1"
+	return srv
 }
 
 // Codex on Claude through Bedrock: the signed thinking of the tool turn

@@ -67,6 +67,12 @@ func newGateway(t *testing.T, fake *fakellm.Server, env map[string]string) *gate
 // newGatewayWith is newGateway with parts of the wiring replaced.
 func newGatewayWith(t testing.TB, fake *fakellm.Server, env map[string]string, opts *app.Options) *gateway {
 	t.Helper()
+	return newGatewayLogged(t, fake, env, opts, io.Discard)
+}
+
+// newGatewayLogged is newGatewayWith logging to logs.
+func newGatewayLogged(t testing.TB, fake *fakellm.Server, env map[string]string, opts *app.Options, logs io.Writer) *gateway {
+	t.Helper()
 	t.Cleanup(fake.Close)
 	vars := map[string]string{
 		"LAMBENT_PROVIDER_URL":  fake.URL,
@@ -87,7 +93,7 @@ func newGatewayWith(t testing.TB, fake *fakellm.Server, env map[string]string, o
 	require.Equal(t, "memory", cfg.Store.Kind)
 	require.Equal(t, time.Hour, cfg.Store.Retention)
 	ctx := context.Background()
-	a, err := app.Build(ctx, cfg, app.Logger(cfg, io.Discard), opts)
+	a, err := app.Build(ctx, cfg, app.Logger(cfg, logs), opts)
 	require.NoError(t, err)
 	t.Cleanup(a.Close)
 	srv := httptest.NewServer(a.Handler)
@@ -220,7 +226,7 @@ type wire struct {
 	} `json:"usage"`
 }
 
-func decodeWire(t *testing.T, raw []byte) wire {
+func decodeWire(t testing.TB, raw []byte) wire {
 	t.Helper()
 	var w wire
 	require.NoErrorf(t, json.Unmarshal(raw, &w), "response: %s", raw)
