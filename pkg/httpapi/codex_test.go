@@ -114,6 +114,9 @@ type codexEvent struct {
 		Server           string `json:"server"`
 		Tool             string `json:"tool"`
 		Status           string `json:"status"`
+		// Message is an error item's: a warning, or Codex's notice that
+		// it falls back from WebSocket mode to HTTP, with the cause.
+		Message string `json:"message"`
 	} `json:"item"`
 	Error *struct {
 		Message string `json:"message"`

@@ -71,8 +71,9 @@ func newWSFront(t *testing.T, gatewayURL string) *wsFront {
 }
 
 // relay dials the gateway with the client's headers (a refused dial
-// answers the client with the gateway's answer), then accepts the client
-// and copies messages both ways until either side closes.
+// answers the client with the gateway's answer: its status, headers and
+// body, of which the WebSocket library keeps 1 KiB), then accepts the
+// client and copies messages both ways until either side closes.
 func (f *wsFront) relay(w http.ResponseWriter, r *http.Request, target string) {
 	h := http.Header{}
 	for k, v := range r.Header {
@@ -89,7 +90,9 @@ func (f *wsFront) relay(w http.ResponseWriter, r *http.Request, target string) {
 		for k, v := range res.Header {
 			w.Header()[k] = v
 		}
+		w.Header().Del("Content-Length")
 		w.WriteHeader(res.StatusCode)
+		_, _ = io.Copy(w, res.Body)
 		return
 	}
 	down, err := websocket.Accept(w, r, nil)
@@ -383,6 +386,50 @@ func TestCodexCLIOverWebSocketFailures(t *testing.T) {
 		require.Len(t, front.connections(), 2)
 		require.Equal(t, []string{"POST /v1/responses"}, front.requests())
 	})
+}
+
+// A refused upgrade reaches Codex's user with its cause: Codex shows the
+// status of the handshake's answer and the message of its error body (when
+// the body came in with the headers: codex-api's map_ws_error takes what
+// tungstenite read behind them), then falls back to HTTP for the session.
+// A wrong key: "401 Unauthorized: Incorrect API key provided.", then
+// the same over HTTP, which fails the turn. A tenant over
+// LAMBENT_LIMIT_TENANT_WEBSOCKETS: "429 Too Many Requests" (Codex shows no
+// body of a 429), then the turn over HTTP, where that limit does not apply.
+func TestCodexCLIOverWebSocketRefusedUpgrade(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, fakellm.NewHandler(codexTurn), map[string]string{
+		"LAMBENT_API_KEYS": "acme=" + wsKeyA, "LAMBENT_LIMIT_TENANT_WEBSOCKETS": "1"})
+	front := newWSFront(t, g.srv.URL)
+	codex := newCodex(t, front.srv.URL+"/v1", nil)
+	codex.websockets()
+	codex.editConfig("wire_api = \"responses\"\n", "wire_api = \"responses\"\nenv_key = \"LAMBENT_KEY\"\n")
+	fallback := func(evs []codexEvent) string {
+		t.Helper()
+		for _, ev := range evs {
+			if ev.Type == "item.completed" && strings.HasPrefix(ev.Item.Message, "Falling back from WebSockets") {
+				return ev.Item.Message
+			}
+		}
+		require.FailNow(t, "Codex did not fall back to HTTP", "%+v", evs)
+		return ""
+	}
+
+	t.Run("wrong key", func(t *testing.T) {
+		codex.env = []string{"LAMBENT_KEY=sk-wrong-0123456789abcdef"}
+		evs, stderr, err := codex.run("say hello")
+		require.Error(t, err, "stderr: %s", stderr)
+		require.Contains(t, fallback(evs), "401 Unauthorized: Incorrect API key provided., url: ws://")
+	})
+
+	t.Run("over the tenant's connections", func(t *testing.T) {
+		dialWS(t, g.srv, wsKeyA)
+		codex.env = []string{"LAMBENT_KEY=" + wsKeyA}
+		evs := codex.exec("say hello")
+		require.Contains(t, fallback(evs), "exceeded retry limit, last status: 429 Too Many Requests")
+		require.Equal(t, "Hello from Lambent.", answer(evs))
+	})
+	require.Empty(t, front.connections(), "an upgrade was accepted")
 }
 
 // codexSession is `codex app-server` (Codex's JSON-RPC over stdio, what
