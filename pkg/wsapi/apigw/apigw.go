@@ -22,8 +22,14 @@
 // it last started (a turn SQS delivers again after its invocation died is
 // not run twice) and its latest response, store: false ones included,
 // expiring with the connection (of a stored response only its id when the
-// engine's store is shared, SharedStore). Concurrent turns of a connection
-// each update only their lane of its item.
+// engine's store is shared, SharedStore), and while a turn runs its
+// running mark (Connection.Begin to Connection.Settle, which writes
+// whatever ended the turn; the mark lapses at running_until,
+// Connections.TurnTimeout after Begin, so a failed Settle does not keep
+// the lane running). Concurrent turns of a connection each update only
+// their lane of its item. No count of a tenant's connections is kept
+// (docs/aws.md, Tenants): LAMBENT_LIMIT_TENANT_WEBSOCKETS bounds the local
+// server's only.
 //
 // API Gateway refuses a message over 128 KB. An event over that limit is
 // not sent; the turn ends with a websocket_message_too_large error
