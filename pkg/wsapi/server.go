@@ -57,8 +57,10 @@ type Config struct {
 	// MaxQueued bounds the response.create messages of a connection
 	// waiting behind its lanes' responses in flight, on all its lanes
 	// together (default 16). When one more arrives for a busy lane (or
-	// for a new lane while MaxLanes+1 lanes are busy), the server holds it and stops reading the connection until
-	// the lane takes its next message (backpressure): nothing is refused.
+	// for a new lane while MaxLanes+1 lanes are busy), the server holds it,
+	// reads the connection on until the next message has come (answering
+	// pings meanwhile), then stops reading it until the lane takes the held
+	// one (backpressure): nothing is refused.
 	MaxQueued int
 	// WriteTimeout bounds sending one message to a client that does not
 	// read (default 1 minute); then the connection closes.
@@ -284,7 +286,8 @@ func (s *Server) serve(parent context.Context, c *websocket.Conn) {
 		return true
 	}
 	// pending is a message its lane had no room for (lanes.offer): no
-	// other is read until it has.
+	// other is taken from the reader until it has (the reader reads the
+	// next one from the socket, then waits).
 	var pending *Message
 	var pendingLane string
 	for {
@@ -338,7 +341,8 @@ func (s *Server) serve(parent context.Context, c *websocket.Conn) {
 }
 
 // logHeld is the debug log line of a message held for want of room on
-// its lane (backpressure: the connection is not read until it has room).
+// its lane (backpressure: the connection is read only until the next
+// message has come, then not until the held one has room).
 const logHeld = "websocket message held: no room on its lane"
 
 // drain drops the messages queued on ln's lanes and waits until the

@@ -17,8 +17,11 @@
 // response.create at once (Route): Server runs each busy lane on a
 // goroutine of its own, apigw gives each lane an SQS FIFO message group of
 // its own. Server
-// is the local front door (github.com/coder/websocket); package apigw is
-// the API Gateway WebSocket API front door.
+// is the local front door (github.com/coder/websocket), which bounds the
+// connections a tenant holds open (Config.TenantConnections,
+// LAMBENT_LIMIT_TENANT_WEBSOCKETS) and the bytes of each connection's
+// store: false responses (NewMemoryCache, LAMBENT_LIMIT_WEBSOCKET_CACHE_BYTES);
+// package apigw is the API Gateway WebSocket API front door.
 package wsapi
 
 import (
