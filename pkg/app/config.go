@@ -268,8 +268,10 @@ type TelemetryConfig struct {
 	// (LAMBENT_METRICS_NAMESPACE, default Lambent).
 	Namespace string
 	// MetricsKey is the bearer key GET /metrics requires
-	// (LAMBENT_METRICS_KEY); empty: any API key when the API needs keys,
-	// else none.
+	// (LAMBENT_METRICS_KEY); empty: any API key when the API needs keys of
+	// one tenant, else none. With Prometheus and API keys of several
+	// tenants it is required (metricsKeys): each tenant would read the
+	// others' metrics.
 	MetricsKey string
 	// OTLPEndpoint is the OTLP/HTTP traces endpoint spans are exported to,
 	// e.g. http://127.0.0.1:4318/v1/traces (LAMBENT_OTLP_ENDPOINT); empty
