@@ -11,7 +11,8 @@
 // request bodies (Codex CLI's first request in 0.40 ms against 1.8 when
 // pkg/api decoded it with encoding/json), which pkg/api decodes again with
 // encoding/json only when this decoder fails, for the error texts of the
-// API's 400s. A
+// API's 400s (SplitArray gives a refused array's elements, without copies,
+// to be decoded one by one for the element the 400 names). A
 // Stream reads Marshal's bytes of a large value in pieces, its long arrays
 // encoded element by element (a long conversation's model request,
 // response and stored record).

@@ -8,7 +8,9 @@
 //
 // Delivery is safe for the loop: Send never blocks and never fails. Events
 // wait in a bounded queue for a small pool of workers; a full queue drops
-// the event (counted); each delivery has a timeout. Failures are logged,
+// the event (counted), and so does a tenant's share of it (tenant.MayQueue:
+// other tenants' bursts never fill it for a tenant); each delivery has a
+// timeout. Failures are logged,
 // counted and collected per response (Errors), which the response reports
 // in its "lambent.hook_errors" field.
 package hooks
@@ -127,7 +129,9 @@ const (
 type Config struct {
 	Sinks []Sink
 	// QueueSize bounds the events waiting for delivery (default
-	// DefaultQueueSize); more are dropped.
+	// DefaultQueueSize), split among the workers' queues; more are
+	// dropped, and so are a tenant's past its share of a queue
+	// (tenant.MayQueue).
 	QueueSize int
 	// Workers deliver concurrently (default DefaultWorkers). The events of
 	// one call go through one worker, in order: its call before its

@@ -2,7 +2,9 @@
 // request's context. Every front door names it by one rule ([Rule]: the
 // caller's AWS IAM identity, else the API key), a worker takes it from its
 // job; the stores key every record by it, and the engine hands it on to
-// background jobs. The package imports no other package of the project.
+// background jobs. MayQueue is a tenant's share of a queue the tenants
+// share (the hook queues, the local job queue). The package imports no
+// other package of the project.
 package tenant
 
 import "context"

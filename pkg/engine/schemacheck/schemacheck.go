@@ -1,8 +1,10 @@
 // Package schemacheck compiles the JSON Schemas of requests and checks
 // JSON texts against them, within bounds a request cannot exceed: Scan
 // measures a JSON text (nesting, numbers, enum values) in one pass before
-// anything parses it, Compile bounds the schema's regular expressions, and
-// Errors reports an output's failed constraints, capped. No schema or
+// anything parses it, Compile bounds the schema's regular expressions and
+// refuses $dynamicRef and $recursiveRef, and Errors reports an output's
+// failed constraints, capped, within an evaluations budget (MaxEvaluations;
+// keywords, $ref chains and the text's depth are charged to it). No schema or
 // output can make it read a file, fetch a URL or panic. The engine checks
 // requests' schemas with it (checkSchema) and validates outputs
 // (validated output, attempts.go).
