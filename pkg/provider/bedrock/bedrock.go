@@ -29,7 +29,8 @@
 //     dropped from its answer. parallel_tool_calls has no Converse form.
 //   - Images: base64 data URLs, and http(s) URLs fetched through
 //     the SSRF guard (package egress), up to Config.MaxImageBytes; png, jpeg, gif,
-//     webp. input_file and file_id images are refused with a 400. Every
+//     webp. input_file and file_id images are refused with a 400 (the
+//     engine asks first: CheckContent, before any MCP server is listed). Every
 //     call fetches or decodes the conversation's images again, one after
 //     another, and holds them until it is sent: the engine bounds their
 //     number (LAMBENT_LIMIT_IMAGES), so one call holds at most that many

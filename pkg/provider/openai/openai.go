@@ -13,7 +13,9 @@
 //     unless it contains an image, in which case it is an array of parts.
 //     input_file parts are rejected with a 400: Chat Completions backends
 //     do not take them portably. So are images in system and developer
-//     messages: Chat Completions takes images in user messages only.
+//     messages: Chat Completions takes images in user messages only. The
+//     engine asks first (CheckContent, provider.ContentChecker), before
+//     any MCP server is listed.
 //   - A call offering more tools than Config.Rules.MaxTools (128, OpenAI's
 //     limit, by default; the gateway sets it for OpenAI's hosts only, or
 //     as LAMBENT_PROVIDER_MAX_TOOLS says) is refused with a 400
