@@ -229,7 +229,8 @@ type MCPConfig struct {
 	// enables with {"type":"lambent:<name>"}.
 	Servers map[string]*tools.MCPServer
 	// SecretKey (32 bytes) seals the MCP secrets (headers, authorization)
-	// of stored background requests with AES-256-GCM. Default: a random key
+	// of stored background requests with AES-256-GCM, bound to the
+	// response's tenant and id (secrets.go). Default: a random key
 	// of this process, which only this process can open (enough for the
 	// in-process queue of local runs; gateways and workers that share a
 	// queue share a key).

@@ -63,7 +63,8 @@ type Job struct {
 	// Request is the create request the worker runs, without the secrets
 	// of its MCP tools.
 	Request *api.CreateResponseRequest `json:"request"`
-	// Secrets are those secrets, sealed by the engine (never plain text).
+	// Secrets are those secrets, sealed by the engine (never plain text)
+	// for the response's tenant and id: they open for no other.
 	Secrets []byte `json:"secrets,omitempty"`
 	// Owner is the worker holding the lease, empty when none does.
 	Owner string `json:"owner,omitempty"`
