@@ -9,7 +9,10 @@
 // OpenAI error shape naming the parameter and the limit ([Exceeded]).
 // Limits only knowable after an outbound call (tools an MCP server lists,
 // the size of an MCP reply or of a fetched image) end the use of that
-// server or image with an error, never unbounded work.
+// server or image with an error, never unbounded work. A tenant's counts
+// on one instance (TenantInFlight, TenantWebSockets) refuse with a 429
+// rate_limit_exceeded instead, and a WebSocket connection's store:false
+// cache (WebSocketCacheBytes) evicts its least recently kept responses.
 package limits
 
 import (
