@@ -622,8 +622,11 @@ func (e *Engine) finishBackground(ctx context.Context, r *run, rec *store.Record
 		if gerr != nil {
 			return fmt.Errorf("engine: finish %s: %w", id, gerr)
 		}
+		// Another claim holding a live lease is another owner, also of
+		// this WorkerID (the local pool's workers share it).
 		if cur.Response.Status != expect || cur.Job == nil ||
-			cur.Job.Owner != "" && cur.Job.Owner != e.cfg.Background.WorkerID && e.cfg.Now().Before(cur.Job.LeaseUntil) {
+			cur.Job.Owner != "" && (cur.Job.Owner != e.cfg.Background.WorkerID || cur.Job.Claim != rec.Job.Claim) &&
+				e.cfg.Now().Before(cur.Job.LeaseUntil) {
 			return errFinishedElsewhere
 		}
 		next.Version = cur.Version
