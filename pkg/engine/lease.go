@@ -122,6 +122,11 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 	if err := e.checkImages(r); err != nil {
 		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
 	}
+	// And its content, before any MCP server is listed: the conversation
+	// may hold items added since (its lock lapsed while it was queued).
+	if err := e.checkContent(r); err != nil {
+		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
+	}
 	seq, err := e.resumeSeq(ctx, rec)
 	if err != nil {
 		return e.finishedElsewhere(ctx, id, err)
