@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -301,4 +302,54 @@ func TestBackgroundStaleWorkerAppendsRefused(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, api.StatusCompleted, got.Response.Status)
 	})
+}
+
+// A worker (A) whose lease ran out in its last model call, while another
+// claim of the same process (B: one WorkerID, as the local pool's workers
+// share) took the response over, must not store its end over B's run:
+// its terminal update conflicts with B's claim, and the retry that is
+// meant for a moved flag (a cancel request) took B's claim, being of the
+// same WorkerID, for A's own, and completed the response with A's answer
+// while B ran it.
+func TestBackgroundStaleClaimOfSameWorkerDoesNotFinish(t *testing.T) {
+	clock := &fakeClock{t: time.Now()}
+	st := store.NewMemory(store.MemoryConfig{})
+	aIn, aOut := make(chan struct{}), make(chan struct{})
+	bIn, bOut := make(chan struct{}), make(chan struct{})
+	blockingText := func(answer string, in, out chan struct{}) *scripted {
+		s := text(answer, 1, 1)
+		s.hook = func(context.Context) { close(in); <-out }
+		return script(s)
+	}
+	worker := func(p *scripted) *Engine {
+		e, _ := newEngine(t, p, nil, func(c *Config) {
+			c.Store, c.Now, c.Background.WorkerID = st, clock.Now, "worker-1"
+			c.Background.Queue = newJobQueue()
+			c.Background.PollInterval = time.Hour // no watcher append
+			c.Background.Lease = time.Minute
+		})
+		return e
+	}
+	a := worker(blockingText("A's answer", aIn, aOut))
+	b := worker(blockingText("B's answer", bIn, bOut))
+	rec, err := runBackground(t, a, `{"input":"x","background":true}`)
+	require.NoError(t, err)
+	id := rec.response(t).ID
+	errA, errB := make(chan error, 1), make(chan error, 1)
+	go func() { errA <- a.RunBackground(context.Background(), id) }()
+	<-aIn
+	clock.advance(2 * time.Minute) // A's lease ends; B claims
+	go func() { errB <- b.RunBackground(context.Background(), id) }()
+	<-bIn
+	close(aOut) // A's model answers: A ends its run
+	require.NoError(t, <-errA)
+	got, err := st.Get(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, api.StatusInProgress, got.Response.Status, "B still runs the response")
+	close(bOut)
+	require.NoError(t, <-errB)
+	got, err = st.Get(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, api.StatusCompleted, got.Response.Status)
+	assert.Contains(t, fmt.Sprint(got.Response.Output), "B's answer", "the run of the claim holding the lease ends the response")
 }

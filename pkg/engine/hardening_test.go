@@ -1356,3 +1356,35 @@ func TestBackgroundImagesRecheckedByTheWorker(t *testing.T) {
 	assert.Equal(t, "limit_exceeded", got.Error.Code)
 	assert.Empty(t, p.requests(), "no model call")
 }
+
+// contentChecking is a scripted provider that refuses, as this module's
+// providers do (provider.ContentChecker), the content parts neither sends.
+type contentChecking struct{ *scripted }
+
+func (contentChecking) CheckContent(items []api.Item) error { return provider.CheckMessages(items) }
+
+// A background response whose conversation got, while it was queued (its
+// lock lapsed), an item the model provider does not take (an input_file)
+// fails with the provider's 400 unsupported_content before any model call,
+// as a create does (checkContent), instead of listing its MCP servers
+// first and failing at the model call's conversion.
+func TestBackgroundContentRecheckedByTheWorker(t *testing.T) {
+	t.Parallel()
+	p := script(text("ok", 1, 1))
+	q := newJobQueue()
+	e, st := newEngine(t, contentChecking{p}, nil, func(c *Config) { c.Background.Queue = q })
+	cs, conv := newConversation(t, st)
+	rec, err := runBackground(t, e, `{"background":true,"conversation":"`+conv.ID+`","input":"x"}`)
+	require.NoError(t, err)
+	id := rec.response(t).ID
+	file := api.Item{Type: api.ItemMessage, ID: "msg_file", Role: api.RoleUser,
+		Content: []api.ContentPart{{Type: api.PartInputFile, FileData: "data:application/pdf;base64,JVBERi0=", Filename: "a.pdf"}}}
+	require.NoError(t, cs.AppendConversationItems(context.Background(), conv.ID, id, []api.Item{file}, ""))
+	require.NoError(t, e.RunBackground(context.Background(), (<-q.c).ResponseID))
+	got, err := e.GetResponse(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, api.StatusFailed, got.Status)
+	require.NotNil(t, got.Error)
+	assert.Equal(t, "unsupported_content", got.Error.Code)
+	assert.Empty(t, p.requests(), "no model call")
+}

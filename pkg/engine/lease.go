@@ -122,6 +122,11 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 	if err := e.checkImages(r); err != nil {
 		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
 	}
+	// And its content, before any MCP server is listed: the conversation
+	// may hold items added since (its lock lapsed while it was queued).
+	if err := e.checkContent(r); err != nil {
+		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
+	}
 	seq, err := e.resumeSeq(ctx, rec)
 	if err != nil {
 		return e.finishedElsewhere(ctx, id, err)
@@ -622,8 +627,11 @@ func (e *Engine) finishBackground(ctx context.Context, r *run, rec *store.Record
 		if gerr != nil {
 			return fmt.Errorf("engine: finish %s: %w", id, gerr)
 		}
+		// Another claim holding a live lease is another owner, also of
+		// this WorkerID (the local pool's workers share it).
 		if cur.Response.Status != expect || cur.Job == nil ||
-			cur.Job.Owner != "" && cur.Job.Owner != e.cfg.Background.WorkerID && e.cfg.Now().Before(cur.Job.LeaseUntil) {
+			cur.Job.Owner != "" && (cur.Job.Owner != e.cfg.Background.WorkerID || cur.Job.Claim != rec.Job.Claim) &&
+				e.cfg.Now().Before(cur.Job.LeaseUntil) {
 			return errFinishedElsewhere
 		}
 		next.Version = cur.Version

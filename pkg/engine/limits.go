@@ -36,7 +36,7 @@ import (
 //   - checkContent, then: the content parts the model's provider does not
 //     take (input_file, input_image by file_id or in a system or developer
 //     message), a 400 unsupported_content, before any MCP server is
-//     listed.
+//     listed. RunBackground repeats it too.
 //   - compileOutputSchema (attempts.go), as the schema of a validated output
 //     is compiled: its regular expressions (SchemaPatterns, counted by
 //     schemacheck.Compile as the validator compiles them).

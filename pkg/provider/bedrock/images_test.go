@@ -118,3 +118,24 @@ func TestCheckContent(t *testing.T) {
 	}
 	require.NoError(t, p.CheckContent([]api.Item{imageMessage("https://example.com/a.png")}))
 }
+
+// CheckContent refuses what a model call's conversion refuses with the
+// same error (the engine's early refusal is the one a client sees): a
+// developer message's image by file_id was "by file_id is not supported"
+// early and "supported in user messages only" at the conversion.
+func TestCheckContentMatchesConversion(t *testing.T) {
+	t.Parallel()
+	fake := fakebedrock.NewHandler(func(fakebedrock.Request) fakebedrock.Turn { return fakebedrock.Turn{Text: "ok"} })
+	defer fake.Close()
+	p := bedrock.New(bedrock.Config{AWS: fake.AWSConfig(), CachePoints: bedrock.CachePointsOff})
+	for _, role := range []string{api.RoleUser, api.RoleSystem, api.RoleDeveloper} {
+		for _, part := range []api.ContentPart{{Type: api.PartInputImage, FileID: "file_1"}, {Type: api.PartInputFile, FileData: "abc"}} {
+			it := api.Item{Type: api.ItemMessage, Role: role, Content: []api.ContentPart{{Type: api.PartInputText, Text: "x"}, part}}
+			early := p.CheckContent([]api.Item{it})
+			_, late := p.Complete(context.Background(), &provider.Request{Model: claude, Items: []api.Item{it}})
+			require.Error(t, late, "%s message, %s part", role, part.Type)
+			require.Error(t, early, "%s message, %s part", role, part.Type)
+			require.Equal(t, late.Error(), early.Error(), "%s message, %s part", role, part.Type)
+		}
+	}
+}

@@ -164,14 +164,10 @@ func (p *Provider) addItem(ctx context.Context, mb *messages, system *[]types.Sy
 // systemText is the text of a system or developer message. Converse's
 // system prompt takes text only: an image or a file in one is a 400, not
 // dropped unseen.
+// It refuses them as CheckContent does (provider.CheckParts).
 func systemText(it *api.Item) (string, error) {
-	for i := range it.Content {
-		switch it.Content[i].Type {
-		case api.PartInputImage:
-			return "", provider.ImageOutsideUser(it.Role)
-		case api.PartInputFile:
-			return "", provider.InputFile()
-		}
+	if err := provider.CheckParts(it.Role, it.Content); err != nil {
+		return "", err
 	}
 	return it.Text(), nil
 }
