@@ -307,27 +307,17 @@ func (p *Provider) stream(ctx context.Context, req *provider.Request, fn func(pr
 	if res.warn != "" {
 		p.log.DebugContext(ctx, "openai: accepted a stream without [DONE]", "reason", res.warn)
 	} else {
-		drainAfterDone(resp.Body)
+		// After [DONE] a stream has nothing more to say, but its HTTP
+		// response may not have ended yet in what was read: the last chunk
+		// of a chunked body (or the rest of the TLS record) often comes in
+		// a packet of its own. Closed before its end, the connection would
+		// close, and the next model call dial again, with a TLS handshake;
+		// a server that keeps the response open after [DONE] costs
+		// egress.MaxDrainWait and its connection.
+		_ = egress.DrainClose(resp.Body)
 	}
 	return &res.Result, nil
 }
-
-// After [DONE] a stream has nothing more to say, but its HTTP response
-// may not have ended yet in what was read: the last chunk of a chunked
-// body (or the rest of the TLS record) often comes in a packet of its
-// own. Closing the body before its end makes net/http close the
-// connection, so the next model call would dial again, with a TLS
-// handshake. drainAfterDone reads the body to its end, as
-// egress.DrainClose does, for at most drainWait (a server that keeps the
-// response open after [DONE] costs that wait and its connection).
-func drainAfterDone(body io.ReadCloser) {
-	t := time.AfterFunc(drainWait, func() { _ = body.Close() })
-	defer t.Stop()
-	_ = egress.DrainClose(body)
-}
-
-// drainWait bounds how long a stream's end is awaited after [DONE].
-const drainWait = 200 * time.Millisecond
 
 // post sends the request and returns a 2xx response; every failure is
 // mapped to an *api.Error.
