@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -493,4 +494,48 @@ func TestCallBudget(t *testing.T) {
 		measure("get ("+r.name+")", budget, func() error { _, err := s.Get(ctx, rec.Response.ID); return err })
 		measure("delete ("+r.name+")", budget+1, func() error { return s.Delete(ctx, rec.Response.ID) })
 	}
+}
+
+// conflictingAPI cancels the first n transactions as DynamoDB does when
+// another write of one of their items is under way.
+type conflictingAPI struct {
+	API
+	n atomic.Int32
+}
+
+func (c *conflictingAPI) TransactWriteItems(ctx context.Context, in *ddb.TransactWriteItemsInput, optFns ...func(*ddb.Options)) (*ddb.TransactWriteItemsOutput, error) {
+	if c.n.Add(-1) >= 0 {
+		reasons := make([]types.CancellationReason, len(in.TransactItems))
+		for i := range reasons {
+			reasons[i].Code = aws.String("None")
+		}
+		reasons[0].Code = aws.String("TransactionConflict")
+		return nil, &types.TransactionCanceledException{Message: aws.String("Transaction cancelled"), CancellationReasons: reasons}
+	}
+	return c.API.TransactWriteItems(ctx, in, optFns...)
+}
+
+// A claimed append whose transaction conflicted with another write of the
+// head (a claim or a delete at the same moment) is tried again, and the
+// other write decides: before, the conflict was an error of its own, and a
+// worker's checkpoint failed the response for it.
+func TestClaimedAppendConflictRetried(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	c := &conflictingAPI{API: s.api}
+	s.api = c
+	ctx := t.Context()
+	rec := storetest.NewRecord(api.NewID(api.PrefixResponse), api.StatusInProgress)
+	rec.Job = &store.Job{Owner: "w", LeaseUntil: time.Now().Add(time.Minute), Claim: "claim-w"}
+	require.NoError(t, s.Create(ctx, rec))
+	evs := []store.Event{{Seq: 0, Type: "response.created", Data: []byte(`{"type":"response.created","sequence_number":0}`)}}
+	c.n.Store(claimedAttempts - 1)
+	require.NoError(t, s.AppendEventsClaimed(ctx, rec.Response.ID, "claim-w", rec.ExpiresAt, evs), "conflicts short of the bound are tried again")
+	c.n.Store(claimedAttempts)
+	err := s.AppendEventsClaimed(ctx, rec.Response.ID, "claim-w", rec.ExpiresAt, evs)
+	var tce *types.TransactionCanceledException
+	require.ErrorAs(t, err, &tce, "as many conflicts as tries: the last one's error")
+	got, err := s.Events(ctx, rec.Response.ID, -1)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
 }

@@ -142,9 +142,41 @@ func (s *Store) AppendEventsClaimed(ctx context.Context, id, claim string, expir
 	})
 }
 
+// claimedAttempts bounds the tries of a claimed append that conflicts
+// with another write of its head (a claim or a delete at the same moment):
+// the next try reads what that write left.
+const claimedAttempts = 3
+
 // putClaimed puts the event item of partition p under the condition that
-// the head is live and holds claim.
+// the head is live and holds claim. A transaction that conflicted with
+// another write of the head is tried again (the SDK does not retry a
+// cancelled transaction): the other write then decides, ErrLeaseLost for
+// another claim, ErrNotFound for a delete.
 func (s *Store) putClaimed(ctx context.Context, p, id, claim string, item map[string]types.AttributeValue) error {
+	for attempt := 1; ; attempt++ {
+		err := s.putClaimedOnce(ctx, p, claim, item)
+		if attempt == claimedAttempts || !conflicted(err) {
+			return err
+		}
+	}
+}
+
+// conflicted reports whether err is a transaction cancelled because another
+// write of one of its items was under way.
+func conflicted(err error) bool {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return false
+	}
+	for _, r := range tce.CancellationReasons {
+		if aws.ToString(r.Code) == "TransactionConflict" {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Store) putClaimedOnce(ctx context.Context, p, claim string, item map[string]types.AttributeValue) error {
 	cond := expression.Name(attrClaim).Equal(expression.Value(claim)).
 		And(expression.Name(attrExpiresAt).GreaterThan(expression.Value(s.nowUnix())))
 	ex, err := expression.NewBuilder().WithCondition(cond).Build()
