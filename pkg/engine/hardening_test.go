@@ -1348,12 +1348,19 @@ func TestBackgroundImagesRecheckedByTheWorker(t *testing.T) {
 	rec, err := runBackground(t, gateway, `{"background":true,"input":[{"type":"message","role":"user","content":[`+img+`,`+img+`]}]}`)
 	require.NoError(t, err)
 	id := rec.response(t).ID
+	workerFails(t, worker, q, id, "limit_exceeded", p)
+}
+
+// workerFails runs the job queued on q with worker and requires that the
+// response id failed with code before any model call of p.
+func workerFails(t *testing.T, worker *Engine, q *jobQueue, id, code string, p *scripted) {
+	t.Helper()
 	require.NoError(t, worker.RunBackground(context.Background(), (<-q.c).ResponseID))
 	got, err := worker.GetResponse(context.Background(), id)
 	require.NoError(t, err)
 	require.Equal(t, api.StatusFailed, got.Status)
 	require.NotNil(t, got.Error)
-	assert.Equal(t, "limit_exceeded", got.Error.Code)
+	assert.Equal(t, code, got.Error.Code)
 	assert.Empty(t, p.requests(), "no model call")
 }
 
@@ -1380,11 +1387,5 @@ func TestBackgroundContentRecheckedByTheWorker(t *testing.T) {
 	file := api.Item{Type: api.ItemMessage, ID: "msg_file", Role: api.RoleUser,
 		Content: []api.ContentPart{{Type: api.PartInputFile, FileData: "data:application/pdf;base64,JVBERi0=", Filename: "a.pdf"}}}
 	require.NoError(t, cs.AppendConversationItems(context.Background(), conv.ID, id, []api.Item{file}, ""))
-	require.NoError(t, e.RunBackground(context.Background(), (<-q.c).ResponseID))
-	got, err := e.GetResponse(context.Background(), id)
-	require.NoError(t, err)
-	require.Equal(t, api.StatusFailed, got.Status)
-	require.NotNil(t, got.Error)
-	assert.Equal(t, "unsupported_content", got.Error.Code)
-	assert.Empty(t, p.requests(), "no model call")
+	workerFails(t, e, q, id, "unsupported_content", p)
 }
