@@ -80,10 +80,10 @@ func decodeCall(payload []byte) (tools.ToolCall, error) {
 	var call tools.ToolCall
 	p := bytes.TrimSpace(payload)
 	if len(p) == 0 || p[0] != '{' {
-		return call, errors.New(`want a JSON object {"call_id","name","arguments","response_id"}`)
+		return call, errors.New(`want a JSON object {"call_id","name","arguments","response_id","tenant"}`)
 	}
 	if err := json.Unmarshal(p, &call); err != nil {
-		return call, fmt.Errorf("want {\"call_id\",\"name\",\"arguments\" (a JSON string),\"response_id\"}: %w", err)
+		return call, fmt.Errorf("want {\"call_id\",\"name\",\"arguments\" (a JSON string),\"response_id\",\"tenant\"}: %w", err)
 	}
 	return call, nil
 }
