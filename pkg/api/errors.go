@@ -86,6 +86,30 @@ type ErrorBody struct {
 	Error *Error `json:"error"`
 }
 
+// WriteHTTP answers w with e in the OpenAI error shape: e's status, its
+// Retry-After (a 429's) as a header, x-should-retry: false for an error no
+// retry cures (NoRetry, or a 501: a feature this gateway does not offer),
+// which the official SDKs, retrying every 5xx, then do not retry, and the
+// body of e.ForClient(requestID).
+func (e *Error) WriteHTTP(w http.ResponseWriter, requestID string) {
+	h := w.Header()
+	if e.RetryAfter != "" {
+		h.Set("Retry-After", e.RetryAfter)
+	}
+	if e.NoRetry || e.Status == http.StatusNotImplemented {
+		h.Set("x-should-retry", "false")
+	}
+	b, err := wirejson.Marshal(ErrorBody{Error: e.ForClient(requestID)})
+	if err != nil {
+		b = []byte(`{"error":{"message":"internal error: could not encode the error","type":"server_error","param":null,"code":"server_error"}}`)
+	}
+	b = append(b, '\n')
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(e.Status)
+	_, _ = w.Write(b)
+}
+
 func nilIfEmpty(s string) *string {
 	if s == "" {
 		return nil

@@ -114,17 +114,10 @@ func (e *Engine) RunBackground(ctx context.Context, id string) error {
 	if err := r.resolveTools(e); err != nil {
 		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
 	}
-	if err := e.openSummaries(ctx, r); err != nil {
-		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
-	}
-	// So may the image limit have been, which a create checks once its
-	// conversation is resolved.
-	if err := e.checkImages(r); err != nil {
-		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
-	}
-	// And its content, before any MCP server is listed: the conversation
-	// may hold items added since (its lock lapsed while it was queued).
-	if err := e.checkContent(r); err != nil {
+	// As a create checks what its model call sees, once its conversation is
+	// resolved: the limits may have changed, and the conversation may hold
+	// items added since (its lock lapsed while it was queued).
+	if err := e.openView(ctx, r); err != nil {
 		return e.finishedElsewhere(ctx, id, e.failBackground(ctx, rec, api.AsError(err)))
 	}
 	seq, err := e.resumeSeq(ctx, rec)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"strconv"
 
 	"github.com/lambent/lambent/pkg/api"
@@ -128,6 +129,20 @@ func (e *Engine) checkReferenced(req *api.CreateResponseRequest, refs []referenc
 	}
 	return limits.Exceeded(inputParam(refs[first].item, "id"),
 		"the number of stored responses this request reads (previous_response_id and the distinct responses its item references point into)", n, limit)
+}
+
+// openView opens the compaction items of what r's model call sees
+// (openSummaries) and checks it: its images (checkImages) and its content
+// (checkContent), before anything connects. A create and a background
+// run alike (RunBackground repeats it).
+func (e *Engine) openView(ctx context.Context, r *run) error {
+	if err := e.openSummaries(ctx, r); err != nil {
+		return err
+	}
+	if err := e.checkImages(r); err != nil {
+		return err
+	}
+	return e.checkContent(r)
 }
 
 // checkImages checks the input images of what r's model call sees of its

@@ -156,13 +156,7 @@ func (e *Engine) prepareRun(ctx context.Context, req *api.CreateResponseRequest,
 	if err := e.resolveInput(ctx, r, prevOutput); err != nil {
 		return nil, err
 	}
-	if err := e.openSummaries(ctx, r); err != nil {
-		return nil, err
-	}
-	if err := e.checkImages(r); err != nil {
-		return nil, err
-	}
-	if err := e.checkContent(r); err != nil {
+	if err := e.openView(ctx, r); err != nil {
 		return nil, err
 	}
 	if err := r.checkApprovals(); err != nil {

@@ -179,13 +179,11 @@ type Dispatcher struct {
 
 	mu      sync.Mutex
 	pending int
-	// waiting counts each tenant's events waiting in each worker's queue,
-	// queued the events waiting in each queue: a tenant may hold less
-	// than half of the room the others leave in a queue
-	// (tenant.MayQueue), so that no tenants' bursts fill a queue another
-	// tenant's events need.
+	// waiting counts each tenant's events waiting in each worker's queue:
+	// a tenant may hold less than half of the room the others leave in a
+	// queue (tenant.MayQueue), so that no tenants' bursts fill a queue
+	// another tenant's events need.
 	waiting map[shareKey]int
-	queued  []int
 	idle    []chan struct{}
 	// closed refuses events sent once Close has begun.
 	closed bool
@@ -211,8 +209,7 @@ func New(cfg Config) *Dispatcher {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	d := &Dispatcher{cfg: cfg, log: cfg.Logger, seed: maphash.MakeSeed(), waiting: map[shareKey]int{},
-		queued: make([]int, cfg.Workers)}
+	d := &Dispatcher{cfg: cfg, log: cfg.Logger, seed: maphash.MakeSeed(), waiting: map[shareKey]int{}}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.queues = make([]chan item, cfg.Workers)
 	for i := range d.queues {
@@ -247,7 +244,7 @@ func (d *Dispatcher) enqueue(qi int, it item) string {
 	switch {
 	case d.closed:
 		return "the dispatcher is closed"
-	case !tenant.MayQueue(d.waiting[it.share], d.queued[qi], cap(d.queues[qi])):
+	case !tenant.MayQueue(d.waiting[it.share], len(d.queues[qi]), cap(d.queues[qi])):
 		return "this tenant's share of the hook queue is full"
 	}
 	select {
@@ -257,7 +254,6 @@ func (d *Dispatcher) enqueue(qi int, it item) string {
 	}
 	// A worker that takes it at once waits for d.mu to count it out.
 	d.waiting[it.share]++
-	d.queued[qi]++
 	d.pending++
 	return ""
 }
@@ -266,7 +262,6 @@ func (d *Dispatcher) enqueue(qi int, it item) string {
 func (d *Dispatcher) dequeued(share shareKey) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.queued[share.queue]--
 	if d.waiting[share]--; d.waiting[share] <= 0 {
 		delete(d.waiting, share)
 	}

@@ -296,22 +296,13 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 }
 
 // WriteError answers r with err in the OpenAI error shape (api.AsError's
-// status), with its Retry-After (a 429's) as a header, and x-should-retry:
-// false for an error no retry cures (api.Error.NoRetry, or a 501: a
-// feature this gateway does not offer), which the official SDKs, retrying
-// every 5xx, then do not retry. A server error's
-// message says what happened in general terms and names the request id
+// status, api.Error.WriteHTTP). A server error's message says what
+// happened in general terms and names the request id
 // (api.Error.ForClient); its cause goes to log with that id.
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	e := api.AsError(err)
 	if e.Status >= 500 {
 		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "status", e.Status, "code", e.Code, "err", err)
 	}
-	if e.RetryAfter != "" {
-		w.Header().Set("Retry-After", e.RetryAfter)
-	}
-	if e.NoRetry || e.Status == http.StatusNotImplemented {
-		w.Header().Set("x-should-retry", "false")
-	}
-	writeJSON(w, log, e.Status, api.ErrorBody{Error: e.ForClient(requestid.From(r.Context()))})
+	e.WriteHTTP(w, requestid.From(r.Context()))
 }

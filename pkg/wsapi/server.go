@@ -2,7 +2,6 @@ package wsapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -135,7 +134,7 @@ func IsUpgrade(r *http.Request) bool {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t := tenant.From(r.Context())
 	if e := s.enter(t); e != nil {
-		refuse(w, e)
+		e.WriteHTTP(w, requestid.From(r.Context()))
 		return
 	}
 	defer s.leave(t)
@@ -174,17 +173,6 @@ func (s *Server) leave(t string) {
 	}
 	s.mu.Unlock()
 	s.conns.Done()
-}
-
-// refuse answers an upgrade with e in the OpenAI error shape, with its
-// Retry-After.
-func refuse(w http.ResponseWriter, e *api.Error) {
-	if e.RetryAfter != "" {
-		w.Header().Set("Retry-After", e.RetryAfter)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(e.Status)
-	_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: e})
 }
 
 // Shutdown stops accepting connections and closes the open ones: each

@@ -119,20 +119,19 @@ func (p *Provider) addItem(ctx context.Context, mb *messages, system *[]types.Sy
 				}
 			}
 		default:
+			// Refused before any image is fetched, as CheckContent does.
+			if err := provider.CheckParts(it.Role, it.Content); err != nil {
+				return err
+			}
 			for i := range it.Content {
 				part := &it.Content[i]
 				switch part.Type {
 				case api.PartInputImage:
-					if part.ImageURL == "" {
-						return provider.ImageFileID()
-					}
 					img, err := p.image(ctx, part.ImageURL)
 					if err != nil {
 						return err
 					}
 					mb.add(types.ConversationRoleUser, img)
-				case api.PartInputFile:
-					return provider.InputFile()
 				default:
 					if strings.TrimSpace(part.Text) != "" {
 						mb.add(types.ConversationRoleUser, textBlock(part.Text))

@@ -231,7 +231,7 @@ func buildMessages(req *provider.Request) ([]chatwire.Message, error) {
 				case "":
 					role = api.RoleUser
 				}
-				content, err := userContent(it, role)
+				content, err := userContent(it)
 				if err != nil {
 					return nil, err
 				}
@@ -378,24 +378,16 @@ func assistantText(it *api.Item) *chatwire.Content {
 // refuses too.
 func (p *Provider) CheckContent(items []api.Item) error { return provider.CheckMessages(items) }
 
-// userContent is the content of a user or system message (role, as
-// sent): a string, or parts when it has images, which only a user message
-// may have.
-func userContent(it *api.Item, role string) (*chatwire.Content, error) {
+// userContent is the content of a user, system or developer message: a
+// string, or parts when it has images, which only a user message may have
+// (provider.CheckParts).
+func userContent(it *api.Item) (*chatwire.Content, error) {
+	if err := provider.CheckParts(it.Role, it.Content); err != nil {
+		return nil, err
+	}
 	images := false
 	for i := range it.Content {
-		switch it.Content[i].Type {
-		case api.PartInputImage:
-			if it.Content[i].ImageURL == "" {
-				return nil, provider.ImageFileID()
-			}
-			if role != api.RoleUser {
-				return nil, provider.ImageOutsideUser(it.Role)
-			}
-			images = true
-		case api.PartInputFile:
-			return nil, provider.InputFile()
-		}
+		images = images || it.Content[i].Type == api.PartInputImage
 	}
 	if !images {
 		if len(it.Content) == 1 {

@@ -138,7 +138,7 @@ func (s *Store) AppendEventsClaimed(ctx context.Context, id, claim string, expir
 	}
 	p := pk(tenant.From(ctx), id)
 	return s.appendEvents(ctx, p, id, expiresAt.Unix(), events, func(item map[string]types.AttributeValue) error {
-		return s.putClaimed(ctx, p, id, claim, item)
+		return s.putClaimed(ctx, p, claim, item)
 	})
 }
 
@@ -152,7 +152,7 @@ const claimedAttempts = 3
 // another write of the head is tried again (the SDK does not retry a
 // cancelled transaction): the other write then decides, ErrLeaseLost for
 // another claim, ErrNotFound for a delete.
-func (s *Store) putClaimed(ctx context.Context, p, id, claim string, item map[string]types.AttributeValue) error {
+func (s *Store) putClaimed(ctx context.Context, p, claim string, item map[string]types.AttributeValue) error {
 	for attempt := 1; ; attempt++ {
 		err := s.putClaimedOnce(ctx, p, claim, item)
 		if attempt == claimedAttempts || !conflicted(err) {
@@ -176,6 +176,7 @@ func conflicted(err error) bool {
 	return false
 }
 
+// putClaimedOnce is one try of putClaimed.
 func (s *Store) putClaimedOnce(ctx context.Context, p, claim string, item map[string]types.AttributeValue) error {
 	cond := expression.Name(attrClaim).Equal(expression.Value(claim)).
 		And(expression.Name(attrExpiresAt).GreaterThan(expression.Value(s.nowUnix())))
@@ -227,7 +228,7 @@ func (s *Store) unclaimed(ctx context.Context) func(map[string]types.AttributeVa
 
 // appendEvents writes events as one item of partition p expiring at
 // expiresAt (epoch seconds); put writes the item, after its chunks if any
-// (putEvents, or a claimed append's putClaimed).
+// (unclaimed's PutItem, or a claimed append's putClaimed).
 func (s *Store) appendEvents(ctx context.Context, p, id string, expiresAt int64, events []store.Event, put func(map[string]types.AttributeValue) error) error {
 	if len(events) == 0 {
 		return nil

@@ -158,7 +158,7 @@ func (c *Connections) Open(ctx context.Context, id, tenantName string, connected
 	conn := &Connection{ID: id, Tenant: tenantName, ConnectedAt: connectedAt}
 	it := connKey(id)
 	it[attrTenant] = &types.AttributeValueMemberS{Value: tenantName}
-	it[attrConnectedAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(connectedAt.UnixMilli(), 10)}
+	it[attrConnectedAt] = millis(connectedAt)
 	it[attrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(conn.expiresAt().Unix(), 10)}
 	it[attrLanes] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{}}
 	if _, err := c.db.PutItem(ctx, &ddb.PutItemInput{TableName: c.table, Item: it}); err != nil {
@@ -254,12 +254,17 @@ func running(attrs map[string]types.AttributeValue, now time.Time) bool {
 	return now.Before(time.UnixMilli(ms))
 }
 
+// millis is t as the item's attributes hold times: Unix milliseconds.
+func millis(t time.Time) *types.AttributeValueMemberN {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(t.UnixMilli(), 10)}
+}
+
 // notRunning returns the condition expression that no turn runs at now
 // (running's rule) on the lane whose attributes are under path ("" for
 // the lane without stream_id, "lanes.#k." for a named lane's entry),
 // setting the value :now of vals it reads.
 func notRunning(path string, vals map[string]types.AttributeValue, now time.Time) string {
-	vals[":now"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(now.UnixMilli(), 10)}
+	vals[":now"] = millis(now)
 	return "(attribute_not_exists(" + path + attrRunning + ") OR " + path + attrRunningUntil + " <= :now)"
 }
 
@@ -431,7 +436,7 @@ func (c *Connection) ensureLanes(ctx context.Context) error {
 // ErrTooManyLanes when it would be one more (then Latest holds the
 // connection's lanes as they are). False when the connection is gone.
 func (c *Connection) Begin(ctx context.Context, lane, requestID string) (bool, error) {
-	until := &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().Add(c.c.TurnTimeout).UnixMilli(), 10)}
+	until := millis(time.Now().Add(c.c.TurnTimeout))
 	vals := map[string]types.AttributeValue{":rid": str(requestID), ":until": until}
 	if lane == "" {
 		_, ok, err := c.update(ctx, "SET turn = :rid, running = :rid, running_until = :until", "", nil, vals)
