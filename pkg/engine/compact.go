@@ -188,16 +188,15 @@ func (r *run) historyParam() string {
 	return "previous_response_id"
 }
 
-// withSummaries returns items, what the model sees of a conversation, as
-// the model sees them: from the latest standalone (server-side)
-// compaction item on, the user messages it carries first, every
-// compaction item replaced by a developer message carrying its summary
-// (opened by openSummaries). Without a standalone item the items are
-// replaced in place.
+// withSummaries returns items, what the model sees of a conversation
+// (the history r continues first, then what follows it), as the model
+// sees them: from the compaction item that stands alone (standsAlone) on,
+// the user messages it carries first (carriedBy), every compaction item
+// replaced by a developer message carrying its summary (opened by
+// openSummaries). Without such an item the items are replaced in place.
 func (r *run) withSummaries(items []api.Item) []api.Item {
-	if at := r.latestStandalone(items); at >= 0 {
-		it := &items[at]
-		items = slices.Concat(carriedMessages(it.ID, r.summaries[it.EncryptedContent].users), items[at:])
+	if at := r.standsAlone(items, r.historyCompactions()); at >= 0 {
+		items = slices.Concat(carriedMessages(items[at].ID, r.carriedBy(items, at)), items[at:])
 	}
 	for i := range items {
 		if it := &items[i]; it.Type == api.ItemCompaction {

@@ -30,8 +30,8 @@ import (
 //     chain does not hold already).
 //   - checkImages, once the conversation is resolved and its compaction
 //     items opened: the input images a model call carries (the
-//     conversation continued and this input, from the latest standalone
-//     compaction item on, the images it carries included), each fetched
+//     conversation continued and this input, from the compaction item
+//     that stands alone on, the images it carries included), each fetched
 //     or decoded by the Bedrock provider on every model call. RunBackground
 //     repeats it too, as it repeats checkRequest.
 //   - checkContent, then: the content parts the model's provider does not
@@ -147,8 +147,8 @@ func (e *Engine) openView(ctx context.Context, r *run) error {
 
 // checkImages checks the input images of what r's model call sees of its
 // conversation: the history it continues and its input, references
-// resolved, which every model call carries; from the latest standalone
-// compaction item on (view), the images it carries included, since
+// resolved, which every model call carries; from the compaction item
+// that stands alone on (view), the images it carries included, since
 // the model sees nothing before it. The compaction items are opened
 // (openSummaries).
 func (e *Engine) checkImages(r *run) error {
@@ -185,17 +185,19 @@ func (e *Engine) checkContent(r *run) error {
 }
 
 // view is what a model call of r sees of its conversation (before
-// truncation): from the latest standalone compaction item on, the user
-// messages it carries (carried), then the items of the history and of the
-// input after it, the input's from the index from; else all of them.
+// truncation): from the compaction item that stands alone (standsAlone:
+// the input's latest standalone one, else the history's latest) on, the
+// user messages it carries (carried, carriedBy), then the items of the
+// history and of the input after it, the input's from the index from;
+// else all of them.
 // param is the parameter that holds what comes before the input items: an
 // input item holding the compaction, or the history's.
 func (r *run) view() (carried [][]api.ContentPart, history []api.Item, param string, input []api.Item, from int) {
-	if at := r.latestStandalone(r.input); at >= 0 {
+	if at := r.standsAlone(r.input, 0); at >= 0 {
 		return r.summaries[r.input[at].EncryptedContent].users, nil, inputParam(at, ""), r.input[at:], at
 	}
-	if at := r.latestStandalone(r.history); at >= 0 {
-		return r.summaries[r.history[at].EncryptedContent].users, r.history[at:], r.historyParam(), r.input, 0
+	if at := r.standsAlone(r.history, len(r.history)); at >= 0 {
+		return r.carriedBy(r.history, at), r.history[at:], r.historyParam(), r.input, 0
 	}
 	return nil, r.history, r.historyParam(), r.input, 0
 }

@@ -21,7 +21,10 @@ import (
 // user messages of the view (their text, images and files: carriedParts)
 // besides the summary, which a /compact window keeps next to its item:
 // the model sees nothing before the latest standalone item of a
-// conversation, wherever it sends it.
+// conversation, wherever it sends it. In the history a request continues
+// every compaction item stands alone so (standsAlone), a /compact or
+// compaction_trigger item carrying the user messages the history holds
+// before it (carriedBy).
 
 // standaloneMark starts the sealed content of a standalone compaction
 // item, followed by the JSON of standaloneContent; the sealed content of
@@ -87,18 +90,47 @@ func (r *run) addSummary(blob string, s summary) {
 	r.summaries[blob] = s
 }
 
-// latestStandalone is the index of the last standalone compaction item of
-// items; -1 when there is none.
-func (r *run) latestStandalone(items []api.Item) int {
-	if len(r.summaries) == 0 {
-		return -1
-	}
-	for i := len(items) - 1; i >= 0; i-- {
-		if it := &items[i]; it.Type == api.ItemCompaction && r.summaries[it.EncryptedContent].standalone {
-			return i
+// standsAlone is the index of the compaction item of items the model
+// sees nothing before: the latest that stands alone, a standalone
+// (server-side) item or any of the first fromHistory compaction items
+// (those of the history a request continues, whatever made them: a
+// server-side compaction, a compaction_trigger's response, a /compact
+// window sent as an earlier input); -1 when none does.
+func (r *run) standsAlone(items []api.Item, fromHistory int) int {
+	at, n := -1, 0
+	for i := range items {
+		if it := &items[i]; it.Type == api.ItemCompaction {
+			if n < fromHistory || r.summaries[it.EncryptedContent].standalone {
+				at = i
+			}
+			n++
 		}
 	}
-	return -1
+	return at
+}
+
+// historyCompactions is the number of compaction items in the history r
+// continues.
+func (r *run) historyCompactions() int {
+	n := 0
+	for i := range r.history {
+		if r.history[i].Type == api.ItemCompaction {
+			n++
+		}
+	}
+	return n
+}
+
+// carriedBy is what the compaction item items[at], which stands alone
+// (standsAlone), carries of the user messages before it: a standalone
+// item's sealed ones; for any other, which the history holds, the user
+// messages the model sees before it (withSummaries), the newest first up
+// to maxCarriedBytes (carriedParts), as a standalone item carries them.
+func (r *run) carriedBy(items []api.Item, at int) [][]api.ContentPart {
+	if s := r.summaries[items[at].EncryptedContent]; s.standalone {
+		return s.users
+	}
+	return carriedParts(r.withSummaries(slices.Clone(items[:at])), maxCarriedBytes)
 }
 
 // carriedMessages are the user messages of msgs (their content parts),

@@ -446,6 +446,43 @@ func TestCompactionTrigger(t *testing.T) {
 	assert.Empty(t, p.requests())
 }
 
+// A compaction item in the history a request continues stands alone
+// whatever made it: a previous_response_id continuation of a
+// compaction_trigger response, and the next response of a conversation
+// that holds one, see, in place of everything before the item, the user
+// messages before it (as a server-side item carries them) and the
+// summary, as a continuation of a server-side compaction does; not the
+// whole conversation the item replaced.
+func TestCompactionTriggerContinued(t *testing.T) {
+	t.Parallel()
+	p := script(text("Hi.", 5, 2), text(theSummary, 30, 10), text("You are Ada.", 5, 3),
+		text(theSummary, 30, 10), text("Still Ada.", 5, 3))
+	e, st := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")))
+	rec, err := run1(t, e, `{"input":[{"role":"developer","content":"be kind"},{"role":"user","content":"I am Ada."}]}`)
+	require.NoError(t, err)
+	first := rec.response(t)
+	rec, err = run1(t, e, `{"previous_response_id":"`+first.ID+`","input":[{"role":"user","content":"Note 7."},{"type":"compaction_trigger"}]}`)
+	require.NoError(t, err)
+	trigger := rec.response(t)
+	require.Equal(t, []string{"compaction"}, types(trigger.Output))
+	_, err = run1(t, e, `{"previous_response_id":"`+trigger.ID+`","input":"Who am I?"}`)
+	require.NoError(t, err)
+	reqs := p.requests()
+	require.Len(t, reqs, 3)
+	assert.Equal(t, "message/user: I am Ada.\nmessage/user: Note 7.\nmessage/developer: "+summaryIntro+theSummary+"\nmessage/user: Who am I?\n",
+		modelText(reqs[2].Items), "the continuation sees the item and what it carries, not the conversation before it")
+
+	// A conversation: the trigger's item is appended to its items.
+	_, conv := newConversation(t, st)
+	_, err = run1(t, e, `{"conversation":"`+conv.ID+`","input":[{"role":"user","content":"I am Ada."},{"role":"assistant","content":"Hi."},{"type":"compaction_trigger"}]}`)
+	require.NoError(t, err)
+	_, err = run1(t, e, `{"conversation":"`+conv.ID+`","input":"Who am I?"}`)
+	require.NoError(t, err)
+	reqs = p.requests()
+	require.Len(t, reqs, 5)
+	assert.Equal(t, "message/user: I am Ada.\nmessage/developer: "+summaryIntro+theSummary+"\nmessage/user: Who am I?\n", modelText(reqs[4].Items))
+}
+
 // A background run handed off between a model call and the next one
 // resumes counting from the provider's count it checkpointed
 // (store.Record.Rendered), not from the estimate alone: the count of the
@@ -560,6 +597,27 @@ func TestServerCompactionImagesCounted(t *testing.T) {
 	_, err = run1(t, e, `{"previous_response_id":"`+first.ID+`","input":[{"role":"user","content":[`+img("c")+`]}]}`)
 	require.NoError(t, err)
 	assert.Len(t, p.requests(), 3)
+}
+
+// The images of the history before its compaction_trigger item no longer
+// count against LAMBENT_LIMIT_IMAGES in a continuation: an inline image
+// over what the item carries (20,000 tokens) is left out of what the
+// model sees, so the continuation may add as many as the limit.
+func TestCompactionTriggerContinuedImagesCounted(t *testing.T) {
+	t.Parallel()
+	p := script(text("A cat.", 1, 1), text(theSummary, 1, 1), text("Two dogs.", 1, 1))
+	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")), func(c *Config) { c.Limits.Images = 2 })
+	data := `{"type":"input_image","image_url":"data:image/png;base64,` + strings.Repeat("A", maxCarriedBytes) + `"}`
+	rec, err := run1(t, e, `{"input":[{"role":"user","content":[`+data+`]}]}`)
+	require.NoError(t, err)
+	rec, err = run1(t, e, `{"previous_response_id":"`+rec.response(t).ID+`","input":[{"type":"compaction_trigger"}]}`)
+	require.NoError(t, err)
+	img := `{"type":"input_image","image_url":"https://example.com/a.png"}`
+	_, err = run1(t, e, `{"previous_response_id":"`+rec.response(t).ID+`","input":[{"role":"user","content":[`+img+`,`+img+`]}]}`)
+	require.NoError(t, err)
+	reqs := p.requests()
+	require.Len(t, reqs, 3)
+	assert.Equal(t, "message/user: [image omitted by compaction]\nmessage/developer: "+summaryIntro+theSummary+"\nmessage/user: \n", modelText(reqs[2].Items))
 }
 
 // Images over LAMBENT_LIMIT_IMAGES before the input items the model sees
