@@ -427,6 +427,23 @@ func (it *Item) OutputText() string {
 	return string(b)
 }
 
+// Screenshot returns the input_image a computer_call_output's screenshot
+// is to the model (its image_url and file_id), and false when the item is
+// not one or its output names no image.
+func (it *Item) Screenshot() (ContentPart, bool) {
+	if it.Type != ItemComputerCallOutput {
+		return ContentPart{}, false
+	}
+	var shot struct {
+		ImageURL string `json:"image_url"`
+		FileID   string `json:"file_id"`
+	}
+	if json.Unmarshal(it.OutputRaw, &shot) != nil || (shot.ImageURL == "" && shot.FileID == "") {
+		return ContentPart{}, false
+	}
+	return ContentPart{Type: PartInputImage, ImageURL: shot.ImageURL, FileID: shot.FileID}, true
+}
+
 // MarshalJSON writes the item in the shape of its type:
 //
 //	message:              type, id, status, role, content ([] when nil), phase (omitted when empty)

@@ -299,12 +299,8 @@ func (ts *toolset) modelItem(it *api.Item) api.Item {
 	case api.ItemComputerCallOutput:
 		c := output("", false)
 		c.OutputParts = []api.ContentPart{{Type: api.PartInputText, Text: "Action performed. The screen after it:"}}
-		var shot struct {
-			ImageURL string `json:"image_url"`
-			FileID   string `json:"file_id"`
-		}
-		if json.Unmarshal(it.OutputRaw, &shot) == nil && (shot.ImageURL != "" || shot.FileID != "") {
-			c.OutputParts = append(c.OutputParts, api.ContentPart{Type: api.PartInputImage, ImageURL: shot.ImageURL, FileID: shot.FileID})
+		if shot, ok := it.Screenshot(); ok {
+			c.OutputParts = append(c.OutputParts, shot)
 		}
 		return c
 	case api.ItemApplyPatchCallOutput:

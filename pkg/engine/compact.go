@@ -159,24 +159,36 @@ func (e *Engine) openSummaries(ctx context.Context, r *run) error {
 			if part.input {
 				param = inputParam(i, "encrypted_content")
 			}
-			if e.cfg.Compaction == nil {
-				err := compactionUnavailable()
-				err.Param = param
-				return err
-			}
-			plain, err := e.cfg.Compaction.Open(tenant.From(ctx), it.EncryptedContent)
-			var s summary
-			if err == nil {
-				s, err = openedSummary(plain)
-			}
+			s, err := e.openSummary(ctx, param, it.EncryptedContent)
 			if err != nil {
-				return api.InvalidRequestCode(param, "invalid_encrypted_content",
-					"The encrypted_content of the compaction item could not be verified (%v): send compaction items back unchanged, to the gateway and organization that created them.", err)
+				return err
 			}
 			r.addSummary(it.EncryptedContent, s)
 		}
 	}
 	return nil
+}
+
+// openSummary opens a compaction item's blob for the request's tenant: a
+// 400 invalid_encrypted_content naming param when it does not open
+// (altered, another tenant's, or sealed with a key this gateway no longer
+// holds), compactionUnavailable on a gateway without keys.
+func (e *Engine) openSummary(ctx context.Context, param, blob string) (summary, error) {
+	if e.cfg.Compaction == nil {
+		err := compactionUnavailable()
+		err.Param = param
+		return summary{}, err
+	}
+	plain, err := e.cfg.Compaction.Open(tenant.From(ctx), blob)
+	var s summary
+	if err == nil {
+		s, err = openedSummary(plain)
+	}
+	if err != nil {
+		return summary{}, api.InvalidRequestCode(param, "invalid_encrypted_content",
+			"The encrypted_content of the compaction item could not be verified (%v): send compaction items back unchanged, to the gateway and organization that created them.", err)
+	}
+	return s, nil
 }
 
 // historyParam is the request's parameter that holds r's history: the

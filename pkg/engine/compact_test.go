@@ -317,6 +317,70 @@ func TestCompactionItemInConversationNamesConversation(t *testing.T) {
 	assert.Equal(t, "conversation", ae.Param, ae.Message)
 }
 
+// A compaction item added to a conversation (its create's items, an
+// items-create) whose blob does not open for the tenant (altered, another
+// tenant's, sealed with a key this gateway does not hold) is the 400 a
+// response's input gets, naming the item, and nothing is stored: it
+// failed only when a response used the conversation.
+func TestConversationCompactionItemRejected(t *testing.T) {
+	t.Parallel()
+	st := store.NewMemory(store.MemoryConfig{})
+	onStore := func(c *Config) { c.Store = st }
+	p := script(text(theSummary, 1, 1))
+	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")), onStore)
+	acme := tenant.With(context.Background(), "acme")
+	out, err := e.Compact(acme, compactReq(t, `{"input":"hi"}`))
+	require.NoError(t, err)
+	blob := out.Output[1].EncryptedContent
+	tampered := []byte(blob)
+	tampered[len(tampered)-5] ^= 0x02
+	retired, _ := newEngine(t, script(), nil, withKeys(testKeyring(t, "k2")), onStore)
+
+	items := func(blob string) []api.Item {
+		b := `{"items":[{"type":"message","role":"user","content":"x"},{"type":"compaction","encrypted_content":"` + blob + `"}]}`
+		req, err := api.DecodeConversationCreate([]byte(b))
+		require.NoError(t, err)
+		return req.Items
+	}
+	conv, err := e.CreateConversation(acme, &api.ConversationCreateRequest{Items: items(blob)})
+	require.NoError(t, err, "the owner's blob is taken")
+	globex := tenant.With(context.Background(), "globex")
+	other, err := e.CreateConversation(globex, &api.ConversationCreateRequest{})
+	require.NoError(t, err)
+	for name, tc := range map[string]struct {
+		e    *Engine
+		ctx  context.Context
+		conv string
+		blob string
+	}{
+		"tampered":     {e, acme, conv.ID, string(tampered)},
+		"other tenant": {e, globex, other.ID, blob},
+		"retired key":  {retired, acme, conv.ID, blob},
+		"garbage":      {e, acme, conv.ID, "k1.%%%"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			wantRefused := func(err error) {
+				t.Helper()
+				require.Error(t, err)
+				ae := api.AsError(err)
+				assert.Equal(t, 400, ae.Status)
+				assert.Equal(t, "invalid_encrypted_content", ae.Code)
+				assert.Equal(t, "items[1].encrypted_content", ae.Param)
+			}
+			before, err := tc.e.ListConversationItems(tc.ctx, tc.conv, api.ListOptions{Limit: 100, Order: "asc"})
+			require.NoError(t, err)
+			_, err = tc.e.AddConversationItems(tc.ctx, tc.conv, items(tc.blob))
+			wantRefused(err)
+			after, err := tc.e.ListConversationItems(tc.ctx, tc.conv, api.ListOptions{Limit: 100, Order: "asc"})
+			require.NoError(t, err)
+			assert.Equal(t, before, after, "the conversation is unchanged")
+			_, err = tc.e.CreateConversation(tc.ctx, &api.ConversationCreateRequest{Items: items(tc.blob)})
+			wantRefused(err)
+		})
+	}
+	assert.Len(t, p.requests(), 1, "only the compaction called the model")
+}
+
 // A POST /v1/responses/compact summary is sealed as the model wrote it,
 // and the model's text decides nothing: one that starts as a standalone
 // (server-side) item's sealed content, which the conversation's text can

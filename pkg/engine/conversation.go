@@ -108,12 +108,25 @@ func apiConversation(c *store.Conversation) *api.Conversation {
 }
 
 // checkConversationItems checks the items of one call (param names them):
-// their number, and the form of the ids they bring.
-func (e *Engine) checkConversationItems(param string, items []api.Item) error {
+// their number, the form of the ids they bring, and that each compaction
+// item's blob opens for the tenant (openSummary), as a response's input
+// is checked: a conversation never holds a blob that fails only when a
+// response uses it.
+func (e *Engine) checkConversationItems(ctx context.Context, param string, items []api.Item) error {
 	if n, l := len(items), e.cfg.Limits.ConversationItemsPerCall; n > l {
 		return limits.Exceeded(param, "the number of items added to a conversation in one call", n, l)
 	}
-	return checkItemIDs(param, items, true)
+	if err := checkItemIDs(param, items, true); err != nil {
+		return err
+	}
+	for i := range items {
+		if it := &items[i]; it.Type == api.ItemCompaction {
+			if _, err := e.openSummary(ctx, param+"["+strconv.Itoa(i)+"].encrypted_content", it.EncryptedContent); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // checkItemIDs refuses item ids that cannot be a conversation item's id
@@ -145,7 +158,7 @@ func (e *Engine) CreateConversation(ctx context.Context, req *api.ConversationCr
 		return nil, &api.Error{Status: http.StatusNotImplemented, Type: api.ErrTypeInvalidRequest, Code: "conversations_unavailable",
 			Message: "This gateway's store keeps no conversations."}
 	}
-	if err := e.checkConversationItems("items", req.Items); err != nil {
+	if err := e.checkConversationItems(ctx, "items", req.Items); err != nil {
 		return nil, err
 	}
 	store.AssignItemIDs(req.Items)
@@ -207,7 +220,7 @@ func (e *Engine) AddConversationItems(ctx context.Context, id string, items []ap
 	if err != nil {
 		return nil, err
 	}
-	if err := e.checkConversationItems("items", items); err != nil {
+	if err := e.checkConversationItems(ctx, "items", items); err != nil {
 		return nil, err
 	}
 	store.AssignItemIDs(items)

@@ -110,6 +110,32 @@ func TestMCPRemote_ListCallContinue(t *testing.T) {
 	assert.Equal(t, []string{"message", "function_call:echo", "function_call_output", "message", "message"}, types(reqs[2].Items))
 }
 
+// An MCP tool's image content reaches the model as its JSON text within
+// the output bound, never as an image: a run at LAMBENT_LIMIT_IMAGES
+// whose tool returns images makes every model call with the images its
+// input was counted for, no more.
+func TestMCPRemote_ImageOutputIsText(t *testing.T) {
+	t.Parallel()
+	srv := startMCP(t, mcptest.Options{Image: true})
+	p := script(calls(1, 1, call("c1", "image", `{}`)), calls(1, 1, call("c2", "image", `{}`)), text("done", 1, 1))
+	e, _ := newEngine(t, p, nil, withMCP, func(c *Config) { c.Limits.Images = 1 })
+	tool := mcpServerTool(srv.Endpoint, `,"require_approval":"never","allowed_tools":["image"]`)
+	rec, err := run1(t, e, `{"input":[{"role":"user","content":[{"type":"input_text","text":"look"},`+
+		`{"type":"input_image","image_url":"https://images.invalid/a.png"}]}],"tools":[`+tool+`]}`)
+	require.NoError(t, err)
+	r := rec.openAIResponse(t)
+	assert.Equal(t, api.StatusCompleted, r.Status)
+	reqs := p.requests()
+	require.Len(t, reqs, 3)
+	for i, req := range reqs {
+		assert.Equal(t, 1, countImages(req.Items), "model call %d", i)
+	}
+	out := reqs[2].Items[len(reqs[2].Items)-1]
+	require.Equal(t, api.ItemFunctionCallOutput, out.Type)
+	assert.Empty(t, out.OutputParts)
+	assert.Contains(t, out.Output, `"type":"image"`)
+}
+
 // 16 calls of one turn run concurrently: the server's barrier releases
 // them only when all are in flight.
 func TestMCPRemote_ConcurrentCalls(t *testing.T) {

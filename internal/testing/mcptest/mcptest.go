@@ -17,6 +17,8 @@
 //     report (WorkOutput);
 //   - wait {}: answers once Options.Barrier calls of it are in flight
 //     (then the next that many make the next round);
+//   - image {} (only with Options.Image): an image content (a PNG's
+//     first bytes) beside the text "a screenshot";
 //   - noop {}: "ok".
 package mcptest
 
@@ -49,6 +51,8 @@ type Options struct {
 	JSONResponse bool
 	// Work adds the work tool (measurements of agentic loops).
 	Work bool
+	// Image adds the image tool.
+	Image bool
 	// EndDelay sends the end of each event stream answering a request
 	// that much after its last event, as a network may (the last chunk of
 	// a chunked body in a packet of its own).
@@ -177,6 +181,12 @@ func NewServer(opts Options) *sdk.Server {
 				return nil, nil, err
 			}
 			return text(WorkOutput(in.Bytes)), nil, nil
+		})
+	}
+	if opts.Image {
+		sdk.AddTool(s, &sdk.Tool{Name: "image", Description: "Take a screenshot."}, func(context.Context, *sdk.CallToolRequest, Empty) (*sdk.CallToolResult, any, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "a screenshot"},
+				&sdk.ImageContent{Data: []byte("\x89PNG\r\n\x1a\n"), MIMEType: "image/png"}}}, nil, nil
 		})
 	}
 	sdk.AddTool(s, &sdk.Tool{Name: "wait", Description: "Answer once enough calls wait."}, func(ctx context.Context, _ *sdk.CallToolRequest, _ Empty) (*sdk.CallToolResult, any, error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/testing/fakebedrock"
+	"github.com/lambent/lambent/internal/testing/mcptest"
 )
 
 // Computer use through openai-go on Bedrock: Claude's call of the
@@ -52,4 +53,44 @@ func TestGatewayComputerUseScreenshot(t *testing.T) {
 	require.NotNil(t, res.Content[1].Image)
 	assert.Equal(t, "png", res.Content[1].Image.Format)
 	assert.Equal(t, png, res.Content[1].Image.Source.Bytes)
+}
+
+// A computer call's screenshot given by file_id, which Bedrock cannot
+// read, is refused with the 400 a message's file_id image gets, before
+// anything connects: the request's MCP server is never contacted, Bedrock
+// not called again.
+func TestGatewayComputerScreenshotFileIDRefusedFirst(t *testing.T) {
+	fake := fakebedrock.New(
+		fakebedrock.Turn{ToolUses: []fakebedrock.ToolUse{{ID: "tooluse_cu", Name: "computer_use_preview", Input: `{"type":"screenshot"}`}}},
+		fakebedrock.Turn{Text: "A desktop."},
+	)
+	client := gateway(t, fake, map[string]string{"LAMBENT_FETCH_ALLOW_HOSTS": "127.0.0.1"})
+	ctx := context.Background()
+	tools := []responses.ToolUnionParam{{OfComputerUsePreview: &responses.ComputerUsePreviewToolParam{
+		DisplayWidth: 1280, DisplayHeight: 800, Environment: responses.ComputerUsePreviewToolEnvironmentLinux}}}
+	r, err := client.Responses.New(ctx, responses.ResponseNewParams{
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("What is on the screen?")}, Tools: tools,
+	})
+	require.NoError(t, err)
+	require.Len(t, r.Output, 1)
+	cu := r.Output[0].AsComputerCall()
+
+	srv := mcptest.StartStreamable(mcptest.Options{})
+	defer srv.Close()
+	tools = append(tools, responses.ToolUnionParam{OfMcp: &responses.ToolMcpParam{ServerLabel: "docs", ServerURL: openai.String(srv.Endpoint),
+		RequireApproval: responses.ToolMcpRequireApprovalUnionParam{OfMcpToolApprovalSetting: openai.String("never")}}})
+	_, err = client.Responses.New(ctx, responses.ResponseNewParams{
+		PreviousResponseID: openai.String(r.ID), Tools: tools,
+		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{{OfComputerCallOutput: &responses.ResponseInputItemComputerCallOutputParam{
+			CallID: cu.CallID, Output: responses.ResponseComputerToolCallOutputScreenshotParam{FileID: openai.String("file_123")}}}}},
+	})
+	var apiErr *openai.Error
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, 400, apiErr.StatusCode)
+	require.Equal(t, "unsupported_content", apiErr.Code)
+	require.Contains(t, apiErr.Message, "input_image by file_id is not supported")
+	srv.Idle()
+	require.Zero(t, len(srv.Headers()), "requests the MCP server received before the refusal")
+	require.Zero(t, srv.Connections(), "the MCP server was connected to before the refusal")
+	require.Len(t, fake.Requests(), 1, "Bedrock was called again")
 }

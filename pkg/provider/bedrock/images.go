@@ -182,13 +182,18 @@ func imageFormat(mediaType string) (types.ImageFormat, bool) {
 // CheckContent returns the 400 of the first content part of items this
 // provider does not send, which the conversion of a model call refuses
 // too: a message's (provider.CheckMessages), or an input_image by file_id
-// of a function call's output (resultImages).
+// of a function call's output or a computer call's screenshot (which the
+// engine hands the model as a function call's output; resultImages).
 func (p *Provider) CheckContent(items []api.Item) error {
 	if err := provider.CheckMessages(items); err != nil {
 		return err
 	}
 	for i := range items {
-		if it := &items[i]; it.Type == api.ItemFunctionCallOutput {
+		it := &items[i]
+		if shot, ok := it.Screenshot(); ok && shot.ImageURL == "" {
+			return provider.ImageFileID()
+		}
+		if it.Type == api.ItemFunctionCallOutput {
 			for j := range it.OutputParts {
 				if part := &it.OutputParts[j]; part.Type == api.PartInputImage && part.ImageURL == "" {
 					return provider.ImageFileID()

@@ -103,7 +103,7 @@ func TestImages(t *testing.T) {
 
 // CheckContent refuses, before a call, what converting the call refuses:
 // a message's input_file and file_id image, a function output's file_id
-// image; an image by URL passes.
+// image, a computer call's screenshot by file_id; an image by URL passes.
 func TestCheckContent(t *testing.T) {
 	t.Parallel()
 	p := bedrock.New(bedrock.Config{})
@@ -112,11 +112,14 @@ func TestCheckContent(t *testing.T) {
 		{Type: api.ItemMessage, Role: api.RoleUser, Content: []api.ContentPart{{Type: api.PartInputFile, FileData: "abc"}}},
 		{Type: api.ItemMessage, Role: api.RoleDeveloper, Content: []api.ContentPart{{Type: api.PartInputImage, ImageURL: "https://example.com/a.png"}}},
 		{Type: api.ItemFunctionCallOutput, CallID: "c1", OutputParts: []api.ContentPart{{Type: api.PartInputImage, FileID: "file_1"}}},
+		{Type: api.ItemComputerCallOutput, CallID: "c1", OutputRaw: []byte(`{"type":"computer_screenshot","file_id":"file_1"}`)},
 	} {
 		ae := requireAPIError(t, p.CheckContent([]api.Item{it}), 400, api.ErrTypeInvalidRequest, "unsupported_content")
 		require.Equal(t, "input", ae.Param)
 	}
 	require.NoError(t, p.CheckContent([]api.Item{imageMessage("https://example.com/a.png")}))
+	require.NoError(t, p.CheckContent([]api.Item{{Type: api.ItemComputerCallOutput, CallID: "c1",
+		OutputRaw: []byte(`{"type":"computer_screenshot","image_url":"https://example.com/a.png","file_id":"file_1"}`)}}))
 }
 
 // CheckContent refuses what a model call's conversion refuses with the
