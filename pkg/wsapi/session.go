@@ -75,6 +75,16 @@ type Cache interface {
 	Lanes(ctx context.Context) (map[string]string, error)
 }
 
+// RunningCache is a Cache that also knows the responses running on the
+// connection's lanes beyond its Session (apigw's connection, each of whose
+// turns runs on a Session of its own), for a response.steer.
+type RunningCache interface {
+	Cache
+	// Running returns the id of the response running on each lane that
+	// runs one, as far as known.
+	Running(ctx context.Context) (map[string]string, error)
+}
+
 // Session processes the messages of one connection. The transport calls
 // Handle for each message; it may call it concurrently for messages of
 // different lanes (stream_id), but the messages of a lane one at a time,
@@ -96,6 +106,11 @@ type Session struct {
 	// pacing.DefaultOpeningHold; negative: until it does, or until the
 	// response's next event): see eventWriter.
 	OpeningHold time.Duration
+	// ResponseID, when set, is the id the response of the response.create
+	// it handles gets (engine.IdentifiedWriter): a new one, which the
+	// transport noted beforehand (apigw, whose Session handles one
+	// message). "": the engine makes one.
+	ResponseID string
 
 	mu sync.Mutex
 	// running is the lanes with a response.create in Handle, each with
@@ -179,7 +194,7 @@ func (s *Session) create(ctx context.Context, c *Create) error {
 		hold = pacing.DefaultOpeningHold
 	}
 	w := &eventWriter{ctx: ctx, send: s.Sender, limit: s.WriteLimit, cache: laneCache{c: s.Cache, lane: c.StreamID}, lane: c.StreamID, hold: hold,
-		identified: func(id string) { s.identify(c.StreamID, id) }}
+		id: s.ResponseID, identified: func(id string) { s.identify(c.StreamID, id) }}
 	err := s.Service.CreateResponse(ctx, req, w)
 	// What the engine left held (nothing, when it opened or took back the
 	// opening) goes out before the turn ends, never after it.
@@ -255,13 +270,21 @@ func (s *Session) leaveLane(lane string) {
 	delete(s.running, lane)
 }
 
-// laneOf returns the lane of response id: the one it runs on, else the
-// one the cache keeps it as the latest of ("": none).
+// laneOf returns the lane of response id: the one it runs on (on this
+// Session, else as a RunningCache knows), else the one the cache keeps it
+// as the latest of ("": none).
 func (s *Session) laneOf(ctx context.Context, id string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for lane, rid := range s.running {
-		if rid == id {
+	if lane, ok := laneWith(s.running, id); ok {
+		return lane
+	}
+	if rc, ok := s.Cache.(RunningCache); ok {
+		running, err := rc.Running(ctx)
+		if err != nil {
+			s.logger().ErrorContext(ctx, "websocket: read the connection's running responses", "err", err)
+		}
+		if lane, ok := laneWith(running, id); ok {
 			return lane
 		}
 	}
@@ -269,12 +292,19 @@ func (s *Session) laneOf(ctx context.Context, id string) string {
 	if err != nil {
 		s.logger().ErrorContext(ctx, "websocket: read the connection's lanes", "err", err)
 	}
-	for lane, rid := range lanes {
+	lane, _ := laneWith(lanes, id)
+	return lane
+}
+
+// laneWith returns the lane of ids (lane to response id) whose response
+// is id.
+func laneWith(ids map[string]string, id string) (string, bool) {
+	for lane, rid := range ids {
 		if rid == id {
-			return lane
+			return lane, true
 		}
 	}
-	return ""
+	return "", false
 }
 
 // steer answers the response.steer whose fields are fields with
@@ -353,6 +383,8 @@ type eventWriter struct {
 	// lane is the response's stream_id ("": none).
 	lane string
 	hold time.Duration
+	// id is the id the transport chose for the response ("": none).
+	id string
 	// identified, when set, is told the response's id once known.
 	identified func(id string)
 
@@ -501,7 +533,14 @@ func withStreamID(data []byte, lane string) ([]byte, error) {
 	return append(out, '}'), nil
 }
 
-var _ engine.ConnectionWriter = (*eventWriter)(nil)
+var (
+	_ engine.ConnectionWriter = (*eventWriter)(nil)
+	_ engine.IdentifiedWriter = (*eventWriter)(nil)
+)
+
+// ResponseID implements engine.IdentifiedWriter: the id Session.ResponseID
+// chose, if any.
+func (w *eventWriter) ResponseID() string { return w.id }
 
 // ConnectionCache implements engine.ConnectionWriter.
 func (w *eventWriter) ConnectionCache() engine.ConnectionCache { return w.cache }
