@@ -254,7 +254,8 @@ func (a *App) build(ctx context.Context, cfg Config, log *slog.Logger, opts *Opt
 	a.Engine = eng
 	hc := httpapi.Config{Service: eng, MaxBody: cfg.Server.MaxBody, Logger: log, Tenants: cfg.Tenants(), AllowedHosts: cfg.Server.AllowedHosts,
 		Pacing: pacing.Config{KeepAlive: cfg.Loop.KeepAlive}, Models: a.models,
-		WebSocket: wsapi.Config{TenantConnections: cfg.Limits.TenantWebSockets, CacheBytes: int64(cfg.Limits.WebSocketCacheBytes)}}
+		WebSocket: wsapi.Config{TenantConnections: cfg.Limits.TenantWebSockets, CacheBytes: int64(cfg.Limits.WebSocketCacheBytes),
+			TenantCacheBytes: int64(cfg.Limits.TenantWebSocketCacheBytes)}}
 	if obs.prometheus != nil {
 		keys, err := metricsKeys(cfg)
 		if err != nil {

@@ -33,6 +33,27 @@ type ConnectionWriter interface {
 	ConnectionCache() ConnectionCache
 }
 
+// IdentifiedWriter is implemented by a ResponseWriter whose transport
+// chose the id of the response it is written (WebSocket mode on API
+// Gateway, whose turn notes the id of its response on the connection
+// before the response begins): CreateResponse gives the response that id,
+// a new one when it is "". The id must be a new one, from
+// api.NewID(api.PrefixResponse). A writer that wraps one must implement it
+// too.
+type IdentifiedWriter interface {
+	ResponseWriter
+	// ResponseID returns the id of the response written.
+	ResponseID() string
+}
+
+// chosenID returns the response id w's transport chose ("": none).
+func chosenID(w ResponseWriter) string {
+	if iw, ok := w.(IdentifiedWriter); ok {
+		return iw.ResponseID()
+	}
+	return ""
+}
+
 // connectionCache returns the cache of w's connection, nil when w keeps
 // no connection open.
 func connectionCache(w ResponseWriter) ConnectionCache {

@@ -67,7 +67,7 @@ func (e *Engine) CreateResponse(ctx context.Context, req *api.CreateResponseRequ
 	}
 	defer e.inflight.leave(t)
 	cache := connectionCache(w)
-	r, err := e.prepare(ctx, req, "", cache)
+	r, err := e.prepare(ctx, req, chosenID(w), cache)
 	if err != nil {
 		return err
 	}

@@ -84,3 +84,37 @@ func TestWebSocketCacheBytesEvictsOldest(t *testing.T) {
 		ws.create(fmt.Sprintf(`{"type":"response.create","store":false,"stream_id":%q,"previous_response_id":%q,"input":"more"}`, lane, id))
 	}
 }
+
+// A tenant's connections together keep at most
+// LAMBENT_LIMIT_TENANT_WEBSOCKET_CACHE_BYTES: a response that takes the
+// tenant past it evicts the tenant's least recently kept one, on another
+// of its connections too, while another tenant's, older still, is kept:
+// tenants never share that budget.
+func TestWebSocketTenantCacheBytes(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, wsModel(nil), map[string]string{
+		"LAMBENT_API_KEYS":                           "acme=" + wsKeyA + ",globex=" + wsKeyB,
+		"LAMBENT_LIMIT_WEBSOCKET_CACHE_BYTES":        fmt.Sprint(wsCacheLimit),
+		"LAMBENT_LIMIT_TENANT_WEBSOCKET_CACHE_BYTES": fmt.Sprint(wsCacheLimit),
+	})
+	const chunk = 400 << 10
+	create := func(ws *wsConn, lane string) string {
+		evs := ws.create(fmt.Sprintf(`{"type":"response.create","store":false,"stream_id":%q,"input":%q}`, lane, wsChunk(chunk)))
+		return last(evs).Response.ID
+	}
+	other := dialWS(t, g.srv, wsKeyB)
+	first, second := dialWS(t, g.srv, wsKeyA), dialWS(t, g.srv, wsKeyA)
+	o := create(other, "o")
+	a := create(first, "a")
+	b := create(second, "b")
+	c := create(second, "c") // a, b and c do not fit in acme's budget together: a, its oldest, goes.
+	first.send(fmt.Sprintf(`{"type":"response.create","store":false,"stream_id":"a","previous_response_id":%q,"input":"more"}`, a))
+	evs, e := first.turn()
+	require.NotNil(t, e, "the tenant's oldest response was kept beside two newer ones over the tenant's limit: its continuation ran (%d events)", len(evs))
+	require.Equal(t, http.StatusNotFound, e.Status, "%+v", e)
+	require.Equal(t, "previous_response_not_found", *e.Error.Code)
+	for lane, id := range map[string]string{"b": b, "c": c} {
+		second.create(fmt.Sprintf(`{"type":"response.create","store":false,"stream_id":%q,"previous_response_id":%q,"input":"more"}`, lane, id))
+	}
+	other.create(fmt.Sprintf(`{"type":"response.create","store":false,"stream_id":"o","previous_response_id":%q,"input":"more"}`, o))
+}

@@ -12,7 +12,8 @@
 // server or image with an error, never unbounded work. A tenant's counts
 // on one instance (TenantInFlight, TenantWebSockets) refuse with a 429
 // rate_limit_exceeded instead, and a WebSocket connection's store:false
-// cache (WebSocketCacheBytes) evicts its least recently kept responses.
+// cache (WebSocketCacheBytes), and a tenant's connections' caches together
+// (TenantWebSocketCacheBytes), evict their least recently kept responses.
 package limits
 
 import (
@@ -92,6 +93,13 @@ type Limits struct {
 	// evicts the least recently kept ones, and one larger by itself is
 	// not kept (LAMBENT_LIMIT_WEBSOCKET_CACHE_BYTES, default 64 MiB).
 	WebSocketCacheBytes int
+	// TenantWebSocketCacheBytes bounds the store:false responses all the
+	// WebSocket connections of one tenant keep in memory together on one
+	// local gateway instance, as WebSocketCacheBytes measures them: a
+	// response that would pass it evicts the tenant's least recently kept
+	// ones, on any of its connections, never another tenant's
+	// (LAMBENT_LIMIT_TENANT_WEBSOCKET_CACHE_BYTES, default 256 MiB).
+	TenantWebSocketCacheBytes int
 	// ConversationItemsPerCall bounds the items one call adds to a
 	// conversation: POST /v1/conversations (its first items) and POST
 	// /v1/conversations/{id}/items (LAMBENT_LIMIT_CONVERSATION_ITEMS_PER_CALL,
@@ -121,6 +129,9 @@ const (
 	DefaultTenantInFlight      = 64
 	DefaultTenantWebSockets    = 16
 	DefaultWebSocketCacheBytes = 64 << 20
+	// DefaultTenantWebSocketCacheBytes is a quarter of what
+	// DefaultTenantWebSockets connections could keep otherwise (1 GiB).
+	DefaultTenantWebSocketCacheBytes = 256 << 20
 	// DefaultConversationItemsPerCall is OpenAI's limit of items per call.
 	DefaultConversationItemsPerCall = 20
 	DefaultConversationItems        = 2000
@@ -150,6 +161,7 @@ func (l Limits) WithDefaults() Limits {
 	def(&l.TenantInFlight, DefaultTenantInFlight)
 	def(&l.TenantWebSockets, DefaultTenantWebSockets)
 	def(&l.WebSocketCacheBytes, DefaultWebSocketCacheBytes)
+	def(&l.TenantWebSocketCacheBytes, DefaultTenantWebSocketCacheBytes)
 	def(&l.ConversationItemsPerCall, DefaultConversationItemsPerCall)
 	def(&l.ConversationItems, DefaultConversationItems)
 	if l.MCPReplyBytes <= 0 {
@@ -184,6 +196,7 @@ func Settings() []Setting {
 		{"LAMBENT_LIMIT_TENANT_IN_FLIGHT", func(l *Limits) *int { return &l.TenantInFlight }},
 		{"LAMBENT_LIMIT_TENANT_WEBSOCKETS", func(l *Limits) *int { return &l.TenantWebSockets }},
 		{"LAMBENT_LIMIT_WEBSOCKET_CACHE_BYTES", func(l *Limits) *int { return &l.WebSocketCacheBytes }},
+		{"LAMBENT_LIMIT_TENANT_WEBSOCKET_CACHE_BYTES", func(l *Limits) *int { return &l.TenantWebSocketCacheBytes }},
 		{"LAMBENT_LIMIT_CONVERSATION_ITEMS_PER_CALL", func(l *Limits) *int { return &l.ConversationItemsPerCall }},
 		{"LAMBENT_LIMIT_CONVERSATION_ITEMS", func(l *Limits) *int { return &l.ConversationItems }},
 	}

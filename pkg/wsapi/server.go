@@ -75,6 +75,12 @@ type Config struct {
 	// memory (NewMemoryCache; default limits.DefaultWebSocketCacheBytes;
 	// LAMBENT_LIMIT_WEBSOCKET_CACHE_BYTES).
 	CacheBytes int64
+	// TenantCacheBytes bounds the store:false responses all the
+	// connections of one tenant keep together (CacheBudget; default
+	// limits.DefaultTenantWebSocketCacheBytes;
+	// LAMBENT_LIMIT_TENANT_WEBSOCKET_CACHE_BYTES): each tenant has a
+	// budget of its own.
+	TenantCacheBytes int64
 }
 
 // Server is the local WebSocket front door: its ServeHTTP upgrades an
@@ -88,11 +94,19 @@ type Server struct {
 	closing chan struct{}
 	closed  bool
 	conns   sync.WaitGroup
-	// tenants counts each tenant's open connections (never 0).
-	tenants map[string]int
+	// tenants holds what each tenant with open connections shares.
+	tenants map[string]*tenantConns
 	// abort ends every connection at once (stop: Shutdown's deadline).
 	abort context.Context
 	stop  context.CancelFunc
+}
+
+// tenantConns is what a tenant's open connections share.
+type tenantConns struct {
+	// n counts them (never 0).
+	n int
+	// budget bounds their caches together.
+	budget *CacheBudget
 }
 
 // NewServer returns a server for cfg.
@@ -119,7 +133,7 @@ func NewServer(cfg Config) *Server {
 		cfg.TenantConnections = DefaultTenantConnections
 	}
 	abort, stop := context.WithCancel(context.Background())
-	return &Server{cfg: cfg, log: cfg.Logger, closing: make(chan struct{}), tenants: make(map[string]int), abort: abort, stop: stop}
+	return &Server{cfg: cfg, log: cfg.Logger, closing: make(chan struct{}), tenants: make(map[string]*tenantConns), abort: abort, stop: stop}
 }
 
 // IsUpgrade reports whether r asks for a WebSocket.
@@ -133,7 +147,8 @@ func IsUpgrade(r *http.Request) bool {
 // connections gets a 429.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t := tenant.From(r.Context())
-	if e := s.enter(t); e != nil {
+	budget, e := s.enter(t)
+	if e != nil {
 		e.WriteHTTP(w, requestid.From(r.Context()))
 		return
 	}
@@ -143,32 +158,39 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.log.InfoContext(r.Context(), "websocket upgrade refused", "err", err)
 		return
 	}
-	s.serve(r.Context(), c)
+	s.serve(r.Context(), c, budget)
 }
 
-// enter admits a connection of tenant t, for leave; the error refuses
-// it: the server is shutting down, or t holds TenantConnections.
-func (s *Server) enter(t string) *api.Error {
+// enter admits a connection of tenant t, for leave, and returns the
+// tenant's cache budget; the error refuses it: the server is shutting
+// down, or t holds TenantConnections.
+func (s *Server) enter(t string) (*CacheBudget, *api.Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return &api.Error{Status: http.StatusServiceUnavailable, Type: api.ErrTypeServer, Code: "server_shutting_down",
+		return nil, &api.Error{Status: http.StatusServiceUnavailable, Type: api.ErrTypeServer, Code: "server_shutting_down",
 			Message: "The server is shutting down."}
 	}
-	if n := s.tenants[t]; n >= s.cfg.TenantConnections {
-		return api.RateLimited(api.RetryAfterSeconds(engine.TenantRetryAfter), nil,
-			"Too many WebSocket connections: this tenant already has %d open on this gateway instance, its limit (LAMBENT_LIMIT_TENANT_WEBSOCKETS). Close one, or retry after %s.",
-			n, engine.TenantRetryAfter)
+	tc := s.tenants[t]
+	if tc == nil {
+		tc = &tenantConns{budget: NewCacheBudget(s.cfg.TenantCacheBytes)}
+		s.tenants[t] = tc
 	}
-	s.tenants[t]++
+	if tc.n >= s.cfg.TenantConnections {
+		return nil, api.RateLimited(api.RetryAfterSeconds(engine.TenantRetryAfter), nil,
+			"Too many WebSocket connections: this tenant already has %d open on this gateway instance, its limit (LAMBENT_LIMIT_TENANT_WEBSOCKETS). Close one, or retry after %s.",
+			tc.n, engine.TenantRetryAfter)
+	}
+	tc.n++
 	s.conns.Add(1)
-	return nil
+	return tc.budget, nil
 }
 
 // leave ends a connection of tenant t that enter admitted.
 func (s *Server) leave(t string) {
 	s.mu.Lock()
-	if s.tenants[t]--; s.tenants[t] <= 0 {
+	tc := s.tenants[t]
+	if tc.n--; tc.n <= 0 {
 		delete(s.tenants, t)
 	}
 	s.mu.Unlock()
@@ -209,10 +231,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // flight), this goroutine answers those that are not a response.create at
 // once and runs each response.create on its lane (lanes), and a pinger
 // checks that the client is alive. It returns once every lane has ended.
-func (s *Server) serve(parent context.Context, c *websocket.Conn) {
+func (s *Server) serve(parent context.Context, c *websocket.Conn, budget *CacheBudget) {
 	ctx, cancel := context.WithCancel(parent)
 	stopAbort := context.AfterFunc(s.abort, cancel)
-	sess := &Session{Service: s.cfg.Service, Cache: NewMemoryCache(s.cfg.CacheBytes), Sender: newConnSender(c, s.cfg.WriteTimeout),
+	cache := budget.NewCache(s.cfg.CacheBytes)
+	sess := &Session{Service: s.cfg.Service, Cache: cache, Sender: newConnSender(c, s.cfg.WriteTimeout),
 		ReadLimit: s.cfg.ReadLimit, Logger: s.log}
 	ln := newLanes(ctx, sess, cancel, s.cfg.MaxQueued)
 	var wg sync.WaitGroup
@@ -222,6 +245,11 @@ func (s *Server) serve(parent context.Context, c *websocket.Conn) {
 		_ = c.CloseNow()
 		ln.wait()
 		wg.Wait()
+		// No response runs any more: the cache's bytes go back to the
+		// tenant's budget.
+		if err := cache.Close(parent); err != nil {
+			s.log.ErrorContext(parent, "websocket: close the connection's cache", "err", err)
+		}
 	}()
 	deadline := time.Now().Add(s.cfg.MaxAge)
 	age := time.NewTimer(s.cfg.MaxAge)

@@ -19,8 +19,10 @@
 // its own. Server
 // is the local front door (github.com/coder/websocket), which bounds the
 // connections a tenant holds open (Config.TenantConnections,
-// LAMBENT_LIMIT_TENANT_WEBSOCKETS) and the bytes of each connection's
-// store: false responses (NewMemoryCache, LAMBENT_LIMIT_WEBSOCKET_CACHE_BYTES);
+// LAMBENT_LIMIT_TENANT_WEBSOCKETS), the bytes of each connection's
+// store: false responses (NewMemoryCache, LAMBENT_LIMIT_WEBSOCKET_CACHE_BYTES)
+// and those of all a tenant's connections together (CacheBudget,
+// LAMBENT_LIMIT_TENANT_WEBSOCKET_CACHE_BYTES);
 // package apigw is the API Gateway WebSocket API front door.
 package wsapi
 
@@ -30,7 +32,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/http"
 	"sync"
 	"time"
@@ -38,7 +39,6 @@ import (
 	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine"
-	"github.com/lambent/lambent/pkg/limits"
 	"github.com/lambent/lambent/pkg/pacing"
 	"github.com/lambent/lambent/pkg/store"
 )
@@ -75,6 +75,16 @@ type Cache interface {
 	Lanes(ctx context.Context) (map[string]string, error)
 }
 
+// RunningCache is a Cache that also knows the responses running on the
+// connection's lanes beyond its Session (apigw's connection, each of whose
+// turns runs on a Session of its own), for a response.steer.
+type RunningCache interface {
+	Cache
+	// Running returns the id of the response running on each lane that
+	// runs one, as far as known.
+	Running(ctx context.Context) (map[string]string, error)
+}
+
 // Session processes the messages of one connection. The transport calls
 // Handle for each message; it may call it concurrently for messages of
 // different lanes (stream_id), but the messages of a lane one at a time,
@@ -96,6 +106,11 @@ type Session struct {
 	// pacing.DefaultOpeningHold; negative: until it does, or until the
 	// response's next event): see eventWriter.
 	OpeningHold time.Duration
+	// ResponseID, when set, is the id the response of the response.create
+	// it handles gets (engine.IdentifiedWriter): a new one, which the
+	// transport noted beforehand (apigw, whose Session handles one
+	// message). "": the engine makes one.
+	ResponseID string
 
 	mu sync.Mutex
 	// running is the lanes with a response.create in Handle, each with
@@ -179,7 +194,7 @@ func (s *Session) create(ctx context.Context, c *Create) error {
 		hold = pacing.DefaultOpeningHold
 	}
 	w := &eventWriter{ctx: ctx, send: s.Sender, limit: s.WriteLimit, cache: laneCache{c: s.Cache, lane: c.StreamID}, lane: c.StreamID, hold: hold,
-		identified: func(id string) { s.identify(c.StreamID, id) }}
+		id: s.ResponseID, identified: func(id string) { s.identify(c.StreamID, id) }}
 	err := s.Service.CreateResponse(ctx, req, w)
 	// What the engine left held (nothing, when it opened or took back the
 	// opening) goes out before the turn ends, never after it.
@@ -255,13 +270,21 @@ func (s *Session) leaveLane(lane string) {
 	delete(s.running, lane)
 }
 
-// laneOf returns the lane of response id: the one it runs on, else the
-// one the cache keeps it as the latest of ("": none).
+// laneOf returns the lane of response id: the one it runs on (on this
+// Session, else as a RunningCache knows), else the one the cache keeps it
+// as the latest of ("": none).
 func (s *Session) laneOf(ctx context.Context, id string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for lane, rid := range s.running {
-		if rid == id {
+	if lane, ok := laneWith(s.running, id); ok {
+		return lane
+	}
+	if rc, ok := s.Cache.(RunningCache); ok {
+		running, err := rc.Running(ctx)
+		if err != nil {
+			s.logger().ErrorContext(ctx, "websocket: read the connection's running responses", "err", err)
+		}
+		if lane, ok := laneWith(running, id); ok {
 			return lane
 		}
 	}
@@ -269,12 +292,19 @@ func (s *Session) laneOf(ctx context.Context, id string) string {
 	if err != nil {
 		s.logger().ErrorContext(ctx, "websocket: read the connection's lanes", "err", err)
 	}
-	for lane, rid := range lanes {
+	lane, _ := laneWith(lanes, id)
+	return lane
+}
+
+// laneWith returns the lane of ids (lane to response id) whose response
+// is id.
+func laneWith(ids map[string]string, id string) (string, bool) {
+	for lane, rid := range ids {
 		if rid == id {
-			return lane
+			return lane, true
 		}
 	}
-	return ""
+	return "", false
 }
 
 // steer answers the response.steer whose fields are fields with
@@ -353,6 +383,8 @@ type eventWriter struct {
 	// lane is the response's stream_id ("": none).
 	lane string
 	hold time.Duration
+	// id is the id the transport chose for the response ("": none).
+	id string
 	// identified, when set, is told the response's id once known.
 	identified func(id string)
 
@@ -501,7 +533,14 @@ func withStreamID(data []byte, lane string) ([]byte, error) {
 	return append(out, '}'), nil
 }
 
-var _ engine.ConnectionWriter = (*eventWriter)(nil)
+var (
+	_ engine.ConnectionWriter = (*eventWriter)(nil)
+	_ engine.IdentifiedWriter = (*eventWriter)(nil)
+)
+
+// ResponseID implements engine.IdentifiedWriter: the id Session.ResponseID
+// chose, if any.
+func (w *eventWriter) ResponseID() string { return w.id }
 
 // ConnectionCache implements engine.ConnectionWriter.
 func (w *eventWriter) ConnectionCache() engine.ConnectionCache { return w.cache }
@@ -532,108 +571,4 @@ func (l laneCache) Put(ctx context.Context, rec *store.Record) error {
 func (l laneCache) InProcess() bool {
 	p, ok := l.c.(store.InProcess)
 	return ok && p.InProcess()
-}
-
-// MemoryCache is the Cache of a connection served in this process: the
-// latest response of each of its lanes, in memory, gone with the
-// connection, when it is not stored (store: false). A stored response is
-// read from the engine's store (as on AWS, apigw's shared cache), so that
-// one deleted over HTTP is gone on its socket too. The responses kept
-// hold at most its maxBytes together (as store.Memory measures records):
-// one that would pass it evicts the least recently kept others first, as
-// OpenAI's connection-local cache keeps the most recent response, and one
-// larger by itself is not kept; a lane whose response is evicted has no
-// latest response. It is safe for concurrent use.
-type MemoryCache struct {
-	mu sync.Mutex
-	// latest is the id of each lane's latest response; m holds those not
-	// stored, of the lanes in held.
-	latest map[string]string
-	held   map[string]bool
-	m      *store.Memory
-}
-
-// NewMemoryCache returns an empty cache holding at most maxBytes (0:
-// limits.DefaultWebSocketCacheBytes).
-func NewMemoryCache(maxBytes int64) *MemoryCache {
-	if maxBytes <= 0 {
-		maxBytes = limits.DefaultWebSocketCacheBytes
-	}
-	return &MemoryCache{latest: map[string]string{}, held: map[string]bool{},
-		m: store.NewMemory(store.MemoryConfig{MaxEntries: MaxLanes + 1, MaxBytes: maxBytes})}
-}
-
-// Get returns the record of id when it is the latest response of a lane.
-func (c *MemoryCache) Get(ctx context.Context, id string) (*store.Record, error) {
-	return c.m.Get(ctx, id)
-}
-
-// InProcess reports true (store.InProcess): the cache is in memory, and
-// the engine writes to it without a deadline.
-func (c *MemoryCache) InProcess() bool { return c.m.InProcess() }
-
-// PutLatest makes rec the latest response of lane, replacing the one
-// before: kept when it is not stored, else left to the store. A record
-// over the cache's bytes by itself is not kept (the lane then has no
-// latest response); another evicts the least recently kept ones while
-// they do not fit with it.
-func (c *MemoryCache) PutLatest(ctx context.Context, lane string, rec *store.Record) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.forget(ctx, c.latest[lane]); err != nil {
-		return err
-	}
-	c.latest[lane] = rec.Response.ID
-	delete(c.held, lane)
-	if rec.Response.Store {
-		return nil
-	}
-	err := c.m.Create(ctx, rec)
-	if errors.Is(err, store.ErrTooLarge) {
-		delete(c.latest, lane)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	c.held[lane] = true
-	// The lanes whose responses made room for it have none.
-	for l := range c.held {
-		if !c.m.Holds(ctx, c.latest[l]) {
-			delete(c.latest, l)
-			delete(c.held, l)
-		}
-	}
-	return nil
-}
-
-// Evict forgets id, and the lane it is the latest of.
-func (c *MemoryCache) Evict(ctx context.Context, id string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for lane, latest := range c.latest {
-		if latest == id {
-			delete(c.latest, lane)
-			delete(c.held, lane)
-		}
-	}
-	return c.forget(ctx, id)
-}
-
-// Lanes returns the latest response of each lane.
-func (c *MemoryCache) Lanes(context.Context) (map[string]string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return maps.Clone(c.latest), nil
-}
-
-// forget deletes the record of id ("": none), if kept (c.mu held).
-func (c *MemoryCache) forget(ctx context.Context, id string) error {
-	if id == "" {
-		return nil
-	}
-	if err := c.m.Delete(ctx, id); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	return nil
 }

@@ -24,7 +24,9 @@
 // expiring with the connection (of a stored response only its id when the
 // engine's store is shared, SharedStore), and while a turn runs its
 // running mark (Connection.Begin to Connection.Settle, which writes
-// whatever ended the turn; the mark lapses at running_until,
+// whatever ended the turn; beside the mark, the id the turn chose for its
+// response, so that a response.steer naming it is answered on its lane;
+// the mark lapses at running_until,
 // Connections.TurnTimeout after Begin, so a failed Settle does not keep
 // the lane running). Concurrent turns of a connection each update only
 // their lane of its item. No count of a tenant's connections is kept
@@ -434,13 +436,18 @@ func (h *Handler) runTurn(ctx context.Context, body string) error {
 		}
 		return h.limit(ctx, p, conn.runs(&lane))
 	}
-	if ok, err := h.begin(ctx, conn, p, queued, lane); err != nil || !ok {
+	// The response's id is noted as the turn begins, so that a
+	// response.steer naming it while it runs is answered on its lane.
+	respID := api.NewID(api.PrefixResponse)
+	if ok, err := h.begin(ctx, conn, p, queued, lane, respID); err != nil || !ok {
 		return err
 	}
 	// API Gateway closes a connection idle for 10 minutes: a turn silent
 	// that long (a slow tool) keeps it open with keep-alives.
 	ka := startKeepAlive(ctx, p.Send, h.cfg.KeepAlive)
-	err = h.session(conn, ka).Handle(ctx, m)
+	sess := h.session(conn, ka)
+	sess.ResponseID = respID
+	err = sess.Handle(ctx, m)
 	ka.stop()
 	if serr := conn.Settle(ctx, lane); serr != nil {
 		h.log.ErrorContext(ctx, "websocket turn: settle its lane", "connection_id", t.ConnectionID, "err", serr)
@@ -461,12 +468,13 @@ func (h *Handler) runTurn(ctx context.Context, body string) error {
 }
 
 // begin notes that the turn of request id requestID starts on lane of
-// conn (Connection.Begin), and reports whether it is to run. A turn that
+// conn, its response to be responseID (Connection.Begin), and reports
+// whether it is to run. A turn that
 // started before was interrupted (its invocation died: SQS delivers it
 // again): it is not run twice, the client gets an error envelope instead.
 // A message queued without a request id is run, and so is one whose new
 // lane is one too many: its Session refuses it (too_many_stream_ids).
-func (h *Handler) begin(ctx context.Context, conn *Connection, p *poster, requestID, lane string) (bool, error) {
+func (h *Handler) begin(ctx context.Context, conn *Connection, p *poster, requestID, lane, responseID string) (bool, error) {
 	if requestID == "" {
 		return true, nil
 	}
@@ -476,7 +484,7 @@ func (h *Handler) begin(ctx context.Context, conn *Connection, p *poster, reques
 			"The response to this message was interrupted (the function running it stopped) and is not run again; send the message again.")))
 		return false, conn.Settle(ctx, lane)
 	}
-	ok, err := conn.Begin(ctx, lane, requestID)
+	ok, err := conn.Begin(ctx, lane, requestID, responseID)
 	if errors.Is(err, ErrTooManyLanes) {
 		return true, nil
 	}

@@ -983,13 +983,13 @@ func TestEvictWhileLaneRuns(t *testing.T) {
 	load := fullLanes(t, e, ctx, c)
 
 	laneA := load()
-	ok, err := laneA.Begin(ctx, "A", "req_a2")
+	ok, err := laneA.Begin(ctx, "A", "req_a2", "resp_run")
 	require.NoError(t, err)
 	require.True(t, ok)
 	laneB := load()
 	require.NoError(t, laneB.Evict(ctx, "resp_a1"))
 
-	_, err = load().Begin(ctx, "Q", "req_q")
+	_, err = load().Begin(ctx, "Q", "req_q", "resp_run")
 	require.ErrorIs(t, err, apigw.ErrTooManyLanes, "lane A runs: it counts")
 	require.True(t, load().Interrupted("A", "req_a2"), "lane A's turn is still known")
 
@@ -1014,7 +1014,7 @@ func TestEvictedRunningLaneLeavesAfterItsTurn(t *testing.T) {
 	load := func() *apigw.Connection { return e.load(t, ctx, c) }
 	require.NoError(t, load().PutLatest(ctx, "A", completed("resp_a1")))
 	laneA := load()
-	ok, err := laneA.Begin(ctx, "A", "req_a2")
+	ok, err := laneA.Begin(ctx, "A", "req_a2", "resp_run")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NoError(t, load().Evict(ctx, "resp_a1"))
@@ -1080,7 +1080,7 @@ func TestConnectionLimitOnAnsweredMessageWaitsForRunningLanes(t *testing.T) {
 	old := e.open(keyA, events.APIGatewayRequestIdentity{}, time.Now().Add(-wsapi.DefaultMaxAge))
 	conn, err := e.conns.Load(tenantCtx(t, "acme"), old)
 	require.NoError(t, err)
-	ok, err := conn.Begin(tenantCtx(t, "acme"), "", "req_running")
+	ok, err := conn.Begin(tenantCtx(t, "acme"), "", "req_running", "resp_run")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Empty(t, e.answer(old, `{"type":"response.steer","previous_response_id":"resp_x","input":"Be brief."}`))
@@ -1108,10 +1108,10 @@ func TestInterruptedTurnPastLimitLeavesItsLane(t *testing.T) {
 	msgs, reqID := e.takeOne(t)
 	// Lane A's turn began and its invocation died; lane B's runs.
 	conn := e.load(t, ctx, c)
-	ok, err := conn.Begin(ctx, "A", reqID)
+	ok, err := conn.Begin(ctx, "A", reqID, "resp_run")
 	require.NoError(t, err)
 	require.True(t, ok)
-	ok, err = conn.Begin(ctx, "B", "req_b")
+	ok, err = conn.Begin(ctx, "B", "req_b", "resp_run")
 	require.NoError(t, err)
 	require.True(t, ok)
 
@@ -1192,7 +1192,7 @@ func TestInterruptedTurnSettlesAfterClientGone(t *testing.T) {
 	c := e.connect(keyA)
 	e.invoke(routeEvent("MESSAGE", "$default", c, "", laneCreate("A", "", "Hi", false), time.Now()))
 	msgs, reqID := e.takeOne(t)
-	ok, err := e.load(t, ctx, c).Begin(ctx, "A", reqID)
+	ok, err := e.load(t, ctx, c).Begin(ctx, "A", reqID, "resp_run")
 	require.NoError(t, err)
 	require.True(t, ok)
 	e.mgmt.Disconnect(c)
@@ -1246,7 +1246,7 @@ func TestEvictLapsedRunningLane(t *testing.T) {
 	ctx := tenantCtx(t, "acme")
 	c := e.connect(keyA)
 	load := fullLanes(t, e, ctx, c)
-	ok, err := load().Begin(ctx, "A", "req_a2")
+	ok, err := load().Begin(ctx, "A", "req_a2", "resp_run")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.False(t, load().Latest["A"].Running, "lane A's mark has lapsed")
@@ -1254,7 +1254,73 @@ func TestEvictLapsedRunningLane(t *testing.T) {
 	require.NoError(t, load().Evict(ctx, "resp_a1"))
 	_, kept := load().Latest["A"]
 	require.False(t, kept, "lane A left")
-	ok, err = load().Begin(ctx, "Q", "req_q")
+	ok, err = load().Begin(ctx, "Q", "req_q", "resp_run")
 	require.NoError(t, err, "lane A no longer counts")
 	require.True(t, ok)
+}
+
+// A response.steer that targets a response still running on a lane gets
+// response.steer.failed on that lane at once, as on the local server: the
+// turn notes its response's id on the connection item as it begins.
+func TestSteerWhileLaneRuns(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	fake := fakellm.NewHandler(func(fakellm.Request) fakellm.Turn {
+		return fakellm.Turn{Text: "Slow answer.", Block: release, HoldAfterChunks: 1}
+	})
+	e := newEnvModel(t, tenant.Rule{Keys: tenant.NewKeyring(map[string]string{keyA: "acme"})}, false, fake)
+	posted := make(chan struct{}, 1)
+	e.mgmt.OnPost(func(string) {
+		select {
+		case posted <- struct{}{}:
+		default:
+		}
+	})
+	c := e.connect(keyA)
+	e.invoke(routeEvent("MESSAGE", "$default", c, "", laneCreate("B", "", "Take your time.", false), time.Now()))
+	queued := e.queue.Take()
+	require.Len(t, queued, 1)
+	body, err := json.Marshal(fakesqs.Event(queued...))
+	require.NoError(t, err)
+	ran := make(chan error, 1)
+	go func() {
+		_, err := e.h.Invoke(context.WithoutCancel(t.Context()), body)
+		ran <- err
+	}()
+	// The response has begun once its response.created is posted.
+	var running string
+	for running == "" {
+		select {
+		case <-posted:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the turn posted no response.created")
+		}
+		for _, m := range e.mgmt.Messages(c) {
+			var ev struct {
+				Type     string `json:"type"`
+				Response struct {
+					ID string `json:"id"`
+				} `json:"response"`
+			}
+			require.NoError(t, json.Unmarshal(m, &ev))
+			if ev.Type == "response.created" {
+				running = ev.Response.ID
+			}
+		}
+	}
+	// The turn's next events may come meanwhile: the steer's answer is
+	// the one response.steer.failed among them.
+	msgs := e.answer(c, fmt.Sprintf(`{"type":"response.steer","previous_response_id":%q,"input":"Be brief."}`, running))
+	close(release)
+	require.NoError(t, <-ran)
+	var answers []wsapi.SteerFailed
+	for _, m := range msgs {
+		var steer wsapi.SteerFailed
+		require.NoError(t, json.Unmarshal(m, &steer))
+		if steer.Type == wsapi.TypeSteerFailed {
+			answers = append(answers, steer)
+		}
+	}
+	require.Len(t, answers, 1)
+	require.Equal(t, "B", answers[0].StreamID, "the steer of a running response is not on its lane")
 }

@@ -48,7 +48,11 @@ const (
 	// it: a turn runs no longer than Connections.TurnTimeout, so a mark
 	// past it is one whose Settle failed, and no longer counts.
 	attrRunningUntil = "running_until"
-	attrExpiresAt    = "expires_at"
+	// attrRunningResponse beside a running mark is the id the running
+	// turn's response gets (Begin): a response.steer naming it is
+	// answered on its lane while it runs.
+	attrRunningResponse = "running_response"
+	attrExpiresAt       = "expires_at"
 	// attrLatest is the latest response of the lane without stream_id, as
 	// items written before lanes keep it (and the release before lanes
 	// reads it).
@@ -139,6 +143,9 @@ type Latest struct {
 	// Running says a turn runs on the lane (Begin to Settle, and no longer
 	// than Connections.TurnTimeout), as far as the item was loaded.
 	Running bool
+	// Responding is the id the running turn's response gets (Begin), while
+	// Running.
+	Responding string
 }
 
 func connKey(id string) map[string]types.AttributeValue {
@@ -235,6 +242,9 @@ func decodeLane(attrs map[string]types.AttributeValue, idAttr string) (Latest, b
 		l.Turn = turn.Value
 	}
 	l.Running = running(attrs, time.Now())
+	if r, ok := attrs[attrRunningResponse].(*types.AttributeValueMemberS); ok && l.Running {
+		l.Responding = r.Value
+	}
 	return l, hasID || hasTurn
 }
 
@@ -315,6 +325,18 @@ func (c *Connection) Lanes(context.Context) (map[string]string, error) {
 	ids := make(map[string]string, len(c.Latest))
 	for lane, l := range c.Latest {
 		ids[lane] = l.ID
+	}
+	return ids, nil
+}
+
+// Running returns the id of the response running on each lane whose turn
+// noted it (Begin), as far as the item was loaded (wsapi.RunningCache).
+func (c *Connection) Running(context.Context) (map[string]string, error) {
+	ids := map[string]string{}
+	for lane, l := range c.Latest {
+		if l.Running && l.Responding != "" {
+			ids[lane] = l.Responding
+		}
 	}
 	return ids, nil
 }
@@ -431,17 +453,19 @@ func (c *Connection) ensureLanes(ctx context.Context) error {
 
 // Begin notes that the turn of request id requestID starts on lane, so
 // that a delivery of it again, after an invocation that died while running
-// it, is known (Interrupted). A new lane enters the lanes map, and counts
+// it, is known (Interrupted), and that its response gets the id
+// responseID (a new one: a response.steer naming it while it runs is
+// answered on lane, Running). A new lane enters the lanes map, and counts
 // towards wsapi.MaxLanes, from its first turn on: the error wraps
 // ErrTooManyLanes when it would be one more (then Latest holds the
 // connection's lanes as they are). False when the connection is gone.
-func (c *Connection) Begin(ctx context.Context, lane, requestID string) (bool, error) {
+func (c *Connection) Begin(ctx context.Context, lane, requestID, responseID string) (bool, error) {
 	until := millis(time.Now().Add(c.c.TurnTimeout))
-	vals := map[string]types.AttributeValue{":rid": str(requestID), ":until": until}
+	vals := map[string]types.AttributeValue{":rid": str(requestID), ":until": until, ":resp": str(responseID)}
 	if lane == "" {
-		_, ok, err := c.update(ctx, "SET turn = :rid, running = :rid, running_until = :until", "", nil, vals)
+		_, ok, err := c.update(ctx, "SET turn = :rid, running = :rid, running_until = :until, running_response = :resp", "", nil, vals)
 		if ok {
-			c.setTurn(lane, requestID)
+			c.setTurn(lane, requestID, responseID)
 		}
 		return ok, err
 	}
@@ -452,15 +476,16 @@ func (c *Connection) Begin(ctx context.Context, lane, requestID string) (bool, e
 		var ok bool
 		var err error
 		if _, had := c.Latest[lane]; had {
-			_, ok, err = c.update(ctx, "SET lanes.#k.turn = :rid, lanes.#k.running = :rid, lanes.#k.running_until = :until", "attribute_exists(lanes.#k)", laneNames(lane), vals)
+			_, ok, err = c.update(ctx, "SET lanes.#k.turn = :rid, lanes.#k.running = :rid, lanes.#k.running_until = :until, lanes.#k.running_response = :resp",
+				"attribute_exists(lanes.#k)", laneNames(lane), vals)
 		} else {
 			entry := map[string]types.AttributeValue{":entry": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
-				attrTurn: vals[":rid"], attrRunning: vals[":rid"], attrRunningUntil: until}}}
+				attrTurn: vals[":rid"], attrRunning: vals[":rid"], attrRunningUntil: until, attrRunningResponse: vals[":resp"]}}}
 			_, ok, err = c.newLane(ctx, lane, entry)
 		}
 		if err != nil || ok {
 			if ok {
-				c.setTurn(lane, requestID)
+				c.setTurn(lane, requestID, responseID)
 			}
 			return ok, err
 		}
@@ -497,10 +522,11 @@ func namedLanes(lanes map[string]Latest) int {
 	return n
 }
 
-// setTurn notes requestID as lane's turn.
-func (c *Connection) setTurn(lane, requestID string) {
+// setTurn notes requestID as lane's turn, running, its response to be
+// responseID.
+func (c *Connection) setTurn(lane, requestID, responseID string) {
 	l := c.Latest[lane]
-	l.Turn, l.Running = requestID, true
+	l.Turn, l.Running, l.Responding = requestID, true, responseID
 	c.Latest[lane] = l
 }
 
@@ -532,7 +558,7 @@ func (c *Connection) Settle(ctx context.Context, lane string) error {
 		return err
 	}
 	if ended {
-		l.Running = false
+		l.Running, l.Responding = false, ""
 		c.Latest[lane] = l
 	}
 	if lane == "" || ended {
@@ -549,10 +575,10 @@ func (c *Connection) Settle(ctx context.Context, lane string) error {
 // lane's only while the lane has a response; false when it removed none.
 func (c *Connection) endRunning(ctx context.Context, lane string, vals map[string]types.AttributeValue) (bool, error) {
 	if lane == "" {
-		_, ok, err := c.update(ctx, "REMOVE running, running_until", "running = :rid", nil, vals)
+		_, ok, err := c.update(ctx, "REMOVE running, running_until, running_response", "running = :rid", nil, vals)
 		return ok, err
 	}
-	_, ok, err := c.update(ctx, "REMOVE lanes.#k.running, lanes.#k.running_until", "attribute_exists(lanes.#k.id) AND lanes.#k.running = :rid", laneNames(lane), vals)
+	_, ok, err := c.update(ctx, "REMOVE lanes.#k.running, lanes.#k.running_until, lanes.#k.running_response", "attribute_exists(lanes.#k.id) AND lanes.#k.running = :rid", laneNames(lane), vals)
 	return ok, err
 }
 
