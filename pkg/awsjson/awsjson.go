@@ -35,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -792,4 +793,27 @@ var idPattern = regexp.MustCompile(`\barn:aws[a-zA-Z-]*:[^\s"'<>()\[\]{},]*|\b[0
 // resources and the account (the logs keep them).
 func HideIDs(s string) string {
 	return idPattern.ReplaceAllString(s, "(hidden)")
+}
+
+// serverClosedIdle is the text of net/http's unexported errServerClosedIdle:
+// the pooled connection a request was given had been closed by the server
+// (a keep-alive timeout) before any of the request was written on it. The
+// transport replays only idempotent requests after it, never an Invoke.
+const serverClosedIdle = "http: server closed idle connection"
+
+// Undelivered reports whether err, from a call of a client here, proves
+// that the request never reached the service, so that sending it again
+// cannot run it twice (a Lambda Invoke, which is not idempotent): its
+// connection could not be dialed, or was found closed as idle before the
+// request was written (serverClosedIdle). Any other transport error (EOF,
+// a reset, a timeout) may come after the request was sent, and the call
+// may have run. (A request the transport could not write at all on a
+// pooled connection it replays itself: every request here has GetBody.)
+func Undelivered(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var ue *url.Error
+	return errors.As(err, &ue) && ue.Err != nil && ue.Err.Error() == serverClosedIdle
 }

@@ -49,13 +49,15 @@ type Lambda struct {
 // Name implements Sink.
 func (*Lambda) Name() string { return "lambda" }
 
-// Deliver implements Sink.
+// Deliver implements Sink. An invocation that provably never reached
+// Lambda (awsjson.Undelivered: a stale pooled connection, a failed dial)
+// is sent once more; one that may have reached it is not.
 func (s *Lambda) Deliver(ctx context.Context, _ *Event, body []byte) error {
-	out, err := s.Client.Invoke(ctx, awsjson.InvokeInput{
-		FunctionName:   s.Function,
-		InvocationType: awsjson.InvocationEvent,
-		Payload:        body,
-	})
+	in := awsjson.InvokeInput{FunctionName: s.Function, InvocationType: awsjson.InvocationEvent, Payload: body}
+	out, err := s.Client.Invoke(ctx, in)
+	if err != nil && awsjson.Undelivered(err) {
+		out, err = s.Client.Invoke(ctx, in)
+	}
 	if err != nil {
 		return fmt.Errorf("invoke %s: %w", s.Function, err)
 	}

@@ -18,9 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
-	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -221,7 +219,7 @@ func (e *Executor) Execute(ctx context.Context, call tools.ToolCall) (*tools.Too
 		if ctx.Err() != nil {
 			return e.stopped(ctx, call, t, start)
 		}
-		if !resent && undelivered(err) {
+		if !resent && awsjson.Undelivered(err) {
 			resent = true
 			e.log.DebugContext(ctx, "tool invocation not delivered, sending it again", "tool", call.Name, "call_id", call.ID, "function", t.function, "err", err)
 			continue
@@ -338,28 +336,6 @@ func throttle(err error) (retryAfter time.Duration, ok bool) {
 		return ae.RetryAfter, true
 	}
 	return 0, false
-}
-
-// serverClosedIdle is the text of net/http's unexported errServerClosedIdle:
-// the pooled connection a request was given had been closed by the server
-// (a keep-alive timeout) before any of the request was written on it. The
-// transport replays only idempotent requests after it, never an Invoke.
-const serverClosedIdle = "http: server closed idle connection"
-
-// undelivered reports whether err proves that the invocation never reached
-// Lambda, so that sending it again cannot run the function twice: its
-// connection could not be dialed, or was found closed as idle before the
-// request was written (serverClosedIdle). Any other transport error (EOF,
-// a reset, a timeout) may come after the request was sent, and the
-// function may have run. (A request the transport could not write at all
-// on a pooled connection it replays itself: HTTPClient sets GetBody.)
-func undelivered(err error) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return true
-	}
-	var ue *url.Error
-	return errors.As(err, &ue) && ue.Err != nil && ue.Err.Error() == serverClosedIdle
 }
 
 // describe names an SDK error for the model, and whoever reads the
