@@ -100,7 +100,7 @@ func (r *run) standsAlone(items []api.Item, fromHistory int) int {
 	at, n := -1, 0
 	for i := range items {
 		if it := &items[i]; it.Type == api.ItemCompaction {
-			if n < fromHistory || r.summaries[it.EncryptedContent].standalone {
+			if n < fromHistory || r.standalone(it) {
 				at = i
 			}
 			n++
@@ -124,13 +124,33 @@ func (r *run) historyCompactions() int {
 // carriedBy is what the compaction item items[at], which stands alone
 // (standsAlone), carries of the user messages before it: a standalone
 // item's sealed ones; for any other, which the history holds, the user
-// messages the model sees before it (withSummaries), the newest first up
-// to maxCarriedBytes (carriedParts), as a standalone item carries them.
+// messages the model sees before it, the newest first up to
+// maxCarriedBytes (carriedParts), as a standalone item carries them:
+// those after the latest standalone item before it, then the ones that
+// item carries. The compaction items between stand alone too, but what
+// each carries is of these messages, within the same bound: they are
+// read once, so that a history of many compaction items costs work in
+// proportion to its length, not to its length times its items.
 func (r *run) carriedBy(items []api.Item, at int) [][]api.ContentPart {
 	if s := r.summaries[items[at].EncryptedContent]; s.standalone {
 		return s.users
 	}
-	return carriedParts(r.withSummaries(slices.Clone(items[:at])), maxCarriedBytes)
+	from := at
+	for from > 0 && !r.standalone(&items[from-1]) {
+		from--
+	}
+	before := items[from:at]
+	if from > 0 {
+		prev := &items[from-1]
+		before = slices.Concat(carriedMessages(prev.ID, r.summaries[prev.EncryptedContent].users), before)
+	}
+	return carriedParts(before, maxCarriedBytes)
+}
+
+// standalone reports whether it is a standalone (server-side) compaction
+// item.
+func (r *run) standalone(it *api.Item) bool {
+	return it.Type == api.ItemCompaction && r.summaries[it.EncryptedContent].standalone
 }
 
 // carriedMessages are the user messages of msgs (their content parts),

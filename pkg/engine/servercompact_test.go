@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -674,4 +676,48 @@ func TestServerCompactionCarriedBoundEscaped(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"message"}, types(rec.response(t).Output), "not compacted again")
 	assert.Len(t, p.requests(), 3)
+}
+
+// historyOfCompactions is a history of n turns, each a user message then
+// a /compact item (not standalone), all opened in r.
+func historyOfCompactions(r *run, n int) []api.Item {
+	r.addSummary("blob", summary{text: theSummary})
+	var items []api.Item
+	for i := range n {
+		items = append(items,
+			api.Item{Type: api.ItemMessage, ID: fmt.Sprintf("msg_%d", i), Role: api.RoleUser, Content: []api.ContentPart{{Type: api.PartInputText, Text: "note"}}},
+			api.Item{Type: api.ItemCompaction, ID: fmt.Sprintf("cmp_%d", i), EncryptedContent: "blob"})
+	}
+	return items
+}
+
+// viewBytes is what r's view and its model call's items allocate, with
+// r's history of n compaction items (historyOfCompactions).
+func viewBytes(n int) uint64 {
+	r := &run{req: &api.CreateResponseRequest{}}
+	r.history = historyOfCompactions(r, n)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r.view()
+	r.withSummaries(slices.Clone(r.history))
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// What the model sees of a history holding many compaction items, each
+// standing alone and carrying the user messages before it, costs work
+// in proportion to the history, not to its length times its compaction
+// items: twice the items, about twice the bytes.
+func TestCompactionHistoryViewIsLinear(t *testing.T) {
+	small, large := viewBytes(500), viewBytes(1000)
+	assert.Less(t, float64(large)/float64(small), 3.0, "bytes for 500 compaction items: %d, for 1000: %d", small, large)
+}
+
+func BenchmarkCompactionHistoryView(b *testing.B) {
+	r := &run{req: &api.CreateResponseRequest{}}
+	r.history = historyOfCompactions(r, 2000)
+	for b.Loop() {
+		r.view()
+		r.withSummaries(slices.Clone(r.history))
+	}
 }
