@@ -144,6 +144,18 @@ func TestCompactAgain(t *testing.T) {
 	assert.NotEqual(t, out.Output[1].EncryptedContent, out2.Output[2].EncryptedContent)
 }
 
+// compactedBlob compacts "hi" on e for ctx's tenant: the window, its
+// compaction item's blob, and that blob altered.
+func compactedBlob(t *testing.T, e *Engine, ctx context.Context) (out *api.CompactResource, blob string, tampered []byte) {
+	t.Helper()
+	out, err := e.Compact(ctx, compactReq(t, `{"input":"hi"}`))
+	require.NoError(t, err)
+	blob = out.Output[1].EncryptedContent
+	tampered = []byte(blob)
+	tampered[len(tampered)-5] ^= 0x02
+	return out, blob, tampered
+}
+
 // An altered blob, another tenant's blob, and a blob of a retired key are
 // 400s naming the item's encrypted_content; the model is never called.
 func TestCompactionItemRejected(t *testing.T) {
@@ -151,12 +163,7 @@ func TestCompactionItemRejected(t *testing.T) {
 	p := script(text(theSummary, 1, 1))
 	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")))
 	acme := tenant.With(context.Background(), "acme")
-	out, err := e.Compact(acme, compactReq(t, `{"input":"hi"}`))
-	require.NoError(t, err)
-	blob := out.Output[1].EncryptedContent
-
-	tampered := []byte(blob)
-	tampered[len(tampered)-5] ^= 0x02
+	out, blob, tampered := compactedBlob(t, e, acme)
 	retired, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k2")))
 	for name, tc := range map[string]struct {
 		e    *Engine
@@ -329,11 +336,7 @@ func TestConversationCompactionItemRejected(t *testing.T) {
 	p := script(text(theSummary, 1, 1))
 	e, _ := newEngine(t, p, nil, withKeys(testKeyring(t, "k1")), onStore)
 	acme := tenant.With(context.Background(), "acme")
-	out, err := e.Compact(acme, compactReq(t, `{"input":"hi"}`))
-	require.NoError(t, err)
-	blob := out.Output[1].EncryptedContent
-	tampered := []byte(blob)
-	tampered[len(tampered)-5] ^= 0x02
+	_, blob, tampered := compactedBlob(t, e, acme)
 	retired, _ := newEngine(t, script(), nil, withKeys(testKeyring(t, "k2")), onStore)
 
 	items := func(blob string) []api.Item {

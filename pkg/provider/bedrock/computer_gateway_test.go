@@ -14,26 +14,36 @@ import (
 	"github.com/lambent/lambent/internal/testing/mcptest"
 )
 
-// Computer use through openai-go on Bedrock: Claude's call of the
-// computer_use_preview tool comes back as a computer_call, and the
-// client's screenshot reaches Claude as an image block of the toolResult.
-func TestGatewayComputerUseScreenshot(t *testing.T) {
+// screenshotCall starts a gateway with env on a fake Bedrock whose Claude
+// calls the computer_use_preview tool for a screenshot, then answers "A
+// desktop.", and makes the first response: its computer_call, with the
+// tools it declared.
+func screenshotCall(t *testing.T, env map[string]string) (*fakebedrock.Server, openai.Client, []responses.ToolUnionParam, *responses.Response, responses.ResponseComputerToolCall) {
+	t.Helper()
 	fake := fakebedrock.New(
 		fakebedrock.Turn{ToolUses: []fakebedrock.ToolUse{{ID: "tooluse_cu", Name: "computer_use_preview", Input: `{"type":"screenshot"}`}}},
 		fakebedrock.Turn{Text: "A desktop."},
 	)
-	client := gateway(t, fake, nil)
-	ctx := context.Background()
+	client := gateway(t, fake, env)
 	tools := []responses.ToolUnionParam{{OfComputerUsePreview: &responses.ComputerUsePreviewToolParam{
 		DisplayWidth: 1280, DisplayHeight: 800, Environment: responses.ComputerUsePreviewToolEnvironmentLinux}}}
-	r, err := client.Responses.New(ctx, responses.ResponseNewParams{
+	r, err := client.Responses.New(context.Background(), responses.ResponseNewParams{
 		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("What is on the screen?")}, Tools: tools,
 	})
 	require.NoError(t, err)
 	require.Len(t, r.Output, 1)
-	cu := r.Output[0].AsComputerCall()
 	require.Equal(t, "computer_call", r.Output[0].Type)
+	cu := r.Output[0].AsComputerCall()
 	assert.Equal(t, "screenshot", cu.Action.Type)
+	return fake, client, tools, r, cu
+}
+
+// Computer use through openai-go on Bedrock: Claude's call of the
+// computer_use_preview tool comes back as a computer_call, and the
+// client's screenshot reaches Claude as an image block of the toolResult.
+func TestGatewayComputerUseScreenshot(t *testing.T) {
+	fake, client, tools, r, cu := screenshotCall(t, nil)
+	ctx := context.Background()
 
 	shot := "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)
 	done, err := client.Responses.New(ctx, responses.ResponseNewParams{
@@ -60,26 +70,14 @@ func TestGatewayComputerUseScreenshot(t *testing.T) {
 // anything connects: the request's MCP server is never contacted, Bedrock
 // not called again.
 func TestGatewayComputerScreenshotFileIDRefusedFirst(t *testing.T) {
-	fake := fakebedrock.New(
-		fakebedrock.Turn{ToolUses: []fakebedrock.ToolUse{{ID: "tooluse_cu", Name: "computer_use_preview", Input: `{"type":"screenshot"}`}}},
-		fakebedrock.Turn{Text: "A desktop."},
-	)
-	client := gateway(t, fake, map[string]string{"LAMBENT_FETCH_ALLOW_HOSTS": "127.0.0.1"})
+	fake, client, tools, r, cu := screenshotCall(t, map[string]string{"LAMBENT_FETCH_ALLOW_HOSTS": "127.0.0.1"})
 	ctx := context.Background()
-	tools := []responses.ToolUnionParam{{OfComputerUsePreview: &responses.ComputerUsePreviewToolParam{
-		DisplayWidth: 1280, DisplayHeight: 800, Environment: responses.ComputerUsePreviewToolEnvironmentLinux}}}
-	r, err := client.Responses.New(ctx, responses.ResponseNewParams{
-		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("What is on the screen?")}, Tools: tools,
-	})
-	require.NoError(t, err)
-	require.Len(t, r.Output, 1)
-	cu := r.Output[0].AsComputerCall()
 
 	srv := mcptest.StartStreamable(mcptest.Options{})
 	defer srv.Close()
 	tools = append(tools, responses.ToolUnionParam{OfMcp: &responses.ToolMcpParam{ServerLabel: "docs", ServerURL: openai.String(srv.Endpoint),
 		RequireApproval: responses.ToolMcpRequireApprovalUnionParam{OfMcpToolApprovalSetting: openai.String("never")}}})
-	_, err = client.Responses.New(ctx, responses.ResponseNewParams{
+	_, err := client.Responses.New(ctx, responses.ResponseNewParams{
 		PreviousResponseID: openai.String(r.ID), Tools: tools,
 		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{{OfComputerCallOutput: &responses.ResponseInputItemComputerCallOutputParam{
 			CallID: cu.CallID, Output: responses.ResponseComputerToolCallOutputScreenshotParam{FileID: openai.String("file_123")}}}}},
