@@ -72,7 +72,7 @@ type Config struct {
 	// rate_limit_exceeded and Retry-After; other tenants are not affected.
 	TenantConnections int
 	// CacheBytes bounds the store:false responses a connection keeps in
-	// memory (NewMemoryCache; default limits.DefaultWebSocketCacheBytes;
+	// memory (CacheBudget.NewCache; default limits.DefaultWebSocketCacheBytes;
 	// LAMBENT_LIMIT_WEBSOCKET_CACHE_BYTES).
 	CacheBytes int64
 	// TenantCacheBytes bounds the store:false responses all the

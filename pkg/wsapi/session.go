@@ -20,7 +20,7 @@
 // is the local front door (github.com/coder/websocket), which bounds the
 // connections a tenant holds open (Config.TenantConnections,
 // LAMBENT_LIMIT_TENANT_WEBSOCKETS), the bytes of each connection's
-// store: false responses (NewMemoryCache, LAMBENT_LIMIT_WEBSOCKET_CACHE_BYTES)
+// store: false responses (CacheBudget.NewCache, LAMBENT_LIMIT_WEBSOCKET_CACHE_BYTES)
 // and those of all a tenant's connections together (CacheBudget,
 // LAMBENT_LIMIT_TENANT_WEBSOCKET_CACHE_BYTES);
 // package apigw is the API Gateway WebSocket API front door.
