@@ -61,6 +61,7 @@ func newHandler(a *app.App, cfg app.Config, log *slog.Logger) (*apigw.Handler, e
 	if err != nil {
 		return nil, err
 	}
+	conns.TenantTurns = cfg.Limits.TenantWebSocketTurns
 	queue, err := awsjson.NewSQS(awsCfg)
 	if err != nil {
 		return nil, err

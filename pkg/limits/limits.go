@@ -86,6 +86,12 @@ type Limits struct {
 	// rate_limit_exceeded and Retry-After
 	// (LAMBENT_LIMIT_TENANT_WEBSOCKETS, default 16).
 	TenantWebSockets int
+	// TenantWebSocketTurns bounds the WebSocket turns one tenant may have
+	// running at once deployment-wide on the AWS WebSocket API (package
+	// wsapi/apigw, one DynamoDB item per tenant): past it a turn is
+	// refused with the 429 rate_limit_exceeded envelope
+	// (LAMBENT_LIMIT_TENANT_WEBSOCKET_TURNS, default 0: no bound).
+	TenantWebSocketTurns int
 	// WebSocketCacheBytes bounds the store:false responses one WebSocket
 	// connection of the local gateway keeps in memory for
 	// previous_response_id (the latest of each lane, as the gateway's
@@ -141,7 +147,7 @@ const (
 func Default() Limits { return Limits{}.WithDefaults() }
 
 // WithDefaults returns l with every zero (or negative) field set to its
-// default.
+// default (TenantWebSocketTurns's is 0, no bound: a negative one is 0).
 func (l Limits) WithDefaults() Limits {
 	def := func(v *int, d int) {
 		if *v <= 0 {
@@ -164,6 +170,7 @@ func (l Limits) WithDefaults() Limits {
 	def(&l.TenantWebSocketCacheBytes, DefaultTenantWebSocketCacheBytes)
 	def(&l.ConversationItemsPerCall, DefaultConversationItemsPerCall)
 	def(&l.ConversationItems, DefaultConversationItems)
+	l.TenantWebSocketTurns = max(l.TenantWebSocketTurns, 0)
 	if l.MCPReplyBytes <= 0 {
 		l.MCPReplyBytes = DefaultMCPReplyBytes
 	}
@@ -195,6 +202,7 @@ func Settings() []Setting {
 		{"LAMBENT_LIMIT_MODEL_NAME", func(l *Limits) *int { return &l.ModelName }},
 		{"LAMBENT_LIMIT_TENANT_IN_FLIGHT", func(l *Limits) *int { return &l.TenantInFlight }},
 		{"LAMBENT_LIMIT_TENANT_WEBSOCKETS", func(l *Limits) *int { return &l.TenantWebSockets }},
+		{"LAMBENT_LIMIT_TENANT_WEBSOCKET_TURNS", func(l *Limits) *int { return &l.TenantWebSocketTurns }},
 		{"LAMBENT_LIMIT_WEBSOCKET_CACHE_BYTES", func(l *Limits) *int { return &l.WebSocketCacheBytes }},
 		{"LAMBENT_LIMIT_TENANT_WEBSOCKET_CACHE_BYTES", func(l *Limits) *int { return &l.TenantWebSocketCacheBytes }},
 		{"LAMBENT_LIMIT_CONVERSATION_ITEMS_PER_CALL", func(l *Limits) *int { return &l.ConversationItemsPerCall }},

@@ -60,6 +60,7 @@ import (
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/awsjson"
+	"github.com/lambent/lambent/pkg/engine"
 	"github.com/lambent/lambent/pkg/requestid"
 	"github.com/lambent/lambent/pkg/tenant"
 	"github.com/lambent/lambent/pkg/wsapi"
@@ -474,6 +475,11 @@ func (h *Handler) runTurn(ctx context.Context, body string) error {
 // again): it is not run twice, the client gets an error envelope instead.
 // A message queued without a request id is run, and so is one whose new
 // lane is one too many: its Session refuses it (too_many_stream_ids).
+// With Connections.TenantTurns set, a turn of a tenant that has that many
+// running deployment-wide is not run (EnterTurn, before Begin marks its
+// lane): the client gets the 429 rate_limit_exceeded envelope a local
+// gateway gives over LAMBENT_LIMIT_TENANT_IN_FLIGHT, and the message is
+// consumed.
 func (h *Handler) begin(ctx context.Context, conn *Connection, p *poster, requestID, lane, responseID string) (bool, error) {
 	if requestID == "" {
 		return true, nil
@@ -484,9 +490,27 @@ func (h *Handler) begin(ctx context.Context, conn *Connection, p *poster, reques
 			"The response to this message was interrupted (the function running it stopped) and is not run again; send the message again.")))
 		return false, conn.Settle(ctx, lane)
 	}
+	entered, err := conn.EnterTurn(ctx, requestID)
+	if err != nil {
+		return false, err
+	}
+	if !entered {
+		h.log.InfoContext(ctx, "websocket turn: the tenant has its limit of turns running, refused", "connection_id", conn.ID)
+		_ = p.Send(ctx, wsapi.EncodeError(ctx, api.RateLimited(api.RetryAfterSeconds(engine.TenantRetryAfter), nil,
+			"Too many responses in flight: this tenant already has %d WebSocket turns running, its limit (LAMBENT_LIMIT_TENANT_WEBSOCKET_TURNS). Retry after %s, when one of them has ended.",
+			h.cfg.Connections.TenantTurns, engine.TenantRetryAfter)))
+		return false, nil
+	}
 	ok, err := conn.Begin(ctx, lane, requestID, responseID)
 	if errors.Is(err, ErrTooManyLanes) {
-		return true, nil
+		// Its Session refuses it (too_many_stream_ids); Settle finds no
+		// turn on the lane.
+		return true, conn.leaveTurn(ctx, requestID)
+	}
+	if err != nil || !ok {
+		if lerr := conn.leaveTurn(context.WithoutCancel(ctx), requestID); lerr != nil {
+			err = errors.Join(err, lerr)
+		}
 	}
 	if err == nil && !ok {
 		h.log.InfoContext(ctx, "websocket turn: the connection is gone, message dropped", "connection_id", conn.ID)

@@ -62,6 +62,21 @@ const (
 	laneKeyPrefix = "lane:"
 )
 
+// Attributes of a tenant's turns item (Connections.TenantTurns): its key
+// is pk "tenant-turns#<tenant>", sk "tenant-turns", which neither a
+// connection item (sk "connection") nor a record of package
+// store/dynamodb has; its turns map holds, for each turn of the tenant
+// running deployment-wide, its request id → its running_until (Unix
+// milliseconds, the lapse rule of a lane's running mark).
+const (
+	turnsPKPrefix = "tenant-turns#"
+	turnsSK       = "tenant-turns"
+	attrTurns     = "turns"
+	// maxLapsedRemoved bounds the lapsed entries one write removes (its
+	// expression's size): room for the next turn needs one.
+	maxLapsedRemoved = 32
+)
+
 // Connections is the connection table of the WebSocket API: for each open
 // connection its tenant, when it opened, and for each of its lanes
 // (stream_id; wsapi.Cache) the id of its latest response and the request
@@ -86,6 +101,11 @@ type Connections struct {
 	// Settle failed does not keep its lane running for the connection's
 	// life.
 	TurnTimeout time.Duration
+	// TenantTurns bounds the turns one tenant may have running at once,
+	// deployment-wide (LAMBENT_LIMIT_TENANT_WEBSOCKET_TURNS): each running
+	// turn is an entry of the tenant's turns item from EnterTurn to Settle
+	// (or until its running_until lapses). 0: no bound, and no item.
+	TenantTurns int
 }
 
 // DefaultTurnTimeout is Connections.TurnTimeout by default: Lambda's
@@ -536,6 +556,112 @@ func (c *Connection) Interrupted(lane, requestID string) bool {
 	return requestID != "" && c.Latest[lane].Turn == requestID
 }
 
+// EnterTurn notes the turn of request id requestID as running for the
+// connection's tenant, while the tenant has fewer than
+// Connections.TenantTurns turns running deployment-wide (an entry whose
+// running_until has passed does not count, and is removed to make room);
+// false when it has that many. Settle removes the entry. Always true
+// when TenantTurns is 0, with no request.
+func (c *Connection) EnterTurn(ctx context.Context, requestID string) (bool, error) {
+	if c.c.TenantTurns <= 0 {
+		return true, nil
+	}
+	now := time.Now()
+	until := now.Add(c.c.TurnTimeout)
+	exp := &types.AttributeValueMemberN{Value: strconv.FormatInt(until.Unix()+1, 10)}
+	for range 2 {
+		vals := map[string]types.AttributeValue{":until": millis(until), ":exp": exp, ":max": num(c.c.TenantTurns)}
+		ok, err := c.updateTurns(ctx, "SET turns.#r = :until, expires_at = :exp", "size(turns) < :max", map[string]string{"#r": requestID}, vals)
+		if err != nil || ok {
+			return ok, err
+		}
+		out, err := c.c.db.GetItem(ctx, &ddb.GetItemInput{TableName: c.c.table, Key: turnsKey(c.Tenant), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return false, fmt.Errorf("websocket turns of %s: %w", c.Tenant, err)
+		}
+		turns, has := out.Item[attrTurns].(*types.AttributeValueMemberM)
+		if !has {
+			// The tenant's first turn: it writes the map, unless another
+			// turn just did (then it tries again).
+			first := map[string]types.AttributeValue{":m": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{requestID: millis(until)}}, ":exp": exp}
+			ok, err := c.updateTurns(ctx, "SET turns = :m, expires_at = :exp", "attribute_not_exists(turns)", nil, first)
+			if err != nil || ok {
+				return ok, err
+			}
+			continue
+		}
+		return c.replaceLapsed(ctx, requestID, turns.Value, now, vals)
+	}
+	return false, nil
+}
+
+// replaceLapsed adds the entry of requestID (vals :until, :exp) to the
+// tenant's turns, as they were read, in place of their entries that had
+// lapsed at now (each removed only while it is as read); false when none
+// had, or the turns changed meanwhile.
+func (c *Connection) replaceLapsed(ctx context.Context, requestID string, turns map[string]types.AttributeValue, now time.Time, vals map[string]types.AttributeValue) (bool, error) {
+	names := map[string]string{"#r": requestID}
+	var removes, conds []string
+	for id, v := range turns {
+		if len(removes) == maxLapsedRemoved {
+			break
+		}
+		ms, ok := v.(*types.AttributeValueMemberN)
+		if !ok || id == requestID || running(map[string]types.AttributeValue{attrRunning: str(id), attrRunningUntil: ms}, now) {
+			continue
+		}
+		i := strconv.Itoa(len(removes))
+		names["#l"+i], vals[":l"+i] = id, ms
+		removes = append(removes, "turns.#l"+i)
+		conds = append(conds, "turns.#l"+i+" = :l"+i)
+	}
+	if len(removes) == 0 {
+		return false, nil
+	}
+	vals[":max"] = num(c.c.TenantTurns + len(removes))
+	return c.updateTurns(ctx, "SET turns.#r = :until, expires_at = :exp REMOVE "+strings.Join(removes, ", "),
+		"size(turns) < :max AND "+strings.Join(conds, " AND "), names, vals)
+}
+
+// leaveTurn removes the entry of the turn of request id requestID from
+// the tenant's turns (EnterTurn), if it has one.
+func (c *Connection) leaveTurn(ctx context.Context, requestID string) error {
+	if c.c.TenantTurns <= 0 {
+		return nil
+	}
+	_, err := c.updateTurns(ctx, "REMOVE turns.#r", "attribute_exists(turns.#r)", map[string]string{"#r": requestID}, nil)
+	return err
+}
+
+// updateTurns applies the update expression expr to the tenant's turns
+// item when cond holds; false when it does not.
+func (c *Connection) updateTurns(ctx context.Context, expr, cond string, names map[string]string, vals map[string]types.AttributeValue) (bool, error) {
+	in := &ddb.UpdateItemInput{TableName: c.c.table, Key: turnsKey(c.Tenant), UpdateExpression: aws.String(expr), ConditionExpression: aws.String(cond)}
+	if len(names) > 0 {
+		in.ExpressionAttributeNames = names
+	}
+	if len(vals) > 0 {
+		in.ExpressionAttributeValues = vals
+	}
+	_, err := c.c.db.UpdateItem(ctx, in)
+	var failed *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &failed):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("websocket turns of %s: %w", c.Tenant, err)
+	}
+	return true, nil
+}
+
+func turnsKey(tenantName string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{attrPK: str(turnsPKPrefix + tenantName), attrSK: str(turnsSK)}
+}
+
+func num(n int) *types.AttributeValueMemberN {
+	return &types.AttributeValueMemberN{Value: strconv.Itoa(n)}
+}
+
 // Settle ends the turn on lane, which no longer runs (Begin marked it
 // running; so does the delivery again of a turn whose invocation died,
 // which is not run again): a named lane that has no latest response
@@ -544,7 +670,8 @@ func (c *Connection) Interrupted(lane, requestID string) bool {
 // leaves the lanes map, and no longer counts towards wsapi.MaxLanes; one
 // that has is no longer running. It writes whatever ended the turn: on
 // ctx without its cancellation and deadline (the client went away, which
-// cancels the turn's context), within settleTimeout.
+// cancels the turn's context), within settleTimeout. The turn leaves its
+// tenant's running turns (EnterTurn).
 func (c *Connection) Settle(ctx context.Context, lane string) error {
 	l, ok := c.Latest[lane]
 	if !ok || l.Turn == "" {
@@ -552,6 +679,11 @@ func (c *Connection) Settle(ctx context.Context, lane string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
+	return errors.Join(c.leaveTurn(ctx, l.Turn), c.settleLane(ctx, lane, l))
+}
+
+// settleLane ends the turn of l on lane (Settle).
+func (c *Connection) settleLane(ctx context.Context, lane string, l Latest) error {
 	vals := map[string]types.AttributeValue{":rid": str(l.Turn)}
 	ended, err := c.endRunning(ctx, lane, vals)
 	if err != nil {
