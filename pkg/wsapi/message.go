@@ -81,7 +81,13 @@ type Envelope struct {
 // WebSocketErrorEvent requires a string): an error without a code of its
 // own, null over HTTP, has its type's (invalid_request_error, ...).
 func EncodeError(ctx context.Context, err error) []byte {
-	return encodeEnvelope(ctx, api.AsError(err), nil, "")
+	return EncodeLaneError(ctx, err, "")
+}
+
+// EncodeLaneError is EncodeError's envelope for a response.create of lane
+// (its stream_id; "": none), which every message answering it carries.
+func EncodeLaneError(ctx context.Context, err error, lane string) []byte {
+	return encodeEnvelope(ctx, api.AsError(err), nil, lane)
 }
 
 // EncodeStreamError returns the message of a response's "error" event ev

@@ -253,21 +253,22 @@ func (h *Handler) message(ctx context.Context, ev *events.APIGatewayWebsocketPro
 		if err == nil {
 			return reply(http.StatusOK, nil), nil
 		}
-		return h.failed(ctx, &t, err, "The message could not be answered; send it again.")
+		return h.failed(ctx, &t, "", err, "The message could not be answered; send it again.")
 	}
 	err := h.queue(ctx, &t, rc, lane)
 	if err == nil {
 		return reply(http.StatusOK, nil), nil
 	}
-	return h.failed(ctx, &t, err, "The message could not be queued; send it again.")
+	return h.failed(ctx, &t, lane, err, "The message could not be queued; send it again.")
 }
 
 // failed answers the message t, which $default could not handle (err),
-// with a server error envelope saying msg.
-func (h *Handler) failed(ctx context.Context, t *turn, err error, msg string) (events.APIGatewayProxyResponse, error) {
+// with a server error envelope saying msg, on lane (a response.create's
+// stream_id; "": none).
+func (h *Handler) failed(ctx context.Context, t *turn, lane string, err error, msg string) (events.APIGatewayProxyResponse, error) {
 	h.log.ErrorContext(ctx, "websocket $default", "connection_id", t.ConnectionID, "err", err)
 	p := h.poster(t, func() {})
-	if perr := p.Send(ctx, wsapi.EncodeError(ctx, api.ServerError(err, "%s", msg))); perr != nil {
+	if perr := p.Send(ctx, wsapi.EncodeLaneError(ctx, api.ServerError(err, "%s", msg), lane)); perr != nil {
 		// API Gateway tells the client the integration failed.
 		return events.APIGatewayProxyResponse{}, errors.Join(err, perr)
 	}
@@ -486,8 +487,8 @@ func (h *Handler) begin(ctx context.Context, conn *Connection, p *poster, reques
 	}
 	if conn.Interrupted(lane, requestID) {
 		h.log.ErrorContext(ctx, "websocket turn: interrupted by the end of its invocation, not run again", "connection_id", conn.ID)
-		_ = p.Send(ctx, wsapi.EncodeError(ctx, api.ServerError(errors.New("turn delivered again"),
-			"The response to this message was interrupted (the function running it stopped) and is not run again; send the message again.")))
+		_ = p.Send(ctx, wsapi.EncodeLaneError(ctx, api.ServerError(errors.New("turn delivered again"),
+			"The response to this message was interrupted (the function running it stopped) and is not run again; send the message again."), lane))
 		return false, conn.Settle(ctx, lane)
 	}
 	entered, err := conn.EnterTurn(ctx, requestID)
@@ -496,9 +497,9 @@ func (h *Handler) begin(ctx context.Context, conn *Connection, p *poster, reques
 	}
 	if !entered {
 		h.log.InfoContext(ctx, "websocket turn: the tenant has its limit of turns running, refused", "connection_id", conn.ID)
-		_ = p.Send(ctx, wsapi.EncodeError(ctx, api.RateLimited(api.RetryAfterSeconds(engine.TenantRetryAfter), nil,
+		_ = p.Send(ctx, wsapi.EncodeLaneError(ctx, api.RateLimited(api.RetryAfterSeconds(engine.TenantRetryAfter), nil,
 			"Too many responses in flight: this tenant already has %d WebSocket turns running, its limit (LAMBENT_LIMIT_TENANT_WEBSOCKET_TURNS). Retry after %s, when one of them has ended.",
-			h.cfg.Connections.TenantTurns, engine.TenantRetryAfter)))
+			h.cfg.Connections.TenantTurns, engine.TenantRetryAfter), lane))
 		return false, nil
 	}
 	ok, err := conn.Begin(ctx, lane, requestID, responseID)

@@ -249,7 +249,7 @@ func (e *env) envelope(msgs [][]byte) wsapi.Envelope {
 	require.NoError(e.t, json.Unmarshal(msgs[0], &env), "%s", msgs[0])
 	require.Equal(e.t, "error", env.Type)
 	return wsapi.Envelope{Type: env.Type, Status: env.Status, Error: &api.Error{Code: env.Error.Code, Message: env.Error.Message, Param: env.Error.Param, Type: env.Error.Type},
-		RequestID: env.RequestID}
+		RequestID: env.RequestID, StreamID: env.StreamID}
 }
 
 func lastID(evs []ssecheck.Event) string { return evs[len(evs)-1].Response.ID }
@@ -550,12 +550,13 @@ func TestQueueFailureIsAnErrorEnvelope(t *testing.T) {
 	e := newEnv(t)
 	c := e.connect(keyA)
 	e.queue.Close()
-	b, err := json.Marshal(routeEvent("MESSAGE", "$default", c, "", `{"type":"response.create","input":"Hi"}`, time.Now()))
+	b, err := json.Marshal(routeEvent("MESSAGE", "$default", c, "", `{"type":"response.create","input":"Hi","stream_id":"A"}`, time.Now()))
 	require.NoError(t, err)
 	out, err := e.h.Invoke(t.Context(), b)
 	require.NoError(t, err, "$default answers; its failure would reach the client as API Gateway's own message")
 	require.Equal(t, http.StatusOK, out.(events.APIGatewayProxyResponse).StatusCode)
 	env := e.envelope(e.mgmt.Messages(c))
+	require.Equal(t, "A", env.StreamID, "the envelope answers the lane's response.create")
 	require.Equal(t, http.StatusInternalServerError, env.Status)
 	require.Equal(t, "server_error", env.Error.Code)
 	require.Regexp(t, `^req_[0-9a-f]{32}$`, env.RequestID)
@@ -955,6 +956,7 @@ func TestInterruptedLaneTurnIsNotRunAgain(t *testing.T) {
 	require.Equal(t, calls, e.fake.Calls(), "the turn did not run again")
 	env := e.envelope(e.mgmt.Messages(c)[before:])
 	require.Contains(t, env.Error.Message, "interrupted")
+	require.Equal(t, "A", env.StreamID, "the refusal carries its lane's stream_id")
 }
 
 // A message $default answers itself (a response.steer, an invalid one) on

@@ -110,6 +110,12 @@ func TestTenantTurnsCap(t *testing.T) {
 	require.True(t, ok)
 	env = e.envelope(e.send(a2, `{"type":"response.create","input":"Hi"}`))
 	require.Equal(t, http.StatusTooManyRequests, env.Status)
+	require.Empty(t, env.StreamID)
+	// The refusal of a lane's turn carries its stream_id, as every message
+	// of that response.create does.
+	env = e.envelope(e.send(a2, `{"type":"response.create","input":"Hi","stream_id":"B"}`))
+	require.Equal(t, http.StatusTooManyRequests, env.Status)
+	require.Equal(t, "B", env.StreamID)
 }
 
 // A turn's DynamoDB requests: with the cap unset, as many as before it
