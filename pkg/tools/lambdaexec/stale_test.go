@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -94,9 +95,14 @@ func (e *rawEndpoint) serveAll(c net.Conn, br *bufio.Reader) {
 }
 
 // watchedConn is a client connection whose Close the test sees. Once
-// closed, its writes wait for release: the transport's writer goroutine
-// has not yet been scheduled when its connection is found closed, which
-// the test needs to hold to order the transport deterministically.
+// closed, its writes wait for release, or holdWrite at most: the
+// transport's writer goroutine has not yet been scheduled when its
+// connection is found closed, which the test needs to hold to order the
+// transport. The bound is no assertion on time: net/http's round trip,
+// once it sees the connection closed, waits for its writer to return, and
+// a write held until the test's end would hang it (the writer can take
+// the request in the instant between the connection's Close and the end
+// of its close channel).
 type watchedConn struct {
 	net.Conn
 	once    sync.Once
@@ -112,12 +118,18 @@ func (c *watchedConn) Close() error {
 func (c *watchedConn) Write(b []byte) (int, error) {
 	select {
 	case <-c.closed:
-		<-c.release
+		select {
+		case <-c.release:
+		case <-time.After(holdWrite):
+		}
 		return 0, net.ErrClosed
 	default:
 		return c.Conn.Write(b)
 	}
 }
+
+// holdWrite bounds how long a write on a closed watchedConn is held.
+const holdWrite = 100 * time.Millisecond
 
 // watchingDialer dials watchedConns; failFirst makes its first dial fail as
 // a real one does (connection refused).
