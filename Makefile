@@ -79,7 +79,7 @@ load:
 FUZZTIME ?= 20s
 FUZZ_TARGETS = FuzzDecodeCreateRequest:./pkg/api/ FuzzHandleMessage:./pkg/wsapi/ FuzzDecodeInputTokensRequest:./pkg/api/ FuzzDecodeChunk:./pkg/provider/openai/ FuzzChunkDecoders:./pkg/provider/openai/ \
 	FuzzEvaluate:./pkg/tools/calculator/ FuzzDecodeCompactRequest:./pkg/api/ FuzzDecodeConversation:./pkg/api/ \
-	FuzzUnmarshalMatchesEncodingJSON:./pkg/api/ FuzzOpen:./pkg/compaction/ \
+	FuzzUnmarshalMatchesEncodingJSON:./pkg/api/ FuzzOpen:./pkg/compaction/ FuzzHandle:./pkg/lambdaio/ \
 	FuzzCreate:./pkg/httpapi/ FuzzCreateParam:./pkg/httpapi/ FuzzGetQuery:./pkg/httpapi/ FuzzInputTokens:./pkg/httpapi/ FuzzConversations:./pkg/httpapi/
 
 fuzz:

@@ -3,12 +3,13 @@ package lambdaio
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
+	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/requestid"
@@ -45,13 +46,17 @@ func (h *Handler) bounded(ctx context.Context) (context.Context, context.CancelF
 func (h *Handler) serveV1(ctx context.Context, ev *events.APIGatewayProxyRequest) (any, error) {
 	ctx, cancel := h.bounded(ctx)
 	defer cancel()
-	var perr error
-	resp, err := httpadapter.New(h.buffered(&perr)).ProxyWithContext(ctx, *ev)
-	if perr != nil {
-		return nil, perr
-	}
-	if err != nil {
+	next, r := h.request(ctx, func(ctx context.Context) (*http.Request, error) {
+		var ra core.RequestAccessor
+		return ra.EventToRequestWithContext(ctx, *ev)
+	})
+	w := core.NewProxyResponseWriter()
+	if err := h.serveBuffered(next, w, r); err != nil {
 		return nil, err
+	}
+	resp, err := w.GetProxyResponse()
+	if err != nil {
+		return nil, fmt.Errorf("lambdaio: building the buffered reply: %w", err)
 	}
 	if tooLarge(len(resp.Body), resp) {
 		resp.StatusCode, resp.Body, resp.IsBase64Encoded = replyTooLarge(resp.Body, firstHeader(resp.Headers, resp.MultiValueHeaders, requestid.Header))
@@ -65,13 +70,17 @@ func (h *Handler) serveV1(ctx context.Context, ev *events.APIGatewayProxyRequest
 func (h *Handler) serveV2(ctx context.Context, ev *events.APIGatewayV2HTTPRequest) (any, error) {
 	ctx, cancel := h.bounded(ctx)
 	defer cancel()
-	var perr error
-	resp, err := httpadapter.NewV2(h.buffered(&perr)).ProxyWithContext(ctx, *ev)
-	if perr != nil {
-		return nil, perr
-	}
-	if err != nil {
+	next, r := h.request(ctx, func(ctx context.Context) (*http.Request, error) {
+		var ra core.RequestAccessorV2
+		return ra.EventToRequestWithContext(ctx, *ev)
+	})
+	w := core.NewProxyResponseWriterV2()
+	if err := h.serveBuffered(next, w, r); err != nil {
 		return nil, err
+	}
+	resp, err := w.GetProxyResponse()
+	if err != nil {
+		return nil, fmt.Errorf("lambdaio: building the buffered reply: %w", err)
 	}
 	if tooLarge(len(resp.Body), resp) {
 		resp.StatusCode, resp.Body, resp.IsBase64Encoded = replyTooLarge(resp.Body, firstHeader(resp.Headers, resp.MultiValueHeaders, requestid.Header))
@@ -137,24 +146,24 @@ func firstHeader(single map[string]string, multi map[string][]string, name strin
 	return ""
 }
 
-// buffered wraps the handler for the api-proxy adapters: its writer gains a
-// Flush that does nothing (the proxy's v2 writer has none, and a handler
-// that streams would take the failed flush for a gone client), a handler
-// that writes nothing answers 200 as under net/http (the proxy calls that an
-// error), and a panic becomes *perr instead of crashing the runtime.
-func (h *Handler) buffered(perr *error) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		bw := &bufferedWriter{ResponseWriter: w}
-		defer func() {
-			if p := recover(); p != nil {
-				*perr = h.panicError(p, r)
-			}
-		}()
-		h.h.ServeHTTP(bw, r)
-		if !bw.wrote {
-			w.WriteHeader(http.StatusOK)
+// serveBuffered serves r with next into the api-proxy's writer w, whose
+// reply is collected whole: the handler's writer gains a Flush that does
+// nothing (the proxy's v2 writer has none, and a handler that streams would
+// take the failed flush for a gone client), a handler that writes nothing
+// answers 200 as under net/http (the proxy calls that an error), and a
+// panic is returned as an error instead of crashing the runtime.
+func (h *Handler) serveBuffered(next http.Handler, w http.ResponseWriter, r *http.Request) (err error) {
+	bw := &bufferedWriter{ResponseWriter: w}
+	defer func() {
+		if p := recover(); p != nil {
+			err = h.panicError(p, r)
 		}
-	})
+	}()
+	next.ServeHTTP(bw, r)
+	if !bw.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return nil
 }
 
 // bufferedWriter is the http.ResponseWriter handed to the handler for a

@@ -9,7 +9,14 @@
 //     [events.APIGatewayProxyStreamingResponse], streamed the same way;
 //   - a buffered REST API, an HTTP API with payload 2.0 or 1.0: the whole
 //     response is collected and returned as one proxy response, through
-//     github.com/awslabs/aws-lambda-go-api-proxy's httpadapter.
+//     github.com/awslabs/aws-lambda-go-api-proxy's request and response
+//     conversions.
+//
+// An event whose fields make no http.Request (a body that is not the base64
+// it claims to be, a method or URL net/http refuses) is answered, in the
+// reply shape of its front door, with a 400 in the OpenAI error shape rather
+// than failing the invocation, which the front door would turn into a bare
+// 502.
 //
 // [Handler.Handle] tells the shapes apart from the raw event ([Detect]). A
 // REST API sends the same event whether its integration streams or not, so

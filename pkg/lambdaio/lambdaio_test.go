@@ -194,13 +194,6 @@ func TestFunctionURLRequest(t *testing.T) {
 	require.ErrorIs(t, r.Context().Err(), context.Canceled, "closing the reply ends the request's context")
 }
 
-func TestFunctionURLBadBase64(t *testing.T) {
-	ev := urlEvent("POST", "/", "", "%%%")
-	ev.IsBase64Encoded = true
-	_, err := New(http.NotFoundHandler(), Config{}).Handle(testCtx(t), mustJSON(t, ev))
-	require.ErrorContains(t, err, "base64")
-}
-
 // TestFunctionURLStreamsEachFlush checks that the head comes back before the
 // body, and that each flush is one chunk the reader gets while the handler
 // is still running (it waits for the test between flushes).

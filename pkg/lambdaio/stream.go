@@ -141,16 +141,13 @@ type head struct {
 	err    error
 }
 
-// stream runs the handler on the request that build makes, in a goroutine
-// writing into a pipe, and returns the pipe's reading end once the handler
-// has sent its status and headers.
+// stream runs the handler on the request that build makes (or answers an
+// unreadable event, Handler.request), in a goroutine writing into a pipe,
+// and returns the pipe's reading end once the handler has sent its status
+// and headers.
 func (h *Handler) stream(ctx context.Context, build func(context.Context) (*http.Request, error)) (*streamBody, head, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	r, err := build(ctx)
-	if err != nil {
-		cancel()
-		return nil, head{}, err
-	}
+	next, r := h.request(ctx, build)
 	pr, pw := io.Pipe()
 	w := &streamWriter{header: make(http.Header), ready: make(chan head, 1), bw: bufio.NewWriterSize(pw, bufSize)}
 	done := make(chan struct{})
@@ -170,7 +167,7 @@ func (h *Handler) stream(ctx context.Context, build func(context.Context) (*http
 			_ = w.bw.Flush()
 			_ = pw.Close()
 		}()
-		h.h.ServeHTTP(w, r)
+		next.ServeHTTP(w, r)
 	}()
 	body := &streamBody{pr: pr, cancel: cancel, done: done}
 	hd := <-w.ready
