@@ -183,6 +183,14 @@ func AsError(err error) *Error {
 	return ServerError(err, ServerErrorMessage)
 }
 
+// ServerFailure reports whether e is the server's failure, or a service's
+// behind it, that its operator should find in the logs at level error: a
+// 5xx, but a 501, which answers a request for a feature the deployment
+// does not offer (the client's to change, as a 4xx).
+func (e *Error) ServerFailure() bool {
+	return e.Status >= 500 && e.Status != http.StatusNotImplemented
+}
+
 // Internal reports whether e is a failure of the server or of a service
 // behind it (a 5xx with a cause, Err): its message is general, its cause
 // is logged with the request id.

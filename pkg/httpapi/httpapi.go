@@ -298,10 +298,11 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 // WriteError answers r with err in the OpenAI error shape (api.AsError's
 // status, api.Error.WriteHTTP). A server error's message says what
 // happened in general terms and names the request id
-// (api.Error.ForClient); its cause goes to log with that id.
+// (api.Error.ForClient); a server failure (api.Error.ServerFailure) goes
+// to log at level error with that id.
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	e := api.AsError(err)
-	if e.Status >= 500 {
+	if e.ServerFailure() {
 		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "status", e.Status, "code", e.Code, "err", err)
 	}
 	e.WriteHTTP(w, requestid.From(r.Context()))

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/lambent/lambent/internal/testing/fakellm"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/httpapi"
+	"github.com/lambent/lambent/pkg/provider"
 )
 
 // POST /v1/responses/input_tokens (OpenAI's input token count) of a model
@@ -66,6 +68,20 @@ func TestNotImplementedNotRetried(t *testing.T) {
 		Type: api.ErrTypeInvalidRequest, Code: "compaction_unavailable", Message: "Compaction is not configured."})
 	require.Equal(t, http.StatusNotImplemented, rec.Code)
 	require.Equal(t, "false", rec.Header().Get("X-Should-Retry"))
+}
+
+// A 501 answers a request for a feature the deployment does not offer:
+// the client's to change, as a 4xx, so it is no error line in the
+// operator's logs (alarms count those); a failure of the model provider
+// (a 502) is one, with its cause.
+func TestNotImplementedIsNoErrorLog(t *testing.T) {
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError}))
+	req := httptest.NewRequest(http.MethodPost, "/v1/responses/input_tokens", nil)
+	httpapi.WriteError(httptest.NewRecorder(), req, log, provider.CountUnsupported("test-model", "its model provider has no token count API"))
+	require.Empty(t, logs.String())
+	httpapi.WriteError(httptest.NewRecorder(), req, log, provider.UpstreamError(http.StatusBadGateway, provider.CodeUpstreamError, errors.New("upstream HTTP 500"), "model provider error"))
+	require.Contains(t, logs.String(), "upstream HTTP 500")
 }
 
 // On Bedrock, POST /v1/responses/input_tokens counts with Bedrock's

@@ -345,7 +345,7 @@ func (s *Session) evict(ctx context.Context, id string) {
 // and param shortened.
 func (s *Session) sendError(ctx context.Context, lane string, err error) error {
 	e := api.AsError(err)
-	if e.Status >= 500 {
+	if e.ServerFailure() {
 		s.logger().ErrorContext(ctx, "websocket: request failed", "status", e.Status, "code", e.Code, "err", err)
 	}
 	msg := encodeEnvelope(ctx, e, nil, lane)
