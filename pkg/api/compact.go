@@ -12,10 +12,14 @@ type CompactRequest struct {
 	ServiceTier        string
 }
 
-// knownCompactParam lists the parameters POST /v1/responses/compact accepts.
+// knownCompactParam lists the parameters POST /v1/responses/compact
+// accepts: those of the OpenAI SDKs' compact params (openai-go
+// ResponseCompactParams); prompt_cache_retention, prompt_cache_options and
+// image are checked as a create checks them, then ignored.
 func knownCompactParam(k string) bool {
 	switch k {
-	case "model", "input", "previous_response_id", "instructions", "prompt_cache_key", "service_tier":
+	case "model", "input", "previous_response_id", "instructions", "prompt_cache_key", "service_tier",
+		"prompt_cache_retention", "prompt_cache_options", "image":
 		return true
 	}
 	return false
@@ -26,7 +30,7 @@ func knownCompactParam(k string) bool {
 // errors, input or previous_response_id required). Every failure is an
 // *Error with status 400 naming the parameter.
 func DecodeCompactRequest(body []byte) (*CompactRequest, error) {
-	r, err := decodeParams(body, knownCompactParam)
+	r, err := decodeParams(body, only(knownCompactParam))
 	if err != nil {
 		return nil, err
 	}

@@ -75,6 +75,10 @@ func TestDecodeCompactRequest(t *testing.T) {
 	assert.Equal(t, &CompactRequest{Model: "m", Instructions: "be brief", PromptCacheKey: "pk", ServiceTier: "flex",
 		Input: []Item{{Type: ItemMessage, Role: RoleUser, Content: []ContentPart{{Type: PartInputText, Text: "hello"}}}}}, r)
 
+	// The SDKs' caching and image hints are checked, then ignored.
+	_, err = DecodeCompactRequest([]byte(`{"model":"m","input":"hello","prompt_cache_retention":"24h","prompt_cache_options":{"ttl":"12h"},"image":{"context_compression":"auto"}}`))
+	require.NoError(t, err)
+
 	r, err = DecodeCompactRequest([]byte(`{"model":"m","previous_response_id":"resp_1"}`))
 	require.NoError(t, err)
 	assert.Equal(t, "resp_1", r.PreviousResponseID)
@@ -88,6 +92,9 @@ func TestDecodeCompactRequest(t *testing.T) {
 		{`{"model":"m","input":[{"type":"compaction"}]}`, "input[0].encrypted_content"},
 		{`{"model":"m","input":[{"role":"wizard","content":"x"}]}`, "input[0].role"},
 		{`{"model":"m","input":"x","service_tier":"cheap"}`, "service_tier"},
+		{`{"model":"m","input":"x","prompt_cache_retention":"forever"}`, "prompt_cache_retention"},
+		{`{"model":"m","input":"x","image":{"context_compression":"max"}}`, "image.context_compression"},
+		{`{"model":"m","input":"x","background_options":{}}`, "background_options"},
 		{`{"model":7,"input":"x"}`, "model"},
 		{`[]`, ""},
 		{`{"model":`, ""},

@@ -91,7 +91,7 @@ func addCreateSeeds(f *testing.F) {
 			`"service_tier":"fast","truncation":"auto","top_logprobs":20,"stream":true,"stream_options":{"include_obfuscation":false},"max_tool_calls":1,` +
 			`"metadata":{"k":"v"},"user":"u","background":true,"store":true,"instructions":"i","presence_penalty":-2,"frequency_penalty":2,"max_output_tokens":16}`,
 		`{"input":"x","temperature":2.5}`, `{"input":"x","max_output_tokens":15}`, `{"input":"x","conversation":{"id":"c"}}`,
-		`{"input":"x","prompt":{"id":"p"}}`, `{"input":"x","prompt_cache_options":{"prewarm":true}}`, `{"input":"x","access_programs":{"cyber":"standard"},"image":{"context_compression":"auto"}}`,
+		`{"input":"x","prompt":{"id":"p"}}`, `{"input":"x","prompt_cache_options":{"prewarm":true}}`, `{"input":"x","access_programs":{"cyber":"standard"},"image":{"context_compression":"auto"}}`, `{"input":"x","background":true,"background_options":{"completion_window":"8h","continuation_id":"c"}}`,
 		`{"input":"x","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"mcp","server_label":"s"}}`,
 		`{"input":[{"id":"msg_1"},{"type":null,"id":"msg_2"},{"type":"item_reference","id":"msg_3"}]}`,
 		`{"input":[{"role":"user","content":[{"type":"input_image","file_id":"f","detail":"original"},{"type":"input_file","file_url":"https://x","detail":"low"}]}]}`,

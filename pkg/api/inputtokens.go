@@ -2,8 +2,8 @@ package api
 
 // knownInputTokensParam lists the parameters POST
 // /v1/responses/input_tokens accepts: the create request's that shape the
-// model's input (OpenAI's InputTokenCountParams but personality, which
-// this gateway does not take on a create either).
+// model's input (OpenAI's InputTokenCountParams but personality,
+// inputTokensParamDecoder).
 func knownInputTokensParam(k string) bool {
 	switch k {
 	case "model", "input", "instructions", "tools", "tool_choice", "previous_response_id", "conversation",
@@ -19,7 +19,19 @@ func knownInputTokensParam(k string) bool {
 // (stream, background, store, max_output_tokens, ...: unknown parameters).
 // Every failure is an *Error with status 400 naming the parameter.
 func DecodeInputTokensRequest(body []byte) (*CreateResponseRequest, error) {
-	return decodeParams(body, knownInputTokensParam)
+	return decodeParams(body, inputTokensParamDecoder)
+}
+
+// inputTokensParamDecoder is the decoder of an input token count's
+// parameter k: the create request's, for the parameters a count takes.
+// OpenAI's personality (a style preset of its own models) is refused
+// naming why: the models this gateway routes have none, and a create here
+// takes none, so no count could include it.
+func inputTokensParamDecoder(k string) paramFunc {
+	if k == "personality" {
+		return unsupportedParam(k, "The models this gateway routes have no style presets; omit it.")
+	}
+	return only(knownInputTokensParam)(k)
 }
 
 // ObjectInputTokens is the object type of an InputTokens.

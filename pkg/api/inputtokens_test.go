@@ -9,10 +9,11 @@ import (
 )
 
 // POST /v1/responses/input_tokens takes the create request's fields a
-// count needs (the npm SDK's InputTokenCountParams but personality),
-// decoded and validated as a create request's; the others (stream,
-// background, store, max_output_tokens...) are unknown parameters, as
-// OpenAI answers them.
+// count needs (the SDKs' InputTokenCountParams), decoded and validated as
+// a create request's; the others (stream, background, store,
+// max_output_tokens...) are unknown parameters, as OpenAI answers them.
+// The SDKs' personality, a style preset of OpenAI's models, is refused as
+// unsupported: no model here has one, nor does a create here take it.
 func TestDecodeInputTokensRequest(t *testing.T) {
 	r, err := DecodeInputTokensRequest([]byte(`{"model":"m","input":"hello","instructions":"be brief","previous_response_id":null,
 		"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"tool_choice":"required","conversation":{"id":"conv_1"},
@@ -32,6 +33,7 @@ func TestDecodeInputTokensRequest(t *testing.T) {
 		{`{"model":"m","input":"x","background":true}`, "background", "unknown_parameter"},
 		{`{"model":"m","input":"x","store":false}`, "store", "unknown_parameter"},
 		{`{"model":"m","input":"x","max_output_tokens":5}`, "max_output_tokens", "unknown_parameter"},
+		{`{"model":"m","input":"x","personality":"friendly"}`, "personality", "unsupported_parameter"},
 		{`{"model":"m","input":[{"role":"wizard","content":"x"}]}`, "input[0].role", ""},
 		{`{"model":"m","input":"x","truncation":"sometimes"}`, "truncation", ""},
 		{`[]`, "", ""},

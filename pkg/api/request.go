@@ -78,7 +78,11 @@ type CreateResponseRequest struct {
 	// ServiceTier is the requested tier; "fast" arrives as "priority", as
 	// OpenAI reports it.
 	ServiceTier string `json:"service_tier,omitempty"`
-	User        string `json:"user,omitempty"`
+	// CompletionWindow is background_options.completion_window ("soonest",
+	// "2h" or "8h"; "" when absent): checked, then without effect, as
+	// every background response runs at once (decodeBackgroundOptions).
+	CompletionWindow string `json:"-"`
+	User             string `json:"user,omitempty"`
 	// ContextManagement is the request's context_management: server-side
 	// compaction (docs/api.md, "Server-side compaction").
 	ContextManagement []ContextManagement `json:"context_management,omitempty"`
@@ -107,7 +111,7 @@ func (r *CreateResponseRequest) Stores() bool { return r.Store == nil || *r.Stor
 // paramDecoder returns the decoder of the top-level parameter k, nil when
 // k is not a parameter of POST /v1/responses. A decoder is only called
 // with a non-null value.
-func paramDecoder(k string) func(r *CreateResponseRequest, v json.RawMessage) error {
+func paramDecoder(k string) paramFunc {
 	// Decoders are built only for the parameter asked for: paramDecoder
 	// runs twice for every parameter of every request.
 	switch k {
@@ -216,6 +220,8 @@ func paramDecoder(k string) func(r *CreateResponseRequest, v json.RawMessage) er
 			}
 			return oneOf("access_programs.cyber", w.Cyber, "standard", "daybreak_blue", "daybreak_red")
 		}
+	case "background_options":
+		return (*CreateResponseRequest).decodeBackgroundOptions
 	case "image":
 		return func(_ *CreateResponseRequest, v json.RawMessage) error {
 			var w struct {
@@ -234,6 +240,55 @@ func paramDecoder(k string) func(r *CreateResponseRequest, v json.RawMessage) er
 		return unsupportedParam(k, "This server has no stored prompts; send instructions and input instead.")
 	case "moderation":
 		return unsupportedParam(k, "This server does not run moderation.")
+	}
+	return nil
+}
+
+// MaxContinuationID bounds background_options.continuation_id, in
+// characters (OpenAI documents no bound).
+const MaxContinuationID = 512
+
+// decodeBackgroundOptions checks OpenAI's background_options: a
+// completion window ("soonest", the default, or the discounted "2h" and
+// "8h", which OpenAI takes only on a background response that does not
+// stream, in standard processing: checked by Validate) and a
+// continuation_id (OpenAI's hint to schedule related background requests
+// together). Neither changes what runs: a background response here starts
+// at once, well inside any window, and nothing is scheduled.
+func (r *CreateResponseRequest) decodeBackgroundOptions(v json.RawMessage) error {
+	const k = "background_options"
+	var w struct {
+		CompletionWindow *string `json:"completion_window"`
+		ContinuationID   *string `json:"continuation_id"`
+	}
+	if err := object(k, v, &w, "completion_window", "continuation_id"); err != nil {
+		return err
+	}
+	if err := cmp.Or(
+		oneOf(k+".completion_window", w.CompletionWindow, "soonest", "2h", "8h"),
+		maxLength(k+".continuation_id", valueOf(w.ContinuationID), MaxContinuationID),
+	); err != nil {
+		return err
+	}
+	r.CompletionWindow = valueOf(w.CompletionWindow)
+	return nil
+}
+
+// validateCompletionWindow applies OpenAI's rule to a discounted
+// completion window: it needs background: true, no stream, and standard
+// processing (service_tier absent, "auto" or "default").
+func (r *CreateResponseRequest) validateCompletionWindow() error {
+	const p = "background_options.completion_window"
+	if r.CompletionWindow == "" || r.CompletionWindow == "soonest" {
+		return nil
+	}
+	switch {
+	case !r.Background:
+		return InvalidRequest(p, "The '%s' completion window requires background: true.", r.CompletionWindow)
+	case r.Stream:
+		return InvalidRequest(p, "The '%s' completion window requires stream: false or omitted.", r.CompletionWindow)
+	case r.ServiceTier != "" && r.ServiceTier != "auto" && r.ServiceTier != "default":
+		return InvalidRequest(p, "The '%s' completion window requires standard processing; service_tier %q is not.", r.CompletionWindow, r.ServiceTier)
 	}
 	return nil
 }
@@ -265,14 +320,28 @@ func unsupportedParam(k, why string) func(*CreateResponseRequest, json.RawMessag
 // Every failure is an *Error with status 400 naming the parameter; when a
 // body has several faults, the one reported is the same for every call.
 func DecodeCreateRequest(body []byte) (*CreateResponseRequest, error) {
-	return decodeParams(body, func(k string) bool { return paramDecoder(k) != nil })
+	return decodeParams(body, paramDecoder)
 }
 
-// decodeParams decodes body's parameters, each of which known accepts, with
-// the create request's decoders, and validates the request. Parameters are
+// paramFunc decodes one parameter of a request into it.
+type paramFunc = func(r *CreateResponseRequest, v json.RawMessage) error
+
+// only is paramDecoder for the parameters known names, nil for others.
+func only(known func(string) bool) func(string) paramFunc {
+	return func(k string) paramFunc {
+		if !known(k) {
+			return nil
+		}
+		return paramDecoder(k)
+	}
+}
+
+// decodeParams decodes body's parameters with their decoders (decoder's:
+// nil for a parameter the endpoint does not take, an unknown_parameter),
+// and validates the request. Parameters are
 // checked and decoded in sorted order, so the error reported for a body
 // with several faults is always the same.
-func decodeParams(body []byte, known func(string) bool) (*CreateResponseRequest, error) {
+func decodeParams(body []byte, decoder func(string) paramFunc) (*CreateResponseRequest, error) {
 	fields, err := decodeObject(body)
 	if err != nil {
 		return nil, err
@@ -283,14 +352,14 @@ func decodeParams(body []byte, known func(string) bool) (*CreateResponseRequest,
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if !known(k) {
+		if decoder(k) == nil {
 			return nil, unknownParam(k)
 		}
 	}
 	r := &CreateResponseRequest{}
 	for _, k := range keys {
 		if v := fields[k]; !isNull(v) {
-			if err := paramDecoder(k)(r, v); err != nil {
+			if err := decoder(k)(r, v); err != nil {
 				return nil, err
 			}
 		}
@@ -850,7 +919,7 @@ func (r *CreateResponseRequest) Validate() error {
 	if !r.Stores() && r.Background {
 		return InvalidRequest("background", "background responses must be stored (store=false is not allowed)")
 	}
-	return nil
+	return r.validateCompletionWindow()
 }
 
 // validateValues checks each parameter's value on its own: numeric ranges,
@@ -953,6 +1022,14 @@ func ValidateInclude(param string, include []string) error {
 		}
 	}
 	return nil
+}
+
+// valueOf is *p, or "" when p is nil.
+func valueOf(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 // optional is s as an optional enumeration value: nil when empty.

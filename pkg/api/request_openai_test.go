@@ -18,7 +18,7 @@ import (
 // allowed_tools.
 func documentedParams() []string {
 	return []string{
-		"access_programs", "background", "context_management", "conversation", "frequency_penalty", "image", "include",
+		"access_programs", "background", "background_options", "context_management", "conversation", "frequency_penalty", "image", "include",
 		"input", "instructions", "max_output_tokens", "max_tool_calls", "metadata", "model", "moderation",
 		"parallel_tool_calls", "presence_penalty", "previous_response_id", "prompt", "prompt_cache_key",
 		"prompt_cache_options", "prompt_cache_retention", "reasoning", "safety_identifier", "service_tier", "store",
@@ -176,6 +176,14 @@ func TestDecodeAcceptsOpenAIParams(t *testing.T) {
 	add("prompt_cache_options {}", `"prompt_cache_options":{}`, nil)
 	add("access_programs", `"access_programs":{"cyber":"standard"}`, nil)
 	add("image", `"image":{"context_compression":"disabled"}`, nil)
+	add("background_options soonest", `"background_options":{"completion_window":"soonest","continuation_id":"batch-7"}`, func(t *testing.T, r *CreateResponseRequest) {
+		assert.Equal(t, "soonest", r.CompletionWindow)
+	})
+	add("background_options {}", `"background_options":{}`, nil)
+	add("background_options 8h, background", `"background":true,"service_tier":"default","background_options":{"completion_window":"8h"}`, func(t *testing.T, r *CreateResponseRequest) {
+		assert.Equal(t, "8h", r.CompletionWindow)
+		assert.True(t, r.Background)
+	})
 	add("tools []", `"tools":[]`, nil)
 	add("function tool with null strict and description", `"tools":[{"type":"function","name":"f","description":null,"parameters":null,"strict":null}],"tool_choice":"required"`, nil)
 	add("allowed_tools choice with hosted and mcp tools",
@@ -308,6 +316,14 @@ func TestDecodeRejectsAsOpenAIDoes(t *testing.T) {
 		{in(`"prompt_cache_options":{"mode":"sometimes"}`), "prompt_cache_options.mode", "invalid_value", ""},
 		{in(`"access_programs":{"cyber":"red"}`), "access_programs.cyber", "invalid_value", ""},
 		{in(`"image":{"context_compression":"max"}`), "image.context_compression", "invalid_value", ""},
+		{in(`"background_options":{"completion_window":"1h"}`), "background_options.completion_window", "invalid_value", "'soonest', '2h', '8h'"},
+		{in(`"background_options":{"continuation_id":"` + long(MaxContinuationID+1) + `"}`), "background_options.continuation_id", "string_above_max_length", "maximum length 512"},
+		{in(`"background_options":{"priority":1}`), "background_options.priority", "unknown_parameter", ""},
+		{in(`"background_options":"2h"`), "background_options", "invalid_type", "object"},
+		// A discounted completion window: background, not streamed, standard processing.
+		{in(`"background_options":{"completion_window":"2h"}`), "background_options.completion_window", "", "requires background: true"},
+		{in(`"background":true,"stream":true,"background_options":{"completion_window":"2h"}`), "background_options.completion_window", "", "stream: false"},
+		{in(`"background":true,"service_tier":"flex","background_options":{"completion_window":"8h"}`), "background_options.completion_window", "", "standard processing"},
 		// text.format.
 		{in(`"text":{"format":{}}`), "text.format.type", "missing_required_parameter", "text.format.type"},
 		{in(`"text":{"format":{"type":"json_schema","schema":{"type":"object"}}}`), "text.format.name", "missing_required_parameter", ""},

@@ -61,7 +61,8 @@ func messages(r fakellm.Request) []chatMsg {
 }
 
 // The compact round trip through openai-go: a conversation, Compact with
-// previous_response_id and more input (a valid CompactResource: the user
+// previous_response_id and more input (and every hint openai-go's
+// ResponseCompactParams has) (a valid CompactResource: the user
 // messages, then a compaction item; usage), then a new response whose
 // input is the window: the model saw the summary, not the compacted turns.
 func TestE2ECompactRoundTrip(t *testing.T) {
@@ -80,6 +81,10 @@ func TestE2ECompactRoundTrip(t *testing.T) {
 		Model:              "test-model",
 		PreviousResponseID: openai.String(r1.ID),
 		Input:              responses.ResponseCompactParamsInputUnion{OfString: openai.String("Thanks, I like tea.")},
+		// openai-go's caching and image hints: checked, then ignored.
+		PromptCacheRetention: responses.ResponseCompactParamsPromptCacheRetention24h,
+		PromptCacheOptions:   responses.ResponseCompactParamsPromptCacheOptions{Mode: "explicit"},
+		Image:                responses.ResponseCompactParamsImage{ContextCompression: "auto"},
 	})
 	require.NoError(t, err)
 	raw := []byte(c.RawJSON())

@@ -10,7 +10,8 @@ import (
 
 // The npm SDK works unchanged, including the stream helper's
 // finalResponse() on a client-tool pause (response.completed carrying
-// status requires_action).
+// status requires_action), and a background response with its
+// background_options (which change nothing here: it runs at once).
 func TestNPMSDK(t *testing.T) {
 	dir := jsClients(t)
 	g := newGateway(t, fakellm.New(
@@ -18,6 +19,7 @@ func TestNPMSDK(t *testing.T) {
 		fakellm.Turn{Text: "Streaming works fine."},
 		fakellm.Turn{ToolCalls: []fakellm.ToolCall{{ID: "call_rome", Name: "get_weather", Arguments: `{"city":"Rome"}`}}},
 		fakellm.Turn{Text: "Sunny in Rome, 25C."},
+		fakellm.Turn{Text: "Done, at leisure."},
 	), nil)
 	var got struct {
 		Plain    struct{ Status, Text string }
@@ -29,8 +31,9 @@ func TestNPMSDK(t *testing.T) {
 			Status string
 			Calls  []struct{ CallID, Name, Arguments string } `json:"calls"`
 		}
-		Continued struct{ Status, Text string }
-		Retrieved bool
+		Continued  struct{ Status, Text string }
+		Retrieved  bool
+		Background struct{ Status, Text string }
 	}
 	runJS(t, dir, "npm_sdk.mjs", g.srv.URL+"/v1", &got)
 	require.Equal(t, "completed", got.Plain.Status)
@@ -44,4 +47,6 @@ func TestNPMSDK(t *testing.T) {
 	require.Equal(t, "completed", got.Continued.Status)
 	require.Equal(t, "Sunny in Rome, 25C.", got.Continued.Text)
 	require.True(t, got.Retrieved)
+	require.Equal(t, "completed", got.Background.Status)
+	require.Equal(t, "Done, at leisure.", got.Background.Text)
 }

@@ -1,7 +1,8 @@
 // Drives the gateway with the official npm `openai` SDK: a plain create, a
 // streamed create through client.responses.stream(...).finalResponse(),
 // and a client-tool pause (requires_action) continued with
-// previous_response_id. Prints one JSON object with what it saw.
+// previous_response_id, and a background response with background_options.
+// Prints one JSON object with what it saw.
 import OpenAI from "openai";
 
 const client = new OpenAI({ baseURL: process.argv[2], apiKey: "test", maxRetries: 0 });
@@ -31,4 +32,16 @@ out.continued = { status: cont.status, text: cont.output_text };
 
 const got = await client.responses.retrieve(cont.id);
 out.retrieved = got.id === cont.id;
+
+// background_options (npm openai 7.59): a discounted completion window and
+// a continuation id, on a background response polled to its end.
+let bg = await client.responses.create({
+  model: "test-model", input: "Take your time", background: true,
+  background_options: { completion_window: "2h", continuation_id: "nightly-batch" },
+});
+for (let i = 0; i < 1000 && (bg.status === "queued" || bg.status === "in_progress"); i++) {
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  bg = await client.responses.retrieve(bg.id);
+}
+out.background = { status: bg.status, text: bg.output_text };
 console.log(JSON.stringify(out));
