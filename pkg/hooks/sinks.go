@@ -79,13 +79,13 @@ const maxReply = 4 << 10
 type Webhook struct {
 	url    string
 	client *http.Client
-	// shown is the URL as errors name it: without its query.
+	// shown is the URL as errors name it (withoutQuery).
 	shown string
 }
 
 // NewWebhook returns the webhook for rawURL (http or https), with the SSRF
 // guard's allow-list allow (LAMBENT_FETCH_ALLOW_HOSTS). Its errors name
-// rawURL without its query and password.
+// rawURL without its query, fragment and user information.
 func NewWebhook(rawURL string, allow []string) (*Webhook, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -130,14 +130,19 @@ func (s *Webhook) Deliver(ctx context.Context, ev *Event, body []byte) error {
 	return nil
 }
 
-// withoutQuery is u without its query and fragment, its password masked.
+// withoutQuery is u without its query and fragment, its user information
+// masked whole: a user name alone may be a token (https://<token>@host
+// sends it as Basic authentication's user name).
 func withoutQuery(u *url.URL) string {
 	c := *u
 	c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = "", false, "", ""
 	if u.RawQuery != "" {
 		c.RawQuery = "…"
 	}
-	return c.Redacted()
+	if u.User != nil {
+		c.User = url.User("xxxxx")
+	}
+	return c.String()
 }
 
 // redactQuery is s, a URL that may not parse, without its query or
