@@ -79,7 +79,7 @@ const maxReply = 4 << 10
 type Webhook struct {
 	url    string
 	client *http.Client
-	// shown is the URL as errors name it (withoutQuery).
+	// shown is the URL as errors name it (egress.ShownURL).
 	shown string
 }
 
@@ -93,13 +93,13 @@ func NewWebhook(rawURL string, allow []string) (*Webhook, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err // without the URL
 		}
-		return nil, fmt.Errorf("hooks: webhook URL %s: %w", redactQuery(rawURL), err)
+		return nil, fmt.Errorf("hooks: webhook URL %s: %w", egress.ShownURL(rawURL), err)
 	}
 	g := egress.New(allow)
 	if err := g.CheckURL(u); err != nil {
-		return nil, fmt.Errorf("hooks: webhook URL %s: %w", withoutQuery(u), err)
+		return nil, fmt.Errorf("hooks: webhook URL %s: %w", egress.ShownURL(rawURL), err)
 	}
-	return &Webhook{url: u.String(), client: g.Client(nil, true), shown: withoutQuery(u)}, nil
+	return &Webhook{url: u.String(), client: g.Client(nil, true), shown: egress.ShownURL(rawURL)}, nil
 }
 
 // Name implements Sink.
@@ -128,33 +128,6 @@ func (s *Webhook) Deliver(ctx context.Context, ev *Event, body []byte) error {
 		return &DeliveryError{Code: httpCode(resp.StatusCode), Err: fmt.Errorf("POST %s: %s: %s", s.shown, resp.Status, strings.TrimSpace(string(reply)))}
 	}
 	return nil
-}
-
-// withoutQuery is u without its query and fragment, its user information
-// masked whole: a user name alone may be a token (https://<token>@host
-// sends it as Basic authentication's user name).
-func withoutQuery(u *url.URL) string {
-	c := *u
-	c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = "", false, "", ""
-	if u.RawQuery != "" {
-		c.RawQuery = "…"
-	}
-	if u.User != nil {
-		c.User = url.User("xxxxx")
-	}
-	return c.String()
-}
-
-// redactQuery is s, a URL that may not parse, without its query or
-// fragment nor what comes before an "@" (a user and password).
-func redactQuery(s string) string {
-	if i := strings.IndexAny(s, "?#"); i >= 0 {
-		s = s[:i] + "?…"
-	}
-	if at := strings.LastIndexByte(s, '@'); at >= 0 {
-		s = "…" + s[at:]
-	}
-	return s
 }
 
 // CloseIdleConnections closes the webhook's idle connections.
