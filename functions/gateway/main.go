@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/lambent/lambent/pkg/app"
+	"github.com/lambent/lambent/pkg/egress"
 )
 
 func main() {
@@ -45,7 +46,7 @@ func run() error {
 	var checks sync.WaitGroup
 	defer checks.Wait()
 	err = app.Serve(ctx, cfg.Server.Addr, a.Handler, func(addr net.Addr) {
-		log.Info("lambent gateway listening", "addr", "http://"+addr.String(), "provider", cfg.Provider.Name, "provider_url", cfg.Provider.URL, "store", cfg.Store.Kind, "tools", toolNames(a))
+		log.Info("lambent gateway listening", "addr", "http://"+addr.String(), "provider", cfg.Provider.Name, "provider_url", egress.ShownURL(cfg.Provider.URL), "store", cfg.Store.Kind, "tools", toolNames(a))
 		checks.Add(1)
 		go func() {
 			defer checks.Done()

@@ -20,7 +20,7 @@ const (
 // letters, digits, '_' and '-'; keys at least 16 characters.
 func ParseAPIKeys(list string) (map[string]string, error) {
 	keys := map[string]string{}
-	for _, entry := range strings.FieldsFunc(list, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' }) {
+	for i, entry := range strings.FieldsFunc(list, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' }) {
 		entry = strings.TrimSpace(entry)
 		if entry == "" {
 			continue
@@ -31,7 +31,8 @@ func ParseAPIKeys(list string) (map[string]string, error) {
 		}
 		name, key = strings.TrimSpace(name), strings.TrimSpace(key)
 		if !validTenant(name) {
-			return nil, fmt.Errorf("API keys: invalid tenant %q (letters, digits, '_' and '-')", name)
+			// Not quoted: it may be a key's part before an '=' (base64).
+			return nil, fmt.Errorf("API keys: entry %d: what comes before its '=' is no tenant name (letters, digits, '_' and '-'); a key holding '=' needs its tenant (tenant=key)", i+1)
 		}
 		if !validKey(key) {
 			return nil, fmt.Errorf("API keys: the key of tenant %q is shorter than 16 characters or has spaces", name)

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"strings"
 	"testing"
 )
 
@@ -76,5 +77,23 @@ func TestJobTenantRequired(t *testing.T) {
 	}
 	if _, err := FromEnv(envOf(map[string]string{"LAMBENT_IAM_TENANT": "session"})); err == nil {
 		t.Error("LAMBENT_IAM_TENANT=session: want an error")
+	}
+}
+
+// A malformed LAMBENT_API_KEYS stops the start with an error that goes to
+// the log (a Lambda's init error): it never quotes a key, not even a bare
+// key with an '=' (base64) whose part before it is no tenant name.
+func TestParseAPIKeysErrorHidesTheKey(t *testing.T) {
+	for _, list := range []string{"c2VjcmV0+a2V5LXZhbHVl=", "sk/s3cret-0123456789=abc", "acme=s3cret-0123456789,s3cret key=x"} {
+		_, err := ParseAPIKeys(list)
+		if err == nil {
+			t.Errorf("%q accepted", list)
+			continue
+		}
+		for _, secret := range []string{"c2VjcmV0", "a2V5", "s3cret"} {
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("%q: the error quotes the key: %v", list, err)
+			}
+		}
 	}
 }

@@ -331,17 +331,19 @@ func buildStore(ctx context.Context, cfg Config, awsConfig func() (aws.Config, e
 // Logger returns a slog logger at cfg's level writing to w: JSON, or
 // slog's text form when cfg.LogFormat says so (see Config.LogFormat). A
 // record logged with a request's context carries its request id
-// (requestid.NewHandler).
+// (requestid.NewHandler); each attribute's text is cut to
+// MaxLogAttrBytes (boundedHandler).
 func Logger(cfg Config, w io.Writer) *slog.Logger {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(cfg.Server.LogLevel)); err != nil {
 		lvl = slog.LevelInfo
 	}
 	opts := &slog.HandlerOptions{Level: lvl}
+	var h slog.Handler = slog.NewJSONHandler(w, opts)
 	if textLogs(cfg, w) {
-		return slog.New(requestid.NewHandler(slog.NewTextHandler(w, opts)))
+		h = slog.NewTextHandler(w, opts)
 	}
-	return slog.New(requestid.NewHandler(slog.NewJSONHandler(w, opts)))
+	return slog.New(requestid.NewHandler(boundedHandler{h}))
 }
 
 // textLogs reports whether logs to w are text: as LAMBENT_LOG_FORMAT

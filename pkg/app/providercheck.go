@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -41,7 +42,7 @@ type ProviderCheck struct {
 
 // LogAttrs returns the check's attributes for a log record.
 func (c ProviderCheck) LogAttrs(cfg Config) []any {
-	attrs := []any{"provider", cfg.Provider.URL}
+	attrs := []any{"provider", egress.ShownURL(cfg.Provider.URL)}
 	if !cfg.Uses(ProviderOpenAI) {
 		attrs[1] = ProviderBedrock
 	}
@@ -73,10 +74,14 @@ func CheckProvider(ctx context.Context, cfg Config, hc *http.Client) ProviderChe
 	}
 	ctx, cancel := context.WithTimeout(ctx, ProviderCheckTimeout)
 	defer cancel()
-	url := cfg.Provider.URL + "/models"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	target := cfg.Provider.URL + "/models"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return ProviderCheck{Level: slog.LevelWarn, Message: fmt.Sprintf("LAMBENT_PROVIDER_URL %q is not a usable URL: %v", cfg.Provider.URL, err), Hint: providerSetupHint}
+		// The error quotes the URL: only its cause is shown.
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			err = ue.Err
+		}
+		return ProviderCheck{Level: slog.LevelWarn, Message: fmt.Sprintf("LAMBENT_PROVIDER_URL %q is not a usable URL: %v", egress.ShownURL(cfg.Provider.URL), err), Hint: providerSetupHint}
 	}
 	if cfg.Provider.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+cfg.Provider.APIKey)
@@ -86,7 +91,10 @@ func CheckProvider(ctx context.Context, cfg Config, hc *http.Client) ProviderChe
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("no answer within %s", ProviderCheckTimeout)
 		}
-		return ProviderCheck{Level: slog.LevelWarn, Message: "no model provider reachable at " + cfg.Provider.URL + ": " + err.Error(), Hint: providerSetupHint}
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			ue.URL = egress.ShownURL(target)
+		}
+		return ProviderCheck{Level: slog.LevelWarn, Message: "no model provider reachable at " + egress.ShownURL(cfg.Provider.URL) + ": " + err.Error(), Hint: providerSetupHint}
 	}
 	defer func() { _ = egress.DrainClose(resp.Body) }()
 	switch {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -54,6 +55,21 @@ func TestCheckProvider(t *testing.T) {
 		require.Contains(t, c.Message, "no model provider reachable at http://"+addr+"/v1")
 		for _, want := range []string{"LAMBENT_PROVIDER_URL", "LAMBENT_PROVIDER_API_KEY", "LAMBENT_DEFAULT_MODEL", "make demo"} {
 			require.Contains(t, c.Hint, want)
+		}
+	})
+
+	t.Run("credentials in the URL", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := ln.Addr().String()
+		require.NoError(t, ln.Close())
+		for _, u := range []string{"http://u:s3cret@" + addr + "/v1", "http://s3cret@" + addr + "/v1", "http://" + addr + "/v1?key=s3cret"} {
+			cfg := Config{Provider: ProviderConfig{URL: u}}
+			c := CheckProvider(ctx, cfg, nil)
+			require.Contains(t, c.Message, "no model provider reachable at http://", u)
+			require.Contains(t, c.Message, addr+"/v1", u)
+			require.NotContains(t, c.Message, "s3cret", u)
+			require.NotContains(t, fmt.Sprint(c.LogAttrs(cfg)...), "s3cret", u)
 		}
 	})
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -589,6 +590,27 @@ func TestWebhookRefusedAtStartHidesItsQuery(t *testing.T) {
 		if err != nil {
 			assert.NotContains(t, err.Error(), "s3cret", bad)
 		}
+	}
+}
+
+// A delivery's error, which the log line shows, names the webhook's URL
+// without its credentials: no query, no fragment, no password, and no user
+// name either (https://<token>@host sends the token as Basic
+// authentication's user name).
+func TestWebhookDeliveryErrorHidesItsCredentials(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens: connection refused
+	for _, raw := range []string{"http://s3cret@" + addr + "/hook", "http://u:s3cret@" + addr + "/hook?token=s3cret",
+		"http://s3cret:@" + addr + "/hook", "http://" + addr + "/hook#s3cret"} {
+		w, err := hooks.NewWebhook(raw, []string{addr})
+		require.NoError(t, err, raw)
+		err = w.Deliver(t.Context(), event(hooks.EventToolCall, "c1"), []byte("{}"))
+		require.Error(t, err, raw)
+		assert.NotContains(t, err.Error(), "s3cret", raw)
+		assert.Contains(t, err.Error(), addr+"/hook", raw)
+		assert.Equal(t, "unreachable", hooks.FailureCode(err), raw)
 	}
 }
 

@@ -79,13 +79,13 @@ const maxReply = 4 << 10
 type Webhook struct {
 	url    string
 	client *http.Client
-	// shown is the URL as errors name it: without its query.
+	// shown is the URL as errors name it (egress.ShownURL).
 	shown string
 }
 
 // NewWebhook returns the webhook for rawURL (http or https), with the SSRF
 // guard's allow-list allow (LAMBENT_FETCH_ALLOW_HOSTS). Its errors name
-// rawURL without its query and password.
+// rawURL without its query, fragment and user information.
 func NewWebhook(rawURL string, allow []string) (*Webhook, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -93,13 +93,13 @@ func NewWebhook(rawURL string, allow []string) (*Webhook, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err // without the URL
 		}
-		return nil, fmt.Errorf("hooks: webhook URL %s: %w", redactQuery(rawURL), err)
+		return nil, fmt.Errorf("hooks: webhook URL %s: %w", egress.ShownURL(rawURL), err)
 	}
 	g := egress.New(allow)
 	if err := g.CheckURL(u); err != nil {
-		return nil, fmt.Errorf("hooks: webhook URL %s: %w", withoutQuery(u), err)
+		return nil, fmt.Errorf("hooks: webhook URL %s: %w", egress.ShownURL(rawURL), err)
 	}
-	return &Webhook{url: u.String(), client: g.Client(nil, true), shown: withoutQuery(u)}, nil
+	return &Webhook{url: u.String(), client: g.Client(nil, true), shown: egress.ShownURL(rawURL)}, nil
 }
 
 // Name implements Sink.
@@ -128,28 +128,6 @@ func (s *Webhook) Deliver(ctx context.Context, ev *Event, body []byte) error {
 		return &DeliveryError{Code: httpCode(resp.StatusCode), Err: fmt.Errorf("POST %s: %s: %s", s.shown, resp.Status, strings.TrimSpace(string(reply)))}
 	}
 	return nil
-}
-
-// withoutQuery is u without its query and fragment, its password masked.
-func withoutQuery(u *url.URL) string {
-	c := *u
-	c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = "", false, "", ""
-	if u.RawQuery != "" {
-		c.RawQuery = "…"
-	}
-	return c.Redacted()
-}
-
-// redactQuery is s, a URL that may not parse, without its query or
-// fragment nor what comes before an "@" (a user and password).
-func redactQuery(s string) string {
-	if i := strings.IndexAny(s, "?#"); i >= 0 {
-		s = s[:i] + "?…"
-	}
-	if at := strings.LastIndexByte(s, '@'); at >= 0 {
-		s = "…" + s[at:]
-	}
-	return s
 }
 
 // CloseIdleConnections closes the webhook's idle connections.

@@ -3,6 +3,8 @@ package hooks
 import (
 	"fmt"
 	"strings"
+
+	"github.com/lambent/lambent/pkg/egress"
 )
 
 // Kinds of hook targets.
@@ -44,7 +46,7 @@ func ParseTargets(s string) ([]Target, error) {
 			out = append(out, Target{Kind: TargetWebhook, Value: e})
 		default:
 			// Named without what may be a URL's query (a token).
-			return nil, fmt.Errorf("hook %q: want eventbridge:<bus>, lambda:<function> or an http(s) URL", redactQuery(e))
+			return nil, fmt.Errorf("hook %q: want eventbridge:<bus>, lambda:<function> or an http(s) URL", egress.ShownURL(e))
 		}
 	}
 	return out, nil

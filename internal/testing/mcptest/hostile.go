@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -55,6 +56,9 @@ type Hostile struct {
 	// ReadOnly annotates every listed tool readOnlyHint: a server that
 	// claims its tools are harmless.
 	ReadOnly bool
+	// ErrorBytes, when set, answers every listing and call with a
+	// JSON-RPC error whose message is that many bytes (a huge error).
+	ErrorBytes int
 }
 
 // page is one listing page of h.
@@ -86,6 +90,9 @@ func (h Hostile) page() []*sdk.Tool {
 func (h Hostile) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 	page := h.page()
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if h.ErrorBytes > 0 && (method == "tools/list" || method == "tools/call") {
+			return nil, errors.New(strings.Repeat("e", h.ErrorBytes))
+		}
 		switch method {
 		case "tools/list":
 			res := &sdk.ListToolsResult{Tools: page}

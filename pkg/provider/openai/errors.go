@@ -9,20 +9,26 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"syscall"
 
 	"github.com/lambent/lambent/internal/chatwire"
 	"github.com/lambent/lambent/pkg/api"
+	"github.com/lambent/lambent/pkg/egress"
 	"github.com/lambent/lambent/pkg/provider"
 )
 
 // transportError maps an error of http.Client.Do. The message names what
 // failed, not how: the error's text names the provider's host and address
-// (the cause, wrapped, goes to the logs).
+// (the cause, wrapped, goes to the logs, the URL in it as
+// egress.ShownURL shows it: without its user information or query).
 func transportError(ctx context.Context, err error) *api.Error {
 	if ctx.Err() != nil {
 		return provider.ContextError(ctx)
+	}
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		ue.URL = egress.ShownURL(ue.URL)
 	}
 	var dnsErr *net.DNSError
 	var opErr *net.OpError

@@ -183,6 +183,28 @@ func TestConnectionRefused(t *testing.T) {
 	})
 }
 
+// The cause of a transport error, which the logs show, names the
+// provider's URL without its credentials (a user name alone may be a key).
+func TestConnectionRefusedCauseHidesURLCredentials(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	for _, base := range []string{"http://s3cret@" + addr + "/v1", "http://u:s3cret@" + addr + "/v1"} {
+		bothModes(t, func(t *testing.T, stream bool) {
+			p := openai.New(openai.Config{BaseURL: base})
+			defer p.CloseIdleConnections()
+			_, err := call(p, context.Background(), stream)
+			e := apiErr(t, err, http.StatusBadGateway, api.ErrTypeUpstream, provider.CodeUpstreamUnreachable)
+			if cause := e.Err.Error(); strings.Contains(cause, "s3cret") || !strings.Contains(cause, addr) {
+				t.Errorf("%s: cause %q", base, cause)
+			}
+		})
+	}
+}
+
 // The backend never answers; the caller's deadline ends the call.
 func TestDeadline(t *testing.T) {
 	bothModes(t, func(t *testing.T, stream bool) {

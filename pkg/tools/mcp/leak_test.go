@@ -40,7 +40,8 @@ func TestQueryKeyNotInRefererOfARedirect(t *testing.T) {
 }
 
 // A transport error's text holds the server URL quoted (%q): a query with
-// '"' or '\' is redacted there too.
+// '"' or '\' is redacted there too, and so is a fragment (which
+// tools.RedactMCPURL drops), as written or as url.URL.String escapes it.
 func TestQueryKeyRedactedWhenQuoted(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -49,15 +50,17 @@ func TestQueryKeyRedactedWhenQuoted(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens: connection refused
 	c := New(Config{AllowHosts: []string{"127.0.0.1"}})
-	for _, q := range []string{`key=SECRET`, `key=SECRET"x`, `key=SECRET\x`} {
-		srv := &tools.MCPServer{Label: "s", URL: "http://" + addr + "/mcp?" + q, Transport: tools.MCPStreamableHTTP}
+	for _, q := range []string{`?key=SECRET`, `?key=SECRET"x`, `?key=SECRET\x`, `#SECRET`, `#SECRET"x`, `#SE%20CRET`, `#SE CRET`,
+		`?key=SECRET#SECRET`, `?R`} {
+		srv := &tools.MCPServer{Label: "s", URL: "http://" + addr + "/mcp" + q, Transport: tools.MCPStreamableHTTP}
 		if err := c.Check(srv); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 		s := c.Open(srv, tools.MCPBounds{})
 		_, err := s.ListTools(context.Background())
 		_ = s.Close()
-		if err == nil || strings.Contains(err.Error(), "SECRET") {
+		if err == nil || strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), "CRET") ||
+			strings.Contains(err.Error(), "EDACTEDEDACTED") {
 			t.Errorf("query %q: %v", q, err)
 		}
 	}

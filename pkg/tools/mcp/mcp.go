@@ -29,6 +29,7 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -290,8 +291,9 @@ func (s *session) op(ctx context.Context, what string, fn func(ctx context.Conte
 	}
 	if s.srv.Trusted && isTransport(err) {
 		// An operator's server: the client sees what failed, the logs how
-		// (its URL and addresses).
-		return &hiddenCause{text: fmt.Sprintf("MCP server %q: %s: the server could not be reached", s.srv.Label, what), cause: err}
+		// (its URL without its query and fragment, and addresses).
+		return &hiddenCause{text: fmt.Sprintf("MCP server %q: %s: the server could not be reached", s.srv.Label, what), cause: err,
+			logged: s.redact(err.Error())}
 	}
 	return errors.New(truncate(fmt.Sprintf("MCP server %q: %s: %s", s.srv.Label, what, s.redact(err.Error())), s.c.cfg.MaxOutput))
 }
@@ -305,26 +307,51 @@ func isTransport(err error) bool {
 }
 
 // hiddenCause is an error whose text leaves its cause out; logged with
-// slog, it shows the cause too.
+// slog, it shows the cause too, as logged has it (without the server's
+// secrets).
 type hiddenCause struct {
-	text  string
-	cause error
+	text   string
+	cause  error
+	logged string
 }
 
 func (e *hiddenCause) Error() string        { return e.text }
 func (e *hiddenCause) Unwrap() error        { return e.cause }
-func (e *hiddenCause) LogValue() slog.Value { return slog.StringValue(e.text + ": " + e.cause.Error()) }
+func (e *hiddenCause) LogValue() slog.Value { return slog.StringValue(e.text + ": " + e.logged) }
 
-// redact removes the server URL's query (which may hold a key) from text,
-// as written and as %q writes it (a url.Error's text quotes its URL).
+// redact removes the server URL's query (which may hold a key) and
+// fragment from text, as tools.RedactMCPURL shows the URL: each as written
+// in the URL and as url.URL.String writes it, plain and as %q writes it (a
+// url.Error's text quotes its URL).
 func (s *session) redact(text string) string {
 	u, err := url.Parse(s.srv.URL)
-	if err != nil || u.RawQuery == "" {
+	if err != nil {
 		return text
 	}
-	q := strconv.Quote(u.RawQuery)
-	text = strings.ReplaceAll(text, "?"+q[1:len(q)-1], "?"+tools.RedactedQuery)
-	return strings.ReplaceAll(text, "?"+u.RawQuery, "?"+tools.RedactedQuery)
+	var parts []string
+	if i := strings.IndexAny(s.srv.URL, "?#"); i >= 0 {
+		parts = append(parts, s.srv.URL[i:])
+	}
+	if i := strings.IndexAny(u.String(), "?#"); i >= 0 {
+		parts = append(parts, u.String()[i:])
+	}
+	if u.RawQuery != "" {
+		parts = append(parts, "?"+u.RawQuery)
+	}
+	if u.Fragment != "" {
+		parts = append(parts, "#"+u.EscapedFragment(), "#"+u.Fragment)
+	}
+	shown := tools.RedactMCPURL(s.srv.URL)
+	shown = shown[strings.IndexAny(shown+"?", "?"):]
+	// Longest first, in one pass: a part never matches inside another's
+	// replacement.
+	slices.SortStableFunc(parts, func(a, b string) int { return len(b) - len(a) })
+	var pairs []string
+	for _, p := range parts {
+		q := strconv.Quote(p)
+		pairs = append(pairs, q[1:len(q)-1], shown, p, shown)
+	}
+	return strings.NewReplacer(pairs...).Replace(text)
 }
 
 // ListTools lists the server's tools, following pagination within the

@@ -1,0 +1,40 @@
+package app
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+type bigValuer struct{}
+
+func (bigValuer) LogValue() slog.Value {
+	return slog.StringValue(strings.Repeat("v", 3*MaxLogAttrBytes))
+}
+
+// Every attribute's text is cut to MaxLogAttrBytes: a string, an error, a
+// LogValuer's, a group's, one added by With; short ones are untouched.
+func TestLoggerBoundsAttributes(t *testing.T) {
+	for _, format := range []string{"json", "text"} {
+		var buf bytes.Buffer
+		cfg, err := FromEnv(func(k string) string { return map[string]string{"LAMBENT_LOG_FORMAT": format}[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		big := strings.Repeat("é", MaxLogAttrBytes) // 2 bytes a rune
+		log := Logger(cfg, &buf).With("with", big)
+		log.Info("m", "s", big, "err", errors.New(big), "valuer", bigValuer{}, slog.Group("g", "inner", big), "short", "ok", "n", 7)
+		line := buf.String()
+		if n := len(line); n > 6*MaxLogAttrBytes+1024 {
+			t.Errorf("%s: a line of %d bytes", format, n)
+		}
+		if c := strings.Count(line, "…[cut: "); c != 5 {
+			t.Errorf("%s: %d cut attributes, want 5: %.300s", format, c, line)
+		}
+		if !strings.Contains(line, "ok") || !strings.Contains(line, "7") || strings.Contains(line, "\ufffd") {
+			t.Errorf("%s: %.300s", format, line)
+		}
+	}
+}

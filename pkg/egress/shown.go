@@ -1,0 +1,33 @@
+package egress
+
+import (
+	"net/url"
+	"strings"
+)
+
+// ShownURL is the URL raw as errors and logs may show it: its user
+// information masked whole (xxxxx@: a user name alone may be a token), its
+// query replaced by "…" (it may hold a key), its fragment dropped. A URL
+// that does not parse is cut before its query or fragment, and what comes
+// before its last "@" masked.
+func ShownURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		if i := strings.IndexAny(raw, "?#"); i >= 0 {
+			raw = raw[:i] + "?…"
+		}
+		if at := strings.LastIndexByte(raw, '@'); at >= 0 {
+			raw = "…" + raw[at:]
+		}
+		return raw
+	}
+	c := *u
+	c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = "", false, "", ""
+	if u.RawQuery != "" {
+		c.RawQuery = "…"
+	}
+	if u.User != nil {
+		c.User = url.User("xxxxx")
+	}
+	return c.String()
+}
