@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"unicode/utf8"
+
+	"github.com/lambent/lambent/internal/textcut"
 )
 
 // MaxLogAttrBytes bounds the text of one log attribute (a string, an
@@ -103,9 +104,5 @@ func boundAttr(a slog.Attr) slog.Attr {
 // cutLogText is s cut to MaxLogAttrBytes (on a rune boundary) with a note
 // of its length.
 func cutLogText(s string) string {
-	n := MaxLogAttrBytes
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return fmt.Sprintf("%s…[cut: %d bytes]", s[:n], len(s))
+	return fmt.Sprintf("%s…[cut: %d bytes]", textcut.Prefix(s, MaxLogAttrBytes), len(s))
 }

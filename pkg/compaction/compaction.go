@@ -22,6 +22,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/lambent/lambent/internal/textcut"
 )
 
 // KeySize is the size of a key in bytes (AES-256).
@@ -158,7 +160,7 @@ func (k *Keyring) Open(tenant, blob string) (string, error) {
 	}
 	aead, ok := k.aeads[id]
 	if !ok {
-		return "", fmt.Errorf("%w: sealed with key %q, which this gateway does not hold", ErrInvalid, truncate(id, maxKeyID))
+		return "", fmt.Errorf("%w: sealed with key %q, which this gateway does not hold", ErrInvalid, textcut.Ellipsis(id, maxKeyID))
 	}
 	// Decoders skip line breaks: refused, so that a blob has one spelling.
 	b, err := base64.RawURLEncoding.DecodeString(payload)
@@ -190,11 +192,4 @@ func validID(id string) bool {
 		}
 	}
 	return true
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lambent/lambent/internal/textcut"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
 	"github.com/lambent/lambent/pkg/requestid"
@@ -728,17 +729,10 @@ func (e *Engine) invoke(ctx context.Context, p *plannedCall) *tools.ToolResult {
 		return &tools.ToolResult{CallID: p.call.ID, Output: "Error: " + err.Error(), IsError: true}
 	}
 	if res.IsError {
-		e.log.InfoContext(ctx, "tool returned an error", "tool", p.call.Name, "call_id", p.call.ID, "response_id", p.call.ResponseID, slog.String("output", truncate(res.Output, 200)))
+		e.log.InfoContext(ctx, "tool returned an error", "tool", p.call.Name, "call_id", p.call.ID, "response_id", p.call.ResponseID, slog.String("output", textcut.Ellipsis(res.Output, 200)))
 	}
 	res.CallID = p.call.ID
 	return res
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // pendingCalls returns the tool calls of the conversation that have no

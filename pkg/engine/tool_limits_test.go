@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/testing/mcptest"
+	"github.com/lambent/lambent/internal/textcut"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/store"
 	"github.com/lambent/lambent/pkg/tools"
@@ -166,7 +167,7 @@ func TestMaxToolCallsLeavesReflectionOut(t *testing.T) {
 	r := rec.response(t)
 	for _, it := range r.Output {
 		if it.Type == api.ItemFunctionCallOutput {
-			t.Logf("%s: %s", it.CallID, truncate(it.Output, 110))
+			t.Logf("%s: %s", it.CallID, textcut.Ellipsis(it.Output, 110))
 		}
 	}
 	info := rec.lambent(t)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/lambent/lambent/internal/textcut"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine/schemacheck"
 	"github.com/lambent/lambent/pkg/tools"
@@ -96,11 +97,11 @@ func (e *Engine) validate(ctx context.Context, r *run, output string, iteration 
 // valid, else its errors, each prefixed with its name.
 func validatorErrors(name string, res *tools.ToolResult) []string {
 	if res.IsError {
-		return []string{fmt.Sprintf("validator %s failed: %s", name, truncate(res.Output, 500))}
+		return []string{fmt.Sprintf("validator %s failed: %s", name, textcut.Ellipsis(res.Output, 500))}
 	}
 	var rep validatorReply
 	if err := json.Unmarshal([]byte(res.Output), &rep); err != nil || rep.Valid == nil {
-		return []string{fmt.Sprintf(`validator %s replied %q, not {"valid": bool, "errors": [string]}`, name, truncate(res.Output, 200))}
+		return []string{fmt.Sprintf(`validator %s replied %q, not {"valid": bool, "errors": [string]}`, name, textcut.Ellipsis(res.Output, 200))}
 	}
 	if *rep.Valid {
 		return nil

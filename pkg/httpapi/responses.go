@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/lambent/lambent/internal/textcut"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/pacing"
 )
@@ -301,20 +302,12 @@ func (h *Handler) logClient(r *http.Request) {
 	var attrs []slog.Attr
 	for _, c := range clientHeaders {
 		if v := r.Header.Get(c.header); v != "" {
-			attrs = append(attrs, slog.String(c.attr, truncate(v, 128)))
+			attrs = append(attrs, slog.String(c.attr, textcut.Prefix(v, 128)))
 		}
 	}
 	if len(attrs) > 0 {
 		h.log.LogAttrs(r.Context(), slog.LevelInfo, "client request", attrs...)
 	}
-}
-
-// truncate is s cut to at most n bytes (a header's value in a log line).
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }
 
 // catalog is the models of Config.Models now.

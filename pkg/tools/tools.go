@@ -12,8 +12,8 @@ package tools
 import (
 	"context"
 	"fmt"
-	"unicode/utf8"
 
+	"github.com/lambent/lambent/internal/textcut"
 	"github.com/lambent/lambent/pkg/tooldef"
 )
 
@@ -92,9 +92,6 @@ func Truncate(s string, max int) string {
 	if max <= 0 || len(s) <= max {
 		return s
 	}
-	n := max
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return fmt.Sprintf("%s\n[output truncated: %d bytes, showing the first %d]", s[:n], len(s), n)
+	head := textcut.Prefix(s, max)
+	return fmt.Sprintf("%s\n[output truncated: %d bytes, showing the first %d]", head, len(s), len(head))
 }

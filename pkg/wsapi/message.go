@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"unicode/utf8"
 
+	"github.com/lambent/lambent/internal/textcut"
 	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/requestid"
@@ -143,14 +143,7 @@ func shortened(e *api.Error) *api.Error {
 }
 
 func clip(s string) string {
-	if len(s) <= maxErrorText {
-		return s
-	}
-	n := maxErrorText
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return textcut.Ellipsis(s, maxErrorText)
 }
 
 // ConnectionLimitError is the error that ends a connection at MaxAge.

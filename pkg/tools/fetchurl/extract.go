@@ -3,7 +3,6 @@ package fetchurl
 import (
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -401,18 +400,4 @@ func (w *textWriter) String() string {
 		lines[i] = strings.TrimRightFunc(l, unicode.IsSpace)
 	}
 	return strings.TrimSpace(strings.Join(lines, "\n"))
-}
-
-// cutUTF8 returns at most n bytes of s without splitting a UTF-8 sequence.
-func cutUTF8(s string, n int) string {
-	if n <= 0 {
-		return ""
-	}
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

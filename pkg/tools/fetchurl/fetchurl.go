@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lambent/lambent/internal/textcut"
 	"github.com/lambent/lambent/pkg/egress"
 	"github.com/lambent/lambent/pkg/tooldef"
 	"github.com/lambent/lambent/pkg/tools"
@@ -295,6 +296,6 @@ func (f *fetcher) format(finalURL, title, text string, bodyTruncated bool) strin
 	} else {
 		note = fmt.Sprintf("\n\n[truncated] the text is longer than shown; output is limited to %d bytes.", f.maxOutput)
 	}
-	out = strings.TrimRight(cutUTF8(out, f.maxOutput-len(note)), " \n") + note
-	return cutUTF8(out, f.maxOutput)
+	out = strings.TrimRight(textcut.Prefix(out, f.maxOutput-len(note)), " \n") + note
+	return textcut.Prefix(out, f.maxOutput)
 }

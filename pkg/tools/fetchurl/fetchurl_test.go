@@ -270,16 +270,6 @@ func TestFetchOutputCap(t *testing.T) {
 	}
 }
 
-func TestCutUTF8(t *testing.T) {
-	s := "aé€😀"
-	for n := 0; n <= len(s)+1; n++ {
-		c := cutUTF8(s, n)
-		if len(c) > n || !strings.HasPrefix(s, c) || strings.ContainsRune(c, '\uFFFD') {
-			t.Fatalf("cutUTF8(%q, %d) = %q", s, n, c)
-		}
-	}
-}
-
 // TestFetchTimeout uses a handler that blocks until the client gives up; the
 // test asserts the error, not the wall time.
 func TestFetchTimeout(t *testing.T) {

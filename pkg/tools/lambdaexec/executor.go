@@ -22,8 +22,8 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/lambent/lambent/internal/textcut"
 	"github.com/lambent/lambent/pkg/awsjson"
 
 	"github.com/lambent/lambent/pkg/tooldef"
@@ -356,13 +356,7 @@ func snippet(b []byte, n int) string {
 	if s == "" {
 		return "(empty payload)"
 	}
-	if len(s) > n {
-		for n > 0 && !utf8.RuneStart(s[n]) {
-			n--
-		}
-		s = s[:n] + "…"
-	}
-	return s
+	return textcut.Ellipsis(s, n)
 }
 
 // growStack grows the calling goroutine's stack once, while it is shallow,

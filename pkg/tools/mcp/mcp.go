@@ -35,11 +35,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lambent/lambent/internal/textcut"
 	"github.com/lambent/lambent/pkg/egress"
 	"github.com/lambent/lambent/pkg/limits"
 	"github.com/lambent/lambent/pkg/tooldef"
@@ -482,14 +482,7 @@ func truncate(s string, max int) string {
 		return s
 	}
 	note := fmt.Sprintf("\n[truncated: the tool returned %d bytes]", len(s))
-	cut := max - len(note)
-	if cut < 0 {
-		cut = 0
-	}
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + note
+	return textcut.Prefix(s, max-len(note)) + note
 }
 
 // origin is u's scheme, host and port (the scheme's default when absent):
