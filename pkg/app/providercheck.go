@@ -91,9 +91,7 @@ func CheckProvider(ctx context.Context, cfg Config, hc *http.Client) ProviderChe
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("no answer within %s", ProviderCheckTimeout)
 		}
-		if ue, ok := errors.AsType[*url.Error](err); ok {
-			ue.URL = egress.ShownURL(target)
-		}
+		err = egress.ShownURLError(err)
 		return ProviderCheck{Level: slog.LevelWarn, Message: "no model provider reachable at " + egress.ShownURL(cfg.Provider.URL) + ": " + err.Error(), Hint: providerSetupHint}
 	}
 	defer func() { _ = egress.DrainClose(resp.Body) }()

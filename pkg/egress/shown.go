@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"errors"
 	"net/url"
 	"strings"
 )
@@ -30,4 +31,14 @@ func ShownURL(raw string) string {
 		c.User = url.User("xxxxx")
 	}
 	return c.String()
+}
+
+// ShownURLError returns err with the URL its *url.Error quotes (net/http's
+// error of a request: "Post \"<url>\": …", with only a password masked)
+// shown as ShownURL shows it. The *url.Error is changed in place.
+func ShownURLError(err error) error {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		ue.URL = ShownURL(ue.URL)
+	}
+	return err
 }

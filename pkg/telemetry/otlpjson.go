@@ -63,7 +63,7 @@ const maxOTLPErrorBody = 4 << 10
 func newOTLPExporter(endpoint string, getenv func(string) string, client *http.Client) (*otlpExporter, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("telemetry: OTLP endpoint %q: want an http(s) URL", endpoint)
+		return nil, fmt.Errorf("telemetry: OTLP endpoint %q: want an http(s) URL", egress.ShownURL(endpoint))
 	}
 	e := &otlpExporter{endpoint: endpoint, headers: http.Header{}, timeout: 10 * time.Second, client: client, backoff: time.Second,
 		jitter: halfJitter, wait: sleep}
@@ -161,7 +161,7 @@ func (e *otlpExporter) post(ctx context.Context, body []byte) (int, string, erro
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := e.client.Do(req)
 	if err != nil {
-		return 0, "", err
+		return 0, "", egress.ShownURLError(err)
 	}
 	defer func() { _ = egress.DrainClose(resp.Body) }()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, maxOTLPErrorBody))

@@ -393,8 +393,12 @@ func TestOTLPRetriesBrokenConnection(t *testing.T) {
 		addr := ln.Addr().String()
 		require.NoError(t, ln.Close())
 		w := &waitRecorder{}
-		err = exportOneTo(t, "http://"+addr+"/v1/traces", &http.Client{Transport: &http.Transport{}}, w)
+		// A user name in the endpoint (a collector's token) is not in
+		// the error, which is logged.
+		err = exportOneTo(t, "http://s3cret-token@"+addr+"/v1/traces?key=k3y", &http.Client{Transport: &http.Transport{}}, w)
 		require.ErrorContains(t, err, "connection refused")
+		require.NotContains(t, err.Error(), "s3cret")
+		require.NotContains(t, err.Error(), "k3y")
 		require.Empty(t, w.waits, "a collector that cannot be dialed is not waited for")
 	})
 	t.Run("connection reset", func(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"syscall"
 
@@ -27,9 +26,7 @@ func transportError(ctx context.Context, err error) *api.Error {
 	if ctx.Err() != nil {
 		return provider.ContextError(ctx)
 	}
-	if ue, ok := errors.AsType[*url.Error](err); ok {
-		ue.URL = egress.ShownURL(ue.URL)
-	}
+	err = egress.ShownURLError(err)
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
 	switch {
