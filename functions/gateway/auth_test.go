@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/testing/fakellm"
+	"github.com/lambent/lambent/internal/testing/lambdareply"
 )
 
 // sampleKey is the bearer key of the NONE-auth samples.
@@ -23,11 +24,11 @@ func reply(t *testing.T, out any) (int, []byte) {
 	t.Helper()
 	switch r := out.(type) {
 	case *events.LambdaFunctionURLStreamingResponse:
-		s := readStreamed(t, r)
-		return s.prelude.StatusCode, s.body()
+		s := lambdareply.ReadStreamed(t, r)
+		return s.Prelude.StatusCode, s.Body()
 	case *events.APIGatewayProxyStreamingResponse:
-		s := readStreamed(t, r)
-		return s.prelude.StatusCode, s.body()
+		s := lambdareply.ReadStreamed(t, r)
+		return s.Prelude.StatusCode, s.Body()
 	case events.APIGatewayV2HTTPResponse:
 		return r.StatusCode, []byte(r.Body)
 	case events.APIGatewayProxyResponse:

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/testing/fakellm"
+	"github.com/lambent/lambent/internal/testing/lambdareply"
 )
 
 // frontDoor turns a request into the event of one of the gateway's front
@@ -74,8 +75,8 @@ func TestConversationsThroughFrontDoors(t *testing.T) {
 				require.NoError(t, err)
 				r, ok := out.(io.ReadCloser)
 				require.True(t, ok, "a streaming response, got %T", out)
-				s := readStreamed(t, r)
-				return s.prelude.StatusCode, s.body()
+				s := lambdareply.ReadStreamed(t, r)
+				return s.Prelude.StatusCode, s.Body()
 			}
 			status, body := call("POST", "/v1/conversations", `{"items":[{"role":"user","content":"Hi"}],"metadata":{"door":"`+name+`"}}`)
 			require.Equal(t, 200, status, "%s", body)

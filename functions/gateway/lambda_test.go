@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,6 +23,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lambent/lambent/internal/testing/fakellm"
+	"github.com/lambent/lambent/internal/testing/lambdareply"
 	"github.com/lambent/lambent/internal/testing/lambdarun"
 	"github.com/lambent/lambent/internal/testing/schema"
 	"github.com/lambent/lambent/internal/testing/ssecheck"
@@ -94,43 +94,6 @@ func readEvent(t *testing.T, name string) json.RawMessage {
 
 type handler = func(context.Context, json.RawMessage) (any, error)
 
-// streamed is a streamed reply as Lambda's runtime client reads it: the
-// prelude (JSON, then 8 zero bytes) in the first read, then one read per
-// flush of the handler.
-type streamed struct {
-	prelude struct {
-		StatusCode        int                 `json:"statusCode"`
-		Headers           map[string]string   `json:"headers"`
-		MultiValueHeaders map[string][]string `json:"multiValueHeaders"`
-		Cookies           []string            `json:"cookies"`
-	}
-	chunks [][]byte
-}
-
-func (s *streamed) body() []byte { return bytes.Join(s.chunks, nil) }
-
-func readStreamed(t *testing.T, r io.ReadCloser) *streamed {
-	t.Helper()
-	defer r.Close()
-	var s streamed
-	buf := make([]byte, 64<<10)
-	n, err := r.Read(buf)
-	require.NoError(t, err)
-	first := buf[:n]
-	require.True(t, bytes.HasSuffix(first, make([]byte, 8)), "the first read is the prelude and its 8 zero bytes: %q", first)
-	require.NoError(t, json.Unmarshal(first[:n-8], &s.prelude), "prelude %q", first)
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			s.chunks = append(s.chunks, bytes.Clone(buf[:n]))
-		}
-		if errors.Is(err, io.EOF) {
-			return &s
-		}
-		require.NoError(t, err)
-	}
-}
-
 // responseBody is the part of a Response object the tests read.
 type responseBody struct {
 	ID     string `json:"id"`
@@ -181,18 +144,18 @@ func requireCompleted(t *testing.T, b []byte) responseBody {
 // whole SSE events, valid against the schema and the stream invariants, the
 // text deltas making up the answer, a completed response, then [DONE] at the
 // end of the last chunk.
-func requireSSE(t *testing.T, s *streamed) {
+func requireSSE(t *testing.T, s *lambdareply.Streamed) {
 	t.Helper()
 	inChunks := 0
-	for i, c := range s.chunks {
+	for i, c := range s.Chunks {
 		require.True(t, bytes.HasSuffix(c, []byte("\n\n")), "chunk %d is not whole SSE events: %q", i, c)
 		evs, done, err := ssecheck.Parse(bytes.NewReader(c))
 		require.NoError(t, err, "chunk %d is not whole SSE events: %q", i, c)
-		require.Equal(t, i == len(s.chunks)-1, done, "chunk %d: only the last chunk, and it always, ends with [DONE]", i)
+		require.Equal(t, i == len(s.Chunks)-1, done, "chunk %d: only the last chunk, and it always, ends with [DONE]", i)
 		inChunks += len(evs)
 	}
-	require.True(t, bytes.HasSuffix(s.chunks[len(s.chunks)-1], []byte("data: [DONE]\n\n")))
-	evs, done, err := ssecheck.Parse(bytes.NewReader(s.body()))
+	require.True(t, bytes.HasSuffix(s.Chunks[len(s.Chunks)-1], []byte("data: [DONE]\n\n")))
+	evs, done, err := ssecheck.Parse(bytes.NewReader(s.Body()))
 	require.NoError(t, err)
 	require.True(t, done, "the stream ends with [DONE]")
 	v, err := schema.Shared()
@@ -262,11 +225,11 @@ func eventCases() map[string]func(t *testing.T, h handler, fake *fakellm.Server,
 			resp, ok := out.(*events.LambdaFunctionURLStreamingResponse)
 			require.True(t, ok, "a function URL gets a streaming response, got %T", out)
 			require.Equal(t, 200, resp.StatusCode)
-			s := readStreamed(t, resp)
-			require.Equal(t, 200, s.prelude.StatusCode)
-			require.Equal(t, "application/json", s.prelude.Headers["Content-Type"])
-			require.NotContains(t, s.prelude.Headers, "Content-Length")
-			requireCompleted(t, s.body())
+			s := lambdareply.ReadStreamed(t, resp)
+			require.Equal(t, 200, s.Prelude.StatusCode)
+			require.Equal(t, "application/json", s.Prelude.Headers["Content-Type"])
+			require.NotContains(t, s.Prelude.Headers, "Content-Length")
+			requireCompleted(t, s.Body())
 			reqs := fake.Requests()
 			require.Len(t, reqs, 1)
 			require.Equal(t, "gpt-4.1-mini", reqs[0].Model)
@@ -278,9 +241,9 @@ func eventCases() map[string]func(t *testing.T, h handler, fake *fakellm.Server,
 			resp, ok := out.(*events.LambdaFunctionURLStreamingResponse)
 			require.True(t, ok, "got %T", out)
 			require.Equal(t, "application/vnd.awslambda.http-integration-response", resp.ContentType())
-			s := readStreamed(t, resp)
-			require.Equal(t, 200, s.prelude.StatusCode)
-			requireSSEHeaders(t, s.prelude.Headers)
+			s := lambdareply.ReadStreamed(t, resp)
+			require.Equal(t, 200, s.Prelude.StatusCode)
+			requireSSEHeaders(t, s.Prelude.Headers)
 			requireSSE(t, s)
 			require.True(t, fake.Requests()[0].Stream, "the model is streamed too")
 		},
@@ -290,9 +253,9 @@ func eventCases() map[string]func(t *testing.T, h handler, fake *fakellm.Server,
 			resp, ok := out.(*events.APIGatewayProxyStreamingResponse)
 			require.True(t, ok, "a REST API request gets a streaming response by default, got %T", out)
 			require.Equal(t, "application/vnd.awslambda.http-integration-response", resp.ContentType())
-			s := readStreamed(t, resp)
-			require.Equal(t, 200, s.prelude.StatusCode)
-			requireSSEHeaders(t, s.prelude.Headers)
+			s := lambdareply.ReadStreamed(t, resp)
+			require.Equal(t, 200, s.Prelude.StatusCode)
+			requireSSEHeaders(t, s.Prelude.Headers)
 			requireSSE(t, s)
 		},
 		"gateway-httpapi-create.json": func(t *testing.T, h handler, fake *fakellm.Server, ev json.RawMessage) {
@@ -309,9 +272,9 @@ func eventCases() map[string]func(t *testing.T, h handler, fake *fakellm.Server,
 			// The sample's id is not stored here: the error body.
 			out, err := h(testCtx(t), ev)
 			require.NoError(t, err)
-			s := readStreamed(t, out.(*events.LambdaFunctionURLStreamingResponse))
-			require.Equal(t, 404, s.prelude.StatusCode)
-			require.Equal(t, "application/json", s.prelude.Headers["Content-Type"])
+			s := lambdareply.ReadStreamed(t, out.(*events.LambdaFunctionURLStreamingResponse))
+			require.Equal(t, 404, s.Prelude.StatusCode)
+			require.Equal(t, "application/json", s.Prelude.Headers["Content-Type"])
 			var e struct {
 				Error struct {
 					Message string  `json:"message"`
@@ -320,7 +283,7 @@ func eventCases() map[string]func(t *testing.T, h handler, fake *fakellm.Server,
 					Code    *string `json:"code"`
 				} `json:"error"`
 			}
-			require.NoError(t, json.Unmarshal(s.body(), &e), "%s", s.body())
+			require.NoError(t, json.Unmarshal(s.Body(), &e), "%s", s.Body())
 			require.Equal(t, "invalid_request_error", e.Error.Type)
 			require.NotEmpty(t, e.Error.Message)
 
@@ -328,7 +291,7 @@ func eventCases() map[string]func(t *testing.T, h handler, fake *fakellm.Server,
 			// sample's path with the new id.
 			out, err = h(testCtx(t), readEvent(t, "gateway-url-create.json"))
 			require.NoError(t, err)
-			created := requireCompleted(t, readStreamed(t, out.(*events.LambdaFunctionURLStreamingResponse)).body())
+			created := requireCompleted(t, lambdareply.ReadStreamed(t, out.(*events.LambdaFunctionURLStreamingResponse)).Body())
 			var sample struct {
 				RawPath string `json:"rawPath"`
 			}
@@ -337,19 +300,19 @@ func eventCases() map[string]func(t *testing.T, h handler, fake *fakellm.Server,
 			require.True(t, strings.HasPrefix(oldID, "resp_"), sample.RawPath)
 			out, err = h(testCtx(t), json.RawMessage(strings.ReplaceAll(string(ev), oldID, created.ID)))
 			require.NoError(t, err)
-			s = readStreamed(t, out.(*events.LambdaFunctionURLStreamingResponse))
-			require.Equal(t, 200, s.prelude.StatusCode)
-			require.Equal(t, "application/json", s.prelude.Headers["Content-Type"])
-			got := requireCompleted(t, s.body())
+			s = lambdareply.ReadStreamed(t, out.(*events.LambdaFunctionURLStreamingResponse))
+			require.Equal(t, 200, s.Prelude.StatusCode)
+			require.Equal(t, "application/json", s.Prelude.Headers["Content-Type"])
+			got := requireCompleted(t, s.Body())
 			require.Equal(t, created.ID, got.ID)
 		},
 		"gateway-url-compact.json": func(t *testing.T, h handler, fake *fakellm.Server, ev json.RawMessage) {
 			out, err := h(testCtx(t), ev)
 			require.NoError(t, err)
-			s := readStreamed(t, out.(*events.LambdaFunctionURLStreamingResponse))
-			require.Equal(t, 200, s.prelude.StatusCode)
-			require.Equal(t, "application/json", s.prelude.Headers["Content-Type"])
-			window := requireCompacted(t, s.body(), fake)
+			s := lambdareply.ReadStreamed(t, out.(*events.LambdaFunctionURLStreamingResponse))
+			require.Equal(t, 200, s.Prelude.StatusCode)
+			require.Equal(t, "application/json", s.Prelude.Headers["Content-Type"])
+			window := requireCompacted(t, s.Body(), fake)
 
 			// The compacted window as the next request's input, through the
 			// function URL: the model sees the summary.
@@ -360,7 +323,7 @@ func eventCases() map[string]func(t *testing.T, h handler, fake *fakellm.Server,
 			create["body"] = string(body)
 			out, err = h(testCtx(t), mustJSON(t, create))
 			require.NoError(t, err)
-			requireCompleted(t, readStreamed(t, out.(*events.LambdaFunctionURLStreamingResponse)).body())
+			requireCompleted(t, lambdareply.ReadStreamed(t, out.(*events.LambdaFunctionURLStreamingResponse)).Body())
 			reqs := fake.Requests()
 			require.Len(t, reqs, 2)
 			var seen []string
@@ -374,9 +337,9 @@ func eventCases() map[string]func(t *testing.T, h handler, fake *fakellm.Server,
 			require.NoError(t, err)
 			resp, ok := out.(*events.APIGatewayProxyStreamingResponse)
 			require.True(t, ok, "got %T", out)
-			s := readStreamed(t, resp)
-			require.Equal(t, 200, s.prelude.StatusCode)
-			requireCompacted(t, s.body(), fake)
+			s := lambdareply.ReadStreamed(t, resp)
+			require.Equal(t, 200, s.Prelude.StatusCode)
+			requireCompacted(t, s.Body(), fake)
 		},
 		"gateway-httpapi-compact.json": func(t *testing.T, h handler, fake *fakellm.Server, ev json.RawMessage) {
 			out, err := h(testCtx(t), ev)
@@ -390,10 +353,10 @@ func eventCases() map[string]func(t *testing.T, h handler, fake *fakellm.Server,
 		"gateway-url-healthz.json": func(t *testing.T, h handler, fake *fakellm.Server, ev json.RawMessage) {
 			out, err := h(testCtx(t), ev)
 			require.NoError(t, err)
-			s := readStreamed(t, out.(*events.LambdaFunctionURLStreamingResponse))
-			require.Equal(t, 200, s.prelude.StatusCode)
-			require.Equal(t, "application/json", s.prelude.Headers["Content-Type"])
-			require.JSONEq(t, `{"status":"ok"}`, string(s.body()))
+			s := lambdareply.ReadStreamed(t, out.(*events.LambdaFunctionURLStreamingResponse))
+			require.Equal(t, 200, s.Prelude.StatusCode)
+			require.Equal(t, "application/json", s.Prelude.Headers["Content-Type"])
+			require.JSONEq(t, `{"status":"ok"}`, string(s.Body()))
 			require.Zero(t, fake.Calls(), "healthz does not call the model")
 		},
 	}
@@ -449,11 +412,11 @@ func TestInputTokensUnsupportedOnEveryFrontDoor(t *testing.T) {
 		var body []byte
 		switch r := out.(type) {
 		case *events.LambdaFunctionURLStreamingResponse:
-			s := readStreamed(t, r)
-			status, body = s.prelude.StatusCode, s.body()
+			s := lambdareply.ReadStreamed(t, r)
+			status, body = s.Prelude.StatusCode, s.Body()
 		case *events.APIGatewayProxyStreamingResponse:
-			s := readStreamed(t, r)
-			status, body = s.prelude.StatusCode, s.body()
+			s := lambdareply.ReadStreamed(t, r)
+			status, body = s.Prelude.StatusCode, s.Body()
 		case events.APIGatewayV2HTTPResponse:
 			status, body = r.StatusCode, []byte(r.Body)
 		default:

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lambent/lambent/internal/testing/lambdareply"
 	"github.com/lambent/lambent/internal/testing/logbuf"
 
 	"github.com/stretchr/testify/require"
@@ -104,7 +105,7 @@ func TestBootstrapStreamsUnderRuntimeAPI(t *testing.T) {
 	require.Equal(t, lambdarun.ContentTypeHTTPIntegration, res.ContentType)
 	require.True(t, res.Chunked)
 	require.Equal(t, append([]byte(nil), first...), res.Chunks[0])
-	requireSSE(t, &streamed{chunks: chunks})
+	requireSSE(t, &lambdareply.Streamed{Chunks: chunks})
 
 	// The same process serves the next invocation: the HTTP API, buffered.
 	inv = rt.Invoke(readEvent(t, "gateway-httpapi-create.json"), lambdarun.InvokeOptions{})

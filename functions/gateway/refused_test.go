@@ -5,47 +5,12 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/testing/fakellm"
+	"github.com/lambent/lambent/internal/testing/lambdareply"
 	"github.com/lambent/lambent/pkg/lambdaio"
 )
-
-// replyHead returns the status, headers and body of any of the handler's
-// replies.
-func replyHead(t *testing.T, out any) (int, http.Header, []byte) {
-	t.Helper()
-	hd := http.Header{}
-	add := func(single map[string]string, multi map[string][]string) {
-		for k, v := range single {
-			hd.Add(k, v)
-		}
-		for k, vs := range multi {
-			for _, v := range vs {
-				hd.Add(k, v)
-			}
-		}
-	}
-	switch r := out.(type) {
-	case *events.LambdaFunctionURLStreamingResponse:
-		s := readStreamed(t, r)
-		add(s.prelude.Headers, s.prelude.MultiValueHeaders)
-		return s.prelude.StatusCode, hd, s.body()
-	case *events.APIGatewayProxyStreamingResponse:
-		s := readStreamed(t, r)
-		add(s.prelude.Headers, s.prelude.MultiValueHeaders)
-		return s.prelude.StatusCode, hd, s.body()
-	case events.APIGatewayV2HTTPResponse:
-		add(r.Headers, r.MultiValueHeaders)
-		return r.StatusCode, hd, []byte(r.Body)
-	case events.APIGatewayProxyResponse:
-		add(r.Headers, r.MultiValueHeaders)
-		return r.StatusCode, hd, []byte(r.Body)
-	}
-	t.Fatalf("unexpected reply %T", out)
-	return 0, nil, nil
-}
 
 // streamedCreates are a streamed create (stream: true) through each front
 // door: the function URL and the REST API (response streaming), the HTTP
@@ -89,7 +54,7 @@ func TestStreamRefusedOnEveryFrontDoor(t *testing.T) {
 			h := lambdaHandler(newApp(t, fake))
 			out, err := h(testCtx(t), ev)
 			require.NoError(t, err)
-			status, hd, body := replyHead(t, out)
+			status, hd, body := lambdareply.Reply(t, out)
 			require.Equal(t, http.StatusTooManyRequests, status, "%s", body)
 			require.Equal(t, "application/json", hd.Get("Content-Type"))
 			require.Equal(t, "7", hd.Get("Retry-After"))
@@ -110,7 +75,7 @@ func TestStreamRefusedOnEveryFrontDoor(t *testing.T) {
 			h := lambdaHandler(newApp(t, fake))
 			out, err := h(testCtx(t), ev)
 			require.NoError(t, err)
-			status, hd, body := replyHead(t, out)
+			status, hd, body := lambdareply.Reply(t, out)
 			require.Equal(t, http.StatusOK, status, "%s", body)
 			require.Equal(t, "text/event-stream; charset=utf-8", hd.Get("Content-Type"))
 			require.Equal(t, "no-cache", hd.Get("Cache-Control"))

@@ -1,7 +1,6 @@
 package lambdaio
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -12,50 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lambent/lambent/internal/testing/lambdareply"
 	"github.com/lambent/lambent/pkg/requestid"
 )
-
-// reply is what a front door makes of Handle's reply: its status, headers
-// and body, whichever of the four reply shapes it is. A streamed reply is
-// read to its end (the prelude, 8 zero bytes, the body) and closed.
-func reply(t testing.TB, out any) (int, http.Header, []byte) {
-	t.Helper()
-	hd := make(http.Header)
-	addAll := func(single map[string]string, multi map[string][]string) {
-		for k, v := range single {
-			hd.Add(k, v)
-		}
-		for k, vs := range multi {
-			for _, v := range vs {
-				hd.Add(k, v)
-			}
-		}
-	}
-	switch r := out.(type) {
-	case events.APIGatewayProxyResponse:
-		addAll(r.Headers, r.MultiValueHeaders)
-		return r.StatusCode, hd, []byte(r.Body)
-	case events.APIGatewayV2HTTPResponse:
-		addAll(r.Headers, r.MultiValueHeaders)
-		return r.StatusCode, hd, []byte(r.Body)
-	case io.ReadCloser: // the two streamed replies
-		raw, err := io.ReadAll(r)
-		require.NoError(t, err)
-		require.NoError(t, r.Close())
-		prelude, body, ok := bytes.Cut(raw, make([]byte, 8))
-		require.True(t, ok, "a streamed reply's prelude ends with 8 zero bytes: %q", raw)
-		var p struct {
-			StatusCode        int                 `json:"statusCode"`
-			Headers           map[string]string   `json:"headers"`
-			MultiValueHeaders map[string][]string `json:"multiValueHeaders"`
-		}
-		require.NoError(t, json.Unmarshal(prelude, &p))
-		addAll(p.Headers, p.MultiValueHeaders)
-		return p.StatusCode, hd, body
-	}
-	t.Fatalf("not a reply: %T", out)
-	return 0, nil, nil
-}
 
 // An event whose fields make no http.Request — a body that is not the
 // base64 it claims to be, a method or a URL net/http refuses — is answered
@@ -110,7 +68,7 @@ func TestUnreadableEvents(t *testing.T) {
 			}), Config{Logger: quiet()})
 			out, err := h.Handle(testCtx(t), mustJSON(t, ev))
 			require.NoError(t, err, "an invocation error is the front door's 502")
-			status, hd, body := reply(t, out)
+			status, hd, body := lambdareply.Reply(t, out)
 			assert.Equal(t, http.StatusBadRequest, status)
 			assert.Equal(t, "application/json", hd.Get("Content-Type"))
 			assert.NotEmpty(t, hd.Get(requestid.Header))
@@ -175,7 +133,7 @@ func FuzzHandle(f *testing.F) {
 			return
 		}
 		require.NoError(t, err)
-		status, _, got := reply(t, out)
+		status, _, got := lambdareply.Reply(t, out)
 		switch status {
 		case http.StatusOK:
 			require.Equal(t, "ok", string(got))
