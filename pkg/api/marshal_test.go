@@ -91,7 +91,7 @@ func TestMarshalShapes(t *testing.T) {
 func TestMarshalResponse(t *testing.T) {
 	r := &Response{ID: "resp_1", Object: "response", Status: StatusInProgress, ToolChoice: ToolChoice{Mode: ToolChoiceNone},
 		Text: TextConfig{Format: TextFormat{Type: FormatText}}, TopP: 1}
-	const want = `{"id":"resp_1","object":"response","created_at":0,"completed_at":null,"status":"in_progress","incomplete_details":null,` +
+	const want = `{"id":"resp_1","access_programs":null,"object":"response","created_at":0,"completed_at":null,"status":"in_progress","incomplete_details":null,` +
 		`"model":"","previous_response_id":null,"instructions":null,"output":[],"error":null,"tools":[],"tool_choice":"none",` +
 		`"truncation":"","parallel_tool_calls":false,"text":{"format":{"type":"text"}},"top_p":1,"presence_penalty":0,` +
 		`"frequency_penalty":0,"top_logprobs":0,"temperature":0,"reasoning":null,"usage":null,"max_output_tokens":null,` +

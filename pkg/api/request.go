@@ -78,6 +78,10 @@ type CreateResponseRequest struct {
 	// ServiceTier is the requested tier; "fast" arrives as "priority", as
 	// OpenAI reports it.
 	ServiceTier string `json:"service_tier,omitempty"`
+	// AccessPrograms is the request's access_programs (nil when it names
+	// none), echoed as AccessPrograms.Shown; the programs themselves steer
+	// OpenAI's infrastructure.
+	AccessPrograms *AccessPrograms `json:"access_programs,omitempty"`
 	// CompletionWindow is background_options.completion_window ("soonest",
 	// "2h" or "8h"; "" when absent): checked, then without effect, as
 	// every background response runs at once (decodeBackgroundOptions).
@@ -211,14 +215,20 @@ func paramDecoder(k string) paramFunc {
 	case "prompt_cache_options":
 		return func(_ *CreateResponseRequest, v json.RawMessage) error { return checkPromptCacheOptions(v) }
 	case "access_programs":
-		return func(_ *CreateResponseRequest, v json.RawMessage) error {
+		return func(r *CreateResponseRequest, v json.RawMessage) error {
 			var w struct {
 				Cyber *string `json:"cyber"`
 			}
 			if err := object(k, v, &w, "cyber"); err != nil {
 				return err
 			}
-			return oneOf("access_programs.cyber", w.Cyber, "standard", "daybreak_blue", "daybreak_red")
+			if err := oneOf("access_programs.cyber", w.Cyber, "standard", "daybreak_blue", "daybreak_red"); err != nil {
+				return err
+			}
+			if w.Cyber != nil {
+				r.AccessPrograms = &AccessPrograms{Cyber: *w.Cyber}
+			}
+			return nil
 		}
 	case "background_options":
 		return (*CreateResponseRequest).decodeBackgroundOptions

@@ -5,7 +5,11 @@ import "github.com/lambent/lambent/internal/wirejson"
 // Response is the response object (ResponseResource). Every field the spec
 // requires is always written; nullable ones are pointers.
 type Response struct {
-	ID                 string             `json:"id"`
+	ID string `json:"id"`
+	// AccessPrograms is OpenAI's access_programs: the programs the
+	// response ran under, null for the implicit standard one (OpenAI's
+	// SDKs require the field; AccessPrograms.Shown).
+	AccessPrograms     *AccessPrograms    `json:"access_programs"`
 	Object             string             `json:"object"`
 	CreatedAt          int64              `json:"created_at"`
 	CompletedAt        *int64             `json:"completed_at"`
@@ -60,6 +64,7 @@ func (r *Response) MarshalJSON() ([]byte, error) { return wirejson.Marshal(r.wir
 // date with Response).
 type responseWire struct {
 	ID                 string             `json:"id"`
+	AccessPrograms     *AccessPrograms    `json:"access_programs"`
 	Object             string             `json:"object"`
 	CreatedAt          int64              `json:"created_at"`
 	CompletedAt        *int64             `json:"completed_at"`
@@ -105,7 +110,7 @@ type textConfigWire struct {
 
 // wire returns the value r is encoded from (responseWire).
 func (r *Response) wire() *responseWire {
-	w := &responseWire{ID: r.ID, Object: r.Object, CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt, Status: r.Status,
+	w := &responseWire{ID: r.ID, AccessPrograms: r.AccessPrograms, Object: r.Object, CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt, Status: r.Status,
 		IncompleteDetails: r.IncompleteDetails, Model: r.Model, PreviousResponseID: r.PreviousResponseID,
 		Instructions: r.Instructions, Output: itemValues(Shown(r.Output)), Error: r.Error, Tools: toolValues(r.Tools),
 		ToolChoice: r.ToolChoice.wire(), Truncation: r.Truncation, ParallelToolCalls: r.ParallelToolCalls,
@@ -267,4 +272,23 @@ type ItemList struct {
 	FirstID *string `json:"first_id"`
 	LastID  *string `json:"last_id"`
 	HasMore bool    `json:"has_more"`
+}
+
+// AccessPrograms are OpenAI's access programs of a request and of the
+// response that echoes it.
+type AccessPrograms struct {
+	// Cyber is "standard", "daybreak_blue" or "daybreak_red".
+	Cyber string `json:"cyber"`
+}
+
+// Shown is what a response echoes of the request's access programs p:
+// OpenAI shows an explicit standard selection as such and an implicit one
+// as null. This gateway runs every request as the standard program, so a
+// Daybreak selection (checked, then without effect) is shown as null, the
+// program that ran.
+func (p *AccessPrograms) Shown() *AccessPrograms {
+	if p == nil || p.Cyber != "standard" {
+		return nil
+	}
+	return &AccessPrograms{Cyber: p.Cyber}
 }

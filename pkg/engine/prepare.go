@@ -677,6 +677,7 @@ func (r *run) resolveTools(e *Engine) error {
 func (e *Engine) newResponse(req *api.CreateResponseRequest, model string) *api.Response {
 	resp := &api.Response{
 		ID:                api.NewID(api.PrefixResponse),
+		AccessPrograms:    req.AccessPrograms.Shown(),
 		Object:            "response",
 		CreatedAt:         e.cfg.Now().Unix(),
 		Status:            api.StatusInProgress,

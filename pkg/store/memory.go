@@ -539,6 +539,7 @@ func (c *responseCopy) record(rec *Record) Record {
 	r.SafetyIdentifier = clonePtr(r.SafetyIdentifier)
 	r.PromptCacheKey = clonePtr(r.PromptCacheKey)
 	r.Conversation = clonePtr(r.Conversation)
+	r.AccessPrograms = clonePtr(r.AccessPrograms)
 	var input, history []api.Item
 	input, history, r.Output = cloneItems(rec.Input, rec.Context, r.Output)
 	return Record{

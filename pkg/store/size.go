@@ -24,6 +24,7 @@ var (
 	reasoningSize  = int64(reflect.TypeFor[api.Reasoning]().Size())
 	usageSize      = int64(reflect.TypeFor[api.Usage]().Size())
 	convRefSize    = int64(reflect.TypeFor[api.ConversationRef]().Size())
+	accessSize     = int64(reflect.TypeFor[api.AccessPrograms]().Size())
 	lambentSize    = int64(reflect.TypeFor[api.LambentInfo]().Size())
 	attemptSize    = int64(reflect.TypeFor[api.Attempt]().Size())
 	cancelSize     = int64(reflect.TypeFor[api.Cancellation]().Size())
@@ -86,6 +87,9 @@ func responseBytes(r *api.Response) int64 {
 	}
 	if c := r.Conversation; c != nil {
 		n += convRefSize + int64(len(c.ID))
+	}
+	if a := r.AccessPrograms; a != nil {
+		n += accessSize + int64(len(a.Cyber))
 	}
 	for k, v := range r.Metadata {
 		n += 2*stringSize + int64(len(k)+len(v))

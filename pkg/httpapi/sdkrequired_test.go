@@ -1,0 +1,93 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lambent/lambent/internal/testing/fakellm"
+)
+
+// requiredFields are the JSON names of the fields of v, an openai-go
+// response type, that openai-go marks required (api:"required").
+func requiredFields(v any) []string {
+	var names []string
+	for f := range reflect.TypeOf(v).Fields() {
+		if strings.Contains(f.Tag.Get("api"), "required") {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// A response the gateway returns, created, retrieved or compacted, holds
+// every field openai-go marks required on its type (an openai-go that
+// requires a new one fails here), beside the OpenResponses schema the
+// other tests check.
+func TestResponsesHaveOpenAIGoRequiredFields(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, fakellm.New(
+		fakellm.Turn{Text: "Hello."},
+		fakellm.Turn{Text: "A summary."},
+	), map[string]string{"LAMBENT_COMPACTION_KEYS": compactionKeys("k1")})
+	ctx := context.Background()
+	r, err := g.client.Responses.New(ctx, textParams("Hi"))
+	require.NoError(t, err)
+	got, err := g.client.Responses.Get(ctx, r.ID, responses.ResponseGetParams{})
+	require.NoError(t, err)
+	c, err := g.client.Responses.Compact(ctx, responses.ResponseCompactParams{Model: "test-model", PreviousResponseID: openai.String(r.ID)})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		raw  string
+		typ  any
+	}{
+		{"created Response", r.RawJSON(), responses.Response{}},
+		{"retrieved Response", got.RawJSON(), responses.Response{}},
+		{"output message", r.Output[0].RawJSON(), responses.ResponseOutputMessage{}},
+		{"CompactedResponse", c.RawJSON(), responses.CompactedResponse{}},
+	} {
+		var m map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal([]byte(tc.raw), &m), tc.name)
+		fields := requiredFields(tc.typ)
+		require.NotEmpty(t, fields, tc.name)
+		var missing []string
+		for _, f := range fields {
+			if _, ok := m[f]; !ok {
+				missing = append(missing, f)
+			}
+		}
+		assert.Empty(t, missing, "%s: fields openai-go requires: %s", tc.name, tc.raw)
+	}
+}
+
+// A response echoes an explicit standard access program, as OpenAI does,
+// and shows null for none or a Daybreak one, which this gateway accepts
+// and runs as the standard program (the one that ran).
+func TestAccessProgramsEchoed(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, fakellm.New(fakellm.Turn{Text: "A."}, fakellm.Turn{Text: "B."}, fakellm.Turn{Text: "C."}), nil)
+	for cyber, want := range map[string]string{
+		"":             `null`,
+		"standard":     `{"cyber":"standard"}`,
+		"daybreak_red": `null`,
+	} {
+		params := textParams("Hi")
+		if cyber != "" {
+			params.AccessPrograms = responses.ResponseNewParamsAccessPrograms{Cyber: cyber}
+		}
+		r, err := g.client.Responses.New(context.Background(), params)
+		require.NoError(t, err)
+		var m map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal([]byte(r.RawJSON()), &m))
+		assert.JSONEq(t, want, string(m["access_programs"]), cyber)
+	}
+}
