@@ -69,24 +69,28 @@ func IsTerminalEvent(t string) bool {
 // StreamEvent is one server-sent event. Only the fields of its type are
 // set; index fields are pointers so that a zero index is still written.
 type StreamEvent struct {
-	Type            string        `json:"type"`
-	SequenceNumber  int64         `json:"sequence_number"`
-	Response        *Response     `json:"response,omitempty"`
-	OutputIndex     *int          `json:"output_index,omitempty"`
-	ItemID          string        `json:"item_id,omitempty"`
-	ContentIndex    *int          `json:"content_index,omitempty"`
-	SummaryIndex    *int          `json:"summary_index,omitempty"`
-	AnnotationIndex *int          `json:"annotation_index,omitempty"`
-	Item            *Item         `json:"item,omitempty"`
-	Part            *ContentPart  `json:"part,omitempty"`
-	Delta           *string       `json:"delta,omitempty"`
-	Text            *string       `json:"text,omitempty"`
-	Arguments       *string       `json:"arguments,omitempty"`
-	Input           *string       `json:"input,omitempty"`
-	Refusal         *string       `json:"refusal,omitempty"`
-	Annotation      any           `json:"annotation,omitempty"`
-	Logprobs        []any         `json:"logprobs,omitempty"`
-	Error           *ErrorPayload `json:"error,omitempty"`
+	Type            string       `json:"type"`
+	SequenceNumber  int64        `json:"sequence_number"`
+	Response        *Response    `json:"response,omitempty"`
+	OutputIndex     *int         `json:"output_index,omitempty"`
+	ItemID          string       `json:"item_id,omitempty"`
+	ContentIndex    *int         `json:"content_index,omitempty"`
+	SummaryIndex    *int         `json:"summary_index,omitempty"`
+	AnnotationIndex *int         `json:"annotation_index,omitempty"`
+	Item            *Item        `json:"item,omitempty"`
+	Part            *ContentPart `json:"part,omitempty"`
+	Delta           *string      `json:"delta,omitempty"`
+	Text            *string      `json:"text,omitempty"`
+	Arguments       *string      `json:"arguments,omitempty"`
+	Input           *string      `json:"input,omitempty"`
+	Refusal         *string      `json:"refusal,omitempty"`
+	Annotation      any          `json:"annotation,omitempty"`
+	// Logprobs are a text event's log probabilities: OpenAI sends [] on
+	// every response.output_text.delta and .done when none were asked for
+	// (its SDKs require the field), so a pointer to an empty slice is
+	// written as [] and a nil pointer not at all.
+	Logprobs *[]any        `json:"logprobs,omitempty"`
+	Error    *ErrorPayload `json:"error,omitempty"`
 }
 
 // Wire returns the value to encode for ev, whose JSON is ev's: ev itself,
@@ -149,7 +153,7 @@ type eventWire struct {
 	Input           *string       `json:"input,omitempty"`
 	Refusal         *string       `json:"refusal,omitempty"`
 	Annotation      any           `json:"annotation,omitempty"`
-	Logprobs        []any         `json:"logprobs,omitempty"`
+	Logprobs        *[]any        `json:"logprobs,omitempty"`
 	Error           *ErrorPayload `json:"error,omitempty"`
 }
 

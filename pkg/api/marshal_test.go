@@ -239,7 +239,7 @@ func TestStreamEventWire(t *testing.T) {
 		{Type: EventOutputTextDelta, SequenceNumber: 3, OutputIndex: &idx, ContentIndex: &idx, ItemID: "msg_1", Delta: Ptr("<3")},
 		{Type: "odd", Response: full, ItemID: "x"},
 		{Type: "odd", Response: full, Item: &full.Output[0]},
-		{Type: "odd", Item: &full.Output[1], Part: &full.Output[2].Content[0], Text: Ptr("t"), Delta: Ptr("d"), Logprobs: []any{1},
+		{Type: "odd", Item: &full.Output[1], Part: &full.Output[2].Content[0], Text: Ptr("t"), Delta: Ptr("d"), Logprobs: &[]any{1},
 			Annotation: map[string]string{"a": "<"}, Error: &ErrorPayload{Type: "x"}, SummaryIndex: &idx, AnnotationIndex: &idx,
 			Arguments: Ptr("{}"), Input: Ptr("i"), Refusal: Ptr("r")},
 	} {

@@ -426,6 +426,9 @@ type scratchEvent struct {
 	idx, part int
 	text      string
 	p         api.ContentPart
+	// logprobs is the empty log probabilities of a text event (OpenAI's
+	// "logprobs": [] when none were asked for).
+	logprobs []any
 }
 
 // textEvent emits the delta event typ of d's text for the content part
@@ -438,6 +441,10 @@ func (a *assembler) textEvent(typ string, idx, part int, d provider.Delta) {
 		e.ev = api.StreamEvent{Type: typ, ItemID: a.out(idx).ID, OutputIndex: &e.idx, Delta: &e.text}
 		if part >= 0 {
 			e.ev.ContentIndex = &e.part
+		}
+		if typ == api.EventOutputTextDelta {
+			e.logprobs = []any{}
+			e.ev.Logprobs = &e.logprobs
 		}
 		a.r.em.emitDelta(&e.ev, d.More)
 	}
@@ -491,7 +498,9 @@ func (a *assembler) closePart() {
 	if a.r.em.stream {
 		e := &a.ev
 		e.idx, e.part = idx, part
-		e.ev = api.StreamEvent{Type: api.EventOutputTextDone, ItemID: it.ID, OutputIndex: &e.idx, ContentIndex: &e.part, Text: &p.Text}
+		e.logprobs = []any{}
+		e.ev = api.StreamEvent{Type: api.EventOutputTextDone, ItemID: it.ID, OutputIndex: &e.idx, ContentIndex: &e.part, Text: &p.Text,
+			Logprobs: &e.logprobs}
 		if p.Type == api.PartRefusal {
 			e.ev = api.StreamEvent{Type: api.EventRefusalDone, ItemID: it.ID, OutputIndex: &e.idx, ContentIndex: &e.part, Refusal: &p.Refusal}
 		}

@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/openai/openai-go/v3/responses"
@@ -230,18 +232,63 @@ var openAIToolTypes = map[string]bool{
 	"tool_search": true, "web_search_preview": true, "web_search_preview_2025_03_11": true, "apply_patch": true,
 }
 
+// Missing returns the fields that openai-go marks required (api:"required")
+// on v, a value of one of its response types, and that data, v's JSON
+// object, lacks: what an SDK user finds unset where the SDK promises it.
+func Missing(v any, data []byte) ([]string, error) {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(data, &keys); err != nil {
+		return nil, err
+	}
+	var missing []string
+	t := reflect.TypeOf(v)
+	if t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("ssecheck: %T is not an openai-go struct", v)
+	}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !strings.Contains(f.Tag.Get("api"), "required") || name == "" || name == "-" {
+			continue
+		}
+		if _, ok := keys[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	slices.Sort(missing)
+	return missing, nil
+}
+
+// checkRequired is Missing as an error naming what (an event, an item).
+func checkRequired(what string, v any, data []byte) error {
+	missing, err := Missing(v, data)
+	if err != nil {
+		return fmt.Errorf("ssecheck: %s: %w", what, err)
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("ssecheck: %s lacks what openai-go's %T requires: %v", what, v, missing)
+	}
+	return nil
+}
+
 // CheckOpenAIResponse checks a response body against OpenAI's own types,
-// through the official Go SDK: it decodes, every output item is a type the
-// SDK knows, every tool is one of OpenAI's tool types (an mcp tool with its
+// through the official Go SDK: it decodes, holds every field the SDK
+// requires, every output item is a type the SDK knows, with the fields it
+// requires, every tool is one of OpenAI's tool types (an mcp tool with its
 // server_label).
 func CheckOpenAIResponse(data []byte) error {
 	var r responses.Response
 	if err := json.Unmarshal(data, &r); err != nil {
 		return fmt.Errorf("ssecheck: openai-go cannot decode the response: %w", err)
 	}
+	if err := checkRequired("the response", r, data); err != nil {
+		return err
+	}
 	for i, it := range r.Output {
 		if it.AsAny() == nil {
 			return fmt.Errorf("ssecheck: output[%d]: openai-go does not know item type %q", i, it.Type)
+		}
+		if err := checkRequired(fmt.Sprintf("output[%d] (%s)", i, it.Type), it.AsAny(), []byte(it.RawJSON())); err != nil {
+			return err
 		}
 	}
 	for i, t := range r.Tools {
@@ -273,6 +320,9 @@ func CheckOpenAI(evs []Event) error {
 		if u.AsAny() == nil {
 			return fmt.Errorf("ssecheck: event %d: openai-go does not know event type %q", i, ev.Type)
 		}
+		if err := checkRequired(fmt.Sprintf("event %d (%s)", i, ev.Type), u.AsAny(), data); err != nil {
+			return err
+		}
 		var body struct {
 			Item     json.RawMessage `json:"item"`
 			Response json.RawMessage `json:"response"`
@@ -284,6 +334,9 @@ func CheckOpenAI(evs []Event) error {
 			var it responses.ResponseOutputItemUnion
 			if err := json.Unmarshal(body.Item, &it); err != nil || it.AsAny() == nil {
 				return fmt.Errorf("ssecheck: event %d (%s): openai-go does not know its item %s (%v)", i, ev.Type, body.Item, err)
+			}
+			if err := checkRequired(fmt.Sprintf("event %d (%s)'s item", i, ev.Type), it.AsAny(), body.Item); err != nil {
+				return err
 			}
 		}
 		if len(body.Response) > 0 {
