@@ -3,8 +3,6 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
-	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -13,20 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lambent/lambent/internal/testing/fakellm"
+	"github.com/lambent/lambent/internal/testing/ssecheck"
 )
-
-// requiredFields are the JSON names of the fields of v, an openai-go
-// response type, that openai-go marks required (api:"required").
-func requiredFields(v any) []string {
-	var names []string
-	for f := range reflect.TypeOf(v).Fields() {
-		if strings.Contains(f.Tag.Get("api"), "required") {
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			names = append(names, name)
-		}
-	}
-	return names
-}
 
 // A response the gateway returns, created, retrieved or compacted, holds
 // every field openai-go marks required on its type (an openai-go that
@@ -55,16 +41,8 @@ func TestResponsesHaveOpenAIGoRequiredFields(t *testing.T) {
 		{"output message", r.Output[0].RawJSON(), responses.ResponseOutputMessage{}},
 		{"CompactedResponse", c.RawJSON(), responses.CompactedResponse{}},
 	} {
-		var m map[string]json.RawMessage
-		require.NoError(t, json.Unmarshal([]byte(tc.raw), &m), tc.name)
-		fields := requiredFields(tc.typ)
-		require.NotEmpty(t, fields, tc.name)
-		var missing []string
-		for _, f := range fields {
-			if _, ok := m[f]; !ok {
-				missing = append(missing, f)
-			}
-		}
+		missing, err := ssecheck.Missing(tc.typ, []byte(tc.raw))
+		require.NoError(t, err, tc.name)
 		assert.Empty(t, missing, "%s: fields openai-go requires: %s", tc.name, tc.raw)
 	}
 }
