@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/conversations"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,8 +15,9 @@ import (
 	"github.com/lambent/lambent/internal/testing/ssecheck"
 )
 
-// A response the gateway returns, created, retrieved or compacted, holds
-// every field openai-go marks required on its type (an openai-go that
+// A response the gateway returns, created, retrieved or compacted, its
+// input items, a conversation, its items, a model and a deletion hold
+// every field openai-go marks required on their types (an openai-go that
 // requires a new one fails here), beside the OpenResponses schema the
 // other tests check.
 func TestResponsesHaveOpenAIGoRequiredFields(t *testing.T) {
@@ -31,6 +33,17 @@ func TestResponsesHaveOpenAIGoRequiredFields(t *testing.T) {
 	require.NoError(t, err)
 	c, err := g.client.Responses.Compact(ctx, responses.ResponseCompactParams{Model: "test-model", PreviousResponseID: openai.String(r.ID)})
 	require.NoError(t, err)
+	inputs, err := g.client.Responses.InputItems.List(ctx, r.ID, responses.InputItemListParams{})
+	require.NoError(t, err)
+	conv, err := g.client.Conversations.New(ctx, conversations.ConversationNewParams{Items: []responses.ResponseInputItemUnionParam{
+		responses.ResponseInputItemParamOfMessage("Hello", responses.EasyInputMessageRoleUser)}})
+	require.NoError(t, err)
+	convItems, err := g.client.Conversations.Items.List(ctx, conv.ID, conversations.ItemListParams{})
+	require.NoError(t, err)
+	models, err := g.client.Models.List(ctx)
+	require.NoError(t, err)
+	deleted, err := g.client.Conversations.Delete(ctx, conv.ID)
+	require.NoError(t, err)
 	for _, tc := range []struct {
 		name string
 		raw  string
@@ -40,6 +53,11 @@ func TestResponsesHaveOpenAIGoRequiredFields(t *testing.T) {
 		{"retrieved Response", got.RawJSON(), responses.Response{}},
 		{"output message", r.Output[0].RawJSON(), responses.ResponseOutputMessage{}},
 		{"CompactedResponse", c.RawJSON(), responses.CompactedResponse{}},
+		{"input items", inputs.RawJSON(), responses.ResponseItemList{}},
+		{"Conversation", conv.RawJSON(), conversations.Conversation{}},
+		{"conversation items", convItems.RawJSON(), conversations.ConversationItemList{}},
+		{"Model", models.Data[0].RawJSON(), openai.Model{}},
+		{"ConversationDeletedResource", deleted.RawJSON(), conversations.ConversationDeletedResource{}},
 	} {
 		missing, err := ssecheck.Missing(tc.typ, []byte(tc.raw))
 		require.NoError(t, err, tc.name)
