@@ -49,6 +49,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/smithy-go"
 
+	"github.com/lambent/lambent/internal/wait"
 	"github.com/lambent/lambent/pkg/awsconf"
 )
 
@@ -242,12 +243,8 @@ func (c *client) send(ctx context.Context, r request) (reply, error) {
 		if derr != nil {
 			return reply{}, err
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !wait.Sleep(ctx, delay) {
 			return reply{}, err
-		case <-t.C:
 		}
 	}
 }

@@ -1,0 +1,58 @@
+package wait
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestSleepEnded(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if Sleep(ctx, time.Hour) {
+		t.Fatal("Sleep on an ended context = true, want false")
+	}
+}
+
+func TestSleepCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan bool)
+	go func() { done <- Sleep(ctx, time.Hour) }()
+	cancel()
+	if <-done {
+		t.Fatal("Sleep cut short by cancel = true, want false")
+	}
+}
+
+func TestSleepPassed(t *testing.T) {
+	if !Sleep(context.Background(), 0) {
+		t.Fatal("Sleep(0) = false, want true")
+	}
+}
+
+func TestEqualJitter(t *testing.T) {
+	for _, d := range []time.Duration{-5, 0, 1} {
+		if got := EqualJitter(d); got != d {
+			t.Errorf("EqualJitter(%v) = %v, want it unchanged", d, got)
+		}
+	}
+	for _, d := range []time.Duration{2, 3, 7, time.Second} {
+		for range 200 {
+			if got := EqualJitter(d); got < d/2 || got > d {
+				t.Fatalf("EqualJitter(%v) = %v, want within [%v, %v]", d, got, d/2, d)
+			}
+		}
+	}
+	// Both ends are reached: for d = 3, {1, 2, 3}.
+	seen := map[time.Duration]bool{}
+	for range 1000 {
+		seen[EqualJitter(3)] = true
+	}
+	if len(seen) != 3 {
+		t.Fatalf("EqualJitter(3) gave %v, want each of 1, 2, 3", seen)
+	}
+}
