@@ -34,7 +34,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -49,6 +48,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/smithy-go"
 
+	"github.com/lambent/lambent/internal/bounded"
 	"github.com/lambent/lambent/internal/wait"
 	"github.com/lambent/lambent/pkg/awsconf"
 )
@@ -281,11 +281,11 @@ func (c *client) attempt(ctx context.Context, r request, payloadHash string) (re
 		return reply{}, fmt.Errorf("%s: %w", r.op, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, c.svc.maxResponse+1))
+	data, over, err := bounded.Read(resp.Body, resp.ContentLength, c.svc.maxResponse)
 	if err != nil {
 		return reply{}, fmt.Errorf("%s: read answer: %w", r.op, err)
 	}
-	if int64(len(data)) > c.svc.maxResponse {
+	if over {
 		return reply{}, fmt.Errorf("%s: answer over %d bytes", r.op, c.svc.maxResponse)
 	}
 	if resp.StatusCode/100 != 2 {
