@@ -25,6 +25,19 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// Exponential is the backoff before retry n (0, 1, ...): base doubled n
+// times, capped at ceiling (no overflow, however large n).
+func Exponential(base, ceiling time.Duration, n int) time.Duration {
+	d := min(base, ceiling)
+	for i := 0; i < n && d > 0 && d < ceiling; i++ {
+		if d > ceiling/2 {
+			return ceiling
+		}
+		d *= 2
+	}
+	return d
+}
+
 // EqualJitter returns a random wait between d/2 and d (both included):
 // half of the backoff fixed, half random ("equal jitter"). A d below 2 is
 // returned as is.

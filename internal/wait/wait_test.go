@@ -34,6 +34,27 @@ func TestSleepPassed(t *testing.T) {
 	}
 }
 
+func TestExponential(t *testing.T) {
+	for _, c := range []struct {
+		base, ceiling time.Duration
+		n             int
+		want          time.Duration
+	}{
+		{100, 2000, 0, 100},
+		{100, 2000, 1, 200},
+		{100, 2000, 4, 1600},
+		{100, 2000, 5, 2000},
+		{100, 2000, 1 << 30, 2000},
+		{3000, 2000, 0, 2000},
+		{0, 2000, 10, 0},
+		{time.Second, 1<<63 - 1, 70, 1<<63 - 1},
+	} {
+		if got := Exponential(c.base, c.ceiling, c.n); got != c.want {
+			t.Errorf("Exponential(%v, %v, %d) = %v, want %v", c.base, c.ceiling, c.n, got, c.want)
+		}
+	}
+}
+
 func TestEqualJitter(t *testing.T) {
 	for _, d := range []time.Duration{-5, 0, 1} {
 		if got := EqualJitter(d); got != d {

@@ -309,11 +309,7 @@ func (e *Executor) cut(s string) string {
 // capped at MaxDelay, with equal jitter (half fixed, half random), and at
 // least retryAfter.
 func (e *Executor) backoff(attempt int, retryAfter time.Duration) time.Duration {
-	d := e.cfg.BaseDelay
-	for i := 0; i < attempt && d < e.cfg.MaxDelay; i++ {
-		d *= 2
-	}
-	return max(wait.EqualJitter(min(d, e.cfg.MaxDelay)), retryAfter)
+	return max(wait.EqualJitter(wait.Exponential(e.cfg.BaseDelay, e.cfg.MaxDelay, attempt)), retryAfter)
 }
 
 // isThrottleCode reports the Invoke error codes that mean the function did
