@@ -5,7 +5,12 @@ package wait
 
 import (
 	"context"
+	"errors"
+	"math"
 	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -46,4 +51,28 @@ func EqualJitter(d time.Duration) time.Duration {
 		return d
 	}
 	return d/2 + rand.N(d-d/2+1)
+}
+
+// RetryAfter is the delay a Retry-After value names (RFC 9110): a number
+// of seconds (a fraction too, as some AWS services send; beyond what a
+// Duration holds, its largest), or an HTTP-date, the time from now until
+// it (0 when past). ok is false for anything else (negative, not finite,
+// not a date).
+func RetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
+	v = strings.TrimSpace(v)
+	if s, err := strconv.ParseFloat(v, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		switch {
+		case s < 0 || math.IsNaN(s) || err == nil && math.IsInf(s, 0):
+			// Negative, or NaN or Inf written out (ErrRange: a finite
+			// number too large for a float, Inf here, is clamped).
+			return 0, false
+		case s >= math.MaxInt64/float64(time.Second):
+			return math.MaxInt64, true
+		}
+		return time.Duration(s * float64(time.Second)), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
 }

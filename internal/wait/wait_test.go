@@ -2,6 +2,8 @@ package wait
 
 import (
 	"context"
+	"math"
+	"net/http"
 	"testing"
 	"time"
 
@@ -75,5 +77,34 @@ func TestEqualJitter(t *testing.T) {
 	}
 	if len(seen) != 3 {
 		t.Fatalf("EqualJitter(3) gave %v, want each of 1, 2, 3", seen)
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, c := range []struct {
+		v    string
+		want time.Duration
+		ok   bool
+	}{
+		{"0", 0, true},
+		{" 2 ", 2 * time.Second, true},
+		{"1.5", 1500 * time.Millisecond, true},
+		{"1e10", math.MaxInt64, true},
+		{"99999999999999999999", math.MaxInt64, true},
+		{"1e400", math.MaxInt64, true},
+		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
+		{now.Add(-time.Hour).Format(http.TimeFormat), 0, true},
+		{"-3", 0, false},
+		{"-1e400", 0, false},
+		{"Inf", 0, false},
+		{"+Infinity", 0, false},
+		{"NaN", 0, false},
+		{"", 0, false},
+		{"soon", 0, false},
+	} {
+		if got, ok := RetryAfter(c.v, now); got != c.want || ok != c.ok {
+			t.Errorf("RetryAfter(%q) = %v, %v; want %v, %v", c.v, got, ok, c.want, c.ok)
+		}
 	}
 }

@@ -39,7 +39,6 @@ import (
 	"net/url"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -327,8 +326,8 @@ func decodeError(target string, resp *http.Response, data []byte) error {
 		code = body.Code
 	}
 	e := &Error{Operation: target, StatusCode: resp.StatusCode, Code: sanitizeCode(code), Message: body.Message}
-	if secs, err := strconv.ParseFloat(strings.TrimSpace(resp.Header.Get("Retry-After")), 64); err == nil && secs > 0 {
-		e.RetryAfter = time.Duration(secs * float64(time.Second))
+	if d, ok := wait.RetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+		e.RetryAfter = d
 	}
 	if e.Message == "" {
 		e.Message = body.MessageUpper

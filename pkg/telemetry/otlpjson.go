@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -211,20 +210,11 @@ func retryWait(status int, retryAfter string, backoff time.Duration, now time.Ti
 	default:
 		return 0, false
 	}
-	if s, err := strconv.ParseInt(retryAfter, 10, 64); (err == nil || errors.Is(err, strconv.ErrRange)) && s >= 0 {
-		// Clamped, so that no number of seconds (beyond int64: its
-		// largest) overflows the duration to a shorter wait.
-		return time.Duration(min(s, maxRetryAfterSeconds)) * time.Second, true
-	}
-	if t, err := http.ParseTime(retryAfter); err == nil {
-		return max(t.Sub(now), 0), true
+	if d, ok := wait.RetryAfter(retryAfter, now); ok {
+		return d, true
 	}
 	return backoff, true
 }
-
-// maxRetryAfterSeconds is the longest Retry-After (delay-seconds) a
-// time.Duration holds.
-const maxRetryAfterSeconds = int64(math.MaxInt64 / time.Second)
 
 // sleep waits d and reports true, or reports false at once when ctx ends
 // before d has passed.
