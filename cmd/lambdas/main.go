@@ -26,11 +26,11 @@ import (
 	"os"
 	"os/signal"
 	"sort"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/lambent/lambent/internal/testing/localinvoke"
+	"github.com/lambent/lambent/pkg/egress"
 	"github.com/lambent/lambent/pkg/tools"
 	"github.com/lambent/lambent/pkg/tools/builtin"
 	"github.com/lambent/lambent/pkg/tools/fetchurl"
@@ -57,12 +57,7 @@ func run() error {
 		}
 		timeout = d
 	}
-	var fetch fetchurl.Config
-	for _, h := range strings.Split(os.Getenv("LAMBENT_FETCH_ALLOW_HOSTS"), ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			fetch.AllowHosts = append(fetch.AllowHosts, h)
-		}
-	}
+	fetch := fetchurl.Config{AllowHosts: egress.AllowHostsFromEnv(os.Getenv)}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
 	builtins := builtin.Tools(builtin.Config{Fetch: fetch})

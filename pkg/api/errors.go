@@ -99,15 +99,22 @@ func (e *Error) WriteHTTP(w http.ResponseWriter, requestID string) {
 	if e.NoRetry || e.Status == http.StatusNotImplemented {
 		h.Set("x-should-retry", "false")
 	}
-	b, err := wirejson.Marshal(ErrorBody{Error: e.ForClient(requestID)})
-	if err != nil {
-		b = []byte(`{"error":{"message":"internal error: could not encode the error","type":"server_error","param":null,"code":"server_error"}}`)
-	}
-	b = append(b, '\n')
+	b := append(e.Body(requestID), '\n')
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(e.Status)
 	_, _ = w.Write(b)
+}
+
+// Body is the JSON of the reply of e: the envelope {"error":{...}} of
+// e.ForClient(requestID), what every front door answers with (an HTTP
+// reply, a buffered API Gateway reply, a refused WebSocket $connect).
+func (e *Error) Body(requestID string) []byte {
+	b, err := wirejson.Marshal(ErrorBody{Error: e.ForClient(requestID)})
+	if err != nil {
+		return []byte(`{"error":{"message":"internal error: could not encode the error","type":"server_error","param":null,"code":"server_error"}}`)
+	}
+	return b
 }
 
 func nilIfEmpty(s string) *string {

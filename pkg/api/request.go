@@ -14,6 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/lambent/lambent/internal/bounded"
 	"github.com/lambent/lambent/internal/wirejson"
 )
 
@@ -1365,11 +1366,11 @@ func validateDetails(param string, parts []ContentPart) error {
 // ReadLimited reads at most limit bytes from r; more is an *Error with
 // status 413.
 func ReadLimited(r io.Reader, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	b, over, err := bounded.Read(r, 0, limit)
 	if err != nil {
 		return nil, InvalidRequest("", "could not read the request body: %v", err)
 	}
-	if int64(len(b)) > limit {
+	if over {
 		return nil, &Error{Status: 413, Type: ErrTypeInvalidRequest, Code: "request_too_large", Message: fmt.Sprintf("request body exceeds the limit of %d bytes", limit)}
 	}
 	return b, nil

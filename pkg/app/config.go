@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lambent/lambent/pkg/compaction"
+	"github.com/lambent/lambent/pkg/egress"
 	"github.com/lambent/lambent/pkg/hooks"
 	"github.com/lambent/lambent/pkg/limits"
 	model "github.com/lambent/lambent/pkg/provider"
@@ -461,7 +462,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.Background.RequireTenant, err = parseBool(getenv, "LAMBENT_WORKER_REQUIRE_TENANT", false); err != nil {
 		return c, err
 	}
-	c.Tools.AllowHosts = commaList(getenv("LAMBENT_FETCH_ALLOW_HOSTS"))
+	c.Tools.AllowHosts = egress.AllowHostsFromEnv(getenv)
 	c.Server.AllowedHosts = commaList(getenv("LAMBENT_ALLOWED_HOSTS"))
 	return c, nil
 }

@@ -15,6 +15,7 @@ package awsconf
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -93,4 +94,14 @@ func Endpoint(service string) *string {
 		}
 	}
 	return nil
+}
+
+// LoopbackHost reports whether host (a URL's Hostname) is this machine:
+// localhost or a loopback IP.
+func LoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -96,3 +96,12 @@ func TestReadOnlyBodies(t *testing.T) {
 		}
 	}
 }
+
+func TestLoopbackHost(t *testing.T) {
+	for host, want := range map[string]bool{"localhost": true, "127.0.0.1": true, "127.1.2.3": true, "::1": true,
+		"": false, "example.com": false, "10.0.0.1": false, "169.254.170.2": false, "localhost.example.com": false} {
+		if got := LoopbackHost(host); got != want {
+			t.Errorf("LoopbackHost(%q) = %v, want %v", host, got, want)
+		}
+	}
+}

@@ -250,13 +250,10 @@ func checkContainerEndpoint(endpoint string) error {
 		return nil
 	case u.Scheme != "http":
 		return fmt.Errorf("scheme %q: want https or http", u.Scheme)
-	case host == "localhost":
+	case LoopbackHost(host):
 		return nil
 	}
 	ip := net.ParseIP(host)
-	if ip != nil && ip.IsLoopback() {
-		return nil
-	}
 	for _, h := range []string{"169.254.170.2", "169.254.170.23", "fd00:ec2::23"} {
 		if ip != nil && ip.Equal(net.ParseIP(h)) {
 			return nil

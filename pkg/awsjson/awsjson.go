@@ -34,13 +34,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -49,6 +47,8 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/smithy-go"
 
+	"github.com/lambent/lambent/internal/bounded"
+	"github.com/lambent/lambent/internal/wait"
 	"github.com/lambent/lambent/pkg/awsconf"
 )
 
@@ -242,12 +242,8 @@ func (c *client) send(ctx context.Context, r request) (reply, error) {
 		if derr != nil {
 			return reply{}, err
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !wait.Sleep(ctx, delay) {
 			return reply{}, err
-		case <-t.C:
 		}
 	}
 }
@@ -284,11 +280,11 @@ func (c *client) attempt(ctx context.Context, r request, payloadHash string) (re
 		return reply{}, fmt.Errorf("%s: %w", r.op, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, c.svc.maxResponse+1))
+	data, over, err := bounded.Read(resp.Body, resp.ContentLength, c.svc.maxResponse)
 	if err != nil {
 		return reply{}, fmt.Errorf("%s: read answer: %w", r.op, err)
 	}
-	if int64(len(data)) > c.svc.maxResponse {
+	if over {
 		return reply{}, fmt.Errorf("%s: answer over %d bytes", r.op, c.svc.maxResponse)
 	}
 	if resp.StatusCode/100 != 2 {
@@ -330,8 +326,8 @@ func decodeError(target string, resp *http.Response, data []byte) error {
 		code = body.Code
 	}
 	e := &Error{Operation: target, StatusCode: resp.StatusCode, Code: sanitizeCode(code), Message: body.Message}
-	if secs, err := strconv.ParseFloat(strings.TrimSpace(resp.Header.Get("Retry-After")), 64); err == nil && secs > 0 {
-		e.RetryAfter = time.Duration(secs * float64(time.Second))
+	if d, ok := wait.RetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+		e.RetryAfter = d
 	}
 	if e.Message == "" {
 		e.Message = body.MessageUpper

@@ -3,7 +3,9 @@ package awsjson
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -386,5 +388,31 @@ func TestHideIDsAllocations(t *testing.T) {
 	t.Logf("HideIDs: %.0f allocations a call", allocs)
 	if allocs > 20 {
 		t.Errorf("HideIDs made %.0f allocations a call, want at most 20 (is the pattern compiled on every call?)", allocs)
+	}
+}
+
+// An answer's Retry-After is a delay whatever its size: a number of
+// seconds beyond what a time.Duration holds is its largest (not a
+// float conversion out of range, negative on amd64), and what is not a
+// delay is none.
+func TestErrorRetryAfter(t *testing.T) {
+	for v, want := range map[string]time.Duration{
+		"2":                    2 * time.Second,
+		"1.5":                  1500 * time.Millisecond,
+		"1e10":                 math.MaxInt64,
+		"99999999999999999999": math.MaxInt64,
+		"Inf":                  0,
+		"NaN":                  0,
+		"-3":                   0,
+		"soon":                 0,
+	} {
+		resp := &http.Response{StatusCode: 429, Header: http.Header{"Retry-After": {v}}}
+		var e *Error
+		if !errors.As(decodeError("Invoke", resp, []byte(`{"__type":"TooManyRequestsException"}`)), &e) {
+			t.Fatalf("%q: not an *Error", v)
+		}
+		if e.RetryAfter != want {
+			t.Errorf("Retry-After %q: RetryAfter = %v, want %v", v, e.RetryAfter, want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lambent/lambent/internal/wait"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/requestid"
 	"github.com/lambent/lambent/pkg/store"
@@ -263,10 +264,8 @@ func (e *Engine) awaitTerminal(ctx context.Context, id string) (*api.Response, e
 		if rec.Response.Status.Terminal() || !e.cfg.Now().Before(deadline) {
 			return rec.Response, nil
 		}
-		select {
-		case <-ctx.Done():
+		if !wait.Sleep(ctx, e.cfg.Background.PollInterval) {
 			return rec.Response, nil
-		case <-time.After(e.cfg.Background.PollInterval):
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lambent/lambent/internal/wait"
 	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/requestid"
@@ -297,7 +298,7 @@ func (c *claim) appendPending(ctx context.Context, expiresAt time.Time) error {
 // caller cannot tell which, and must not take the run for lost (nothing
 // would end it).
 func (e *Engine) afterConflict(ctx context.Context, id string) (cur *store.Record, cancelled bool, err error) {
-	wait := 50 * time.Millisecond
+	pause := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		cur, err = e.cfg.Store.Get(ctx, id)
 		switch {
@@ -306,14 +307,10 @@ func (e *Engine) afterConflict(ctx context.Context, id string) (cur *store.Recor
 		case errors.Is(err, store.ErrNotFound), attempt == 3:
 			return nil, false, fmt.Errorf("engine: reading %s after a conflicting write: %w", id, err)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !wait.Sleep(ctx, pause) {
 			return nil, false, fmt.Errorf("engine: reading %s after a conflicting write: %w", id, err)
-		case <-t.C:
 		}
-		wait *= 2
+		pause *= 2
 	}
 }
 

@@ -117,8 +117,7 @@ func replyTooLarge(body, requestID string) (int, string, bool) {
 	e := api.InvalidRequestCode("stream", "response_too_large",
 		"%s is larger than the %d MB a buffered API Gateway reply can carry. Ask for it with \"stream\": true, or with \"background\": true and read it from a streaming front door (the function URL or the REST API).",
 		what, MaxBufferedReply>>20)
-	b, _ := json.Marshal(api.ErrorBody{Error: e.ForClient(requestID)})
-	return e.Status, string(b), false
+	return e.Status, string(e.Body(requestID)), false
 }
 
 // errorHeaders keeps the request id of a reply's headers and makes it JSON.

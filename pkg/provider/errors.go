@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lambent/lambent/internal/wait"
 	"github.com/lambent/lambent/pkg/api"
 )
 
@@ -86,13 +87,12 @@ func RateLimited(retryAfter string, err error, format string, args ...any) *api.
 // an HTTP-date, as RetryAfter returns) in whole seconds from now, at
 // least 1.
 func retryAfterSeconds(v string, now time.Time) int64 {
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		return max(1, n)
+	d, _ := wait.RetryAfter(v, now)
+	s := int64(d / time.Second)
+	if d%time.Second != 0 {
+		s++
 	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(1, int64((t.Sub(now)+time.Second-1)/time.Second))
-	}
-	return 1
+	return max(1, s)
 }
 
 // RetryAfter is the retry delay a provider's reply names in h: its

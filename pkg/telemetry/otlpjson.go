@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -22,6 +20,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/lambent/lambent/internal/wait"
 	"github.com/lambent/lambent/pkg/egress"
 )
 
@@ -44,7 +43,7 @@ type otlpExporter struct {
 	// retryable reply without Retry-After or of a broken connection,
 	// doubled for each retry after it.
 	backoff time.Duration
-	// jitter turns a backoff into the wait made (halfJitter).
+	// jitter turns a backoff into the wait made (wait.EqualJitter: exporters that failed together do not retry together).
 	jitter func(time.Duration) time.Duration
 	// wait waits before a retry (sleep; tests record the waits instead).
 	wait func(context.Context, time.Duration) bool
@@ -66,7 +65,7 @@ func newOTLPExporter(endpoint string, getenv func(string) string, client *http.C
 		return nil, fmt.Errorf("telemetry: OTLP endpoint %q: want an http(s) URL", egress.ShownURL(endpoint))
 	}
 	e := &otlpExporter{endpoint: endpoint, headers: http.Header{}, timeout: 10 * time.Second, client: client, backoff: time.Second,
-		jitter: halfJitter, wait: sleep}
+		jitter: wait.EqualJitter, wait: sleep}
 	e.stopped, e.stop = context.WithCancel(context.Background())
 	for _, env := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
 		if err := addHeaders(e.headers, getenv(env)); err != nil {
@@ -201,15 +200,6 @@ func broken(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
-// halfJitter returns a random wait between d/2 and d, so that exporters
-// that failed together do not retry together.
-func halfJitter(d time.Duration) time.Duration {
-	if d < 2 {
-		return d
-	}
-	return d/2 + rand.N(d-d/2+1)
-}
-
 // retryWait reports whether a reply of status may be retried (OTLP/HTTP,
 // "Retryable Response Codes": 429, 502, 503 and 504; no other) and after
 // how long: its Retry-After (delay-seconds or an HTTP-date, at now), else
@@ -220,20 +210,11 @@ func retryWait(status int, retryAfter string, backoff time.Duration, now time.Ti
 	default:
 		return 0, false
 	}
-	if s, err := strconv.ParseInt(retryAfter, 10, 64); (err == nil || errors.Is(err, strconv.ErrRange)) && s >= 0 {
-		// Clamped, so that no number of seconds (beyond int64: its
-		// largest) overflows the duration to a shorter wait.
-		return time.Duration(min(s, maxRetryAfterSeconds)) * time.Second, true
-	}
-	if t, err := http.ParseTime(retryAfter); err == nil {
-		return max(t.Sub(now), 0), true
+	if d, ok := wait.RetryAfter(retryAfter, now); ok {
+		return d, true
 	}
 	return backoff, true
 }
-
-// maxRetryAfterSeconds is the longest Retry-After (delay-seconds) a
-// time.Duration holds.
-const maxRetryAfterSeconds = int64(math.MaxInt64 / time.Second)
 
 // sleep waits d and reports true, or reports false at once when ctx ends
 // before d has passed.
@@ -241,14 +222,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= d {
 		return false
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return wait.Sleep(ctx, d)
 }
 
 // Shutdown ends the exports under way (their requests and waits) and

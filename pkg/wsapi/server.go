@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/lambent/lambent/internal/bounded"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/engine"
 	"github.com/lambent/lambent/pkg/limits"
@@ -426,17 +427,18 @@ func (s *Server) read(ctx context.Context, c *websocket.Conn, msgs chan<- Messag
 		if err != nil {
 			return err
 		}
-		data, err := io.ReadAll(io.LimitReader(r, s.cfg.ReadLimit+1))
+		data, over, err := bounded.Read(r, 0, s.cfg.ReadLimit)
 		if err != nil {
 			return err
 		}
 		m := Message{Binary: typ == websocket.MessageBinary, Data: data, Size: int64(len(data))}
-		if m.Size > s.cfg.ReadLimit {
+		if over {
+			// bounded.Read took ReadLimit+1 bytes of it.
 			n, err := io.Copy(io.Discard, r)
 			if err != nil {
 				return err
 			}
-			m.Data, m.Size = nil, m.Size+n
+			m.Data, m.Size = nil, s.cfg.ReadLimit+1+n
 		}
 		if !rs.put(ctx, msgs, m) {
 			return ctx.Err()

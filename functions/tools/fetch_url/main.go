@@ -7,8 +7,8 @@ package main
 
 import (
 	"os"
-	"strings"
 
+	"github.com/lambent/lambent/pkg/egress"
 	"github.com/lambent/lambent/pkg/tools/fetchurl"
 	"github.com/lambent/lambent/pkg/tools/lambdatool"
 )
@@ -19,11 +19,5 @@ func main() {
 
 // config reads the tool's configuration from the environment.
 func config(getenv func(string) string) fetchurl.Config {
-	var cfg fetchurl.Config
-	for _, h := range strings.Split(getenv("LAMBENT_FETCH_ALLOW_HOSTS"), ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			cfg.AllowHosts = append(cfg.AllowHosts, h)
-		}
-	}
-	return cfg
+	return fetchurl.Config{AllowHosts: egress.AllowHostsFromEnv(getenv)}
 }

@@ -1,10 +1,8 @@
 package bedrock
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 
+	"github.com/lambent/lambent/internal/bounded"
 	"github.com/lambent/lambent/pkg/api"
 	"github.com/lambent/lambent/pkg/provider"
 )
@@ -136,31 +135,18 @@ func (p *Provider) fetchImage(ctx context.Context, raw string) ([]byte, string, 
 	if resp.ContentLength > p.maxImage {
 		return nil, "", imageError("the image at %s is larger than %d bytes", describeURL(raw), p.maxImage)
 	}
-	data, err := readAtMost(resp.Body, resp.ContentLength, p.maxImage)
+	data, over, err := bounded.Read(resp.Body, resp.ContentLength, p.maxImage)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, "", provider.ContextError(ctx)
 		}
 		return nil, "", imageError("reading the image at %s failed: %v", describeURL(raw), err)
 	}
-	if int64(len(data)) > p.maxImage {
+	if over {
 		return nil, "", imageError("the image at %s is larger than %d bytes", describeURL(raw), p.maxImage)
 	}
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	return data, mediaType, nil
-}
-
-// readAtMost reads r up to limit+1 bytes. An announced size (the
-// Content-Length) within limit sizes the buffer at once, where growing it
-// allocates about twice the image.
-func readAtMost(r io.Reader, size, limit int64) ([]byte, error) {
-	lr := io.LimitReader(r, limit+1)
-	if size <= 0 || size > limit {
-		return io.ReadAll(lr)
-	}
-	b := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
-	_, err := b.ReadFrom(lr)
-	return b.Bytes(), err
 }
 
 // imageFormat maps a media type to Bedrock's image format.

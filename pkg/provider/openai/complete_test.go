@@ -2,8 +2,11 @@ package openai_test
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -161,6 +164,31 @@ func TestInterruptedFinishReasons(t *testing.T) {
 			}
 			e = apiErr(t, err, want.status, api.ErrTypeUpstream, want.code)
 			contains(t, "Stream: message", e.Message, upstream)
+		})
+	}
+}
+
+// A non-streaming answer longer than the bound of an answer (64 MiB, as a
+// streamed one's) is a 502 that says so, with or without a Content-Length,
+// rather than its first 64 MiB decoded as a malformed answer.
+func TestCompleteAnswerBounded(t *testing.T) {
+	const limit = 64 << 20
+	body := `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"` +
+		strings.Repeat("x", limit) + `"},"finish_reason":"stop"}]}`
+	for name, length := range map[string]bool{"content-length": true, "chunked": false} {
+		t.Run(name, func(t *testing.T) {
+			p, _ := newBackend(t, openai.Config{}, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				if length {
+					w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+				}
+				_, _ = io.WriteString(w, body)
+			})
+			_, err := p.Complete(context.Background(), hi)
+			var e *api.Error
+			if !errors.As(err, &e) || e.Status != 502 || e.Code != provider.CodeUpstreamBadResponse || !strings.Contains(e.Message, "longer than 67108864 bytes") {
+				t.Fatalf("err = %v, want a 502 %s saying the answer is longer than 67108864 bytes", err, provider.CodeUpstreamBadResponse)
+			}
 		})
 	}
 }

@@ -71,6 +71,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lambent/lambent/internal/bounded"
 	"github.com/lambent/lambent/internal/chatwire"
 	"github.com/lambent/lambent/internal/wirejson"
 	"github.com/lambent/lambent/pkg/api"
@@ -259,10 +260,7 @@ func (p *Provider) complete(ctx context.Context, req *provider.Request) (*provid
 	defer resp.Body.Close()
 	body, err := readBody(resp)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, provider.ContextError(ctx)
-		}
-		return nil, provider.StreamCut(err, "reading the model provider's response failed")
+		return nil, bodyReadError(ctx, err)
 	}
 	return decodeCompletion(body, req.Model)
 }
@@ -280,10 +278,7 @@ func (p *Provider) stream(ctx context.Context, req *provider.Request, fn func(pr
 		// The backend ignored stream:true and answered in one piece.
 		body, err := readBody(resp)
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil, provider.ContextError(ctx)
-			}
-			return nil, provider.StreamCut(err, "reading the model provider's response failed")
+			return nil, bodyReadError(ctx, err)
 		}
 		res, err := decodeCompletion(body, req.Model)
 		if err != nil {
@@ -454,21 +449,51 @@ func isJSON(ct string) bool {
 
 var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// readBody reads a whole response body (bounded). The returned slice is
-// owned by the caller.
+// readBody reads a whole response body: at most maxResponseBody bytes, a
+// longer one is answerTooLong's 502. The returned slice is owned by the
+// caller.
 func readBody(resp *http.Response) ([]byte, error) {
-	if n := resp.ContentLength; n > 0 && n <= maxResponseBody {
-		b := make([]byte, n)
-		_, err := io.ReadFull(resp.Body, b)
+	n := resp.ContentLength
+	if n > maxResponseBody {
+		return nil, answerTooLong("answer")
+	}
+	if n > 0 {
+		b, over, err := bounded.Read(resp.Body, n, maxResponseBody)
+		if err == nil && over {
+			err = answerTooLong("answer")
+		}
 		return b, err
 	}
 	buf := bodyPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	defer bodyPool.Put(buf)
-	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, maxResponseBody)); err != nil {
+	over, err := bounded.ReadInto(buf, resp.Body, maxResponseBody)
+	if err != nil {
 		return nil, err
 	}
+	if over {
+		return nil, answerTooLong("answer")
+	}
 	return bytes.Clone(buf.Bytes()), nil
+}
+
+// answerTooLong is the 502 of a model's answer (what: "answer", "streamed
+// answer") longer than maxResponseBody.
+func answerTooLong(what string) *api.Error {
+	return provider.BadResponse(errors.New("answer too long"), "the model provider's %s is longer than %d bytes", what, maxResponseBody)
+}
+
+// bodyReadError turns an error of readBody into the model call's: the context's
+// end, answerTooLong as it is, else a broken answer.
+func bodyReadError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return provider.ContextError(ctx)
+	}
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return provider.StreamCut(err, "reading the model provider's response failed")
 }
 
 // replay passes a whole result to fn as deltas.

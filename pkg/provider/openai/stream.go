@@ -335,7 +335,7 @@ func (st *streamState) toolCall(tc *chatwire.ToolCall) error {
 func (st *streamState) grow(n int) error {
 	st.size += n
 	if st.size > maxResponseBody {
-		return provider.BadResponse(errors.New("answer too long"), "the model provider's streamed answer is longer than %d bytes", maxResponseBody)
+		return answerTooLong("streamed answer")
 	}
 	return nil
 }

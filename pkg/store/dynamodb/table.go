@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/lambent/lambent/internal/wait"
 )
 
 // tableWait bounds how long EnsureTable waits for a new table to be active.
@@ -101,6 +103,5 @@ func NewClient(cfg aws.Config, optFns ...func(*ddb.Options)) *ddb.Client {
 // jitterBackoff is the delay before retry attempt (1, 2, ...): a random
 // duration up to min(2 s, 50 ms × 2^attempt).
 func jitterBackoff(attempt int, _ error) (time.Duration, error) {
-	ceil := min(2*time.Second, 50*time.Millisecond<<min(attempt, 6))
-	return rand.N(ceil + 1), nil
+	return rand.N(wait.Exponential(50*time.Millisecond, 2*time.Second, attempt) + 1), nil
 }

@@ -14,13 +14,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/lambent/lambent/internal/bounded"
 	"github.com/lambent/lambent/internal/textcut"
 	"github.com/lambent/lambent/pkg/egress"
 	"github.com/lambent/lambent/pkg/tooldef"
@@ -197,13 +197,9 @@ func (f *fetcher) handle(ctx context.Context, call tools.ToolCall) (string, erro
 		return "", fmt.Errorf("fetch %s: HTTP %s", final.Redacted(), resp.Status)
 	}
 
-	body, err := io.ReadAll(io.LimitReader(resp.Body, f.maxBytes+1))
+	body, bodyTruncated, err := bounded.Read(resp.Body, 0, f.maxBytes)
 	if err != nil {
 		return "", f.fetchError(ctx, reqCtx, final, err)
-	}
-	bodyTruncated := int64(len(body)) > f.maxBytes
-	if bodyTruncated {
-		body = body[:f.maxBytes]
 	}
 
 	title, text, err := f.render(resp.Header.Get("Content-Type"), body)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -104,7 +103,7 @@ func (c *HTTPClient) CloseIdleConnections() {
 // opts adjust the client (awsjson.WithTraceHeader).
 func NewClient(ctx context.Context, opts ...awsjson.Option) (*awsjson.Lambda, error) {
 	var cfg aws.Config
-	if isLoopbackEndpoint(os.Getenv) && os.Getenv("AWS_ACCESS_KEY_ID") == "" {
+	if isLoopbackEndpoint() && os.Getenv("AWS_ACCESS_KEY_ID") == "" {
 		cfg = aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")}
 		if r := os.Getenv("AWS_REGION"); r != "" {
 			cfg.Region = r
@@ -131,22 +130,11 @@ func NewClient(ctx context.Context, opts ...awsjson.Option) (*awsjson.Lambda, er
 
 // isLoopbackEndpoint reports whether the Lambda endpoint override points at
 // this machine.
-func isLoopbackEndpoint(getenv func(string) string) bool {
-	ep := getenv("AWS_ENDPOINT_URL_LAMBDA")
-	if ep == "" {
-		ep = getenv("AWS_ENDPOINT_URL")
-	}
-	if ep == "" {
+func isLoopbackEndpoint() bool {
+	ep := awsconf.Endpoint("LAMBDA")
+	if ep == nil {
 		return false
 	}
-	u, err := url.Parse(ep)
-	if err != nil {
-		return false
-	}
-	host := u.Hostname()
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	u, err := url.Parse(*ep)
+	return err == nil && awsconf.LoopbackHost(u.Hostname())
 }

@@ -17,13 +17,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/lambent/lambent/internal/textcut"
+	"github.com/lambent/lambent/internal/wait"
 	"github.com/lambent/lambent/pkg/awsjson"
 
 	"github.com/lambent/lambent/pkg/tooldef"
@@ -239,11 +239,7 @@ func (e *Executor) Execute(ctx context.Context, call tools.ToolCall) (*tools.Too
 			return e.failure(call, "Error: tool %s is throttled by AWS Lambda (TooManyRequestsException) and this response has no time left to retry it.", call.Name), nil
 		}
 		e.log.DebugContext(ctx, "tool invocation throttled, retrying", "tool", call.Name, "call_id", call.ID, "attempt", attempt+1, "delay", delay)
-		timer := time.NewTimer(delay)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
+		if !wait.Sleep(ctx, delay) {
 			return e.stopped(ctx, call, t, start)
 		}
 		attempt++
@@ -313,14 +309,7 @@ func (e *Executor) cut(s string) string {
 // capped at MaxDelay, with equal jitter (half fixed, half random), and at
 // least retryAfter.
 func (e *Executor) backoff(attempt int, retryAfter time.Duration) time.Duration {
-	d := e.cfg.BaseDelay
-	for i := 0; i < attempt && d < e.cfg.MaxDelay; i++ {
-		d *= 2
-	}
-	d = min(d, e.cfg.MaxDelay)
-	half := d / 2
-	d = half + time.Duration(rand.Int64N(int64(half)+1))
-	return max(d, retryAfter)
+	return max(wait.EqualJitter(wait.Exponential(e.cfg.BaseDelay, e.cfg.MaxDelay, attempt)), retryAfter)
 }
 
 // isThrottleCode reports the Invoke error codes that mean the function did

@@ -175,14 +175,15 @@ func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 	return nil, fmt.Errorf("apigw: unknown event (requestContext.eventType %q)", probe.RequestContext.EventType)
 }
 
-func reply(status int, e *api.Error) events.APIGatewayProxyResponse {
-	res := events.APIGatewayProxyResponse{StatusCode: status}
-	if e != nil {
-		b, _ := json.Marshal(api.ErrorBody{Error: e})
-		res.Body = string(b)
-		res.Headers = map[string]string{"Content-Type": "application/json"}
-	}
-	return res
+// accepted is the 200 of a route handled.
+func accepted() events.APIGatewayProxyResponse {
+	return events.APIGatewayProxyResponse{StatusCode: http.StatusOK}
+}
+
+// refuse answers with e in the OpenAI error shape (e's status).
+func refuse(ctx context.Context, e *api.Error) events.APIGatewayProxyResponse {
+	return events.APIGatewayProxyResponse{StatusCode: e.Status, Body: string(e.Body(requestid.From(ctx))),
+		Headers: map[string]string{"Content-Type": "application/json"}}
 }
 
 // connect finds the tenant of the upgrade by the tenant rule (its IAM
@@ -193,8 +194,7 @@ func (h *Handler) connect(ctx context.Context, ev *events.APIGatewayWebsocketPro
 	id := &ev.RequestContext.Identity
 	name, err := h.cfg.Tenants.Resolve(tenant.CallerOf(id.UserArn, id.Caller), header(ev, "Authorization"))
 	if err != nil {
-		aerr := api.Unauthorized(err.Error())
-		return reply(aerr.Status, aerr)
+		return refuse(ctx, api.Unauthorized(err.Error()))
 	}
 	connectedAt := time.UnixMilli(ev.RequestContext.ConnectedAt)
 	if ev.RequestContext.ConnectedAt == 0 {
@@ -202,9 +202,9 @@ func (h *Handler) connect(ctx context.Context, ev *events.APIGatewayWebsocketPro
 	}
 	if err := h.cfg.Connections.Open(ctx, ev.RequestContext.ConnectionID, name, connectedAt); err != nil {
 		h.log.ErrorContext(ctx, "websocket $connect", "connection_id", ev.RequestContext.ConnectionID, "err", err)
-		return reply(http.StatusInternalServerError, api.ServerError(err, "The connection could not be opened.").ForClient(requestid.From(ctx)))
+		return refuse(ctx, api.ServerError(err, "The connection could not be opened."))
 	}
-	return reply(http.StatusOK, nil)
+	return accepted()
 }
 
 func header(ev *events.APIGatewayWebsocketProxyRequest, name string) string {
@@ -251,13 +251,13 @@ func (h *Handler) message(ctx context.Context, ev *events.APIGatewayWebsocketPro
 	if !create {
 		err := h.answer(ctx, &t, m)
 		if err == nil {
-			return reply(http.StatusOK, nil), nil
+			return accepted(), nil
 		}
 		return h.failed(ctx, &t, "", err, "The message could not be answered; send it again.")
 	}
 	err := h.queue(ctx, &t, rc, lane)
 	if err == nil {
-		return reply(http.StatusOK, nil), nil
+		return accepted(), nil
 	}
 	return h.failed(ctx, &t, lane, err, "The message could not be queued; send it again.")
 }
@@ -272,7 +272,7 @@ func (h *Handler) failed(ctx context.Context, t *turn, lane string, err error, m
 		// API Gateway tells the client the integration failed.
 		return events.APIGatewayProxyResponse{}, errors.Join(err, perr)
 	}
-	return reply(http.StatusOK, nil), nil
+	return accepted(), nil
 }
 
 // answer answers m, the message t that is not a response.create, at once
@@ -376,7 +376,7 @@ func (h *Handler) disconnect(ctx context.Context, ev *events.APIGatewayWebsocket
 	if err := h.cfg.Connections.Close(ctx, ev.RequestContext.ConnectionID); err != nil {
 		h.log.ErrorContext(ctx, "websocket $disconnect", "connection_id", ev.RequestContext.ConnectionID, "err", err)
 	}
-	return reply(http.StatusOK, nil)
+	return accepted()
 }
 
 // Turns runs the queued messages of ev in order. A message whose
