@@ -487,7 +487,11 @@ func readLimits(getenv func(string) string) (limits.Limits, error) {
 	l := limits.Default()
 	for _, s := range limits.Settings() {
 		f := s.Field(&l)
-		n, err := parseInt(getenv, s.Env, *f)
+		least := 1
+		if s.ZeroIsNoBound {
+			least = 0
+		}
+		n, err := parseIntAtLeast(getenv, s.Env, *f, least)
 		if err != nil {
 			return l, err
 		}
@@ -551,13 +555,23 @@ func parseBool(getenv func(string) string, name string, def bool) (bool, error) 
 }
 
 func parseInt(getenv func(string) string, name string, def int) (int, error) {
+	return parseIntAtLeast(getenv, name, def, 1)
+}
+
+// parseIntAtLeast reads the integer setting name, def when unset; a value
+// below least (1: a positive integer, 0: 0 or more) is an error.
+func parseIntAtLeast(getenv func(string) string, name string, def, least int) (int, error) {
 	v := getenv(name)
 	if v == "" {
 		return def, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		return def, fmt.Errorf("%s: %q is not a positive integer", name, v)
+	if err != nil || n < least {
+		want := "a positive integer"
+		if least == 0 {
+			want = "an integer of 0 or more"
+		}
+		return def, fmt.Errorf("%s: %q is not %s", name, v, want)
 	}
 	return n, nil
 }

@@ -184,29 +184,32 @@ type Setting struct {
 	Env string
 	// Field points at the limit in a Limits value.
 	Field func(*Limits) *int
+	// ZeroIsNoBound marks a limit whose 0 means no bound (its default):
+	// the setting takes 0, where the others want a positive number.
+	ZeroIsNoBound bool
 }
 
 // Settings lists every integer limit with its environment variable
 // (MCPReplyBytes, an int64, is read apart: EnvMCPReplyBytes).
 func Settings() []Setting {
 	return []Setting{
-		{"LAMBENT_LIMIT_SCHEMA_DEPTH", func(l *Limits) *int { return &l.SchemaDepth }},
-		{"LAMBENT_LIMIT_SCHEMA_BYTES", func(l *Limits) *int { return &l.SchemaBytes }},
-		{"LAMBENT_LIMIT_SCHEMA_PATTERNS", func(l *Limits) *int { return &l.SchemaPatterns }},
-		{"LAMBENT_LIMIT_SCHEMA_ENUM_VALUES", func(l *Limits) *int { return &l.SchemaEnumValues }},
-		{"LAMBENT_LIMIT_TOOLS", func(l *Limits) *int { return &l.Tools }},
-		{"LAMBENT_LIMIT_MCP_SERVERS", func(l *Limits) *int { return &l.MCPServers }},
-		{"LAMBENT_LIMIT_MCP_TOOLS_PER_SERVER", func(l *Limits) *int { return &l.MCPToolsPerServer }},
-		{"LAMBENT_LIMIT_IMAGES", func(l *Limits) *int { return &l.Images }},
-		{"LAMBENT_LIMIT_REFERENCED_RESPONSES", func(l *Limits) *int { return &l.ReferencedResponses }},
-		{"LAMBENT_LIMIT_MODEL_NAME", func(l *Limits) *int { return &l.ModelName }},
-		{"LAMBENT_LIMIT_TENANT_IN_FLIGHT", func(l *Limits) *int { return &l.TenantInFlight }},
-		{"LAMBENT_LIMIT_TENANT_WEBSOCKETS", func(l *Limits) *int { return &l.TenantWebSockets }},
-		{"LAMBENT_LIMIT_TENANT_WEBSOCKET_TURNS", func(l *Limits) *int { return &l.TenantWebSocketTurns }},
-		{"LAMBENT_LIMIT_WEBSOCKET_CACHE_BYTES", func(l *Limits) *int { return &l.WebSocketCacheBytes }},
-		{"LAMBENT_LIMIT_TENANT_WEBSOCKET_CACHE_BYTES", func(l *Limits) *int { return &l.TenantWebSocketCacheBytes }},
-		{"LAMBENT_LIMIT_CONVERSATION_ITEMS_PER_CALL", func(l *Limits) *int { return &l.ConversationItemsPerCall }},
-		{"LAMBENT_LIMIT_CONVERSATION_ITEMS", func(l *Limits) *int { return &l.ConversationItems }},
+		{Env: "LAMBENT_LIMIT_SCHEMA_DEPTH", Field: func(l *Limits) *int { return &l.SchemaDepth }},
+		{Env: "LAMBENT_LIMIT_SCHEMA_BYTES", Field: func(l *Limits) *int { return &l.SchemaBytes }},
+		{Env: "LAMBENT_LIMIT_SCHEMA_PATTERNS", Field: func(l *Limits) *int { return &l.SchemaPatterns }},
+		{Env: "LAMBENT_LIMIT_SCHEMA_ENUM_VALUES", Field: func(l *Limits) *int { return &l.SchemaEnumValues }},
+		{Env: "LAMBENT_LIMIT_TOOLS", Field: func(l *Limits) *int { return &l.Tools }},
+		{Env: "LAMBENT_LIMIT_MCP_SERVERS", Field: func(l *Limits) *int { return &l.MCPServers }},
+		{Env: "LAMBENT_LIMIT_MCP_TOOLS_PER_SERVER", Field: func(l *Limits) *int { return &l.MCPToolsPerServer }},
+		{Env: "LAMBENT_LIMIT_IMAGES", Field: func(l *Limits) *int { return &l.Images }},
+		{Env: "LAMBENT_LIMIT_REFERENCED_RESPONSES", Field: func(l *Limits) *int { return &l.ReferencedResponses }},
+		{Env: "LAMBENT_LIMIT_MODEL_NAME", Field: func(l *Limits) *int { return &l.ModelName }},
+		{Env: "LAMBENT_LIMIT_TENANT_IN_FLIGHT", Field: func(l *Limits) *int { return &l.TenantInFlight }},
+		{Env: "LAMBENT_LIMIT_TENANT_WEBSOCKETS", Field: func(l *Limits) *int { return &l.TenantWebSockets }},
+		{Env: "LAMBENT_LIMIT_TENANT_WEBSOCKET_TURNS", Field: func(l *Limits) *int { return &l.TenantWebSocketTurns }, ZeroIsNoBound: true},
+		{Env: "LAMBENT_LIMIT_WEBSOCKET_CACHE_BYTES", Field: func(l *Limits) *int { return &l.WebSocketCacheBytes }},
+		{Env: "LAMBENT_LIMIT_TENANT_WEBSOCKET_CACHE_BYTES", Field: func(l *Limits) *int { return &l.TenantWebSocketCacheBytes }},
+		{Env: "LAMBENT_LIMIT_CONVERSATION_ITEMS_PER_CALL", Field: func(l *Limits) *int { return &l.ConversationItemsPerCall }},
+		{Env: "LAMBENT_LIMIT_CONVERSATION_ITEMS", Field: func(l *Limits) *int { return &l.ConversationItems }},
 	}
 }
 
