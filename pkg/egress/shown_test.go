@@ -17,3 +17,20 @@ func TestShownURL(t *testing.T) {
 		}
 	}
 }
+
+// A URL without an authority (no scheme, or a scheme without "//": a
+// target or endpoint missing its "://") keeps no user information apart:
+// what comes before its "@" is masked as in a URL that does not parse.
+func TestShownURLWithoutAuthority(t *testing.T) {
+	for raw, want := range map[string]string{
+		"u:s3cret@h.example/hook":         "…@h.example/hook",
+		"https//u:s3cret@h.example/hook":  "…@h.example/hook",
+		"https:u:s3cret@h.example/h?k=s3": "…@h.example/h?…",
+		"s3cret@h.example":                "…@h.example",
+		"h.example/hook?token=s3cret":     "h.example/hook?…",
+	} {
+		if got := ShownURL(raw); got != want {
+			t.Errorf("ShownURL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
