@@ -38,3 +38,34 @@ func TestLoggerBoundsAttributes(t *testing.T) {
 		}
 	}
 }
+
+// nilErr is an error whose Error dereferences its receiver.
+type nilErr struct{ msg string }
+
+func (e *nilErr) Error() string { return e.msg }
+
+// A typed nil error (a nil *T in an error) is logged as slog logs it,
+// "<nil>", not a panic of the logging call: slog recovers the panic of its
+// Error, and so must the cut of long text.
+func TestLoggerTypedNilError(t *testing.T) {
+	for _, format := range []string{"json", "text"} {
+		var buf bytes.Buffer
+		cfg, err := FromEnv(func(k string) string { return map[string]string{"LAMBENT_LOG_FORMAT": format}[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e *nilErr
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("%s: logging a typed nil error panicked: %v", format, p)
+				}
+			}()
+			Logger(cfg, &buf).Info("m", "err", error(e), slog.Group("g", "err", error(e)))
+			Logger(cfg, &buf).With("err", error(e)).Info("m")
+		}()
+		if !strings.Contains(buf.String(), "<nil>") {
+			t.Errorf("%s: %q, want the error shown as <nil>", format, buf.String())
+		}
+	}
+}
