@@ -5,8 +5,10 @@ package textcut
 
 import "unicode/utf8"
 
-// Prefix is the longest prefix of s of at most n bytes that ends at the
-// start of a character (s itself when it fits; "" when n <= 0).
+// Prefix is the longest prefix of s of at most n bytes that splits no
+// UTF-8 sequence (s itself when it fits; "" when n <= 0). A byte that
+// starts no valid sequence is a character of its own, so a run of them is
+// cut at n, not backed off from.
 func Prefix(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -14,8 +16,15 @@ func Prefix(s string, n int) string {
 	if n <= 0 {
 		return ""
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
+	// The sequence that byte n may be inside starts at most
+	// utf8.UTFMax-1 bytes before it.
+	for i := n - 1; i >= 0 && i > n-utf8.UTFMax; i-- {
+		if utf8.RuneStart(s[i]) {
+			if _, size := utf8.DecodeRuneInString(s[i:]); i+size > n {
+				return s[:i]
+			}
+			break
+		}
 	}
 	return s[:n]
 }

@@ -61,10 +61,23 @@ func logText(v slog.Value) (string, bool) {
 		return v.String(), true
 	case slog.KindAny:
 		if err, ok := v.Any().(error); ok && err != nil {
-			return err.Error(), true
+			return errorText(err)
 		}
 	}
 	return "", false
+}
+
+// errorText is err's text, ok false when its Error panics (a typed nil
+// error): the value is then left to the handler, which shows it as slog
+// does ("<nil>", or the panic), where the panic would end the logging
+// call.
+func errorText(err error) (s string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			s, ok = "", false
+		}
+	}()
+	return err.Error(), true
 }
 
 // overBound reports whether v (resolved), or an attribute of its group,

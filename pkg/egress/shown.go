@@ -9,18 +9,14 @@ import (
 // ShownURL is the URL raw as errors and logs may show it: its user
 // information masked whole (xxxxx@: a user name alone may be a token), its
 // query replaced by "…" (it may hold a key), its fragment dropped. A URL
-// that does not parse is cut before its query or fragment, and what comes
-// before its last "@" masked.
+// that does not parse, or has no authority (no host: "u:key@host" or
+// "https//u:key@host" parse as a scheme's opaque part or a path, which
+// url.URL.String shows whole), is cut before its query or fragment, and
+// what comes before its last "@" masked.
 func ShownURL(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil {
-		if i := strings.IndexAny(raw, "?#"); i >= 0 {
-			raw = raw[:i] + "?…"
-		}
-		if at := strings.LastIndexByte(raw, '@'); at >= 0 {
-			raw = "…" + raw[at:]
-		}
-		return raw
+	if err != nil || u.Host == "" {
+		return shownUnparsed(raw)
 	}
 	c := *u
 	c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = "", false, "", ""
@@ -41,4 +37,16 @@ func ShownURLError(err error) error {
 		ue.URL = ShownURL(ue.URL)
 	}
 	return err
+}
+
+// shownUnparsed is ShownURL of raw taken as text: cut before its query or
+// fragment, what comes before its last "@" masked.
+func shownUnparsed(raw string) string {
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		raw = raw[:i] + "?…"
+	}
+	if at := strings.LastIndexByte(raw, '@'); at >= 0 {
+		raw = "…" + raw[at:]
+	}
+	return raw
 }

@@ -649,3 +649,14 @@ func TestWebhookErrorReplyKeepsConnection(t *testing.T) {
 	}
 	assert.Equal(t, 1, srv.Opened(), "connections of 2 deliveries answered 502")
 }
+
+// A target missing its "://" names no user information it holds: "u:key@host"
+// parses as a scheme's opaque part, which a URL's String shows whole.
+func TestParseTargetsHidesUserInfoWithoutAuthority(t *testing.T) {
+	for _, target := range []string{"u:s3cret@h.example/hook", "https//u:s3cret@h.example/hook"} {
+		_, err := hooks.ParseTargets(target)
+		if err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("ParseTargets(%q) = %v, want an error without the secret", target, err)
+		}
+	}
+}
