@@ -344,154 +344,215 @@ const appendAttempts = 3
 // append, and one that fails leaves nothing seen (its rows, above next,
 // are overwritten by the next append or expire).
 func (s *Store) append(ctx context.Context, id string, h *convHead, owner string, items []api.Item, cut string) error {
-	p := h.PK
-	start := h.Next
 	for i := range items {
 		if slices.IndexFunc(items[:i], func(it api.Item) bool { return it.ID == items[i].ID }) >= 0 {
 			return &store.DuplicateItemError{ConversationID: id, ItemID: items[i].ID}
 		}
 	}
-	var tx []types.TransactWriteItem
-	var txIDs []string // the ids of the items in tx
+	a, err := s.newConvAppend(id, h, owner, cut, len(items))
+	if err != nil {
+		return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
+	}
+	for i := range items {
+		if err := a.add(ctx, &items[i]); err != nil {
+			return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
+		}
+	}
+	if err := a.flush(ctx, true); err != nil {
+		return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
+	}
+	return nil
+}
+
+// convAppend is the state of one append (Store.append): the transaction
+// being built and the replacements of held items it keeps for the last.
+type convAppend struct {
+	s         *Store
+	id        string // the conversation's id
+	p         string // its partition key
+	owner     string // the lock's owner
+	cut       string // the conversation's cut (setCut)
+	n         int    // the number of items appended
+	start     int64  // the head's next, as read
+	expiresAt int64  // the head's expiry, given to every row
+	next      int64  // the sequence number of the next new item
+
+	tx      []types.TransactWriteItem
+	txIDs   []string // the ids of the items in tx
+	txBytes int
 	// The replacements of held items (their rows are below next, where
 	// readers look) go in the last transaction, with the head's update.
-	var replaced []types.TransactWriteItem
-	txBytes := 0
+	replaced      []types.TransactWriteItem
+	replacedIDs   []string
+	replacedBytes int
+
+	idCond expression.Expression // the condition on a new item's id row
+	heldID expression.Expression // the condition on a held item's id row
+}
+
+// newConvAppend starts an append of n items after head h, read under
+// owner's lock.
+func (s *Store) newConvAppend(id string, h *convHead, owner, cut string, n int) (*convAppend, error) {
+	a := &convAppend{s: s, id: id, p: h.PK, owner: owner, cut: cut, n: n,
+		start: h.Next, expiresAt: h.ExpiresAt, next: h.Next}
 	// An id row is new, or one a failed append left above next.
 	newID := expression.AttributeNotExists(expression.Name(attrPK)).
-		Or(expression.Name("seq").GreaterThanEqual(expression.Value(start)))
-	idCond, err := expression.NewBuilder().WithCondition(newID).Build()
-	if err != nil {
-		return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
+		Or(expression.Name("seq").GreaterThanEqual(expression.Value(a.start)))
+	var err error
+	if a.idCond, err = expression.NewBuilder().WithCondition(newID).Build(); err != nil {
+		return nil, err
 	}
-	flush := func(next int64, last bool) error {
-		// The actions from fresh on (before the head's) check the id rows
-		// of replaced items.
-		fresh := len(tx)
-		if last {
-			fresh -= len(replaced)
-		}
-		cond := expression.Name(attrLock).Equal(expression.Value(owner)).
-			And(expression.Name(attrNext).Equal(expression.Value(start))).
-			And(expression.Name(attrExpiresAt).GreaterThan(expression.Value(s.nowUnix())))
-		if !last {
-			ex, err := expression.NewBuilder().WithCondition(cond).Build()
-			if err != nil {
-				return err
-			}
-			tx = append(tx, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-				TableName: s.table, Key: keyOf(p, skConversation), ConditionExpression: ex.Condition(),
-				ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-			}})
-		} else {
-			upd := setCut(expression.Set(expression.Name(attrNext), expression.Value(next)).
-				Remove(expression.Name(attrLock)).Remove(expression.Name(attrLockUntil)), cut, len(items))
-			ex, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
-			if err != nil {
-				return err
-			}
-			tx = append(tx, types.TransactWriteItem{Update: &types.Update{
-				TableName: s.table, Key: keyOf(p, skConversation),
-				UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
-				ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-			}})
-		}
-		_, err = s.api.TransactWriteItems(ctx, &ddb.TransactWriteItemsInput{TransactItems: tx})
+	if a.heldID, err = expression.NewBuilder().WithCondition(expression.AttributeExists(expression.Name(attrPK))).Build(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// headAction is the transaction's action on the head, conditional on
+// owner's lock, the next read and the conversation live: a check, or in
+// the last transaction the update (next past every item, the cut, the
+// lock released).
+func (a *convAppend) headAction(last bool) (types.TransactWriteItem, error) {
+	s := a.s
+	cond := expression.Name(attrLock).Equal(expression.Value(a.owner)).
+		And(expression.Name(attrNext).Equal(expression.Value(a.start))).
+		And(expression.Name(attrExpiresAt).GreaterThan(expression.Value(s.nowUnix())))
+	if !last {
+		ex, err := expression.NewBuilder().WithCondition(cond).Build()
 		if err != nil {
-			var tce *types.TransactionCanceledException
-			if errors.As(err, &tce) && len(tce.CancellationReasons) == len(tx) {
-				if r := tce.CancellationReasons[len(tx)-1]; aws.ToString(r.Code) == "ConditionalCheckFailed" {
-					if _, lerr := s.liveConv(id, r.Item); lerr != nil {
-						return lerr
-					}
-					return fmt.Errorf("the lock of %s was lost: %w", owner, store.ErrConflict)
-				}
-				// The id row of a new item (every second action) exists,
-				// or that of a replaced one is gone.
-				for j := 1; j < len(tx)-1; j += 2 {
-					switch {
-					case aws.ToString(tce.CancellationReasons[j].Code) != "ConditionalCheckFailed":
-					case j >= fresh:
-						return fmt.Errorf("item %s: %w", txIDs[j/2], errReplacedGone)
-					default:
-						return &store.DuplicateItemError{ConversationID: id, ItemID: txIDs[j/2]}
-					}
-				}
-			}
+			return types.TransactWriteItem{}, err
+		}
+		return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+			TableName: s.table, Key: keyOf(a.p, skConversation), ConditionExpression: ex.Condition(),
+			ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}}, nil
+	}
+	upd := setCut(expression.Set(expression.Name(attrNext), expression.Value(a.next)).
+		Remove(expression.Name(attrLock)).Remove(expression.Name(attrLockUntil)), a.cut, a.n)
+	ex, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName: s.table, Key: keyOf(a.p, skConversation),
+		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
+		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}, nil
+}
+
+// flush sends the transaction with the head's action (headAction) last,
+// and starts the next. The last one also holds the replacements of held
+// items, after the new items.
+func (a *convAppend) flush(ctx context.Context, last bool) error {
+	// The actions from fresh on (before the head's) check the id rows
+	// of replaced items.
+	fresh := len(a.tx)
+	if last {
+		a.tx, a.txIDs = append(a.tx, a.replaced...), append(a.txIDs, a.replacedIDs...)
+	}
+	head, err := a.headAction(last)
+	if err != nil {
+		return err
+	}
+	a.tx = append(a.tx, head)
+	if _, err := a.s.api.TransactWriteItems(ctx, &ddb.TransactWriteItemsInput{TransactItems: a.tx}); err != nil {
+		return a.canceled(err, fresh)
+	}
+	a.tx, a.txIDs, a.txBytes = a.tx[:0], a.txIDs[:0], 0
+	return nil
+}
+
+// canceled maps the failure err of the transaction tx, whose actions from
+// fresh on check the id rows of replaced items: the head's check failed
+// (the lock lost, or the conversation gone), a new item's id row exists
+// (store.DuplicateItemError), a replaced one's is gone (errReplacedGone),
+// or err as it is.
+func (a *convAppend) canceled(err error, fresh int) error {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) || len(tce.CancellationReasons) != len(a.tx) {
+		return err
+	}
+	if r := tce.CancellationReasons[len(a.tx)-1]; aws.ToString(r.Code) == "ConditionalCheckFailed" {
+		if _, lerr := a.s.liveConv(a.id, r.Item); lerr != nil {
+			return lerr
+		}
+		return fmt.Errorf("the lock of %s was lost: %w", a.owner, store.ErrConflict)
+	}
+	// The id row of a new item (every second action) exists,
+	// or that of a replaced one is gone.
+	for j := 1; j < len(a.tx)-1; j += 2 {
+		switch {
+		case aws.ToString(tce.CancellationReasons[j].Code) != "ConditionalCheckFailed":
+		case j >= fresh:
+			return fmt.Errorf("item %s: %w", a.txIDs[j/2], errReplacedGone)
+		default:
+			return &store.DuplicateItemError{ConversationID: a.id, ItemID: a.txIDs[j/2]}
+		}
+	}
+	return err
+}
+
+// add adds the rows of item: its row and its id row's, in tx, which is
+// sent first when item would overfill it (maxTxItems, maxTxBytes), or
+// the rewrite of a held item's row and a check of its id row, kept for
+// the last transaction.
+func (a *convAppend) add(ctx context.Context, item *api.Item) error {
+	// An mcp_call the conversation holds (store.Replaces) takes the
+	// place of that item: its row is rewritten, its id row checked.
+	seq, held, stale := a.next, false, int64(-1)
+	if store.Replaces(item) {
+		at, ok, st, err := a.s.heldAt(ctx, a.p, item.ID, a.start)
+		if err != nil {
 			return err
 		}
-		tx, txIDs, txBytes = tx[:0], txIDs[:0], 0
+		if held = ok; held {
+			seq = at
+		} else if st {
+			stale = at
+		}
+	}
+	row, err := a.s.itemRow(ctx, a.p, seq, a.expiresAt, item)
+	if err != nil {
+		return err
+	}
+	if len(a.tx) > 0 && ((len(a.tx)+len(a.replaced))/2 >= maxTxItems || a.txBytes+a.replacedBytes+len(row.Body) > maxTxBytes) {
+		if err := a.flush(ctx, false); err != nil {
+			return err
+		}
+	}
+	ri, err := attributevalue.MarshalMap(row)
+	if err != nil {
+		return err
+	}
+	if held {
+		a.replaced = append(a.replaced, types.TransactWriteItem{Put: &types.Put{TableName: a.s.table, Item: ri}},
+			types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: a.s.table, Key: keyOf(a.p, skItemIDPrefix+item.ID),
+				ConditionExpression: a.heldID.Condition(), ExpressionAttributeNames: a.heldID.Names()}})
+		a.replacedIDs = append(a.replacedIDs, item.ID)
+		a.replacedBytes += len(row.Body)
 		return nil
 	}
-	heldID, err := expression.NewBuilder().WithCondition(expression.AttributeExists(expression.Name(attrPK))).Build()
+	a.next++
+	ii, err := attributevalue.MarshalMap(convIndex{PK: a.p, SK: skItemIDPrefix + item.ID, Seq: seq, ExpiresAt: a.expiresAt})
 	if err != nil {
-		return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
+		return err
 	}
-	next := start // the sequence number of the next new item
-	var replacedIDs []string
-	replacedBytes := 0
-	for i := range items {
-		// An mcp_call the conversation holds (store.Replaces) takes the
-		// place of that item: its row is rewritten, its id row checked.
-		seq, held, stale := next, false, int64(-1)
-		if store.Replaces(&items[i]) {
-			at, ok, st, err := s.heldAt(ctx, p, items[i].ID, start)
-			if err != nil {
-				return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
-			}
-			if held = ok; held {
-				seq = at
-			} else if st {
-				stale = at
-			}
+	// An id row is new (or one a failed append left above next):
+	// item ids are unique in a conversation. A stale one (heldAt) is
+	// replaced as it was read.
+	cond := a.idCond
+	if stale >= 0 {
+		if cond, err = expression.NewBuilder().WithCondition(expression.Name("seq").Equal(expression.Value(stale))).Build(); err != nil {
+			return err
 		}
-		row, err := s.itemRow(ctx, p, seq, h.ExpiresAt, &items[i])
-		if err != nil {
-			return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
-		}
-		if len(tx) > 0 && ((len(tx)+len(replaced))/2 >= maxTxItems || txBytes+replacedBytes+len(row.Body) > maxTxBytes) {
-			if err := flush(next, false); err != nil {
-				return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
-			}
-		}
-		ri, err := attributevalue.MarshalMap(row)
-		if err != nil {
-			return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
-		}
-		if held {
-			replaced = append(replaced, types.TransactWriteItem{Put: &types.Put{TableName: s.table, Item: ri}},
-				types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: s.table, Key: keyOf(p, skItemIDPrefix+items[i].ID),
-					ConditionExpression: heldID.Condition(), ExpressionAttributeNames: heldID.Names()}})
-			replacedIDs = append(replacedIDs, items[i].ID)
-			replacedBytes += len(row.Body)
-			continue
-		}
-		next++
-		ii, err := attributevalue.MarshalMap(convIndex{PK: p, SK: skItemIDPrefix + items[i].ID, Seq: seq, ExpiresAt: h.ExpiresAt})
-		if err != nil {
-			return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
-		}
-		// An id row is new (or one a failed append left above next):
-		// item ids are unique in a conversation. A stale one (heldAt) is
-		// replaced as it was read.
-		cond := idCond
-		if stale >= 0 {
-			if cond, err = expression.NewBuilder().WithCondition(expression.Name("seq").Equal(expression.Value(stale))).Build(); err != nil {
-				return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
-			}
-		}
-		tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: s.table, Item: ri}},
-			types.TransactWriteItem{Put: &types.Put{TableName: s.table, Item: ii,
-				ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names(), ExpressionAttributeValues: cond.Values()}})
-		txIDs = append(txIDs, items[i].ID)
-		txBytes += len(row.Body)
 	}
-	tx, txIDs = append(tx, replaced...), append(txIDs, replacedIDs...)
-	if err := flush(next, true); err != nil {
-		return fmt.Errorf("dynamodb: append to conversation %s: %w", id, err)
-	}
+	a.tx = append(a.tx, types.TransactWriteItem{Put: &types.Put{TableName: a.s.table, Item: ri}},
+		types.TransactWriteItem{Put: &types.Put{TableName: a.s.table, Item: ii,
+			ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names(), ExpressionAttributeValues: cond.Values()}})
+	a.txIDs = append(a.txIDs, item.ID)
+	a.txBytes += len(row.Body)
 	return nil
 }
 
