@@ -31,7 +31,10 @@ func inputTokensParamDecoder(k string) paramFunc {
 	if k == "personality" {
 		return unsupportedParam(k, "The models this gateway routes have no style presets; omit it.")
 	}
-	return only(knownInputTokensParam)(k)
+	if !knownInputTokensParam(k) {
+		return nil
+	}
+	return paramDecoder(k)
 }
 
 // ObjectInputTokens is the object type of an InputTokens.

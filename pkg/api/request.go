@@ -113,6 +113,9 @@ type StreamOptions struct {
 // Stores reports whether the response is to be stored (default true).
 func (r *CreateResponseRequest) Stores() bool { return r.Store == nil || *r.Store }
 
+// paramFunc decodes one parameter of a request into it.
+type paramFunc = func(r *CreateResponseRequest, v json.RawMessage) error
+
 // paramDecoder returns the decoder of the top-level parameter k, nil when
 // k is not a parameter of POST /v1/responses. A decoder is only called
 // with a non-null value.
@@ -305,13 +308,13 @@ func (r *CreateResponseRequest) validateCompletionWindow() error {
 }
 
 // fieldDecoder decodes the parameter k into the field target returns.
-func fieldDecoder(k string, target func(r *CreateResponseRequest) any) func(*CreateResponseRequest, json.RawMessage) error {
+func fieldDecoder(k string, target func(r *CreateResponseRequest) any) paramFunc {
 	return func(r *CreateResponseRequest, v json.RawMessage) error { return into(k, v, target(r)) }
 }
 
 // arrayDecoder is fieldDecoder for an array parameter, whose elements are
 // counted before any is decoded (checkArrayLen).
-func arrayDecoder(k string, target func(r *CreateResponseRequest) any) func(*CreateResponseRequest, json.RawMessage) error {
+func arrayDecoder(k string, target func(r *CreateResponseRequest) any) paramFunc {
 	return func(r *CreateResponseRequest, v json.RawMessage) error {
 		if err := checkArrayLen(k, v); err != nil {
 			return err
@@ -321,7 +324,7 @@ func arrayDecoder(k string, target func(r *CreateResponseRequest) any) func(*Cre
 }
 
 // unsupportedParam refuses the parameter k, saying why.
-func unsupportedParam(k, why string) func(*CreateResponseRequest, json.RawMessage) error {
+func unsupportedParam(k, why string) paramFunc {
 	return func(*CreateResponseRequest, json.RawMessage) error {
 		return InvalidRequestCode(k, "unsupported_parameter", "Unsupported parameter: '%s'. %s", k, why)
 	}
@@ -333,9 +336,6 @@ func unsupportedParam(k, why string) func(*CreateResponseRequest, json.RawMessag
 func DecodeCreateRequest(body []byte) (*CreateResponseRequest, error) {
 	return decodeParams(body, paramDecoder)
 }
-
-// paramFunc decodes one parameter of a request into it.
-type paramFunc = func(r *CreateResponseRequest, v json.RawMessage) error
 
 // only is paramDecoder for the parameters known names, nil for others.
 func only(known func(string) bool) func(string) paramFunc {

@@ -463,7 +463,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	c.Tools.AllowHosts = egress.AllowHostsFromEnv(getenv)
-	c.Server.AllowedHosts = commaList(getenv("LAMBENT_ALLOWED_HOSTS"))
+	c.Server.AllowedHosts = egress.HostList(getenv("LAMBENT_ALLOWED_HOSTS"))
 	return c, nil
 }
 
@@ -522,17 +522,6 @@ func (c *Config) parseMetrics(v string) error {
 		}
 	}
 	return nil
-}
-
-// commaList reads a comma-separated list, dropping empty entries.
-func commaList(v string) []string {
-	var out []string
-	for h := range strings.SplitSeq(v, ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			out = append(out, h)
-		}
-	}
-	return out
 }
 
 func or(v, def string) string {

@@ -59,6 +59,9 @@ func TestResponsesHaveOpenAIGoRequiredFields(t *testing.T) {
 		{"Model", models.Data[0].RawJSON(), openai.Model{}},
 		{"ConversationDeletedResource", deleted.RawJSON(), conversations.ConversationDeletedResource{}},
 	} {
+		required, err := ssecheck.Required(tc.typ)
+		require.NoError(t, err, tc.name)
+		require.NotEmpty(t, required, "%s: openai-go marks no field of %T required", tc.name, tc.typ)
 		missing, err := ssecheck.Missing(tc.typ, []byte(tc.raw))
 		require.NoError(t, err, tc.name)
 		assert.Empty(t, missing, "%s: fields openai-go requires: %s", tc.name, tc.raw)

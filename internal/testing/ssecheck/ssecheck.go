@@ -240,22 +240,35 @@ func Missing(v any, data []byte) ([]string, error) {
 	if err := json.Unmarshal(data, &keys); err != nil {
 		return nil, err
 	}
-	var missing []string
-	t := reflect.TypeOf(v)
-	if t.Kind() != reflect.Struct {
-		return nil, fmt.Errorf("ssecheck: %T is not an openai-go struct", v)
+	required, err := Required(v)
+	if err != nil {
+		return nil, err
 	}
-	for f := range t.Fields() {
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if !strings.Contains(f.Tag.Get("api"), "required") || name == "" || name == "-" {
-			continue
-		}
+	var missing []string
+	for _, name := range required {
 		if _, ok := keys[name]; !ok {
 			missing = append(missing, name)
 		}
 	}
-	slices.Sort(missing)
 	return missing, nil
+}
+
+// Required returns the JSON names of the fields openai-go marks required
+// (api:"required") on v, a value of one of its response types, sorted.
+func Required(v any) ([]string, error) {
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("ssecheck: %T is not an openai-go struct", v)
+	}
+	var names []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if strings.Contains(f.Tag.Get("api"), "required") && name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
 }
 
 // checkRequired is Missing as an error naming what (an event, an item).
